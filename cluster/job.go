@@ -1,0 +1,248 @@
+package cluster
+
+import (
+	"fmt"
+	"time"
+)
+
+// JobID identifies a job for its whole life, across attempts.
+type JobID uint64
+
+func (id JobID) String() string { return fmt.Sprintf("%d", uint64(id)) }
+
+// JobState is a job's state, named as Slurm names it.
+type JobState string
+
+// Job states.
+const (
+	JobPending     JobState = "PENDING"
+	JobConfiguring JobState = "CONFIGURING"
+	JobRunning     JobState = "RUNNING"
+	JobCompleting  JobState = "COMPLETING"
+	JobCompleted   JobState = "COMPLETED"
+	JobFailed      JobState = "FAILED"
+	JobCancelled   JobState = "CANCELLED"
+	JobTimeout     JobState = "TIMEOUT"
+	JobNodeFail    JobState = "NODE_FAIL"
+	JobPreempted   JobState = "PREEMPTED"
+)
+
+// Terminal reports whether no further transition can happen.
+func (s JobState) Terminal() bool {
+	switch s {
+	case JobCompleted, JobFailed, JobCancelled, JobTimeout, JobNodeFail, JobPreempted:
+		return true
+	}
+	return false
+}
+
+// Short is the two-letter code squeue prints in its ST column.
+func (s JobState) Short() string {
+	switch s {
+	case JobPending:
+		return "PD"
+	case JobConfiguring:
+		return "CF"
+	case JobRunning:
+		return "R"
+	case JobCompleting:
+		return "CG"
+	case JobCompleted:
+		return "CD"
+	case JobFailed:
+		return "F"
+	case JobCancelled:
+		return "CA"
+	case JobTimeout:
+		return "TO"
+	case JobNodeFail:
+		return "NF"
+	case JobPreempted:
+		return "PR"
+	}
+	return "??"
+}
+
+// ParseJobState accepts a full state name or squeue's short code, in any case.
+func ParseJobState(s string) (JobState, error) {
+	for _, st := range AllJobStates {
+		if equalFold(s, string(st)) || equalFold(s, st.Short()) {
+			return st, nil
+		}
+	}
+	return "", fmt.Errorf("unknown job state %q (use PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL, ... or PD, R, CD, F, CA, TO, NF)", s)
+}
+
+// AllJobStates lists every state in lifecycle order.
+var AllJobStates = []JobState{
+	JobPending, JobConfiguring, JobRunning, JobCompleting, JobCompleted,
+	JobFailed, JobCancelled, JobTimeout, JobNodeFail, JobPreempted,
+}
+
+// Pending reasons, as squeue shows them.
+const (
+	ReasonNone      = "None"
+	ReasonResources = "Resources"
+	ReasonPriority  = "Priority"
+	ReasonPartDown  = "PartitionDown"
+	ReasonNodeAvail = "ReqNodeNotAvail"
+)
+
+// Job is what a user submitted plus what happened to it.
+type Job struct {
+	ID        JobID
+	Name      string
+	User      string
+	UID, GID  int
+	Account   string
+	Partition string
+	Priority  int64
+
+	SubmitTime time.Time
+	TimeLimit  time.Duration // zero: the partition's default
+
+	Script  string            // the batch script, run by /bin/sh unless it has a #! line
+	Image   string            // OCI image reference; empty: a plain process
+	Env     map[string]string // environment exported by the submitter
+	WorkDir string            // the submit directory, or -D
+	Output  string            // -o pattern; empty: slurm-%j.out
+	Error   string            // -e pattern; empty: with the output
+
+	Nodes       int
+	GPUsPerNode int
+	GPUType     string // from --gres=gpu:TYPE:N; empty: any
+	CPUsPerNode int
+	MemoryMB    int64
+
+	State      JobState
+	Reason     string // pending reason, or why it ended
+	ExitCode   int    // first non-zero task exit code, else 0
+	ExitSignal int
+	StartTime  time.Time
+	EndTime    time.Time
+
+	Attempt    int         // number of the current (or last) attempt, from 0
+	Alloc      *Allocation // nil while pending
+	MasterPort int         // chosen at placement
+	Tasks      []Task      // one per allocated node, by rank
+}
+
+// Live reports whether the job holds resources: placed and not every task ended.
+func (j *Job) Live() bool {
+	if j.Alloc == nil {
+		return false
+	}
+	for _, t := range j.Tasks {
+		if !t.State.Ended() {
+			return true
+		}
+	}
+	return false
+}
+
+// Clone returns a deep copy.
+func (j *Job) Clone() *Job {
+	c := *j
+	if j.Env != nil {
+		c.Env = make(map[string]string, len(j.Env))
+		for k, v := range j.Env {
+			c.Env[k] = v
+		}
+	}
+	if j.Alloc != nil {
+		a := j.Alloc.Clone()
+		c.Alloc = &a
+	}
+	c.Tasks = append([]Task(nil), j.Tasks...)
+	return &c
+}
+
+// NodeNames lists the allocated nodes by rank.
+func (j *Job) NodeNames() []string {
+	if j.Alloc == nil {
+		return nil
+	}
+	names := make([]string, len(j.Alloc.Nodes))
+	for i, n := range j.Alloc.Nodes {
+		names[i] = n.Node
+	}
+	return names
+}
+
+// TaskState is the state of one task as its agent reports it.
+type TaskState string
+
+// Task states.
+const (
+	TaskAssigned TaskState = "ASSIGNED" // placed, the agent has not started it
+	TaskStarting TaskState = "STARTING" // staging, health gate
+	TaskRunning  TaskState = "RUNNING"
+	TaskExited   TaskState = "EXITED"    // ended by itself; see ExitCode
+	TaskKilled   TaskState = "KILLED"    // stopped on cancel or failure of a peer
+	TaskTimeout  TaskState = "TIMEOUT"   // stopped at the time limit
+	TaskFailed   TaskState = "FAILED"    // could not be started
+	TaskLost     TaskState = "LOST"      // its node went down
+)
+
+// Ended reports whether the task no longer runs.
+func (s TaskState) Ended() bool {
+	switch s {
+	case TaskExited, TaskKilled, TaskTimeout, TaskFailed, TaskLost:
+		return true
+	}
+	return false
+}
+
+// Task is one rank of a job's current attempt.
+type Task struct {
+	Rank       int
+	Node       string
+	State      TaskState
+	ExitCode   int
+	ExitSignal int
+	Message    string
+	StartTime  time.Time
+	EndTime    time.Time
+}
+
+// Allocation is the resources one attempt holds, by rank.
+type Allocation struct {
+	Nodes []NodeAlloc
+}
+
+// Clone returns a deep copy.
+func (a Allocation) Clone() Allocation {
+	c := Allocation{Nodes: make([]NodeAlloc, len(a.Nodes))}
+	for i, n := range a.Nodes {
+		n.GPUs = append([]int(nil), n.GPUs...)
+		c.Nodes[i] = n
+	}
+	return c
+}
+
+// NodeAlloc is what an allocation holds on one node.
+type NodeAlloc struct {
+	Node     string
+	GPUs     []int // GPU indices on the node
+	CPUs     int
+	MemoryMB int64
+}
+
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'a' <= x && x <= 'z' {
+			x -= 'a' - 'A'
+		}
+		if 'a' <= y && y <= 'z' {
+			y -= 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,47 @@
+package cluster
+
+import "time"
+
+// PartitionState is a partition's state, as in slurm.conf.
+type PartitionState string
+
+// Partition states.
+const (
+	PartitionUp       PartitionState = "UP"
+	PartitionDown     PartitionState = "DOWN"
+	PartitionDrain    PartitionState = "DRAIN"
+	PartitionInactive PartitionState = "INACTIVE"
+)
+
+// Partition is a named set of nodes with limits.
+type Partition struct {
+	Name        string
+	Nodes       []string // node names; AllNodes means every registered node
+	AllNodes    bool
+	Default     bool
+	State       PartitionState
+	MaxTime     time.Duration // zero: unlimited
+	DefaultTime time.Duration // zero: MaxTime, else unlimited
+	MaxNodes    int           // zero: unlimited
+	PriorityTier int
+}
+
+// Contains reports whether the partition includes the node.
+func (p *Partition) Contains(node string) bool {
+	if p.AllNodes {
+		return true
+	}
+	for _, n := range p.Nodes {
+		if n == node {
+			return true
+		}
+	}
+	return false
+}
+
+// Clone returns a deep copy.
+func (p *Partition) Clone() *Partition {
+	c := *p
+	c.Nodes = append([]string(nil), p.Nodes...)
+	return &c
+}

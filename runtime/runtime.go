@@ -1,0 +1,76 @@
+// Package runtime defines how the node agent runs a task, whatever runs it:
+// a plain process group (runtime/process), a containerd container
+// (runtime/containerd), or an in-memory fake for tests (runtime/fake).
+//
+// The agent prepares everything a task needs (script file, environment,
+// output paths, GPU indices) into a Spec; a Runtime turns a Spec into a
+// running Task. Stopping policy (SIGTERM, grace period, SIGKILL) belongs to
+// the agent; a runtime only delivers signals to everything the task spawned.
+package runtime
+
+import (
+	"context"
+	"syscall"
+)
+
+// Spec is everything a runtime needs to start one task.
+type Spec struct {
+	// ID is unique on the node and stable for the task's life, e.g.
+	// "phx-12-0-1" for job 12, attempt 0, rank 1. Containerd uses it as the
+	// container ID.
+	ID string
+	// Argv is the command; Argv[0] is an absolute path inside the task's
+	// filesystem (the host for a process, the image for a container).
+	Argv []string
+	// Env is the complete environment, KEY=VALUE.
+	Env []string
+	// WorkDir is the working directory (created by the agent beforehand).
+	WorkDir string
+	// Stdout and Stderr are host file paths, opened for append; they may be
+	// the same file.
+	Stdout, Stderr string
+	// Image is the OCI image reference; only container runtimes use it.
+	Image string
+	// GPUs lists the host GPU indices the task may use. Container runtimes
+	// inject the matching CDI devices; a process sees CUDA_VISIBLE_DEVICES.
+	GPUs []int
+	// UID and GID to run as; -1 keeps the agent's own.
+	UID, GID int
+	// Mounts are bind mounts from the host into the task's filesystem
+	// (containers only; a process sees the host).
+	Mounts []Mount
+}
+
+// Mount is a bind mount.
+type Mount struct {
+	Source, Target string
+	ReadOnly       bool
+}
+
+// ExitStatus is how a task ended: by exit code, or by a signal.
+type ExitStatus struct {
+	Code   int            // exit code; 128+signal when killed, as a shell reports it
+	Signal syscall.Signal // the signal that killed it, or 0
+}
+
+// Runtime starts tasks.
+type Runtime interface {
+	// Name is "process", "containerd" or "fake".
+	Name() string
+	// Start starts the task and returns once it runs. The task keeps running
+	// after ctx ends; ctx bounds only the start.
+	Start(ctx context.Context, spec Spec) (Task, error)
+}
+
+// Task is a started task.
+type Task interface {
+	ID() string
+	// Wait blocks until the task has exited and every process it spawned is
+	// gone, or ctx ends.
+	Wait(ctx context.Context) (ExitStatus, error)
+	// Signal delivers sig to every process of the task.
+	Signal(ctx context.Context, sig syscall.Signal) error
+	// Close releases what the runtime holds for the task (container, shim,
+	// snapshot) once it has exited.
+	Close(ctx context.Context) error
+}
