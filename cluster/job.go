@@ -177,11 +177,11 @@ const (
 	TaskAssigned TaskState = "ASSIGNED" // placed, the agent has not started it
 	TaskStarting TaskState = "STARTING" // staging, health gate
 	TaskRunning  TaskState = "RUNNING"
-	TaskExited   TaskState = "EXITED"    // ended by itself; see ExitCode
-	TaskKilled   TaskState = "KILLED"    // stopped on cancel or failure of a peer
-	TaskTimeout  TaskState = "TIMEOUT"   // stopped at the time limit
-	TaskFailed   TaskState = "FAILED"    // could not be started
-	TaskLost     TaskState = "LOST"      // its node went down
+	TaskExited   TaskState = "EXITED"  // ended by itself; see ExitCode
+	TaskKilled   TaskState = "KILLED"  // stopped on cancel or failure of a peer
+	TaskTimeout  TaskState = "TIMEOUT" // stopped at the time limit
+	TaskFailed   TaskState = "FAILED"  // could not be started
+	TaskLost     TaskState = "LOST"    // its node went down
 )
 
 // Ended reports whether the task no longer runs.

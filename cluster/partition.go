@@ -15,14 +15,14 @@ const (
 
 // Partition is a named set of nodes with limits.
 type Partition struct {
-	Name        string
-	Nodes       []string // node names; AllNodes means every registered node
-	AllNodes    bool
-	Default     bool
-	State       PartitionState
-	MaxTime     time.Duration // zero: unlimited
-	DefaultTime time.Duration // zero: MaxTime, else unlimited
-	MaxNodes    int           // zero: unlimited
+	Name         string
+	Nodes        []string // node names; AllNodes means every registered node
+	AllNodes     bool
+	Default      bool
+	State        PartitionState
+	MaxTime      time.Duration // zero: unlimited
+	DefaultTime  time.Duration // zero: MaxTime, else unlimited
+	MaxNodes     int           // zero: unlimited
 	PriorityTier int
 }
 
