@@ -1,0 +1,249 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/scheduler"
+)
+
+// controllerService implements the user-facing API.
+type controllerService struct {
+	phalanxv1.UnimplementedControllerServiceServer
+	s *Server
+}
+
+func (c *controllerService) SubmitJob(ctx context.Context, req *phalanxv1.SubmitJobRequest) (*phalanxv1.SubmitJobResponse, error) {
+	resp, err := c.s.submit(req.Spec, req.TestOnly)
+	return resp, toStatus(err)
+}
+
+func (s *Server) submit(spec *phalanxv1.JobSpec, testOnly bool) (*phalanxv1.SubmitJobResponse, error) {
+	job, err := jobFromSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.admit(job); err != nil {
+		return nil, err
+	}
+	now := s.cfg.Clock.Now()
+	if testOnly {
+		return &phalanxv1.SubmitJobResponse{ExpectedStart: ts(now)}, nil
+	}
+	s.mu.Lock()
+	if !s.IsLeader() || s.nextID == 0 {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("submit: %w: try again in a moment or ask the leader", cluster.ErrNotLeader)
+	}
+	job.ID = s.nextID
+	s.nextID++
+	s.mu.Unlock()
+	job.SubmitTime = now
+	job.State = cluster.JobPending
+	job.Reason = cluster.ReasonNone
+	if _, err := s.propose(cmdSubmitJob, submitJobCmd{Job: job}); err != nil {
+		return nil, err
+	}
+	s.kickScheduler()
+	return &phalanxv1.SubmitJobResponse{JobId: uint64(job.ID)}, nil
+}
+
+// admit checks a job against its partition and the registered nodes: it
+// resolves the default partition and time limit and refuses what can never
+// run, as Slurm does at submit.
+func (s *Server) admit(job *cluster.Job) error {
+	st, err := s.store.State()
+	if err != nil {
+		return err
+	}
+	var part *cluster.Partition
+	for _, p := range st.Partitions {
+		if (job.Partition == "" && p.Default) || p.Name == job.Partition {
+			part = p
+			break
+		}
+	}
+	if part == nil {
+		if job.Partition == "" {
+			return fmt.Errorf("%w: no default partition: name one with -p", cluster.ErrInvalid)
+		}
+		return fmt.Errorf("%w: invalid partition specified: %s", cluster.ErrNotFound, job.Partition)
+	}
+	job.Partition = part.Name
+	if job.TimeLimit == 0 {
+		job.TimeLimit = part.DefaultTime
+		if job.TimeLimit == 0 {
+			job.TimeLimit = part.MaxTime
+		}
+	}
+	if part.MaxTime > 0 && job.TimeLimit > part.MaxTime {
+		return fmt.Errorf("%w: requested time limit %s exceeds partition %s's MaxTime %s",
+			cluster.ErrInvalid, cluster.FormatDuration(job.TimeLimit), part.Name, cluster.FormatDuration(part.MaxTime))
+	}
+	if part.MaxNodes > 0 && job.Nodes > part.MaxNodes {
+		return fmt.Errorf("%w: %d nodes exceed partition %s's MaxNodes %d", cluster.ErrInvalid, job.Nodes, part.Name, part.MaxNodes)
+	}
+	return scheduler.Feasible(&scheduler.Snapshot{Nodes: st.Nodes, Partitions: st.Partitions, Jobs: st.Active, Topology: s.cfg.Topology}, job)
+}
+
+func (c *controllerService) CancelJob(ctx context.Context, req *phalanxv1.CancelJobRequest) (*phalanxv1.CancelJobResponse, error) {
+	ids, err := c.s.cancel(req)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &phalanxv1.CancelJobResponse{}
+	for _, id := range ids {
+		out.Cancelled = append(out.Cancelled, uint64(id))
+	}
+	return out, nil
+}
+
+func (s *Server) cancel(req *phalanxv1.CancelJobRequest) ([]cluster.JobID, error) {
+	var ids []cluster.JobID
+	for _, id := range req.JobIds {
+		if _, err := s.store.Job(cluster.JobID(id)); err != nil {
+			return nil, fmt.Errorf("job %d: invalid job id specified: %w", id, err)
+		}
+		ids = append(ids, cluster.JobID(id))
+	}
+	if len(req.JobIds) == 0 {
+		if req.User == "" && req.Name == "" {
+			return nil, fmt.Errorf("%w: name jobs by ID, user or name", cluster.ErrInvalid)
+		}
+		active, err := s.store.ActiveJobs()
+		if err != nil {
+			return nil, err
+		}
+		for _, j := range active {
+			if (req.User == "" || j.User == req.User) && (req.Name == "" || j.Name == req.Name) && !j.State.Terminal() {
+				ids = append(ids, j.ID)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	res, err := s.propose(cmdCancelJobs, cancelJobsCmd{IDs: ids, Time: s.cfg.Clock.Now(), Reason: "Cancelled by user"})
+	if err != nil {
+		return nil, err
+	}
+	s.kickScheduler()
+	return res.IDs, nil
+}
+
+func (c *controllerService) GetJob(ctx context.Context, req *phalanxv1.GetJobRequest) (*phalanxv1.Job, error) {
+	j, err := c.s.store.Job(cluster.JobID(req.JobId))
+	if err != nil {
+		return nil, toStatus(fmt.Errorf("job %d: invalid job id specified: %w", req.JobId, err))
+	}
+	addrs, err := c.s.nodeAddrs()
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return c.s.jobView(j, addrs), nil
+}
+
+func (s *Server) jobView(j *cluster.Job, addrs map[string]string) *phalanxv1.Job {
+	s.mu.Lock()
+	p, ok := s.pending[j.ID]
+	s.mu.Unlock()
+	if !ok {
+		return jobToProto(j, addrs, nil)
+	}
+	return jobToProto(j, addrs, &p)
+}
+
+func (s *Server) nodeAddrs() (map[string]string, error) {
+	nodes, err := s.store.Nodes()
+	if err != nil {
+		return nil, err
+	}
+	addrs := make(map[string]string, len(nodes))
+	for _, n := range nodes {
+		addrs[n.Name] = n.Addr
+	}
+	return addrs, nil
+}
+
+func (c *controllerService) ListJobs(ctx context.Context, req *phalanxv1.ListJobsRequest) (*phalanxv1.ListJobsResponse, error) {
+	s := c.s
+	var jobs []*cluster.Job
+	var err error
+	if req.IncludeFinished || len(req.JobIds) > 0 {
+		jobs, err = s.store.Jobs(func(j *cluster.Job) bool { return matchJob(j, req) })
+	} else {
+		var active []*cluster.Job
+		active, err = s.store.ActiveJobs()
+		for _, j := range active {
+			if !j.State.Terminal() && matchJob(j, req) {
+				jobs = append(jobs, j)
+			}
+		}
+	}
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	addrs, err := s.nodeAddrs()
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &phalanxv1.ListJobsResponse{}
+	for _, j := range jobs {
+		out.Jobs = append(out.Jobs, s.jobView(j, addrs))
+	}
+	return out, nil
+}
+
+func matchJob(j *cluster.Job, req *phalanxv1.ListJobsRequest) bool {
+	if len(req.JobIds) > 0 && !slices.Contains(req.JobIds, uint64(j.ID)) {
+		return false
+	}
+	if len(req.Users) > 0 && !slices.Contains(req.Users, j.User) {
+		return false
+	}
+	if len(req.States) > 0 && !slices.Contains(req.States, string(j.State)) {
+		return false
+	}
+	if len(req.Partitions) > 0 && !slices.Contains(req.Partitions, j.Partition) {
+		return false
+	}
+	return true
+}
+
+func (c *controllerService) ListNodes(ctx context.Context, req *phalanxv1.ListNodesRequest) (*phalanxv1.ListNodesResponse, error) {
+	s := c.s
+	st, err := s.store.State()
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	usage := cluster.Usage(st.Active)
+	out := &phalanxv1.ListNodesResponse{}
+	for _, n := range st.Nodes {
+		if len(req.Names) > 0 && !slices.Contains(req.Names, n.Name) {
+			continue
+		}
+		s.mu.Lock()
+		seen := s.lastSeen[n.Name]
+		s.mu.Unlock()
+		out.Nodes = append(out.Nodes, nodeToProto(n, usage[n.Name], st.Partitions, seen))
+	}
+	if len(req.Names) > 0 && len(out.Nodes) == 0 {
+		return nil, toStatus(fmt.Errorf("node %v: %w", req.Names, cluster.ErrNotFound))
+	}
+	return out, nil
+}
+
+func (c *controllerService) ListPartitions(ctx context.Context, req *phalanxv1.ListPartitionsRequest) (*phalanxv1.ListPartitionsResponse, error) {
+	st, err := c.s.store.State()
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &phalanxv1.ListPartitionsResponse{}
+	for _, p := range st.Partitions {
+		out.Partitions = append(out.Partitions, partitionToProto(p, st.Nodes))
+	}
+	return out, nil
+}

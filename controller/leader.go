@@ -1,0 +1,148 @@
+package controller
+
+import (
+	"context"
+	"reflect"
+	"time"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+// leadership runs the leader's duties while this replica leads.
+func (s *Server) leadership() {
+	leaderCh := s.raft.raft.LeaderCh()
+	var cancel context.CancelFunc
+	done := make(chan struct{})
+	close(done)
+	for {
+		select {
+		case <-s.stop:
+			if cancel != nil {
+				cancel()
+			}
+			<-done
+			return
+		case isLeader := <-leaderCh:
+			if cancel != nil {
+				cancel()
+				<-done
+				cancel = nil
+			}
+			if isLeader {
+				var ctx context.Context
+				ctx, cancel = context.WithCancel(context.Background())
+				done = make(chan struct{})
+				go func() {
+					defer close(done)
+					s.lead(ctx)
+				}()
+			}
+		}
+	}
+}
+
+// lead is the leader's loop: catch up, adopt config, then schedule and track
+// liveness until leadership ends.
+func (s *Server) lead(ctx context.Context) {
+	if err := s.raft.raft.Barrier(10 * time.Second).Error(); err != nil {
+		s.log.Error("leader barrier", "err", err)
+		return
+	}
+	s.mu.Lock()
+	s.nextID = s.store.NextJobID()
+	now := s.cfg.Clock.Now()
+	s.lastSeen = map[string]time.Time{}
+	if nodes, err := s.store.Nodes(); err == nil {
+		for _, n := range nodes {
+			s.lastSeen[n.Name] = now // grace: a full TTL after a leader change
+		}
+	}
+	s.mu.Unlock()
+	if err := s.adoptPartitions(); err != nil {
+		s.log.Error("adopt partitions", "err", err)
+	}
+	s.log.Info("leading", "raft", s.RaftAddr(), "next_job_id", s.nextID)
+
+	sched := time.NewTicker(s.cfg.SchedInterval)
+	defer sched.Stop()
+	live := time.NewTicker(s.cfg.NodeTTL / 4)
+	defer live.Stop()
+	s.schedulePass()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sched.C:
+			s.schedulePass()
+		case <-s.kick:
+			s.schedulePass()
+		case <-live.C:
+			s.checkLiveness()
+		}
+	}
+}
+
+// adoptPartitions makes the replicated partitions match the configured ones
+// (or creates the default partition on an empty cluster).
+func (s *Server) adoptPartitions() error {
+	want := s.cfg.Partitions
+	have, err := s.store.Partitions()
+	if err != nil {
+		return err
+	}
+	if want == nil {
+		if len(have) > 0 {
+			return nil
+		}
+		want = []*cluster.Partition{DefaultPartition()}
+	}
+	if reflect.DeepEqual(normalizePartitions(want), normalizePartitions(have)) {
+		return nil
+	}
+	_, err = s.propose(cmdSetPartitions, setPartitionsCmd{Partitions: want})
+	return err
+}
+
+func normalizePartitions(ps []*cluster.Partition) []cluster.Partition {
+	out := make([]cluster.Partition, len(ps))
+	for i, p := range ps {
+		out[i] = *p
+		if len(out[i].Nodes) == 0 {
+			out[i].Nodes = nil
+		}
+	}
+	return out
+}
+
+// checkLiveness proposes DOWN for every UP or DRAIN node silent past the TTL.
+func (s *Server) checkLiveness() {
+	nodes, err := s.store.Nodes()
+	if err != nil {
+		s.log.Error("liveness: read nodes", "err", err)
+		return
+	}
+	now := s.cfg.Clock.Now()
+	for _, n := range nodes {
+		if n.State == cluster.NodeDown {
+			continue
+		}
+		s.mu.Lock()
+		seen, ok := s.lastSeen[n.Name]
+		if !ok {
+			s.lastSeen[n.Name] = now
+			seen = now
+		}
+		s.mu.Unlock()
+		if now.Sub(seen) <= s.cfg.NodeTTL {
+			continue
+		}
+		s.log.Warn("node not responding", "node", n.Name, "silent", now.Sub(seen).Round(time.Second))
+		_, err := s.propose(cmdSetNodeState, setNodeStateCmd{
+			Name: n.Name, State: cluster.NodeDown, Reason: "Not responding", Time: now,
+		})
+		if err != nil {
+			s.log.Error("mark node down", "node", n.Name, "err", err)
+		}
+	}
+	s.kickScheduler()
+}

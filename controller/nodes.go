@@ -1,0 +1,182 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+// nodeService implements the API node agents call.
+type nodeService struct {
+	phalanxv1.UnimplementedNodeServiceServer
+	s *Server
+}
+
+func (n *nodeService) RegisterNode(ctx context.Context, req *phalanxv1.RegisterNodeRequest) (*phalanxv1.RegisterNodeResponse, error) {
+	s := n.s
+	if req.Name == "" {
+		return nil, toStatus(fmt.Errorf("%w: a node needs a name", cluster.ErrInvalid))
+	}
+	now := s.cfg.Clock.Now()
+	node := &cluster.Node{
+		Name:       req.Name,
+		Addr:       req.Addr,
+		CPUs:       int(req.Cpus),
+		MemoryMB:   req.MemoryMb,
+		GPUs:       int(req.Gpus),
+		GPUModel:   req.GpuModel,
+		Features:   req.Features,
+		Registered: now,
+	}
+	if s.cfg.Topology != nil {
+		node.Leaf = s.cfg.Topology.LeafOf(req.Name)
+	}
+	if _, err := s.propose(cmdRegisterNode, registerNodeCmd{Node: node}); err != nil {
+		return nil, toStatus(err)
+	}
+	s.seen(req.Name, now)
+	s.log.Info("node registered", "node", req.Name, "addr", req.Addr, "gpus", req.Gpus, "model", req.GpuModel)
+	s.kickScheduler()
+	return &phalanxv1.RegisterNodeResponse{HeartbeatIntervalMs: s.cfg.HeartbeatInterval.Milliseconds()}, nil
+}
+
+func (s *Server) seen(node string, t time.Time) {
+	s.mu.Lock()
+	s.lastSeen[node] = t
+	s.mu.Unlock()
+}
+
+func (n *nodeService) Heartbeat(ctx context.Context, req *phalanxv1.HeartbeatRequest) (*phalanxv1.HeartbeatResponse, error) {
+	s := n.s
+	if !s.IsLeader() {
+		return nil, toStatus(fmt.Errorf("heartbeat: %w", cluster.ErrNotLeader))
+	}
+	node, err := s.store.Node(req.Name)
+	if err != nil || node.State == cluster.NodeDown {
+		// Unknown, or declared down while silent: register again to come back.
+		return &phalanxv1.HeartbeatResponse{Reregister: true}, nil
+	}
+	s.seen(req.Name, s.cfg.Clock.Now())
+	running := make(map[taskKey]struct{}, len(req.Running))
+	for _, r := range req.Running {
+		running[taskKey{Job: cluster.JobID(r.JobId), Attempt: int(r.Attempt), Rank: int(r.Rank)}] = struct{}{}
+	}
+	s.mu.Lock()
+	s.running[req.Name] = running
+	s.mu.Unlock()
+	return &phalanxv1.HeartbeatResponse{}, nil
+}
+
+func (n *nodeService) WatchAssignments(req *phalanxv1.WatchAssignmentsRequest, stream phalanxv1.NodeService_WatchAssignmentsServer) error {
+	s := n.s
+	var last *phalanxv1.Assignments
+	for {
+		wake := s.changed.wait()
+		cur, err := s.assignments(req.Name)
+		if err != nil {
+			return toStatus(err)
+		}
+		if last == nil || !proto.Equal(last, cur) {
+			if err := stream.Send(cur); err != nil {
+				return err
+			}
+			last = cur
+		}
+		select {
+		case <-stream.Context().Done():
+			return nil
+		case <-s.stop:
+			return nil
+		case <-wake:
+		}
+	}
+}
+
+// assignments derives what a node should run: every unended task of a live
+// job allocated on it, with stop set once the job has ended.
+func (s *Server) assignments(node string) (*phalanxv1.Assignments, error) {
+	active, err := s.store.ActiveJobs()
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := s.nodeAddrs()
+	if err != nil {
+		return nil, err
+	}
+	out := &phalanxv1.Assignments{}
+	for _, j := range active {
+		if !j.Live() {
+			continue
+		}
+		for _, t := range j.Tasks {
+			if t.Node != node || t.State.Ended() {
+				continue
+			}
+			a := &phalanxv1.Assignment{
+				JobId:        uint64(j.ID),
+				Attempt:      int32(j.Attempt),
+				Rank:         int32(t.Rank),
+				Job:          jobToProto(j, addrs, nil),
+				GraceSeconds: int32(s.cfg.KillGrace / time.Second),
+			}
+			if j.State.Terminal() {
+				a.Stop = true
+				a.StopReason = string(j.State)
+			}
+			out.Assignments = append(out.Assignments, a)
+		}
+	}
+	sort.Slice(out.Assignments, func(i, k int) bool {
+		a, b := out.Assignments[i], out.Assignments[k]
+		if a.JobId != b.JobId {
+			return a.JobId < b.JobId
+		}
+		return a.Rank < b.Rank
+	})
+	return out, nil
+}
+
+func (n *nodeService) ReportTaskStatus(ctx context.Context, req *phalanxv1.ReportTaskStatusRequest) (*phalanxv1.ReportTaskStatusResponse, error) {
+	s := n.s
+	t := s.cfg.Clock.Now()
+	if req.Time != nil {
+		t = req.Time.AsTime()
+	}
+	r := cluster.TaskReport{
+		JobID:      cluster.JobID(req.JobId),
+		Attempt:    int(req.Attempt),
+		Rank:       int(req.Rank),
+		Node:       req.Node,
+		State:      cluster.TaskState(req.State),
+		ExitCode:   int(req.ExitCode),
+		ExitSignal: int(req.ExitSignal),
+		Message:    req.Message,
+		Time:       t,
+	}
+	if !validTaskReportState(r.State) {
+		return nil, toStatus(fmt.Errorf("%w: task state %q", cluster.ErrInvalid, req.State))
+	}
+	if _, err := s.propose(cmdReportTask, reportTaskCmd{Report: r}); err != nil {
+		return nil, toStatus(err)
+	}
+	s.seen(req.Node, s.cfg.Clock.Now())
+	if r.State.Ended() {
+		s.kickScheduler()
+	}
+	return &phalanxv1.ReportTaskStatusResponse{}, nil
+}
+
+func validTaskReportState(st cluster.TaskState) bool {
+	switch st {
+	case cluster.TaskStarting, cluster.TaskRunning, cluster.TaskExited, cluster.TaskKilled,
+		cluster.TaskTimeout, cluster.TaskFailed:
+		return true
+	}
+	return false
+}

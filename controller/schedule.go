@@ -1,0 +1,88 @@
+package controller
+
+import (
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/scheduler"
+	"github.com/phalanx-hpc/phalanx/store"
+)
+
+// schedulePass runs the pure scheduler over a consistent read of the state
+// and proposes its placements. The store re-checks every gang at apply time,
+// so a plan made on a state that moved on is skipped, never half-applied.
+func (s *Server) schedulePass() {
+	st, err := s.store.State()
+	if err != nil {
+		s.log.Error("schedule: read state", "err", err)
+		return
+	}
+	now := s.cfg.Clock.Now()
+	plan := scheduler.Schedule(&scheduler.Snapshot{
+		Nodes:      st.Nodes,
+		Partitions: st.Partitions,
+		Jobs:       st.Active,
+		Topology:   s.cfg.Topology,
+	}, now)
+
+	s.mu.Lock()
+	s.pending = make(map[cluster.JobID]pendingInfo, len(plan.Pending))
+	for id, p := range plan.Pending {
+		s.pending[id] = pendingInfo{Reason: p.Reason, ExpectedStart: p.ExpectedStart}
+	}
+	s.mu.Unlock()
+	if len(plan.Placements) == 0 {
+		return
+	}
+
+	ports := newPortPicker(s.cfg.MasterPortMin, s.cfg.MasterPortMax, st.Active)
+	placements := make([]store.Placement, 0, len(plan.Placements))
+	for _, p := range plan.Placements {
+		port, ok := ports.pick(p.Alloc.Nodes[0].Node)
+		if !ok {
+			s.log.Warn("no free master port", "job", p.Job, "node", p.Alloc.Nodes[0].Node)
+			continue
+		}
+		placements = append(placements, store.Placement{Job: p.Job, Alloc: p.Alloc, MasterPort: port, Time: now})
+	}
+	res, err := s.propose(cmdPlaceJobs, placeJobsCmd{Placements: placements})
+	if err != nil {
+		s.log.Error("commit placements", "err", err)
+		return
+	}
+	for _, id := range res.IDs {
+		s.log.Info("placed", "job", id)
+	}
+}
+
+// portPicker hands out MASTER_PORT values: the lowest port in the range not
+// used by another live job whose rank 0 is on the same node.
+type portPicker struct {
+	min, max int
+	used     map[string]map[int]bool
+}
+
+func newPortPicker(min, max int, jobs []*cluster.Job) *portPicker {
+	p := &portPicker{min: min, max: max, used: map[string]map[int]bool{}}
+	for _, j := range jobs {
+		if j.Live() && len(j.Alloc.Nodes) > 0 {
+			p.take(j.Alloc.Nodes[0].Node, j.MasterPort)
+		}
+	}
+	return p
+}
+
+func (p *portPicker) take(node string, port int) {
+	if p.used[node] == nil {
+		p.used[node] = map[int]bool{}
+	}
+	p.used[node][port] = true
+}
+
+func (p *portPicker) pick(node string) (int, bool) {
+	for port := p.min; port <= p.max; port++ {
+		if !p.used[node][port] {
+			p.take(node, port)
+			return port, true
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,204 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/grpc"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/store"
+)
+
+// Server is one controller replica: Raft, the store, the gRPC services and,
+// while it leads, the scheduling loop and liveness tracking.
+type Server struct {
+	cfg   Config
+	log   *slog.Logger
+	store *store.Store
+	raft  *raftNode
+	grpc  *grpc.Server
+	lis   net.Listener
+
+	changed *broadcast // fires after every applied command
+	kick    chan struct{}
+
+	mu       sync.Mutex
+	nextID   cluster.JobID
+	lastSeen map[string]time.Time            // leader only: last heartbeat per node
+	pending  map[cluster.JobID]pendingInfo   // leader only: last pass's reasons
+	running  map[string]map[taskKey]struct{} // what agents said they run
+
+	stop      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+	wg        sync.WaitGroup
+}
+
+type pendingInfo struct {
+	Reason        string
+	ExpectedStart time.Time
+}
+
+type taskKey struct {
+	Job     cluster.JobID
+	Attempt int
+	Rank    int
+}
+
+// New opens the store and Raft and starts serving gRPC on cfg.APIAddr.
+func New(cfg Config) (*Server, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(filepath.Join(c.DataDir, "state.db"))
+	if err != nil {
+		return nil, fmt.Errorf("open state: %w", err)
+	}
+	s := &Server{
+		cfg:      c,
+		log:      c.Logger,
+		store:    st,
+		changed:  newBroadcast(),
+		kick:     make(chan struct{}, 1),
+		lastSeen: map[string]time.Time{},
+		pending:  map[cluster.JobID]pendingInfo{},
+		running:  map[string]map[taskKey]struct{}{},
+		stop:     make(chan struct{}),
+	}
+	f := &fsm{store: st, applied: s.changed.fire}
+	s.raft, err = openRaft(c, f, raftLogWriter{c.Logger})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	s.lis, err = net.Listen("tcp", c.APIAddr)
+	if err != nil {
+		s.raft.close()
+		st.Close()
+		return nil, fmt.Errorf("listen on %s: %w", c.APIAddr, err)
+	}
+	s.grpc = grpc.NewServer()
+	phalanxv1.RegisterControllerServiceServer(s.grpc, &controllerService{s: s})
+	phalanxv1.RegisterNodeServiceServer(s.grpc, &nodeService{s: s})
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		if err := s.grpc.Serve(s.lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			s.log.Error("grpc serve", "err", err)
+		}
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.leadership()
+	}()
+	return s, nil
+}
+
+// APIAddr is the address the gRPC API listens on.
+func (s *Server) APIAddr() string { return s.lis.Addr().String() }
+
+// RaftAddr is the Raft transport's address.
+func (s *Server) RaftAddr() string { return string(s.raft.transport.LocalAddr()) }
+
+// IsLeader reports whether this replica leads.
+func (s *Server) IsLeader() bool { return s.raft.raft.State() == raft.Leader }
+
+// Store exposes the replica's state for reads (tests, dashboards).
+func (s *Server) Store() *store.Store { return s.store }
+
+// WaitLeader blocks until this replica leads or ctx ends.
+func (s *Server) WaitLeader(ctx context.Context) error {
+	for !s.IsLeader() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no leadership: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// Close stops serving and shuts Raft and the store down. It is safe to call
+// more than once.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		s.grpc.Stop()
+		err := s.raft.close()
+		s.wg.Wait()
+		if cerr := s.store.Close(); err == nil {
+			err = cerr
+		}
+		s.closeErr = err
+	})
+	return s.closeErr
+}
+
+// propose commits a command through Raft and returns the FSM's result.
+func (s *Server) propose(t commandType, payload any) (applyResult, error) {
+	data, err := encodeCommand(t, payload)
+	if err != nil {
+		return applyResult{}, err
+	}
+	f := s.raft.raft.Apply(data, 10*time.Second)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			leader, _ := s.raft.raft.LeaderWithID()
+			return applyResult{}, fmt.Errorf("%w (leader: %q)", cluster.ErrNotLeader, leader)
+		}
+		return applyResult{}, fmt.Errorf("raft apply: %w", err)
+	}
+	res, _ := f.Response().(applyResult)
+	return res, res.Err
+}
+
+// kickScheduler asks for a scheduling pass soon.
+func (s *Server) kickScheduler() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// raftLogWriter sends raft's own log lines to slog at debug level.
+type raftLogWriter struct{ log *slog.Logger }
+
+func (w raftLogWriter) Write(p []byte) (int, error) {
+	w.log.Debug(string(p), "component", "raft")
+	return len(p), nil
+}
+
+var _ io.Writer = raftLogWriter{}
+
+// broadcast wakes every waiter once per fire.
+type broadcast struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func newBroadcast() *broadcast { return &broadcast{ch: make(chan struct{})} }
+
+func (b *broadcast) fire() {
+	b.mu.Lock()
+	close(b.ch)
+	b.ch = make(chan struct{})
+	b.mu.Unlock()
+}
+
+// wait returns a channel closed at the next fire.
+func (b *broadcast) wait() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ch
+}
