@@ -1,0 +1,225 @@
+package cluster
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Reasons a job ended, as Slurm and sacct name them.
+const (
+	ReasonNonZeroExit   = "NonZeroExitCode"
+	ReasonLaunchFailure = "JobLaunchFailure"
+	ReasonTimeLimit     = "TimeLimit"
+	ReasonNodeFail      = "NodeFail"
+)
+
+// TaskReport is what an agent says about one task of one attempt. Time is
+// when the agent saw the transition; it is chosen before the report is
+// committed, so applying a report is deterministic.
+type TaskReport struct {
+	JobID      JobID
+	Attempt    int
+	Rank       int
+	Node       string
+	State      TaskState
+	ExitCode   int
+	ExitSignal int
+	Message    string
+	Time       time.Time
+}
+
+// ApplyTaskReport applies an agent's report to the job and derives the job's
+// state from its tasks. It reports whether anything changed.
+//
+// A report is ignored when it is for another attempt, names a rank the job
+// does not have or a node the rank is not on, or when the task has already
+// ended: reports are idempotent, and a late RUNNING cannot revive a task.
+func ApplyTaskReport(j *Job, r TaskReport) (changed bool) {
+	if r.Attempt != j.Attempt || r.Rank < 0 || r.Rank >= len(j.Tasks) {
+		return false
+	}
+	t := &j.Tasks[r.Rank]
+	if t.Node != r.Node || t.State.Ended() {
+		return false
+	}
+	switch {
+	case r.State == TaskStarting:
+		if t.State != TaskAssigned {
+			return false
+		}
+		t.State = TaskStarting
+		return true
+	case r.State == TaskRunning:
+		if t.State == TaskRunning {
+			return false
+		}
+		t.State, t.StartTime = TaskRunning, r.Time
+		if j.State == JobConfiguring && allTasks(j, func(t Task) bool { return t.State == TaskRunning }) {
+			j.State, j.StartTime = JobRunning, r.Time
+		}
+		return true
+	case r.State.Ended():
+		endTask(t, r)
+		if !j.State.Terminal() {
+			jobAfterTaskEnd(j, t)
+		}
+		return true
+	}
+	return false
+}
+
+func endTask(t *Task, r TaskReport) {
+	t.State = r.State
+	t.ExitCode, t.ExitSignal = r.ExitCode, r.ExitSignal
+	t.Message = r.Message
+	t.EndTime = r.Time
+}
+
+// jobAfterTaskEnd derives a non-terminal job's state after task t ended.
+func jobAfterTaskEnd(j *Job, t *Task) {
+	switch t.State {
+	case TaskExited:
+		if t.ExitCode != 0 || t.ExitSignal != 0 {
+			failJob(j, t, ReasonNonZeroExit)
+			return
+		}
+		if allTasks(j, func(t Task) bool { return t.State == TaskExited && t.ExitCode == 0 && t.ExitSignal == 0 }) {
+			finish(j, JobCompleted, ReasonNone, lastTaskEnd(j))
+		}
+	case TaskFailed:
+		failJob(j, t, ReasonLaunchFailure)
+	case TaskKilled:
+		failJob(j, t, ReasonNonZeroExit)
+	case TaskTimeout:
+		finish(j, JobTimeout, ReasonTimeLimit, t.EndTime)
+	case TaskLost:
+		reason := t.Message
+		if reason == "" {
+			reason = ReasonNodeFail
+		}
+		finish(j, JobNodeFail, reason, t.EndTime)
+	}
+}
+
+func failJob(j *Job, t *Task, reason string) {
+	j.ExitCode, j.ExitSignal = t.ExitCode, t.ExitSignal
+	finish(j, JobFailed, reason, t.EndTime)
+}
+
+// finish moves a job to a terminal state.
+func finish(j *Job, st JobState, reason string, t time.Time) {
+	j.State, j.Reason, j.EndTime = st, reason, t
+}
+
+func allTasks(j *Job, pred func(Task) bool) bool {
+	for _, t := range j.Tasks {
+		if !pred(t) {
+			return false
+		}
+	}
+	return len(j.Tasks) > 0
+}
+
+// lastTaskEnd is the latest task end time; reports may arrive out of order.
+func lastTaskEnd(j *Job) time.Time {
+	var last time.Time
+	for _, t := range j.Tasks {
+		if t.EndTime.After(last) {
+			last = t.EndTime
+		}
+	}
+	return last
+}
+
+// Place starts a pending job's next attempt on alloc: one ASSIGNED task per
+// allocated node, rank by position. StartTime is set to the placement time
+// and moved to the moment every task runs. A job that is not PENDING gives an
+// error wrapping ErrConflict; an allocation of the wrong size, ErrInvalid.
+func Place(j *Job, alloc Allocation, masterPort int, t time.Time) error {
+	if j.State != JobPending {
+		return fmt.Errorf("place job %d: job is %s, not PENDING: %w", j.ID, j.State, ErrConflict)
+	}
+	if len(alloc.Nodes) == 0 || (j.Nodes > 0 && len(alloc.Nodes) != j.Nodes) {
+		return fmt.Errorf("place job %d: allocation has %d nodes, job asks for %d: %w",
+			j.ID, len(alloc.Nodes), j.Nodes, ErrInvalid)
+	}
+	a := alloc.Clone()
+	j.Alloc = &a
+	j.MasterPort = masterPort
+	j.State, j.Reason = JobConfiguring, ReasonNone
+	j.StartTime, j.EndTime = t, time.Time{}
+	j.ExitCode, j.ExitSignal = 0, 0
+	j.Tasks = make([]Task, len(a.Nodes))
+	for i, n := range a.Nodes {
+		j.Tasks[i] = Task{Rank: i, Node: n.Node, State: TaskAssigned}
+	}
+	return nil
+}
+
+// Cancel cancels a job that has not ended. A placed job's tasks keep their
+// resources until their agents report them ended (the controller tells the
+// agents to stop them). It reports whether the job changed.
+func Cancel(j *Job, t time.Time, reason string) (changed bool) {
+	if j.State.Terminal() {
+		return false
+	}
+	finish(j, JobCancelled, reason, t)
+	return true
+}
+
+// NodeLost records that node went down: the job's unended tasks on it are
+// LOST, and a job that has not ended and was allocated on the node ends in
+// NODE_FAIL with reason. It reports whether the job changed.
+func NodeLost(j *Job, node string, t time.Time, reason string) (changed bool) {
+	if j.Alloc == nil {
+		return false
+	}
+	onNode := false
+	for i := range j.Tasks {
+		task := &j.Tasks[i]
+		if task.Node != node {
+			continue
+		}
+		onNode = true
+		if task.State.Ended() {
+			continue
+		}
+		endTask(task, TaskReport{State: TaskLost, Message: reason, Time: t})
+		changed = true
+	}
+	if onNode && !j.State.Terminal() && j.State != JobPending {
+		finish(j, JobNodeFail, reason, t)
+		changed = true
+	}
+	return changed
+}
+
+// NodeUsage is what live jobs hold on one node. GPUs are sorted indices.
+type NodeUsage struct {
+	GPUs     []int
+	CPUs     int
+	MemoryMB int64
+}
+
+// Usage sums the resources held by live jobs (see Job.Live), per node. A
+// job's whole allocation is held until every one of its tasks has ended.
+func Usage(jobs []*Job) map[string]NodeUsage {
+	out := map[string]NodeUsage{}
+	for _, j := range jobs {
+		if !j.Live() {
+			continue
+		}
+		for _, a := range j.Alloc.Nodes {
+			u := out[a.Node]
+			u.GPUs = append(u.GPUs, a.GPUs...)
+			u.CPUs += a.CPUs
+			u.MemoryMB += a.MemoryMB
+			out[a.Node] = u
+		}
+	}
+	for _, u := range out {
+		sort.Ints(u.GPUs)
+	}
+	return out
+}
