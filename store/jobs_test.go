@@ -1,0 +1,158 @@
+package store
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+func TestSubmitJob(t *testing.T) {
+	s := openTest(t, "")
+	if got := s.NextJobID(); got != 1 {
+		t.Fatalf("NextJobID on an empty store = %d; want 1", got)
+	}
+	want := pendingJob(5, 2, 4)
+	if err := s.SubmitJob(1, want); err != nil {
+		t.Fatal(err)
+	}
+	got := mustJob(t, s, 5)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Job(5) = %+v\nwant %+v", got, want)
+	}
+	if got := s.NextJobID(); got != 6 {
+		t.Errorf("NextJobID = %d; want 6", got)
+	}
+	mustSubmit(t, s, 2, 3) // a lower ID does not move the next ID back
+	if got := s.NextJobID(); got != 6 {
+		t.Errorf("NextJobID after submitting 3 = %d; want 6", got)
+	}
+	if s.AppliedIndex() != 2 {
+		t.Errorf("AppliedIndex = %d; want 2", s.AppliedIndex())
+	}
+}
+
+func TestSubmitJobRejections(t *testing.T) {
+	s := openTest(t, "")
+	mustSubmit(t, s, 1, 1)
+	if err := s.SubmitJob(2, pendingJob(1, 1, 1)); !errors.Is(err, cluster.ErrConflict) {
+		t.Errorf("duplicate ID: %v; want ErrConflict", err)
+	}
+	if err := s.SubmitJob(3, pendingJob(0, 1, 1)); !errors.Is(err, cluster.ErrInvalid) {
+		t.Errorf("ID 0: %v; want ErrInvalid", err)
+	}
+	// A rejected command is still applied: its index is recorded.
+	if s.AppliedIndex() != 3 {
+		t.Errorf("AppliedIndex = %d; want 3", s.AppliedIndex())
+	}
+	if _, err := s.Job(9); !errors.Is(err, cluster.ErrNotFound) {
+		t.Errorf("Job(9) = %v; want ErrNotFound", err)
+	}
+}
+
+func TestWritesAreIdempotentByIndex(t *testing.T) {
+	s := openTest(t, "")
+	mustSubmit(t, s, 5, 1)
+	// The same index again, and a lower one: both are replays, no-ops.
+	if err := s.SubmitJob(5, pendingJob(2, 1, 1)); err != nil {
+		t.Errorf("replayed SubmitJob: %v", err)
+	}
+	if err := s.SubmitJob(4, pendingJob(1, 1, 1)); err != nil {
+		t.Errorf("replayed SubmitJob with a used ID must not conflict: %v", err)
+	}
+	if _, err := s.Job(2); !errors.Is(err, cluster.ErrNotFound) {
+		t.Errorf("a replayed command applied: Job(2) = %v", err)
+	}
+	ids, err := s.CancelJobs(3, []cluster.JobID{1}, at(1), "x")
+	if err != nil || ids != nil || mustJob(t, s, 1).State != cluster.JobPending {
+		t.Errorf("replayed CancelJobs = %v, %v; job must stay pending", ids, err)
+	}
+	if s.AppliedIndex() != 5 {
+		t.Errorf("AppliedIndex = %d; want 5", s.AppliedIndex())
+	}
+}
+
+func TestReportTask(t *testing.T) {
+	s := openTest(t, "")
+	mustRegister(t, s, 1, "n1", "n2")
+	if err := s.SubmitJob(3, pendingJob(1, 2, 2)); err != nil {
+		t.Fatal(err)
+	}
+	placed, err := s.PlaceJobs(4, []Placement{{Job: 1, Alloc: alloc([]int{0, 1}, "n1", "n2"), MasterPort: 29500, Time: at(1)}})
+	if err != nil || len(placed) != 1 {
+		t.Fatalf("PlaceJobs = %v, %v", placed, err)
+	}
+	report := func(idx uint64, rank int, st cluster.TaskState, code, sec int) {
+		t.Helper()
+		r := cluster.TaskReport{JobID: 1, Rank: rank, Node: []string{"n1", "n2"}[rank], State: st, ExitCode: code, Time: at(sec)}
+		if err := s.ReportTask(idx, r); err != nil {
+			t.Fatalf("ReportTask: %v", err)
+		}
+	}
+	report(5, 0, cluster.TaskRunning, 0, 2)
+	report(6, 1, cluster.TaskRunning, 0, 3)
+	if j := mustJob(t, s, 1); j.State != cluster.JobRunning || !j.StartTime.Equal(at(3)) {
+		t.Errorf("after both running: %s start %v", j.State, j.StartTime)
+	}
+	report(7, 1, cluster.TaskExited, 2, 10)
+	j := mustJob(t, s, 1)
+	if j.State != cluster.JobFailed || j.ExitCode != 2 || !j.Live() {
+		t.Errorf("after rank 1 exit 2: %s code %d live %v", j.State, j.ExitCode, j.Live())
+	}
+	if active, _ := s.ActiveJobs(); len(active) != 1 {
+		t.Errorf("a failed job with a running task left the active set: %v", active)
+	}
+	report(8, 0, cluster.TaskKilled, 0, 11)
+	if active, _ := s.ActiveJobs(); len(active) != 0 {
+		t.Errorf("active = %v; want none once every task ended", active)
+	}
+	if err := s.ReportTask(9, cluster.TaskReport{JobID: 42}); !errors.Is(err, cluster.ErrNotFound) {
+		t.Errorf("report for job 42: %v; want ErrNotFound", err)
+	}
+}
+
+func TestCancelJobs(t *testing.T) {
+	s := openTest(t, "")
+	mustSubmit(t, s, 1, 1)
+	mustSubmit(t, s, 2, 2)
+	ids, err := s.CancelJobs(3, []cluster.JobID{1, 99}, at(5), "Cancelled by user")
+	if err != nil || !reflect.DeepEqual(ids, []cluster.JobID{1}) {
+		t.Fatalf("CancelJobs = %v, %v; want [1]", ids, err)
+	}
+	j := mustJob(t, s, 1)
+	if j.State != cluster.JobCancelled || j.Reason != "Cancelled by user" || !j.EndTime.Equal(at(5)) {
+		t.Errorf("job 1 = %s %q %v", j.State, j.Reason, j.EndTime)
+	}
+	ids, err = s.CancelJobs(4, []cluster.JobID{1}, at(6), "again")
+	if err != nil || len(ids) != 0 {
+		t.Errorf("cancelling a cancelled job = %v, %v; want nothing changed", ids, err)
+	}
+	if _, err := s.CancelJobs(5, []cluster.JobID{98, 99}, at(6), "x"); !errors.Is(err, cluster.ErrNotFound) {
+		t.Errorf("cancelling only unknown jobs: %v; want ErrNotFound", err)
+	}
+	active, err := s.ActiveJobs()
+	if err != nil || len(active) != 1 || active[0].ID != 2 {
+		t.Errorf("ActiveJobs = %v, %v; want job 2", active, err)
+	}
+}
+
+func TestJobsFilter(t *testing.T) {
+	s := openTest(t, "")
+	for i := 1; i <= 300; i++ { // past 255: keys must sort numerically
+		mustSubmit(t, s, uint64(i), cluster.JobID(i))
+	}
+	all, err := s.Jobs(nil)
+	if err != nil || len(all) != 300 {
+		t.Fatalf("Jobs(nil) = %d jobs, %v", len(all), err)
+	}
+	for i, j := range all {
+		if j.ID != cluster.JobID(i+1) {
+			t.Fatalf("Jobs()[%d].ID = %d; want %d", i, j.ID, i+1)
+		}
+	}
+	odd, _ := s.Jobs(func(j *cluster.Job) bool { return j.ID%2 == 1 })
+	if len(odd) != 150 || odd[1].ID != 3 {
+		t.Errorf("filtered = %d jobs, second %d", len(odd), odd[1].ID)
+	}
+}

@@ -1,0 +1,161 @@
+package store
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+func TestRegisterNode(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		before     func(t *testing.T, s *Store) // after the first registration
+		wantState  cluster.NodeState
+		wantReason string
+	}{
+		{"new node is UP", nil, cluster.NodeUp, ""},
+		{"not responding comes back", func(t *testing.T, s *Store) {
+			mustSetState(t, s, 10, cluster.NodeDown, ReasonNotResponding)
+		}, cluster.NodeUp, ""},
+		{"admin DOWN stays", func(t *testing.T, s *Store) {
+			mustSetState(t, s, 10, cluster.NodeDown, "bad PSU")
+		}, cluster.NodeDown, "bad PSU"},
+		{"DRAIN stays", func(t *testing.T, s *Store) {
+			mustSetState(t, s, 10, cluster.NodeDrain, "xid 79")
+		}, cluster.NodeDrain, "xid 79"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openTest(t, "")
+			mustRegister(t, s, 1, "n1")
+			if tc.before != nil {
+				tc.before(t, s)
+			}
+			again := gpuNode("n1")
+			again.GPUs, again.Addr, again.Leaf, again.Registered = 7, "10.0.0.1:7818", "leaf3", at(60)
+			again.State, again.Reason = cluster.NodeDown, "ignored: the agent does not set state"
+			if err := s.RegisterNode(20, again); err != nil {
+				t.Fatal(err)
+			}
+			n, err := s.Node("n1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n.State != tc.wantState || n.Reason != tc.wantReason {
+				t.Errorf("state = %s %q; want %s %q", n.State, n.Reason, tc.wantState, tc.wantReason)
+			}
+			if n.GPUs != 7 || n.Addr != again.Addr || n.Leaf != "leaf3" || !n.Registered.Equal(at(60)) {
+				t.Errorf("hardware not updated: %+v", n)
+			}
+		})
+	}
+}
+
+func mustSetState(t *testing.T, s *Store, idx uint64, st cluster.NodeState, reason string) {
+	t.Helper()
+	if err := s.SetNodeState(idx, "n1", st, reason, at(int(idx))); err != nil {
+		t.Fatalf("SetNodeState: %v", err)
+	}
+}
+
+func TestRegisterNodeInvalid(t *testing.T) {
+	s := openTest(t, "")
+	if err := s.RegisterNode(1, &cluster.Node{}); !errors.Is(err, cluster.ErrInvalid) {
+		t.Errorf("nameless node: %v; want ErrInvalid", err)
+	}
+}
+
+func TestSetNodeStateDownLosesJobs(t *testing.T) {
+	s := openTest(t, "")
+	mustRegister(t, s, 1, "n1", "n2", "n3")
+	if err := s.SubmitJob(4, pendingJob(1, 2, 2)); err != nil {
+		t.Fatal(err)
+	}
+	mustSubmit(t, s, 5, 2) // one node, stays pending
+	mustSubmit(t, s, 6, 3) // on n3, unaffected
+	ps := []Placement{{Job: 1, Alloc: alloc([]int{0, 1}, "n1", "n2")}, {Job: 3, Alloc: alloc([]int{0, 1}, "n3")}}
+	if ids, err := s.PlaceJobs(7, ps); err != nil || len(ids) != 2 {
+		t.Fatalf("PlaceJobs = %v, %v", ids, err)
+	}
+	if err := s.SetNodeState(8, "n2", cluster.NodeDown, ReasonNotResponding, at(9)); err != nil {
+		t.Fatal(err)
+	}
+	j := mustJob(t, s, 1)
+	if j.State != cluster.JobNodeFail || j.Reason != ReasonNotResponding || j.Tasks[1].State != cluster.TaskLost {
+		t.Errorf("job 1 = %s %q tasks %+v", j.State, j.Reason, j.Tasks)
+	}
+	if !j.Live() {
+		t.Errorf("rank 0 on n1 still runs; job 1 must stay live")
+	}
+	if st := mustJob(t, s, 2).State; st != cluster.JobPending {
+		t.Errorf("pending job 2 = %s", st)
+	}
+	if st := mustJob(t, s, 3).State; st != cluster.JobConfiguring {
+		t.Errorf("job 3 on n3 = %s", st)
+	}
+	n, _ := s.Node("n2")
+	if n.State != cluster.NodeDown || !n.StateTime.Equal(at(9)) {
+		t.Errorf("n2 = %s at %v", n.State, n.StateTime)
+	}
+}
+
+func TestSetNodeStateErrors(t *testing.T) {
+	s := openTest(t, "")
+	mustRegister(t, s, 1, "n1")
+	if err := s.SetNodeState(2, "nX", cluster.NodeDrain, "", at(0)); !errors.Is(err, cluster.ErrNotFound) {
+		t.Errorf("unknown node: %v; want ErrNotFound", err)
+	}
+	if err := s.SetNodeState(3, "n1", "IDLE", "", at(0)); !errors.Is(err, cluster.ErrInvalid) {
+		t.Errorf("state IDLE: %v; want ErrInvalid", err)
+	}
+	if _, err := s.Node("nX"); !errors.Is(err, cluster.ErrNotFound) {
+		t.Errorf("Node(nX) = %v; want ErrNotFound", err)
+	}
+}
+
+func TestNodesSorted(t *testing.T) {
+	s := openTest(t, "")
+	mustRegister(t, s, 1, "n3", "n1", "n2")
+	nodes, err := s.Nodes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, n := range nodes {
+		names = append(names, n.Name)
+	}
+	if !reflect.DeepEqual(names, []string{"n1", "n2", "n3"}) {
+		t.Errorf("Nodes() = %v", names)
+	}
+}
+
+func TestSetPartitions(t *testing.T) {
+	s := openTest(t, "")
+	first := []*cluster.Partition{
+		{Name: "zeta", AllNodes: true, Default: true, State: cluster.PartitionUp},
+		{Name: "alpha", Nodes: []string{"n1", "n2"}, State: cluster.PartitionDrain, MaxTime: 3600e9, MaxNodes: 4, PriorityTier: 2},
+		{Name: "mid", Nodes: []string{"n3"}, State: cluster.PartitionUp},
+	}
+	if err := s.SetPartitions(1, first); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Partitions()
+	if err != nil || !reflect.DeepEqual(got, first) {
+		t.Errorf("Partitions() = %+v, %v; want the configured order %+v", got, err, first)
+	}
+	second := []*cluster.Partition{{Name: "only", AllNodes: true, State: cluster.PartitionUp}}
+	if err := s.SetPartitions(2, second); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Partitions(); !reflect.DeepEqual(got, second) {
+		t.Errorf("after replace: %+v", got)
+	}
+	dup := []*cluster.Partition{{Name: "a"}, {Name: "a"}}
+	if err := s.SetPartitions(3, dup); !errors.Is(err, cluster.ErrInvalid) {
+		t.Errorf("duplicate names: %v; want ErrInvalid", err)
+	}
+	if got, _ := s.Partitions(); !reflect.DeepEqual(got, second) {
+		t.Errorf("a rejected SetPartitions changed the partitions: %+v", got)
+	}
+}
