@@ -1,0 +1,124 @@
+package fake
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"syscall"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/runtime"
+)
+
+// Task is a fake task. Tests get it from (*Runtime).Task or WaitStarted to
+// look at what it received.
+type Task struct {
+	spec runtime.Spec
+
+	mu         sync.Mutex
+	ignoreTerm bool
+	signals    []syscall.Signal
+	status     runtime.ExitStatus
+	exited     chan struct{} // closed on exit
+	closed     bool
+}
+
+var _ runtime.Task = (*Task)(nil)
+
+func newTask(spec runtime.Spec, ignoreTerm bool) *Task {
+	return &Task{spec: cloneSpec(spec), ignoreTerm: ignoreTerm, exited: make(chan struct{})}
+}
+
+// ID returns the Spec's ID.
+func (t *Task) ID() string { return t.spec.ID }
+
+// Spec returns the Spec the task was started with.
+func (t *Task) Spec() runtime.Spec { return cloneSpec(t.spec) }
+
+// Wait blocks until the task exits or ctx ends.
+func (t *Task) Wait(ctx context.Context) (runtime.ExitStatus, error) {
+	select {
+	case <-t.exited:
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return t.status, nil
+	case <-ctx.Done():
+		return runtime.ExitStatus{}, ctx.Err()
+	}
+}
+
+// Signal records sig. SIGKILL ends a running task, and so does SIGTERM
+// unless the task ignores it; other signals are only recorded.
+func (t *Task) Signal(ctx context.Context, sig syscall.Signal) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.signals = append(t.signals, sig)
+	kill := sig == syscall.SIGKILL || (sig == syscall.SIGTERM && !t.ignoreTerm)
+	t.mu.Unlock()
+	if kill {
+		t.exit(runtime.ExitStatus{Code: 128 + int(sig), Signal: sig})
+	}
+	return nil
+}
+
+// Close marks the task released. Closing a task that still runs is an
+// error: the agent must wait for the exit first.
+func (t *Task) Close(context.Context) error {
+	if !t.hasExited() {
+		return fmt.Errorf("task %q: close while running: %w", t.spec.ID, cluster.ErrConflict)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	return nil
+}
+
+// IgnoreSIGTERM sets whether this task ignores SIGTERM.
+func (t *Task) IgnoreSIGTERM(ignore bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.ignoreTerm = ignore
+}
+
+// Signals returns the signals received so far, in order.
+func (t *Task) Signals() []syscall.Signal {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]syscall.Signal(nil), t.signals...)
+}
+
+// Exited reports whether the task has exited, and how.
+func (t *Task) Exited() (runtime.ExitStatus, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.status, t.hasExited()
+}
+
+// Closed reports whether Close succeeded.
+func (t *Task) Closed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closed
+}
+
+// exit ends the task with st; only the first exit counts.
+func (t *Task) exit(st runtime.ExitStatus) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.hasExited() {
+		return
+	}
+	t.status = st
+	close(t.exited)
+}
+
+func (t *Task) hasExited() bool {
+	select {
+	case <-t.exited:
+		return true
+	default:
+		return false
+	}
+}
