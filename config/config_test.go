@@ -1,0 +1,149 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+// TestParse runs the scenarios in testdata/: "parse" parses the input as
+// phalanx.conf and prints the result, or the errors. Rewrite the expected
+// output with: go test ./config -rewrite
+func TestParse(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			if d.Cmd != "parse" {
+				t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
+			}
+			cfg, err := Parse(strings.NewReader(d.Input), "phalanx.conf")
+			if err != nil {
+				if !errors.Is(err, cluster.ErrInvalid) {
+					t.Errorf("%s: error does not wrap ErrInvalid: %v", d.Pos, err)
+				}
+				return "error:\n" + err.Error() + "\n"
+			}
+			return render(cfg)
+		})
+	})
+}
+
+// render prints a config one fact per line, leaving out zero values.
+func render(c *Config) string {
+	var b strings.Builder
+	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	if c.ClusterName != "" {
+		line("cluster %s", c.ClusterName)
+	}
+	for _, ctl := range c.Controllers {
+		line("controller %s addr=%s", ctl.Name, ctl.Addr)
+	}
+	if c.TopologyPlugin != "" || c.TopologyFile != "" {
+		line("topology plugin=%s file=%s", c.TopologyPlugin, c.TopologyFile)
+	}
+	for _, n := range c.Nodes {
+		line("node %s%s", n.Name, kvs(
+			"addr", n.Addr, "cpus", n.CPUs, "mem", n.MemoryMB, "gpus", n.GPUs, "type", n.GPUType,
+			"features", strings.Join(n.Features, ","), "weight", n.Weight))
+	}
+	for _, p := range c.Partitions {
+		nodes := strings.Join(p.Nodes, ",")
+		if p.AllNodes {
+			nodes = "ALL"
+		}
+		line("partition %s state=%s%s", p.Name, p.State, kvs(
+			"nodes", nodes, "default", p.Default, "maxtime", limit(p.MaxTime), "defaulttime", limit(p.DefaultTime),
+			"maxnodes", p.MaxNodes, "tier", p.PriorityTier))
+	}
+	for _, w := range c.Warnings {
+		line("warning: %s", w)
+	}
+	return b.String()
+}
+
+func limit(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return fmt.Sprint(d)
+}
+
+// kvs prints " key=value" for each non-zero value of key, value pairs.
+func kvs(kv ...any) string {
+	var b strings.Builder
+	for i := 0; i < len(kv); i += 2 {
+		switch v := kv[i+1].(type) {
+		case string:
+			if v == "" {
+				continue
+			}
+		case int:
+			if v == 0 {
+				continue
+			}
+		case int64:
+			if v == 0 {
+				continue
+			}
+		case bool:
+			if !v {
+				continue
+			}
+		}
+		fmt.Fprintf(&b, " %s=%v", kv[i], kv[i+1])
+	}
+	return b.String()
+}
+
+func TestLoadWithInclude(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	write("nodes.conf", "NodeName=gpu[01-02] CPUs=8 Gres=gpu:2\n")
+	main := write("phalanx.conf", "ClusterName=c1\nInclude nodes.conf\nPartitionName=gpu Nodes=ALL Default=YES\n")
+	cfg, err := Load(main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Nodes) != 2 || cfg.Nodes[1].Name != "gpu02" || cfg.Nodes[1].GPUs != 2 || cfg.ClusterName != "c1" {
+		t.Errorf("Load = %+v", cfg)
+	}
+
+	write("loop.conf", "Include loop.conf\n")
+	if _, err := Load(filepath.Join(dir, "loop.conf")); err == nil || !strings.Contains(err.Error(), "nested includes") {
+		t.Errorf("self-include: %v; want a nested includes error", err)
+	}
+	write("missing.conf", "Include nope.conf\n")
+	if _, err := Load(filepath.Join(dir, "missing.conf")); err == nil || !strings.Contains(err.Error(), "missing.conf:1:") {
+		t.Errorf("missing include: %v; want an error naming missing.conf:1", err)
+	}
+	if _, err := Load(filepath.Join(dir, "absent.conf")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Load of a missing file: %v; want ErrNotExist", err)
+	}
+}
+
+func TestParseErrorLimit(t *testing.T) {
+	_, err := Parse(strings.NewReader(strings.Repeat("bogus\n", 50)), "x.conf")
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	msg := err.Error()
+	if n := strings.Count(msg, "is not Key=Value"); n != maxErrors {
+		t.Errorf("reported %d problems; want %d", n, maxErrors)
+	}
+	if !strings.Contains(msg, "30 more problems") {
+		t.Errorf("error does not say how many were left out: %s", msg)
+	}
+}

@@ -1,0 +1,28 @@
+// Package config reads phalanx.conf, written in slurm.conf syntax, so that
+// an admin's existing slurm.conf loads with little or no change.
+//
+// # Syntax
+//
+// Settings are Key=Value pairs separated by spaces; keys are
+// case-insensitive; '#' starts a comment; a trailing backslash continues a
+// line; a value with spaces is double-quoted. "Include PATH" reads another
+// file in place (relative paths are relative to the including file).
+//
+// # What Phalanx reads
+//
+//	ClusterName=NAME
+//	SlurmctldHost=NAME[(ADDR)]      repeatable, in order; also ControllerHost
+//	TopologyPlugin=topology/tree    or topology/block, topology/flat
+//	TopologyFile=PATH               topology.conf, relative to this file
+//	NodeName=HOSTLIST [NodeAddr=HOSTLIST] CPUs=N RealMemory=MB
+//	         Gres=gpu[:TYPE][:N] Features=a,b Weight=N
+//	         (Sockets, CoresPerSocket, ThreadsPerCore give CPUs when CPUs is absent)
+//	PartitionName=NAME Nodes=HOSTLIST|ALL Default=YES|NO State=UP|DOWN|DRAIN|INACTIVE
+//	         MaxTime=T DefaultTime=T MaxNodes=N|UNLIMITED PriorityTier=N
+//
+// NodeName=DEFAULT and PartitionName=DEFAULT set values for the lines that
+// follow. Any other key is accepted and reported in Config.Warnings (once
+// per key), so a full slurm.conf loads. Problems are reported with their
+// file and line and say how to fix them; all of them (up to a limit) are
+// reported at once.
+package config

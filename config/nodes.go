@@ -1,0 +1,224 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/phalanx-hpc/phalanx/topology/hostlist"
+)
+
+// nodeSpec is what one NodeName line (with the DEFAULT line's values) says
+// about each of its hosts.
+type nodeSpec struct {
+	conf                    NodeConf // without Name and Addr
+	addrs                   string   // NodeAddr hostlist
+	sockets, cores, threads int
+	cpusSet                 bool
+	bad                     bool // an error was reported
+
+	p    *parser
+	file string
+	num  int
+}
+
+// nodeLineDirective handles NodeName=hosts Key=Value...; NodeName=DEFAULT
+// sets values for the lines after it.
+func (p *parser) nodeLineDirective(file string, l line) {
+	names := l.Pairs[0].Value
+	if strings.EqualFold(names, "DEFAULT") {
+		p.nodeDefaults = append(p.nodeDefaults, l.Pairs[1:]...)
+		return
+	}
+	s := &nodeSpec{file: file, num: l.Num, p: p}
+	for _, kv := range p.nodeDefaults {
+		s.set(kv)
+	}
+	for _, kv := range l.Pairs[1:] {
+		s.set(kv)
+	}
+	if s.bad {
+		return
+	}
+	s.deriveCPUs()
+	hosts, err := hostlist.Expand(names)
+	if err != nil || len(hosts) == 0 {
+		p.errorf(file, l.Num, "NodeName=%s: %v: write a host name or a hostlist such as gpu[001-016]", names, errOrEmpty(err))
+		return
+	}
+	addrs, ok := s.expandAddrs(len(hosts))
+	if !ok {
+		return
+	}
+	here := fmt.Sprintf("%s:%d", file, l.Num)
+	for i, h := range hosts {
+		if prev, dup := p.nodeLine[h]; dup {
+			p.errorf(file, l.Num, "node %s is already defined at %s: define each node once", h, prev)
+			return
+		}
+		p.nodeLine[h] = here
+		n := s.conf
+		n.Name = h
+		if addrs != nil {
+			n.Addr = addrs[i]
+		}
+		n.Features = append([]string(nil), s.conf.Features...)
+		p.cfg.Nodes = append(p.cfg.Nodes, n)
+	}
+}
+
+func errOrEmpty(err error) error {
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("no hosts")
+}
+
+func (s *nodeSpec) errorf(format string, args ...any) {
+	s.bad = true
+	s.p.errorf(s.file, s.num, format, args...)
+}
+
+// set applies one Key=Value of a NodeName line.
+func (s *nodeSpec) set(kv pair) {
+	switch kv.lower {
+	case "cpus", "procs":
+		s.cpusSet = true
+		s.conf.CPUs = s.count(kv, "CPUs=64")
+	case "realmemory":
+		s.conf.MemoryMB = int64(s.count(kv, "RealMemory=515000 (megabytes)"))
+	case "weight":
+		s.conf.Weight = s.count(kv, "Weight=10")
+	case "sockets":
+		s.sockets = s.count(kv, "Sockets=2")
+	case "corespersocket":
+		s.cores = s.count(kv, "CoresPerSocket=32")
+	case "threadspercore":
+		s.threads = s.count(kv, "ThreadsPerCore=2")
+	case "features", "feature", "availablefeatures":
+		s.conf.Features = splitList(kv.Value)
+	case "gres":
+		s.gres(kv)
+	case "nodeaddr":
+		s.addrs = kv.Value
+	default:
+		s.p.warnOnce("node:"+kv.lower, s.file, s.num, "NodeName key %s is not used by Phalanx; ignored", kv.Key)
+	}
+}
+
+// count parses a non-negative whole number.
+func (s *nodeSpec) count(kv pair, example string) int {
+	n, err := strconv.Atoi(kv.Value)
+	if err != nil || n < 0 {
+		s.errorf("%s=%s: want a whole number, e.g. %s", kv.Key, kv.Value, example)
+		return 0
+	}
+	return n
+}
+
+// deriveCPUs computes CPUs from Sockets×CoresPerSocket×ThreadsPerCore when
+// CPUs is not given, as Slurm does.
+func (s *nodeSpec) deriveCPUs() {
+	if s.cpusSet || (s.sockets == 0 && s.cores == 0 && s.threads == 0) {
+		return
+	}
+	s.conf.CPUs = max(s.sockets, 1) * max(s.cores, 1) * max(s.threads, 1)
+}
+
+func (s *nodeSpec) expandAddrs(n int) ([]string, bool) {
+	if s.addrs == "" {
+		return nil, true
+	}
+	addrs, err := hostlist.Expand(s.addrs)
+	switch {
+	case err != nil:
+		s.p.errorf(s.file, s.num, "NodeAddr=%s: %v: write an address or a hostlist such as 10.0.0.[1-16]", s.addrs, err)
+		return nil, false
+	case len(addrs) != n:
+		s.p.errorf(s.file, s.num, "NodeAddr=%s gives %d addresses for %d nodes: give one address per node, in order",
+			s.addrs, len(addrs), n)
+		return nil, false
+	}
+	return addrs, true
+}
+
+// gres parses Gres=gpu[:type][:count][(...)][,other...]. Only GPUs are
+// scheduled; other resources are accepted with a warning.
+func (s *nodeSpec) gres(kv pair) {
+	s.conf.GPUs, s.conf.GPUType = 0, ""
+	seenGPU := false
+	for _, item := range splitOutsideParens(kv.Value) {
+		if item == "" {
+			continue
+		}
+		if i := strings.IndexByte(item, '('); i >= 0 {
+			item = item[:i] // socket binding, e.g. gpu:8(S:0-1)
+		}
+		parts := strings.Split(item, ":")
+		if !strings.EqualFold(parts[0], "gpu") {
+			s.p.warnOnce("gres:"+strings.ToLower(parts[0]), s.file, s.num, "Gres %s is not scheduled by Phalanx; ignored", parts[0])
+			continue
+		}
+		if seenGPU {
+			s.errorf("Gres=%s lists GPUs twice: one GPU type per node is supported, e.g. Gres=gpu:h100:8", kv.Value)
+			return
+		}
+		seenGPU = true
+		typ, n, ok := parseGPUGres(parts[1:])
+		if !ok {
+			s.errorf("Gres=%s: write gpu, gpu:COUNT or gpu:TYPE:COUNT, e.g. Gres=gpu:h100:8", kv.Value)
+			return
+		}
+		s.conf.GPUType, s.conf.GPUs = typ, n
+	}
+}
+
+func parseGPUGres(parts []string) (typ string, n int, ok bool) {
+	switch len(parts) {
+	case 0:
+		return "", 1, true
+	case 1:
+		if c, err := strconv.Atoi(parts[0]); err == nil {
+			return "", c, c >= 0
+		}
+		return parts[0], 1, parts[0] != ""
+	case 2:
+		c, err := strconv.Atoi(parts[1])
+		return parts[0], c, err == nil && c >= 0 && parts[0] != ""
+	}
+	return "", 0, false
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// splitOutsideParens splits on commas that are not inside parentheses.
+func splitOutsideParens(s string) []string {
+	var (
+		out   []string
+		depth int
+		start int
+	)
+	for i, c := range s {
+		switch c {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
+}

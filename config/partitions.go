@@ -1,0 +1,160 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/topology/hostlist"
+)
+
+// partSpec collects one PartitionName line.
+type partSpec struct {
+	part *cluster.Partition
+	bad  bool
+	p    *parser
+	file string
+	num  int
+}
+
+// partitionLine handles PartitionName=name Key=Value...;
+// PartitionName=DEFAULT sets values for the lines after it.
+func (p *parser) partitionLine(file string, l line) {
+	name := l.Pairs[0].Value
+	if strings.EqualFold(name, "DEFAULT") {
+		p.partDefaults = append(p.partDefaults, l.Pairs[1:]...)
+		return
+	}
+	if name == "" {
+		p.errorf(file, l.Num, "PartitionName is empty: name the partition, e.g. PartitionName=gpu")
+		return
+	}
+	s := &partSpec{part: &cluster.Partition{Name: name, State: cluster.PartitionUp}, p: p, file: file, num: l.Num}
+	for _, kv := range p.partDefaults {
+		s.set(kv)
+	}
+	for _, kv := range l.Pairs[1:] {
+		s.set(kv)
+	}
+	s.check()
+	if s.bad {
+		return
+	}
+	here := fmt.Sprintf("%s:%d", file, l.Num)
+	if prev, dup := p.partLine[name]; dup {
+		p.errorf(file, l.Num, "partition %s is already defined at %s: define each partition once", name, prev)
+		return
+	}
+	p.partLine[name] = here
+	if s.part.Default {
+		if p.defaultPart != "" {
+			p.errorf(file, l.Num, "partition %s is Default=YES, and so is %s: keep one default", name, p.defaultPart)
+			return
+		}
+		p.defaultPart = fmt.Sprintf("%s (%s)", name, here)
+	}
+	p.cfg.Partitions = append(p.cfg.Partitions, s.part)
+}
+
+func (s *partSpec) errorf(format string, args ...any) {
+	s.bad = true
+	s.p.errorf(s.file, s.num, format, args...)
+}
+
+// set applies one Key=Value of a PartitionName line.
+func (s *partSpec) set(kv pair) {
+	part := s.part
+	switch kv.lower {
+	case "nodes":
+		s.nodes(kv)
+	case "default":
+		part.Default = s.yesNo(kv)
+	case "state":
+		s.state(kv)
+	case "maxtime":
+		part.MaxTime = s.duration(kv)
+	case "defaulttime":
+		part.DefaultTime = s.duration(kv)
+	case "maxnodes":
+		part.MaxNodes = s.limit(kv)
+	case "prioritytier":
+		n, err := strconv.Atoi(kv.Value)
+		if err != nil || n < 0 {
+			s.errorf("PriorityTier=%s: want a whole number, e.g. PriorityTier=10 (higher runs first)", kv.Value)
+		}
+		part.PriorityTier = n
+	default:
+		s.p.warnOnce("partition:"+kv.lower, s.file, s.num, "PartitionName key %s is not used by Phalanx; ignored", kv.Key)
+	}
+}
+
+func (s *partSpec) nodes(kv pair) {
+	part := s.part
+	part.AllNodes, part.Nodes = false, nil
+	switch {
+	case strings.EqualFold(kv.Value, "ALL"):
+		part.AllNodes = true
+	case kv.Value == "":
+	default:
+		hosts, err := hostlist.Expand(kv.Value)
+		if err != nil {
+			s.errorf("Nodes=%s: %v: write ALL or a hostlist such as gpu[001-016],cpu01", kv.Value, err)
+			return
+		}
+		part.Nodes = hosts
+	}
+}
+
+func (s *partSpec) yesNo(kv pair) bool {
+	switch strings.ToUpper(kv.Value) {
+	case "YES":
+		return true
+	case "NO":
+		return false
+	}
+	s.errorf("%s=%s: write YES or NO", kv.Key, kv.Value)
+	return false
+}
+
+func (s *partSpec) state(kv pair) {
+	st := cluster.PartitionState(strings.ToUpper(kv.Value))
+	switch st {
+	case cluster.PartitionUp, cluster.PartitionDown, cluster.PartitionDrain, cluster.PartitionInactive:
+		s.part.State = st
+	default:
+		s.errorf("State=%s: write UP, DOWN, DRAIN or INACTIVE", kv.Value)
+	}
+}
+
+func (s *partSpec) duration(kv pair) time.Duration {
+	d, err := cluster.ParseDuration(kv.Value)
+	if err != nil {
+		s.errorf("%s: %v", kv.Key, err)
+	}
+	return d
+}
+
+// limit parses a count where UNLIMITED (or INFINITE) means zero.
+func (s *partSpec) limit(kv pair) int {
+	switch strings.ToUpper(kv.Value) {
+	case "UNLIMITED", "INFINITE":
+		return 0
+	}
+	n, err := strconv.Atoi(kv.Value)
+	if err != nil || n < 0 {
+		s.errorf("%s=%s: want a whole number or UNLIMITED, e.g. %s=64", kv.Key, kv.Value, kv.Key)
+		return 0
+	}
+	return n
+}
+
+// check validates the partition as a whole.
+func (s *partSpec) check() {
+	part := s.part
+	if part.MaxTime > 0 && part.DefaultTime > part.MaxTime {
+		s.errorf("partition %s: DefaultTime %s exceeds MaxTime %s: lower DefaultTime or raise MaxTime",
+			part.Name, cluster.FormatDuration(part.DefaultTime), cluster.FormatDuration(part.MaxTime))
+	}
+}
