@@ -1,0 +1,34 @@
+// Package containerd runs tasks as containerd containers, for jobs that
+// name an image.
+//
+// Every container is shaped for distributed training on bare metal:
+//
+//   - the host's network namespace, /etc/hosts and /etc/resolv.conf, and its
+//     hostname, because NCCL and RDMA need the host's interfaces;
+//   - the host's PID namespace, as HPC container runtimes (Enroot, Pyxis) do:
+//     the task's program is not PID 1, so SIGTERM reaches it with its usual
+//     meaning, and the shim kills everything left when it exits;
+//   - memlock unlimited (RDMA memory registration) and a large nofile limit;
+//   - a /dev/shm tmpfs sized for NCCL and data loaders (default half of RAM);
+//   - the task's GPUs injected through CDI (Container Device Interface) as
+//     devices "nvidia.com/gpu=<index>" from the spec files in /etc/cdi and
+//     /var/run/cdi (generate them with `nvidia-ctk cdi generate`). A host
+//     without any CDI spec for nvidia.com/gpu starts the container without
+//     GPUs and logs a warning; a spec that lacks a requested GPU is an error;
+//   - the Spec's bind mounts, environment (merged over the image's), working
+//     directory, and user.
+//
+// SpecOpts builds the OCI spec options for a Spec without a daemon, so the
+// shape above is tested without containerd.
+//
+// The image must already be in the runtime's namespace; Start tries to pull
+// a missing image and, failing, says how to import it. Output goes to the
+// Spec's host files: when stdout and stderr are the same file the shim
+// writes it directly (it survives an agent restart); when they differ the
+// agent copies both streams from FIFOs.
+//
+// Signal reaches every process of the container (kill --all); Wait returns
+// the init process's status; Close deletes the task, the container and its
+// snapshot. A container left behind with the same ID by an earlier agent is
+// deleted before a new one is created.
+package containerd
