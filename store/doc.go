@@ -35,7 +35,8 @@
 //
 // Snapshot writes a consistent copy of the whole database; Restore replaces
 // the database with one, atomically (temporary file, fsync, rename, reopen).
-// Readers running during a Restore finish on the old database.
+// Reads and writes already running finish on the old database first; those
+// that start during the swap wait for it and see the new one.
 //
 // # Migrations
 //
