@@ -24,8 +24,12 @@
 // The image must already be in the runtime's namespace; Start tries to pull
 // a missing image and, failing, says how to import it. Output goes to the
 // Spec's host files: when stdout and stderr are the same file the shim
-// writes it directly (it survives an agent restart); when they differ the
-// agent copies both streams from FIFOs.
+// writes it directly (it survives an agent restart; the two streams are
+// separate pipes, so lines written close together may interleave out of
+// order); when they differ the agent copies both streams from FIFOs.
+//
+// Limits a runtime without CAP_SYS_RESOURCE could not grant are lowered to
+// the agent's own, with a warning.
 //
 // Signal reaches every process of the container (kill --all); Wait returns
 // the init process's status; Close deletes the task, the container and its

@@ -57,6 +57,12 @@ func WithHostname(name string) Option {
 	return func(r *Runtime) { r.spec.Hostname = name }
 }
 
+// WithRlimits sets RLIMIT_MEMLOCK and RLIMIT_NOFILE in every container
+// (defaults DefaultMemlock, DefaultNofile; zero keeps a default).
+func WithRlimits(memlock, nofile uint64) Option {
+	return func(r *Runtime) { r.spec.Memlock, r.spec.Nofile = memlock, nofile }
+}
+
 // WithLogger sets where warnings go (default slog.Default()).
 func WithLogger(l *slog.Logger) Option {
 	return func(r *Runtime) { r.log = l }
@@ -74,6 +80,7 @@ func New(ctx context.Context, address, namespace string, opts ...Option) (*Runti
 		o(r)
 	}
 	r.spec.Logger = r.log
+	r.spec = clampRlimits(r.spec.withDefaults(), r.log)
 	client, err := containerd.New(address, containerd.WithDefaultNamespace(namespace))
 	if err != nil {
 		return nil, fmt.Errorf("containerd at %s: %w", address, err)

@@ -24,6 +24,9 @@ type SpecConfig struct {
 	ShmSize string
 	// Hostname is the container's hostname, normally the host's.
 	Hostname string
+	// Memlock and Nofile are RLIMIT_MEMLOCK and RLIMIT_NOFILE, soft and
+	// hard; DefaultMemlock and DefaultNofile when zero.
+	Memlock, Nofile uint64
 	// Logger receives warnings (no CDI spec for the GPUs); slog.Default()
 	// when nil.
 	Logger *slog.Logger
@@ -37,11 +40,11 @@ var (
 // DefaultShmSize is the /dev/shm size when SpecConfig.ShmSize is empty.
 const DefaultShmSize = "50%"
 
-// Limits set in every container.
+// Default resource limits: memlock unlimited for RDMA memory registration,
+// nofile at the kernel's default fs.nr_open.
 const (
-	// NofileLimit is RLIMIT_NOFILE (soft and hard), the kernel's default
-	// fs.nr_open.
-	NofileLimit = 1 << 20
+	DefaultMemlock = ^uint64(0)
+	DefaultNofile  = 1 << 20
 )
 
 // SpecOpts returns the OCI spec options that give a container the shape the
@@ -61,8 +64,8 @@ func SpecOpts(spec runtime.Spec, cfg SpecConfig) ([]oci.SpecOpts, error) {
 		oci.WithHostHostsFile,
 		oci.WithHostResolvconf,
 		withShmSize(cfg.ShmSize),
-		withRlimit("RLIMIT_MEMLOCK", ^uint64(0)),
-		withRlimit("RLIMIT_NOFILE", NofileLimit),
+		withRlimit("RLIMIT_MEMLOCK", cfg.Memlock),
+		withRlimit("RLIMIT_NOFILE", cfg.Nofile),
 		oci.WithMounts(bindMounts(spec.Mounts)),
 	}
 	if cfg.Hostname != "" {
@@ -90,6 +93,12 @@ func (c SpecConfig) withDefaults() SpecConfig {
 	}
 	if c.ShmSize == "" {
 		c.ShmSize = DefaultShmSize
+	}
+	if c.Memlock == 0 {
+		c.Memlock = DefaultMemlock
+	}
+	if c.Nofile == 0 {
+		c.Nofile = DefaultNofile
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -148,7 +148,7 @@ func TestSpecOptsShape(t *testing.T) {
 		}
 		limits[r.Type] = r.Hard
 	}
-	if limits["RLIMIT_MEMLOCK"] != ^uint64(0) || limits["RLIMIT_NOFILE"] != containerd.NofileLimit {
+	if limits["RLIMIT_MEMLOCK"] != ^uint64(0) || limits["RLIMIT_NOFILE"] != containerd.DefaultNofile {
 		t.Errorf("rlimits = %v", limits)
 	}
 }
