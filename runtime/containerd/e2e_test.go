@@ -234,3 +234,30 @@ func TestMissingImage(t *testing.T) {
 		t.Errorf("Start with a missing image = %v, want ErrNotFound with an import hint", err)
 	}
 }
+
+func TestMountsAndUser(t *testing.T) {
+	e := setup(t)
+	data := t.TempDir()
+	os.WriteFile(filepath.Join(data, "x"), []byte("data\n"), 0o644)
+	spec := shSpec(t, "phx-7-0-0", `cat /mnt/data/x; id -u; id -g; (echo > /mnt/data/y) 2>/dev/null || echo read-only`)
+	spec.Mounts = []runtime.Mount{{Source: data, Target: "/mnt/data", ReadOnly: true}}
+	spec.UID, spec.GID = 65534, 65534
+	task, err := e.rt.Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, task)
+	task.Close(context.Background())
+	if got, want := readOutput(t, spec.Stdout), "data\n65534\n65534\nread-only\n"; got != want {
+		t.Errorf("output = %q, want %q", got, want)
+	}
+}
+
+func readOutput(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
