@@ -43,7 +43,7 @@ func (p *parser) nodeLineDirective(file string, l line) {
 	s.deriveCPUs()
 	hosts, err := hostlist.Expand(names)
 	if err != nil || len(hosts) == 0 {
-		p.errorf(file, l.Num, "NodeName=%s: %v: write a host name or a hostlist such as gpu[001-016]", names, errOrEmpty(err))
+		p.errorf(file, l.Num, "NodeName: %v; write a host name or a hostlist such as gpu[001-016]", errOrEmpty(err))
 		return
 	}
 	addrs, ok := s.expandAddrs(len(hosts))
@@ -53,7 +53,11 @@ func (p *parser) nodeLineDirective(file string, l line) {
 	here := fmt.Sprintf("%s:%d", file, l.Num)
 	for i, h := range hosts {
 		if prev, dup := p.nodeLine[h]; dup {
-			p.errorf(file, l.Num, "node %s is already defined at %s: define each node once", h, prev)
+			if prev == here {
+				p.errorf(file, l.Num, "NodeName=%s lists node %s twice: list each node once", names, h)
+			} else {
+				p.errorf(file, l.Num, "node %s is already defined at %s: define each node once", h, prev)
+			}
 			return
 		}
 		p.nodeLine[h] = here
@@ -71,7 +75,7 @@ func errOrEmpty(err error) error {
 	if err != nil {
 		return err
 	}
-	return fmt.Errorf("no hosts")
+	return fmt.Errorf("no hosts given")
 }
 
 func (s *nodeSpec) errorf(format string, args ...any) {
@@ -132,7 +136,7 @@ func (s *nodeSpec) expandAddrs(n int) ([]string, bool) {
 	addrs, err := hostlist.Expand(s.addrs)
 	switch {
 	case err != nil:
-		s.p.errorf(s.file, s.num, "NodeAddr=%s: %v: write an address or a hostlist such as 10.0.0.[1-16]", s.addrs, err)
+		s.p.errorf(s.file, s.num, "NodeAddr: %v; write an address or a hostlist such as 10.0.0.[1-16]", err)
 		return nil, false
 	case len(addrs) != n:
 		s.p.errorf(s.file, s.num, "NodeAddr=%s gives %d addresses for %d nodes: give one address per node, in order",

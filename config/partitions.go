@@ -100,7 +100,7 @@ func (s *partSpec) nodes(kv pair) {
 	default:
 		hosts, err := hostlist.Expand(kv.Value)
 		if err != nil {
-			s.errorf("Nodes=%s: %v: write ALL or a hostlist such as gpu[001-016],cpu01", kv.Value, err)
+			s.errorf("Nodes: %v; write ALL or a hostlist such as gpu[001-016],cpu01", err)
 			return
 		}
 		part.Nodes = hosts
