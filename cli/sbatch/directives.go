@@ -1,0 +1,48 @@
+package sbatch
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrNotBatchScript is Slurm's complaint about a script without "#!".
+var ErrNotBatchScript = errors.New("This does not look like a batch script. " +
+	"The first line must start with #! followed by the path to an interpreter.")
+
+// Directive is the options of one #SBATCH line.
+type Directive struct {
+	Line int // 1-based line number in the script
+	Args []string
+}
+
+// Directives returns the #SBATCH lines of a script. It fails when the script
+// has no #! line or a directive cannot be split.
+func Directives(script string) ([]Directive, error) {
+	lines := strings.Split(script, "\n")
+	if !strings.HasPrefix(lines[0], "#!") {
+		return nil, ErrNotBatchScript
+	}
+	var out []Directive
+	for i, line := range lines[1:] {
+		t := strings.TrimSpace(line)
+		if t == "" {
+			continue
+		}
+		if !strings.HasPrefix(t, "#") {
+			break
+		}
+		rest, ok := strings.CutPrefix(t, "#SBATCH")
+		if !ok || (rest != "" && rest[0] != ' ' && rest[0] != '\t') {
+			continue // a comment, or #SBATCHX
+		}
+		args, err := Split(rest)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+2, err)
+		}
+		if len(args) > 0 {
+			out = append(out, Directive{Line: i + 2, Args: args})
+		}
+	}
+	return out, nil
+}

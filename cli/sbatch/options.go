@@ -1,0 +1,225 @@
+package sbatch
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cli/getopt"
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+// Options is the table of sbatch options, shared by the command line and
+// #SBATCH directives.
+var Options = []getopt.Option{
+	{Long: "account", Short: 'A', HasArg: true, Usage: "charge the job to ACCOUNT"},
+	{Long: "chdir", Short: 'D', HasArg: true, Usage: "working directory of the job"},
+	{Long: "cpus-per-task", Short: 'c', HasArg: true, Usage: "CPUs per task (one task per node)"},
+	{Long: "error", Short: 'e', HasArg: true, Usage: "file for stderr (pattern: %j %x %u %N ...)"},
+	{Long: "exclusive", Usage: "accepted and ignored (warning)"},
+	{Long: "export", HasArg: true, Usage: "ALL (default), NONE, or [ALL,]VAR[=value],..."},
+	{Long: "gpus-per-node", HasArg: true, Usage: "GPUs per node: N or TYPE:N"},
+	{Long: "gres", HasArg: true, Usage: "generic resources: gpu[:TYPE][:N]"},
+	{Long: "help", Short: 'h', Usage: "show this help"},
+	{Long: "image", HasArg: true, Usage: "OCI image to run the job in (default: plain process)"},
+	{Long: "job-name", Short: 'J', HasArg: true, Usage: "name of the job"},
+	{Long: "mail-type", HasArg: true, Usage: "accepted and ignored (warning)"},
+	{Long: "mail-user", HasArg: true, Usage: "accepted and ignored (warning)"},
+	{Long: "mem", HasArg: true, Usage: "memory per node: N[K|M|G|T], default unit M"},
+	{Long: "nodes", Short: 'N', HasArg: true, Usage: "number of nodes: N or MIN-MAX (MIN is used)"},
+	{Long: "ntasks", Short: 'n', HasArg: true, Usage: "accepted and ignored (warning): one task per node"},
+	{Long: "ntasks-per-node", HasArg: true, Usage: "accepted and ignored (warning): one task per node"},
+	{Long: "output", Short: 'o', HasArg: true, Usage: "file for stdout (pattern: %j %x %u %N ...)"},
+	{Long: "parsable", Usage: "print only the job ID"},
+	{Long: "partition", Short: 'p', HasArg: true, Usage: "partition (default: the cluster's default)"},
+	{Long: "priority", HasArg: true, Usage: "job priority (integer)"},
+	{Long: "test-only", Usage: "validate the job and print its expected start; submit nothing"},
+	{Long: "time", Short: 't', HasArg: true, Usage: "time limit: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S"},
+	{Long: "wrap", HasArg: true, Usage: "wrap a command line in a /bin/sh script (command line only)"},
+}
+
+// ignored options are accepted for compatibility with existing scripts; each
+// use adds a warning.
+var ignored = map[string]string{
+	"exclusive":       "Phalanx allocates whole GPUs; node sharing follows the request",
+	"mail-type":       "Phalanx sends no mail",
+	"mail-user":       "Phalanx sends no mail",
+	"ntasks":          "Phalanx runs one task per node; start ranks with torchrun or mpirun",
+	"ntasks-per-node": "Phalanx runs one task per node; start ranks with torchrun or mpirun",
+}
+
+// builder collects option values into a spec.
+type builder struct {
+	spec     *phalanxv1.JobSpec
+	export   string
+	parsable bool
+	testOnly bool
+	help     bool
+	wrap     string
+	hasWrap  bool
+	warnings []string
+}
+
+// apply sets one option. Its error names the option, not the place.
+func (b *builder) apply(v getopt.Value) error {
+	s := b.spec
+	if why, ok := ignored[v.Name]; ok {
+		b.warnings = append(b.warnings, fmt.Sprintf("--%s is ignored: %s", v.Name, why))
+		return nil
+	}
+	if set, ok := stringSetters[v.Name]; ok {
+		set(s, v.Value)
+		return nil
+	}
+	var err error
+	switch v.Name {
+	case "cpus-per-task":
+		s.CpusPerNode, err = positive(v.Value)
+	case "export":
+		b.export = v.Value
+	case "gpus-per-node":
+		s.GpuType, s.GpusPerNode, err = parseGPUs(v.Value)
+	case "gres":
+		s.GpuType, s.GpusPerNode, err = parseGres(v.Value)
+	case "help":
+		b.help = true
+	case "mem":
+		s.MemoryMb, err = parseMem(v.Value)
+	case "nodes":
+		s.Nodes, err = parseNodes(v.Value)
+	case "parsable":
+		b.parsable = true
+	case "priority":
+		s.Priority, err = parsePriority(v.Value)
+	case "test-only":
+		b.testOnly = true
+	case "time":
+		s.TimeLimitSeconds, err = parseTime(v.Value)
+	case "wrap":
+		b.wrap, b.hasWrap = v.Value, true
+	default:
+		return fmt.Errorf("option --%s is not handled", v.Name)
+	}
+	if err != nil {
+		return fmt.Errorf("--%s=%s: %w", v.Name, v.Value, err)
+	}
+	return nil
+}
+
+var stringSetters = map[string]func(*phalanxv1.JobSpec, string){
+	"account":   func(s *phalanxv1.JobSpec, v string) { s.Account = v },
+	"chdir":     func(s *phalanxv1.JobSpec, v string) { s.WorkDir = v },
+	"error":     func(s *phalanxv1.JobSpec, v string) { s.Error = v },
+	"image":     func(s *phalanxv1.JobSpec, v string) { s.Image = v },
+	"job-name":  func(s *phalanxv1.JobSpec, v string) { s.Name = v },
+	"output":    func(s *phalanxv1.JobSpec, v string) { s.Output = v },
+	"partition": func(s *phalanxv1.JobSpec, v string) { s.Partition = v },
+}
+
+func parseTime(v string) (int64, error) {
+	d, err := cluster.ParseDuration(v)
+	if err != nil {
+		return 0, err
+	}
+	return int64(d.Seconds()), nil
+}
+
+func parsePriority(v string) (int64, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("want an integer")
+	}
+	return n, nil
+}
+
+func positive(v string) (int32, error) {
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("want a positive integer")
+	}
+	return int32(n), nil
+}
+
+// parseNodes reads N or MIN-MAX; Phalanx gangs a fixed count, so MIN is used.
+func parseNodes(v string) (int32, error) {
+	lo, hi, isRange := strings.Cut(v, "-")
+	n, err := positive(lo)
+	if err != nil {
+		return 0, fmt.Errorf("want N or MIN-MAX with N >= 1")
+	}
+	if isRange {
+		m, err := positive(hi)
+		if err != nil || m < n {
+			return 0, fmt.Errorf("want N or MIN-MAX with 1 <= MIN <= MAX")
+		}
+	}
+	return n, nil
+}
+
+func count(v string) (int32, error) {
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("GPU count %q is not a number", v)
+	}
+	return int32(n), nil
+}
+
+// parseGPUs reads --gpus-per-node: N or TYPE:N.
+func parseGPUs(v string) (string, int32, error) {
+	typ, n, ok := strings.Cut(v, ":")
+	if !ok {
+		typ, n = "", v
+	}
+	c, err := count(n)
+	return typ, c, err
+}
+
+// parseGres reads --gres=gpu, gpu:N, gpu:TYPE or gpu:TYPE:N. Other
+// resources are refused.
+func parseGres(v string) (string, int32, error) {
+	parts := strings.Split(v, ":")
+	if parts[0] != "gpu" || strings.Contains(v, ",") {
+		return "", 0, fmt.Errorf("only gpu is supported: write gpu[:TYPE][:N], e.g. gpu:a100:8")
+	}
+	switch len(parts) {
+	case 1:
+		return "", 1, nil
+	case 2:
+		if _, err := strconv.Atoi(parts[1]); err == nil {
+			c, err := count(parts[1])
+			return "", c, err
+		}
+		return parts[1], 1, nil
+	case 3:
+		c, err := count(parts[2])
+		return parts[1], c, err
+	}
+	return "", 0, fmt.Errorf("write gpu[:TYPE][:N], e.g. gpu:a100:8")
+}
+
+// parseMem reads Slurm memory sizes: a number with an optional K, M, G or T
+// suffix; M is the default. The result is in megabytes, rounded up.
+func parseMem(v string) (int64, error) {
+	num, mult := v, int64(1)
+	if n := len(v); n > 0 {
+		switch strings.ToUpper(v[n-1:]) {
+		case "K":
+			num, mult = v[:n-1], -1024
+		case "M":
+			num = v[:n-1]
+		case "G":
+			num, mult = v[:n-1], 1024
+		case "T":
+			num, mult = v[:n-1], 1024*1024
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("want a size such as 4096, 500M, 64G or 1T")
+	}
+	if mult < 0 {
+		return (n + 1023) / 1024, nil
+	}
+	return n * mult, nil
+}

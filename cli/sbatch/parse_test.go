@@ -1,0 +1,101 @@
+package sbatch
+
+import (
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+)
+
+// TestParse runs testdata/*: each "sbatch" case gives the command line on its
+// first input line and the script (read for any file name) on the rest.
+func TestParse(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			switch d.Cmd {
+			case "sbatch":
+				return runParse(t, d.Input)
+			case "split":
+				words, err := Split(d.Input)
+				if err != nil {
+					return "error: " + err.Error() + "\n"
+				}
+				return fmt.Sprintf("%q\n", words)
+			}
+			t.Fatalf("unknown command %q", d.Cmd)
+			return ""
+		})
+	})
+}
+
+func runParse(t *testing.T, input string) string {
+	line, script, _ := strings.Cut(input, "\n")
+	args, err := Split(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read []string
+	env := Env{
+		User: "alice", UID: 1000, GID: 100, Cwd: "/home/alice/run",
+		Environ: []string{"HOME=/home/alice", "PATH=/usr/bin", "EMPTY="},
+		ReadFile: func(name string) ([]byte, error) {
+			read = append(read, name)
+			if script == "" {
+				return nil, fs.ErrNotExist
+			}
+			return []byte(script), nil
+		},
+	}
+	req, err := Parse(args, env)
+	if err != nil {
+		return "error: " + err.Error() + "\n"
+	}
+	var b strings.Builder
+	for _, name := range read {
+		fmt.Fprintf(&b, "read %s\n", name)
+	}
+	if req.Help {
+		b.WriteString("help\n")
+		return b.String()
+	}
+	writeSpec(&b, req.Spec)
+	if req.Parsable {
+		b.WriteString("parsable\n")
+	}
+	if req.TestOnly {
+		b.WriteString("test-only\n")
+	}
+	for _, w := range req.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
+	return b.String()
+}
+
+func writeSpec(b *strings.Builder, s *phalanxv1.JobSpec) {
+	fmt.Fprintf(b, "name=%s user=%s uid=%d gid=%d workdir=%s\n", s.Name, s.User, s.Uid, s.Gid, s.WorkDir)
+	fmt.Fprintf(b, "nodes=%d gpus-per-node=%d gpu-type=%q cpus=%d mem-mb=%d time-s=%d\n",
+		s.Nodes, s.GpusPerNode, s.GpuType, s.CpusPerNode, s.MemoryMb, s.TimeLimitSeconds)
+	for _, kv := range [][2]string{{"partition", s.Partition}, {"account", s.Account}, {"image", s.Image},
+		{"output", s.Output}, {"error", s.Error}} {
+		if kv[1] != "" {
+			fmt.Fprintf(b, "%s=%s\n", kv[0], kv[1])
+		}
+	}
+	if s.Priority != 0 {
+		fmt.Fprintf(b, "priority=%d\n", s.Priority)
+	}
+	keys := make([]string, 0, len(s.Env))
+	for k := range s.Env {
+		keys = append(keys, k+"="+s.Env[k])
+	}
+	sort.Strings(keys)
+	fmt.Fprintf(b, "env: %s\n", strings.Join(keys, " "))
+	if strings.Contains(s.Script, "sbatch --wrap") {
+		fmt.Fprintf(b, "script:\n%s", s.Script)
+	}
+}
