@@ -1,0 +1,52 @@
+package topology
+
+import "fmt"
+
+// Generate builds a regular two- or three-level tree for tests, benchmarks
+// and development clusters: leaves leaf switches (leaf1, leaf2, …) with
+// nodesPerLeaf nodes each, named prefix plus a four-digit number from 1
+// (gpu0001, gpu0002, …), grouped leavesPerSpine to a spine (spine1, …). With
+// more than one spine, a root switch "core" joins them. It returns the tree
+// and the node names in order. Non-positive sizes give an empty tree;
+// leavesPerSpine <= 0 puts every leaf under one spine.
+func Generate(leaves, nodesPerLeaf, leavesPerSpine int, prefix string) (*Tree, []string) {
+	b := newBuilder()
+	if leaves <= 0 || nodesPerLeaf <= 0 {
+		t, _ := b.finish()
+		return t, nil
+	}
+	if leavesPerSpine <= 0 || leavesPerSpine > leaves {
+		leavesPerSpine = leaves
+	}
+	var all, spines []string
+	var leafNames []string
+	for l := 1; l <= leaves; l++ {
+		nodes := make([]string, nodesPerLeaf)
+		for i := range nodes {
+			nodes[i] = fmt.Sprintf("%s%04d", prefix, (l-1)*nodesPerLeaf+i+1)
+		}
+		all = append(all, nodes...)
+		name := fmt.Sprintf("leaf%d", l)
+		mustOK(b.addSwitch(0, name, nil, nodes))
+		leafNames = append(leafNames, name)
+	}
+	for s := 0; s*leavesPerSpine < leaves; s++ {
+		end := min((s+1)*leavesPerSpine, leaves)
+		name := fmt.Sprintf("spine%d", s+1)
+		mustOK(b.addSwitch(0, name, leafNames[s*leavesPerSpine:end], nil))
+		spines = append(spines, name)
+	}
+	if len(spines) > 1 {
+		mustOK(b.addSwitch(0, "core", spines, nil))
+	}
+	t, err := b.finish()
+	mustOK(err)
+	return t, all
+}
+
+// mustOK panics on an error that generated names cannot cause.
+func mustOK(err error) {
+	if err != nil {
+		panic("topology.Generate: " + err.Error())
+	}
+}
