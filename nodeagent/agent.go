@@ -1,0 +1,157 @@
+package nodeagent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/nodeagent/gpu"
+	"github.com/phalanx-hpc/phalanx/runtime"
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultHeartbeatInterval = 5 * time.Second
+	DefaultKillGrace         = 10 * time.Second
+	// flushTimeout bounds how long Run, when stopping, keeps trying to
+	// deliver the final reports of the tasks it stopped.
+	flushTimeout = 5 * time.Second
+)
+
+// Config is what an agent needs to know about its node and controller.
+type Config struct {
+	Name       string // node name, as the controller knows it
+	Addr       string // address peers use to reach this node (MASTER_ADDR)
+	Controller string // host:port of any controller
+	StateDir   string // job scripts go under <StateDir>/jobs
+	Runtime    runtime.Runtime
+	GPUs       []gpu.Device
+	CPUs       int
+	MemoryMB   int64
+	Features   []string
+	// ClusterName is exported as SLURM_CLUSTER_NAME when set.
+	ClusterName string
+	// HeartbeatInterval is the longest time between heartbeats; a shorter
+	// interval asked for by the controller wins.
+	HeartbeatInterval time.Duration
+	// KillGrace is the time between SIGTERM and SIGKILL when an assignment
+	// gives none.
+	KillGrace time.Duration
+	Clock     Clock
+	Logger    *slog.Logger
+}
+
+// Agent runs one node's tasks as the controller assigns them.
+type Agent struct {
+	cfg    Config
+	log    *slog.Logger
+	client phalanxv1.NodeServiceClient
+	rep    *reporter
+
+	mu       sync.Mutex
+	tasks    map[taskKey]*task // started or starting, not yet ended
+	finished map[taskKey]bool  // ended here; never started again
+	stopping bool              // Run is returning: launch nothing more
+	taskWG   sync.WaitGroup
+}
+
+// taskKey names one task: a rank of an attempt of a job.
+type taskKey struct {
+	job     uint64
+	attempt int32
+	rank    int32
+}
+
+func (k taskKey) String() string { return fmt.Sprintf("%d.%d rank %d", k.job, k.attempt, k.rank) }
+
+// New checks cfg and fills in its defaults.
+func New(cfg Config) (*Agent, error) {
+	switch {
+	case cfg.Name == "":
+		return nil, fmt.Errorf("agent: empty node name: %w", cluster.ErrInvalid)
+	case cfg.Controller == "":
+		return nil, fmt.Errorf("agent %s: no controller address: %w", cfg.Name, cluster.ErrInvalid)
+	case cfg.StateDir == "":
+		return nil, fmt.Errorf("agent %s: no state directory: %w", cfg.Name, cluster.ErrInvalid)
+	case cfg.Runtime == nil:
+		return nil, fmt.Errorf("agent %s: no runtime: %w", cfg.Name, cluster.ErrInvalid)
+	case cfg.HeartbeatInterval < 0 || cfg.KillGrace < 0:
+		return nil, fmt.Errorf("agent %s: negative heartbeat interval or kill grace: %w", cfg.Name, cluster.ErrInvalid)
+	}
+	if cfg.HeartbeatInterval == 0 {
+		cfg.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if cfg.KillGrace == 0 {
+		cfg.KillGrace = DefaultKillGrace
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = realClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Agent{
+		cfg:      cfg,
+		log:      cfg.Logger.With("node", cfg.Name),
+		tasks:    make(map[taskKey]*task),
+		finished: make(map[taskKey]bool),
+	}, nil
+}
+
+// Run registers the node, heartbeats, watches assignments and runs tasks
+// until ctx ends. It never gives up on an unreachable controller while ctx
+// lives. When ctx ends it stops every task it runs (SIGTERM, the grace
+// period, SIGKILL), tries for a few seconds to report them, and returns
+// nil. (Tasks surviving an agent restart is future work.) It returns an
+// error only when it cannot start at all.
+func (a *Agent) Run(ctx context.Context) error {
+	if err := os.MkdirAll(filepath.Join(a.cfg.StateDir, "jobs"), 0o755); err != nil {
+		return fmt.Errorf("agent %s: state directory: %w", a.cfg.Name, err)
+	}
+	conn, err := grpc.NewClient(a.cfg.Controller, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("agent %s: controller %q: %w", a.cfg.Name, a.cfg.Controller, err)
+	}
+	defer conn.Close()
+	a.client = phalanxv1.NewNodeServiceClient(conn)
+	a.rep = newReporter(a.client, a.cfg.Clock, a.log)
+
+	repCtx, cancelRep := context.WithCancel(context.Background())
+	defer cancelRep()
+	repDone := make(chan struct{})
+	go func() { defer close(repDone); a.rep.run(repCtx) }()
+
+	a.log.Info("agent starting", "controller", a.cfg.Controller, "runtime", a.cfg.Runtime.Name(),
+		"gpus", len(a.cfg.GPUs), "cpus", a.cfg.CPUs, "memory_mb", a.cfg.MemoryMB)
+	a.session(ctx)
+
+	a.stopAll()
+	a.rep.close()
+	select {
+	case <-repDone:
+	case <-a.cfg.Clock.After(flushTimeout):
+		a.log.Warn("controller unreachable; final task reports lost", "pending", a.rep.pending())
+	}
+	a.log.Info("agent stopped")
+	return nil
+}
+
+// stopAll stops every task and waits for them to end.
+func (a *Agent) stopAll() {
+	a.mu.Lock()
+	a.stopping = true
+	for _, t := range a.tasks {
+		t.stop(stopRequest{state: cluster.TaskKilled, grace: a.cfg.KillGrace, msg: "node agent shutting down"})
+	}
+	a.mu.Unlock()
+	a.taskWG.Wait()
+}

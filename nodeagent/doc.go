@@ -1,0 +1,63 @@
+// Package nodeagent is the node agent: it makes one host run what the
+// controller assigns to it.
+//
+// # Words
+//
+//   - Node: the host the agent runs on, registered under Config.Name with
+//     the resources it found (GPUs from package gpu, CPUs, memory).
+//   - Assignment: one task the controller wants on this node, a rank of an
+//     attempt of a job, or a request to stop one (Assignment.stop).
+//   - Task: the job's instance on this node, run by a runtime.Runtime
+//     (process group, containerd container, or a fake in tests) under the
+//     ID phx-<job>-<attempt>-<rank>.
+//   - Report: a task's transition sent to the controller with
+//     ReportTaskStatus: RUNNING, then one of EXITED (it ended by itself,
+//     with its exit code or signal), KILLED (stopped because it was told
+//     to), TIMEOUT (stopped at its time limit), FAILED (could not start).
+//
+// # Loop
+//
+// Run dials the controller and keeps three things going until its context
+// ends, retrying with capped exponential backoff for as long as the
+// controller is unreachable:
+//
+//  1. Registration and heartbeats. RegisterNode, then Heartbeat every
+//     interval (the shorter of Config.HeartbeatInterval and what the
+//     controller asks for), listing the tasks running here. A heartbeat
+//     answered "reregister" (the controller lost or downed the node)
+//     starts over with RegisterNode.
+//  2. The assignment stream. WatchAssignments sends the node's complete set
+//     of assignments whenever it changes; each message is reconciled
+//     (reconcile.go): start what should run and does not, stop what is
+//     marked stop or is no longer in the set. Reconciling is level
+//     triggered and idempotent, so a repeated or missed message does no
+//     harm; a broken stream is reopened, and its first message is again
+//     the complete set.
+//  3. Reports. One ordered queue, delivered one report at a time and each
+//     retried until the controller acknowledges it, so a controller
+//     failover loses no report and a task's reports never overtake each
+//     other (report.go).
+//
+// # A task's life
+//
+// For each new assignment a goroutine (task.go) prepares the task
+// (launch.go): it checks the working directory exists, writes the job
+// script to <StateDir>/jobs/<job>.<attempt>/script (run through its #!
+// line, else /bin/sh; containers get that directory and the working
+// directory bind-mounted at the same paths), builds the Slurm/PyTorch
+// environment (env.go) and resolves the sbatch output patterns
+// (output.go). It starts the task, reports RUNNING, and waits for the
+// first of: the task exits (EXITED), the job's time limit passes
+// (TIMEOUT), or a stop is requested (KILLED). Stopping is SIGTERM to every
+// process of the task, the grace period (the assignment's, else
+// Config.KillGrace), then SIGKILL. A task that cannot be prepared or
+// started is reported FAILED with a one-line reason. A task that ended
+// here is never started again under the same job, attempt and rank.
+//
+// # Shutdown
+//
+// When Run's context ends, the agent stops every task it runs with the
+// same SIGTERM, grace, SIGKILL sequence, tries for a few seconds to
+// deliver their final reports, and returns. Re-adopting running tasks
+// across an agent restart is not implemented yet.
+package nodeagent

@@ -1,0 +1,148 @@
+package nodeagent
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/topology/hostlist"
+)
+
+// defaultPath is the PATH a plain process gets when its job exports none.
+// A container keeps its image's PATH instead.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// envInput is what one task's environment is derived from.
+type envInput struct {
+	job  *phalanxv1.Job
+	rank int
+	// container: GPUs are injected through CDI and the task sees only its
+	// own, renumbered from 0; a process sees the host's indices.
+	container bool
+	// cluster is SLURM_CLUSTER_NAME; empty leaves it unset.
+	cluster string
+}
+
+// taskEnv builds a task's complete environment: the job's exported
+// variables (sorted by name; a plain process gets a default PATH when the
+// job sets none), then the Slurm, PyTorch and Phalanx variables, in a fixed
+// order. Phalanx's variables win: a job variable with the same name as one
+// of them is dropped.
+func taskEnv(in envInput) []string {
+	ours := launchVars(in)
+	set := make(map[string]bool, len(ours))
+	for _, kv := range ours {
+		set[kv[:strings.IndexByte(kv, '=')]] = true
+	}
+	jobEnv := in.job.GetSpec().GetEnv()
+	keys := make([]string, 0, len(jobEnv)+1)
+	for k := range jobEnv {
+		if !set[k] {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	env := make([]string, 0, len(keys)+len(ours)+1)
+	for _, k := range keys {
+		env = append(env, k+"="+jobEnv[k])
+	}
+	if _, ok := jobEnv["PATH"]; !ok && !in.container {
+		env = append(env, "PATH="+defaultPath)
+	}
+	return append(env, ours...)
+}
+
+// launchVars are the variables every task gets, in order.
+func launchVars(in envInput) []string {
+	job, spec := in.job, in.job.GetSpec()
+	alloc := job.GetAlloc()
+	nodes := strconv.Itoa(len(alloc))
+	rank := strconv.Itoa(in.rank)
+	jobID := strconv.FormatUint(job.GetId(), 10)
+	nodelist := hostlist.Compress(nodeNames(alloc))
+	gpus := localGPUs(alloc, in.rank, in.container)
+	master, port := masterAddr(alloc), strconv.Itoa(int(job.GetMasterPort()))
+	attempt := strconv.Itoa(int(job.GetAttempt()))
+
+	vars := []string{
+		"SLURM_JOB_ID=" + jobID,
+		"SLURM_JOBID=" + jobID,
+		"SLURM_JOB_NAME=" + spec.GetName(),
+		"SLURM_JOB_NODELIST=" + nodelist,
+		"SLURM_NODELIST=" + nodelist,
+		"SLURM_NNODES=" + nodes,
+		"SLURM_JOB_NUM_NODES=" + nodes,
+		"SLURM_NODEID=" + rank,
+		"SLURM_PROCID=" + rank,
+		"SLURM_LOCALID=0",
+		"SLURM_NTASKS=" + nodes,
+		"SLURM_GPUS_ON_NODE=" + strconv.Itoa(len(gpus)),
+		"SLURM_JOB_PARTITION=" + spec.GetPartition(),
+		"SLURM_SUBMIT_DIR=" + spec.GetWorkDir(),
+		"SLURM_RESTART_COUNT=" + attempt,
+		"SLURM_JOB_USER=" + spec.GetUser(),
+	}
+	if in.cluster != "" {
+		vars = append(vars, "SLURM_CLUSTER_NAME="+in.cluster)
+	}
+	return append(vars,
+		"MASTER_ADDR="+master,
+		"MASTER_PORT="+port,
+		"WORLD_SIZE="+nodes,
+		"RANK="+rank,
+		"NODE_RANK="+rank,
+		"LOCAL_WORLD_SIZE="+strconv.Itoa(max(1, len(gpus))),
+		"PET_NNODES="+nodes,
+		"PET_NODE_RANK="+rank,
+		"PET_MASTER_ADDR="+master,
+		"PET_MASTER_PORT="+port,
+		"CUDA_VISIBLE_DEVICES="+joinInts(gpus),
+		"PHX_JOB_ID="+jobID,
+		"PHX_ATTEMPT="+attempt,
+	)
+}
+
+func nodeNames(alloc []*phalanxv1.NodeAlloc) []string {
+	names := make([]string, len(alloc))
+	for i, a := range alloc {
+		names[i] = a.GetNode()
+	}
+	return names
+}
+
+// masterAddr is rank 0's address, or its node name when it has none.
+func masterAddr(alloc []*phalanxv1.NodeAlloc) string {
+	if len(alloc) == 0 {
+		return ""
+	}
+	if addr := alloc[0].GetAddr(); addr != "" {
+		return addr
+	}
+	return alloc[0].GetNode()
+}
+
+// localGPUs are the GPU indices rank's task uses, as the task numbers them:
+// the host's indices for a process, 0..n-1 inside a container.
+func localGPUs(alloc []*phalanxv1.NodeAlloc, rank int, container bool) []int {
+	if rank < 0 || rank >= len(alloc) {
+		return nil
+	}
+	host := alloc[rank].GetGpus()
+	gpus := make([]int, len(host))
+	for i, g := range host {
+		gpus[i] = int(g)
+		if container {
+			gpus[i] = i
+		}
+	}
+	return gpus
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}

@@ -1,0 +1,141 @@
+package nodeagent
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+)
+
+// twoByEight is a 2-node job with 8 GPUs on each node.
+func twoByEight() *phalanxv1.Job {
+	gpus := []int32{0, 1, 2, 3, 4, 5, 6, 7}
+	return &phalanxv1.Job{
+		Id:      42,
+		Attempt: 2,
+		Spec: &phalanxv1.JobSpec{
+			Name: "train", User: "alice", Partition: "gpu", WorkDir: "/home/alice/run",
+			Env: map[string]string{"ZED": "z", "HOME": "/home/alice", "PATH": "/opt/bin", "SLURM_JOB_ID": "spoofed"},
+		},
+		Alloc: []*phalanxv1.NodeAlloc{
+			{Node: "gpu001", Gpus: gpus, Addr: "10.0.0.1"},
+			{Node: "gpu002", Gpus: gpus, Addr: "10.0.0.2"},
+		},
+		MasterPort: 29500,
+	}
+}
+
+func TestTaskEnvTwoNodesEightGPUs(t *testing.T) {
+	for rank := 0; rank < 2; rank++ {
+		r := []string{"0", "1"}[rank]
+		want := []string{
+			"HOME=/home/alice",
+			"PATH=/opt/bin",
+			"ZED=z",
+			"SLURM_JOB_ID=42",
+			"SLURM_JOBID=42",
+			"SLURM_JOB_NAME=train",
+			"SLURM_JOB_NODELIST=gpu[001-002]",
+			"SLURM_NODELIST=gpu[001-002]",
+			"SLURM_NNODES=2",
+			"SLURM_JOB_NUM_NODES=2",
+			"SLURM_NODEID=" + r,
+			"SLURM_PROCID=" + r,
+			"SLURM_LOCALID=0",
+			"SLURM_NTASKS=2",
+			"SLURM_GPUS_ON_NODE=8",
+			"SLURM_JOB_PARTITION=gpu",
+			"SLURM_SUBMIT_DIR=/home/alice/run",
+			"SLURM_RESTART_COUNT=2",
+			"SLURM_JOB_USER=alice",
+			"MASTER_ADDR=10.0.0.1",
+			"MASTER_PORT=29500",
+			"WORLD_SIZE=2",
+			"RANK=" + r,
+			"NODE_RANK=" + r,
+			"LOCAL_WORLD_SIZE=8",
+			"PET_NNODES=2",
+			"PET_NODE_RANK=" + r,
+			"PET_MASTER_ADDR=10.0.0.1",
+			"PET_MASTER_PORT=29500",
+			"CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7",
+			"PHX_JOB_ID=42",
+			"PHX_ATTEMPT=2",
+		}
+		got := taskEnv(envInput{job: twoByEight(), rank: rank})
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("rank %d env:\n%s", rank, diffLines(got, want))
+		}
+	}
+}
+
+func TestTaskEnvVariants(t *testing.T) {
+	partial := func() *phalanxv1.Job {
+		j := twoByEight()
+		j.Spec.Env = nil
+		j.Alloc[0].Addr = "" // no address: MASTER_ADDR falls back to the name
+		j.Alloc[0].Gpus = []int32{4, 5, 6, 7}
+		j.Alloc[1].Gpus = []int32{2, 6}
+		return j
+	}
+	noGPUs := partial()
+	noGPUs.Alloc[1].Gpus = nil
+	for _, tc := range []struct {
+		name string
+		in   envInput
+		want map[string]string // variables checked; "" means must be absent
+	}{
+		{"process sees host indices", envInput{job: partial(), rank: 0},
+			map[string]string{"CUDA_VISIBLE_DEVICES": "4,5,6,7", "SLURM_GPUS_ON_NODE": "4", "LOCAL_WORLD_SIZE": "4",
+				"MASTER_ADDR": "gpu001", "PET_MASTER_ADDR": "gpu001", "PATH": defaultPath, "SLURM_CLUSTER_NAME": ""}},
+		{"container sees its GPUs from 0", envInput{job: partial(), rank: 1, container: true},
+			map[string]string{"CUDA_VISIBLE_DEVICES": "0,1", "SLURM_GPUS_ON_NODE": "2", "LOCAL_WORLD_SIZE": "2", "PATH": ""}},
+		{"process rank 1", envInput{job: partial(), rank: 1},
+			map[string]string{"CUDA_VISIBLE_DEVICES": "2,6", "RANK": "1"}},
+		{"no GPUs", envInput{job: noGPUs, rank: 1},
+			map[string]string{"CUDA_VISIBLE_DEVICES": "", "SLURM_GPUS_ON_NODE": "0", "LOCAL_WORLD_SIZE": "1"}},
+		{"cluster name", envInput{job: partial(), rank: 0, cluster: "dgx"},
+			map[string]string{"SLURM_CLUSTER_NAME": "dgx"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{}
+			for _, kv := range taskEnv(tc.in) {
+				k, v, _ := strings.Cut(kv, "=")
+				if _, dup := env[k]; dup {
+					t.Errorf("%s set twice", k)
+				}
+				env[k] = v
+			}
+			for k, want := range tc.want {
+				got, ok := env[k]
+				switch {
+				case want == "" && k != "CUDA_VISIBLE_DEVICES" && ok:
+					t.Errorf("%s=%q, want it unset", k, got)
+				case (want != "" || k == "CUDA_VISIBLE_DEVICES") && (!ok || got != want):
+					t.Errorf("%s=%q (set %v), want %q", k, got, ok, want)
+				}
+			}
+		})
+	}
+}
+
+// diffLines shows two lists side by side where they differ.
+func diffLines(got, want []string) string {
+	var b strings.Builder
+	for i := 0; i < max(len(got), len(want)); i++ {
+		g, w := "", ""
+		if i < len(got) {
+			g = got[i]
+		}
+		if i < len(want) {
+			w = want[i]
+		}
+		mark := "  "
+		if g != w {
+			mark = "!="
+		}
+		b.WriteString(mark + " " + g + "\t" + w + "\n")
+	}
+	return b.String()
+}

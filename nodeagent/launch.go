@@ -1,0 +1,122 @@
+package nodeagent
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/runtime"
+)
+
+// prepare turns an assignment into a runtime Spec: it checks the working
+// directory, writes the job script under the state directory, and resolves
+// the environment and output files. cleanup removes what it wrote, once
+// the task has ended. Its errors are one-line messages for the user.
+func (a *Agent) prepare(key taskKey, as *phalanxv1.Assignment) (spec runtime.Spec, cleanup func(), err error) {
+	job := as.GetJob()
+	js := job.GetSpec()
+	rank := int(key.rank)
+	if err := a.checkAssignment(as); err != nil {
+		return runtime.Spec{}, nil, err
+	}
+	container := js.GetImage() != ""
+	if container && a.cfg.Runtime.Name() == "process" {
+		return runtime.Spec{}, nil, fmt.Errorf("job needs image %q but node %s runs plain processes (start its agent with --runtime containerd): %w",
+			js.GetImage(), a.cfg.Name, cluster.ErrUnsatisfiable)
+	}
+	workDir := js.GetWorkDir()
+	if fi, err := os.Stat(workDir); workDir == "" || err != nil || !fi.IsDir() {
+		return runtime.Spec{}, nil, fmt.Errorf("working directory %q does not exist on node %s: %w", workDir, a.cfg.Name, cluster.ErrNotFound)
+	}
+	jobDir := filepath.Join(a.cfg.StateDir, "jobs", fmt.Sprintf("%d.%d", key.job, key.attempt))
+	script, err := writeScript(jobDir, js.GetScript())
+	if err != nil {
+		return runtime.Spec{}, nil, err
+	}
+	cleanup = func() {
+		if err := os.RemoveAll(jobDir); err != nil {
+			a.log.Warn("removing job directory", "dir", jobDir, "err", err)
+		}
+	}
+	spec = runtime.Spec{
+		ID:      key.id(),
+		Argv:    scriptArgv(script, js.GetScript()),
+		Env:     taskEnv(envInput{job: job, rank: rank, container: container, cluster: a.cfg.ClusterName}),
+		WorkDir: workDir,
+		Image:   js.GetImage(),
+		GPUs:    hostGPUs(job.GetAlloc()[rank]),
+		UID:     idOrKeep(js.GetUid()),
+		GID:     idOrKeep(js.GetGid()),
+	}
+	spec.Stdout, spec.Stderr = outputPaths(js.GetOutput(), js.GetError(), workDir, patternVars{
+		jobID: key.job, name: js.GetName(), user: js.GetUser(), node: a.cfg.Name, rank: rank,
+	})
+	if container {
+		spec.Mounts = []runtime.Mount{
+			{Source: jobDir, Target: jobDir, ReadOnly: true},
+			{Source: workDir, Target: workDir},
+		}
+	}
+	return spec, cleanup, nil
+}
+
+// checkAssignment checks that the assignment is well formed and for this
+// node.
+func (a *Agent) checkAssignment(as *phalanxv1.Assignment) error {
+	job, rank := as.GetJob(), int(as.GetRank())
+	switch {
+	case job == nil:
+		return fmt.Errorf("assignment carries no job: %w", cluster.ErrInvalid)
+	case rank < 0 || rank >= len(job.GetAlloc()):
+		return fmt.Errorf("rank %d outside the job's %d nodes: %w", rank, len(job.GetAlloc()), cluster.ErrInvalid)
+	case job.GetAlloc()[rank].GetNode() != a.cfg.Name:
+		return fmt.Errorf("rank %d is allocated on node %s, not %s: %w", rank, job.GetAlloc()[rank].GetNode(), a.cfg.Name, cluster.ErrInvalid)
+	case job.GetSpec().GetScript() == "":
+		return fmt.Errorf("job has no script: %w", cluster.ErrInvalid)
+	}
+	return nil
+}
+
+// writeScript writes the job script as <dir>/script, mode 0755.
+func writeScript(dir, body string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("job directory: %w", err)
+	}
+	path := filepath.Join(dir, "script")
+	if err := os.WriteFile(path, []byte(body), 0o755); err != nil {
+		return "", fmt.Errorf("writing job script: %w", err)
+	}
+	if err := os.Chmod(path, 0o755); err != nil { // WriteFile's mode is masked by umask
+		return "", fmt.Errorf("job script: %w", err)
+	}
+	return path, nil
+}
+
+// scriptArgv runs a script through its #! line when it has one, else
+// through /bin/sh, as sbatch does.
+func scriptArgv(path, body string) []string {
+	if strings.HasPrefix(body, "#!") {
+		return []string{path}
+	}
+	return []string{"/bin/sh", path}
+}
+
+func hostGPUs(alloc *phalanxv1.NodeAlloc) []int {
+	gpus := make([]int, len(alloc.GetGpus()))
+	for i, g := range alloc.GetGpus() {
+		gpus[i] = int(g)
+	}
+	return gpus
+}
+
+// idOrKeep maps an unset (zero) user or group ID to -1, the agent's own:
+// the agent never makes a task root on its own accord.
+func idOrKeep(id int32) int {
+	if id <= 0 {
+		return -1
+	}
+	return int(id)
+}

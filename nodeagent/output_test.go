@@ -1,0 +1,51 @@
+package nodeagent
+
+import "testing"
+
+func TestExpandPattern(t *testing.T) {
+	v := patternVars{jobID: 42, name: "train", user: "alice", node: "gpu007.cluster.local", rank: 3}
+	for _, tc := range []struct{ in, want string }{
+		{"slurm-%j.out", "slurm-42.out"},
+		{"%x-%j.log", "train-42.log"},
+		{"%u/%x/%j/%N-%n-%t.out", "alice/train/42/gpu007-3-3.out"},
+		{"%4j", "0042"},
+		{"%08j", "00000042"},
+		{"%1j", "42"},
+		{"%3t-%2n", "003-03"},
+		{"%5N %5x %5u", "gpu007 train alice"}, // width ignored for names
+		{"100%%", "100%"},
+		{"%%j", "%j"},
+		{"%A", "42"},
+		{"%A_%a", "42_%a"},
+		{"%q %Z", "%q %Z"},
+		{"%3q", "%3q"},
+		{"trailing %", "trailing %"},
+		{"trailing %12", "trailing %12"},
+		{"", ""},
+		{"plain", "plain"},
+	} {
+		if got := expandPattern(tc.in, v); got != tc.want {
+			t.Errorf("expandPattern(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestOutputPaths(t *testing.T) {
+	v := patternVars{jobID: 7, name: "job", user: "bob", node: "n1", rank: 1}
+	for _, tc := range []struct {
+		name, out, err, wantOut, wantErr string
+	}{
+		{"defaults", "", "", "/w/slurm-7.out", "/w/slurm-7.out"},
+		{"relative -o, no -e", "logs/%x.%j.out", "", "/w/logs/job.7.out", "/w/logs/job.7.out"},
+		{"absolute -o and -e", "/scratch/%u/%j.out", "/scratch/%u/%j.err", "/scratch/bob/7.out", "/scratch/bob/7.err"},
+		{"-e only", "", "err-%t.txt", "/w/slurm-7.out", "/w/err-1.txt"},
+		{"cleaned", "/a//b/../%j.out", "./%N.err", "/a/7.out", "/w/n1.err"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := outputPaths(tc.out, tc.err, "/w", v)
+			if out != tc.wantOut || err != tc.wantErr {
+				t.Errorf("outputPaths(%q, %q) = %q, %q; want %q, %q", tc.out, tc.err, out, err, tc.wantOut, tc.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,75 @@
+package nodeagent
+
+import (
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+// reconcile makes the node's tasks match one Assignments message, the
+// complete set the node should run. It is level-triggered and idempotent:
+// applying the same message twice does nothing the second time.
+//
+//   - an assignment not marked stop whose task neither runs nor ended here
+//     is launched;
+//   - a stop assignment stops its task if it runs; one never started here
+//     is reported KILLED at once, so the controller can release it;
+//   - a task that runs here but is missing from the set is stopped.
+//
+// Tasks that ended here are remembered (and never started again under the
+// same job, attempt and rank) until they leave the set, which happens once
+// the controller has recorded their end.
+func (a *Agent) reconcile(msg *phalanxv1.Assignments) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopping {
+		return
+	}
+	seen := make(map[taskKey]bool, len(msg.GetAssignments()))
+	for _, as := range msg.GetAssignments() {
+		key := taskKey{job: as.GetJobId(), attempt: as.GetAttempt(), rank: as.GetRank()}
+		seen[key] = true
+		a.reconcileOne(key, as)
+	}
+	for key, t := range a.tasks {
+		if !seen[key] {
+			t.stop(stopRequest{state: cluster.TaskKilled, grace: a.cfg.KillGrace, msg: "no longer assigned to this node"})
+		}
+	}
+	for key := range a.finished {
+		if !seen[key] {
+			delete(a.finished, key)
+		}
+	}
+}
+
+// reconcileOne applies one assignment; a.mu is held.
+func (a *Agent) reconcileOne(key taskKey, as *phalanxv1.Assignment) {
+	t, running := a.tasks[key]
+	switch {
+	case as.GetStop() && running:
+		t.stop(a.stopRequest(as))
+	case as.GetStop() && !a.finished[key]:
+		a.finished[key] = true
+		a.log.Info("task stopped before it started", "task", key, "reason", as.GetStopReason())
+		a.rep.report(a.taskReport(key, cluster.TaskKilled, "stopped before it started: "+as.GetStopReason()))
+	case as.GetStop() || running || a.finished[key]:
+	default:
+		t := newTask(key)
+		a.tasks[key] = t
+		a.taskWG.Add(1)
+		go a.runTask(t, as)
+	}
+}
+
+// stopRequest is how a stop assignment asks to stop its task.
+func (a *Agent) stopRequest(as *phalanxv1.Assignment) stopRequest {
+	grace := a.cfg.KillGrace
+	if s := as.GetGraceSeconds(); s > 0 {
+		grace = secondsDuration(int64(s))
+	}
+	msg := "stopped by the controller"
+	if r := as.GetStopReason(); r != "" {
+		msg += ": " + r
+	}
+	return stopRequest{state: cluster.TaskKilled, grace: grace, msg: msg}
+}

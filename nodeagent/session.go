@@ -1,0 +1,144 @@
+package nodeagent
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+)
+
+// session keeps the node known to the controller until ctx ends: register,
+// heartbeat until told to register again, repeat; beside it, once the node
+// first registered, a WatchAssignments stream kept open.
+func (a *Agent) session(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	registered := false
+	for ctx.Err() == nil {
+		interval, ok := a.register(ctx)
+		if !ok {
+			return
+		}
+		if !registered {
+			registered = true
+			wg.Add(1)
+			go func() { defer wg.Done(); a.watch(ctx) }()
+		}
+		a.heartbeat(ctx, interval)
+	}
+}
+
+// register registers the node, retrying until it succeeds (ok) or ctx
+// ends. It returns the heartbeat interval to use.
+func (a *Agent) register(ctx context.Context) (interval time.Duration, ok bool) {
+	req := a.registration()
+	b := newBackoff()
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, rpcTimeout)
+		resp, err := a.client.RegisterNode(callCtx, req)
+		cancel()
+		if err == nil {
+			interval = a.cfg.HeartbeatInterval
+			if ms := resp.GetHeartbeatIntervalMs(); ms > 0 {
+				interval = min(interval, time.Duration(ms)*time.Millisecond)
+			}
+			a.log.Info("registered with controller", "heartbeat", interval)
+			return interval, true
+		}
+		a.log.Warn("register with controller failed; retrying", "controller", a.cfg.Controller, "err", err)
+		if sleep(ctx, a.cfg.Clock, b.next()) != nil {
+			return 0, false
+		}
+	}
+}
+
+// registration describes the node as discovered.
+func (a *Agent) registration() *phalanxv1.RegisterNodeRequest {
+	req := &phalanxv1.RegisterNodeRequest{
+		Name:     a.cfg.Name,
+		Addr:     a.cfg.Addr,
+		Cpus:     int32(a.cfg.CPUs),
+		MemoryMb: a.cfg.MemoryMB,
+		Gpus:     int32(len(a.cfg.GPUs)),
+		Features: a.cfg.Features,
+	}
+	for _, d := range a.cfg.GPUs {
+		if req.GpuModel == "" {
+			req.GpuModel = d.Model
+		}
+		req.GpuInfo = append(req.GpuInfo, &phalanxv1.GPUInfo{
+			Index: int32(d.Index), Uuid: d.UUID, Model: d.Model, MemoryMb: d.MemoryMB, PciBusId: d.PCIBusID,
+		})
+	}
+	return req
+}
+
+// heartbeat sends a heartbeat every interval until the controller asks the
+// node to register again, or ctx ends. A failed heartbeat is logged and
+// the next one is sent on time: the controller decides when a silent node
+// is down.
+func (a *Agent) heartbeat(ctx context.Context, interval time.Duration) {
+	for {
+		if sleep(ctx, a.cfg.Clock, interval) != nil {
+			return
+		}
+		callCtx, cancel := context.WithTimeout(ctx, max(interval, rpcTimeout))
+		resp, err := a.client.Heartbeat(callCtx, &phalanxv1.HeartbeatRequest{Name: a.cfg.Name, Running: a.running()})
+		cancel()
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				a.log.Warn("heartbeat failed", "err", err)
+			}
+		case resp.GetReregister():
+			a.log.Warn("controller does not know this node; registering again")
+			return
+		}
+	}
+}
+
+// running lists the tasks started here that have not ended.
+func (a *Agent) running() []*phalanxv1.TaskRef {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	refs := make([]*phalanxv1.TaskRef, 0, len(a.tasks))
+	for k := range a.tasks {
+		refs = append(refs, &phalanxv1.TaskRef{JobId: k.job, Attempt: k.attempt, Rank: k.rank})
+	}
+	return refs
+}
+
+// watch keeps a WatchAssignments stream open until ctx ends, reconciling
+// every message, and opens a new one after any error.
+func (a *Agent) watch(ctx context.Context) {
+	b := newBackoff()
+	for {
+		err := a.watchOnce(ctx, b)
+		if ctx.Err() != nil {
+			return
+		}
+		a.log.Warn("assignment stream broken; reopening", "err", err)
+		if sleep(ctx, a.cfg.Clock, b.next()) != nil {
+			return
+		}
+	}
+}
+
+// watchOnce reads one stream until it fails; a message resets b.
+func (a *Agent) watchOnce(ctx context.Context, b *backoff) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := a.client.WatchAssignments(ctx, &phalanxv1.WatchAssignmentsRequest{Name: a.cfg.Name})
+	if err != nil {
+		return err
+	}
+	for {
+		msg, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		b.reset()
+		a.reconcile(msg)
+	}
+}

@@ -1,0 +1,201 @@
+package nodeagent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/runtime"
+)
+
+const (
+	// startTimeout bounds Runtime.Start, which may pull an image.
+	startTimeout = 10 * time.Minute
+	// killWait is how long a task may take to vanish after SIGKILL before
+	// the agent gives up on it and reports it killed anyway.
+	killWait = 30 * time.Second
+	// signalTimeout bounds one signal delivery.
+	signalTimeout = 10 * time.Second
+)
+
+// task is one task the agent started or is starting.
+type task struct {
+	key    taskKey
+	stopCh chan stopRequest // buffered 1; the first stop request wins
+	once   sync.Once
+}
+
+// stopRequest says why and how to stop a task: the state to report, the
+// time between SIGTERM and SIGKILL, and a message.
+type stopRequest struct {
+	state cluster.TaskState
+	grace time.Duration
+	msg   string
+}
+
+func newTask(key taskKey) *task {
+	return &task{key: key, stopCh: make(chan stopRequest, 1)}
+}
+
+// stop asks the task's goroutine to stop it; later requests are ignored.
+func (t *task) stop(r stopRequest) {
+	t.once.Do(func() { t.stopCh <- r })
+}
+
+// id is the runtime ID of the task: unique on the node, stable for the
+// task's life.
+func (k taskKey) id() string { return fmt.Sprintf("phx-%d-%d-%d", k.job, k.attempt, k.rank) }
+
+// outcome is how a task ended, as it will be reported.
+type outcome struct {
+	state  cluster.TaskState
+	status runtime.ExitStatus
+	msg    string
+}
+
+// runTask prepares, starts and supervises one task, then reports its end.
+func (a *Agent) runTask(t *task, as *phalanxv1.Assignment) {
+	defer a.taskWG.Done()
+	log := a.log.With("task", t.key)
+	spec, cleanup, err := a.prepare(t.key, as)
+	if err != nil {
+		log.Warn("task cannot be launched", "err", err)
+		a.end(t, outcome{state: cluster.TaskFailed, msg: err.Error()})
+		return
+	}
+	defer cleanup()
+	select {
+	case r := <-t.stopCh:
+		a.end(t, outcome{state: r.state, msg: "stopped before it started: " + r.msg})
+		return
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	rt, err := a.cfg.Runtime.Start(ctx, spec)
+	cancel()
+	if err != nil {
+		log.Warn("task failed to start", "err", err)
+		a.end(t, outcome{state: cluster.TaskFailed, msg: "start: " + err.Error()})
+		return
+	}
+	log.Info("task running", "id", spec.ID, "gpus", spec.GPUs, "stdout", spec.Stdout)
+	a.rep.report(a.taskReport(t.key, cluster.TaskRunning, ""))
+	out := a.supervise(t, rt, timeLimit(as.GetJob()))
+	closeCtx, cancel := context.WithTimeout(context.Background(), signalTimeout)
+	if err := rt.Close(closeCtx); err != nil {
+		log.Warn("releasing task", "err", err)
+	}
+	cancel()
+	log.Info("task ended", "state", out.state, "code", out.status.Code, "signal", out.status.Signal)
+	a.end(t, out)
+}
+
+// supervise waits for the task to exit, stopping it when asked to or when
+// its time limit (if any) passes.
+func (a *Agent) supervise(t *task, rt runtime.Task, limit time.Duration) outcome {
+	waitCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	exited := make(chan outcome, 1)
+	go func() {
+		st, err := rt.Wait(waitCtx)
+		if err != nil {
+			exited <- outcome{state: cluster.TaskFailed, msg: "lost track of the task: " + err.Error()}
+			return
+		}
+		exited <- outcome{state: cluster.TaskExited, status: st, msg: exitMessage(st)}
+	}()
+	var deadline <-chan time.Time
+	if limit > 0 {
+		deadline = a.cfg.Clock.After(limit)
+	}
+	select {
+	case out := <-exited:
+		return out
+	case <-deadline:
+		return a.terminate(rt, exited, stopRequest{state: cluster.TaskTimeout, grace: a.cfg.KillGrace,
+			msg: fmt.Sprintf("time limit of %s reached", limit)})
+	case r := <-t.stopCh:
+		return a.terminate(rt, exited, r)
+	}
+}
+
+// terminate sends SIGTERM, waits the grace period, sends SIGKILL, and
+// waits for the task to exit, reporting it in r's state.
+func (a *Agent) terminate(rt runtime.Task, exited <-chan outcome, r stopRequest) outcome {
+	stopped := func(out outcome) outcome {
+		if out.state == cluster.TaskExited {
+			out.state, out.msg = r.state, r.msg
+		}
+		return out
+	}
+	a.signal(rt, syscall.SIGTERM)
+	select {
+	case out := <-exited:
+		return stopped(out)
+	case <-a.cfg.Clock.After(r.grace):
+	}
+	a.signal(rt, syscall.SIGKILL)
+	select {
+	case out := <-exited:
+		return stopped(out)
+	case <-a.cfg.Clock.After(killWait):
+		return outcome{state: r.state, msg: fmt.Sprintf("%s; still not gone %s after SIGKILL", r.msg, killWait)}
+	}
+}
+
+func (a *Agent) signal(rt runtime.Task, sig syscall.Signal) {
+	ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)
+	defer cancel()
+	if err := rt.Signal(ctx, sig); err != nil {
+		a.log.Warn("signal task", "id", rt.ID(), "signal", sig, "err", err)
+	}
+}
+
+// end forgets the running task, remembers that it ended, and queues its
+// final report, all at once so no reconcile sees it half-ended.
+func (a *Agent) end(t *task, out outcome) {
+	req := a.taskReport(t.key, out.state, oneLine(out.msg))
+	req.ExitCode, req.ExitSignal = int32(out.status.Code), int32(out.status.Signal)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.tasks, t.key)
+	a.finished[t.key] = true
+	a.rep.report(req)
+}
+
+// exitMessage describes an exit that was not a success.
+func exitMessage(st runtime.ExitStatus) string {
+	switch {
+	case st.Signal != 0:
+		return fmt.Sprintf("killed by signal %d (%s)", int(st.Signal), st.Signal)
+	case st.Code != 0:
+		return fmt.Sprintf("exit code %d", st.Code)
+	}
+	return ""
+}
+
+// timeLimit is the job's effective time limit; 0 means none.
+func timeLimit(job *phalanxv1.Job) time.Duration {
+	s := job.GetTimeLimitSeconds()
+	if s <= 0 {
+		s = job.GetSpec().GetTimeLimitSeconds()
+	}
+	return secondsDuration(s)
+}
+
+func secondsDuration(s int64) time.Duration {
+	if s <= 0 {
+		return 0
+	}
+	return time.Duration(s) * time.Second
+}
+
+// oneLine folds a message onto one line, for reports and tables.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
