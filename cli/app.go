@@ -1,0 +1,161 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"path/filepath"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+)
+
+// DefaultTimeout bounds every call to the controller unless --timeout says
+// otherwise.
+const DefaultTimeout = 10 * time.Second
+
+// DefaultConfigPath is where phx looks for the controller's address.
+const DefaultConfigPath = "/etc/phalanx/phalanx.conf"
+
+// System is everything phx takes from the process: I/O, environment, clock,
+// files and identity. OSSystem returns the real one; tests build their own.
+type System struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+	Environ        func() []string
+	Now            func() time.Time
+	Getwd          func() (string, error)
+	CurrentUser    func() (*user.User, error)
+	ReadFile       func(string) ([]byte, error)
+	Executable     func() (string, error)
+	ConfigPath     string
+}
+
+// OSSystem is the System of the running process.
+func OSSystem() *System {
+	return &System{
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		Getenv: os.Getenv, Environ: os.Environ, Now: time.Now, Getwd: os.Getwd,
+		CurrentUser: user.Current, ReadFile: os.ReadFile, Executable: os.Executable,
+		ConfigPath: DefaultConfigPath,
+	}
+}
+
+// Main runs phx with the process's System and returns the exit status.
+// extra commands (such as "dev") are added to the built-in ones.
+func Main(args []string, extra ...*ucli.Command) int {
+	return Run(context.Background(), OSSystem(), args, extra...)
+}
+
+// Run runs phx: args[0] is the program name; when its base name is one of
+// the commands (sbatch, squeue, ...) that command runs directly. Errors are
+// printed on sys.Stderr as one line; the result is the exit status.
+func Run(ctx context.Context, sys *System, args []string, extra ...*ucli.Command) int {
+	if len(args) == 0 {
+		args = []string{"phx"}
+	}
+	app := NewApp(sys, extra...)
+	if name := filepath.Base(args[0]); name != app.Name && hasCommand(app, name) {
+		args = append([]string{args[0], name}, args[1:]...)
+	}
+	if err := app.RunContext(ctx, args); err != nil {
+		fmt.Fprintln(sys.Stderr, errorLine(err))
+		return 1
+	}
+	return 0
+}
+
+func hasCommand(app *ucli.App, name string) bool {
+	for _, c := range app.Commands {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// NewApp builds the phx application writing to sys; extra commands are
+// appended to the built-in ones.
+func NewApp(sys *System, extra ...*ucli.Command) *ucli.App {
+	k := &commands{sys: sys}
+	app := &ucli.App{
+		Name:      "phx",
+		Usage:     "submit and inspect jobs on a Phalanx cluster (Slurm-compatible)",
+		Writer:    sys.Stdout,
+		ErrWriter: sys.Stderr,
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "server", Usage: "controller address HOST:PORT (default: $PHX_SERVER, " + DefaultConfigPath + ", localhost:7817)"},
+			&ucli.DurationFlag{Name: "timeout", Value: DefaultTimeout, Usage: "deadline for each call to the controller"},
+		},
+		Commands: []*ucli.Command{
+			k.sbatch(), k.squeue(), k.sinfo(), k.scancel(), k.scontrol(), k.installLinks(),
+		},
+		HideVersion:    true,
+		ExitErrHandler: func(*ucli.Context, error) {}, // Run prints errors and picks the status
+		OnUsageError: func(_ *ucli.Context, err error, _ bool) error {
+			return &cmdError{cmd: "phx", err: err}
+		},
+		Action: func(c *ucli.Context) error {
+			if c.Args().Present() {
+				return &cmdError{cmd: "phx", err: fmt.Errorf("unknown command %q: run phx --help", c.Args().First())}
+			}
+			return ucli.ShowAppHelp(c)
+		},
+	}
+	app.Commands = append(app.Commands, extra...)
+	return app
+}
+
+// commands builds the built-in commands around one System.
+type commands struct {
+	sys *System
+}
+
+// cmdError is an error of one command, printed as "CMD: error: MESSAGE".
+type cmdError struct {
+	cmd string
+	err error
+}
+
+func (e *cmdError) Error() string { return e.cmd + ": error: " + e.err.Error() }
+func (e *cmdError) Unwrap() error { return e.err }
+
+// rawError is printed as it is, for messages Slurm prints without a prefix.
+type rawError struct{ msg string }
+
+func (e *rawError) Error() string { return e.msg }
+
+func errorLine(err error) string {
+	var ce *cmdError
+	var re *rawError
+	switch {
+	case errors.As(err, &re):
+		return re.msg
+	case errors.As(err, &ce):
+		return ce.Error()
+	}
+	return "phx: error: " + err.Error()
+}
+
+// slurmCommand makes a command whose options getopt parses: run receives
+// the raw arguments; its errors are prefixed with the command's name.
+func slurmCommand(name, usage string, run func(c *ucli.Context, args []string) error) *ucli.Command {
+	return &ucli.Command{
+		Name:            name,
+		Usage:           usage,
+		SkipFlagParsing: true,
+		HideHelp:        true,
+		Action: func(c *ucli.Context) error {
+			err := run(c, c.Args().Slice())
+			var re *rawError
+			if err == nil || errors.As(err, &re) {
+				return err
+			}
+			return &cmdError{cmd: name, err: err}
+		},
+	}
+}

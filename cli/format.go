@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// timeLayout is how Slurm prints times (scontrol, squeue %S and %V).
+const timeLayout = "2006-01-02T15:04:05"
+
+// fmtTime prints a timestamp in loc, or def when unset.
+func fmtTime(ts *timestamppb.Timestamp, loc *time.Location, def string) string {
+	if ts == nil {
+		return def
+	}
+	return ts.AsTime().In(loc).Format(timeLayout)
+}
+
+// field is one %-directive of a Slurm format string, or literal text.
+type field struct {
+	literal string
+	verb    byte
+	width   int // 0: as wide as the value
+	right   bool
+}
+
+// parseFormat parses "%[.][width]X" directives between literal text, as
+// squeue -o and sinfo -o take them. Values are padded to width and cut to
+// it, as Slurm does.
+func parseFormat(format string, known func(byte) bool) ([]field, error) {
+	var out []field
+	for len(format) > 0 {
+		i := strings.IndexByte(format, '%')
+		if i < 0 {
+			out = append(out, field{literal: format})
+			break
+		}
+		if i > 0 {
+			out = append(out, field{literal: format[:i]})
+		}
+		format = format[i+1:]
+		var f field
+		if strings.HasPrefix(format, ".") {
+			f.right, format = true, format[1:]
+		}
+		j := 0
+		for j < len(format) && format[j] >= '0' && format[j] <= '9' {
+			j++
+		}
+		f.width, _ = strconv.Atoi(format[:j])
+		format = format[j:]
+		switch {
+		case format == "":
+			return nil, fmt.Errorf("format ends in the middle of a field: write %%[.][width]X")
+		case format[0] == '%':
+			out = append(out, field{literal: "%"})
+		case !known(format[0]):
+			return nil, fmt.Errorf("invalid format field %%%c", format[0])
+		default:
+			f.verb = format[0]
+			out = append(out, f)
+		}
+		format = format[1:]
+	}
+	return out, nil
+}
+
+// render writes one line: each field's value padded and cut to its width.
+func render(b *strings.Builder, fields []field, value func(byte) string) {
+	var line strings.Builder
+	for _, f := range fields {
+		if f.verb == 0 {
+			line.WriteString(f.literal)
+			continue
+		}
+		line.WriteString(pad(value(f.verb), f.width, f.right))
+	}
+	b.WriteString(strings.TrimRight(line.String(), " "))
+	b.WriteByte('\n')
+}
+
+func pad(s string, width int, right bool) string {
+	if width == 0 {
+		return s
+	}
+	if n := utf8.RuneCountInString(s); n > width {
+		return string([]rune(s)[:width])
+	} else if n < width {
+		if right {
+			return strings.Repeat(" ", width-n) + s
+		}
+		return s + strings.Repeat(" ", width-n)
+	}
+	return s
+}
+
+// slurmTime prints a time limit as sinfo and scontrol do: "H:MM:SS" or
+// "D-HH:MM:SS".
+func slurmTime(d time.Duration) string {
+	days, h, m, s := splitDuration(d)
+	if days > 0 {
+		return fmt.Sprintf("%d-%02d:%02d:%02d", days, h, m, s)
+	}
+	return fmt.Sprintf("%d:%02d:%02d", h, m, s)
+}
+
+// runTime prints an elapsed time as scontrol's RunTime: "HH:MM:SS" or
+// "D-HH:MM:SS".
+func runTime(d time.Duration) string {
+	days, h, m, s := splitDuration(d)
+	if days > 0 {
+		return fmt.Sprintf("%d-%02d:%02d:%02d", days, h, m, s)
+	}
+	return fmt.Sprintf("%02d:%02d:%02d", h, m, s)
+}
+
+func splitDuration(d time.Duration) (days, h, m, s int64) {
+	secs := max(int64(d/time.Second), 0)
+	return secs / 86400, secs % 86400 / 3600, secs % 3600 / 60, secs % 60
+}

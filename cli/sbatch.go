@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+
+	ucli "github.com/urfave/cli/v2"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cli/getopt"
+	"github.com/phalanx-hpc/phalanx/cli/sbatch"
+)
+
+func (k *commands) sbatch() *ucli.Command {
+	return slurmCommand("sbatch", "submit a batch script", k.runSbatch)
+}
+
+func (k *commands) runSbatch(c *ucli.Context, args []string) error {
+	env, err := k.submitEnv()
+	if err != nil {
+		return err
+	}
+	req, err := sbatch.Parse(args, env)
+	if err != nil {
+		return err
+	}
+	if req.Help {
+		fmt.Fprintf(k.sys.Stdout, "Usage: sbatch [OPTIONS] script\n       sbatch [OPTIONS] --wrap=\"command\"\n\n%s", getopt.Usage(sbatch.Options))
+		return nil
+	}
+	for _, w := range req.Warnings {
+		fmt.Fprintf(k.sys.Stderr, "sbatch: warning: %s\n", w)
+	}
+	cn, err := k.dial(c)
+	if err != nil {
+		return err
+	}
+	defer cn.Close()
+	var resp *phalanxv1.SubmitJobResponse
+	err = cn.call(c.Context, func(ctx context.Context) (err error) {
+		resp, err = cn.api.SubmitJob(ctx, &phalanxv1.SubmitJobRequest{Spec: req.Spec, TestOnly: req.TestOnly})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, w := range resp.Warnings {
+		fmt.Fprintf(k.sys.Stderr, "sbatch: warning: %s\n", w)
+	}
+	switch {
+	case req.TestOnly:
+		fmt.Fprintln(k.sys.Stderr, testOnlyLine(req.Spec, resp))
+	case req.Parsable:
+		fmt.Fprintf(k.sys.Stdout, "%d\n", resp.JobId)
+	default:
+		fmt.Fprintf(k.sys.Stdout, "Submitted batch job %d\n", resp.JobId)
+	}
+	return nil
+}
+
+// testOnlyLine is the analogue of Slurm's "Job N to start at T using ...".
+func testOnlyLine(spec *phalanxv1.JobSpec, resp *phalanxv1.SubmitJobResponse) string {
+	part := spec.Partition
+	if part == "" {
+		part = "(default)"
+	}
+	start := "unknown"
+	if resp.ExpectedStart != nil {
+		start = resp.ExpectedStart.AsTime().Local().Format(timeLayout)
+	}
+	return fmt.Sprintf("sbatch: Job would be accepted, expected start %s using %d node(s) in partition %s",
+		start, spec.Nodes, part)
+}
+
+// submitEnv gathers the submitter's identity, directory and environment.
+func (k *commands) submitEnv() (sbatch.Env, error) {
+	u, err := k.sys.CurrentUser()
+	if err != nil {
+		return sbatch.Env{}, fmt.Errorf("cannot determine the current user: %w", err)
+	}
+	uid, err1 := strconv.ParseInt(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseInt(u.Gid, 10, 32)
+	if err1 != nil || err2 != nil {
+		return sbatch.Env{}, fmt.Errorf("user %s has a non-numeric uid %q or gid %q", u.Username, u.Uid, u.Gid)
+	}
+	cwd, err := k.sys.Getwd()
+	if err != nil {
+		return sbatch.Env{}, fmt.Errorf("cannot determine the working directory: %w", err)
+	}
+	return sbatch.Env{
+		User: u.Username, UID: int32(uid), GID: int32(gid), Cwd: cwd,
+		Environ:  k.sys.Environ(),
+		ReadFile: k.sys.ReadFile,
+		ReadStdin: func() ([]byte, error) {
+			if k.sys.Stdin == nil {
+				return nil, fmt.Errorf("no standard input")
+			}
+			return io.ReadAll(k.sys.Stdin)
+		},
+	}, nil
+}

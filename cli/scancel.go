@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cli/getopt"
+)
+
+var scancelOptions = []getopt.Option{
+	{Long: "help", Usage: "show this help"},
+	{Long: "me", Usage: "cancel my jobs"},
+	{Long: "name", Short: 'n', HasArg: true, Usage: "cancel jobs with this name"},
+	{Long: "user", Short: 'u', HasArg: true, Usage: "cancel this user's jobs"},
+}
+
+func (k *commands) scancel() *ucli.Command {
+	return slurmCommand("scancel", "cancel jobs", k.runScancel)
+}
+
+func (k *commands) runScancel(c *ucli.Context, args []string) error {
+	vals, operands, err := getopt.Parse(scancelOptions, args, getopt.Permute)
+	if err != nil {
+		return err
+	}
+	var user, name string
+	for _, v := range vals {
+		switch v.Name {
+		case "help":
+			fmt.Fprintf(k.sys.Stdout, "Usage: scancel [OPTIONS] [JOBID...]\n\n%s", getopt.Usage(scancelOptions))
+			return nil
+		case "me":
+			u, err := k.sys.CurrentUser()
+			if err != nil {
+				return fmt.Errorf("--me: cannot determine the current user: %w", err)
+			}
+			user = u.Username
+		case "name":
+			name = v.Value
+		case "user":
+			user = v.Value
+		}
+	}
+	var ids []uint64
+	for _, op := range operands {
+		more, err := parseJobIDs(op)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, more...)
+	}
+	if len(ids) == 0 && user == "" && name == "" {
+		return fmt.Errorf("No job identification provided")
+	}
+	cn, err := k.dial(c)
+	if err != nil {
+		return err
+	}
+	defer cn.Close()
+	if len(ids) == 0 {
+		return cn.call(c.Context, func(ctx context.Context) error {
+			_, err := cn.api.CancelJob(ctx, &phalanxv1.CancelJobRequest{User: user, Name: name})
+			return err
+		})
+	}
+	return cancelEach(c.Context, cn, ids, user, name)
+}
+
+// cancelEach cancels jobs one at a time, as Slurm does, so that one unknown
+// ID does not stop the others; every unknown ID gets its own error line.
+func cancelEach(ctx context.Context, cn *conn, ids []uint64, user, name string) error {
+	var lines []string
+	for _, id := range ids {
+		err := cn.call(ctx, func(ctx context.Context) error {
+			_, err := cn.api.CancelJob(ctx, &phalanxv1.CancelJobRequest{JobIds: []uint64{id}, User: user, Name: name})
+			return err
+		})
+		switch {
+		case err == nil:
+		case isNotFound(err):
+			lines = append(lines, fmt.Sprintf("scancel: error: Kill job error on job id %d: Invalid job id specified", id))
+		default:
+			return err
+		}
+	}
+	if len(lines) > 0 {
+		return &rawError{msg: strings.Join(lines, "\n")}
+	}
+	return nil
+}

@@ -1,0 +1,181 @@
+package cli
+
+import (
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/topology/hostlist"
+)
+
+// kvLines writes a record as scontrol does: the first line flush left, the
+// others indented by three spaces, fields separated by one space.
+func kvLines(b *strings.Builder, lines [][]string) {
+	for i, l := range lines {
+		if i > 0 {
+			b.WriteString("   ")
+		}
+		b.WriteString(strings.Join(l, " "))
+		b.WriteByte('\n')
+	}
+}
+
+func kv(k string, v any) string { return fmt.Sprintf("%s=%v", k, v) }
+
+// FormatJob prints a job as "scontrol show job" does.
+func FormatJob(j *phalanxv1.Job, now time.Time, loc *time.Location) string {
+	s := j.GetSpec()
+	var b strings.Builder
+	kvLines(&b, [][]string{
+		{kv("JobId", j.Id), kv("JobName", s.GetName())},
+		{kv("UserId", fmt.Sprintf("%s(%d)", s.GetUser(), s.GetUid())), kv("GroupId", fmt.Sprintf("(%d)", s.GetGid()))},
+		{kv("Priority", s.GetPriority()), kv("Account", orDefault(s.GetAccount(), "(null)"))},
+		{kv("JobState", j.State), kv("Reason", reason(j))},
+		{kv("Restarts", j.Attempt), kv("BatchFlag", 1), kv("ExitCode", fmt.Sprintf("%d:%d", j.ExitCode, j.ExitSignal))},
+		{kv("RunTime", runTime(elapsed(j, now))), kv("TimeLimit", limitOrUnlimited(jobLimit(j)))},
+		{kv("SubmitTime", fmtTime(j.SubmitTime, loc, "Unknown"))},
+		{kv("StartTime", startTime(j, loc)), kv("EndTime", fmtTime(j.EndTime, loc, "Unknown"))},
+		{kv("Partition", s.GetPartition())},
+		{kv("NodeList", orDefault(jobNodeList(j), "(null)"))},
+		{kv("NumNodes", jobNodeCount(j)), kv("NumTasks", jobNodeCount(j)), kv("CPUs/Task", orNA(int64(s.GetCpusPerNode())))},
+		{kv("TRES", jobTRES(j))},
+		{kv("TresPerNode", tresPerNode(s)), kv("MinMemoryNode", memOrZero(s.GetMemoryMb()))},
+		{kv("Image", orDefault(s.GetImage(), "(null)")), kv("MasterPort", orNA(int64(j.MasterPort)))},
+		{kv("Command", "(batch script)")},
+		{kv("WorkDir", s.GetWorkDir())},
+		{kv("StdErr", stdPath(j, s.GetError()))},
+		{kv("StdIn", "/dev/null")},
+		{kv("StdOut", stdPath(j, ""))},
+	})
+	return b.String()
+}
+
+// startTime is the start, or for a pending job the expected start.
+func startTime(j *phalanxv1.Job, loc *time.Location) string {
+	if j.StartTime == nil {
+		return fmtTime(j.ExpectedStart, loc, "Unknown")
+	}
+	return fmtTime(j.StartTime, loc, "Unknown")
+}
+
+func limitOrUnlimited(d time.Duration) string {
+	if d == 0 {
+		return "UNLIMITED"
+	}
+	return slurmTime(d)
+}
+
+func orNA(n int64) string {
+	if n == 0 {
+		return "N/A"
+	}
+	return fmt.Sprint(n)
+}
+
+func memOrZero(mb int64) string {
+	if mb == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%dM", mb)
+}
+
+// jobTRES sums what the job holds, or for a pending job what it asks for.
+func jobTRES(j *phalanxv1.Job) string {
+	s := j.GetSpec()
+	nodes := int64(jobNodeCount(j))
+	cpus, mem, gpus := int64(s.GetCpusPerNode())*nodes, s.GetMemoryMb()*nodes, int64(s.GetGpusPerNode())*nodes
+	if len(j.Alloc) > 0 {
+		cpus, mem, gpus = 0, 0, 0
+		for _, a := range j.Alloc {
+			cpus, mem, gpus = cpus+int64(a.Cpus), mem+a.MemoryMb, gpus+int64(len(a.Gpus))
+		}
+	}
+	parts := []string{}
+	if cpus > 0 {
+		parts = append(parts, fmt.Sprintf("cpu=%d", cpus))
+	}
+	if mem > 0 {
+		parts = append(parts, fmt.Sprintf("mem=%dM", mem))
+	}
+	parts = append(parts, fmt.Sprintf("node=%d", nodes))
+	if gpus > 0 {
+		parts = append(parts, fmt.Sprintf("gres/gpu=%d", gpus))
+	}
+	return strings.Join(parts, ",")
+}
+
+// stdPath expands an -o/-e pattern's %j, %x, %u and %% against the job and
+// the working directory; an empty pattern is slurm-%j.out.
+func stdPath(j *phalanxv1.Job, pattern string) string {
+	s := j.GetSpec()
+	if pattern == "" {
+		pattern = s.GetOutput()
+	}
+	if pattern == "" {
+		pattern = "slurm-%j.out"
+	}
+	r := strings.NewReplacer("%%", "%", "%j", fmt.Sprint(j.Id), "%x", s.GetName(), "%u", s.GetUser())
+	p := r.Replace(pattern)
+	if !path.IsAbs(p) {
+		p = path.Join(s.GetWorkDir(), p)
+	}
+	return p
+}
+
+// FormatNode prints a node as "scontrol show node" does.
+func FormatNode(n *phalanxv1.Node, loc *time.Location) string {
+	var b strings.Builder
+	kvLines(&b, [][]string{
+		{kv("NodeName", n.Name)},
+		{kv("CPUAlloc", n.CpusUsed), kv("CPUTot", n.Cpus)},
+		{kv("AvailableFeatures", orDefault(strings.Join(n.Features, ","), "(null)"))},
+		{kv("Gres", gres(n, n.Gpus)), kv("GresUsed", gres(n, n.GpusUsed))},
+		{kv("NodeAddr", n.Addr), kv("NodeHostName", n.Name)},
+		{kv("RealMemory", n.MemoryMb), kv("AllocMem", n.MemoryUsedMb)},
+		{kv("State", n.State)},
+		{kv("Partitions", orDefault(strings.Join(n.Partitions, ","), "(null)"))},
+		{kv("Switch", orDefault(n.Leaf, "(null)"))},
+		{kv("RegisterTime", fmtTime(n.Registered, loc, "None")), kv("LastHeartbeat", fmtTime(n.LastHeartbeat, loc, "None"))},
+		{kv("Reason", orDefault(n.Reason, "(null)"))},
+	})
+	return b.String()
+}
+
+// gres prints "gpu:MODEL:N", the model's spaces as underscores; "(null)"
+// for a node without GPUs.
+func gres(n *phalanxv1.Node, count int32) string {
+	if n.Gpus == 0 {
+		return "(null)"
+	}
+	if n.GpuModel == "" {
+		return fmt.Sprintf("gpu:%d", count)
+	}
+	return fmt.Sprintf("gpu:%s:%d", strings.ReplaceAll(n.GpuModel, " ", "_"), count)
+}
+
+// FormatPartition prints a partition as "scontrol show partition" does.
+func FormatPartition(p *phalanxv1.Partition) string {
+	yes := map[bool]string{true: "YES", false: "NO"}
+	maxNodes := "UNLIMITED"
+	if p.MaxNodes > 0 {
+		maxNodes = fmt.Sprint(p.MaxNodes)
+	}
+	defTime := "NONE"
+	if p.DefaultTimeSeconds > 0 {
+		defTime = slurmTime(time.Duration(p.DefaultTimeSeconds) * time.Second)
+	}
+	var b strings.Builder
+	kvLines(&b, [][]string{
+		{kv("PartitionName", p.Name)},
+		{kv("Default", yes[p.Default])},
+		{kv("MaxNodes", maxNodes), kv("MaxTime", limitOrUnlimited(time.Duration(p.MaxTimeSeconds)*time.Second))},
+		{kv("PriorityTier", p.PriorityTier), kv("State", orDefault(p.State, string(cluster.PartitionUp)))},
+		{kv("TotalNodes", len(p.Nodes))},
+		{kv("DefaultTime", defTime)},
+		{kv("Nodes", orDefault(hostlist.Compress(p.Nodes), "(null)"))},
+	})
+	return b.String()
+}

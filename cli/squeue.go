@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cli/getopt"
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+var squeueOptions = []getopt.Option{
+	{Long: "format", Short: 'o', HasArg: true, Usage: "output format, e.g. \"%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R\""},
+	{Long: "help", Usage: "show this help"},
+	{Long: "jobs", Short: 'j', HasArg: true, Usage: "comma-separated job IDs"},
+	{Long: "me", Usage: "only my jobs"},
+	{Long: "noheader", Short: 'h', Usage: "no header line"},
+	{Long: "partition", Short: 'p', HasArg: true, Usage: "comma-separated partitions"},
+	{Long: "states", Short: 't', HasArg: true, Usage: "comma-separated states (PD,R,... or PENDING,...; all)"},
+	{Long: "user", Short: 'u', HasArg: true, Usage: "comma-separated user names"},
+}
+
+func (k *commands) squeue() *ucli.Command {
+	return slurmCommand("squeue", "list pending and running jobs", k.runSqueue)
+}
+
+// squeueQuery is a parsed squeue command line.
+type squeueQuery struct {
+	req  *phalanxv1.ListJobsRequest
+	view SqueueView
+	me   bool
+	help bool
+}
+
+func parseSqueue(args []string) (*squeueQuery, error) {
+	vals, operands, err := getopt.Parse(squeueOptions, args, getopt.Permute)
+	if err != nil {
+		return nil, err
+	}
+	if len(operands) > 0 {
+		return nil, fmt.Errorf("unexpected argument %q: name jobs with -j", operands[0])
+	}
+	q := &squeueQuery{req: &phalanxv1.ListJobsRequest{}}
+	for _, v := range vals {
+		switch v.Name {
+		case "format":
+			q.view.Format = v.Value
+		case "help":
+			q.help = true
+		case "jobs":
+			if q.req.JobIds, err = parseJobIDs(v.Value); err != nil {
+				return nil, err
+			}
+		case "me":
+			q.me = true
+		case "noheader":
+			q.view.NoHeader = true
+		case "partition":
+			q.req.Partitions = splitList(v.Value)
+		case "states":
+			if err := q.setStates(v.Value); err != nil {
+				return nil, err
+			}
+		case "user":
+			q.req.Users = append(q.req.Users, splitList(v.Value)...)
+		}
+	}
+	return q, nil
+}
+
+// setStates reads -t: state names or codes, or "all".
+func (q *squeueQuery) setStates(list string) error {
+	q.req.States = nil
+	q.req.IncludeFinished = false
+	for _, s := range splitList(list) {
+		if strings.EqualFold(s, "all") {
+			q.req.States, q.req.IncludeFinished = nil, true
+			return nil
+		}
+		st, err := cluster.ParseJobState(s)
+		if err != nil {
+			return err
+		}
+		q.req.States = append(q.req.States, string(st))
+		q.req.IncludeFinished = q.req.IncludeFinished || st.Terminal()
+	}
+	return nil
+}
+
+func (k *commands) runSqueue(c *ucli.Context, args []string) error {
+	q, err := parseSqueue(args)
+	if err != nil {
+		return err
+	}
+	if q.help {
+		fmt.Fprintf(k.sys.Stdout, "Usage: squeue [OPTIONS]\n\n%s", getopt.Usage(squeueOptions))
+		return nil
+	}
+	if q.me {
+		u, err := k.sys.CurrentUser()
+		if err != nil {
+			return fmt.Errorf("--me: cannot determine the current user: %w", err)
+		}
+		q.req.Users = append(q.req.Users, u.Username)
+	}
+	if _, err := parseFormat(orDefault(q.view.Format, SqueueDefaultFormat), func(c byte) bool { _, ok := squeueHeaders[c]; return ok }); err != nil {
+		return err
+	}
+	cn, err := k.dial(c)
+	if err != nil {
+		return err
+	}
+	defer cn.Close()
+	var resp *phalanxv1.ListJobsResponse
+	err = cn.call(c.Context, func(ctx context.Context) (err error) {
+		resp, err = cn.api.ListJobs(ctx, q.req)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if len(q.req.JobIds) > 0 && len(resp.Jobs) == 0 {
+		return &rawError{msg: "slurm_load_jobs error: Invalid job id specified"}
+	}
+	jobs := resp.Jobs
+	sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].Id < jobs[b].Id })
+	q.view.Now, q.view.Loc = k.sys.Now(), time.Local
+	out, err := FormatSqueue(jobs, q.view)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprint(k.sys.Stdout, out)
+	return err
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func parseJobIDs(list string) ([]uint64, error) {
+	var ids []uint64
+	for _, s := range splitList(list) {
+		id, err := strconv.ParseUint(s, 10, 64)
+		if err != nil || id == 0 {
+			return nil, fmt.Errorf("invalid job id %q", s)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}

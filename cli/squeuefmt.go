@@ -1,0 +1,166 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/topology/hostlist"
+)
+
+// SqueueDefaultFormat is squeue's default output format.
+const SqueueDefaultFormat = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
+
+// squeueHeaders are the column titles of squeue's format fields.
+var squeueHeaders = map[byte]string{
+	'a': "ACCOUNT", 'b': "TRES_PER_NODE", 'D': "NODES", 'i': "JOBID", 'j': "NAME",
+	'l': "TIME_LIMIT", 'L': "TIME_LEFT", 'M': "TIME", 'N': "NODELIST", 'P': "PARTITION",
+	'Q': "PRIORITY", 'r': "REASON", 'R': "NODELIST(REASON)", 'S': "START_TIME",
+	't': "ST", 'T': "STATE", 'u': "USER", 'V': "SUBMIT_TIME", 'Z': "WORK_DIR",
+}
+
+// SqueueView says how squeue prints: the -o format, whether to print the
+// header, the time elapsed times are measured to and the zone for dates.
+type SqueueView struct {
+	Format   string // empty: SqueueDefaultFormat
+	NoHeader bool
+	Now      time.Time
+	Loc      *time.Location
+}
+
+// FormatSqueue prints jobs as squeue does.
+func FormatSqueue(jobs []*phalanxv1.Job, v SqueueView) (string, error) {
+	format := v.Format
+	if format == "" {
+		format = SqueueDefaultFormat
+	}
+	fields, err := parseFormat(format, func(c byte) bool { _, ok := squeueHeaders[c]; return ok })
+	if err != nil {
+		return "", err
+	}
+	if v.Loc == nil {
+		v.Loc = time.UTC
+	}
+	var b strings.Builder
+	if !v.NoHeader {
+		render(&b, fields, func(c byte) string { return squeueHeaders[c] })
+	}
+	for _, j := range jobs {
+		render(&b, fields, func(c byte) string { return jobField(j, c, v) })
+	}
+	return b.String(), nil
+}
+
+func jobField(j *phalanxv1.Job, c byte, v SqueueView) string {
+	s := j.GetSpec()
+	switch c {
+	case 'a':
+		return s.GetAccount()
+	case 'b':
+		return tresPerNode(s)
+	case 'D':
+		return fmt.Sprint(jobNodeCount(j))
+	case 'i':
+		return fmt.Sprint(j.Id)
+	case 'j':
+		return s.GetName()
+	case 'l':
+		return cluster.FormatLimit(jobLimit(j))
+	case 'L':
+		return timeLeft(j, v.Now)
+	case 'M':
+		return cluster.FormatDuration(elapsed(j, v.Now))
+	case 'N':
+		return jobNodeList(j)
+	case 'P':
+		return s.GetPartition()
+	case 'Q':
+		return fmt.Sprint(s.GetPriority())
+	case 'r':
+		return reason(j)
+	case 'R':
+		if nl := jobNodeList(j); nl != "" && j.State != string(cluster.JobPending) {
+			return nl
+		}
+		return "(" + reason(j) + ")"
+	case 'S':
+		if j.StartTime == nil && j.ExpectedStart != nil {
+			return fmtTime(j.ExpectedStart, v.Loc, "N/A")
+		}
+		return fmtTime(j.StartTime, v.Loc, "N/A")
+	case 't':
+		return cluster.JobState(j.State).Short()
+	case 'T':
+		return j.State
+	case 'u':
+		return s.GetUser()
+	case 'V':
+		return fmtTime(j.SubmitTime, v.Loc, "N/A")
+	case 'Z':
+		return s.GetWorkDir()
+	}
+	return ""
+}
+
+func reason(j *phalanxv1.Job) string {
+	if j.Reason == "" {
+		return cluster.ReasonNone
+	}
+	return j.Reason
+}
+
+// elapsed is the run time: zero before start, up to the end once ended.
+func elapsed(j *phalanxv1.Job, now time.Time) time.Duration {
+	if j.StartTime == nil || j.State == string(cluster.JobPending) {
+		return 0
+	}
+	end := now
+	if j.EndTime != nil {
+		end = j.EndTime.AsTime()
+	}
+	return end.Sub(j.StartTime.AsTime())
+}
+
+func jobLimit(j *phalanxv1.Job) time.Duration {
+	secs := j.TimeLimitSeconds
+	if secs == 0 {
+		secs = j.GetSpec().GetTimeLimitSeconds()
+	}
+	return time.Duration(secs) * time.Second
+}
+
+func timeLeft(j *phalanxv1.Job, now time.Time) string {
+	limit := jobLimit(j)
+	if limit == 0 {
+		return "UNLIMITED"
+	}
+	return cluster.FormatDuration(limit - elapsed(j, now))
+}
+
+func jobNodeCount(j *phalanxv1.Job) int {
+	if len(j.Alloc) > 0 {
+		return len(j.Alloc)
+	}
+	return int(max(j.GetSpec().GetNodes(), 1))
+}
+
+func jobNodeList(j *phalanxv1.Job) string {
+	names := make([]string, len(j.Alloc))
+	for i, a := range j.Alloc {
+		names[i] = a.Node
+	}
+	return hostlist.Compress(names)
+}
+
+// tresPerNode is Slurm's "gres/gpu:TYPE:N" request string, or "N/A".
+func tresPerNode(s *phalanxv1.JobSpec) string {
+	switch {
+	case s.GetGpusPerNode() == 0:
+		return "N/A"
+	case s.GetGpuType() != "":
+		return fmt.Sprintf("gres/gpu:%s:%d", s.GpuType, s.GpusPerNode)
+	}
+	return fmt.Sprintf("gres/gpu:%d", s.GpusPerNode)
+}
