@@ -1,0 +1,184 @@
+package nodeagent
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+)
+
+// fakeNodeService is an in-memory controller as agents see it: it records
+// registrations, heartbeats and reports, streams whatever assignments the
+// test sets, and fails calls when told to.
+type fakeNodeService struct {
+	phalanxv1.UnimplementedNodeServiceServer
+	addr string
+
+	mu             sync.Mutex
+	registers      []*phalanxv1.RegisterNodeRequest
+	heartbeats     []*phalanxv1.HeartbeatRequest
+	reports        []*phalanxv1.ReportTaskStatusRequest
+	reportCalls    int
+	watchCalls     int
+	failReports    int  // fail this many ReportTaskStatus calls
+	failWatches    int  // fail this many WatchAssignments calls
+	reregisterNext bool // answer the next heartbeat with reregister
+	assignments    *phalanxv1.Assignments
+	changed        chan struct{} // closed and replaced on every set
+}
+
+// startFakeNodeService serves a fakeNodeService on 127.0.0.1 and returns
+// it with its address.
+func startFakeNodeService(t *testing.T) (*fakeNodeService, string) {
+	t.Helper()
+	f := startFakeNodeServiceAt(t, "127.0.0.1:0")
+	return f, f.addr
+}
+
+// startFakeNodeServiceAt serves a fakeNodeService on addr.
+func startFakeNodeServiceAt(t *testing.T, addr string) *fakeNodeService {
+	t.Helper()
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeNodeService{addr: lis.Addr().String(), assignments: &phalanxv1.Assignments{}, changed: make(chan struct{})}
+	srv := grpc.NewServer()
+	phalanxv1.RegisterNodeServiceServer(srv, f)
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	return f
+}
+
+func (f *fakeNodeService) RegisterNode(_ context.Context, req *phalanxv1.RegisterNodeRequest) (*phalanxv1.RegisterNodeResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.registers = append(f.registers, req)
+	return &phalanxv1.RegisterNodeResponse{}, nil
+}
+
+func (f *fakeNodeService) Heartbeat(_ context.Context, req *phalanxv1.HeartbeatRequest) (*phalanxv1.HeartbeatResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.heartbeats = append(f.heartbeats, req)
+	rereg := f.reregisterNext
+	f.reregisterNext = false
+	return &phalanxv1.HeartbeatResponse{Reregister: rereg}, nil
+}
+
+func (f *fakeNodeService) ReportTaskStatus(_ context.Context, req *phalanxv1.ReportTaskStatusRequest) (*phalanxv1.ReportTaskStatusResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reportCalls++
+	if f.failReports > 0 {
+		f.failReports--
+		return nil, status.Error(codes.Unavailable, "controller blip")
+	}
+	f.reports = append(f.reports, req)
+	return &phalanxv1.ReportTaskStatusResponse{}, nil
+}
+
+func (f *fakeNodeService) WatchAssignments(_ *phalanxv1.WatchAssignmentsRequest, stream phalanxv1.NodeService_WatchAssignmentsServer) error {
+	f.mu.Lock()
+	f.watchCalls++
+	if f.failWatches > 0 {
+		f.failWatches--
+		f.mu.Unlock()
+		return status.Error(codes.Unavailable, "not the leader")
+	}
+	f.mu.Unlock()
+	for {
+		f.mu.Lock()
+		cur, changed := f.assignments, f.changed
+		f.mu.Unlock()
+		if err := stream.Send(cur); err != nil {
+			return err
+		}
+		select {
+		case <-changed:
+		case <-stream.Context().Done():
+			return nil
+		}
+	}
+}
+
+// set replaces the node's assignments and streams them.
+func (f *fakeNodeService) set(as ...*phalanxv1.Assignment) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.assignments = &phalanxv1.Assignments{Assignments: as}
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// reportsFor returns the delivered reports' states for a job, in order.
+func (f *fakeNodeService) reportsFor(job uint64) []*phalanxv1.ReportTaskStatusRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*phalanxv1.ReportTaskStatusRequest
+	for _, r := range f.reports {
+		if r.JobId == job {
+			out = append(out, proto.Clone(r).(*phalanxv1.ReportTaskStatusRequest))
+		}
+	}
+	return out
+}
+
+func (f *fakeNodeService) counts() (registers, heartbeats, watches, reportCalls int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.registers), len(f.heartbeats), f.watchCalls, f.reportCalls
+}
+
+// waitReport waits until job's reports include one in state, and returns
+// it.
+func (f *fakeNodeService) waitReport(t *testing.T, job uint64, state string) *phalanxv1.ReportTaskStatusRequest {
+	t.Helper()
+	var found *phalanxv1.ReportTaskStatusRequest
+	eventually(t, 10*time.Second, func() error {
+		for _, r := range f.reportsFor(job) {
+			if r.State == state {
+				found = r
+				return nil
+			}
+		}
+		return fmt.Errorf("job %d: no %s report; have %v", job, state, states(f.reportsFor(job)))
+	})
+	return found
+}
+
+func states(rs []*phalanxv1.ReportTaskStatusRequest) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.State
+	}
+	return out
+}
+
+// eventually retries f every 5ms until it returns nil, failing the test
+// with f's last error after d.
+func eventually(t *testing.T, d time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %v", d, err)
+		}
+		<-tick.C
+	}
+}

@@ -1,0 +1,107 @@
+package nodeagent
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/phalanx-hpc/phalanx/runtime"
+	"github.com/phalanx-hpc/phalanx/runtime/fake"
+	"github.com/phalanx-hpc/phalanx/runtime/process"
+)
+
+func TestContainerTaskSpec(t *testing.T) {
+	rt := fake.New()
+	h := newHarness(t, rt, nil)
+	work := t.TempDir()
+	as := assignment(20, work, "python train.py\n") // no #!: run through /bin/sh
+	as.Job.Spec.Image = "nvcr.io/nvidia/pytorch:24.05-py3"
+	as.Job.Spec.Uid, as.Job.Spec.Gid = 1000, 1001
+	as.Job.Spec.Output, as.Job.Spec.Error = "logs/%x-%j.out", "/scratch/%u/%j.%N.err"
+	h.srv.set(as)
+	spec := waitStarted(t, rt, "phx-20-0-0").Spec()
+
+	jobDir := filepath.Join(h.cfg.StateDir, "jobs", "20.0")
+	if want := []string{"/bin/sh", filepath.Join(jobDir, "script")}; !reflect.DeepEqual(spec.Argv, want) {
+		t.Errorf("Argv = %v, want %v", spec.Argv, want)
+	}
+	wantMounts := []runtime.Mount{{Source: jobDir, Target: jobDir, ReadOnly: true}, {Source: work, Target: work}}
+	if !reflect.DeepEqual(spec.Mounts, wantMounts) {
+		t.Errorf("Mounts = %v, want %v", spec.Mounts, wantMounts)
+	}
+	if spec.Image != as.Job.Spec.Image || spec.UID != 1000 || spec.GID != 1001 || !reflect.DeepEqual(spec.GPUs, []int{2, 3}) {
+		t.Errorf("image %q uid %d gid %d GPUs %v", spec.Image, spec.UID, spec.GID, spec.GPUs)
+	}
+	if spec.Stdout != filepath.Join(work, "logs/test-20.out") || spec.Stderr != "/scratch/alice/20.gpu001.err" {
+		t.Errorf("stdout %q stderr %q", spec.Stdout, spec.Stderr)
+	}
+	if !slices.Contains(spec.Env, "CUDA_VISIBLE_DEVICES=0,1") {
+		t.Errorf("container env should number its GPUs from 0: %v", spec.Env)
+	}
+	if slices.ContainsFunc(spec.Env, func(kv string) bool { return strings.HasPrefix(kv, "PATH=") }) {
+		t.Errorf("container env overrides the image's PATH: %v", spec.Env)
+	}
+}
+
+func TestImageOnProcessRuntimeFails(t *testing.T) {
+	h := newHarness(t, process.New(), nil)
+	as := assignment(21, t.TempDir(), script)
+	as.Job.Spec.Image = "busybox"
+	h.srv.set(as)
+	r := h.srv.waitReport(t, 21, "FAILED")
+	if !strings.Contains(r.Message, `job needs image "busybox" but node gpu001 runs plain processes`) {
+		t.Errorf("message %q", r.Message)
+	}
+}
+
+// TestProcessRuntime runs a real script as a process group.
+func TestProcessRuntime(t *testing.T) {
+	h := newHarness(t, process.New(process.WithMaxPoll(10*time.Millisecond)), nil)
+	work := t.TempDir()
+	body := "#!/bin/sh\necho \"job=$SLURM_JOB_ID rank=$RANK gpus=$CUDA_VISIBLE_DEVICES pwd=$(pwd)\"\necho oops >&2\nexit 4\n"
+	h.srv.set(assignment(22, work, body))
+	r := h.srv.waitReport(t, 22, "EXITED")
+	if r.ExitCode != 4 {
+		t.Errorf("EXITED report = %v", r)
+	}
+	out, err := os.ReadFile(filepath.Join(work, "slurm-22.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("job=22 rank=0 gpus=2,3 pwd=%s\noops\n", work)
+	if string(out) != want {
+		t.Errorf("output %q, want %q", out, want)
+	}
+}
+
+// TestProcessTimeLimitKillsGroup checks TIMEOUT against a real process
+// that traps SIGTERM: it must be killed after the grace period.
+func TestProcessTimeLimitKillsGroup(t *testing.T) {
+	clock := scaledClock{start: time.Now(), factor: 20}
+	h := newHarness(t, process.New(process.WithMaxPoll(10*time.Millisecond)), func(c *Config) {
+		c.Clock = clock
+		c.HeartbeatInterval = time.Second
+		c.KillGrace = 2 * time.Second // 100ms of wall time
+	})
+	work := t.TempDir()
+	as := assignment(23, work, "#!/bin/sh\ntrap 'echo got TERM' TERM\nwhile :; do sleep 0.01; done\n")
+	as.Job.TimeLimitSeconds = 2
+	h.srv.set(as)
+	r := h.srv.waitReport(t, 23, "TIMEOUT")
+	if r.ExitSignal != int32(syscall.SIGKILL) {
+		t.Errorf("TIMEOUT report = %v; want killed by SIGKILL", r)
+	}
+	eventually(t, 5*time.Second, func() error {
+		out, _ := os.ReadFile(filepath.Join(work, "slurm-23.out"))
+		if !strings.Contains(string(out), "got TERM") {
+			return fmt.Errorf("output %q: the script never saw SIGTERM", out)
+		}
+		return nil
+	})
+}
