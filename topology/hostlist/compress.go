@@ -134,3 +134,12 @@ func writeGroup(b *strings.Builder, hosts []host) {
 	b.WriteByte(']')
 	b.WriteString(hosts[0].suffix)
 }
+
+// Less orders two names as Sort does: gpu9 before gpu10, gpu010 before gpu10.
+func Less(a, b string) bool {
+	ha, hb := splitHost(a), splitHost(b)
+	if less(ha, hb) {
+		return true
+	}
+	return !less(hb, ha) && a < b
+}

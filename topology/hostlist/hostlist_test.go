@@ -178,3 +178,17 @@ func FuzzExpand(f *testing.F) {
 		}
 	})
 }
+
+func TestLess(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"gpu9", "gpu10", true}, {"gpu10", "gpu9", false}, {"gpu1", "gpu1", false},
+		{"a", "gpu1", true}, {"gpu010", "gpu10", true},
+	} {
+		if got := Less(c.a, c.b); got != c.want {
+			t.Errorf("Less(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}

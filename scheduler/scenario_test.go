@@ -1,0 +1,246 @@
+package scheduler
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/topology"
+	"github.com/phalanx-hpc/phalanx/topology/hostlist"
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// TestScenarios runs the scripts in testdata. Commands (input lines are
+// "NAME key=value ..."):
+//
+//	topology             input: topology.conf
+//	nodes                input: HOSTLIST [gpus=N cpus=N mem=MB model=M leaf=L state=S]
+//	partitions           input: NAME nodes=HOSTLIST|all [tier=N state=S]
+//	jobs                 input: ID [part=P nodes=N gpus=N cpus=N mem=MB type=T prio=N submit=SECONDS]
+//	node-state           input: NAME STATE
+//	schedule [commit]    prints the plan; commit starts the placed jobs
+//	finish               input: job IDs whose tasks all exit
+//	feasible id=N        prints Feasible's verdict
+func TestScenarios(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		w := &world{snap: &Snapshot{}}
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			if err := w.run(t, d); err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+			return w.out
+		})
+	})
+}
+
+type world struct {
+	snap *Snapshot
+	out  string
+}
+
+func (w *world) run(t *testing.T, d *datadriven.TestData) error {
+	w.out = ""
+	switch d.Cmd {
+	case "topology":
+		tree, err := topology.Parse(strings.NewReader(d.Input))
+		w.snap.Topology = tree
+		return err
+	case "nodes":
+		return eachLine(d.Input, w.addNodes)
+	case "partitions":
+		return eachLine(d.Input, w.addPartition)
+	case "jobs":
+		return eachLine(d.Input, w.addJob)
+	case "node-state":
+		return eachLine(d.Input, w.setNodeState)
+	case "finish":
+		return eachLine(d.Input, w.finish)
+	case "schedule":
+		plan := Schedule(w.snap, epoch)
+		w.out = formatPlan(w.snap, plan)
+		if d.HasArg("commit") {
+			return w.commit(plan)
+		}
+		return nil
+	case "feasible":
+		var id int
+		d.ScanArgs(t, "id", &id)
+		if err := Feasible(w.snap, w.job(cluster.JobID(id))); err != nil {
+			return err
+		}
+		w.out = "ok\n"
+		return nil
+	}
+	return fmt.Errorf("unknown command %q", d.Cmd)
+}
+
+func eachLine(input string, f func(name string, kv map[string]string) error) error {
+	for _, line := range strings.Split(input, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		kv := map[string]string{}
+		for _, f := range fields[1:] {
+			k, v, _ := strings.Cut(f, "=")
+			kv[k] = v
+		}
+		if err := f(fields[0], kv); err != nil {
+			return fmt.Errorf("%q: %w", line, err)
+		}
+	}
+	return nil
+}
+
+func num(kv map[string]string, key string, def int64) int64 {
+	if v, ok := kv[key]; ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err == nil {
+			return n
+		}
+	}
+	return def
+}
+
+func str(kv map[string]string, key, def string) string {
+	if v, ok := kv[key]; ok {
+		return v
+	}
+	return def
+}
+
+func (w *world) addNodes(expr string, kv map[string]string) error {
+	names, err := hostlist.Expand(expr)
+	for _, n := range names {
+		w.snap.Nodes = append(w.snap.Nodes, &cluster.Node{
+			Name: n, GPUs: int(num(kv, "gpus", 8)), CPUs: int(num(kv, "cpus", 64)),
+			MemoryMB: num(kv, "mem", 512000), GPUModel: str(kv, "model", "NVIDIA H100 80GB HBM3"),
+			Leaf: kv["leaf"], State: cluster.NodeState(str(kv, "state", "UP")),
+		})
+	}
+	return err
+}
+
+func (w *world) addPartition(name string, kv map[string]string) error {
+	p := &cluster.Partition{Name: name, State: cluster.PartitionState(str(kv, "state", "UP")),
+		PriorityTier: int(num(kv, "tier", 0))}
+	if kv["nodes"] == "all" {
+		p.AllNodes = true
+	} else {
+		names, err := hostlist.Expand(kv["nodes"])
+		if err != nil {
+			return err
+		}
+		p.Nodes = names
+	}
+	w.snap.Partitions = append(w.snap.Partitions, p)
+	return nil
+}
+
+func (w *world) addJob(id string, kv map[string]string) error {
+	n, err := strconv.ParseUint(id, 10, 64)
+	w.snap.Jobs = append(w.snap.Jobs, &cluster.Job{
+		ID: cluster.JobID(n), Partition: str(kv, "part", "gpu"), State: cluster.JobPending,
+		Nodes: int(num(kv, "nodes", 1)), GPUsPerNode: int(num(kv, "gpus", 0)),
+		CPUsPerNode: int(num(kv, "cpus", 0)), MemoryMB: num(kv, "mem", 0), GPUType: kv["type"],
+		Priority: num(kv, "prio", 0), SubmitTime: epoch.Add(time.Duration(num(kv, "submit", 0)) * time.Second),
+	})
+	return err
+}
+
+func (w *world) setNodeState(name string, kv map[string]string) error {
+	for _, n := range w.snap.Nodes {
+		if n.Name == name {
+			for st := range kv {
+				n.State = cluster.NodeState(st)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("no node %s", name)
+}
+
+func (w *world) job(id cluster.JobID) *cluster.Job {
+	for _, j := range w.snap.Jobs {
+		if j.ID == id {
+			return j
+		}
+	}
+	return &cluster.Job{ID: id}
+}
+
+func (w *world) finish(id string, _ map[string]string) error {
+	n, err := strconv.ParseUint(id, 10, 64)
+	j := w.job(cluster.JobID(n))
+	for i := range j.Tasks {
+		j.Tasks[i].State = cluster.TaskExited
+	}
+	j.State = cluster.JobCompleted
+	return err
+}
+
+// commit starts placed jobs as the controller would.
+func (w *world) commit(plan *Plan) error {
+	for _, pl := range plan.Placements {
+		if err := cluster.Place(w.job(pl.Job), pl.Alloc, 29500, epoch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func formatPlan(s *Snapshot, plan *Plan) string {
+	var b strings.Builder
+	for _, pl := range plan.Placements {
+		fmt.Fprintf(&b, "place %d:", pl.Job)
+		leaves := map[string]bool{}
+		for _, a := range pl.Alloc.Nodes {
+			fmt.Fprintf(&b, " %s", formatNodeAlloc(a))
+			leaves[leafOf(s, a.Node)] = true
+		}
+		fmt.Fprintf(&b, " leaves=%d\n", len(leaves))
+	}
+	ids := make([]cluster.JobID, 0, len(plan.Pending))
+	for id := range plan.Pending {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		fmt.Fprintf(&b, "pend %d: %s\n", id, plan.Pending[id].Reason)
+	}
+	return b.String()
+}
+
+func formatNodeAlloc(a cluster.NodeAlloc) string {
+	s := a.Node
+	if len(a.GPUs) > 0 {
+		gpus := make([]string, len(a.GPUs))
+		for i, g := range a.GPUs {
+			gpus[i] = strconv.Itoa(g)
+		}
+		s += "[" + strings.Join(gpus, ",") + "]"
+	}
+	if a.CPUs > 0 || a.MemoryMB > 0 {
+		s += fmt.Sprintf("{cpus=%d,mem=%d}", a.CPUs, a.MemoryMB)
+	}
+	return s
+}
+
+func leafOf(s *Snapshot, node string) string {
+	if l := s.Topology.LeafOf(node); l != "" {
+		return l
+	}
+	for _, n := range s.Nodes {
+		if n.Name == node {
+			return n.Leaf
+		}
+	}
+	return ""
+}

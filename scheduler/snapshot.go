@@ -1,0 +1,50 @@
+package scheduler
+
+import (
+	"time"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/topology"
+)
+
+// Snapshot is the read-only state a scheduling pass works on. Schedule does
+// not modify anything it points to.
+type Snapshot struct {
+	Nodes      []*cluster.Node
+	Partitions []*cluster.Partition
+	// Jobs holds pending jobs (State PENDING) and live ones; what live jobs
+	// hold is taken from their allocations (cluster.Usage). Other jobs are
+	// ignored.
+	Jobs []*cluster.Job
+	// Topology maps nodes to leaf switches; may be nil, in which case each
+	// node's Leaf field is used.
+	Topology *topology.Tree
+}
+
+// Plan is the outcome of one pass.
+type Plan struct {
+	// Placements in the order they were decided (priority order).
+	Placements []Placement
+	// Pending has an entry for every pending job that was not placed.
+	Pending map[cluster.JobID]PendingInfo
+}
+
+// Placement starts one job on an allocation; a gang is one Placement.
+type Placement struct {
+	Job   cluster.JobID
+	Alloc cluster.Allocation
+}
+
+// PendingInfo says why a job waits and, when known, when it is expected to
+// start (zero when unknown).
+type PendingInfo struct {
+	Reason        string
+	ExpectedStart time.Time
+}
+
+// Pending reasons in addition to those in package cluster.
+const (
+	// ReasonBadConstraints: the job can never run on its partition as
+	// configured (see Feasible), or its partition does not exist.
+	ReasonBadConstraints = "BadConstraints"
+)
