@@ -23,7 +23,7 @@ var (
 	sinfoNodeFields = []field{
 		{verb: 'N', width: 10}, {literal: " "}, {verb: 'D', width: 5, right: true}, {literal: " "},
 		{verb: 'P', width: 9}, {literal: " "}, {verb: 't', width: 5, right: true}, {literal: " "},
-		{verb: 'c', width: 4, right: true}, {literal: " "}, {verb: 'm', width: 6, right: true}, {literal: " "},
+		{verb: 'c', width: 4, right: true}, {literal: " "}, {verb: 'm', width: 8, right: true}, {literal: " "},
 		{verb: 'g', width: 4, right: true}, {literal: " "}, {verb: 'f', width: 9, right: true}, {literal: " "},
 		{verb: 'M'},
 	}

@@ -1,0 +1,231 @@
+package cli
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cli/sbatch"
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/topology/hostlist"
+)
+
+// testNow is the clock of the formatting tests; times in testdata are
+// offsets from it (start=-65m).
+var testNow = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+
+// TestFormat runs testdata/format_*: the input lists wire objects, one per
+// line ("job k=v ...", "node ...", "partition ...", plus "format STRING" and
+// "noheader" for squeue); the command picks the output.
+func TestFormat(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			in := parseObjects(t, d.Input)
+			switch d.Cmd {
+			case "squeue":
+				out, err := FormatSqueue(in.jobs, SqueueView{Format: in.format, NoHeader: in.noHeader, Now: testNow, Loc: time.UTC})
+				if err != nil {
+					return "error: " + err.Error() + "\n"
+				}
+				return out
+			case "sinfo":
+				return FormatSinfo(in.parts, in.nodes, in.noHeader)
+			case "sinfo-nodes":
+				return FormatSinfoNodes(in.parts, in.nodes, in.noHeader)
+			case "scontrol":
+				return scontrolAll(in)
+			}
+			t.Fatalf("unknown command %q", d.Cmd)
+			return ""
+		})
+	})
+}
+
+func scontrolAll(in objects) string {
+	var recs []string
+	for _, j := range in.jobs {
+		recs = append(recs, FormatJob(j, testNow, time.UTC))
+	}
+	for _, n := range in.nodes {
+		recs = append(recs, FormatNode(n, time.UTC))
+	}
+	for _, p := range in.parts {
+		recs = append(recs, FormatPartition(p))
+	}
+	return strings.Join(recs, "\n")
+}
+
+type objects struct {
+	jobs     []*phalanxv1.Job
+	nodes    []*phalanxv1.Node
+	parts    []*phalanxv1.Partition
+	format   string
+	noHeader bool
+}
+
+func parseObjects(t *testing.T, input string) objects {
+	t.Helper()
+	var o objects
+	for _, line := range strings.Split(input, "\n") {
+		kind, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
+		switch kind {
+		case "":
+		case "format":
+			o.format = rest
+		case "noheader":
+			o.noHeader = true
+		case "job":
+			o.jobs = append(o.jobs, parseJob(t, attrs(t, rest)))
+		case "node":
+			o.nodes = append(o.nodes, parseNode(t, attrs(t, rest)))
+		case "partition":
+			o.parts = append(o.parts, parsePartition(t, attrs(t, rest)))
+		default:
+			t.Fatalf("unknown object %q", kind)
+		}
+	}
+	return o
+}
+
+type kvs map[string]string
+
+func attrs(t *testing.T, s string) kvs {
+	t.Helper()
+	words, err := sbatch.Split(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := kvs{}
+	for _, w := range words {
+		k, v, _ := strings.Cut(w, "=")
+		out[k] = v
+	}
+	return out
+}
+
+func (a kvs) int(t *testing.T, k string) int64 {
+	if a[k] == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(a[k], 10, 64)
+	if err != nil {
+		t.Fatalf("%s=%s: %v", k, a[k], err)
+	}
+	return n
+}
+
+func (a kvs) uint(t *testing.T, k string) uint64 {
+	n, err := strconv.ParseUint(a[k], 10, 64)
+	if err != nil {
+		t.Fatalf("%s=%s: %v", k, a[k], err)
+	}
+	return n
+}
+
+func (a kvs) time(t *testing.T, k string) *timestamppb.Timestamp {
+	if a[k] == "" {
+		return nil
+	}
+	d, err := time.ParseDuration(a[k])
+	if err != nil {
+		t.Fatalf("%s=%s: %v", k, a[k], err)
+	}
+	return timestamppb.New(testNow.Add(d))
+}
+
+func (a kvs) hosts(t *testing.T, k string) []string {
+	if a[k] == "" {
+		return nil
+	}
+	names, err := hostlist.Expand(a[k])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+func parseJob(t *testing.T, a kvs) *phalanxv1.Job {
+	limit, err := cluster.ParseDuration(orDefault(a["limit"], "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, sig, _ := strings.Cut(orDefault(a["exit"], "0:0"), ":")
+	ec, _ := strconv.Atoi(code)
+	es, _ := strconv.Atoi(sig)
+	j := &phalanxv1.Job{
+		Id: a.uint(t, "id"), State: a["state"], Reason: a["reason"],
+		SubmitTime: a.time(t, "submit"), StartTime: a.time(t, "start"), EndTime: a.time(t, "end"),
+		ExpectedStart: a.time(t, "expected"), TimeLimitSeconds: int64(limit.Seconds()),
+		Attempt: int32(a.int(t, "attempt")), MasterPort: int32(a.int(t, "port")),
+		ExitCode: int32(ec), ExitSignal: int32(es),
+		Spec: &phalanxv1.JobSpec{
+			Name: a["name"], User: a["user"], Uid: int32(a.int(t, "uid")), Gid: int32(a.int(t, "gid")),
+			Account: a["account"], Partition: a["part"], Nodes: int32(a.int(t, "req-nodes")),
+			GpusPerNode: int32(a.int(t, "gpus")), GpuType: a["gpu-type"], CpusPerNode: int32(a.int(t, "cpus")),
+			MemoryMb: a.int(t, "mem"), Priority: a.int(t, "prio"), WorkDir: a["workdir"],
+			Output: a["output"], Error: a["error"], Image: a["image"],
+		},
+	}
+	for _, n := range a.hosts(t, "nodes") {
+		alloc := &phalanxv1.NodeAlloc{Node: n, Cpus: j.Spec.CpusPerNode, MemoryMb: j.Spec.MemoryMb}
+		for g := int32(0); g < j.Spec.GpusPerNode; g++ {
+			alloc.Gpus = append(alloc.Gpus, g)
+		}
+		j.Alloc = append(j.Alloc, alloc)
+	}
+	return j
+}
+
+func parseNode(t *testing.T, a kvs) *phalanxv1.Node {
+	n := &phalanxv1.Node{
+		Name: a["name"], Addr: a["addr"], State: a["state"], Reason: a["reason"],
+		Cpus: int32(a.int(t, "cpus")), CpusUsed: int32(a.int(t, "cpus-used")),
+		MemoryMb: a.int(t, "mem"), MemoryUsedMb: a.int(t, "mem-used"),
+		Gpus: int32(a.int(t, "gpus")), GpusUsed: int32(a.int(t, "gpus-used")), GpuModel: a["model"],
+		Leaf: a["leaf"], Registered: a.time(t, "registered"), LastHeartbeat: a.time(t, "seen"),
+	}
+	if a["parts"] != "" {
+		n.Partitions = strings.Split(a["parts"], ",")
+	}
+	if a["features"] != "" {
+		n.Features = strings.Split(a["features"], ",")
+	}
+	return n
+}
+
+func parsePartition(t *testing.T, a kvs) *phalanxv1.Partition {
+	secs := func(k string) int64 {
+		d, err := cluster.ParseDuration(orDefault(a[k], "0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int64(d.Seconds())
+	}
+	_, isDefault := a["default"]
+	return &phalanxv1.Partition{
+		Name: a["name"], Nodes: a.hosts(t, "nodes"), Default: isDefault, State: a["state"],
+		MaxTimeSeconds: secs("max"), DefaultTimeSeconds: secs("deftime"),
+		MaxNodes: int32(a.int(t, "max-nodes")), PriorityTier: int32(a.int(t, "tier")),
+	}
+}
+
+func TestPad(t *testing.T) {
+	for _, tc := range []struct {
+		s     string
+		width int
+		right bool
+		want  string
+	}{
+		{"abc", 5, true, "  abc"}, {"abc", 5, false, "abc  "}, {"abcdef", 3, true, "abc"},
+		{"héllo", 3, false, "hél"}, {"x", 0, true, "x"},
+	} {
+		if got := pad(tc.s, tc.width, tc.right); got != tc.want {
+			t.Errorf("pad(%q, %d, %v) = %q, want %q", tc.s, tc.width, tc.right, got, tc.want)
+		}
+	}
+}
