@@ -1,0 +1,212 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+)
+
+// fakeController is an in-process ControllerService that records requests
+// and answers from fixed data.
+type fakeController struct {
+	phalanxv1.UnimplementedControllerServiceServer
+	mu      sync.Mutex
+	submits []*phalanxv1.SubmitJobRequest
+	lists   []*phalanxv1.ListJobsRequest
+	cancels []*phalanxv1.CancelJobRequest
+	jobs    []*phalanxv1.Job
+}
+
+func (f *fakeController) SubmitJob(_ context.Context, req *phalanxv1.SubmitJobRequest) (*phalanxv1.SubmitJobResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.submits = append(f.submits, req)
+	if req.Spec.Partition == "nope" {
+		return nil, status.Error(codes.NotFound, "invalid partition specified: nope")
+	}
+	if req.TestOnly {
+		return &phalanxv1.SubmitJobResponse{ExpectedStart: timestamppb.New(testNow)}, nil
+	}
+	return &phalanxv1.SubmitJobResponse{JobId: 42}, nil
+}
+
+func (f *fakeController) ListJobs(_ context.Context, req *phalanxv1.ListJobsRequest) (*phalanxv1.ListJobsResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lists = append(f.lists, req)
+	var out []*phalanxv1.Job
+	for _, j := range f.jobs {
+		if len(req.JobIds) == 0 || req.JobIds[0] == j.Id {
+			out = append(out, j)
+		}
+	}
+	return &phalanxv1.ListJobsResponse{Jobs: out}, nil
+}
+
+func (f *fakeController) GetJob(_ context.Context, req *phalanxv1.GetJobRequest) (*phalanxv1.Job, error) {
+	for _, j := range f.jobs {
+		if j.Id == req.JobId {
+			return j, nil
+		}
+	}
+	return nil, status.Errorf(codes.NotFound, "job %d: invalid job id specified: not found", req.JobId)
+}
+
+func (f *fakeController) CancelJob(_ context.Context, req *phalanxv1.CancelJobRequest) (*phalanxv1.CancelJobResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cancels = append(f.cancels, req)
+	if len(req.JobIds) == 1 && req.JobIds[0] == 999 {
+		return nil, status.Error(codes.NotFound, "job 999: invalid job id specified: not found")
+	}
+	return &phalanxv1.CancelJobResponse{Cancelled: req.JobIds}, nil
+}
+
+// startFake serves a fakeController on 127.0.0.1:0 and returns its address.
+func startFake(t *testing.T) (*fakeController, string) {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeController{jobs: []*phalanxv1.Job{{
+		Id: 7, State: "RUNNING", StartTime: timestamppb.New(testNow.Add(-time.Minute)),
+		Spec:  &phalanxv1.JobSpec{Name: "train", User: "alice", Partition: "gpu", Nodes: 1},
+		Alloc: []*phalanxv1.NodeAlloc{{Node: "gpu001"}},
+	}}}
+	srv := grpc.NewServer()
+	phalanxv1.RegisterControllerServiceServer(srv, f)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	return f, lis.Addr().String()
+}
+
+// testSystem is a System talking to addr, as user alice in a temp dir.
+func testSystem(t *testing.T, addr string) (*System, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	dir := t.TempDir()
+	env := map[string]string{"PHX_SERVER": addr, "HOME": "/home/alice"}
+	return &System{
+		Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
+		Getenv:      func(k string) string { return env[k] },
+		Environ:     func() []string { return []string{"HOME=/home/alice", "LR=0.1"} },
+		Now:         func() time.Time { return testNow },
+		Getwd:       func() (string, error) { return dir, nil },
+		CurrentUser: func() (*user.User, error) { return &user.User{Username: "alice", Uid: "1000", Gid: "100"}, nil },
+		ReadFile:    os.ReadFile,
+		Executable:  func() (string, error) { return "/opt/phalanx/bin/phx", nil },
+		ConfigPath:  filepath.Join(dir, "no-such.conf"),
+	}, &stdout, &stderr
+}
+
+func writeScript(t *testing.T, sys *System, body string) string {
+	t.Helper()
+	dir, _ := sys.Getwd()
+	p := filepath.Join(dir, "job.sh")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestSbatchSubmits(t *testing.T) {
+	f, addr := startFake(t)
+	sys, stdout, stderr := testSystem(t, addr)
+	script := "#!/bin/bash\n#SBATCH -J train --gres=gpu:h100:8\n#SBATCH -N 4\nsrun hostname\n"
+	writeScript(t, sys, script)
+	code := Run(context.Background(), sys, []string{"phx", "sbatch", "-N", "2", "-t", "1-00:00:00", "job.sh"})
+	if code != 0 || stdout.String() != "Submitted batch job 42\n" || stderr.Len() != 0 {
+		t.Fatalf("code %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	dir, _ := sys.Getwd()
+	want := &phalanxv1.JobSpec{
+		Name: "train", User: "alice", Uid: 1000, Gid: 100, TimeLimitSeconds: 86400, Script: script,
+		Env: map[string]string{"HOME": "/home/alice", "LR": "0.1"}, WorkDir: dir,
+		Nodes: 2, GpusPerNode: 8, GpuType: "h100",
+	}
+	if len(f.submits) != 1 || !proto.Equal(f.submits[0].Spec, want) || f.submits[0].TestOnly {
+		t.Fatalf("sent %v\nwant %v", f.submits, want)
+	}
+}
+
+func TestSbatchParsableAndTestOnly(t *testing.T) {
+	_, addr := startFake(t)
+	sys, stdout, _ := testSystem(t, addr)
+	if code := Run(context.Background(), sys, []string{"phx", "sbatch", "--parsable", "--wrap", "hostname"}); code != 0 || stdout.String() != "42\n" {
+		t.Fatalf("code %d, stdout %q", code, stdout)
+	}
+	sys, stdout, stderr := testSystem(t, addr)
+	code := Run(context.Background(), sys, []string{"phx", "sbatch", "--test-only", "-p", "gpu", "--wrap", "hostname"})
+	if code != 0 || stdout.Len() != 0 || !strings.HasPrefix(stderr.String(), "sbatch: Job would be accepted, expected start ") ||
+		!strings.HasSuffix(stderr.String(), " using 1 node(s) in partition gpu\n") {
+		t.Fatalf("code %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// TestErrors checks that every failure is one line on stderr, prefixed
+// with the command, with exit status 1 and nothing sent that should not be.
+func TestErrors(t *testing.T) {
+	f, addr := startFake(t)
+	dead := closedAddr(t)
+	for _, tc := range []struct {
+		name   string
+		server string
+		args   []string
+		want   string
+	}{
+		{"unknown option", addr, []string{"phx", "sbatch", "--bogus", "job.sh"}, "sbatch: error: unrecognized option '--bogus'"},
+		{"bad time", addr, []string{"phx", "sbatch", "-t", "1:2:3:4", "job.sh"},
+			`sbatch: error: --time=1:2:3:4: invalid time limit "1:2:3:4": use M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (e.g. 30, 4:00:00, 1-12:00:00)`},
+		{"server message", addr, []string{"phx", "sbatch", "-p", "nope", "job.sh"}, "sbatch: error: invalid partition specified: nope"},
+		{"unreachable", dead, []string{"phx", "sbatch", "job.sh"},
+			"sbatch: error: cannot reach the controller at " + dead + " (is phalanx-controller running? set PHX_SERVER or --server)"},
+		{"unreachable squeue", dead, []string{"/usr/bin/squeue"},
+			"squeue: error: cannot reach the controller at " + dead + " (is phalanx-controller running? set PHX_SERVER or --server)"},
+		{"scancel unknown", addr, []string{"phx", "scancel", "999"}, "scancel: error: Kill job error on job id 999: Invalid job id specified"},
+		{"scancel nothing", addr, []string{"phx", "scancel"}, "scancel: error: No job identification provided"},
+		{"scontrol unknown", addr, []string{"phx", "scontrol", "show", "job", "999"}, "slurm_load_jobs error: Invalid job id specified"},
+		{"squeue bad state", addr, []string{"phx", "squeue", "-t", "XX"},
+			`squeue: error: unknown job state "XX" (use PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL, ... or PD, R, CD, F, CA, TO, NF)`},
+		{"unknown command", addr, []string{"phx", "frob"}, `phx: error: unknown command "frob": run phx --help`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sys, stdout, stderr := testSystem(t, tc.server)
+			writeScript(t, sys, "#!/bin/sh\ntrue\n")
+			code := Run(context.Background(), sys, tc.args)
+			if code != 1 || stdout.Len() != 0 || stderr.String() != tc.want+"\n" {
+				t.Fatalf("code %d, stdout %q\nstderr %q\nwant   %q", code, stdout, stderr, tc.want)
+			}
+		})
+	}
+	for _, s := range f.submits {
+		if s.Spec.Partition != "nope" {
+			t.Errorf("a failing command submitted %v", s.Spec)
+		}
+	}
+}
+
+func closedAddr(t *testing.T) string {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	return addr
+}

@@ -1,0 +1,177 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+)
+
+// TestArgv0Dispatch runs phx as if through a symlink named squeue.
+func TestArgv0Dispatch(t *testing.T) {
+	f, addr := startFake(t)
+	sys, stdout, stderr := testSystem(t, addr)
+	if code := Run(context.Background(), sys, []string{"/x/squeue", "-u", "alice,bob", "-p", "gpu"}); code != 0 {
+		t.Fatalf("code %d, stderr %q", code, stderr)
+	}
+	want := "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n" +
+		"                 7       gpu    train    alice  R       1:00      1 gpu001\n"
+	if stdout.String() != want {
+		t.Fatalf("stdout:\n%s\nwant:\n%s", stdout, want)
+	}
+	sent := &phalanxv1.ListJobsRequest{Users: []string{"alice", "bob"}, Partitions: []string{"gpu"}}
+	if len(f.lists) != 1 || !proto.Equal(f.lists[0], sent) {
+		t.Fatalf("sent %v, want %v", f.lists, sent)
+	}
+}
+
+// TestMainDispatch goes through Main and the process environment.
+func TestMainDispatch(t *testing.T) {
+	f, addr := startFake(t)
+	t.Setenv("PHX_SERVER", addr)
+	if code := Main([]string{"/x/squeue", "-h", "-j", "7"}); code != 0 {
+		t.Fatalf("Main: code %d", code)
+	}
+	if len(f.lists) != 1 || !slices.Equal(f.lists[0].JobIds, []uint64{7}) {
+		t.Fatalf("sent %v", f.lists)
+	}
+	if code := Main([]string{"/x/sbatch", "--no-such-option"}); code != 1 {
+		t.Fatalf("Main with a bad option: code %d, want 1", code)
+	}
+}
+
+func TestSqueueRequests(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want *phalanxv1.ListJobsRequest
+	}{
+		{[]string{"--me"}, &phalanxv1.ListJobsRequest{Users: []string{"alice"}}},
+		{[]string{"-t", "PD,r"}, &phalanxv1.ListJobsRequest{States: []string{"PENDING", "RUNNING"}}},
+		{[]string{"--states=CD,running"}, &phalanxv1.ListJobsRequest{States: []string{"COMPLETED", "RUNNING"}, IncludeFinished: true}},
+		{[]string{"-t", "all"}, &phalanxv1.ListJobsRequest{IncludeFinished: true}},
+		{[]string{"-j", "7,8"}, &phalanxv1.ListJobsRequest{JobIds: []uint64{7, 8}}},
+	} {
+		f, addr := startFake(t)
+		sys, _, stderr := testSystem(t, addr)
+		if code := Run(context.Background(), sys, append([]string{"squeue"}, tc.args...)); code != 0 {
+			t.Fatalf("%v: code %d, stderr %q", tc.args, code, stderr)
+		}
+		if len(f.lists) != 1 || !proto.Equal(f.lists[0], tc.want) {
+			t.Errorf("%v: sent %v, want %v", tc.args, f.lists, tc.want)
+		}
+	}
+}
+
+func TestScancel(t *testing.T) {
+	f, addr := startFake(t)
+	sys, stdout, stderr := testSystem(t, addr)
+	if code := Run(context.Background(), sys, []string{"phx", "scancel", "7", "8"}); code != 0 || stdout.Len()+stderr.Len() != 0 {
+		t.Fatalf("code %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	sys, _, _ = testSystem(t, addr)
+	if code := Run(context.Background(), sys, []string{"scancel", "--me", "-n", "train"}); code != 0 {
+		t.Fatalf("scancel --me: code %d", code)
+	}
+	want := []*phalanxv1.CancelJobRequest{{JobIds: []uint64{7}}, {JobIds: []uint64{8}}, {User: "alice", Name: "train"}}
+	if len(f.cancels) != len(want) {
+		t.Fatalf("sent %v", f.cancels)
+	}
+	for i := range want {
+		if !proto.Equal(f.cancels[i], want[i]) {
+			t.Errorf("cancel %d: sent %v, want %v", i, f.cancels[i], want[i])
+		}
+	}
+}
+
+func TestScontrolShowJob(t *testing.T) {
+	_, addr := startFake(t)
+	sys, stdout, stderr := testSystem(t, addr)
+	if code := Run(context.Background(), sys, []string{"scontrol", "show", "job", "7"}); code != 0 {
+		t.Fatalf("code %d, stderr %q", code, stderr)
+	}
+	if !strings.HasPrefix(stdout.String(), "JobId=7 JobName=train\n   UserId=alice(0)") ||
+		!strings.Contains(stdout.String(), "   JobState=RUNNING Reason=None\n") {
+		t.Fatalf("stdout:\n%s", stdout)
+	}
+}
+
+func TestInstallLinks(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Symlink("/old/phx", filepath.Join(dir, "squeue")); err != nil {
+		t.Fatal(err)
+	}
+	sys, stdout, stderr := testSystem(t, "127.0.0.1:1")
+	if code := Run(context.Background(), sys, []string{"phx", "install-links", dir}); code != 0 {
+		t.Fatalf("code %d, stderr %q", code, stderr)
+	}
+	for _, name := range []string{"sbatch", "squeue", "sinfo", "scancel", "scontrol"} {
+		got, err := os.Readlink(filepath.Join(dir, name))
+		if err != nil || got != "/opt/phalanx/bin/phx" {
+			t.Errorf("%s -> %q (%v), want /opt/phalanx/bin/phx", name, got, err)
+		}
+		if !strings.Contains(stdout.String(), filepath.Join(dir, name)+" -> /opt/phalanx/bin/phx\n") {
+			t.Errorf("stdout does not report %s:\n%s", name, stdout)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "srun")); err == nil {
+		t.Error("srun linked, but phx has no srun command")
+	}
+
+	// A regular file is never replaced, and then nothing is changed.
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, "sinfo"), []byte("real sinfo"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sys, _, stderr = testSystem(t, "127.0.0.1:1")
+	if code := Run(context.Background(), sys, []string{"phx", "install-links", other}); code != 1 ||
+		!strings.Contains(stderr.String(), "install-links: error: refusing to replace "+filepath.Join(other, "sinfo")) {
+		t.Fatalf("code %d, stderr %q", code, stderr)
+	}
+	if data, _ := os.ReadFile(filepath.Join(other, "sinfo")); string(data) != "real sinfo" {
+		t.Error("sinfo was overwritten")
+	}
+	if _, err := os.Lstat(filepath.Join(other, "sbatch")); err == nil {
+		t.Error("sbatch was linked although install-links failed")
+	}
+}
+
+func TestResolveAddr(t *testing.T) {
+	conf := []byte("# phalanx.conf\nClusterName=c\nSlurmctldHost=ctl1(10.0.0.1)\nSlurmctldHost=ctl2(10.0.0.2)\n")
+	for _, tc := range []struct {
+		flag, env string
+		conf      []byte
+		want      string
+	}{
+		{"a:1", "b:2", conf, "a:1"},
+		{"", "b:2", conf, "b:2"},
+		{"", "b", conf, "b:7817"},
+		{"", "", conf, "10.0.0.1:7817"},
+		{"", "", []byte("slurmctldhost=ctl9 # comment\n"), "ctl9:7817"},
+		{"", "", []byte("ControllerAddr=ctl.example:9000\n"), "ctl.example:9000"},
+		{"", "", []byte("ControllerHost=c3(c3.example:7000)\n"), "c3.example:7000"},
+		{"", "", nil, "localhost:7817"},
+		{"", "", []byte("NodeName=n1\n"), "localhost:7817"},
+		{"[::1]", "", nil, "[::1]:7817"},
+	} {
+		if got := ResolveAddr(tc.flag, tc.env, tc.conf); got != tc.want {
+			t.Errorf("ResolveAddr(%q, %q, %q) = %q, want %q", tc.flag, tc.env, tc.conf, got, tc.want)
+		}
+	}
+}
+
+func TestServerFlag(t *testing.T) {
+	f, addr := startFake(t)
+	sys, _, stderr := testSystem(t, "127.0.0.1:1") // PHX_SERVER is wrong; --server wins
+	if code := Run(context.Background(), sys, []string{"phx", "--server", addr, "--timeout", "5s", "squeue"}); code != 0 {
+		t.Fatalf("code %d, stderr %q", code, stderr)
+	}
+	if len(f.lists) != 1 {
+		t.Fatalf("the server named by --server got %d calls", len(f.lists))
+	}
+}
