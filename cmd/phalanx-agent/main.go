@@ -1,0 +1,163 @@
+// Command phalanx-agent runs the Phalanx node agent on one host: it
+// discovers the host's GPUs, CPUs and memory, registers with a controller,
+// and runs the tasks the controller assigns, as plain processes or in
+// containerd.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	goruntime "runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/phalanx-hpc/phalanx/nodeagent"
+	"github.com/phalanx-hpc/phalanx/nodeagent/gpu"
+	"github.com/phalanx-hpc/phalanx/runtime"
+	"github.com/phalanx-hpc/phalanx/runtime/containerd"
+	"github.com/phalanx-hpc/phalanx/runtime/process"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// flags are the command line, parsed.
+type flags struct {
+	name, addr, controller, stateDir  string
+	runtime, ctrdAddress, ctrdNS      string
+	fakeGPUs                          int
+	fakeGPUModel, features, clusterID string
+	cpus                              int
+	memoryMB                          int64
+	heartbeat, killGrace              time.Duration
+	debug                             bool
+}
+
+func parseFlags(args []string) (*flags, error) {
+	host, _ := os.Hostname()
+	f := &flags{}
+	fs := flag.NewFlagSet("phalanx-agent", flag.ContinueOnError)
+	fs.StringVar(&f.name, "name", host, "node name, as phalanx.conf names it")
+	fs.StringVar(&f.addr, "addr", "", "address peers reach this node at (MASTER_ADDR); default: first non-loopback IPv4, else the hostname")
+	fs.StringVar(&f.controller, "controller", "localhost:7817", "host:port of any controller")
+	fs.StringVar(&f.stateDir, "state-dir", "/var/lib/phalanx/agent", "directory for job scripts and agent state")
+	fs.StringVar(&f.runtime, "runtime", "process", "how tasks run: process or containerd")
+	fs.StringVar(&f.ctrdAddress, "containerd-address", "/run/containerd/containerd.sock", "containerd socket (--runtime containerd)")
+	fs.StringVar(&f.ctrdNS, "containerd-namespace", "phalanx", "containerd namespace for task containers")
+	fs.IntVar(&f.fakeGPUs, "fake-gpus", 0, "report N fake GPUs (go-nvml's mock) instead of the host's")
+	fs.StringVar(&f.fakeGPUModel, "fake-gpu-model", "NVIDIA A100-SXM4-80GB", "model name of the fake GPUs")
+	fs.StringVar(&f.features, "features", "", "comma-separated node features (constraints)")
+	fs.StringVar(&f.clusterID, "cluster-name", "", "exported to tasks as SLURM_CLUSTER_NAME")
+	fs.IntVar(&f.cpus, "cpus", 0, "CPUs to register (default: all)")
+	fs.Int64Var(&f.memoryMB, "memory-mb", 0, "memory to register in MB (default: MemTotal from /proc/meminfo)")
+	fs.DurationVar(&f.heartbeat, "heartbeat", nodeagent.DefaultHeartbeatInterval, "longest time between heartbeats")
+	fs.DurationVar(&f.killGrace, "kill-grace", nodeagent.DefaultKillGrace, "time between SIGTERM and SIGKILL when stopping a task")
+	fs.BoolVar(&f.debug, "debug", false, "log at debug level")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return f, nil
+}
+
+func run(args []string) int {
+	f, err := parseFlags(args)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(os.Stderr, "phalanx-agent: %v\n", err)
+		}
+		return 2
+	}
+	level := slog.LevelInfo
+	if f.debug {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := runAgent(ctx, f, log); err != nil {
+		log.Error("agent failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// runAgent discovers the host, wires the agent and runs it until ctx ends.
+func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
+	gpus, err := discoverGPUs(f.fakeGPUs, f.fakeGPUModel, log)
+	if err != nil {
+		return err
+	}
+	rt, closeRT, err := openRuntime(ctx, f, log)
+	if err != nil {
+		return err
+	}
+	defer closeRT()
+	cfg := nodeagent.Config{
+		Name: f.name, Addr: f.addr, Controller: f.controller, StateDir: f.stateDir, Runtime: rt,
+		GPUs: gpus, CPUs: f.cpus, MemoryMB: f.memoryMB, ClusterName: f.clusterID,
+		HeartbeatInterval: f.heartbeat, KillGrace: f.killGrace, Logger: log,
+	}
+	if f.features != "" {
+		cfg.Features = strings.Split(f.features, ",")
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = defaultAddr(f.name)
+	}
+	if cfg.CPUs == 0 {
+		cfg.CPUs = goruntime.NumCPU()
+	}
+	if cfg.MemoryMB == 0 {
+		if cfg.MemoryMB, err = memTotalMB("/proc/meminfo"); err != nil {
+			return fmt.Errorf("memory size (set --memory-mb): %w", err)
+		}
+	}
+	a, err := nodeagent.New(cfg)
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx)
+}
+
+// discoverGPUs lists the GPUs to register. A host without the NVIDIA
+// driver has none: it runs CPU jobs, with a warning.
+func discoverGPUs(fake int, model string, log *slog.Logger) ([]gpu.Device, error) {
+	lib, err := gpu.Open(fake, model)
+	if errors.Is(err, gpu.ErrNoNVML) {
+		log.Warn("no NVIDIA driver: registering zero GPUs", "err", err)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	devs, err := gpu.Discover(lib)
+	if err != nil {
+		return nil, fmt.Errorf("GPU discovery: %w", err)
+	}
+	return devs, nil
+}
+
+// openRuntime returns the task runtime named by --runtime and how to close
+// it.
+func openRuntime(ctx context.Context, f *flags, log *slog.Logger) (runtime.Runtime, func(), error) {
+	switch f.runtime {
+	case "process":
+		return process.New(), func() {}, nil
+	case "containerd":
+		rt, err := containerd.New(ctx, f.ctrdAddress, f.ctrdNS, containerd.WithLogger(log))
+		if err != nil {
+			return nil, nil, err
+		}
+		return rt, func() { rt.Close() }, nil
+	}
+	return nil, nil, fmt.Errorf("--runtime %q: want process or containerd", f.runtime)
+}
