@@ -72,6 +72,7 @@ type pool struct {
 type partition struct {
 	*cluster.Partition
 	members []*nodeCap
+	never   map[request]error // neverFits, memoized: queues repeat shapes
 }
 
 func newPool(s *Snapshot) *pool {
@@ -92,15 +93,24 @@ func newPool(s *Snapshot) *pool {
 	}
 	sort.Slice(sorted, func(i, j int) bool { return hostlist.Less(sorted[i].node.Name, sorted[j].node.Name) })
 	for _, part := range s.Partitions {
-		pp := &partition{Partition: part}
-		for _, c := range sorted {
-			if part.Contains(c.node.Name) {
-				pp.members = append(pp.members, c)
-			}
-		}
-		p.parts[part.Name] = pp
+		p.parts[part.Name] = newPartition(part, sorted)
 	}
 	return p
+}
+
+// newPartition collects the partition's nodes, keeping the name order.
+func newPartition(part *cluster.Partition, sorted []*nodeCap) *partition {
+	pp := &partition{Partition: part, never: map[request]error{}}
+	in := make(map[string]bool, len(part.Nodes))
+	for _, n := range part.Nodes {
+		in[n] = true
+	}
+	for _, c := range sorted {
+		if part.AllNodes || in[c.node.Name] {
+			pp.members = append(pp.members, c)
+		}
+	}
+	return pp
 }
 
 // freeCapacity is the node's resources less what live jobs hold.

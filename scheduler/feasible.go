@@ -17,7 +17,7 @@ func Feasible(s *Snapshot, j *cluster.Job) error {
 	if part == nil {
 		return fmt.Errorf("partition %q: %w", j.Partition, cluster.ErrNotFound)
 	}
-	return neverFits(part, requestOf(j))
+	return part.neverFits(requestOf(j))
 }
 
 // stage is one requirement in the order Feasible reports them.
@@ -27,9 +27,20 @@ type stage struct {
 	want string                                        // what the job asks, per node
 }
 
-// neverFits applies the requirements one by one to the partition's nodes
-// and reports the first that leaves fewer than the requested node count.
-func neverFits(p *partition, r request) error {
+// neverFits reports, once per request shape, why the request can never fit
+// the partition's nodes, or nil.
+func (p *partition) neverFits(r request) error {
+	err, ok := p.never[r]
+	if !ok {
+		err = whyNever(p, r)
+		p.never[r] = err
+	}
+	return err
+}
+
+// whyNever applies the requirements one by one to the partition's nodes and
+// reports the first that leaves fewer than the requested node count.
+func whyNever(p *partition, r request) error {
 	nodes := make([]*cluster.Node, len(p.members))
 	for i, c := range p.members {
 		nodes[i] = c.node

@@ -72,7 +72,7 @@ func (p *pool) decide(j *cluster.Job, behind bool) (cluster.Allocation, string) 
 		return cluster.Allocation{}, cluster.ReasonPartDown
 	}
 	r := requestOf(j)
-	if neverFits(part, r) != nil {
+	if part.neverFits(r) != nil {
 		return cluster.Allocation{}, ReasonBadConstraints
 	}
 	if behind {
