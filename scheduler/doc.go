@@ -43,6 +43,10 @@
 //  5. choice (schedule.go): take the gang's capacity off the free map,
 //     record a Placement, or record why the job waits.
 //
+// For a job that waits for Resources, expected.go estimates its start: the
+// running jobs (and this pass's placements) release their capacity at the
+// end of their time limits, in order, until the gang fits.
+//
 // Strict priority: when a job cannot be placed, the jobs behind it in the
 // same partition wait with reason Priority, so a big gang is not starved by
 // a stream of small jobs. Backfill and preemption replace this rule later,

@@ -61,6 +61,7 @@ func genJobs(t *rapid.T, firstID, maxNodes int, label string) []*cluster.Job {
 			GPUType:     rapid.SampledFrom([]string{"", "", "h100", "A100", "V100"}).Draw(t, "type"),
 			Priority:    rapid.Int64Range(0, 3).Draw(t, "prio"),
 			SubmitTime:  epoch.Add(time.Duration(rapid.IntRange(0, 3).Draw(t, "submit")) * time.Second),
+			TimeLimit:   time.Duration(rapid.IntRange(0, 3).Draw(t, "limit")) * time.Hour,
 		})
 	}
 	return jobs
@@ -103,7 +104,7 @@ func TestScheduleProperties(t *testing.T) {
 		permute(t, shuffled.Nodes)
 		permute(t, shuffled.Jobs)
 		permute(t, shuffled.Partitions)
-		if again := Schedule(shuffled, epoch.Add(time.Hour)); !reflect.DeepEqual(plan, again) {
+		if again := Schedule(shuffled, epoch); !reflect.DeepEqual(plan, again) {
 			t.Fatalf("same state in another order gave another plan:\n%+v\n%+v", plan, again)
 		}
 	})
@@ -170,6 +171,9 @@ func checkPlan(t *rapid.T, s *Snapshot, plan *Plan) {
 		_, waits := plan.Pending[j.ID]
 		if j.State == cluster.JobPending && placed[j.ID] == waits {
 			t.Fatalf("job %d: placed=%v, has a pending reason=%v", j.ID, placed[j.ID], waits)
+		}
+		if at := plan.Pending[j.ID].ExpectedStart; !at.IsZero() && at.Before(epoch) {
+			t.Fatalf("job %d: expected start %v is before now", j.ID, at)
 		}
 	}
 }

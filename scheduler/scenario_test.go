@@ -23,7 +23,7 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 //	topology             input: topology.conf
 //	nodes                input: HOSTLIST [gpus=N cpus=N mem=MB model=M leaf=L state=S]
 //	partitions           input: NAME nodes=HOSTLIST|all [tier=N state=S]
-//	jobs                 input: ID [part=P nodes=N gpus=N cpus=N mem=MB type=T prio=N submit=SECONDS]
+//	jobs                 input: ID [part=P nodes=N gpus=N cpus=N mem=MB type=T prio=N submit=SECONDS limit=SECONDS]
 //	node-state           input: NAME STATE
 //	schedule [commit]    prints the plan; commit starts the placed jobs
 //	finish               input: job IDs whose tasks all exit
@@ -150,7 +150,8 @@ func (w *world) addJob(id string, kv map[string]string) error {
 		ID: cluster.JobID(n), Partition: str(kv, "part", "gpu"), State: cluster.JobPending,
 		Nodes: int(num(kv, "nodes", 1)), GPUsPerNode: int(num(kv, "gpus", 0)),
 		CPUsPerNode: int(num(kv, "cpus", 0)), MemoryMB: num(kv, "mem", 0), GPUType: kv["type"],
-		Priority: num(kv, "prio", 0), SubmitTime: epoch.Add(time.Duration(num(kv, "submit", 0)) * time.Second),
+		TimeLimit: time.Duration(num(kv, "limit", 0)) * time.Second,
+		Priority:  num(kv, "prio", 0), SubmitTime: epoch.Add(time.Duration(num(kv, "submit", 0)) * time.Second),
 	})
 	return err
 }
@@ -213,7 +214,12 @@ func formatPlan(s *Snapshot, plan *Plan) string {
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
-		fmt.Fprintf(&b, "pend %d: %s\n", id, plan.Pending[id].Reason)
+		info := plan.Pending[id]
+		fmt.Fprintf(&b, "pend %d: %s", id, info.Reason)
+		if !info.ExpectedStart.IsZero() {
+			fmt.Fprintf(&b, " start=+%s", info.ExpectedStart.Sub(epoch))
+		}
+		b.WriteByte('\n')
 	}
 	return b.String()
 }

@@ -13,19 +13,28 @@ import (
 func Schedule(s *Snapshot, now time.Time) *Plan {
 	p := newPool(s)
 	plan := &Plan{Pending: map[cluster.JobID]PendingInfo{}}
+	held := holdings(s.Jobs)
 	blocked := map[string]bool{} // partitions whose head job could not start
 	for _, j := range queue(s.Jobs, p) {
 		alloc, reason := p.decide(j, blocked[j.Partition])
-		if reason != "" {
-			plan.Pending[j.ID] = PendingInfo{Reason: reason}
-			if reason == cluster.ReasonResources || reason == cluster.ReasonNodeAvail {
-				blocked[j.Partition] = true
+		switch reason {
+		case "":
+			plan.Placements = append(plan.Placements, Placement{Job: j.ID, Alloc: alloc})
+			if j.TimeLimit > 0 {
+				held = append(held, holding{end: now.Add(j.TimeLimit), nodes: alloc.Nodes})
 			}
-			continue
+		case cluster.ReasonResources:
+			blocked[j.Partition] = true
+			r := requestOf(j)
+			plan.Pending[j.ID] = PendingInfo{Reason: reason,
+				ExpectedStart: expectedStart(candidates(p.parts[j.Partition], r), r, held, now)}
+		case cluster.ReasonNodeAvail:
+			blocked[j.Partition] = true
+			plan.Pending[j.ID] = PendingInfo{Reason: reason}
+		default:
+			plan.Pending[j.ID] = PendingInfo{Reason: reason}
 		}
-		plan.Placements = append(plan.Placements, Placement{Job: j.ID, Alloc: alloc})
 	}
-	_ = now // reserved for expected start times and backfill
 	return plan
 }
 
