@@ -140,6 +140,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	case <-repDone:
 	case <-a.cfg.Clock.After(flushTimeout):
 		a.log.Warn("controller unreachable; final task reports lost", "pending", a.rep.pending())
+		cancelRep()
+		<-repDone
 	}
 	a.log.Info("agent stopped")
 	return nil

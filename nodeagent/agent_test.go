@@ -201,6 +201,21 @@ func TestReportsRetriedInOrder(t *testing.T) {
 	}
 }
 
+func TestRejectedReportIsDropped(t *testing.T) {
+	rt := fake.New()
+	h := newHarness(t, rt, nil)
+	h.srv.mu.Lock()
+	h.srv.rejectReports = 1 // RUNNING is refused for good: it must not block EXITED
+	h.srv.mu.Unlock()
+	h.srv.set(assignment(14, t.TempDir(), script))
+	waitStarted(t, rt, "phx-14-0-0")
+	rt.Exit("phx-14-0-0", 0)
+	h.srv.waitReport(t, 14, "EXITED")
+	if got := states(h.srv.reportsFor(14)); !reflect.DeepEqual(got, []string{"EXITED"}) {
+		t.Errorf("delivered %v, want only EXITED", got)
+	}
+}
+
 func TestReregisterWhenTold(t *testing.T) {
 	h := newHarness(t, fake.New(), nil)
 	eventually(t, 10*time.Second, func() error {

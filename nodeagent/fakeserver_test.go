@@ -30,6 +30,7 @@ type fakeNodeService struct {
 	reportCalls    int
 	watchCalls     int
 	failReports    int  // fail this many ReportTaskStatus calls
+	rejectReports  int  // reject this many as malformed (after failReports)
 	failWatches    int  // fail this many WatchAssignments calls
 	reregisterNext bool // answer the next heartbeat with reregister
 	assignments    *phalanxv1.Assignments
@@ -82,6 +83,10 @@ func (f *fakeNodeService) ReportTaskStatus(_ context.Context, req *phalanxv1.Rep
 	if f.failReports > 0 {
 		f.failReports--
 		return nil, status.Error(codes.Unavailable, "controller blip")
+	}
+	if f.rejectReports > 0 {
+		f.rejectReports--
+		return nil, status.Error(codes.InvalidArgument, "task state \"BOGUS\"")
 	}
 	f.reports = append(f.reports, req)
 	return &phalanxv1.ReportTaskStatusResponse{}, nil

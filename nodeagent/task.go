@@ -91,7 +91,7 @@ func (a *Agent) runTask(t *task, as *phalanxv1.Assignment) {
 		log.Warn("releasing task", "err", err)
 	}
 	cancel()
-	log.Info("task ended", "state", out.state, "code", out.status.Code, "signal", out.status.Signal)
+	log.Info("task ended", "state", out.state, "code", out.status.Code, "signal", int(out.status.Signal), "msg", out.msg)
 	a.end(t, out)
 }
 

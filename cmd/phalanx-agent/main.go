@@ -111,13 +111,13 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 		cfg.Features = strings.Split(f.features, ",")
 	}
 	if cfg.Addr == "" {
-		cfg.Addr = defaultAddr(f.name)
+		cfg.Addr = nodeagent.HostAddr(f.name)
 	}
 	if cfg.CPUs == 0 {
 		cfg.CPUs = goruntime.NumCPU()
 	}
 	if cfg.MemoryMB == 0 {
-		if cfg.MemoryMB, err = memTotalMB("/proc/meminfo"); err != nil {
+		if cfg.MemoryMB, err = nodeagent.MemTotalMB("/proc/meminfo"); err != nil {
 			return fmt.Errorf("memory size (set --memory-mb): %w", err)
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package nodeagent
 
 import (
 	"bufio"
@@ -9,12 +9,12 @@ import (
 	"strings"
 )
 
-// defaultAddr is the first non-loopback IPv4 address of the host, else
-// name.
-func defaultAddr(name string) string {
+// HostAddr returns the first non-loopback IPv4 address of the host, else
+// fallback: the address a node advertises when told none.
+func HostAddr(fallback string) string {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
-		return name
+		return fallback
 	}
 	for _, a := range addrs {
 		ipnet, ok := a.(*net.IPNet)
@@ -22,11 +22,11 @@ func defaultAddr(name string) string {
 			return ipnet.IP.String()
 		}
 	}
-	return name
+	return fallback
 }
 
-// memTotalMB reads MemTotal from a meminfo file.
-func memTotalMB(path string) (int64, error) {
+// MemTotalMB reads MemTotal, in MB, from a meminfo file (/proc/meminfo).
+func MemTotalMB(path string) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
