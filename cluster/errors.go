@@ -11,7 +11,8 @@ var (
 	// ErrInvalid: the request is malformed or out of range.
 	ErrInvalid = errors.New("invalid request")
 	// ErrUnsatisfiable: no configuration of the cluster can ever run the job.
-	ErrUnsatisfiable = errors.New("requested node configuration is not available")
+	// The text is Slurm's, capitalised as users know it.
+	ErrUnsatisfiable = errors.New("Requested node configuration is not available")
 	// ErrNotLeader: this controller is not the Raft leader and cannot forward.
 	ErrNotLeader = errors.New("not the leader")
 	// ErrConflict: the change conflicts with the current state (e.g. a plan

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
@@ -32,6 +33,11 @@ func (s *Server) submit(spec *phalanxv1.JobSpec, testOnly bool) (*phalanxv1.Subm
 	now := s.cfg.Clock.Now()
 	if testOnly {
 		return &phalanxv1.SubmitJobResponse{ExpectedStart: ts(now)}, nil
+	}
+	if s.IsLeader() && !s.ready() { // just elected: give the takeover a moment
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s.WaitLeader(ctx)
+		cancel()
 	}
 	s.mu.Lock()
 	if !s.IsLeader() || s.nextID == 0 {

@@ -71,6 +71,9 @@ func (s *Server) lead(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			s.mu.Lock()
+			s.nextID = 0 // a later term re-reads it from the store
+			s.mu.Unlock()
 			return
 		case <-sched.C:
 			s.schedulePass()

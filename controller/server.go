@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -60,6 +61,9 @@ func New(cfg Config) (*Server, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	st, err := store.Open(filepath.Join(c.DataDir, "state.db"))
 	if err != nil {
@@ -117,9 +121,10 @@ func (s *Server) IsLeader() bool { return s.raft.raft.State() == raft.Leader }
 // Store exposes the replica's state for reads (tests, dashboards).
 func (s *Server) Store() *store.Store { return s.store }
 
-// WaitLeader blocks until this replica leads or ctx ends.
+// WaitLeader blocks until this replica leads, has caught up with the log
+// and accepts writes, or ctx ends.
 func (s *Server) WaitLeader(ctx context.Context) error {
-	for !s.IsLeader() {
+	for !s.ready() {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("no leadership: %w", ctx.Err())
@@ -127,6 +132,14 @@ func (s *Server) WaitLeader(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// ready reports whether this replica leads and has finished taking over
+// (IDs continue after the last committed job).
+func (s *Server) ready() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.nextID != 0 && s.IsLeader()
 }
 
 // Close stops serving and shuts Raft and the store down. It is safe to call

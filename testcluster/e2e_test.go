@@ -221,7 +221,7 @@ func TestLostNodeEndsJobWithNodeFail(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Nodes: 2, LeafSize: 2, NodeTTL: time.Second})
 	id := submit(t, c, spec(t.TempDir(), "victim", 2, 8, "#!/bin/sh\nsleep 600\n"))
 	job := c.WaitJob(id, 20*time.Second, "RUNNING")
-	c.StopAgent(job.Alloc[1].Node)
+	c.CutNode(job.Alloc[1].Node)
 	job = c.WaitJob(id, 20*time.Second, "NODE_FAIL")
 	nodes, err := c.Client.ListNodes(context.Background(), &phalanxv1.ListNodesRequest{Names: []string{job.Alloc[1].Node}})
 	if err != nil || nodes.Nodes[0].State != "DOWN" {

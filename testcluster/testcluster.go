@@ -65,6 +65,7 @@ type Cluster struct {
 type agentProc struct {
 	cancel context.CancelFunc
 	done   chan error
+	link   *proxy // the node's network link to the controller
 }
 
 // New starts a cluster and registers its teardown with t.Cleanup. It returns
@@ -187,10 +188,14 @@ func (c *Cluster) StartAgent(name string) {
 	if err != nil {
 		c.t.Fatalf("agent %s: runtime: %v", name, err)
 	}
+	link, err := newProxy(c.Controller.APIAddr())
+	if err != nil {
+		c.t.Fatalf("agent %s: link: %v", name, err)
+	}
 	a, err := nodeagent.New(nodeagent.Config{
 		Name:              name,
 		Addr:              "127.0.0.1",
-		Controller:        c.Controller.APIAddr(),
+		Controller:        link.addr(),
 		StateDir:          filepath.Join(c.Dir, "agents", name),
 		Runtime:           rt,
 		GPUs:              gpus,
@@ -204,7 +209,7 @@ func (c *Cluster) StartAgent(name string) {
 		c.t.Fatalf("agent %s: %v", name, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &agentProc{cancel: cancel, done: make(chan error, 1)}
+	p := &agentProc{cancel: cancel, done: make(chan error, 1), link: link}
 	go func() { p.done <- a.Run(ctx) }()
 	c.mu.Lock()
 	c.agents[name] = p
@@ -223,7 +228,7 @@ func (c *Cluster) runtimeFor(node string) (runtime.Runtime, error) {
 	return nil, fmt.Errorf("unknown runtime %q", c.opts.Runtime)
 }
 
-// StopAgent stops node name's agent, as if the host died.
+// StopAgent stops node name's agent gracefully (it stops its tasks first).
 func (c *Cluster) StopAgent(name string) {
 	c.mu.Lock()
 	p := c.agents[name]
@@ -238,6 +243,24 @@ func (c *Cluster) StopAgent(name string) {
 	case <-time.After(30 * time.Second):
 		c.t.Errorf("agent %s did not stop within 30s", name)
 	}
+	p.link.close()
+}
+
+// CutNode cuts node name off the network: its agent and tasks keep running
+// but cannot reach the controller, as when a host or its NIC dies.
+func (c *Cluster) CutNode(name string) { c.link(name).setCut(true) }
+
+// HealNode restores node name's network link.
+func (c *Cluster) HealNode(name string) { c.link(name).setCut(false) }
+
+func (c *Cluster) link(name string) *proxy {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.agents[name]
+	if p == nil {
+		c.t.Fatalf("no agent %s", name)
+	}
+	return p.link
 }
 
 // WaitNodes waits until n nodes have registered.

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/phalanx-hpc/phalanx/devcluster"
+)
+
+// devCommand is `phx dev`: a local cluster for trying Phalanx out.
+func devCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "dev",
+		Usage: "run a local cluster (controller + agents with fake GPUs) until interrupted",
+		Description: "Starts a controller in this process and one phalanx-agent process per node, " +
+			"with go-nvml's mock GPUs, state in a temporary directory. Prints the export line for PHX_SERVER.",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "nodes", Value: 4, Usage: "number of nodes"},
+			&cli.IntFlag{Name: "gpus-per-node", Value: 8, Usage: "fake GPUs per node"},
+			&cli.StringFlag{Name: "gpu-model", Value: "NVIDIA A100-SXM4-80GB", Usage: "fake GPU model"},
+			&cli.IntFlag{Name: "leaf-size", Usage: "nodes per leaf switch (default: half the nodes, two leaves)"},
+			&cli.StringFlag{Name: "runtime", Value: "process", Usage: "task runtime: process or containerd"},
+			&cli.StringFlag{Name: "containerd-address", Usage: "containerd socket for --runtime containerd"},
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7817", Usage: "controller API address (port 0 picks one)"},
+			&cli.StringFlag{Name: "dir", Usage: "state directory (default: a new temporary directory, removed at exit)"},
+			&cli.BoolFlag{Name: "verbose", Usage: "show the components' logs"},
+		},
+		Action: func(c *cli.Context) error {
+			if rt := c.String("runtime"); rt != "process" && rt != "containerd" {
+				return fmt.Errorf("--runtime %q: use process or containerd", rt)
+			}
+			o := devcluster.Options{
+				Nodes:             c.Int("nodes"),
+				GPUsPerNode:       c.Int("gpus-per-node"),
+				GPUModel:          c.String("gpu-model"),
+				LeafSize:          c.Int("leaf-size"),
+				Runtime:           c.String("runtime"),
+				ContainerdAddress: c.String("containerd-address"),
+				APIAddr:           c.String("listen"),
+				Dir:               c.String("dir"),
+			}
+			if c.Bool("verbose") {
+				o.Log = os.Stderr
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			cl, err := devcluster.Start(ctx, o)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "phx dev: %d nodes × %d GPUs, state in %s\n", o.Nodes, o.GPUsPerNode, cl.Dir)
+			fmt.Fprintf(c.App.Writer, "export PHX_SERVER=%s\n", cl.APIAddr())
+			<-ctx.Done()
+			fmt.Fprintln(c.App.Writer, "phx dev: stopping")
+			return cl.Close()
+		},
+	}
+}
