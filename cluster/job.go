@@ -114,6 +114,22 @@ type Job struct {
 	CPUsPerNode int
 	MemoryMB    int64
 
+	// Placement constraints.
+	Constraint   string        // --constraint: node features, "a&b" (all) or "a|b" (any)
+	NodeList     []string      // --nodelist: nodes the allocation must include
+	Exclude      []string      // --exclude: nodes it must not use
+	Exclusive    bool          // --exclusive: whole nodes, shared with no other job
+	Switches     int           // --switches=N: at most N leaf switches; 0: no limit
+	SwitchesWait time.Duration // --switches=N@T: wait at most T for that, then relax
+	Segment      int           // --segment=K: groups of K nodes, each inside one block
+
+	// Ordering.
+	QoS  string // high, normal (default) or low
+	Nice int    // --nice: lowers priority by this much (negative raises; admins only)
+	// Requeued is set when the job went back to the queue after a failure or
+	// a preemption; it goes first in its priority class.
+	Requeued bool
+
 	State      JobState
 	Reason     string // pending reason, or why it ended
 	ExitCode   int    // first non-zero task exit code, else 0
@@ -154,6 +170,8 @@ func (j *Job) Clone() *Job {
 		c.Alloc = &a
 	}
 	c.Tasks = append([]Task(nil), j.Tasks...)
+	c.NodeList = append([]string(nil), j.NodeList...)
+	c.Exclude = append([]string(nil), j.Exclude...)
 	return &c
 }
 

@@ -23,6 +23,7 @@ type Node struct {
 	GPUs     int
 	GPUModel string
 	Features []string
+	Weight   int    // Slurm node Weight: lower is used first; 0 is the default
 	Leaf     string // leaf switch from topology.conf; empty: unknown
 
 	State      NodeState

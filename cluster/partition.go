@@ -24,6 +24,9 @@ type Partition struct {
 	DefaultTime  time.Duration // zero: MaxTime, else unlimited
 	MaxNodes     int           // zero: unlimited
 	PriorityTier int
+	// PreemptMode is "OFF" (default) or "REQUEUE": whether this partition's
+	// jobs may be preempted (requeued) for jobs of a higher tier or QoS.
+	PreemptMode string
 }
 
 // Contains reports whether the partition includes the node.
