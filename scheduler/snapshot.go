@@ -27,6 +27,17 @@ type Plan struct {
 	Placements []Placement
 	// Pending has an entry for every pending job that was not placed.
 	Pending map[cluster.JobID]PendingInfo
+	// Preemptions lists the running jobs to stop and requeue so that a
+	// higher-priority pending job can start; the controller signals each
+	// victim, waits its grace period, requeues it, and the next pass places
+	// the preemptor.
+	Preemptions []Preemption
+}
+
+// Preemption requeues Victim to make room for For.
+type Preemption struct {
+	Victim cluster.JobID
+	For    cluster.JobID
 }
 
 // Placement starts one job on an allocation; a gang is one Placement.
