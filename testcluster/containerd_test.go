@@ -1,0 +1,87 @@
+//go:build no_dynamic_plugins
+
+// This file links the containerd client and NVML (through the agent's GPU
+// discovery) into one test binary, which loads only when built with
+// -tags no_dynamic_plugins (see the Makefile); `make test` does.
+
+package testcluster_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/phalanx-hpc/phalanx/runtime"
+	"github.com/phalanx-hpc/phalanx/runtime/containerd"
+	"github.com/phalanx-hpc/phalanx/runtime/containerd/containerdtest"
+	"github.com/phalanx-hpc/phalanx/testcluster"
+)
+
+// TestImageJobRunsInContainerd runs jobs with --image through the agent on
+// a private containerd daemon and a busybox image built by the test.
+func TestImageJobRunsInContainerd(t *testing.T) {
+	d := containerdtest.Start(t) // skips only outside CI when containerd cannot run
+	const image = "phalanx.test/busybox:e2e"
+	containerdtest.ImportBusybox(t, d, image)
+
+	c := testcluster.New(t, testcluster.Options{
+		Nodes: 2, LeafSize: 2,
+		NewRuntime: func(node string) (runtime.Runtime, error) {
+			return containerd.New(context.Background(), d.Address, containerdtest.Namespace,
+				containerd.WithHostname(node))
+		},
+	})
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ok := spec(dir, "ctr-ok", 2, 1, "#!/bin/sh\necho \"rank=$RANK world=$WORLD_SIZE host=$(hostname) busybox=$(ls /bin/busybox)\"\n")
+	ok.Image = image
+	okID := submit(t, c, ok)
+	bad := spec(dir, "ctr-bad", 1, 0, "#!/bin/sh\necho failing on purpose\nexit 3\n")
+	bad.Image = image
+	badID := submit(t, c, bad)
+
+	job := c.WaitJob(okID, 60*time.Second, "COMPLETED", "FAILED")
+	if job.State != "COMPLETED" {
+		t.Fatalf("image job ended %s (%s); tasks %v", job.State, job.Reason, job.Tasks)
+	}
+	for rank := 0; rank < 2; rank++ {
+		path := filepath.Join(dir, "ctr-ok-"+strconv.FormatUint(okID, 10)+"-"+strconv.Itoa(rank)+".out")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("rank %d output: %v", rank, err)
+		}
+		// The container has the node's name as hostname and the image's files.
+		want := "rank=" + strconv.Itoa(rank) + " world=2 host=" + job.Alloc[rank].Node + " busybox=/bin/busybox"
+		if strings.TrimSpace(string(data)) != want {
+			t.Errorf("rank %d output %q, want %q", rank, strings.TrimSpace(string(data)), want)
+		}
+	}
+
+	job = c.WaitJob(badID, 60*time.Second, "FAILED", "COMPLETED")
+	if job.State != "FAILED" || job.ExitCode != 3 {
+		t.Fatalf("failing image job: %s exit %d; want FAILED exit 3", job.State, job.ExitCode)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "ctr-bad-"+strconv.FormatUint(badID, 10)+"-0.out"))
+	if !strings.Contains(string(data), "failing on purpose") {
+		t.Errorf("failing job output %q", data)
+	}
+
+	// Nothing is left behind in containerd once the jobs are done.
+	client := d.Client(t)
+	c.Eventually(20*time.Second, func() error {
+		ctrs, err := client.Containers(containerdtest.Context())
+		if err != nil {
+			return err
+		}
+		if len(ctrs) != 0 {
+			return errorf("%d containers left after the jobs ended", len(ctrs))
+		}
+		return nil
+	})
+}
