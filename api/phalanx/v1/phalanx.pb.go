@@ -49,8 +49,18 @@ type JobSpec struct {
 	CpusPerNode      int32                  `protobuf:"varint,17,opt,name=cpus_per_node,json=cpusPerNode,proto3" json:"cpus_per_node,omitempty"`
 	MemoryMb         int64                  `protobuf:"varint,18,opt,name=memory_mb,json=memoryMb,proto3" json:"memory_mb,omitempty"`
 	Priority         int64                  `protobuf:"varint,19,opt,name=priority,proto3" json:"priority,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Placement constraints, as sbatch names them.
+	Constraint          string   `protobuf:"bytes,20,opt,name=constraint,proto3" json:"constraint,omitempty"`                                                 // --constraint: features, "a&b" (all) or "a|b" (any)
+	Nodelist            []string `protobuf:"bytes,21,rep,name=nodelist,proto3" json:"nodelist,omitempty"`                                                     // --nodelist: nodes the allocation must include
+	Exclude             []string `protobuf:"bytes,22,rep,name=exclude,proto3" json:"exclude,omitempty"`                                                       // --exclude: nodes it must not use
+	Exclusive           bool     `protobuf:"varint,23,opt,name=exclusive,proto3" json:"exclusive,omitempty"`                                                  // --exclusive: whole nodes, shared with no other job
+	Switches            int32    `protobuf:"varint,24,opt,name=switches,proto3" json:"switches,omitempty"`                                                    // --switches=N: at most N leaf switches; 0: no limit
+	SwitchesWaitSeconds int64    `protobuf:"varint,25,opt,name=switches_wait_seconds,json=switchesWaitSeconds,proto3" json:"switches_wait_seconds,omitempty"` // --switches=N@T: wait at most T, then relax
+	Segment             int32    `protobuf:"varint,26,opt,name=segment,proto3" json:"segment,omitempty"`                                                      // --segment=K: groups of K nodes, each inside one block
+	Qos                 string   `protobuf:"bytes,27,opt,name=qos,proto3" json:"qos,omitempty"`                                                               // high, normal or low; empty: normal
+	Nice                int32    `protobuf:"varint,28,opt,name=nice,proto3" json:"nice,omitempty"`                                                            // --nice: lowers priority by this much
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -212,6 +222,69 @@ func (x *JobSpec) GetMemoryMb() int64 {
 func (x *JobSpec) GetPriority() int64 {
 	if x != nil {
 		return x.Priority
+	}
+	return 0
+}
+
+func (x *JobSpec) GetConstraint() string {
+	if x != nil {
+		return x.Constraint
+	}
+	return ""
+}
+
+func (x *JobSpec) GetNodelist() []string {
+	if x != nil {
+		return x.Nodelist
+	}
+	return nil
+}
+
+func (x *JobSpec) GetExclude() []string {
+	if x != nil {
+		return x.Exclude
+	}
+	return nil
+}
+
+func (x *JobSpec) GetExclusive() bool {
+	if x != nil {
+		return x.Exclusive
+	}
+	return false
+}
+
+func (x *JobSpec) GetSwitches() int32 {
+	if x != nil {
+		return x.Switches
+	}
+	return 0
+}
+
+func (x *JobSpec) GetSwitchesWaitSeconds() int64 {
+	if x != nil {
+		return x.SwitchesWaitSeconds
+	}
+	return 0
+}
+
+func (x *JobSpec) GetSegment() int32 {
+	if x != nil {
+		return x.Segment
+	}
+	return 0
+}
+
+func (x *JobSpec) GetQos() string {
+	if x != nil {
+		return x.Qos
+	}
+	return ""
+}
+
+func (x *JobSpec) GetNice() int32 {
+	if x != nil {
+		return x.Nice
 	}
 	return 0
 }
@@ -409,8 +482,11 @@ type Job struct {
 	Tasks            []*Task                `protobuf:"bytes,13,rep,name=tasks,proto3" json:"tasks,omitempty"`
 	TimeLimitSeconds int64                  `protobuf:"varint,14,opt,name=time_limit_seconds,json=timeLimitSeconds,proto3" json:"time_limit_seconds,omitempty"` // effective limit after partition defaults
 	ExpectedStart    *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=expected_start,json=expectedStart,proto3" json:"expected_start,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// requeued: the job went back to the queue after a failure or a
+	// preemption; attempt counts its requeues.
+	Requeued      bool `protobuf:"varint,16,opt,name=requeued,proto3" json:"requeued,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Job) Reset() {
@@ -548,6 +624,13 @@ func (x *Job) GetExpectedStart() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Job) GetRequeued() bool {
+	if x != nil {
+		return x.Requeued
+	}
+	return false
+}
+
 type Node struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -566,6 +649,7 @@ type Node struct {
 	Partitions    []string               `protobuf:"bytes,14,rep,name=partitions,proto3" json:"partitions,omitempty"`
 	Registered    *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=registered,proto3" json:"registered,omitempty"`
 	LastHeartbeat *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=last_heartbeat,json=lastHeartbeat,proto3" json:"last_heartbeat,omitempty"`
+	Weight        int32                  `protobuf:"varint,17,opt,name=weight,proto3" json:"weight,omitempty"` // Slurm node Weight: lower is used first
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -712,6 +796,13 @@ func (x *Node) GetLastHeartbeat() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Node) GetWeight() int32 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
+}
+
 type Partition struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
 	Name               string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -722,6 +813,7 @@ type Partition struct {
 	DefaultTimeSeconds int64                  `protobuf:"varint,6,opt,name=default_time_seconds,json=defaultTimeSeconds,proto3" json:"default_time_seconds,omitempty"`
 	MaxNodes           int32                  `protobuf:"varint,7,opt,name=max_nodes,json=maxNodes,proto3" json:"max_nodes,omitempty"`
 	PriorityTier       int32                  `protobuf:"varint,8,opt,name=priority_tier,json=priorityTier,proto3" json:"priority_tier,omitempty"`
+	PreemptMode        string                 `protobuf:"bytes,9,opt,name=preempt_mode,json=preemptMode,proto3" json:"preempt_mode,omitempty"` // OFF or REQUEUE
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
 }
@@ -810,6 +902,13 @@ func (x *Partition) GetPriorityTier() int32 {
 		return x.PriorityTier
 	}
 	return 0
+}
+
+func (x *Partition) GetPreemptMode() string {
+	if x != nil {
+		return x.PreemptMode
+	}
+	return ""
 }
 
 type SubmitJobRequest struct {
@@ -2078,7 +2177,7 @@ var File_phalanx_v1_phalanx_proto protoreflect.FileDescriptor
 const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\n" +
 	"\x18phalanx/v1/phalanx.proto\x12\n" +
-	"phalanx.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcc\x04\n" +
+	"phalanx.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd0\x06\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -2099,7 +2198,18 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\bgpu_type\x18\x10 \x01(\tR\agpuType\x12\"\n" +
 	"\rcpus_per_node\x18\x11 \x01(\x05R\vcpusPerNode\x12\x1b\n" +
 	"\tmemory_mb\x18\x12 \x01(\x03R\bmemoryMb\x12\x1a\n" +
-	"\bpriority\x18\x13 \x01(\x03R\bpriority\x1a6\n" +
+	"\bpriority\x18\x13 \x01(\x03R\bpriority\x12\x1e\n" +
+	"\n" +
+	"constraint\x18\x14 \x01(\tR\n" +
+	"constraint\x12\x1a\n" +
+	"\bnodelist\x18\x15 \x03(\tR\bnodelist\x12\x18\n" +
+	"\aexclude\x18\x16 \x03(\tR\aexclude\x12\x1c\n" +
+	"\texclusive\x18\x17 \x01(\bR\texclusive\x12\x1a\n" +
+	"\bswitches\x18\x18 \x01(\x05R\bswitches\x122\n" +
+	"\x15switches_wait_seconds\x18\x19 \x01(\x03R\x13switchesWaitSeconds\x12\x18\n" +
+	"\asegment\x18\x1a \x01(\x05R\asegment\x12\x10\n" +
+	"\x03qos\x18\x1b \x01(\tR\x03qos\x12\x12\n" +
+	"\x04nice\x18\x1c \x01(\x05R\x04nice\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"x\n" +
@@ -2119,7 +2229,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x129\n" +
 	"\n" +
 	"start_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
-	"\bend_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"\xda\x04\n" +
+	"\bend_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"\xf6\x04\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12'\n" +
 	"\x04spec\x18\x02 \x01(\v2\x13.phalanx.v1.JobSpecR\x04spec\x12\x14\n" +
@@ -2140,7 +2250,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"masterPort\x12&\n" +
 	"\x05tasks\x18\r \x03(\v2\x10.phalanx.v1.TaskR\x05tasks\x12,\n" +
 	"\x12time_limit_seconds\x18\x0e \x01(\x03R\x10timeLimitSeconds\x12A\n" +
-	"\x0eexpected_start\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\rexpectedStart\"\xed\x03\n" +
+	"\x0eexpected_start\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\rexpectedStart\x12\x1a\n" +
+	"\brequeued\x18\x10 \x01(\bR\brequeued\"\x85\x04\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x12\n" +
@@ -2162,7 +2273,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\n" +
 	"registered\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"registered\x12A\n" +
-	"\x0elast_heartbeat\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\rlastHeartbeat\"\x83\x02\n" +
+	"\x0elast_heartbeat\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\rlastHeartbeat\x12\x16\n" +
+	"\x06weight\x18\x11 \x01(\x05R\x06weight\"\xa6\x02\n" +
 	"\tPartition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05nodes\x18\x02 \x03(\tR\x05nodes\x12\x18\n" +
@@ -2171,7 +2283,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x10max_time_seconds\x18\x05 \x01(\x03R\x0emaxTimeSeconds\x120\n" +
 	"\x14default_time_seconds\x18\x06 \x01(\x03R\x12defaultTimeSeconds\x12\x1b\n" +
 	"\tmax_nodes\x18\a \x01(\x05R\bmaxNodes\x12#\n" +
-	"\rpriority_tier\x18\b \x01(\x05R\fpriorityTier\"X\n" +
+	"\rpriority_tier\x18\b \x01(\x05R\fpriorityTier\x12!\n" +
+	"\fpreempt_mode\x18\t \x01(\tR\vpreemptMode\"X\n" +
 	"\x10SubmitJobRequest\x12'\n" +
 	"\x04spec\x18\x01 \x01(\v2\x13.phalanx.v1.JobSpecR\x04spec\x12\x1b\n" +
 	"\ttest_only\x18\x02 \x01(\bR\btestOnly\"\x89\x01\n" +
