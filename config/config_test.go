@@ -60,7 +60,7 @@ func render(c *Config) string {
 		}
 		line("partition %s state=%s%s", p.Name, p.State, kvs(
 			"nodes", nodes, "default", p.Default, "maxtime", limit(p.MaxTime), "defaulttime", limit(p.DefaultTime),
-			"maxnodes", p.MaxNodes, "tier", p.PriorityTier))
+			"maxnodes", p.MaxNodes, "tier", p.PriorityTier, "preempt", p.PreemptMode))
 	}
 	for _, w := range c.Warnings {
 		line("warning: %s", w)

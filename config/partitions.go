@@ -85,6 +85,8 @@ func (s *partSpec) set(kv pair) {
 			s.errorf("PriorityTier=%s: want a whole number, e.g. PriorityTier=10 (higher runs first)", kv.Value)
 		}
 		part.PriorityTier = n
+	case "preemptmode":
+		s.preemptMode(kv)
 	default:
 		s.p.warnOnce("partition:"+kv.lower, s.file, s.num, "PartitionName key %s is not used by Phalanx; ignored", kv.Key)
 	}
@@ -104,6 +106,17 @@ func (s *partSpec) nodes(kv pair) {
 			return
 		}
 		part.Nodes = hosts
+	}
+}
+
+// preemptMode reads PreemptMode: OFF, or REQUEUE (the partition's jobs may
+// be requeued to make room for jobs of a higher tier or QoS).
+func (s *partSpec) preemptMode(kv pair) {
+	switch v := strings.ToUpper(kv.Value); v {
+	case "OFF", "REQUEUE":
+		s.part.PreemptMode = v
+	default:
+		s.errorf("PreemptMode=%s is not supported: write OFF or REQUEUE", kv.Value)
 	}
 }
 
