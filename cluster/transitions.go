@@ -12,6 +12,9 @@ const (
 	ReasonLaunchFailure = "JobLaunchFailure"
 	ReasonTimeLimit     = "TimeLimit"
 	ReasonNodeFail      = "NodeFail"
+	// ReasonPreempted: the attempt was stopped to make room for another job;
+	// the job is requeued once its tasks have ended.
+	ReasonPreempted = "Preempted"
 )
 
 // TaskReport is what an agent says about one task of one attempt. Time is
@@ -64,6 +67,7 @@ func ApplyTaskReport(j *Job, r TaskReport) (changed bool) {
 		if !j.State.Terminal() {
 			jobAfterTaskEnd(j, t)
 		}
+		requeueIfStopped(j)
 		return true
 	}
 	return false
@@ -157,11 +161,12 @@ func Place(j *Job, alloc Allocation, masterPort int, t time.Time) error {
 	return nil
 }
 
-// Cancel cancels a job that has not ended. A placed job's tasks keep their
+// Cancel cancels a job that has not ended, or one being preempted (which
+// then stays cancelled instead of going back to the queue). A placed job's tasks keep their
 // resources until their agents report them ended (the controller tells the
 // agents to stop them). It reports whether the job changed.
 func Cancel(j *Job, t time.Time, reason string) (changed bool) {
-	if j.State.Terminal() {
+	if j.State.Terminal() && j.State != JobPreempted {
 		return false
 	}
 	finish(j, JobCancelled, reason, t)
@@ -192,7 +197,44 @@ func NodeLost(j *Job, node string, t time.Time, reason string) (changed bool) {
 		finish(j, JobNodeFail, reason, t)
 		changed = true
 	}
+	if changed {
+		requeueIfStopped(j)
+	}
 	return changed
+}
+
+// Preempt ends a placed job's attempt to make room for another job: the job
+// becomes PREEMPTED, which tells the agents to stop its tasks (with the
+// preemption grace period), and it is requeued (see Requeue) as soon as
+// every task has ended. A job that is not CONFIGURING or RUNNING is left
+// alone. It reports whether the job changed.
+func Preempt(j *Job, t time.Time) (changed bool) {
+	if j.State != JobConfiguring && j.State != JobRunning {
+		return false
+	}
+	finish(j, JobPreempted, ReasonPreempted, t)
+	requeueIfStopped(j)
+	return true
+}
+
+// requeueIfStopped requeues a preempted job whose tasks have all ended.
+func requeueIfStopped(j *Job) {
+	if j.State == JobPreempted && !j.Live() {
+		Requeue(j, ReasonPreempted)
+	}
+}
+
+// Requeue puts a job back in the queue for its next attempt: PENDING, with
+// the attempt number raised and the allocation, tasks, times and exit status
+// of the last attempt cleared. It keeps its ID and submit time; Requeued
+// makes it go first in its priority class.
+func Requeue(j *Job, reason string) {
+	j.State, j.Reason = JobPending, reason
+	j.Attempt++
+	j.Requeued = true
+	j.Alloc, j.Tasks, j.MasterPort = nil, nil, 0
+	j.StartTime, j.EndTime = time.Time{}, time.Time{}
+	j.ExitCode, j.ExitSignal = 0, 0
 }
 
 // NodeUsage is what live jobs hold on one node. GPUs are sorted indices.

@@ -1,0 +1,86 @@
+package cluster
+
+import "testing"
+
+func TestPreemptStopsThenRequeuesWhenEveryTaskEnded(t *testing.T) {
+	j := placedJob(t)
+	ApplyTaskReport(j, rep(0, TaskRunning, 0, 0, 1))
+	ApplyTaskReport(j, rep(1, TaskRunning, 0, 0, 2))
+	if !Preempt(j, at(10)) {
+		t.Fatal("Preempt of a running job reported no change")
+	}
+	if j.State != JobPreempted || j.Reason != ReasonPreempted || !j.Live() {
+		t.Fatalf("after Preempt: %s (%s) live=%v; want PREEMPTED (Preempted), still holding resources", j.State, j.Reason, j.Live())
+	}
+	if Preempt(j, at(11)) {
+		t.Error("a second Preempt changed the job")
+	}
+	ApplyTaskReport(j, rep(0, TaskKilled, 0, 15, 12))
+	if j.State != JobPreempted || j.Attempt != 0 {
+		t.Fatalf("one task still running: %s attempt %d; want PREEMPTED attempt 0", j.State, j.Attempt)
+	}
+	ApplyTaskReport(j, rep(1, TaskKilled, 0, 15, 13))
+	want := Job{ID: 7, Nodes: 2, GPUsPerNode: 2, State: JobPending, Reason: ReasonPreempted, Attempt: 1, Requeued: true}
+	if j.State != want.State || j.Reason != want.Reason || j.Attempt != 1 || !j.Requeued ||
+		j.Alloc != nil || j.Tasks != nil || j.MasterPort != 0 || !j.StartTime.IsZero() || !j.EndTime.IsZero() {
+		t.Fatalf("after the last task ended: %+v; want requeued %+v", *j, want)
+	}
+	// A late report for the old attempt is ignored.
+	if ApplyTaskReport(j, rep(0, TaskExited, 0, 0, 14)) {
+		t.Error("a report for attempt 0 changed the requeued job")
+	}
+	// The next attempt places like any pending job.
+	if err := Place(j, Allocation{Nodes: []NodeAlloc{{Node: "n3"}, {Node: "n4"}}}, 29501, at(20)); err != nil {
+		t.Fatalf("place attempt 1: %v", err)
+	}
+	r := TaskReport{JobID: 7, Attempt: 1, Rank: 0, Node: "n3", State: TaskRunning, Time: at(21)}
+	if !ApplyTaskReport(j, r) {
+		t.Error("a report for attempt 1 was ignored")
+	}
+}
+
+func TestPreemptOnlyPlacedJobs(t *testing.T) {
+	for _, st := range []JobState{JobPending, JobCompleted, JobFailed, JobCancelled, JobPreempted} {
+		j := &Job{ID: 1, State: st}
+		if Preempt(j, at(1)) || j.State != st {
+			t.Errorf("Preempt changed a %s job to %s", st, j.State)
+		}
+	}
+}
+
+func TestPreemptWithNoLiveTaskRequeuesAtOnce(t *testing.T) {
+	j := placedJob(t)
+	ApplyTaskReport(j, rep(0, TaskExited, 0, 0, 1)) // rank 0 done, rank 1 still assigned
+	j.Tasks[1].State = TaskExited                   // as if rank 1 ended in the same instant
+	if !Preempt(j, at(2)) || j.State != JobPending || j.Attempt != 1 {
+		t.Fatalf("Preempt of a job with no live task: %s attempt %d; want PENDING attempt 1", j.State, j.Attempt)
+	}
+}
+
+func TestPreemptedJobNodeLostRequeues(t *testing.T) {
+	j := placedJob(t)
+	Preempt(j, at(1))
+	ApplyTaskReport(j, rep(0, TaskKilled, 0, 15, 2))
+	if !NodeLost(j, "n2", at(3), "Not responding") {
+		t.Fatal("NodeLost reported no change")
+	}
+	if j.State != JobPending || j.Attempt != 1 {
+		t.Fatalf("preempted job after its last node was lost: %s attempt %d; want PENDING attempt 1", j.State, j.Attempt)
+	}
+}
+
+func TestCancelWhilePreemptedStaysCancelled(t *testing.T) {
+	j := placedJob(t)
+	Preempt(j, at(1))
+	if !Cancel(j, at(2), "Cancelled by user") {
+		t.Fatal("Cancel of a job being preempted reported no change")
+	}
+	ApplyTaskReport(j, rep(0, TaskKilled, 0, 15, 3))
+	ApplyTaskReport(j, rep(1, TaskKilled, 0, 15, 4))
+	if j.State != JobCancelled || j.Attempt != 0 || j.Live() {
+		t.Fatalf("cancelled while preempted: %s attempt %d live %v; want CANCELLED, attempt 0, not live", j.State, j.Attempt, j.Live())
+	}
+	if !j.EndTime.Equal(at(2)) {
+		t.Errorf("EndTime %v, want the cancel time %v", j.EndTime, at(2))
+	}
+}
