@@ -100,6 +100,35 @@ func (s *Store) CancelJobs(idx uint64, ids []cluster.JobID, t time.Time, reason 
 	return changed, nil
 }
 
+// PreemptJobs preempts the named jobs (cluster.Preempt): each placed job
+// becomes PREEMPTED, its tasks are to be stopped, and it is requeued when
+// they have ended. It returns the jobs that changed, in the order given;
+// unknown IDs and jobs that are not placed are skipped.
+func (s *Store) PreemptJobs(idx uint64, ids []cluster.JobID, t time.Time) ([]cluster.JobID, error) {
+	var changed []cluster.JobID
+	err := s.update(idx, func(tx *bolt.Tx) error {
+		changed = nil
+		for _, id := range ids {
+			j, err := getJob(tx, id)
+			if err != nil {
+				return err
+			}
+			if j == nil || !cluster.Preempt(j, t) {
+				continue
+			}
+			if err := putJob(tx, j); err != nil {
+				return err
+			}
+			changed = append(changed, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return changed, nil
+}
+
 // Job returns one job; ErrNotFound if there is none.
 func (s *Store) Job(id cluster.JobID) (*cluster.Job, error) {
 	var j *cluster.Job
