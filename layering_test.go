@@ -54,6 +54,15 @@ var layerRules = []layerRule{
 		pkgs:      []string{"controller/..."},
 		forbidden: []string{nvml, containerd},
 	},
+	{
+		// Built with CGO_ENABLED=0: NVML (cgo) stays inside the agent.
+		pkgs:      []string{"cmd/phx", "cmd/phalanx-controller", "devcluster", "sim"},
+		forbidden: []string{nvml, containerd, local("nodeagent")},
+	},
+	{
+		pkgs:      []string{"sim"},
+		forbidden: []string{local("controller"), local("store"), grpc, raft, bbolt},
+	},
 }
 
 func TestLayering(t *testing.T) {
