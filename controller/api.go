@@ -27,17 +27,17 @@ func (s *Server) submit(spec *phalanxv1.JobSpec, testOnly bool) (*phalanxv1.Subm
 	if err != nil {
 		return nil, err
 	}
+	if s.IsLeader() && !s.ready() { // just elected: let the takeover adopt the config first
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s.WaitLeader(ctx)
+		cancel()
+	}
 	if err := s.admit(job); err != nil {
 		return nil, err
 	}
 	now := s.cfg.Clock.Now()
 	if testOnly {
 		return &phalanxv1.SubmitJobResponse{ExpectedStart: ts(now)}, nil
-	}
-	if s.IsLeader() && !s.ready() { // just elected: give the takeover a moment
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		s.WaitLeader(ctx)
-		cancel()
 	}
 	s.mu.Lock()
 	if !s.IsLeader() || s.nextID == 0 {
@@ -91,6 +91,9 @@ func (s *Server) admit(job *cluster.Job) error {
 	}
 	if part.MaxNodes > 0 && job.Nodes > part.MaxNodes {
 		return fmt.Errorf("%w: %d nodes exceed partition %s's MaxNodes %d", cluster.ErrInvalid, job.Nodes, part.Name, part.MaxNodes)
+	}
+	if err := checkAgainstPartition(job, part, st.Nodes); err != nil {
+		return err
 	}
 	return scheduler.Feasible(&scheduler.Snapshot{Nodes: st.Nodes, Partitions: st.Partitions, Jobs: st.Active, Topology: s.cfg.Topology}, job)
 }
@@ -184,7 +187,7 @@ func (c *controllerService) ListJobs(ctx context.Context, req *phalanxv1.ListJob
 		var active []*cluster.Job
 		active, err = s.store.ActiveJobs()
 		for _, j := range active {
-			if !j.State.Terminal() && matchJob(j, req) {
+			if (!j.State.Terminal() || j.State == cluster.JobPreempted) && matchJob(j, req) {
 				jobs = append(jobs, j)
 			}
 		}

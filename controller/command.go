@@ -21,6 +21,7 @@ const (
 	cmdRegisterNode  commandType = 5
 	cmdSetNodeState  commandType = 6
 	cmdSetPartitions commandType = 7
+	cmdPreemptJobs   commandType = 8
 )
 
 type submitJobCmd struct {
@@ -39,6 +40,14 @@ type cancelJobsCmd struct {
 	IDs    []cluster.JobID
 	Time   time.Time
 	Reason string
+}
+
+// preemptJobsCmd preempts each victim; For names, by position, the job it
+// makes room for (kept in the log for the record).
+type preemptJobsCmd struct {
+	IDs  []cluster.JobID
+	For  []cluster.JobID
+	Time time.Time
 }
 
 type registerNodeCmd struct {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/config"
 	"github.com/phalanx-hpc/phalanx/topology"
 )
 
@@ -30,6 +31,9 @@ type Config struct {
 	// Partitions replace the replicated ones when the leader starts; nil
 	// keeps what is stored, or creates the default partition.
 	Partitions []*cluster.Partition
+	// Nodes are the NodeName lines of phalanx.conf: their Weight and
+	// Features are merged into what each node's agent registers.
+	Nodes []config.NodeConf
 	// Topology maps nodes to leaf switches; may be nil.
 	Topology *topology.Tree
 
@@ -41,6 +45,9 @@ type Config struct {
 	SchedInterval time.Duration
 	// KillGrace: SIGTERM to SIGKILL for cancelled tasks (default 10s).
 	KillGrace time.Duration
+	// PreemptGrace: SIGTERM to SIGKILL for the tasks of a preempted job, its
+	// time to checkpoint before it is requeued (default KillGrace).
+	PreemptGrace time.Duration
 	// MasterPortMin and MasterPortMax bound MASTER_PORT (default 29500-29999).
 	MasterPortMin, MasterPortMax int
 	// FastRaft uses tight Raft timings, for tests and dev clusters on one host.
@@ -87,6 +94,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if out.KillGrace == 0 {
 		out.KillGrace = 10 * time.Second
+	}
+	if out.PreemptGrace == 0 {
+		out.PreemptGrace = out.KillGrace
 	}
 	if out.MasterPortMin == 0 {
 		out.MasterPortMin, out.MasterPortMax = 29500, 29999

@@ -43,6 +43,16 @@ func jobFromSpec(spec *phalanxv1.JobSpec) (*cluster.Job, error) {
 		GPUType:     spec.GpuType,
 		CPUsPerNode: int(spec.CpusPerNode),
 		MemoryMB:    spec.MemoryMb,
+
+		Constraint:   spec.Constraint,
+		NodeList:     spec.Nodelist,
+		Exclude:      spec.Exclude,
+		Exclusive:    spec.Exclusive,
+		Switches:     int(spec.Switches),
+		SwitchesWait: time.Duration(spec.SwitchesWaitSeconds) * time.Second,
+		Segment:      int(spec.Segment),
+		QoS:          spec.Qos,
+		Nice:         int(spec.Nice),
 	}
 	if j.Nodes == 0 {
 		j.Nodes = 1
@@ -65,6 +75,9 @@ func jobFromSpec(spec *phalanxv1.JobSpec) (*cluster.Job, error) {
 	}
 	if j.Name == "" {
 		j.Name = "sbatch"
+	}
+	if err := checkConstraints(j); err != nil {
+		return nil, err
 	}
 	return j, nil
 }
@@ -90,6 +103,16 @@ func specToProto(j *cluster.Job) *phalanxv1.JobSpec {
 		CpusPerNode:      int32(j.CPUsPerNode),
 		MemoryMb:         j.MemoryMB,
 		Priority:         j.Priority,
+
+		Constraint:          j.Constraint,
+		Nodelist:            j.NodeList,
+		Exclude:             j.Exclude,
+		Exclusive:           j.Exclusive,
+		Switches:            int32(j.Switches),
+		SwitchesWaitSeconds: int64(j.SwitchesWait / time.Second),
+		Segment:             int32(j.Segment),
+		Qos:                 j.QoS,
+		Nice:                int32(j.Nice),
 	}
 }
 
@@ -109,6 +132,7 @@ func jobToProto(j *cluster.Job, addrs map[string]string, pending *pendingInfo) *
 		Attempt:          int32(j.Attempt),
 		MasterPort:       int32(j.MasterPort),
 		TimeLimitSeconds: int64(j.TimeLimit / time.Second),
+		Requeued:         j.Requeued,
 	}
 	if j.State == cluster.JobPending && pending != nil {
 		out.Reason = pending.Reason
@@ -152,6 +176,7 @@ func nodeToProto(n *cluster.Node, use cluster.NodeUsage, parts []*cluster.Partit
 		MemoryUsedMb:  use.MemoryMB,
 		Registered:    ts(n.Registered),
 		LastHeartbeat: ts(lastSeen),
+		Weight:        int32(n.Weight),
 	}
 	for _, p := range parts {
 		if p.Contains(n.Name) {
@@ -170,6 +195,10 @@ func partitionToProto(p *cluster.Partition, nodes []*cluster.Node) *phalanxv1.Pa
 		DefaultTimeSeconds: int64(p.DefaultTime / time.Second),
 		MaxNodes:           int32(p.MaxNodes),
 		PriorityTier:       int32(p.PriorityTier),
+		PreemptMode:        preemptOff,
+	}
+	if p.PreemptMode != "" {
+		out.PreemptMode = p.PreemptMode
 	}
 	for _, n := range nodes {
 		if p.Contains(n.Name) {

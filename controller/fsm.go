@@ -73,6 +73,14 @@ var handlers = map[commandType]handler{
 		}
 		return applyResult{Err: s.SetNodeState(idx, c.Name, c.State, c.Reason, c.Time)}
 	},
+	cmdPreemptJobs: func(s *store.Store, idx uint64, body []byte) applyResult {
+		var c preemptJobsCmd
+		if err := json.Unmarshal(body, &c); err != nil {
+			return applyResult{Err: err}
+		}
+		ids, err := s.PreemptJobs(idx, c.IDs, c.Time)
+		return applyResult{IDs: ids, Err: err}
+	},
 	cmdSetPartitions: func(s *store.Store, idx uint64, body []byte) applyResult {
 		var c setPartitionsCmd
 		if err := json.Unmarshal(body, &c); err != nil {

@@ -48,6 +48,15 @@ func (s *Server) lead(ctx context.Context) {
 		s.log.Error("leader barrier", "err", err)
 		return
 	}
+	// Partitions first: ready() (nextID set) must imply that submits see
+	// the configured partitions, or a submit right after an election finds
+	// no default partition.
+	if err := s.adoptPartitions(); err != nil {
+		s.log.Error("adopt partitions", "err", err)
+	}
+	if err := s.adoptNodeConf(); err != nil {
+		s.log.Error("adopt node config", "err", err)
+	}
 	s.mu.Lock()
 	s.nextID = s.store.NextJobID()
 	now := s.cfg.Clock.Now()
@@ -58,9 +67,6 @@ func (s *Server) lead(ctx context.Context) {
 		}
 	}
 	s.mu.Unlock()
-	if err := s.adoptPartitions(); err != nil {
-		s.log.Error("adopt partitions", "err", err)
-	}
 	s.log.Info("leading", "raft", s.RaftAddr(), "next_job_id", s.nextID)
 
 	sched := time.NewTicker(s.cfg.SchedInterval)

@@ -37,6 +37,7 @@ func (n *nodeService) RegisterNode(ctx context.Context, req *phalanxv1.RegisterN
 	if s.cfg.Topology != nil {
 		node.Leaf = s.cfg.Topology.LeafOf(req.Name)
 	}
+	node = s.withNodeConf(node)
 	if _, err := s.propose(cmdRegisterNode, registerNodeCmd{Node: node}); err != nil {
 		return nil, toStatus(err)
 	}
@@ -99,7 +100,8 @@ func (n *nodeService) WatchAssignments(req *phalanxv1.WatchAssignmentsRequest, s
 }
 
 // assignments derives what a node should run: every unended task of a live
-// job allocated on it, with stop set once the job has ended.
+// job allocated on it, with stop set once the job's attempt has ended
+// (a preempted job's tasks stop with the preemption grace period).
 func (s *Server) assignments(node string) (*phalanxv1.Assignments, error) {
 	active, err := s.store.ActiveJobs()
 	if err != nil {
@@ -128,6 +130,9 @@ func (s *Server) assignments(node string) (*phalanxv1.Assignments, error) {
 			if j.State.Terminal() {
 				a.Stop = true
 				a.StopReason = string(j.State)
+			}
+			if j.State == cluster.JobPreempted {
+				a.GraceSeconds = int32(s.cfg.PreemptGrace / time.Second)
 			}
 			out.Assignments = append(out.Assignments, a)
 		}

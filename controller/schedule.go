@@ -7,7 +7,7 @@ import (
 )
 
 // schedulePass runs the pure scheduler over a consistent read of the state
-// and proposes its placements. The store re-checks every gang at apply time,
+// and proposes its preemptions (see preempt.go) and placements. The store re-checks every gang at apply time,
 // so a plan made on a state that moved on is skipped, never half-applied.
 func (s *Server) schedulePass() {
 	st, err := s.store.State()
@@ -29,6 +29,7 @@ func (s *Server) schedulePass() {
 		s.pending[id] = pendingInfo{Reason: p.Reason, ExpectedStart: p.ExpectedStart}
 	}
 	s.mu.Unlock()
+	s.preempt(plan, st.Active, now)
 	if len(plan.Placements) == 0 {
 		return
 	}

@@ -1,0 +1,99 @@
+package controller
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/config"
+)
+
+// TestDefaultPartitionFromConfigRightAfterElection is the regression test
+// for "no default partition" with PartitionName=gpu Nodes=n[1-2]
+// Default=YES: the leader used to become ready (hand out job IDs) before it
+// had committed the configured partitions, so a submit right after the
+// election, or any submit on a fresh cluster racing the takeover, found no
+// partition at all.
+func TestDefaultPartitionFromConfigRightAfterElection(t *testing.T) {
+	conf, err := config.Parse(strings.NewReader("PartitionName=gpu Nodes=n[1-2] Default=YES\n"), "phalanx.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newTestServer(t, Config{Partitions: conf.Partitions})
+	parts, err := s.store.Partitions()
+	if err != nil || len(parts) != 1 || parts[0].Name != "gpu" || !parts[0].Default {
+		t.Fatalf("partitions once the leader is ready = %v, %v; want the configured default partition gpu", parts, err)
+	}
+	register(t, s, nil, "n1", "n2")
+	resp, err := s.submit(testSpec(2, 8), false)
+	if err != nil {
+		t.Fatalf("submit without -p: %v", err)
+	}
+	j, err := s.store.Job(cluster.JobID(resp.JobId))
+	if err != nil || j.Partition != "gpu" {
+		t.Fatalf("job = %+v, %v; want partition gpu", j, err)
+	}
+}
+
+func TestSubmitValidatesConstraintsAgainstThePartition(t *testing.T) {
+	parts := []*cluster.Partition{
+		{Name: "gpu", Nodes: []string{"n1", "n2", "n3", "n4"}, Default: true, State: cluster.PartitionUp},
+		{Name: "other", Nodes: []string{"m1"}, State: cluster.PartitionUp},
+	}
+	s := newTestServer(t, Config{Partitions: parts})
+	register(t, s, []string{"h100", "ib"}, "n1", "n2", "n3", "n4")
+	register(t, s, nil, "m1")
+	for _, tc := range []struct {
+		name string
+		edit func(*phalanxv1.JobSpec)
+		want string // error substring; empty: accepted
+		is   error
+	}{
+		{"segment does not divide", func(j *phalanxv1.JobSpec) { j.Nodes, j.Segment = 3, 2 }, "--segment=2 must divide the node count 3", cluster.ErrInvalid},
+		{"segment divides", func(j *phalanxv1.JobSpec) { j.Nodes, j.Segment = 4, 2 }, "", nil},
+		{"negative switches", func(j *phalanxv1.JobSpec) { j.Switches = -1 }, "--switches=-1", cluster.ErrInvalid},
+		{"bad qos", func(j *phalanxv1.JobSpec) { j.Qos = "urgent" }, `invalid qos specification "urgent": use high, normal or low`, cluster.ErrInvalid},
+		{"qos any case", func(j *phalanxv1.JobSpec) { j.Qos = "HIGH" }, "", nil},
+		{"negative nice as a user", func(j *phalanxv1.JobSpec) { j.Nice = -5 }, "only root", cluster.ErrInvalid},
+		{"nice", func(j *phalanxv1.JobSpec) { j.Nice = 100 }, "", nil},
+		{"nodelist longer than -N", func(j *phalanxv1.JobSpec) { j.Nodelist = []string{"n1", "n2"} }, "--nodelist names 2 nodes but the job asks for 1", cluster.ErrInvalid},
+		{"nodelist unknown node", func(j *phalanxv1.JobSpec) { j.Nodelist = []string{"zz9"} }, "--nodelist: node zz9 is not in partition gpu", cluster.ErrInvalid},
+		{"nodelist node of another partition", func(j *phalanxv1.JobSpec) { j.Nodelist = []string{"m1"} }, "node m1 is not in partition gpu", cluster.ErrInvalid},
+		{"exclude unknown node", func(j *phalanxv1.JobSpec) { j.Exclude = []string{"n9"} }, "--exclude: node n9 is not in partition gpu", cluster.ErrInvalid},
+		{"nodelist and exclude overlap", func(j *phalanxv1.JobSpec) { j.Nodelist, j.Exclude = []string{"n1"}, []string{"n1"} }, "both in --nodelist and in --exclude", cluster.ErrInvalid},
+		{"exclude leaves too few", func(j *phalanxv1.JobSpec) { j.Nodes, j.Exclude = 3, []string{"n1", "n2"} }, "2 nodes left after --exclude", cluster.ErrUnsatisfiable},
+		{"unknown feature", func(j *phalanxv1.JobSpec) { j.Constraint = "h100&nvl72" }, `no node of partition gpu has feature "nvl72"`, cluster.ErrInvalid},
+		{"mixed operators", func(j *phalanxv1.JobSpec) { j.Constraint = "a&b|c" }, "mix of & and |", cluster.ErrInvalid},
+		{"features all present", func(j *phalanxv1.JobSpec) { j.Constraint = "h100&ib" }, "", nil},
+		{"nodelist and exclude fine", func(j *phalanxv1.JobSpec) { j.Nodes, j.Nodelist, j.Exclude = 2, []string{"n1"}, []string{"n4"} }, "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := testSpec(1, 1)
+			tc.edit(spec)
+			_, err := s.submit(spec, true)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error = %v; want one containing %q", err, tc.want)
+			case tc.is != nil && !errors.Is(err, tc.is):
+				t.Fatalf("error %v does not wrap %v", err, tc.is)
+			}
+		})
+	}
+}
+
+func TestNodeConfMergesWeightAndFeatures(t *testing.T) {
+	s := newTestServer(t, Config{Nodes: []config.NodeConf{{Name: "n1", Weight: 7, Features: []string{"nvl72", "ib"}}}})
+	register(t, s, []string{"ib", "h100"}, "n1", "n2")
+	n1, err := s.store.Node("n1")
+	if err != nil || n1.Weight != 7 || strings.Join(n1.Features, ",") != "ib,h100,nvl72" {
+		t.Fatalf("n1 = %+v, %v; want weight 7, features ib,h100,nvl72", n1, err)
+	}
+	n2, err := s.store.Node("n2")
+	if err != nil || n2.Weight != 0 || strings.Join(n2.Features, ",") != "ib,h100" {
+		t.Fatalf("n2 = %+v, %v; want the registered features only", n2, err)
+	}
+}

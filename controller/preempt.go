@@ -1,0 +1,68 @@
+package controller
+
+import (
+	"time"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/scheduler"
+)
+
+// Preemption (requeue mode), on the leader:
+//
+//  1. The scheduler's plan names victims (Plan.Preemptions).
+//  2. preempt proposes PreemptJobs for those still CONFIGURING or RUNNING:
+//     each becomes PREEMPTED, and its assignments carry stop with the
+//     preemption grace period (SIGTERM, time to checkpoint, SIGKILL).
+//  3. The victim keeps its resources until every task has ended; the task
+//     report that ends the last one requeues it (cluster.Requeue): PENDING,
+//     next attempt, Requeued, same ID. Its next attempt launches as new
+//     tasks, since agents key tasks by job, attempt and rank.
+//  4. The next pass places the job that asked for the room; the victim
+//     waits its turn like any pending job, first in its priority class.
+//
+// A job already PREEMPTED is never signalled again: preempt skips it.
+
+// preempt signals the plan's victims and returns how many it signalled.
+func (s *Server) preempt(plan *scheduler.Plan, active []*cluster.Job, now time.Time) int {
+	if len(plan.Preemptions) == 0 {
+		return 0
+	}
+	byID := make(map[cluster.JobID]*cluster.Job, len(active))
+	for _, j := range active {
+		byID[j.ID] = j
+	}
+	cmd := preemptJobsCmd{Time: now}
+	seen := map[cluster.JobID]bool{}
+	for _, p := range plan.Preemptions {
+		j := byID[p.Victim]
+		if j == nil || seen[p.Victim] || (j.State != cluster.JobRunning && j.State != cluster.JobConfiguring) {
+			continue
+		}
+		seen[p.Victim] = true
+		cmd.IDs = append(cmd.IDs, p.Victim)
+		cmd.For = append(cmd.For, p.For)
+	}
+	if len(cmd.IDs) == 0 {
+		return 0
+	}
+	res, err := s.propose(cmdPreemptJobs, cmd)
+	if err != nil {
+		s.log.Error("commit preemptions", "err", err)
+		return 0
+	}
+	for i, id := range cmd.IDs {
+		if containsID(res.IDs, id) {
+			s.log.Info("preempted", "job", id, "for", cmd.For[i])
+		}
+	}
+	return len(res.IDs)
+}
+
+func containsID(ids []cluster.JobID, id cluster.JobID) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
