@@ -12,12 +12,15 @@ import (
 )
 
 // Option describes one option. Long is its canonical name; Short is its
-// one-letter alias or zero. HasArg options take a value.
+// one-letter alias or zero. HasArg options take a value; OptionalArg ones
+// take a value only when it is attached (--nice=10), as getopt_long's
+// optional_argument, and give an empty value otherwise.
 type Option struct {
-	Long   string
-	Short  byte
-	HasArg bool
-	Usage  string
+	Long        string
+	Short       byte
+	HasArg      bool
+	OptionalArg bool
+	Usage       string
 }
 
 // Value is one parsed occurrence, named by the option's Long name. Value is
@@ -80,6 +83,8 @@ func parseLong(opts []Option, s string, rest []string) (v Value, used int, err e
 		return Value{}, 0, err
 	}
 	switch {
+	case o.OptionalArg:
+		return Value{Name: o.Long, Value: val}, 0, nil
 	case !o.HasArg && hasVal:
 		return Value{}, 0, fmt.Errorf("option '--%s' doesn't allow an argument", o.Long)
 	case !o.HasArg:
@@ -155,8 +160,11 @@ func Usage(opts []Option) string {
 			flag = fmt.Sprintf("-%c, ", o.Short)
 		}
 		flag += "--" + o.Long
-		if o.HasArg {
+		switch {
+		case o.HasArg:
 			flag += "=VALUE"
+		case o.OptionalArg:
+			flag += "[=VALUE]"
 		}
 		fmt.Fprintf(&b, "  %-28s %s\n", flag, o.Usage)
 	}

@@ -12,6 +12,7 @@ var testOpts = []Option{
 	{Long: "partition", Short: 'p', HasArg: true},
 	{Long: "parsable"},
 	{Long: "time", Short: 't', HasArg: true},
+	{Long: "nice", OptionalArg: true},
 }
 
 func render(vals []Value, ops []string) string {
@@ -37,6 +38,8 @@ func TestParse(t *testing.T) {
 		{"a -h b", Permute, `noheader="" | a b`},
 		{"-- -h", Permute, ` | -h`},
 		{"- -h", Permute, `noheader="" | -`},
+		{"--nice x", StopAtOperand, `nice="" | x`},
+		{"--nice=5 x", StopAtOperand, `nice="5" | x`},
 	} {
 		vals, ops, err := Parse(testOpts, strings.Fields(tc.args), tc.mode)
 		if err != nil {

@@ -15,9 +15,11 @@ import (
 var Options = []getopt.Option{
 	{Long: "account", Short: 'A', HasArg: true, Usage: "charge the job to ACCOUNT"},
 	{Long: "chdir", Short: 'D', HasArg: true, Usage: "working directory of the job"},
+	{Long: "constraint", Short: 'C', HasArg: true, Usage: "node features: FEATURE, a&b (all of them) or a|b (any of them)"},
 	{Long: "cpus-per-task", Short: 'c', HasArg: true, Usage: "CPUs per task (one task per node)"},
 	{Long: "error", Short: 'e', HasArg: true, Usage: "file for stderr (pattern: %j %x %u %N ...)"},
-	{Long: "exclusive", Usage: "accepted and ignored (warning)"},
+	{Long: "exclude", Short: 'x', HasArg: true, Usage: "nodes not to use: a hostlist, e.g. gpu[001-004,010]"},
+	{Long: "exclusive", OptionalArg: true, Usage: "whole nodes, shared with no other job"},
 	{Long: "export", HasArg: true, Usage: "ALL (default), NONE, or [ALL,]VAR[=value],..."},
 	{Long: "gpus-per-node", HasArg: true, Usage: "GPUs per node: N or TYPE:N"},
 	{Long: "gres", HasArg: true, Usage: "generic resources: gpu[:TYPE][:N]"},
@@ -27,6 +29,8 @@ var Options = []getopt.Option{
 	{Long: "mail-type", HasArg: true, Usage: "accepted and ignored (warning)"},
 	{Long: "mail-user", HasArg: true, Usage: "accepted and ignored (warning)"},
 	{Long: "mem", HasArg: true, Usage: "memory per node: N[K|M|G|T], default unit M"},
+	{Long: "nice", OptionalArg: true, Usage: "lower the priority by N (default 100); a negative N (root only) raises it"},
+	{Long: "nodelist", Short: 'w', HasArg: true, Usage: "nodes the job must use: a hostlist, e.g. gpu[001-002]"},
 	{Long: "nodes", Short: 'N', HasArg: true, Usage: "number of nodes: N or MIN-MAX (MIN is used)"},
 	{Long: "ntasks", Short: 'n', HasArg: true, Usage: "accepted and ignored (warning): one task per node"},
 	{Long: "ntasks-per-node", HasArg: true, Usage: "accepted and ignored (warning): one task per node"},
@@ -34,6 +38,9 @@ var Options = []getopt.Option{
 	{Long: "parsable", Usage: "print only the job ID"},
 	{Long: "partition", Short: 'p', HasArg: true, Usage: "partition (default: the cluster's default)"},
 	{Long: "priority", HasArg: true, Usage: "job priority (integer)"},
+	{Long: "qos", Short: 'q', HasArg: true, Usage: "quality of service: high, normal (default) or low"},
+	{Long: "segment", HasArg: true, Usage: "place the nodes in groups of K, each inside one block; K must divide -N"},
+	{Long: "switches", HasArg: true, Usage: "at most N leaf switches: N[@TIME], waiting up to TIME (e.g. 2@30:00) before relaxing"},
 	{Long: "test-only", Usage: "validate the job and print its expected start; submit nothing"},
 	{Long: "time", Short: 't', HasArg: true, Usage: "time limit: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S"},
 	{Long: "wrap", HasArg: true, Usage: "wrap a command line in a /bin/sh script (command line only)"},
@@ -42,7 +49,6 @@ var Options = []getopt.Option{
 // ignored options are accepted for compatibility with existing scripts; each
 // use adds a warning.
 var ignored = map[string]string{
-	"exclusive":       "Phalanx allocates whole GPUs; node sharing follows the request",
 	"mail-type":       "Phalanx sends no mail",
 	"mail-user":       "Phalanx sends no mail",
 	"ntasks":          "Phalanx runs one task per node; start ranks with torchrun or mpirun",
@@ -76,6 +82,20 @@ func (b *builder) apply(v getopt.Value) error {
 	switch v.Name {
 	case "cpus-per-task":
 		s.CpusPerNode, err = positive(v.Value)
+	case "exclude":
+		s.Exclude, err = hosts(v.Value)
+	case "exclusive":
+		s.Exclusive, err = true, exclusive(v.Value)
+	case "nice":
+		s.Nice, err = parseNice(v.Value)
+	case "nodelist":
+		s.Nodelist, err = hosts(v.Value)
+	case "qos":
+		s.Qos, err = parseQoS(v.Value)
+	case "segment":
+		s.Segment, err = positive(v.Value)
+	case "switches":
+		s.Switches, s.SwitchesWaitSeconds, err = parseSwitches(v.Value)
 	case "export":
 		b.export = v.Value
 	case "gpus-per-node":
@@ -108,13 +128,14 @@ func (b *builder) apply(v getopt.Value) error {
 }
 
 var stringSetters = map[string]func(*phalanxv1.JobSpec, string){
-	"account":   func(s *phalanxv1.JobSpec, v string) { s.Account = v },
-	"chdir":     func(s *phalanxv1.JobSpec, v string) { s.WorkDir = v },
-	"error":     func(s *phalanxv1.JobSpec, v string) { s.Error = v },
-	"image":     func(s *phalanxv1.JobSpec, v string) { s.Image = v },
-	"job-name":  func(s *phalanxv1.JobSpec, v string) { s.Name = v },
-	"output":    func(s *phalanxv1.JobSpec, v string) { s.Output = v },
-	"partition": func(s *phalanxv1.JobSpec, v string) { s.Partition = v },
+	"account":    func(s *phalanxv1.JobSpec, v string) { s.Account = v },
+	"chdir":      func(s *phalanxv1.JobSpec, v string) { s.WorkDir = v },
+	"constraint": func(s *phalanxv1.JobSpec, v string) { s.Constraint = v },
+	"error":      func(s *phalanxv1.JobSpec, v string) { s.Error = v },
+	"image":      func(s *phalanxv1.JobSpec, v string) { s.Image = v },
+	"job-name":   func(s *phalanxv1.JobSpec, v string) { s.Name = v },
+	"output":     func(s *phalanxv1.JobSpec, v string) { s.Output = v },
+	"partition":  func(s *phalanxv1.JobSpec, v string) { s.Partition = v },
 }
 
 func parseTime(v string) (int64, error) {

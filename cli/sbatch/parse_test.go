@@ -89,6 +89,7 @@ func writeSpec(b *strings.Builder, s *phalanxv1.JobSpec) {
 	if s.Priority != 0 {
 		fmt.Fprintf(b, "priority=%d\n", s.Priority)
 	}
+	writePlacement(b, s)
 	keys := make([]string, 0, len(s.Env))
 	for k := range s.Env {
 		keys = append(keys, k+"="+s.Env[k])
@@ -97,5 +98,32 @@ func writeSpec(b *strings.Builder, s *phalanxv1.JobSpec) {
 	fmt.Fprintf(b, "env: %s\n", strings.Join(keys, " "))
 	if strings.Contains(s.Script, "sbatch --wrap") {
 		fmt.Fprintf(b, "script:\n%s", s.Script)
+	}
+}
+
+// writePlacement prints the placement and ordering fields that are set.
+func writePlacement(b *strings.Builder, s *phalanxv1.JobSpec) {
+	if len(s.Nodelist) > 0 {
+		fmt.Fprintf(b, "nodelist=%s\n", strings.Join(s.Nodelist, ","))
+	}
+	if len(s.Exclude) > 0 {
+		fmt.Fprintf(b, "exclude=%s\n", strings.Join(s.Exclude, ","))
+	}
+	for _, kv := range [][2]string{{"constraint", s.Constraint}, {"qos", s.Qos}} {
+		if kv[1] != "" {
+			fmt.Fprintf(b, "%s=%s\n", kv[0], kv[1])
+		}
+	}
+	if s.Exclusive {
+		b.WriteString("exclusive\n")
+	}
+	if s.Switches != 0 || s.SwitchesWaitSeconds != 0 {
+		fmt.Fprintf(b, "switches=%d wait-s=%d\n", s.Switches, s.SwitchesWaitSeconds)
+	}
+	if s.Segment != 0 {
+		fmt.Fprintf(b, "segment=%d\n", s.Segment)
+	}
+	if s.Nice != 0 {
+		fmt.Fprintf(b, "nice=%d\n", s.Nice)
 	}
 }
