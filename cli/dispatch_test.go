@@ -56,6 +56,7 @@ func TestSqueueRequests(t *testing.T) {
 		{[]string{"--states=CD,running"}, &phalanxv1.ListJobsRequest{States: []string{"COMPLETED", "RUNNING"}, IncludeFinished: true}},
 		{[]string{"-t", "all"}, &phalanxv1.ListJobsRequest{IncludeFinished: true}},
 		{[]string{"-j", "7,8"}, &phalanxv1.ListJobsRequest{JobIds: []uint64{7, 8}}},
+		{[]string{"--start", "-t", "all", "-u", "bob"}, &phalanxv1.ListJobsRequest{Users: []string{"bob"}, States: []string{"PENDING"}}},
 	} {
 		f, addr := startFake(t)
 		sys, _, stderr := testSystem(t, addr)

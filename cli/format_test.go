@@ -33,6 +33,12 @@ func TestFormat(t *testing.T) {
 					return "error: " + err.Error() + "\n"
 				}
 				return out
+			case "squeue-start":
+				out, err := FormatSqueue(StartOrder(in.jobs), SqueueView{Format: SqueueStartFormat, NoHeader: in.noHeader, Now: testNow, Loc: time.UTC})
+				if err != nil {
+					return "error: " + err.Error() + "\n"
+				}
+				return out
 			case "sinfo":
 				return FormatSinfo(in.parts, in.nodes, in.noHeader)
 			case "sinfo-nodes":
@@ -169,8 +175,12 @@ func parseJob(t *testing.T, a kvs) *phalanxv1.Job {
 			GpusPerNode: int32(a.int(t, "gpus")), GpuType: a["gpu-type"], CpusPerNode: int32(a.int(t, "cpus")),
 			MemoryMb: a.int(t, "mem"), Priority: a.int(t, "prio"), WorkDir: a["workdir"],
 			Output: a["output"], Error: a["error"], Image: a["image"],
+			Constraint: a["constraint"], Nodelist: a.hosts(t, "nodelist"), Exclude: a.hosts(t, "exclude"),
+			Qos: a["qos"], Nice: int32(a.int(t, "nice")), Switches: int32(a.int(t, "switches")),
+			SwitchesWaitSeconds: a.int(t, "switches-wait-s"), Segment: int32(a.int(t, "segment")),
 		},
 	}
+	_, j.Spec.Exclusive = a["exclusive"]
 	for _, n := range a.hosts(t, "nodes") {
 		alloc := &phalanxv1.NodeAlloc{Node: n, Cpus: j.Spec.CpusPerNode, MemoryMb: j.Spec.MemoryMb}
 		for g := int32(0); g < j.Spec.GpusPerNode; g++ {
@@ -187,7 +197,7 @@ func parseNode(t *testing.T, a kvs) *phalanxv1.Node {
 		Cpus: int32(a.int(t, "cpus")), CpusUsed: int32(a.int(t, "cpus-used")),
 		MemoryMb: a.int(t, "mem"), MemoryUsedMb: a.int(t, "mem-used"),
 		Gpus: int32(a.int(t, "gpus")), GpusUsed: int32(a.int(t, "gpus-used")), GpuModel: a["model"],
-		Leaf: a["leaf"], Registered: a.time(t, "registered"), LastHeartbeat: a.time(t, "seen"),
+		Leaf: a["leaf"], Weight: int32(a.int(t, "weight")), Registered: a.time(t, "registered"), LastHeartbeat: a.time(t, "seen"),
 	}
 	if a["parts"] != "" {
 		n.Partitions = strings.Split(a["parts"], ",")
@@ -210,7 +220,7 @@ func parsePartition(t *testing.T, a kvs) *phalanxv1.Partition {
 	return &phalanxv1.Partition{
 		Name: a["name"], Nodes: a.hosts(t, "nodes"), Default: isDefault, State: a["state"],
 		MaxTimeSeconds: secs("max"), DefaultTimeSeconds: secs("deftime"),
-		MaxNodes: int32(a.int(t, "max-nodes")), PriorityTier: int32(a.int(t, "tier")),
+		MaxNodes: int32(a.int(t, "max-nodes")), PriorityTier: int32(a.int(t, "tier")), PreemptMode: a["preempt"],
 	}
 }
 

@@ -29,28 +29,58 @@ func kv(k string, v any) string { return fmt.Sprintf("%s=%v", k, v) }
 func FormatJob(j *phalanxv1.Job, now time.Time, loc *time.Location) string {
 	s := j.GetSpec()
 	var b strings.Builder
-	kvLines(&b, [][]string{
+	lines := [][]string{
 		{kv("JobId", j.Id), kv("JobName", s.GetName())},
 		{kv("UserId", fmt.Sprintf("%s(%d)", s.GetUser(), s.GetUid())), kv("GroupId", fmt.Sprintf("(%d)", s.GetGid()))},
-		{kv("Priority", s.GetPriority()), kv("Account", orDefault(s.GetAccount(), "(null)"))},
+		{kv("Priority", s.GetPriority()), kv("Nice", s.GetNice()), kv("Account", orDefault(s.GetAccount(), "(null)")), kv("QOS", orDefault(s.GetQos(), "normal"))},
 		{kv("JobState", j.State), kv("Reason", reason(j))},
 		{kv("Restarts", j.Attempt), kv("BatchFlag", 1), kv("ExitCode", fmt.Sprintf("%d:%d", j.ExitCode, j.ExitSignal))},
 		{kv("RunTime", runTime(elapsed(j, now))), kv("TimeLimit", limitOrUnlimited(jobLimit(j)))},
 		{kv("SubmitTime", fmtTime(j.SubmitTime, loc, "Unknown"))},
 		{kv("StartTime", startTime(j, loc)), kv("EndTime", fmtTime(j.EndTime, loc, "Unknown"))},
 		{kv("Partition", s.GetPartition())},
+		{kv("ReqNodeList", orDefault(hostlist.Compress(s.GetNodelist()), "(null)")), kv("ExcNodeList", orDefault(hostlist.Compress(s.GetExclude()), "(null)"))},
 		{kv("NodeList", orDefault(jobNodeList(j), "(null)"))},
 		{kv("NumNodes", jobNodeCount(j)), kv("NumTasks", jobNodeCount(j)), kv("CPUs/Task", orNA(int64(s.GetCpusPerNode())))},
 		{kv("TRES", jobTRES(j))},
 		{kv("TresPerNode", tresPerNode(s)), kv("MinMemoryNode", memOrZero(s.GetMemoryMb()))},
+		{kv("Features", orDefault(s.GetConstraint(), "(null)")), kv("OverSubscribe", overSubscribe(s))},
 		{kv("Image", orDefault(s.GetImage(), "(null)")), kv("MasterPort", orNA(int64(j.MasterPort)))},
 		{kv("Command", "(batch script)")},
 		{kv("WorkDir", s.GetWorkDir())},
 		{kv("StdErr", stdPath(j, s.GetError()))},
 		{kv("StdIn", "/dev/null")},
 		{kv("StdOut", stdPath(j, ""))},
-	})
+	}
+	if topo := topologyRequest(s); len(topo) > 0 {
+		lines = append(lines, topo)
+	}
+	kvLines(&b, lines)
 	return b.String()
+}
+
+// overSubscribe is NO for --exclusive jobs (whole nodes), OK otherwise.
+func overSubscribe(s *phalanxv1.JobSpec) string {
+	if s.GetExclusive() {
+		return "NO"
+	}
+	return "OK"
+}
+
+// topologyRequest is the Switches= and Segment= fields, when asked for.
+func topologyRequest(s *phalanxv1.JobSpec) []string {
+	var out []string
+	if s.GetSwitches() > 0 {
+		sw := fmt.Sprint(s.GetSwitches())
+		if s.GetSwitchesWaitSeconds() > 0 {
+			sw += "@" + slurmTime(time.Duration(s.GetSwitchesWaitSeconds())*time.Second)
+		}
+		out = append(out, kv("Switches", sw))
+	}
+	if s.GetSegment() > 0 {
+		out = append(out, kv("Segment", s.GetSegment()))
+	}
+	return out
 }
 
 // startTime is the start, or for a pending job the expected start.
@@ -135,7 +165,7 @@ func FormatNode(n *phalanxv1.Node, loc *time.Location) string {
 		{kv("Gres", gres(n, n.Gpus)), kv("GresUsed", gres(n, n.GpusUsed))},
 		{kv("NodeAddr", n.Addr), kv("NodeHostName", n.Name)},
 		{kv("RealMemory", n.MemoryMb), kv("AllocMem", n.MemoryUsedMb)},
-		{kv("State", n.State)},
+		{kv("State", n.State), kv("Weight", n.Weight)},
 		{kv("Partitions", orDefault(strings.Join(n.Partitions, ","), "(null)"))},
 		{kv("Switch", orDefault(n.Leaf, "(null)"))},
 		{kv("RegisterTime", fmtTime(n.Registered, loc, "None")), kv("LastHeartbeat", fmtTime(n.LastHeartbeat, loc, "None"))},
@@ -173,6 +203,7 @@ func FormatPartition(p *phalanxv1.Partition) string {
 		{kv("Default", yes[p.Default])},
 		{kv("MaxNodes", maxNodes), kv("MaxTime", limitOrUnlimited(time.Duration(p.MaxTimeSeconds)*time.Second))},
 		{kv("PriorityTier", p.PriorityTier), kv("State", orDefault(p.State, string(cluster.PartitionUp)))},
+		{kv("PreemptMode", orDefault(p.PreemptMode, "OFF"))},
 		{kv("TotalNodes", len(p.Nodes))},
 		{kv("DefaultTime", defTime)},
 		{kv("Nodes", orDefault(hostlist.Compress(p.Nodes), "(null)"))},

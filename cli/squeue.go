@@ -22,6 +22,7 @@ var squeueOptions = []getopt.Option{
 	{Long: "me", Usage: "only my jobs"},
 	{Long: "noheader", Short: 'h', Usage: "no header line"},
 	{Long: "partition", Short: 'p', HasArg: true, Usage: "comma-separated partitions"},
+	{Long: "start", Usage: "pending jobs with their expected start times, soonest first"},
 	{Long: "states", Short: 't', HasArg: true, Usage: "comma-separated states (PD,R,... or PENDING,...; all)"},
 	{Long: "user", Short: 'u', HasArg: true, Usage: "comma-separated user names"},
 }
@@ -34,8 +35,9 @@ func (k *commands) squeue() *ucli.Command {
 type squeueQuery struct {
 	req  *phalanxv1.ListJobsRequest
 	view SqueueView
-	me   bool
-	help bool
+	me    bool
+	help  bool
+	start bool
 }
 
 func parseSqueue(args []string) (*squeueQuery, error) {
@@ -63,6 +65,8 @@ func parseSqueue(args []string) (*squeueQuery, error) {
 			q.view.NoHeader = true
 		case "partition":
 			q.req.Partitions = splitList(v.Value)
+		case "start":
+			q.start = true
 		case "states":
 			if err := q.setStates(v.Value); err != nil {
 				return nil, err
@@ -70,6 +74,10 @@ func parseSqueue(args []string) (*squeueQuery, error) {
 		case "user":
 			q.req.Users = append(q.req.Users, splitList(v.Value)...)
 		}
+	}
+	if q.start { // as Slurm: pending jobs only, in their own columns
+		q.req.States, q.req.IncludeFinished = []string{string(cluster.JobPending)}, false
+		q.view.Format = orDefault(q.view.Format, SqueueStartFormat)
 	}
 	return q, nil
 }
@@ -130,6 +138,9 @@ func (k *commands) runSqueue(c *ucli.Context, args []string) error {
 	}
 	jobs := resp.Jobs
 	sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].Id < jobs[b].Id })
+	if q.start {
+		jobs = StartOrder(jobs)
+	}
 	q.view.Now, q.view.Loc = k.sys.Now(), time.Local
 	out, err := FormatSqueue(jobs, q.view)
 	if err != nil {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -13,12 +14,15 @@ import (
 // SqueueDefaultFormat is squeue's default output format.
 const SqueueDefaultFormat = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
 
+// SqueueStartFormat is the format of squeue --start, as Slurm's.
+const SqueueStartFormat = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
+
 // squeueHeaders are the column titles of squeue's format fields.
 var squeueHeaders = map[byte]string{
 	'a': "ACCOUNT", 'b': "TRES_PER_NODE", 'D': "NODES", 'i': "JOBID", 'j': "NAME",
 	'l': "TIME_LIMIT", 'L': "TIME_LEFT", 'M': "TIME", 'N': "NODELIST", 'P': "PARTITION",
 	'Q': "PRIORITY", 'r': "REASON", 'R': "NODELIST(REASON)", 'S': "START_TIME",
-	't': "ST", 'T': "STATE", 'u': "USER", 'V': "SUBMIT_TIME", 'Z': "WORK_DIR",
+	't': "ST", 'T': "STATE", 'u': "USER", 'V': "SUBMIT_TIME", 'Y': "SCHEDNODES", 'Z': "WORK_DIR",
 }
 
 // SqueueView says how squeue prints: the -o format, whether to print the
@@ -86,7 +90,7 @@ func jobField(j *phalanxv1.Job, c byte, v SqueueView) string {
 		}
 		return "(" + reason(j) + ")"
 	case 'S':
-		if j.StartTime == nil && j.ExpectedStart != nil {
+		if j.State == string(cluster.JobPending) || j.StartTime == nil {
 			return fmtTime(j.ExpectedStart, v.Loc, "N/A")
 		}
 		return fmtTime(j.StartTime, v.Loc, "N/A")
@@ -98,6 +102,8 @@ func jobField(j *phalanxv1.Job, c byte, v SqueueView) string {
 		return s.GetUser()
 	case 'V':
 		return fmtTime(j.SubmitTime, v.Loc, "N/A")
+	case 'Y':
+		return "(null)" // nodes are chosen at placement, not reserved by name
 	case 'Z':
 		return s.GetWorkDir()
 	}
@@ -163,4 +169,26 @@ func tresPerNode(s *phalanxv1.JobSpec) string {
 		return fmt.Sprintf("gres/gpu:%s:%d", s.GpuType, s.GpusPerNode)
 	}
 	return fmt.Sprintf("gres/gpu:%d", s.GpusPerNode)
+}
+
+// StartOrder is the order of squeue --start: pending jobs only, by
+// expected start time (jobs without one last), then by ID.
+func StartOrder(jobs []*phalanxv1.Job) []*phalanxv1.Job {
+	var out []*phalanxv1.Job
+	for _, j := range jobs {
+		if j.State == string(cluster.JobPending) {
+			out = append(out, j)
+		}
+	}
+	sort.SliceStable(out, func(a, b int) bool {
+		x, y := out[a].ExpectedStart, out[b].ExpectedStart
+		switch {
+		case x == nil || y == nil:
+			return x != nil && y == nil
+		case !x.AsTime().Equal(y.AsTime()):
+			return x.AsTime().Before(y.AsTime())
+		}
+		return out[a].Id < out[b].Id
+	})
+	return out
 }
