@@ -33,8 +33,8 @@ func (k *commands) squeue() *ucli.Command {
 
 // squeueQuery is a parsed squeue command line.
 type squeueQuery struct {
-	req  *phalanxv1.ListJobsRequest
-	view SqueueView
+	req   *phalanxv1.ListJobsRequest
+	view  SqueueView
 	me    bool
 	help  bool
 	start bool
