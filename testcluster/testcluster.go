@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/controller"
 	"github.com/phalanx-hpc/phalanx/nodeagent"
 	"github.com/phalanx-hpc/phalanx/nodeagent/gpu"
@@ -42,6 +43,8 @@ type Options struct {
 	KillGrace  time.Duration // default 1s
 	// Dir is the state directory; default t.TempDir().
 	Dir string
+	// Partitions replace the controller's default partition (every node).
+	Partitions []*cluster.Partition
 }
 
 // Cluster is a running test cluster.
@@ -145,6 +148,7 @@ func (c *Cluster) StartController() {
 		HeartbeatInterval: 200 * time.Millisecond,
 		SchedInterval:     200 * time.Millisecond,
 		KillGrace:         c.opts.KillGrace,
+		Partitions:        c.opts.Partitions,
 		Logger:            c.logger("controller"),
 	})
 	if err != nil {
