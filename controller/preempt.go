@@ -20,7 +20,9 @@ import (
 //  4. The next pass places the job that asked for the room; the victim
 //     waits its turn like any pending job, first in its priority class.
 //
-// A job already PREEMPTED is never signalled again: preempt skips it.
+// A job already PREEMPTED is never signalled again: the scheduler is told
+// which jobs are on their way out (Snapshot.Preempting) and preempt skips
+// them.
 
 // preempt signals the plan's victims and returns how many it signalled.
 func (s *Server) preempt(plan *scheduler.Plan, active []*cluster.Job, now time.Time) int {
@@ -56,6 +58,18 @@ func (s *Server) preempt(plan *scheduler.Plan, active []*cluster.Job, now time.T
 		}
 	}
 	return len(res.IDs)
+}
+
+// preempting is the set of jobs being preempted: PREEMPTED, tasks still
+// ending.
+func preempting(active []*cluster.Job) map[cluster.JobID]bool {
+	out := map[cluster.JobID]bool{}
+	for _, j := range active {
+		if j.State == cluster.JobPreempted {
+			out[j.ID] = true
+		}
+	}
+	return out
 }
 
 func containsID(ids []cluster.JobID, id cluster.JobID) bool {

@@ -21,6 +21,7 @@ func (s *Server) schedulePass() {
 		Partitions: st.Partitions,
 		Jobs:       st.Active,
 		Topology:   s.cfg.Topology,
+		Preempting: preempting(st.Active),
 	}, now)
 
 	s.mu.Lock()
