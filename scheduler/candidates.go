@@ -1,28 +1,195 @@
 package scheduler
 
-import "github.com/phalanx-hpc/phalanx/cluster"
+import (
+	"fmt"
+	"sort"
+	"strings"
 
-// candidates returns the partition's nodes a job may use at all: UP and
-// with the requested GPU model, in name order.
-func candidates(p *partition, r request) []*nodeCap {
-	var out []*nodeCap
-	for _, c := range p.members {
-		if c.node.State == cluster.NodeUp && r.modelOK(c.node) {
-			out = append(out, c)
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+// request is the shape a job asks for: Nodes nodes each with the per-node
+// resources, and its topology limits at the time of the question.
+type request struct {
+	nodes     int
+	gpus      int
+	cpus      int
+	mem       int64
+	excl      bool
+	segment   int // groups of this many nodes, each inside one block; 0: none
+	maxLeaves int // at most this many leaf switches; 0: any
+}
+
+func requestOf(j *cluster.Job) request {
+	return request{
+		nodes:   max(j.Nodes, 1),
+		gpus:    max(j.GPUsPerNode, 0),
+		cpus:    max(j.CPUsPerNode, 0),
+		mem:     max(j.MemoryMB, 0),
+		excl:    j.Exclusive,
+		segment: max(j.Segment, 0),
+	}
+}
+
+// setKey names the static filters of a job: nodes that pass them are its
+// candidates whatever their load. Jobs with equal keys share one candSet.
+type setKey struct {
+	part, gpuType, constraint, nodelist, exclude string
+}
+
+func keyOf(j *cluster.Job) setKey {
+	return setKey{part: j.Partition, gpuType: strings.ToLower(j.GPUType), constraint: j.Constraint,
+		nodelist: strings.Join(j.NodeList, ","), exclude: strings.Join(j.Exclude, ",")}
+}
+
+// candSet is the candidates for one setKey, built once per pass: the
+// partition's nodes with the GPU model, the features, and not excluded.
+type candSet struct {
+	k        setKey
+	part     *partition
+	bad      error      // the filters themselves can never be met
+	static   []int32    // candidates in any state, name order
+	leaves   []candLeaf // UP candidates by leaf (leaf order), required ones left out
+	required []int32    // --nodelist nodes, name order
+	mixed    bool       // node weights differ: weight sums decide between leaves
+	never    map[request]error
+	idle     map[request]bool
+	failed   map[failKey][]failure
+}
+
+func (cs *candSet) key() setKey { return cs.k }
+
+// candLeaf is a leaf's UP candidates by weight, then name.
+type candLeaf struct {
+	leaf  int32
+	nodes []int32
+}
+
+// set returns the job's candidate set, building it on first use.
+func (p *pass) set(j *cluster.Job) *candSet {
+	k := keyOf(j)
+	if cs := p.sets[k]; cs != nil {
+		return cs
+	}
+	cs := p.buildSet(j, k)
+	p.sets[k] = cs
+	return cs
+}
+
+func (p *pass) buildSet(j *cluster.Job, k setKey) *candSet {
+	cs := &candSet{k: k, part: p.parts[k.part], never: map[request]error{}, idle: map[request]bool{}, failed: map[failKey][]failure{}}
+	if cs.part == nil {
+		cs.bad = fmt.Errorf("partition %q: %w", k.part, cluster.ErrNotFound)
+		return cs
+	}
+	feat, err := parseConstraint(j.Constraint)
+	if err != nil {
+		cs.bad = err
+		return cs
+	}
+	excluded := make(map[string]bool, len(j.Exclude))
+	for _, n := range j.Exclude {
+		excluded[n] = true
+	}
+	isCand := func(n *cluster.Node) bool {
+		return modelOK(k.gpuType, n) && feat.match(n.Features) && !excluded[n.Name]
+	}
+	for _, i := range cs.part.members {
+		if isCand(p.nodes[i].node) {
+			cs.static = append(cs.static, i)
 		}
 	}
+	if cs.bad = p.staticError(cs, j, feat, excluded); cs.bad != nil {
+		return cs
+	}
+	cs.required = p.requiredOf(j.NodeList)
+	p.groupCandidates(cs)
+	return cs
+}
+
+// staticError explains filters that leave no way to run: an unknown
+// feature, everything excluded, a --nodelist node outside the candidates.
+func (p *pass) staticError(cs *candSet, j *cluster.Job, feat features, excluded map[string]bool) error {
+	var members []*cluster.Node
+	for _, i := range cs.part.members {
+		members = append(members, p.nodes[i].node)
+	}
+	if f := feat.unknown(members); f != "" {
+		return fmt.Errorf("%w: no node of partition %s has feature %q", cluster.ErrUnsatisfiable, cs.part.Name, f)
+	}
+	if len(members) > 0 && len(cs.static) == 0 && len(excluded) > 0 {
+		return fmt.Errorf("%w: --exclude leaves no node of partition %s", cluster.ErrUnsatisfiable, cs.part.Name)
+	}
+	in := make(map[int32]bool, len(cs.static))
+	for _, i := range cs.static {
+		in[i] = true
+	}
+	for _, name := range j.NodeList {
+		i, ok := p.index[name]
+		if !ok || !in[i] {
+			return fmt.Errorf("%w: --nodelist node %s is not a node of partition %s that matches the job's constraints",
+				cluster.ErrUnsatisfiable, name, cs.part.Name)
+		}
+	}
+	if len(j.NodeList) > max(j.Nodes, 1) {
+		return fmt.Errorf("%w: --nodelist names %d nodes; the job asks for %s",
+			cluster.ErrUnsatisfiable, len(j.NodeList), plural(max(j.Nodes, 1), "node"))
+	}
+	return nil
+}
+
+func (p *pass) requiredOf(names []string) []int32 {
+	var out []int32
+	seen := map[int32]bool{}
+	for _, n := range names {
+		if i, ok := p.index[n]; ok && !seen[i] {
+			seen[i] = true
+			out = append(out, i)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a] < out[b] })
 	return out
 }
 
-// fitting keeps the nodes whose free capacity covers the request now.
-func fitting(nodes []*nodeCap, r request) []*nodeCap {
-	var out []*nodeCap
-	for _, c := range nodes {
-		if c.fits(r) {
-			out = append(out, c)
+// groupCandidates fills cs.leaves with the UP, not required candidates.
+func (p *pass) groupCandidates(cs *candSet) {
+	req := make(map[int32]bool, len(cs.required))
+	for _, i := range cs.required {
+		req[i] = true
+	}
+	pos := map[int32]int{}
+	weight := 0
+	for n, i := range cs.static {
+		c := &p.nodes[i]
+		if n == 0 {
+			weight = c.node.Weight
+		}
+		cs.mixed = cs.mixed || c.node.Weight != weight
+		if !c.up || req[i] {
+			continue
+		}
+		k, ok := pos[c.leaf]
+		if !ok {
+			k = len(cs.leaves)
+			pos[c.leaf] = k
+			cs.leaves = append(cs.leaves, candLeaf{leaf: c.leaf})
+		}
+		cs.leaves[k].nodes = append(cs.leaves[k].nodes, i)
+	}
+	sort.Slice(cs.leaves, func(a, b int) bool { return cs.leaves[a].leaf < cs.leaves[b].leaf })
+	if cs.mixed {
+		for _, cl := range cs.leaves {
+			sort.SliceStable(cl.nodes, func(a, b int) bool {
+				return p.nodes[cl.nodes[a]].node.Weight < p.nodes[cl.nodes[b]].node.Weight
+			})
 		}
 	}
-	return out
+}
+
+// modelOK reports whether the node has the GPU model asked: a
+// case-insensitive substring of Node.GPUModel (want is lower case).
+func modelOK(want string, n *cluster.Node) bool {
+	return want == "" || strings.Contains(strings.ToLower(n.GPUModel), want)
 }
 
 // schedulable reports whether a partition starts jobs: UP, or DRAIN (which,

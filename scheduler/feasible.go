@@ -2,22 +2,27 @@ package scheduler
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
 // Feasible reports whether the job could ever run: whether its partition's
 // registered nodes, whatever their state and whatever runs on them, include
-// Nodes nodes that each have the requested GPU model, GPUs, CPUs and memory.
-// It returns an error wrapping cluster.ErrNotFound for an unknown partition
-// and cluster.ErrUnsatisfiable, with the limiting resource, otherwise.
+// Nodes nodes that have the requested GPU model, features (--constraint),
+// GPUs, CPUs and memory, are not excluded, include the --nodelist nodes, and
+// can be grouped as --segment asks. It returns an error wrapping
+// cluster.ErrNotFound for an unknown partition, cluster.ErrInvalid for a
+// malformed request (a bad constraint, a node count that is not a multiple
+// of the segment) and cluster.ErrUnsatisfiable, with the limiting
+// requirement, otherwise.
 func Feasible(s *Snapshot, j *cluster.Job) error {
-	p := newPool(&Snapshot{Nodes: s.Nodes, Partitions: s.Partitions, Topology: s.Topology})
-	part := p.parts[j.Partition]
-	if part == nil {
-		return fmt.Errorf("partition %q: %w", j.Partition, cluster.ErrNotFound)
+	p := newPass(&Snapshot{Nodes: s.Nodes, Partitions: s.Partitions, Topology: s.Topology, Options: s.Options}, time.Time{})
+	cs := p.set(j)
+	if cs.bad != nil {
+		return cs.bad
 	}
-	return part.neverFits(requestOf(j))
+	return p.neverFits(cs, requestOf(j))
 }
 
 // stage is one requirement in the order Feasible reports them.
@@ -28,53 +33,118 @@ type stage struct {
 }
 
 // neverFits reports, once per request shape, why the request can never fit
-// the partition's nodes, or nil.
-func (p *partition) neverFits(r request) error {
-	err, ok := p.never[r]
+// the candidate set, or nil.
+func (p *pass) neverFits(cs *candSet, r request) error {
+	r.maxLeaves = 0
+	err, ok := cs.never[r]
 	if !ok {
-		err = whyNever(p, r)
-		p.never[r] = err
+		err = p.whyNever(cs, r)
+		cs.never[r] = err
 	}
 	return err
 }
 
 // whyNever applies the requirements one by one to the partition's nodes and
-// reports the first that leaves fewer than the requested node count.
-func whyNever(p *partition, r request) error {
-	nodes := make([]*cluster.Node, len(p.members))
-	for i, c := range p.members {
-		nodes[i] = c.node
+// reports the first that leaves fewer than the requested node count, then
+// checks the --nodelist nodes and the segments.
+func (p *pass) whyNever(cs *candSet, r request) error {
+	if r.segment > 0 {
+		if r.nodes%r.segment != 0 {
+			return fmt.Errorf("%w: --segment=%d does not divide the node count %d", cluster.ErrInvalid, r.segment, r.nodes)
+		}
+		if len(cs.required) > 0 {
+			return fmt.Errorf("%w: --segment cannot be combined with --nodelist", cluster.ErrInvalid)
+		}
+	}
+	nodes := make([]*cluster.Node, len(cs.part.members))
+	for i, m := range cs.part.members {
+		nodes[i] = p.nodes[m].node
 	}
 	if len(nodes) < r.nodes {
 		return fmt.Errorf("%w: partition %s has %s; the job asks for %s",
-			cluster.ErrUnsatisfiable, p.Name, plural(len(nodes), "node"), plural(r.nodes, "node"))
+			cluster.ErrUnsatisfiable, cs.part.Name, plural(len(nodes), "node"), plural(r.nodes, "node"))
 	}
-	for _, st := range stages(r) {
+	inSet := make(map[*cluster.Node]bool, len(cs.static))
+	for _, i := range cs.static {
+		inSet[p.nodes[i].node] = true
+	}
+	for _, st := range stages(r, cs, inSet) {
 		kept := keep(nodes, st.ok)
 		if len(kept) < r.nodes {
 			return fmt.Errorf("%w: partition %s has %s; the job asks for %s with %s each",
-				cluster.ErrUnsatisfiable, p.Name, st.have(len(nodes), nodes), plural(r.nodes, "node"), st.want)
+				cluster.ErrUnsatisfiable, cs.part.Name, st.have(len(nodes), nodes), plural(r.nodes, "node"), st.want)
 		}
 		nodes = kept
+	}
+	for _, i := range cs.required {
+		if !p.nodes[i].wholeFits(&r) {
+			return fmt.Errorf("%w: --nodelist node %s is too small for the per-node request", cluster.ErrUnsatisfiable, p.nodes[i].node.Name)
+		}
+	}
+	return p.segmentsNever(nodes, r)
+}
+
+// segmentsNever checks that enough groups of r.segment nodes fit inside
+// blocks (leaves without blocks) among the nodes that pass every stage.
+func (p *pass) segmentsNever(nodes []*cluster.Node, r request) error {
+	if r.segment <= 0 {
+		return nil
+	}
+	count := map[int32]int{}
+	for _, n := range nodes {
+		c := &p.nodes[p.index[n.Name]]
+		d := c.leaf
+		if len(p.blocks) > 0 {
+			d = c.block
+		}
+		if d >= 0 {
+			count[d]++
+		}
+	}
+	groups := 0
+	for _, c := range count {
+		groups += c / r.segment
+	}
+	if groups < r.nodes/r.segment {
+		where := "leaf switch"
+		if len(p.blocks) > 0 {
+			where = "block"
+		}
+		return fmt.Errorf("%w: only %d groups of %d nodes fit inside one %s each; the job asks for %d",
+			cluster.ErrUnsatisfiable, groups, r.segment, where, r.nodes/r.segment)
 	}
 	return nil
 }
 
-func stages(r request) []stage {
+func stages(r request, cs *candSet, inSet map[*cluster.Node]bool) []stage {
 	var out []stage
-	if r.gpuType != "" {
+	if k := cs.key(); k.gpuType != "" {
+		model := func(n *cluster.Node) bool { return modelOK(k.gpuType, n) }
 		out = append(out, stage{
-			ok: r.modelOK,
+			ok: model,
 			have: func(n int, nodes []*cluster.Node) string {
-				return fmt.Sprintf("%s, %d of them with GPU model %q", plural(n, "node"), len(keep(nodes, r.modelOK)), r.gpuType)
+				return fmt.Sprintf("%s, %d of them with GPU model %q", plural(n, "node"), len(keep(nodes, model)), k.gpuType)
 			},
-			want: fmt.Sprintf("GPU model %q", r.gpuType),
+			want: fmt.Sprintf("GPU model %q", k.gpuType),
+		})
+	}
+	if k := cs.key(); k.constraint != "" || k.exclude != "" {
+		filters := fmt.Sprintf("features %q", k.constraint)
+		if k.constraint == "" {
+			filters = "nodes not excluded"
+		}
+		out = append(out, stage{
+			ok: func(n *cluster.Node) bool { return inSet[n] },
+			have: func(n int, nodes []*cluster.Node) string {
+				return fmt.Sprintf("%s, %d of them usable with the job's --constraint and --exclude", plural(n, "node"), len(keep(nodes, func(n *cluster.Node) bool { return inSet[n] })))
+			},
+			want: filters,
 		})
 	}
 	out = append(out,
 		limit(r.gpus > 0, "GPUs", int64(r.gpus), func(n *cluster.Node) int64 { return int64(n.GPUs) }),
 		limit(r.cpus > 0, "CPUs", int64(r.cpus), func(n *cluster.Node) int64 { return int64(n.CPUs) }),
-		limit(r.memoryMB > 0, "MB of memory", r.memoryMB, func(n *cluster.Node) int64 { return n.MemoryMB }))
+		limit(r.mem > 0, "MB of memory", r.mem, func(n *cluster.Node) int64 { return n.MemoryMB }))
 	return out
 }
 

@@ -1,94 +1,167 @@
 package scheduler
 
-import (
-	"sort"
+import "sort"
 
-	"github.com/phalanx-hpc/phalanx/topology/hostlist"
-)
-
-// leafGroup is the feasible nodes under one leaf switch, best fit first.
-type leafGroup struct {
-	leaf  string
-	nodes []*nodeCap
+// group is the nodes that can host a request under one leaf switch (or, in
+// the block step, one block), in candidate order: weight, then name.
+type group struct {
+	leaf  int32
+	nodes []int32
 }
 
-// groupByLeaf groups nodes (given in name order) by leaf. Inside a group the
-// nodes with the fewest free GPUs come first (best fit), then by name.
-func groupByLeaf(nodes []*nodeCap) []*leafGroup {
-	index := map[string]*leafGroup{}
-	var groups []*leafGroup
-	for _, c := range nodes {
-		g := index[c.leaf]
-		if g == nil {
-			g = &leafGroup{leaf: c.leaf}
-			index[c.leaf] = g
-			groups = append(groups, g)
+// pickLeaves chooses k nodes from the groups on as few leaves as possible
+// (at most maxLeaves when positive):
+//
+//   - if one leaf holds them, the leaf whose best k nodes weigh least, then
+//     the one with the fewest fitting nodes (best fit: big holes survive),
+//     then the first;
+//   - otherwise the fewest leaves m that hold k, taken under one spine when
+//     some spine's m largest leaves hold k (the spine whose leaves fit
+//     tightest); the largest leaves are filled and the remainder goes to
+//     the smallest leaf that holds it.
+//
+// Inside a leaf, nodes go by weight, then fewest free GPUs, then name. The
+// result is by leaf as chosen, then name.
+func (p *pass) pickLeaves(groups []group, k, maxLeaves int, mixed bool) ([]int32, bool) {
+	if k <= 0 {
+		return nil, true
+	}
+	best := -1
+	for i := range groups {
+		if len(groups[i].nodes) >= k && (best < 0 || p.leafBefore(&groups[i], &groups[best], k, mixed)) {
+			best = i
 		}
-		g.nodes = append(g.nodes, c)
 	}
-	for _, g := range groups {
-		sort.SliceStable(g.nodes, func(i, j int) bool { return len(g.nodes[i].gpus) < len(g.nodes[j].gpus) })
+	if best >= 0 {
+		return p.bestNodes(groups[best].nodes, k), true
 	}
-	return groups
-}
-
-// assemble picks n nodes from the feasible ones, spanning as few leaves as
-// possible. With one leaf enough, it is the leaf with the fewest sufficient
-// nodes; otherwise the largest leaves are filled and the remainder goes to
-// the smallest leaf that holds it. Ties go to the lower leaf name. The
-// result is in rank order: by leaf as chosen, then by node name.
-func assemble(feasible []*nodeCap, n int) ([]*nodeCap, bool) {
-	if len(feasible) < n {
+	if maxLeaves == 1 {
 		return nil, false
 	}
-	groups := groupByLeaf(feasible)
-	sort.SliceStable(groups, func(i, j int) bool {
-		if len(groups[i].nodes) != len(groups[j].nodes) {
-			return len(groups[i].nodes) > len(groups[j].nodes)
-		}
-		return groups[i].leaf < groups[j].leaf
-	})
-	var out []*nodeCap
-	need := n
-	for i := 0; need > 0; i++ {
-		g := groups[i]
-		if len(g.nodes) >= need {
-			g = bestFit(groups[i:], need)
-			out = append(out, byName(g.nodes[:need])...)
+	order := p.bySize(groups)
+	m, sum := 0, 0
+	for _, g := range order {
+		if sum >= k {
 			break
 		}
-		out = append(out, byName(g.nodes)...)
+		m, sum = m+1, sum+len(g.nodes)
+	}
+	if sum < k || (maxLeaves > 0 && m > maxLeaves) {
+		return nil, false
+	}
+	order = p.oneSpine(order, k, m)
+	var out []int32
+	need := k
+	for i := 0; need > 0; i++ {
+		g := order[i]
+		if len(g.nodes) >= need {
+			for _, h := range order[i+1:] {
+				if len(h.nodes) >= need && len(h.nodes) < len(g.nodes) {
+					g = h // the smallest that still holds the remainder
+				}
+			}
+			return append(out, p.bestNodes(g.nodes, need)...), true
+		}
+		out = append(out, p.bestNodes(g.nodes, len(g.nodes))...)
 		need -= len(g.nodes)
 	}
 	return out, true
 }
 
-// bestFit returns the group with the fewest nodes that still has need;
-// groups are sorted by size descending, then leaf name.
-func bestFit(groups []*leafGroup, need int) *leafGroup {
-	best := groups[0]
-	for _, g := range groups[1:] {
-		if len(g.nodes) < need {
-			break
-		}
-		if len(g.nodes) < len(best.nodes) || (len(g.nodes) == len(best.nodes) && g.leaf < best.leaf) {
-			best = g
+// leafBefore orders leaves that each hold k nodes.
+func (p *pass) leafBefore(a, b *group, k int, mixed bool) bool {
+	if mixed {
+		if wa, wb := p.weight(a.nodes[:k]), p.weight(b.nodes[:k]); wa != wb {
+			return wa < wb
 		}
 	}
-	return best
+	if len(a.nodes) != len(b.nodes) {
+		return len(a.nodes) < len(b.nodes)
+	}
+	return a.leaf < b.leaf
 }
 
-func byName(nodes []*nodeCap) []*nodeCap {
-	out := append([]*nodeCap(nil), nodes...)
-	sort.Slice(out, func(i, j int) bool { return hostlist.Less(out[i].node.Name, out[j].node.Name) })
+func (p *pass) weight(nodes []int32) int {
+	w := 0
+	for _, i := range nodes {
+		w += p.nodes[i].node.Weight
+	}
+	return w
+}
+
+// bySize returns the groups by size, largest first, then leaf order.
+func (p *pass) bySize(groups []group) []group {
+	order := append(p.groupOrder[:0], groups...)
+	sort.Slice(order, func(i, j int) bool {
+		if len(order[i].nodes) != len(order[j].nodes) {
+			return len(order[i].nodes) > len(order[j].nodes)
+		}
+		return order[i].leaf < order[j].leaf
+	})
+	p.groupOrder = order
+	return order
+}
+
+// oneSpine keeps, of the groups sorted by size, those under the spine whose
+// m largest leaves hold k with the least room to spare; all of them when no
+// spine can.
+func (p *pass) oneSpine(order []group, k, m int) []group {
+	if p.spines < 2 {
+		return order
+	}
+	count := make([]int, p.spines)
+	sum := make([]int, p.spines)
+	for _, g := range order {
+		s := p.leaves[g.leaf].spine
+		if count[s] < m {
+			count[s]++
+			sum[s] += len(g.nodes)
+		}
+	}
+	best := -1
+	for s := range sum {
+		if sum[s] >= k && (best < 0 || sum[s] < sum[best]) {
+			best = s
+		}
+	}
+	if best < 0 {
+		return order
+	}
+	var kept []group
+	for _, g := range order {
+		if p.leaves[g.leaf].spine == int32(best) {
+			kept = append(kept, g)
+		}
+	}
+	return kept
+}
+
+// bestNodes takes n nodes of one group: lowest weight, then fewest free
+// GPUs, then fewest free CPUs, then name; returned in name order.
+func (p *pass) bestNodes(nodes []int32, n int) []int32 {
+	out := append([]int32(nil), nodes...)
+	if n < len(out) {
+		sort.SliceStable(out, func(a, b int) bool {
+			x, y := &p.nodes[out[a]], &p.nodes[out[b]]
+			if x.node.Weight != y.node.Weight {
+				return x.node.Weight < y.node.Weight
+			}
+			if x.ngpu != y.ngpu {
+				return x.ngpu < y.ngpu
+			}
+			return x.cpus < y.cpus
+		})
+		out = out[:n]
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a] < out[b] })
 	return out
 }
 
-// leafSpan counts the distinct leaves of a gang.
-func leafSpan(nodes []*nodeCap) int {
-	seen := map[string]bool{}
-	for _, c := range nodes {
-		seen[c.leaf] = true
+// leafSpan counts the distinct leaves of a set of nodes.
+func (p *pass) leafSpan(nodes []int32) int {
+	seen := map[int32]bool{}
+	for _, i := range nodes {
+		seen[p.nodes[i].leaf] = true
 	}
 	return len(seen)
 }

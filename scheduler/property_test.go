@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,7 +192,7 @@ func checkGang(t *rapid.T, s *Snapshot, j *cluster.Job, alloc cluster.Allocation
 	seen := map[string]bool{}
 	for _, a := range alloc.Nodes {
 		n := nodes[a.Node]
-		if n == nil || seen[a.Node] || n.State != cluster.NodeUp || !part.Contains(a.Node) || !requestOf(j).modelOK(n) {
+		if n == nil || seen[a.Node] || n.State != cluster.NodeUp || !part.Contains(a.Node) || !modelOK(strings.ToLower(j.GPUType), n) {
 			t.Fatalf("job %d: node %s is unknown, repeated, not UP, outside %s or the wrong model", j.ID, a.Node, part.Name)
 		}
 		seen[a.Node] = true

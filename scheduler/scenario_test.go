@@ -21,13 +21,25 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // "NAME key=value ..."):
 //
 //	topology             input: topology.conf
-//	nodes                input: HOSTLIST [gpus=N cpus=N mem=MB model=M leaf=L state=S]
-//	partitions           input: NAME nodes=HOSTLIST|all [tier=N state=S]
-//	jobs                 input: ID [part=P nodes=N gpus=N cpus=N mem=MB type=T prio=N submit=SECONDS limit=SECONDS]
+//	nodes                input: HOSTLIST [gpus=N cpus=N mem=MB model=M leaf=L state=S
+//	                            features=F,G weight=N]
+//	partitions           input: NAME nodes=HOSTLIST|all [tier=N state=S maxtime=SECONDS
+//	                            maxnodes=N default=SECONDS preempt=REQUEUE]
+//	jobs                 input: ID [part=P nodes=N gpus=N cpus=N mem=MB type=T prio=N
+//	                            submit=SECONDS limit=SECONDS qos=Q nice=N requeued
+//	                            constraint=EXPR nodelist=HOSTLIST exclude=HOSTLIST
+//	                            exclusive switches=N[@SECONDS] segment=K]
 //	node-state           input: NAME STATE
-//	schedule [commit]    prints the plan; commit starts the placed jobs
+//	schedule [at=SECONDS] [commit] [depth=N]
+//	                     prints the plan at epoch+at; commit starts the placed
+//	                     jobs then; depth sets Options.ReserveDepth
 //	finish               input: job IDs whose tasks all exit
+//	preempting           input: job IDs already signalled (Snapshot.Preempting)
 //	feasible id=N        prints Feasible's verdict
+//
+// The plan prints placements ("place"), preemptions ("preempt VICTIM for
+// JOB"), reservations ("reserve JOB at +T on NODES") and pending jobs
+// ("pend JOB: REASON [start=+T]"); times are offsets from the epoch.
 func TestScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		w := &world{snap: &Snapshot{}}
@@ -62,11 +74,27 @@ func (w *world) run(t *testing.T, d *datadriven.TestData) error {
 		return eachLine(d.Input, w.setNodeState)
 	case "finish":
 		return eachLine(d.Input, w.finish)
+	case "preempting":
+		w.snap.Preempting = map[cluster.JobID]bool{}
+		return eachLine(d.Input, func(id string, _ map[string]string) error {
+			n, err := strconv.ParseUint(id, 10, 64)
+			w.snap.Preempting[cluster.JobID(n)] = true
+			return err
+		})
 	case "schedule":
-		plan := Schedule(w.snap, epoch)
+		now := epoch
+		if d.HasArg("at") {
+			var at int
+			d.ScanArgs(t, "at", &at)
+			now = epoch.Add(time.Duration(at) * time.Second)
+		}
+		if d.HasArg("depth") {
+			d.ScanArgs(t, "depth", &w.snap.Options.ReserveDepth)
+		}
+		plan := Schedule(w.snap, now)
 		w.out = formatPlan(w.snap, plan)
 		if d.HasArg("commit") {
-			return w.commit(plan)
+			return w.commit(plan, now)
 		}
 		return nil
 	case "feasible":
@@ -123,6 +151,7 @@ func (w *world) addNodes(expr string, kv map[string]string) error {
 			Name: n, GPUs: int(num(kv, "gpus", 8)), CPUs: int(num(kv, "cpus", 64)),
 			MemoryMB: num(kv, "mem", 512000), GPUModel: str(kv, "model", "NVIDIA H100 80GB HBM3"),
 			Leaf: kv["leaf"], State: cluster.NodeState(str(kv, "state", "UP")),
+			Weight: int(num(kv, "weight", 0)), Features: list(kv["features"]),
 		})
 	}
 	return err
@@ -130,7 +159,8 @@ func (w *world) addNodes(expr string, kv map[string]string) error {
 
 func (w *world) addPartition(name string, kv map[string]string) error {
 	p := &cluster.Partition{Name: name, State: cluster.PartitionState(str(kv, "state", "UP")),
-		PriorityTier: int(num(kv, "tier", 0))}
+		PriorityTier: int(num(kv, "tier", 0)), MaxTime: seconds(kv, "maxtime"), DefaultTime: seconds(kv, "default"),
+		MaxNodes: int(num(kv, "maxnodes", 0)), PreemptMode: str(kv, "preempt", "OFF")}
 	if kv["nodes"] == "all" {
 		p.AllNodes = true
 	} else {
@@ -146,14 +176,49 @@ func (w *world) addPartition(name string, kv map[string]string) error {
 
 func (w *world) addJob(id string, kv map[string]string) error {
 	n, err := strconv.ParseUint(id, 10, 64)
-	w.snap.Jobs = append(w.snap.Jobs, &cluster.Job{
+	if err != nil {
+		return err
+	}
+	j := &cluster.Job{
 		ID: cluster.JobID(n), Partition: str(kv, "part", "gpu"), State: cluster.JobPending,
 		Nodes: int(num(kv, "nodes", 1)), GPUsPerNode: int(num(kv, "gpus", 0)),
 		CPUsPerNode: int(num(kv, "cpus", 0)), MemoryMB: num(kv, "mem", 0), GPUType: kv["type"],
-		TimeLimit: time.Duration(num(kv, "limit", 0)) * time.Second,
-		Priority:  num(kv, "prio", 0), SubmitTime: epoch.Add(time.Duration(num(kv, "submit", 0)) * time.Second),
-	})
+		TimeLimit: seconds(kv, "limit"), Priority: num(kv, "prio", 0), SubmitTime: epoch.Add(seconds(kv, "submit")),
+		QoS: kv["qos"], Nice: int(num(kv, "nice", 0)), Constraint: kv["constraint"],
+		Exclusive: kv["exclusive"] != "" || hasKey(kv, "exclusive"), Requeued: hasKey(kv, "requeued"),
+		Segment: int(num(kv, "segment", 0)),
+	}
+	if sw, wait, ok := strings.Cut(kv["switches"], "@"); sw != "" {
+		j.Switches, err = strconv.Atoi(sw)
+		if ok {
+			j.SwitchesWait = seconds(map[string]string{"w": wait}, "w")
+		}
+	}
+	for key, dst := range map[string]*[]string{"nodelist": &j.NodeList, "exclude": &j.Exclude} {
+		if kv[key] != "" {
+			if *dst, err = hostlist.Expand(kv[key]); err != nil {
+				return err
+			}
+		}
+	}
+	w.snap.Jobs = append(w.snap.Jobs, j)
 	return err
+}
+
+func hasKey(kv map[string]string, key string) bool {
+	_, ok := kv[key]
+	return ok
+}
+
+func seconds(kv map[string]string, key string) time.Duration {
+	return time.Duration(num(kv, key, 0)) * time.Second
+}
+
+func list(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }
 
 func (w *world) setNodeState(name string, kv map[string]string) error {
@@ -188,10 +253,15 @@ func (w *world) finish(id string, _ map[string]string) error {
 }
 
 // commit starts placed jobs as the controller would.
-func (w *world) commit(plan *Plan) error {
+func (w *world) commit(plan *Plan, now time.Time) error {
 	for _, pl := range plan.Placements {
-		if err := cluster.Place(w.job(pl.Job), pl.Alloc, 29500, epoch); err != nil {
+		j := w.job(pl.Job)
+		if err := cluster.Place(j, pl.Alloc, 29500, now); err != nil {
 			return err
+		}
+		j.State = cluster.JobRunning
+		for i := range j.Tasks {
+			j.Tasks[i].State = cluster.TaskRunning
 		}
 	}
 	return nil
@@ -207,6 +277,12 @@ func formatPlan(s *Snapshot, plan *Plan) string {
 			leaves[leafOf(s, a.Node)] = true
 		}
 		fmt.Fprintf(&b, " leaves=%d\n", len(leaves))
+	}
+	for _, pr := range plan.Preemptions {
+		fmt.Fprintf(&b, "preempt %d for %d\n", pr.Victim, pr.For)
+	}
+	for _, r := range plan.Reservations {
+		fmt.Fprintf(&b, "reserve %d at +%s on %s\n", r.Job, r.Start.Sub(epoch), hostlist.Compress(r.Nodes))
 	}
 	ids := make([]cluster.JobID, 0, len(plan.Pending))
 	for id := range plan.Pending {

@@ -1,113 +1,226 @@
 package scheduler
 
 import (
-	"sort"
 	"time"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
-// Schedule computes one pass: which pending jobs start now and on what, and
-// why the others wait. It reads s and now only; see the package doc for the
-// steps.
+// Schedule computes one pass: which pending jobs start now and on what,
+// which running jobs to preempt, and why the others wait and until when.
+// It reads s and now only; see the package doc for the steps.
 func Schedule(s *Snapshot, now time.Time) *Plan {
-	p := newPool(s)
+	p := newPass(s, now)
 	plan := &Plan{Pending: map[cluster.JobID]PendingInfo{}}
-	held := holdings(s.Jobs)
-	blocked := map[string]bool{} // partitions whose head job could not start
-	for _, j := range queue(s.Jobs, p) {
-		alloc, reason := p.decide(j, blocked[j.Partition])
-		switch reason {
-		case "":
-			plan.Placements = append(plan.Placements, Placement{Job: j.ID, Alloc: alloc})
-			if j.TimeLimit > 0 {
-				held = append(held, holding{end: now.Add(j.TimeLimit), nodes: alloc.Nodes})
-			}
-		case cluster.ReasonResources:
-			blocked[j.Partition] = true
-			r := requestOf(j)
-			plan.Pending[j.ID] = PendingInfo{Reason: reason,
-				ExpectedStart: expectedStart(candidates(p.parts[j.Partition], r), r, held, now)}
-		case cluster.ReasonNodeAvail:
-			blocked[j.Partition] = true
-			plan.Pending[j.ID] = PendingInfo{Reason: reason}
-		default:
-			plan.Pending[j.ID] = PendingInfo{Reason: reason}
-		}
-	}
-	return plan
-}
-
-// queue returns the pending jobs in scheduling order: partition
-// PriorityTier (higher first), Job.Priority (higher first), submit time,
-// then ID.
-func queue(jobs []*cluster.Job, p *pool) []*cluster.Job {
-	var out []*cluster.Job
-	for _, j := range jobs {
-		if j.State == cluster.JobPending {
-			out = append(out, j)
-		}
-	}
-	tier := func(j *cluster.Job) int {
-		if part := p.parts[j.Partition]; part != nil {
+	tier := func(name string) int {
+		if part := p.parts[name]; part != nil {
 			return part.PriorityTier
 		}
 		return 0
 	}
-	sort.Slice(out, func(a, b int) bool {
-		x, y := out[a], out[b]
-		if tx, ty := tier(x), tier(y); tx != ty {
-			return tx > ty
+	for _, rj := range queue(s.Jobs, tier, now, p.opt) {
+		p.decide(plan, rj.job)
+	}
+	return plan
+}
+
+// scratch is reused buffers of one pass.
+type scratch struct {
+	groups     []group
+	groupOrder []group
+	nodeBuf    []int32
+	cands      []timed
+	reserved   int             // reservations made so far
+	blocked    map[string]bool // partitions with a blocked job already
+}
+
+// decide places one job or records why it waits.
+func (p *pass) decide(plan *Plan, j *cluster.Job) {
+	wait := func(reason string) { plan.Pending[j.ID] = PendingInfo{Reason: reason} }
+	part := p.parts[j.Partition]
+	switch {
+	case part == nil:
+		wait(ReasonBadConstraints)
+		return
+	case !schedulable(part.Partition):
+		wait(cluster.ReasonPartDown)
+		return
+	case part.MaxTime > 0 && j.TimeLimit > part.MaxTime:
+		wait(ReasonPartitionTimeLimit)
+		return
+	case part.MaxNodes > 0 && j.Nodes > part.MaxNodes:
+		wait(ReasonPartitionNodeLimit)
+		return
+	}
+	cs := p.set(j)
+	r := requestOf(j)
+	if cs.bad != nil || p.neverFits(cs, r) != nil {
+		wait(ReasonBadConstraints)
+		return
+	}
+	if !p.idleFits(cs, r) {
+		wait(cluster.ReasonNodeAvail)
+		return
+	}
+	dur := p.limitOf(j)
+	r.maxLeaves = p.maxLeavesAt(j, p.nowNs)
+	end := endOf(p.nowNs, dur)
+	nodes, byResv := p.gangNow(cs, &r, end)
+	if nodes != nil {
+		alloc := cluster.Allocation{Nodes: make([]cluster.NodeAlloc, len(nodes))}
+		for k, i := range nodes {
+			alloc.Nodes[k] = p.take(i, &r, end)
 		}
-		if x.Priority != y.Priority {
-			return x.Priority > y.Priority
+		plan.Placements = append(plan.Placements, Placement{Job: j.ID, Alloc: alloc})
+		return
+	}
+	p.block(plan, j, cs, &r, dur, byResv)
+}
+
+// block records a job that cannot start now, with a reservation while the
+// depth allows. As in Slurm, the first blocked job of a partition waits for
+// Resources, the others for Priority; so does a job that fits now but would
+// delay a reservation.
+func (p *pass) block(plan *Plan, j *cluster.Job, cs *candSet, r *request, dur time.Duration, byResv bool) {
+	info := PendingInfo{Reason: cluster.ReasonResources}
+	if byResv || p.blocked[j.Partition] {
+		info.Reason = cluster.ReasonPriority
+	}
+	p.blocked[j.Partition] = true
+	if p.reserved < p.opt.ReserveDepth {
+		p.reserved++
+		if at, nodes, ok := p.reserve(cs, r, j, dur); ok {
+			info.ExpectedStart = time.Unix(0, at).UTC()
+			if info.ExpectedStart.Before(p.now) || at == p.nowNs {
+				info.ExpectedStart = p.now
+			}
+			plan.Reservations = append(plan.Reservations, Reservation{Job: j.ID, Start: info.ExpectedStart, Nodes: p.names(nodes)})
 		}
-		if !x.SubmitTime.Equal(y.SubmitTime) {
-			return x.SubmitTime.Before(y.SubmitTime)
-		}
-		return x.ID < y.ID
-	})
+	}
+	plan.Pending[j.ID] = info
+}
+
+func (p *pass) names(nodes []int32) []string {
+	out := make([]string, len(nodes))
+	for k, i := range nodes {
+		out[k] = p.nodes[i].node.Name
+	}
 	return out
 }
 
-// decide places one job, taking its capacity from the pool, or returns the
-// reason it waits. behind says a job ahead in the partition is waiting.
-func (p *pool) decide(j *cluster.Job, behind bool) (cluster.Allocation, string) {
-	part := p.parts[j.Partition]
-	if part == nil {
-		return cluster.Allocation{}, ReasonBadConstraints
+// gangNow assembles a gang from the nodes that fit r now and, where a
+// reservation starts later, until end as well. byResv reports that it failed
+// only because of reservations. A failure is remembered per request shape.
+func (p *pass) gangNow(cs *candSet, r *request, end int64) (nodes []int32, byResv bool) {
+	fk := failKey{excl: r.excl, segment: r.segment, maxLeaves: r.maxLeaves}
+	f := failure{nodes: r.nodes, gpus: r.gpus, cpus: r.cpus, mem: r.mem, end: end}
+	if hit, resv := dominated(cs.failed[fk], f); hit {
+		return nil, resv
 	}
-	if !schedulable(part.Partition) {
-		return cluster.Allocation{}, cluster.ReasonPartDown
+	for _, i := range cs.required {
+		if !p.nodes[i].fits(r) {
+			cs.failed[fk] = append(cs.failed[fk], failure{nodes: r.nodes, gpus: r.gpus, cpus: r.cpus, mem: r.mem, end: -forever})
+			return nil, false
+		}
+		if p.nodes[i].resv && !p.fitsOver(i, r, p.nowNs, end) {
+			return nil, true
+		}
 	}
-	r := requestOf(j)
-	if part.neverFits(r) != nil {
-		return cluster.Allocation{}, ReasonBadConstraints
+	groups, rejected := p.collectNow(cs, r, end)
+	if nodes, ok := p.pickGang(groups, cs.required, r, cs.mixed); ok {
+		return nodes, false
 	}
-	if behind {
-		return cluster.Allocation{}, cluster.ReasonPriority
+	if !rejected {
+		f.end = -forever // fails whatever its end
 	}
-	cands := candidates(part, r)
-	gang, ok := assemble(fitting(cands, r), r.nodes)
-	if !ok {
-		return cluster.Allocation{}, waitReason(cands, r)
-	}
-	alloc := cluster.Allocation{Nodes: make([]cluster.NodeAlloc, len(gang))}
-	for i, c := range gang {
-		alloc.Nodes[i] = c.take(r)
-	}
-	return alloc, ""
+	f.resv = rejected
+	cs.failed[fk] = append(cs.failed[fk], f)
+	return nil, rejected
 }
 
-// waitReason tells Resources (busy: would fit on the UP nodes if they were
-// idle) from ReqNodeNotAvail (would need nodes that are DOWN or DRAINED).
-func waitReason(cands []*nodeCap, r request) string {
-	idle := make([]*nodeCap, len(cands))
-	for i, c := range cands {
-		idle[i] = whole(c)
+// collectNow groups by leaf the candidates that fit r now (and until end
+// where a reservation starts later); rejected reports that some node fit
+// now but not until end.
+func (p *pass) collectNow(cs *candSet, r *request, end int64) ([]group, bool) {
+	groups, buf := p.groups[:0], p.nodeBuf[:0]
+	rejected := false
+	for _, cl := range cs.leaves {
+		if r.gpus > 0 && !p.leaves[cl.leaf].anyFree(r.gpus) {
+			continue
+		}
+		start := len(buf)
+		for _, i := range cl.nodes {
+			c := &p.nodes[i]
+			if !c.fits(r) {
+				continue
+			}
+			if c.resv && !p.fitsOver(i, r, p.nowNs, end) {
+				rejected = true
+				continue
+			}
+			buf = append(buf, i)
+		}
+		if len(buf) > start {
+			groups = append(groups, group{leaf: cl.leaf, nodes: buf[start:len(buf):len(buf)]})
+		}
 	}
-	if _, ok := assemble(fitting(idle, r), r.nodes); ok {
-		return cluster.ReasonResources
+	p.groups, p.nodeBuf = groups, buf
+	return groups, rejected
+}
+
+// failKey and failure remember request shapes that did not fit now: within
+// a pass, capacity only shrinks, so a shape at least as large (and, when
+// reservations were in the way, ending no earlier) cannot fit either.
+type failKey struct {
+	excl      bool
+	segment   int
+	maxLeaves int
+}
+
+type failure struct {
+	nodes, gpus, cpus int
+	mem, end          int64
+	resv              bool // reservations were in the way
+}
+
+func dominated(fs []failure, q failure) (hit, resv bool) {
+	for _, f := range fs {
+		if f.nodes <= q.nodes && f.gpus <= q.gpus && f.cpus <= q.cpus && f.mem <= q.mem && f.end <= q.end {
+			if !f.resv {
+				return true, false
+			}
+			hit, resv = true, true
+		}
 	}
-	return cluster.ReasonNodeAvail
+	return hit, resv
+}
+
+// idleFits reports, once per request shape, whether the gang would fit the
+// UP candidates if nothing ran on them.
+func (p *pass) idleFits(cs *candSet, r request) bool {
+	r.maxLeaves = 0
+	if ok, done := cs.idle[r]; done {
+		return ok
+	}
+	var groups []group
+	for _, cl := range cs.leaves {
+		g := group{leaf: cl.leaf}
+		for _, i := range cl.nodes {
+			if p.nodes[i].wholeFits(&r) {
+				g.nodes = append(g.nodes, i)
+			}
+		}
+		if len(g.nodes) > 0 {
+			groups = append(groups, g)
+		}
+	}
+	ok := true
+	for _, i := range cs.required {
+		ok = ok && p.nodes[i].up && p.nodes[i].wholeFits(&r)
+	}
+	if ok {
+		_, ok = p.pickGang(groups, cs.required, &r, cs.mixed)
+	}
+	cs.idle[r] = ok
+	return ok
 }

@@ -19,6 +19,11 @@ type Snapshot struct {
 	// Topology maps nodes to leaf switches; may be nil, in which case each
 	// node's Leaf field is used.
 	Topology *topology.Tree
+	// Preempting holds the running jobs already signalled for preemption:
+	// they are leaving, so they are never chosen as victims again.
+	Preempting map[cluster.JobID]bool
+	// Options tune the pass; the zero value gives the defaults.
+	Options Options
 }
 
 // Plan is the outcome of one pass.
@@ -32,6 +37,17 @@ type Plan struct {
 	// victim, waits its grace period, requeues it, and the next pass places
 	// the preemptor.
 	Preemptions []Preemption
+	// Reservations lists, in priority order, the blocked jobs whose start
+	// later placements may not delay: when and on which nodes each is
+	// expected to start (squeue --start's SCHEDNODES).
+	Reservations []Reservation
+}
+
+// Reservation holds Nodes for Job from Start until Start plus its time limit.
+type Reservation struct {
+	Job   cluster.JobID
+	Start time.Time
+	Nodes []string
 }
 
 // Preemption requeues Victim to make room for For.
@@ -58,4 +74,16 @@ const (
 	// ReasonBadConstraints: the job can never run on its partition as
 	// configured (see Feasible), or its partition does not exist.
 	ReasonBadConstraints = "BadConstraints"
+	// ReasonPartitionTimeLimit: the job's time limit exceeds its
+	// partition's MaxTime.
+	ReasonPartitionTimeLimit = "PartitionTimeLimit"
+	// ReasonPartitionNodeLimit: the job asks for more nodes than its
+	// partition's MaxNodes.
+	ReasonPartitionNodeLimit = "PartitionNodeLimit"
+	// ReasonDependency and ReasonJobHeldUser are Slurm's reasons for jobs
+	// waiting on another job or held by their user. Jobs carry neither
+	// dependencies nor holds yet, so Schedule does not give them; the
+	// controller may.
+	ReasonDependency  = "Dependency"
+	ReasonJobHeldUser = "JobHeldUser"
 )

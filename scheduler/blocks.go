@@ -1,0 +1,146 @@
+package scheduler
+
+import "sort"
+
+// Blocks (topology.conf BlockName= lines: NVLink domains, supernodes) add
+// two rules on top of the leaf rules:
+//
+//   - a job with Segment=K is placed in groups of K nodes, each group inside
+//     one block (inside one leaf switch when the topology has no blocks);
+//     Nodes/K groups are taken from as few blocks as possible;
+//   - a job without a segment that fits inside one block now is placed
+//     inside one block; if none has room it is placed by the leaf rules
+//     alone rather than wait.
+//
+// In both cases a block is chosen by the fewest leaves its share needs, then
+// best fit (the fewest spare nodes), then order; inside it, the leaf rules
+// pick the nodes.
+
+// pickGang chooses the nodes for r: the required ones (already checked to
+// fit), then the rest from the groups, by the block and leaf rules, within
+// r.maxLeaves.
+func (p *pass) pickGang(groups []group, required []int32, r *request, mixed bool) ([]int32, bool) {
+	need := r.nodes - len(required)
+	var out []int32
+	var ok bool
+	switch {
+	case need < 0:
+		return nil, false
+	case r.segment > 0:
+		out, ok = p.pickDomains(p.domains(groups), need, r.segment, mixed)
+	case len(p.blocks) > 0 && need > 1:
+		if out, ok = p.pickDomains(p.domains(groups), need, need, mixed); !ok {
+			out, ok = p.pickLeaves(groups, need, r.maxLeaves, mixed)
+		}
+	default:
+		out, ok = p.pickLeaves(groups, need, r.maxLeaves, mixed)
+	}
+	if !ok {
+		return nil, false
+	}
+	out = append(append([]int32(nil), required...), out...)
+	if r.maxLeaves > 0 && p.leafSpan(out) > r.maxLeaves {
+		return nil, false
+	}
+	return out, true
+}
+
+// domains regroups leaf groups by block, or returns them as they are when
+// the topology has no blocks. Nodes outside every block are left out.
+func (p *pass) domains(groups []group) []group {
+	if len(p.blocks) == 0 {
+		return groups
+	}
+	var all []int32
+	for _, g := range groups {
+		all = append(all, g.nodes...)
+	}
+	sort.SliceStable(all, func(a, b int) bool { return p.nodes[all[a]].block < p.nodes[all[b]].block })
+	var out []group
+	for start := 0; start < len(all); {
+		b := p.nodes[all[start]].block
+		end := start
+		for end < len(all) && p.nodes[all[end]].block == b {
+			end++
+		}
+		if b >= 0 {
+			out = append(out, group{leaf: b, nodes: all[start:end]})
+		}
+		start = end
+	}
+	return out
+}
+
+// pickDomains takes need nodes in units of unit nodes, each unit inside one
+// domain, from as few domains as possible. With unit == need it only
+// succeeds inside a single domain.
+func (p *pass) pickDomains(doms []group, need, unit int, mixed bool) ([]int32, bool) {
+	units := need / unit
+	best, bestLeaves := -1, 0
+	for i := range doms {
+		if len(doms[i].nodes)/unit < units {
+			continue
+		}
+		l := p.leavesNeeded(doms[i].nodes, need)
+		if best < 0 || l < bestLeaves || (l == bestLeaves && len(doms[i].nodes) < len(doms[best].nodes)) {
+			best, bestLeaves = i, l
+		}
+	}
+	if best >= 0 {
+		return p.pickLeaves(p.byLeaf(doms[best].nodes), need, 0, mixed)
+	}
+	if unit == need {
+		return nil, false
+	}
+	order := append([]group(nil), doms...)
+	sort.SliceStable(order, func(a, b int) bool { return len(order[a].nodes)/unit > len(order[b].nodes)/unit })
+	var out []int32
+	for i := 0; i < len(order) && units > 0; i++ {
+		have := len(order[i].nodes) / unit
+		if have == 0 {
+			break
+		}
+		if have >= units { // the remainder fits: in the smallest domain that holds it
+			j := i
+			for j+1 < len(order) && len(order[j+1].nodes)/unit >= units {
+				j++
+			}
+			nodes, _ := p.pickLeaves(p.byLeaf(order[j].nodes), units*unit, 0, mixed)
+			return append(out, nodes...), true
+		}
+		nodes, _ := p.pickLeaves(p.byLeaf(order[i].nodes), have*unit, 0, mixed)
+		out = append(out, nodes...)
+		units -= have
+	}
+	return out, units == 0
+}
+
+// byLeaf groups nodes by leaf, keeping their order inside each leaf.
+func (p *pass) byLeaf(nodes []int32) []group {
+	sorted := append([]int32(nil), nodes...)
+	sort.SliceStable(sorted, func(a, b int) bool { return p.nodes[sorted[a]].leaf < p.nodes[sorted[b]].leaf })
+	var out []group
+	for start := 0; start < len(sorted); {
+		end := start
+		for end < len(sorted) && p.nodes[sorted[end]].leaf == p.nodes[sorted[start]].leaf {
+			end++
+		}
+		out = append(out, group{leaf: p.nodes[sorted[start]].leaf, nodes: sorted[start:end]})
+		start = end
+	}
+	return out
+}
+
+// leavesNeeded is the fewest leaves among nodes that hold n of them.
+func (p *pass) leavesNeeded(nodes []int32, n int) int {
+	groups := p.byLeaf(nodes)
+	sort.Slice(groups, func(a, b int) bool { return len(groups[a].nodes) > len(groups[b].nodes) })
+	m := 0
+	for _, g := range groups {
+		if n <= 0 {
+			break
+		}
+		m, n = m+1, n-len(g.nodes)
+	}
+	return m
+}

@@ -1,0 +1,43 @@
+package scheduler
+
+import (
+	"time"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+// Options tune a pass. The zero value is valid: every zero field takes the
+// default documented on it.
+type Options struct {
+	// ReserveDepth is how many blocked jobs, in priority order, get a
+	// reservation that lower jobs may not delay. 0 means 100 (what Slurm
+	// calls bf_max_job_test is larger, but only the head of the queue needs
+	// protecting and each reservation costs a scan of the candidates);
+	// negative means none (plain first-fit, no backfill protection).
+	ReserveDepth int
+	// DefaultSwitchWait is how long a job with Switches=N and no
+	// SwitchesWait waits for a placement on at most N leaves. 0 means five
+	// minutes (Slurm's max_switch_wait default).
+	DefaultSwitchWait time.Duration
+	// FairShare, when set, adds a per-job term to the priority score (see
+	// Priority); it must be a pure function of the job.
+	FairShare func(*cluster.Job) int64
+}
+
+const (
+	defaultReserveDepth = 100
+	defaultSwitchWait   = 5 * time.Minute
+)
+
+func (o Options) withDefaults() Options {
+	if o.ReserveDepth == 0 {
+		o.ReserveDepth = defaultReserveDepth
+	}
+	if o.ReserveDepth < 0 {
+		o.ReserveDepth = 0
+	}
+	if o.DefaultSwitchWait <= 0 {
+		o.DefaultSwitchWait = defaultSwitchWait
+	}
+	return o
+}

@@ -1,0 +1,247 @@
+package scheduler
+
+import (
+	"math"
+	"math/bits"
+	"sort"
+	"time"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/topology/hostlist"
+)
+
+// maxGPUs is the most GPUs per node the scheduler hands out: free GPUs are a
+// uint64 bit mask. Indices from 64 up are never allocated.
+const maxGPUs = 64
+
+// forever is the end of a holding without a time limit.
+const forever = int64(math.MaxInt64)
+
+// nodeCap is one node's state during a pass. Free capacity is what is left
+// once live jobs and this pass's placements are taken off.
+type nodeCap struct {
+	node  *cluster.Node
+	leaf  int32
+	block int32  // -1: in no block
+	gpus  uint64 // free GPU indices, as bits
+	ngpu  int32  // bits set in gpus
+	cpus  int
+	mem   int64
+	up    bool // State UP: may be given to jobs
+	excl  bool // an exclusive job holds it: nothing else fits
+	busy  bool // some job holds part of it: an exclusive job cannot take it
+	resv  bool // a reservation of this pass starts on it later
+	head  int32
+}
+
+// fits reports whether the free capacity covers the request now.
+func (c *nodeCap) fits(r *request) bool {
+	return c.up && !c.excl && int(c.ngpu) >= r.gpus && c.cpus >= r.cpus && c.mem >= r.mem && (!r.excl || !c.busy)
+}
+
+// wholeFits reports whether the node could hold the request if idle.
+func (c *nodeCap) wholeFits(r *request) bool {
+	return min(c.node.GPUs, maxGPUs) >= r.gpus && c.node.CPUs >= r.cpus && c.node.MemoryMB >= r.mem
+}
+
+// leafInfo is one leaf switch and a histogram of its UP, shareable nodes by
+// free GPU count, to skip leaves that cannot host a request.
+type leafInfo struct {
+	name  string
+	spine int32
+	hist  []int32
+}
+
+// anyFree reports whether some node of the leaf has at least g free GPUs.
+func (l *leafInfo) anyFree(g int) bool {
+	for _, n := range l.hist[min(g, len(l.hist)):] {
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// pass is the working state of one Schedule call.
+type pass struct {
+	s      *Snapshot
+	now    time.Time
+	nowNs  int64
+	opt    Options
+	nodes  []nodeCap // in hostlist name order
+	index  map[string]int32
+	leaves []leafInfo
+	spines int
+	blocks []string
+	parts  map[string]*partition
+	sets   map[setKey]*candSet
+	uses   []use // the timeline, linked per node from nodeCap.head
+	scratch
+}
+
+// partition is a partition with its member nodes in name order.
+type partition struct {
+	*cluster.Partition
+	members []int32
+}
+
+func newPass(s *Snapshot, now time.Time) *pass {
+	p := &pass{s: s, now: now, nowNs: now.UnixNano(), opt: s.Options.withDefaults(),
+		index: make(map[string]int32, len(s.Nodes)), parts: map[string]*partition{}, sets: map[setKey]*candSet{}}
+	p.blocked = map[string]bool{}
+	p.addNodes(s.Nodes)
+	p.addLive(s.Jobs)
+	p.fillHistograms()
+	for _, part := range s.Partitions {
+		pp := &partition{Partition: part}
+		for i := range p.nodes {
+			if part.AllNodes || part.Contains(p.nodes[i].node.Name) {
+				pp.members = append(pp.members, int32(i))
+			}
+		}
+		p.parts[part.Name] = pp
+	}
+	return p
+}
+
+// addNodes indexes the nodes in name order, with their leaf and block.
+func (p *pass) addNodes(nodes []*cluster.Node) {
+	sorted := make([]*cluster.Node, 0, len(nodes))
+	seen := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		if !seen[n.Name] {
+			seen[n.Name] = true
+			sorted = append(sorted, n)
+		}
+	}
+	sort.Slice(sorted, func(i, j int) bool { return hostlist.Less(sorted[i].Name, sorted[j].Name) })
+	leafIdx, spineIdx, blockIdx := map[string]int32{}, map[string]int32{}, map[string]int32{}
+	p.nodes = make([]nodeCap, len(sorted))
+	for i, n := range sorted {
+		leaf := p.s.Topology.LeafOf(n.Name)
+		if leaf == "" {
+			leaf = n.Leaf
+		}
+		li, ok := leafIdx[leaf]
+		if !ok {
+			li = int32(len(p.leaves))
+			leafIdx[leaf] = li
+			spine := p.s.Topology.Parent(leaf)
+			si, ok := spineIdx[spine]
+			if !ok {
+				si = int32(len(spineIdx))
+				spineIdx[spine] = si
+			}
+			p.leaves = append(p.leaves, leafInfo{name: leaf, spine: si})
+		}
+		bi := int32(-1)
+		if b := p.s.Topology.BlockOf(n.Name); b != "" {
+			if bi, ok = blockIdx[b]; !ok {
+				bi = int32(len(p.blocks))
+				blockIdx[b] = bi
+				p.blocks = append(p.blocks, b)
+			}
+		}
+		g := min(n.GPUs, maxGPUs)
+		p.nodes[i] = nodeCap{node: n, leaf: li, block: bi, gpus: mask(g), ngpu: int32(g),
+			cpus: n.CPUs, mem: n.MemoryMB, up: n.State == cluster.NodeUp, head: -1}
+		p.index[n.Name] = int32(i)
+	}
+	p.spines = len(spineIdx)
+}
+
+func mask(g int) uint64 {
+	if g >= 64 {
+		return ^uint64(0)
+	}
+	return 1<<uint(g) - 1
+}
+
+// addLive takes what live jobs hold off the free capacity and records until
+// when they hold it.
+func (p *pass) addLive(jobs []*cluster.Job) {
+	for _, j := range jobs {
+		if !j.Live() {
+			continue
+		}
+		end := forever
+		if lim := p.limitOf(j); lim > 0 {
+			end = max(j.StartTime.Add(lim).UnixNano(), p.nowNs)
+		}
+		for _, a := range j.Alloc.Nodes {
+			i, ok := p.index[a.Node]
+			if !ok {
+				continue
+			}
+			c := &p.nodes[i]
+			for _, g := range a.GPUs {
+				if g >= 0 && g < maxGPUs && c.gpus&(1<<uint(g)) != 0 {
+					c.gpus &^= 1 << uint(g)
+				}
+			}
+			c.ngpu = int32(bits.OnesCount64(c.gpus))
+			c.cpus -= a.CPUs
+			c.mem -= a.MemoryMB
+			c.busy = true
+			c.excl = c.excl || j.Exclusive
+			p.addUse(i, use{from: math.MinInt64, to: end, gpus: len(a.GPUs), cpus: a.CPUs, mem: a.MemoryMB, excl: j.Exclusive})
+		}
+	}
+}
+
+func (p *pass) fillHistograms() {
+	for i := range p.nodes {
+		c := &p.nodes[i]
+		l := &p.leaves[c.leaf]
+		if l.hist == nil {
+			l.hist = make([]int32, maxGPUs+1)
+		}
+		if c.up && !c.excl {
+			l.hist[c.ngpu]++
+		}
+	}
+}
+
+// limitOf is the job's time limit: its own, else its partition's default,
+// else the partition's maximum; 0 means unlimited.
+func (p *pass) limitOf(j *cluster.Job) time.Duration {
+	if j.TimeLimit > 0 {
+		return j.TimeLimit
+	}
+	for _, part := range p.s.Partitions {
+		if part.Name == j.Partition {
+			if part.DefaultTime > 0 {
+				return part.DefaultTime
+			}
+			return part.MaxTime
+		}
+	}
+	return 0
+}
+
+// take gives the request's resources on node i to a job ending at end and
+// returns what was taken (lowest free GPU indices first).
+func (p *pass) take(i int32, r *request, end int64) cluster.NodeAlloc {
+	c := &p.nodes[i]
+	a := cluster.NodeAlloc{Node: c.node.Name, CPUs: r.cpus, MemoryMB: r.mem}
+	if r.gpus > 0 {
+		a.GPUs = make([]int, 0, r.gpus)
+	}
+	for len(a.GPUs) < r.gpus {
+		g := bits.TrailingZeros64(c.gpus)
+		c.gpus &^= 1 << uint(g)
+		a.GPUs = append(a.GPUs, g)
+	}
+	h := p.leaves[c.leaf].hist
+	h[c.ngpu]--
+	c.ngpu -= int32(r.gpus)
+	c.cpus -= r.cpus
+	c.mem -= r.mem
+	c.busy = true
+	c.excl = c.excl || r.excl
+	if !c.excl {
+		h[c.ngpu]++
+	}
+	p.addUse(i, use{from: math.MinInt64, to: end, gpus: r.gpus, cpus: r.cpus, mem: r.mem, excl: r.excl})
+	return a
+}

@@ -1,0 +1,97 @@
+package scheduler
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+// Weights of the priority score; see Priority.
+const (
+	qosStep     = 1_000_000 // per QoS level: low 0, normal 1M, high 2M
+	ageCapMin   = 7 * 24 * 60
+	sizeCapGPUs = 10_000
+)
+
+// QoS levels, lowest first; an unknown or empty QoS is normal.
+func qosRank(q string) int {
+	switch strings.ToLower(q) {
+	case "high":
+		return 2
+	case "low":
+		return 0
+	}
+	return 1
+}
+
+// Priority is a pending job's score within its partition tier:
+//
+//	score = 1,000,000 × QoS level (low 0, normal 1, high 2)
+//	      + Job.Priority                    (admin boost)
+//	      + minutes since submit, at most 7 days (10,080)
+//	      + GPUs asked in total (CPU-only: nodes), at most 10,000
+//	      + Options.FairShare(job)          (0 without a hook)
+//	      − Job.Nice
+//
+// The QoS weight dwarfs the other terms, so QoS acts as a class; inside it,
+// admins move jobs with Priority, users lower theirs with Nice, age keeps
+// old jobs from starving and size favours the gangs that are hardest to
+// place.
+func Priority(j *cluster.Job, now time.Time, o Options) int64 {
+	score := int64(qosRank(j.QoS))*qosStep + j.Priority - int64(j.Nice)
+	if age := now.Sub(j.SubmitTime); age > 0 {
+		score += min(int64(age/time.Minute), ageCapMin)
+	}
+	size := int64(max(j.Nodes, 1))
+	if j.GPUsPerNode > 0 {
+		size *= int64(j.GPUsPerNode)
+	}
+	score += min(size, sizeCapGPUs)
+	if o.FairShare != nil {
+		score += o.FairShare(j)
+	}
+	return score
+}
+
+// ranked is a pending job with its sort keys computed once.
+type ranked struct {
+	job     *cluster.Job
+	tier    int
+	qos     int
+	score   int64
+	requeue bool
+}
+
+// queue returns the pending jobs in scheduling order: partition
+// PriorityTier (higher first); QoS level (higher first); requeued jobs
+// before the others of their tier and QoS; Priority score (higher first);
+// submit time; ID.
+func queue(jobs []*cluster.Job, tierOf func(string) int, now time.Time, o Options) []ranked {
+	var out []ranked
+	for _, j := range jobs {
+		if j.State == cluster.JobPending {
+			out = append(out, ranked{job: j, tier: tierOf(j.Partition), qos: qosRank(j.QoS),
+				score: Priority(j, now, o), requeue: j.Requeued})
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].before(&out[b]) })
+	return out
+}
+
+func (x *ranked) before(y *ranked) bool {
+	switch {
+	case x.tier != y.tier:
+		return x.tier > y.tier
+	case x.qos != y.qos:
+		return x.qos > y.qos
+	case x.requeue != y.requeue:
+		return x.requeue
+	case x.score != y.score:
+		return x.score > y.score
+	case !x.job.SubmitTime.Equal(y.job.SubmitTime):
+		return x.job.SubmitTime.Before(y.job.SubmitTime)
+	}
+	return x.job.ID < y.job.ID
+}

@@ -1,0 +1,197 @@
+package scheduler
+
+import (
+	"slices"
+	"time"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+// use is capacity held on one node during [from, to): by a live job (from
+// the distant past to the end of its time limit), by a placement of this
+// pass (now to now + limit) or by a reservation (its start to start +
+// limit). to is forever without a time limit. Uses are kept in one slice,
+// linked per node from nodeCap.head.
+type use struct {
+	from, to int64
+	gpus     int
+	cpus     int
+	mem      int64
+	excl     bool
+	next     int32
+}
+
+func (p *pass) addUse(i int32, u use) {
+	u.next = p.nodes[i].head
+	p.nodes[i].head = int32(len(p.uses))
+	p.uses = append(p.uses, u)
+}
+
+// fitsOver reports whether node i can hold r during all of [from, to),
+// given every use on it. Usage only rises where a use starts, so it is
+// checked at from and at each later start inside the window.
+func (p *pass) fitsOver(i int32, r *request, from, to int64) bool {
+	c := &p.nodes[i]
+	if !c.wholeFits(r) {
+		return false
+	}
+	for k := c.head; k >= 0; k = p.uses[k].next {
+		u := &p.uses[k]
+		if u.to <= from || u.from >= to {
+			continue
+		}
+		if r.excl || u.excl || !p.freeAt(i, r, max(u.from, from)) {
+			return false
+		}
+	}
+	return true
+}
+
+// freeAt reports whether node i has r free at instant t.
+func (p *pass) freeAt(i int32, r *request, t int64) bool {
+	c := &p.nodes[i]
+	gpus, cpus, mem := min(c.node.GPUs, maxGPUs), c.node.CPUs, c.node.MemoryMB
+	for k := c.head; k >= 0; k = p.uses[k].next {
+		if u := &p.uses[k]; u.from <= t && t < u.to {
+			gpus, cpus, mem = gpus-u.gpus, cpus-u.cpus, mem-u.mem
+		}
+	}
+	return gpus >= r.gpus && cpus >= r.cpus && mem >= r.mem
+}
+
+// earliest is the first instant from now at which node i can hold r for
+// dur (0: forever): now, or the end of one of its uses. forever: never.
+func (p *pass) earliest(i int32, r *request, dur time.Duration) int64 {
+	c := &p.nodes[i]
+	if c.fits(r) && !c.resv {
+		return p.nowNs
+	}
+	var buf [16]int64
+	times := append(buf[:0], p.nowNs)
+	for k := c.head; k >= 0; k = p.uses[k].next {
+		if t := p.uses[k].to; t > p.nowNs && t != forever {
+			times = append(times, t)
+		}
+	}
+	slices.Sort(times)
+	for _, t := range times {
+		if p.fitsOver(i, r, t, endOf(t, dur)) {
+			return t
+		}
+	}
+	return forever
+}
+
+func endOf(start int64, dur time.Duration) int64 {
+	if dur <= 0 || start > forever-int64(dur) {
+		return forever
+	}
+	return start + int64(dur)
+}
+
+// timed is a candidate node and the earliest time it can hold a request.
+type timed struct {
+	t int64
+	i int32
+}
+
+// maxReserveTries bounds how many start times a reservation tries once
+// enough nodes are free in number, in case topology rules keep refusing.
+const maxReserveTries = 16
+
+// reserve finds the earliest time and nodes at which j's gang fits given
+// every use (live jobs, this pass's placements and earlier reservations),
+// and holds them from then for the job's time limit. It reports false when
+// no such time is known (what it needs is held without a time limit).
+func (p *pass) reserve(cs *candSet, r *request, j *cluster.Job, dur time.Duration) (int64, []int32, bool) {
+	reqT := p.nowNs
+	for _, i := range cs.required {
+		t := p.earliest(i, r, dur)
+		if t == forever {
+			return 0, nil, false
+		}
+		reqT = max(reqT, t)
+	}
+	cands := p.cands[:0]
+	for _, cl := range cs.leaves {
+		for _, i := range cl.nodes {
+			if t := p.earliest(i, r, dur); t != forever {
+				cands = append(cands, timed{t, i})
+			}
+		}
+	}
+	slices.SortFunc(cands, func(a, b timed) int {
+		if a.t != b.t {
+			return cmpInt64(a.t, b.t)
+		}
+		return int(a.i - b.i)
+	})
+	p.cands = cands
+	tries := 0
+	for k := 0; k < len(cands) && tries < maxReserveTries; {
+		t := cands[k].t
+		for k < len(cands) && cands[k].t == t {
+			k++
+		}
+		if k+len(cs.required) < r.nodes {
+			continue
+		}
+		tries++
+		start := max(t, reqT)
+		if nodes, ok := p.gangAt(cs, r, j, cands[:k], start, dur); ok {
+			for _, i := range nodes {
+				p.addUse(i, use{from: start, to: endOf(start, dur), gpus: r.gpus, cpus: r.cpus, mem: r.mem, excl: r.excl})
+				p.nodes[i].resv = true
+			}
+			return start, nodes, true
+		}
+	}
+	return 0, nil, false
+}
+
+// gangAt tries to assemble the gang at start from the candidates that can
+// hold r from then for dur.
+func (p *pass) gangAt(cs *candSet, r *request, j *cluster.Job, cands []timed, start int64, dur time.Duration) ([]int32, bool) {
+	end := endOf(start, dur)
+	for _, i := range cs.required {
+		if !p.fitsOver(i, r, start, end) {
+			return nil, false
+		}
+	}
+	var ok []int32
+	for _, c := range cands {
+		if c.t == start || p.fitsOver(c.i, r, start, end) {
+			ok = append(ok, c.i)
+		}
+	}
+	slices.Sort(ok)
+	rr := *r
+	rr.maxLeaves = p.maxLeavesAt(j, start)
+	return p.pickGang(p.byLeaf(ok), cs.required, &rr, cs.mixed)
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// maxLeavesAt is the job's leaf limit at instant t: Switches until
+// submit + SwitchesWait (or Options.DefaultSwitchWait), then none.
+func (p *pass) maxLeavesAt(j *cluster.Job, t int64) int {
+	if j.Switches <= 0 {
+		return 0
+	}
+	wait := j.SwitchesWait
+	if wait <= 0 {
+		wait = p.opt.DefaultSwitchWait
+	}
+	if t < j.SubmitTime.Add(wait).UnixNano() {
+		return j.Switches
+	}
+	return 0
+}
