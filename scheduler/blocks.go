@@ -27,9 +27,9 @@ func (p *pass) pickGang(groups []group, required []int32, r *request, mixed bool
 	case need < 0:
 		return nil, false
 	case r.segment > 0:
-		out, ok = p.pickDomains(p.domains(groups), need, r.segment, mixed)
+		out, ok = p.pickDomains(p.domains(groups), need, r.segment, 0, mixed)
 	case len(p.blocks) > 0 && need > 1:
-		if out, ok = p.pickDomains(p.domains(groups), need, need, mixed); !ok {
+		if out, ok = p.pickDomains(p.domains(groups), need, need, r.maxLeaves, mixed); !ok {
 			out, ok = p.pickLeaves(groups, need, r.maxLeaves, mixed)
 		}
 	default:
@@ -73,8 +73,9 @@ func (p *pass) domains(groups []group) []group {
 
 // pickDomains takes need nodes in units of unit nodes, each unit inside one
 // domain, from as few domains as possible. With unit == need it only
-// succeeds inside a single domain.
-func (p *pass) pickDomains(doms []group, need, unit int, mixed bool) ([]int32, bool) {
+// succeeds inside a single domain. A single domain is only chosen if its
+// share fits on maxLeaves leaves (when positive).
+func (p *pass) pickDomains(doms []group, need, unit, maxLeaves int, mixed bool) ([]int32, bool) {
 	units := need / unit
 	best, bestLeaves := -1, 0
 	for i := range doms {
@@ -82,6 +83,9 @@ func (p *pass) pickDomains(doms []group, need, unit int, mixed bool) ([]int32, b
 			continue
 		}
 		l := p.leavesNeeded(doms[i].nodes, need)
+		if maxLeaves > 0 && l > maxLeaves {
+			continue
+		}
 		if best < 0 || l < bestLeaves || (l == bestLeaves && len(doms[i].nodes) < len(doms[best].nodes)) {
 			best, bestLeaves = i, l
 		}

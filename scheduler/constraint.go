@@ -59,7 +59,8 @@ func hasAll(have, want []string) bool {
 	return true
 }
 
-// unknown returns the first feature the constraint names that no node has.
+// unknown returns a feature no node has, when every term of the
+// constraint names one (so no node could ever match); else "".
 func (c features) unknown(nodes []*cluster.Node) string {
 	seen := map[string]bool{}
 	for _, n := range nodes {
@@ -67,12 +68,20 @@ func (c features) unknown(nodes []*cluster.Node) string {
 			seen[f] = true
 		}
 	}
+	first := ""
 	for _, term := range c {
+		missing := ""
 		for _, f := range term {
-			if !seen[f] {
-				return f
+			if !seen[f] && missing == "" {
+				missing = f
 			}
 		}
+		if missing == "" {
+			return ""
+		}
+		if first == "" {
+			first = missing
+		}
 	}
-	return ""
+	return first
 }

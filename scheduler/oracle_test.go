@@ -2,130 +2,123 @@ package scheduler
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/topology"
 )
 
 // TestOracle compares the scheduler with a brute-force placer on clusters of
-// at most six nodes: for one pending job, both must agree on whether it can
-// start now and on the fewest leaves it can span; Feasible must agree with
-// an exhaustive search that ignores usage and node state.
+// at most eight nodes, some with blocks: for one pending job at a time
+// (beside the live jobs), both must agree on whether it can start now and,
+// where the placer promises the fewest leaves (no --nodelist, no
+// --segment), on that number. Feasible must agree with an exhaustive search
+// that ignores usage and node state.
 func TestOracle(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		s := genSnapshot(t, 6)
+		s := genSnapshot(t, 8)
+		s.Topology = genTree(t, s.Nodes)
 		var live []*cluster.Job
 		for _, x := range s.Jobs {
 			if x.Live() {
 				live = append(live, x)
 			}
 		}
-		// Several probes per cluster: each is scheduled alone beside the
-		// live jobs.
 		probes := append(genJobs(t, 1000, len(s.Nodes), "probes"), genJobs(t, 2000, len(s.Nodes), "more probes")...)
 		for _, probe := range probes {
+			decorate(t, probe, s.Nodes)
 			s.Jobs = append(live[:len(live):len(live)], probe)
 			checkOracle(t, s, probe)
 		}
 	})
 }
 
+// genTree puts the nodes under their leaves and, sometimes, into blocks.
+func genTree(t *rapid.T, nodes []*cluster.Node) *topology.Tree {
+	var conf strings.Builder
+	leaves := map[string][]string{}
+	var order []string
+	for _, n := range nodes {
+		if leaves[n.Leaf] == nil {
+			order = append(order, n.Leaf)
+		}
+		leaves[n.Leaf] = append(leaves[n.Leaf], n.Name)
+	}
+	for _, l := range order {
+		fmt.Fprintf(&conf, "SwitchName=%s Nodes=%s\n", l, strings.Join(leaves[l], ","))
+	}
+	if rapid.Bool().Draw(t, "blocks") {
+		blocks := map[string][]string{}
+		for _, n := range nodes {
+			if b := rapid.SampledFrom([]string{"b1", "b2", "b3", ""}).Draw(t, "block"); b != "" {
+				blocks[b] = append(blocks[b], n.Name)
+			}
+		}
+		for _, b := range []string{"b1", "b2", "b3"} {
+			if len(blocks[b]) > 0 {
+				fmt.Fprintf(&conf, "BlockName=%s Nodes=%s\n", b, strings.Join(blocks[b], ","))
+			}
+		}
+	}
+	tree, err := topology.Parse(strings.NewReader(conf.String()))
+	if err != nil {
+		t.Fatalf("topology: %v\n%s", err, conf.String())
+	}
+	return tree
+}
+
+// decorate adds the topology and node-choice options to a probe.
+func decorate(t *rapid.T, j *cluster.Job, nodes []*cluster.Node) {
+	if rapid.IntRange(0, 3).Draw(t, "switches?") == 0 {
+		j.Switches = rapid.IntRange(1, 2).Draw(t, "switches")
+		j.SwitchesWait = time.Duration(rapid.IntRange(0, 1).Draw(t, "wait")) * time.Second
+	}
+	if rapid.IntRange(0, 3).Draw(t, "segment?") == 0 {
+		j.Segment = rapid.IntRange(1, 3).Draw(t, "segment")
+		j.Nodes = j.Segment * rapid.IntRange(1, max(1, len(nodes)/j.Segment)).Draw(t, "segments")
+	}
+	for _, n := range nodes {
+		switch rapid.IntRange(0, 9).Draw(t, "pick") {
+		case 0:
+			j.Exclude = append(j.Exclude, n.Name)
+		case 1:
+			if len(j.NodeList) < j.Nodes && j.Segment == 0 {
+				j.NodeList = append(j.NodeList, n.Name)
+			}
+		}
+	}
+}
+
 func checkOracle(t *rapid.T, s *Snapshot, probe *cluster.Job) {
 	plan := Schedule(s, epoch)
-	wantLeaves, canNow := bruteForce(s, probe, true)
+	o := &oracle{s: s, j: probe}
+	wantLeaves, canNow := o.best(true)
 	placed := len(plan.Placements) == 1
-	if placed != canNow {
+	// The greedy placer guarantees the leaf limit only for a plain gang.
+	exact := len(probe.NodeList) == 0 && probe.Segment == 0
+	if placed != canNow && (exact || placed) {
 		t.Fatalf("job %+v: scheduler placed=%v, oracle says %v (plan %+v)", probe, placed, canNow, plan)
 	}
-	if placed {
+	if placed && exact {
 		gotLeaves := map[string]bool{}
 		for _, a := range plan.Placements[0].Alloc.Nodes {
-			gotLeaves[nodeNamed(s, a.Node).Leaf] = true
+			gotLeaves[s.Topology.LeafOf(a.Node)] = true
 		}
 		if len(gotLeaves) != wantLeaves {
 			t.Fatalf("gang spans %d leaves, oracle finds %d", len(gotLeaves), wantLeaves)
 		}
 	}
-	_, ever := bruteForce(s, probe, false)
+	_, ever := o.best(false)
 	err := Feasible(s, probe)
 	if (err == nil) != ever {
 		t.Fatalf("Feasible = %v, oracle says ever possible = %v", err, ever)
 	}
-	if err != nil && !errors.Is(err, cluster.ErrUnsatisfiable) {
-		t.Fatalf("Feasible error %v does not wrap ErrUnsatisfiable", err)
+	if err != nil && !errors.Is(err, cluster.ErrUnsatisfiable) && !errors.Is(err, cluster.ErrInvalid) {
+		t.Fatalf("Feasible error %v wraps neither ErrUnsatisfiable nor ErrInvalid", err)
 	}
-}
-
-func nodeNamed(s *Snapshot, name string) *cluster.Node {
-	for _, n := range s.Nodes {
-		if n.Name == name {
-			return n
-		}
-	}
-	return nil
-}
-
-// bruteForce tries every set of j.Nodes nodes. With now, a node must be UP
-// and have the request free beside the live jobs; without, it only needs the
-// resources. It returns the fewest leaves over valid sets and whether any
-// set is valid.
-func bruteForce(s *Snapshot, j *cluster.Job, now bool) (int, bool) {
-	var part *cluster.Partition
-	for _, p := range s.Partitions {
-		if p.Name == j.Partition {
-			part = p
-		}
-	}
-	var ok []*cluster.Node
-	for _, n := range s.Nodes {
-		if part.Contains(n.Name) && oracleFits(s, n, j, now) {
-			ok = append(ok, n)
-		}
-	}
-	best, found := 0, false
-	for mask := 0; mask < 1<<len(ok); mask++ {
-		var set []*cluster.Node
-		for i, n := range ok {
-			if mask&(1<<i) != 0 {
-				set = append(set, n)
-			}
-		}
-		if len(set) != j.Nodes {
-			continue
-		}
-		leaves := map[string]bool{}
-		for _, n := range set {
-			leaves[n.Leaf] = true
-		}
-		if !found || len(leaves) < best {
-			best, found = len(leaves), true
-		}
-	}
-	return best, found
-}
-
-func oracleFits(s *Snapshot, n *cluster.Node, j *cluster.Job, now bool) bool {
-	if j.GPUType != "" && !strings.Contains(strings.ToLower(n.GPUModel), strings.ToLower(j.GPUType)) {
-		return false
-	}
-	gpus, cpus, mem := n.GPUs, n.CPUs, n.MemoryMB
-	if now {
-		if n.State != cluster.NodeUp {
-			return false
-		}
-		for _, x := range s.Jobs {
-			if !x.Live() {
-				continue
-			}
-			for _, a := range x.Alloc.Nodes {
-				if a.Node == n.Name {
-					gpus, cpus, mem = gpus-len(a.GPUs), cpus-a.CPUs, mem-a.MemoryMB
-				}
-			}
-		}
-	}
-	return gpus >= j.GPUsPerNode && cpus >= j.CPUsPerNode && mem >= j.MemoryMB
 }

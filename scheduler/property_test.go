@@ -26,6 +26,8 @@ func genSnapshot(t *rapid.T, maxNodes int) *Snapshot {
 			GPUModel: rapid.SampledFrom([]string{"NVIDIA H100", "NVIDIA A100"}).Draw(t, "model"),
 			Leaf:     rapid.SampledFrom([]string{"l1", "l2", "l3", "l4"}).Draw(t, "leaf"),
 			State:    rapid.SampledFrom([]cluster.NodeState{cluster.NodeUp, cluster.NodeUp, cluster.NodeUp, cluster.NodeDown, cluster.NodeDrain}).Draw(t, "state"),
+			Features: rapid.SampledFrom([][]string{nil, {"ib"}, {"ib", "nvme"}}).Draw(t, "features"),
+			Weight:   rapid.IntRange(0, 2).Draw(t, "weight"),
 		})
 	}
 	sub := &cluster.Partition{Name: "q", State: cluster.PartitionUp, PriorityTier: rapid.IntRange(0, 2).Draw(t, "tier")}
@@ -63,6 +65,10 @@ func genJobs(t *rapid.T, firstID, maxNodes int, label string) []*cluster.Job {
 			Priority:    rapid.Int64Range(0, 3).Draw(t, "prio"),
 			SubmitTime:  epoch.Add(time.Duration(rapid.IntRange(0, 3).Draw(t, "submit")) * time.Second),
 			TimeLimit:   time.Duration(rapid.IntRange(0, 3).Draw(t, "limit")) * time.Hour,
+			Exclusive:   rapid.IntRange(0, 4).Draw(t, "exclusive") == 0,
+			Constraint:  rapid.SampledFrom([]string{"", "", "ib", "ib&nvme", "nvme|ib"}).Draw(t, "constraint"),
+			QoS:         rapid.SampledFrom([]string{"", "low", "high"}).Draw(t, "qos"),
+			Requeued:    rapid.IntRange(0, 4).Draw(t, "requeued") == 0,
 		})
 	}
 	return jobs
@@ -130,7 +136,13 @@ func checkPlan(t *rapid.T, s *Snapshot, plan *Plan) {
 	for _, n := range s.Nodes {
 		held[n.Name] = &cluster.NodeUsage{}
 	}
-	addUsage := func(a cluster.NodeAlloc, what string) {
+	holders, exclusive := map[string]int{}, map[string]bool{}
+	addUsage := func(a cluster.NodeAlloc, excl bool, what string) {
+		holders[a.Node]++
+		exclusive[a.Node] = exclusive[a.Node] || excl
+		if exclusive[a.Node] && holders[a.Node] > 1 {
+			t.Fatalf("%s: %s is shared with an exclusive job", what, a.Node)
+		}
 		u := held[a.Node]
 		for _, g := range a.GPUs {
 			for _, h := range u.GPUs {
@@ -152,7 +164,7 @@ func checkPlan(t *rapid.T, s *Snapshot, plan *Plan) {
 	for _, j := range s.Jobs {
 		if j.Live() {
 			for _, a := range j.Alloc.Nodes {
-				addUsage(a, "live job "+j.ID.String())
+				addUsage(a, j.Exclusive, "live job "+j.ID.String())
 			}
 		}
 	}
@@ -165,7 +177,7 @@ func checkPlan(t *rapid.T, s *Snapshot, plan *Plan) {
 		placed[j.ID] = true
 		checkGang(t, s, j, pl.Alloc, nodes)
 		for _, a := range pl.Alloc.Nodes {
-			addUsage(a, "placement of "+j.ID.String())
+			addUsage(a, j.Exclusive, "placement of "+j.ID.String())
 		}
 	}
 	for _, j := range s.Jobs {
@@ -190,10 +202,11 @@ func checkGang(t *rapid.T, s *Snapshot, j *cluster.Job, alloc cluster.Allocation
 		}
 	}
 	seen := map[string]bool{}
+	feat, _ := parseConstraint(j.Constraint)
 	for _, a := range alloc.Nodes {
 		n := nodes[a.Node]
-		if n == nil || seen[a.Node] || n.State != cluster.NodeUp || !part.Contains(a.Node) || !modelOK(strings.ToLower(j.GPUType), n) {
-			t.Fatalf("job %d: node %s is unknown, repeated, not UP, outside %s or the wrong model", j.ID, a.Node, part.Name)
+		if n == nil || seen[a.Node] || n.State != cluster.NodeUp || !part.Contains(a.Node) || !modelOK(strings.ToLower(j.GPUType), n) || !feat.match(n.Features) {
+			t.Fatalf("job %d: node %s is unknown, repeated, not UP, outside %s, the wrong model or lacks features %q", j.ID, a.Node, part.Name, j.Constraint)
 		}
 		seen[a.Node] = true
 		if len(a.GPUs) != j.GPUsPerNode || a.CPUs != j.CPUsPerNode || a.MemoryMB != j.MemoryMB {

@@ -17,7 +17,7 @@ import (
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// TestScenarios runs the scripts in testdata. Commands (input lines are
+// TestScenarios runs the scripts in testdata/scenarios. Commands (input lines are
 // "NAME key=value ..."):
 //
 //	topology             input: topology.conf
@@ -41,7 +41,7 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // JOB"), reservations ("reserve JOB at +T on NODES") and pending jobs
 // ("pend JOB: REASON [start=+T]"); times are offsets from the epoch.
 func TestScenarios(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+	datadriven.Walk(t, "testdata/scenarios", func(t *testing.T, path string) {
 		w := &world{snap: &Snapshot{}}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			if err := w.run(t, d); err != nil {
