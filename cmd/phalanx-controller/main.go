@@ -97,6 +97,7 @@ func loadConfig(cfg *controller.Config, confPath, topoPath string) error {
 		if len(c.Partitions) > 0 {
 			cfg.Partitions = c.Partitions
 		}
+		cfg.Nodes = c.Nodes
 		if topoPath == "" && c.TopologyFile != "" {
 			topoPath = c.TopologyFile
 			if !filepath.IsAbs(topoPath) {
