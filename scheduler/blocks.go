@@ -104,12 +104,9 @@ func (p *pass) pickDomains(doms []group, need, unit, maxLeaves int, mixed bool) 
 		if have == 0 {
 			break
 		}
-		if have >= units { // the remainder fits: in the smallest domain that holds it
-			j := i
-			for j+1 < len(order) && len(order[j+1].nodes)/unit >= units {
-				j++
-			}
-			nodes, _ := p.pickLeaves(p.byLeaf(order[j].nodes), units*unit, 0, mixed)
+		if have >= units { // the remainder fits: add the fewest new leaves, then best fit
+			j := p.remainderDomain(order[i:], units, unit, out)
+			nodes, _ := p.pickLeaves(p.byLeaf(j.nodes), units*unit, 0, mixed)
 			return append(out, nodes...), true
 		}
 		nodes, _ := p.pickLeaves(p.byLeaf(order[i].nodes), have*unit, 0, mixed)
@@ -147,4 +144,31 @@ func (p *pass) leavesNeeded(nodes []int32, n int) int {
 		m, n = m+1, n-len(g.nodes)
 	}
 	return m
+}
+
+// remainderDomain picks, among domains that hold units more units, the one
+// that adds the fewest leaves to those of the nodes already taken, then the
+// one with the fewest units (best fit), then the first.
+func (p *pass) remainderDomain(doms []group, units, unit int, taken []int32) group {
+	used := map[int32]bool{}
+	for _, i := range taken {
+		used[p.nodes[i].leaf] = true
+	}
+	best, bestNew := -1, 0
+	for k := range doms {
+		have := len(doms[k].nodes) / unit
+		if have < units {
+			continue
+		}
+		fresh := map[int32]bool{}
+		for _, i := range doms[k].nodes {
+			if l := p.nodes[i].leaf; !used[l] {
+				fresh[l] = true
+			}
+		}
+		if best < 0 || len(fresh) < bestNew || (len(fresh) == bestNew && have < len(doms[best].nodes)/unit) {
+			best, bestNew = k, len(fresh)
+		}
+	}
+	return doms[best]
 }

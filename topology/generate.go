@@ -50,3 +50,24 @@ func mustOK(err error) {
 		panic("topology.Generate: " + err.Error())
 	}
 }
+
+// WithBlocks returns a copy of the tree with the given nodes cut, in order,
+// into blocks of size nodes (block1, block2, …; the last may be smaller)
+// and BlockSizes=size, replacing any blocks it had. size <= 0 returns the
+// tree unchanged.
+func (t *Tree) WithBlocks(nodes []string, size int) *Tree {
+	if t == nil || size <= 0 {
+		return t
+	}
+	c := *t
+	c.blocks, c.blockOf, c.blockSizes = nil, make(map[string]string, len(nodes)), []int{size}
+	for start := 0; start < len(nodes); start += size {
+		name := fmt.Sprintf("block%d", start/size+1)
+		members := append([]string(nil), nodes[start:min(start+size, len(nodes))]...)
+		c.blocks = append(c.blocks, Block{Name: name, Nodes: members})
+		for _, n := range members {
+			c.blockOf[n] = name
+		}
+	}
+	return &c
+}

@@ -164,3 +164,18 @@ func describeTree(t *Tree) map[string]Switch {
 	}
 	return out
 }
+
+func TestWithBlocks(t *testing.T) {
+	tree, names := Generate(2, 3, 0, "n")
+	b := tree.WithBlocks(names, 4)
+	if got := b.Blocks(); len(got) != 2 || len(got[0].Nodes) != 4 || len(got[1].Nodes) != 2 {
+		t.Fatalf("blocks = %+v", got)
+	}
+	if b.BlockOf("n0005") != "block2" || tree.BlockOf("n0005") != "" || b.LeafOf("n0005") != "leaf2" {
+		t.Fatalf("BlockOf = %q (original %q), leaf %q", b.BlockOf("n0005"), tree.BlockOf("n0005"), b.LeafOf("n0005"))
+	}
+	back, err := Parse(strings.NewReader(b.Conf()))
+	if err != nil || back.Conf() != b.Conf() {
+		t.Fatalf("round trip: %v\n%s\n%s", err, b.Conf(), back.Conf())
+	}
+}
