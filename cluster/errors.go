@@ -1,6 +1,9 @@
 package cluster
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors shared by every layer. Wrap them with context
 // (fmt.Errorf("job %d: %w", id, ErrNotFound)); the gRPC edge maps them to
@@ -19,3 +22,21 @@ var (
 	// computed on an older snapshot).
 	ErrConflict = errors.New("conflict with current state")
 )
+
+// Error is a user-facing error of one of the kinds above whose message is
+// complete by itself: errors.Is matches the kind, and the text does not
+// repeat the kind's own words ("invalid request: ...").
+type Error struct {
+	Kind error
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// Unwrap makes errors.Is(e, e.Kind) true.
+func (e *Error) Unwrap() error { return e.Kind }
+
+// Errorf formats a user-facing error of the given kind.
+func Errorf(kind error, format string, args ...any) error {
+	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...)}
+}

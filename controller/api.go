@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -74,9 +75,9 @@ func (s *Server) admit(job *cluster.Job) error {
 	}
 	if part == nil {
 		if job.Partition == "" {
-			return fmt.Errorf("%w: no default partition: name one with -p", cluster.ErrInvalid)
+			return cluster.Errorf(cluster.ErrInvalid, "no default partition: name one with -p")
 		}
-		return fmt.Errorf("%w: invalid partition specified: %s", cluster.ErrNotFound, job.Partition)
+		return cluster.Errorf(cluster.ErrNotFound, "invalid partition name specified: %s (phx sinfo lists the partitions)", job.Partition)
 	}
 	job.Partition = part.Name
 	if job.TimeLimit == 0 {
@@ -86,11 +87,10 @@ func (s *Server) admit(job *cluster.Job) error {
 		}
 	}
 	if part.MaxTime > 0 && job.TimeLimit > part.MaxTime {
-		return fmt.Errorf("%w: requested time limit %s exceeds partition %s's MaxTime %s",
-			cluster.ErrInvalid, cluster.FormatDuration(job.TimeLimit), part.Name, cluster.FormatDuration(part.MaxTime))
+		return cluster.Errorf(cluster.ErrInvalid, "requested time limit %s exceeds partition %s's MaxTime %s", cluster.FormatDuration(job.TimeLimit), part.Name, cluster.FormatDuration(part.MaxTime))
 	}
 	if part.MaxNodes > 0 && job.Nodes > part.MaxNodes {
-		return fmt.Errorf("%w: %d nodes exceed partition %s's MaxNodes %d", cluster.ErrInvalid, job.Nodes, part.Name, part.MaxNodes)
+		return cluster.Errorf(cluster.ErrInvalid, "%d nodes exceed partition %s's MaxNodes %d", job.Nodes, part.Name, part.MaxNodes)
 	}
 	if err := checkAgainstPartition(job, part, st.Nodes); err != nil {
 		return err
@@ -114,13 +114,13 @@ func (s *Server) cancel(req *phalanxv1.CancelJobRequest) ([]cluster.JobID, error
 	var ids []cluster.JobID
 	for _, id := range req.JobIds {
 		if _, err := s.store.Job(cluster.JobID(id)); err != nil {
-			return nil, fmt.Errorf("job %d: invalid job id specified: %w", id, err)
+			return nil, jobLookupError(id, err)
 		}
 		ids = append(ids, cluster.JobID(id))
 	}
 	if len(req.JobIds) == 0 {
 		if req.User == "" && req.Name == "" {
-			return nil, fmt.Errorf("%w: name jobs by ID, user or name", cluster.ErrInvalid)
+			return nil, cluster.Errorf(cluster.ErrInvalid, "name jobs by ID, user or name")
 		}
 		active, err := s.store.ActiveJobs()
 		if err != nil {
@@ -146,7 +146,7 @@ func (s *Server) cancel(req *phalanxv1.CancelJobRequest) ([]cluster.JobID, error
 func (c *controllerService) GetJob(ctx context.Context, req *phalanxv1.GetJobRequest) (*phalanxv1.Job, error) {
 	j, err := c.s.store.Job(cluster.JobID(req.JobId))
 	if err != nil {
-		return nil, toStatus(fmt.Errorf("job %d: invalid job id specified: %w", req.JobId, err))
+		return nil, toStatus(jobLookupError(req.JobId, err))
 	}
 	addrs, err := c.s.nodeAddrs()
 	if err != nil {
@@ -255,4 +255,12 @@ func (c *controllerService) ListPartitions(ctx context.Context, req *phalanxv1.L
 		out.Partitions = append(out.Partitions, partitionToProto(p, st.Nodes))
 	}
 	return out, nil
+}
+
+// jobLookupError words a failed job lookup as Slurm does for an unknown ID.
+func jobLookupError(id uint64, err error) error {
+	if errors.Is(err, cluster.ErrNotFound) {
+		return cluster.Errorf(cluster.ErrNotFound, "Invalid job id specified: %d", id)
+	}
+	return fmt.Errorf("job %d: %w", id, err)
 }

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"fmt"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -21,7 +20,7 @@ func ts(t time.Time) *timestamppb.Timestamp {
 
 func jobFromSpec(spec *phalanxv1.JobSpec) (*cluster.Job, error) {
 	if spec == nil {
-		return nil, fmt.Errorf("%w: a job spec is required", cluster.ErrInvalid)
+		return nil, cluster.Errorf(cluster.ErrInvalid, "a job spec is required")
 	}
 	j := &cluster.Job{
 		Name:        spec.Name,
@@ -59,19 +58,19 @@ func jobFromSpec(spec *phalanxv1.JobSpec) (*cluster.Job, error) {
 	}
 	switch {
 	case j.Nodes < 0:
-		return nil, fmt.Errorf("%w: node count %d: ask for at least 1 node (-N)", cluster.ErrInvalid, j.Nodes)
+		return nil, cluster.Errorf(cluster.ErrInvalid, "node count %d: ask for at least 1 node (-N)", j.Nodes)
 	case j.GPUsPerNode < 0:
-		return nil, fmt.Errorf("%w: GPUs per node %d must not be negative", cluster.ErrInvalid, j.GPUsPerNode)
+		return nil, cluster.Errorf(cluster.ErrInvalid, "GPUs per node %d must not be negative", j.GPUsPerNode)
 	case j.CPUsPerNode < 0 || j.MemoryMB < 0:
-		return nil, fmt.Errorf("%w: CPUs and memory must not be negative", cluster.ErrInvalid)
+		return nil, cluster.Errorf(cluster.ErrInvalid, "CPUs and memory must not be negative")
 	case j.TimeLimit < 0:
-		return nil, fmt.Errorf("%w: time limit must not be negative", cluster.ErrInvalid)
+		return nil, cluster.Errorf(cluster.ErrInvalid, "time limit must not be negative")
 	case j.Script == "":
-		return nil, fmt.Errorf("%w: the job has no script: give a batch script or --wrap", cluster.ErrInvalid)
+		return nil, cluster.Errorf(cluster.ErrInvalid, "the job has no script: give a batch script or --wrap")
 	case j.User == "":
-		return nil, fmt.Errorf("%w: the job has no user", cluster.ErrInvalid)
+		return nil, cluster.Errorf(cluster.ErrInvalid, "the job has no user")
 	case j.WorkDir == "" || j.WorkDir[0] != '/':
-		return nil, fmt.Errorf("%w: working directory %q must be an absolute path", cluster.ErrInvalid, j.WorkDir)
+		return nil, cluster.Errorf(cluster.ErrInvalid, "working directory %q must be an absolute path", j.WorkDir)
 	}
 	if j.Name == "" {
 		j.Name = "sbatch"

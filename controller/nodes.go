@@ -21,7 +21,7 @@ type nodeService struct {
 func (n *nodeService) RegisterNode(ctx context.Context, req *phalanxv1.RegisterNodeRequest) (*phalanxv1.RegisterNodeResponse, error) {
 	s := n.s
 	if req.Name == "" {
-		return nil, toStatus(fmt.Errorf("%w: a node needs a name", cluster.ErrInvalid))
+		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "a node needs a name"))
 	}
 	now := s.cfg.Clock.Now()
 	node := &cluster.Node{
@@ -165,7 +165,7 @@ func (n *nodeService) ReportTaskStatus(ctx context.Context, req *phalanxv1.Repor
 		Time:       t,
 	}
 	if !validTaskReportState(r.State) {
-		return nil, toStatus(fmt.Errorf("%w: task state %q", cluster.ErrInvalid, req.State))
+		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "task state %q", req.State))
 	}
 	if _, err := s.propose(cmdReportTask, reportTaskCmd{Report: r}); err != nil {
 		return nil, toStatus(err)

@@ -29,26 +29,25 @@ const maxNice = 2147483645
 func checkConstraints(j *cluster.Job) error {
 	switch {
 	case j.Switches < 0:
-		return fmt.Errorf("%w: --switches=%d: the leaf switch count must not be negative", cluster.ErrInvalid, j.Switches)
+		return cluster.Errorf(cluster.ErrInvalid, "--switches=%d: the leaf switch count must not be negative", j.Switches)
 	case j.SwitchesWait < 0:
-		return fmt.Errorf("%w: --switches wait time must not be negative", cluster.ErrInvalid)
+		return cluster.Errorf(cluster.ErrInvalid, "--switches wait time must not be negative")
 	case j.Segment < 0:
-		return fmt.Errorf("%w: --segment=%d must be a positive node count", cluster.ErrInvalid, j.Segment)
+		return cluster.Errorf(cluster.ErrInvalid, "--segment=%d must be a positive node count", j.Segment)
 	case j.Segment > 0 && j.Nodes%j.Segment != 0:
-		return fmt.Errorf("%w: --segment=%d must divide the node count %d", cluster.ErrInvalid, j.Segment, j.Nodes)
+		return cluster.Errorf(cluster.ErrInvalid, "--segment=%d must divide the node count %d", j.Segment, j.Nodes)
 	case j.Nice < -maxNice || j.Nice > maxNice:
-		return fmt.Errorf("%w: --nice=%d is out of range (%d to %d)", cluster.ErrInvalid, j.Nice, -maxNice, maxNice)
+		return cluster.Errorf(cluster.ErrInvalid, "--nice=%d is out of range (%d to %d)", j.Nice, -maxNice, maxNice)
 	case j.Nice < 0 && j.UID != 0:
-		return fmt.Errorf("%w: --nice=%d: only root may raise a job's priority with a negative nice", cluster.ErrInvalid, j.Nice)
+		return cluster.Errorf(cluster.ErrInvalid, "--nice=%d: only root may raise a job's priority with a negative nice", j.Nice)
 	case len(j.NodeList) > j.Nodes:
-		return fmt.Errorf("%w: --nodelist names %d nodes but the job asks for %d (-N): ask for at least as many nodes as you list",
-			cluster.ErrInvalid, len(j.NodeList), j.Nodes)
+		return cluster.Errorf(cluster.ErrInvalid, "--nodelist names %d nodes but the job asks for %d (-N): ask for at least as many nodes as you list", len(j.NodeList), j.Nodes)
 	}
 	j.QoS = strings.ToLower(j.QoS)
 	switch j.QoS {
 	case "", qosHigh, qosNormal, qosLow:
 	default:
-		return fmt.Errorf("%w: invalid qos specification %q: use high, normal or low", cluster.ErrInvalid, j.QoS)
+		return cluster.Errorf(cluster.ErrInvalid, "invalid qos specification %q: use high, normal or low", j.QoS)
 	}
 	if err := checkNodeNames(j); err != nil {
 		return err
@@ -61,13 +60,13 @@ func checkNodeNames(j *cluster.Job) error {
 	seen := map[string]bool{}
 	for _, n := range j.NodeList {
 		if n == "" || seen[n] {
-			return fmt.Errorf("%w: --nodelist lists %q twice or empty: list each node once", cluster.ErrInvalid, n)
+			return cluster.Errorf(cluster.ErrInvalid, "--nodelist lists %q twice or empty: list each node once", n)
 		}
 		seen[n] = true
 	}
 	for _, n := range j.Exclude {
 		if seen[n] {
-			return fmt.Errorf("%w: node %s is both in --nodelist and in --exclude", cluster.ErrInvalid, n)
+			return cluster.Errorf(cluster.ErrInvalid, "node %s is both in --nodelist and in --exclude", n)
 		}
 	}
 	return nil
@@ -80,11 +79,11 @@ func checkConstraintSyntax(c string) error {
 		return nil
 	}
 	if strings.Contains(c, "&") && strings.Contains(c, "|") {
-		return fmt.Errorf("%w: --constraint=%s: mix of & and | is not supported: use a&b (all) or a|b (any)", cluster.ErrInvalid, c)
+		return cluster.Errorf(cluster.ErrInvalid, "--constraint=%s: mix of & and | is not supported: use a&b (all) or a|b (any)", c)
 	}
 	for _, f := range constraintFeatures(c) {
 		if f == "" || strings.ContainsAny(f, "[]()*,! ") {
-			return fmt.Errorf("%w: --constraint=%s: invalid feature specification: write a feature name, a&b or a|b", cluster.ErrInvalid, c)
+			return cluster.Errorf(cluster.ErrInvalid, "--constraint=%s: invalid feature specification: write a feature name, a&b or a|b", c)
 		}
 	}
 	return nil
@@ -115,18 +114,16 @@ func checkAgainstPartition(j *cluster.Job, part *cluster.Partition, nodes []*clu
 	}{{"--nodelist", j.NodeList}, {"--exclude", j.Exclude}} {
 		for _, name := range list.names {
 			if known[name] == nil {
-				return fmt.Errorf("%w: %s: node %s is not in partition %s (or has not registered)",
-					cluster.ErrInvalid, list.opt, name, part.Name)
+				return cluster.Errorf(cluster.ErrInvalid, "%s: node %s is not in partition %s (or has not registered)", list.opt, name, part.Name)
 			}
 		}
 	}
 	for _, f := range constraintFeatures(j.Constraint) {
 		if !features[f] {
-			return fmt.Errorf("%w: invalid feature specification: no node of partition %s has feature %q",
-				cluster.ErrInvalid, part.Name, f)
+			return cluster.Errorf(cluster.ErrInvalid, "invalid feature specification: no node of partition %s has feature %q", part.Name, f)
 		}
 	}
-	if avail := len(known) - len(j.Exclude); avail < j.Nodes {
+	if avail := len(known) - len(j.Exclude); len(j.Exclude) > 0 && avail < j.Nodes {
 		return fmt.Errorf("%w: partition %s has %d nodes left after --exclude; the job asks for %d",
 			cluster.ErrUnsatisfiable, part.Name, avail, j.Nodes)
 	}
