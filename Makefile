@@ -50,8 +50,8 @@ fmt-check:
 vet:
 	$(GO) vet -tags no_dynamic_plugins $(PKGS)
 
-lint: fmt-check vet
-	$(BIN)/buf lint 2>/dev/null || $(MAKE) tools && $(BIN)/buf lint
+lint: fmt-check vet tools
+	$(BIN)/buf lint
 
 test: fmt-check vet proto-check build
 	$(GO) test -race -tags no_dynamic_plugins -timeout 20m $(PKGS)
