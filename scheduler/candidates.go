@@ -55,6 +55,7 @@ type candSet struct {
 	never    map[request]error
 	idle     map[request]bool
 	failed   map[failKey][]failure
+	fits     map[fitShape]*fitCache
 }
 
 func (cs *candSet) key() setKey { return cs.k }
@@ -77,7 +78,7 @@ func (p *pass) set(j *cluster.Job) *candSet {
 }
 
 func (p *pass) buildSet(j *cluster.Job, k setKey) *candSet {
-	cs := &candSet{k: k, part: p.parts[k.part], never: map[request]error{}, idle: map[request]bool{}, failed: map[failKey][]failure{}}
+	cs := &candSet{k: k, part: p.parts[k.part], never: map[request]error{}, idle: map[request]bool{}, failed: map[failKey][]failure{}, fits: map[fitShape]*fitCache{}}
 	if cs.part == nil {
 		cs.bad = fmt.Errorf("partition %q: %w", k.part, cluster.ErrNotFound)
 		return cs

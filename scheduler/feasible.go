@@ -48,6 +48,17 @@ func (p *pass) neverFits(cs *candSet, r request) error {
 // reports the first that leaves fewer than the requested node count, then
 // checks the --nodelist nodes and the segments.
 func (p *pass) whyNever(cs *candSet, r request) error {
+	if r.segment == 0 && len(cs.required) == 0 {
+		fit := 0
+		for _, i := range cs.static {
+			if p.nodes[i].wholeFits(&r) {
+				fit++
+			}
+		}
+		if fit >= r.nodes {
+			return nil // the usual case, without building messages
+		}
+	}
 	if r.segment > 0 {
 		if r.nodes%r.segment != 0 {
 			return fmt.Errorf("%w: --segment=%d does not divide the node count %d", cluster.ErrInvalid, r.segment, r.nodes)

@@ -47,9 +47,11 @@ func (c *nodeCap) wholeFits(r *request) bool {
 // leafInfo is one leaf switch and a histogram of its UP, shareable nodes by
 // free GPU count, to skip leaves that cannot host a request.
 type leafInfo struct {
-	name  string
-	spine int32
-	hist  []int32
+	name     string
+	spine    int32
+	hist     []int32
+	version  uint32 // bumped whenever a node of the leaf changes; starts at 1
+	reserved int    // nodes with a reservation
 }
 
 // anyFree reports whether some node of the leaf has at least g free GPUs.
@@ -132,7 +134,7 @@ func (p *pass) addNodes(nodes []*cluster.Node) {
 				si = int32(len(spineIdx))
 				spineIdx[spine] = si
 			}
-			p.leaves = append(p.leaves, leafInfo{name: leaf, spine: si})
+			p.leaves = append(p.leaves, leafInfo{name: leaf, spine: si, version: 1})
 		}
 		bi := int32(-1)
 		if b := p.s.Topology.BlockOf(n.Name); b != "" {
@@ -190,11 +192,15 @@ func (p *pass) addLive(jobs []*cluster.Job) {
 }
 
 func (p *pass) fillHistograms() {
+	most := 0
+	for i := range p.nodes {
+		most = max(most, min(p.nodes[i].node.GPUs, maxGPUs))
+	}
 	for i := range p.nodes {
 		c := &p.nodes[i]
 		l := &p.leaves[c.leaf]
 		if l.hist == nil {
-			l.hist = make([]int32, maxGPUs+1)
+			l.hist = make([]int32, most+1)
 		}
 		if c.up && !c.excl {
 			l.hist[c.ngpu]++
@@ -232,6 +238,7 @@ func (p *pass) take(i int32, r *request, end int64) cluster.NodeAlloc {
 		c.gpus &^= 1 << uint(g)
 		a.GPUs = append(a.GPUs, g)
 	}
+	p.leaves[c.leaf].version++
 	h := p.leaves[c.leaf].hist
 	h[c.ngpu]--
 	c.ngpu -= int32(r.gpus)

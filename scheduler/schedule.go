@@ -30,6 +30,7 @@ type scratch struct {
 	groupOrder []group
 	nodeBuf    []int32
 	cands      []timed
+	times      []int64
 	reserved   int             // reservations made so far
 	blocked    map[string]bool // partitions with a blocked job already
 }
@@ -140,21 +141,29 @@ func (p *pass) gangNow(cs *candSet, r *request, end int64) (nodes []int32, byRes
 
 // collectNow groups by leaf the candidates that fit r now (and until end
 // where a reservation starts later); rejected reports that some node fit
-// now but not until end.
+// now but not until end. Per request shape, each leaf's list of nodes that
+// fit now is cached and recomputed only when the leaf changed.
 func (p *pass) collectNow(cs *candSet, r *request, end int64) ([]group, bool) {
+	fc := cs.cache(fitShape{gpus: r.gpus, cpus: r.cpus, mem: r.mem, excl: r.excl})
 	groups, buf := p.groups[:0], p.nodeBuf[:0]
 	rejected := false
-	for _, cl := range cs.leaves {
-		if r.gpus > 0 && !p.leaves[cl.leaf].anyFree(r.gpus) {
+	for k, cl := range cs.leaves {
+		leaf := &p.leaves[cl.leaf]
+		if fc.version[k] != leaf.version {
+			fc.nodes[k] = p.fitting(cl.nodes, r, fc.nodes[k][:0])
+			fc.version[k] = leaf.version
+		}
+		list := fc.nodes[k]
+		if len(list) == 0 {
+			continue
+		}
+		if leaf.reserved == 0 {
+			groups = append(groups, group{leaf: cl.leaf, nodes: list})
 			continue
 		}
 		start := len(buf)
-		for _, i := range cl.nodes {
-			c := &p.nodes[i]
-			if !c.fits(r) {
-				continue
-			}
-			if c.resv && !p.fitsOver(i, r, p.nowNs, end) {
+		for _, i := range list {
+			if p.nodes[i].resv && !p.fitsOver(i, r, p.nowNs, end) {
 				rejected = true
 				continue
 			}
@@ -166,6 +175,41 @@ func (p *pass) collectNow(cs *candSet, r *request, end int64) ([]group, bool) {
 	}
 	p.groups, p.nodeBuf = groups, buf
 	return groups, rejected
+}
+
+// fitting appends to out the nodes that fit r now.
+func (p *pass) fitting(nodes []int32, r *request, out []int32) []int32 {
+	if len(nodes) == 0 || (r.gpus > 0 && !p.leaves[p.nodes[nodes[0]].leaf].anyFree(r.gpus)) {
+		return out
+	}
+	for _, i := range nodes {
+		if p.nodes[i].fits(r) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// fitShape is the per-node part of a request; fitCache remembers, per leaf
+// of a candidate set, the nodes that fit it now and the leaf version seen.
+type fitShape struct {
+	gpus, cpus int
+	mem        int64
+	excl       bool
+}
+
+type fitCache struct {
+	version []uint32
+	nodes   [][]int32
+}
+
+func (cs *candSet) cache(sh fitShape) *fitCache {
+	fc := cs.fits[sh]
+	if fc == nil {
+		fc = &fitCache{version: make([]uint32, len(cs.leaves)), nodes: make([][]int32, len(cs.leaves))}
+		cs.fits[sh] = fc
+	}
+	return fc
 }
 
 // failKey and failure remember request shapes that did not fit now: within

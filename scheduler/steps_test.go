@@ -205,7 +205,7 @@ func TestTimeline(t *testing.T) {
 	hour := int64(time.Hour)
 	p.take(0, &request{gpus: 6}, p.nowNs+hour)                              // a job until +1h
 	p.addUse(0, use{from: p.nowNs + 2*hour, to: p.nowNs + 3*hour, gpus: 6}) // a reservation
-	p.nodes[0].resv = true
+	p.markReserved(0)
 	r := &request{gpus: 4}
 	if got := p.earliest(0, r, 30*time.Minute); got != p.nowNs+hour {
 		t.Errorf("earliest 4 GPUs for 30m = %v, want +1h", time.Duration(got-p.nowNs))

@@ -120,38 +120,92 @@ func (p *pass) reserve(cs *candSet, r *request, j *cluster.Job, dur time.Duratio
 			}
 		}
 	}
-	slices.SortFunc(cands, func(a, b timed) int {
-		if a.t != b.t {
-			return cmpInt64(a.t, b.t)
-		}
-		return int(a.i - b.i)
-	})
 	p.cands = cands
-	tries := 0
-	for k := 0; k < len(cands) && tries < maxReserveTries; {
-		t := cands[k].t
-		for k < len(cands) && cands[k].t == t {
-			k++
-		}
-		if k+len(cs.required) < r.nodes {
-			continue
-		}
-		tries++
+	need := r.nodes - len(cs.required)
+	if need > len(cands) {
+		return 0, nil, false
+	}
+	// The first start worth trying is when need nodes are free in number;
+	// later ones are the next distinct times, in case topology refuses.
+	t := p.nthTime(cands, need)
+	for tries := 0; tries < maxReserveTries && t != forever; tries++ {
 		start := max(t, reqT)
-		if nodes, ok := p.gangAt(cs, r, j, cands[:k], start, dur); ok {
+		if nodes, ok := p.gangAt(cs, r, j, cands, t, start, dur); ok {
 			for _, i := range nodes {
 				p.addUse(i, use{from: start, to: endOf(start, dur), gpus: r.gpus, cpus: r.cpus, mem: r.mem, excl: r.excl})
-				p.nodes[i].resv = true
+				p.markReserved(i)
 			}
 			return start, nodes, true
 		}
+		next := forever
+		for _, c := range cands {
+			if c.t > t && c.t < next {
+				next = c.t
+			}
+		}
+		t = next
 	}
 	return 0, nil, false
 }
 
-// gangAt tries to assemble the gang at start from the candidates that can
-// hold r from then for dur.
-func (p *pass) gangAt(cs *candSet, r *request, j *cluster.Job, cands []timed, start int64, dur time.Duration) ([]int32, bool) {
+// nthTime is the k-th smallest time among the candidates (k from 1).
+func (p *pass) nthTime(cands []timed, k int) int64 {
+	if k <= 0 {
+		return p.nowNs
+	}
+	times := p.times[:0]
+	for _, c := range cands {
+		times = append(times, c.t)
+	}
+	p.times = times
+	return nthSmallest(times, k-1)
+}
+
+// nthSmallest returns what xs[k] would be if xs were sorted, reordering xs
+// (quickselect with a median-of-three pivot).
+func nthSmallest(xs []int64, k int) int64 {
+	lo, hi := 0, len(xs)-1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		pivot := median3(xs[lo], xs[mid], xs[hi])
+		i, j := lo, hi
+		for i <= j {
+			for xs[i] < pivot {
+				i++
+			}
+			for xs[j] > pivot {
+				j--
+			}
+			if i <= j {
+				xs[i], xs[j] = xs[j], xs[i]
+				i, j = i+1, j-1
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return xs[k]
+		}
+	}
+	return xs[k]
+}
+
+func median3(a, b, c int64) int64 {
+	if a > b {
+		a, b = b, a
+	}
+	if b > c {
+		b = c
+	}
+	return max(a, b)
+}
+
+// gangAt tries to assemble the gang at start from the candidates free by
+// upTo that can hold r from start for dur.
+func (p *pass) gangAt(cs *candSet, r *request, j *cluster.Job, cands []timed, upTo, start int64, dur time.Duration) ([]int32, bool) {
 	end := endOf(start, dur)
 	for _, i := range cs.required {
 		if !p.fitsOver(i, r, start, end) {
@@ -159,25 +213,14 @@ func (p *pass) gangAt(cs *candSet, r *request, j *cluster.Job, cands []timed, st
 		}
 	}
 	var ok []int32
-	for _, c := range cands {
-		if c.t == start || p.fitsOver(c.i, r, start, end) {
+	for _, c := range cands { // in candidate order
+		if c.t <= upTo && (c.t == start || p.fitsOver(c.i, r, start, end)) {
 			ok = append(ok, c.i)
 		}
 	}
-	slices.Sort(ok)
 	rr := *r
 	rr.maxLeaves = p.maxLeavesAt(j, start)
 	return p.pickGang(p.byLeaf(ok), cs.required, &rr, cs.mixed)
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // maxLeavesAt is the job's leaf limit at instant t: Switches until
@@ -194,4 +237,12 @@ func (p *pass) maxLeavesAt(j *cluster.Job, t int64) int {
 		return j.Switches
 	}
 	return 0
+}
+
+// markReserved notes that a reservation starts on node i later.
+func (p *pass) markReserved(i int32) {
+	if c := &p.nodes[i]; !c.resv {
+		c.resv = true
+		p.leaves[c.leaf].reserved++
+	}
 }
