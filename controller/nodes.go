@@ -180,7 +180,7 @@ func (n *nodeService) ReportTaskStatus(ctx context.Context, req *phalanxv1.Repor
 func validTaskReportState(st cluster.TaskState) bool {
 	switch st {
 	case cluster.TaskStarting, cluster.TaskRunning, cluster.TaskExited, cluster.TaskKilled,
-		cluster.TaskTimeout, cluster.TaskFailed:
+		cluster.TaskTimeout, cluster.TaskFailed, cluster.TaskLost:
 		return true
 	}
 	return false

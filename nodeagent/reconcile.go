@@ -15,6 +15,10 @@ import (
 //     is reported KILLED at once, so the controller can release it;
 //   - a task that runs here but is missing from the set is stopped.
 //
+//   - a task the controller already has as running, but that does not run
+//     here, was started by an earlier run of this agent: it is reported LOST
+//     rather than started twice.
+//
 // Tasks that ended here are remembered (and never started again under the
 // same job, attempt and rank) until they leave the set, which happens once
 // the controller has recorded their end.
@@ -53,6 +57,13 @@ func (a *Agent) reconcileOne(key taskKey, as *phalanxv1.Assignment) {
 		a.log.Info("task stopped before it started", "task", key, "reason", as.GetStopReason())
 		a.rep.report(a.taskReport(key, cluster.TaskKilled, "stopped before it started: "+as.GetStopReason()))
 	case as.GetStop() || running || a.finished[key]:
+	case startedElsewhere(as):
+		// The controller saw this task start, but this agent does not run it:
+		// the agent restarted under it. Starting it again could run two
+		// copies; until tasks are re-adopted, report it lost.
+		a.finished[key] = true
+		a.log.Warn("task started by an earlier agent run; reporting it lost", "task", key)
+		a.rep.report(a.taskReport(key, cluster.TaskLost, "node agent restarted while the task ran"))
 	default:
 		t := newTask(key)
 		a.tasks[key] = t
@@ -72,4 +83,16 @@ func (a *Agent) stopRequest(as *phalanxv1.Assignment) stopRequest {
 		msg += ": " + r
 	}
 	return stopRequest{state: cluster.TaskKilled, grace: grace, msg: msg}
+}
+
+// startedElsewhere reports whether the controller has the assignment's task
+// as starting or running already.
+func startedElsewhere(as *phalanxv1.Assignment) bool {
+	for _, t := range as.GetJob().GetTasks() {
+		if t.GetRank() == as.GetRank() {
+			st := cluster.TaskState(t.GetState())
+			return st == cluster.TaskRunning || st == cluster.TaskStarting
+		}
+	}
+	return false
 }
