@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sort"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -99,11 +98,32 @@ func (n *nodeService) WatchAssignments(req *phalanxv1.WatchAssignmentsRequest, s
 	}
 }
 
-// assignments derives what a node should run: every unended task of a live
-// job allocated on it, with stop set once the job's attempt has ended
-// (a preempted job's tasks stop with the preemption grace period).
+// assignments returns what a node should run. Every watcher asks after
+// every applied command, so the whole cluster's assignments are derived once
+// per applied index and shared.
 func (s *Server) assignments(node string) (*phalanxv1.Assignments, error) {
-	active, err := s.store.ActiveJobs()
+	idx := s.store.AppliedIndex() // read before the jobs: a stale index only costs a rebuild
+	s.assignMu.Lock()
+	defer s.assignMu.Unlock()
+	if s.assignByNode == nil || s.assignIndex != idx {
+		byNode, err := s.deriveAssignments()
+		if err != nil {
+			return nil, err
+		}
+		s.assignByNode, s.assignIndex = byNode, idx
+	}
+	if a := s.assignByNode[node]; a != nil {
+		return a, nil
+	}
+	return &phalanxv1.Assignments{}, nil
+}
+
+// deriveAssignments derives every node's assignments: each unended task of
+// a live job, with stop set once the job's attempt has ended (a preempted
+// job's tasks stop with the preemption grace period). Each node's list is in
+// job and rank order.
+func (s *Server) deriveAssignments() (map[string]*phalanxv1.Assignments, error) {
+	active, err := s.store.ActiveJobs() // in ID order
 	if err != nil {
 		return nil, err
 	}
@@ -111,20 +131,21 @@ func (s *Server) assignments(node string) (*phalanxv1.Assignments, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &phalanxv1.Assignments{}
+	byNode := map[string]*phalanxv1.Assignments{}
 	for _, j := range active {
 		if !j.Live() {
 			continue
 		}
-		for _, t := range j.Tasks {
-			if t.Node != node || t.State.Ended() {
+		wire := jobToProto(j, addrs, nil)
+		for _, t := range j.Tasks { // in rank order
+			if t.State.Ended() {
 				continue
 			}
 			a := &phalanxv1.Assignment{
 				JobId:        uint64(j.ID),
 				Attempt:      int32(j.Attempt),
 				Rank:         int32(t.Rank),
-				Job:          jobToProto(j, addrs, nil),
+				Job:          wire,
 				GraceSeconds: int32(s.cfg.KillGrace / time.Second),
 			}
 			if j.State.Terminal() {
@@ -134,17 +155,13 @@ func (s *Server) assignments(node string) (*phalanxv1.Assignments, error) {
 			if j.State == cluster.JobPreempted {
 				a.GraceSeconds = int32(s.cfg.PreemptGrace / time.Second)
 			}
-			out.Assignments = append(out.Assignments, a)
+			if byNode[t.Node] == nil {
+				byNode[t.Node] = &phalanxv1.Assignments{}
+			}
+			byNode[t.Node].Assignments = append(byNode[t.Node].Assignments, a)
 		}
 	}
-	sort.Slice(out.Assignments, func(i, k int) bool {
-		a, b := out.Assignments[i], out.Assignments[k]
-		if a.JobId != b.JobId {
-			return a.JobId < b.JobId
-		}
-		return a.Rank < b.Rank
-	})
-	return out, nil
+	return byNode, nil
 }
 
 func (n *nodeService) ReportTaskStatus(ctx context.Context, req *phalanxv1.ReportTaskStatusRequest) (*phalanxv1.ReportTaskStatusResponse, error) {

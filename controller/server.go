@@ -39,6 +39,10 @@ type Server struct {
 	pending  map[cluster.JobID]pendingInfo   // leader only: last pass's reasons
 	running  map[string]map[taskKey]struct{} // what agents said they run
 
+	assignMu     sync.Mutex
+	assignIndex  uint64                            // applied index assignByNode was derived at
+	assignByNode map[string]*phalanxv1.Assignments // shared by all watchers; read-only once built
+
 	stop      chan struct{}
 	closeOnce sync.Once
 	closeErr  error
