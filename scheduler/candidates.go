@@ -56,6 +56,8 @@ type candSet struct {
 	idle     map[request]bool
 	failed   map[failKey][]failure
 	fits     map[fitShape]*fitCache
+	// noPreempt remembers shapes and classes that found no victims.
+	noPreempt map[preemptKey]bool
 }
 
 func (cs *candSet) key() setKey { return cs.k }
@@ -78,7 +80,7 @@ func (p *pass) set(j *cluster.Job) *candSet {
 }
 
 func (p *pass) buildSet(j *cluster.Job, k setKey) *candSet {
-	cs := &candSet{k: k, part: p.parts[k.part], never: map[request]error{}, idle: map[request]bool{}, failed: map[failKey][]failure{}, fits: map[fitShape]*fitCache{}}
+	cs := &candSet{k: k, part: p.parts[k.part], never: map[request]error{}, idle: map[request]bool{}, failed: map[failKey][]failure{}, fits: map[fitShape]*fitCache{}, noPreempt: map[preemptKey]bool{}}
 	if cs.part == nil {
 		cs.bad = fmt.Errorf("partition %q: %w", k.part, cluster.ErrNotFound)
 		return cs

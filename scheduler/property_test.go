@@ -30,7 +30,8 @@ func genSnapshot(t *rapid.T, maxNodes int) *Snapshot {
 			Weight:   rapid.IntRange(0, 2).Draw(t, "weight"),
 		})
 	}
-	sub := &cluster.Partition{Name: "q", State: cluster.PartitionUp, PriorityTier: rapid.IntRange(0, 2).Draw(t, "tier")}
+	sub := &cluster.Partition{Name: "q", State: cluster.PartitionUp, PriorityTier: rapid.IntRange(0, 2).Draw(t, "tier"),
+		PreemptMode: rapid.SampledFrom([]string{"OFF", "REQUEUE"}).Draw(t, "preempt")}
 	for _, node := range s.Nodes {
 		if rapid.Bool().Draw(t, "inq") {
 			sub.Nodes = append(sub.Nodes, node.Name)
@@ -43,6 +44,12 @@ func genSnapshot(t *rapid.T, maxNodes int) *Snapshot {
 		j := jobByID(s.Jobs, pl.Job)
 		if err := cluster.Place(j, pl.Alloc, 1, epoch); err != nil {
 			t.Fatalf("place: %v", err)
+		}
+		if rapid.IntRange(0, 3).Draw(t, "signalled") == 0 {
+			if s.Preempting == nil {
+				s.Preempting = map[cluster.JobID]bool{}
+			}
+			s.Preempting[j.ID] = true
 		}
 	}
 	s.Jobs = append(s.Jobs, genJobs(t, len(first)+1, n, "pending")...)
@@ -84,7 +91,13 @@ func jobByID(jobs []*cluster.Job, id cluster.JobID) *cluster.Job {
 }
 
 func cloneSnapshot(s *Snapshot) *Snapshot {
-	c := &Snapshot{Topology: s.Topology}
+	c := &Snapshot{Topology: s.Topology, Options: s.Options}
+	if s.Preempting != nil {
+		c.Preempting = map[cluster.JobID]bool{}
+		for id := range s.Preempting {
+			c.Preempting[id] = true
+		}
+	}
 	for _, n := range s.Nodes {
 		c.Nodes = append(c.Nodes, n.Clone())
 	}
@@ -187,6 +200,38 @@ func checkPlan(t *rapid.T, s *Snapshot, plan *Plan) {
 		}
 		if at := plan.Pending[j.ID].ExpectedStart; !at.IsZero() && at.Before(epoch) {
 			t.Fatalf("job %d: expected start %v is before now", j.ID, at)
+		}
+	}
+	checkPreemptions(t, s, plan, placed)
+}
+
+// checkPreemptions: a victim is a running job of a REQUEUE partition, not
+// already leaving, chosen once, of a strictly lower class than the pending,
+// unplaced job it is preempted for.
+func checkPreemptions(t *rapid.T, s *Snapshot, plan *Plan, placed map[cluster.JobID]bool) {
+	classOf := func(j *cluster.Job) class {
+		c := class{qos: qosRank(j.QoS)}
+		for _, p := range s.Partitions {
+			if p.Name == j.Partition {
+				c.tier = p.PriorityTier
+			}
+		}
+		return c
+	}
+	seen := map[cluster.JobID]bool{}
+	for _, pr := range plan.Preemptions {
+		v, f := jobByID(s.Jobs, pr.Victim), jobByID(s.Jobs, pr.For)
+		if v == nil || f == nil || seen[v.ID] || !v.Live() || (v.State != cluster.JobRunning && v.State != cluster.JobConfiguring) || s.Preempting[v.ID] {
+			t.Fatalf("preemption %+v: victim missing, repeated, not running or already leaving", pr)
+		}
+		seen[v.ID] = true
+		if f.State != cluster.JobPending || placed[f.ID] || !classOf(v).below(classOf(f)) {
+			t.Fatalf("preemption %+v: %d is not a waiting job of a higher class than %d", pr, f.ID, v.ID)
+		}
+		for _, p := range s.Partitions {
+			if p.Name == v.Partition && p.PreemptMode != "REQUEUE" {
+				t.Fatalf("preemption %+v: victim's partition %s is not preemptible", pr, p.Name)
+			}
 		}
 	}
 }

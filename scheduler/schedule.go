@@ -33,6 +33,9 @@ type scratch struct {
 	times      []int64
 	reserved   int             // reservations made so far
 	blocked    map[string]bool // partitions with a blocked job already
+	live       []liveJob       // for preemption, built on first use
+	onNode     map[int32][]holder
+	lowest     *class // lowest class of a preemptible live job
 }
 
 // decide places one job or records why it waits.
@@ -88,6 +91,11 @@ func (p *pass) block(plan *Plan, j *cluster.Job, cs *candSet, r *request, dur ti
 		info.Reason = cluster.ReasonPriority
 	}
 	p.blocked[j.Partition] = true
+	if !byResv && p.preempt(plan, j, cs, r) {
+		info.ExpectedStart = p.now // once the victims are requeued
+		plan.Pending[j.ID] = info
+		return
+	}
 	if p.reserved < p.opt.ReserveDepth {
 		p.reserved++
 		if at, nodes, ok := p.reserve(cs, r, j, dur); ok {
