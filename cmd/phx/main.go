@@ -10,5 +10,5 @@ import (
 )
 
 func main() {
-	os.Exit(cli.Main(os.Args, devCommand()))
+	os.Exit(cli.Main(os.Args, devCommand(), simCommand()))
 }
