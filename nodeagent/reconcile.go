@@ -11,8 +11,10 @@ import (
 //
 //   - an assignment not marked stop whose task neither runs nor ended here
 //     is launched;
+//
 //   - a stop assignment stops its task if it runs; one never started here
 //     is reported KILLED at once, so the controller can release it;
+//
 //   - a task that runs here but is missing from the set is stopped.
 //
 //   - a task the controller already has as running, but that does not run
