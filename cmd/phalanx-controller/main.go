@@ -35,6 +35,7 @@ func run(args []string) int {
 		topoPath  = fs.String("topology", "", "topology.conf (Slurm syntax); default: TopologyFile from the config")
 		nodeTTL   = fs.Duration("node-ttl", 30*time.Second, "declare a node DOWN after this long without a heartbeat")
 		killGrace = fs.Duration("kill-grace", 10*time.Second, "time between SIGTERM and SIGKILL when a job is cancelled")
+		preGrace  = fs.Duration("preempt-grace", 0, "time between SIGTERM and SIGKILL for a preempted job, to checkpoint (default: --kill-grace)")
 		ports     = fs.String("master-ports", "29500-29999", "range for MASTER_PORT")
 		debug     = fs.Bool("debug", false, "log at debug level")
 	)
@@ -49,7 +50,7 @@ func run(args []string) int {
 
 	cfg := controller.Config{
 		NodeID: *nodeID, DataDir: *dataDir, RaftAddr: *raftAddr, APIAddr: *listen,
-		Bootstrap: *bootstrap, NodeTTL: *nodeTTL, KillGrace: *killGrace, Logger: log,
+		Bootstrap: *bootstrap, NodeTTL: *nodeTTL, KillGrace: *killGrace, PreemptGrace: *preGrace, Logger: log,
 	}
 	if *peers != "" {
 		cfg.Peers = strings.Split(*peers, ",")
