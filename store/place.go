@@ -23,7 +23,7 @@ type Placement struct {
 // placements before it in the same call: the job is still pending; every
 // node exists, is UP and appears once; its GPU indices are below the node's
 // GPU count, distinct and not held by a live job; its CPUs and memory fit
-// what is free. A placement that fails any check is skipped whole (a gang
+// what is free; no node is shared with an exclusive job. A placement that fails any check is skipped whole (a gang
 // starts on all of its nodes or none); the others still apply.
 func (s *Store) PlaceJobs(idx uint64, ps []Placement) ([]cluster.JobID, error) {
 	var placed []cluster.JobID
@@ -35,13 +35,13 @@ func (s *Store) PlaceJobs(idx uint64, ps []Placement) ([]cluster.JobID, error) {
 		}
 		for _, p := range ps {
 			j := c.jobs[p.Job]
-			if j == nil || j.State != cluster.JobPending || c.check(p.Alloc) != nil {
+			if j == nil || j.State != cluster.JobPending || c.check(p.Alloc, j.Exclusive) != nil {
 				continue
 			}
 			if err := cluster.Place(j, p.Alloc, p.MasterPort, p.Time); err != nil {
 				continue // the allocation does not match the job's size
 			}
-			c.take(p.Alloc)
+			c.take(p.Alloc, j.Exclusive)
 			if err := putJob(tx, j); err != nil {
 				return err
 			}
@@ -62,6 +62,8 @@ type placeChecker struct {
 	jobs  map[cluster.JobID]*cluster.Job
 	gpus  map[string]map[int]bool
 	use   map[string]cluster.NodeUsage
+	busy  map[string]bool // a live job holds something on the node
+	whole map[string]bool // a live exclusive job holds the node
 }
 
 func newPlaceChecker(tx *bolt.Tx) (*placeChecker, error) {
@@ -78,12 +80,17 @@ func newPlaceChecker(tx *bolt.Tx) (*placeChecker, error) {
 		jobs:  make(map[cluster.JobID]*cluster.Job, len(active)),
 		gpus:  map[string]map[int]bool{},
 		use:   cluster.Usage(active),
+		busy:  map[string]bool{},
+		whole: map[string]bool{},
 	}
 	for _, n := range nodes {
 		c.nodes[n.Name] = n
 	}
 	for _, j := range active {
 		c.jobs[j.ID] = j
+		if j.Live() {
+			c.mark(*j.Alloc, j.Exclusive)
+		}
 	}
 	for name, u := range c.use {
 		for _, g := range u.GPUs {
@@ -100,8 +107,18 @@ func (c *placeChecker) heldGPUs(node string) map[int]bool {
 	return c.gpus[node]
 }
 
+// mark records the nodes an allocation occupies.
+func (c *placeChecker) mark(a cluster.Allocation, exclusive bool) {
+	for _, na := range a.Nodes {
+		c.busy[na.Node] = true
+		if exclusive {
+			c.whole[na.Node] = true
+		}
+	}
+}
+
 // check says why an allocation does not fit, or nil.
-func (c *placeChecker) check(a cluster.Allocation) error {
+func (c *placeChecker) check(a cluster.Allocation, exclusive bool) error {
 	seen := map[string]bool{}
 	for _, na := range a.Nodes {
 		n := c.nodes[na.Node]
@@ -112,6 +129,8 @@ func (c *placeChecker) check(a cluster.Allocation) error {
 			return fmt.Errorf("node %s is %s: %w", n.Name, n.State, cluster.ErrConflict)
 		case seen[na.Node]:
 			return fmt.Errorf("node %s allocated twice: %w", n.Name, cluster.ErrInvalid)
+		case c.whole[na.Node] || (exclusive && c.busy[na.Node]):
+			return fmt.Errorf("node %s is not shared with an exclusive job: %w", n.Name, cluster.ErrConflict)
 		}
 		seen[na.Node] = true
 		if err := c.checkNode(n, na); err != nil {
@@ -141,7 +160,8 @@ func (c *placeChecker) checkNode(n *cluster.Node, na cluster.NodeAlloc) error {
 }
 
 // take records a placed allocation so later placements see it as held.
-func (c *placeChecker) take(a cluster.Allocation) {
+func (c *placeChecker) take(a cluster.Allocation, exclusive bool) {
+	c.mark(a, exclusive)
 	for _, na := range a.Nodes {
 		held := c.heldGPUs(na.Node)
 		for _, g := range na.GPUs {
