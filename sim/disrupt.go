@@ -77,6 +77,11 @@ func (s *sim) fail(now time.Time) bool {
 	s.down++
 	s.nodeFailures++
 	for _, j := range append([]*simJob(nil), s.onNode[n]...) {
+		if j.restarts >= s.cfg.MaxRestarts {
+			s.end(j, now, cluster.JobNodeFail, cluster.TaskLost)
+			continue
+		}
+		j.restarts++
 		s.requeue(j, now, reasonNodeFail)
 	}
 	s.events.push(event{at: now.Add(s.cfg.Repair), kind: evRepair, node: n})

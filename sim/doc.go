@@ -16,11 +16,11 @@
 //     submit offset, waits PENDING until a plan places it, runs for its
 //     duration, or until its time limit if that is shorter (TIMEOUT).
 //   - Events are arrivals, job ends, preemption requeues, node failures and
-//     repairs, and periodic ticks. A scheduling pass runs at every time at
-//     which an event changed something, and also at least every
-//     Config.PassInterval while jobs are pending (so that --switches=N@T
-//     waits expire). Events at the same virtual time are applied together
-//     before the pass.
+//     repairs, the expiry of --switches waits, and (with Config.IdlePasses)
+//     periodic ticks every Config.PassInterval while jobs are pending. Events
+//     at the same virtual time are applied together, then a scheduling pass
+//     runs if they changed something and a job is pending (with nothing
+//     pending there is nothing to place or to preempt for).
 //   - Preemption: a victim named in Plan.Preemptions keeps running for
 //     Config.PreemptGrace (its checkpoint window), then is requeued: back to
 //     PENDING with Requeued set and Attempt incremented. The simulator does

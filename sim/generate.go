@@ -17,6 +17,11 @@ type GenOptions struct {
 	// Load is the offered load: total GPU-seconds of work over GPU-seconds
 	// of capacity during the arrival window. Zero means DefaultLoad.
 	Load float64
+	// Backlog is how much work is already queued at time 0, as a fraction
+	// of the GPUs: the first jobs, until their GPUs add up to it, are all
+	// submitted at 0, so the cluster starts full instead of spending the
+	// first day filling up. Zero means DefaultBacklog; negative means none.
+	Backlog float64
 	// Preemptible is the fraction of small and medium jobs sent to
 	// partition PreemptPartition, whose jobs may be requeued for the others.
 	Preemptible float64
@@ -24,7 +29,10 @@ type GenOptions struct {
 
 // DefaultLoad keeps the cluster busy with a queue, without piling up an
 // absurd backlog.
-const DefaultLoad = 0.7
+const DefaultLoad = 0.9
+
+// DefaultBacklog fills the cluster at time 0.
+const DefaultBacklog = 1.0
 
 // Partitions of generated and default workloads.
 const (
@@ -75,7 +83,8 @@ func pick(r *rand.Rand, values []int, weights []float64) int {
 
 // GenerateWorkload draws a realistic job mix from the seed: the same
 // options always give the same jobs. Arrivals are a Poisson process whose
-// rate makes the offered load o.Load; time limits are the duration times a
+// rate makes the offered load o.Load, after a backlog at time 0 (see
+// GenOptions.Backlog); time limits are the duration times a
 // factor of 1 to 3, rounded up to a value a user would type.
 func GenerateWorkload(o GenOptions) []JobSpec {
 	r := rand.New(rand.NewPCG(o.Seed, 0x9e3779b97f4a7c15))
@@ -84,22 +93,38 @@ func GenerateWorkload(o GenOptions) []JobSpec {
 		load = DefaultLoad
 	}
 	specs := make([]JobSpec, o.Jobs)
-	var work float64 // GPU-seconds
 	for i := range specs {
 		specs[i] = drawJob(r, o, i)
-		work += float64(specs[i].Nodes*specs[i].GPUsPerNode) * specs[i].DurationS
+	}
+	backlog := backlogJobs(specs, o)
+	var work float64 // GPU-seconds arriving after the backlog
+	for _, s := range specs[backlog:] {
+		work += float64(s.Nodes*s.GPUsPerNode) * s.DurationS
 	}
 	capacity := float64(o.Nodes*o.GPUsPerNode) * load
 	meanGap := 0.0
-	if capacity > 0 && o.Jobs > 0 {
-		meanGap = work / capacity / float64(o.Jobs)
+	if capacity > 0 && len(specs) > backlog {
+		meanGap = work / capacity / float64(len(specs)-backlog)
 	}
 	t := 0.0
-	for i := range specs {
-		specs[i].SubmitOffset = math.Round(t)
+	for i := backlog; i < len(specs); i++ {
 		t += r.ExpFloat64() * meanGap
+		specs[i].SubmitOffset = math.Round(t)
 	}
 	return specs
+}
+
+// backlogJobs counts the first jobs whose GPUs add up to the backlog.
+func backlogJobs(specs []JobSpec, o GenOptions) int {
+	frac := o.Backlog
+	if frac == 0 {
+		frac = DefaultBacklog
+	}
+	want, n := frac*float64(o.Nodes*o.GPUsPerNode), 0
+	for sum := 0.0; n < len(specs) && sum < want; n++ {
+		sum += float64(specs[n].Nodes * specs[n].GPUsPerNode)
+	}
+	return n
 }
 
 func drawJob(r *rand.Rand, o GenOptions, i int) JobSpec {

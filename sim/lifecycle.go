@@ -133,18 +133,24 @@ func (s *sim) endIfCurrent(e event, now time.Time) bool {
 	if j.job.State != cluster.JobRunning || j.job.Attempt != e.attempt {
 		return false
 	}
-	s.release(j, now)
 	state, task := cluster.JobCompleted, cluster.TaskExited
 	if now.Sub(j.job.StartTime) < j.duration {
 		state, task = cluster.JobTimeout, cluster.TaskTimeout
 	}
+	s.end(j, now, state, task)
+	return true
+}
+
+// end releases the job's attempt and ends the job in state, its tasks in
+// task.
+func (s *sim) end(j *simJob, now time.Time, state cluster.JobState, task cluster.TaskState) {
+	s.release(j, now)
 	j.job.State, j.job.EndTime = state, now
 	for i := range j.job.Tasks {
 		j.job.Tasks[i].State, j.job.Tasks[i].EndTime = task, now
 	}
 	s.finished++
 	s.lastEnd = now
-	return true
 }
 
 // requeue ends the current attempt early and puts the job back in the

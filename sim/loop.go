@@ -25,8 +25,8 @@ func (s *sim) loop(ctx context.Context) error {
 			}
 			changed = changed || c
 		}
-		if !changed {
-			continue
+		if !changed || s.pending.len() == 0 {
+			continue // nothing new, or nothing to place
 		}
 		if err := s.pass(now); err != nil {
 			return err

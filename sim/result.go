@@ -12,6 +12,7 @@ type Summary struct {
 	Jobs         int `json:"jobs"`          // jobs in the workload
 	Completed    int `json:"completed"`     // ended at their duration
 	Timeouts     int `json:"timeouts"`      // ended at their time limit
+	NodeFail     int `json:"node_fail"`     // ended by node failures past MaxRestarts
 	Rejected     int `json:"rejected"`      // could never run on their partition
 	NeverStarted int `json:"never_started"` // still pending when nothing more could happen
 
@@ -81,6 +82,8 @@ func (s *sim) result() *Result {
 			sum.Completed++
 		case "TIMEOUT":
 			sum.Timeouts++
+		case "NODE_FAIL":
+			sum.NodeFail++
 		case "REJECTED":
 			sum.Rejected++
 		case "PENDING":
@@ -101,7 +104,7 @@ func (s *sim) result() *Result {
 			}
 		}
 	}
-	sum.MakespanS = s.lastEnd.Sub(Epoch).Seconds()
+	sum.MakespanS = round(s.lastEnd.Sub(Epoch).Seconds(), 3)
 	if sum.MakespanS > 0 && sum.GPUs > 0 {
 		sum.GPUUtilization = round(gpuSeconds/(float64(sum.GPUs)*sum.MakespanS), 4)
 	}

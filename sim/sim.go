@@ -20,6 +20,7 @@ const (
 	DefaultPassInterval = 30 * time.Second
 	DefaultPreemptGrace = 60 * time.Second
 	DefaultRepair       = 4 * time.Hour
+	DefaultMaxRestarts  = 3
 	// DefaultSwitchWait is how long --switches=N waits without @T; it is
 	// set in the scheduler's Options so both sides agree.
 	DefaultSwitchWait = 5 * time.Minute
@@ -38,6 +39,10 @@ type Config struct {
 	FailRate     float64       // node failures per node-hour; 0: none
 	Repair       time.Duration // how long a failed node stays DOWN; zero: DefaultRepair
 	Seed         uint64        // for node failures
+	// MaxRestarts is how many times a job is requeued after node failures
+	// before it ends NODE_FAIL (the restart policy's default, 3, when
+	// zero; negative: never requeued). Preemptions do not count.
+	MaxRestarts int
 	// IdlePasses runs a pass every PassInterval while jobs are pending even
 	// when nothing changed since the last one. Schedule is a pure function
 	// of the state and the time, so such a pass can only differ through
@@ -80,6 +85,7 @@ type simJob struct {
 	leaves, minLeaves int
 	backfilled        bool
 	requeues          int
+	restarts          int // requeues after node failures
 }
 
 // sim is the state of one run.
@@ -164,6 +170,10 @@ func withDefaults(cfg Config) Config {
 	if cfg.Repair <= 0 {
 		cfg.Repair = DefaultRepair
 	}
+	if cfg.MaxRestarts == 0 {
+		cfg.MaxRestarts = DefaultMaxRestarts
+	}
+	cfg.MaxRestarts = max(cfg.MaxRestarts, 0)
 	if cfg.Options.DefaultSwitchWait <= 0 {
 		cfg.Options.DefaultSwitchWait = DefaultSwitchWait
 	}
