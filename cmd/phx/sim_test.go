@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+func runSim(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	app := &cli.App{Name: "phx", Commands: []*cli.Command{simCommand()}, Writer: &out, ErrWriter: &errOut}
+	err := app.Run(append([]string{"phx", "sim"}, args...))
+	return out.String(), err
+}
+
+func TestSimCommand(t *testing.T) {
+	dir := t.TempDir()
+	workload := filepath.Join(dir, "w.json")
+	csvPath := filepath.Join(dir, "jobs.csv")
+	if err := os.WriteFile(workload, []byte(`[
+		{"id": "a", "nodes": 2, "gpus_per_node": 8, "duration_s": 100, "submit_offset_s": 0, "time_limit_s": 200},
+		{"id": "b", "nodes": 1, "gpus_per_node": 4, "duration_s": 50, "submit_offset_s": 10}
+	]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runSim(t, "--nodes", "4", "--leaf-size", "2", "--workload", workload, "--jobs-csv", csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var sum map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+		t.Fatalf("last line %q: %v", lines[len(lines)-1], err)
+	}
+	if sum["jobs"] != 2.0 || sum["makespan_s"] != 100.0 || sum["gpus"] != 32.0 {
+		t.Errorf("summary %v", sum)
+	}
+	csv, err := os.ReadFile(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(csv), "a,0,0,100,2,1,8,0,COMPLETED") || !strings.Contains(string(csv), "b,10,10,60,1,1,4,0,COMPLETED") {
+		t.Errorf("jobs CSV:\n%s", csv)
+	}
+}
+
+func TestSimCommandErrors(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`[{"id": "x", "nodes": 0}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--workload", bad}, `workload job 0 (id "x"): nodes is 0`},
+		{[]string{"--nodes", "0"}, "sizes must be positive"},
+		{[]string{"--partition", "x:tier=high"}, `--partition: partition "x:tier=high": tier "high" is not a number`},
+		{[]string{"--topology", "/nonexistent/topology.conf"}, "no such file"},
+	} {
+		if _, err := runSim(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("phx sim %v: %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestSimCommandGenerated(t *testing.T) {
+	out, err := runSim(t, "--nodes", "16", "--leaf-size", "4", "--jobs", "100", "--seed", "2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum struct {
+		Jobs      int     `json:"jobs"`
+		Completed int     `json:"completed"`
+		Util      float64 `json:"gpu_utilization"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Jobs != 100 || sum.Completed != 100 || !(sum.Util > 0 && sum.Util <= 1) {
+		t.Errorf("summary %+v", sum)
+	}
+}
