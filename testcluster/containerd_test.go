@@ -31,7 +31,7 @@ func TestImageJobRunsInContainerd(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{
 		Nodes: 2, LeafSize: 2,
 		NewRuntime: func(node string) (runtime.Runtime, error) {
-			return containerd.New(context.Background(), d.Address, containerdtest.Namespace,
+			return containerd.New(context.Background(), d.Address, d.Namespace,
 				containerd.WithHostname(node))
 		},
 	})
@@ -75,7 +75,7 @@ func TestImageJobRunsInContainerd(t *testing.T) {
 	// Nothing is left behind in containerd once the jobs are done.
 	client := d.Client(t)
 	c.Eventually(20*time.Second, func() error {
-		ctrs, err := client.Containers(containerdtest.Context())
+		ctrs, err := client.Containers(d.Context())
 		if err != nil {
 			return err
 		}

@@ -35,7 +35,7 @@ func setup(t *testing.T, opts ...containerd.Option) env {
 	containerdtest.ImportBusybox(t, d, busybox)
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	opts = append([]containerd.Option{containerd.WithLogger(logger)}, opts...)
-	rt, err := containerd.New(context.Background(), d.Address, containerdtest.Namespace, opts...)
+	rt, err := containerd.New(context.Background(), d.Address, d.Namespace, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func waitExit(t *testing.T, task runtime.Task) runtime.ExitStatus {
 
 func (e env) containers(t *testing.T) int {
 	t.Helper()
-	cs, err := e.d.Client(t).Containers(containerdtest.Context())
+	cs, err := e.d.Client(t).Containers(e.d.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestSignalEndsContainer(t *testing.T) {
 		t.Errorf("%d containers left after Close", n)
 	}
 	snaps := 0
-	e.d.Client(t).SnapshotService(containerdtest.Snapshotter).Walk(containerdtest.Context(),
+	e.d.Client(t).SnapshotService(containerdtest.Snapshotter).Walk(e.d.Context(),
 		func(_ context.Context, info snapshots.Info) error {
 			if info.Name == spec.ID {
 				snaps++
@@ -230,7 +230,7 @@ func TestMissingImage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := e.rt.Start(ctx, spec)
-	if !errors.Is(err, cluster.ErrNotFound) || !strings.Contains(err.Error(), "ctr -n "+containerdtest.Namespace+" images import") {
+	if !errors.Is(err, cluster.ErrNotFound) || !strings.Contains(err.Error(), "ctr -n "+e.d.Namespace+" images import") {
 		t.Errorf("Start with a missing image = %v, want ErrNotFound with an import hint", err)
 	}
 }

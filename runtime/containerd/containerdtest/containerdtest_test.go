@@ -11,7 +11,7 @@ func TestImportBusybox(t *testing.T) {
 	const ref = "docker.io/phalanx/busybox:test"
 	containerdtest.ImportBusybox(t, d, ref)
 	client := d.Client(t)
-	ctx := containerdtest.Context()
+	ctx := d.Context()
 	img, err := client.GetImage(ctx, ref)
 	if err != nil {
 		t.Fatalf("GetImage: %v", err)

@@ -16,9 +16,6 @@ import (
 	"github.com/containerd/containerd/namespaces"
 )
 
-// Namespace is the containerd namespace the helpers use.
-const Namespace = "phalanx-test"
-
 // Snapshotter is the snapshotter ImportBusybox unpacks for.
 const Snapshotter = "overlayfs"
 
@@ -28,6 +25,11 @@ type Daemon struct {
 	Address string
 	// Dir holds the socket, root, state and log.
 	Dir string
+	// Namespace is this daemon's containerd namespace, unique per daemon:
+	// runc keeps its state per namespace in one host-wide directory
+	// (/run/containerd/runc/<namespace>), so two daemons running tests at
+	// once must not share a namespace.
+	Namespace string
 
 	cmd *exec.Cmd
 	log string
@@ -45,7 +47,12 @@ func Start(t testing.TB) *Daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &Daemon{Address: filepath.Join(dir, "c.sock"), Dir: dir, log: filepath.Join(dir, "containerd.log")}
+	d := &Daemon{
+		Address:   filepath.Join(dir, "c.sock"),
+		Dir:       dir,
+		Namespace: "phalanx-test-" + strings.TrimPrefix(filepath.Base(dir), "phxctd-"),
+		log:       filepath.Join(dir, "containerd.log"),
+	}
 	if err := d.start(); err != nil {
 		os.RemoveAll(dir)
 		t.Fatalf("start containerd: %v", err)
@@ -142,11 +149,11 @@ func (d *Daemon) ping() error {
 	return err
 }
 
-// Client returns a client of the daemon in Namespace, closed when the test
+// Client returns a client of the daemon in d.Namespace, closed when the test
 // ends.
 func (d *Daemon) Client(t testing.TB) *containerd.Client {
 	t.Helper()
-	c, err := containerd.New(d.Address, containerd.WithDefaultNamespace(Namespace))
+	c, err := containerd.New(d.Address, containerd.WithDefaultNamespace(d.Namespace))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,9 +161,9 @@ func (d *Daemon) Client(t testing.TB) *containerd.Client {
 	return c
 }
 
-// Context returns a context in Namespace.
-func Context() context.Context {
-	return namespaces.WithNamespace(context.Background(), Namespace)
+// Context returns a context in d.Namespace.
+func (d *Daemon) Context() context.Context {
+	return namespaces.WithNamespace(context.Background(), d.Namespace)
 }
 
 // Log returns what the daemon has logged.
@@ -185,6 +192,7 @@ func (d *Daemon) stop(t testing.TB) {
 	}
 	unmountUnder(d.Dir)
 	os.RemoveAll(d.Dir)
+	os.RemoveAll(filepath.Join("/run/containerd/runc", d.Namespace)) // runc's per-namespace state
 }
 
 // unmountUnder detaches every mount below dir, deepest first.

@@ -23,7 +23,7 @@ const BusyboxPath = "/bin/busybox"
 var Applets = []string{"sh", "echo", "cat", "env", "sleep", "ls", "id", "hostname", "pwd", "test"}
 
 // ImportBusybox builds the busybox image, imports it into d as ref (in
-// Namespace) and unpacks it for Snapshotter.
+// d.Namespace) and unpacks it for Snapshotter.
 func ImportBusybox(t testing.TB, d *Daemon, ref string) {
 	t.Helper()
 	archive, err := BusyboxArchive(ref)
@@ -31,7 +31,7 @@ func ImportBusybox(t testing.TB, d *Daemon, ref string) {
 		t.Fatalf("build busybox image: %v", err)
 	}
 	client := d.Client(t)
-	ctx := Context()
+	ctx := d.Context()
 	imgs, err := client.Import(ctx, bytes.NewReader(archive))
 	if err != nil {
 		t.Fatalf("import busybox image: %v", err)
