@@ -156,6 +156,13 @@ func (j *Job) Live() bool {
 	return false
 }
 
+// InQueue reports whether the job is still the queue's business: it has not
+// ended, or it is being preempted and will come back. squeue lists such jobs
+// and scancel -u/-n cancels them.
+func (j *Job) InQueue() bool {
+	return !j.State.Terminal() || j.State == JobPreempted
+}
+
 // Clone returns a deep copy.
 func (j *Job) Clone() *Job {
 	c := *j

@@ -58,7 +58,9 @@ func ApplyTaskReport(j *Job, r TaskReport) (changed bool) {
 			return false
 		}
 		t.State, t.StartTime = TaskRunning, r.Time
-		if j.State == JobConfiguring && allTasks(j, func(t Task) bool { return t.State == TaskRunning }) {
+		// Running once every task has started; a fast rank may have ended
+		// already.
+		if j.State == JobConfiguring && allTasks(j, func(t Task) bool { return t.State == TaskRunning || t.State.Ended() }) {
 			j.State, j.StartTime = JobRunning, r.Time
 		}
 		return true
@@ -94,7 +96,15 @@ func jobAfterTaskEnd(j *Job, t *Task) {
 	case TaskFailed:
 		failJob(j, t, ReasonLaunchFailure)
 	case TaskKilled:
-		failJob(j, t, ReasonNonZeroExit)
+		// The agent stopped a task of a job that was still running: the
+		// system's doing (the task was no longer assigned there), not the
+		// user's code.
+		reason := "task stopped by the node agent"
+		if t.Message != "" {
+			reason += ": " + t.Message
+		}
+		j.ExitCode, j.ExitSignal = t.ExitCode, t.ExitSignal
+		finish(j, JobNodeFail, reason, t.EndTime)
 	case TaskTimeout:
 		finish(j, JobTimeout, ReasonTimeLimit, t.EndTime)
 	case TaskLost:

@@ -96,11 +96,20 @@ func TestApplyTaskReport(t *testing.T) {
 		state:   JobFailed, reason: ReasonLaunchFailure,
 		tasks: []TaskState{TaskFailed, TaskAssigned}, start: at(0), end: at(4), live: true,
 	}, {
-		name:    "killed while running fails with the signal",
+		// The agent stopped a task of a running job: a system fault, never
+		// blamed on the user's code.
+		name:    "killed by the agent while running ends NODE_FAIL with the signal",
 		reports: []TaskReport{rep(0, TaskRunning, 0, 0, 1), rep(0, TaskKilled, 0, 9, 6)},
 		changed: []bool{true, true},
-		state:   JobFailed, reason: ReasonNonZeroExit, sig: 9,
+		state:   JobNodeFail, reason: "task stopped by the node agent", sig: 9,
 		tasks: []TaskState{TaskKilled, TaskAssigned}, start: at(0), end: at(6), live: true,
+	}, {
+		name: "a rank that ends before the last one starts still makes the job RUNNING",
+		reports: []TaskReport{rep(0, TaskRunning, 0, 0, 1), rep(0, TaskExited, 0, 0, 2),
+			rep(1, TaskRunning, 0, 0, 3)},
+		changed: []bool{true, true, true},
+		state:   JobRunning, reason: ReasonNone,
+		tasks: []TaskState{TaskExited, TaskRunning}, start: at(3), live: true,
 	}, {
 		name:    "timeout",
 		reports: []TaskReport{rep(0, TaskTimeout, 0, 15, 60), rep(1, TaskTimeout, 0, 15, 61)},

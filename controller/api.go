@@ -127,7 +127,7 @@ func (s *Server) cancel(req *phalanxv1.CancelJobRequest) ([]cluster.JobID, error
 			return nil, err
 		}
 		for _, j := range active {
-			if (req.User == "" || j.User == req.User) && (req.Name == "" || j.Name == req.Name) && !j.State.Terminal() {
+			if (req.User == "" || j.User == req.User) && (req.Name == "" || j.Name == req.Name) && j.InQueue() {
 				ids = append(ids, j.ID)
 			}
 		}
@@ -187,7 +187,7 @@ func (c *controllerService) ListJobs(ctx context.Context, req *phalanxv1.ListJob
 		var active []*cluster.Job
 		active, err = s.store.ActiveJobs()
 		for _, j := range active {
-			if (!j.State.Terminal() || j.State == cluster.JobPreempted) && matchJob(j, req) {
+			if j.InQueue() && matchJob(j, req) {
 				jobs = append(jobs, j)
 			}
 		}
