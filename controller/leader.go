@@ -44,9 +44,20 @@ func (s *Server) leadership() {
 // lead is the leader's loop: catch up, adopt config, then schedule and track
 // liveness until leadership ends.
 func (s *Server) lead(ctx context.Context) {
-	if err := s.raft.raft.Barrier(10 * time.Second).Error(); err != nil {
-		s.log.Error("leader barrier", "err", err)
-		return
+	// Catch up with every committed entry before acting as leader; retry
+	// until it works or leadership ends, so a slow disk cannot leave a leader
+	// that accepts nothing.
+	for {
+		err := s.raft.raft.Barrier(10 * time.Second).Error()
+		if err == nil {
+			break
+		}
+		s.log.Error("leader barrier; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
 	}
 	// Partitions first: ready() (nextID set) must imply that submits see
 	// the configured partitions, or a submit right after an election finds

@@ -30,7 +30,7 @@ import (
 // Options shape the dev cluster.
 type Options struct {
 	Nodes       int    // default 4
-	GPUsPerNode int    // default 8
+	GPUsPerNode int    // negative: 8; 0: CPU-only nodes
 	GPUModel    string // default "NVIDIA A100-SXM4-80GB"
 	LeafSize    int    // nodes per leaf switch; default Nodes/2 (two leaves)
 	Runtime     string // "process" (default) or "containerd"
@@ -115,9 +115,7 @@ func (o Options) withDefaults() Options {
 	if o.Nodes <= 0 {
 		o.Nodes = 4
 	}
-	if o.GPUsPerNode < 0 {
-		o.GPUsPerNode = 0
-	} else if o.GPUsPerNode == 0 {
+	if o.GPUsPerNode < 0 { // 0 is a CPU-only cluster
 		o.GPUsPerNode = 8
 	}
 	if o.GPUModel == "" {
