@@ -103,6 +103,12 @@ func (f *fsm) Apply(l *raft.Log) any {
 		panic(fmt.Sprintf("raft log index %d: unknown command type %d: upgrade this controller", l.Index, t))
 	}
 	res := h(f.store, l.Index, l.Data[1:])
+	if res.Err != nil && !store.IsRejection(res.Err) {
+		// The store could not apply a committed entry (disk full, I/O, a
+		// payload this binary cannot decode). Going on would silently drop
+		// it on this replica; stopping lets a restart replay the log.
+		panic(fmt.Sprintf("raft log index %d: apply command %d: %v", l.Index, t, res.Err))
+	}
 	if f.applied != nil {
 		f.applied()
 	}

@@ -130,3 +130,15 @@ func TestPortPickerSkipsPortsInUseOnTheMasterNode(t *testing.T) {
 		t.Errorf("pick on b = %d %v; want 29500", port, ok)
 	}
 }
+
+func TestFSMStopsWhenTheStoreCannotApply(t *testing.T) {
+	st := openStore(t)
+	f := &fsm{store: st}
+	st.Close() // every write now fails locally
+	defer func() {
+		if recover() == nil {
+			t.Fatal("an entry the store could not apply was treated as applied")
+		}
+	}()
+	f.Apply(logEntry(t, 1, cmdSubmitJob, submitJobCmd{Job: testJob(1)}))
+}

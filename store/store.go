@@ -7,6 +7,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
 // ErrClosed is returned by every method of a closed store (or one whose
@@ -72,9 +74,11 @@ func (s *Store) view(fn func(tx *bolt.Tx) error) error {
 
 // update applies the command at Raft index idx: fn's changes and the new
 // applied index commit together. An index already applied is skipped and
-// returns nil. When fn fails its changes roll back, the index is still
-// recorded (the command was applied, as a rejection), and fn's error is
-// returned.
+// returns nil. When fn rejects the command (an error wrapping one of
+// cluster's sentinels: IsRejection), its changes roll back, the index is
+// still recorded (the command was applied, as a rejection), and the error is
+// returned. Any other failure (I/O, a full disk) records nothing: the entry
+// is not applied, and the caller must not go on as if it were.
 func (s *Store) update(idx uint64, fn func(tx *bolt.Tx) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -96,6 +100,8 @@ func (s *Store) update(idx uint64, fn func(tx *bolt.Tx) error) error {
 		return nil
 	case errors.Is(err, errSkip):
 		return nil
+	case !IsRejection(err):
+		return err
 	}
 	if ierr := s.db.Update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
@@ -107,6 +113,17 @@ func (s *Store) update(idx uint64, fn func(tx *bolt.Tx) error) error {
 		return errors.Join(err, fmt.Errorf("record applied index %d: %w", idx, ierr))
 	}
 	return err
+}
+
+// IsRejection reports whether err is a command's deterministic refusal
+// (every replica refuses it the same way) rather than a local failure.
+func IsRejection(err error) bool {
+	for _, kind := range []error{cluster.ErrNotFound, cluster.ErrInvalid, cluster.ErrConflict, cluster.ErrUnsatisfiable} {
+		if errors.Is(err, kind) {
+			return true
+		}
+	}
+	return false
 }
 
 // AppliedIndex is the Raft index of the last applied command; 0 on an empty
