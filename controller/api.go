@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -38,7 +39,11 @@ func (s *Server) submit(spec *phalanxv1.JobSpec, testOnly bool) (*phalanxv1.Subm
 	}
 	now := s.cfg.Clock.Now()
 	if testOnly {
-		return &phalanxv1.SubmitJobResponse{ExpectedStart: ts(now)}, nil
+		start, err := s.expectedStart(job, now)
+		if err != nil {
+			return nil, err
+		}
+		return &phalanxv1.SubmitJobResponse{ExpectedStart: ts(start)}, nil
 	}
 	s.mu.Lock()
 	if !s.IsLeader() || s.nextID == 0 {
@@ -263,4 +268,27 @@ func jobLookupError(id uint64, err error) error {
 		return cluster.Errorf(cluster.ErrNotFound, "Invalid job id specified: %d", id)
 	}
 	return fmt.Errorf("job %d: %w", id, err)
+}
+
+// expectedStart answers sbatch --test-only: a scheduling pass over the
+// current state with the job added says when it would start (now, a
+// reservation's start, or zero when no estimate exists). Nothing is committed.
+func (s *Server) expectedStart(job *cluster.Job, now time.Time) (time.Time, error) {
+	st, err := s.store.State()
+	if err != nil {
+		return time.Time{}, err
+	}
+	probe := job.Clone()
+	probe.ID = cluster.JobID(math.MaxUint64) // after every real job
+	probe.SubmitTime, probe.State = now, cluster.JobPending
+	plan := scheduler.Schedule(&scheduler.Snapshot{
+		Nodes: st.Nodes, Partitions: st.Partitions, Jobs: append(st.Active, probe),
+		Topology: s.cfg.Topology, Preempting: preempting(st.Active),
+	}, now)
+	for _, p := range plan.Placements {
+		if p.Job == probe.ID {
+			return now, nil
+		}
+	}
+	return plan.Pending[probe.ID].ExpectedStart, nil
 }
