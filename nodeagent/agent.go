@@ -147,12 +147,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	return nil
 }
 
-// stopAll stops every task and waits for them to end.
+// stopAll stops every task and waits for them to end. They are reported
+// LOST, not KILLED: the agent going away is no fault of the job's.
 func (a *Agent) stopAll() {
 	a.mu.Lock()
 	a.stopping = true
 	for _, t := range a.tasks {
-		t.stop(stopRequest{state: cluster.TaskKilled, grace: a.cfg.KillGrace, msg: "node agent shutting down"})
+		t.stop(stopRequest{state: cluster.TaskLost, grace: a.cfg.KillGrace, msg: "node agent shut down"})
 	}
 	a.mu.Unlock()
 	a.taskWG.Wait()

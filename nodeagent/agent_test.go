@@ -279,7 +279,7 @@ func TestShutdownStopsTasks(t *testing.T) {
 		t.Fatal("task still runs after Run returned")
 	}
 	r := h.srv.reportsFor(11)
-	if len(r) != 2 || r[1].State != string(cluster.TaskKilled) || r[1].Message != "node agent shutting down" {
+	if len(r) != 2 || r[1].State != string(cluster.TaskLost) || r[1].Message != "node agent shut down" {
 		t.Errorf("reports %v", r)
 	}
 }

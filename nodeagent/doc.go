@@ -13,7 +13,9 @@
 //   - Report: a task's transition sent to the controller with
 //     ReportTaskStatus: RUNNING, then one of EXITED (it ended by itself,
 //     with its exit code or signal), KILLED (stopped because it was told
-//     to), TIMEOUT (stopped at its time limit), FAILED (could not start).
+//     to), TIMEOUT (stopped at its time limit), FAILED (could not start),
+//     LOST (the agent stopped it or lost it for reasons of its own: it shut
+//     down, it restarted under the task, or the node was declared down).
 //
 // # Loop
 //
@@ -57,7 +59,8 @@
 // # Shutdown
 //
 // When Run's context ends, the agent stops every task it runs with the
-// same SIGTERM, grace, SIGKILL sequence, tries for a few seconds to
-// deliver their final reports, and returns. Re-adopting running tasks
+// same SIGTERM, grace, SIGKILL sequence, reports them LOST ("node agent
+// shut down": the job is not at fault), tries for a few seconds to
+// deliver those reports, and returns. Re-adopting running tasks
 // across an agent restart is not implemented yet.
 package nodeagent
