@@ -32,6 +32,11 @@ type nodeCap struct {
 	busy  bool // some job holds part of it: an exclusive job cannot take it
 	resv  bool // a reservation of this pass starts on it later
 	head  int32
+	// The node's whole capacity, copied here so the timeline checks need
+	// not follow the node pointer.
+	allGPUs int32
+	allCPUs int
+	allMem  int64
 }
 
 // fits reports whether the free capacity covers the request now.
@@ -41,7 +46,7 @@ func (c *nodeCap) fits(r *request) bool {
 
 // wholeFits reports whether the node could hold the request if idle.
 func (c *nodeCap) wholeFits(r *request) bool {
-	return min(c.node.GPUs, maxGPUs) >= r.gpus && c.node.CPUs >= r.cpus && c.node.MemoryMB >= r.mem
+	return int(c.allGPUs) >= r.gpus && c.allCPUs >= r.cpus && c.allMem >= r.mem
 }
 
 // leafInfo is one leaf switch and a histogram of its UP, shareable nodes by
@@ -108,6 +113,65 @@ func newPass(s *Snapshot, now time.Time) *pass {
 
 // addNodes indexes the nodes in name order, with their leaf and block.
 func (p *pass) addNodes(nodes []*cluster.Node) {
+	sorted := uniqueSorted(nodes)
+	leafIdx, spineIdx, blockIdx := map[string]int32{}, map[string]int32{}, map[string]int32{}
+	p.nodes = make([]nodeCap, len(sorted))
+	lastLeaf, lastLi := "", int32(-1)
+	for i, n := range sorted {
+		leaf := p.s.Topology.LeafOf(n.Name)
+		if leaf == "" {
+			leaf = n.Leaf
+		}
+		li := lastLi
+		if li < 0 || leaf != lastLeaf { // neighbours in name order mostly share a leaf
+			li = p.leafIndex(leafIdx, spineIdx, leaf)
+			lastLeaf, lastLi = leaf, li
+		}
+		bi := int32(-1)
+		if b := p.s.Topology.BlockOf(n.Name); b != "" {
+			var ok bool
+			if bi, ok = blockIdx[b]; !ok {
+				bi = int32(len(p.blocks))
+				blockIdx[b] = bi
+				p.blocks = append(p.blocks, b)
+			}
+		}
+		g := min(n.GPUs, maxGPUs)
+		p.nodes[i] = nodeCap{node: n, leaf: li, block: bi, gpus: mask(g), ngpu: int32(g),
+			cpus: n.CPUs, mem: n.MemoryMB, up: n.State == cluster.NodeUp, head: -1,
+			allGPUs: int32(g), allCPUs: n.CPUs, allMem: n.MemoryMB}
+		p.index[n.Name] = int32(i)
+	}
+	p.spines = len(spineIdx)
+}
+
+// leafIndex returns the index of the named leaf, adding it (and its spine)
+// on first sight.
+func (p *pass) leafIndex(leafIdx, spineIdx map[string]int32, leaf string) int32 {
+	if li, ok := leafIdx[leaf]; ok {
+		return li
+	}
+	li := int32(len(p.leaves))
+	leafIdx[leaf] = li
+	spine := p.s.Topology.Parent(leaf)
+	si, ok := spineIdx[spine]
+	if !ok {
+		si = int32(len(spineIdx))
+		spineIdx[spine] = si
+	}
+	p.leaves = append(p.leaves, leafInfo{name: leaf, spine: si, version: 1})
+	return li
+}
+
+// uniqueSorted returns the nodes in hostlist name order, keeping the first
+// of nodes sharing a name. Nodes usually arrive strictly in order already:
+// then they are returned as they are, after one linear check (a strictly
+// increasing list has no duplicates, and sorting it would not move
+// anything).
+func uniqueSorted(nodes []*cluster.Node) []*cluster.Node {
+	if strictlySorted(nodes) {
+		return nodes
+	}
 	sorted := make([]*cluster.Node, 0, len(nodes))
 	seen := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
@@ -117,39 +181,16 @@ func (p *pass) addNodes(nodes []*cluster.Node) {
 		}
 	}
 	sort.Slice(sorted, func(i, j int) bool { return hostlist.Less(sorted[i].Name, sorted[j].Name) })
-	leafIdx, spineIdx, blockIdx := map[string]int32{}, map[string]int32{}, map[string]int32{}
-	p.nodes = make([]nodeCap, len(sorted))
-	for i, n := range sorted {
-		leaf := p.s.Topology.LeafOf(n.Name)
-		if leaf == "" {
-			leaf = n.Leaf
+	return sorted
+}
+
+func strictlySorted(nodes []*cluster.Node) bool {
+	for k := 1; k < len(nodes); k++ {
+		if !hostlist.Less(nodes[k-1].Name, nodes[k].Name) {
+			return false
 		}
-		li, ok := leafIdx[leaf]
-		if !ok {
-			li = int32(len(p.leaves))
-			leafIdx[leaf] = li
-			spine := p.s.Topology.Parent(leaf)
-			si, ok := spineIdx[spine]
-			if !ok {
-				si = int32(len(spineIdx))
-				spineIdx[spine] = si
-			}
-			p.leaves = append(p.leaves, leafInfo{name: leaf, spine: si, version: 1})
-		}
-		bi := int32(-1)
-		if b := p.s.Topology.BlockOf(n.Name); b != "" {
-			if bi, ok = blockIdx[b]; !ok {
-				bi = int32(len(p.blocks))
-				blockIdx[b] = bi
-				p.blocks = append(p.blocks, b)
-			}
-		}
-		g := min(n.GPUs, maxGPUs)
-		p.nodes[i] = nodeCap{node: n, leaf: li, block: bi, gpus: mask(g), ngpu: int32(g),
-			cpus: n.CPUs, mem: n.MemoryMB, up: n.State == cluster.NodeUp, head: -1}
-		p.index[n.Name] = int32(i)
 	}
-	p.spines = len(spineIdx)
+	return true
 }
 
 func mask(g int) uint64 {
@@ -162,6 +203,15 @@ func mask(g int) uint64 {
 // addLive takes what live jobs hold off the free capacity and records until
 // when they hold it.
 func (p *pass) addLive(jobs []*cluster.Job) {
+	held := 0
+	for _, j := range jobs {
+		if j.Live() {
+			held += len(j.Alloc.Nodes)
+		}
+	}
+	// Room for the live jobs' uses and as many again for this pass's
+	// placements and reservations before append has to grow the slice.
+	p.uses = make([]use, 0, 2*held+len(p.nodes))
 	for _, j := range jobs {
 		if !j.Live() {
 			continue

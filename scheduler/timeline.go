@@ -50,7 +50,7 @@ func (p *pass) fitsOver(i int32, r *request, from, to int64) bool {
 // freeAt reports whether node i has r free at instant t.
 func (p *pass) freeAt(i int32, r *request, t int64) bool {
 	c := &p.nodes[i]
-	gpus, cpus, mem := min(c.node.GPUs, maxGPUs), c.node.CPUs, c.node.MemoryMB
+	gpus, cpus, mem := int(c.allGPUs), c.allCPUs, c.allMem
 	for k := c.head; k >= 0; k = p.uses[k].next {
 		if u := &p.uses[k]; u.from <= t && t < u.to {
 			gpus, cpus, mem = gpus-u.gpus, cpus-u.cpus, mem-u.mem
@@ -66,6 +66,9 @@ func (p *pass) earliest(i int32, r *request, dur time.Duration) int64 {
 	if c.fits(r) && !c.resv {
 		return p.nowNs
 	}
+	if !c.wholeFits(r) { // fitsOver would refuse every start
+		return forever
+	}
 	var buf [16]int64
 	times := append(buf[:0], p.nowNs)
 	for k := c.head; k >= 0; k = p.uses[k].next {
@@ -73,13 +76,27 @@ func (p *pass) earliest(i int32, r *request, dur time.Duration) int64 {
 			times = append(times, t)
 		}
 	}
-	slices.Sort(times)
+	sortSmall(times)
 	for _, t := range times {
 		if p.fitsOver(i, r, t, endOf(t, dur)) {
 			return t
 		}
 	}
 	return forever
+}
+
+// sortSmall sorts a few times ascending (insertion sort: a node holds few
+// uses, so this beats the general sort).
+func sortSmall(ts []int64) {
+	if len(ts) > 32 {
+		slices.Sort(ts)
+		return
+	}
+	for k := 1; k < len(ts); k++ {
+		for m := k; m > 0 && ts[m] < ts[m-1]; m-- {
+			ts[m], ts[m-1] = ts[m-1], ts[m]
+		}
+	}
 }
 
 func endOf(start int64, dur time.Duration) int64 {
