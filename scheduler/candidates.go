@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -97,6 +98,7 @@ func (p *pass) buildSet(j *cluster.Job, k setKey) *candSet {
 	isCand := func(n *cluster.Node) bool {
 		return modelOK(k.gpuType, n) && feat.match(n.Features) && !excluded[n.Name]
 	}
+	cs.static = make([]int32, 0, len(cs.part.members))
 	for _, i := range cs.part.members {
 		if isCand(p.nodes[i].node) {
 			cs.static = append(cs.static, i)
@@ -113,23 +115,21 @@ func (p *pass) buildSet(j *cluster.Job, k setKey) *candSet {
 // staticError explains filters that leave no way to run: an unknown
 // feature, everything excluded, a --nodelist node outside the candidates.
 func (p *pass) staticError(cs *candSet, j *cluster.Job, feat features, excluded map[string]bool) error {
-	var members []*cluster.Node
-	for _, i := range cs.part.members {
-		members = append(members, p.nodes[i].node)
+	if len(feat) > 0 {
+		members := make([]*cluster.Node, len(cs.part.members))
+		for k, i := range cs.part.members {
+			members[k] = p.nodes[i].node
+		}
+		if f := feat.unknown(members); f != "" {
+			return fmt.Errorf("%w: no node of partition %s has feature %q", cluster.ErrUnsatisfiable, cs.part.Name, f)
+		}
 	}
-	if f := feat.unknown(members); f != "" {
-		return fmt.Errorf("%w: no node of partition %s has feature %q", cluster.ErrUnsatisfiable, cs.part.Name, f)
-	}
-	if len(members) > 0 && len(cs.static) == 0 && len(excluded) > 0 {
+	if len(cs.part.members) > 0 && len(cs.static) == 0 && len(excluded) > 0 {
 		return fmt.Errorf("%w: --exclude leaves no node of partition %s", cluster.ErrUnsatisfiable, cs.part.Name)
-	}
-	in := make(map[int32]bool, len(cs.static))
-	for _, i := range cs.static {
-		in[i] = true
 	}
 	for _, name := range j.NodeList {
 		i, ok := p.index[name]
-		if !ok || !in[i] {
+		if _, in := slices.BinarySearch(cs.static, i); !ok || !in { // static is ascending
 			return fmt.Errorf("%w: --nodelist node %s is not a node of partition %s that matches the job's constraints",
 				cluster.ErrUnsatisfiable, name, cs.part.Name)
 		}
@@ -156,11 +156,7 @@ func (p *pass) requiredOf(names []string) []int32 {
 
 // groupCandidates fills cs.leaves with the UP, not required candidates.
 func (p *pass) groupCandidates(cs *candSet) {
-	req := make(map[int32]bool, len(cs.required))
-	for _, i := range cs.required {
-		req[i] = true
-	}
-	pos := map[int32]int{}
+	pos := make([]int32, len(p.leaves)) // index in cs.leaves plus one; 0: none yet
 	weight := 0
 	for n, i := range cs.static {
 		c := &p.nodes[i]
@@ -168,13 +164,13 @@ func (p *pass) groupCandidates(cs *candSet) {
 			weight = c.node.Weight
 		}
 		cs.mixed = cs.mixed || c.node.Weight != weight
-		if !c.up || req[i] {
+		if _, req := slices.BinarySearch(cs.required, i); !c.up || req { // required is sorted
 			continue
 		}
-		k, ok := pos[c.leaf]
-		if !ok {
+		k := int(pos[c.leaf]) - 1
+		if k < 0 {
 			k = len(cs.leaves)
-			pos[c.leaf] = k
+			pos[c.leaf] = int32(k + 1)
 			cs.leaves = append(cs.leaves, candLeaf{leaf: c.leaf})
 		}
 		cs.leaves[k].nodes = append(cs.leaves[k].nodes, i)

@@ -62,6 +62,9 @@ func hasAll(have, want []string) bool {
 // unknown returns a feature no node has, when every term of the
 // constraint names one (so no node could ever match); else "".
 func (c features) unknown(nodes []*cluster.Node) string {
+	if len(c) == 0 {
+		return ""
+	}
 	seen := map[string]bool{}
 	for _, n := range nodes {
 		for _, f := range n.Features {
