@@ -152,9 +152,24 @@ func (a *Agent) Run(ctx context.Context) error {
 func (a *Agent) stopAll() {
 	a.mu.Lock()
 	a.stopping = true
+	a.mu.Unlock()
+	a.stopRunning("node agent shut down")
+	a.taskWG.Wait()
+}
+
+// stopRunning stops every task that runs now (SIGTERM, the grace period,
+// SIGKILL), reporting it LOST with msg, and waits for them to end. A task
+// already being stopped keeps its first stop request.
+func (a *Agent) stopRunning(msg string) {
+	r := stopRequest{state: cluster.TaskLost, grace: a.cfg.KillGrace, msg: msg}
+	a.mu.Lock()
+	tasks := make([]*task, 0, len(a.tasks))
 	for _, t := range a.tasks {
-		t.stop(stopRequest{state: cluster.TaskLost, grace: a.cfg.KillGrace, msg: "node agent shut down"})
+		t.stop(r)
+		tasks = append(tasks, t)
 	}
 	a.mu.Unlock()
-	a.taskWG.Wait()
+	for _, t := range tasks {
+		<-t.done
+	}
 }

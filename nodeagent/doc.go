@@ -26,8 +26,10 @@
 //  1. Registration and heartbeats. RegisterNode, then Heartbeat every
 //     interval (the shorter of Config.HeartbeatInterval and what the
 //     controller asks for), listing the tasks running here. A heartbeat
-//     answered "reregister" (the controller lost or downed the node)
-//     starts over with RegisterNode.
+//     answered "reregister" (the controller lost or downed the node, and
+//     has its tasks LOST already) stops every task here, reporting them
+//     LOST, waits for them to end, and only then starts over with
+//     RegisterNode, so that no two jobs ever share the node's GPUs.
 //  2. The assignment stream. WatchAssignments sends the node's complete set
 //     of assignments whenever it changes; each message is reconciled
 //     (reconcile.go): start what should run and does not, stop what is

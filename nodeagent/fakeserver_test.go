@@ -35,6 +35,9 @@ type fakeNodeService struct {
 	reregisterNext bool // answer the next heartbeat with reregister
 	assignments    *phalanxv1.Assignments
 	changed        chan struct{} // closed and replaced on every set
+	// onRegister, when set, is called (under mu) with each registration's
+	// number, counting from 1, before it is answered.
+	onRegister func(n int)
 }
 
 // startFakeNodeService serves a fakeNodeService on 127.0.0.1 and returns
@@ -64,6 +67,9 @@ func (f *fakeNodeService) RegisterNode(_ context.Context, req *phalanxv1.Registe
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.registers = append(f.registers, req)
+	if f.onRegister != nil {
+		f.onRegister(len(f.registers))
+	}
 	return &phalanxv1.RegisterNodeResponse{}, nil
 }
 

@@ -25,7 +25,13 @@ func (a *Agent) session(ctx context.Context) {
 			wg.Add(1)
 			go func() { defer wg.Done(); a.watch(ctx) }()
 		}
-		a.heartbeat(ctx, interval)
+		if !a.heartbeat(ctx, interval) {
+			return
+		}
+		// The controller declared the node down and has its tasks LOST
+		// already; it may give their GPUs to new jobs as soon as the node
+		// registers again, so they must be gone by then.
+		a.stopRunning("node was declared down")
 	}
 }
 
@@ -75,13 +81,13 @@ func (a *Agent) registration() *phalanxv1.RegisterNodeRequest {
 }
 
 // heartbeat sends a heartbeat every interval until the controller asks the
-// node to register again, or ctx ends. A failed heartbeat is logged and
-// the next one is sent on time: the controller decides when a silent node
-// is down.
-func (a *Agent) heartbeat(ctx context.Context, interval time.Duration) {
+// node to register again (reregister is true) or ctx ends (false). A failed
+// heartbeat is logged and the next one is sent on time: the controller
+// decides when a silent node is down.
+func (a *Agent) heartbeat(ctx context.Context, interval time.Duration) (reregister bool) {
 	for {
 		if sleep(ctx, a.cfg.Clock, interval) != nil {
-			return
+			return false
 		}
 		callCtx, cancel := context.WithTimeout(ctx, max(interval, rpcTimeout))
 		resp, err := a.client.Heartbeat(callCtx, &phalanxv1.HeartbeatRequest{Name: a.cfg.Name, Running: a.running()})
@@ -92,8 +98,8 @@ func (a *Agent) heartbeat(ctx context.Context, interval time.Duration) {
 				a.log.Warn("heartbeat failed", "err", err)
 			}
 		case resp.GetReregister():
-			a.log.Warn("controller does not know this node; registering again")
-			return
+			a.log.Warn("controller does not know this node; stopping its tasks and registering again")
+			return true
 		}
 	}
 }

@@ -28,6 +28,7 @@ type task struct {
 	key    taskKey
 	stopCh chan stopRequest // buffered 1; the first stop request wins
 	once   sync.Once
+	done   chan struct{} // closed once the task ended and was reported
 }
 
 // stopRequest says why and how to stop a task: the state to report, the
@@ -39,7 +40,7 @@ type stopRequest struct {
 }
 
 func newTask(key taskKey) *task {
-	return &task{key: key, stopCh: make(chan stopRequest, 1)}
+	return &task{key: key, stopCh: make(chan stopRequest, 1), done: make(chan struct{})}
 }
 
 // stop asks the task's goroutine to stop it; later requests are ignored.
@@ -61,6 +62,7 @@ type outcome struct {
 // runTask prepares, starts and supervises one task, then reports its end.
 func (a *Agent) runTask(t *task, as *phalanxv1.Assignment) {
 	defer a.taskWG.Done()
+	defer close(t.done)
 	log := a.log.With("task", t.key)
 	spec, cleanup, err := a.prepare(t.key, as)
 	if err != nil {
