@@ -61,6 +61,9 @@ type Agent struct {
 	tasks    map[taskKey]*task // started or starting, not yet ended
 	finished map[taskKey]bool  // ended here; never started again
 	stopping bool              // Run is returning: launch nothing more
+	// leftover holds the attempts whose folders an earlier run of the
+	// agent left (leftover.go): their tasks are reported LOST, not started.
+	leftover map[attemptKey]bool
 	taskWG   sync.WaitGroup
 }
 
@@ -111,12 +114,17 @@ func New(cfg Config) (*Agent, error) {
 // until ctx ends. It never gives up on an unreachable controller while ctx
 // lives. When ctx ends it stops every task it runs (SIGTERM, the grace
 // period, SIGKILL), tries for a few seconds to report them, and returns
-// nil. (Tasks surviving an agent restart is future work.) It returns an
-// error only when it cannot start at all.
+// nil. Before all that it kills what an earlier run of the agent left
+// running (leftover.go). It returns an error only when it cannot start at
+// all.
 func (a *Agent) Run(ctx context.Context) error {
 	if err := os.MkdirAll(filepath.Join(a.cfg.StateDir, "jobs"), 0o755); err != nil {
 		return fmt.Errorf("agent %s: state directory: %w", a.cfg.Name, err)
 	}
+	left := a.cleanLeftovers()
+	a.mu.Lock()
+	a.leftover = left
+	a.mu.Unlock()
 	conn, err := grpc.NewClient(a.cfg.Controller, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return fmt.Errorf("agent %s: controller %q: %w", a.cfg.Name, a.cfg.Controller, err)

@@ -63,6 +63,23 @@
 // When Run's context ends, the agent stops every task it runs with the
 // same SIGTERM, grace, SIGKILL sequence, reports them LOST ("node agent
 // shut down": the job is not at fault), tries for a few seconds to
-// deliver those reports, and returns. Re-adopting running tasks
-// across an agent restart is not implemented yet.
+// deliver those reports, and returns.
+//
+// # Restart after a crash
+//
+// An agent that dies without stopping its tasks (kill -9, a crash) leaves
+// them running: process tasks live in process groups of their own. The
+// folder <StateDir>/jobs/<job>.<attempt> exists from just before a task
+// starts until it has ended, and holds the task's process group ID
+// (pgid.<rank>, with the boot ID) once it runs, so a folder found at
+// startup marks a task an earlier run started (leftover.go). Before it
+// registers, the agent SIGKILLs every group so recorded that still exists
+// in this boot, removes the folders, and reports an assignment for one of
+// those attempts LOST ("node agent restarted while the task ran") instead
+// of starting it a second time; so does an assignment the controller
+// already has RUNNING or STARTING but that no task here matches. This way
+// no orphan keeps using GPUs the controller has given to another job.
+// Containerd tasks record no process group; the containerd runtime deletes
+// a stale container of the same ID when it starts one. Re-adopting running
+// tasks across an agent restart, instead of killing them, is future work.
 package nodeagent

@@ -31,7 +31,7 @@ func (a *Agent) prepare(key taskKey, as *phalanxv1.Assignment) (spec runtime.Spe
 	if fi, err := os.Stat(workDir); workDir == "" || err != nil || !fi.IsDir() {
 		return runtime.Spec{}, nil, fmt.Errorf("working directory %q does not exist on node %s: %w", workDir, a.cfg.Name, cluster.ErrNotFound)
 	}
-	jobDir := filepath.Join(a.cfg.StateDir, "jobs", fmt.Sprintf("%d.%d", key.job, key.attempt))
+	jobDir := a.jobDir(key)
 	script, err := writeScript(jobDir, js.GetScript())
 	if err != nil {
 		return runtime.Spec{}, nil, err

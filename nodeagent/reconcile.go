@@ -17,9 +17,10 @@ import (
 //
 //   - a task that runs here but is missing from the set is stopped.
 //
-//   - a task the controller already has as running, but that does not run
-//     here, was started by an earlier run of this agent: it is reported LOST
-//     rather than started twice.
+//   - a task the controller already has as running, or whose attempt
+//     folder an earlier run of this agent left behind, but that does not
+//     run here, was started by an earlier run of this agent: it is reported
+//     LOST rather than started twice.
 //
 // Tasks that ended here are remembered (and never started again under the
 // same job, attempt and rank) until they leave the set, which happens once
@@ -59,10 +60,13 @@ func (a *Agent) reconcileOne(key taskKey, as *phalanxv1.Assignment) {
 		a.log.Info("task stopped before it started", "task", key, "reason", as.GetStopReason())
 		a.rep.report(a.taskReport(key, cluster.TaskKilled, "stopped before it started: "+as.GetStopReason()))
 	case as.GetStop() || running || a.finished[key]:
-	case startedElsewhere(as):
-		// The controller saw this task start, but this agent does not run it:
-		// the agent restarted under it. Starting it again could run two
-		// copies; until tasks are re-adopted, report it lost.
+	case startedElsewhere(as) || a.leftover[attemptKey{job: key.job, attempt: key.attempt}]:
+		// The controller saw this task start, or an earlier run of this
+		// agent left its folder (it may have died between starting the task
+		// and reporting it), but this agent does not run it. Starting it
+		// again could run two copies; until tasks are re-adopted, report it
+		// lost.
+		delete(a.leftover, attemptKey{job: key.job, attempt: key.attempt})
 		a.finished[key] = true
 		a.log.Warn("task started by an earlier agent run; reporting it lost", "task", key)
 		a.rep.report(a.taskReport(key, cluster.TaskLost, "node agent restarted while the task ran"))

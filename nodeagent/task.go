@@ -85,6 +85,7 @@ func (a *Agent) runTask(t *task, as *phalanxv1.Assignment) {
 		a.end(t, outcome{state: cluster.TaskFailed, msg: "start: " + err.Error()})
 		return
 	}
+	a.recordGroup(t.key, rt)
 	log.Info("task running", "id", spec.ID, "gpus", spec.GPUs, "stdout", spec.Stdout)
 	a.rep.report(a.taskReport(t.key, cluster.TaskRunning, ""))
 	out := a.supervise(t, rt, timeLimit(as.GetJob()))

@@ -8,6 +8,10 @@
 // with a bounded interval (processes that are only zombies, waiting for a
 // parent that never reaps them, count as gone).
 //
+// Tasks outlive the agent that started them. A task has a PGID method
+// (interface{ PGID() int }) so the agent can record its group and kill the
+// group from its next run should it die without stopping it.
+//
 // Output goes straight to the Spec's files, opened for append and handed to
 // the child as its descriptors: nothing is copied through the agent, and the
 // task keeps writing when the agent restarts. When Spec.Stdout and

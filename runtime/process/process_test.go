@@ -88,6 +88,9 @@ func TestSignalReachesWholeGroup(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			task, out := run(t, "sleep 1000 & sleep 1000 & echo started $$; wait")
 			pgid := waitForGroup(t, out, 3)
+			if got := task.(interface{ PGID() int }).PGID(); got != pgid {
+				t.Errorf("PGID = %d, want the group's %d", got, pgid)
+			}
 			if err := task.Signal(context.Background(), sig); err != nil {
 				t.Fatalf("Signal: %v", err)
 			}

@@ -65,6 +65,11 @@ func exitStatus(ws syscall.WaitStatus) runtime.ExitStatus {
 // ID returns the Spec's ID.
 func (t *task) ID() string { return t.id }
 
+// PGID returns the task's process group ID, its leader's PID. The agent
+// records it so that, should the agent die, its next run can kill what is
+// left of the group.
+func (t *task) PGID() int { return t.pgid }
+
 // Wait returns the leader's exit status once the leader has exited and no
 // process of the group is left.
 func (t *task) Wait(ctx context.Context) (runtime.ExitStatus, error) {
