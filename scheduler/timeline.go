@@ -69,16 +69,6 @@ func (p *pass) earliest(i int32, r *request, dur time.Duration) int64 {
 	if !c.wholeFits(r) { // fitsOver would refuse every start
 		return forever
 	}
-	if !c.resv {
-		return p.earliestStarted(c, r)
-	}
-	return p.earliestAny(i, r, dur)
-}
-
-// earliestAny is earliest by trying now and each end of a use on the node,
-// in time order, with fitsOver.
-func (p *pass) earliestAny(i int32, r *request, dur time.Duration) int64 {
-	c := &p.nodes[i]
 	var buf [16]int64
 	times := append(buf[:0], p.nowNs)
 	for k := c.head; k >= 0; k = p.uses[k].next {
@@ -93,60 +83,6 @@ func (p *pass) earliestAny(i int32, r *request, dur time.Duration) int64 {
 		}
 	}
 	return forever
-}
-
-// ending is a use that has started, reduced to when it ends and what it
-// holds.
-type ending struct {
-	to         int64
-	gpus, cpus int
-	mem        int64
-	excl       bool
-}
-
-// earliestStarted is earliest for a node without reservations: every use
-// on it has started (live jobs and this pass's placements), so what is free
-// only grows, at each use's end, and dur does not matter. It sweeps the
-// ends once in time order and gives what the general search gives (which
-// tries now and each end in turn with fitsOver): the first of those
-// instants at which no use remains, or the request is shared, no remaining
-// use is exclusive and the capacity left covers it.
-func (p *pass) earliestStarted(c *nodeCap, r *request) int64 {
-	var buf [16]ending
-	ends := buf[:0]
-	gpus, cpus, mem, excl := int(c.allGPUs), c.allCPUs, c.allMem, 0
-	for k := c.head; k >= 0; k = p.uses[k].next {
-		u := &p.uses[k]
-		if u.to <= p.nowNs {
-			continue // over: overlaps no instant from now on
-		}
-		ends = append(ends, ending{to: u.to, gpus: u.gpus, cpus: u.cpus, mem: u.mem, excl: u.excl})
-		gpus, cpus, mem = gpus-u.gpus, cpus-u.cpus, mem-u.mem
-		if u.excl {
-			excl++
-		}
-	}
-	for k := 1; k < len(ends); k++ { // insertion sort by end: few uses
-		for m := k; m > 0 && ends[m].to < ends[m-1].to; m-- {
-			ends[m], ends[m-1] = ends[m-1], ends[m]
-		}
-	}
-	t := p.nowNs
-	for k := 0; ; {
-		if k == len(ends) || (!r.excl && excl == 0 && gpus >= r.gpus && cpus >= r.cpus && mem >= r.mem) {
-			return t
-		}
-		if t = ends[k].to; t == forever {
-			return forever
-		}
-		for ; k < len(ends) && ends[k].to == t; k++ {
-			e := &ends[k]
-			gpus, cpus, mem = gpus+e.gpus, cpus+e.cpus, mem+e.mem
-			if e.excl {
-				excl--
-			}
-		}
-	}
 }
 
 // sortSmall sorts a few times ascending (insertion sort: a node holds few
