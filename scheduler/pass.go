@@ -186,12 +186,44 @@ func uniqueSorted(nodes []*cluster.Node) []*cluster.Node {
 
 func strictlySorted(nodes []*cluster.Node) bool {
 	for k := 1; k < len(nodes); k++ {
-		if !hostlist.Less(nodes[k-1].Name, nodes[k].Name) {
+		a, b := nodes[k-1].Name, nodes[k].Name
+		if !numberedInOrder(a, b) && !hostlist.Less(a, b) {
 			return false
 		}
 	}
 	return true
 }
+
+// numberedInOrder reports, cheaply, a common case of hostlist.Less(a, b):
+// names of equal length that differ only inside a trailing run of at most
+// 19 digits, a's digit being the smaller at the first difference (gpu0041
+// before gpu0042). Both then split into the same prefix, an empty suffix
+// and numbers of equal width, which compare as they are spelled. False
+// means only that the case does not apply.
+func numberedInOrder(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	d := 0
+	for d < len(a) && a[d] == b[d] {
+		d++
+	}
+	if d == len(a) || a[d] > b[d] {
+		return false
+	}
+	for k := d; k < len(a); k++ {
+		if !isDigit(a[k]) || !isDigit(b[k]) {
+			return false
+		}
+	}
+	start := d
+	for start > 0 && isDigit(a[start-1]) {
+		start--
+	}
+	return len(a)-start <= 19
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 func mask(g int) uint64 {
 	if g >= 64 {
