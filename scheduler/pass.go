@@ -225,6 +225,17 @@ func numberedInOrder(a, b string) bool {
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
+// nodeAfter returns the index of the named node, trying first the node
+// after prev (allocations list their nodes in name order, mostly
+// consecutive ones) before the index map.
+func (p *pass) nodeAfter(prev int32, name string) (int32, bool) {
+	if next := prev + 1; next > 0 && int(next) < len(p.nodes) && p.nodes[next].node.Name == name {
+		return next, true
+	}
+	i, ok := p.index[name]
+	return i, ok
+}
+
 func mask(g int) uint64 {
 	if g >= 64 {
 		return ^uint64(0)
@@ -252,11 +263,13 @@ func (p *pass) addLive(jobs []*cluster.Job) {
 		if lim := p.limitOf(j); lim > 0 {
 			end = max(j.StartTime.Add(lim).UnixNano(), p.nowNs)
 		}
+		prev := int32(-1)
 		for _, a := range j.Alloc.Nodes {
-			i, ok := p.index[a.Node]
+			i, ok := p.nodeAfter(prev, a.Node)
 			if !ok {
 				continue
 			}
+			prev = i
 			c := &p.nodes[i]
 			for _, g := range a.GPUs {
 				if g >= 0 && g < maxGPUs && c.gpus&(1<<uint(g)) != 0 {

@@ -51,7 +51,7 @@ func (p *pass) indexLive() {
 	if p.onNode != nil {
 		return
 	}
-	p.onNode = map[int32][]holder{}
+	p.onNode = make([][]holder, len(p.nodes)) // non-nil even when empty
 	for _, j := range p.s.Jobs {
 		if !j.Live() {
 			continue
@@ -68,8 +68,10 @@ func (p *pass) indexLive() {
 			lj.preemptible = strings.EqualFold(part.PreemptMode, "REQUEUE")
 		}
 		lj.cost = int64(max(gpus, 1)) * max(int64(p.now.Sub(j.StartTime).Seconds()), 1)
+		prev := int32(-1)
 		for _, a := range j.Alloc.Nodes {
-			if i, ok := p.index[a.Node]; ok {
+			if i, ok := p.nodeAfter(prev, a.Node); ok {
+				prev = i
 				p.onNode[i] = append(p.onNode[i], holder{live: len(p.live), gpus: len(a.GPUs), cpus: a.CPUs, mem: a.MemoryMB})
 			}
 		}

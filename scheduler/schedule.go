@@ -34,8 +34,8 @@ type scratch struct {
 	reserved   int             // reservations made so far
 	blocked    map[string]bool // partitions with a blocked job already
 	live       []liveJob       // for preemption, built on first use
-	onNode     map[int32][]holder
-	lowest     *class // lowest class of a preemptible live job
+	onNode     [][]holder      // by node index
+	lowest     *class          // lowest class of a preemptible live job
 }
 
 // decide places one job or records why it waits.
