@@ -10,7 +10,10 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"syscall"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
 // Spec is everything a runtime needs to start one task.
@@ -39,6 +42,14 @@ type Spec struct {
 	// Mounts are bind mounts from the host into the task's filesystem
 	// (containers only; a process sees the host).
 	Mounts []Mount
+}
+
+// Validate checks what every runtime needs of a Spec: an ID and a command.
+func (s Spec) Validate() error {
+	if s.ID == "" || len(s.Argv) == 0 {
+		return fmt.Errorf("task %q: empty ID or argv: %w", s.ID, cluster.ErrInvalid)
+	}
+	return nil
 }
 
 // Mount is a bind mount.

@@ -108,8 +108,8 @@ func (r *Runtime) ctx(ctx context.Context) context.Context {
 // left with the same ID is deleted first.
 func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (runtime.Task, error) {
 	ctx = r.ctx(ctx)
-	if spec.ID == "" {
-		return nil, fmt.Errorf("containerd: empty task ID: %w", cluster.ErrInvalid)
+	if err := spec.Validate(); err != nil {
+		return nil, fmt.Errorf("containerd: %w", err)
 	}
 	opts, err := SpecOpts(spec, r.spec)
 	if err != nil {

@@ -57,8 +57,8 @@ func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (runtime.Task, e
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if spec.ID == "" || len(spec.Argv) == 0 {
-		return nil, fmt.Errorf("task %q: empty ID or argv: %w", spec.ID, cluster.ErrInvalid)
+	if err := spec.Validate(); err != nil {
+		return nil, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/runtime"
 )
 
@@ -59,8 +58,8 @@ func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (runtime.Task, e
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if spec.ID == "" || len(spec.Argv) == 0 {
-		return nil, fmt.Errorf("task %q: empty ID or argv: %w", spec.ID, cluster.ErrInvalid)
+	if err := spec.Validate(); err != nil {
+		return nil, err
 	}
 	cred := credential(spec.UID, spec.GID)
 	stdout, stderr, err := openOutputs(spec, cred)
