@@ -62,14 +62,10 @@ func (n *nodeService) Heartbeat(ctx context.Context, req *phalanxv1.HeartbeatReq
 		// Unknown, or declared down while silent: register again to come back.
 		return &phalanxv1.HeartbeatResponse{Reregister: true}, nil
 	}
+	// req.Running (the tasks the agent runs) is not used yet: reconciling it
+	// with the store (tasks the controller lost track of) comes with task
+	// re-adoption after agent restarts.
 	s.seen(req.Name, s.cfg.Clock.Now())
-	running := make(map[taskKey]struct{}, len(req.Running))
-	for _, r := range req.Running {
-		running[taskKey{Job: cluster.JobID(r.JobId), Attempt: int(r.Attempt), Rank: int(r.Rank)}] = struct{}{}
-	}
-	s.mu.Lock()
-	s.running[req.Name] = running
-	s.mu.Unlock()
 	return &phalanxv1.HeartbeatResponse{}, nil
 }
 

@@ -35,9 +35,8 @@ type Server struct {
 
 	mu       sync.Mutex
 	nextID   cluster.JobID
-	lastSeen map[string]time.Time            // leader only: last heartbeat per node
-	pending  map[cluster.JobID]pendingInfo   // leader only: last pass's reasons
-	running  map[string]map[taskKey]struct{} // what agents said they run
+	lastSeen map[string]time.Time          // leader only: last heartbeat per node
+	pending  map[cluster.JobID]pendingInfo // leader only: last pass's reasons
 
 	assignMu     sync.Mutex
 	assignIndex  uint64                            // applied index assignByNode was derived at
@@ -52,12 +51,6 @@ type Server struct {
 type pendingInfo struct {
 	Reason        string
 	ExpectedStart time.Time
-}
-
-type taskKey struct {
-	Job     cluster.JobID
-	Attempt int
-	Rank    int
 }
 
 // New opens the store and Raft and starts serving gRPC on cfg.APIAddr.
@@ -81,7 +74,6 @@ func New(cfg Config) (*Server, error) {
 		kick:     make(chan struct{}, 1),
 		lastSeen: map[string]time.Time{},
 		pending:  map[cluster.JobID]pendingInfo{},
-		running:  map[string]map[taskKey]struct{}{},
 		stop:     make(chan struct{}),
 	}
 	f := &fsm{store: st, applied: s.changed.fire}
