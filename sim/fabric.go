@@ -23,8 +23,8 @@ type FabricOptions struct {
 // and, with BlockSize > 0, blocks block1… of BlockSize consecutive nodes.
 func GenerateTopology(o FabricOptions) (*topology.Tree, error) {
 	if o.Nodes < 1 || o.LeafSize < 1 || o.SpineSize < 1 || o.BlockSize < 0 {
-		return nil, fmt.Errorf("fabric of %d nodes, leaves of %d, spines of %d leaves, blocks of %d: sizes must be positive: %w",
-			o.Nodes, o.LeafSize, o.SpineSize, o.BlockSize, cluster.ErrInvalid)
+		return nil, cluster.Errorf(cluster.ErrInvalid, "fabric of %d nodes, leaves of %d, spines of %d leaves, blocks of %d: sizes must be positive",
+			o.Nodes, o.LeafSize, o.SpineSize, o.BlockSize)
 	}
 	width := max(4, len(fmt.Sprint(o.Nodes)))
 	rangeOf := func(from, to int) string { // 1-based, inclusive

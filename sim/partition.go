@@ -17,12 +17,12 @@ func ParsePartition(spec string) (*cluster.Partition, error) {
 	fields := strings.Split(spec, ":")
 	p := &cluster.Partition{Name: fields[0], AllNodes: true, State: cluster.PartitionUp, PreemptMode: "OFF"}
 	if p.Name == "" || strings.Contains(p.Name, "=") {
-		return nil, fmt.Errorf("partition %q: want NAME[:tier=N][:preempt=requeue][:maxtime=T][:state=S]: %w", spec, cluster.ErrInvalid)
+		return nil, cluster.Errorf(cluster.ErrInvalid, "partition %q: want NAME[:tier=N][:preempt=requeue][:maxtime=T][:state=S]", spec)
 	}
 	for _, f := range fields[1:] {
 		key, val, _ := strings.Cut(f, "=")
 		if err := setPartitionKey(p, strings.ToLower(key), val); err != nil {
-			return nil, fmt.Errorf("partition %q: %s: %w", spec, err, cluster.ErrInvalid)
+			return nil, cluster.Errorf(cluster.ErrInvalid, "partition %q: %s", spec, err)
 		}
 	}
 	return p, nil

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"time"
@@ -130,7 +129,7 @@ func Run(ctx context.Context, cfg Config, specs []JobSpec) (*Result, error) {
 
 func newSim(cfg Config, specs []JobSpec) (*sim, error) {
 	if len(cfg.Nodes) == 0 {
-		return nil, fmt.Errorf("simulated cluster has no nodes: %w", cluster.ErrInvalid)
+		return nil, cluster.Errorf(cluster.ErrInvalid, "simulated cluster has no nodes")
 	}
 	cfg = withDefaults(cfg)
 	s := &sim{cfg: cfg, nodes: make([]*cluster.Node, len(cfg.Nodes)), nodeIdx: make(map[string]int, len(cfg.Nodes)),
@@ -140,7 +139,7 @@ func newSim(cfg Config, specs []JobSpec) (*sim, error) {
 		n = n.Clone()
 		s.nodes[i] = n
 		if _, dup := s.nodeIdx[n.Name]; dup {
-			return nil, fmt.Errorf("node %q listed twice: %w", n.Name, cluster.ErrInvalid)
+			return nil, cluster.Errorf(cluster.ErrInvalid, "node %q listed twice", n.Name)
 		}
 		s.nodeIdx[n.Name] = i
 		s.used[i] = make([]bool, n.GPUs)

@@ -48,7 +48,7 @@ type rawSpec struct {
 func ParseWorkload(r io.Reader) ([]JobSpec, error) {
 	var raw []json.RawMessage
 	if err := json.NewDecoder(r).Decode(&raw); err != nil {
-		return nil, fmt.Errorf("workload: want a JSON list of jobs: %v: %w", err, cluster.ErrInvalid)
+		return nil, cluster.Errorf(cluster.ErrInvalid, "workload: want a JSON list of jobs: %v", err)
 	}
 	specs := make([]JobSpec, 0, len(raw))
 	seen := make(map[string]int, len(raw))
@@ -61,7 +61,7 @@ func ParseWorkload(r io.Reader) ([]JobSpec, error) {
 			return nil, fmt.Errorf("workload job %d (id %q): %w", i, s.ID, err)
 		}
 		if prev, dup := seen[s.ID]; dup {
-			return nil, fmt.Errorf("workload job %d (id %q): same id as job %d: %w", i, s.ID, prev, cluster.ErrInvalid)
+			return nil, cluster.Errorf(cluster.ErrInvalid, "workload job %d (id %q): same id as job %d", i, s.ID, prev)
 		}
 		seen[s.ID] = i
 		specs = append(specs, s)
@@ -74,17 +74,17 @@ func decodeSpec(i int, msg json.RawMessage) (JobSpec, error) {
 	dec := json.NewDecoder(bytes.NewReader(msg))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
-		return JobSpec{}, fmt.Errorf("workload job %d: %v: %w", i, err, cluster.ErrInvalid)
+		return JobSpec{}, cluster.Errorf(cluster.ErrInvalid, "workload job %d: %v", i, err)
 	}
 	s := r.JobSpec
 	id, err := decodeID(r.ID, i)
 	if err != nil {
-		return JobSpec{}, fmt.Errorf("workload job %d: id: %v: %w", i, err, cluster.ErrInvalid)
+		return JobSpec{}, cluster.Errorf(cluster.ErrInvalid, "workload job %d: id: %v", i, err)
 	}
 	s.ID = id
 	if len(r.Switches) > 0 {
 		if s.Switches, s.SwitchesWaitS, err = decodeSwitches(r.Switches, s.SwitchesWaitS); err != nil {
-			return JobSpec{}, fmt.Errorf("workload job %d (id %q): switches: %v: %w", i, id, err, cluster.ErrInvalid)
+			return JobSpec{}, cluster.Errorf(cluster.ErrInvalid, "workload job %d (id %q): switches: %v", i, id, err)
 		}
 	}
 	return s, nil
@@ -137,7 +137,7 @@ func decodeSwitches(raw json.RawMessage, wait float64) (int, float64, error) {
 // Validate checks the values of one spec; errors wrap cluster.ErrInvalid.
 func (s JobSpec) Validate() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf(format+": %w", append(args, cluster.ErrInvalid)...)
+		return cluster.Errorf(cluster.ErrInvalid, format, args...)
 	}
 	switch {
 	case s.Nodes < 1:
