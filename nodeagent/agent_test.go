@@ -30,8 +30,8 @@ func TestRegisterLaunchExit(t *testing.T) {
 	task := waitStarted(t, rt, "phx-1-0-0")
 	spec := task.Spec()
 	scriptPath := filepath.Join(h.cfg.StateDir, "jobs", "1.0", "script")
-	if !reflect.DeepEqual(spec.Argv, []string{scriptPath}) {
-		t.Errorf("Argv = %v, want [%s]", spec.Argv, scriptPath)
+	if !reflect.DeepEqual(spec.Argv, []string{"/bin/sh", scriptPath}) { // the script's #! interpreter
+		t.Errorf("Argv = %v, want [/bin/sh %s]", spec.Argv, scriptPath)
 	}
 	if fi, err := os.Stat(scriptPath); err != nil || fi.Mode().Perm() != 0o755 {
 		t.Errorf("script %s: %v, mode %v; want mode 0755", scriptPath, err, fi.Mode())

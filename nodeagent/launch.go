@@ -95,13 +95,30 @@ func writeScript(dir, body string) (string, error) {
 	return path, nil
 }
 
-// scriptArgv runs a script through its #! line when it has one, else
-// through /bin/sh, as sbatch does.
+// scriptArgv runs a script through the interpreter of its #! line, split
+// as the kernel splits it (the interpreter, then at most one argument: the
+// rest of the line), else through /bin/sh, as sbatch does. The agent runs
+// the interpreter rather than the script itself: exec of a file just
+// written fails with ETXTBSY while another goroutine's fork still holds
+// the write descriptor, and an agent starts tasks concurrently.
 func scriptArgv(path, body string) []string {
-	if strings.HasPrefix(body, "#!") {
-		return []string{path}
+	line, ok := strings.CutPrefix(body, "#!")
+	if !ok {
+		return []string{"/bin/sh", path}
 	}
-	return []string{"/bin/sh", path}
+	line, _, _ = strings.Cut(line, "\n")
+	line = strings.Trim(line, " \t\r")
+	interp, arg := line, ""
+	if i := strings.IndexAny(line, " \t"); i >= 0 {
+		interp, arg = line[:i], strings.Trim(line[i+1:], " \t")
+	}
+	switch {
+	case interp == "":
+		return []string{"/bin/sh", path}
+	case arg != "":
+		return []string{interp, arg, path}
+	}
+	return []string{interp, path}
 }
 
 func hostGPUs(alloc *phalanxv1.NodeAlloc) []int {
