@@ -36,6 +36,10 @@ func (a *Agent) prepare(key taskKey, as *phalanxv1.Assignment) (spec runtime.Spe
 	if err != nil {
 		return runtime.Spec{}, nil, err
 	}
+	bin, err := writeSrun(jobDir)
+	if err != nil {
+		return runtime.Spec{}, nil, err
+	}
 	cleanup = func() {
 		if err := os.RemoveAll(jobDir); err != nil {
 			a.log.Warn("removing job directory", "dir", jobDir, "err", err)
@@ -44,7 +48,7 @@ func (a *Agent) prepare(key taskKey, as *phalanxv1.Assignment) (spec runtime.Spe
 	spec = runtime.Spec{
 		ID:      key.id(),
 		Argv:    scriptArgv(script, js.GetScript()),
-		Env:     taskEnv(envInput{job: job, rank: rank, container: container, cluster: a.cfg.ClusterName}),
+		Env:     prependPath(taskEnv(envInput{job: job, rank: rank, container: container, cluster: a.cfg.ClusterName}), bin),
 		WorkDir: workDir,
 		Image:   js.GetImage(),
 		GPUs:    hostGPUs(job.GetAlloc()[rank]),
