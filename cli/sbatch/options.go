@@ -21,7 +21,9 @@ var Options = []getopt.Option{
 	{Long: "exclude", Short: 'x', HasArg: true, Usage: "nodes not to use: a hostlist, e.g. gpu[001-004,010]"},
 	{Long: "exclusive", OptionalArg: true, Usage: "whole nodes, shared with no other job"},
 	{Long: "export", HasArg: true, Usage: "ALL (default), NONE, or [ALL,]VAR[=value],..."},
+	{Long: "gpus", Short: 'G', HasArg: true, Usage: "GPUs in all: [TYPE:]N, a multiple of the node count"},
 	{Long: "gpus-per-node", HasArg: true, Usage: "GPUs per node: N or TYPE:N"},
+	{Long: "gpus-per-task", HasArg: true, Usage: "GPUs per task: [TYPE:]N, times --ntasks-per-node (default 1) per node"},
 	{Long: "gres", HasArg: true, Usage: "generic resources: gpu[:TYPE][:N]"},
 	{Long: "help", Short: 'h', Usage: "show this help"},
 	{Long: "image", HasArg: true, Usage: "OCI image to run the job in (default: plain process)"},
@@ -44,6 +46,16 @@ var Options = []getopt.Option{
 	{Long: "test-only", Usage: "validate the job and print its expected start; submit nothing"},
 	{Long: "time", Short: 't', HasArg: true, Usage: "time limit: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S"},
 	{Long: "wrap", HasArg: true, Usage: "wrap a command line in a /bin/sh script (command line only)"},
+	// Accepted for compatibility, ignored with a warning (see ignored).
+	{Long: "signal", HasArg: true, Usage: "accepted and ignored (warning)"},
+	{Long: "requeue", Usage: "accepted and ignored (warning)"},
+	{Long: "no-requeue", Usage: "accepted and ignored (warning)"},
+	{Long: "open-mode", HasArg: true, Usage: "accepted and ignored (warning): output files are appended"},
+	{Long: "hint", HasArg: true, Usage: "accepted and ignored (warning)"},
+	{Long: "gpu-bind", HasArg: true, Usage: "accepted and ignored (warning)"},
+	{Long: "cpu-bind", HasArg: true, Usage: "accepted and ignored (warning)"},
+	{Long: "distribution", Short: 'm', HasArg: true, Usage: "accepted and ignored (warning)"},
+	{Long: "comment", HasArg: true, Usage: "accepted and ignored (warning)"},
 }
 
 // ignored options are accepted for compatibility with existing scripts; each
@@ -53,6 +65,15 @@ var ignored = map[string]string{
 	"mail-user":       "Phalanx sends no mail",
 	"ntasks":          "Phalanx runs one task per node; start ranks with torchrun or mpirun",
 	"ntasks-per-node": "Phalanx runs one task per node; start ranks with torchrun or mpirun",
+	"signal":          "no signal is sent before the time limit yet",
+	"requeue":         "restart policies are not implemented yet",
+	"no-requeue":      "restart policies are not implemented yet",
+	"open-mode":       "output files are always appended",
+	"hint":            "no CPU binding",
+	"gpu-bind":        "the task sees its node's allocated GPUs",
+	"cpu-bind":        "no CPU binding",
+	"distribution":    "one task per node",
+	"comment":         "comments are not stored",
 }
 
 // builder collects option values into a spec.
@@ -65,11 +86,18 @@ type builder struct {
 	wrap     string
 	hasWrap  bool
 	warnings []string
+
+	// GPUs asked per task or in all, resolved to GPUs per node at the end.
+	perTask, total gpuRequest
+	tasksPerNode   int32
 }
 
 // apply sets one option. Its error names the option, not the place.
 func (b *builder) apply(v getopt.Value) error {
 	s := b.spec
+	if v.Name == "ntasks-per-node" { // ignored, but it scales --gpus-per-task
+		b.tasksPerNode, _ = positive(v.Value)
+	}
 	if why, ok := ignored[v.Name]; ok {
 		b.warnings = append(b.warnings, fmt.Sprintf("--%s is ignored: %s", v.Name, why))
 		return nil
@@ -102,6 +130,12 @@ func (b *builder) apply(v getopt.Value) error {
 		s.GpuType, s.GpusPerNode, err = parseGPUs(v.Value)
 	case "gres":
 		s.GpuType, s.GpusPerNode, err = parseGres(v.Value)
+	case "gpus-per-task":
+		b.perTask.typ, b.perTask.n, err = parseGPUs(v.Value)
+		b.perTask.set = err == nil
+	case "gpus":
+		b.total.typ, b.total.n, err = parseGPUs(v.Value)
+		b.total.set = err == nil
 	case "help":
 		b.help = true
 	case "mem":

@@ -129,6 +129,9 @@ func finish(b *builder, script, name string, env Env) (*Request, error) {
 	if s.Nodes == 0 {
 		s.Nodes = 1
 	}
+	if err := b.resolveGPUs(); err != nil {
+		return nil, err
+	}
 	s.WorkDir = abs(env.Cwd, s.WorkDir)
 	var err error
 	if s.Env, err = exportEnv(b.export, env.Environ); err != nil {
