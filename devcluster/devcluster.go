@@ -32,8 +32,13 @@ type Options struct {
 	Nodes       int    // default 4
 	GPUsPerNode int    // negative: 8; 0: CPU-only nodes
 	GPUModel    string // default "NVIDIA A100-SXM4-80GB"
-	LeafSize    int    // nodes per leaf switch; default Nodes/2 (two leaves)
-	Runtime     string // "process" (default) or "containerd"
+	// CPUs and MemoryMB each fake node registers (default 128 and 1 TiB, a
+	// DGX A100's), so job scripts written for real GPU nodes fit. Tasks
+	// still share this machine's real CPUs and memory.
+	CPUs     int
+	MemoryMB int64
+	LeafSize int    // nodes per leaf switch; default Nodes/2 (two leaves)
+	Runtime  string // "process" (default) or "containerd"
 	// ContainerdAddress is the containerd socket for Runtime "containerd".
 	ContainerdAddress string
 	// AgentBinary is the phalanx-agent executable; default: beside the
@@ -121,6 +126,12 @@ func (o Options) withDefaults() Options {
 	if o.GPUModel == "" {
 		o.GPUModel = "NVIDIA A100-SXM4-80GB"
 	}
+	if o.CPUs <= 0 {
+		o.CPUs = 128
+	}
+	if o.MemoryMB <= 0 {
+		o.MemoryMB = 1 << 20
+	}
 	if o.LeafSize <= 0 {
 		o.LeafSize = (o.Nodes + 1) / 2
 	}
@@ -192,6 +203,8 @@ func (c *Cluster) startAgent(bin, name string, o Options) error {
 		"--runtime", o.Runtime,
 		"--fake-gpus", fmt.Sprint(o.GPUsPerNode),
 		"--fake-gpu-model", o.GPUModel,
+		"--cpus", fmt.Sprint(o.CPUs),
+		"--memory-mb", fmt.Sprint(o.MemoryMB),
 		"--heartbeat", "1s",
 		"--kill-grace", "5s",
 	}
