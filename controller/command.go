@@ -22,6 +22,7 @@ const (
 	cmdSetNodeState  commandType = 6
 	cmdSetPartitions commandType = 7
 	cmdPreemptJobs   commandType = 8
+	cmdSetNodesDown  commandType = 9
 )
 
 type submitJobCmd struct {
@@ -72,4 +73,10 @@ func encodeCommand(t commandType, payload any) ([]byte, error) {
 		return nil, fmt.Errorf("encode command %d: %w", t, err)
 	}
 	return append([]byte{byte(t)}, body...), nil
+}
+
+type setNodesDownCmd struct {
+	Names  []string
+	Reason string
+	Time   time.Time
 }

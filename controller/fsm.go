@@ -81,6 +81,13 @@ var handlers = map[commandType]handler{
 		ids, err := s.PreemptJobs(idx, c.IDs, c.Time)
 		return applyResult{IDs: ids, Err: err}
 	},
+	cmdSetNodesDown: func(s *store.Store, idx uint64, body []byte) applyResult {
+		var c setNodesDownCmd
+		if err := json.Unmarshal(body, &c); err != nil {
+			return applyResult{Err: err}
+		}
+		return applyResult{Err: s.SetNodesDown(idx, c.Names, c.Reason, c.Time)}
+	},
 	cmdSetPartitions: func(s *store.Store, idx uint64, body []byte) applyResult {
 		var c setPartitionsCmd
 		if err := json.Unmarshal(body, &c); err != nil {

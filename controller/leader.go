@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/store"
 )
 
 // leadership runs the leader's duties while this replica leads.
@@ -134,7 +135,8 @@ func normalizePartitions(ps []*cluster.Partition) []cluster.Partition {
 	return out
 }
 
-// checkLiveness proposes DOWN for every UP or DRAIN node silent past the TTL.
+// checkLiveness proposes DOWN, in one command, for every UP or DRAIN node
+// silent past the TTL: a rack that goes dark together costs one commit.
 func (s *Server) checkLiveness() {
 	nodes, err := s.store.Nodes()
 	if err != nil {
@@ -142,27 +144,29 @@ func (s *Server) checkLiveness() {
 		return
 	}
 	now := s.cfg.Clock.Now()
+	var silent []string
+	s.mu.Lock()
 	for _, n := range nodes {
 		if n.State == cluster.NodeDown {
 			continue
 		}
-		s.mu.Lock()
 		seen, ok := s.lastSeen[n.Name]
 		if !ok {
 			s.lastSeen[n.Name] = now
 			seen = now
 		}
-		s.mu.Unlock()
-		if now.Sub(seen) <= s.cfg.NodeTTL {
-			continue
+		if now.Sub(seen) > s.cfg.NodeTTL {
+			silent = append(silent, n.Name)
+			s.log.Warn("node not responding", "node", n.Name, "silent", now.Sub(seen).Round(time.Second))
 		}
-		s.log.Warn("node not responding", "node", n.Name, "silent", now.Sub(seen).Round(time.Second))
-		_, err := s.propose(cmdSetNodeState, setNodeStateCmd{
-			Name: n.Name, State: cluster.NodeDown, Reason: "Not responding", Time: now,
-		})
-		if err != nil {
-			s.log.Error("mark node down", "node", n.Name, "err", err)
-		}
+	}
+	s.mu.Unlock()
+	if len(silent) == 0 {
+		return
+	}
+	_, err = s.propose(cmdSetNodesDown, setNodesDownCmd{Names: silent, Reason: store.ReasonNotResponding, Time: now})
+	if err != nil {
+		s.log.Error("mark nodes down", "nodes", silent, "err", err)
 	}
 	s.kickScheduler()
 }

@@ -65,17 +65,51 @@ func (s *Store) SetNodeState(idx uint64, name string, st cluster.NodeState, reas
 		if st != cluster.NodeDown {
 			return nil
 		}
-		return loseNode(tx, name, t, reason)
+		return loseNodes(tx, []string{name}, t, reason)
 	})
 }
 
-func loseNode(tx *bolt.Tx, name string, t time.Time, reason string) error {
+// SetNodesDown marks several nodes DOWN at once (a rack or a switch that
+// went silent together) in one transaction that reads the active jobs once.
+// Unknown names and nodes already DOWN are skipped.
+func (s *Store) SetNodesDown(idx uint64, names []string, reason string, t time.Time) error {
+	return s.update(idx, func(tx *bolt.Tx) error {
+		var lost []string
+		for _, name := range names {
+			n, err := getNode(tx, name)
+			if err != nil {
+				return err
+			}
+			if n == nil || n.State == cluster.NodeDown {
+				continue
+			}
+			n.State, n.Reason, n.StateTime = cluster.NodeDown, reason, t
+			if err := putJSON(tx.Bucket(bucketNodes), []byte(name), n); err != nil {
+				return err
+			}
+			lost = append(lost, name)
+		}
+		return loseNodes(tx, lost, t, reason)
+	})
+}
+
+// loseNodes ends the lost nodes' part of every live job (cluster.NodeLost).
+func loseNodes(tx *bolt.Tx, names []string, t time.Time, reason string) error {
+	if len(names) == 0 {
+		return nil
+	}
 	active, err := activeJobs(tx)
 	if err != nil {
 		return err
 	}
 	for _, j := range active {
-		if !cluster.NodeLost(j, name, t, reason) {
+		changed := false
+		for _, name := range names {
+			if cluster.NodeLost(j, name, t, reason) {
+				changed = true
+			}
+		}
+		if !changed {
 			continue
 		}
 		if err := putJob(tx, j); err != nil {
