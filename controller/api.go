@@ -11,6 +11,7 @@ import (
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/scheduler"
+	"github.com/phalanx-hpc/phalanx/store"
 )
 
 // controllerService implements the user-facing API.
@@ -34,16 +35,16 @@ func (s *Server) submit(spec *phalanxv1.JobSpec, testOnly bool) (*phalanxv1.Subm
 		s.WaitLeader(ctx)
 		cancel()
 	}
-	if err := s.admit(job); err != nil {
+	st, err := s.store.State()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.admit(job, st); err != nil {
 		return nil, err
 	}
 	now := s.cfg.Clock.Now()
 	if testOnly {
-		start, err := s.expectedStart(job, now)
-		if err != nil {
-			return nil, err
-		}
-		return &phalanxv1.SubmitJobResponse{ExpectedStart: ts(start)}, nil
+		return &phalanxv1.SubmitJobResponse{ExpectedStart: ts(s.expectedStart(job, st, now))}, nil
 	}
 	s.mu.Lock()
 	if !s.IsLeader() || s.nextID == 0 {
@@ -66,11 +67,7 @@ func (s *Server) submit(spec *phalanxv1.JobSpec, testOnly bool) (*phalanxv1.Subm
 // admit checks a job against its partition and the registered nodes: it
 // resolves the default partition and time limit and refuses what can never
 // run, as Slurm does at submit.
-func (s *Server) admit(job *cluster.Job) error {
-	st, err := s.store.State()
-	if err != nil {
-		return err
-	}
+func (s *Server) admit(job *cluster.Job, st *store.State) error {
 	var part *cluster.Partition
 	for _, p := range st.Partitions {
 		if (job.Partition == "" && p.Default) || p.Name == job.Partition {
@@ -100,7 +97,7 @@ func (s *Server) admit(job *cluster.Job) error {
 	if err := checkAgainstPartition(job, part, st.Nodes); err != nil {
 		return err
 	}
-	return scheduler.Feasible(&scheduler.Snapshot{Nodes: st.Nodes, Partitions: st.Partitions, Jobs: st.Active, Topology: s.cfg.Topology}, job)
+	return scheduler.Feasible(s.snapshot(st, st.Active), job)
 }
 
 func (c *controllerService) CancelJob(ctx context.Context, req *phalanxv1.CancelJobRequest) (*phalanxv1.CancelJobResponse, error) {
@@ -273,22 +270,16 @@ func jobLookupError(id uint64, err error) error {
 // expectedStart answers sbatch --test-only: a scheduling pass over the
 // current state with the job added says when it would start (now, a
 // reservation's start, or zero when no estimate exists). Nothing is committed.
-func (s *Server) expectedStart(job *cluster.Job, now time.Time) (time.Time, error) {
-	st, err := s.store.State()
-	if err != nil {
-		return time.Time{}, err
-	}
+func (s *Server) expectedStart(job *cluster.Job, st *store.State, now time.Time) time.Time {
 	probe := job.Clone()
 	probe.ID = cluster.JobID(math.MaxUint64) // after every real job
 	probe.SubmitTime, probe.State = now, cluster.JobPending
-	plan := scheduler.Schedule(&scheduler.Snapshot{
-		Nodes: st.Nodes, Partitions: st.Partitions, Jobs: append(st.Active, probe),
-		Topology: s.cfg.Topology, Preempting: preempting(st.Active),
-	}, now)
+	jobs := append(append(make([]*cluster.Job, 0, len(st.Active)+1), st.Active...), probe)
+	plan := scheduler.Schedule(s.snapshot(st, jobs), now)
 	for _, p := range plan.Placements {
 		if p.Job == probe.ID {
-			return now, nil
+			return now
 		}
 	}
-	return plan.Pending[probe.ID].ExpectedStart, nil
+	return plan.Pending[probe.ID].ExpectedStart
 }

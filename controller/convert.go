@@ -7,6 +7,7 @@ import (
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/scheduler"
 )
 
 // Wire ↔ domain conversion. Protobuf types stop here.
@@ -117,7 +118,7 @@ func specToProto(j *cluster.Job) *phalanxv1.JobSpec {
 
 // jobToProto converts a job; addrs gives node addresses for the allocation
 // and pending the leader's last reason for a pending job.
-func jobToProto(j *cluster.Job, addrs map[string]string, pending *pendingInfo) *phalanxv1.Job {
+func jobToProto(j *cluster.Job, addrs map[string]string, pending *scheduler.PendingInfo) *phalanxv1.Job {
 	out := &phalanxv1.Job{
 		Id:               uint64(j.ID),
 		Spec:             specToProto(j),

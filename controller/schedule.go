@@ -6,6 +6,19 @@ import (
 	"github.com/phalanx-hpc/phalanx/store"
 )
 
+// snapshot is what the scheduler sees of a consistent read of the state:
+// its nodes and partitions, the given jobs (the active ones, perhaps with a
+// probe), the topology, and the jobs already being preempted.
+func (s *Server) snapshot(st *store.State, jobs []*cluster.Job) *scheduler.Snapshot {
+	return &scheduler.Snapshot{
+		Nodes:      st.Nodes,
+		Partitions: st.Partitions,
+		Jobs:       jobs,
+		Topology:   s.cfg.Topology,
+		Preempting: preempting(st.Active),
+	}
+}
+
 // schedulePass runs the pure scheduler over a consistent read of the state
 // and proposes its preemptions (see preempt.go) and placements. The store re-checks every gang at apply time,
 // so a plan made on a state that moved on is skipped, never half-applied.
@@ -16,19 +29,10 @@ func (s *Server) schedulePass() {
 		return
 	}
 	now := s.cfg.Clock.Now()
-	plan := scheduler.Schedule(&scheduler.Snapshot{
-		Nodes:      st.Nodes,
-		Partitions: st.Partitions,
-		Jobs:       st.Active,
-		Topology:   s.cfg.Topology,
-		Preempting: preempting(st.Active),
-	}, now)
+	plan := scheduler.Schedule(s.snapshot(st, st.Active), now)
 
 	s.mu.Lock()
-	s.pending = make(map[cluster.JobID]pendingInfo, len(plan.Pending))
-	for id, p := range plan.Pending {
-		s.pending[id] = pendingInfo{Reason: p.Reason, ExpectedStart: p.ExpectedStart}
-	}
+	s.pending = plan.Pending // a fresh map each pass, never written after
 	s.mu.Unlock()
 	s.preempt(plan, st.Active, now)
 	if len(plan.Placements) == 0 {

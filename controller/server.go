@@ -17,6 +17,7 @@ import (
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/scheduler"
 	"github.com/phalanx-hpc/phalanx/store"
 )
 
@@ -35,8 +36,8 @@ type Server struct {
 
 	mu       sync.Mutex
 	nextID   cluster.JobID
-	lastSeen map[string]time.Time          // leader only: last heartbeat per node
-	pending  map[cluster.JobID]pendingInfo // leader only: last pass's reasons
+	lastSeen map[string]time.Time                    // leader only: last heartbeat per node
+	pending  map[cluster.JobID]scheduler.PendingInfo // leader only: last pass's reasons
 
 	assignMu     sync.Mutex
 	assignIndex  uint64                            // applied index assignByNode was derived at
@@ -46,11 +47,6 @@ type Server struct {
 	closeOnce sync.Once
 	closeErr  error
 	wg        sync.WaitGroup
-}
-
-type pendingInfo struct {
-	Reason        string
-	ExpectedStart time.Time
 }
 
 // New opens the store and Raft and starts serving gRPC on cfg.APIAddr.
@@ -73,7 +69,7 @@ func New(cfg Config) (*Server, error) {
 		changed:  newBroadcast(),
 		kick:     make(chan struct{}, 1),
 		lastSeen: map[string]time.Time{},
-		pending:  map[cluster.JobID]pendingInfo{},
+		pending:  map[cluster.JobID]scheduler.PendingInfo{},
 		stop:     make(chan struct{}),
 	}
 	f := &fsm{store: st, applied: s.changed.fire}
