@@ -1,9 +1,7 @@
 package containerd
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -30,11 +28,11 @@ func ioCreator(spec runtime.Spec) (cio.Creator, []*os.File, error) {
 		}
 		return cio.LogFile(path), nil, nil
 	}
-	stdout, err := openAppend(spec.Stdout, spec.UID, spec.GID)
+	stdout, err := runtime.OpenOutput(spec.Stdout, spec.UID, spec.GID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("task %q: stdout: %w", spec.ID, err)
 	}
-	stderr, err := openAppend(spec.Stderr, spec.UID, spec.GID)
+	stderr, err := runtime.OpenOutput(spec.Stderr, spec.UID, spec.GID)
 	if err != nil {
 		stdout.Close()
 		return nil, nil, fmt.Errorf("task %q: stderr: %w", spec.ID, err)
@@ -45,33 +43,11 @@ func ioCreator(spec runtime.Spec) (cio.Creator, []*os.File, error) {
 // precreate creates path, if missing, readable by the task's user, so that
 // the shim (which would create it 0600 for root) appends to it.
 func precreate(path string, uid, gid int) error {
-	f, err := openAppend(path, uid, gid)
+	f, err := runtime.OpenOutput(path, uid, gid)
 	if err != nil {
 		return err
 	}
 	return f.Close()
-}
-
-// openAppend opens path for append, creating it owned by uid:gid (when
-// not negative). An empty path discards.
-func openAppend(path string, uid, gid int) (*os.File, error) {
-	if path == "" {
-		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, fs.ErrExist) {
-		return os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if uid >= 0 || gid >= 0 {
-		if err := f.Chown(uid, gid); err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
-	return f, nil
 }
 
 func closeFiles(files []*os.File) {
