@@ -90,13 +90,18 @@ func writeScript(dir, body string) (string, error) {
 		return "", fmt.Errorf("job directory: %w", err)
 	}
 	path := filepath.Join(dir, "script")
-	if err := os.WriteFile(path, []byte(body), 0o755); err != nil {
-		return "", fmt.Errorf("writing job script: %w", err)
-	}
-	if err := os.Chmod(path, 0o755); err != nil { // WriteFile's mode is masked by umask
+	if err := writeExecutable(path, body); err != nil {
 		return "", fmt.Errorf("job script: %w", err)
 	}
 	return path, nil
+}
+
+// writeExecutable writes body to path with mode 0755 whatever the umask.
+func writeExecutable(path, body string) error {
+	if err := os.WriteFile(path, []byte(body), 0o755); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o755) // WriteFile's mode is masked by umask
 }
 
 // scriptArgv runs a script through the interpreter of its #! line, split

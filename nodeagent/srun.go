@@ -50,11 +50,7 @@ func writeSrun(jobDir string) (string, error) {
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return "", fmt.Errorf("job bin directory: %w", err)
 	}
-	path := filepath.Join(bin, "srun")
-	if err := os.WriteFile(path, []byte(srunShim), 0o755); err != nil {
-		return "", fmt.Errorf("writing srun: %w", err)
-	}
-	if err := os.Chmod(path, 0o755); err != nil { // WriteFile's mode is masked by umask
+	if err := writeExecutable(filepath.Join(bin, "srun"), srunShim); err != nil {
 		return "", fmt.Errorf("srun: %w", err)
 	}
 	return bin, nil
