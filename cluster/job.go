@@ -141,7 +141,29 @@ type Job struct {
 	Alloc      *Allocation // nil while pending
 	MasterPort int         // chosen at placement
 	Tasks      []Task      // one per allocated node, by rank
+	// Attempts records every placement of the job, oldest first: what it
+	// held, when, and how it ended.
+	Attempts []Attempt
 }
+
+// Attempt records one placement of a job. State is empty while the attempt
+// holds its resources and is set, with EndTime, when every task has ended.
+// PlacedIndex and ReleasedIndex are the Raft log entries that placed the
+// attempt and released its resources (0: not yet); the store sets them, so
+// that the order of allocations is known exactly, whatever the clocks said.
+type Attempt struct {
+	Attempt       int
+	Alloc         Allocation
+	StartTime     time.Time
+	EndTime       time.Time
+	State         JobState
+	Reason        string
+	PlacedIndex   uint64
+	ReleasedIndex uint64
+}
+
+// Released reports whether the attempt has given its resources back.
+func (a *Attempt) Released() bool { return a.State != "" }
 
 // Live reports whether the job holds resources: placed and not every task ended.
 func (j *Job) Live() bool {
@@ -179,6 +201,25 @@ func (j *Job) Clone() *Job {
 	c.Tasks = append([]Task(nil), j.Tasks...)
 	c.NodeList = append([]string(nil), j.NodeList...)
 	c.Exclude = append([]string(nil), j.Exclude...)
+	c.Attempts = make([]Attempt, len(j.Attempts))
+	for i, a := range j.Attempts {
+		a.Alloc = a.Alloc.Clone()
+		c.Attempts[i] = a
+	}
+	if j.Attempts == nil {
+		c.Attempts = nil
+	}
+	return &c
+}
+
+// Update returns a copy of j to change with the transitions of this
+// package, sharing what they never modify (Env, NodeList, Exclude, the
+// script and the GPU lists of allocations): the copy-on-write step of a
+// store whose readers hold the old value.
+func (j *Job) Update() *Job {
+	c := *j
+	c.Tasks = append([]Task(nil), j.Tasks...)
+	c.Attempts = append([]Attempt(nil), j.Attempts...)
 	return &c
 }
 

@@ -69,6 +69,7 @@ func ApplyTaskReport(j *Job, r TaskReport) (changed bool) {
 		if !j.State.Terminal() {
 			jobAfterTaskEnd(j, t)
 		}
+		releaseIfEnded(j)
 		requeueIfStopped(j)
 		return true
 	}
@@ -168,7 +169,23 @@ func Place(j *Job, alloc Allocation, masterPort int, t time.Time) error {
 	for i, n := range a.Nodes {
 		j.Tasks[i] = Task{Rank: i, Node: n.Node, State: TaskAssigned}
 	}
+	j.Attempts = append(j.Attempts, Attempt{Attempt: j.Attempt, Alloc: a.Clone(), StartTime: t})
 	return nil
+}
+
+// releaseIfEnded closes the record of the current attempt once every task
+// has ended: the attempt no longer holds resources. It records how the job
+// stood at that moment (a preempted job is requeued right after).
+func releaseIfEnded(j *Job) {
+	if j.Alloc == nil || j.Live() || len(j.Attempts) == 0 {
+		return
+	}
+	a := &j.Attempts[len(j.Attempts)-1]
+	if a.Attempt != j.Attempt || a.Released() {
+		return
+	}
+	a.EndTime = lastTaskEnd(j)
+	a.State, a.Reason = j.State, j.Reason
 }
 
 // Cancel cancels a job that has not ended, or one being preempted (which
@@ -208,6 +225,7 @@ func NodeLost(j *Job, node string, t time.Time, reason string) (changed bool) {
 		changed = true
 	}
 	if changed {
+		releaseIfEnded(j)
 		requeueIfStopped(j)
 	}
 	return changed
@@ -223,6 +241,7 @@ func Preempt(j *Job, t time.Time) (changed bool) {
 		return false
 	}
 	finish(j, JobPreempted, ReasonPreempted, t)
+	releaseIfEnded(j)
 	requeueIfStopped(j)
 	return true
 }

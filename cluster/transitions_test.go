@@ -320,3 +320,41 @@ func TestUsage(t *testing.T) {
 		t.Errorf("Usage = %+v\nwant    %+v", got, want)
 	}
 }
+
+// Every placement opens an attempt record; it closes, with how the job
+// stood, when the last task ends, before a preempted job is requeued.
+func TestAttemptRecords(t *testing.T) {
+	j := placedJob(t)
+	if len(j.Attempts) != 1 || j.Attempts[0].Released() || !j.Attempts[0].StartTime.Equal(at(0)) {
+		t.Fatalf("after Place: %+v; want one open attempt from second 0", j.Attempts)
+	}
+	ApplyTaskReport(j, rep(0, TaskRunning, 0, 0, 1))
+	ApplyTaskReport(j, rep(1, TaskRunning, 0, 0, 1))
+	Preempt(j, at(5))
+	if j.Attempts[0].Released() {
+		t.Fatalf("attempt closed while its tasks still run: %+v", j.Attempts[0])
+	}
+	ApplyTaskReport(j, rep(0, TaskKilled, 0, 15, 6))
+	ApplyTaskReport(j, rep(1, TaskKilled, 0, 15, 8))
+	a := j.Attempts[0]
+	if a.State != JobPreempted || !a.EndTime.Equal(at(8)) || a.Reason != ReasonPreempted || len(a.Alloc.Nodes) != 2 {
+		t.Fatalf("closed attempt = %+v; want PREEMPTED at second 8 on two nodes", a)
+	}
+	if j.State != JobPending || j.Attempt != 1 {
+		t.Fatalf("job after its preempted attempt = %s attempt %d; want PENDING attempt 1", j.State, j.Attempt)
+	}
+	if err := Place(j, Allocation{Nodes: []NodeAlloc{{Node: "n3"}, {Node: "n4"}}}, 1, at(9)); err != nil {
+		t.Fatal(err)
+	}
+	if len(j.Attempts) != 2 || j.Attempts[1].Attempt != 1 || j.Attempts[1].Released() {
+		t.Fatalf("after the second placement: %+v", j.Attempts)
+	}
+	// Update copies what transitions change: the old value keeps its record.
+	old := j
+	j = j.Update()
+	ApplyTaskReport(j, TaskReport{JobID: 7, Attempt: 1, Rank: 0, Node: "n3", State: TaskFailed, Time: at(10)})
+	ApplyTaskReport(j, TaskReport{JobID: 7, Attempt: 1, Rank: 1, Node: "n4", State: TaskKilled, Time: at(11)})
+	if !j.Attempts[1].Released() || old.Attempts[1].Released() || old.Tasks[0].State != TaskAssigned {
+		t.Errorf("Update shares what transitions change: old %+v / %+v", old.Attempts[1], old.Tasks[0])
+	}
+}

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -22,12 +23,12 @@ func TestDefaultPartitionFromConfigRightAfterElection(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newTestServer(t, Config{Partitions: conf.Partitions})
-	parts, err := s.store.Partitions()
-	if err != nil || len(parts) != 1 || parts[0].Name != "gpu" || !parts[0].Default {
-		t.Fatalf("partitions once the leader is ready = %v, %v; want the configured default partition gpu", parts, err)
+	parts := s.store.Partitions()
+	if len(parts) != 1 || parts[0].Name != "gpu" || !parts[0].Default {
+		t.Fatalf("partitions once the leader is ready = %v; want the configured default partition gpu", parts)
 	}
 	register(t, s, nil, "n1", "n2")
-	resp, err := s.submit(testSpec(2, 8), false)
+	resp, err := s.submit(context.Background(), testSpec(2, 8), false)
 	if err != nil {
 		t.Fatalf("submit without -p: %v", err)
 	}
@@ -72,7 +73,7 @@ func TestSubmitValidatesConstraintsAgainstThePartition(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := testSpec(1, 1)
 			tc.edit(spec)
-			_, err := s.submit(spec, true)
+			_, err := s.submit(context.Background(), spec, true)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)

@@ -10,6 +10,7 @@ import (
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/controller/fsm"
 	"github.com/phalanx-hpc/phalanx/scheduler"
 	"github.com/phalanx-hpc/phalanx/store"
 )
@@ -21,18 +22,18 @@ type controllerService struct {
 }
 
 func (c *controllerService) SubmitJob(ctx context.Context, req *phalanxv1.SubmitJobRequest) (*phalanxv1.SubmitJobResponse, error) {
-	resp, err := c.s.submit(req.Spec, req.TestOnly)
+	resp, err := c.s.submit(ctx, req.Spec, req.TestOnly)
 	return resp, toStatus(err)
 }
 
-func (s *Server) submit(spec *phalanxv1.JobSpec, testOnly bool) (*phalanxv1.SubmitJobResponse, error) {
+func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly bool) (*phalanxv1.SubmitJobResponse, error) {
 	job, err := jobFromSpec(spec)
 	if err != nil {
 		return nil, err
 	}
 	if s.IsLeader() && !s.ready() { // just elected: let the takeover adopt the config first
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		s.WaitLeader(ctx)
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		s.WaitLeader(wctx)
 		cancel()
 	}
 	st, err := s.store.State()
@@ -57,7 +58,7 @@ func (s *Server) submit(spec *phalanxv1.JobSpec, testOnly bool) (*phalanxv1.Subm
 	job.SubmitTime = now
 	job.State = cluster.JobPending
 	job.Reason = cluster.ReasonNone
-	if _, err := s.propose(cmdSubmitJob, submitJobCmd{Job: job}); err != nil {
+	if _, err := s.propose(ctx, fsm.SubmitJob{Job: job}); err != nil {
 		return nil, err
 	}
 	s.kickScheduler()
@@ -101,7 +102,7 @@ func (s *Server) admit(job *cluster.Job, st *store.State) error {
 }
 
 func (c *controllerService) CancelJob(ctx context.Context, req *phalanxv1.CancelJobRequest) (*phalanxv1.CancelJobResponse, error) {
-	ids, err := c.s.cancel(req)
+	ids, err := c.s.cancel(ctx, req)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -112,7 +113,7 @@ func (c *controllerService) CancelJob(ctx context.Context, req *phalanxv1.Cancel
 	return out, nil
 }
 
-func (s *Server) cancel(req *phalanxv1.CancelJobRequest) ([]cluster.JobID, error) {
+func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([]cluster.JobID, error) {
 	var ids []cluster.JobID
 	for _, id := range req.JobIds {
 		if _, err := s.store.Job(cluster.JobID(id)); err != nil {
@@ -124,11 +125,7 @@ func (s *Server) cancel(req *phalanxv1.CancelJobRequest) ([]cluster.JobID, error
 		if req.User == "" && req.Name == "" {
 			return nil, cluster.Errorf(cluster.ErrInvalid, "name jobs by ID, user or name")
 		}
-		active, err := s.store.ActiveJobs()
-		if err != nil {
-			return nil, err
-		}
-		for _, j := range active {
+		for _, j := range s.store.ActiveJobs() {
 			if (req.User == "" || j.User == req.User) && (req.Name == "" || j.Name == req.Name) && j.InQueue() {
 				ids = append(ids, j.ID)
 			}
@@ -137,7 +134,7 @@ func (s *Server) cancel(req *phalanxv1.CancelJobRequest) ([]cluster.JobID, error
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	res, err := s.propose(cmdCancelJobs, cancelJobsCmd{IDs: ids, Time: s.cfg.Clock.Now(), Reason: "Cancelled by user"})
+	res, err := s.propose(ctx, fsm.CancelJobs{IDs: ids, Time: s.cfg.Clock.Now(), Reason: "Cancelled by user"})
 	if err != nil {
 		return nil, err
 	}
@@ -150,11 +147,7 @@ func (c *controllerService) GetJob(ctx context.Context, req *phalanxv1.GetJobReq
 	if err != nil {
 		return nil, toStatus(jobLookupError(req.JobId, err))
 	}
-	addrs, err := c.s.nodeAddrs()
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return c.s.jobView(j, addrs), nil
+	return c.s.jobView(j, c.s.nodeAddrs()), nil
 }
 
 func (s *Server) jobView(j *cluster.Job, addrs map[string]string) *phalanxv1.Job {
@@ -167,40 +160,24 @@ func (s *Server) jobView(j *cluster.Job, addrs map[string]string) *phalanxv1.Job
 	return jobToProto(j, addrs, &p)
 }
 
-func (s *Server) nodeAddrs() (map[string]string, error) {
-	nodes, err := s.store.Nodes()
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) nodeAddrs() map[string]string {
+	nodes := s.store.Nodes()
 	addrs := make(map[string]string, len(nodes))
 	for _, n := range nodes {
 		addrs[n.Name] = n.Addr
 	}
-	return addrs, nil
+	return addrs
 }
 
 func (c *controllerService) ListJobs(ctx context.Context, req *phalanxv1.ListJobsRequest) (*phalanxv1.ListJobsResponse, error) {
 	s := c.s
-	var jobs []*cluster.Job
-	var err error
-	if req.IncludeFinished || len(req.JobIds) > 0 {
-		jobs, err = s.store.Jobs(func(j *cluster.Job) bool { return matchJob(j, req) })
-	} else {
-		var active []*cluster.Job
-		active, err = s.store.ActiveJobs()
-		for _, j := range active {
-			if j.InQueue() && matchJob(j, req) {
-				jobs = append(jobs, j)
-			}
-		}
-	}
+	q := store.JobQuery{Finished: req.IncludeFinished || len(req.JobIds) > 0}
+	q.Match = func(j *cluster.Job) bool { return (q.Finished || j.InQueue()) && matchJob(j, req) }
+	jobs, _, err := s.store.Jobs(q)
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	addrs, err := s.nodeAddrs()
-	if err != nil {
-		return nil, toStatus(err)
-	}
+	addrs := s.nodeAddrs()
 	out := &phalanxv1.ListJobsResponse{}
 	for _, j := range jobs {
 		out.Jobs = append(out.Jobs, s.jobView(j, addrs))

@@ -87,3 +87,9 @@ func waitState(t *testing.T, s *Server, id cluster.JobID, st cluster.JobState) *
 	})
 	return j
 }
+
+// nodeJobs returns the live jobs on a node.
+func nodeJobs(s *Server, node string) []*cluster.Job {
+	jobs, _ := s.store.NodeJobs(node)
+	return jobs
+}

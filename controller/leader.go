@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/controller/fsm"
 	"github.com/phalanx-hpc/phalanx/store"
 )
 
@@ -63,20 +64,18 @@ func (s *Server) lead(ctx context.Context) {
 	// Partitions first: ready() (nextID set) must imply that submits see
 	// the configured partitions, or a submit right after an election finds
 	// no default partition.
-	if err := s.adoptPartitions(); err != nil {
+	if err := s.adoptPartitions(ctx); err != nil {
 		s.log.Error("adopt partitions", "err", err)
 	}
-	if err := s.adoptNodeConf(); err != nil {
+	if err := s.adoptNodeConf(ctx); err != nil {
 		s.log.Error("adopt node config", "err", err)
 	}
 	s.mu.Lock()
 	s.nextID = s.store.NextJobID()
 	now := s.cfg.Clock.Now()
 	s.lastSeen = map[string]time.Time{}
-	if nodes, err := s.store.Nodes(); err == nil {
-		for _, n := range nodes {
-			s.lastSeen[n.Name] = now // grace: a full TTL after a leader change
-		}
+	for _, n := range s.store.Nodes() {
+		s.lastSeen[n.Name] = now // grace: a full TTL after a leader change
 	}
 	s.mu.Unlock()
 	s.log.Info("leading", "raft", s.RaftAddr(), "next_job_id", s.nextID)
@@ -85,7 +84,7 @@ func (s *Server) lead(ctx context.Context) {
 	defer sched.Stop()
 	live := time.NewTicker(s.cfg.NodeTTL / 4)
 	defer live.Stop()
-	s.schedulePass()
+	s.schedulePass(ctx)
 	for {
 		select {
 		case <-ctx.Done():
@@ -94,23 +93,20 @@ func (s *Server) lead(ctx context.Context) {
 			s.mu.Unlock()
 			return
 		case <-sched.C:
-			s.schedulePass()
+			s.schedulePass(ctx)
 		case <-s.kick:
-			s.schedulePass()
+			s.schedulePass(ctx)
 		case <-live.C:
-			s.checkLiveness()
+			s.checkLiveness(ctx)
 		}
 	}
 }
 
 // adoptPartitions makes the replicated partitions match the configured ones
 // (or creates the default partition on an empty cluster).
-func (s *Server) adoptPartitions() error {
+func (s *Server) adoptPartitions(ctx context.Context) error {
 	want := s.cfg.Partitions
-	have, err := s.store.Partitions()
-	if err != nil {
-		return err
-	}
+	have := s.store.Partitions()
 	if want == nil {
 		if len(have) > 0 {
 			return nil
@@ -120,7 +116,7 @@ func (s *Server) adoptPartitions() error {
 	if reflect.DeepEqual(normalizePartitions(want), normalizePartitions(have)) {
 		return nil
 	}
-	_, err = s.propose(cmdSetPartitions, setPartitionsCmd{Partitions: want})
+	_, err := s.propose(ctx, fsm.SetPartitions{Partitions: want})
 	return err
 }
 
@@ -137,12 +133,8 @@ func normalizePartitions(ps []*cluster.Partition) []cluster.Partition {
 
 // checkLiveness proposes DOWN, in one command, for every UP or DRAIN node
 // silent past the TTL: a rack that goes dark together costs one commit.
-func (s *Server) checkLiveness() {
-	nodes, err := s.store.Nodes()
-	if err != nil {
-		s.log.Error("liveness: read nodes", "err", err)
-		return
-	}
+func (s *Server) checkLiveness(ctx context.Context) {
+	nodes := s.store.Nodes()
 	now := s.cfg.Clock.Now()
 	var silent []string
 	s.mu.Lock()
@@ -164,7 +156,7 @@ func (s *Server) checkLiveness() {
 	if len(silent) == 0 {
 		return
 	}
-	_, err = s.propose(cmdSetNodesDown, setNodesDownCmd{Names: silent, Reason: store.ReasonNotResponding, Time: now})
+	_, err := s.propose(ctx, fsm.SetNodesDown{Names: silent, Reason: store.ReasonNotResponding, Time: now})
 	if err != nil {
 		s.log.Error("mark nodes down", "nodes", silent, "err", err)
 	}

@@ -1,9 +1,11 @@
 package controller
 
 import (
+	"context"
 	"slices"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/controller/fsm"
 )
 
 // withNodeConf returns n with what phalanx.conf says about it merged in:
@@ -28,15 +30,11 @@ func (s *Server) withNodeConf(n *cluster.Node) *cluster.Node {
 
 // adoptNodeConf brings the registered nodes in line with the configured
 // weights and features, for nodes that registered under an older config.
-func (s *Server) adoptNodeConf() error {
+func (s *Server) adoptNodeConf(ctx context.Context) error {
 	if len(s.cfg.Nodes) == 0 {
 		return nil
 	}
-	nodes, err := s.store.Nodes()
-	if err != nil {
-		return err
-	}
-	for _, n := range nodes {
+	for _, n := range s.store.Nodes() {
 		if n.State == cluster.NodeDown {
 			continue // registering would bring it back UP; it merges when its agent returns
 		}
@@ -44,7 +42,7 @@ func (s *Server) adoptNodeConf() error {
 		if merged.Weight == n.Weight && slices.Equal(merged.Features, n.Features) {
 			continue
 		}
-		if _, err := s.propose(cmdRegisterNode, registerNodeCmd{Node: merged}); err != nil {
+		if _, err := s.propose(ctx, fsm.RegisterNode{Node: merged}); err != nil {
 			return err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/controller/fsm"
 )
 
 // nodeService implements the API node agents call.
@@ -37,7 +38,7 @@ func (n *nodeService) RegisterNode(ctx context.Context, req *phalanxv1.RegisterN
 		node.Leaf = s.cfg.Topology.LeafOf(req.Name)
 	}
 	node = s.withNodeConf(node)
-	if _, err := s.propose(cmdRegisterNode, registerNodeCmd{Node: node}); err != nil {
+	if _, err := s.propose(ctx, fsm.RegisterNode{Node: node}); err != nil {
 		return nil, toStatus(err)
 	}
 	s.seen(req.Name, now)
@@ -73,11 +74,8 @@ func (n *nodeService) WatchAssignments(req *phalanxv1.WatchAssignmentsRequest, s
 	s := n.s
 	var last *phalanxv1.Assignments
 	for {
-		wake := s.changed.wait()
-		cur, err := s.assignments(req.Name)
-		if err != nil {
-			return toStatus(err)
-		}
+		jobs, changed := s.store.NodeJobs(req.Name)
+		cur := s.assignments(req.Name, jobs)
 		if last == nil || !proto.Equal(last, cur) {
 			if err := stream.Send(cur); err != nil {
 				return err
@@ -89,53 +87,33 @@ func (n *nodeService) WatchAssignments(req *phalanxv1.WatchAssignmentsRequest, s
 			return nil
 		case <-s.stop:
 			return nil
-		case <-wake:
+		case <-changed:
 		}
 	}
 }
 
-// assignments returns what a node should run. Every watcher asks after
-// every applied command, so the whole cluster's assignments are derived once
-// per applied index and shared.
-func (s *Server) assignments(node string) (*phalanxv1.Assignments, error) {
-	idx := s.store.AppliedIndex() // read before the jobs: a stale index only costs a rebuild
-	s.assignMu.Lock()
-	defer s.assignMu.Unlock()
-	if s.assignByNode == nil || s.assignIndex != idx {
-		byNode, err := s.deriveAssignments()
-		if err != nil {
-			return nil, err
+// assignments derives what a node should run from the live jobs with a
+// task on it (in ID order): each of its unended tasks there, with stop set
+// once the job's attempt has ended (a preempted job's tasks stop with the
+// preemption grace period).
+func (s *Server) assignments(node string, jobs []*cluster.Job) *phalanxv1.Assignments {
+	out := &phalanxv1.Assignments{}
+	addrs := map[string]string{}
+	for _, j := range jobs {
+		for _, na := range j.Alloc.Nodes {
+			if _, ok := addrs[na.Node]; !ok {
+				if n, err := s.store.Node(na.Node); err == nil {
+					addrs[na.Node] = n.Addr
+				}
+			}
 		}
-		s.assignByNode, s.assignIndex = byNode, idx
-	}
-	if a := s.assignByNode[node]; a != nil {
-		return a, nil
-	}
-	return &phalanxv1.Assignments{}, nil
-}
-
-// deriveAssignments derives every node's assignments: each unended task of
-// a live job, with stop set once the job's attempt has ended (a preempted
-// job's tasks stop with the preemption grace period). Each node's list is in
-// job and rank order.
-func (s *Server) deriveAssignments() (map[string]*phalanxv1.Assignments, error) {
-	active, err := s.store.ActiveJobs() // in ID order
-	if err != nil {
-		return nil, err
-	}
-	addrs, err := s.nodeAddrs()
-	if err != nil {
-		return nil, err
-	}
-	byNode := map[string]*phalanxv1.Assignments{}
-	for _, j := range active {
-		if !j.Live() {
-			continue
-		}
-		wire := jobToProto(j, addrs, nil)
+		var wire *phalanxv1.Job
 		for _, t := range j.Tasks { // in rank order
-			if t.State.Ended() {
+			if t.Node != node || t.State.Ended() {
 				continue
+			}
+			if wire == nil {
+				wire = jobToProto(j, addrs, nil)
 			}
 			a := &phalanxv1.Assignment{
 				JobId:        uint64(j.ID),
@@ -151,13 +129,10 @@ func (s *Server) deriveAssignments() (map[string]*phalanxv1.Assignments, error) 
 			if j.State == cluster.JobPreempted {
 				a.GraceSeconds = int32(s.cfg.PreemptGrace / time.Second)
 			}
-			if byNode[t.Node] == nil {
-				byNode[t.Node] = &phalanxv1.Assignments{}
-			}
-			byNode[t.Node].Assignments = append(byNode[t.Node].Assignments, a)
+			out.Assignments = append(out.Assignments, a)
 		}
 	}
-	return byNode, nil
+	return out
 }
 
 func (n *nodeService) ReportTaskStatus(ctx context.Context, req *phalanxv1.ReportTaskStatusRequest) (*phalanxv1.ReportTaskStatusResponse, error) {
@@ -180,7 +155,7 @@ func (n *nodeService) ReportTaskStatus(ctx context.Context, req *phalanxv1.Repor
 	if !validTaskReportState(r.State) {
 		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "task state %q", req.State))
 	}
-	if _, err := s.propose(cmdReportTask, reportTaskCmd{Report: r}); err != nil {
+	if _, err := s.propose(ctx, fsm.ReportTask{Report: r}); err != nil {
 		return nil, toStatus(err)
 	}
 	s.seen(req.Node, s.cfg.Clock.Now())

@@ -1,9 +1,11 @@
 package controller
 
 import (
+	"context"
 	"time"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/controller/fsm"
 	"github.com/phalanx-hpc/phalanx/scheduler"
 )
 
@@ -25,7 +27,7 @@ import (
 // them.
 
 // preempt signals the plan's victims and returns how many it signalled.
-func (s *Server) preempt(plan *scheduler.Plan, active []*cluster.Job, now time.Time) int {
+func (s *Server) preempt(ctx context.Context, plan *scheduler.Plan, active []*cluster.Job, now time.Time) int {
 	if len(plan.Preemptions) == 0 {
 		return 0
 	}
@@ -33,7 +35,7 @@ func (s *Server) preempt(plan *scheduler.Plan, active []*cluster.Job, now time.T
 	for _, j := range active {
 		byID[j.ID] = j
 	}
-	cmd := preemptJobsCmd{Time: now}
+	cmd := fsm.PreemptJobs{Time: now}
 	seen := map[cluster.JobID]bool{}
 	for _, p := range plan.Preemptions {
 		j := byID[p.Victim]
@@ -47,7 +49,7 @@ func (s *Server) preempt(plan *scheduler.Plan, active []*cluster.Job, now time.T
 	if len(cmd.IDs) == 0 {
 		return 0
 	}
-	res, err := s.propose(cmdPreemptJobs, cmd)
+	res, err := s.propose(ctx, cmd)
 	if err != nil {
 		s.log.Error("commit preemptions", "err", err)
 		return 0

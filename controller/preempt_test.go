@@ -17,7 +17,7 @@ import (
 func TestPreemptSignalsThenRequeues(t *testing.T) {
 	s := newTestServer(t, Config{KillGrace: time.Second, PreemptGrace: 7 * time.Second})
 	register(t, s, nil, "n1")
-	resp, err := s.submit(testSpec(1, 8), false)
+	resp, err := s.submit(context.Background(), testSpec(1, 8), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,24 +25,20 @@ func TestPreemptSignalsThenRequeues(t *testing.T) {
 	j := waitState(t, s, id, cluster.JobConfiguring)
 
 	plan := &scheduler.Plan{Preemptions: []scheduler.Preemption{{Victim: id, For: 99}, {Victim: id, For: 98}, {Victim: 12345, For: 99}}}
-	active, err := s.store.ActiveJobs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := s.preempt(plan, active, time.Now()); n != 1 {
+	ctx := context.Background()
+	if n := s.preempt(ctx, plan, s.store.ActiveJobs(), time.Now()); n != 1 {
 		t.Fatalf("preempt signalled %d jobs; want 1 (the victim once, the unknown job skipped)", n)
 	}
 	if got, _ := s.store.Job(id); got.State != cluster.JobPreempted {
 		t.Fatalf("victim is %s, want PREEMPTED", got.State)
 	}
 	// Signalling again (the same plan on the next pass) changes nothing.
-	active, _ = s.store.ActiveJobs()
-	if n := s.preempt(plan, active, time.Now()); n != 0 {
+	if n := s.preempt(ctx, plan, s.store.ActiveJobs(), time.Now()); n != 0 {
 		t.Errorf("second preempt signalled %d jobs; want 0", n)
 	}
-	as, err := s.assignments("n1")
-	if err != nil || len(as.Assignments) != 1 {
-		t.Fatalf("assignments = %v, %v; want the victim's task", as, err)
+	as := s.assignments("n1", nodeJobs(s, "n1"))
+	if len(as.Assignments) != 1 {
+		t.Fatalf("assignments = %v; want the victim's task", as)
 	}
 	if a := as.Assignments[0]; !a.Stop || a.GraceSeconds != 7 || a.StopReason != "PREEMPTED" || a.Attempt != 0 {
 		t.Fatalf("victim's assignment = stop %v grace %d reason %q attempt %d; want stop, grace 7, PREEMPTED, attempt 0",
@@ -61,8 +57,8 @@ func TestPreemptSignalsThenRequeues(t *testing.T) {
 	if j.Attempt != 1 || !j.Requeued {
 		t.Fatalf("requeued job placed again with attempt %d requeued %v; want attempt 1, requeued", j.Attempt, j.Requeued)
 	}
-	as, err = s.assignments("n1")
-	if err != nil || len(as.Assignments) != 1 || as.Assignments[0].Attempt != 1 || as.Assignments[0].Stop {
-		t.Fatalf("assignments after requeue = %v, %v; want attempt 1's task, not stopped", as, err)
+	as = s.assignments("n1", nodeJobs(s, "n1"))
+	if len(as.Assignments) != 1 || as.Assignments[0].Attempt != 1 || as.Assignments[0].Stop {
+		t.Fatalf("assignments after requeue = %v; want attempt 1's task, not stopped", as)
 	}
 }

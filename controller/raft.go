@@ -12,6 +12,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/phalanx-hpc/phalanx/controller/fsm"
+	"github.com/phalanx-hpc/phalanx/store"
 )
 
 // raftNode is the Raft half of a replica: the library, its stores and transport.
@@ -21,9 +24,16 @@ type raftNode struct {
 	logStore  *raftboltdb.BoltStore
 }
 
-func openRaft(cfg Config, f raft.FSM, logw io.Writer) (*raftNode, error) {
+func openRaft(cfg Config, st *store.Store, logw io.Writer) (*raftNode, error) {
 	rc := raft.DefaultConfig()
 	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: logw})
+	// Proposals arriving together go to the log, and the FSM, together.
+	rc.BatchApplyCh = true
+	// The store keeps its own state on disk, with the applied index: a
+	// restart resumes from it (catchUpFromSnapshot covers a store that is
+	// behind the newest snapshot) instead of restoring a snapshot and
+	// replaying everything after it.
+	rc.NoSnapshotRestoreOnStart = true
 	if cfg.FastRaft {
 		rc.HeartbeatTimeout = 200 * time.Millisecond
 		rc.ElectionTimeout = 200 * time.Millisecond
@@ -41,6 +51,10 @@ func openRaft(cfg Config, f raft.FSM, logw io.Writer) (*raftNode, error) {
 	if err != nil {
 		logStore.Close()
 		return nil, fmt.Errorf("snapshot store: %w", err)
+	}
+	if err := catchUpFromSnapshot(st, snaps); err != nil {
+		logStore.Close()
+		return nil, err
 	}
 	addr, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
 	if err != nil {
@@ -83,13 +97,36 @@ func openRaft(cfg Config, f raft.FSM, logw io.Writer) (*raftNode, error) {
 			}
 		}
 	}
-	r, err := raft.NewRaft(rc, f, logStore, logStore, snaps, trans)
+	r, err := raft.NewRaft(rc, fsm.New(st), logStore, logStore, snaps, trans)
 	if err != nil {
 		trans.Close()
 		logStore.Close()
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
 	return &raftNode{raft: r, transport: trans, logStore: logStore}, nil
+}
+
+// catchUpFromSnapshot restores the store from the newest snapshot when the
+// store is behind it (its file was lost or replaced by an older copy): Raft
+// starts after the snapshot's index and would never replay what is before.
+func catchUpFromSnapshot(st *store.Store, snaps raft.SnapshotStore) error {
+	list, err := snaps.List()
+	if err != nil {
+		return fmt.Errorf("list snapshots: %w", err)
+	}
+	if len(list) == 0 || list[0].Index <= st.AppliedIndex() {
+		return nil
+	}
+	meta, r, err := snaps.Open(list[0].ID)
+	if err != nil {
+		return fmt.Errorf("open snapshot %s: %w", list[0].ID, err)
+	}
+	defer r.Close()
+	if err := st.Restore(r); err != nil {
+		return fmt.Errorf("state is at index %d, behind snapshot %s at %d, and restoring it failed: %w",
+			st.AppliedIndex(), meta.ID, meta.Index, err)
+	}
+	return nil
 }
 
 // bootstrapConfig builds the first configuration: this replica plus peers

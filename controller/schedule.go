@@ -1,7 +1,10 @@
 package controller
 
 import (
+	"context"
+
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/controller/fsm"
 	"github.com/phalanx-hpc/phalanx/scheduler"
 	"github.com/phalanx-hpc/phalanx/store"
 )
@@ -22,7 +25,7 @@ func (s *Server) snapshot(st *store.State, jobs []*cluster.Job) *scheduler.Snaps
 // schedulePass runs the pure scheduler over a consistent read of the state
 // and proposes its preemptions (see preempt.go) and placements. The store re-checks every gang at apply time,
 // so a plan made on a state that moved on is skipped, never half-applied.
-func (s *Server) schedulePass() {
+func (s *Server) schedulePass(ctx context.Context) {
 	st, err := s.store.State()
 	if err != nil {
 		s.log.Error("schedule: read state", "err", err)
@@ -34,7 +37,7 @@ func (s *Server) schedulePass() {
 	s.mu.Lock()
 	s.pending = plan.Pending // a fresh map each pass, never written after
 	s.mu.Unlock()
-	s.preempt(plan, st.Active, now)
+	s.preempt(ctx, plan, st.Active, now)
 	if len(plan.Placements) == 0 {
 		return
 	}
@@ -49,7 +52,7 @@ func (s *Server) schedulePass() {
 		}
 		placements = append(placements, store.Placement{Job: p.Job, Alloc: p.Alloc, MasterPort: port, Time: now})
 	}
-	res, err := s.propose(cmdPlaceJobs, placeJobsCmd{Placements: placements})
+	res, err := s.propose(ctx, fsm.PlaceJobs{Placements: placements})
 	if err != nil {
 		s.log.Error("commit placements", "err", err)
 		return

@@ -17,6 +17,7 @@ import (
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/controller/fsm"
 	"github.com/phalanx-hpc/phalanx/scheduler"
 	"github.com/phalanx-hpc/phalanx/store"
 )
@@ -31,17 +32,12 @@ type Server struct {
 	grpc  *grpc.Server
 	lis   net.Listener
 
-	changed *broadcast // fires after every applied command
-	kick    chan struct{}
+	kick chan struct{}
 
 	mu       sync.Mutex
 	nextID   cluster.JobID
 	lastSeen map[string]time.Time                    // leader only: last heartbeat per node
 	pending  map[cluster.JobID]scheduler.PendingInfo // leader only: last pass's reasons
-
-	assignMu     sync.Mutex
-	assignIndex  uint64                            // applied index assignByNode was derived at
-	assignByNode map[string]*phalanxv1.Assignments // shared by all watchers; read-only once built
 
 	stop      chan struct{}
 	closeOnce sync.Once
@@ -66,14 +62,12 @@ func New(cfg Config) (*Server, error) {
 		cfg:      c,
 		log:      c.Logger,
 		store:    st,
-		changed:  newBroadcast(),
 		kick:     make(chan struct{}, 1),
 		lastSeen: map[string]time.Time{},
 		pending:  map[cluster.JobID]scheduler.PendingInfo{},
 		stop:     make(chan struct{}),
 	}
-	f := &fsm{store: st, applied: s.changed.fire}
-	s.raft, err = openRaft(c, f, raftLogWriter{c.Logger})
+	s.raft, err = openRaft(c, st, raftLogWriter{c.Logger})
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -150,22 +144,45 @@ func (s *Server) Close() error {
 	return s.closeErr
 }
 
-// propose commits a command through Raft and returns the FSM's result.
-func (s *Server) propose(t commandType, payload any) (applyResult, error) {
-	data, err := encodeCommand(t, payload)
+// proposeTimeout bounds a proposal whose context has no deadline.
+const proposeTimeout = 10 * time.Second
+
+// propose commits a command through Raft and returns the FSM's result, or
+// ctx's error if it ends first (the command may still commit: callers that
+// retry must be idempotent, as every command and exactly-once submits are).
+func (s *Server) propose(ctx context.Context, c fsm.Command) (fsm.Result, error) {
+	data, err := fsm.Encode(c)
 	if err != nil {
-		return applyResult{}, err
+		return fsm.Result{}, err
 	}
-	f := s.raft.raft.Apply(data, 10*time.Second)
-	if err := f.Error(); err != nil {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, proposeTimeout)
+		defer cancel()
+	}
+	deadline, _ := ctx.Deadline()
+	f := s.raft.raft.Apply(data, time.Until(deadline))
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case <-ctx.Done():
+		return fsm.Result{}, fmt.Errorf("commit %T: %w", c, ctx.Err())
+	case err = <-done:
+	}
+	if err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-			leader, _ := s.raft.raft.LeaderWithID()
-			return applyResult{}, fmt.Errorf("%w (leader: %q)", cluster.ErrNotLeader, leader)
+			return fsm.Result{}, s.notLeader()
 		}
-		return applyResult{}, fmt.Errorf("raft apply: %w", err)
+		return fsm.Result{}, fmt.Errorf("raft apply: %w", err)
 	}
-	res, _ := f.Response().(applyResult)
+	res, _ := f.Response().(fsm.Result)
 	return res, res.Err
+}
+
+// notLeader is the error for a write this replica cannot take.
+func (s *Server) notLeader() error {
+	leader, _ := s.raft.raft.LeaderWithID()
+	return fmt.Errorf("%w (leader: %q)", cluster.ErrNotLeader, leader)
 }
 
 // kickScheduler asks for a scheduling pass soon.
@@ -185,25 +202,3 @@ func (w raftLogWriter) Write(p []byte) (int, error) {
 }
 
 var _ io.Writer = raftLogWriter{}
-
-// broadcast wakes every waiter once per fire.
-type broadcast struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-func newBroadcast() *broadcast { return &broadcast{ch: make(chan struct{})} }
-
-func (b *broadcast) fire() {
-	b.mu.Lock()
-	close(b.ch)
-	b.ch = make(chan struct{})
-	b.mu.Unlock()
-}
-
-// wait returns a channel closed at the next fire.
-func (b *broadcast) wait() <-chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.ch
-}

@@ -231,8 +231,8 @@ func (c *Cluster) waitNodes(ctx context.Context, n int) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {
-		nodes, err := c.Controller.Store().Nodes()
-		if err == nil && len(nodes) >= n {
+		nodes := c.Controller.Store().Nodes()
+		if len(nodes) >= n {
 			return nil
 		}
 		select {

@@ -1,15 +1,17 @@
 package store
 
 import (
-	"encoding/binary"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/store/codec"
 )
 
 var t0 = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
@@ -23,7 +25,7 @@ func openTest(t *testing.T, path string) *Store {
 	if path == "" {
 		path = filepath.Join(t.TempDir(), "state.db")
 	}
-	s, err := Open(path)
+	s, err := Open(path, NoSync())
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -37,49 +39,162 @@ func openTest(t *testing.T, path string) *Store {
 }
 
 // checkConsistency verifies the store's invariants; a closed store passes.
-// The active bucket holds exactly the jobs that are not terminal or are
-// live, the next job ID is above every job, and no GPU is held twice.
+// Memory must be well formed (checkMemory), and the database, once the
+// writer has caught up, must load into the same state.
 func checkConsistency(s *Store) error {
-	err := s.view(func(tx *bolt.Tx) error {
-		if v := version(tx); v != schemaVersion {
-			return fmt.Errorf("schema version %d", v)
-		}
-		next := getUint64(tx.Bucket(bucketMeta), keyNextJob)
-		active := tx.Bucket(bucketActive)
-		var jobs []*cluster.Job
-		err := tx.Bucket(bucketJobs).ForEach(func(k, _ []byte) error {
-			id := cluster.JobID(binary.BigEndian.Uint64(k))
-			j, err := getJob(tx, id)
-			if err != nil {
-				return err
-			}
-			if j.ID != id {
-				return fmt.Errorf("job under key %d has ID %d", id, j.ID)
-			}
-			if uint64(id) >= next {
-				return fmt.Errorf("job %d is not below the next ID %d", id, next)
-			}
-			if in := active.Get(k) != nil; in != isActive(j) {
-				return fmt.Errorf("job %d (%s, live %v): in active bucket = %v", id, j.State, j.Live(), in)
-			}
-			jobs = append(jobs, j)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		if n := active.Stats().KeyN; n > len(jobs) {
-			return fmt.Errorf("active bucket has %d keys for %d jobs", n, len(jobs))
-		}
-		if _, err := activeJobs(tx); err != nil {
-			return err
-		}
-		return checkNoDoubleBooking(jobs)
-	})
-	if err == ErrClosed {
+	if err := s.Flush(); err == ErrClosed {
 		return nil
+	} else if err != nil {
+		return err
 	}
-	return err
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if err := checkMemory(s.st); err != nil {
+		return err
+	}
+	var disk *state
+	err := s.withDB(func(db *bolt.DB) error {
+		if err := db.View(func(tx *bolt.Tx) error {
+			if v := version(tx); v != SchemaVersion {
+				return fmt.Errorf("schema version %d", v)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		var err error
+		disk, err = load(db)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return sameState(s.st, disk)
+}
+
+// checkMemory checks the in-memory indexes against each other: the active
+// list is the active map in ID order and holds only active jobs, no ID is
+// both active and finished, the next ID is above every job, the live-job
+// index is exact, nodes are listed by name, and no GPU is held twice.
+func checkMemory(st *state) error {
+	if len(st.active) != len(st.jobs) {
+		return fmt.Errorf("active list has %d jobs, map %d", len(st.active), len(st.jobs))
+	}
+	for i, j := range st.active {
+		switch {
+		case st.jobs[j.ID] != j:
+			return fmt.Errorf("active list entry %d (job %d) is not the map's", i, j.ID)
+		case i > 0 && st.active[i-1].ID >= j.ID:
+			return fmt.Errorf("active list out of order at %d", i)
+		case !isActive(j):
+			return fmt.Errorf("job %d (%s, live %v) is in the active set", j.ID, j.State, j.Live())
+		case j.ID >= st.nextJob:
+			return fmt.Errorf("job %d is not below the next ID %d", j.ID, st.nextJob)
+		}
+		if _, ok := st.finished[j.ID]; ok {
+			return fmt.Errorf("job %d is both active and finished", j.ID)
+		}
+	}
+	for id := range st.finished {
+		if id >= st.nextJob {
+			return fmt.Errorf("finished job %d is not below the next ID %d", id, st.nextJob)
+		}
+	}
+	want := newState()
+	for _, j := range st.active {
+		want.indexLive(j)
+	}
+	if fmt.Sprint(want.liveOnNode) != fmt.Sprint(st.liveOnNode) {
+		return fmt.Errorf("live-job index %v; want %v", st.liveOnNode, want.liveOnNode)
+	}
+	if len(st.nodeList) != len(st.nodes) || !slices.IsSortedFunc(st.nodeList, func(a, b *cluster.Node) int { return compareStrings(a.Name, b.Name) }) {
+		return fmt.Errorf("node list is not the node map by name")
+	}
+	for _, n := range st.nodeList {
+		if st.nodes[n.Name] != n {
+			return fmt.Errorf("node list entry %s is not the map's", n.Name)
+		}
+	}
+	return checkNoDoubleBooking(st.active)
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// sameState compares memory with what the database loads into, record by
+// record in their persisted form.
+func sameState(mem, disk *state) error {
+	switch {
+	case mem.applied != disk.applied:
+		return fmt.Errorf("applied index: memory %d, disk %d", mem.applied, disk.applied)
+	case mem.nextJob != disk.nextJob:
+		return fmt.Errorf("next job: memory %d, disk %d", mem.nextJob, disk.nextJob)
+	case len(mem.jobs) != len(disk.jobs):
+		return fmt.Errorf("active jobs: memory %d, disk %d", len(mem.jobs), len(disk.jobs))
+	case fmt.Sprint(mem.finished) != fmt.Sprint(disk.finished):
+		return fmt.Errorf("finished jobs: memory %v, disk %v", mem.finished, disk.finished)
+	case fmt.Sprint(mem.requests) != fmt.Sprint(disk.requests):
+		return fmt.Errorf("requests: memory %v, disk %v", mem.requests, disk.requests)
+	case fmt.Sprint(mem.ctls) != fmt.Sprint(disk.ctls):
+		return fmt.Errorf("controllers: memory %v, disk %v", mem.ctls, disk.ctls)
+	case len(mem.nodes) != len(disk.nodes) || len(mem.parts) != len(disk.parts):
+		return fmt.Errorf("nodes or partitions differ in number")
+	}
+	for id, j := range mem.jobs {
+		if err := sameRecord(fmt.Sprintf("job %d", id), j, disk.jobs[id], jobRecord); err != nil {
+			return err
+		}
+	}
+	for name, n := range mem.nodes {
+		if err := sameRecord("node "+name, n, disk.nodes[name], nodeRecord); err != nil {
+			return err
+		}
+	}
+	for i, p := range mem.parts {
+		if err := sameRecord(fmt.Sprintf("partition %d", i), p, disk.parts[i], partRecord); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func jobRecord(j *cluster.Job) ([]proto.Message, error) {
+	r, err := codec.Job(j)
+	return []proto.Message{r, codec.Payload(j)}, err
+}
+
+func nodeRecord(n *cluster.Node) ([]proto.Message, error) {
+	r, err := codec.Node(n)
+	return []proto.Message{r}, err
+}
+
+func partRecord(p *cluster.Partition) ([]proto.Message, error) {
+	r, err := codec.Partition(p)
+	return []proto.Message{r}, err
+}
+
+func sameRecord[T any](what string, mem, disk T, enc func(T) ([]proto.Message, error)) error {
+	a, err := enc(mem)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	b, err := enc(disk)
+	if err != nil {
+		return fmt.Errorf("%s on disk: %w", what, err)
+	}
+	for i := range a {
+		if !proto.Equal(a[i], b[i]) {
+			return fmt.Errorf("%s: memory %v, disk %v", what, a[i], b[i])
+		}
+	}
+	return nil
 }
 
 func checkNoDoubleBooking(jobs []*cluster.Job) error {
@@ -93,17 +208,28 @@ func checkNoDoubleBooking(jobs []*cluster.Job) error {
 	return nil
 }
 
-func TestConsistencyCheckCatchesAStaleActiveIndex(t *testing.T) {
+func TestConsistencyCheckCatchesADiskThatDisagrees(t *testing.T) {
 	s := openTest(t, "")
 	mustSubmit(t, s, 1, 1)
-	err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketActive).Delete(jobKey(1)) })
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	err := s.withDB(func(db *bolt.DB) error {
+		return db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketJobs).Delete(jobKey(1)) })
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if checkConsistency(s) == nil {
-		t.Fatalf("a pending job missing from the active bucket passed the check")
+		t.Fatalf("a pending job missing on disk passed the check")
 	}
-	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketActive).Put(jobKey(1), nil) }); err != nil {
+	mustSubmit(t, s, 2, 2) // leave the store consistent for the cleanup check
+	s.mu.Lock()
+	j := s.st.jobs[1]
+	s.mu.Unlock()
+	if err := s.withDB(func(db *bolt.DB) error {
+		return db.Update(func(tx *bolt.Tx) error { return putJobOp{j: j}.write(tx) })
+	}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -119,13 +245,13 @@ func pendingJob(id cluster.JobID, nodes, gpus int) *cluster.Job {
 		ID: id, Name: fmt.Sprintf("job%d", id), User: "alice", Partition: "gpu",
 		Nodes: nodes, GPUsPerNode: gpus, CPUsPerNode: 8, MemoryMB: 1000,
 		SubmitTime: t0, State: cluster.JobPending, Reason: cluster.ReasonNone,
-		Env: map[string]string{"A": "1"},
+		Script: "#!/bin/sh\ntrue\n", Env: map[string]string{"A": "1"},
 	}
 }
 
 func mustSubmit(t *testing.T, s *Store, idx uint64, id cluster.JobID) {
 	t.Helper()
-	if err := s.SubmitJob(idx, pendingJob(id, 1, 2)); err != nil {
+	if _, err := s.SubmitJob(idx, pendingJob(id, 1, 2), nil); err != nil {
 		t.Fatalf("SubmitJob(%d): %v", id, err)
 	}
 }
@@ -155,4 +281,10 @@ func mustJob(t *testing.T, s *Store, id cluster.JobID) *cluster.Job {
 		t.Fatalf("Job(%d): %v", id, err)
 	}
 	return j
+}
+
+// submitErr submits j without a request ID and returns only the error.
+func submitErr(s *Store, idx uint64, j *cluster.Job) error {
+	_, err := s.SubmitJob(idx, j, nil)
+	return err
 }

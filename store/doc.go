@@ -1,46 +1,90 @@
-// Package store keeps the controller's replicated state (jobs, nodes,
-// partitions) in one bbolt database. It is what the Raft FSM applies
-// commands to, and what every read and the scheduler's snapshot come from.
+// Package store keeps the controller's replicated state: jobs, nodes,
+// partitions, the replicas' addresses and the submit requests already seen.
+// It is what the Raft FSM applies commands to, and what every read and the
+// scheduler's snapshot come from.
+//
+// # Two copies: memory first, bbolt behind
+//
+// The state lives in memory, decoded, and in one bbolt database:
+//
+//   - Memory holds everything a command or the scheduler needs: the active
+//     jobs (not terminal, or still holding resources) with their scripts and
+//     environments, nodes, partitions, replicas, submit requests, and for
+//     finished jobs only their IDs and end times. Applying a command reads
+//     and changes memory only, so applying costs the same with 10 jobs
+//     queued or 10,000, and reads (State, ActiveJobs, Job) never decode.
+//     Values reachable from memory are never changed in place: a command
+//     replaces what it changes (copy on write), so what a reader got stays
+//     valid and consistent without a lock. Callers must not modify them.
+//   - bbolt holds all of it, finished jobs included. Each applied command
+//     leaves a list of puts and deletes; a writer goroutine commits whatever
+//     has accumulated in one transaction with one fsync, together with the
+//     applied index of the last command in it (write-behind). Durability
+//     does not depend on it: an acknowledged command is in the Raft log of a
+//     quorum. If the process dies before the writer commits, the database is
+//     at an older applied index and Raft replays the entries after it.
+//
+// Reads of finished jobs go to bbolt; they first wait until the writer has
+// committed everything applied when the read began, so a job that has just
+// finished is never missing.
 //
 // # Applied index
 //
-// Every write takes the index of the Raft log entry it applies and records
-// it as the applied index in the same transaction as the change. A write
-// whose index is not above the applied index is a no-op: after a restart
-// Raft replays entries the database already holds, and they must not apply
-// twice. A command the store rejects (an unknown job, a conflicting ID)
-// changes nothing, but its index is still recorded.
+// Every command carries the index of its Raft log entry. A command whose
+// index is not above the applied index is a no-op: after a restart Raft
+// replays entries the database already holds. A command the store rejects
+// (an unknown job, a conflicting ID: an error wrapping one of cluster's
+// sentinels, see IsRejection) changes nothing, but its index is still
+// recorded. Every method checks what can reject it before changing
+// anything, so a rejection never leaves half a change.
 //
-// # Schema (version 1)
+// # Schema (version 2)
 //
 //	meta/                      bucket
-//	  version      -> uint64   schema version, 1
+//	  version      -> uint64   schema version, 2
 //	  applied      -> uint64   index of the last applied Raft entry
-//	  nextjob      -> uint64   smallest job ID never submitted
-//	jobs/                      bucket: every job ever submitted
-//	  <id>         -> JSON     cluster.Job
-//	active/                    bucket: index of jobs that are not terminal
-//	  <id>         -> ""       or still hold resources (cluster.Job.Live)
-//	nodes/                     bucket
-//	  <name>       -> JSON     cluster.Node
-//	partitions/                bucket, in configuration order
-//	  <seq>        -> JSON     cluster.Partition
+//	  nextjob      -> uint64   smallest job ID above every submitted job
+//	jobs/                      bucket: active jobs
+//	  <id>         -> statev1.Job         spec and status, without payload
+//	history/                   bucket: finished jobs (moved from jobs/)
+//	  <id>         -> statev1.Job
+//	payloads/                  bucket: written once, at submit
+//	  <id>         -> statev1.JobPayload  script and environment
+//	nodes/
+//	  <name>       -> statev1.Node
+//	partitions/                in configuration order
+//	  <seq>        -> statev1.Partition
+//	requests/                  exactly-once submits
+//	  <request id> -> statev1.SubmitRequest
+//	controllers/
+//	  <raft id>    -> statev1.Controller
 //
-// Integers (uint64 values, <id>) are 8-byte big-endian so that keys sort
-// numerically; <seq> is a 4-byte big-endian position. The active bucket is
-// maintained by the one function that writes jobs, so scheduling and
-// assignment reads never scan finished history.
+// Records are protobuf messages of api/phalanx/state/v1 (package codec
+// converts): fields are added, never renamed or renumbered, so a record
+// written by one version reads the same in the next. Integers (uint64
+// values, <id>) are 8-byte big-endian so that keys sort numerically; <seq>
+// is a 4-byte big-endian position. A job is rewritten on every change, but
+// its payload (the bulk of it: script and exported environment) is written
+// once and never sent in lists.
+//
+// # Retention
+//
+// Finished jobs and submit requests are forgotten by an Expire command the
+// leader proposes with the cut-off times and counts, so that every replica
+// forgets the same ones.
 //
 // # Snapshots
 //
-// Snapshot writes a consistent copy of the whole database; Restore replaces
-// the database with one, atomically (temporary file, fsync, rename, reopen).
-// Reads and writes already running finish on the old database first; those
-// that start during the swap wait for it and see the new one.
+// Snapshot waits for the writer, then writes a consistent copy of the whole
+// database; its applied index may be above the Raft snapshot's, which is
+// harmless since later entries up to it are skipped. Restore replaces the
+// database with one, atomically (temporary file, fsync, rename, reopen), and
+// reloads memory from it.
 //
 // # Migrations
 //
-// Open brings an older database to the current version, one step at a
-// time, each step in its own transaction (see migrations). A database from
-// a newer version is refused.
+// Open brings an older database to the current version, one step at a time,
+// each step in its own transaction (see migrations; version 1 stored JSON of
+// the in-memory structs, frozen in migrate_v1.go). A database from a newer
+// version is refused with a message that says to upgrade.
 package store

@@ -27,7 +27,7 @@ func TestPlaceJobsKeepsExclusiveNodesWhole(t *testing.T) {
 			for i, excl := range []bool{tc.firstExclusive, tc.secondExclusive} {
 				j := pendingJob(cluster.JobID(i+1), 1, 2)
 				j.Exclusive = excl
-				if err := s.SubmitJob(uint64(2+i), j); err != nil {
+				if err := submitErr(s, uint64(2+i), j); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -14,7 +14,7 @@ func TestSubmitJob(t *testing.T) {
 		t.Fatalf("NextJobID on an empty store = %d; want 1", got)
 	}
 	want := pendingJob(5, 2, 4)
-	if err := s.SubmitJob(1, want); err != nil {
+	if err := submitErr(s, 1, want); err != nil {
 		t.Fatal(err)
 	}
 	got := mustJob(t, s, 5)
@@ -36,10 +36,10 @@ func TestSubmitJob(t *testing.T) {
 func TestSubmitJobRejections(t *testing.T) {
 	s := openTest(t, "")
 	mustSubmit(t, s, 1, 1)
-	if err := s.SubmitJob(2, pendingJob(1, 1, 1)); !errors.Is(err, cluster.ErrConflict) {
+	if err := submitErr(s, 2, pendingJob(1, 1, 1)); !errors.Is(err, cluster.ErrConflict) {
 		t.Errorf("duplicate ID: %v; want ErrConflict", err)
 	}
-	if err := s.SubmitJob(3, pendingJob(0, 1, 1)); !errors.Is(err, cluster.ErrInvalid) {
+	if err := submitErr(s, 3, pendingJob(0, 1, 1)); !errors.Is(err, cluster.ErrInvalid) {
 		t.Errorf("ID 0: %v; want ErrInvalid", err)
 	}
 	// A rejected command is still applied: its index is recorded.
@@ -55,10 +55,10 @@ func TestWritesAreIdempotentByIndex(t *testing.T) {
 	s := openTest(t, "")
 	mustSubmit(t, s, 5, 1)
 	// The same index again, and a lower one: both are replays, no-ops.
-	if err := s.SubmitJob(5, pendingJob(2, 1, 1)); err != nil {
+	if err := submitErr(s, 5, pendingJob(2, 1, 1)); err != nil {
 		t.Errorf("replayed SubmitJob: %v", err)
 	}
-	if err := s.SubmitJob(4, pendingJob(1, 1, 1)); err != nil {
+	if err := submitErr(s, 4, pendingJob(1, 1, 1)); err != nil {
 		t.Errorf("replayed SubmitJob with a used ID must not conflict: %v", err)
 	}
 	if _, err := s.Job(2); !errors.Is(err, cluster.ErrNotFound) {
@@ -76,7 +76,7 @@ func TestWritesAreIdempotentByIndex(t *testing.T) {
 func TestReportTask(t *testing.T) {
 	s := openTest(t, "")
 	mustRegister(t, s, 1, "n1", "n2")
-	if err := s.SubmitJob(3, pendingJob(1, 2, 2)); err != nil {
+	if err := submitErr(s, 3, pendingJob(1, 2, 2)); err != nil {
 		t.Fatal(err)
 	}
 	placed, err := s.PlaceJobs(4, []Placement{{Job: 1, Alloc: alloc([]int{0, 1}, "n1", "n2"), MasterPort: 29500, Time: at(1)}})
@@ -100,11 +100,11 @@ func TestReportTask(t *testing.T) {
 	if j.State != cluster.JobFailed || j.ExitCode != 2 || !j.Live() {
 		t.Errorf("after rank 1 exit 2: %s code %d live %v", j.State, j.ExitCode, j.Live())
 	}
-	if active, _ := s.ActiveJobs(); len(active) != 1 {
+	if active := s.ActiveJobs(); len(active) != 1 {
 		t.Errorf("a failed job with a running task left the active set: %v", active)
 	}
 	report(8, 0, cluster.TaskKilled, 0, 11)
-	if active, _ := s.ActiveJobs(); len(active) != 0 {
+	if active := s.ActiveJobs(); len(active) != 0 {
 		t.Errorf("active = %v; want none once every task ended", active)
 	}
 	if err := s.ReportTask(9, cluster.TaskReport{JobID: 42}); !errors.Is(err, cluster.ErrNotFound) {
@@ -131,28 +131,68 @@ func TestCancelJobs(t *testing.T) {
 	if _, err := s.CancelJobs(5, []cluster.JobID{98, 99}, at(6), "x"); !errors.Is(err, cluster.ErrNotFound) {
 		t.Errorf("cancelling only unknown jobs: %v; want ErrNotFound", err)
 	}
-	active, err := s.ActiveJobs()
-	if err != nil || len(active) != 1 || active[0].ID != 2 {
-		t.Errorf("ActiveJobs = %v, %v; want job 2", active, err)
+	if active := s.ActiveJobs(); len(active) != 1 || active[0].ID != 2 {
+		t.Errorf("ActiveJobs = %v; want job 2", active)
 	}
 }
 
-func TestJobsFilter(t *testing.T) {
+func TestJobsPagesActiveAndFinished(t *testing.T) {
 	s := openTest(t, "")
 	for i := 1; i <= 300; i++ { // past 255: keys must sort numerically
 		mustSubmit(t, s, uint64(i), cluster.JobID(i))
 	}
-	all, err := s.Jobs(nil)
-	if err != nil || len(all) != 300 {
-		t.Fatalf("Jobs(nil) = %d jobs, %v", len(all), err)
+	var odd []cluster.JobID
+	for i := 1; i <= 300; i += 2 {
+		odd = append(odd, cluster.JobID(i))
+	}
+	if _, err := s.CancelJobs(301, odd, at(9), "c"); err != nil { // odd jobs move to history
+		t.Fatal(err)
+	}
+	all := collect(t, s, JobQuery{Finished: true, Limit: 7})
+	if len(all) != 300 {
+		t.Fatalf("paging through every job gave %d jobs", len(all))
 	}
 	for i, j := range all {
 		if j.ID != cluster.JobID(i+1) {
-			t.Fatalf("Jobs()[%d].ID = %d; want %d", i, j.ID, i+1)
+			t.Fatalf("job %d of the listing is %d; want %d", i, j.ID, i+1)
+		}
+		if finished := j.ID%2 == 1; finished != (j.State == cluster.JobCancelled) || (finished && j.Script != "") {
+			t.Fatalf("job %d: %s, script %q (finished jobs come without payload)", j.ID, j.State, j.Script)
 		}
 	}
-	odd, _ := s.Jobs(func(j *cluster.Job) bool { return j.ID%2 == 1 })
-	if len(odd) != 150 || odd[1].ID != 3 {
-		t.Errorf("filtered = %d jobs, second %d", len(odd), odd[1].ID)
+	if active := collect(t, s, JobQuery{Limit: 50}); len(active) != 150 || active[0].ID != 2 {
+		t.Errorf("active listing: %d jobs, first %d; want 150 from job 2", len(active), active[0].ID)
+	}
+	threes := collect(t, s, JobQuery{Finished: true, Limit: 10, Match: func(j *cluster.Job) bool { return j.ID%3 == 0 }})
+	if len(threes) != 100 || threes[1].ID != 6 {
+		t.Errorf("filtered = %d jobs, second %d", len(threes), threes[1].ID)
+	}
+	page, next, err := s.Jobs(JobQuery{After: 295, Finished: true, Limit: 5})
+	if err != nil || len(page) != 5 || page[0].ID != 296 || next != 0 {
+		t.Errorf("last page = %d jobs from %v, next %d, %v; want 296-300 and no next", len(page), page, next, err)
+	}
+	full := mustJob(t, s, 1)
+	if full.State != cluster.JobCancelled || full.Script == "" || full.Env["A"] != "1" {
+		t.Errorf("Job(1) from history = %s, script %q, env %v; want the whole job", full.State, full.Script, full.Env)
+	}
+}
+
+// collect pages through q and returns every job.
+func collect(t *testing.T, s *Store, q JobQuery) []*cluster.Job {
+	t.Helper()
+	var out []*cluster.Job
+	for {
+		page, next, err := s.Jobs(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.Limit > 0 && len(page) > q.Limit {
+			t.Fatalf("a page of %d jobs; limit %d", len(page), q.Limit)
+		}
+		out = append(out, page...)
+		if next == 0 {
+			return out
+		}
+		q.After = next
 	}
 }

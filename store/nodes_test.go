@@ -69,7 +69,7 @@ func TestRegisterNodeInvalid(t *testing.T) {
 func TestSetNodeStateDownLosesJobs(t *testing.T) {
 	s := openTest(t, "")
 	mustRegister(t, s, 1, "n1", "n2", "n3")
-	if err := s.SubmitJob(4, pendingJob(1, 2, 2)); err != nil {
+	if err := submitErr(s, 4, pendingJob(1, 2, 2)); err != nil {
 		t.Fatal(err)
 	}
 	mustSubmit(t, s, 5, 2) // one node, stays pending
@@ -117,10 +117,7 @@ func TestSetNodeStateErrors(t *testing.T) {
 func TestNodesSorted(t *testing.T) {
 	s := openTest(t, "")
 	mustRegister(t, s, 1, "n3", "n1", "n2")
-	nodes, err := s.Nodes()
-	if err != nil {
-		t.Fatal(err)
-	}
+	nodes := s.Nodes()
 	var names []string
 	for _, n := range nodes {
 		names = append(names, n.Name)
@@ -140,22 +137,21 @@ func TestSetPartitions(t *testing.T) {
 	if err := s.SetPartitions(1, first); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Partitions()
-	if err != nil || !reflect.DeepEqual(got, first) {
-		t.Errorf("Partitions() = %+v, %v; want the configured order %+v", got, err, first)
+	if got := s.Partitions(); !reflect.DeepEqual(got, first) {
+		t.Errorf("Partitions() = %+v; want the configured order %+v", got, first)
 	}
 	second := []*cluster.Partition{{Name: "only", AllNodes: true, State: cluster.PartitionUp}}
 	if err := s.SetPartitions(2, second); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.Partitions(); !reflect.DeepEqual(got, second) {
+	if got := s.Partitions(); !reflect.DeepEqual(got, second) {
 		t.Errorf("after replace: %+v", got)
 	}
 	dup := []*cluster.Partition{{Name: "a"}, {Name: "a"}}
 	if err := s.SetPartitions(3, dup); !errors.Is(err, cluster.ErrInvalid) {
 		t.Errorf("duplicate names: %v; want ErrInvalid", err)
 	}
-	if got, _ := s.Partitions(); !reflect.DeepEqual(got, second) {
+	if got := s.Partitions(); !reflect.DeepEqual(got, second) {
 		t.Errorf("a rejected SetPartitions changed the partitions: %+v", got)
 	}
 }

@@ -12,7 +12,7 @@ import (
 func TestSetNodesDown(t *testing.T) {
 	s := openTest(t, "")
 	mustRegister(t, s, 1, "n1", "n2", "n3", "n4")
-	if err := s.SubmitJob(5, pendingJob(1, 2, 2)); err != nil { // on n1 and n2
+	if err := submitErr(s, 5, pendingJob(1, 2, 2)); err != nil { // on n1 and n2
 		t.Fatal(err)
 	}
 	mustSubmit(t, s, 6, 2) // on n3

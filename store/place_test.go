@@ -10,7 +10,7 @@ import (
 func TestPlaceJobs(t *testing.T) {
 	s := openTest(t, "")
 	mustRegister(t, s, 1, "n1", "n2")
-	if err := s.SubmitJob(3, pendingJob(1, 2, 2)); err != nil {
+	if err := submitErr(s, 3, pendingJob(1, 2, 2)); err != nil {
 		t.Fatal(err)
 	}
 	p := Placement{Job: 1, Alloc: alloc([]int{0, 1}, "n1", "n2"), MasterPort: 29501, Time: at(2)}
@@ -107,7 +107,7 @@ func TestPlaceJobsRecheck(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, j := range []job{{1, 1, 2}, {2, 1, 2}, {3, 2, 2}} {
-				if err := s.SubmitJob(uint64(20+i), pendingJob(j.id, j.nodes, j.gpu)); err != nil {
+				if err := submitErr(s, uint64(20+i), pendingJob(j.id, j.nodes, j.gpu)); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -2,44 +2,48 @@ package store
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
 // Bucket and key names; see the package documentation for the layout.
 var (
-	bucketMeta       = []byte("meta")
-	bucketJobs       = []byte("jobs")
-	bucketActive     = []byte("active")
-	bucketNodes      = []byte("nodes")
-	bucketPartitions = []byte("partitions")
+	bucketMeta        = []byte("meta")
+	bucketJobs        = []byte("jobs")
+	bucketHistory     = []byte("history")
+	bucketPayloads    = []byte("payloads")
+	bucketNodes       = []byte("nodes")
+	bucketPartitions  = []byte("partitions")
+	bucketRequests    = []byte("requests")
+	bucketControllers = []byte("controllers")
 
 	keyVersion = []byte("version")
 	keyApplied = []byte("applied")
 	keyNextJob = []byte("nextjob")
 )
 
-// schemaVersion is the version this binary writes.
-const schemaVersion = 1
-
-// migrations[v] brings a database at version v to version v+1. Version 0 is
-// an empty file.
-var migrations = []func(tx *bolt.Tx) error{
-	0: func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketMeta, bucketJobs, bucketActive, bucketNodes, bucketPartitions} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
-		}
-		return putUint64(tx.Bucket(bucketMeta), keyNextJob, 1)
-	},
+// v2Buckets are the buckets of schema version 2.
+var v2Buckets = [][]byte{
+	bucketMeta, bucketJobs, bucketHistory, bucketPayloads, bucketNodes,
+	bucketPartitions, bucketRequests, bucketControllers,
 }
 
-// migrate runs the migrations from the database's version to schemaVersion,
+// SchemaVersion is the version this binary writes.
+const SchemaVersion = 2
+
+// migrations[v] brings a database at version v to version v+1. Version 0 is
+// an empty file. A step never changes once released: a later format is a
+// new step.
+var migrations = []func(tx *bolt.Tx) error{
+	0: createV1,
+	1: migrateV1toV2,
+}
+
+// migrate runs the migrations from the database's version to SchemaVersion,
 // each in its own transaction.
 func migrate(db *bolt.DB) error {
 	for {
@@ -48,10 +52,10 @@ func migrate(db *bolt.DB) error {
 			return err
 		}
 		switch {
-		case v == schemaVersion:
+		case v == SchemaVersion:
 			return nil
-		case v > schemaVersion:
-			return fmt.Errorf("state database has schema version %d, this binary understands up to %d: upgrade phalanx-controller", v, schemaVersion)
+		case v > SchemaVersion:
+			return fmt.Errorf("state database has schema version %d, this binary understands up to %d: upgrade phalanx-controller (or restore a backup written by this version)", v, SchemaVersion)
 		}
 		err := db.Update(func(tx *bolt.Tx) error {
 			if err := migrations[v](tx); err != nil {
@@ -60,7 +64,7 @@ func migrate(db *bolt.DB) error {
 			return putUint64(tx.Bucket(bucketMeta), keyVersion, v+1)
 		})
 		if err != nil {
-			return fmt.Errorf("migrate state database from version %d: %w", v, err)
+			return fmt.Errorf("migrate state database from version %d to %d: %w", v, v+1, err)
 		}
 	}
 }
@@ -93,57 +97,27 @@ func getUint64(b *bolt.Bucket, key []byte) uint64 {
 
 func jobKey(id cluster.JobID) []byte { return u64(uint64(id)) }
 
-func putJSON(b *bolt.Bucket, key []byte, v any) error {
-	data, err := json.Marshal(v)
+func seqKey(i int) []byte {
+	key := make([]byte, 4)
+	binary.BigEndian.PutUint32(key, uint32(i))
+	return key
+}
+
+func putProto(b *bolt.Bucket, key []byte, m proto.Message) error {
+	data, err := proto.Marshal(m)
 	if err != nil {
 		return err
 	}
 	return b.Put(key, data)
 }
 
-// getJob decodes the job with the given ID; nil if there is none.
-func getJob(tx *bolt.Tx, id cluster.JobID) (*cluster.Job, error) {
-	data := tx.Bucket(bucketJobs).Get(jobKey(id))
+// getProto decodes the value under key into m; false if there is none.
+func getProto(b *bolt.Bucket, key []byte, m proto.Message) (bool, error) {
+	data := b.Get(key)
 	if data == nil {
-		return nil, nil
+		return false, nil
 	}
-	var j cluster.Job
-	if err := json.Unmarshal(data, &j); err != nil {
-		return nil, fmt.Errorf("decode job %d: %w", id, err)
-	}
-	return &j, nil
+	return true, proto.Unmarshal(data, m)
 }
 
-// putJob writes a job and keeps the active index in step: a job is active
-// while it is not terminal or still holds resources.
-func putJob(tx *bolt.Tx, j *cluster.Job) error {
-	key := jobKey(j.ID)
-	if err := putJSON(tx.Bucket(bucketJobs), key, j); err != nil {
-		return fmt.Errorf("encode job %d: %w", j.ID, err)
-	}
-	active := tx.Bucket(bucketActive)
-	if isActive(j) {
-		return active.Put(key, nil)
-	}
-	return active.Delete(key)
-}
-
-func isActive(j *cluster.Job) bool { return !j.State.Terminal() || j.Live() }
-
-// activeJobs decodes every active job, by ID.
-func activeJobs(tx *bolt.Tx) ([]*cluster.Job, error) {
-	var out []*cluster.Job
-	err := tx.Bucket(bucketActive).ForEach(func(k, _ []byte) error {
-		id := cluster.JobID(binary.BigEndian.Uint64(k))
-		j, err := getJob(tx, id)
-		if err != nil {
-			return err
-		}
-		if j == nil {
-			return fmt.Errorf("active index names job %d, which does not exist", id)
-		}
-		out = append(out, j)
-		return nil
-	})
-	return out, err
-}
+func unmarshal(data []byte, m proto.Message) error { return proto.Unmarshal(data, m) }

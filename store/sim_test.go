@@ -56,11 +56,18 @@ func (m *simulation) do(rt *rapid.T, f func(idx uint64) error) {
 }
 
 func (m *simulation) step(rt *rapid.T) {
-	switch rapid.IntRange(0, 5).Draw(rt, "op") {
+	switch rapid.IntRange(0, 7).Draw(rt, "op") {
 	case 0:
 		m.next++
 		j := pendingJob(m.next, rapid.IntRange(1, 2).Draw(rt, "nodes"), 2)
-		m.do(rt, func(idx uint64) error { return m.s.SubmitJob(idx, j) })
+		m.do(rt, func(idx uint64) error { return submitErr(m.s, idx, j) })
+	case 6:
+		m.submitWithRequest(rt)
+	case 7:
+		before := rapid.IntRange(0, 3).Draw(rt, "expire")
+		m.do(rt, func(idx uint64) error {
+			return m.s.Expire(idx, Retention{RequestsBefore: at(before), HistoryBefore: at(before), MaxHistory: 3, MaxRequests: 3})
+		})
 	case 1:
 		m.place(rt)
 	case 2:
@@ -75,6 +82,28 @@ func (m *simulation) step(rt *rapid.T) {
 	case 5:
 		m.replay(rt)
 	}
+}
+
+// submitWithRequest submits with a request ID from a small pool: a reused
+// ID still remembered must answer with its first job and create nothing.
+func (m *simulation) submitWithRequest(rt *rapid.T) {
+	req := []byte{byte(rapid.IntRange(0, 3).Draw(rt, "req"))}
+	first, seen := m.s.RequestJob(req)
+	m.next++
+	j := pendingJob(m.next, 1, 2)
+	j.SubmitTime = at(rapid.IntRange(0, 4).Draw(rt, "submitted"))
+	m.do(rt, func(idx uint64) error {
+		id, err := m.s.SubmitJob(idx, j, req)
+		switch {
+		case err != nil:
+			rt.Fatalf("submit with request: %v", err)
+		case seen && id != first:
+			rt.Fatalf("retried request %x answered job %d; first was %d", req, id, first)
+		case !seen && id != j.ID:
+			rt.Fatalf("new request %x answered job %d; want %d", req, id, j.ID)
+		}
+		return nil
+	})
 }
 
 // replay re-applies an already applied index, as Raft does after a restart:

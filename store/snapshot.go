@@ -7,39 +7,10 @@ import (
 	"path/filepath"
 
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
-// State is a consistent view of everything the scheduler needs, read in
-// one transaction.
-type State struct {
-	Nodes      []*cluster.Node      // by name
-	Partitions []*cluster.Partition // in configuration order
-	Active     []*cluster.Job       // pending and live jobs, by ID
-}
-
-// State reads nodes, partitions and active jobs in one read transaction.
-func (s *Store) State() (*State, error) {
-	st := &State{}
-	err := s.view(func(tx *bolt.Tx) error {
-		var err error
-		if st.Nodes, err = allNodes(tx); err != nil {
-			return err
-		}
-		if st.Partitions, err = allPartitions(tx); err != nil {
-			return err
-		}
-		st.Active, err = activeJobs(tx)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return st, nil
-}
-
-// Snapshot writes a consistent copy of the whole database to w.
+// Snapshot writes a consistent copy of the whole database to w, including
+// every command applied before the call.
 func (s *Store) Snapshot(w io.Writer) error {
 	return s.view(func(tx *bolt.Tx) error {
 		if _, err := tx.WriteTo(w); err != nil {
@@ -49,43 +20,69 @@ func (s *Store) Snapshot(w io.Writer) error {
 	})
 }
 
-// Restore replaces the database with the snapshot read from r. The
-// snapshot is written to a temporary file beside the database, synced and
-// checked, then renamed over the database, which is reopened. Reads and
-// writes wait while the swap happens; on an error before the swap the old
-// database stays. If the new one cannot be opened, the store is closed.
+// Restore replaces the state with the snapshot read from r. The snapshot
+// is written to a temporary file beside the database, synced, migrated if
+// it is from an older version, and loaded; then it is renamed over the
+// database, reopened, and memory is replaced. On an error before the swap
+// the old state stays. If the new database cannot be reopened, the store is
+// closed. Restore must not run concurrently with commands (the FSM calls it
+// between them).
 func (s *Store) Restore(r io.Reader) error {
+	if err := s.Flush(); err != nil {
+		return err
+	}
 	tmp, err := writeTemp(s.path, r)
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp) // after a successful rename there is nothing to remove
-	db, err := openDB(tmp)
+	db, err := openDB(tmp, s.opts)
 	if err != nil {
 		return fmt.Errorf("restore: snapshot is not a state database: %w", err)
 	}
-	if err := db.Close(); err != nil {
+	st, err := load(db)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+
+	s.dbMu.Lock()
+	if s.db == nil {
+		s.dbMu.Unlock()
+		return ErrClosed
+	}
+	if err := s.db.Close(); err != nil {
+		s.dbMu.Unlock()
+		return fmt.Errorf("restore: close old database: %w", err)
+	}
+	s.db = nil
+	err = os.Rename(tmp, s.path)
+	if err == nil {
+		err = syncDir(filepath.Dir(s.path))
+	}
+	if err == nil {
+		s.db, err = openDB(s.path, s.opts)
+	}
+	s.dbMu.Unlock()
+	if err != nil {
+		s.Close()
 		return fmt.Errorf("restore: %w", err)
 	}
 
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.db == nil {
-		return ErrClosed
+	s.st = st
+	s.w.reset(st.applied)
+	s.wmu.Lock()
+	for node, ch := range s.watches {
+		close(ch)
+		delete(s.watches, node)
 	}
-	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("restore: close old database: %w", err)
-	}
-	s.db = nil
-	if err := os.Rename(tmp, s.path); err != nil {
-		return fmt.Errorf("restore: %w", err)
-	}
-	if err := syncDir(filepath.Dir(s.path)); err != nil {
-		return fmt.Errorf("restore: %w", err)
-	}
-	if s.db, err = openDB(s.path); err != nil {
-		return fmt.Errorf("restore: reopen: %w", err)
-	}
+	s.wmu.Unlock()
+	close(s.applied)
+	s.applied = make(chan struct{})
+	s.mu.Unlock()
 	return nil
 }
 

@@ -46,15 +46,19 @@ type dump struct {
 func dumpStore(t *testing.T, s *Store) dump {
 	t.Helper()
 	d := dump{Applied: s.AppliedIndex(), Next: s.NextJobID()}
-	var err error
-	if d.Jobs, err = s.Jobs(nil); err != nil {
-		t.Fatal(err)
-	}
+	d.Jobs = collect(t, s, JobQuery{Finished: true})
 	st, err := s.State()
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.Active, d.Nodes, d.Partitions = st.Active, st.Nodes, st.Partitions
+	for i, j := range d.Jobs { // listings leave finished jobs' payloads out
+		if !isActive(j) {
+			j = j.Clone()
+			j.Script, j.Env = "", nil
+			d.Jobs[i] = j
+		}
+	}
 	return d
 }
 
@@ -166,7 +170,9 @@ func TestNewerSchemaRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error { return putUint64(tx.Bucket(bucketMeta), keyVersion, schemaVersion+1) })
+	err = s.withDB(func(db *bolt.DB) error {
+		return db.Update(func(tx *bolt.Tx) error { return putUint64(tx.Bucket(bucketMeta), keyVersion, SchemaVersion+1) })
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,10 +192,10 @@ func TestMigrationFromEmpty(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = db.View(func(tx *bolt.Tx) error {
-		if v := version(tx); v != schemaVersion {
+		if v := version(tx); v != SchemaVersion {
 			t.Errorf("version = %d", v)
 		}
-		for _, b := range [][]byte{bucketMeta, bucketJobs, bucketActive, bucketNodes, bucketPartitions} {
+		for _, b := range v2Buckets {
 			if tx.Bucket(b) == nil {
 				t.Errorf("bucket %s missing", b)
 			}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -15,31 +16,68 @@ import (
 // Restore could not reopen its database).
 var ErrClosed = errors.New("store: closed")
 
-// errSkip rolls back a transaction without reporting an error.
-var errSkip = errors.New("skip")
-
-// Store is the bbolt-backed state. It is safe for concurrent use: reads run
-// in parallel with each other and with one write at a time.
+// Store is the replicated state, in memory and on disk (see the package
+// documentation). It is safe for concurrent use; commands are meant to be
+// applied by one goroutine (the FSM's), in index order.
 type Store struct {
 	path string
-	// mu guards db. Every transaction holds it for reading; Restore and
-	// Close hold it for writing while they swap or close the database.
-	mu sync.RWMutex
-	db *bolt.DB
+	opts options
+
+	// mu guards st and the watch channels. Commands hold it for writing
+	// while they apply; reads hold it for reading while they copy.
+	mu      sync.RWMutex
+	st      *state
+	closed  bool
+	applied chan struct{} // closed at the next applied command
+	// wmu guards watches, per node a channel closed at its next change.
+	// Apply closes them holding mu for writing; NodeJobs makes them
+	// holding mu for reading, so no change falls between a read and its
+	// channel.
+	wmu     sync.Mutex
+	watches map[string]chan struct{}
+
+	w *writer
+
+	// dbMu guards db: the writer and reads of finished jobs hold it for
+	// reading; Restore and Close swap or close the database under it.
+	dbMu sync.RWMutex
+	db   *bolt.DB
 }
 
-// Open opens (creating if needed) the state database at path and brings it
-// to the current schema version.
-func Open(path string) (*Store, error) {
-	db, err := openDB(path)
+type options struct {
+	noSync bool
+}
+
+// Option tunes Open.
+type Option func(*options)
+
+// NoSync skips fsync on commit: for tests and throwaway clusters only. The
+// Raft log's own durability is not affected.
+func NoSync() Option { return func(o *options) { o.noSync = true } }
+
+// Open opens (creating if needed) the state database at path, brings it to
+// the current schema version and loads it into memory.
+func Open(path string, opts ...Option) (*Store, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	db, err := openDB(path, o)
 	if err != nil {
 		return nil, err
 	}
-	return &Store{path: path, db: db}, nil
+	st, err := load(db)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("load state database %s: %w", path, err)
+	}
+	s := &Store{path: path, opts: o, st: st, db: db, watches: map[string]chan struct{}{}, applied: make(chan struct{})}
+	s.w = newWriter(s, st.applied)
+	return s, nil
 }
 
-func openDB(path string) (*bolt.DB, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+func openDB(path string, o options) (*bolt.DB, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: o.noSync})
 	if err != nil {
 		return nil, fmt.Errorf("open state database %s: %w (is another controller using it?)", path, err)
 	}
@@ -50,68 +88,106 @@ func openDB(path string) (*bolt.DB, error) {
 	return db, nil
 }
 
-// Close closes the database. Later calls return ErrClosed.
+// Close waits for the writer to commit what was applied, then closes the
+// database. Later calls return ErrClosed.
 func (s *Store) Close() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.db == nil {
+	if s.closed {
+		s.mu.Unlock()
 		return nil
+	}
+	s.closed = true
+	s.wmu.Lock()
+	for node, ch := range s.watches {
+		close(ch)
+		delete(s.watches, node)
+	}
+	s.wmu.Unlock()
+	close(s.applied)
+	s.applied = make(chan struct{})
+	s.mu.Unlock()
+	s.w.close()
+	werr := s.w.failure()
+	s.dbMu.Lock()
+	defer s.dbMu.Unlock()
+	if s.db == nil {
+		return werr
 	}
 	err := s.db.Close()
 	s.db = nil
-	return err
+	return errors.Join(werr, err)
 }
 
-// view runs fn in a read transaction.
+// withDB runs fn with the open database.
+func (s *Store) withDB(fn func(db *bolt.DB) error) error {
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
+	if s.db == nil {
+		return ErrClosed
+	}
+	return fn(s.db)
+}
+
+// view runs fn in a read transaction that sees every command applied before
+// the call (it waits for the writer to commit them).
 func (s *Store) view(fn func(tx *bolt.Tx) error) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.db == nil {
-		return ErrClosed
-	}
-	return s.db.View(fn)
-}
-
-// update applies the command at Raft index idx: fn's changes and the new
-// applied index commit together. An index already applied is skipped and
-// returns nil. When fn rejects the command (an error wrapping one of
-// cluster's sentinels: IsRejection), its changes roll back, the index is
-// still recorded (the command was applied, as a rejection), and the error is
-// returned. Any other failure (I/O, a full disk) records nothing: the entry
-// is not applied, and the caller must not go on as if it were.
-func (s *Store) update(idx uint64, fn func(tx *bolt.Tx) error) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.db == nil {
-		return ErrClosed
-	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		meta := tx.Bucket(bucketMeta)
-		if idx <= getUint64(meta, keyApplied) {
-			return errSkip
-		}
-		if err := fn(tx); err != nil {
-			return err
-		}
-		return putUint64(meta, keyApplied, idx)
-	})
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, errSkip):
-		return nil
-	case !IsRejection(err):
+	if err := s.Flush(); err != nil {
 		return err
 	}
-	if ierr := s.db.Update(func(tx *bolt.Tx) error {
-		meta := tx.Bucket(bucketMeta)
-		if idx <= getUint64(meta, keyApplied) {
-			return nil
-		}
-		return putUint64(meta, keyApplied, idx)
-	}); ierr != nil {
-		return errors.Join(err, fmt.Errorf("record applied index %d: %w", idx, ierr))
+	return s.withDB(func(db *bolt.DB) error { return db.View(fn) })
+}
+
+// Flush waits until every command applied so far is committed to disk.
+func (s *Store) Flush() error {
+	s.mu.RLock()
+	closed := s.closed
+	s.mu.RUnlock()
+	if closed {
+		return ErrClosed
 	}
+	return s.w.flush()
+}
+
+// apply applies the command at Raft index idx: fn changes memory through c,
+// the ops it records go to the writer, and the applied index moves to idx.
+// An index already applied is skipped and returns nil. When fn rejects the
+// command (an error wrapping one of cluster's sentinels: IsRejection), it
+// must not have changed anything; the index is still recorded and the error
+// returned. Any other error (the store is closed, the disk failed) records
+// nothing: the caller must not go on as if the entry were applied.
+func (s *Store) apply(idx uint64, fn func(c *change) error) error {
+	if err := s.w.room(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if idx <= s.st.applied {
+		return nil
+	}
+	c := &change{st: s.st, idx: idx}
+	next := s.st.nextJob
+	err := fn(c)
+	if err != nil && !IsRejection(err) {
+		return err
+	}
+	if s.st.nextJob != next {
+		c.ops = append(c.ops, nextJobOp{next: s.st.nextJob})
+	}
+	s.st.applied = idx
+	s.w.enqueue(entry{idx: idx, ops: c.ops})
+	s.wmu.Lock()
+	for node := range c.touched {
+		if ch, ok := s.watches[node]; ok {
+			close(ch)
+			delete(s.watches, node)
+		}
+	}
+	s.wmu.Unlock()
+	close(s.applied)
+	s.applied = make(chan struct{})
 	return err
 }
 
@@ -127,12 +203,44 @@ func IsRejection(err error) bool {
 }
 
 // AppliedIndex is the Raft index of the last applied command; 0 on an empty
-// store or a closed one.
+// store.
 func (s *Store) AppliedIndex() uint64 {
-	var v uint64
-	_ = s.view(func(tx *bolt.Tx) error {
-		v = getUint64(tx.Bucket(bucketMeta), keyApplied)
-		return nil
-	})
-	return v
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.st.applied
+}
+
+// DurableIndex is the applied index of the last command the writer has
+// committed to disk.
+func (s *Store) DurableIndex() uint64 {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	return s.w.flushed
+}
+
+// WaitApplied waits until the command at index idx has been applied, or ctx
+// ends.
+func (s *Store) WaitApplied(ctx context.Context, idx uint64) error {
+	for {
+		s.mu.RLock()
+		applied, ch, closed := s.st.applied, s.applied, s.closed
+		s.mu.RUnlock()
+		switch {
+		case closed:
+			return ErrClosed
+		case applied >= idx:
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for index %d (applied %d): %w", idx, applied, ctx.Err())
+		}
+	}
+}
+
+func (w *writer) failure() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
 }

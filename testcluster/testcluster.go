@@ -271,11 +271,7 @@ func (c *Cluster) link(name string) *proxy {
 func (c *Cluster) WaitNodes(n int) {
 	c.t.Helper()
 	c.Eventually(10*time.Second, func() error {
-		nodes, err := c.Controller.Store().Nodes()
-		if err != nil {
-			return err
-		}
-		if len(nodes) < n {
+		if nodes := c.Controller.Store().Nodes(); len(nodes) < n {
 			return fmt.Errorf("%d of %d nodes registered", len(nodes), n)
 		}
 		return nil

@@ -1,4 +1,4 @@
-package controller
+package fsm
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 
 func openStore(t *testing.T) *store.Store {
 	t.Helper()
-	s, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
+	s, err := store.Open(filepath.Join(t.TempDir(), "state.db"), store.NoSync())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,9 +23,9 @@ func openStore(t *testing.T) *store.Store {
 	return s
 }
 
-func logEntry(t *testing.T, idx uint64, ct commandType, payload any) *raft.Log {
+func entry(t *testing.T, idx uint64, c Command) *raft.Log {
 	t.Helper()
-	data, err := encodeCommand(ct, payload)
+	data, err := Encode(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,24 +41,20 @@ func testJob(id cluster.JobID) *cluster.Job {
 
 func TestFSMDispatchesAndSkipsReappliedEntries(t *testing.T) {
 	st := openStore(t)
-	fired := 0
-	f := &fsm{store: st, applied: func() { fired++ }}
-
-	res := f.Apply(logEntry(t, 1, cmdSubmitJob, submitJobCmd{Job: testJob(1)})).(applyResult)
-	if res.Err != nil {
-		t.Fatalf("submit: %v", res.Err)
+	f := New(st)
+	res := f.Apply(entry(t, 1, SubmitJob{Job: testJob(1)})).(Result)
+	if res.Err != nil || len(res.IDs) != 1 || res.IDs[0] != 1 {
+		t.Fatalf("submit: %+v", res)
 	}
 	// A restarted replica replays entry 1: the store has it already.
-	res = f.Apply(logEntry(t, 1, cmdSubmitJob, submitJobCmd{Job: testJob(1)})).(applyResult)
-	if res.Err != nil {
+	if res = f.Apply(entry(t, 1, SubmitJob{Job: testJob(1)})).(Result); res.Err != nil {
 		t.Fatalf("replayed submit: %v", res.Err)
 	}
 	// A genuine duplicate at a new index is refused.
-	res = f.Apply(logEntry(t, 2, cmdSubmitJob, submitJobCmd{Job: testJob(1)})).(applyResult)
-	if res.Err == nil {
+	if res = f.Apply(entry(t, 2, SubmitJob{Job: testJob(1)})).(Result); res.Err == nil {
 		t.Fatalf("duplicate job ID at a new index was accepted")
 	}
-	res = f.Apply(logEntry(t, 3, cmdCancelJobs, cancelJobsCmd{IDs: []cluster.JobID{1}, Time: time.Unix(2000, 0), Reason: "test"})).(applyResult)
+	res = f.Apply(entry(t, 3, CancelJobs{IDs: []cluster.JobID{1}, Time: time.Unix(2000, 0), Reason: "test"})).(Result)
 	if res.Err != nil || len(res.IDs) != 1 || res.IDs[0] != 1 {
 		t.Fatalf("cancel: %+v", res)
 	}
@@ -66,13 +62,44 @@ func TestFSMDispatchesAndSkipsReappliedEntries(t *testing.T) {
 	if err != nil || j.State != cluster.JobCancelled {
 		t.Fatalf("job after cancel: %+v %v", j, err)
 	}
-	if st.AppliedIndex() != 3 || fired != 4 {
-		t.Errorf("applied index %d, watchers woken %d times; want 3 and 4", st.AppliedIndex(), fired)
+	// Configuration entries are Raft's own: no result, no index.
+	if res := f.Apply(&raft.Log{Index: 4, Type: raft.LogConfiguration}); res != nil {
+		t.Errorf("configuration entry gave %v", res)
+	}
+	if st.AppliedIndex() != 3 {
+		t.Errorf("applied index %d; want 3", st.AppliedIndex())
+	}
+}
+
+func TestFSMAppliesBatchesInOrder(t *testing.T) {
+	st := openStore(t)
+	f := New(st)
+	logs := []*raft.Log{
+		entry(t, 1, SubmitJob{Job: testJob(1), RequestID: []byte("r")}),
+		{Index: 2, Type: raft.LogNoop},
+		entry(t, 3, SubmitJob{Job: testJob(2), RequestID: []byte("r")}), // a retry
+		entry(t, 4, CancelJobs{IDs: []cluster.JobID{1}, Time: time.Unix(2000, 0)}),
+	}
+	out := f.ApplyBatch(logs)
+	if len(out) != 4 || out[1] != nil {
+		t.Fatalf("results %v", out)
+	}
+	if r := out[2].(Result); r.Err != nil || r.IDs[0] != 1 {
+		t.Errorf("retried submit = %+v; want job 1", r)
+	}
+	if r := out[3].(Result); len(r.IDs) != 1 {
+		t.Errorf("cancel in the same batch = %+v", r)
+	}
+	if err := st.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if st.DurableIndex() != 4 {
+		t.Errorf("durable index %d; want 4", st.DurableIndex())
 	}
 }
 
 func TestFSMRefusesUnknownCommands(t *testing.T) {
-	f := &fsm{store: openStore(t)}
+	f := New(openStore(t))
 	defer func() {
 		if recover() == nil {
 			t.Fatal("an unknown command type was applied; it must stop the replica")
@@ -82,9 +109,9 @@ func TestFSMRefusesUnknownCommands(t *testing.T) {
 }
 
 func TestFSMSnapshotRestore(t *testing.T) {
-	src := &fsm{store: openStore(t)}
-	src.Apply(logEntry(t, 1, cmdSubmitJob, submitJobCmd{Job: testJob(7)}))
-	src.Apply(logEntry(t, 2, cmdRegisterNode, registerNodeCmd{Node: &cluster.Node{Name: "n1", GPUs: 8, CPUs: 4}}))
+	src := New(openStore(t))
+	src.Apply(entry(t, 1, SubmitJob{Job: testJob(7)}))
+	src.Apply(entry(t, 2, RegisterNode{Node: &cluster.Node{Name: "n1", GPUs: 8, CPUs: 4}}))
 	snap, err := src.Snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +120,7 @@ func TestFSMSnapshotRestore(t *testing.T) {
 	if err := snap.Persist(sink); err != nil {
 		t.Fatal(err)
 	}
-	dst := &fsm{store: openStore(t)}
+	dst := New(openStore(t))
 	if err := dst.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
 		t.Fatal(err)
 	}
@@ -114,31 +141,14 @@ func (s *memSink) ID() string    { return "mem" }
 func (s *memSink) Cancel() error { return nil }
 func (s *memSink) Close() error  { return nil }
 
-func TestPortPickerSkipsPortsInUseOnTheMasterNode(t *testing.T) {
-	live := testJob(1)
-	live.Alloc = &cluster.Allocation{Nodes: []cluster.NodeAlloc{{Node: "a"}}}
-	live.Tasks = []cluster.Task{{Node: "a", State: cluster.TaskRunning}}
-	live.MasterPort = 29500
-	p := newPortPicker(29500, 29501, []*cluster.Job{live})
-	if port, ok := p.pick("a"); !ok || port != 29501 {
-		t.Errorf("pick on a = %d %v; want 29501", port, ok)
-	}
-	if _, ok := p.pick("a"); ok {
-		t.Errorf("range exhausted on a, yet a port was handed out")
-	}
-	if port, ok := p.pick("b"); !ok || port != 29500 {
-		t.Errorf("pick on b = %d %v; want 29500", port, ok)
-	}
-}
-
 func TestFSMStopsWhenTheStoreCannotApply(t *testing.T) {
 	st := openStore(t)
-	f := &fsm{store: st}
-	st.Close() // every write now fails locally
+	f := New(st)
+	st.Close() // every command now fails locally
 	defer func() {
 		if recover() == nil {
 			t.Fatal("an entry the store could not apply was treated as applied")
 		}
 	}()
-	f.Apply(logEntry(t, 1, cmdSubmitJob, submitJobCmd{Job: testJob(1)}))
+	f.Apply(entry(t, 1, SubmitJob{Job: testJob(1)}))
 }

@@ -1,0 +1,153 @@
+package fsm
+
+import (
+	"time"
+
+	statev1 "github.com/phalanx-hpc/phalanx/api/phalanx/state/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/store"
+)
+
+// Command is one replicated change.
+type Command interface {
+	// apply makes the change at Raft index idx: one store call.
+	apply(st *store.Store, idx uint64) Result
+	encode() (*statev1.Command, error)
+}
+
+// Result is what applying a command returns to its proposer.
+type Result struct {
+	// IDs: the job submitted, or the jobs placed, cancelled or preempted.
+	IDs []cluster.JobID
+	// Err: the store's rejection (see store.IsRejection), if any.
+	Err error
+}
+
+// SubmitJob adds Job, PENDING, with its ID chosen by the leader. With a
+// RequestID it is exactly-once: a retry of the same request answers with
+// the first job (Result.IDs[0]) and adds nothing.
+type SubmitJob struct {
+	Job       *cluster.Job
+	RequestID []byte
+}
+
+func (c SubmitJob) apply(st *store.Store, idx uint64) Result {
+	id, err := st.SubmitJob(idx, c.Job, c.RequestID)
+	if err != nil || id == 0 {
+		return Result{Err: err}
+	}
+	return Result{IDs: []cluster.JobID{id}}
+}
+
+// PlaceJobs starts gangs on their allocations; each is re-checked and
+// placed whole or skipped.
+type PlaceJobs struct {
+	Placements []store.Placement
+}
+
+func (c PlaceJobs) apply(st *store.Store, idx uint64) Result {
+	ids, err := st.PlaceJobs(idx, c.Placements)
+	return Result{IDs: ids, Err: err}
+}
+
+// ReportTask is an agent's report about one task.
+type ReportTask struct {
+	Report cluster.TaskReport
+}
+
+func (c ReportTask) apply(st *store.Store, idx uint64) Result {
+	return Result{Err: st.ReportTask(idx, c.Report)}
+}
+
+// CancelJobs cancels jobs.
+type CancelJobs struct {
+	IDs    []cluster.JobID
+	Time   time.Time
+	Reason string
+}
+
+func (c CancelJobs) apply(st *store.Store, idx uint64) Result {
+	ids, err := st.CancelJobs(idx, c.IDs, c.Time, c.Reason)
+	return Result{IDs: ids, Err: err}
+}
+
+// RegisterNode records what an agent reported about its host.
+type RegisterNode struct {
+	Node *cluster.Node
+}
+
+func (c RegisterNode) apply(st *store.Store, idx uint64) Result {
+	return Result{Err: st.RegisterNode(idx, c.Node)}
+}
+
+// SetNodeState sets one node's state and reason.
+type SetNodeState struct {
+	Name   string
+	State  cluster.NodeState
+	Reason string
+	Time   time.Time
+}
+
+func (c SetNodeState) apply(st *store.Store, idx uint64) Result {
+	return Result{Err: st.SetNodeState(idx, c.Name, c.State, c.Reason, c.Time)}
+}
+
+// SetPartitions replaces every partition.
+type SetPartitions struct {
+	Partitions []*cluster.Partition
+}
+
+func (c SetPartitions) apply(st *store.Store, idx uint64) Result {
+	return Result{Err: st.SetPartitions(idx, c.Partitions)}
+}
+
+// PreemptJobs preempts each of IDs; For names, by position, the job it
+// makes room for (kept in the log for the record).
+type PreemptJobs struct {
+	IDs  []cluster.JobID
+	For  []cluster.JobID
+	Time time.Time
+}
+
+func (c PreemptJobs) apply(st *store.Store, idx uint64) Result {
+	ids, err := st.PreemptJobs(idx, c.IDs, c.Time)
+	return Result{IDs: ids, Err: err}
+}
+
+// SetNodesDown marks silent nodes DOWN together.
+type SetNodesDown struct {
+	Names  []string
+	Reason string
+	Time   time.Time
+}
+
+func (c SetNodesDown) apply(st *store.Store, idx uint64) Result {
+	return Result{Err: st.SetNodesDown(idx, c.Names, c.Reason, c.Time)}
+}
+
+// SetController records a replica's addresses.
+type SetController struct {
+	Controller store.Controller
+}
+
+func (c SetController) apply(st *store.Store, idx uint64) Result {
+	return Result{Err: st.SetController(idx, c.Controller)}
+}
+
+// RemoveController forgets a replica's addresses.
+type RemoveController struct {
+	ID string
+}
+
+func (c RemoveController) apply(st *store.Store, idx uint64) Result {
+	return Result{Err: st.RemoveController(idx, c.ID)}
+}
+
+// Expire forgets submit requests and finished jobs past their retention.
+type Expire struct {
+	Retention store.Retention
+}
+
+func (c Expire) apply(st *store.Store, idx uint64) Result {
+	return Result{Err: st.Expire(idx, c.Retention)}
+}

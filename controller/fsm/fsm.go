@@ -1,0 +1,87 @@
+package fsm
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/phalanx-hpc/phalanx/store"
+)
+
+// FSM applies committed log entries to the store.
+type FSM struct {
+	store *store.Store
+}
+
+var (
+	_ raft.FSM         = (*FSM)(nil)
+	_ raft.BatchingFSM = (*FSM)(nil)
+)
+
+// New returns the state machine of a replica whose state is st.
+func New(st *store.Store) *FSM { return &FSM{store: st} }
+
+// Apply implements raft.FSM.
+func (f *FSM) Apply(l *raft.Log) any {
+	return f.apply(l)
+}
+
+// ApplyBatch implements raft.BatchingFSM: the entries are applied in order,
+// and the store commits them to disk together.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	for i, l := range logs {
+		out[i] = f.apply(l)
+	}
+	return out
+}
+
+// apply decodes one entry and makes its one store call. An entry this
+// binary cannot decode, or that the store could not apply for a local
+// reason (a disk error), stops the replica: going on would silently drop a
+// committed entry here, and a restart replays the log.
+func (f *FSM) apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil // configuration changes and no-ops are Raft's own
+	}
+	c, err := Decode(l.Data)
+	if err != nil {
+		panic(fmt.Sprintf("raft log index %d: %v", l.Index, err))
+	}
+	res := c.apply(f.store, l.Index)
+	if res.Err != nil && !store.IsRejection(res.Err) {
+		panic(fmt.Sprintf("raft log index %d: apply %T: %v", l.Index, c, res.Err))
+	}
+	return res
+}
+
+// Snapshot implements raft.FSM. The store writes a consistent copy of its
+// database when Raft persists the snapshot; entries applied in between are
+// harmless, since the store skips the indexes it has already applied.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	return &snapshot{store: f.store}, nil
+}
+
+// Restore implements raft.FSM: the store swaps in the snapshot's database.
+func (f *FSM) Restore(r io.ReadCloser) error {
+	defer r.Close()
+	if err := f.store.Restore(r); err != nil {
+		return fmt.Errorf("restore snapshot: %w", err)
+	}
+	return nil
+}
+
+type snapshot struct {
+	store *store.Store
+}
+
+func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	if err := s.store.Snapshot(sink); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *snapshot) Release() {}

@@ -1,0 +1,192 @@
+package codec
+
+import (
+	"time"
+
+	statev1 "github.com/phalanx-hpc/phalanx/api/phalanx/state/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+// Job encodes a job's record: spec and status, without the payload (script
+// and environment; see Payload).
+func Job(j *cluster.Job) (*statev1.Job, error) {
+	st, err := jobStatus(j)
+	if err != nil {
+		return nil, err
+	}
+	return &statev1.Job{Id: uint64(j.ID), Spec: jobSpec(j), Status: st}, nil
+}
+
+func jobSpec(j *cluster.Job) *statev1.JobSpec {
+	return &statev1.JobSpec{
+		Name:         j.Name,
+		User:         j.User,
+		Uid:          int32(j.UID),
+		Gid:          int32(j.GID),
+		Account:      j.Account,
+		Partition:    j.Partition,
+		Priority:     j.Priority,
+		SubmitTime:   Time(j.SubmitTime),
+		TimeLimit:    int64(j.TimeLimit),
+		Image:        j.Image,
+		WorkDir:      j.WorkDir,
+		Output:       j.Output,
+		Error:        j.Error,
+		Nodes:        int32(j.Nodes),
+		GpusPerNode:  int32(j.GPUsPerNode),
+		GpuType:      j.GPUType,
+		CpusPerNode:  int32(j.CPUsPerNode),
+		MemoryMb:     j.MemoryMB,
+		Constraint:   j.Constraint,
+		Nodelist:     j.NodeList,
+		Exclude:      j.Exclude,
+		Exclusive:    j.Exclusive,
+		Switches:     int32(j.Switches),
+		SwitchesWait: int64(j.SwitchesWait),
+		Segment:      int32(j.Segment),
+		Qos:          j.QoS,
+		Nice:         int32(j.Nice),
+	}
+}
+
+func jobStatus(j *cluster.Job) (*statev1.JobStatus, error) {
+	state, err := JobState(j.State)
+	if err != nil {
+		return nil, err
+	}
+	out := &statev1.JobStatus{
+		State:      state,
+		Reason:     j.Reason,
+		ExitCode:   int32(j.ExitCode),
+		ExitSignal: int32(j.ExitSignal),
+		StartTime:  Time(j.StartTime),
+		EndTime:    Time(j.EndTime),
+		Attempt:    int32(j.Attempt),
+		MasterPort: int32(j.MasterPort),
+		Requeued:   j.Requeued,
+	}
+	if j.Alloc != nil {
+		out.Alloc = Allocation(*j.Alloc)
+	}
+	for _, t := range j.Tasks {
+		ts, err := TaskState(t.State)
+		if err != nil {
+			return nil, err
+		}
+		out.Tasks = append(out.Tasks, &statev1.Task{
+			Rank: int32(t.Rank), Node: t.Node, State: ts, ExitCode: int32(t.ExitCode), ExitSignal: int32(t.ExitSignal),
+			Message: t.Message, StartTime: Time(t.StartTime), EndTime: Time(t.EndTime),
+		})
+	}
+	for _, a := range j.Attempts {
+		as, err := JobState(a.State)
+		if err != nil {
+			return nil, err
+		}
+		out.Attempts = append(out.Attempts, &statev1.Attempt{
+			Attempt: int32(a.Attempt), Alloc: Allocation(a.Alloc), StartTime: Time(a.StartTime), EndTime: Time(a.EndTime),
+			State: as, Reason: a.Reason, PlacedIndex: a.PlacedIndex, ReleasedIndex: a.ReleasedIndex,
+		})
+	}
+	return out, nil
+}
+
+// FromJob decodes a job's record; its payload fields are empty (see
+// WithPayload).
+func FromJob(r *statev1.Job) (*cluster.Job, error) {
+	sp := r.GetSpec()
+	j := &cluster.Job{
+		ID:           cluster.JobID(r.GetId()),
+		Name:         sp.GetName(),
+		User:         sp.GetUser(),
+		UID:          int(sp.GetUid()),
+		GID:          int(sp.GetGid()),
+		Account:      sp.GetAccount(),
+		Partition:    sp.GetPartition(),
+		Priority:     sp.GetPriority(),
+		SubmitTime:   FromTime(sp.GetSubmitTime()),
+		TimeLimit:    time.Duration(sp.GetTimeLimit()),
+		Image:        sp.GetImage(),
+		WorkDir:      sp.GetWorkDir(),
+		Output:       sp.GetOutput(),
+		Error:        sp.GetError(),
+		Nodes:        int(sp.GetNodes()),
+		GPUsPerNode:  int(sp.GetGpusPerNode()),
+		GPUType:      sp.GetGpuType(),
+		CPUsPerNode:  int(sp.GetCpusPerNode()),
+		MemoryMB:     sp.GetMemoryMb(),
+		Constraint:   sp.GetConstraint(),
+		NodeList:     sp.GetNodelist(),
+		Exclude:      sp.GetExclude(),
+		Exclusive:    sp.GetExclusive(),
+		Switches:     int(sp.GetSwitches()),
+		SwitchesWait: time.Duration(sp.GetSwitchesWait()),
+		Segment:      int(sp.GetSegment()),
+		QoS:          sp.GetQos(),
+		Nice:         int(sp.GetNice()),
+	}
+	if err := fromJobStatus(j, r.GetStatus()); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+func fromJobStatus(j *cluster.Job, st *statev1.JobStatus) error {
+	var err error
+	if j.State, err = FromJobState(st.GetState()); err != nil {
+		return err
+	}
+	j.Reason = st.GetReason()
+	j.ExitCode, j.ExitSignal = int(st.GetExitCode()), int(st.GetExitSignal())
+	j.StartTime, j.EndTime = FromTime(st.GetStartTime()), FromTime(st.GetEndTime())
+	j.Attempt = int(st.GetAttempt())
+	j.MasterPort = int(st.GetMasterPort())
+	j.Requeued = st.GetRequeued()
+	if st.GetAlloc() != nil {
+		a := FromAllocation(st.GetAlloc())
+		j.Alloc = &a
+	}
+	for _, t := range st.GetTasks() {
+		ts, err := FromTaskState(t.GetState())
+		if err != nil {
+			return err
+		}
+		j.Tasks = append(j.Tasks, cluster.Task{
+			Rank: int(t.GetRank()), Node: t.GetNode(), State: ts, ExitCode: int(t.GetExitCode()), ExitSignal: int(t.GetExitSignal()),
+			Message: t.GetMessage(), StartTime: FromTime(t.GetStartTime()), EndTime: FromTime(t.GetEndTime()),
+		})
+	}
+	for _, a := range st.GetAttempts() {
+		as, err := FromJobState(a.GetState())
+		if err != nil {
+			return err
+		}
+		j.Attempts = append(j.Attempts, cluster.Attempt{
+			Attempt: int(a.GetAttempt()), Alloc: FromAllocation(a.GetAlloc()), StartTime: FromTime(a.GetStartTime()),
+			EndTime: FromTime(a.GetEndTime()), State: as, Reason: a.GetReason(),
+			PlacedIndex: a.GetPlacedIndex(), ReleasedIndex: a.GetReleasedIndex(),
+		})
+	}
+	return nil
+}
+
+// Payload encodes a job's large fields.
+func Payload(j *cluster.Job) *statev1.JobPayload {
+	return &statev1.JobPayload{Script: j.Script, Env: j.Env}
+}
+
+// WithPayload sets a decoded job's large fields from its payload.
+func WithPayload(j *cluster.Job, p *statev1.JobPayload) {
+	j.Script = p.GetScript()
+	j.Env = p.GetEnv()
+}
+
+// FullJob decodes a job record and its payload into one job.
+func FullJob(r *statev1.Job, p *statev1.JobPayload) (*cluster.Job, error) {
+	j, err := FromJob(r)
+	if err != nil {
+		return nil, err
+	}
+	WithPayload(j, p)
+	return j, nil
+}

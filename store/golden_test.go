@@ -1,0 +1,197 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/ (review the diff: existing encodings must not change)")
+
+// stateDump is everything a store holds, in a stable form for golden files.
+type stateDump struct {
+	Applied     uint64
+	NextJob     cluster.JobID
+	Jobs        []*cluster.Job // active and finished, whole, by ID
+	Nodes       []*cluster.Node
+	Partitions  []*cluster.Partition
+	Requests    map[string]cluster.JobID // request ID (hex) -> job
+	Controllers []Controller
+}
+
+func dumpJSON(t *testing.T, s *Store) []byte {
+	t.Helper()
+	d := stateDump{Applied: s.AppliedIndex(), NextJob: s.NextJobID(), Nodes: s.Nodes(), Partitions: s.Partitions(),
+		Requests: map[string]cluster.JobID{}, Controllers: s.Controllers()}
+	s.mu.RLock()
+	var ids []cluster.JobID
+	for id := range s.st.jobs {
+		ids = append(ids, id)
+	}
+	for id := range s.st.finished {
+		ids = append(ids, id)
+	}
+	for k, r := range s.st.requests {
+		d.Requests[hexKey(k)] = r.job
+	}
+	s.mu.RUnlock()
+	sort.Slice(ids, func(i, k int) bool { return ids[i] < ids[k] })
+	for _, id := range ids {
+		d.Jobs = append(d.Jobs, mustJob(t, s, id))
+	}
+	out, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(out, '\n')
+}
+
+func hexKey(k string) string {
+	const digits = "0123456789abcdef"
+	out := make([]byte, 0, 2*len(k))
+	for i := 0; i < len(k); i++ {
+		out = append(out, digits[k[i]>>4], digits[k[i]&15])
+	}
+	return string(out)
+}
+
+// golden compares got with the file, or rewrites it under -update.
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from what the store reads now:\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	in, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMigrateVersion1 opens a database written by version 1 (the first
+// release: JSON records, one jobs bucket with an active index), as an
+// upgraded controller would, and checks what it reads after the migration.
+func TestMigrateVersion1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	copyFile(t, "testdata/v1/state.db", path)
+	s := openTest(t, path)
+	golden(t, "testdata/v1/migrated.json", dumpJSON(t, s))
+	active, finished, _ := s.Counts()
+	if active != 3 || finished != 3 {
+		t.Errorf("after migration %d active and %d finished jobs; want 3 and 3 (running, pending, requeued; completed, cancelled, failed)", active, finished)
+	}
+	// The migrated store takes new commands where version 1 left off.
+	if got := s.AppliedIndex(); got != 24 {
+		t.Fatalf("applied index %d; want 24", got)
+	}
+	if _, err := s.SubmitJob(25, pendingJob(s.NextJobID(), 1, 8), nil); err != nil {
+		t.Fatal(err)
+	}
+	// Reopening does not migrate again.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, path)
+	if _, err := s.Job(7); err != nil {
+		t.Errorf("job submitted after the migration: %v", err)
+	}
+}
+
+// TestSnapshotFormat restores a snapshot written by this schema version
+// (every kind of record) and checks what it reads: a change to the
+// persisted format that would misread existing data fails here.
+func TestSnapshotFormat(t *testing.T) {
+	const fixture = "testdata/v2/snapshot.db"
+	if *update {
+		writeSnapshotFixture(t, fixture)
+	}
+	data, err := os.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openTest(t, "")
+	if err := s.Restore(bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "testdata/v2/snapshot.json", dumpJSON(t, s))
+}
+
+// writeSnapshotFixture builds a store holding every kind of record and
+// writes its snapshot. Run only with -update, when a new kind of record is
+// added; the records already in the fixture must read the same afterwards.
+func writeSnapshotFixture(t *testing.T, path string) {
+	s := openTest(t, "")
+	idx := uint64(0)
+	next := func() uint64 { idx++; return idx }
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.SetPartitions(next(), []*cluster.Partition{
+		{Name: "gpu", AllNodes: true, Default: true, State: cluster.PartitionUp, MaxTime: 48 * time.Hour, DefaultTime: time.Hour, PriorityTier: 2, PreemptMode: "REQUEUE"},
+		{Name: "debug", Nodes: []string{"n1"}, State: cluster.PartitionDrain, MaxNodes: 1},
+	}))
+	for _, n := range []string{"n1", "n2", "n3"} {
+		node := gpuNode(n)
+		node.Features, node.Weight, node.Leaf = []string{"ib", "a100"}, 3, "leaf1"
+		must(s.RegisterNode(next(), node))
+	}
+	must(s.SetController(next(), Controller{ID: "ctl1", APIAddr: "10.0.0.1:7817", RaftAddr: "10.0.0.1:7819"}))
+	for id := cluster.JobID(1); id <= 4; id++ {
+		j := pendingJob(id, 1, 2)
+		j.UID, j.GID, j.Account, j.QoS, j.Nice, j.Priority = 1000, 100, "ml", "high", 5, 7
+		j.TimeLimit, j.Image, j.WorkDir, j.Output, j.Error = 2*time.Hour, "busybox", "/home/alice", "o-%j", "e-%j"
+		j.GPUType, j.Constraint, j.NodeList, j.Exclude = "a100", "ib&a100", []string{"n1"}, []string{"n3"}
+		j.Exclusive, j.Switches, j.SwitchesWait, j.Segment = true, 1, time.Minute, 1
+		_, err := s.SubmitJob(next(), j, []byte{byte(id), 0xab, 0xcd})
+		must(err)
+	}
+	_, err := s.PlaceJobs(next(), []Placement{{Job: 1, Alloc: alloc([]int{0, 1}, "n1"), MasterPort: 29500, Time: at(10)}})
+	must(err)
+	must(s.ReportTask(next(), cluster.TaskReport{JobID: 1, Node: "n1", State: cluster.TaskRunning, Time: at(11)}))
+	_, err = s.PlaceJobs(next(), []Placement{{Job: 2, Alloc: alloc([]int{2, 3}, "n2"), MasterPort: 29501, Time: at(12)}})
+	must(err)
+	must(s.ReportTask(next(), cluster.TaskReport{JobID: 2, Node: "n2", State: cluster.TaskExited, ExitCode: 3, Message: "exit status 3", Time: at(13)}))
+	_, err = s.CancelJobs(next(), []cluster.JobID{3}, at(14), "Cancelled by user")
+	must(err)
+	must(s.SetNodeState(next(), "n3", cluster.NodeDrain, "bad ECC", at(15)))
+	must(s.Flush())
+	f, err := os.Create(path)
+	must(err)
+	must(s.Snapshot(f))
+	must(f.Close())
+}

@@ -1,0 +1,263 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"sort"
+
+	bolt "go.etcd.io/bbolt"
+
+	statev1 "github.com/phalanx-hpc/phalanx/api/phalanx/state/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/store/codec"
+)
+
+// Everything returned here is shared with the store and with other readers:
+// read it, never modify it (Clone first).
+
+// State is a consistent view of everything the scheduler needs.
+type State struct {
+	Applied    uint64               // the index it reflects
+	Nodes      []*cluster.Node      // by name
+	Partitions []*cluster.Partition // in configuration order
+	Active     []*cluster.Job       // pending and live jobs, by ID
+}
+
+// State returns nodes, partitions and active jobs as of one applied index.
+func (s *Store) State() (*State, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	return &State{
+		Applied:    s.st.applied,
+		Nodes:      slices.Clone(s.st.nodeList),
+		Partitions: slices.Clone(s.st.parts),
+		Active:     slices.Clone(s.st.active),
+	}, nil
+}
+
+// ActiveJobs returns the jobs that have not ended or still hold resources,
+// by ID.
+func (s *Store) ActiveJobs() []*cluster.Job {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Clone(s.st.active)
+}
+
+// NextJobID is the smallest ID above every submitted job: 1 on an empty
+// store. The leader hands out IDs from it; they are chosen before the
+// SubmitJob command is proposed.
+func (s *Store) NextJobID() cluster.JobID {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.st.nextJob
+}
+
+// RequestJob returns the job a submit request created, if the request is
+// remembered.
+func (s *Store) RequestJob(requestID []byte) (cluster.JobID, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r, ok := s.st.requests[string(requestID)]
+	return r.job, ok
+}
+
+// Counts returns how many jobs are active and how many finished jobs and
+// submit requests are remembered.
+func (s *Store) Counts() (active, finished, requests int) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.st.jobs), len(s.st.finished), len(s.st.requests)
+}
+
+// Job returns one job, active or finished, with its script and
+// environment; ErrNotFound if there is none.
+func (s *Store) Job(id cluster.JobID) (*cluster.Job, error) {
+	s.mu.RLock()
+	j, closed := s.st.jobs[id], s.closed
+	_, finished := s.st.finished[id]
+	s.mu.RUnlock()
+	switch {
+	case closed:
+		return nil, ErrClosed
+	case j != nil:
+		return j, nil
+	case !finished:
+		return nil, fmt.Errorf("job %d: %w", id, cluster.ErrNotFound)
+	}
+	err := s.view(func(tx *bolt.Tx) error {
+		var r statev1.Job
+		var p statev1.JobPayload
+		ok, err := getProto(tx.Bucket(bucketHistory), jobKey(id), &r)
+		if err != nil || !ok {
+			return err
+		}
+		if _, err := getProto(tx.Bucket(bucketPayloads), jobKey(id), &p); err != nil {
+			return err
+		}
+		j, err = codec.FullJob(&r, &p)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("job %d: %w", id, err)
+	}
+	if j == nil { // forgotten meanwhile
+		return nil, fmt.Errorf("job %d: %w", id, cluster.ErrNotFound)
+	}
+	return j, nil
+}
+
+// JobQuery selects a page of jobs, in ID order.
+type JobQuery struct {
+	// After: only jobs with a higher ID (0: from the start).
+	After cluster.JobID
+	// Limit: at most this many (0: no limit).
+	Limit int
+	// Finished includes finished jobs (read from disk). Without it only
+	// active jobs are listed.
+	Finished bool
+	// Match, when set, selects the jobs to return.
+	Match func(*cluster.Job) bool
+}
+
+// Jobs returns one page of the jobs q selects and the ID to continue after
+// (0 when there are no more). Finished jobs come without their script and
+// environment.
+func (s *Store) Jobs(q JobQuery) ([]*cluster.Job, cluster.JobID, error) {
+	s.mu.RLock()
+	active, closed := slices.Clone(s.st.active), s.closed
+	s.mu.RUnlock()
+	if closed {
+		return nil, 0, ErrClosed
+	}
+	i := sort.Search(len(active), func(i int) bool { return active[i].ID > q.After })
+	active = active[i:]
+	p := page{q: q}
+	if !q.Finished {
+		for _, j := range active {
+			if !p.add(j) {
+				break
+			}
+		}
+		return p.out, p.next(), nil
+	}
+	err := s.view(func(tx *bolt.Tx) error {
+		cur := tx.Bucket(bucketHistory).Cursor()
+		k, v := cur.Seek(jobKey(q.After + 1))
+		for k != nil || len(active) > 0 {
+			var hid cluster.JobID
+			if k != nil {
+				hid = cluster.JobID(binary.BigEndian.Uint64(k))
+			}
+			if len(active) > 0 && (k == nil || active[0].ID <= hid) {
+				if k != nil && active[0].ID == hid { // finished since the copy: memory's copy is as valid
+					k, v = cur.Next()
+				}
+				j := active[0]
+				active = active[1:]
+				if !p.add(j) {
+					return nil
+				}
+				continue
+			}
+			var r statev1.Job
+			if err := unmarshal(v, &r); err != nil {
+				return fmt.Errorf("finished job %d: %w", hid, err)
+			}
+			j, err := codec.FromJob(&r)
+			if err != nil {
+				return fmt.Errorf("finished job %d: %w", hid, err)
+			}
+			if !p.add(j) {
+				return nil
+			}
+			k, v = cur.Next()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return p.out, p.next(), nil
+}
+
+// page collects the jobs of one Jobs call.
+type page struct {
+	q    JobQuery
+	out  []*cluster.Job
+	full bool
+}
+
+// add adds j if it matches and reports whether there is room for more.
+func (p *page) add(j *cluster.Job) bool {
+	if p.q.Match != nil && !p.q.Match(j) {
+		return true
+	}
+	if p.q.Limit > 0 && len(p.out) == p.q.Limit {
+		p.full = true
+		return false
+	}
+	p.out = append(p.out, j)
+	return true
+}
+
+// next is the ID to continue after: the last one returned when more jobs
+// matched than fit.
+func (p *page) next() cluster.JobID {
+	if !p.full || len(p.out) == 0 {
+		return 0
+	}
+	return p.out[len(p.out)-1].ID
+}
+
+// Nodes returns every node, by name.
+func (s *Store) Nodes() []*cluster.Node {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Clone(s.st.nodeList)
+}
+
+// Node returns one node; ErrNotFound if there is none.
+func (s *Store) Node(name string) (*cluster.Node, error) {
+	s.mu.RLock()
+	n := s.st.nodes[name]
+	s.mu.RUnlock()
+	if n == nil {
+		return nil, fmt.Errorf("node %q: %w", name, cluster.ErrNotFound)
+	}
+	return n, nil
+}
+
+// Partitions returns every partition, in configuration order.
+func (s *Store) Partitions() []*cluster.Partition {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Clone(s.st.parts)
+}
+
+// NodeJobs returns the live jobs with a task on the node, by ID, and a
+// channel closed at the next change to them or to the node.
+func (s *Store) NodeJobs(node string) ([]*cluster.Job, <-chan struct{}) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	jobs := make([]*cluster.Job, 0, len(s.st.liveOnNode[node]))
+	for id := range s.st.liveOnNode[node] {
+		jobs = append(jobs, s.st.jobs[id])
+	}
+	sort.Slice(jobs, func(i, k int) bool { return jobs[i].ID < jobs[k].ID })
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	ch, ok := s.watches[node]
+	if !ok {
+		ch = make(chan struct{})
+		if s.closed {
+			close(ch)
+		} else {
+			s.watches[node] = ch
+		}
+	}
+	return jobs, ch
+}

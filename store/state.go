@@ -1,0 +1,196 @@
+package store
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/store/codec"
+)
+
+// Controller is one replica as the replicated state records it: its Raft
+// ID and where to reach its API and Raft transport.
+type Controller struct {
+	ID       string
+	APIAddr  string
+	RaftAddr string
+}
+
+// request is a submit request already seen: the job it created, and when.
+type request struct {
+	job  cluster.JobID
+	time int64 // Unix ns, the job's submit time
+}
+
+// state is the in-memory copy of the store (see the package documentation).
+// Values reachable from it are immutable: changes replace pointers.
+type state struct {
+	applied uint64
+	nextJob cluster.JobID
+
+	jobs   map[cluster.JobID]*cluster.Job // active jobs
+	active []*cluster.Job                 // the same, by ID
+	// finished holds the end time (Unix ns) of every job in history, by ID.
+	finished map[cluster.JobID]int64
+
+	nodes      map[string]*cluster.Node
+	nodeList   []*cluster.Node // by name
+	parts      []*cluster.Partition
+	requests   map[string]request
+	ctls       map[string]Controller
+	liveOnNode map[string]map[cluster.JobID]struct{} // live jobs with a task on the node
+}
+
+func newState() *state {
+	return &state{
+		nextJob:    1,
+		jobs:       map[cluster.JobID]*cluster.Job{},
+		finished:   map[cluster.JobID]int64{},
+		nodes:      map[string]*cluster.Node{},
+		requests:   map[string]request{},
+		ctls:       map[string]Controller{},
+		liveOnNode: map[string]map[cluster.JobID]struct{}{},
+	}
+}
+
+// isActive reports whether a job belongs in the active set: not terminal,
+// or still holding resources.
+func isActive(j *cluster.Job) bool { return !j.State.Terminal() || j.Live() }
+
+// change is one command being applied: it changes the state and records the
+// ops for the writer and the nodes whose assignments changed.
+type change struct {
+	st      *state
+	idx     uint64
+	ops     []op
+	touched map[string]struct{}
+}
+
+func (c *change) touch(node string) {
+	if c.touched == nil {
+		c.touched = map[string]struct{}{}
+	}
+	c.touched[node] = struct{}{}
+}
+
+func (c *change) touchAlloc(j *cluster.Job) {
+	if j == nil || j.Alloc == nil {
+		return
+	}
+	for _, n := range j.Alloc.Nodes {
+		c.touch(n.Node)
+	}
+}
+
+// job returns an active job; nil if it is not active.
+func (c *change) job(id cluster.JobID) *cluster.Job { return c.st.jobs[id] }
+
+// known reports whether a job with the ID was ever submitted and not yet
+// forgotten.
+func (c *change) known(id cluster.JobID) bool {
+	if _, ok := c.st.jobs[id]; ok {
+		return true
+	}
+	_, ok := c.st.finished[id]
+	return ok
+}
+
+// putJob stores j, a new value (never one already stored): in the active
+// set while it is active, else in history. It stamps the Raft index on the
+// attempt records it opens or closes.
+func (c *change) putJob(j *cluster.Job) {
+	st := c.st
+	old := st.jobs[j.ID]
+	c.stampAttempts(old, j)
+	c.touchAlloc(old)
+	c.touchAlloc(j)
+	st.unindexLive(old)
+	if isActive(j) {
+		st.jobs[j.ID] = j
+		st.active = upsert(st.active, j, jobID)
+		st.indexLive(j)
+	} else {
+		delete(st.jobs, j.ID)
+		st.active = remove(st.active, j.ID, jobID)
+		st.finished[j.ID] = codec.Time(j.EndTime)
+	}
+	c.ops = append(c.ops, putJobOp{j: j})
+}
+
+// stampAttempts sets the Raft index on the attempt records this change
+// opened (placed) or closed (released), comparing j with its old value.
+func (c *change) stampAttempts(old, j *cluster.Job) {
+	var before []cluster.Attempt
+	if old != nil {
+		before = old.Attempts
+	}
+	for i := range j.Attempts {
+		a := &j.Attempts[i]
+		if i >= len(before) {
+			a.PlacedIndex = c.idx
+		}
+		if a.Released() && (i >= len(before) || !before[i].Released()) {
+			a.ReleasedIndex = c.idx
+		}
+	}
+}
+
+func (st *state) indexLive(j *cluster.Job) {
+	if j == nil || !j.Live() {
+		return
+	}
+	for _, n := range j.Alloc.Nodes {
+		set := st.liveOnNode[n.Node]
+		if set == nil {
+			set = map[cluster.JobID]struct{}{}
+			st.liveOnNode[n.Node] = set
+		}
+		set[j.ID] = struct{}{}
+	}
+}
+
+func (st *state) unindexLive(j *cluster.Job) {
+	if j == nil || j.Alloc == nil {
+		return
+	}
+	for _, n := range j.Alloc.Nodes {
+		if set := st.liveOnNode[n.Node]; set != nil {
+			delete(set, j.ID)
+			if len(set) == 0 {
+				delete(st.liveOnNode, n.Node)
+			}
+		}
+	}
+}
+
+// putNode stores n, a new value.
+func (c *change) putNode(n *cluster.Node) {
+	c.st.nodes[n.Name] = n
+	c.st.nodeList = upsert(c.st.nodeList, n, nodeName)
+	c.touch(n.Name)
+	c.ops = append(c.ops, putNodeOp{n: n})
+}
+
+func jobID(j *cluster.Job) cluster.JobID { return j.ID }
+func nodeName(n *cluster.Node) string    { return n.Name }
+
+// upsert puts v into list, sorted by key, replacing the value with the same
+// key.
+func upsert[T any, K cmp.Ordered](list []T, v T, key func(T) K) []T {
+	k := key(v)
+	i, found := slices.BinarySearchFunc(list, k, func(e T, k K) int { return cmp.Compare(key(e), k) })
+	if found {
+		list[i] = v
+		return list
+	}
+	return slices.Insert(list, i, v)
+}
+
+// remove drops the value with key k from list, sorted by key.
+func remove[T any, K cmp.Ordered](list []T, k K, key func(T) K) []T {
+	i, found := slices.BinarySearchFunc(list, k, func(e T, k K) int { return cmp.Compare(key(e), k) })
+	if !found {
+		return list
+	}
+	return slices.Delete(list, i, i+1)
+}
