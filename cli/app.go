@@ -88,8 +88,9 @@ func NewApp(sys *System, extra ...*ucli.Command) *ucli.App {
 		Writer:    sys.Stdout,
 		ErrWriter: sys.Stderr,
 		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "server", Usage: "controller address HOST:PORT (default: $PHX_SERVER, " + DefaultConfigPath + ", localhost:7817)"},
-			&ucli.DurationFlag{Name: "timeout", Value: DefaultTimeout, Usage: "deadline for each call to the controller"},
+			&ucli.StringFlag{Name: "server", Usage: "controller addresses HOST:PORT[,HOST:PORT...], tried in turn (default: $PHX_SERVER, " + DefaultConfigPath + ", localhost:7817)"},
+			&ucli.DurationFlag{Name: "timeout", Value: DefaultTimeout, Usage: "deadline for each call to the controllers, failover included"},
+			&ucli.BoolFlag{Name: "stale", Usage: "let the first controller reached answer reads from its own state, which may lag the leader's"},
 		},
 		Commands: []*ucli.Command{
 			k.sbatch(), k.squeue(), k.sinfo(), k.scancel(), k.scontrol(), k.installLinks(),

@@ -9,88 +9,99 @@ import (
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/apiclient"
 )
 
 // DefaultAddr is the controller's address when nothing else names one.
 const DefaultAddr = "localhost:7817"
 
-const defaultPort = "7817"
-
-// ResolveAddr picks the controller address: the --server flag, else
-// $PHX_SERVER, else the first controller line of the config file (conf may
-// be nil when there is none), else DefaultAddr. A host without a port gets
-// the default port.
-func ResolveAddr(flag, env string, conf []byte) string {
-	for _, a := range []string{flag, env, confAddr(conf)} {
-		if a = strings.TrimSpace(a); a != "" {
-			return withPort(a)
-		}
-	}
-	return DefaultAddr
-}
-
-// confAddr reads the first SlurmctldHost=NAME[(ADDR)], ControllerHost= or
-// ControllerAddr= line; it is not a full config parser.
-func confAddr(conf []byte) string {
-	for _, line := range strings.Split(string(conf), "\n") {
-		line = strings.TrimSpace(line)
-		key, val, ok := strings.Cut(line, "=")
-		if !ok {
-			continue
-		}
-		switch strings.ToLower(strings.TrimSpace(key)) {
-		case "slurmctldhost", "controllerhost", "controlleraddr":
-		default:
-			continue
-		}
-		val, _, _ = strings.Cut(val, "#")
-		val = strings.TrimSpace(val)
-		if name, addr, ok := strings.Cut(val, "("); ok {
-			if addr = strings.TrimSuffix(addr, ")"); addr != "" {
-				return addr
+// ResolveAddrs picks the controllers to talk to: the --server flag, else
+// $PHX_SERVER, else every controller line of the config file (conf may be
+// nil when there is none), else DefaultAddr. Flag and variable take a
+// comma-separated list. A host without a port gets the default port (for
+// the config, its ControllerPort= or SlurmctldPort=).
+func ResolveAddrs(flag, env string, conf []byte) []string {
+	for _, list := range []string{flag, env} {
+		if addrs := apiclient.SplitAddrs(list); len(addrs) > 0 {
+			for i, a := range addrs {
+				addrs[i] = apiclient.WithPort(a)
 			}
-			return name
+			return addrs
 		}
-		return val
 	}
-	return ""
+	if addrs := confAddrs(conf); len(addrs) > 0 {
+		return addrs
+	}
+	return []string{DefaultAddr}
 }
 
-func withPort(a string) string {
-	if _, _, err := net.SplitHostPort(a); err == nil {
-		return a
+// confAddrs reads the SlurmctldHost=NAME[(ADDR)], ControllerHost= and
+// ControllerAddr= lines, in order, and the API port from ControllerPort= or
+// SlurmctldPort=. It is not a full config parser: phx reads only these.
+func confAddrs(conf []byte) []string {
+	var hosts []string
+	port := apiclient.DefaultPort
+	for _, line := range strings.Split(string(conf), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		for _, field := range strings.Fields(line) {
+			key, val, ok := strings.Cut(field, "=")
+			if !ok || val == "" {
+				continue
+			}
+			switch strings.ToLower(key) {
+			case "slurmctldhost", "controllerhost", "controlleraddr":
+				hosts = append(hosts, hostOf(val))
+			case "slurmctldport", "controllerport":
+				port = val
+			}
+		}
 	}
-	return net.JoinHostPort(strings.Trim(a, "[]"), defaultPort)
+	for i, h := range hosts {
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			hosts[i] = net.JoinHostPort(strings.Trim(h, "[]"), port)
+		}
+	}
+	return hosts
+}
+
+// hostOf returns ADDR of NAME(ADDR), else NAME.
+func hostOf(v string) string {
+	if name, addr, ok := strings.Cut(v, "("); ok {
+		if addr = strings.TrimSuffix(addr, ")"); addr != "" {
+			return addr
+		}
+		return name
+	}
+	return v
 }
 
 // conn is a client for one command invocation.
 type conn struct {
-	addr    string
+	addrs   []string
 	timeout time.Duration
-	cc      *grpc.ClientConn
+	stale   bool
+	cc      *apiclient.Conn
 	api     phalanxv1.ControllerServiceClient
 }
 
-// dial connects to the controller chosen by the global flags, environment
+// dial connects to the controllers chosen by the global flags, environment
 // and config. Connecting is lazy: errors show up at the first call.
 func (k *commands) dial(c *ucli.Context) (*conn, error) {
 	conf, _ := k.sys.ReadFile(k.sys.ConfigPath) // a missing config is normal
-	addr := ResolveAddr(c.String("server"), k.sys.Getenv("PHX_SERVER"), conf)
+	addrs := ResolveAddrs(c.String("server"), k.sys.Getenv("PHX_SERVER"), conf)
 	timeout := c.Duration("timeout")
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := apiclient.Dial(addrs)
 	if err != nil {
-		return nil, fmt.Errorf("controller address %q: %w", addr, err)
+		return nil, err
 	}
-	return &conn{addr: addr, timeout: timeout, cc: cc, api: phalanxv1.NewControllerServiceClient(cc)}, nil
+	return &conn{addrs: addrs, timeout: timeout, stale: c.Bool("stale"), cc: cc, api: phalanxv1.NewControllerServiceClient(cc)}, nil
 }
 
 func (cn *conn) Close() error { return cn.cc.Close() }
@@ -100,6 +111,9 @@ func (cn *conn) Close() error { return cn.cc.Close() }
 func (cn *conn) call(ctx context.Context, rpc func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, cn.timeout)
 	defer cancel()
+	if cn.stale {
+		ctx = apiclient.Stale(ctx)
+	}
 	return cn.userError(rpc(ctx))
 }
 
@@ -112,6 +126,14 @@ type APIError struct {
 
 func (e *APIError) Error() string { return e.Msg }
 
+// where names the controllers tried, for messages.
+func (cn *conn) where() string {
+	if len(cn.addrs) == 1 {
+		return "the controller at " + cn.addrs[0]
+	}
+	return "any of the controllers at " + strings.Join(cn.addrs, ",")
+}
+
 func (cn *conn) userError(err error) error {
 	if err == nil {
 		return nil
@@ -122,17 +144,17 @@ func (cn *conn) userError(err error) error {
 	}
 	switch st.Code() {
 	case codes.Unavailable:
-		if strings.Contains(st.Message(), "not the leader") {
-			return errors.New(st.Message())
+		if apiclient.NotLeader(err) != nil {
+			return fmt.Errorf("%s (tried %s within %s)", st.Message(), strings.Join(cn.addrs, ","), cn.timeout)
 		}
-		return fmt.Errorf("cannot reach the controller at %s (is phalanx-controller running? set PHX_SERVER or --server)", cn.addr)
+		return fmt.Errorf("cannot reach %s (is phalanx-controller running? set PHX_SERVER or --server)", cn.where())
 	case codes.DeadlineExceeded:
-		return fmt.Errorf("the controller at %s did not answer within %s (retry, or raise --timeout)", cn.addr, cn.timeout)
+		return fmt.Errorf("%s did not answer within %s (retry, or raise --timeout)", strings.TrimPrefix(cn.where(), "any of "), cn.timeout)
 	case codes.InvalidArgument, codes.FailedPrecondition, codes.NotFound, codes.Aborted,
 		codes.AlreadyExists, codes.PermissionDenied, codes.OutOfRange:
 		return &APIError{Code: st.Code(), Msg: st.Message()}
 	}
-	return fmt.Errorf("controller at %s: %s (%s)", cn.addr, st.Message(), st.Code())
+	return fmt.Errorf("%s: %s (%s)", strings.TrimPrefix(cn.where(), "any of "), st.Message(), st.Code())
 }
 
 // isNotFound reports whether err is the controller's NotFound.

@@ -142,7 +142,7 @@ func TestInstallLinks(t *testing.T) {
 	}
 }
 
-func TestResolveAddr(t *testing.T) {
+func TestResolveAddrs(t *testing.T) {
 	conf := []byte("# phalanx.conf\nClusterName=c\nSlurmctldHost=ctl1(10.0.0.1)\nSlurmctldHost=ctl2(10.0.0.2)\n")
 	for _, tc := range []struct {
 		flag, env string
@@ -150,18 +150,20 @@ func TestResolveAddr(t *testing.T) {
 		want      string
 	}{
 		{"a:1", "b:2", conf, "a:1"},
+		{"a:1,c", "b:2", conf, "a:1,c:7817"},
 		{"", "b:2", conf, "b:2"},
-		{"", "b", conf, "b:7817"},
-		{"", "", conf, "10.0.0.1:7817"},
+		{"", "b, d:9 ,", conf, "b:7817,d:9"},
+		{"", "", conf, "10.0.0.1:7817,10.0.0.2:7817"},
+		{"", "", []byte("SlurmctldPort=7000\nSlurmctldHost=ctl1(10.0.0.1)\nControllerHost=ctl2\n"), "10.0.0.1:7000,ctl2:7000"},
 		{"", "", []byte("slurmctldhost=ctl9 # comment\n"), "ctl9:7817"},
 		{"", "", []byte("ControllerAddr=ctl.example:9000\n"), "ctl.example:9000"},
-		{"", "", []byte("ControllerHost=c3(c3.example:7000)\n"), "c3.example:7000"},
+		{"", "", []byte("ControllerHost=c3(c3.example:7000) ClusterName=x\n"), "c3.example:7000"},
 		{"", "", nil, "localhost:7817"},
 		{"", "", []byte("NodeName=n1\n"), "localhost:7817"},
 		{"[::1]", "", nil, "[::1]:7817"},
 	} {
-		if got := ResolveAddr(tc.flag, tc.env, tc.conf); got != tc.want {
-			t.Errorf("ResolveAddr(%q, %q, %q) = %q, want %q", tc.flag, tc.env, tc.conf, got, tc.want)
+		if got := strings.Join(ResolveAddrs(tc.flag, tc.env, tc.conf), ","); got != tc.want {
+			t.Errorf("ResolveAddrs(%q, %q, %q) = %q, want %q", tc.flag, tc.env, tc.conf, got, tc.want)
 		}
 	}
 }

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"strconv"
@@ -38,9 +40,12 @@ func (k *commands) runSbatch(c *ucli.Context, args []string) error {
 		return err
 	}
 	defer cn.Close()
+	// One ID for this submission, whatever the retries and failovers: the
+	// controllers create the job once.
+	requestID := newRequestID()
 	var resp *phalanxv1.SubmitJobResponse
 	err = cn.call(c.Context, func(ctx context.Context) (err error) {
-		resp, err = cn.api.SubmitJob(ctx, &phalanxv1.SubmitJobRequest{Spec: req.Spec, TestOnly: req.TestOnly})
+		resp, err = cn.api.SubmitJob(ctx, &phalanxv1.SubmitJobRequest{Spec: req.Spec, TestOnly: req.TestOnly, RequestId: requestID})
 		return err
 	})
 	if err != nil {
@@ -100,4 +105,13 @@ func (k *commands) submitEnv() (sbatch.Env, error) {
 			return io.ReadAll(k.sys.Stdin)
 		},
 	}, nil
+}
+
+// newRequestID returns 16 random bytes in hex.
+func newRequestID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("crypto/rand: " + err.Error()) // never fails on Linux
+	}
+	return hex.EncodeToString(b[:])
 }

@@ -50,11 +50,7 @@ func (k *commands) showJobs(c *ucli.Context, id string) error {
 	defer cn.Close()
 	var jobs []*phalanxv1.Job
 	if id == "" {
-		err = cn.call(c.Context, func(ctx context.Context) error {
-			resp, err := cn.api.ListJobs(ctx, &phalanxv1.ListJobsRequest{})
-			jobs = resp.GetJobs()
-			return err
-		})
+		jobs, err = cn.listJobs(c.Context, &phalanxv1.ListJobsRequest{IncludeFinished: true})
 		if err == nil && len(jobs) == 0 {
 			fmt.Fprintln(k.sys.Stdout, "No jobs in the system")
 			return nil
@@ -91,12 +87,7 @@ func (k *commands) showNodes(c *ucli.Context, name string) error {
 	if name != "" {
 		req.Names = []string{name}
 	}
-	var nodes []*phalanxv1.Node
-	err = cn.call(c.Context, func(ctx context.Context) error {
-		resp, err := cn.api.ListNodes(ctx, req)
-		nodes = resp.GetNodes()
-		return err
-	})
+	nodes, err := cn.listNodes(c.Context, req)
 	if isNotFound(err) || (err == nil && name != "" && len(nodes) == 0) {
 		return &rawError{msg: fmt.Sprintf("Node %s not found", name)}
 	}

@@ -71,16 +71,16 @@ func (k *commands) clusterState(c *ucli.Context) ([]*phalanxv1.Partition, []*pha
 	}
 	defer cn.Close()
 	var parts *phalanxv1.ListPartitionsResponse
-	var nodes *phalanxv1.ListNodesResponse
 	err = cn.call(c.Context, func(ctx context.Context) (err error) {
-		if parts, err = cn.api.ListPartitions(ctx, &phalanxv1.ListPartitionsRequest{}); err != nil {
-			return err
-		}
-		nodes, err = cn.api.ListNodes(ctx, &phalanxv1.ListNodesRequest{})
+		parts, err = cn.api.ListPartitions(ctx, &phalanxv1.ListPartitionsRequest{})
 		return err
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	return parts.Partitions, nodes.Nodes, nil
+	nodes, err := cn.listNodes(c.Context, &phalanxv1.ListNodesRequest{})
+	if err != nil {
+		return nil, nil, err
+	}
+	return parts.Partitions, nodes, nil
 }

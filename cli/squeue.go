@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strconv"
@@ -125,18 +124,13 @@ func (k *commands) runSqueue(c *ucli.Context, args []string) error {
 		return err
 	}
 	defer cn.Close()
-	var resp *phalanxv1.ListJobsResponse
-	err = cn.call(c.Context, func(ctx context.Context) (err error) {
-		resp, err = cn.api.ListJobs(ctx, q.req)
-		return err
-	})
+	jobs, err := cn.listJobs(c.Context, q.req)
 	if err != nil {
 		return err
 	}
-	if len(q.req.JobIds) > 0 && len(resp.Jobs) == 0 {
+	if len(q.req.JobIds) > 0 && len(jobs) == 0 {
 		return &rawError{msg: "slurm_load_jobs error: Invalid job id specified"}
 	}
-	jobs := resp.Jobs
 	sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].Id < jobs[b].Id })
 	if q.start {
 		jobs = StartOrder(jobs)

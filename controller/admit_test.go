@@ -28,7 +28,7 @@ func TestDefaultPartitionFromConfigRightAfterElection(t *testing.T) {
 		t.Fatalf("partitions once the leader is ready = %v; want the configured default partition gpu", parts)
 	}
 	register(t, s, nil, "n1", "n2")
-	resp, err := s.submit(context.Background(), testSpec(2, 8), false)
+	resp, err := s.submit(context.Background(), testSpec(2, 8), false, nil)
 	if err != nil {
 		t.Fatalf("submit without -p: %v", err)
 	}
@@ -73,7 +73,7 @@ func TestSubmitValidatesConstraintsAgainstThePartition(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := testSpec(1, 1)
 			tc.edit(spec)
-			_, err := s.submit(context.Background(), spec, true)
+			_, err := s.submit(context.Background(), spec, true, nil)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)

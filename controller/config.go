@@ -18,15 +18,28 @@ type Config struct {
 	// DataDir holds raft.db (log and stable store), snapshots/ and state.db.
 	DataDir string
 	// RaftAddr is the Raft transport's bind address (default 127.0.0.1:7819);
-	// ":0" picks a free port.
+	// ":0" picks a free port. Connections to other replicas are made from
+	// its IP when it names one.
 	RaftAddr string
+	// RaftAdvertise is the Raft address other replicas dial (default:
+	// RaftAddr, once bound).
+	RaftAdvertise string
 	// APIAddr is the gRPC listen address (default :7817).
 	APIAddr string
+	// APIAdvertise is the API address other replicas and clients are told
+	// (default: APIAddr once bound, with this host's name for an
+	// unspecified IP).
+	APIAdvertise string
 	// Bootstrap makes this replica form a new cluster with Peers (or alone)
-	// when its data dir is empty.
+	// when its data dir is empty and no peer already belongs to a cluster.
 	Bootstrap bool
-	// Peers are the other voters as "id=raftaddr" for bootstrap.
+	// Peers are the voters as "id=raftaddr" for bootstrap (this replica may
+	// be among them).
 	Peers []string
+	// PeerAPIs are API addresses of the peers, asked before bootstrapping
+	// whether a cluster already exists (a replica whose disk was replaced
+	// must rejoin it, never found a second one).
+	PeerAPIs []string
 
 	// Partitions replace the replicated ones when the leader starts; nil
 	// keeps what is stored, or creates the default partition.
@@ -50,8 +63,42 @@ type Config struct {
 	PreemptGrace time.Duration
 	// MasterPortMin and MasterPortMax bound MASTER_PORT (default 29500-29999).
 	MasterPortMin, MasterPortMax int
+	// SchedMinGap: at least this long between the end of one event-driven
+	// scheduling pass and the start of the next, so a burst of submits makes
+	// one pass (default 20ms).
+	SchedMinGap time.Duration
+
+	// MinJobAge: a finished job stays visible to scontrol show job and
+	// squeue this long (Slurm's MinJobAge; default 300s). Accounting sees it
+	// until PurgeJobAfter.
+	MinJobAge time.Duration
+	// PurgeJobAfter: finished jobs are forgotten this long after they ended
+	// (default 30 days); MaxJobHistory caps how many are kept (0: no cap).
+	PurgeJobAfter time.Duration
+	MaxJobHistory int
+	// RequestTTL: how long a submit's request ID is remembered for
+	// exactly-once retries (default 15 minutes); MaxRequests caps how many
+	// (default 200,000).
+	RequestTTL  time.Duration
+	MaxRequests int
+	// JanitorInterval: how often the leader proposes forgetting what
+	// outlived its retention (default 30s).
+	JanitorInterval time.Duration
+
+	// SnapshotThreshold: Raft snapshots the state (compacting its log) once
+	// this many entries were appended since the last snapshot, checked
+	// every SnapshotInterval; TrailingLogs entries stay in the log after
+	// it, so a replica that lagged less catches up from the log, one that
+	// lagged more gets the snapshot. Zero: Raft's defaults (8192, 2m, 10240).
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+	TrailingLogs      uint64
+
 	// FastRaft uses tight Raft timings, for tests and dev clusters on one host.
 	FastRaft bool
+	// NoSync skips fsync of the state database (tests only; the Raft log is
+	// always synced).
+	NoSync bool
 
 	Clock  Clock
 	Logger *slog.Logger
@@ -100,6 +147,24 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if out.MasterPortMin == 0 {
 		out.MasterPortMin, out.MasterPortMax = 29500, 29999
+	}
+	if out.SchedMinGap == 0 {
+		out.SchedMinGap = 20 * time.Millisecond
+	}
+	if out.MinJobAge == 0 {
+		out.MinJobAge = 300 * time.Second
+	}
+	if out.PurgeJobAfter == 0 {
+		out.PurgeJobAfter = 30 * 24 * time.Hour
+	}
+	if out.RequestTTL == 0 {
+		out.RequestTTL = 15 * time.Minute
+	}
+	if out.MaxRequests == 0 {
+		out.MaxRequests = 200000
+	}
+	if out.JanitorInterval == 0 {
+		out.JanitorInterval = 30 * time.Second
 	}
 	if out.MasterPortMax < out.MasterPortMin {
 		return out, fmt.Errorf("controller: master port range %d-%d is empty", out.MasterPortMin, out.MasterPortMax)

@@ -1,29 +1,46 @@
-// Package controller is Phalanx's control plane: a Raft replica
-// (hashicorp/raft, log and stable store on bbolt) whose finite-state machine
-// applies commands to the bbolt-backed store, the gRPC services users and
-// agents call, and, on the leader only, the scheduling loop and node
-// liveness.
+// Package controller is Phalanx's control plane: one replica of a Raft
+// group of 1, 3 or 5 (hashicorp/raft, log and stable store on bbolt), the
+// gRPC services users and agents call, and, on the leader only, the
+// scheduling loop, node liveness and retention.
 //
-// The pieces and their words:
+// The pieces and their words, by file:
 //
-//   - Command: one replicated change (submit a job, place jobs, a task
-//     report, cancel, register a node, set a node's state, set partitions).
-//     Command types are append-only numbers; the payload is JSON. IDs and
-//     timestamps are decided by the leader before proposing, so every
-//     replica applies the same bytes to the same result.
-//   - FSM: decodes a command and calls exactly one store method with the
-//     Raft index. The store writes that index in the same transaction, so a
-//     restarted replica never applies an entry twice.
-//   - Scheduling pass: on the leader, on events (submit, task end, node
-//     change) and every SchedInterval: read a consistent state from the
-//     store, call scheduler.Schedule, propose the placements; the store
-//     re-checks each gang against the state at apply time and commits it whole
-//     or skips it.
-//   - Liveness: heartbeats are not replicated. The leader keeps the last
-//     heartbeat of each node in memory; a node silent for NodeTTL is proposed
-//     DOWN, which ends its jobs' attempts with NODE_FAIL. After a leader change
-//     every node gets a full TTL of grace.
-//   - Assignments: what a node should run is derived, not stored: the tasks
-//     of live jobs allocated on it, with stop set once the job is terminal.
-//     Agents hold a stream that is re-sent whenever the derived set changes.
+//   - Replica (server.go, raft.go): Raft, the store (package store) and the
+//     FSM (package controller/fsm) that applies committed commands to it. A
+//     new cluster bootstraps once, with every configured voter; later starts
+//     resume from disk. Commands carry IDs and times decided by the leader
+//     before proposing, so every replica applies the same bytes to the same
+//     result; a proposal waits for its commit within the caller's deadline.
+//   - Routing (route.go): any replica takes any call. Writes, and reads
+//     (which are linearizable: the leader confirms it still leads before
+//     answering), are forwarded to the leader within the caller's deadline;
+//     the reply names the leader so clients go there next. A replica with no
+//     leader answers UNAVAILABLE with a NotLeader detail. Reads marked stale
+//     are answered from the replica's own state.
+//   - API (api_jobs.go, api_nodes.go, api_controllers.go, validate.go,
+//     convert.go): the user-facing service. Wire types stop at convert.go.
+//     Submits are exactly-once by the client's request ID.
+//   - Membership (api_controllers.go, register.go): voters are added and
+//     removed at run time; each replica records its API address in the
+//     replicated state, so that others can forward to it and list it.
+//   - Leadership (leader.go): a new leader first applies everything
+//     committed before it (a barrier), adopts the configured partitions,
+//     then starts its duties. Until then it forwards nothing to itself and
+//     accepts no writes.
+//   - Liveness (liveness.go): heartbeats are not replicated. The leader
+//     keeps the last heartbeat of each node in memory; a node silent for
+//     NodeTTL is proposed DOWN, which ends its jobs' attempts with
+//     NODE_FAIL. After a leader change every node gets a full TTL of grace,
+//     and nothing is placed on a node the new leader has not heard from.
+//   - Scheduling pass (schedule.go, preempt.go): on the leader, on events
+//     (submit, task end, node change), coalesced, and every SchedInterval:
+//     take the in-memory state, call scheduler.Schedule, propose the
+//     preemptions and placements; the store re-checks each gang when it
+//     applies the command and places it whole or skips it.
+//   - Assignments (assignments.go, nodes.go): what a node should run is
+//     derived, not stored: the unended tasks of live jobs allocated on it,
+//     with stop set once the job is terminal. Agents hold a stream that is
+//     re-sent whenever that node's set changes.
+//   - Retention (janitor.go): the leader proposes Expire for finished jobs
+//     past PurgeJobAfter and submit requests past RequestTTL.
 package controller

@@ -7,7 +7,6 @@ import (
 
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/controller/fsm"
-	"github.com/phalanx-hpc/phalanx/store"
 )
 
 // leadership runs the leader's duties while this replica leads.
@@ -43,21 +42,72 @@ func (s *Server) leadership() {
 	}
 }
 
-// lead is the leader's loop: catch up, adopt config, then schedule and track
-// liveness until leadership ends.
+// lead is the leader's loop: take over, then schedule, track liveness and
+// expire old records until leadership ends.
 func (s *Server) lead(ctx context.Context) {
-	// Catch up with every committed entry before acting as leader; retry
-	// until it works or leadership ends, so a slow disk cannot leave a leader
-	// that accepts nothing.
+	if !s.takeOver(ctx) {
+		return
+	}
+	defer s.stepDown()
+	s.log.Info("leading", "id", s.ID(), "raft", s.RaftAddr(), "next_job_id", s.NextJobID())
+
+	sched := time.NewTicker(s.cfg.SchedInterval)
+	defer sched.Stop()
+	live := time.NewTicker(s.cfg.NodeTTL / 4)
+	defer live.Stop()
+	janitor := time.NewTicker(s.cfg.JanitorInterval)
+	defer janitor.Stop()
+	s.schedulePass(ctx)
+	lastPass := time.Now()
 	for {
-		err := s.raft.raft.Barrier(10 * time.Second).Error()
+		select {
+		case <-ctx.Done():
+			return
+		case <-sched.C:
+			s.schedulePass(ctx)
+			lastPass = time.Now()
+		case <-s.kick:
+			// Coalesce a burst: at most one event-driven pass per gap.
+			if wait := s.cfg.SchedMinGap - time.Since(lastPass); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+			}
+			select { // the kicks that came meanwhile are served by this pass
+			case <-s.kick:
+			default:
+			}
+			s.schedulePass(ctx)
+			lastPass = time.Now()
+		case <-live.C:
+			s.checkLiveness(ctx)
+		case <-janitor.C:
+			s.expire(ctx)
+		}
+	}
+}
+
+// takeOver makes a new leader ready: it applies every entry committed
+// before it (a barrier, retried until it works or leadership ends, so a
+// slow disk cannot leave a leader that accepts nothing), adopts the
+// configured partitions and node settings, and starts a new liveness term.
+// It reports whether the replica is ready to lead.
+func (s *Server) takeOver(ctx context.Context) bool {
+	for {
+		f := s.raft.raft.Barrier(10 * time.Second)
+		err := waitFuture(ctx, f)
 		if err == nil {
 			break
+		}
+		if ctx.Err() != nil {
+			return false
 		}
 		s.log.Error("leader barrier; retrying", "err", err)
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-time.After(time.Second):
 		}
 	}
@@ -71,35 +121,43 @@ func (s *Server) lead(ctx context.Context) {
 		s.log.Error("adopt node config", "err", err)
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ctx.Err() != nil {
+		return false
+	}
+	s.startLivenessTerm()
 	s.nextID = s.store.NextJobID()
-	now := s.cfg.Clock.Now()
-	s.lastSeen = map[string]time.Time{}
-	for _, n := range s.store.Nodes() {
-		s.lastSeen[n.Name] = now // grace: a full TTL after a leader change
-	}
-	s.mu.Unlock()
-	s.log.Info("leading", "raft", s.RaftAddr(), "next_job_id", s.nextID)
+	s.term = make(chan struct{})
+	return true
+}
 
-	sched := time.NewTicker(s.cfg.SchedInterval)
-	defer sched.Stop()
-	live := time.NewTicker(s.cfg.NodeTTL / 4)
-	defer live.Stop()
-	s.schedulePass(ctx)
-	for {
-		select {
-		case <-ctx.Done():
-			s.mu.Lock()
-			s.nextID = 0 // a later term re-reads it from the store
-			s.mu.Unlock()
-			return
-		case <-sched.C:
-			s.schedulePass(ctx)
-		case <-s.kick:
-			s.schedulePass(ctx)
-		case <-live.C:
-			s.checkLiveness(ctx)
-		}
+// stepDown ends this replica's leadership duties.
+func (s *Server) stepDown() {
+	s.mu.Lock()
+	s.nextID = 0 // a later term re-reads it from the store
+	s.pending = nil
+	close(s.term) // streams served as leader end
+	s.term = nil
+	s.mu.Unlock()
+	s.log.Info("no longer leading", "id", s.ID())
+}
+
+// leaderTerm returns a channel closed when this replica's current
+// leadership ends; nil when it does not lead.
+func (s *Server) leaderTerm() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.nextID == 0 {
+		return nil
 	}
+	return s.term
+}
+
+// NextJobID is the ID the leader hands out next (0 when not leading).
+func (s *Server) NextJobID() cluster.JobID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.nextID
 }
 
 // adoptPartitions makes the replicated partitions match the configured ones
@@ -129,36 +187,4 @@ func normalizePartitions(ps []*cluster.Partition) []cluster.Partition {
 		}
 	}
 	return out
-}
-
-// checkLiveness proposes DOWN, in one command, for every UP or DRAIN node
-// silent past the TTL: a rack that goes dark together costs one commit.
-func (s *Server) checkLiveness(ctx context.Context) {
-	nodes := s.store.Nodes()
-	now := s.cfg.Clock.Now()
-	var silent []string
-	s.mu.Lock()
-	for _, n := range nodes {
-		if n.State == cluster.NodeDown {
-			continue
-		}
-		seen, ok := s.lastSeen[n.Name]
-		if !ok {
-			s.lastSeen[n.Name] = now
-			seen = now
-		}
-		if now.Sub(seen) > s.cfg.NodeTTL {
-			silent = append(silent, n.Name)
-			s.log.Warn("node not responding", "node", n.Name, "silent", now.Sub(seen).Round(time.Second))
-		}
-	}
-	s.mu.Unlock()
-	if len(silent) == 0 {
-		return
-	}
-	_, err := s.propose(ctx, fsm.SetNodesDown{Names: silent, Reason: store.ReasonNotResponding, Time: now})
-	if err != nil {
-		s.log.Error("mark nodes down", "nodes", silent, "err", err)
-	}
-	s.kickScheduler()
 }

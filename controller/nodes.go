@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -47,16 +46,10 @@ func (n *nodeService) RegisterNode(ctx context.Context, req *phalanxv1.RegisterN
 	return &phalanxv1.RegisterNodeResponse{HeartbeatIntervalMs: s.cfg.HeartbeatInterval.Milliseconds()}, nil
 }
 
-func (s *Server) seen(node string, t time.Time) {
-	s.mu.Lock()
-	s.lastSeen[node] = t
-	s.mu.Unlock()
-}
-
 func (n *nodeService) Heartbeat(ctx context.Context, req *phalanxv1.HeartbeatRequest) (*phalanxv1.HeartbeatResponse, error) {
 	s := n.s
-	if !s.IsLeader() {
-		return nil, toStatus(fmt.Errorf("heartbeat: %w", cluster.ErrNotLeader))
+	if !s.ready() {
+		return nil, toStatus(s.notLeader())
 	}
 	node, err := s.store.Node(req.Name)
 	if err != nil || node.State == cluster.NodeDown {
@@ -72,6 +65,10 @@ func (n *nodeService) Heartbeat(ctx context.Context, req *phalanxv1.HeartbeatReq
 
 func (n *nodeService) WatchAssignments(req *phalanxv1.WatchAssignmentsRequest, stream phalanxv1.NodeService_WatchAssignmentsServer) error {
 	s := n.s
+	term := s.leaderTerm()
+	if term == nil {
+		return toStatus(s.notLeader())
+	}
 	var last *phalanxv1.Assignments
 	for {
 		jobs, changed := s.store.NodeJobs(req.Name)
@@ -87,6 +84,8 @@ func (n *nodeService) WatchAssignments(req *phalanxv1.WatchAssignmentsRequest, s
 			return nil
 		case <-s.stop:
 			return nil
+		case <-term: // deposed: its state may fall behind; the agent follows the new leader
+			return toStatus(s.notLeader())
 		case <-changed:
 		}
 	}

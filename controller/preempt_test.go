@@ -17,7 +17,7 @@ import (
 func TestPreemptSignalsThenRequeues(t *testing.T) {
 	s := newTestServer(t, Config{KillGrace: time.Second, PreemptGrace: 7 * time.Second})
 	register(t, s, nil, "n1")
-	resp, err := s.submit(context.Background(), testSpec(1, 8), false)
+	resp, err := s.submit(context.Background(), testSpec(1, 8), false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

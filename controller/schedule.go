@@ -11,7 +11,8 @@ import (
 
 // snapshot is what the scheduler sees of a consistent read of the state:
 // its nodes and partitions, the given jobs (the active ones, perhaps with a
-// probe), the topology, and the jobs already being preempted.
+// probe), the topology, the jobs already being preempted and the nodes
+// this leader has not heard from yet.
 func (s *Server) snapshot(st *store.State, jobs []*cluster.Job) *scheduler.Snapshot {
 	return &scheduler.Snapshot{
 		Nodes:      st.Nodes,
@@ -19,6 +20,7 @@ func (s *Server) snapshot(st *store.State, jobs []*cluster.Job) *scheduler.Snaps
 		Jobs:       jobs,
 		Topology:   s.cfg.Topology,
 		Preempting: preempting(st.Active),
+		Unheard:    s.unheard(st.Nodes),
 	}
 }
 

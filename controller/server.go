@@ -23,21 +23,25 @@ import (
 )
 
 // Server is one controller replica: Raft, the store, the gRPC services and,
-// while it leads, the scheduling loop and liveness tracking.
+// while it leads, the scheduling loop, liveness tracking and retention.
 type Server struct {
-	cfg   Config
-	log   *slog.Logger
-	store *store.Store
-	raft  *raftNode
-	grpc  *grpc.Server
-	lis   net.Listener
+	cfg       Config
+	log       *slog.Logger
+	store     *store.Store
+	raft      *raftNode
+	grpc      *grpc.Server
+	lis       net.Listener
+	apiAddr   string // advertised API address
+	peerConns *peerConns
 
 	kick chan struct{}
 
 	mu       sync.Mutex
-	nextID   cluster.JobID
+	nextID   cluster.JobID                           // 0 unless this replica leads and has taken over
 	lastSeen map[string]time.Time                    // leader only: last heartbeat per node
+	heard    map[string]bool                         // leader only: nodes heard from since it took over
 	pending  map[cluster.JobID]scheduler.PendingInfo // leader only: last pass's reasons
+	term     chan struct{}                           // leader only: closed when leadership ends
 
 	stop      chan struct{}
 	closeOnce sync.Once
@@ -54,34 +58,41 @@ func New(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	st, err := store.Open(filepath.Join(c.DataDir, "state.db"))
+	var opts []store.Option
+	if c.NoSync {
+		opts = append(opts, store.NoSync())
+	}
+	st, err := store.Open(filepath.Join(c.DataDir, "state.db"), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("open state: %w", err)
 	}
 	s := &Server{
-		cfg:      c,
-		log:      c.Logger,
-		store:    st,
-		kick:     make(chan struct{}, 1),
-		lastSeen: map[string]time.Time{},
-		pending:  map[cluster.JobID]scheduler.PendingInfo{},
-		stop:     make(chan struct{}),
-	}
-	s.raft, err = openRaft(c, st, raftLogWriter{c.Logger})
-	if err != nil {
-		st.Close()
-		return nil, err
+		cfg:       c,
+		log:       c.Logger,
+		store:     st,
+		peerConns: newPeerConns(),
+		kick:      make(chan struct{}, 1),
+		lastSeen:  map[string]time.Time{},
+		heard:     map[string]bool{},
+		pending:   map[cluster.JobID]scheduler.PendingInfo{},
+		stop:      make(chan struct{}),
 	}
 	s.lis, err = net.Listen("tcp", c.APIAddr)
 	if err != nil {
-		s.raft.close()
 		st.Close()
 		return nil, fmt.Errorf("listen on %s: %w", c.APIAddr, err)
 	}
-	s.grpc = grpc.NewServer()
+	s.apiAddr = advertised(c.APIAdvertise, s.lis.Addr())
+	s.raft, err = openRaft(c, st, raftLogWriter{c.Logger})
+	if err != nil {
+		s.lis.Close()
+		st.Close()
+		return nil, err
+	}
+	s.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(s.routeUnary), grpc.ChainStreamInterceptor(s.routeStream))
 	phalanxv1.RegisterControllerServiceServer(s.grpc, &controllerService{s: s})
 	phalanxv1.RegisterNodeServiceServer(s.grpc, &nodeService{s: s})
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go func() {
 		defer s.wg.Done()
 		if err := s.grpc.Serve(s.lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
@@ -92,13 +103,38 @@ func New(cfg Config) (*Server, error) {
 		defer s.wg.Done()
 		s.leadership()
 	}()
+	go func() {
+		defer s.wg.Done()
+		s.registerSelf()
+	}()
 	return s, nil
 }
 
-// APIAddr is the address the gRPC API listens on.
-func (s *Server) APIAddr() string { return s.lis.Addr().String() }
+// advertised is the address to tell others: explicit, else the bound
+// address, with this host's name in place of an unspecified IP.
+func advertised(explicit string, bound net.Addr) string {
+	if explicit != "" {
+		return explicit
+	}
+	host, port, err := net.SplitHostPort(bound.String())
+	if err != nil {
+		return bound.String()
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		if name, err := os.Hostname(); err == nil {
+			host = name
+		}
+	}
+	return net.JoinHostPort(host, port)
+}
 
-// RaftAddr is the Raft transport's address.
+// ID is this replica's Raft ID.
+func (s *Server) ID() string { return string(s.raft.id) }
+
+// APIAddr is the address the gRPC API is advertised at.
+func (s *Server) APIAddr() string { return s.apiAddr }
+
+// RaftAddr is the Raft transport's advertised address.
 func (s *Server) RaftAddr() string { return string(s.raft.transport.LocalAddr()) }
 
 // IsLeader reports whether this replica leads.
@@ -106,6 +142,10 @@ func (s *Server) IsLeader() bool { return s.raft.raft.State() == raft.Leader }
 
 // Store exposes the replica's state for reads (tests, dashboards).
 func (s *Server) Store() *store.Store { return s.store }
+
+// Raft exposes the replica's Raft instance (tests and tools that inspect
+// or snapshot it).
+func (s *Server) Raft() *raft.Raft { return s.raft.raft }
 
 // WaitLeader blocks until this replica leads, has caught up with the log
 // and accepts writes, or ctx ends.
@@ -136,6 +176,7 @@ func (s *Server) Close() error {
 		s.grpc.Stop()
 		err := s.raft.close()
 		s.wg.Wait()
+		s.peerConns.close()
 		if cerr := s.store.Close(); err == nil {
 			err = cerr
 		}
@@ -162,27 +203,48 @@ func (s *Server) propose(ctx context.Context, c fsm.Command) (fsm.Result, error)
 	}
 	deadline, _ := ctx.Deadline()
 	f := s.raft.raft.Apply(data, time.Until(deadline))
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
-	select {
-	case <-ctx.Done():
-		return fsm.Result{}, fmt.Errorf("commit %T: %w", c, ctx.Err())
-	case err = <-done:
-	}
-	if err != nil {
+	if err := waitFuture(ctx, f); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
 			return fsm.Result{}, s.notLeader()
 		}
-		return fsm.Result{}, fmt.Errorf("raft apply: %w", err)
+		return fsm.Result{}, fmt.Errorf("commit %T: %w", c, err)
 	}
 	res, _ := f.Response().(fsm.Result)
 	return res, res.Err
 }
 
-// notLeader is the error for a write this replica cannot take.
+// waitFuture waits for a Raft future or for ctx, whichever ends first.
+func waitFuture(ctx context.Context, f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case err := <-done:
+		return err
+	}
+}
+
+// notLeader is the error for a call this replica cannot take: it names the
+// leader, and its API address, when known.
 func (s *Server) notLeader() error {
-	leader, _ := s.raft.raft.LeaderWithID()
-	return fmt.Errorf("%w (leader: %q)", cluster.ErrNotLeader, leader)
+	id, addr := s.leader()
+	return &notLeaderError{leaderID: id, leaderAddr: addr}
+}
+
+// leader returns the current leader's Raft ID and API address ("" when
+// unknown). The address comes from the leader's record in the replicated
+// state.
+func (s *Server) leader() (id, apiAddr string) {
+	_, lid := s.raft.raft.LeaderWithID()
+	if lid == "" {
+		return "", ""
+	}
+	if lid == s.raft.id {
+		return string(lid), s.apiAddr
+	}
+	c, _ := s.store.Controller(string(lid))
+	return string(lid), c.APIAddr
 }
 
 // kickScheduler asks for a scheduling pass soon.

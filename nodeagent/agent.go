@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/nodeagent/gpu"
 	"github.com/phalanx-hpc/phalanx/runtime"
@@ -29,15 +29,20 @@ const (
 
 // Config is what an agent needs to know about its node and controller.
 type Config struct {
-	Name       string // node name, as the controller knows it
-	Addr       string // address peers use to reach this node (MASTER_ADDR)
-	Controller string // host:port of any controller
-	StateDir   string // job scripts go under <StateDir>/jobs
-	Runtime    runtime.Runtime
-	GPUs       []gpu.Device
-	CPUs       int
-	MemoryMB   int64
-	Features   []string
+	Name string // node name, as the controller knows it
+	Addr string // address peers use to reach this node (MASTER_ADDR)
+	// Controllers are the controllers' API addresses (host:port); the
+	// agent follows whichever leads.
+	Controllers []string
+	// DialOptions are added to the connections to the controllers
+	// (credentials; tests route them through a link they can cut).
+	DialOptions []grpc.DialOption
+	StateDir    string // job scripts go under <StateDir>/jobs
+	Runtime     runtime.Runtime
+	GPUs        []gpu.Device
+	CPUs        int
+	MemoryMB    int64
+	Features    []string
 	// ClusterName is exported as SLURM_CLUSTER_NAME when set.
 	ClusterName string
 	// HeartbeatInterval is the longest time between heartbeats; a shorter
@@ -81,7 +86,7 @@ func New(cfg Config) (*Agent, error) {
 	switch {
 	case cfg.Name == "":
 		return nil, fmt.Errorf("agent: empty node name: %w", cluster.ErrInvalid)
-	case cfg.Controller == "":
+	case len(cfg.Controllers) == 0:
 		return nil, fmt.Errorf("agent %s: no controller address: %w", cfg.Name, cluster.ErrInvalid)
 	case cfg.StateDir == "":
 		return nil, fmt.Errorf("agent %s: no state directory: %w", cfg.Name, cluster.ErrInvalid)
@@ -125,9 +130,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.mu.Lock()
 	a.leftover = left
 	a.mu.Unlock()
-	conn, err := grpc.NewClient(a.cfg.Controller, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := apiclient.Dial(a.cfg.Controllers, apiclient.WithDialOptions(a.cfg.DialOptions...))
 	if err != nil {
-		return fmt.Errorf("agent %s: controller %q: %w", a.cfg.Name, a.cfg.Controller, err)
+		return fmt.Errorf("agent %s: controllers %q: %w", a.cfg.Name, a.cfg.Controllers, err)
 	}
 	defer conn.Close()
 	a.client = phalanxv1.NewNodeServiceClient(conn)
@@ -138,7 +143,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	repDone := make(chan struct{})
 	go func() { defer close(repDone); a.rep.run(repCtx) }()
 
-	a.log.Info("agent starting", "controller", a.cfg.Controller, "runtime", a.cfg.Runtime.Name(),
+	a.log.Info("agent starting", "controllers", a.cfg.Controllers, "runtime", a.cfg.Runtime.Name(),
 		"gpus", len(a.cfg.GPUs), "cpus", a.cfg.CPUs, "memory_mb", a.cfg.MemoryMB)
 	a.session(ctx)
 

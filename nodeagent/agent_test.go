@@ -293,7 +293,7 @@ func TestControllerLateAndStreamBroken(t *testing.T) {
 	addr := lis.Addr().String()
 	lis.Close()
 	rt := fake.New()
-	a, err := New(Config{Name: node, Controller: addr, StateDir: t.TempDir(), Runtime: rt,
+	a, err := New(Config{Name: node, Controllers: []string{addr}, StateDir: t.TempDir(), Runtime: rt,
 		HeartbeatInterval: 20 * time.Millisecond, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)

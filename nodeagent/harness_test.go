@@ -40,7 +40,7 @@ func newHarness(t *testing.T, rt runtime.Runtime, edit func(*Config)) *harness {
 		t.Fatal(err)
 	}
 	cfg := Config{
-		Name: node, Addr: "10.0.0.1", Controller: addr, StateDir: t.TempDir(), Runtime: rt,
+		Name: node, Addr: "10.0.0.1", Controllers: []string{addr}, StateDir: t.TempDir(), Runtime: rt,
 		GPUs: gpus, CPUs: 64, MemoryMB: 1 << 20,
 		HeartbeatInterval: 20 * time.Millisecond, KillGrace: 50 * time.Millisecond,
 		Logger: testLogger(t),

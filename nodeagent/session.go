@@ -52,7 +52,7 @@ func (a *Agent) register(ctx context.Context) (interval time.Duration, ok bool) 
 			a.log.Info("registered with controller", "heartbeat", interval)
 			return interval, true
 		}
-		a.log.Warn("register with controller failed; retrying", "controller", a.cfg.Controller, "err", err)
+		a.log.Warn("register with controller failed; retrying", "controllers", a.cfg.Controllers, "err", err)
 		if sleep(ctx, a.cfg.Clock, b.next()) != nil {
 			return 0, false
 		}

@@ -138,7 +138,7 @@ func (p *pass) addNodes(nodes []*cluster.Node) {
 		}
 		g := min(n.GPUs, maxGPUs)
 		p.nodes[i] = nodeCap{node: n, leaf: li, block: bi, gpus: mask(g), ngpu: int32(g),
-			cpus: n.CPUs, mem: n.MemoryMB, up: n.State == cluster.NodeUp, head: -1,
+			cpus: n.CPUs, mem: n.MemoryMB, up: n.State == cluster.NodeUp && !p.s.Unheard[n.Name], head: -1,
 			allGPUs: int32(g), allCPUs: n.CPUs, allMem: n.MemoryMB}
 		p.index[n.Name] = int32(i)
 	}

@@ -22,6 +22,10 @@ type Snapshot struct {
 	// Preempting holds the running jobs already signalled for preemption:
 	// they are leaving, so they are never chosen as victims again.
 	Preempting map[cluster.JobID]bool
+	// Unheard holds the UP nodes the controller has not heard from since it
+	// took over: nothing new is placed on them until it does (their jobs
+	// keep running).
+	Unheard map[string]bool
 	// Options tune the pass; the zero value gives the defaults.
 	Options Options
 }

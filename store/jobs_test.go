@@ -171,6 +171,12 @@ func TestJobsPagesActiveAndFinished(t *testing.T) {
 	if err != nil || len(page) != 5 || page[0].ID != 296 || next != 0 {
 		t.Errorf("last page = %d jobs from %v, next %d, %v; want 296-300 and no next", len(page), page, next, err)
 	}
+	if recent := collect(t, s, JobQuery{Finished: true, EndedAfter: at(9), Limit: 7}); len(recent) != 300 {
+		t.Errorf("jobs ended at or after second 9, and active ones: %d; want all 300", len(recent))
+	}
+	if recent := collect(t, s, JobQuery{Finished: true, EndedAfter: at(10), Limit: 7}); len(recent) != 150 || recent[0].ID != 2 {
+		t.Errorf("jobs ended at or after second 10, and active ones: %d; want the 150 active", len(recent))
+	}
 	full := mustJob(t, s, 1)
 	if full.State != cluster.JobCancelled || full.Script == "" || full.Env["A"] != "1" {
 		t.Errorf("Job(1) from history = %s, script %q, env %v; want the whole job", full.State, full.Script, full.Env)

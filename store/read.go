@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -119,6 +120,10 @@ type JobQuery struct {
 	// Finished includes finished jobs (read from disk). Without it only
 	// active jobs are listed.
 	Finished bool
+	// EndedAfter, with Finished, limits finished jobs to those that ended
+	// at or after it (zero: all). They are picked in memory; only they are
+	// read from disk.
+	EndedAfter time.Time
 	// Match, when set, selects the jobs to return.
 	Match func(*cluster.Job) bool
 }
@@ -129,6 +134,15 @@ type JobQuery struct {
 func (s *Store) Jobs(q JobQuery) ([]*cluster.Job, cluster.JobID, error) {
 	s.mu.RLock()
 	active, closed := slices.Clone(s.st.active), s.closed
+	var recent []cluster.JobID // finished after q.EndedAfter, when it is set
+	if q.Finished && !q.EndedAfter.IsZero() {
+		cut := codec.Time(q.EndedAfter)
+		for id, end := range s.st.finished {
+			if end >= cut && id > q.After {
+				recent = append(recent, id)
+			}
+		}
+	}
 	s.mu.RUnlock()
 	if closed {
 		return nil, 0, ErrClosed
@@ -144,9 +158,16 @@ func (s *Store) Jobs(q JobQuery) ([]*cluster.Job, cluster.JobID, error) {
 		}
 		return p.out, p.next(), nil
 	}
+	var hist historyCursor
+	if q.EndedAfter.IsZero() {
+		hist = &scanCursor{after: q.After}
+	} else {
+		slices.Sort(recent)
+		hist = &listCursor{ids: recent}
+	}
 	err := s.view(func(tx *bolt.Tx) error {
-		cur := tx.Bucket(bucketHistory).Cursor()
-		k, v := cur.Seek(jobKey(q.After + 1))
+		cur := hist.open(tx.Bucket(bucketHistory))
+		k, v := cur.first()
 		for k != nil || len(active) > 0 {
 			var hid cluster.JobID
 			if k != nil {
@@ -154,7 +175,7 @@ func (s *Store) Jobs(q JobQuery) ([]*cluster.Job, cluster.JobID, error) {
 			}
 			if len(active) > 0 && (k == nil || active[0].ID <= hid) {
 				if k != nil && active[0].ID == hid { // finished since the copy: memory's copy is as valid
-					k, v = cur.Next()
+					k, v = cur.next()
 				}
 				j := active[0]
 				active = active[1:]
@@ -174,7 +195,7 @@ func (s *Store) Jobs(q JobQuery) ([]*cluster.Job, cluster.JobID, error) {
 			if !p.add(j) {
 				return nil
 			}
-			k, v = cur.Next()
+			k, v = cur.next()
 		}
 		return nil
 	})
@@ -182,6 +203,44 @@ func (s *Store) Jobs(q JobQuery) ([]*cluster.Job, cluster.JobID, error) {
 		return nil, 0, err
 	}
 	return p.out, p.next(), nil
+}
+
+// historyCursor walks finished jobs in ID order: every one after an ID, or
+// those of a list.
+type historyCursor interface {
+	open(b *bolt.Bucket) historyCursor
+	first() (k, v []byte)
+	next() (k, v []byte)
+}
+
+type scanCursor struct {
+	after cluster.JobID
+	cur   *bolt.Cursor
+}
+
+func (c *scanCursor) open(b *bolt.Bucket) historyCursor { c.cur = b.Cursor(); return c }
+func (c *scanCursor) first() ([]byte, []byte)           { return c.cur.Seek(jobKey(c.after + 1)) }
+func (c *scanCursor) next() ([]byte, []byte)            { return c.cur.Next() }
+
+type listCursor struct {
+	ids []cluster.JobID
+	b   *bolt.Bucket
+}
+
+func (c *listCursor) open(b *bolt.Bucket) historyCursor { c.b = b; return c }
+func (c *listCursor) first() ([]byte, []byte)           { return c.next() }
+
+// next returns the next listed job still on disk (one may have been
+// forgotten since the list was made).
+func (c *listCursor) next() ([]byte, []byte) {
+	for len(c.ids) > 0 {
+		k := jobKey(c.ids[0])
+		c.ids = c.ids[1:]
+		if v := c.b.Get(k); v != nil {
+			return k, v
+		}
+	}
+	return nil, nil
 }
 
 // page collects the jobs of one Jobs call.

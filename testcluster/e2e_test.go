@@ -239,8 +239,9 @@ func TestStateSurvivesControllerRestart(t *testing.T) {
 	wait := submit(t, c, spec(dir, "wait", 2, 8, "#!/bin/sh\ntrue\n"))
 	c.WaitJob(wait, 5*time.Second, "PENDING")
 
-	c.StopController()
-	c.StartController()
+	c.StopController(0)
+	c.StartController(0)
+	c.Leader()
 
 	for id, want := range map[uint64]string{done: "COMPLETED", run: "RUNNING", wait: "PENDING"} {
 		j, err := c.Client.GetJob(context.Background(), &phalanxv1.GetJobRequest{JobId: id})

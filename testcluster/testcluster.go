@@ -1,8 +1,10 @@
-// Package testcluster runs a Phalanx cluster inside one test process: a
-// controller replica and several node agents with fake GPUs (go-nvml's mock,
-// through the agent's real discovery code), on loopback with tight timings.
-// Tests use it to drive whole jobs end to end and to inject faults (stop an
-// agent, restart the controller on its data dir).
+// Package testcluster runs a Phalanx cluster inside one test process: one
+// or more controller replicas and several node agents with fake GPUs
+// (go-nvml's mock, through the agent's real discovery code), on loopback
+// with tight timings. Tests use it to drive whole jobs end to end and to
+// inject faults: stop and restart a replica, cut a node off the network,
+// stop an agent. (Faults that need separate processes, SIGKILL and SIGSTOP,
+// are the chaos harness's: see chaos.go.)
 package testcluster
 
 import (
@@ -17,9 +19,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/controller"
 	"github.com/phalanx-hpc/phalanx/nodeagent"
@@ -32,6 +34,7 @@ import (
 
 // Options shape a test cluster.
 type Options struct {
+	Controllers int    // replicas; default 1
 	Nodes       int    // default 4
 	GPUsPerNode int    // default 8
 	GPUModel    string // default "NVIDIA A100-SXM4-80GB"
@@ -45,54 +48,70 @@ type Options struct {
 	Dir string
 	// Partitions replace the controller's default partition (every node).
 	Partitions []*cluster.Partition
+	// SnapshotThreshold and TrailingLogs set the replicas' Raft snapshot
+	// policy (controller.Config); zero: Raft's defaults.
+	SnapshotThreshold, TrailingLogs uint64
 }
 
 // Cluster is a running test cluster.
 type Cluster struct {
-	t          testing.TB
-	opts       Options
-	Dir        string
-	Controller *controller.Server
-	Topology   *topology.Tree
-	Nodes      []string
+	t        testing.TB
+	opts     Options
+	Dir      string
+	Topology *topology.Tree
+	Nodes    []string
 	// Fake is the shared fake runtime when Options.Runtime is "fake".
 	Fake *fake.Runtime
 
-	conn   *grpc.ClientConn
+	replicas []*replica
+	conn     *apiclient.Conn
+	// Client reaches every replica and follows the leader.
 	Client phalanxv1.ControllerServiceClient
 
 	mu     sync.Mutex
 	agents map[string]*agentProc
 }
 
+// replica is one controller replica; srv is nil while it is stopped. Its
+// addresses stay the same across restarts.
+type replica struct {
+	id       string
+	srv      *controller.Server
+	api      string
+	raftAddr string
+}
+
 type agentProc struct {
 	cancel context.CancelFunc
 	done   chan error
-	link   *proxy // the node's network link to the controller
+	link   *link // the node's network connection to the controllers
 }
 
 // New starts a cluster and registers its teardown with t.Cleanup. It returns
-// once every node has registered.
+// once a leader is ready and every node has registered.
 func New(t testing.TB, o Options) *Cluster {
 	t.Helper()
 	o = o.withDefaults(t)
 	c := &Cluster{t: t, opts: o, Dir: o.Dir, agents: map[string]*agentProc{}}
+	t.Cleanup(c.Close)
 	var names []string
 	c.Topology, names = topology.Generate((o.Nodes+o.LeafSize-1)/o.LeafSize, o.LeafSize, 16, "gpu")
 	c.Nodes = names[:o.Nodes]
 	if o.Runtime == "fake" && o.NewRuntime == nil {
 		c.Fake = fake.New()
 	}
-	c.StartController()
+	c.startReplicas(o.Controllers)
 	for _, n := range c.Nodes {
 		c.StartAgent(n)
 	}
 	c.WaitNodes(len(c.Nodes))
-	t.Cleanup(c.Close)
 	return c
 }
 
 func (o Options) withDefaults(t testing.TB) Options {
+	if o.Controllers == 0 {
+		o.Controllers = 1
+	}
 	if o.Nodes == 0 {
 		o.Nodes = 4
 	}
@@ -128,20 +147,61 @@ func (c *Cluster) logger(component string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{c.t}, &slog.HandlerOptions{Level: level})).With("c", component)
 }
 
-// StartController starts (or restarts) the controller on the cluster's data
-// dir and waits for it to lead.
-func (c *Cluster) StartController() {
+// startReplicas starts n replicas: the first bootstraps alone, the others
+// join through the API (phx scontrol raft add), as an admin grows a
+// cluster.
+func (c *Cluster) startReplicas(n int) {
 	c.t.Helper()
-	addr, raftAddr := "127.0.0.1:0", "127.0.0.1:0"
-	if c.Controller != nil { // a restart keeps the addresses others know
-		addr, raftAddr = c.Controller.APIAddr(), c.Controller.RaftAddr()
+	for i := 0; i < n; i++ {
+		c.replicas = append(c.replicas, &replica{id: fmt.Sprintf("ctl%d", i), api: "127.0.0.1:0", raftAddr: "127.0.0.1:0"})
+		c.StartController(i)
+		if i == 0 {
+			c.waitLeader(10 * time.Second)
+			c.dialClient()
+			continue
+		}
+		r := c.replicas[i]
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := c.Client.AddController(ctx, &phalanxv1.AddControllerRequest{Id: r.id, RaftAddr: r.raftAddr, ApiAddr: r.api})
+		cancel()
+		if err != nil {
+			c.t.Fatalf("add controller %s: %v", r.id, err)
+		}
 	}
+	c.conn.Close()
+	c.dialClient() // now with every replica's address
+	c.Eventually(10*time.Second, func() error { return c.replicasCaughtUp() })
+}
+
+func (c *Cluster) dialClient() {
+	var err error
+	c.conn, err = apiclient.Dial(c.APIAddrs())
+	if err != nil {
+		c.t.Fatalf("dial controllers: %v", err)
+	}
+	c.Client = phalanxv1.NewControllerServiceClient(c.conn)
+}
+
+// APIAddrs are every replica's API address.
+func (c *Cluster) APIAddrs() []string {
+	var out []string
+	for _, r := range c.replicas {
+		out = append(out, r.api)
+	}
+	return out
+}
+
+// StartController starts (or restarts) replica i on its data dir and
+// addresses. It does not wait for an election.
+func (c *Cluster) StartController(i int) {
+	c.t.Helper()
+	r := c.replicas[i]
 	srv, err := controller.New(controller.Config{
-		NodeID:            "controller-0",
-		DataDir:           filepath.Join(c.Dir, "controller"),
-		RaftAddr:          raftAddr,
-		APIAddr:           addr,
-		Bootstrap:         true,
+		NodeID:            r.id,
+		DataDir:           filepath.Join(c.Dir, "controller-"+r.id),
+		RaftAddr:          r.raftAddr,
+		APIAddr:           r.api,
+		Bootstrap:         i == 0,
 		Topology:          c.Topology,
 		FastRaft:          true,
 		NodeTTL:           c.opts.NodeTTL,
@@ -149,32 +209,87 @@ func (c *Cluster) StartController() {
 		SchedInterval:     200 * time.Millisecond,
 		KillGrace:         c.opts.KillGrace,
 		Partitions:        c.opts.Partitions,
-		Logger:            c.logger("controller"),
+		SnapshotThreshold: c.opts.SnapshotThreshold,
+		SnapshotInterval:  200 * time.Millisecond,
+		TrailingLogs:      c.opts.TrailingLogs,
+		Logger:            c.logger("controller-" + r.id),
 	})
 	if err != nil {
-		c.t.Fatalf("start controller: %v", err)
+		c.t.Fatalf("start controller %s: %v", r.id, err)
 	}
-	c.Controller = srv
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.WaitLeader(ctx); err != nil {
-		c.t.Fatalf("controller: %v", err)
-	}
-	if c.conn == nil {
-		c.conn, err = grpc.NewClient(srv.APIAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			c.t.Fatalf("dial controller: %v", err)
-		}
-		c.Client = phalanxv1.NewControllerServiceClient(c.conn)
-	}
+	r.srv, r.api, r.raftAddr = srv, srv.APIAddr(), srv.RaftAddr()
 }
 
-// StopController closes the controller, keeping its data dir.
-func (c *Cluster) StopController() {
+// StopController closes replica i, keeping its data dir.
+func (c *Cluster) StopController(i int) {
 	c.t.Helper()
-	if err := c.Controller.Close(); err != nil {
-		c.t.Errorf("close controller: %v", err)
+	r := c.replicas[i]
+	if r.srv == nil {
+		return
 	}
+	if err := r.srv.Close(); err != nil {
+		c.t.Errorf("close controller %s: %v", r.id, err)
+	}
+	r.srv = nil
+}
+
+// Controller returns replica i (nil while stopped).
+func (c *Cluster) Controller(i int) *controller.Server { return c.replicas[i].srv }
+
+// Leader waits for a replica that leads and is ready, and returns it.
+func (c *Cluster) Leader() *controller.Server {
+	c.t.Helper()
+	return c.waitLeader(10 * time.Second)
+}
+
+// LeaderIndex returns the index of the ready leader.
+func (c *Cluster) LeaderIndex() int {
+	c.t.Helper()
+	l := c.Leader()
+	for i, r := range c.replicas {
+		if r.srv == l {
+			return i
+		}
+	}
+	return -1
+}
+
+func (c *Cluster) waitLeader(d time.Duration) *controller.Server {
+	c.t.Helper()
+	var leader *controller.Server
+	c.Eventually(d, func() error {
+		for _, r := range c.replicas {
+			if r.srv == nil {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+			err := r.srv.WaitLeader(ctx)
+			cancel()
+			if err == nil {
+				leader = r.srv
+				return nil
+			}
+		}
+		return fmt.Errorf("no replica leads")
+	})
+	return leader
+}
+
+// replicasCaughtUp checks that every running replica has applied what the
+// leader has.
+func (c *Cluster) replicasCaughtUp() error {
+	var want uint64
+	for _, r := range c.replicas {
+		if r.srv != nil && r.srv.IsLeader() {
+			want = r.srv.Store().AppliedIndex()
+		}
+	}
+	for _, r := range c.replicas {
+		if r.srv != nil && r.srv.Store().AppliedIndex() < want {
+			return fmt.Errorf("controller %s applied %d of %d", r.id, r.srv.Store().AppliedIndex(), want)
+		}
+	}
+	return nil
 }
 
 // StartAgent starts the agent of node name in this process.
@@ -192,14 +307,12 @@ func (c *Cluster) StartAgent(name string) {
 	if err != nil {
 		c.t.Fatalf("agent %s: runtime: %v", name, err)
 	}
-	link, err := newProxy(c.Controller.APIAddr())
-	if err != nil {
-		c.t.Fatalf("agent %s: link: %v", name, err)
-	}
+	l := newLink()
 	a, err := nodeagent.New(nodeagent.Config{
 		Name:              name,
 		Addr:              "127.0.0.1",
-		Controller:        link.addr(),
+		Controllers:       c.APIAddrs(),
+		DialOptions:       []grpc.DialOption{grpc.WithContextDialer(l.dial)},
 		StateDir:          filepath.Join(c.Dir, "agents", name),
 		Runtime:           rt,
 		GPUs:              gpus,
@@ -213,7 +326,7 @@ func (c *Cluster) StartAgent(name string) {
 		c.t.Fatalf("agent %s: %v", name, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &agentProc{cancel: cancel, done: make(chan error, 1), link: link}
+	p := &agentProc{cancel: cancel, done: make(chan error, 1), link: l}
 	go func() { p.done <- a.Run(ctx) }()
 	c.mu.Lock()
 	c.agents[name] = p
@@ -247,17 +360,17 @@ func (c *Cluster) StopAgent(name string) {
 	case <-time.After(30 * time.Second):
 		c.t.Errorf("agent %s did not stop within 30s", name)
 	}
-	p.link.close()
+	p.link.setCut(true)
 }
 
 // CutNode cuts node name off the network: its agent and tasks keep running
-// but cannot reach the controller, as when a host or its NIC dies.
+// but cannot reach any controller, as when a host or its NIC dies.
 func (c *Cluster) CutNode(name string) { c.link(name).setCut(true) }
 
 // HealNode restores node name's network link.
 func (c *Cluster) HealNode(name string) { c.link(name).setCut(false) }
 
-func (c *Cluster) link(name string) *proxy {
+func (c *Cluster) link(name string) *link {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.agents[name]
@@ -271,7 +384,7 @@ func (c *Cluster) link(name string) *proxy {
 func (c *Cluster) WaitNodes(n int) {
 	c.t.Helper()
 	c.Eventually(10*time.Second, func() error {
-		if nodes := c.Controller.Store().Nodes(); len(nodes) < n {
+		if nodes := c.Leader().Store().Nodes(); len(nodes) < n {
 			return fmt.Errorf("%d of %d nodes registered", len(nodes), n)
 		}
 		return nil
@@ -307,7 +420,9 @@ func (c *Cluster) WaitJob(id uint64, d time.Duration, states ...string) *phalanx
 	c.t.Helper()
 	var job *phalanxv1.Job
 	c.Eventually(d, func() error {
-		j, err := c.Client.GetJob(context.Background(), &phalanxv1.GetJobRequest{JobId: id})
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		j, err := c.Client.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: id})
 		if err != nil {
 			return err
 		}
@@ -322,7 +437,7 @@ func (c *Cluster) WaitJob(id uint64, d time.Duration, states ...string) *phalanx
 	return job
 }
 
-// Close stops every agent and the controller.
+// Close stops every agent and replica.
 func (c *Cluster) Close() {
 	c.mu.Lock()
 	var names []string
@@ -336,8 +451,8 @@ func (c *Cluster) Close() {
 	if c.conn != nil {
 		c.conn.Close()
 	}
-	if c.Controller != nil {
-		c.Controller.Close()
+	for i := range c.replicas {
+		c.StopController(i)
 	}
 }
 

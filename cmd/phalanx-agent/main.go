@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/nodeagent"
 	"github.com/phalanx-hpc/phalanx/nodeagent/gpu"
 	"github.com/phalanx-hpc/phalanx/runtime"
@@ -46,7 +47,7 @@ func parseFlags(args []string) (*flags, error) {
 	fs := flag.NewFlagSet("phalanx-agent", flag.ContinueOnError)
 	fs.StringVar(&f.name, "name", host, "node name, as phalanx.conf names it")
 	fs.StringVar(&f.addr, "addr", "", "address peers reach this node at (MASTER_ADDR); default: first non-loopback IPv4, else the hostname")
-	fs.StringVar(&f.controller, "controller", "localhost:7817", "host:port of any controller")
+	fs.StringVar(&f.controller, "controller", "localhost:7817", "controllers' API addresses, host:port[,host:port...]: the agent follows whichever leads")
 	fs.StringVar(&f.stateDir, "state-dir", "/var/lib/phalanx/agent", "directory for job scripts and agent state")
 	fs.StringVar(&f.runtime, "runtime", "process", "how tasks run: process or containerd")
 	fs.StringVar(&f.ctrdAddress, "containerd-address", "/run/containerd/containerd.sock", "containerd socket (--runtime containerd)")
@@ -103,7 +104,7 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 	}
 	defer closeRT()
 	cfg := nodeagent.Config{
-		Name: f.name, Addr: f.addr, Controller: f.controller, StateDir: f.stateDir, Runtime: rt,
+		Name: f.name, Addr: f.addr, Controllers: apiclient.SplitAddrs(f.controller), StateDir: f.stateDir, Runtime: rt,
 		GPUs: gpus, CPUs: f.cpus, MemoryMB: f.memoryMB, ClusterName: f.clusterID,
 		HeartbeatInterval: f.heartbeat, KillGrace: f.killGrace, Logger: log,
 	}

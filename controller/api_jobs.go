@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
@@ -21,12 +22,30 @@ type controllerService struct {
 	s *Server
 }
 
+// maxRequestID bounds a submit's request ID.
+const maxRequestID = 64
+
+// Page sizes of list calls.
+const (
+	defaultPageSize = 1000
+	maxPageSize     = 5000
+)
+
 func (c *controllerService) SubmitJob(ctx context.Context, req *phalanxv1.SubmitJobRequest) (*phalanxv1.SubmitJobResponse, error) {
-	resp, err := c.s.submit(ctx, req.Spec, req.TestOnly)
+	resp, err := c.s.submit(ctx, req.Spec, req.TestOnly, []byte(req.RequestId))
 	return resp, toStatus(err)
 }
 
-func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly bool) (*phalanxv1.SubmitJobResponse, error) {
+// submit admits a job and commits it. With a request ID it is exactly-once:
+// a request already committed answers with its job, whether the retry
+// arrives here or races the first attempt into the log (the store decides).
+func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly bool, requestID []byte) (*phalanxv1.SubmitJobResponse, error) {
+	if len(requestID) > maxRequestID {
+		return nil, cluster.Errorf(cluster.ErrInvalid, "request ID of %d bytes: at most %d", len(requestID), maxRequestID)
+	}
+	if id, ok := s.store.RequestJob(requestID); ok && len(requestID) > 0 && !testOnly {
+		return &phalanxv1.SubmitJobResponse{JobId: uint64(id)}, nil
+	}
 	job, err := jobFromSpec(spec)
 	if err != nil {
 		return nil, err
@@ -50,7 +69,7 @@ func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly b
 	s.mu.Lock()
 	if !s.IsLeader() || s.nextID == 0 {
 		s.mu.Unlock()
-		return nil, fmt.Errorf("submit: %w: try again in a moment or ask the leader", cluster.ErrNotLeader)
+		return nil, s.notLeader()
 	}
 	job.ID = s.nextID
 	s.nextID++
@@ -58,11 +77,12 @@ func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly b
 	job.SubmitTime = now
 	job.State = cluster.JobPending
 	job.Reason = cluster.ReasonNone
-	if _, err := s.propose(ctx, fsm.SubmitJob{Job: job}); err != nil {
+	res, err := s.propose(ctx, fsm.SubmitJob{Job: job, RequestID: requestID})
+	if err != nil {
 		return nil, err
 	}
 	s.kickScheduler()
-	return &phalanxv1.SubmitJobResponse{JobId: uint64(job.ID)}, nil
+	return &phalanxv1.SubmitJobResponse{JobId: uint64(res.IDs[0])}, nil
 }
 
 // admit checks a job against its partition and the registered nodes: it
@@ -116,8 +136,8 @@ func (c *controllerService) CancelJob(ctx context.Context, req *phalanxv1.Cancel
 func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([]cluster.JobID, error) {
 	var ids []cluster.JobID
 	for _, id := range req.JobIds {
-		if _, err := s.store.Job(cluster.JobID(id)); err != nil {
-			return nil, jobLookupError(id, err)
+		if _, err := s.visibleJob(cluster.JobID(id)); err != nil {
+			return nil, err
 		}
 		ids = append(ids, cluster.JobID(id))
 	}
@@ -143,21 +163,51 @@ func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([
 }
 
 func (c *controllerService) GetJob(ctx context.Context, req *phalanxv1.GetJobRequest) (*phalanxv1.Job, error) {
-	j, err := c.s.store.Job(cluster.JobID(req.JobId))
+	j, err := c.s.visibleJob(cluster.JobID(req.JobId))
 	if err != nil {
-		return nil, toStatus(jobLookupError(req.JobId, err))
+		return nil, toStatus(err)
 	}
-	return c.s.jobView(j, c.s.nodeAddrs()), nil
+	return c.s.jobView(j, c.s.nodeAddrs(), true), nil
 }
 
-func (s *Server) jobView(j *cluster.Job, addrs map[string]string) *phalanxv1.Job {
+// visibleJob returns a job that is active or ended within MinJobAge, as
+// Slurm's controller shows them; older ones are accounting's.
+func (s *Server) visibleJob(id cluster.JobID) (*cluster.Job, error) {
+	j, err := s.store.Job(id)
+	if err == nil && !s.recent(j) {
+		err = cluster.ErrNotFound
+	}
+	if errors.Is(err, cluster.ErrNotFound) {
+		return nil, cluster.Errorf(cluster.ErrNotFound, "Invalid job id specified: %d", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("job %d: %w", id, err)
+	}
+	return j, nil
+}
+
+// recent reports whether the controller still shows a job: it is in the
+// queue or holds resources, or it ended less than MinJobAge ago.
+func (s *Server) recent(j *cluster.Job) bool {
+	return j.InQueue() || j.Live() || s.cfg.Clock.Now().Sub(j.EndTime) < s.cfg.MinJobAge
+}
+
+// jobView converts a job with the leader's pending reason; full includes
+// its script and environment.
+func (s *Server) jobView(j *cluster.Job, addrs map[string]string, full bool) *phalanxv1.Job {
 	s.mu.Lock()
 	p, ok := s.pending[j.ID]
 	s.mu.Unlock()
-	if !ok {
-		return jobToProto(j, addrs, nil)
+	var out *phalanxv1.Job
+	if ok {
+		out = jobToProto(j, addrs, &p)
+	} else {
+		out = jobToProto(j, addrs, nil)
 	}
-	return jobToProto(j, addrs, &p)
+	if !full {
+		out.Spec.Script, out.Spec.Env = "", nil
+	}
+	return out
 }
 
 func (s *Server) nodeAddrs() map[string]string {
@@ -171,18 +221,52 @@ func (s *Server) nodeAddrs() map[string]string {
 
 func (c *controllerService) ListJobs(ctx context.Context, req *phalanxv1.ListJobsRequest) (*phalanxv1.ListJobsResponse, error) {
 	s := c.s
-	q := store.JobQuery{Finished: req.IncludeFinished || len(req.JobIds) > 0}
-	q.Match = func(j *cluster.Job) bool { return (q.Finished || j.InQueue()) && matchJob(j, req) }
-	jobs, _, err := s.store.Jobs(q)
+	q, err := pageQuery(req.PageSize, req.PageToken)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	q.Finished = req.IncludeFinished || req.History || len(req.JobIds) > 0
+	if !req.History {
+		q.EndedAfter = s.cfg.Clock.Now().Add(-s.cfg.MinJobAge)
+	}
+	q.Match = func(j *cluster.Job) bool {
+		if !q.Finished && !j.InQueue() {
+			return false
+		}
+		return matchJob(j, req)
+	}
+	jobs, next, err := s.store.Jobs(q)
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	addrs := s.nodeAddrs()
 	out := &phalanxv1.ListJobsResponse{}
 	for _, j := range jobs {
-		out.Jobs = append(out.Jobs, s.jobView(j, addrs))
+		out.Jobs = append(out.Jobs, s.jobView(j, addrs, false))
+	}
+	if next != 0 {
+		out.NextPageToken = strconv.FormatUint(uint64(next), 10)
 	}
 	return out, nil
+}
+
+// pageQuery reads a page size and token into a job query.
+func pageQuery(size int32, token string) (store.JobQuery, error) {
+	q := store.JobQuery{Limit: defaultPageSize}
+	switch {
+	case size < 0:
+		return q, cluster.Errorf(cluster.ErrInvalid, "page size %d must not be negative", size)
+	case size > 0:
+		q.Limit = min(int(size), maxPageSize)
+	}
+	if token != "" {
+		after, err := strconv.ParseUint(token, 10, 64)
+		if err != nil {
+			return q, cluster.Errorf(cluster.ErrInvalid, "page token %q is not one this server gave", token)
+		}
+		q.After = cluster.JobID(after)
+	}
+	return q, nil
 }
 
 func matchJob(j *cluster.Job, req *phalanxv1.ListJobsRequest) bool {
@@ -199,49 +283,6 @@ func matchJob(j *cluster.Job, req *phalanxv1.ListJobsRequest) bool {
 		return false
 	}
 	return true
-}
-
-func (c *controllerService) ListNodes(ctx context.Context, req *phalanxv1.ListNodesRequest) (*phalanxv1.ListNodesResponse, error) {
-	s := c.s
-	st, err := s.store.State()
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	usage := cluster.Usage(st.Active)
-	out := &phalanxv1.ListNodesResponse{}
-	for _, n := range st.Nodes {
-		if len(req.Names) > 0 && !slices.Contains(req.Names, n.Name) {
-			continue
-		}
-		s.mu.Lock()
-		seen := s.lastSeen[n.Name]
-		s.mu.Unlock()
-		out.Nodes = append(out.Nodes, nodeToProto(n, usage[n.Name], st.Partitions, seen))
-	}
-	if len(req.Names) > 0 && len(out.Nodes) == 0 {
-		return nil, toStatus(fmt.Errorf("node %v: %w", req.Names, cluster.ErrNotFound))
-	}
-	return out, nil
-}
-
-func (c *controllerService) ListPartitions(ctx context.Context, req *phalanxv1.ListPartitionsRequest) (*phalanxv1.ListPartitionsResponse, error) {
-	st, err := c.s.store.State()
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	out := &phalanxv1.ListPartitionsResponse{}
-	for _, p := range st.Partitions {
-		out.Partitions = append(out.Partitions, partitionToProto(p, st.Nodes))
-	}
-	return out, nil
-}
-
-// jobLookupError words a failed job lookup as Slurm does for an unknown ID.
-func jobLookupError(id uint64, err error) error {
-	if errors.Is(err, cluster.ErrNotFound) {
-		return cluster.Errorf(cluster.ErrNotFound, "Invalid job id specified: %d", id)
-	}
-	return fmt.Errorf("job %d: %w", id, err)
 }
 
 // expectedStart answers sbatch --test-only: a scheduling pass over the

@@ -1,0 +1,381 @@
+// Package apiclient connects to a Phalanx controller cluster: one
+// grpc.ClientConnInterface over the list of replica addresses, which tries
+// them in turn and follows the leader. phx and the node agents use it, so
+// that an election, a dead replica or a stopped one costs a retry, not an
+// error.
+//
+// A call goes first to the replica believed to lead (learned from the
+// "phalanx-leader" reply header and from NotLeader errors), then to the
+// others. It moves on when a replica is unreachable (UNAVAILABLE without a
+// leader hint), names another leader (UNAVAILABLE with a NotLeader detail),
+// or does not answer within its share of the deadline; after a round with
+// no answer it backs off briefly and starts again, until the caller's
+// deadline. Every Phalanx call is safe to repeat this way: submits carry a
+// request ID, and the other writes are idempotent.
+package apiclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+)
+
+// DefaultPort is the controller API's port when an address has none.
+const DefaultPort = "7817"
+
+// Metadata keys shared with the controller.
+const (
+	leaderHeader = "phalanx-leader"
+	readHeader   = "phalanx-read"
+)
+
+// Timing of failover.
+const (
+	minAttempt    = time.Second // the least a replica is given to answer
+	connectTimout = time.Second // to open a connection to a replica
+	firstBackoff  = 25 * time.Millisecond
+	maxBackoff    = 500 * time.Millisecond
+	maxRedirects  = 4 // leader hints followed at once per call, before backing off
+	// refusedGrace: when every replica has refused connections for this
+	// long (nothing listens: not an election), a call gives up early.
+	refusedGrace = 2 * time.Second
+)
+
+// Conn is a client connection to a controller cluster. It is safe for
+// concurrent use.
+type Conn struct {
+	addrs []string
+	opts  []grpc.DialOption
+
+	mu     sync.Mutex
+	leader string // the replica believed to lead; "" unknown
+	conns  map[string]*grpc.ClientConn
+	closed bool
+}
+
+var _ grpc.ClientConnInterface = (*Conn)(nil)
+
+// Option configures Dial.
+type Option func(*Conn)
+
+// WithDialOptions adds gRPC dial options (credentials, interceptors) used
+// for every replica. Without credentials the connections are plaintext.
+func WithDialOptions(opts ...grpc.DialOption) Option {
+	return func(c *Conn) { c.opts = append(c.opts, opts...) }
+}
+
+// Dial prepares a connection to the controllers at addrs (host or
+// host:port; the default port is added). Connecting is lazy: errors show
+// at the first call.
+func Dial(addrs []string, opts ...Option) (*Conn, error) {
+	c := &Conn{conns: map[string]*grpc.ClientConn{}}
+	for _, a := range addrs {
+		if a = strings.TrimSpace(a); a != "" {
+			c.addrs = append(c.addrs, WithPort(a))
+		}
+	}
+	if len(c.addrs) == 0 {
+		return nil, errors.New("no controller address")
+	}
+	c.opts = []grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.DefaultConfig, MinConnectTimeout: connectTimout}),
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// SplitAddrs splits a comma-separated list of controller addresses.
+func SplitAddrs(list string) []string {
+	var out []string
+	for _, a := range strings.Split(list, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// WithPort adds the default port to an address without one.
+func WithPort(a string) string {
+	if _, _, err := net.SplitHostPort(a); err == nil {
+		return a
+	}
+	return net.JoinHostPort(strings.Trim(a, "[]"), DefaultPort)
+}
+
+// Addrs returns the configured addresses.
+func (c *Conn) Addrs() []string { return append([]string(nil), c.addrs...) }
+
+// Leader returns the address of the replica believed to lead ("" unknown).
+func (c *Conn) Leader() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leader
+}
+
+// Close closes every connection.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	var errs []error
+	for a, cc := range c.conns {
+		errs = append(errs, cc.Close())
+		delete(c.conns, a)
+	}
+	return errors.Join(errs...)
+}
+
+// Stale returns a context whose reads may be answered by whichever replica
+// is reached, from its own state, which may lag the leader's.
+func Stale(ctx context.Context) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, readHeader, "stale")
+}
+
+func (c *Conn) conn(addr string) (*grpc.ClientConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errors.New("connection closed")
+	}
+	if cc := c.conns[addr]; cc != nil {
+		return cc, nil
+	}
+	cc, err := grpc.NewClient(addr, c.opts...)
+	if err != nil {
+		return nil, fmt.Errorf("controller address %q: %w", addr, err)
+	}
+	c.conns[addr] = cc
+	return cc, nil
+}
+
+// order returns the addresses to try: the believed leader, then the
+// configured ones.
+func (c *Conn) order() []string {
+	c.mu.Lock()
+	leader := c.leader
+	c.mu.Unlock()
+	out := make([]string, 0, len(c.addrs)+1)
+	if leader != "" {
+		out = append(out, leader)
+	}
+	for _, a := range c.addrs {
+		if a != leader {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// learn records a replica's word on who leads.
+func (c *Conn) learn(addr string) {
+	if addr == "" {
+		return
+	}
+	c.mu.Lock()
+	c.leader = addr
+	c.mu.Unlock()
+}
+
+// forget drops a leader belief that proved wrong.
+func (c *Conn) forget(addr string) {
+	c.mu.Lock()
+	if c.leader == addr {
+		c.leader = ""
+	}
+	c.mu.Unlock()
+}
+
+// Invoke implements grpc.ClientConnInterface with failover.
+func (c *Conn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	var last error
+	wait := firstBackoff
+	redirects := 0
+	var refusedSince time.Time
+	for {
+		redirected, allRefused := false, true
+		for _, addr := range c.order() {
+			before := c.Leader()
+			err := c.invokeOne(ctx, addr, method, args, reply, opts)
+			if err == nil {
+				return nil
+			}
+			last = err
+			if ctx.Err() != nil || !retryable(err) {
+				return err
+			}
+			allRefused = allRefused && unreachable(err)
+			if l := c.Leader(); l != "" && l != before && l != addr && redirects < maxRedirects {
+				redirected = true // a replica named the leader: go there now
+				redirects++
+				break
+			}
+		}
+		if redirected {
+			continue
+		}
+		switch {
+		case !allRefused:
+			refusedSince = time.Time{}
+		case refusedSince.IsZero():
+			refusedSince = time.Now()
+		case time.Since(refusedSince) >= refusedGrace:
+			return last
+		}
+		select {
+		case <-ctx.Done():
+			return last
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, maxBackoff)
+	}
+}
+
+// invokeOne makes one attempt at addr, with its share of the deadline.
+func (c *Conn) invokeOne(ctx context.Context, addr, method string, args, reply any, opts []grpc.CallOption) error {
+	cc, err := c.conn(addr)
+	if err != nil {
+		return status.Error(codes.Unavailable, err.Error())
+	}
+	actx, cancel, share := attemptContext(ctx)
+	defer cancel()
+	var header metadata.MD
+	err = cc.Invoke(actx, method, args, reply, append(opts, grpc.Header(&header))...)
+	if err == nil {
+		if l := header.Get(leaderHeader); len(l) > 0 {
+			c.learn(l[0])
+		}
+		return nil
+	}
+	if ctx.Err() == nil && actx.Err() != nil { // its share ran out: try another
+		c.forget(addr)
+		return &slowError{addr: addr, share: share}
+	}
+	c.noteFailure(addr, err)
+	return err
+}
+
+// noteFailure learns from a failed call: a NotLeader names the leader, any
+// other unavailability discredits addr as leader.
+func (c *Conn) noteFailure(addr string, err error) {
+	if nl := NotLeader(err); nl != nil && nl.LeaderAddr != "" && nl.LeaderAddr != addr {
+		c.learn(nl.LeaderAddr)
+		return
+	}
+	if status.Code(err) == codes.Unavailable {
+		c.forget(addr)
+	}
+}
+
+// attemptContext gives one replica half of the time left, but at least
+// minAttempt (or all of it, when less is left).
+func attemptContext(ctx context.Context) (context.Context, context.CancelFunc, time.Duration) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		ctx, cancel := context.WithCancel(ctx)
+		return ctx, cancel, 0
+	}
+	left := time.Until(d)
+	share := max(left/2, min(left, minAttempt))
+	ctx, cancel := context.WithTimeout(ctx, share)
+	return ctx, cancel, share
+}
+
+// unreachable reports whether err says nothing answered at all (no
+// connection), as opposed to a replica that answered without a leader or
+// did not answer in time.
+func unreachable(err error) bool {
+	return status.Code(err) == codes.Unavailable && NotLeader(err) == nil && !errors.Is(err, errSlow)
+}
+
+// retryable reports whether another replica might answer: this one is
+// unreachable, not the leader, or too slow.
+func retryable(err error) bool {
+	return status.Code(err) == codes.Unavailable
+}
+
+// errSlow marks a replica that did not answer within its share.
+var errSlow = errors.New("no answer in time")
+
+type slowError struct {
+	addr  string
+	share time.Duration
+}
+
+func (e *slowError) Error() string {
+	return fmt.Sprintf("controller at %s did not answer within %s", e.addr, e.share.Round(time.Millisecond))
+}
+
+func (e *slowError) Is(target error) bool { return target == errSlow }
+
+// GRPCStatus makes a slow replica an UNAVAILABLE one for callers.
+func (e *slowError) GRPCStatus() *status.Status { return status.New(codes.Unavailable, e.Error()) }
+
+// NotLeader returns the NotLeader detail of an error, or nil.
+func NotLeader(err error) *phalanxv1.NotLeader {
+	st, ok := status.FromError(err)
+	if !ok {
+		return nil
+	}
+	for _, d := range st.Details() {
+		if nl, ok := d.(*phalanxv1.NotLeader); ok {
+			return nl
+		}
+	}
+	return nil
+}
+
+// NewStream implements grpc.ClientConnInterface. A stream is opened on the
+// believed leader (or the first replica that accepts it); its errors teach
+// the connection who leads, so the caller's next NewStream goes there.
+func (c *Conn) NewStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	var last error
+	for _, addr := range c.order() {
+		cc, err := c.conn(addr)
+		if err != nil {
+			last = err
+			continue
+		}
+		cs, err := cc.NewStream(ctx, desc, method, opts...)
+		if err == nil {
+			return &stream{ClientStream: cs, c: c, addr: addr}, nil
+		}
+		last = err
+		c.noteFailure(addr, err)
+		if ctx.Err() != nil || !retryable(err) {
+			return nil, err
+		}
+	}
+	return nil, last
+}
+
+// stream learns from the errors of a stream.
+type stream struct {
+	grpc.ClientStream
+	c    *Conn
+	addr string
+}
+
+func (s *stream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if err != nil {
+		s.c.noteFailure(s.addr, err)
+	}
+	return err
+}

@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"context"
+
+	"google.golang.org/protobuf/proto"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+)
+
+// listJobs pages through every job req selects. The controller's timeout
+// covers each page, not the whole listing, so a listing of any size works.
+func (cn *conn) listJobs(ctx context.Context, req *phalanxv1.ListJobsRequest) ([]*phalanxv1.Job, error) {
+	req = proto.Clone(req).(*phalanxv1.ListJobsRequest)
+	var out []*phalanxv1.Job
+	for {
+		var resp *phalanxv1.ListJobsResponse
+		err := cn.call(ctx, func(ctx context.Context) (err error) {
+			resp, err = cn.api.ListJobs(ctx, req)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, resp.Jobs...)
+		if resp.NextPageToken == "" {
+			return out, nil
+		}
+		req.PageToken = resp.NextPageToken
+	}
+}
+
+// listNodes pages through every node req selects.
+func (cn *conn) listNodes(ctx context.Context, req *phalanxv1.ListNodesRequest) ([]*phalanxv1.Node, error) {
+	req = proto.Clone(req).(*phalanxv1.ListNodesRequest)
+	var out []*phalanxv1.Node
+	for {
+		var resp *phalanxv1.ListNodesResponse
+		err := cn.call(ctx, func(ctx context.Context) (err error) {
+			resp, err = cn.api.ListNodes(ctx, req)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, resp.Nodes...)
+		if resp.NextPageToken == "" {
+			return out, nil
+		}
+		req.PageToken = resp.NextPageToken
+	}
+}

@@ -1,0 +1,210 @@
+package controller
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/controller/fsm"
+	"github.com/phalanx-hpc/phalanx/store"
+)
+
+// membershipTimeout bounds a Raft membership change when the caller gave no
+// deadline.
+const membershipTimeout = 10 * time.Second
+
+func (c *controllerService) GetControllerStatus(ctx context.Context, req *phalanxv1.GetControllerStatusRequest) (*phalanxv1.ControllerStatus, error) {
+	return c.s.status(), nil
+}
+
+// status describes this replica.
+func (s *Server) status() *phalanxv1.ControllerStatus {
+	r := s.raft.raft
+	_, leader := r.LeaderWithID()
+	out := &phalanxv1.ControllerStatus{
+		Id:           s.ID(),
+		ApiAddr:      s.apiAddr,
+		RaftAddr:     s.RaftAddr(),
+		Role:         roleName(r.State()),
+		AppliedIndex: s.store.AppliedIndex(),
+		CommitIndex:  r.CommitIndex(),
+		LastLogIndex: r.LastIndex(),
+		LeaderId:     string(leader),
+		DurableIndex: s.store.DurableIndex(),
+	}
+	if term, err := parseUint(r.Stats()["term"]); err == nil {
+		out.Term = term
+	}
+	if t := r.LastContact(); !t.IsZero() && r.State() != raft.Leader {
+		out.LastContact = ts(t)
+	}
+	return out
+}
+
+func roleName(st raft.RaftState) string {
+	switch st {
+	case raft.Leader:
+		return "Leader"
+	case raft.Follower:
+		return "Follower"
+	case raft.Candidate:
+		return "Candidate"
+	}
+	return "Shutdown"
+}
+
+// ListControllers lists the members of this replica's Raft configuration,
+// each with its status read just now (in parallel, a second at most).
+func (c *controllerService) ListControllers(ctx context.Context, req *phalanxv1.ListControllersRequest) (*phalanxv1.ListControllersResponse, error) {
+	s := c.s
+	f := s.raft.raft.GetConfiguration()
+	if err := waitFuture(ctx, f); err != nil {
+		return nil, toStatus(err)
+	}
+	servers := f.Configuration().Servers
+	out := &phalanxv1.ListControllersResponse{Controllers: make([]*phalanxv1.ControllerInfo, len(servers))}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, srv := range servers {
+		info := &phalanxv1.ControllerInfo{Id: string(srv.ID), RaftAddr: string(srv.Address), Voter: srv.Suffrage == raft.Voter}
+		out.Controllers[i] = info
+		if srv.ID == s.raft.id {
+			info.ApiAddr, info.Reachable, info.Status = s.apiAddr, true, s.status()
+			continue
+		}
+		rec, _ := s.store.Controller(string(srv.ID))
+		info.ApiAddr = rec.APIAddr
+		if info.ApiAddr == "" {
+			info.Error = "its API address is not recorded yet"
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conn, err := s.peerConns.get(info.ApiAddr)
+			if err == nil {
+				info.Status, err = phalanxv1.NewControllerServiceClient(conn).GetControllerStatus(ctx, &phalanxv1.GetControllerStatusRequest{})
+			}
+			if err != nil {
+				info.Error = err.Error()
+				return
+			}
+			info.Reachable = true
+		}()
+	}
+	wg.Wait()
+	return out, nil
+}
+
+func (c *controllerService) AddController(ctx context.Context, req *phalanxv1.AddControllerRequest) (*phalanxv1.AddControllerResponse, error) {
+	s := c.s
+	if req.Id == "" || req.RaftAddr == "" {
+		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "give the new controller's ID and Raft address: raft add ID HOST:PORT"))
+	}
+	ctx, cancel := withDefaultTimeout(ctx, membershipTimeout)
+	defer cancel()
+	f := s.raft.raft.AddVoter(raft.ServerID(req.Id), raft.ServerAddress(req.RaftAddr), 0, timeLeft(ctx))
+	if err := s.membershipErr(waitFuture(ctx, f)); err != nil {
+		return nil, toStatus(err)
+	}
+	s.log.Info("controller added", "id", req.Id, "raft", req.RaftAddr)
+	if req.ApiAddr != "" {
+		ctl := store.Controller{ID: req.Id, APIAddr: req.ApiAddr, RaftAddr: req.RaftAddr}
+		if _, err := s.propose(ctx, fsm.SetController{Controller: ctl}); err != nil {
+			return nil, toStatus(err)
+		}
+	}
+	return &phalanxv1.AddControllerResponse{}, nil
+}
+
+func (c *controllerService) RemoveController(ctx context.Context, req *phalanxv1.RemoveControllerRequest) (*phalanxv1.RemoveControllerResponse, error) {
+	s := c.s
+	cf := s.raft.raft.GetConfiguration()
+	if err := waitFuture(ctx, cf); err != nil {
+		return nil, toStatus(err)
+	}
+	member, voters := false, 0
+	for _, srv := range cf.Configuration().Servers {
+		member = member || string(srv.ID) == req.Id
+		if srv.Suffrage == raft.Voter {
+			voters++
+		}
+	}
+	switch {
+	case !member:
+		return nil, toStatus(cluster.Errorf(cluster.ErrNotFound, "controller %q is not a member (phx scontrol show controllers lists them)", req.Id))
+	case voters == 1:
+		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "controller %q is the only voter: add another before removing it", req.Id))
+	}
+	ctx, cancel := withDefaultTimeout(ctx, membershipTimeout)
+	defer cancel()
+	f := s.raft.raft.RemoveServer(raft.ServerID(req.Id), 0, timeLeft(ctx))
+	if err := s.membershipErr(waitFuture(ctx, f)); err != nil {
+		return nil, toStatus(err)
+	}
+	s.log.Info("controller removed", "id", req.Id)
+	if req.Id != s.ID() { // a leader that removed itself no longer leads
+		if _, err := s.propose(ctx, fsm.RemoveController{ID: req.Id}); err != nil {
+			return nil, toStatus(err)
+		}
+	}
+	return &phalanxv1.RemoveControllerResponse{}, nil
+}
+
+// RegisterController records a member's addresses so that others can
+// forward to it and list it; a replica that is not a member is refused.
+func (c *controllerService) RegisterController(ctx context.Context, req *phalanxv1.RegisterControllerRequest) (*phalanxv1.RegisterControllerResponse, error) {
+	s := c.s
+	cf := s.raft.raft.GetConfiguration()
+	if err := waitFuture(ctx, cf); err != nil {
+		return nil, toStatus(err)
+	}
+	member := false
+	for _, srv := range cf.Configuration().Servers {
+		member = member || string(srv.ID) == req.Id
+	}
+	if !member {
+		return nil, toStatus(cluster.Errorf(cluster.ErrUnsatisfiable,
+			"controller %q is not a member of the cluster: add it with phx scontrol raft add %s %s", req.Id, req.Id, req.RaftAddr))
+	}
+	ctl := store.Controller{ID: req.Id, APIAddr: req.ApiAddr, RaftAddr: req.RaftAddr}
+	if have, ok := s.store.Controller(req.Id); ok && have == ctl {
+		return &phalanxv1.RegisterControllerResponse{}, nil
+	}
+	if _, err := s.propose(ctx, fsm.SetController{Controller: ctl}); err != nil {
+		return nil, toStatus(err)
+	}
+	return &phalanxv1.RegisterControllerResponse{}, nil
+}
+
+// membershipErr words a failed membership change.
+func (s *Server) membershipErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case err == raft.ErrNotLeader || err == raft.ErrLeadershipLost:
+		return s.notLeader()
+	case err == raft.ErrCantBootstrap || err == raft.ErrAbortedByRestore:
+		return cluster.Errorf(cluster.ErrConflict, "membership change: %v", err)
+	}
+	return err
+}
+
+func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+func timeLeft(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return time.Until(d)
+	}
+	return 0
+}

@@ -1,0 +1,58 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+func (c *controllerService) ListNodes(ctx context.Context, req *phalanxv1.ListNodesRequest) (*phalanxv1.ListNodesResponse, error) {
+	s := c.s
+	limit := defaultPageSize
+	switch {
+	case req.PageSize < 0:
+		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "page size %d must not be negative", req.PageSize))
+	case req.PageSize > 0:
+		limit = min(int(req.PageSize), maxPageSize)
+	}
+	st, err := s.store.State()
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	nodes := st.Nodes[sort.Search(len(st.Nodes), func(i int) bool { return st.Nodes[i].Name > req.PageToken }):]
+	usage := cluster.Usage(st.Active)
+	out := &phalanxv1.ListNodesResponse{}
+	for _, n := range nodes {
+		if len(req.Names) > 0 && !slices.Contains(req.Names, n.Name) {
+			continue
+		}
+		if len(out.Nodes) == limit {
+			out.NextPageToken = out.Nodes[limit-1].Name
+			break
+		}
+		s.mu.Lock()
+		seen := s.lastSeen[n.Name]
+		s.mu.Unlock()
+		out.Nodes = append(out.Nodes, nodeToProto(n, usage[n.Name], st.Partitions, seen))
+	}
+	if len(req.Names) > 0 && len(out.Nodes) == 0 && req.PageToken == "" {
+		return nil, toStatus(fmt.Errorf("node %v: %w", req.Names, cluster.ErrNotFound))
+	}
+	return out, nil
+}
+
+func (c *controllerService) ListPartitions(ctx context.Context, req *phalanxv1.ListPartitionsRequest) (*phalanxv1.ListPartitionsResponse, error) {
+	st, err := c.s.store.State()
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &phalanxv1.ListPartitionsResponse{}
+	for _, p := range st.Partitions {
+		out.Partitions = append(out.Partitions, partitionToProto(p, st.Nodes))
+	}
+	return out, nil
+}

@@ -1,0 +1,80 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/controller/fsm"
+	"github.com/phalanx-hpc/phalanx/store"
+)
+
+// startLivenessTerm gives every node a full TTL of grace, as if it had just
+// been heard from, and forgets who was heard: nothing is placed on a node
+// until this leader hears from it (its heartbeat, registration or a task
+// report). An election must not cause a storm of NODE_FAIL, nor place jobs
+// on nodes that are gone. s.mu is held.
+func (s *Server) startLivenessTerm() {
+	now := s.cfg.Clock.Now()
+	s.lastSeen = map[string]time.Time{}
+	s.heard = map[string]bool{}
+	for _, n := range s.store.Nodes() {
+		s.lastSeen[n.Name] = now
+	}
+}
+
+// seen records that node was heard from at t.
+func (s *Server) seen(node string, t time.Time) {
+	s.mu.Lock()
+	s.lastSeen[node] = t
+	first := !s.heard[node]
+	s.heard[node] = true
+	s.mu.Unlock()
+	if first {
+		s.kickScheduler() // it can take jobs now
+	}
+}
+
+// unheard returns which of the nodes this leader has not heard from yet.
+func (s *Server) unheard(nodes []*cluster.Node) map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]bool{}
+	for _, n := range nodes {
+		if !s.heard[n.Name] {
+			out[n.Name] = true
+		}
+	}
+	return out
+}
+
+// checkLiveness proposes DOWN, in one command, for every UP or DRAIN node
+// silent past the TTL: a rack that goes dark together costs one commit.
+func (s *Server) checkLiveness(ctx context.Context) {
+	now := s.cfg.Clock.Now()
+	var silent []string
+	s.mu.Lock()
+	for _, n := range s.store.Nodes() {
+		if n.State == cluster.NodeDown {
+			continue
+		}
+		seen, ok := s.lastSeen[n.Name]
+		if !ok { // registered since the term began
+			s.lastSeen[n.Name] = now
+			seen = now
+		}
+		if now.Sub(seen) > s.cfg.NodeTTL {
+			silent = append(silent, n.Name)
+			s.log.Warn("node not responding", "node", n.Name, "silent", now.Sub(seen).Round(time.Second))
+		}
+	}
+	s.mu.Unlock()
+	if len(silent) == 0 {
+		return
+	}
+	_, err := s.propose(ctx, fsm.SetNodesDown{Names: silent, Reason: store.ReasonNotResponding, Time: now})
+	if err != nil {
+		s.log.Error("mark nodes down", "nodes", silent, "err", err)
+	}
+	s.kickScheduler()
+}

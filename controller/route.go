@@ -1,0 +1,212 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+)
+
+// Metadata keys of the routing protocol (see the API's package comment).
+const (
+	// LeaderHeader, in a reply's header, is the leader's API address.
+	LeaderHeader = "phalanx-leader"
+	// ReadHeader "stale", in a request, asks for a read from the replica
+	// called, without making sure it is up to date.
+	ReadHeader = "phalanx-read"
+	// forwardedHeader marks a call one replica forwarded to another: it is
+	// never forwarded again.
+	forwardedHeader = "phalanx-forwarded"
+)
+
+// route is where a method is served.
+type route int
+
+const (
+	routeLeader route = iota // by the leader: forwarded there
+	routeRead                // by the leader, which confirms it leads; or locally when stale is asked
+	routeLocal               // by the replica called
+)
+
+var routes = map[string]route{
+	phalanxv1.ControllerService_GetJob_FullMethodName:              routeRead,
+	phalanxv1.ControllerService_ListJobs_FullMethodName:            routeRead,
+	phalanxv1.ControllerService_ListNodes_FullMethodName:           routeRead,
+	phalanxv1.ControllerService_ListPartitions_FullMethodName:      routeRead,
+	phalanxv1.ControllerService_ListControllers_FullMethodName:     routeLocal,
+	phalanxv1.ControllerService_GetControllerStatus_FullMethodName: routeLocal,
+	// Every other method (submits, cancels, membership, the node API) is a
+	// write or needs the leader's memory: routeLeader.
+}
+
+// routeUnary sends each call where its route says: to the handler here, or
+// to the leader.
+func (s *Server) routeUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	r := routes[info.FullMethod]
+	if r == routeLocal || (r == routeRead && staleRead(ctx)) {
+		return handler(ctx, req)
+	}
+	if s.ready() {
+		if r == routeRead {
+			if err := s.verifyLeader(ctx); err != nil {
+				return nil, toStatus(err)
+			}
+		}
+		s.tellLeader(ctx, s.apiAddr)
+		return handler(ctx, req)
+	}
+	return s.forward(ctx, info.FullMethod, req)
+}
+
+// routeStream serves streams (assignments) on the leader only: agents
+// follow the NotLeader answer to it.
+func (s *Server) routeStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if !s.ready() {
+		return toStatus(s.notLeader())
+	}
+	return handler(srv, ss)
+}
+
+func staleRead(ctx context.Context) bool {
+	md, _ := metadata.FromIncomingContext(ctx)
+	for _, v := range md.Get(ReadHeader) {
+		if v == "stale" {
+			return true
+		}
+	}
+	return false
+}
+
+// verifyLeader confirms with a majority that this replica still leads, so
+// a read cannot come from a deposed leader that has not noticed yet.
+func (s *Server) verifyLeader(ctx context.Context) error {
+	if err := waitFuture(ctx, s.raft.raft.VerifyLeader()); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return s.notLeader()
+	}
+	return nil
+}
+
+// tellLeader sets the reply's leader header (best effort).
+func (s *Server) tellLeader(ctx context.Context, addr string) {
+	if addr != "" {
+		_ = grpc.SetHeader(ctx, metadata.Pairs(LeaderHeader, addr))
+	}
+}
+
+// forward relays a unary call to the leader within the caller's deadline,
+// with the caller's Phalanx metadata, and returns the leader's answer. A
+// call already forwarded once is not forwarded again: it gets NotLeader,
+// and the client retries.
+func (s *Server) forward(ctx context.Context, method string, req any) (any, error) {
+	in, _ := metadata.FromIncomingContext(ctx)
+	if len(in.Get(forwardedHeader)) > 0 {
+		return nil, toStatus(s.notLeader())
+	}
+	id, addr := s.leader()
+	if addr == "" || id == s.ID() {
+		return nil, toStatus(s.notLeader())
+	}
+	reply, err := newReply(method)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := metadata.Pairs(forwardedHeader, s.ID())
+	for k, vs := range in {
+		if strings.HasPrefix(k, "phalanx-") && k != forwardedHeader {
+			out.Append(k, vs...)
+		}
+	}
+	conn, err := s.peerConns.get(addr)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if err := conn.Invoke(metadata.NewOutgoingContext(ctx, out), method, req, reply); err != nil {
+		return nil, err // the leader's status, as it is
+	}
+	s.tellLeader(ctx, addr)
+	return reply, nil
+}
+
+var replyTypes sync.Map // method -> protoreflect.MessageType
+
+// newReply makes an empty reply message of a method, from its descriptor.
+func newReply(method string) (proto.Message, error) {
+	if mt, ok := replyTypes.Load(method); ok {
+		return mt.(protoreflect.MessageType).New().Interface(), nil
+	}
+	svc, name, ok := strings.Cut(strings.TrimPrefix(method, "/"), "/")
+	if !ok {
+		return nil, fmt.Errorf("method %q: want /service/method", method)
+	}
+	d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(svc))
+	if err != nil {
+		return nil, fmt.Errorf("method %q: %w", method, err)
+	}
+	sd, ok := d.(protoreflect.ServiceDescriptor)
+	if !ok || sd.Methods().ByName(protoreflect.Name(name)) == nil {
+		return nil, fmt.Errorf("method %q is not a known RPC", method)
+	}
+	mt, err := protoregistry.GlobalTypes.FindMessageByName(sd.Methods().ByName(protoreflect.Name(name)).Output().FullName())
+	if err != nil {
+		return nil, fmt.Errorf("method %q: %w", method, err)
+	}
+	replyTypes.Store(method, mt)
+	return mt.New().Interface(), nil
+}
+
+// peerConns keeps one client connection per other replica's API address.
+type peerConns struct {
+	mu    sync.Mutex
+	conns map[string]*grpc.ClientConn
+}
+
+func newPeerConns() *peerConns { return &peerConns{conns: map[string]*grpc.ClientConn{}} }
+
+func (p *peerConns) get(addr string) (*grpc.ClientConn, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c := p.conns[addr]; c != nil {
+		return c, nil
+	}
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("controller at %s: %w", addr, err)
+	}
+	p.conns[addr] = c
+	return c, nil
+}
+
+func (p *peerConns) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for addr, c := range p.conns {
+		c.Close()
+		delete(p.conns, addr)
+	}
+}
+
+// probeStatus asks the replica at addr for its status, on a connection of
+// its own (used before this replica's server runs).
+func probeStatus(ctx context.Context, addr string) (*phalanxv1.ControllerStatus, error) {
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return phalanxv1.NewControllerServiceClient(c).GetControllerStatus(ctx, &phalanxv1.GetControllerStatusRequest{})
+}
