@@ -30,6 +30,10 @@ type fakeController struct {
 	lists   []*phalanxv1.ListJobsRequest
 	cancels []*phalanxv1.CancelJobRequest
 	jobs    []*phalanxv1.Job
+
+	controllers []*phalanxv1.ControllerInfo // what ListControllers answers
+	adds        []*phalanxv1.AddControllerRequest
+	removes     []*phalanxv1.RemoveControllerRequest
 }
 
 func (f *fakeController) SubmitJob(_ context.Context, req *phalanxv1.SubmitJobRequest) (*phalanxv1.SubmitJobResponse, error) {
@@ -75,6 +79,37 @@ func (f *fakeController) CancelJob(_ context.Context, req *phalanxv1.CancelJobRe
 		return nil, status.Error(codes.NotFound, "job 999: invalid job id specified: not found")
 	}
 	return &phalanxv1.CancelJobResponse{Cancelled: req.JobIds}, nil
+}
+
+func (f *fakeController) ListControllers(context.Context, *phalanxv1.ListControllersRequest) (*phalanxv1.ListControllersResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return &phalanxv1.ListControllersResponse{Controllers: f.controllers}, nil
+}
+
+func (f *fakeController) AddController(_ context.Context, req *phalanxv1.AddControllerRequest) (*phalanxv1.AddControllerResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.adds = append(f.adds, req)
+	return &phalanxv1.AddControllerResponse{}, nil
+}
+
+func (f *fakeController) RemoveController(_ context.Context, req *phalanxv1.RemoveControllerRequest) (*phalanxv1.RemoveControllerResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.removes = append(f.removes, req)
+	for _, ci := range f.controllers {
+		if ci.Id == req.Id {
+			return &phalanxv1.RemoveControllerResponse{}, nil
+		}
+	}
+	return nil, status.Errorf(codes.NotFound, "controller %q is not a member (phx scontrol show controllers lists them)", req.Id)
+}
+
+func (f *fakeController) setControllers(ctls ...*phalanxv1.ControllerInfo) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.controllers = ctls
 }
 
 // startFake serves a fakeController on 127.0.0.1:0 and returns its address.
@@ -209,4 +244,132 @@ func closedAddr(t *testing.T) string {
 	addr := lis.Addr().String()
 	lis.Close()
 	return addr
+}
+
+// runOut runs phx against addr and returns its exit status and output.
+func runOut(t *testing.T, addr string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	sys, out, errOut := testSystem(t, addr)
+	code = Run(context.Background(), sys, append([]string{"phx"}, args...))
+	return code, out.String(), errOut.String()
+}
+
+func TestScontrolShowControllers(t *testing.T) {
+	f, addr := startFake(t)
+	down := controllerInfo("ctl3", "", 0)
+	down.Error = "rpc error: code = DeadlineExceeded desc = context deadline exceeded"
+	follower := controllerInfo("ctl2", "Follower", 119)
+	f.setControllers(controllerInfo("ctl1", "Leader", 120), follower, down)
+
+	code, stdout, stderr := runOut(t, addr, "scontrol", "show", "controllers")
+	want := "ControllerId=ctl1 Address=10.0.0.1:7819 ApiAddress=10.0.0.1:7817 Role=Leader AppliedIndex=120 LastContact=N/A\n" +
+		"   Voter=yes Term=3 LeaderId=ctl1\n" +
+		"   CommitIndex=120 LastLogIndex=121 DurableIndex=118\n" +
+		"\n" +
+		"ControllerId=ctl2 Address=10.0.0.2:7819 ApiAddress=10.0.0.2:7817 Role=Follower AppliedIndex=119 LastContact=" +
+		fmtTime(follower.Status.LastContact, time.Local, "") + "\n" +
+		"   Voter=yes Term=3 LeaderId=ctl1\n" +
+		"   CommitIndex=120 LastLogIndex=121 DurableIndex=117\n" +
+		"\n" +
+		"ControllerId=ctl3 Address=10.0.0.3:7819 ApiAddress=10.0.0.3:7817 Role=Unreachable AppliedIndex=N/A LastContact=N/A\n" +
+		"   Voter=yes Term=N/A LeaderId=N/A\n" +
+		"   CommitIndex=N/A LastLogIndex=N/A DurableIndex=N/A\n" +
+		"   Reason=context deadline exceeded\n"
+	if code != 0 || stdout != want || stderr != "" {
+		t.Fatalf("code %d, stderr %q, stdout:\n%s\nwant:\n%s", code, stderr, stdout, want)
+	}
+
+	code, stdout, _ = runOut(t, addr, "scontrol", "show", "controller", "ctl3")
+	if code != 0 || !strings.HasPrefix(stdout, "ControllerId=ctl3 ") || strings.Count(stdout, "ControllerId=") != 1 {
+		t.Fatalf("show controller ctl3: code %d, stdout:\n%s", code, stdout)
+	}
+	code, stdout, stderr = runOut(t, addr, "scontrol", "show", "controller", "ctl9")
+	if code != 1 || stdout != "" || stderr != "Controller ctl9 not found\n" {
+		t.Fatalf("show controller ctl9: code %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+func TestScontrolPing(t *testing.T) {
+	f, addr := startFake(t)
+	f.setControllers(controllerInfo("ctl1", "Follower", 9), controllerInfo("ctl2", "Leader", 9), controllerInfo("ctl3", "Follower", 9))
+	code, stdout, stderr := runOut(t, addr, "scontrol", "ping")
+	want := "Controller ctl1 at 10.0.0.1:7817 is UP\n" +
+		"Controller ctl2 (leader) at 10.0.0.2:7817 is UP\n" +
+		"Controller ctl3 at 10.0.0.3:7817 is UP\n"
+	if code != 0 || stdout != want || stderr != "" {
+		t.Fatalf("all up: code %d, stderr %q, stdout:\n%s\nwant:\n%s", code, stderr, stdout, want)
+	}
+
+	// An election: the replica that answers has no leader to name.
+	f.setControllers(controllerInfo("ctl1", "Candidate", 9), controllerInfo("ctl2", "", 0), controllerInfo("ctl3", "Follower", 9))
+	code, stdout, stderr = runOut(t, addr, "scontrol", "ping")
+	want = "Controller ctl1 at 10.0.0.1:7817 is UP\n" +
+		"Controller ctl2 at 10.0.0.2:7817 is DOWN\n" +
+		"Controller ctl3 at 10.0.0.3:7817 is UP\n"
+	if code != 1 || stdout != want || !strings.HasPrefix(stderr, "scontrol: error: no controller is the leader: ") || strings.Count(stderr, "\n") != 1 {
+		t.Fatalf("no leader: code %d, stderr %q, stdout:\n%s\nwant:\n%s", code, stderr, stdout, want)
+	}
+}
+
+func TestScontrolPingNoneReachable(t *testing.T) {
+	dead := closedAddr(t)
+	code, stdout, stderr := runOut(t, dead, "scontrol", "ping")
+	if code != 1 || stdout != "Controller at "+dead+" is DOWN\n" ||
+		stderr != "scontrol: error: cannot reach the controller at "+dead+" (is phalanx-controller running? set PHX_SERVER or --server)\n" {
+		t.Fatalf("code %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+func TestScontrolRaft(t *testing.T) {
+	f, addr := startFake(t)
+	f.setControllers(controllerInfo("ctl1", "Leader", 9), controllerInfo("ctl2", "Follower", 9))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"scontrol", "raft", "add", "ctl4"}, "scontrol: error: raft add takes the new controller's ID and Raft address: write scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT]"},
+		{[]string{"scontrol", "raft", "add"}, "scontrol: error: raft add takes the new controller's ID and Raft address: write scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT]"},
+		{[]string{"scontrol", "raft", "add", "ctl4", "10.0.0.4"}, `scontrol: error: the Raft address "10.0.0.4" is not HOST:PORT: write scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT]`},
+		{[]string{"scontrol", "raft", "remove"}, "scontrol: error: raft remove takes one controller ID (scontrol show controllers lists them): write scontrol raft remove ID"},
+		{[]string{"scontrol", "raft"}, "scontrol: error: write scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT] or scontrol raft remove ID"},
+		{[]string{"scontrol", "raft", "join", "ctl4"}, `scontrol: error: invalid raft command "join": write scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT] or scontrol raft remove ID`},
+		{[]string{"scontrol", "raft", "remove", "ctl9"}, `scontrol: error: controller "ctl9" is not a member (phx scontrol show controllers lists them)`},
+	} {
+		code, stdout, stderr := runOut(t, addr, tc.args...)
+		if code != 1 || stdout != "" || stderr != tc.want+"\n" {
+			t.Errorf("%q: code %d, stdout %q\nstderr %q\nwant   %q", tc.args, code, stdout, stderr, tc.want)
+		}
+	}
+	f.mu.Lock()
+	if len(f.adds) != 0 || len(f.removes) != 1 {
+		t.Errorf("refused commands sent adds %v, removes %v", f.adds, f.removes)
+	}
+	f.mu.Unlock()
+
+	if code, stdout, stderr := runOut(t, addr, "scontrol", "raft", "add", "ctl4", "10.0.0.4:7819", "10.0.0.4"); code != 0 || stdout+stderr != "" {
+		t.Fatalf("raft add: code %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if code, stdout, stderr := runOut(t, addr, "scontrol", "raft", "remove", "ctl2"); code != 0 || stdout+stderr != "" {
+		t.Fatalf("raft remove: code %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	wantAdd := &phalanxv1.AddControllerRequest{Id: "ctl4", RaftAddr: "10.0.0.4:7819", ApiAddr: "10.0.0.4:7817"}
+	if len(f.adds) != 1 || !proto.Equal(f.adds[0], wantAdd) {
+		t.Errorf("sent adds %v, want %v", f.adds, wantAdd)
+	}
+	if len(f.removes) != 2 || f.removes[1].Id != "ctl2" {
+		t.Errorf("sent removes %v, want the second for ctl2", f.removes)
+	}
+}
+
+func TestScontrolUsage(t *testing.T) {
+	code, stdout, _ := runOut(t, "127.0.0.1:1", "scontrol", "--help")
+	if code != 0 || stdout != scontrolUsage+"\n" || !strings.Contains(stdout, "scontrol ping") || !strings.Contains(stdout, "raft remove ID") {
+		t.Fatalf("code %d, stdout:\n%s", code, stdout)
+	}
+	code, _, stderr := runOut(t, "127.0.0.1:1", "scontrol", "ping", "extra")
+	if code != 1 || stderr != "scontrol: error: scontrol ping takes no arguments\n" {
+		t.Fatalf("ping extra: code %d, stderr %q", code, stderr)
+	}
 }

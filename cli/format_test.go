@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
@@ -236,6 +237,123 @@ func TestPad(t *testing.T) {
 	} {
 		if got := pad(tc.s, tc.width, tc.right); got != tc.want {
 			t.Errorf("pad(%q, %d, %v) = %q, want %q", tc.s, tc.width, tc.right, got, tc.want)
+		}
+	}
+}
+
+// controllerInfo is a replica as ListControllers returns it; role "" makes
+// it unreachable.
+func controllerInfo(id, role string, applied uint64) *phalanxv1.ControllerInfo {
+	ci := &phalanxv1.ControllerInfo{
+		Id: id, RaftAddr: "10.0.0." + id[len(id)-1:] + ":7819", ApiAddr: "10.0.0." + id[len(id)-1:] + ":7817", Voter: true,
+	}
+	if role == "" {
+		return ci
+	}
+	ci.Reachable = true
+	ci.Status = &phalanxv1.ControllerStatus{
+		Id: id, Role: role, AppliedIndex: applied, CommitIndex: 120, LastLogIndex: 121, Term: 3,
+		LeaderId: "ctl1", DurableIndex: applied - 2,
+	}
+	if role != "Leader" {
+		ci.Status.LastContact = timestamppb.New(testNow.Add(-2 * time.Second))
+	}
+	return ci
+}
+
+func TestFormatController(t *testing.T) {
+	unreachable := controllerInfo("ctl3", "", 0)
+	unreachable.Error = `rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp 10.0.0.3:7817: connect: connection refused"`
+	unregistered := controllerInfo("ctl4", "", 0)
+	unregistered.ApiAddr, unregistered.Voter, unregistered.Error = "", false, "its API address is not recorded yet"
+	candidate := controllerInfo("ctl5", "Candidate", 90)
+	candidate.Status.LeaderId, candidate.Status.LastContact = "", nil
+	for _, tc := range []struct {
+		name string
+		in   *phalanxv1.ControllerInfo
+		want string
+	}{
+		{"leader", controllerInfo("ctl1", "Leader", 120),
+			"ControllerId=ctl1 Address=10.0.0.1:7819 ApiAddress=10.0.0.1:7817 Role=Leader AppliedIndex=120 LastContact=N/A\n" +
+				"   Voter=yes Term=3 LeaderId=ctl1\n" +
+				"   CommitIndex=120 LastLogIndex=121 DurableIndex=118\n"},
+		{"follower", controllerInfo("ctl2", "Follower", 119),
+			"ControllerId=ctl2 Address=10.0.0.2:7819 ApiAddress=10.0.0.2:7817 Role=Follower AppliedIndex=119 LastContact=2024-05-01T11:59:58\n" +
+				"   Voter=yes Term=3 LeaderId=ctl1\n" +
+				"   CommitIndex=120 LastLogIndex=121 DurableIndex=117\n"},
+		{"unreachable", unreachable,
+			"ControllerId=ctl3 Address=10.0.0.3:7819 ApiAddress=10.0.0.3:7817 Role=Unreachable AppliedIndex=N/A LastContact=N/A\n" +
+				"   Voter=yes Term=N/A LeaderId=N/A\n" +
+				"   CommitIndex=N/A LastLogIndex=N/A DurableIndex=N/A\n" +
+				`   Reason=connection error: desc = "transport: Error while dialing: dial tcp 10.0.0.3:7817: connect: connection refused"` + "\n"},
+		{"not registered, not a voter", unregistered,
+			"ControllerId=ctl4 Address=10.0.0.4:7819 ApiAddress=(null) Role=Unreachable AppliedIndex=N/A LastContact=N/A\n" +
+				"   Voter=no Term=N/A LeaderId=N/A\n" +
+				"   CommitIndex=N/A LastLogIndex=N/A DurableIndex=N/A\n" +
+				"   Reason=its API address is not recorded yet\n"},
+		{"candidate never in contact", candidate,
+			"ControllerId=ctl5 Address=10.0.0.5:7819 ApiAddress=10.0.0.5:7817 Role=Candidate AppliedIndex=90 LastContact=N/A\n" +
+				"   Voter=yes Term=3 LeaderId=(null)\n" +
+				"   CommitIndex=120 LastLogIndex=121 DurableIndex=88\n"},
+	} {
+		if got := FormatController(tc.in, time.UTC); got != tc.want {
+			t.Errorf("%s:\n%s\nwant:\n%s", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestFormatPing(t *testing.T) {
+	unregistered := controllerInfo("ctl4", "", 0)
+	unregistered.ApiAddr = ""
+	for _, tc := range []struct {
+		name    string
+		in      []*phalanxv1.ControllerInfo
+		want    string
+		wantErr string
+	}{
+		{"all up", []*phalanxv1.ControllerInfo{controllerInfo("ctl1", "Leader", 9), controllerInfo("ctl2", "Follower", 9)},
+			"Controller ctl1 (leader) at 10.0.0.1:7817 is UP\nController ctl2 at 10.0.0.2:7817 is UP\n", ""},
+		{"one down, one unregistered", []*phalanxv1.ControllerInfo{controllerInfo("ctl1", "Follower", 9), controllerInfo("ctl2", "Leader", 9), controllerInfo("ctl3", "", 0), unregistered},
+			"Controller ctl1 at 10.0.0.1:7817 is UP\nController ctl2 (leader) at 10.0.0.2:7817 is UP\n" +
+				"Controller ctl3 at 10.0.0.3:7817 is DOWN\nController ctl4 at 10.0.0.4:7819 is DOWN\n", ""},
+		{"no leader", []*phalanxv1.ControllerInfo{controllerInfo("ctl1", "Candidate", 9), controllerInfo("ctl2", "", 0)},
+			"Controller ctl1 at 10.0.0.1:7817 is UP\nController ctl2 at 10.0.0.2:7817 is DOWN\n", "no controller is the leader"},
+		{"none up", []*phalanxv1.ControllerInfo{controllerInfo("ctl1", "", 0)},
+			"Controller ctl1 at 10.0.0.1:7817 is DOWN\n", "no controller is UP"},
+	} {
+		if got := FormatPing(tc.in); got != tc.want {
+			t.Errorf("%s:\n%s\nwant:\n%s", tc.name, got, tc.want)
+		}
+		err := pingError(tc.in)
+		if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.HasPrefix(err.Error(), tc.wantErr)) {
+			t.Errorf("%s: pingError = %v, want %q", tc.name, err, tc.wantErr)
+		}
+	}
+}
+
+func TestAddControllerRequest(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		want    *phalanxv1.AddControllerRequest
+		wantErr string
+	}{
+		{[]string{"ctl4", "10.0.0.4:7819"}, &phalanxv1.AddControllerRequest{Id: "ctl4", RaftAddr: "10.0.0.4:7819"}, ""},
+		{[]string{"ctl4", "10.0.0.4:7819", "10.0.0.4"}, &phalanxv1.AddControllerRequest{Id: "ctl4", RaftAddr: "10.0.0.4:7819", ApiAddr: "10.0.0.4:7817"}, ""},
+		{[]string{"ctl4", "[::1]:7819", "[::1]:9000"}, &phalanxv1.AddControllerRequest{Id: "ctl4", RaftAddr: "[::1]:7819", ApiAddr: "[::1]:9000"}, ""},
+		{[]string{"ctl4"}, nil, "raft add takes the new controller's ID and Raft address"},
+		{[]string{"ctl4", "a:1", "b:2", "c"}, nil, "raft add takes the new controller's ID and Raft address"},
+		{[]string{"10.0.0.4:7819", "ctl4"}, nil, `the Raft address "ctl4" is not HOST:PORT`},
+		{[]string{"ctl4", ":7819"}, nil, `the Raft address ":7819" is not HOST:PORT`},
+	} {
+		got, err := addControllerRequest(tc.args)
+		if tc.wantErr != "" {
+			if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) || !strings.HasSuffix(err.Error(), ": write scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT]") {
+				t.Errorf("%q: err %v, want %q...", tc.args, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || !proto.Equal(got, tc.want) {
+			t.Errorf("%q = %v, %v; want %v", tc.args, got, err, tc.want)
 		}
 	}
 }

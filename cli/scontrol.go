@@ -2,44 +2,68 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/apiclient"
 )
 
+// scontrolUsage is what "scontrol --help" prints.
+const scontrolUsage = `Usage: scontrol show job [JOBID] | node [NAME] | partition [NAME] | controllers [ID]
+       scontrol ping
+       scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT] | raft remove ID`
+
 func (k *commands) scontrol() *ucli.Command {
-	return slurmCommand("scontrol", "show jobs, nodes and partitions (scontrol show ...)", k.runScontrol)
+	return slurmCommand("scontrol", "show jobs, nodes, partitions and controllers; ping and change the controllers (scontrol show|ping|raft ...)", k.runScontrol)
 }
 
 func (k *commands) runScontrol(c *ucli.Context, args []string) error {
 	if len(args) == 0 || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintln(k.sys.Stdout, "Usage: scontrol show job [JOBID] | node [NAME] | partition [NAME]")
+		fmt.Fprintln(k.sys.Stdout, scontrolUsage)
 		return nil
 	}
-	if args[0] != "show" {
-		return fmt.Errorf("invalid command %q: phx supports scontrol show job|node|partition", args[0])
+	switch strings.ToLower(args[0]) {
+	case "show":
+		return k.runShow(c, args[1:])
+	case "ping":
+		if len(args) > 1 {
+			return errors.New("scontrol ping takes no arguments")
+		}
+		return k.ping(c)
+	case "raft":
+		return k.runRaft(c, args[1:])
 	}
-	if len(args) < 2 || len(args) > 3 {
-		return fmt.Errorf("write scontrol show job|node|partition [ID or NAME]")
+	return fmt.Errorf("invalid command %q: phx supports scontrol show, ping and raft (scontrol --help)", args[0])
+}
+
+func (k *commands) runShow(c *ucli.Context, args []string) error {
+	if len(args) < 1 || len(args) > 2 {
+		return fmt.Errorf("write scontrol show job|node|partition|controllers [ID or NAME]")
 	}
 	var name string
-	if len(args) == 3 {
-		name = args[2]
+	if len(args) == 2 {
+		name = args[1]
 	}
-	switch strings.ToLower(args[1]) {
+	switch strings.ToLower(args[0]) {
 	case "job", "jobs", "jobid":
 		return k.showJobs(c, name)
 	case "node", "nodes":
 		return k.showNodes(c, name)
 	case "partition", "partitions":
 		return k.showPartitions(c, name)
+	case "controller", "controllers":
+		return k.showControllers(c, name)
 	}
-	return fmt.Errorf("invalid entity %q for show: use job, node or partition", args[1])
+	return fmt.Errorf("invalid entity %q for show: use job, node, partition or controllers", args[0])
 }
 
 func (k *commands) showJobs(c *ucli.Context, id string) error {
@@ -124,6 +148,140 @@ func (k *commands) showPartitions(c *ucli.Context, name string) error {
 	}
 	k.printRecords(len(shown), func(i int) string { return FormatPartition(shown[i]) })
 	return nil
+}
+
+func (k *commands) showControllers(c *ucli.Context, id string) error {
+	cn, err := k.dial(c)
+	if err != nil {
+		return err
+	}
+	defer cn.Close()
+	ctls, _, err := cn.listControllers(c.Context)
+	if err != nil {
+		return err
+	}
+	var shown []*phalanxv1.ControllerInfo
+	for _, ci := range ctls {
+		if id == "" || ci.Id == id {
+			shown = append(shown, ci)
+		}
+	}
+	if len(shown) == 0 && id != "" {
+		return &rawError{msg: fmt.Sprintf("Controller %s not found", id)}
+	}
+	k.printRecords(len(shown), func(i int) string { return FormatController(shown[i], time.Local) })
+	return nil
+}
+
+// ping prints whether each controller answers, as Slurm's "scontrol ping"
+// does, and fails when none is UP or none leads. The list comes from
+// whichever replica answers first: it needs no leader. When none answers,
+// every configured address is DOWN.
+func (k *commands) ping(c *ucli.Context) error {
+	cn, err := k.dial(c)
+	if err != nil {
+		return err
+	}
+	defer cn.Close()
+	ctls, reached, err := cn.listControllers(c.Context)
+	if !reached {
+		for _, addr := range cn.addrs {
+			fmt.Fprintf(k.sys.Stdout, "Controller at %s is DOWN\n", addr)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(k.sys.Stdout, FormatPing(ctls))
+	return pingError(ctls)
+}
+
+// pingError is ping's verdict: nil when a controller is UP and one leads.
+func pingError(ctls []*phalanxv1.ControllerInfo) error {
+	up, leader := false, false
+	for _, ci := range ctls {
+		up = up || ci.Reachable
+		leader = leader || isLeader(ci)
+	}
+	switch {
+	case !up:
+		return errors.New("no controller is UP (is phalanx-controller running?)")
+	case !leader:
+		return errors.New("no controller is the leader: an election is under way or fewer than a majority of the voters are UP; jobs cannot be submitted or changed until one leads (scontrol show controllers)")
+	}
+	return nil
+}
+
+// listControllers asks whichever controller answers for the members of
+// the cluster; reached is false when none answered at all.
+func (cn *conn) listControllers(ctx context.Context) (ctls []*phalanxv1.ControllerInfo, reached bool, err error) {
+	reached = true
+	err = cn.call(ctx, func(ctx context.Context) error {
+		resp, err := cn.api.ListControllers(ctx, &phalanxv1.ListControllersRequest{})
+		ctls = resp.GetControllers()
+		if c := status.Code(err); c == codes.Unavailable || c == codes.DeadlineExceeded {
+			reached = false
+		}
+		return err
+	})
+	return ctls, reached, err
+}
+
+// raftUsage is the usage line of "scontrol raft".
+const raftUsage = "write scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT] or scontrol raft remove ID"
+
+// runRaft changes the controllers' Raft configuration. Like Slurm's
+// scontrol update, it prints nothing when the change is made.
+func (k *commands) runRaft(c *ucli.Context, args []string) error {
+	if len(args) == 0 {
+		return errors.New(raftUsage)
+	}
+	var rpc func(ctx context.Context, api phalanxv1.ControllerServiceClient) error
+	switch strings.ToLower(args[0]) {
+	case "add":
+		req, err := addControllerRequest(args[1:])
+		if err != nil {
+			return err
+		}
+		rpc = func(ctx context.Context, api phalanxv1.ControllerServiceClient) error {
+			_, err := api.AddController(ctx, req)
+			return err
+		}
+	case "remove":
+		if len(args) != 2 || args[1] == "" {
+			return errors.New("raft remove takes one controller ID (scontrol show controllers lists them): write scontrol raft remove ID")
+		}
+		req := &phalanxv1.RemoveControllerRequest{Id: args[1]}
+		rpc = func(ctx context.Context, api phalanxv1.ControllerServiceClient) error {
+			_, err := api.RemoveController(ctx, req)
+			return err
+		}
+	default:
+		return fmt.Errorf("invalid raft command %q: %s", args[0], raftUsage)
+	}
+	cn, err := k.dial(c)
+	if err != nil {
+		return err
+	}
+	defer cn.Close()
+	return cn.call(c.Context, func(ctx context.Context) error { return rpc(ctx, cn.api) })
+}
+
+// addControllerRequest reads "raft add ID RAFT_HOST:PORT [API_HOST[:PORT]]";
+// the API address gets the default port when it has none.
+func addControllerRequest(args []string) (*phalanxv1.AddControllerRequest, error) {
+	const usage = "write scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT]"
+	if len(args) < 2 || len(args) > 3 || args[0] == "" {
+		return nil, fmt.Errorf("raft add takes the new controller's ID and Raft address: %s", usage)
+	}
+	req := &phalanxv1.AddControllerRequest{Id: args[0], RaftAddr: args[1]}
+	if host, port, err := net.SplitHostPort(req.RaftAddr); err != nil || host == "" || port == "" {
+		return nil, fmt.Errorf("the Raft address %q is not HOST:PORT: %s", req.RaftAddr, usage)
+	}
+	if len(args) == 3 {
+		req.ApiAddr = apiclient.WithPort(args[2])
+	}
+	return req, nil
 }
 
 // printRecords prints records separated by blank lines, as scontrol does.

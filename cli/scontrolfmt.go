@@ -210,3 +210,71 @@ func FormatPartition(p *phalanxv1.Partition) string {
 	})
 	return b.String()
 }
+
+// FormatController prints one member of the Raft configuration as "scontrol
+// show controllers" does. What only the replica itself knows (its role and
+// progress) is N/A when it could not be reached, and Reason= says why.
+// LastContact is when a follower last heard from the leader.
+func FormatController(ci *phalanxv1.ControllerInfo, loc *time.Location) string {
+	st := ci.GetStatus()
+	known := func(n uint64) string {
+		if !ci.Reachable {
+			return "N/A"
+		}
+		return fmt.Sprint(n)
+	}
+	role, leader, contact := "Unreachable", "N/A", "N/A"
+	if ci.Reachable {
+		role = orDefault(st.GetRole(), "Unknown")
+		leader = orDefault(st.GetLeaderId(), "(null)")
+		if role != "Leader" {
+			contact = fmtTime(st.GetLastContact(), loc, "N/A")
+		}
+	}
+	lines := [][]string{
+		{kv("ControllerId", ci.Id), kv("Address", orDefault(ci.RaftAddr, "(null)")), kv("ApiAddress", orDefault(ci.ApiAddr, "(null)")),
+			kv("Role", role), kv("AppliedIndex", known(st.GetAppliedIndex())), kv("LastContact", contact)},
+		{kv("Voter", map[bool]string{true: "yes", false: "no"}[ci.Voter]), kv("Term", known(st.GetTerm())), kv("LeaderId", leader)},
+		{kv("CommitIndex", known(st.GetCommitIndex())), kv("LastLogIndex", known(st.GetLastLogIndex())), kv("DurableIndex", known(st.GetDurableIndex()))},
+	}
+	if ci.Error != "" {
+		lines = append(lines, []string{kv("Reason", controllerReason(ci.Error))})
+	}
+	var b strings.Builder
+	kvLines(&b, lines)
+	return b.String()
+}
+
+// controllerReason is why a controller could not be read, on one line and
+// without gRPC's "rpc error: code = X desc = " wrapping.
+func controllerReason(msg string) string {
+	if rest, ok := strings.CutPrefix(msg, "rpc error: code = "); ok {
+		if _, desc, ok := strings.Cut(rest, " desc = "); ok {
+			msg = desc
+		}
+	}
+	return strings.Join(strings.Fields(msg), " ")
+}
+
+// FormatPing prints one line per controller as "scontrol ping" does:
+// "Controller ID [(leader)] at ADDR is UP|DOWN". ADDR is the API address,
+// or the Raft address of a controller whose API address is not recorded.
+func FormatPing(ctls []*phalanxv1.ControllerInfo) string {
+	var b strings.Builder
+	for _, ci := range ctls {
+		name, state := ci.Id, "DOWN"
+		if isLeader(ci) {
+			name += " (leader)"
+		}
+		if ci.Reachable {
+			state = "UP"
+		}
+		fmt.Fprintf(&b, "Controller %s at %s is %s\n", name, orDefault(ci.ApiAddr, ci.RaftAddr), state)
+	}
+	return b.String()
+}
+
+// isLeader reports whether a controller answered that it leads.
+func isLeader(ci *phalanxv1.ControllerInfo) bool {
+	return ci.Reachable && ci.GetStatus().GetRole() == "Leader"
+}
