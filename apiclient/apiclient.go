@@ -152,7 +152,7 @@ func (c *Conn) conn(addr string) (*grpc.ClientConn, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return nil, errors.New("connection closed")
+		return nil, errClosed
 	}
 	if cc := c.conns[addr]; cc != nil {
 		return cc, nil
@@ -250,6 +250,9 @@ func (c *Conn) Invoke(ctx context.Context, method string, args, reply any, opts 
 // invokeOne makes one attempt at addr, with its share of the deadline.
 func (c *Conn) invokeOne(ctx context.Context, addr, method string, args, reply any, opts []grpc.CallOption) error {
 	cc, err := c.conn(addr)
+	if errors.Is(err, errClosed) {
+		return err
+	}
 	if err != nil {
 		return status.Error(codes.Unavailable, err.Error())
 	}
@@ -309,6 +312,10 @@ func unreachable(err error) bool {
 func retryable(err error) bool {
 	return status.Code(err) == codes.Unavailable
 }
+
+// errClosed is the error of a call on a closed Conn. Its code is
+// CANCELED, as a closed grpc.ClientConn's, so that it is not retried.
+var errClosed = status.Error(codes.Canceled, "apiclient: connection closed")
 
 // errSlow marks a replica that did not answer within its share.
 var errSlow = errors.New("no answer in time")

@@ -6,12 +6,23 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
-// Config is what phalanx.conf says.
+// Defaults of the global keys, which Parse stores when a key is absent.
+const (
+	DefaultControllerPort = 7817
+	DefaultRaftPort       = 7819
+	DefaultMinJobAge      = 300 * time.Second
+	DefaultPurgeJobAfter  = 30 * 24 * time.Hour
+)
+
+// Config is what phalanx.conf says. Parse fills an absent global key with
+// its default (see the Default constants); callers use the fields as they are.
 type Config struct {
 	ClusterName string
 	// Controllers are the controller replicas, in file order.
@@ -26,6 +37,19 @@ type Config struct {
 	// TopologyFile is the topology.conf path as written; relative paths are
 	// relative to the config file's directory.
 	TopologyFile string
+	// ControllerPort is the controllers' API port (ControllerPort= or
+	// SlurmctldPort=; default 7817); RaftPort their Raft port (default
+	// 7819). A controller whose SlurmctldHost address has a port uses that.
+	ControllerPort int
+	RaftPort       int
+	// MinJobAge is how long a finished job stays in the controller's view
+	// (squeue, scontrol show job); zero: it leaves at once. Default 300s.
+	MinJobAge time.Duration
+	// PurgeJobAfter is how long after it ended a finished job is kept for
+	// accounting (default 30 days); MaxJobCount caps how many are kept
+	// (zero: no cap, the default).
+	PurgeJobAfter time.Duration
+	MaxJobCount   int
 	// Warnings are about settings Phalanx accepted but does not use.
 	Warnings []string
 }
@@ -115,7 +139,12 @@ type parser struct {
 
 func newParser() *parser {
 	return &parser{
-		cfg:        &Config{},
+		cfg: &Config{
+			ControllerPort: DefaultControllerPort,
+			RaftPort:       DefaultRaftPort,
+			MinJobAge:      DefaultMinJobAge,
+			PurgeJobAfter:  DefaultPurgeJobAfter,
+		},
 		warned:     map[string]bool{},
 		nodeLine:   map[string]string{},
 		partLine:   map[string]string{},
@@ -187,6 +216,16 @@ func (p *parser) global(file string, num int, kv pair) {
 		p.checkTopologyPlugin(file, num, kv.Value)
 	case "topologyfile":
 		p.single(file, num, kv, &p.cfg.TopologyFile)
+	case "controllerport", "slurmctldport":
+		p.port(file, num, kv, "controllerport", &p.cfg.ControllerPort)
+	case "raftport":
+		p.port(file, num, kv, kv.lower, &p.cfg.RaftPort)
+	case "minjobage":
+		p.minJobAge(file, num, kv)
+	case "purgejobafter":
+		p.purgeJobAfter(file, num, kv)
+	case "maxjobcount":
+		p.maxJobCount(file, num, kv)
 	default:
 		p.warnOnce("global:"+kv.lower, file, num, "%s is not used by Phalanx; ignored", kv.Key)
 	}
@@ -194,17 +233,112 @@ func (p *parser) global(file string, num int, kv pair) {
 
 // single sets a key that may appear once; a repeat is an error.
 func (p *parser) single(file string, num int, kv pair, dst *string) {
-	here := fmt.Sprintf("%s:%d", file, num)
-	if prev, ok := p.globalLine[kv.lower]; ok {
-		p.errorf(file, num, "%s is already set at %s: keep one", kv.Key, prev)
-		return
+	if p.once(file, num, kv, kv.lower) {
+		*dst = kv.Value
 	}
-	p.globalLine[kv.lower] = here
+}
+
+// once records a key that may appear once, under id (aliases share one),
+// and reports whether its value is to be used: not a repeat, not empty.
+func (p *parser) once(file string, num int, kv pair, id string) bool {
+	if prev, ok := p.globalLine[id]; ok {
+		p.errorf(file, num, "%s is already set at %s: keep one", kv.Key, prev)
+		return false
+	}
+	p.globalLine[id] = fmt.Sprintf("%s:%d", file, num)
 	if kv.Value == "" {
 		p.errorf(file, num, "%s is empty: give it a value or remove the line", kv.Key)
+		return false
+	}
+	return true
+}
+
+// port parses a TCP port. Slurm allows a range of ports (6817-6818);
+// Phalanx listens on one.
+func (p *parser) port(file string, num int, kv pair, id string, dst *int) {
+	if !p.once(file, num, kv, id) {
 		return
 	}
-	*dst = kv.Value
+	v := kv.Value
+	if lo, _, ok := strings.Cut(v, "-"); ok && validPort(lo) {
+		p.errorf(file, num, "%s=%s: Phalanx uses one port, not a range: write %s=%s", kv.Key, v, kv.Key, lo)
+		return
+	}
+	if !validPort(v) {
+		p.errorf(file, num, "%s=%s: want a port from 1 to 65535, e.g. %s=%d", kv.Key, v, kv.Key, *dst)
+		return
+	}
+	*dst, _ = strconv.Atoi(v)
+}
+
+func validPort(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 1 && n <= 65535
+}
+
+// minJobAge parses MinJobAge=SECONDS.
+func (p *parser) minJobAge(file string, num int, kv pair) {
+	if !p.once(file, num, kv, kv.lower) {
+		return
+	}
+	n, err := strconv.ParseInt(kv.Value, 10, 64)
+	if err != nil || n < 0 || n > int64(maxDuration/time.Second) {
+		p.errorf(file, num, "%s=%s: want whole seconds, e.g. %s=300 (0: finished jobs leave the view at once)", kv.Key, kv.Value, kv.Key)
+		return
+	}
+	p.cfg.MinJobAge = time.Duration(n) * time.Second
+}
+
+// maxDuration is the longest time.Duration.
+const maxDuration = time.Duration(1<<63 - 1)
+
+// purgeUnits are slurmdbd's units of a purge age; a bare number is months.
+var purgeUnits = []struct {
+	name string
+	d    time.Duration
+}{
+	{"hour", time.Hour},
+	{"day", 24 * time.Hour},
+	{"month", 30 * 24 * time.Hour},
+}
+
+// purgeJobAfter parses PurgeJobAfter=N[hours|days|months] as slurmdbd.conf
+// does: a bare number is months; a month is 30 days.
+func (p *parser) purgeJobAfter(file string, num int, kv pair) {
+	if !p.once(file, num, kv, kv.lower) {
+		return
+	}
+	v := kv.Value
+	digits := strings.TrimLeft(v, "0123456789")
+	number, unit := v[:len(v)-len(digits)], strings.ToLower(digits)
+	per := time.Duration(0)
+	if unit == "" {
+		per = purgeUnits[len(purgeUnits)-1].d
+	}
+	for _, u := range purgeUnits {
+		if unit == u.name || unit == u.name+"s" {
+			per = u.d
+		}
+	}
+	n, err := strconv.ParseInt(number, 10, 64)
+	if per == 0 || err != nil || n < 1 || n > int64(maxDuration/per) {
+		p.errorf(file, num, "%s=%s: want a positive number of hours, days or months, e.g. %s=30days (a bare number is months)", kv.Key, v, kv.Key)
+		return
+	}
+	p.cfg.PurgeJobAfter = time.Duration(n) * per
+}
+
+// maxJobCount parses MaxJobCount=N, the most finished jobs kept.
+func (p *parser) maxJobCount(file string, num int, kv pair) {
+	if !p.once(file, num, kv, kv.lower) {
+		return
+	}
+	n, err := strconv.Atoi(kv.Value)
+	if err != nil || n < 0 {
+		p.errorf(file, num, "%s=%s: want a whole number of finished jobs to keep, e.g. %s=100000 (0: no cap)", kv.Key, kv.Value, kv.Key)
+		return
+	}
+	p.cfg.MaxJobCount = n
 }
 
 func (p *parser) checkTopologyPlugin(file string, num int, v string) {

@@ -15,7 +15,8 @@ import (
 )
 
 // TestParse runs the scenarios in testdata/: "parse" parses the input as
-// phalanx.conf and prints the result, or the errors. Rewrite the expected
+// phalanx.conf and prints the result, or the errors; "parse defaults" also
+// prints the global settings left at their defaults. Rewrite the expected
 // output with: go test ./config -rewrite
 func TestParse(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
@@ -30,13 +31,14 @@ func TestParse(t *testing.T) {
 				}
 				return "error:\n" + err.Error() + "\n"
 			}
-			return render(cfg)
+			return render(cfg, d.HasArg("defaults"))
 		})
 	})
 }
 
-// render prints a config one fact per line, leaving out zero values.
-func render(c *Config) string {
+// render prints a config one fact per line, leaving out zero values and,
+// unless all, the global settings that have their defaults.
+func render(c *Config, all bool) string {
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	if c.ClusterName != "" {
@@ -47,6 +49,12 @@ func render(c *Config) string {
 	}
 	if c.TopologyPlugin != "" || c.TopologyFile != "" {
 		line("topology plugin=%s file=%s", c.TopologyPlugin, c.TopologyFile)
+	}
+	if all || c.ControllerPort != DefaultControllerPort || c.RaftPort != DefaultRaftPort {
+		line("ports controller=%d raft=%d", c.ControllerPort, c.RaftPort)
+	}
+	if all || c.MinJobAge != DefaultMinJobAge || c.PurgeJobAfter != DefaultPurgeJobAfter || c.MaxJobCount != 0 {
+		line("finished jobs min-age=%s purge-after=%s max-count=%d", c.MinJobAge, c.PurgeJobAfter, c.MaxJobCount)
 	}
 	for _, n := range c.Nodes {
 		line("node %s%s", n.Name, kvs(
@@ -119,6 +127,12 @@ func TestLoadWithInclude(t *testing.T) {
 	}
 	if len(cfg.Nodes) != 2 || cfg.Nodes[1].Name != "gpu02" || cfg.Nodes[1].GPUs != 2 || cfg.ClusterName != "c1" {
 		t.Errorf("Load = %+v", cfg)
+	}
+
+	write("ports.conf", "RaftPort=9000\n")
+	twice := write("twice.conf", "Include ports.conf\nRaftPort=9001\n")
+	if _, err := Load(twice); err == nil || !strings.Contains(err.Error(), "RaftPort is already set at "+filepath.Join(dir, "ports.conf")+":1: keep one") {
+		t.Errorf("RaftPort in an included file and again: %v; want an error naming where it was first set", err)
 	}
 
 	write("loop.conf", "Include loop.conf\n")

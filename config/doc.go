@@ -14,11 +14,29 @@
 //	SlurmctldHost=NAME[(ADDR)]      repeatable, in order; also ControllerHost
 //	TopologyPlugin=topology/tree    or topology/block, topology/flat
 //	TopologyFile=PATH               topology.conf, relative to this file
+//	ControllerPort=PORT             controllers' API port, default 7817; also
+//	                                SlurmctldPort (one port, not a range)
+//	RaftPort=PORT                   controllers' Raft port, default 7819
+//	MinJobAge=SECONDS               a finished job stays in squeue and scontrol
+//	                                show job this long, default 300; 0: it
+//	                                leaves at once
+//	PurgeJobAfter=N[hours|days|months]
+//	                                a finished job is kept for accounting this
+//	                                long after it ended, default 30days; a
+//	                                bare number is months (of 30 days), as in
+//	                                slurmdbd.conf
+//	MaxJobCount=N                   the most finished jobs kept for accounting
+//	                                (the oldest go first); default 0, no cap.
+//	                                Slurm's key caps the jobs slurmctld holds
 //	NodeName=HOSTLIST [NodeAddr=HOSTLIST] CPUs=N RealMemory=MB
 //	         Gres=gpu[:TYPE][:N] Features=a,b Weight=N
 //	         (Sockets, CoresPerSocket, ThreadsPerCore give CPUs when CPUs is absent)
 //	PartitionName=NAME Nodes=HOSTLIST|ALL Default=YES|NO State=UP|DOWN|DRAIN|INACTIVE
 //	         MaxTime=T DefaultTime=T MaxNodes=N|UNLIMITED PriorityTier=N
+//
+// Each global key but SlurmctldHost may be set once. Parse stores the default of an absent
+// key in Config (see DefaultControllerPort and the other Default
+// constants), so callers use the fields as they are.
 //
 // NodeName=DEFAULT and PartitionName=DEFAULT set values for the lines that
 // follow. Any other key is accepted and reported in Config.Warnings (once
