@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
@@ -55,16 +56,17 @@ func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly b
 		s.WaitLeader(wctx)
 		cancel()
 	}
-	st, err := s.store.State()
-	if err != nil {
-		return nil, err
-	}
+	st := s.store.Config()
 	if err := s.admit(job, st); err != nil {
 		return nil, err
 	}
 	now := s.cfg.Clock.Now()
 	if testOnly {
-		return &phalanxv1.SubmitJobResponse{ExpectedStart: ts(s.expectedStart(job, st, now))}, nil
+		full, err := s.store.State()
+		if err != nil {
+			return nil, err
+		}
+		return &phalanxv1.SubmitJobResponse{ExpectedStart: ts(s.expectedStart(job, full, now))}, nil
 	}
 	s.mu.Lock()
 	if !s.IsLeader() || s.nextID == 0 {
@@ -118,7 +120,13 @@ func (s *Server) admit(job *cluster.Job, st *store.State) error {
 	if err := checkAgainstPartition(job, part, st.Nodes); err != nil {
 		return err
 	}
-	return scheduler.Feasible(s.snapshot(st, st.Active), job)
+	// Whether the job can ever run depends on the configuration only: no
+	// jobs, no liveness, so a submit costs the same whatever the queue,
+	// and the answer is remembered by request shape until the nodes or
+	// partitions change.
+	return s.feasible.check(st, job, func() error {
+		return scheduler.Feasible(&scheduler.Snapshot{Nodes: st.Nodes, Partitions: st.Partitions, Topology: s.cfg.Topology}, job)
+	})
 }
 
 func (c *controllerService) CancelJob(ctx context.Context, req *phalanxv1.CancelJobRequest) (*phalanxv1.CancelJobResponse, error) {
@@ -196,7 +204,7 @@ func (s *Server) recent(j *cluster.Job) bool {
 // its script and environment.
 func (s *Server) jobView(j *cluster.Job, addrs map[string]string, full bool) *phalanxv1.Job {
 	s.mu.Lock()
-	p, ok := s.pending[j.ID]
+	p, ok := s.pending.get(j.ID)
 	s.mu.Unlock()
 	var out *phalanxv1.Job
 	if ok {
@@ -300,4 +308,35 @@ func (s *Server) expectedStart(job *cluster.Job, st *store.State, now time.Time)
 		}
 	}
 	return plan.Pending[probe.ID].ExpectedStart
+}
+
+// feasibility remembers scheduler.Feasible's answers by FeasibleKey for
+// one configuration version.
+type feasibility struct {
+	mu      sync.Mutex
+	version uint64
+	answers map[string]error
+}
+
+// maxFeasible bounds how many request shapes are remembered.
+const maxFeasible = 10000
+
+func (f *feasibility) check(st *store.State, j *cluster.Job, compute func() error) error {
+	key := scheduler.FeasibleKey(j)
+	f.mu.Lock()
+	if f.answers == nil || f.version != st.ConfigVersion || len(f.answers) >= maxFeasible {
+		f.version, f.answers = st.ConfigVersion, map[string]error{}
+	}
+	err, ok := f.answers[key]
+	f.mu.Unlock()
+	if ok {
+		return err
+	}
+	err = compute()
+	f.mu.Lock()
+	if f.version == st.ConfigVersion {
+		f.answers[key] = err
+	}
+	f.mu.Unlock()
+	return err
 }

@@ -67,10 +67,14 @@ type Config struct {
 	// scheduling pass and the start of the next, so a burst of submits makes
 	// one pass (default 20ms).
 	SchedMinGap time.Duration
+	// SchedQueueDepth: how many pending jobs, in priority order, an
+	// event-driven pass considers (Slurm's default_queue_depth; default
+	// 100). The periodic pass considers all of them.
+	SchedQueueDepth int
 
 	// MinJobAge: a finished job stays visible to scontrol show job and
-	// squeue this long (Slurm's MinJobAge; default 300s). Accounting sees it
-	// until PurgeJobAfter.
+	// squeue this long (Slurm's MinJobAge; default 300s; NoMinJobAge: not
+	// at all). Accounting sees it until PurgeJobAfter.
 	MinJobAge time.Duration
 	// PurgeJobAfter: finished jobs are forgotten this long after they ended
 	// (default 30 days); MaxJobHistory caps how many are kept (0: no cap).
@@ -103,6 +107,10 @@ type Config struct {
 	Clock  Clock
 	Logger *slog.Logger
 }
+
+// NoMinJobAge is the MinJobAge that hides finished jobs from the
+// controller's view at once (zero means the default).
+const NoMinJobAge time.Duration = -1
 
 // Clock is the controller's source of time.
 type Clock interface {
@@ -150,6 +158,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if out.SchedMinGap == 0 {
 		out.SchedMinGap = 20 * time.Millisecond
+	}
+	if out.SchedQueueDepth == 0 {
+		out.SchedQueueDepth = 100
 	}
 	if out.MinJobAge == 0 {
 		out.MinJobAge = 300 * time.Second

@@ -139,15 +139,13 @@ func jobToProto(j *cluster.Job, addrs map[string]string, pending *scheduler.Pend
 		out.ExpectedStart = ts(pending.ExpectedStart)
 	}
 	if j.Alloc != nil {
-		for _, n := range j.Alloc.Nodes {
-			gpus := make([]int32, len(n.GPUs))
-			for i, g := range n.GPUs {
-				gpus[i] = int32(g)
-			}
-			out.Alloc = append(out.Alloc, &phalanxv1.NodeAlloc{
-				Node: n.Node, Gpus: gpus, Cpus: int32(n.CPUs), MemoryMb: n.MemoryMB, Addr: addrs[n.Node],
-			})
-		}
+		out.Alloc = allocToProto(*j.Alloc, addrs)
+	}
+	for _, a := range j.Attempts {
+		out.Attempts = append(out.Attempts, &phalanxv1.Attempt{
+			Attempt: int32(a.Attempt), Alloc: allocToProto(a.Alloc, addrs), StartTime: ts(a.StartTime), EndTime: ts(a.EndTime),
+			State: string(a.State), Reason: a.Reason, PlacedIndex: a.PlacedIndex, ReleasedIndex: a.ReleasedIndex,
+		})
 	}
 	for _, t := range j.Tasks {
 		out.Tasks = append(out.Tasks, &phalanxv1.Task{
@@ -155,6 +153,18 @@ func jobToProto(j *cluster.Job, addrs map[string]string, pending *scheduler.Pend
 			ExitCode: int32(t.ExitCode), ExitSignal: int32(t.ExitSignal), Message: t.Message,
 			StartTime: ts(t.StartTime), EndTime: ts(t.EndTime),
 		})
+	}
+	return out
+}
+
+func allocToProto(a cluster.Allocation, addrs map[string]string) []*phalanxv1.NodeAlloc {
+	out := make([]*phalanxv1.NodeAlloc, len(a.Nodes))
+	for i, n := range a.Nodes {
+		gpus := make([]int32, len(n.GPUs))
+		for k, g := range n.GPUs {
+			gpus[k] = int32(g)
+		}
+		out[i] = &phalanxv1.NodeAlloc{Node: n.Node, Gpus: gpus, Cpus: int32(n.CPUs), MemoryMb: n.MemoryMB, Addr: addrs[n.Node]}
 	}
 	return out
 }

@@ -57,18 +57,20 @@ func (s *Server) lead(ctx context.Context) {
 	defer live.Stop()
 	janitor := time.NewTicker(s.cfg.JanitorInterval)
 	defer janitor.Stop()
-	s.schedulePass(ctx)
-	lastPass := time.Now()
+	var passes passClock
+	passes.run(func() { s.schedulePass(ctx, true) })
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-sched.C:
-			s.schedulePass(ctx)
-			lastPass = time.Now()
+			passes.run(func() { s.schedulePass(ctx, true) })
 		case <-s.kick:
-			// Coalesce a burst: at most one event-driven pass per gap.
-			if wait := s.cfg.SchedMinGap - time.Since(lastPass); wait > 0 {
+			// Coalesce a burst into one pass, and leave at least as long
+			// between event-driven passes as the last one took: a deep
+			// queue makes passes slower, and they must not take a whole
+			// core from the API and Raft.
+			if wait := passes.gap(s.cfg.SchedMinGap); wait > 0 {
 				select {
 				case <-ctx.Done():
 					return
@@ -79,14 +81,32 @@ func (s *Server) lead(ctx context.Context) {
 			case <-s.kick:
 			default:
 			}
-			s.schedulePass(ctx)
-			lastPass = time.Now()
+			passes.run(func() { s.schedulePass(ctx, false) })
 		case <-live.C:
 			s.checkLiveness(ctx)
 		case <-janitor.C:
 			s.expire(ctx)
 		}
 	}
+}
+
+// passClock times scheduling passes.
+type passClock struct {
+	end  time.Time     // when the last pass ended
+	took time.Duration // how long it took
+}
+
+func (c *passClock) run(pass func()) {
+	start := time.Now()
+	pass()
+	c.end = time.Now()
+	c.took = c.end.Sub(start)
+}
+
+// gap is how long to wait before the next event-driven pass: at least
+// minGap, and at least as long as the last pass took, after it ended.
+func (c *passClock) gap(minGap time.Duration) time.Duration {
+	return max(minGap, c.took) - time.Since(c.end)
 }
 
 // takeOver makes a new leader ready: it applies every entry committed
@@ -135,7 +155,7 @@ func (s *Server) takeOver(ctx context.Context) bool {
 func (s *Server) stepDown() {
 	s.mu.Lock()
 	s.nextID = 0 // a later term re-reads it from the store
-	s.pending = nil
+	s.pending = pendingReasons{}
 	close(s.term) // streams served as leader end
 	s.term = nil
 	s.mu.Unlock()

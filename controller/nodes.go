@@ -112,7 +112,12 @@ func (s *Server) assignments(node string, jobs []*cluster.Job) *phalanxv1.Assign
 				continue
 			}
 			if wire == nil {
-				wire = jobToProto(j, addrs, nil)
+				full, err := s.store.WithPayload(j)
+				if err != nil {
+					s.log.Error("assignment without its script", "job", j.ID, "err", err)
+					full = j
+				}
+				wire = jobToProto(full, addrs, nil)
 			}
 			a := &phalanxv1.Assignment{
 				JobId:        uint64(j.ID),

@@ -30,6 +30,9 @@ const (
 	fastElectionTimeout = 200 * time.Millisecond
 )
 
+// logCacheSize is how many recent log entries are kept in memory.
+const logCacheSize = 4096
+
 // raftNode is the Raft half of a replica: the library, its stores and
 // transport.
 type raftNode struct {
@@ -106,7 +109,13 @@ func openRaft(cfg Config, st *store.Store, logw io.Writer) (*raftNode, error) {
 			return nil, err
 		}
 	}
-	n.raft, err = raft.NewRaft(rc, fsm.New(st), logStore, logStore, snaps, n.transport)
+	// Recent entries stay in memory: the leader sends them to followers,
+	// and every replica applies them, without reading them back from disk.
+	cache, err := raft.NewLogCache(logCacheSize, logStore)
+	if err != nil {
+		return nil, err
+	}
+	n.raft, err = raft.NewRaft(rc, fsm.New(st), cache, logStore, snaps, n.transport)
 	if err != nil {
 		return nil, fmt.Errorf("start raft: %w", err)
 	}

@@ -27,17 +27,26 @@ func (s *Server) snapshot(st *store.State, jobs []*cluster.Job) *scheduler.Snaps
 // schedulePass runs the pure scheduler over a consistent read of the state
 // and proposes its preemptions (see preempt.go) and placements. The store re-checks every gang at apply time,
 // so a plan made on a state that moved on is skipped, never half-applied.
-func (s *Server) schedulePass(ctx context.Context) {
+//
+// A full pass decides every pending job; a quick one (after an event) only
+// the first SchedQueueDepth in priority order, so that its cost does not
+// grow with the queue. Pending reasons come from the last pass that decided
+// the job.
+func (s *Server) schedulePass(ctx context.Context, full bool) {
 	st, err := s.store.State()
 	if err != nil {
 		s.log.Error("schedule: read state", "err", err)
 		return
 	}
 	now := s.cfg.Clock.Now()
-	plan := scheduler.Schedule(s.snapshot(st, st.Active), now)
+	snap := s.snapshot(st, st.Active)
+	if !full {
+		snap.Options.QueueDepth = s.cfg.SchedQueueDepth
+	}
+	plan := scheduler.Schedule(snap, now)
 
 	s.mu.Lock()
-	s.pending = plan.Pending // a fresh map each pass, never written after
+	s.pending.record(plan.Pending, full) // fresh maps each pass, never written after
 	s.mu.Unlock()
 	s.preempt(ctx, plan, st.Active, now)
 	if len(plan.Placements) == 0 {
@@ -60,8 +69,31 @@ func (s *Server) schedulePass(ctx context.Context) {
 		return
 	}
 	for _, id := range res.IDs {
-		s.log.Info("placed", "job", id)
+		s.log.Debug("placed", "job", id)
 	}
+}
+
+// pendingReasons are the leader's last word on why each pending job waits:
+// from the last quick pass when it decided the job, else from the last
+// full one.
+type pendingReasons struct {
+	full, quick map[cluster.JobID]scheduler.PendingInfo
+}
+
+func (r *pendingReasons) record(p map[cluster.JobID]scheduler.PendingInfo, full bool) {
+	if full {
+		r.full, r.quick = p, nil
+		return
+	}
+	r.quick = p
+}
+
+func (r *pendingReasons) get(id cluster.JobID) (scheduler.PendingInfo, bool) {
+	if p, ok := r.quick[id]; ok {
+		return p, true
+	}
+	p, ok := r.full[id]
+	return p, ok
 }
 
 // portPicker hands out MASTER_PORT values: the lowest port in the range not

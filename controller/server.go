@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -18,13 +19,13 @@ import (
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/controller/fsm"
-	"github.com/phalanx-hpc/phalanx/scheduler"
 	"github.com/phalanx-hpc/phalanx/store"
 )
 
 // Server is one controller replica: Raft, the store, the gRPC services and,
 // while it leads, the scheduling loop, liveness tracking and retention.
 type Server struct {
+	lock      *os.File // flock on the data dir: one replica per data dir
 	cfg       Config
 	log       *slog.Logger
 	store     *store.Store
@@ -34,14 +35,15 @@ type Server struct {
 	apiAddr   string // advertised API address
 	peerConns *peerConns
 
-	kick chan struct{}
+	kick     chan struct{}
+	feasible feasibility
 
 	mu       sync.Mutex
-	nextID   cluster.JobID                           // 0 unless this replica leads and has taken over
-	lastSeen map[string]time.Time                    // leader only: last heartbeat per node
-	heard    map[string]bool                         // leader only: nodes heard from since it took over
-	pending  map[cluster.JobID]scheduler.PendingInfo // leader only: last pass's reasons
-	term     chan struct{}                           // leader only: closed when leadership ends
+	nextID   cluster.JobID        // 0 unless this replica leads and has taken over
+	lastSeen map[string]time.Time // leader only: last heartbeat per node
+	heard    map[string]bool      // leader only: nodes heard from since it took over
+	pending  pendingReasons       // leader only: the scheduler's reasons
+	term     chan struct{}        // leader only: closed when leadership ends
 
 	stop      chan struct{}
 	closeOnce sync.Once
@@ -58,15 +60,21 @@ func New(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
+	lock, err := lockDataDir(c.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	var opts []store.Option
 	if c.NoSync {
 		opts = append(opts, store.NoSync())
 	}
 	st, err := store.Open(filepath.Join(c.DataDir, "state.db"), opts...)
 	if err != nil {
+		lock.Close()
 		return nil, fmt.Errorf("open state: %w", err)
 	}
 	s := &Server{
+		lock:      lock,
 		cfg:       c,
 		log:       c.Logger,
 		store:     st,
@@ -74,12 +82,12 @@ func New(cfg Config) (*Server, error) {
 		kick:      make(chan struct{}, 1),
 		lastSeen:  map[string]time.Time{},
 		heard:     map[string]bool{},
-		pending:   map[cluster.JobID]scheduler.PendingInfo{},
 		stop:      make(chan struct{}),
 	}
 	s.lis, err = net.Listen("tcp", c.APIAddr)
 	if err != nil {
 		st.Close()
+		lock.Close()
 		return nil, fmt.Errorf("listen on %s: %w", c.APIAddr, err)
 	}
 	s.apiAddr = advertised(c.APIAdvertise, s.lis.Addr())
@@ -87,6 +95,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		s.lis.Close()
 		st.Close()
+		lock.Close()
 		return nil, err
 	}
 	s.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(s.routeUnary), grpc.ChainStreamInterceptor(s.routeStream))
@@ -108,6 +117,21 @@ func New(cfg Config) (*Server, error) {
 		s.registerSelf()
 	}()
 	return s, nil
+}
+
+// lockDataDir takes an exclusive lock on the data dir, so that a second
+// replica started on it fails at once with a clear message instead of
+// waiting on one of the databases' own locks.
+func lockDataDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("data dir %s is in use by another phalanx-controller (stop it, or give this one its own --data-dir)", dir)
+	}
+	return f, nil
 }
 
 // advertised is the address to tell others: explicit, else the bound
@@ -180,6 +204,7 @@ func (s *Server) Close() error {
 		if cerr := s.store.Close(); err == nil {
 			err = cerr
 		}
+		s.lock.Close()
 		s.closeErr = err
 	})
 	return s.closeErr

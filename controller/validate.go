@@ -98,6 +98,9 @@ func constraintFeatures(c string) []string {
 // its partition: --nodelist and --exclude name registered nodes of the
 // partition, and every feature in --constraint exists on one of them.
 func checkAgainstPartition(j *cluster.Job, part *cluster.Partition, nodes []*cluster.Node) error {
+	if len(j.NodeList) == 0 && len(j.Exclude) == 0 && j.Constraint == "" {
+		return nil // nothing to check: no need to walk every node
+	}
 	known := map[string]*cluster.Node{}
 	features := map[string]bool{}
 	for _, n := range nodes {

@@ -25,6 +25,15 @@ func Feasible(s *Snapshot, j *cluster.Job) error {
 	return p.neverFits(cs, requestOf(j))
 }
 
+// FeasibleKey is what Feasible's answer depends on in a job: two jobs with
+// equal keys get the same answer on the same nodes, partitions and
+// topology, so a caller may remember answers by key.
+func FeasibleKey(j *cluster.Job) string {
+	k, r := keyOf(j), requestOf(j)
+	return fmt.Sprintf("%q %q %q %q %q %d %d %d %d %t %d",
+		k.part, k.gpuType, k.constraint, k.nodelist, k.exclude, r.nodes, r.gpus, r.cpus, r.mem, r.excl, r.segment)
+}
+
 // stage is one requirement in the order Feasible reports them.
 type stage struct {
 	ok   func(*cluster.Node) bool

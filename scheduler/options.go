@@ -22,6 +22,12 @@ type Options struct {
 	// FairShare, when set, adds a per-job term to the priority score (see
 	// Priority); it must be a pure function of the job.
 	FairShare func(*cluster.Job) int64
+	// QueueDepth, when above 0, limits the pass to the first QueueDepth
+	// pending jobs in priority order (Slurm's default_queue_depth): a quick
+	// pass after an event, whose cost does not grow with the queue. The
+	// jobs below get no decision (no entry in Plan.Pending); a full pass
+	// (QueueDepth 0) decides every job.
+	QueueDepth int
 }
 
 const (

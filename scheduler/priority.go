@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"container/heap"
 	"sort"
 	"strings"
 	"time"
@@ -76,8 +77,46 @@ func queue(jobs []*cluster.Job, tierOf func(string) int, now time.Time, o Option
 				score: Priority(j, now, o), requeue: j.Requeued})
 		}
 	}
+	if o.QueueDepth > 0 && o.QueueDepth < len(out) {
+		return top(out, o.QueueDepth)
+	}
 	sort.Slice(out, func(a, b int) bool { return out[a].before(&out[b]) })
 	return out
+}
+
+// top returns the first k of jobs in queue order, in order, without sorting
+// the rest: a heap of the k best seen so far (the worst of them on top).
+func top(jobs []ranked, k int) []ranked {
+	h := &worstFirst{}
+	for _, j := range jobs {
+		switch {
+		case h.Len() < k:
+			heap.Push(h, j)
+		case j.before(&(*h)[0]):
+			(*h)[0] = j
+			heap.Fix(h, 0)
+		}
+	}
+	out := make([]ranked, h.Len())
+	for i := len(out) - 1; i >= 0; i-- {
+		out[i] = heap.Pop(h).(ranked)
+	}
+	return out
+}
+
+// worstFirst is a heap of ranked jobs, the one that comes last in the
+// queue on top.
+type worstFirst []ranked
+
+func (h worstFirst) Len() int           { return len(h) }
+func (h worstFirst) Less(a, b int) bool { return h[b].before(&h[a]) }
+func (h worstFirst) Swap(a, b int)      { h[a], h[b] = h[b], h[a] }
+func (h *worstFirst) Push(x any)        { *h = append(*h, x.(ranked)) }
+func (h *worstFirst) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 func (x *ranked) before(y *ranked) bool {

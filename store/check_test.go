@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -90,6 +91,8 @@ func checkMemory(st *state) error {
 			return fmt.Errorf("job %d (%s, live %v) is in the active set", j.ID, j.State, j.Live())
 		case j.ID >= st.nextJob:
 			return fmt.Errorf("job %d is not below the next ID %d", j.ID, st.nextJob)
+		case j.Script != "" || j.Env != nil:
+			return fmt.Errorf("job %d keeps its script or environment in memory; they belong in payloads", j.ID)
 		}
 		if _, ok := st.finished[j.ID]; ok {
 			return fmt.Errorf("job %d is both active and finished", j.ID)
@@ -151,6 +154,12 @@ func sameState(mem, disk *state) error {
 		if err := sameRecord(fmt.Sprintf("job %d", id), j, disk.jobs[id], jobRecord); err != nil {
 			return err
 		}
+		if !bytes.Equal(mem.payloads[id], disk.payloads[id]) {
+			return fmt.Errorf("job %d payload: memory %x, disk %x", id, mem.payloads[id], disk.payloads[id])
+		}
+	}
+	if len(mem.payloads) != len(mem.jobs) || len(disk.payloads) != len(disk.jobs) {
+		return fmt.Errorf("payloads: %d in memory for %d jobs, %d on disk for %d", len(mem.payloads), len(mem.jobs), len(disk.payloads), len(disk.jobs))
 	}
 	for name, n := range mem.nodes {
 		if err := sameRecord("node "+name, n, disk.nodes[name], nodeRecord); err != nil {
@@ -167,7 +176,7 @@ func sameState(mem, disk *state) error {
 
 func jobRecord(j *cluster.Job) ([]proto.Message, error) {
 	r, err := codec.Job(j)
-	return []proto.Message{r, codec.Payload(j)}, err
+	return []proto.Message{r}, err
 }
 
 func nodeRecord(n *cluster.Node) ([]proto.Message, error) {
@@ -251,7 +260,7 @@ func pendingJob(id cluster.JobID, nodes, gpus int) *cluster.Job {
 
 func mustSubmit(t *testing.T, s *Store, idx uint64, id cluster.JobID) {
 	t.Helper()
-	if _, err := s.SubmitJob(idx, pendingJob(id, 1, 2), nil); err != nil {
+	if _, err := s.SubmitJob(idx, pendingJob(id, 1, 2), nil, nil); err != nil {
 		t.Fatalf("SubmitJob(%d): %v", id, err)
 	}
 }
@@ -285,6 +294,6 @@ func mustJob(t *testing.T, s *Store, id cluster.JobID) *cluster.Job {
 
 // submitErr submits j without a request ID and returns only the error.
 func submitErr(s *Store, idx uint64, j *cluster.Job) error {
-	_, err := s.SubmitJob(idx, j, nil)
+	_, err := s.SubmitJob(idx, j, nil, nil)
 	return err
 }

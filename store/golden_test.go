@@ -116,7 +116,7 @@ func TestMigrateVersion1(t *testing.T) {
 	if got := s.AppliedIndex(); got != 24 {
 		t.Fatalf("applied index %d; want 24", got)
 	}
-	if _, err := s.SubmitJob(25, pendingJob(s.NextJobID(), 1, 8), nil); err != nil {
+	if _, err := s.SubmitJob(25, pendingJob(s.NextJobID(), 1, 8), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Reopening does not migrate again.
@@ -177,7 +177,7 @@ func writeSnapshotFixture(t *testing.T, path string) {
 		j.TimeLimit, j.Image, j.WorkDir, j.Output, j.Error = 2*time.Hour, "busybox", "/home/alice", "o-%j", "e-%j"
 		j.GPUType, j.Constraint, j.NodeList, j.Exclude = "a100", "ib&a100", []string{"n1"}, []string{"n3"}
 		j.Exclusive, j.Switches, j.SwitchesWait, j.Segment = true, 1, time.Minute, 1
-		_, err := s.SubmitJob(next(), j, []byte{byte(id), 0xab, 0xcd})
+		_, err := s.SubmitJob(next(), j, nil, []byte{byte(id), 0xab, 0xcd})
 		must(err)
 	}
 	_, err := s.PlaceJobs(next(), []Placement{{Job: 1, Alloc: alloc([]int{0, 1}, "n1"), MasterPort: 29500, Time: at(10)}})

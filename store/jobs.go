@@ -8,12 +8,26 @@ import (
 	"github.com/phalanx-hpc/phalanx/store/codec"
 )
 
-// SubmitJob stores a new job and returns its ID. With a request ID it is
-// exactly-once: when the request was seen before, nothing is stored and the
-// result is the job that request created. Otherwise the job's ID must be
-// non-zero (else ErrInvalid) and unused (else ErrConflict).
-func (s *Store) SubmitJob(idx uint64, j *cluster.Job, requestID []byte) (cluster.JobID, error) {
+// SubmitJob stores a new job and returns its ID. payload is the job's
+// encoded JobPayload (codec.PayloadBytes); nil encodes j's script and
+// environment. The store keeps j without them (see state.payloads) and
+// takes ownership of both. With a request ID it is exactly-once: when the
+// request was seen before, nothing is stored and the result is the job that
+// request created. Otherwise the job's ID must be non-zero (else
+// ErrInvalid) and unused (else ErrConflict).
+func (s *Store) SubmitJob(idx uint64, j *cluster.Job, payload, requestID []byte) (cluster.JobID, error) {
 	var id cluster.JobID
+	if payload == nil && j != nil {
+		var err error
+		if payload, err = codec.PayloadBytes(j); err != nil {
+			return 0, fmt.Errorf("submit job %d: %w", j.ID, err)
+		}
+	}
+	if j != nil && (j.Script != "" || j.Env != nil) {
+		bare := *j
+		bare.Script, bare.Env = "", nil
+		j = &bare
+	}
 	err := s.apply(idx, func(c *change) error {
 		if len(requestID) > 0 {
 			if r, ok := c.st.requests[string(requestID)]; ok {
@@ -39,7 +53,8 @@ func (s *Store) SubmitJob(idx uint64, j *cluster.Job, requestID []byte) (cluster
 			c.ops = append(c.ops, putRequestOp{key: string(requestID), r: r})
 		}
 		c.putJob(j)
-		c.ops = append(c.ops, putPayloadOp{j: j})
+		c.st.payloads[j.ID] = payload
+		c.ops = append(c.ops, putPayloadOp{id: j.ID, payload: payload})
 		return nil
 	})
 	if err != nil {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -38,17 +39,14 @@ func loadJobs(tx *bolt.Tx, st *state) error {
 	return tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
 		id := cluster.JobID(binary.BigEndian.Uint64(k))
 		var r statev1.Job
-		var p statev1.JobPayload
 		if err := unmarshal(v, &r); err != nil {
 			return fmt.Errorf("job %d: %w", id, err)
 		}
-		if _, err := getProto(payloads, k, &p); err != nil {
-			return fmt.Errorf("job %d payload: %w", id, err)
-		}
-		j, err := codec.FullJob(&r, &p)
+		j, err := codec.FromJob(&r)
 		if err != nil {
 			return fmt.Errorf("job %d: %w", id, err)
 		}
+		st.payloads[id] = bytes.Clone(payloads.Get(k))
 		if j.ID != id {
 			return fmt.Errorf("job under key %d has ID %d", id, j.ID)
 		}

@@ -86,7 +86,11 @@ func migrateV1toV2(tx *bolt.Tx) error {
 		if err := (putJobOp{j: j}).write(tx); err != nil {
 			return err
 		}
-		if err := (putPayloadOp{j: j}).write(tx); err != nil {
+		payload, err := codec.PayloadBytes(j)
+		if err != nil {
+			return fmt.Errorf("job %d payload: %w", j.ID, err)
+		}
+		if err := (putPayloadOp{id: j.ID, payload: payload}).write(tx); err != nil {
 			return err
 		}
 	}

@@ -121,6 +121,7 @@ func (s *Store) SetPartitions(idx uint64, ps []*cluster.Partition) error {
 			parts[i] = p.Clone()
 		}
 		c.st.parts = parts
+		c.st.configVersion++
 		c.ops = append(c.ops, partitionsOp{ps: parts})
 		return nil
 	})

@@ -14,15 +14,16 @@ import (
 	"github.com/phalanx-hpc/phalanx/store/codec"
 )
 
-// Everything returned here is shared with the store and with other readers:
-// read it, never modify it (Clone first).
+// Everything returned here, slices included, is shared with the store and
+// with other readers: read it, never modify it (Clone first).
 
 // State is a consistent view of everything the scheduler needs.
 type State struct {
-	Applied    uint64               // the index it reflects
-	Nodes      []*cluster.Node      // by name
-	Partitions []*cluster.Partition // in configuration order
-	Active     []*cluster.Job       // pending and live jobs, by ID
+	Applied       uint64               // the index it reflects
+	ConfigVersion uint64               // changes whenever a node or partition does
+	Nodes         []*cluster.Node      // by name
+	Partitions    []*cluster.Partition // in configuration order
+	Active        []*cluster.Job       // pending and live jobs, by ID
 }
 
 // State returns nodes, partitions and active jobs as of one applied index.
@@ -33,11 +34,20 @@ func (s *Store) State() (*State, error) {
 		return nil, ErrClosed
 	}
 	return &State{
-		Applied:    s.st.applied,
-		Nodes:      slices.Clone(s.st.nodeList),
-		Partitions: slices.Clone(s.st.parts),
-		Active:     slices.Clone(s.st.active),
+		Applied:       s.st.applied,
+		ConfigVersion: s.st.configVersion,
+		Nodes:         s.st.nodeList, // replaced on change, never changed in place
+		Partitions:    s.st.parts,
+		Active:        slices.Clone(s.st.active),
 	}, nil
+}
+
+// Config returns the nodes and partitions, without the jobs (Active is
+// nil): what admission needs, at a cost that does not grow with the queue.
+func (s *Store) Config() *State {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return &State{Applied: s.st.applied, ConfigVersion: s.st.configVersion, Nodes: s.st.nodeList, Partitions: s.st.parts}
 }
 
 // ActiveJobs returns the jobs that have not ended or still hold resources,
@@ -75,17 +85,19 @@ func (s *Store) Counts() (active, finished, requests int) {
 }
 
 // Job returns one job, active or finished, with its script and
-// environment; ErrNotFound if there is none.
+// environment (decoded for the call: the result is the caller's);
+// ErrNotFound if there is none.
 func (s *Store) Job(id cluster.JobID) (*cluster.Job, error) {
 	s.mu.RLock()
-	j, closed := s.st.jobs[id], s.closed
+	j, payload, closed := s.st.jobs[id], s.st.payloads[id], s.closed
 	_, finished := s.st.finished[id]
 	s.mu.RUnlock()
 	switch {
 	case closed:
 		return nil, ErrClosed
 	case j != nil:
-		return j, nil
+		full := *j
+		return &full, codec.DecodePayload(&full, payload)
 	case !finished:
 		return nil, fmt.Errorf("job %d: %w", id, cluster.ErrNotFound)
 	}
@@ -276,7 +288,7 @@ func (p *page) next() cluster.JobID {
 func (s *Store) Nodes() []*cluster.Node {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return slices.Clone(s.st.nodeList)
+	return s.st.nodeList
 }
 
 // Node returns one node; ErrNotFound if there is none.
@@ -294,11 +306,26 @@ func (s *Store) Node(name string) (*cluster.Node, error) {
 func (s *Store) Partitions() []*cluster.Partition {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return slices.Clone(s.st.parts)
+	return s.st.parts
 }
 
-// NodeJobs returns the live jobs with a task on the node, by ID, and a
-// channel closed at the next change to them or to the node.
+// WithPayload returns a copy of an active job with its script and
+// environment (what launching it needs); a job that is no longer active is
+// read whole from disk.
+func (s *Store) WithPayload(j *cluster.Job) (*cluster.Job, error) {
+	s.mu.RLock()
+	payload, ok := s.st.payloads[j.ID]
+	s.mu.RUnlock()
+	if !ok {
+		return s.Job(j.ID)
+	}
+	full := *j
+	return &full, codec.DecodePayload(&full, payload)
+}
+
+// NodeJobs returns the live jobs with a task on the node, by ID, without
+// their scripts and environments (WithPayload adds them), and a channel
+// closed at the next change to them or to the node.
 func (s *Store) NodeJobs(node string) ([]*cluster.Job, <-chan struct{}) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

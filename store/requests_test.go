@@ -13,11 +13,11 @@ import (
 func TestSubmitIsExactlyOncePerRequest(t *testing.T) {
 	s := openTest(t, "")
 	req := []byte("request-1")
-	id, err := s.SubmitJob(1, pendingJob(5, 1, 1), req)
+	id, err := s.SubmitJob(1, pendingJob(5, 1, 1), nil, req)
 	if err != nil || id != 5 {
 		t.Fatalf("first submit = %d, %v", id, err)
 	}
-	id, err = s.SubmitJob(2, pendingJob(6, 1, 1), req)
+	id, err = s.SubmitJob(2, pendingJob(6, 1, 1), nil, req)
 	if err != nil || id != 5 {
 		t.Fatalf("retried submit = %d, %v; want job 5 again", id, err)
 	}
@@ -28,7 +28,7 @@ func TestSubmitIsExactlyOncePerRequest(t *testing.T) {
 		t.Errorf("RequestJob = %d %v", got, ok)
 	}
 	// Without a request ID every submit is a new job.
-	if id, err := s.SubmitJob(3, pendingJob(7, 1, 1), nil); err != nil || id != 7 {
+	if id, err := s.SubmitJob(3, pendingJob(7, 1, 1), nil, nil); err != nil || id != 7 {
 		t.Errorf("submit without request ID = %d, %v", id, err)
 	}
 	// The table survives a restart.
@@ -36,7 +36,7 @@ func TestSubmitIsExactlyOncePerRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = openTest(t, s.path)
-	if id, err := s.SubmitJob(4, pendingJob(8, 1, 1), req); err != nil || id != 5 {
+	if id, err := s.SubmitJob(4, pendingJob(8, 1, 1), nil, req); err != nil || id != 5 {
 		t.Errorf("retry after restart = %d, %v; want 5", id, err)
 	}
 }
@@ -48,7 +48,7 @@ func TestExpireForgetsOldRequestsAndHistory(t *testing.T) {
 		idx++
 		j := pendingJob(cluster.JobID(i), 1, 1)
 		j.SubmitTime = at(i)
-		if _, err := s.SubmitJob(idx, j, []byte{byte(i)}); err != nil {
+		if _, err := s.SubmitJob(idx, j, nil, []byte{byte(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}

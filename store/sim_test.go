@@ -93,7 +93,7 @@ func (m *simulation) submitWithRequest(rt *rapid.T) {
 	j := pendingJob(m.next, 1, 2)
 	j.SubmitTime = at(rapid.IntRange(0, 4).Draw(rt, "submitted"))
 	m.do(rt, func(idx uint64) error {
-		id, err := m.s.SubmitJob(idx, j, req)
+		id, err := m.s.SubmitJob(idx, j, nil, req)
 		switch {
 		case err != nil:
 			rt.Fatalf("submit with request: %v", err)

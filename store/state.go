@@ -28,23 +28,31 @@ type state struct {
 	applied uint64
 	nextJob cluster.JobID
 
-	jobs   map[cluster.JobID]*cluster.Job // active jobs
+	jobs   map[cluster.JobID]*cluster.Job // active jobs, without script and environment
 	active []*cluster.Job                 // the same, by ID
+	// payloads holds the active jobs' encoded JobPayload (script and
+	// environment), as they came in the SubmitJob command: stored and
+	// written without being decoded, decoded only to launch or show a job.
+	payloads map[cluster.JobID][]byte
 	// finished holds the end time (Unix ns) of every job in history, by ID.
 	finished map[cluster.JobID]int64
 
-	nodes      map[string]*cluster.Node
-	nodeList   []*cluster.Node // by name
-	parts      []*cluster.Partition
-	requests   map[string]request
-	ctls       map[string]Controller
-	liveOnNode map[string]map[cluster.JobID]struct{} // live jobs with a task on the node
+	// configVersion counts changes to nodes and partitions: what a job's
+	// feasibility depends on.
+	configVersion uint64
+	nodes         map[string]*cluster.Node
+	nodeList      []*cluster.Node      // by name; replaced on change, never changed in place
+	parts         []*cluster.Partition // replaced on change, never changed in place
+	requests      map[string]request
+	ctls          map[string]Controller
+	liveOnNode    map[string]map[cluster.JobID]struct{} // live jobs with a task on the node
 }
 
 func newState() *state {
 	return &state{
 		nextJob:    1,
 		jobs:       map[cluster.JobID]*cluster.Job{},
+		payloads:   map[cluster.JobID][]byte{},
 		finished:   map[cluster.JobID]int64{},
 		nodes:      map[string]*cluster.Node{},
 		requests:   map[string]request{},
@@ -111,6 +119,7 @@ func (c *change) putJob(j *cluster.Job) {
 		st.indexLive(j)
 	} else {
 		delete(st.jobs, j.ID)
+		delete(st.payloads, j.ID)
 		st.active = remove(st.active, j.ID, jobID)
 		st.finished[j.ID] = codec.Time(j.EndTime)
 	}
@@ -163,10 +172,12 @@ func (st *state) unindexLive(j *cluster.Job) {
 	}
 }
 
-// putNode stores n, a new value.
+// putNode stores n, a new value. The node list is replaced, not changed
+// in place: readers share it without copying (nodes change rarely).
 func (c *change) putNode(n *cluster.Node) {
 	c.st.nodes[n.Name] = n
-	c.st.nodeList = upsert(c.st.nodeList, n, nodeName)
+	c.st.configVersion++
+	c.st.nodeList = upsert(slices.Clone(c.st.nodeList), n, nodeName)
 	c.touch(n.Name)
 	c.ops = append(c.ops, putNodeOp{n: n})
 }

@@ -45,8 +45,13 @@ type Store struct {
 }
 
 type options struct {
-	noSync bool
+	noSync      bool
+	commitDelay time.Duration
 }
+
+// DefaultCommitDelay is how long applied commands may wait to be committed
+// to disk together (see writer).
+const DefaultCommitDelay = 10 * time.Millisecond
 
 // Option tunes Open.
 type Option func(*options)
@@ -55,10 +60,14 @@ type Option func(*options)
 // Raft log's own durability is not affected.
 func NoSync() Option { return func(o *options) { o.noSync = true } }
 
+// CommitDelay sets how long applied commands may wait to be committed to
+// disk together (default DefaultCommitDelay; 0: at once).
+func CommitDelay(d time.Duration) Option { return func(o *options) { o.commitDelay = d } }
+
 // Open opens (creating if needed) the state database at path, brings it to
 // the current schema version and loads it into memory.
 func Open(path string, opts ...Option) (*Store, error) {
-	var o options
+	o := options{commitDelay: DefaultCommitDelay}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -72,12 +81,20 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("load state database %s: %w", path, err)
 	}
 	s := &Store{path: path, opts: o, st: st, db: db, watches: map[string]chan struct{}{}, applied: make(chan struct{})}
-	s.w = newWriter(s, st.applied)
+	s.w = newWriter(s, st.applied, o.commitDelay)
 	return s, nil
 }
 
 func openDB(path string, o options) (*bolt.DB, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: o.noSync})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout: time.Second,
+		NoSync:  o.noSync,
+		// Like etcd: the free list is a hash map (fast with many free
+		// pages) and is not written at every commit; opening after a crash
+		// rebuilds it by scanning.
+		FreelistType:   bolt.FreelistMapType,
+		NoFreelistSync: true,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("open state database %s: %w (is another controller using it?)", path, err)
 	}

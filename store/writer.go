@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -30,17 +31,24 @@ type entry struct {
 
 // writer commits applied commands to bbolt in order, as many as have
 // accumulated per transaction (one fsync each), with the applied index of
-// the last.
+// the last. It lets them accumulate for up to delay after the first one
+// (group commit: on a disk shared with the Raft log, every fsync saved
+// shortens the log's), unless someone waits for them (flush) or the queue
+// is half full.
 type writer struct {
-	s *Store
+	s     *Store
+	delay time.Duration
+	hurry chan struct{} // a flush is waiting: commit now
 
 	mu      sync.Mutex
 	cond    *sync.Cond
 	queue   []entry
 	nops    int
-	last    uint64 // highest index queued
-	flushed uint64 // highest index committed
-	err     error  // the first commit failure; the writer stops there
+	since   time.Time // when the first entry of the queue came
+	urgent  bool      // a flush is waiting
+	last    uint64    // highest index queued
+	flushed uint64    // highest index committed
+	err     error     // the first commit failure; the writer stops there
 	closing bool
 	done    chan struct{}
 	// afterCommit, when set (tests), runs after each commit with the
@@ -48,8 +56,8 @@ type writer struct {
 	afterCommit func(idx uint64)
 }
 
-func newWriter(s *Store, applied uint64) *writer {
-	w := &writer{s: s, last: applied, flushed: applied, done: make(chan struct{})}
+func newWriter(s *Store, applied uint64, delay time.Duration) *writer {
+	w := &writer{s: s, delay: delay, hurry: make(chan struct{}, 1), last: applied, flushed: applied, done: make(chan struct{})}
 	w.cond = sync.NewCond(&w.mu)
 	go w.run()
 	return w
@@ -69,6 +77,9 @@ func (w *writer) room() error {
 // enqueue queues one applied command's ops; entries arrive in index order.
 func (w *writer) enqueue(e entry) {
 	w.mu.Lock()
+	if len(w.queue) == 0 {
+		w.since = time.Now()
+	}
 	w.queue = append(w.queue, e)
 	w.nops += len(e.ops) + 1
 	w.last = e.idx
@@ -81,6 +92,13 @@ func (w *writer) flush() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	target := w.last
+	if w.flushed < target {
+		w.urgent = true
+		select {
+		case w.hurry <- struct{}{}:
+		default:
+		}
+	}
 	for w.flushed < target && w.err == nil {
 		w.cond.Wait()
 	}
@@ -100,6 +118,10 @@ func (w *writer) close() {
 	w.closing = true
 	w.cond.Broadcast()
 	w.mu.Unlock()
+	select {
+	case w.hurry <- struct{}{}:
+	default:
+	}
 	<-w.done
 }
 
@@ -114,8 +136,22 @@ func (w *writer) run() {
 			w.mu.Unlock()
 			return
 		}
+		wait := w.delay - time.Since(w.since)
+		if w.urgent || w.closing || w.nops >= maxQueuedOps/2 {
+			wait = 0
+		}
+		w.mu.Unlock()
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-w.hurry:
+			}
+			t.Stop()
+		}
+		w.mu.Lock()
 		batch := w.queue
-		w.queue, w.nops = nil, 0
+		w.queue, w.nops, w.urgent = nil, 0, false
 		w.cond.Broadcast()
 		w.mu.Unlock()
 
@@ -174,10 +210,14 @@ func (o putJobOp) write(tx *bolt.Tx) error {
 	return putProto(tx.Bucket(bucketHistory), key, r)
 }
 
-type putPayloadOp struct{ j *cluster.Job }
+// putPayloadOp writes a job's encoded payload as it came.
+type putPayloadOp struct {
+	id      cluster.JobID
+	payload []byte
+}
 
 func (o putPayloadOp) write(tx *bolt.Tx) error {
-	return putProto(tx.Bucket(bucketPayloads), jobKey(o.j.ID), codec.Payload(o.j))
+	return tx.Bucket(bucketPayloads).Put(jobKey(o.id), o.payload)
 }
 
 // forgetJobOp deletes a finished job and its payload.

@@ -32,7 +32,10 @@ func mixedCommands(n int, seed int64) []command {
 			next++
 			id := next
 			req := []byte(fmt.Sprint("req", r.Intn(40)))
-			cmds = append(cmds, func(s *Store, idx uint64) error { _, err := s.SubmitJob(idx, pendingJob(id, 1, 2), req); return err })
+			cmds = append(cmds, func(s *Store, idx uint64) error {
+				_, err := s.SubmitJob(idx, pendingJob(id, 1, 2), nil, req)
+				return err
+			})
 		case 2:
 			id, node, g := cluster.JobID(r.Intn(int(next)+1)), []string{"n1", "n2"}[r.Intn(2)], r.Intn(7)
 			cmds = append(cmds, func(s *Store, idx uint64) error {
@@ -142,7 +145,7 @@ func TestWriterFailureStopsLaterCommands(t *testing.T) {
 	if err := s.Flush(); err == nil {
 		t.Fatal("Flush after a failed commit succeeded")
 	}
-	_, err = s.SubmitJob(3, pendingJob(3, 1, 1), nil)
+	_, err = s.SubmitJob(3, pendingJob(3, 1, 1), nil, nil)
 	if err == nil || IsRejection(err) || errors.Is(err, ErrClosed) {
 		t.Fatalf("command after a failed commit = %v; want the disk error", err)
 	}

@@ -1,17 +1,33 @@
 // Command phalanx-controller runs one replica of the Phalanx controller: Raft,
 // the replicated state, the gRPC API and (on the leader) the scheduler.
+//
+// A replica finds its place in the cluster from phalanx.conf: the
+// ControllerHost=NAME(ADDR) lines (Slurm's SlurmctldHost syntax) list the
+// replicas; this one is the line whose NAME is --node-id, or this host's
+// name. Its Raft address is ADDR:RaftPort, its API listens on
+// ControllerPort, and the first start of a new cluster bootstraps it with
+// every listed replica as a voter. Flags override each of these.
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
+	_ "net/http/pprof" // served only with --debug-addr
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	metrics "github.com/hashicorp/go-metrics"
 
 	"github.com/phalanx-hpc/phalanx/config"
 	"github.com/phalanx-hpc/phalanx/controller"
@@ -19,56 +35,82 @@ import (
 )
 
 func main() {
+	if os.Getenv("GOGC") == "" {
+		// The live heap is small next to what a scheduling pass and a burst
+		// of submits allocate; collecting at twice it, not once, halves the
+		// GC's share of a busy leader's CPU for a few more MB of memory.
+		debug.SetGCPercent(200)
+	}
 	os.Exit(run(os.Args[1:]))
 }
 
-func run(args []string) int {
+type flags struct {
+	dataDir, listen, apiAdvertise, raftAddr, raftAdvertise string
+	nodeID, peers, confPath, topoPath, ports               string
+	debugAddr                                              string
+	bootstrap, debug                                       bool
+	nodeTTL, heartbeat, killGrace, preGrace, minJobAge     time.Duration
+	set                                                    map[string]bool // flags given on the command line
+}
+
+func parseFlags(args []string) (*flags, error) {
+	f := &flags{set: map[string]bool{}}
 	fs := flag.NewFlagSet("phalanx-controller", flag.ContinueOnError)
-	var (
-		dataDir   = fs.String("data-dir", "/var/lib/phalanx/controller", "directory for the Raft log, snapshots and state")
-		listen    = fs.String("listen", ":7817", "gRPC API address")
-		raftAddr  = fs.String("raft-addr", "127.0.0.1:7819", "Raft address (bind and advertise; must be reachable by the other replicas)")
-		nodeID    = fs.String("node-id", "", "this replica's Raft ID (default: the Raft address)")
-		bootstrap = fs.Bool("bootstrap", false, "form a new cluster when the data dir is empty")
-		peers     = fs.String("peers", "", "other voters for --bootstrap, as id=host:port,id=host:port")
-		confPath  = fs.String("config", "", "phalanx.conf (slurm.conf syntax); default /etc/phalanx/phalanx.conf when it exists")
-		topoPath  = fs.String("topology", "", "topology.conf (Slurm syntax); default: TopologyFile from the config")
-		nodeTTL   = fs.Duration("node-ttl", 30*time.Second, "declare a node DOWN after this long without a heartbeat")
-		killGrace = fs.Duration("kill-grace", 10*time.Second, "time between SIGTERM and SIGKILL when a job is cancelled")
-		preGrace  = fs.Duration("preempt-grace", 0, "time between SIGTERM and SIGKILL for a preempted job, to checkpoint (default: --kill-grace)")
-		ports     = fs.String("master-ports", "29500-29999", "range for MASTER_PORT")
-		debug     = fs.Bool("debug", false, "log at debug level")
-	)
+	fs.StringVar(&f.dataDir, "data-dir", "/var/lib/phalanx/controller", "directory for the Raft log, snapshots and state")
+	fs.StringVar(&f.confPath, "config", "", "phalanx.conf (slurm.conf syntax); default /etc/phalanx/phalanx.conf when it exists")
+	fs.StringVar(&f.topoPath, "topology", "", "topology.conf (Slurm syntax); default: TopologyFile from the config")
+	fs.StringVar(&f.nodeID, "node-id", "", "this replica's ID: its ControllerHost name (default: this host's name when the config lists it, else the Raft address)")
+	fs.StringVar(&f.listen, "listen", "", "gRPC API address (default :ControllerPort, 7817)")
+	fs.StringVar(&f.apiAdvertise, "api-advertise", "", "API address others are told (default: ADDR:ControllerPort from the config, else --listen)")
+	fs.StringVar(&f.raftAddr, "raft-addr", "", "Raft address to bind (default: ADDR:RaftPort from the config, else 127.0.0.1:7819)")
+	fs.StringVar(&f.raftAdvertise, "raft-advertise", "", "Raft address other replicas dial (default: --raft-addr)")
+	fs.BoolVar(&f.bootstrap, "bootstrap", false, "form a new cluster on first start (default: on when the config lists the controllers)")
+	fs.StringVar(&f.peers, "peers", "", "voters of a new cluster, as id=host:raftport,... (default: the config's ControllerHost lines)")
+	fs.DurationVar(&f.nodeTTL, "node-ttl", 30*time.Second, "declare a node DOWN after this long without a heartbeat")
+	fs.DurationVar(&f.heartbeat, "heartbeat-interval", 5*time.Second, "heartbeat interval asked of the agents")
+	fs.DurationVar(&f.killGrace, "kill-grace", 10*time.Second, "time between SIGTERM and SIGKILL when a job is cancelled")
+	fs.DurationVar(&f.preGrace, "preempt-grace", 0, "time between SIGTERM and SIGKILL for a preempted job, to checkpoint (default: --kill-grace)")
+	fs.DurationVar(&f.minJobAge, "min-job-age", 0, "how long scontrol show job and squeue still show a finished job (default: MinJobAge from the config, else 300s)")
+	fs.StringVar(&f.ports, "master-ports", "29500-29999", "range for MASTER_PORT")
+	fs.BoolVar(&f.debug, "debug", false, "log at debug level")
+	fs.StringVar(&f.debugAddr, "debug-addr", "", "serve Go's profiler (/debug/pprof/) on this address (off by default; never expose it)")
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	return f, nil
+}
+
+func run(args []string) int {
+	f, err := parseFlags(args)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(os.Stderr, "phalanx-controller: %v\n", err)
+		}
 		return 2
 	}
 	level := slog.LevelInfo
-	if *debug {
+	if f.debug {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-
-	cfg := controller.Config{
-		NodeID: *nodeID, DataDir: *dataDir, RaftAddr: *raftAddr, APIAddr: *listen,
-		Bootstrap: *bootstrap, NodeTTL: *nodeTTL, KillGrace: *killGrace, PreemptGrace: *preGrace, Logger: log,
-	}
-	if *peers != "" {
-		cfg.Peers = strings.Split(*peers, ",")
-	}
-	if _, err := fmt.Sscanf(*ports, "%d-%d", &cfg.MasterPortMin, &cfg.MasterPortMax); err != nil {
-		fmt.Fprintf(os.Stderr, "phalanx-controller: --master-ports %q: want MIN-MAX, e.g. 29500-29999\n", *ports)
-		return 2
-	}
-	if err := loadConfig(&cfg, *confPath, *topoPath); err != nil {
+	cfg, err := configure(f, log)
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "phalanx-controller: %v\n", err)
-		return 1
+		return 2
 	}
 	srv, err := controller.New(cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "phalanx-controller: %v\n", err)
 		return 1
 	}
-	log.Info("controller started", "api", srv.APIAddr(), "raft", srv.RaftAddr(), "data_dir", *dataDir)
+	if f.debugAddr != "" {
+		serveDebug(f.debugAddr, log)
+	}
+	log.Info("controller started", "id", srv.ID(), "api", srv.APIAddr(), "raft", srv.RaftAddr(), "data_dir", cfg.DataDir)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	<-sig
@@ -79,26 +121,182 @@ func run(args []string) int {
 	return 0
 }
 
-// loadConfig reads phalanx.conf and topology.conf into cfg. A missing
-// default config is fine: the controller then has one partition of all nodes.
-func loadConfig(cfg *controller.Config, confPath, topoPath string) error {
+// configure builds the replica's configuration from the config files and
+// the flags (which win).
+func configure(f *flags, log *slog.Logger) (controller.Config, error) {
+	cfg := controller.Config{
+		DataDir: f.dataDir, NodeTTL: f.nodeTTL, HeartbeatInterval: f.heartbeat,
+		KillGrace: f.killGrace, PreemptGrace: f.preGrace, Logger: log,
+	}
+	if _, err := fmt.Sscanf(f.ports, "%d-%d", &cfg.MasterPortMin, &cfg.MasterPortMax); err != nil {
+		return cfg, fmt.Errorf("--master-ports %q: want MIN-MAX, e.g. 29500-29999", f.ports)
+	}
+	conf, err := loadConfig(&cfg, f.confPath, f.topoPath, log)
+	if err != nil {
+		return cfg, err
+	}
+	if err := placeReplica(&cfg, f, conf); err != nil {
+		return cfg, err
+	}
+	if f.set["min-job-age"] {
+		cfg.MinJobAge = minJobAge(f.minJobAge)
+	}
+	return cfg, nil
+}
+
+// placeReplica sets this replica's identity, addresses and bootstrap peers
+// from the ControllerHost lines, then from the flags.
+func placeReplica(cfg *controller.Config, f *flags, conf *config.Config) error {
+	apiPort, raftPort := config.DefaultControllerPort, config.DefaultRaftPort
+	var ctls []config.Controller
+	if conf != nil {
+		ctls = conf.Controllers
+		if conf.ControllerPort > 0 {
+			apiPort = conf.ControllerPort
+		}
+		if conf.RaftPort > 0 {
+			raftPort = conf.RaftPort
+		}
+	}
+	cfg.NodeID = f.nodeID
+	if cfg.NodeID == "" && len(ctls) > 0 {
+		cfg.NodeID = hostInList(ctls)
+	}
+	cfg.APIAddr, cfg.RaftAddr = ":"+strconv.Itoa(apiPort), "127.0.0.1:"+strconv.Itoa(raftPort)
+	if len(ctls) > 0 {
+		self := -1
+		for i, c := range ctls {
+			if c.Name == cfg.NodeID {
+				self = i
+			}
+		}
+		if self < 0 && !f.set["raft-addr"] {
+			host, _ := os.Hostname()
+			return fmt.Errorf("this replica (%s) is not among the ControllerHost lines of the config: give --node-id NAME of one of them", orDefault(cfg.NodeID, host))
+		}
+		cfg.Bootstrap = true
+		for i, c := range ctls {
+			host := hostOnly(c.Addr)
+			cfg.Peers = append(cfg.Peers, c.Name+"="+net.JoinHostPort(host, strconv.Itoa(raftPort)))
+			api := c.Addr
+			if _, _, err := net.SplitHostPort(api); err != nil {
+				api = net.JoinHostPort(host, strconv.Itoa(apiPort))
+			}
+			if i == self {
+				cfg.RaftAddr, cfg.APIAdvertise = net.JoinHostPort(host, strconv.Itoa(raftPort)), api
+			} else {
+				cfg.PeerAPIs = append(cfg.PeerAPIs, api)
+			}
+		}
+	}
+	if f.set["listen"] {
+		cfg.APIAddr = f.listen
+	}
+	if f.set["api-advertise"] {
+		cfg.APIAdvertise = f.apiAdvertise
+	}
+	if f.set["raft-addr"] {
+		cfg.RaftAddr = f.raftAddr
+	}
+	if f.set["raft-advertise"] {
+		cfg.RaftAdvertise = f.raftAdvertise
+	}
+	if f.set["bootstrap"] {
+		cfg.Bootstrap = f.bootstrap
+	}
+	if f.set["peers"] {
+		cfg.Peers = nil
+		if f.peers != "" {
+			cfg.Peers = strings.Split(f.peers, ",")
+		}
+	}
+	return nil
+}
+
+// serveDebug serves Go's profiler (/debug/pprof/) and Raft's internal
+// timings (/debug/metrics: the last minute, in 10s intervals) on addr.
+func serveDebug(addr string, log *slog.Logger) {
+	inm := metrics.NewInmemSink(10*time.Second, time.Minute)
+	conf := metrics.DefaultConfig("phalanx")
+	conf.EnableHostname, conf.EnableRuntimeMetrics = false, true
+	if _, err := metrics.NewGlobal(conf, inm); err != nil {
+		log.Error("debug metrics", "err", err)
+	}
+	http.HandleFunc("/debug/metrics", func(w http.ResponseWriter, r *http.Request) {
+		data, err := inm.DisplayMetrics(w, r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(data)
+	})
+	go func() { log.Error("debug server", "err", http.ListenAndServe(addr, nil)) }()
+}
+
+// minJobAge maps a MinJobAge of zero (finished jobs leave the controller's
+// view at once) to controller.Config's way of saying it.
+func minJobAge(d time.Duration) time.Duration {
+	if d == 0 {
+		return controller.NoMinJobAge
+	}
+	return d
+}
+
+// hostInList returns the ControllerHost name matching this host's name
+// (full or short), or "".
+func hostInList(ctls []config.Controller) string {
+	host, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	short, _, _ := strings.Cut(host, ".")
+	for _, c := range ctls {
+		if c.Name == host || c.Name == short {
+			return c.Name
+		}
+	}
+	return ""
+}
+
+func hostOnly(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return strings.Trim(addr, "[]")
+}
+
+func orDefault(v, d string) string {
+	if v == "" {
+		return d
+	}
+	return v
+}
+
+// loadConfig reads phalanx.conf and topology.conf into cfg and returns the
+// config (nil when there is none). A missing default config is fine: the
+// controller then has one partition of all nodes.
+func loadConfig(cfg *controller.Config, confPath, topoPath string, log *slog.Logger) (*config.Config, error) {
 	if confPath == "" {
 		if _, err := os.Stat("/etc/phalanx/phalanx.conf"); err == nil {
 			confPath = "/etc/phalanx/phalanx.conf"
 		}
 	}
+	var conf *config.Config
 	if confPath != "" {
 		c, err := config.Load(confPath)
 		if err != nil {
-			return err
+			return nil, err
 		}
+		conf = c
 		for _, w := range c.Warnings {
-			cfg.Logger.Warn("config", "warning", w)
+			log.Warn("config", "warning", w)
 		}
 		if len(c.Partitions) > 0 {
 			cfg.Partitions = c.Partitions
 		}
 		cfg.Nodes = c.Nodes
+		cfg.MinJobAge, cfg.PurgeJobAfter, cfg.MaxJobHistory = minJobAge(c.MinJobAge), c.PurgeJobAfter, c.MaxJobCount
 		if topoPath == "" && c.TopologyFile != "" {
 			topoPath = c.TopologyFile
 			if !filepath.IsAbs(topoPath) {
@@ -109,9 +307,9 @@ func loadConfig(cfg *controller.Config, confPath, topoPath string) error {
 	if topoPath != "" {
 		t, err := topology.Load(topoPath)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cfg.Topology = t
 	}
-	return nil
+	return conf, nil
 }

@@ -23,16 +23,21 @@ type Result struct {
 	Err error
 }
 
-// SubmitJob adds Job, PENDING, with its ID chosen by the leader. With a
-// RequestID it is exactly-once: a retry of the same request answers with
-// the first job (Result.IDs[0]) and adds nothing.
+// SubmitJob adds Job, PENDING, with its ID chosen by the leader. Payload
+// is the job's script and environment, encoded (codec.PayloadBytes); when
+// nil, Encode computes it from Job. A decoded SubmitJob carries the payload
+// as it came, and a Job without script and environment: replicas store
+// them without decoding them. With a RequestID it is exactly-once: a retry
+// of the same request answers with the first job (Result.IDs[0]) and adds
+// nothing.
 type SubmitJob struct {
 	Job       *cluster.Job
+	Payload   []byte
 	RequestID []byte
 }
 
 func (c SubmitJob) apply(st *store.Store, idx uint64) Result {
-	id, err := st.SubmitJob(idx, c.Job, c.RequestID)
+	id, err := st.SubmitJob(idx, c.Job, c.Payload, c.RequestID)
 	if err != nil || id == 0 {
 		return Result{Err: err}
 	}

@@ -53,8 +53,8 @@ func Decode(data []byte) (Command, error) {
 func decode(m *statev1.Command) (Command, error) {
 	switch c := m.Command.(type) {
 	case *statev1.Command_SubmitJob:
-		j, err := codec.FullJob(c.SubmitJob.GetJob(), c.SubmitJob.GetPayload())
-		return SubmitJob{Job: j, RequestID: c.SubmitJob.GetRequestId()}, err
+		j, err := codec.FromJob(c.SubmitJob.GetJob())
+		return SubmitJob{Job: j, Payload: c.SubmitJob.GetPayload(), RequestID: c.SubmitJob.GetRequestId()}, err
 	case *statev1.Command_PlaceJobs:
 		return decodePlaceJobs(c.PlaceJobs), nil
 	case *statev1.Command_ReportTask:
@@ -151,8 +151,14 @@ func (c SubmitJob) encode() (*statev1.Command, error) {
 	if err != nil {
 		return nil, err
 	}
+	payload := c.Payload
+	if payload == nil {
+		if payload, err = codec.PayloadBytes(c.Job); err != nil {
+			return nil, err
+		}
+	}
 	return &statev1.Command{Command: &statev1.Command_SubmitJob{SubmitJob: &statev1.SubmitJob{
-		Job: j, Payload: codec.Payload(c.Job), RequestId: c.RequestID,
+		Job: j, Payload: payload, RequestId: c.RequestID,
 	}}}, nil
 }
 

@@ -1,7 +1,10 @@
 package codec
 
 import (
+	"fmt"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	statev1 "github.com/phalanx-hpc/phalanx/api/phalanx/state/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
@@ -189,4 +192,20 @@ func FullJob(r *statev1.Job, p *statev1.JobPayload) (*cluster.Job, error) {
 	}
 	WithPayload(j, p)
 	return j, nil
+}
+
+// PayloadBytes encodes a job's large fields, deterministically (map keys in
+// order), for the Raft log and the payloads bucket.
+func PayloadBytes(j *cluster.Job) ([]byte, error) {
+	return proto.MarshalOptions{Deterministic: true}.Marshal(Payload(j))
+}
+
+// DecodePayload sets a job's large fields from an encoded JobPayload.
+func DecodePayload(j *cluster.Job, data []byte) error {
+	var p statev1.JobPayload
+	if err := proto.Unmarshal(data, &p); err != nil {
+		return fmt.Errorf("job %d payload: %w", j.ID, err)
+	}
+	WithPayload(j, &p)
+	return nil
 }

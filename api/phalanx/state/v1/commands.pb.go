@@ -274,10 +274,13 @@ func (*Command_Expire) isCommand_Command() {}
 // second SubmitJob with the same request_id (a client's retry) creates
 // nothing and answers with the first one's job.
 type SubmitJob struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Job           *Job                   `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
-	Payload       *JobPayload            `protobuf:"bytes,2,opt,name=payload,proto3" json:"payload,omitempty"`
-	RequestId     []byte                 `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Job   *Job                   `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	// payload is an encoded JobPayload (the job's script and environment).
+	// It is bytes, not the message, so that replicas store it as it comes
+	// without decoding it; on the wire the two are the same.
+	Payload       []byte `protobuf:"bytes,2,opt,name=payload,proto3" json:"payload,omitempty"`
+	RequestId     []byte `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -319,7 +322,7 @@ func (x *SubmitJob) GetJob() *Job {
 	return nil
 }
 
-func (x *SubmitJob) GetPayload() *JobPayload {
+func (x *SubmitJob) GetPayload() []byte {
 	if x != nil {
 		return x.Payload
 	}
@@ -1076,10 +1079,10 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	" \x01(\v2\x1f.phalanx.state.v1.SetControllerH\x00R\rsetController\x12Q\n" +
 	"\x11remove_controller\x18\v \x01(\v2\".phalanx.state.v1.RemoveControllerH\x00R\x10removeController\x122\n" +
 	"\x06expire\x18\f \x01(\v2\x18.phalanx.state.v1.ExpireH\x00R\x06expireB\t\n" +
-	"\acommand\"\x8b\x01\n" +
+	"\acommand\"m\n" +
 	"\tSubmitJob\x12'\n" +
-	"\x03job\x18\x01 \x01(\v2\x15.phalanx.state.v1.JobR\x03job\x126\n" +
-	"\apayload\x18\x02 \x01(\v2\x1c.phalanx.state.v1.JobPayloadR\apayload\x12\x1d\n" +
+	"\x03job\x18\x01 \x01(\v2\x15.phalanx.state.v1.JobR\x03job\x12\x18\n" +
+	"\apayload\x18\x02 \x01(\fR\apayload\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x03 \x01(\fR\trequestId\"\x8b\x01\n" +
 	"\tPlacement\x12\x15\n" +
@@ -1170,13 +1173,12 @@ var file_phalanx_state_v1_commands_proto_goTypes = []any{
 	(*RemoveController)(nil), // 12: phalanx.state.v1.RemoveController
 	(*Expire)(nil),           // 13: phalanx.state.v1.Expire
 	(*Job)(nil),              // 14: phalanx.state.v1.Job
-	(*JobPayload)(nil),       // 15: phalanx.state.v1.JobPayload
-	(*Allocation)(nil),       // 16: phalanx.state.v1.Allocation
-	(TaskState)(0),           // 17: phalanx.state.v1.TaskState
-	(*Node)(nil),             // 18: phalanx.state.v1.Node
-	(NodeState)(0),           // 19: phalanx.state.v1.NodeState
-	(*Partition)(nil),        // 20: phalanx.state.v1.Partition
-	(*Controller)(nil),       // 21: phalanx.state.v1.Controller
+	(*Allocation)(nil),       // 15: phalanx.state.v1.Allocation
+	(TaskState)(0),           // 16: phalanx.state.v1.TaskState
+	(*Node)(nil),             // 17: phalanx.state.v1.Node
+	(NodeState)(0),           // 18: phalanx.state.v1.NodeState
+	(*Partition)(nil),        // 19: phalanx.state.v1.Partition
+	(*Controller)(nil),       // 20: phalanx.state.v1.Controller
 }
 var file_phalanx_state_v1_commands_proto_depIdxs = []int32{
 	1,  // 0: phalanx.state.v1.Command.submit_job:type_name -> phalanx.state.v1.SubmitJob
@@ -1192,19 +1194,18 @@ var file_phalanx_state_v1_commands_proto_depIdxs = []int32{
 	12, // 10: phalanx.state.v1.Command.remove_controller:type_name -> phalanx.state.v1.RemoveController
 	13, // 11: phalanx.state.v1.Command.expire:type_name -> phalanx.state.v1.Expire
 	14, // 12: phalanx.state.v1.SubmitJob.job:type_name -> phalanx.state.v1.Job
-	15, // 13: phalanx.state.v1.SubmitJob.payload:type_name -> phalanx.state.v1.JobPayload
-	16, // 14: phalanx.state.v1.Placement.alloc:type_name -> phalanx.state.v1.Allocation
-	2,  // 15: phalanx.state.v1.PlaceJobs.placements:type_name -> phalanx.state.v1.Placement
-	17, // 16: phalanx.state.v1.ReportTask.state:type_name -> phalanx.state.v1.TaskState
-	18, // 17: phalanx.state.v1.RegisterNode.node:type_name -> phalanx.state.v1.Node
-	19, // 18: phalanx.state.v1.SetNodeState.state:type_name -> phalanx.state.v1.NodeState
-	20, // 19: phalanx.state.v1.SetPartitions.partitions:type_name -> phalanx.state.v1.Partition
-	21, // 20: phalanx.state.v1.SetController.controller:type_name -> phalanx.state.v1.Controller
-	21, // [21:21] is the sub-list for method output_type
-	21, // [21:21] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	15, // 13: phalanx.state.v1.Placement.alloc:type_name -> phalanx.state.v1.Allocation
+	2,  // 14: phalanx.state.v1.PlaceJobs.placements:type_name -> phalanx.state.v1.Placement
+	16, // 15: phalanx.state.v1.ReportTask.state:type_name -> phalanx.state.v1.TaskState
+	17, // 16: phalanx.state.v1.RegisterNode.node:type_name -> phalanx.state.v1.Node
+	18, // 17: phalanx.state.v1.SetNodeState.state:type_name -> phalanx.state.v1.NodeState
+	19, // 18: phalanx.state.v1.SetPartitions.partitions:type_name -> phalanx.state.v1.Partition
+	20, // 19: phalanx.state.v1.SetController.controller:type_name -> phalanx.state.v1.Controller
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_state_v1_commands_proto_init() }
