@@ -1,34 +1,43 @@
 // Package devcluster runs a whole Phalanx cluster on one machine for trying
-// it out: a controller in this process, with its state in a temporary
-// directory, and N phalanx-agent processes with fake GPUs (go-nvml's mock),
-// each its own node, placed under leaf switches by a generated
-// topology.conf. It is what `phx dev` runs.
+// it out: 1, 3 or 5 phalanx-controller processes (a Raft group) and N
+// phalanx-agent processes with fake GPUs (go-nvml's mock), each its own
+// node, placed under leaf switches by a generated topology.conf. It is what
+// `phx dev` runs.
 //
-// The agents are separate processes because NVML, and so GPU discovery,
-// needs cgo, while phx and the controller are built without it; separate
-// processes are also closer to a real cluster (an agent can be killed to
-// see a node fail).
+// Everything is a separate process, as on a real cluster: a controller or
+// an agent can be killed (kill -9) to watch a failover or a node failure,
+// and NVML, which needs cgo, stays in the agent while phx is built without
+// it.
+//
+// State lives in one directory (a temporary one by default, removed at the
+// end). Started again on the same directory, the cluster resumes: the
+// controllers come back from their disks with their jobs, on the ports
+// recorded in cluster.json the first time.
 package devcluster
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/phalanx-hpc/phalanx/controller"
-	"github.com/phalanx-hpc/phalanx/topology"
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/apiclient"
 )
 
 // Options shape the dev cluster.
 type Options struct {
+	Controllers int    // replicas: 1 (default), 3 or 5
 	Nodes       int    // default 4
 	GPUsPerNode int    // negative: 8; 0: CPU-only nodes
 	GPUModel    string // default "NVIDIA A100-SXM4-80GB"
@@ -41,27 +50,56 @@ type Options struct {
 	Runtime  string // "process" (default) or "containerd"
 	// ContainerdAddress is the containerd socket for Runtime "containerd".
 	ContainerdAddress string
-	// AgentBinary is the phalanx-agent executable; default: beside the
-	// running executable, else on PATH.
-	AgentBinary string
-	// Dir holds all state; default a new temporary directory, removed on Close.
-	Dir     string
-	APIAddr string // default 127.0.0.1:7817
-	// Log receives the components' log lines.
+	// Bin is the directory of phalanx-controller and phalanx-agent;
+	// default: beside the running executable, else on PATH.
+	Bin string
+	// Dir holds all state; default a new temporary directory, removed on
+	// Close. An existing cluster in Dir is resumed.
+	Dir string
+	// APIAddr is the first controller's API address (default
+	// 127.0.0.1:7817); the others take the next ports by tens (7827,
+	// 7837...). Port 0 picks free ports.
+	APIAddr string
+	// Log receives the components' log lines (they also go to Dir/logs).
 	Log io.Writer
 }
 
 // Cluster is a running dev cluster.
 type Cluster struct {
-	Controller *controller.Server
-	Dir        string
-	removeDir  bool
-	agents     []*exec.Cmd
-	wg         sync.WaitGroup
+	Dir       string
+	Layout    Layout
+	removeDir bool
+	lock      *os.File
+	procs     []*proc
 }
 
-// Start brings up the controller and the agents and waits until every node
-// has registered.
+// Layout is what cluster.json records the first time a cluster starts in a
+// directory, so that a restart finds the same cluster.
+type Layout struct {
+	Controllers []Replica
+	Nodes       []string
+	GPUsPerNode int
+	GPUModel    string
+	CPUs        int
+	MemoryMB    int64
+}
+
+// Replica is one controller of the dev cluster.
+type Replica struct {
+	ID   string
+	API  string
+	Raft string
+}
+
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  *os.File
+}
+
+// Start brings up the controllers, waits for a leader, starts the agents
+// and waits until every node has registered.
 func Start(ctx context.Context, o Options) (*Cluster, error) {
 	o = o.withDefaults()
 	c := &Cluster{Dir: o.Dir}
@@ -72,51 +110,43 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		}
 		c.Dir, c.removeDir = d, true
 	}
-	agentBin, err := findAgent(o.AgentBinary)
-	if err != nil {
-		c.cleanup()
-		return nil, err
-	}
-	tree, names, err := writeTopology(c.Dir, o)
-	if err != nil {
-		c.cleanup()
-		return nil, err
-	}
-	log := slog.New(slog.NewTextHandler(o.Log, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c.Controller, err = controller.New(controller.Config{
-		DataDir:           filepath.Join(c.Dir, "controller"),
-		RaftAddr:          "127.0.0.1:0",
-		APIAddr:           o.APIAddr,
-		Bootstrap:         true,
-		Topology:          tree,
-		FastRaft:          true,
-		NodeTTL:           15 * time.Second,
-		HeartbeatInterval: time.Second,
-		KillGrace:         5 * time.Second,
-		Logger:            log,
-	})
-	if err != nil {
-		c.cleanup()
-		return nil, err
-	}
-	if err := c.Controller.WaitLeader(ctx); err != nil {
-		c.Close()
-		return nil, err
-	}
-	for _, name := range names {
-		if err := c.startAgent(agentBin, name, o); err != nil {
+	ok := false
+	defer func() {
+		if !ok {
 			c.Close()
+		}
+	}()
+	if err := c.prepare(o); err != nil {
+		return nil, err
+	}
+	bin, err := findBin(o.Bin)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range c.Layout.Controllers {
+		if err := c.startController(bin, r, o); err != nil {
 			return nil, err
 		}
 	}
-	if err := c.waitNodes(ctx, len(names)); err != nil {
-		c.Close()
+	if err := c.waitLeader(ctx); err != nil {
 		return nil, err
 	}
+	for _, n := range c.Layout.Nodes {
+		if err := c.startAgent(bin, n, o); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.waitNodes(ctx); err != nil {
+		return nil, err
+	}
+	ok = true
 	return c, nil
 }
 
 func (o Options) withDefaults() Options {
+	if o.Controllers <= 0 {
+		o.Controllers = 1
+	}
 	if o.Nodes <= 0 {
 		o.Nodes = 4
 	}
@@ -147,130 +177,317 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// APIAddr is where phx should point PHX_SERVER.
-func (c *Cluster) APIAddr() string { return c.Controller.APIAddr() }
+// APIAddrs are the controllers' API addresses, for PHX_SERVER.
+func (c *Cluster) APIAddrs() []string {
+	var out []string
+	for _, r := range c.Layout.Controllers {
+		out = append(out, r.API)
+	}
+	return out
+}
 
-func findAgent(explicit string) (string, error) {
+// prepare makes the directory, takes its lock (one phx dev per
+// directory), and reads cluster.json or writes a new one with the
+// topology.
+func (c *Cluster) prepare(o Options) error {
+	if err := os.MkdirAll(filepath.Join(c.Dir, "logs"), 0o755); err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(c.Dir, "dev.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return fmt.Errorf("another phx dev is running on %s: stop it first, or use another --dir", c.Dir)
+	}
+	c.lock = lock
+	path := filepath.Join(c.Dir, "cluster.json")
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(data, &c.Layout); err != nil {
+			return fmt.Errorf("%s: %w (remove the directory to start a new cluster)", path, err)
+		}
+		if len(c.Layout.Controllers) != o.Controllers {
+			return fmt.Errorf("%s holds a cluster of %d controllers; run phx dev --controllers %d on it, or use another --dir",
+				c.Dir, len(c.Layout.Controllers), len(c.Layout.Controllers))
+		}
+		return nil
+	case !errors.Is(err, os.ErrNotExist):
+		return err
+	}
+	if c.Layout.Controllers, err = pickPorts(o.APIAddr, o.Controllers); err != nil {
+		return err
+	}
+	c.Layout.Nodes, err = writeTopology(c.Dir, o)
+	if err != nil {
+		return err
+	}
+	c.Layout.GPUsPerNode, c.Layout.GPUModel, c.Layout.CPUs, c.Layout.MemoryMB = o.GPUsPerNode, o.GPUModel, o.CPUs, o.MemoryMB
+	data, err = json.MarshalIndent(c.Layout, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
+// pickPorts gives each replica an API port and a Raft port: from the
+// first API address by tens (Raft two above), or free ports for port 0.
+func pickPorts(first string, n int) ([]Replica, error) {
+	host, portStr, err := net.SplitHostPort(first)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %q: want HOST:PORT", first)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %q: want HOST:PORT", first)
+	}
+	var out []Replica
+	for i := 0; i < n; i++ {
+		r := Replica{ID: fmt.Sprintf("ctl%d", i+1)}
+		if port == 0 {
+			if r.API, err = freeAddr(host); err == nil {
+				r.Raft, err = freeAddr(host)
+			}
+			if err != nil {
+				return nil, err
+			}
+		} else {
+			r.API = net.JoinHostPort(host, strconv.Itoa(port+10*i))
+			r.Raft = net.JoinHostPort(host, strconv.Itoa(port+10*i+2))
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func freeAddr(host string) (string, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func findBin(explicit string) (string, error) {
 	if explicit != "" {
 		return explicit, nil
 	}
 	if self, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(self), "phalanx-agent")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
+		dir := filepath.Dir(self)
+		if _, err := os.Stat(filepath.Join(dir, "phalanx-agent")); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, "phalanx-controller")); err == nil {
+				return dir, nil
+			}
 		}
 	}
-	p, err := exec.LookPath("phalanx-agent")
-	if err != nil {
-		return "", fmt.Errorf("phalanx-agent not found beside phx or on PATH: run `make build` (it puts both in bin/)")
+	p, err := exec.LookPath("phalanx-controller")
+	if err == nil {
+		if _, aerr := exec.LookPath("phalanx-agent"); aerr == nil {
+			return filepath.Dir(p), nil
+		}
 	}
-	return p, nil
+	return "", fmt.Errorf("phalanx-controller and phalanx-agent not found beside phx or on PATH: run `make build` (it puts them in bin/)")
 }
 
 // writeTopology generates the node names and a topology.conf with
 // o.LeafSize nodes per leaf switch under one spine.
-func writeTopology(dir string, o Options) (*topology.Tree, []string, error) {
+func writeTopology(dir string, o Options) ([]string, error) {
 	leaves := (o.Nodes + o.LeafSize - 1) / o.LeafSize
 	var b strings.Builder
-	var names []string
+	var names, leafNames []string
 	for l := 0; l < leaves; l++ {
 		var leafNodes []string
 		for i := l * o.LeafSize; i < (l+1)*o.LeafSize && i < o.Nodes; i++ {
 			leafNodes = append(leafNodes, fmt.Sprintf("gpu%03d", i+1))
 		}
 		names = append(names, leafNodes...)
+		leafNames = append(leafNames, fmt.Sprintf("leaf%d", l+1))
 		fmt.Fprintf(&b, "SwitchName=leaf%d Nodes=%s\n", l+1, strings.Join(leafNodes, ","))
 	}
-	var leafNames []string
-	for l := 0; l < leaves; l++ {
-		leafNames = append(leafNames, fmt.Sprintf("leaf%d", l+1))
-	}
 	fmt.Fprintf(&b, "SwitchName=spine1 Switches=%s\n", strings.Join(leafNames, ","))
-	path := filepath.Join(dir, "topology.conf")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		return nil, nil, err
+	return names, os.WriteFile(filepath.Join(dir, "topology.conf"), []byte(b.String()), 0o644)
+}
+
+func (c *Cluster) startController(bin string, r Replica, o Options) error {
+	var peers []string
+	for _, p := range c.Layout.Controllers {
+		peers = append(peers, p.ID+"="+p.Raft)
 	}
-	tree, err := topology.Load(path)
-	return tree, names, err
+	args := []string{
+		"--node-id", r.ID,
+		"--data-dir", filepath.Join(c.Dir, "controller-"+r.ID),
+		"--listen", r.API,
+		"--raft-addr", r.Raft,
+		"--bootstrap", "--peers", strings.Join(peers, ","),
+		"--topology", filepath.Join(c.Dir, "topology.conf"),
+		"--config", os.DevNull, // dev clusters ignore /etc/phalanx
+		"--node-ttl", "15s",
+		"--heartbeat-interval", "1s",
+		"--kill-grace", "5s",
+	}
+	return c.start(r.ID, filepath.Join(bin, "phalanx-controller"), args, o.Log)
 }
 
 func (c *Cluster) startAgent(bin, name string, o Options) error {
 	args := []string{
 		"--name", name,
 		"--addr", "127.0.0.1",
-		"--controller", c.Controller.APIAddr(),
+		"--controller", strings.Join(c.APIAddrs(), ","),
 		"--state-dir", filepath.Join(c.Dir, "agents", name),
 		"--runtime", o.Runtime,
-		"--fake-gpus", fmt.Sprint(o.GPUsPerNode),
-		"--fake-gpu-model", o.GPUModel,
-		"--cpus", fmt.Sprint(o.CPUs),
-		"--memory-mb", fmt.Sprint(o.MemoryMB),
+		"--fake-gpus", fmt.Sprint(c.Layout.GPUsPerNode),
+		"--fake-gpu-model", c.Layout.GPUModel,
+		"--cpus", fmt.Sprint(c.Layout.CPUs),
+		"--memory-mb", fmt.Sprint(c.Layout.MemoryMB),
 		"--heartbeat", "1s",
 		"--kill-grace", "5s",
 	}
 	if o.Runtime == "containerd" && o.ContainerdAddress != "" {
 		args = append(args, "--containerd-address", o.ContainerdAddress)
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout = o.Log
-	cmd.Stderr = o.Log
+	return c.start(name, filepath.Join(bin, "phalanx-agent"), args, o.Log)
+}
+
+// start runs one component, its output to Dir/logs/NAME.log and to w.
+func (c *Cluster) start(name, path string, args []string, w io.Writer) error {
+	logf, err := os.OpenFile(filepath.Join(c.Dir, "logs", name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Stdout = io.MultiWriter(logf, w)
+	cmd.Stderr = cmd.Stdout
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start agent %s: %w", name, err)
+		logf.Close()
+		return fmt.Errorf("start %s: %w", name, err)
 	}
-	c.agents = append(c.agents, cmd)
-	c.wg.Add(1)
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{}), log: logf}
 	go func() {
-		defer c.wg.Done()
 		cmd.Wait()
+		close(p.done)
 	}()
+	c.procs = append(c.procs, p)
 	return nil
 }
 
-func (c *Cluster) waitNodes(ctx context.Context, n int) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+func (c *Cluster) client() (phalanxv1.ControllerServiceClient, func(), error) {
+	conn, err := apiclient.Dial(c.APIAddrs())
+	if err != nil {
+		return nil, nil, err
+	}
+	return phalanxv1.NewControllerServiceClient(conn), func() { conn.Close() }, nil
+}
+
+// waitLeader waits until the controllers have a leader that answers.
+func (c *Cluster) waitLeader(ctx context.Context) error {
+	api, done, err := c.client()
+	if err != nil {
+		return err
+	}
+	defer done()
+	return c.poll(ctx, 30*time.Second, func(ctx context.Context) error {
+		_, err := api.ListPartitions(ctx, &phalanxv1.ListPartitionsRequest{})
+		return err
+	}, "the controllers did not elect a leader within 30s (see "+filepath.Join(c.Dir, "logs")+")")
+}
+
+// waitNodes waits until every node has registered and is not DOWN.
+func (c *Cluster) waitNodes(ctx context.Context) error {
+	api, done, err := c.client()
+	if err != nil {
+		return err
+	}
+	defer done()
+	return c.poll(ctx, 30*time.Second, func(ctx context.Context) error {
+		resp, err := api.ListNodes(ctx, &phalanxv1.ListNodesRequest{})
+		if err != nil {
+			return err
+		}
+		up := 0
+		for _, n := range resp.Nodes {
+			if n.State != "DOWN" {
+				up++
+			}
+		}
+		if up < len(c.Layout.Nodes) {
+			return fmt.Errorf("%d of %d nodes up", up, len(c.Layout.Nodes))
+		}
+		return nil
+	}, "not every agent registered within 30s (see "+filepath.Join(c.Dir, "logs")+")")
+}
+
+// poll retries f until it succeeds, a component exits, or d passes.
+func (c *Cluster) poll(ctx context.Context, d time.Duration, f func(context.Context) error, msg string) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	for {
-		nodes := c.Controller.Store().Nodes()
-		if len(nodes) >= n {
+		callCtx, callCancel := context.WithTimeout(ctx, time.Second)
+		err := f(callCtx)
+		callCancel()
+		if err == nil {
 			return nil
+		}
+		for _, p := range c.procs {
+			select {
+			case <-p.done:
+				return fmt.Errorf("%s exited: %v (see %s)", p.name, p.cmd.ProcessState, filepath.Join(c.Dir, "logs", p.name+".log"))
+			default:
+			}
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("only %d of %d agents registered within 30s (see the log for agent errors)", len(nodes), n)
-		case <-time.After(50 * time.Millisecond):
+			return fmt.Errorf("%s: %v", msg, err)
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
 
 // Close stops the agents (their tasks are stopped with them), then the
-// controller, and removes the temporary directory.
+// controllers, and removes the temporary directory.
 func (c *Cluster) Close() error {
-	for _, a := range c.agents {
-		if a.Process != nil {
-			a.Process.Signal(syscall.SIGTERM)
+	var agents, ctls []*proc
+	for _, p := range c.procs {
+		if strings.HasPrefix(p.name, "ctl") {
+			ctls = append(ctls, p)
+		} else {
+			agents = append(agents, p)
 		}
 	}
-	done := make(chan struct{})
-	go func() { c.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
-		for _, a := range c.agents {
-			a.Process.Kill()
-		}
-		<-done
+	stop(agents, 15*time.Second)
+	stop(ctls, 10*time.Second)
+	for _, p := range c.procs {
+		p.log.Close()
 	}
-	var err error
-	if c.Controller != nil {
-		err = c.Controller.Close()
+	if c.lock != nil {
+		c.lock.Close()
 	}
-	c.cleanup()
-	return err
-}
-
-func (c *Cluster) cleanup() {
 	if c.removeDir {
 		os.RemoveAll(c.Dir)
 	}
+	return nil
+}
+
+// stop sends SIGTERM to every process, waits, and SIGKILLs what remains.
+func stop(ps []*proc, grace time.Duration) {
+	for _, p := range ps {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-p.done:
+			case <-time.After(grace):
+				p.cmd.Process.Kill()
+				<-p.done
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -16,10 +17,12 @@ import (
 func devCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "dev",
-		Usage: "run a local cluster (controller + agents with fake GPUs) until interrupted",
-		Description: "Starts a controller in this process and one phalanx-agent process per node, " +
-			"with go-nvml's mock GPUs, state in a temporary directory. Prints the export line for PHX_SERVER.",
+		Usage: "run a local cluster (controllers + agents with fake GPUs) until interrupted",
+		Description: "Starts 1, 3 or 5 phalanx-controller processes (a Raft group) and one phalanx-agent process per node, " +
+			"with go-nvml's mock GPUs, state in --dir (a temporary directory by default). Prints the export line for PHX_SERVER. " +
+			"Started again on the same --dir, the cluster resumes with its jobs.",
 		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "controllers", Value: 1, Usage: "controller replicas: 1, 3 or 5 (kill -9 one to watch a failover)"},
 			&cli.IntFlag{Name: "nodes", Value: 4, Usage: "number of nodes"},
 			&cli.IntFlag{Name: "gpus-per-node", Value: 8, Usage: "fake GPUs per node"},
 			&cli.StringFlag{Name: "gpu-model", Value: "NVIDIA A100-SXM4-80GB", Usage: "fake GPU model"},
@@ -28,15 +31,21 @@ func devCommand() *cli.Command {
 			&cli.Int64Flag{Name: "memory-per-node", Value: 1 << 20, Usage: "memory (MB) each fake node registers"},
 			&cli.StringFlag{Name: "runtime", Value: "process", Usage: "task runtime: process or containerd"},
 			&cli.StringFlag{Name: "containerd-address", Usage: "containerd socket for --runtime containerd"},
-			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7817", Usage: "controller API address (port 0 picks one)"},
-			&cli.StringFlag{Name: "dir", Usage: "state directory (default: a new temporary directory, removed at exit)"},
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7817", Usage: "first controller's API address; the others take the next ports by tens (port 0 picks free ones)"},
+			&cli.StringFlag{Name: "dir", Usage: "state directory, created if needed; an existing cluster there is resumed (default: a new temporary directory, removed at exit)"},
 			&cli.BoolFlag{Name: "verbose", Usage: "show the components' logs"},
 		},
 		Action: func(c *cli.Context) error {
 			if rt := c.String("runtime"); rt != "process" && rt != "containerd" {
 				return fmt.Errorf("--runtime %q: use process or containerd", rt)
 			}
+			switch n := c.Int("controllers"); n {
+			case 1, 3, 5:
+			default:
+				return fmt.Errorf("--controllers %d: use 1, 3 or 5 (a Raft group needs an odd number to keep a majority)", n)
+			}
 			o := devcluster.Options{
+				Controllers:       c.Int("controllers"),
 				Nodes:             c.Int("nodes"),
 				GPUsPerNode:       c.Int("gpus-per-node"),
 				GPUModel:          c.String("gpu-model"),
@@ -57,8 +66,9 @@ func devCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.App.Writer, "phx dev: %d nodes × %d GPUs, state in %s\n", o.Nodes, o.GPUsPerNode, cl.Dir)
-			fmt.Fprintf(c.App.Writer, "export PHX_SERVER=%s\n", cl.APIAddr())
+			fmt.Fprintf(c.App.Writer, "phx dev: %d controller(s), %d nodes × %d GPUs, state and logs in %s\n",
+				len(cl.Layout.Controllers), len(cl.Layout.Nodes), cl.Layout.GPUsPerNode, cl.Dir)
+			fmt.Fprintf(c.App.Writer, "export PHX_SERVER=%s\n", strings.Join(cl.APIAddrs(), ","))
 			<-ctx.Done()
 			fmt.Fprintln(c.App.Writer, "phx dev: stopping")
 			return cl.Close()
