@@ -295,42 +295,77 @@ func (c *Cluster) replicasCaughtUp() error {
 // StartAgent starts the agent of node name in this process.
 func (c *Cluster) StartAgent(name string) {
 	c.t.Helper()
-	lib, err := gpu.Open(c.opts.GPUsPerNode, c.opts.GPUModel)
-	if err != nil {
-		c.t.Fatalf("agent %s: nvml mock: %v", name, err)
-	}
-	gpus, err := gpu.Discover(lib)
-	if err != nil {
-		c.t.Fatalf("agent %s: discover GPUs: %v", name, err)
-	}
 	rt, err := c.runtimeFor(name)
 	if err != nil {
 		c.t.Fatalf("agent %s: runtime: %v", name, err)
 	}
+	p := startAgent(c.t, agentSpec{
+		name: name, controllers: c.APIAddrs(), stateDir: filepath.Join(c.Dir, "agents", name), runtime: rt,
+		gpus: c.opts.GPUsPerNode, model: c.opts.GPUModel, killGrace: c.opts.KillGrace, log: c.logger("agent-" + name),
+	})
+	c.mu.Lock()
+	c.agents[name] = p
+	c.mu.Unlock()
+}
+
+// agentSpec is what an in-process agent needs.
+type agentSpec struct {
+	name        string
+	controllers []string
+	stateDir    string
+	runtime     runtime.Runtime
+	gpus        int
+	model       string
+	killGrace   time.Duration
+	log         *slog.Logger
+}
+
+// startAgent runs a node agent in this process over go-nvml's mock GPUs,
+// its connections through a link the test can cut.
+func startAgent(t testing.TB, s agentSpec) *agentProc {
+	t.Helper()
+	lib, err := gpu.Open(s.gpus, s.model)
+	if err != nil {
+		t.Fatalf("agent %s: nvml mock: %v", s.name, err)
+	}
+	gpus, err := gpu.Discover(lib)
+	if err != nil {
+		t.Fatalf("agent %s: discover GPUs: %v", s.name, err)
+	}
 	l := newLink()
 	a, err := nodeagent.New(nodeagent.Config{
-		Name:              name,
+		Name:              s.name,
 		Addr:              "127.0.0.1",
-		Controllers:       c.APIAddrs(),
+		Controllers:       s.controllers,
 		DialOptions:       []grpc.DialOption{grpc.WithContextDialer(l.dial)},
-		StateDir:          filepath.Join(c.Dir, "agents", name),
-		Runtime:           rt,
+		StateDir:          s.stateDir,
+		Runtime:           s.runtime,
 		GPUs:              gpus,
 		CPUs:              64,
 		MemoryMB:          512 * 1024,
 		HeartbeatInterval: 200 * time.Millisecond,
-		KillGrace:         c.opts.KillGrace,
-		Logger:            c.logger("agent-" + name),
+		KillGrace:         s.killGrace,
+		Logger:            s.log,
 	})
 	if err != nil {
-		c.t.Fatalf("agent %s: %v", name, err)
+		t.Fatalf("agent %s: %v", s.name, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &agentProc{cancel: cancel, done: make(chan error, 1), link: l}
 	go func() { p.done <- a.Run(ctx) }()
-	c.mu.Lock()
-	c.agents[name] = p
-	c.mu.Unlock()
+	return p
+}
+
+// stop stops the agent gracefully (it stops its tasks first) and cuts its
+// link.
+func (p *agentProc) stop(t testing.TB, name string) {
+	p.cancel()
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		t.Errorf("agent %s did not stop within 30s", name)
+	}
+	p.link.setCut(true)
 }
 
 func (c *Cluster) runtimeFor(node string) (runtime.Runtime, error) {
@@ -354,13 +389,7 @@ func (c *Cluster) StopAgent(name string) {
 	if p == nil {
 		return
 	}
-	p.cancel()
-	select {
-	case <-p.done:
-	case <-time.After(30 * time.Second):
-		c.t.Errorf("agent %s did not stop within 30s", name)
-	}
-	p.link.setCut(true)
+	p.stop(c.t, name)
 }
 
 // CutNode cuts node name off the network: its agent and tasks keep running

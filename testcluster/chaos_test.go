@@ -1,0 +1,648 @@
+package testcluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/apiclient"
+	"github.com/phalanx-hpc/phalanx/runtime/process"
+	"github.com/phalanx-hpc/phalanx/testcluster"
+)
+
+var (
+	chaosDuration = flag.Duration("chaos.duration", 40*time.Second, "how long the chaos test runs its workload under faults")
+	chaosSeed     = flag.Int64("chaos.seed", 0, "seed of the nemesis and the clients (0: from the clock; the test log says which)")
+	chaosClients  = flag.Int("chaos.clients", 4, "concurrent clients")
+	chaosReport   = flag.String("chaos.report", "", "also write the figures as JSON to this file")
+)
+
+// TestChaos runs three controller processes and four agents under a
+// workload of concurrent submits, cancels and reads while a nemesis kills
+// the leader, a follower or every replica with SIGKILL and restarts them,
+// cuts the leader or a minority off the others, and pauses the leader with
+// SIGSTOP. At the end it heals
+// everything and checks: every acknowledged submit exists exactly once; no
+// GPU was ever held by two attempts at once (over every allocation the log
+// records, not only the last); every job ended in one state with nothing
+// left running; the replicas agree; and the history of operations is
+// linearizable (porcupine, jobTableModel). `make chaos-controller` runs it
+// longer, with a seed, and prints the figures.
+func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos test: several controller processes for a minute; not in -short")
+	}
+	seed := *chaosSeed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("chaos seed %d (rerun with -chaos.seed=%d)", seed, seed)
+	bin := testcluster.BuildController(t, t.TempDir())
+	procs := testcluster.StartProcs(t, bin, testcluster.ProcOptions{Args: []string{
+		"--node-ttl", "3s", "--heartbeat-interval", "200ms", "--kill-grace", "1s", "--min-job-age", "24h",
+	}})
+	procs.StartAgents(4, 8, process.New())
+
+	r := &chaosRun{t: t, procs: procs, start: time.Now(), rng: rand.New(rand.NewSource(seed)), workDir: t.TempDir()}
+	ctx, stop := context.WithTimeout(context.Background(), *chaosDuration)
+	defer stop()
+	var wg sync.WaitGroup
+	for i := 0; i < *chaosClients; i++ {
+		wg.Add(1)
+		c := r.newClient(i, seed+int64(i)+1)
+		go func() { defer wg.Done(); c.run(ctx) }()
+	}
+	wg.Add(2)
+	go func() { defer wg.Done(); r.nemesis(ctx) }()
+	go func() { defer wg.Done(); r.watchLeader(ctx) }()
+	wg.Wait()
+	r.healAll()
+	r.settle()
+	res := r.check()
+	res.Seed = seed
+	res.log(t)
+	if *chaosReport != "" {
+		data, _ := json.MarshalIndent(res, "", "  ")
+		if err := os.WriteFile(*chaosReport, data, 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	if res.Operations.OK < 100 || res.Faults.Total == 0 {
+		t.Errorf("the run did too little to mean anything: %d operations, %d faults", res.Operations.OK, res.Faults.Total)
+	}
+	for _, a := range res.Anomalies {
+		t.Error(a)
+	}
+}
+
+// chaosRun is one run: the cluster, the history and the faults.
+type chaosRun struct {
+	t       *testing.T
+	procs   *testcluster.Procs
+	start   time.Time
+	workDir string
+
+	mu        sync.Mutex
+	rng       *rand.Rand
+	history   []porcupine.Operation
+	acked     map[string]uint64 // request -> job, for every acknowledged submit
+	jobs      []uint64          // jobs known to clients
+	faults    map[string]int
+	elections int
+	writesOK  []time.Duration // completion times of successful writes
+}
+
+func (r *chaosRun) now() int64 { return int64(time.Since(r.start)) }
+
+func (r *chaosRun) record(op porcupine.Operation) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.history = append(r.history, op)
+	in, out := op.Input.(opInput), op.Output.(opOutput)
+	if !out.unknown && in.kind != opRead {
+		r.writesOK = append(r.writesOK, time.Duration(op.Return))
+	}
+	if in.kind == opSubmit && !out.unknown {
+		if r.acked == nil {
+			r.acked = map[string]uint64{}
+		}
+		r.acked[in.req] = out.job
+		r.jobs = append(r.jobs, out.job)
+	}
+}
+
+// chaosClient is one client: sequential operations, each recorded.
+type chaosClient struct {
+	r      *chaosRun
+	id     int
+	rng    *rand.Rand
+	api    phalanxv1.ControllerServiceClient
+	n      int
+	failed []string // submits whose outcome is unknown, retried later
+	names  map[uint64]string
+}
+
+func (r *chaosRun) newClient(id int, seed int64) *chaosClient {
+	conn, err := apiclient.Dial(r.procs.APIAddrs())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { conn.Close() })
+	return &chaosClient{r: r, id: id, rng: rand.New(rand.NewSource(seed)), api: phalanxv1.NewControllerServiceClient(conn), names: map[uint64]string{}}
+}
+
+func (c *chaosClient) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		switch p := c.rng.Intn(100); {
+		case p < 45:
+			c.submit()
+		case p < 60:
+			c.cancel()
+		default:
+			c.read()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(c.rng.Intn(20)) * time.Millisecond):
+		}
+	}
+}
+
+// call gives every operation the same deadline, as phx does.
+func callCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 3*time.Second)
+}
+
+func (c *chaosClient) submit() {
+	var req string
+	if len(c.failed) > 0 && c.rng.Intn(3) == 0 { // retry a submit whose outcome is unknown
+		req, c.failed = c.failed[0], c.failed[1:]
+	} else {
+		c.n++
+		req = fmt.Sprintf("c%d-%d", c.id, c.n)
+	}
+	gpus := 1 + c.rng.Intn(8)
+	secs := 0.05 + c.rng.Float64()*0.4
+	s := &phalanxv1.JobSpec{Name: req, User: "chaos", Uid: -1, Gid: -1, WorkDir: c.r.workDir, Nodes: 1,
+		GpusPerNode: int32(gpus), Output: "/dev/null", Script: fmt.Sprintf("#!/bin/sh\nsleep %.2f\n", secs)}
+	op := porcupine.Operation{ClientId: c.id, Input: opInput{kind: opSubmit, req: req}, Call: c.r.now()}
+	ctx, cancel := callCtx()
+	resp, err := c.api.SubmitJob(ctx, &phalanxv1.SubmitJobRequest{Spec: s, RequestId: req})
+	cancel()
+	op.Return = c.r.now()
+	if err != nil {
+		op.Output, op.Return = opOutput{unknown: true}, never
+		c.failed = append(c.failed, req)
+	} else {
+		op.Output = opOutput{job: resp.JobId}
+		c.names[resp.JobId] = req
+	}
+	c.r.record(op)
+}
+
+// pick returns a job this client submitted (and its request), if any.
+func (c *chaosClient) pick() (uint64, string, bool) {
+	if len(c.names) == 0 {
+		return 0, "", false
+	}
+	ids := make([]uint64, 0, len(c.names))
+	for id := range c.names {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, k int) bool { return ids[i] < ids[k] })
+	// Mostly recent jobs: they are the ones still changing.
+	i := len(ids) - 1 - min(len(ids)-1, int(c.rng.ExpFloat64()*5))
+	return ids[i], c.names[ids[i]], true
+}
+
+func (c *chaosClient) cancel() {
+	id, req, ok := c.pick()
+	if !ok {
+		return
+	}
+	op := porcupine.Operation{ClientId: c.id, Input: opInput{kind: opCancel, req: req, job: id}, Call: c.r.now()}
+	ctx, cancel := callCtx()
+	resp, err := c.api.CancelJob(ctx, &phalanxv1.CancelJobRequest{JobIds: []uint64{id}})
+	cancel()
+	op.Return = c.r.now()
+	switch {
+	case err == nil:
+		op.Output = opOutput{changed: len(resp.Cancelled) == 1}
+	case status.Code(err) == codes.NotFound:
+		op.Output = opOutput{} // not found: a read's not-found, for the model
+		op.Input = opInput{kind: opRead, req: req, job: id}
+	default:
+		op.Output, op.Return = opOutput{unknown: true}, never
+	}
+	c.r.record(op)
+}
+
+func (c *chaosClient) read() {
+	id, req, ok := c.pick()
+	if !ok {
+		return
+	}
+	op := porcupine.Operation{ClientId: c.id, Input: opInput{kind: opRead, req: req, job: id}, Call: c.r.now()}
+	ctx, cancel := callCtx()
+	j, err := c.api.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: id})
+	cancel()
+	op.Return = c.r.now()
+	switch {
+	case err == nil:
+		op.Output = opOutput{found: true, state: j.State}
+		if j.Spec.GetName() != req {
+			c.r.t.Errorf("job %d read back with name %q; it was submitted as %q", id, j.Spec.GetName(), req)
+		}
+	case status.Code(err) == codes.NotFound:
+		op.Output = opOutput{}
+	default:
+		return // a read that failed changed nothing: leave it out
+	}
+	c.r.record(op)
+}
+
+// nemesis injects one fault after another until ctx ends.
+func (r *chaosRun) nemesis(ctx context.Context) {
+	pause := func(d time.Duration) bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(d):
+			return true
+		}
+	}
+	pause(2 * time.Second) // a calm start
+	for ctx.Err() == nil {
+		r.mu.Lock()
+		kind := r.rng.Intn(6)
+		hold := time.Duration(1500+r.rng.Intn(2500)) * time.Millisecond
+		calm := time.Duration(1000+r.rng.Intn(2000)) * time.Millisecond
+		follower := r.rng.Intn(2)
+		r.mu.Unlock()
+		leader := r.procs.Leader()
+		if leader < 0 {
+			pause(calm)
+			continue
+		}
+		other := (leader + 1 + follower) % 3
+		switch kind {
+		case 0:
+			r.fault("kill leader (SIGKILL), restart")
+			r.procs.Kill(leader)
+			pause(hold)
+			r.procs.Start(leader)
+		case 1:
+			r.fault("isolate the leader")
+			r.procs.Partition([]int{(leader + 1) % 3, (leader + 2) % 3})
+			pause(hold)
+			r.procs.Heal()
+		case 2:
+			r.fault("isolate a follower")
+			r.procs.Partition([]int{leader, 3 - leader - other})
+			pause(hold)
+			r.procs.Heal()
+		case 3:
+			r.fault("pause the leader (SIGSTOP)")
+			r.procs.Pause(leader)
+			pause(hold)
+			r.procs.Resume(leader)
+		case 4:
+			r.fault("kill a follower (SIGKILL), restart")
+			r.procs.Kill(other)
+			pause(hold)
+			r.procs.Start(other)
+		case 5:
+			r.fault("kill every replica (SIGKILL), restart them")
+			for i := range r.procs.Replicas {
+				r.procs.Kill(i)
+			}
+			pause(hold / 2)
+			for i := range r.procs.Replicas {
+				r.procs.Start(i)
+			}
+		}
+		pause(calm)
+	}
+}
+
+func (r *chaosRun) fault(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.faults == nil {
+		r.faults = map[string]int{}
+	}
+	r.faults[name]++
+	r.t.Logf("%6.1fs nemesis: %s", time.Since(r.start).Seconds(), name)
+}
+
+// watchLeader counts elections: changes of the replica that reports
+// itself leader (polled, so quick double changes may be missed).
+func (r *chaosRun) watchLeader(ctx context.Context) {
+	last := ""
+	for ctx.Err() == nil {
+		for i := range r.procs.Replicas {
+			st, err := r.procs.Status(i, 200*time.Millisecond)
+			if err != nil || st.Role != "Leader" {
+				continue
+			}
+			if key := fmt.Sprintf("%s@%d", st.Id, st.Term); key != last {
+				if last != "" {
+					r.mu.Lock()
+					r.elections++
+					r.mu.Unlock()
+				}
+				last = key
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// healAll ends every fault: links healed, paused replicas resumed, dead
+// ones restarted.
+func (r *chaosRun) healAll() {
+	r.procs.Heal()
+	for i := range r.procs.Replicas {
+		r.procs.Resume(i)
+		if !r.procs.Running(i) {
+			r.procs.Start(i)
+		}
+	}
+	if _, err := r.procs.WaitLeader(30 * time.Second); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// settle cancels what is still queued and waits until nothing holds
+// resources, so the final state is complete.
+func (r *chaosRun) settle() {
+	api := r.client()
+	testcluster.Eventually(r.t, 60*time.Second, func() error {
+		ctx, cancel := callCtx()
+		defer cancel()
+		if _, err := api.CancelJob(ctx, &phalanxv1.CancelJobRequest{User: "chaos"}); err != nil {
+			return err
+		}
+		jobs, err := listAll(api, &phalanxv1.ListJobsRequest{IncludeFinished: true}, false)
+		if err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			if stateRank(j.State) != 3 {
+				return fmt.Errorf("job %d is still %s", j.Id, j.State)
+			}
+			for _, task := range j.Tasks {
+				if !taskEnded(task.State) {
+					return fmt.Errorf("job %d still has task %d %s", j.Id, task.Rank, task.State)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+func (r *chaosRun) client() phalanxv1.ControllerServiceClient {
+	conn, err := apiclient.Dial(r.procs.APIAddrs())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { conn.Close() })
+	return phalanxv1.NewControllerServiceClient(conn)
+}
+
+// listAll pages through a listing; stale reads the replica called, from its
+// own state.
+func listAll(api phalanxv1.ControllerServiceClient, req *phalanxv1.ListJobsRequest, stale bool) ([]*phalanxv1.Job, error) {
+	var out []*phalanxv1.Job
+	for {
+		ctx, cancel := callCtx()
+		if stale {
+			ctx = apiclient.Stale(ctx)
+		}
+		resp, err := api.ListJobs(ctx, req)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, resp.Jobs...)
+		if resp.NextPageToken == "" {
+			return out, nil
+		}
+		req.PageToken = resp.NextPageToken
+	}
+}
+
+func taskEnded(s string) bool {
+	switch s {
+	case "EXITED", "KILLED", "TIMEOUT", "FAILED", "LOST":
+		return true
+	}
+	return false
+}
+
+// chaosResult is the figures of a run.
+type chaosResult struct {
+	Seed       int64
+	Duration   string
+	Operations struct {
+		Total, OK, Unknown         int
+		Submits, Cancels, Reads    int
+		AckedSubmits, JobsInSystem int
+	}
+	Faults struct {
+		Total  int
+		ByKind map[string]int
+	}
+	Elections             int
+	LongestUnavailability string // longest time without a successful write
+	Allocations           int    // attempt records checked for GPU overlap
+	Linearizable          string
+	Anomalies             []string
+}
+
+func (res *chaosResult) log(t *testing.T) {
+	data, _ := json.MarshalIndent(res, "", "  ")
+	t.Logf("chaos figures:\n%s", data)
+}
+
+// check reads the final state and checks every property.
+func (r *chaosRun) check() *chaosResult {
+	res := &chaosResult{Duration: chaosDuration.String()}
+	r.mu.Lock()
+	history := append([]porcupine.Operation(nil), r.history...)
+	acked := r.acked
+	res.Faults.ByKind = r.faults
+	for _, n := range r.faults {
+		res.Faults.Total += n
+	}
+	res.Elections = r.elections
+	res.LongestUnavailability = longestGap(r.writesOK, time.Since(r.start)).Round(time.Millisecond).String()
+	r.mu.Unlock()
+	for _, op := range history {
+		res.Operations.Total++
+		if op.Output.(opOutput).unknown {
+			res.Operations.Unknown++
+		} else {
+			res.Operations.OK++
+		}
+		switch op.Input.(opInput).kind {
+		case opSubmit:
+			res.Operations.Submits++
+		case opCancel:
+			res.Operations.Cancels++
+		case opRead:
+			res.Operations.Reads++
+		}
+	}
+	res.Operations.AckedSubmits = len(acked)
+	anomaly := func(format string, args ...any) { res.Anomalies = append(res.Anomalies, fmt.Sprintf(format, args...)) }
+
+	api := r.client()
+	all, err := listAll(api, &phalanxv1.ListJobsRequest{History: true}, false)
+	if err != nil {
+		anomaly("list every job: %v", err)
+		return res
+	}
+	res.Operations.JobsInSystem = len(all)
+	checkExactlyOnce(all, acked, anomaly)
+	res.Allocations = checkAllocations(all, anomaly)
+	checkFinalStates(all, anomaly)
+	r.checkReplicasAgree(all, anomaly)
+
+	result, info := porcupine.CheckOperationsVerbose(jobTableModel, history, 2*time.Minute)
+	res.Linearizable = string(result)
+	if result != porcupine.Ok {
+		path := r.workDir + "/linearizability.html"
+		if f, err := os.Create(path); err == nil {
+			porcupine.Visualize(jobTableModel, info, f)
+			f.Close()
+		}
+		anomaly("the history is not linearizable (%s); visualisation in %s", result, path)
+	}
+	return res
+}
+
+// longestGap is the longest interval without a successful write, from the
+// start to the end of the run.
+func longestGap(done []time.Duration, end time.Duration) time.Duration {
+	sort.Slice(done, func(i, k int) bool { return done[i] < done[k] })
+	var last, gap time.Duration
+	for _, d := range done {
+		gap = max(gap, d-last)
+		last = d
+	}
+	return max(gap, end-last)
+}
+
+// checkExactlyOnce: every acknowledged submit is in the system with the ID
+// it was acknowledged with, and no request made two jobs.
+func checkExactlyOnce(all []*phalanxv1.Job, acked map[string]uint64, anomaly func(string, ...any)) {
+	byName := map[string][]uint64{}
+	for _, j := range all {
+		byName[j.Spec.GetName()] = append(byName[j.Spec.GetName()], j.Id)
+	}
+	for name, ids := range byName {
+		if len(ids) > 1 {
+			anomaly("request %s created %d jobs: %v", name, len(ids), ids)
+		}
+	}
+	for req, id := range acked {
+		ids := byName[req]
+		if len(ids) == 0 {
+			anomaly("acknowledged submit %s (job %d) is lost", req, id)
+		} else if ids[0] != id {
+			anomaly("acknowledged submit %s was job %d; the system has job %d", req, id, ids[0])
+		}
+	}
+}
+
+// checkAllocations: over every attempt ever placed, no GPU was held by two
+// at once. Raft indexes order them exactly: an attempt holds its GPUs from
+// the entry that placed it until the one that released them.
+func checkAllocations(all []*phalanxv1.Job, anomaly func(string, ...any)) int {
+	type hold struct {
+		job           uint64
+		attempt       int32
+		from, through uint64 // [placed, released); released 0: still held
+	}
+	holds := map[string][]hold{} // "node/gpu"
+	n := 0
+	for _, j := range all {
+		for _, a := range j.Attempts {
+			n++
+			if a.PlacedIndex == 0 {
+				anomaly("job %d attempt %d has no placement index", j.Id, a.Attempt)
+			}
+			for _, na := range a.Alloc {
+				for _, g := range na.Gpus {
+					key := fmt.Sprintf("%s/%d", na.Node, g)
+					holds[key] = append(holds[key], hold{j.Id, a.Attempt, a.PlacedIndex, a.ReleasedIndex})
+				}
+			}
+		}
+	}
+	for key, hs := range holds {
+		sort.Slice(hs, func(i, k int) bool { return hs[i].from < hs[k].from })
+		for i := 1; i < len(hs); i++ {
+			prev := hs[i-1]
+			if prev.through == 0 || prev.through > hs[i].from {
+				anomaly("GPU %s held by job %d attempt %d (entries %d-%d) and job %d attempt %d (from %d) at once",
+					key, prev.job, prev.attempt, prev.from, prev.through, hs[i].job, hs[i].attempt, hs[i].from)
+			}
+		}
+	}
+	return n
+}
+
+// checkFinalStates: once settled, every job is in exactly one terminal
+// state, with every task ended and every attempt released.
+func checkFinalStates(all []*phalanxv1.Job, anomaly func(string, ...any)) {
+	for _, j := range all {
+		if stateRank(j.State) != 3 {
+			anomaly("job %d is %s after the run settled", j.Id, j.State)
+		}
+		for _, task := range j.Tasks {
+			if !taskEnded(task.State) {
+				anomaly("job %d is %s but its task %d is %s", j.Id, j.State, task.Rank, task.State)
+			}
+		}
+		for _, a := range j.Attempts {
+			if a.ReleasedIndex == 0 || a.State == "" {
+				anomaly("job %d (%s): attempt %d never released its resources", j.Id, j.State, a.Attempt)
+			}
+		}
+	}
+}
+
+// checkReplicasAgree: each replica, read on its own once it has applied
+// everything, holds the same jobs in the same states.
+// A replica that does not catch up within 30s fails the test.
+func (r *chaosRun) checkReplicasAgree(all []*phalanxv1.Job, anomaly func(string, ...any)) {
+	want := map[uint64]string{}
+	for _, j := range all {
+		want[j.Id] = j.State
+	}
+	for i, p := range r.procs.Replicas {
+		conn, err := apiclient.Dial([]string{p.API})
+		if err != nil {
+			anomaly("replica %d: %v", i, err)
+			continue
+		}
+		api := phalanxv1.NewControllerServiceClient(conn)
+		testcluster.Eventually(r.t, 30*time.Second, func() error {
+			jobs, err := listAll(api, &phalanxv1.ListJobsRequest{History: true}, true)
+			if err != nil {
+				return err
+			}
+			got := map[uint64]string{}
+			for _, j := range jobs {
+				got[j.Id] = j.State
+			}
+			for id, st := range want {
+				if got[id] != st {
+					return fmt.Errorf("replica %s: job %d is %q here, %s on the leader", p.ID, id, got[id], st)
+				}
+			}
+			if len(got) != len(want) {
+				return fmt.Errorf("replica %s has %d jobs, the leader %d", p.ID, len(got), len(want))
+			}
+			return nil
+		})
+		conn.Close()
+	}
+}

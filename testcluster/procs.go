@@ -1,0 +1,518 @@
+package testcluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/apiclient"
+	"github.com/phalanx-hpc/phalanx/runtime"
+)
+
+// Procs is a controller cluster of separate phalanx-controller processes,
+// for faults only a process can suffer: SIGKILL, SIGSTOP, a network
+// partition. Raft traffic between replicas goes through a proxy in front of
+// each replica; each replica binds (and dials from) its own loopback
+// address, 127.0.0.(11+i), so the proxies know who is calling and can cut
+// any pair. API traffic goes straight to the replicas.
+type Procs struct {
+	t        testing.TB
+	bin      string
+	Dir      string
+	opts     ProcOptions
+	Replicas []*Proc
+	net      *raftNet
+	agents   map[string]*agentProc
+}
+
+// ProcOptions shape a process cluster.
+type ProcOptions struct {
+	Replicas int // default 3
+	// Dir is the state directory; default t.TempDir().
+	Dir string
+	// Args are added to every replica's command line; ReplicaArgs, when
+	// set, adds more to replica i's.
+	Args        []string
+	ReplicaArgs func(i int) []string
+	// Verbose sends the replicas' logs to the test log (default: to
+	// Dir/ctlN.log only).
+	Verbose bool
+}
+
+// Proc is one replica process. Its addresses stay across restarts.
+type Proc struct {
+	ID       string
+	API      string // its API, dialled directly
+	raftBind string // 127.0.0.(11+i):port
+	raftAdv  string // its proxy, which the others dial
+	dataDir  string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	done   chan struct{}
+	paused bool
+}
+
+// BuildController builds phalanx-controller (without cgo, as released) into
+// dir and returns its path.
+func BuildController(t testing.TB, dir string) string {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "phalanx-controller")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/phalanx-controller")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build phalanx-controller: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", fmt.Errorf("not inside the phalanx module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+// StartProcs starts a cluster of replica processes from the binary bin
+// (BuildController), waits for a leader and registers the teardown.
+func StartProcs(t testing.TB, bin string, o ProcOptions) *Procs {
+	t.Helper()
+	if o.Replicas == 0 {
+		o.Replicas = 3
+	}
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	c := &Procs{t: t, bin: bin, Dir: o.Dir, opts: o, net: newRaftNet(o.Replicas), agents: map[string]*agentProc{}}
+	t.Cleanup(c.Close)
+	for i := 0; i < o.Replicas; i++ {
+		ip := fmt.Sprintf("127.0.0.%d", 11+i)
+		p := &Proc{ID: fmt.Sprintf("ctl%d", i+1), API: freePort(t, "127.0.0.1"), raftBind: freePort(t, ip),
+			dataDir: filepath.Join(o.Dir, fmt.Sprintf("ctl%d", i+1))}
+		p.raftAdv = c.net.listen(t, i, p.raftBind)
+		c.Replicas = append(c.Replicas, p)
+	}
+	for i := range c.Replicas {
+		c.Start(i)
+	}
+	if _, err := c.WaitLeader(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func freePort(t testing.TB, ip string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatalf("free port on %s: %v", ip, err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// APIAddrs are the replicas' API addresses.
+func (c *Procs) APIAddrs() []string {
+	var out []string
+	for _, p := range c.Replicas {
+		out = append(out, p.API)
+	}
+	return out
+}
+
+// Start starts (or restarts) replica i on its data dir and addresses.
+func (c *Procs) Start(i int) {
+	c.t.Helper()
+	p := c.Replicas[i]
+	var peers []string
+	for _, q := range c.Replicas {
+		peers = append(peers, q.ID+"="+q.raftAdv)
+	}
+	args := append([]string{
+		"--node-id", p.ID, "--data-dir", p.dataDir, "--config", os.DevNull,
+		"--listen", p.API, "--raft-addr", p.raftBind, "--raft-advertise", p.raftAdv,
+		"--bootstrap", "--peers", strings.Join(peers, ","),
+	}, c.opts.Args...)
+	if c.opts.ReplicaArgs != nil {
+		args = append(args, c.opts.ReplicaArgs(i)...)
+	}
+	logf, err := os.OpenFile(filepath.Join(c.Dir, p.ID+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cmd := exec.Command(c.bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if c.opts.Verbose {
+		cmd.Stdout = &teeWriter{f: logf, t: c.t, prefix: p.ID + ": "}
+		cmd.Stderr = cmd.Stdout
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		c.t.Fatalf("start %s: %v", p.ID, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		logf.Close()
+		close(done)
+	}()
+	p.mu.Lock()
+	p.cmd, p.done, p.paused = cmd, done, false
+	p.mu.Unlock()
+}
+
+// Running reports whether replica i's process runs (paused or not).
+func (c *Procs) Running(i int) bool {
+	p := c.Replicas[i]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Kill sends SIGKILL to replica i and waits for it to die.
+func (c *Procs) Kill(i int) { c.signal(i, syscall.SIGKILL) }
+
+// Stop sends SIGTERM to replica i (a clean shutdown) and waits.
+func (c *Procs) Stop(i int) { c.signal(i, syscall.SIGTERM) }
+
+func (c *Procs) signal(i int, sig syscall.Signal) {
+	p := c.Replicas[i]
+	p.mu.Lock()
+	cmd, done, paused := p.cmd, p.done, p.paused
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Signal(sig)
+	if paused {
+		cmd.Process.Signal(syscall.SIGCONT)
+	}
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
+}
+
+// Pause stops replica i with SIGSTOP: it keeps its sockets but answers
+// nothing, like a process stuck in a long GC pause or a frozen VM.
+func (c *Procs) Pause(i int) { c.pause(i, true) }
+
+// Resume continues a paused replica (SIGCONT).
+func (c *Procs) Resume(i int) { c.pause(i, false) }
+
+func (c *Procs) pause(i int, stop bool) {
+	p := c.Replicas[i]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.paused == stop {
+		return
+	}
+	sig := syscall.SIGCONT
+	if stop {
+		sig = syscall.SIGSTOP
+	}
+	p.cmd.Process.Signal(sig)
+	p.paused = stop
+}
+
+// RSS returns replica i's resident memory in bytes (VmRSS).
+func (c *Procs) RSS(i int) (int64, error) {
+	p := c.Replicas[i]
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd == nil {
+		return 0, fmt.Errorf("%s is not running", p.ID)
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err != nil {
+				return 0, fmt.Errorf("VmRSS %q: %w", rest, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS for %s", p.ID)
+}
+
+// Partition cuts the Raft links between the groups; replicas in no group
+// are cut from everyone. Heal restores every link.
+func (c *Procs) Partition(groups ...[]int) { c.net.partition(groups) }
+
+// Heal restores every Raft link.
+func (c *Procs) Heal() { c.net.heal() }
+
+// Status asks replica i for its status within d.
+func (c *Procs) Status(i int, d time.Duration) (*phalanxv1.ControllerStatus, error) {
+	conn, err := apiclient.Dial([]string{c.Replicas[i].API})
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return phalanxv1.NewControllerServiceClient(conn).GetControllerStatus(ctx, &phalanxv1.GetControllerStatusRequest{})
+}
+
+// Leader returns the index of a replica that reports itself leader, or -1.
+func (c *Procs) Leader() int {
+	for i := range c.Replicas {
+		if st, err := c.Status(i, 300*time.Millisecond); err == nil && st.Role == "Leader" {
+			return i
+		}
+	}
+	return -1
+}
+
+// WaitLeader waits until a replica leads and accepts a write-path read
+// (ListPartitions through any replica), and returns it.
+func (c *Procs) WaitLeader(d time.Duration) (int, error) {
+	conn, err := apiclient.Dial(c.APIAddrs())
+	if err != nil {
+		return -1, err
+	}
+	defer conn.Close()
+	api := phalanxv1.NewControllerServiceClient(conn)
+	deadline := time.Now().Add(d)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := api.ListPartitions(ctx, &phalanxv1.ListPartitionsRequest{})
+		cancel()
+		if err == nil {
+			if l := c.Leader(); l >= 0 {
+				return l, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return -1, fmt.Errorf("no leader within %v: %v (logs in %s)", d, err, c.Dir)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// StartAgents starts n node agents in this process (nodes gpu001...) with
+// gpus fake GPUs each, tasks run by rt, talking to every replica. They are
+// stopped by Close.
+func (c *Procs) StartAgents(n, gpus int, rt runtime.Runtime) []string {
+	c.t.Helper()
+	var names []string
+	for i := 1; i <= n; i++ {
+		name := fmt.Sprintf("gpu%03d", i)
+		c.agents[name] = startAgent(c.t, agentSpec{
+			name: name, controllers: c.APIAddrs(), stateDir: filepath.Join(c.Dir, "agents", name), runtime: rt,
+			gpus: gpus, model: "NVIDIA A100-SXM4-80GB", killGrace: time.Second, log: (&Cluster{t: c.t}).logger("agent-" + name),
+		})
+		names = append(names, name)
+	}
+	return names
+}
+
+// Close stops the agents, then kills every replica and the proxies. When
+// the test failed, the end of each replica's log goes to the test log.
+func (c *Procs) Close() {
+	if c.t.Failed() {
+		for _, p := range c.Replicas {
+			data, _ := os.ReadFile(filepath.Join(c.Dir, p.ID+".log"))
+			if len(data) > 8000 {
+				data = data[len(data)-8000:]
+			}
+			c.t.Logf("--- end of %s's log:\n%s", p.ID, data)
+		}
+	}
+	for name, a := range c.agents {
+		a.stop(c.t, name)
+	}
+	for i := range c.Replicas {
+		c.Kill(i)
+	}
+	c.net.close()
+}
+
+// teeWriter copies a replica's output to its log file and the test log.
+type teeWriter struct {
+	f      *os.File
+	t      testing.TB
+	prefix string
+}
+
+func (w *teeWriter) Write(p []byte) (int, error) {
+	w.f.Write(p)
+	testWriter{w.t}.Write(append([]byte(w.prefix), p...))
+	return len(p), nil
+}
+
+// raftNet is the proxies between the replicas' Raft transports.
+type raftNet struct {
+	mu      sync.Mutex
+	n       int
+	blocked map[[2]int]bool // [from, to]
+	lis     []net.Listener
+	conns   map[[2]int]map[net.Conn]struct{}
+}
+
+func newRaftNet(n int) *raftNet {
+	return &raftNet{n: n, blocked: map[[2]int]bool{}, conns: map[[2]int]map[net.Conn]struct{}{}}
+}
+
+// listen starts replica to's proxy, forwarding to target, and returns its
+// address.
+func (rn *raftNet) listen(t testing.TB, to int, target string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rn.lis = append(rn.lis, l)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go rn.forward(c, to, target)
+		}
+	}()
+	return l.Addr().String()
+}
+
+// from identifies the calling replica by its loopback address.
+func (rn *raftNet) from(c net.Conn) int {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		if ip := a.IP.To4(); ip != nil && ip[0] == 127 && int(ip[3]) >= 11 && int(ip[3]) < 11+rn.n {
+			return int(ip[3]) - 11
+		}
+	}
+	return -1
+}
+
+func (rn *raftNet) forward(c net.Conn, to int, target string) {
+	link := [2]int{rn.from(c), to}
+	rn.mu.Lock()
+	blocked := link[0] < 0 || rn.blocked[link]
+	rn.mu.Unlock()
+	if blocked {
+		c.Close()
+		return
+	}
+	up, err := net.Dial("tcp", target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	rn.mu.Lock()
+	if rn.blocked[link] {
+		rn.mu.Unlock()
+		c.Close()
+		up.Close()
+		return
+	}
+	if rn.conns[link] == nil {
+		rn.conns[link] = map[net.Conn]struct{}{}
+	}
+	rn.conns[link][c], rn.conns[link][up] = struct{}{}, struct{}{}
+	rn.mu.Unlock()
+	done := make(chan struct{}, 2)
+	pipe := func(dst, src net.Conn) {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		done <- struct{}{}
+	}
+	go pipe(up, c)
+	go pipe(c, up)
+	<-done
+	c.Close()
+	up.Close()
+	<-done
+	rn.mu.Lock()
+	delete(rn.conns[link], c)
+	delete(rn.conns[link], up)
+	rn.mu.Unlock()
+}
+
+func (rn *raftNet) partition(groups [][]int) {
+	side := map[int]int{}
+	for g, members := range groups {
+		for _, m := range members {
+			side[m] = g + 1
+		}
+	}
+	rn.mu.Lock()
+	var cut []net.Conn
+	for a := 0; a < rn.n; a++ {
+		for b := 0; b < rn.n; b++ {
+			if a == b {
+				continue
+			}
+			link := [2]int{a, b}
+			block := side[a] == 0 || side[a] != side[b]
+			rn.blocked[link] = block
+			if block {
+				for c := range rn.conns[link] {
+					cut = append(cut, c)
+				}
+			}
+		}
+	}
+	rn.mu.Unlock()
+	for _, c := range cut {
+		c.Close()
+	}
+}
+
+func (rn *raftNet) heal() {
+	rn.mu.Lock()
+	rn.blocked = map[[2]int]bool{}
+	rn.mu.Unlock()
+}
+
+func (rn *raftNet) close() {
+	for _, l := range rn.lis {
+		l.Close()
+	}
+	rn.partition(nil)
+}
