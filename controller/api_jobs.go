@@ -144,7 +144,7 @@ func (c *controllerService) CancelJob(ctx context.Context, req *phalanxv1.Cancel
 func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([]cluster.JobID, error) {
 	var ids []cluster.JobID
 	for _, id := range req.JobIds {
-		if _, err := s.visibleJob(cluster.JobID(id)); err != nil {
+		if _, err := s.visible(cluster.JobID(id), false); err != nil {
 			return nil, err
 		}
 		ids = append(ids, cluster.JobID(id))
@@ -159,29 +159,43 @@ func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([
 			}
 		}
 	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	res, err := s.propose(ctx, fsm.CancelJobs{IDs: ids, Time: s.cfg.Clock.Now(), Reason: "Cancelled by user"})
-	if err != nil {
-		return nil, err
+	// One command per batch: a scancel -u of a whole queue must not make a
+	// log entry, and a state transaction, of unbounded size.
+	var cancelled []cluster.JobID
+	now := s.cfg.Clock.Now()
+	for len(ids) > 0 {
+		batch := ids[:min(len(ids), maxCancelBatch)]
+		ids = ids[len(batch):]
+		res, err := s.propose(ctx, fsm.CancelJobs{IDs: batch, Time: now, Reason: "Cancelled by user"})
+		if err != nil {
+			return cancelled, err
+		}
+		cancelled = append(cancelled, res.IDs...)
 	}
 	s.kickScheduler()
-	return res.IDs, nil
+	return cancelled, nil
 }
 
+// maxCancelBatch is the most jobs one CancelJobs command names.
+const maxCancelBatch = 1000
+
 func (c *controllerService) GetJob(ctx context.Context, req *phalanxv1.GetJobRequest) (*phalanxv1.Job, error) {
-	j, err := c.s.visibleJob(cluster.JobID(req.JobId))
+	j, err := c.s.visible(cluster.JobID(req.JobId), true)
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	return c.s.jobView(j, c.s.nodeAddrs(), true), nil
 }
 
-// visibleJob returns a job that is active or ended within MinJobAge, as
-// Slurm's controller shows them; older ones are accounting's.
-func (s *Server) visibleJob(id cluster.JobID) (*cluster.Job, error) {
-	j, err := s.store.Job(id)
+// visible returns a job that is active or ended within MinJobAge, as
+// Slurm's controller shows them (older ones are accounting's); with
+// payload, with its script and environment.
+func (s *Server) visible(id cluster.JobID, payload bool) (*cluster.Job, error) {
+	read := s.store.JobRecord
+	if payload {
+		read = s.store.Job
+	}
+	j, err := read(id)
 	if err == nil && !s.recent(j) {
 		err = cluster.ErrNotFound
 	}

@@ -10,8 +10,8 @@ import (
 
 // SubmitJob stores a new job and returns its ID. payload is the job's
 // encoded JobPayload (codec.PayloadBytes); nil encodes j's script and
-// environment. The store keeps j without them (see state.payloads) and
-// takes ownership of both. With a request ID it is exactly-once: when the
+// environment. The store keeps j without them, and the payload on disk
+// only (see Store.unflushed), and takes ownership of both. With a request ID it is exactly-once: when the
 // request was seen before, nothing is stored and the result is the job that
 // request created. Otherwise the job's ID must be non-zero (else
 // ErrInvalid) and unused (else ErrConflict).
@@ -53,8 +53,8 @@ func (s *Store) SubmitJob(idx uint64, j *cluster.Job, payload, requestID []byte)
 			c.ops = append(c.ops, putRequestOp{key: string(requestID), r: r})
 		}
 		c.putJob(j)
-		c.st.payloads[j.ID] = payload
 		c.ops = append(c.ops, putPayloadOp{id: j.ID, payload: payload})
+		c.payloads = append(c.payloads, putPayloadOp{id: j.ID, payload: payload})
 		return nil
 	})
 	if err != nil {

@@ -202,3 +202,33 @@ func collect(t *testing.T, s *Store, q JobQuery) []*cluster.Job {
 		q.After = next
 	}
 }
+
+// Scripts and environments live on disk: memory holds a payload only until
+// the writer has committed it, and a job reads the same before and after.
+func TestPayloadsLeaveMemoryOnceWritten(t *testing.T) {
+	s := openTest(t, "")
+	want := pendingJob(1, 1, 1)
+	want.Script, want.Env = "#!/bin/sh\necho big\n", map[string]string{"A": "1", "B": "2"}
+	if _, err := s.SubmitJob(1, want.Clone(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	before := mustJob(t, s, 1)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	s.pmu.Lock()
+	left := len(s.unflushed)
+	s.pmu.Unlock()
+	if left != 0 {
+		t.Errorf("%d payloads still in memory after the writer committed them", left)
+	}
+	if s.ActiveJobs()[0].Script != "" {
+		t.Errorf("the active job in memory carries its script")
+	}
+	after := mustJob(t, s, 1)
+	for _, j := range []*cluster.Job{before, after} {
+		if j.Script != want.Script || !reflect.DeepEqual(j.Env, want.Env) {
+			t.Errorf("job read back with script %q env %v; want %q %v", j.Script, j.Env, want.Script, want.Env)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -35,7 +34,6 @@ func load(db *bolt.DB) (*state, error) {
 }
 
 func loadJobs(tx *bolt.Tx, st *state) error {
-	payloads := tx.Bucket(bucketPayloads)
 	return tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
 		id := cluster.JobID(binary.BigEndian.Uint64(k))
 		var r statev1.Job
@@ -46,7 +44,6 @@ func loadJobs(tx *bolt.Tx, st *state) error {
 		if err != nil {
 			return fmt.Errorf("job %d: %w", id, err)
 		}
-		st.payloads[id] = bytes.Clone(payloads.Get(k))
 		if j.ID != id {
 			return fmt.Errorf("job under key %d has ID %d", id, j.ID)
 		}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -87,32 +88,37 @@ func (s *Store) Counts() (active, finished, requests int) {
 // Job returns one job, active or finished, with its script and
 // environment (decoded for the call: the result is the caller's);
 // ErrNotFound if there is none.
-func (s *Store) Job(id cluster.JobID) (*cluster.Job, error) {
+func (s *Store) Job(id cluster.JobID) (*cluster.Job, error) { return s.lookup(id, true) }
+
+// JobRecord returns one job, active or finished, without its script and
+// environment; ErrNotFound if there is none.
+func (s *Store) JobRecord(id cluster.JobID) (*cluster.Job, error) { return s.lookup(id, false) }
+
+func (s *Store) lookup(id cluster.JobID, withPayload bool) (*cluster.Job, error) {
 	s.mu.RLock()
-	j, payload, closed := s.st.jobs[id], s.st.payloads[id], s.closed
+	j, closed := s.st.jobs[id], s.closed
 	_, finished := s.st.finished[id]
 	s.mu.RUnlock()
 	switch {
 	case closed:
 		return nil, ErrClosed
+	case j != nil && !withPayload:
+		return j, nil
 	case j != nil:
-		full := *j
-		return &full, codec.DecodePayload(&full, payload)
+		return s.WithPayload(j)
 	case !finished:
 		return nil, fmt.Errorf("job %d: %w", id, cluster.ErrNotFound)
 	}
 	err := s.view(func(tx *bolt.Tx) error {
 		var r statev1.Job
-		var p statev1.JobPayload
 		ok, err := getProto(tx.Bucket(bucketHistory), jobKey(id), &r)
 		if err != nil || !ok {
 			return err
 		}
-		if _, err := getProto(tx.Bucket(bucketPayloads), jobKey(id), &p); err != nil {
+		if j, err = codec.FromJob(&r); err != nil || !withPayload {
 			return err
 		}
-		j, err = codec.FullJob(&r, &p)
-		return err
+		return codec.DecodePayload(j, tx.Bucket(bucketPayloads).Get(jobKey(id)))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("job %d: %w", id, err)
@@ -309,18 +315,33 @@ func (s *Store) Partitions() []*cluster.Partition {
 	return s.st.parts
 }
 
-// WithPayload returns a copy of an active job with its script and
-// environment (what launching it needs); a job that is no longer active is
-// read whole from disk.
+// WithPayload returns a copy of a job with its script and environment
+// (what launching or showing it needs).
 func (s *Store) WithPayload(j *cluster.Job) (*cluster.Job, error) {
-	s.mu.RLock()
-	payload, ok := s.st.payloads[j.ID]
-	s.mu.RUnlock()
-	if !ok {
-		return s.Job(j.ID)
+	payload, err := s.payload(j.ID)
+	if err != nil {
+		return nil, err
 	}
 	full := *j
 	return &full, codec.DecodePayload(&full, payload)
+}
+
+// payload returns a job's encoded payload: from memory until the writer has
+// committed it, from disk afterwards (nil when there is none).
+func (s *Store) payload(id cluster.JobID) ([]byte, error) {
+	s.pmu.Lock()
+	p, ok := s.unflushed[id]
+	s.pmu.Unlock()
+	if ok {
+		return p, nil
+	}
+	err := s.withDB(func(db *bolt.DB) error {
+		return db.View(func(tx *bolt.Tx) error {
+			p = bytes.Clone(tx.Bucket(bucketPayloads).Get(jobKey(id)))
+			return nil
+		})
+	})
+	return p, err
 }
 
 // NodeJobs returns the live jobs with a task on the node, by ID, without

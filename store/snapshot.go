@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
 // Snapshot writes a consistent copy of the whole database to w, including
@@ -73,6 +75,9 @@ func (s *Store) Restore(r io.Reader) error {
 
 	s.mu.Lock()
 	s.st = st
+	s.pmu.Lock()
+	s.unflushed = map[cluster.JobID][]byte{} // flushed before the swap; the new database has its own
+	s.pmu.Unlock()
 	s.w.reset(st.applied)
 	s.wmu.Lock()
 	for node, ch := range s.watches {

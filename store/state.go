@@ -30,10 +30,6 @@ type state struct {
 
 	jobs   map[cluster.JobID]*cluster.Job // active jobs, without script and environment
 	active []*cluster.Job                 // the same, by ID
-	// payloads holds the active jobs' encoded JobPayload (script and
-	// environment), as they came in the SubmitJob command: stored and
-	// written without being decoded, decoded only to launch or show a job.
-	payloads map[cluster.JobID][]byte
 	// finished holds the end time (Unix ns) of every job in history, by ID.
 	finished map[cluster.JobID]int64
 
@@ -52,7 +48,6 @@ func newState() *state {
 	return &state{
 		nextJob:    1,
 		jobs:       map[cluster.JobID]*cluster.Job{},
-		payloads:   map[cluster.JobID][]byte{},
 		finished:   map[cluster.JobID]int64{},
 		nodes:      map[string]*cluster.Node{},
 		requests:   map[string]request{},
@@ -68,10 +63,11 @@ func isActive(j *cluster.Job) bool { return !j.State.Terminal() || j.Live() }
 // change is one command being applied: it changes the state and records the
 // ops for the writer and the nodes whose assignments changed.
 type change struct {
-	st      *state
-	idx     uint64
-	ops     []op
-	touched map[string]struct{}
+	st       *state
+	idx      uint64
+	ops      []op
+	touched  map[string]struct{}
+	payloads []putPayloadOp // submitted by this command: unflushed until the writer commits them
 }
 
 func (c *change) touch(node string) {
@@ -119,7 +115,6 @@ func (c *change) putJob(j *cluster.Job) {
 		st.indexLive(j)
 	} else {
 		delete(st.jobs, j.ID)
-		delete(st.payloads, j.ID)
 		st.active = remove(st.active, j.ID, jobID)
 		st.finished[j.ID] = codec.Time(j.EndTime)
 	}

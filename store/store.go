@@ -29,6 +29,12 @@ type Store struct {
 	st      *state
 	closed  bool
 	applied chan struct{} // closed at the next applied command
+	// pmu guards unflushed: the payloads (scripts and environments) of
+	// jobs applied but not yet committed to disk. Payloads live on disk
+	// only, like Slurm's job scripts: memory does not grow with a queue of
+	// big scripts, and a job's payload is read when it is launched or shown.
+	pmu       sync.Mutex
+	unflushed map[cluster.JobID][]byte
 	// wmu guards watches, per node a channel closed at its next change.
 	// Apply closes them holding mu for writing; NodeJobs makes them
 	// holding mu for reading, so no change falls between a read and its
@@ -51,7 +57,7 @@ type options struct {
 
 // DefaultCommitDelay is how long applied commands may wait to be committed
 // to disk together (see writer).
-const DefaultCommitDelay = 10 * time.Millisecond
+const DefaultCommitDelay = 100 * time.Millisecond
 
 // Option tunes Open.
 type Option func(*options)
@@ -80,7 +86,8 @@ func Open(path string, opts ...Option) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("load state database %s: %w", path, err)
 	}
-	s := &Store{path: path, opts: o, st: st, db: db, watches: map[string]chan struct{}{}, applied: make(chan struct{})}
+	s := &Store{path: path, opts: o, st: st, db: db, watches: map[string]chan struct{}{}, applied: make(chan struct{}),
+		unflushed: map[cluster.JobID][]byte{}}
 	s.w = newWriter(s, st.applied, o.commitDelay)
 	return s, nil
 }
@@ -194,6 +201,13 @@ func (s *Store) apply(idx uint64, fn func(c *change) error) error {
 		c.ops = append(c.ops, nextJobOp{next: s.st.nextJob})
 	}
 	s.st.applied = idx
+	if len(c.payloads) > 0 {
+		s.pmu.Lock()
+		for _, p := range c.payloads {
+			s.unflushed[p.id] = p.payload
+		}
+		s.pmu.Unlock()
+	}
 	s.w.enqueue(entry{idx: idx, ops: c.ops})
 	s.wmu.Lock()
 	for node := range c.touched {

@@ -156,6 +156,9 @@ func (w *writer) run() {
 		w.mu.Unlock()
 
 		err := w.s.commit(batch)
+		if err == nil {
+			w.s.flushedPayloads(batch)
+		}
 		if err == nil && w.afterCommit != nil {
 			w.afterCommit(batch[len(batch)-1].idx)
 		}
@@ -187,6 +190,20 @@ func (s *Store) commit(batch []entry) error {
 			return putUint64(tx.Bucket(bucketMeta), keyApplied, batch[len(batch)-1].idx)
 		})
 	})
+}
+
+// flushedPayloads forgets the in-memory copies of the payloads a batch
+// committed: they are read from disk from now on.
+func (s *Store) flushedPayloads(batch []entry) {
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	for _, e := range batch {
+		for _, o := range e.ops {
+			if p, ok := o.(putPayloadOp); ok {
+				delete(s.unflushed, p.id)
+			}
+		}
+	}
 }
 
 // The ops.

@@ -3,6 +3,8 @@ package testcluster_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -308,10 +310,31 @@ func BenchmarkControllerMemory(b *testing.B) {
 		}
 		return nil
 	})
-	rss, err := c.procs.RSS(leader)
+	mem, err := c.procs.RSS(leader)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(rss)/(1<<20), "leader-RSS-MiB")
+	if path := os.Getenv("PHX_BENCH_HEAP"); path != "" && os.Getenv("PHX_BENCH_PPROF") != "" {
+		saveHeapProfile(b, fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", 6060+leader), path)
+		saveHeapProfile(b, fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?debug=1", 6060+leader), path+".txt")
+	}
+	b.ReportMetric(float64(mem.Anon)/(1<<20), "leader-anon-MiB")
+	b.ReportMetric(float64(mem.File)/(1<<20), "leader-mapped-MiB")
+	b.ReportMetric(float64(mem.Anon+mem.File)/(1<<20), "leader-RSS-MiB")
 	b.ReportMetric(0, "ns/op")
+}
+
+// saveHeapProfile saves a replica's heap profile (go tool pprof it).
+func saveHeapProfile(b *testing.B, url, path string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	io.Copy(f, resp.Body)
 }

@@ -245,29 +245,37 @@ func (c *Procs) pause(i int, stop bool) {
 	p.paused = stop
 }
 
-// RSS returns replica i's resident memory in bytes (VmRSS).
-func (c *Procs) RSS(i int) (int64, error) {
+// Memory is a replica's resident memory, in bytes: Anon is its own (Go
+// heap, stacks, buffers), File the pages of its files mapped in (bbolt maps
+// its databases; the kernel may reclaim those pages at will).
+type Memory struct{ Anon, File int64 }
+
+// RSS returns replica i's resident memory (RssAnon and RssFile).
+func (c *Procs) RSS(i int) (Memory, error) {
 	p := c.Replicas[i]
 	p.mu.Lock()
 	cmd := p.cmd
 	p.mu.Unlock()
+	var m Memory
 	if cmd == nil {
-		return 0, fmt.Errorf("%s is not running", p.ID)
+		return m, fmt.Errorf("%s is not running", p.ID)
 	}
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
 	if err != nil {
-		return 0, err
+		return m, err
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			var kb int64
-			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err != nil {
-				return 0, fmt.Errorf("VmRSS %q: %w", rest, err)
+		for key, dst := range map[string]*int64{"RssAnon:": &m.Anon, "RssFile:": &m.File} {
+			if rest, ok := strings.CutPrefix(line, key); ok {
+				var kb int64
+				if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err != nil {
+					return m, fmt.Errorf("%s %q: %w", key, rest, err)
+				}
+				*dst = kb << 10
 			}
-			return kb << 10, nil
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS for %s", p.ID)
+	return m, nil
 }
 
 // Partition cuts the Raft links between the groups; replicas in no group
