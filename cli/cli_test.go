@@ -115,20 +115,26 @@ func (f *fakeController) setControllers(ctls ...*phalanxv1.ControllerInfo) {
 // startFake serves a fakeController on 127.0.0.1:0 and returns its address.
 func startFake(t *testing.T) (*fakeController, string) {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	f := &fakeController{jobs: []*phalanxv1.Job{{
 		Id: 7, State: "RUNNING", StartTime: timestamppb.New(testNow.Add(-time.Minute)),
 		Spec:  &phalanxv1.JobSpec{Name: "train", User: "alice", Partition: "gpu", Nodes: 1},
 		Alloc: []*phalanxv1.NodeAlloc{{Node: "gpu001"}},
 	}}}
+	return f, serveFake(t, f)
+}
+
+// serveFake serves a ControllerService on 127.0.0.1:0 and returns its address.
+func serveFake(t *testing.T, srvImpl phalanxv1.ControllerServiceServer) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := grpc.NewServer()
-	phalanxv1.RegisterControllerServiceServer(srv, f)
+	phalanxv1.RegisterControllerServiceServer(srv, srvImpl)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
-	return f, lis.Addr().String()
+	return lis.Addr().String()
 }
 
 // testSystem is a System talking to addr, as user alice in a temp dir.
@@ -331,8 +337,8 @@ func TestScontrolRaft(t *testing.T) {
 		{[]string{"scontrol", "raft", "add"}, "scontrol: error: raft add takes the new controller's ID and Raft address: write scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT]"},
 		{[]string{"scontrol", "raft", "add", "ctl4", "10.0.0.4"}, `scontrol: error: the Raft address "10.0.0.4" is not HOST:PORT: write scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT]`},
 		{[]string{"scontrol", "raft", "remove"}, "scontrol: error: raft remove takes one controller ID (scontrol show controllers lists them): write scontrol raft remove ID"},
-		{[]string{"scontrol", "raft"}, "scontrol: error: write scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT] or scontrol raft remove ID"},
-		{[]string{"scontrol", "raft", "join", "ctl4"}, `scontrol: error: invalid raft command "join": write scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT] or scontrol raft remove ID`},
+		{[]string{"scontrol", "raft"}, "scontrol: error: write scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT], scontrol raft remove ID or scontrol raft transfer [ID]"},
+		{[]string{"scontrol", "raft", "join", "ctl4"}, `scontrol: error: invalid raft command "join": write scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT], scontrol raft remove ID or scontrol raft transfer [ID]`},
 		{[]string{"scontrol", "raft", "remove", "ctl9"}, `scontrol: error: controller "ctl9" is not a member (phx scontrol show controllers lists them)`},
 	} {
 		code, stdout, stderr := runOut(t, addr, tc.args...)

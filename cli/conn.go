@@ -117,6 +117,21 @@ func (cn *conn) call(ctx context.Context, rpc func(ctx context.Context) error) e
 	return cn.userError(rpc(ctx))
 }
 
+// callStream runs a streaming RPC under the timeout. Streams are served by
+// the leader only: a replica that is not answers NotLeader, which teaches
+// the connection who leads, and the call starts again there.
+func (cn *conn) callStream(ctx context.Context, rpc func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, cn.timeout)
+	defer cancel()
+	var err error
+	for attempt := 0; attempt < 4; attempt++ {
+		if err = rpc(ctx); err == nil || apiclient.NotLeader(err) == nil || ctx.Err() != nil {
+			break
+		}
+	}
+	return cn.userError(err)
+}
+
 // APIError is an error the controller returned about the request itself
 // (invalid, not found, not satisfiable); its message is the server's.
 type APIError struct {

@@ -20,7 +20,8 @@ import (
 // scontrolUsage is what "scontrol --help" prints.
 const scontrolUsage = `Usage: scontrol show job [JOBID] | node [NAME] | partition [NAME] | controllers [ID]
        scontrol ping
-       scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT] | raft remove ID`
+       scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT] | raft remove ID | raft transfer [ID]
+       scontrol backup FILE | restore FILE [force]`
 
 func (k *commands) scontrol() *ucli.Command {
 	return slurmCommand("scontrol", "show jobs, nodes, partitions and controllers; ping and change the controllers (scontrol show|ping|raft ...)", k.runScontrol)
@@ -41,8 +42,12 @@ func (k *commands) runScontrol(c *ucli.Context, args []string) error {
 		return k.ping(c)
 	case "raft":
 		return k.runRaft(c, args[1:])
+	case "backup":
+		return k.backup(c, args[1:])
+	case "restore":
+		return k.restore(c, args[1:])
 	}
-	return fmt.Errorf("invalid command %q: phx supports scontrol show, ping and raft (scontrol --help)", args[0])
+	return fmt.Errorf("invalid command %q: phx supports scontrol show, ping, raft, backup and restore (scontrol --help)", args[0])
 }
 
 func (k *commands) runShow(c *ucli.Context, args []string) error {
@@ -228,7 +233,7 @@ func (cn *conn) listControllers(ctx context.Context) (ctls []*phalanxv1.Controll
 }
 
 // raftUsage is the usage line of "scontrol raft".
-const raftUsage = "write scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT] or scontrol raft remove ID"
+const raftUsage = "write scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT], scontrol raft remove ID or scontrol raft transfer [ID]"
 
 // runRaft changes the controllers' Raft configuration. Like Slurm's
 // scontrol update, it prints nothing when the change is made.
@@ -254,6 +259,21 @@ func (k *commands) runRaft(c *ucli.Context, args []string) error {
 		req := &phalanxv1.RemoveControllerRequest{Id: args[1]}
 		rpc = func(ctx context.Context, api phalanxv1.ControllerServiceClient) error {
 			_, err := api.RemoveController(ctx, req)
+			return err
+		}
+	case "transfer":
+		if len(args) > 2 {
+			return errors.New("raft transfer takes at most one controller ID: write scontrol raft transfer [ID]")
+		}
+		req := &phalanxv1.TransferLeadershipRequest{}
+		if len(args) == 2 {
+			req.Id = args[1]
+		}
+		rpc = func(ctx context.Context, api phalanxv1.ControllerServiceClient) error {
+			resp, err := api.TransferLeadership(ctx, req)
+			if err == nil {
+				fmt.Fprintf(k.sys.Stdout, "Controller %s leads\n", resp.LeaderId)
+			}
 			return err
 		}
 	default:

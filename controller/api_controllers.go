@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -207,4 +208,50 @@ func timeLeft(ctx context.Context) time.Duration {
 		return time.Until(d)
 	}
 	return 0
+}
+
+// TransferLeadership hands leadership to another voter: the one named, or
+// the most up to date (Raft's leadership transfer: the target is brought up
+// to date, then told to start an election at once). Used before upgrading
+// or stopping the leader's host, so that the cluster does not wait out an
+// election timeout.
+func (c *controllerService) TransferLeadership(ctx context.Context, req *phalanxv1.TransferLeadershipRequest) (*phalanxv1.TransferLeadershipResponse, error) {
+	s := c.s
+	ctx, cancel := withDefaultTimeout(ctx, membershipTimeout)
+	defer cancel()
+	var f raft.Future
+	if req.Id == "" {
+		f = s.raft.raft.LeadershipTransfer()
+	} else {
+		cf := s.raft.raft.GetConfiguration()
+		if err := waitFuture(ctx, cf); err != nil {
+			return nil, toStatus(err)
+		}
+		var addr raft.ServerAddress
+		for _, srv := range cf.Configuration().Servers {
+			if string(srv.ID) == req.Id && srv.Suffrage == raft.Voter {
+				addr = srv.Address
+			}
+		}
+		if addr == "" {
+			return nil, toStatus(cluster.Errorf(cluster.ErrNotFound, "controller %q is not a voter (phx scontrol show controllers lists them)", req.Id))
+		}
+		f = s.raft.raft.LeadershipTransferToServer(raft.ServerID(req.Id), addr)
+	}
+	if err := s.membershipErr(waitFuture(ctx, f)); err != nil {
+		return nil, toStatus(fmt.Errorf("leadership transfer: %w", err))
+	}
+	// The transfer is done when the target has won its election; this
+	// replica learns who leads from the new leader's first heartbeat.
+	for {
+		if _, leader := s.raft.raft.LeaderWithID(); leader != "" && leader != s.raft.id {
+			s.log.Info("leadership transferred", "to", leader)
+			return &phalanxv1.TransferLeadershipResponse{LeaderId: string(leader)}, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, toStatus(fmt.Errorf("leadership transfer: the new leader is not known yet: %w", ctx.Err()))
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }

@@ -74,6 +74,7 @@ func (s *Store) Restore(r io.Reader) error {
 	}
 
 	s.mu.Lock()
+	st.configVersion = s.st.configVersion + 1 // what was decided on the old nodes and partitions no longer holds
 	s.st = st
 	s.pmu.Lock()
 	s.unflushed = map[cluster.JobID][]byte{} // flushed before the swap; the new database has its own

@@ -101,8 +101,14 @@ func TestSnapshotRestore(t *testing.T) {
 	dst := openTest(t, "")
 	mustRegister(t, dst, 1, "stale") // replaced by the restore
 	mustSubmit(t, dst, 50, 9)
+	before := dst.Config().ConfigVersion
 	if err := dst.Restore(bytes.NewReader(buf.Bytes())); err != nil {
 		t.Fatal(err)
+	}
+	// Answers cached against the old nodes and partitions (admission's
+	// feasibility) must not match the restored ones.
+	if after := dst.Config().ConfigVersion; after <= before {
+		t.Errorf("config version %d after the restore; want above %d", after, before)
 	}
 	if got, want := dumpStore(t, dst), dumpStore(t, src); !reflect.DeepEqual(got, want) {
 		t.Errorf("restored:\n%+v\nwant\n%+v", got, want)

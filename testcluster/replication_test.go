@@ -3,6 +3,7 @@ package testcluster_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -325,3 +326,115 @@ func TestNewLeaderPlacesNothingOnUnheardNodes(t *testing.T) {
 }
 
 func jobID(id uint64) cluster.JobID { return cluster.JobID(id) }
+
+// Leadership moves on request, to the replica named.
+func TestTransferLeadership(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Controllers: 3, Nodes: 1, Runtime: "fake"})
+	to := follower(t, c)
+	resp, err := c.Client.TransferLeadership(ctx5(t), &phalanxv1.TransferLeadershipRequest{Id: fmt.Sprintf("ctl%d", to)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.LeaderId != fmt.Sprintf("ctl%d", to) {
+		t.Errorf("leader after the transfer: %q; want ctl%d", resp.LeaderId, to)
+	}
+	if got := c.LeaderIndex(); got != to {
+		t.Errorf("replica %d leads; want %d", got, to)
+	}
+	submit(t, c, spec(t.TempDir(), "after", 1, 1, "#!/bin/sh\ntrue\n"))
+}
+
+// A backup of one cluster restores into a new one: every job comes back,
+// on every replica, and job IDs go on after the restored ones; a cluster
+// that already holds jobs is not overwritten unless forced.
+func TestBackupRestoresIntoANewCluster(t *testing.T) {
+	old := testcluster.New(t, testcluster.Options{Controllers: 1, Nodes: 1, Runtime: "fake"})
+	var ids []uint64
+	for n := 0; n < 5; n++ {
+		ids = append(ids, submit(t, old, spec(t.TempDir(), fmt.Sprint("j", n), 1, 1, "#!/bin/sh\ntrue\n")))
+	}
+	old.WaitJob(ids[0], 10*time.Second, "RUNNING")
+	waitRegistered(t, old)
+	stream, err := old.Client.Backup(ctx5(t), &phalanxv1.BackupRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var backup []byte
+	for {
+		chunk, err := stream.Recv()
+		if err != nil {
+			break
+		}
+		backup = append(backup, chunk.Data...)
+	}
+	if len(backup) == 0 {
+		t.Fatal("empty backup")
+	}
+
+	fresh := testcluster.New(t, testcluster.Options{Controllers: 3, Nodes: 1, Runtime: "fake"})
+	waitRegistered(t, fresh)
+	restore := func(force bool) (*phalanxv1.RestoreResponse, error) {
+		st, err := fresh.Client.Restore(ctx5(t))
+		if err != nil {
+			return nil, err
+		}
+		for off := 0; off < len(backup); off += 64 << 10 {
+			st.Send(&phalanxv1.RestoreRequest{Data: backup[off:min(off+64<<10, len(backup))], Force: force && off == 0})
+		}
+		return st.CloseAndRecv()
+	}
+	resp, err := restore(false)
+	if err != nil {
+		t.Fatalf("restore into an empty cluster: %v", err)
+	}
+	if resp.Jobs != 5 {
+		t.Errorf("restored %d jobs; want 5", resp.Jobs)
+	}
+	for i := range fresh.APIAddrs() {
+		srv := fresh.Controller(i)
+		fresh.Eventually(10*time.Second, func() error {
+			for _, id := range ids {
+				if _, err := srv.Store().JobRecord(jobID(id)); err != nil {
+					return fmt.Errorf("replica %d: %v", i, err)
+				}
+			}
+			return nil
+		})
+	}
+	// The replicas recorded are the new cluster's, at its addresses, not the
+	// old cluster's that the backup holds.
+	fresh.Eventually(10*time.Second, func() error {
+		return registered(fresh)
+	})
+	if next := submit(t, fresh, spec(t.TempDir(), "next", 1, 1, "#!/bin/sh\ntrue\n")); next <= ids[len(ids)-1] {
+		t.Errorf("first job after the restore got ID %d; want above %d", next, ids[len(ids)-1])
+	}
+	if _, err := restore(false); status.Code(err) != codes.Aborted {
+		t.Errorf("restore over a cluster with jobs: %v; want Aborted unless forced", err)
+	}
+	if _, err := restore(true); err != nil {
+		t.Errorf("forced restore: %v", err)
+	}
+}
+
+// registered checks that the leader's state records every replica of c at
+// its own addresses.
+func registered(c *testcluster.Cluster) error {
+	var have []string
+	for _, ctl := range c.Leader().Store().Controllers() {
+		have = append(have, ctl.ID+"="+ctl.APIAddr)
+	}
+	var want []string
+	for i := range c.APIAddrs() {
+		want = append(want, c.Controller(i).ID()+"="+c.Controller(i).APIAddr())
+	}
+	if strings.Join(have, ",") != strings.Join(want, ",") {
+		return fmt.Errorf("controllers recorded: %v; want %v", have, want)
+	}
+	return nil
+}
+
+func waitRegistered(t *testing.T, c *testcluster.Cluster) {
+	t.Helper()
+	c.Eventually(10*time.Second, func() error { return registered(c) })
+}

@@ -45,6 +45,9 @@ const (
 	ControllerService_AddController_FullMethodName       = "/phalanx.v1.ControllerService/AddController"
 	ControllerService_RemoveController_FullMethodName    = "/phalanx.v1.ControllerService/RemoveController"
 	ControllerService_RegisterController_FullMethodName  = "/phalanx.v1.ControllerService/RegisterController"
+	ControllerService_TransferLeadership_FullMethodName  = "/phalanx.v1.ControllerService/TransferLeadership"
+	ControllerService_Backup_FullMethodName              = "/phalanx.v1.ControllerService/Backup"
+	ControllerService_Restore_FullMethodName             = "/phalanx.v1.ControllerService/Restore"
 )
 
 // ControllerServiceClient is the client API for ControllerService service.
@@ -72,6 +75,17 @@ type ControllerServiceClient interface {
 	// RegisterController records a member replica's addresses; each replica
 	// calls it for itself.
 	RegisterController(ctx context.Context, in *RegisterControllerRequest, opts ...grpc.CallOption) (*RegisterControllerResponse, error)
+	// TransferLeadership asks the leader to hand over to another voter (the
+	// one named, or the most up to date), e.g. before upgrading it.
+	TransferLeadership(ctx context.Context, in *TransferLeadershipRequest, opts ...grpc.CallOption) (*TransferLeadershipResponse, error)
+	// Backup streams a consistent copy of the whole state (a state database
+	// file) from the leader.
+	Backup(ctx context.Context, in *BackupRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Chunk], error)
+	// Restore replaces the whole state with a backup, for disaster recovery
+	// into a new cluster: the leader takes it, and the followers receive it
+	// as a snapshot. It refuses a cluster that already holds jobs unless
+	// forced.
+	Restore(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RestoreRequest, RestoreResponse], error)
 }
 
 type controllerServiceClient struct {
@@ -192,6 +206,48 @@ func (c *controllerServiceClient) RegisterController(ctx context.Context, in *Re
 	return out, nil
 }
 
+func (c *controllerServiceClient) TransferLeadership(ctx context.Context, in *TransferLeadershipRequest, opts ...grpc.CallOption) (*TransferLeadershipResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TransferLeadershipResponse)
+	err := c.cc.Invoke(ctx, ControllerService_TransferLeadership_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controllerServiceClient) Backup(ctx context.Context, in *BackupRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Chunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ControllerService_ServiceDesc.Streams[0], ControllerService_Backup_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[BackupRequest, Chunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ControllerService_BackupClient = grpc.ServerStreamingClient[Chunk]
+
+func (c *controllerServiceClient) Restore(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RestoreRequest, RestoreResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ControllerService_ServiceDesc.Streams[1], ControllerService_Restore_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[RestoreRequest, RestoreResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ControllerService_RestoreClient = grpc.ClientStreamingClient[RestoreRequest, RestoreResponse]
+
 // ControllerServiceServer is the server API for ControllerService service.
 // All implementations must embed UnimplementedControllerServiceServer
 // for forward compatibility.
@@ -217,6 +273,17 @@ type ControllerServiceServer interface {
 	// RegisterController records a member replica's addresses; each replica
 	// calls it for itself.
 	RegisterController(context.Context, *RegisterControllerRequest) (*RegisterControllerResponse, error)
+	// TransferLeadership asks the leader to hand over to another voter (the
+	// one named, or the most up to date), e.g. before upgrading it.
+	TransferLeadership(context.Context, *TransferLeadershipRequest) (*TransferLeadershipResponse, error)
+	// Backup streams a consistent copy of the whole state (a state database
+	// file) from the leader.
+	Backup(*BackupRequest, grpc.ServerStreamingServer[Chunk]) error
+	// Restore replaces the whole state with a backup, for disaster recovery
+	// into a new cluster: the leader takes it, and the followers receive it
+	// as a snapshot. It refuses a cluster that already holds jobs unless
+	// forced.
+	Restore(grpc.ClientStreamingServer[RestoreRequest, RestoreResponse]) error
 	mustEmbedUnimplementedControllerServiceServer()
 }
 
@@ -259,6 +326,15 @@ func (UnimplementedControllerServiceServer) RemoveController(context.Context, *R
 }
 func (UnimplementedControllerServiceServer) RegisterController(context.Context, *RegisterControllerRequest) (*RegisterControllerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RegisterController not implemented")
+}
+func (UnimplementedControllerServiceServer) TransferLeadership(context.Context, *TransferLeadershipRequest) (*TransferLeadershipResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TransferLeadership not implemented")
+}
+func (UnimplementedControllerServiceServer) Backup(*BackupRequest, grpc.ServerStreamingServer[Chunk]) error {
+	return status.Error(codes.Unimplemented, "method Backup not implemented")
+}
+func (UnimplementedControllerServiceServer) Restore(grpc.ClientStreamingServer[RestoreRequest, RestoreResponse]) error {
+	return status.Error(codes.Unimplemented, "method Restore not implemented")
 }
 func (UnimplementedControllerServiceServer) mustEmbedUnimplementedControllerServiceServer() {}
 func (UnimplementedControllerServiceServer) testEmbeddedByValue()                           {}
@@ -479,6 +555,42 @@ func _ControllerService_RegisterController_Handler(srv interface{}, ctx context.
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ControllerService_TransferLeadership_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TransferLeadershipRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControllerServiceServer).TransferLeadership(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControllerService_TransferLeadership_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControllerServiceServer).TransferLeadership(ctx, req.(*TransferLeadershipRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ControllerService_Backup_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(BackupRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ControllerServiceServer).Backup(m, &grpc.GenericServerStream[BackupRequest, Chunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ControllerService_BackupServer = grpc.ServerStreamingServer[Chunk]
+
+func _ControllerService_Restore_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(ControllerServiceServer).Restore(&grpc.GenericServerStream[RestoreRequest, RestoreResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ControllerService_RestoreServer = grpc.ClientStreamingServer[RestoreRequest, RestoreResponse]
+
 // ControllerService_ServiceDesc is the grpc.ServiceDesc for ControllerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -530,8 +642,23 @@ var ControllerService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "RegisterController",
 			Handler:    _ControllerService_RegisterController_Handler,
 		},
+		{
+			MethodName: "TransferLeadership",
+			Handler:    _ControllerService_TransferLeadership_Handler,
+		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Backup",
+			Handler:       _ControllerService_Backup_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Restore",
+			Handler:       _ControllerService_Restore_Handler,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "phalanx/v1/phalanx.proto",
 }
 
