@@ -58,13 +58,14 @@ func (s *Server) lead(ctx context.Context) {
 	janitor := time.NewTicker(s.cfg.JanitorInterval)
 	defer janitor.Stop()
 	var passes passClock
-	passes.run(func() { s.schedulePass(ctx, true) })
+	var head queueHead
+	passes.run(func() { s.schedulePass(ctx, &head, true) })
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-sched.C:
-			passes.run(func() { s.schedulePass(ctx, true) })
+			passes.run(func() { s.schedulePass(ctx, &head, true) })
 		case <-s.kick:
 			// Coalesce a burst into one pass, and leave at least as long
 			// between event-driven passes as the last one took: a deep
@@ -81,7 +82,7 @@ func (s *Server) lead(ctx context.Context) {
 			case <-s.kick:
 			default:
 			}
-			passes.run(func() { s.schedulePass(ctx, false) })
+			passes.run(func() { s.schedulePass(ctx, &head, false) })
 		case <-live.C:
 			s.checkLiveness(ctx)
 		case <-janitor.C:

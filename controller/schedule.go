@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"slices"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/controller/fsm"
@@ -25,35 +26,46 @@ func (s *Server) snapshot(st *store.State, jobs []*cluster.Job) *scheduler.Snaps
 }
 
 // schedulePass runs the pure scheduler over a consistent read of the state
-// and proposes its preemptions (see preempt.go) and placements. The store re-checks every gang at apply time,
-// so a plan made on a state that moved on is skipped, never half-applied.
+// and proposes its preemptions (see preempt.go) and placements. The store
+// re-checks every gang at apply time, so a plan made on a state that moved
+// on is skipped, never half-applied.
 //
-// A full pass decides every pending job; a quick one (after an event) only
-// the first SchedQueueDepth in priority order, so that its cost does not
-// grow with the queue. Pending reasons come from the last pass that decided
-// the job.
-func (s *Server) schedulePass(ctx context.Context, full bool) {
-	st, err := s.store.State()
+// A full pass (head nil) decides every pending job and leaves the head of
+// its queue in head. A quick one (after an event) looks at the live jobs
+// and at the pending jobs head.candidates picks, and decides only the first
+// SchedQueueDepth of those in priority order, so that its cost does not
+// grow with the queue. Pending reasons come from the last pass that
+// decided the job.
+func (s *Server) schedulePass(ctx context.Context, head *queueHead, full bool) {
+	read := s.store.State
+	if !full {
+		read = func() (*store.State, error) { return s.store.QueueState(head.ids, head.last) }
+	}
+	st, err := read()
 	if err != nil {
 		s.log.Error("schedule: read state", "err", err)
 		return
 	}
 	now := s.cfg.Clock.Now()
-	snap := s.snapshot(st, st.Active)
+	jobs := st.Active
+	snap := s.snapshot(st, jobs)
 	if !full {
 		snap.Options.QueueDepth = s.cfg.SchedQueueDepth
 	}
 	plan := scheduler.Schedule(snap, now)
+	if full {
+		head.record(plan.Queue, st.Active, 2*s.cfg.SchedQueueDepth)
+	}
 
 	s.mu.Lock()
 	s.pending.record(plan.Pending, full) // fresh maps each pass, never written after
 	s.mu.Unlock()
-	s.preempt(ctx, plan, st.Active, now)
+	s.preempt(ctx, plan, jobs, now)
 	if len(plan.Placements) == 0 {
 		return
 	}
 
-	ports := newPortPicker(s.cfg.MasterPortMin, s.cfg.MasterPortMax, st.Active)
+	ports := newPortPicker(s.cfg.MasterPortMin, s.cfg.MasterPortMax, jobs)
 	placements := make([]store.Placement, 0, len(plan.Placements))
 	for _, p := range plan.Placements {
 		port, ok := ports.pick(p.Alloc.Nodes[0].Node)
@@ -70,6 +82,28 @@ func (s *Server) schedulePass(ctx context.Context, full bool) {
 	}
 	for _, id := range res.IDs {
 		s.log.Debug("placed", "job", id)
+	}
+}
+
+// queueHead is what a full pass leaves for the quick passes after it: the
+// first pending jobs of its queue and the newest job it saw. A quick pass
+// looks at those, at the jobs submitted or requeued since, and at the
+// jobs holding resources (store.QueueState). The jobs it leaves out were
+// behind at least len(ids) others at the last full pass, and jobs move up
+// only by age, which changes little between two full passes; the next full
+// pass decides them all again. Before any full pass (last 0) a quick pass
+// sees every job.
+type queueHead struct {
+	ids  []cluster.JobID
+	last cluster.JobID // highest ID in the state the full pass read
+}
+
+// record keeps the first n jobs of a full pass's queue.
+func (h *queueHead) record(queue []cluster.JobID, active []*cluster.Job, n int) {
+	h.ids = slices.Clone(queue[:min(n, len(queue))])
+	h.last = 0
+	if len(active) > 0 {
+		h.last = active[len(active)-1].ID
 	}
 }
 

@@ -20,7 +20,8 @@ func TestQueueDepthDecidesTheHeadOfTheQueue(t *testing.T) {
 		n := rapid.IntRange(0, 60).Draw(rt, "jobs")
 		for i := 1; i <= n; i++ {
 			jobs = append(jobs, &cluster.Job{
-				ID: cluster.JobID(i), Name: fmt.Sprint(i), Partition: "gpu", State: cluster.JobPending, Nodes: 1,
+				ID: cluster.JobID(i), Name: fmt.Sprint(i), Partition: "gpu", Nodes: 1,
+				State:       rapid.SampledFrom([]cluster.JobState{cluster.JobPending, cluster.JobPending, cluster.JobRunning}).Draw(rt, "state"),
 				GPUsPerNode: rapid.IntRange(1, 8).Draw(rt, "gpus"),
 				QoS:         rapid.SampledFrom([]string{"", "high", "low"}).Draw(rt, "qos"),
 				Priority:    int64(rapid.IntRange(0, 3).Draw(rt, "prio")),

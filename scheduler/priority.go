@@ -68,38 +68,51 @@ type ranked struct {
 // queue returns the pending jobs in scheduling order: partition
 // PriorityTier (higher first); QoS level (higher first); requeued jobs
 // before the others of their tier and QoS; Priority score (higher first);
-// submit time; ID.
+// submit time; ID. With o.QueueDepth, only the first QueueDepth.
 func queue(jobs []*cluster.Job, tierOf func(string) int, now time.Time, o Options) []ranked {
-	var out []ranked
+	rank := func(j *cluster.Job) ranked {
+		return ranked{job: j, tier: tierOf(j.Partition), qos: qosRank(j.QoS), score: Priority(j, now, o), requeue: j.Requeued}
+	}
+	if o.QueueDepth > 0 {
+		return top(jobs, o.QueueDepth, rank)
+	}
+	n := 0
 	for _, j := range jobs {
 		if j.State == cluster.JobPending {
-			out = append(out, ranked{job: j, tier: tierOf(j.Partition), qos: qosRank(j.QoS),
-				score: Priority(j, now, o), requeue: j.Requeued})
+			n++
 		}
 	}
-	if o.QueueDepth > 0 && o.QueueDepth < len(out) {
-		return top(out, o.QueueDepth)
+	out := make([]ranked, 0, n)
+	for _, j := range jobs {
+		if j.State == cluster.JobPending {
+			out = append(out, rank(j))
+		}
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].before(&out[b]) })
 	return out
 }
 
-// top returns the first k of jobs in queue order, in order, without sorting
-// the rest: a heap of the k best seen so far (the worst of them on top).
-func top(jobs []ranked, k int) []ranked {
-	h := &worstFirst{}
+// top returns the first k pending jobs in queue order, in order, without
+// ranking the rest in memory: a heap of the k best seen so far (the worst
+// of them on top).
+func top(jobs []*cluster.Job, k int, rank func(*cluster.Job) ranked) []ranked {
+	h := make(worstFirst, 0, k)
 	for _, j := range jobs {
+		if j.State != cluster.JobPending {
+			continue
+		}
+		r := rank(j)
 		switch {
-		case h.Len() < k:
-			heap.Push(h, j)
-		case j.before(&(*h)[0]):
-			(*h)[0] = j
-			heap.Fix(h, 0)
+		case len(h) < k:
+			heap.Push(&h, r)
+		case r.before(&h[0]):
+			h[0] = r
+			heap.Fix(&h, 0)
 		}
 	}
-	out := make([]ranked, h.Len())
+	out := make([]ranked, len(h))
 	for i := len(out) - 1; i >= 0; i-- {
-		out[i] = heap.Pop(h).(ranked)
+		out[i] = heap.Pop(&h).(ranked)
 	}
 	return out
 }

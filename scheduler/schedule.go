@@ -18,7 +18,10 @@ func Schedule(s *Snapshot, now time.Time) *Plan {
 		}
 		return 0
 	}
-	for _, rj := range queue(s.Jobs, tier, now, p.opt) {
+	q := queue(s.Jobs, tier, now, p.opt)
+	plan.Queue = make([]cluster.JobID, len(q))
+	for i, rj := range q {
+		plan.Queue[i] = rj.job.ID
 		p.decide(plan, rj.job)
 	}
 	return plan

@@ -41,6 +41,11 @@ type Plan struct {
 	// victim, waits its grace period, requeues it, and the next pass places
 	// the preemptor.
 	Preemptions []Preemption
+	// Queue lists the pending jobs the pass decided, in the order it
+	// decided them (priority order): every one in a full pass, the first
+	// Options.QueueDepth in a quick one. A caller can start its next quick
+	// pass from the head of it.
+	Queue []cluster.JobID
 	// Reservations lists, in priority order, the blocked jobs whose start
 	// later placements may not delay: when and on which nodes each is
 	// expected to start (squeue --start's SCHEDNODES).

@@ -115,6 +115,14 @@ func checkMemory(st *state) error {
 	if fmt.Sprint(want.liveOnNode) != fmt.Sprint(st.liveOnNode) {
 		return fmt.Errorf("live-job index %v; want %v", st.liveOnNode, want.liveOnNode)
 	}
+	if len(want.unqueued) != len(st.unqueued) {
+		return fmt.Errorf("%d unqueued jobs indexed; want %d", len(st.unqueued), len(want.unqueued))
+	}
+	for id, j := range want.unqueued {
+		if st.unqueued[id] != j {
+			return fmt.Errorf("unqueued index has %v for job %d; want the active job", st.unqueued[id], id)
+		}
+	}
 	if len(st.nodeList) != len(st.nodes) || !slices.IsSortedFunc(st.nodeList, func(a, b *cluster.Node) int { return compareStrings(a.Name, b.Name) }) {
 		return fmt.Errorf("node list is not the node map by name")
 	}

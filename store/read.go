@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -40,6 +41,40 @@ func (s *Store) State() (*State, error) {
 		Nodes:         s.st.nodeList, // replaced on change, never changed in place
 		Partitions:    s.st.parts,
 		Active:        slices.Clone(s.st.active),
+	}, nil
+}
+
+// QueueState is State for a quick scheduling pass, at a cost that grows
+// with the jobs holding resources and the jobs new to the queue, not with
+// the queue: of the pending jobs, Active holds only those in head, those
+// above after (submitted since), and those requeued; every other active
+// job is in it too. It is in ID order, like State's.
+func (s *Store) QueueState(head []cluster.JobID, after cluster.JobID) (*State, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	i, _ := slices.BinarySearchFunc(s.st.active, after+1, func(j *cluster.Job, id cluster.JobID) int { return cmp.Compare(j.ID, id) })
+	newer := s.st.active[i:]
+	jobs := make([]*cluster.Job, 0, len(s.st.unqueued)+len(head)+len(newer))
+	for _, j := range s.st.unqueued {
+		if j.ID <= after {
+			jobs = append(jobs, j)
+		}
+	}
+	for _, id := range head {
+		if j := s.st.jobs[id]; j != nil && id <= after && j.State == cluster.JobPending && !j.Requeued {
+			jobs = append(jobs, j)
+		}
+	}
+	slices.SortFunc(jobs, func(a, b *cluster.Job) int { return cmp.Compare(a.ID, b.ID) })
+	return &State{
+		Applied:       s.st.applied,
+		ConfigVersion: s.st.configVersion,
+		Nodes:         s.st.nodeList,
+		Partitions:    s.st.parts,
+		Active:        append(jobs, newer...),
 	}, nil
 }
 

@@ -42,6 +42,10 @@ type state struct {
 	requests      map[string]request
 	ctls          map[string]Controller
 	liveOnNode    map[string]map[cluster.JobID]struct{} // live jobs with a task on the node
+	// unqueued holds the active jobs outside the plain queue: not pending
+	// (they hold, or are about to release, resources), or pending after a
+	// requeue. Every scheduling pass must see them; see QueueState.
+	unqueued map[cluster.JobID]*cluster.Job
 }
 
 func newState() *state {
@@ -53,6 +57,7 @@ func newState() *state {
 		requests:   map[string]request{},
 		ctls:       map[string]Controller{},
 		liveOnNode: map[string]map[cluster.JobID]struct{}{},
+		unqueued:   map[cluster.JobID]*cluster.Job{},
 	}
 }
 
@@ -109,6 +114,7 @@ func (c *change) putJob(j *cluster.Job) {
 	c.touchAlloc(old)
 	c.touchAlloc(j)
 	st.unindexLive(old)
+	delete(st.unqueued, j.ID)
 	if isActive(j) {
 		st.jobs[j.ID] = j
 		st.active = upsert(st.active, j, jobID)
@@ -139,8 +145,15 @@ func (c *change) stampAttempts(old, j *cluster.Job) {
 	}
 }
 
+// indexLive adds an active job to the indexes of live and unqueued jobs.
 func (st *state) indexLive(j *cluster.Job) {
-	if j == nil || !j.Live() {
+	if j == nil {
+		return
+	}
+	if j.State != cluster.JobPending || j.Requeued {
+		st.unqueued[j.ID] = j
+	}
+	if !j.Live() {
 		return
 	}
 	for _, n := range j.Alloc.Nodes {
