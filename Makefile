@@ -1,13 +1,14 @@
 # Phalanx build. `make demo` and `make test` need only Go and make (plus
 # apt-get, as root, for the containerd test's daemon; see .ci/run).
 
+SHELL    := /bin/bash
 GO       ?= go
 BIN      := bin
 PKGS     := ./...
 GOFLAGS  ?=
 export GOFLAGS
 
-.PHONY: all build proto proto-check fmt-check vet test test-short demo bench lint clean tools
+.PHONY: all build proto proto-check fmt-check vet test test-short demo bench bench-scheduler bench-controller chaos-controller lint clean tools
 
 all: build
 
@@ -59,8 +60,32 @@ test: fmt-check vet proto-check build
 test-short:
 	$(GO) test -short $(PKGS)
 
-bench:
+# Benchmarks. bench-controller runs phalanx-controller processes (one, or
+# three in a Raft group) with real fsync: durable submits per second by
+# clients and queue depth, leader kill -> next acknowledged submit, memory
+# with 100,000 finished and 10,000 queued jobs. bench-sbatch times the phx
+# sbatch command itself on a phx dev cluster (see docs/operations.md).
+BENCHTIME ?= 2000x
+bench: bench-scheduler bench-controller
+
+bench-scheduler:
 	$(GO) test -run '^$$' -bench . -benchmem ./scheduler/...
+
+bench-controller:
+	$(GO) test -tags no_dynamic_plugins -run '^$$' -bench 'Controller' -benchtime $(BENCHTIME) -timeout 60m ./testcluster/
+
+# The chaos test (it also runs, for 55s, in make test) for longer, with a
+# seed: CHAOS_DURATION=10m CHAOS_SEED=42 make chaos-controller. It prints
+# what it did (operations, faults, elections, the longest time without a
+# successful write) and every anomaly it found, and keeps the figures in
+# chaos-report.json.
+CHAOS_DURATION ?= 5m
+CHAOS_SEED     ?= 0
+CHAOS_CLIENTS  ?= 4
+chaos-controller:
+	set -o pipefail; $(GO) test -tags no_dynamic_plugins -count=1 -v -run '^TestChaos$$' -timeout 3h ./testcluster/ \
+		-args -chaos.duration=$(CHAOS_DURATION) -chaos.seed=$(CHAOS_SEED) -chaos.clients=$(CHAOS_CLIENTS) \
+		-chaos.report=$(CURDIR)/chaos-report.json 2>&1 | grep -v ' level='
 
 demo: build
 	./scripts/demo.sh
