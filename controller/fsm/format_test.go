@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	statev1 "github.com/phalanx-hpc/phalanx/api/phalanx/state/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/store"
 	"github.com/phalanx-hpc/phalanx/store/codec"
@@ -105,6 +109,32 @@ func TestCommandFormat(t *testing.T) {
 	entries, _ := os.ReadDir(filepath.Join("testdata", "commands"))
 	if len(entries) != len(commandFixtures) {
 		t.Errorf("%d golden files for %d command types", len(entries), len(commandFixtures))
+	}
+}
+
+// Every command type of the persisted format (each field of the Command
+// oneof) has a golden fixture, so a new type cannot be added without one.
+func TestEveryCommandTypeHasAFixture(t *testing.T) {
+	covered := map[protoreflect.FieldNumber]bool{}
+	for name, c := range commandFixtures {
+		data, err := Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m statev1.Command
+		if err := proto.Unmarshal(data[1:], &m); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		oneof := m.ProtoReflect().Descriptor().Oneofs().ByName("command")
+		if f := m.ProtoReflect().WhichOneof(oneof); f != nil {
+			covered[f.Number()] = true
+		}
+	}
+	fields := (&statev1.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("command").Fields()
+	for i := 0; i < fields.Len(); i++ {
+		if f := fields.Get(i); !covered[f.Number()] {
+			t.Errorf("command type %s (field %d) has no golden fixture: add it to commandFixtures and run go test -update", f.Name(), f.Number())
+		}
 	}
 }
 
