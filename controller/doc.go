@@ -21,8 +21,11 @@
 //     convert.go): the user-facing service. Wire types stop at convert.go.
 //     Submits are exactly-once by the client's request ID.
 //   - Membership (api_controllers.go, register.go): voters are added and
-//     removed at run time; each replica records its API address in the
-//     replicated state, so that others can forward to it and list it.
+//     removed at run time, and leadership moved on request; each replica
+//     records its API address in the replicated state, so that others can
+//     forward to it and list it.
+//   - Backup (backup.go): a consistent copy of the state streamed from the
+//     leader, and its restore into a new cluster as a Raft user snapshot.
 //   - Leadership (leader.go): a new leader first applies everything
 //     committed before it (a barrier), adopts the configured partitions,
 //     then starts its duties. Until then it forwards nothing to itself and
@@ -37,7 +40,7 @@
 //     take the in-memory state, call scheduler.Schedule, propose the
 //     preemptions and placements; the store re-checks each gang when it
 //     applies the command and places it whole or skips it.
-//   - Assignments (assignments.go, nodes.go): what a node should run is
+//   - Assignments (nodes.go): what a node should run is
 //     derived, not stored: the unended tasks of live jobs allocated on it,
 //     with stop set once the job is terminal. Agents hold a stream that is
 //     re-sent whenever that node's set changes.
