@@ -2,8 +2,10 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/phalanx-hpc/phalanx/controller/fsm"
 	"github.com/phalanx-hpc/phalanx/store"
@@ -40,6 +43,7 @@ type raftNode struct {
 	raft      *raft.Raft
 	transport *raft.NetworkTransport
 	logStore  *raftboltdb.BoltStore
+	stopBoot  func() // ends a bootstrap still waiting for its peers
 }
 
 func raftConfig(cfg Config, logw io.Writer) *raft.Config {
@@ -75,7 +79,14 @@ func raftConfig(cfg Config, logw io.Writer) *raft.Config {
 func openRaft(cfg Config, st *store.Store, logw io.Writer) (*raftNode, error) {
 	rc := raftConfig(cfg, logw)
 	logPath := filepath.Join(cfg.DataDir, "raft.db")
-	logStore, err := raftboltdb.New(raftboltdb.Options{Path: logPath})
+	logStore, err := raftboltdb.New(raftboltdb.Options{Path: logPath, BoltOptions: &bolt.Options{
+		Timeout: time.Second,
+		// As for the state database (and etcd): the free list is a hash
+		// map and is not written at every commit, so appending to the log
+		// writes the new entries and little else.
+		FreelistType:   bolt.FreelistMapType,
+		NoFreelistSync: true,
+	}})
 	if err != nil {
 		return nil, fmt.Errorf("open raft log %s: %w", logPath, err)
 	}
@@ -104,8 +115,9 @@ func openRaft(cfg Config, st *store.Store, logw io.Writer) (*raftNode, error) {
 		n.id = raft.ServerID(n.transport.LocalAddr())
 	}
 	rc.LocalID = n.id
+	var boot *bootstrap
 	if cfg.Bootstrap {
-		if err := bootstrap(cfg, rc, logStore, snaps, n.transport); err != nil {
+		if boot, err = planBootstrap(cfg, n.id, n.transport.LocalAddr(), logStore, snaps); err != nil {
 			return nil, err
 		}
 	}
@@ -119,47 +131,134 @@ func openRaft(cfg Config, st *store.Store, logw io.Writer) (*raftNode, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
+	n.stopBoot = boot.start(n.raft)
 	ok = true
 	return n, nil
 }
 
-// bootstrap forms a new cluster of the configured voters, once: only when
-// this replica has no Raft state and no peer already belongs to a cluster.
-// A replica whose disk was lost restarts empty; it must rejoin the cluster
-// its peers still run (the leader brings it up to date), never found a
-// second one. Replicas that all start empty at the same time each bootstrap
-// with the same configuration, which Raft accepts.
-func bootstrap(cfg Config, rc *raft.Config, logs *raftboltdb.BoltStore, snaps raft.SnapshotStore, trans raft.Transport) error {
-	existing, err := raft.HasExistingState(logs, logs, snaps)
-	if err != nil || existing {
-		return err
-	}
-	conf, err := bootstrapConfig(rc.LocalID, trans.LocalAddr(), cfg.Peers)
-	if err != nil {
-		return err
-	}
-	if peer := clusterPeer(cfg.PeerAPIs); peer != "" {
-		cfg.Logger.Info("a peer already belongs to a cluster: not bootstrapping; waiting to be brought up to date", "peer", peer)
-		return nil
-	}
-	if err := raft.BootstrapCluster(rc, logs, logs, snaps, trans, conf); err != nil {
-		return fmt.Errorf("bootstrap: %w", err)
-	}
-	return nil
+// bootstrap forms a new cluster of the configured voters, once. It is
+// planned before Raft starts, when this replica has no Raft state, and
+// carried out in the background once Raft runs, so that the replica
+// answers its peers' questions while it asks its own.
+//
+// The rule: a replica with no state forms the cluster at once when it is
+// the only voter; otherwise only when every other voter has answered that
+// it has no cluster either (replicas all starting new each bootstrap the
+// same configuration, which Raft accepts). As soon as a peer answers that
+// it belongs to a cluster, or a leader reaches this replica first, it
+// gives up: it is a member whose disk was lost (or a latecomer), and the
+// leader brings it up to date. A peer that does not answer is asked again,
+// for as long as it takes: a replica never founds a second cluster because
+// its peers were unreachable for a moment.
+type bootstrap struct {
+	conf  raft.Configuration
+	peers []string // API addresses of the other voters
+	log   *slog.Logger
 }
 
-// clusterPeer returns the first peer API address whose replica reports a
-// cluster (a leader or applied entries), or "".
-func clusterPeer(addrs []string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	for _, a := range addrs {
-		st, err := probeStatus(ctx, a)
-		if err == nil && (st.GetLeaderId() != "" || st.GetLastLogIndex() > 0) {
-			return a
+// Waits between two rounds of questions to the peers.
+const (
+	bootstrapRetryMin = 100 * time.Millisecond
+	bootstrapRetryMax = 2 * time.Second
+	// Peers not answering are logged after bootstrapLogFirst (replicas
+	// started together take a moment), then every bootstrapLogEvery.
+	bootstrapLogFirst = 3 * time.Second
+	bootstrapLogEvery = 15 * time.Second
+)
+
+// planBootstrap returns the bootstrap to carry out, or nil when this
+// replica already has Raft state.
+func planBootstrap(cfg Config, self raft.ServerID, addr raft.ServerAddress, logs *raftboltdb.BoltStore, snaps raft.SnapshotStore) (*bootstrap, error) {
+	existing, err := raft.HasExistingState(logs, logs, snaps)
+	if err != nil || existing {
+		return nil, err
+	}
+	conf, err := bootstrapConfig(self, addr, cfg.Peers)
+	if err != nil {
+		return nil, err
+	}
+	if others := len(conf.Servers) - 1; len(cfg.PeerAPIs) < others {
+		return nil, fmt.Errorf("bootstrap with %d other voters needs their API addresses (%d given) to check that no cluster exists: list every replica in ControllerHost lines, or give --peer-apis", others, len(cfg.PeerAPIs))
+	}
+	return &bootstrap{conf: conf, peers: cfg.PeerAPIs, log: cfg.Logger}, nil
+}
+
+// start runs the bootstrap in the background and returns the function
+// that stops it. A nil bootstrap has nothing to do.
+func (b *bootstrap) start(r *raft.Raft) (stop func()) {
+	if b == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.run(ctx, r)
+	}()
+	return func() { cancel(); <-done }
+}
+
+// run asks the peers until the rule allows forming the cluster, or says
+// this replica must not.
+func (b *bootstrap) run(ctx context.Context, r *raft.Raft) {
+	wait, logAt := bootstrapRetryMin, time.Now().Add(bootstrapLogFirst)
+	for {
+		if r.LastIndex() > 0 {
+			return // a leader reached this replica: it has joined
+		}
+		member, silent, err := b.ask(ctx)
+		switch {
+		case member != "":
+			b.log.Info("not forming a new cluster: a peer belongs to one; waiting for its leader to bring this replica up to date", "peer", member)
+			return
+		case len(silent) == 0:
+			b.form(r)
+			return
+		case time.Now().After(logAt):
+			b.log.Warn("not forming a new cluster until every other replica answers that it has none (this one may have lost its data and must rejoin its cluster); asking again",
+				"unanswered", strings.Join(silent, ","), "err", err)
+			logAt = time.Now().Add(bootstrapLogEvery)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, bootstrapRetryMax)
+	}
+}
+
+// ask asks every peer whether it belongs to a cluster. It returns the
+// address of one that does, or the peers that did not answer and the
+// first error.
+func (b *bootstrap) ask(ctx context.Context) (member string, silent []string, err error) {
+	for _, a := range b.peers {
+		st, perr := probeStatus(ctx, a)
+		switch {
+		case perr != nil:
+			silent = append(silent, a)
+			if err == nil {
+				err = perr
+			}
+		case st.GetLeaderId() != "" || st.GetLastLogIndex() > 0:
+			return a, nil, nil
 		}
 	}
-	return ""
+	return "", silent, err
+}
+
+// form bootstraps the running Raft instance. Raft refuses when the replica
+// gained state meanwhile (a leader reached it, or it voted): then it has
+// joined a cluster already.
+func (b *bootstrap) form(r *raft.Raft) {
+	err := r.BootstrapCluster(b.conf).Error()
+	switch {
+	case err == nil:
+		b.log.Info("formed a new cluster", "voters", len(b.conf.Servers))
+	case errors.Is(err, raft.ErrCantBootstrap), errors.Is(err, raft.ErrRaftShutdown):
+	default:
+		b.log.Error("bootstrap failed", "err", err)
+	}
 }
 
 // bootstrapConfig builds the first configuration: this replica plus peers
@@ -252,6 +351,7 @@ func (l *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 func (l *streamLayer) Addr() net.Addr { return l.advertise }
 
 func (n *raftNode) close() error {
+	n.stopBoot()
 	err := n.raft.Shutdown().Error()
 	n.transport.Close()
 	if cerr := n.logStore.Close(); err == nil {

@@ -24,10 +24,14 @@ import (
 // each replica; each replica binds (and dials from) its own loopback
 // address, 127.0.0.(11+i), so the proxies know who is calling and can cut
 // any pair. API traffic goes straight to the replicas.
+//
+// With ProcOptions.FromConfig the replicas are placed the way an admin
+// places them instead: by the ControllerHost lines of one phalanx.conf.
 type Procs struct {
 	t        testing.TB
 	bin      string
 	Dir      string
+	Conf     string // the phalanx.conf every replica reads (FromConfig only)
 	opts     ProcOptions
 	Replicas []*Proc
 	net      *raftNet
@@ -46,6 +50,14 @@ type ProcOptions struct {
 	// Verbose sends the replicas' logs to the test log (default: to
 	// Dir/ctlN.log only).
 	Verbose bool
+	// FromConfig starts the replicas from one shared phalanx.conf
+	// (Dir/phalanx.conf, Procs.Conf) instead of --bootstrap and --peers:
+	// a ControllerHost=ctlN(127.0.0.(10+N)) line each, one ControllerPort
+	// and one RaftPort for all, and only --node-id, --data-dir and --listen
+	// (their API addresses would clash on one host) on the command line.
+	// Raft traffic then goes straight between the replicas: Partition cuts
+	// nothing.
+	FromConfig bool
 }
 
 // Proc is one replica process. Its addresses stay across restarts.
@@ -53,7 +65,7 @@ type Proc struct {
 	ID       string
 	API      string // its API, dialled directly
 	raftBind string // 127.0.0.(11+i):port
-	raftAdv  string // its proxy, which the others dial
+	raftAdv  string // its proxy, which the others dial (FromConfig: raftBind)
 	dataDir  string
 
 	mu     sync.Mutex
@@ -105,11 +117,13 @@ func StartProcs(t testing.TB, bin string, o ProcOptions) *Procs {
 	c := &Procs{t: t, bin: bin, Dir: o.Dir, opts: o, net: newRaftNet(o.Replicas), agents: map[string]*agentProc{}}
 	t.Cleanup(c.Close)
 	for i := 0; i < o.Replicas; i++ {
-		ip := fmt.Sprintf("127.0.0.%d", 11+i)
-		p := &Proc{ID: fmt.Sprintf("ctl%d", i+1), API: freePort(t, "127.0.0.1"), raftBind: freePort(t, ip),
-			dataDir: filepath.Join(o.Dir, fmt.Sprintf("ctl%d", i+1))}
-		p.raftAdv = c.net.listen(t, i, p.raftBind)
-		c.Replicas = append(c.Replicas, p)
+		id := fmt.Sprintf("ctl%d", i+1)
+		c.Replicas = append(c.Replicas, &Proc{ID: id, dataDir: filepath.Join(o.Dir, id)})
+	}
+	if o.FromConfig {
+		c.placeFromConfig()
+	} else {
+		c.placeBehindProxies()
 	}
 	for i := range c.Replicas {
 		c.Start(i)
@@ -118,6 +132,61 @@ func StartProcs(t testing.TB, bin string, o ProcOptions) *Procs {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// replicaIP is replica i's own loopback address.
+func replicaIP(i int) string { return fmt.Sprintf("127.0.0.%d", 11+i) }
+
+// placeBehindProxies gives each replica a free API port on 127.0.0.1, a
+// Raft address on its own IP and a proxy in front of it.
+func (c *Procs) placeBehindProxies() {
+	for i, p := range c.Replicas {
+		p.API, p.raftBind = freePort(c.t, "127.0.0.1"), freePort(c.t, replicaIP(i))
+		p.raftAdv = c.net.listen(c.t, i, p.raftBind)
+	}
+}
+
+// placeFromConfig writes the phalanx.conf that places every replica on its
+// own IP, at ports free on all of them.
+func (c *Procs) placeFromConfig() {
+	var ips []string
+	for i := range c.Replicas {
+		ips = append(ips, replicaIP(i))
+	}
+	api, raft := commonFreePort(c.t, ips), commonFreePort(c.t, ips)
+	var b strings.Builder
+	for i, p := range c.Replicas {
+		p.API, p.raftBind = net.JoinHostPort(ips[i], api), net.JoinHostPort(ips[i], raft)
+		p.raftAdv = p.raftBind
+		fmt.Fprintf(&b, "ControllerHost=%s(%s)\n", p.ID, ips[i])
+	}
+	fmt.Fprintf(&b, "ControllerPort=%s\nRaftPort=%s\n", api, raft)
+	c.Conf = filepath.Join(c.Dir, "phalanx.conf")
+	if err := os.WriteFile(c.Conf, []byte(b.String()), 0o644); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// commonFreePort returns a port free on every one of ips.
+func commonFreePort(t testing.TB, ips []string) string {
+	t.Helper()
+	for try := 0; try < 50; try++ {
+		_, port, _ := net.SplitHostPort(freePort(t, ips[0]))
+		free := true
+		for _, ip := range ips[1:] {
+			l, err := net.Listen("tcp", net.JoinHostPort(ip, port))
+			if err != nil {
+				free = false
+				break
+			}
+			l.Close()
+		}
+		if free {
+			return port
+		}
+	}
+	t.Fatalf("no port free on all of %v", ips)
+	return ""
 }
 
 func freePort(t testing.TB, ip string) string {
@@ -143,15 +212,7 @@ func (c *Procs) APIAddrs() []string {
 func (c *Procs) Start(i int) {
 	c.t.Helper()
 	p := c.Replicas[i]
-	var peers []string
-	for _, q := range c.Replicas {
-		peers = append(peers, q.ID+"="+q.raftAdv)
-	}
-	args := append([]string{
-		"--node-id", p.ID, "--data-dir", p.dataDir, "--config", os.DevNull,
-		"--listen", p.API, "--raft-addr", p.raftBind, "--raft-advertise", p.raftAdv,
-		"--bootstrap", "--peers", strings.Join(peers, ","),
-	}, c.opts.Args...)
+	args := append(c.placeArgs(i), c.opts.Args...)
 	if c.opts.ReplicaArgs != nil {
 		args = append(args, c.opts.ReplicaArgs(i)...)
 	}
@@ -179,6 +240,38 @@ func (c *Procs) Start(i int) {
 	p.mu.Lock()
 	p.cmd, p.done, p.paused = cmd, done, false
 	p.mu.Unlock()
+}
+
+// placeArgs are the flags that place replica i: its identity, data dir
+// and addresses, and the peers of a new cluster (or the config that says
+// them).
+func (c *Procs) placeArgs(i int) []string {
+	p := c.Replicas[i]
+	args := []string{"--node-id", p.ID, "--data-dir", p.dataDir, "--listen", p.API}
+	if c.opts.FromConfig {
+		return append(args, "--config", c.Conf)
+	}
+	var peers, apis []string
+	for _, q := range c.Replicas {
+		peers = append(peers, q.ID+"="+q.raftAdv)
+		if q != p {
+			apis = append(apis, q.API)
+		}
+	}
+	return append(args, "--config", os.DevNull, "--raft-addr", p.raftBind, "--raft-advertise", p.raftAdv,
+		"--bootstrap", "--peers", strings.Join(peers, ","), "--peer-apis", strings.Join(apis, ","))
+}
+
+// Wipe deletes replica i's data dir, as a lost disk does. Stop or kill
+// the replica first.
+func (c *Procs) Wipe(i int) {
+	c.t.Helper()
+	if c.Running(i) {
+		c.t.Fatalf("wipe %s: it is running; kill it first", c.Replicas[i].ID)
+	}
+	if err := os.RemoveAll(c.Replicas[i].dataDir); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
 // Running reports whether replica i's process runs (paused or not).

@@ -4,9 +4,18 @@
 // A replica finds its place in the cluster from phalanx.conf: the
 // ControllerHost=NAME(ADDR) lines (Slurm's SlurmctldHost syntax) list the
 // replicas; this one is the line whose NAME is --node-id, or this host's
-// name. Its Raft address is ADDR:RaftPort, its API listens on
-// ControllerPort, and the first start of a new cluster bootstraps it with
-// every listed replica as a voter. Flags override each of these.
+// name, and a replica no line names refuses to start. Its Raft address is
+// ADDR:RaftPort; its API listens on every interface at ControllerPort and
+// is advertised as ADDR:ControllerPort (ADDR may carry its own API port,
+// ctl1(10.0.0.1:7817); the Raft port is RaftPort for every replica, so
+// replicas sharing a host need their own addresses, e.g. 127.0.0.x).
+//
+// Every listed replica is a voter of a new cluster. A replica with no
+// state forms it once every other one has answered that it has no cluster
+// either, and waits (asking again) while any is silent, so that one whose
+// data was lost rejoins its cluster instead of founding a second one; later
+// starts resume from disk. Flags override each of these; --peers (with
+// --peer-apis) replaces the ControllerHost lines altogether.
 package main
 
 import (
@@ -22,6 +31,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -46,10 +56,12 @@ func main() {
 
 type flags struct {
 	dataDir, listen, apiAdvertise, raftAddr, raftAdvertise string
-	nodeID, peers, confPath, topoPath, ports               string
+	nodeID, peers, peerAPIs, confPath, topoPath, ports     string
 	debugAddr                                              string
 	bootstrap, debug                                       bool
 	nodeTTL, heartbeat, killGrace, preGrace, minJobAge     time.Duration
+	snapInterval                                           time.Duration
+	snapThreshold, trailingLogs                            uint64
 	set                                                    map[string]bool // flags given on the command line
 }
 
@@ -66,12 +78,16 @@ func parseFlags(args []string) (*flags, error) {
 	fs.StringVar(&f.raftAdvertise, "raft-advertise", "", "Raft address other replicas dial (default: --raft-addr)")
 	fs.BoolVar(&f.bootstrap, "bootstrap", false, "form a new cluster on first start (default: on when the config lists the controllers)")
 	fs.StringVar(&f.peers, "peers", "", "voters of a new cluster, as id=host:raftport,... (default: the config's ControllerHost lines)")
+	fs.StringVar(&f.peerAPIs, "peer-apis", "", "with --peers: the other voters' API addresses, host:port,..., asked before bootstrapping whether a cluster already exists")
 	fs.DurationVar(&f.nodeTTL, "node-ttl", 30*time.Second, "declare a node DOWN after this long without a heartbeat")
 	fs.DurationVar(&f.heartbeat, "heartbeat-interval", 5*time.Second, "heartbeat interval asked of the agents")
 	fs.DurationVar(&f.killGrace, "kill-grace", 10*time.Second, "time between SIGTERM and SIGKILL when a job is cancelled")
 	fs.DurationVar(&f.preGrace, "preempt-grace", 0, "time between SIGTERM and SIGKILL for a preempted job, to checkpoint (default: --kill-grace)")
 	fs.DurationVar(&f.minJobAge, "min-job-age", 0, "how long scontrol show job and squeue still show a finished job (default: MinJobAge from the config, else 300s)")
 	fs.StringVar(&f.ports, "master-ports", "29500-29999", "range for MASTER_PORT")
+	fs.Uint64Var(&f.snapThreshold, "snapshot-threshold", 0, "snapshot the state once this many Raft entries were written since the last snapshot (default 8192)")
+	fs.DurationVar(&f.snapInterval, "snapshot-interval", 0, "how often to check --snapshot-threshold (default 2m)")
+	fs.Uint64Var(&f.trailingLogs, "trailing-logs", 0, "Raft entries kept after a snapshot, so that a replica a little behind catches up from the log rather than a snapshot (default 10240)")
 	fs.BoolVar(&f.debug, "debug", false, "log at debug level")
 	fs.StringVar(&f.debugAddr, "debug-addr", "", "serve Go's profiler (/debug/pprof/) on this address (off by default; never expose it)")
 	if err := fs.Parse(args); err != nil {
@@ -127,6 +143,7 @@ func configure(f *flags, log *slog.Logger) (controller.Config, error) {
 	cfg := controller.Config{
 		DataDir: f.dataDir, NodeTTL: f.nodeTTL, HeartbeatInterval: f.heartbeat,
 		KillGrace: f.killGrace, PreemptGrace: f.preGrace, Logger: log,
+		SnapshotThreshold: f.snapThreshold, SnapshotInterval: f.snapInterval, TrailingLogs: f.trailingLogs,
 	}
 	if _, err := fmt.Sscanf(f.ports, "%d-%d", &cfg.MasterPortMin, &cfg.MasterPortMax); err != nil {
 		return cfg, fmt.Errorf("--master-ports %q: want MIN-MAX, e.g. 29500-29999", f.ports)
@@ -147,48 +164,72 @@ func configure(f *flags, log *slog.Logger) (controller.Config, error) {
 // placeReplica sets this replica's identity, addresses and bootstrap peers
 // from the ControllerHost lines, then from the flags.
 func placeReplica(cfg *controller.Config, f *flags, conf *config.Config) error {
-	apiPort, raftPort := config.DefaultControllerPort, config.DefaultRaftPort
-	var ctls []config.Controller
-	if conf != nil {
-		ctls = conf.Controllers
-		if conf.ControllerPort > 0 {
-			apiPort = conf.ControllerPort
-		}
-		if conf.RaftPort > 0 {
-			raftPort = conf.RaftPort
-		}
-	}
 	cfg.NodeID = f.nodeID
-	if cfg.NodeID == "" && len(ctls) > 0 {
-		cfg.NodeID = hostInList(ctls)
-	}
-	cfg.APIAddr, cfg.RaftAddr = ":"+strconv.Itoa(apiPort), "127.0.0.1:"+strconv.Itoa(raftPort)
-	if len(ctls) > 0 {
-		self := -1
-		for i, c := range ctls {
-			if c.Name == cfg.NodeID {
-				self = i
-			}
-		}
-		if self < 0 && !f.set["raft-addr"] {
-			host, _ := os.Hostname()
-			return fmt.Errorf("this replica (%s) is not among the ControllerHost lines of the config: give --node-id NAME of one of them", orDefault(cfg.NodeID, host))
-		}
-		cfg.Bootstrap = true
-		for i, c := range ctls {
-			host := hostOnly(c.Addr)
-			cfg.Peers = append(cfg.Peers, c.Name+"="+net.JoinHostPort(host, strconv.Itoa(raftPort)))
-			api := c.Addr
-			if _, _, err := net.SplitHostPort(api); err != nil {
-				api = net.JoinHostPort(host, strconv.Itoa(apiPort))
-			}
-			if i == self {
-				cfg.RaftAddr, cfg.APIAdvertise = net.JoinHostPort(host, strconv.Itoa(raftPort)), api
-			} else {
-				cfg.PeerAPIs = append(cfg.PeerAPIs, api)
+	cfg.APIAddr, cfg.RaftAddr = ":"+strconv.Itoa(config.DefaultControllerPort), "127.0.0.1:"+strconv.Itoa(config.DefaultRaftPort)
+	if conf != nil {
+		cfg.APIAddr = ":" + strconv.Itoa(conf.ControllerPort)
+		cfg.RaftAddr = "127.0.0.1:" + strconv.Itoa(conf.RaftPort)
+		if len(conf.Controllers) > 0 && !f.set["peers"] {
+			if err := fromControllerLines(cfg, conf); err != nil {
+				return err
 			}
 		}
 	}
+	return applyFlags(cfg, f)
+}
+
+// fromControllerLines places this replica as the config's ControllerHost
+// lines say: it is the line named by --node-id (default: this host's
+// name); every line is a voter of a new cluster, at ADDR:RaftPort, and
+// answers the API at ADDR:ControllerPort (or at ADDR's own port).
+func fromControllerLines(cfg *controller.Config, conf *config.Config) error {
+	if cfg.NodeID == "" {
+		cfg.NodeID = hostInList(conf.Controllers)
+	}
+	self := slices.IndexFunc(conf.Controllers, func(c config.Controller) bool { return c.Name == cfg.NodeID })
+	if self < 0 {
+		return notListed(cfg.NodeID, conf.Controllers)
+	}
+	raftAddrs := map[string]string{}
+	for i, c := range conf.Controllers {
+		host, api := hostOnly(c.Addr), c.Addr
+		if _, _, err := net.SplitHostPort(api); err != nil {
+			api = net.JoinHostPort(host, strconv.Itoa(conf.ControllerPort))
+		}
+		raft := net.JoinHostPort(host, strconv.Itoa(conf.RaftPort))
+		if other, dup := raftAddrs[raft]; dup {
+			return fmt.Errorf("ControllerHost lines %s and %s share the Raft address %s (RaftPort is the same for every controller): give each its own address", other, c.Name, raft)
+		}
+		raftAddrs[raft] = c.Name
+		cfg.Peers = append(cfg.Peers, c.Name+"="+raft)
+		if i == self {
+			cfg.RaftAddr, cfg.APIAdvertise = raft, api
+		} else {
+			cfg.PeerAPIs = append(cfg.PeerAPIs, api)
+		}
+	}
+	cfg.Bootstrap = true
+	return nil
+}
+
+// notListed is the error for a replica the ControllerHost lines do not
+// name: it would otherwise bootstrap a cluster the listed replicas do not
+// know.
+func notListed(id string, ctls []config.Controller) error {
+	names := make([]string, len(ctls))
+	for i, c := range ctls {
+		names[i] = c.Name
+	}
+	if id == "" {
+		id, _ = os.Hostname()
+		return fmt.Errorf("this host (%s) is not among the ControllerHost lines of the config (%s): give --node-id NAME of one of them", id, strings.Join(names, ", "))
+	}
+	return fmt.Errorf("--node-id %s is not among the ControllerHost lines of the config (%s): add a ControllerHost=%s(ADDR) line to every replica's config, or give the name of one of them", id, strings.Join(names, ", "), id)
+}
+
+// applyFlags lets the flags given on the command line override what the
+// config said.
+func applyFlags(cfg *controller.Config, f *flags) error {
 	if f.set["listen"] {
 		cfg.APIAddr = f.listen
 	}
@@ -204,13 +245,21 @@ func placeReplica(cfg *controller.Config, f *flags, conf *config.Config) error {
 	if f.set["bootstrap"] {
 		cfg.Bootstrap = f.bootstrap
 	}
+	if f.set["peer-apis"] && !f.set["peers"] {
+		return fmt.Errorf("--peer-apis goes with --peers: give both, or neither to take the peers from the ControllerHost lines")
+	}
 	if f.set["peers"] {
-		cfg.Peers = nil
-		if f.peers != "" {
-			cfg.Peers = strings.Split(f.peers, ",")
-		}
+		cfg.Peers, cfg.PeerAPIs = splitList(f.peers), splitList(f.peerAPIs)
 	}
 	return nil
+}
+
+// splitList splits a comma-separated flag value; empty gives nil.
+func splitList(v string) []string {
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
 }
 
 // serveDebug serves Go's profiler (/debug/pprof/) and Raft's internal
@@ -264,13 +313,6 @@ func hostOnly(addr string) string {
 		return h
 	}
 	return strings.Trim(addr, "[]")
-}
-
-func orDefault(v, d string) string {
-	if v == "" {
-		return d
-	}
-	return v
 }
 
 // loadConfig reads phalanx.conf and topology.conf into cfg and returns the
