@@ -12,7 +12,9 @@
 // State lives in one directory (a temporary one by default, removed at the
 // end). Started again on the same directory, the cluster resumes: the
 // controllers come back from their disks with their jobs, on the ports
-// recorded in cluster.json the first time.
+// recorded in cluster.json the first time. A resumed cluster keeps its
+// shape (controllers, nodes, GPUs, ports): options that ask for another
+// are refused, never ignored.
 package devcluster
 
 import (
@@ -33,9 +35,13 @@ import (
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/apiclient"
+	"github.com/phalanx-hpc/phalanx/topology"
 )
 
-// Options shape the dev cluster.
+// Options shape the dev cluster. The zero value of each field that shapes
+// it (GPUsPerNode: a negative one) means the default for a new cluster,
+// and what Dir holds for one that resumes; a value that differs from what
+// Dir holds is refused.
 type Options struct {
 	Controllers int    // replicas: 1 (default), 3 or 5
 	Nodes       int    // default 4
@@ -101,7 +107,12 @@ type proc struct {
 // Start brings up the controllers, waits for a leader, starts the agents
 // and waits until every node has registered.
 func Start(ctx context.Context, o Options) (*Cluster, error) {
-	o = o.withDefaults()
+	if o.Runtime == "" {
+		o.Runtime = "process"
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
 	c := &Cluster{Dir: o.Dir}
 	if c.Dir == "" {
 		d, err := os.MkdirTemp("", "phx-dev-")
@@ -143,6 +154,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	return c, nil
 }
 
+// withDefaults fills the options that shape a new cluster.
 func (o Options) withDefaults() Options {
 	if o.Controllers <= 0 {
 		o.Controllers = 1
@@ -165,14 +177,8 @@ func (o Options) withDefaults() Options {
 	if o.LeafSize <= 0 {
 		o.LeafSize = (o.Nodes + 1) / 2
 	}
-	if o.Runtime == "" {
-		o.Runtime = "process"
-	}
 	if o.APIAddr == "" {
 		o.APIAddr = "127.0.0.1:7817"
-	}
-	if o.Log == nil {
-		o.Log = io.Discard
 	}
 	return o
 }
@@ -187,8 +193,8 @@ func (c *Cluster) APIAddrs() []string {
 }
 
 // prepare makes the directory, takes its lock (one phx dev per
-// directory), and reads cluster.json or writes a new one with the
-// topology.
+// directory), and reads cluster.json (refusing options that ask for
+// another cluster) or writes a new one with the topology.
 func (c *Cluster) prepare(o Options) error {
 	if err := os.MkdirAll(filepath.Join(c.Dir, "logs"), 0o755); err != nil {
 		return fmt.Errorf("state directory: %w", err)
@@ -207,16 +213,22 @@ func (c *Cluster) prepare(o Options) error {
 	switch {
 	case err == nil:
 		if err := json.Unmarshal(data, &c.Layout); err != nil {
-			return fmt.Errorf("%s: %w (remove the directory to start a new cluster)", path, err)
+			return fmt.Errorf("%s: %w (remove %s to start a new cluster)", path, err, c.Dir)
 		}
-		if len(c.Layout.Controllers) != o.Controllers {
-			return fmt.Errorf("%s holds a cluster of %d controllers; run phx dev --controllers %d on it, or use another --dir",
-				c.Dir, len(c.Layout.Controllers), len(c.Layout.Controllers))
+		if len(c.Layout.Controllers) == 0 || len(c.Layout.Nodes) == 0 {
+			return fmt.Errorf("%s names no controller or no node: remove %s to start a new cluster", path, c.Dir)
 		}
-		return nil
+		return c.Layout.checkResume(c.Dir, o)
 	case !errors.Is(err, os.ErrNotExist):
 		return err
 	}
+	return c.create(path, o.withDefaults())
+}
+
+// create lays out a new cluster: ports, nodes and topology, recorded in
+// path.
+func (c *Cluster) create(path string, o Options) error {
+	var err error
 	if c.Layout.Controllers, err = pickPorts(o.APIAddr, o.Controllers); err != nil {
 		return err
 	}
@@ -225,11 +237,72 @@ func (c *Cluster) prepare(o Options) error {
 		return err
 	}
 	c.Layout.GPUsPerNode, c.Layout.GPUModel, c.Layout.CPUs, c.Layout.MemoryMB = o.GPUsPerNode, o.GPUModel, o.CPUs, o.MemoryMB
-	data, err = json.MarshalIndent(c.Layout, "", "  ")
+	data, err := json.MarshalIndent(c.Layout, "", "  ")
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(path, data, 0o644)
+}
+
+// checkResume refuses options that ask for another cluster than the one in
+// dir: a resumed cluster keeps its shape, and an option that changes it
+// would otherwise be ignored without a word.
+func (l Layout) checkResume(dir string, o Options) error {
+	leaf := 0
+	if o.LeafSize > 0 {
+		var err error
+		if leaf, err = leafSize(dir, l.Nodes); err != nil {
+			return err
+		}
+	}
+	first := l.Controllers[0].API
+	for _, f := range []struct {
+		flag        string
+		given, held any
+		differs     bool
+	}{
+		{"--controllers", o.Controllers, len(l.Controllers), o.Controllers > 0 && o.Controllers != len(l.Controllers)},
+		{"--nodes", o.Nodes, len(l.Nodes), o.Nodes > 0 && o.Nodes != len(l.Nodes)},
+		{"--gpus-per-node", o.GPUsPerNode, l.GPUsPerNode, o.GPUsPerNode >= 0 && o.GPUsPerNode != l.GPUsPerNode},
+		{"--gpu-model", o.GPUModel, l.GPUModel, o.GPUModel != "" && o.GPUModel != l.GPUModel},
+		{"--cpus-per-node", o.CPUs, l.CPUs, o.CPUs > 0 && o.CPUs != l.CPUs},
+		{"--memory-per-node", o.MemoryMB, l.MemoryMB, o.MemoryMB > 0 && o.MemoryMB != l.MemoryMB},
+		{"--leaf-size", o.LeafSize, leaf, o.LeafSize > 0 && o.LeafSize != leaf},
+		{"--listen", o.APIAddr, first, o.APIAddr != "" && !sameListen(o.APIAddr, first)},
+	} {
+		if f.differs {
+			return fmt.Errorf("%s holds a cluster with %s %v, not %v: leave %s out to resume it, or give another --dir (or remove %s) to start a new one",
+				dir, f.flag, f.held, f.given, f.flag, dir)
+		}
+	}
+	return nil
+}
+
+// sameListen reports whether --listen given names the first controller's
+// API address held; port 0 (free ports) matches the ports picked then.
+func sameListen(given, held string) bool {
+	gh, gp, err := net.SplitHostPort(given)
+	if err != nil {
+		return false
+	}
+	hh, hp, _ := net.SplitHostPort(held)
+	return gh == hh && (gp == hp || gp == "0")
+}
+
+// leafSize is how many nodes the first leaf switch of dir's topology.conf
+// holds.
+func leafSize(dir string, nodes []string) (int, error) {
+	t, err := topology.Load(filepath.Join(dir, "topology.conf"))
+	if err != nil {
+		return 0, fmt.Errorf("%w (remove %s to start a new cluster)", err, dir)
+	}
+	n := 0
+	for _, name := range nodes {
+		if t.LeafOf(name) == t.LeafOf(nodes[0]) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // pickPorts gives each replica an API port and a Raft port: from the
@@ -312,16 +385,19 @@ func writeTopology(dir string, o Options) ([]string, error) {
 }
 
 func (c *Cluster) startController(bin string, r Replica, o Options) error {
-	var peers []string
+	var peers, apis []string
 	for _, p := range c.Layout.Controllers {
 		peers = append(peers, p.ID+"="+p.Raft)
+		if p != r {
+			apis = append(apis, p.API)
+		}
 	}
 	args := []string{
 		"--node-id", r.ID,
 		"--data-dir", filepath.Join(c.Dir, "controller-"+r.ID),
 		"--listen", r.API,
 		"--raft-addr", r.Raft,
-		"--bootstrap", "--peers", strings.Join(peers, ","),
+		"--bootstrap", "--peers", strings.Join(peers, ","), "--peer-apis", strings.Join(apis, ","),
 		"--topology", filepath.Join(c.Dir, "topology.conf"),
 		"--config", os.DevNull, // dev clusters ignore /etc/phalanx
 		"--node-ttl", "15s",

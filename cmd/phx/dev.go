@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -20,7 +19,8 @@ func devCommand() *cli.Command {
 		Usage: "run a local cluster (controllers + agents with fake GPUs) until interrupted",
 		Description: "Starts 1, 3 or 5 phalanx-controller processes (a Raft group) and one phalanx-agent process per node, " +
 			"with go-nvml's mock GPUs, state in --dir (a temporary directory by default). Prints the export line for PHX_SERVER. " +
-			"Started again on the same --dir, the cluster resumes with its jobs.",
+			"Started again on the same --dir, the cluster resumes with its jobs and its shape: flags that ask for another " +
+			"(--controllers, --nodes, --gpus-per-node, --gpu-model, --leaf-size, --cpus-per-node, --memory-per-node, --listen) are refused.",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "controllers", Value: 1, Usage: "controller replicas: 1, 3 or 5 (kill -9 one to watch a failover)"},
 			&cli.IntFlag{Name: "nodes", Value: 4, Usage: "number of nodes"},
@@ -44,23 +44,11 @@ func devCommand() *cli.Command {
 			default:
 				return fmt.Errorf("--controllers %d: use 1, 3 or 5 (a Raft group needs an odd number to keep a majority)", n)
 			}
-			o := devcluster.Options{
-				Controllers:       c.Int("controllers"),
-				Nodes:             c.Int("nodes"),
-				GPUsPerNode:       c.Int("gpus-per-node"),
-				GPUModel:          c.String("gpu-model"),
-				LeafSize:          c.Int("leaf-size"),
-				CPUs:              c.Int("cpus-per-node"),
-				MemoryMB:          c.Int64("memory-per-node"),
-				Runtime:           c.String("runtime"),
-				ContainerdAddress: c.String("containerd-address"),
-				APIAddr:           c.String("listen"),
-				Dir:               c.String("dir"),
-			}
+			o := devOptions(c)
 			if c.Bool("verbose") {
 				o.Log = os.Stderr
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			cl, err := devcluster.Start(ctx, o)
 			if err != nil {
@@ -74,4 +62,32 @@ func devCommand() *cli.Command {
 			return cl.Close()
 		},
 	}
+}
+
+// devOptions maps the flags to devcluster's options. A flag that shapes the
+// cluster is passed only when given, so that a resumed cluster keeps what
+// its directory holds and refuses what differs.
+func devOptions(c *cli.Context) devcluster.Options {
+	o := devcluster.Options{
+		GPUsPerNode:       -1,
+		Runtime:           c.String("runtime"),
+		ContainerdAddress: c.String("containerd-address"),
+		Dir:               c.String("dir"),
+	}
+	for name, dst := range map[string]*int{"controllers": &o.Controllers, "nodes": &o.Nodes, "gpus-per-node": &o.GPUsPerNode,
+		"leaf-size": &o.LeafSize, "cpus-per-node": &o.CPUs} {
+		if c.IsSet(name) {
+			*dst = c.Int(name)
+		}
+	}
+	if c.IsSet("memory-per-node") {
+		o.MemoryMB = c.Int64("memory-per-node")
+	}
+	if c.IsSet("gpu-model") {
+		o.GPUModel = c.String("gpu-model")
+	}
+	if c.IsSet("listen") {
+		o.APIAddr = c.String("listen")
+	}
+	return o
 }

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/apiclient"
+)
+
+// TestDevThreeControllers runs `phx dev --controllers 3` on a --dir that
+// does not exist yet: it creates it, prints an export line naming three
+// controllers that elect a leader, and refuses a second phx dev on the same
+// dir. Stopped and started again on the dir with no flags, it resumes the
+// same cluster with its job; with flags asking for another shape, it
+// refuses to start.
+func TestDevThreeControllers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs controller and agent processes; not in -short")
+	}
+	bin := buildDevBinaries(t)
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	dir := filepath.Join(t.TempDir(), "new", "dev")
+
+	first := startDev(t, "--controllers", "3", "--nodes", "2", "--gpus-per-node", "2", "--listen", "127.0.0.1:0", "--dir", dir)
+	addrs := first.servers
+	if len(addrs) != 3 {
+		t.Fatalf("export line names %v, want three controllers", addrs)
+	}
+	api := devClient(t, addrs)
+	if leaders := countLeaders(t, addrs); leaders != 1 {
+		t.Errorf("%d controllers lead, want 1", leaders)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sub, err := api.SubmitJob(ctx, &phalanxv1.SubmitJobRequest{Spec: &phalanxv1.JobSpec{
+		Name: "kept", User: "alice", Uid: -1, Gid: -1, WorkDir: t.TempDir(), Script: "#!/bin/sh\ntrue\n",
+		Nodes: 1, GpusPerNode: 1,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "another phx dev is running on " + dir + ": stop it first, or use another --dir"
+	if _, err := runDev(t, "--dir", dir); err == nil || err.Error() != want {
+		t.Errorf("second phx dev on the same dir: %v, want %q", err, want)
+	}
+	first.stop(t)
+
+	again := startDev(t, "--dir", dir)
+	if strings.Join(again.servers, ",") != strings.Join(addrs, ",") {
+		t.Errorf("resumed on %v, want the same controllers %v", again.servers, addrs)
+	}
+	job, err := devClient(t, addrs).GetJob(ctx, &phalanxv1.GetJobRequest{JobId: sub.JobId})
+	if err != nil || job.GetSpec().GetName() != "kept" {
+		t.Errorf("job %d after the restart: %v %v", sub.JobId, job, err)
+	}
+	again.stop(t)
+
+	want = dir + " holds a cluster with --nodes 2, not 4: leave --nodes out to resume it, or give another --dir (or remove " + dir + ") to start a new one"
+	if _, err := runDev(t, "--dir", dir, "--nodes", "4"); err == nil || err.Error() != want {
+		t.Errorf("phx dev --nodes 4 on a 2-node dir: %v, want %q", err, want)
+	}
+}
+
+// devRun is a phx dev running in the test.
+type devRun struct {
+	servers []string // from its export line
+	cancel  context.CancelFunc
+	done    chan error
+	out     *syncBuffer
+}
+
+var exportLine = regexp.MustCompile(`(?m)^export PHX_SERVER=(\S+)$`)
+
+// startDev runs phx dev with args until it prints its export line.
+func startDev(t *testing.T, args ...string) *devRun {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &devRun{cancel: cancel, done: make(chan error, 1), out: &syncBuffer{}}
+	go func() { r.done <- devApp(r.out).RunContext(ctx, append([]string{"phx", "dev"}, args...)) }()
+	t.Cleanup(func() { r.stop(t) })
+	deadline := time.After(40 * time.Second)
+	for {
+		if m := exportLine.FindStringSubmatch(r.out.String()); m != nil {
+			r.servers = strings.Split(m[1], ",")
+			return r
+		}
+		select {
+		case err := <-r.done:
+			r.done <- err
+			t.Fatalf("phx dev %s ended: %v\n%s", strings.Join(args, " "), err, r.out)
+		case <-deadline:
+			t.Fatalf("phx dev %s printed no export line within 40s:\n%s", strings.Join(args, " "), r.out)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// stop interrupts phx dev (as Ctrl-C does) and waits for it to end.
+func (r *devRun) stop(t *testing.T) {
+	t.Helper()
+	if r.cancel == nil {
+		return
+	}
+	r.cancel()
+	r.cancel = nil
+	if err := <-r.done; err != nil {
+		t.Errorf("phx dev stopping: %v", err)
+	}
+}
+
+// runDev runs a phx dev expected to end by itself (refused).
+func runDev(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	out := &syncBuffer{}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := devApp(out).RunContext(ctx, append([]string{"phx", "dev"}, args...))
+	return out.String(), err
+}
+
+func devApp(out *syncBuffer) *cli.App {
+	return &cli.App{Name: "phx", Commands: []*cli.Command{devCommand()}, Writer: out, ErrWriter: out}
+}
+
+func devClient(t *testing.T, addrs []string) phalanxv1.ControllerServiceClient {
+	t.Helper()
+	conn, err := apiclient.Dial(addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return phalanxv1.NewControllerServiceClient(conn)
+}
+
+// countLeaders asks each controller for its role.
+func countLeaders(t *testing.T, addrs []string) int {
+	t.Helper()
+	n := 0
+	for _, a := range addrs {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		st, err := devClient(t, []string{a}).GetControllerStatus(ctx, &phalanxv1.GetControllerStatusRequest{})
+		cancel()
+		if err != nil {
+			t.Fatalf("controller %s: %v", a, err)
+		}
+		if st.Role == "Leader" {
+			n++
+		}
+	}
+	return n
+}
+
+// buildDevBinaries builds phalanx-controller and phalanx-agent as `make
+// build` does, into a directory for PATH.
+func buildDevBinaries(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, b := range []struct{ name, cgo, tags string }{
+		{"phalanx-controller", "0", ""}, {"phalanx-agent", "1", "no_dynamic_plugins"},
+	} {
+		cmd := exec.Command("go", "build", "-tags", b.tags, "-o", filepath.Join(dir, b.name), "github.com/phalanx-hpc/phalanx/cmd/"+b.name)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED="+b.cgo)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", b.name, err, out)
+		}
+	}
+	return dir
+}
+
+// syncBuffer is a bytes.Buffer safe for phx dev's writes and the test's
+// reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+var _ fmt.Stringer = (*syncBuffer)(nil)
