@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,7 +26,7 @@ import (
 )
 
 var (
-	chaosDuration = flag.Duration("chaos.duration", 40*time.Second, "how long the chaos test runs its workload under faults")
+	chaosDuration = flag.Duration("chaos.duration", minChaosDuration, "how long the chaos test runs its workload under faults")
 	chaosSeed     = flag.Int64("chaos.seed", 0, "seed of the nemesis and the clients (0: from the clock; the test log says which)")
 	chaosClients  = flag.Int("chaos.clients", 4, "concurrent clients")
 	chaosReport   = flag.String("chaos.report", "", "also write the figures as JSON to this file")
@@ -32,8 +35,9 @@ var (
 // TestChaos runs three controller processes and four agents under a
 // workload of concurrent submits, cancels and reads while a nemesis kills
 // the leader, a follower or every replica with SIGKILL and restarts them,
-// cuts the leader or a minority off the others, and pauses the leader with
-// SIGSTOP. At the end it heals
+// cuts the leader or a minority off the others, and pauses the leader or a
+// follower with SIGSTOP; the replicas snapshot and compact their logs every
+// few hundred entries meanwhile. At the end it heals
 // everything and checks: every acknowledged submit exists exactly once; no
 // GPU was ever held by two attempts at once (over every allocation the log
 // records, not only the last); every job ended in one state with nothing
@@ -52,10 +56,14 @@ func TestChaos(t *testing.T) {
 	bin := testcluster.BuildController(t, t.TempDir())
 	procs := testcluster.StartProcs(t, bin, testcluster.ProcOptions{Args: []string{
 		"--node-ttl", "3s", "--heartbeat-interval", "200ms", "--kill-grace", "1s", "--min-job-age", "24h",
+		// Snapshots and log compaction every few hundred entries, so that
+		// restarts cross snapshots and a replica that was down long
+		// enough catches up through InstallSnapshot.
+		"--snapshot-threshold", "300", "--snapshot-interval", "500ms", "--trailing-logs", "100",
 	}})
 	procs.StartAgents(4, 8, process.New())
 
-	r := &chaosRun{t: t, procs: procs, start: time.Now(), rng: rand.New(rand.NewSource(seed)), workDir: t.TempDir()}
+	r := &chaosRun{t: t, procs: procs, start: time.Now(), seed: seed, rng: rand.New(rand.NewSource(seed)), workDir: t.TempDir()}
 	ctx, stop := context.WithTimeout(context.Background(), *chaosDuration)
 	defer stop()
 	var wg sync.WaitGroup
@@ -82,6 +90,9 @@ func TestChaos(t *testing.T) {
 	if res.Operations.OK < 100 || res.Faults.Total == 0 {
 		t.Errorf("the run did too little to mean anything: %d operations, %d faults", res.Operations.OK, res.Faults.Total)
 	}
+	if *chaosDuration >= minChaosDuration && len(res.Faults.ByKind) < faultKinds {
+		t.Errorf("%d kinds of fault injected; a run of %s must see all %d", len(res.Faults.ByKind), *chaosDuration, faultKinds)
+	}
 	for _, a := range res.Anomalies {
 		t.Error(a)
 	}
@@ -92,6 +103,7 @@ type chaosRun struct {
 	t       *testing.T
 	procs   *testcluster.Procs
 	start   time.Time
+	seed    int64
 	workDir string
 
 	mu        sync.Mutex
@@ -253,6 +265,14 @@ func (c *chaosClient) read() {
 	c.r.record(op)
 }
 
+// faultKinds is how many kinds of fault the nemesis injects. A fault and
+// the calm after it last 7s at most, so a run of minChaosDuration (the
+// default, what CI runs) injects each kind at least once.
+const (
+	faultKinds       = 7
+	minChaosDuration = 55 * time.Second
+)
+
 // nemesis injects one fault after another until ctx ends.
 func (r *chaosRun) nemesis(ctx context.Context) {
 	pause := func(d time.Duration) bool {
@@ -264,9 +284,14 @@ func (r *chaosRun) nemesis(ctx context.Context) {
 		}
 	}
 	pause(2 * time.Second) // a calm start
+	// The fault kinds, shuffled: each comes once before any comes twice.
+	var deck []int
 	for ctx.Err() == nil {
 		r.mu.Lock()
-		kind := r.rng.Intn(6)
+		if len(deck) == 0 {
+			deck = r.rng.Perm(faultKinds)
+		}
+		kind := deck[0]
 		hold := time.Duration(1500+r.rng.Intn(2500)) * time.Millisecond
 		calm := time.Duration(1000+r.rng.Intn(2000)) * time.Millisecond
 		follower := r.rng.Intn(2)
@@ -276,6 +301,7 @@ func (r *chaosRun) nemesis(ctx context.Context) {
 			pause(calm)
 			continue
 		}
+		deck = deck[1:]
 		other := (leader + 1 + follower) % 3
 		switch kind {
 		case 0:
@@ -312,6 +338,11 @@ func (r *chaosRun) nemesis(ctx context.Context) {
 			for i := range r.procs.Replicas {
 				r.procs.Start(i)
 			}
+		case 6:
+			r.fault("pause a follower (SIGSTOP)")
+			r.procs.Pause(other)
+			pause(hold)
+			r.procs.Resume(other)
 		}
 		pause(calm)
 	}
@@ -507,14 +538,51 @@ func (r *chaosRun) check() *chaosResult {
 	result, info := porcupine.CheckOperationsVerbose(jobTableModel, history, 2*time.Minute)
 	res.Linearizable = string(result)
 	if result != porcupine.Ok {
-		path := r.workDir + "/linearizability.html"
+		path := filepath.Join(os.TempDir(), fmt.Sprintf("phx-chaos-%d.html", r.seed)) // kept after the test
 		if f, err := os.Create(path); err == nil {
 			porcupine.Visualize(jobTableModel, info, f)
 			f.Close()
 		}
 		anomaly("the history is not linearizable (%s); visualisation in %s", result, path)
+		for _, ops := range illegalRequests(history, 3) {
+			anomaly("not linearizable:\n%s", describeOps(ops))
+		}
 	}
 	return res
+}
+
+// illegalRequests returns the operations of up to n requests whose own
+// history (one partition of the model) is not linearizable.
+func illegalRequests(history []porcupine.Operation, n int) [][]porcupine.Operation {
+	var out [][]porcupine.Operation
+	single := jobTableModel
+	single.Partition = nil
+	for _, ops := range jobTableModel.Partition(history) {
+		if len(out) == n {
+			break
+		}
+		if !porcupine.CheckOperations(single, ops) {
+			out = append(out, ops)
+		}
+	}
+	return out
+}
+
+// describeOps lists operations with their call and return times (seconds
+// into the run), in call order.
+func describeOps(ops []porcupine.Operation) string {
+	ops = slices.Clone(ops)
+	sort.Slice(ops, func(i, k int) bool { return ops[i].Call < ops[k].Call })
+	var b strings.Builder
+	for _, op := range ops {
+		ret := "never"
+		if op.Return != never {
+			ret = fmt.Sprintf("%.3fs", time.Duration(op.Return).Seconds())
+		}
+		fmt.Fprintf(&b, "  client %d  %.3fs..%s  %s\n", op.ClientId, time.Duration(op.Call).Seconds(), ret,
+			jobTableModel.DescribeOperation(op.Input, op.Output))
+	}
+	return b.String()
 }
 
 // longestGap is the longest interval without a successful write, from the
