@@ -31,14 +31,16 @@ type Config struct {
 	// unspecified IP).
 	APIAdvertise string
 	// Bootstrap makes this replica form a new cluster with Peers (or alone)
-	// when its data dir is empty and no peer already belongs to a cluster.
+	// when its data dir is empty, and then only once every other voter has
+	// answered that it belongs to no cluster (see raft.go's bootstrap).
 	Bootstrap bool
 	// Peers are the voters as "id=raftaddr" for bootstrap (this replica may
 	// be among them).
 	Peers []string
-	// PeerAPIs are API addresses of the peers, asked before bootstrapping
-	// whether a cluster already exists (a replica whose disk was replaced
-	// must rejoin it, never found a second one).
+	// PeerAPIs are the API addresses of the other voters, one each: a
+	// bootstrap asks them whether a cluster already exists (a replica whose
+	// disk was replaced must rejoin it, never found a second one). New
+	// refuses a bootstrap with fewer addresses than other voters.
 	PeerAPIs []string
 
 	// Partitions replace the replicated ones when the leader starts; nil
