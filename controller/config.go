@@ -100,6 +100,10 @@ type Config struct {
 	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
 
+	// Fatal stops the process when this replica cannot go on: a committed
+	// entry it cannot apply (a command from a newer version, a disk
+	// error). It must not return. Default: panic.
+	Fatal func(error)
 	// FastRaft uses tight Raft timings, for tests and dev clusters on one host.
 	FastRaft bool
 	// NoSync skips fsync of the state database (tests only; the Raft log is

@@ -127,7 +127,11 @@ func openRaft(cfg Config, st *store.Store, logw io.Writer) (*raftNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.raft, err = raft.NewRaft(rc, fsm.New(st), cache, logStore, snaps, n.transport)
+	var fsmOpts []fsm.Option
+	if cfg.Fatal != nil {
+		fsmOpts = append(fsmOpts, fsm.OnFatal(cfg.Fatal))
+	}
+	n.raft, err = raft.NewRaft(rc, fsm.New(st, fsmOpts...), cache, logStore, snaps, n.transport)
 	if err != nil {
 		return nil, fmt.Errorf("start raft: %w", err)
 	}

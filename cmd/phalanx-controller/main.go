@@ -118,6 +118,10 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "phalanx-controller: %v\n", err)
 		return 2
 	}
+	cfg.Fatal = func(err error) {
+		fmt.Fprintf(os.Stderr, "phalanx-controller: %v\n", err)
+		os.Exit(1)
+	}
 	srv, err := controller.New(cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "phalanx-controller: %v\n", err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	statev1 "github.com/phalanx-hpc/phalanx/api/phalanx/state/v1"
@@ -18,7 +19,7 @@ const frameProto = 0xF1
 
 // ErrUnknownCommand: the entry holds a command this binary does not know
 // (a newer replica wrote it).
-var ErrUnknownCommand = errors.New("unknown command: upgrade phalanx-controller")
+var ErrUnknownCommand = errors.New("a command this version does not know, written by a newer controller: upgrade this replica and start it again (it replays the log)")
 
 // Encode frames a command for the Raft log.
 func Encode(c Command) ([]byte, error) {
@@ -89,7 +90,17 @@ func decode(m *statev1.Command) (Command, error) {
 			HistoryBefore: codec.FromTime(r.GetHistoryBefore()), MaxHistory: int(r.GetMaxHistory()),
 		}}, nil
 	}
-	return nil, fmt.Errorf("command field %v: %w", m.ProtoReflect().GetUnknown(), ErrUnknownCommand)
+	return nil, fmt.Errorf("command type %d: %w", unknownType(m), ErrUnknownCommand)
+}
+
+// unknownType is the field number of the command a newer version wrote:
+// the first unknown field of the Command (0 when there is none).
+func unknownType(m *statev1.Command) protowire.Number {
+	num, _, n := protowire.ConsumeTag(m.ProtoReflect().GetUnknown())
+	if n < 0 {
+		return 0
+	}
+	return num
 }
 
 func decodePlaceJobs(r *statev1.PlaceJobs) PlaceJobs {

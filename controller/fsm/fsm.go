@@ -12,6 +12,7 @@ import (
 // FSM applies committed log entries to the store.
 type FSM struct {
 	store *store.Store
+	fatal func(error)
 }
 
 var (
@@ -20,7 +21,21 @@ var (
 )
 
 // New returns the state machine of a replica whose state is st.
-func New(st *store.Store) *FSM { return &FSM{store: st} }
+func New(st *store.Store, opts ...Option) *FSM {
+	f := &FSM{store: st, fatal: func(err error) { panic(err) }}
+	for _, o := range opts {
+		o(f)
+	}
+	return f
+}
+
+// Option is an optional setting of New.
+type Option func(*FSM)
+
+// OnFatal sets what stops the replica when an entry cannot be applied (a
+// command this version does not know, a disk error): fatal is called with
+// the error and must not return. The default panics.
+func OnFatal(fatal func(error)) Option { return func(f *FSM) { f.fatal = fatal } }
 
 // Apply implements raft.FSM.
 func (f *FSM) Apply(l *raft.Log) any {
@@ -47,11 +62,13 @@ func (f *FSM) apply(l *raft.Log) any {
 	}
 	c, err := Decode(l.Data)
 	if err != nil {
-		panic(fmt.Sprintf("raft log index %d: %v", l.Index, err))
+		f.fatal(fmt.Errorf("raft log entry %d: %w", l.Index, err))
+		return nil
 	}
 	res := c.apply(f.store, l.Index)
 	if res.Err != nil && !store.IsRejection(res.Err) {
-		panic(fmt.Sprintf("raft log index %d: apply %T: %v", l.Index, c, res.Err))
+		f.fatal(fmt.Errorf("raft log entry %d: apply %T: %w", l.Index, c, res.Err))
+		return nil
 	}
 	return res
 }

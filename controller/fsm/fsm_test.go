@@ -2,12 +2,14 @@ package fsm
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/store"
@@ -151,4 +153,25 @@ func TestFSMStopsWhenTheStoreCannotApply(t *testing.T) {
 		}
 	}()
 	f.Apply(entry(t, 1, SubmitJob{Job: testJob(1)}))
+}
+
+// An entry written by a newer version (a command type this one does not
+// know) stops the replica with a message that names the entry and the type
+// and says what to do; nothing of it is applied.
+func TestFSMStopsOnACommandItDoesNotKnow(t *testing.T) {
+	st := openStore(t)
+	var stopped error
+	f := New(st, OnFatal(func(err error) { stopped = err }))
+	future := append([]byte{frameProto}, protowire.AppendTag(nil, 99, protowire.BytesType)...)
+	future = protowire.AppendBytes(future, []byte("a command of a later release"))
+	if res := f.Apply(&raft.Log{Index: 7, Type: raft.LogCommand, Data: future}); res != nil {
+		t.Errorf("applying it gave %v", res)
+	}
+	want := "raft log entry 7: command type 99: a command this version does not know, written by a newer controller: upgrade this replica and start it again (it replays the log)"
+	if stopped == nil || stopped.Error() != want || !errors.Is(stopped, ErrUnknownCommand) {
+		t.Errorf("stopped with %v; want %q", stopped, want)
+	}
+	if st.AppliedIndex() != 0 {
+		t.Errorf("applied index %d after an entry it could not read; want 0", st.AppliedIndex())
+	}
 }
