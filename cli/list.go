@@ -2,14 +2,17 @@ package cli
 
 import (
 	"context"
+	"fmt"
 
 	"google.golang.org/protobuf/proto"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 )
 
-// listJobs pages through every job req selects. The controller's timeout
-// covers each page, not the whole listing, so a listing of any size works.
+// listJobs pages through every job req selects. The controller bounds each
+// page by count and by encoded size (so that it fits gRPC's 4 MiB), and the
+// timeout covers each page, not the whole listing: a listing of any size
+// works.
 func (cn *conn) listJobs(ctx context.Context, req *phalanxv1.ListJobsRequest) ([]*phalanxv1.Job, error) {
 	req = proto.Clone(req).(*phalanxv1.ListJobsRequest)
 	var out []*phalanxv1.Job
@@ -25,6 +28,9 @@ func (cn *conn) listJobs(ctx context.Context, req *phalanxv1.ListJobsRequest) ([
 		out = append(out, resp.Jobs...)
 		if resp.NextPageToken == "" {
 			return out, nil
+		}
+		if resp.NextPageToken == req.PageToken {
+			return nil, fmt.Errorf("the controller gave page %q again: listing stopped", req.PageToken)
 		}
 		req.PageToken = resp.NextPageToken
 	}
@@ -46,6 +52,9 @@ func (cn *conn) listNodes(ctx context.Context, req *phalanxv1.ListNodesRequest) 
 		out = append(out, resp.Nodes...)
 		if resp.NextPageToken == "" {
 			return out, nil
+		}
+		if resp.NextPageToken == req.PageToken {
+			return nil, fmt.Errorf("the controller gave page %q again: listing stopped", req.PageToken)
 		}
 		req.PageToken = resp.NextPageToken
 	}

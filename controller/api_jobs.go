@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
@@ -184,7 +185,7 @@ func (c *controllerService) GetJob(ctx context.Context, req *phalanxv1.GetJobReq
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return c.s.jobView(j, c.s.nodeAddrs(), true), nil
+	return c.s.jobView(j, c.s.nodeAddrs()), nil
 }
 
 // visible returns a job that is active or ended within MinJobAge, as
@@ -214,22 +215,27 @@ func (s *Server) recent(j *cluster.Job) bool {
 	return j.InQueue() || j.Live() || s.cfg.Clock.Now().Sub(j.EndTime) < s.cfg.MinJobAge
 }
 
-// jobView converts a job with the leader's pending reason; full includes
-// its script and environment.
-func (s *Server) jobView(j *cluster.Job, addrs map[string]string, full bool) *phalanxv1.Job {
-	s.mu.Lock()
-	p, ok := s.pending.get(j.ID)
-	s.mu.Unlock()
-	var out *phalanxv1.Job
-	if ok {
-		out = jobToProto(j, addrs, &p)
-	} else {
-		out = jobToProto(j, addrs, nil)
-	}
-	if !full {
-		out.Spec.Script, out.Spec.Env = "", nil
-	}
+// jobView converts a job, script and environment included, with the
+// leader's pending reason.
+func (s *Server) jobView(j *cluster.Job, addrs map[string]string) *phalanxv1.Job {
+	out := jobToProto(j, addrs, nil)
+	s.addPending([]*phalanxv1.Job{out})
 	return out
+}
+
+// addPending gives the pending jobs among jobs the leader's reason and
+// expected start.
+func (s *Server) addPending(jobs []*phalanxv1.Job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, j := range jobs {
+		if j.State != string(cluster.JobPending) {
+			continue
+		}
+		if p, ok := s.pending.get(cluster.JobID(j.Id)); ok {
+			setPending(j, p)
+		}
+	}
 }
 
 func (s *Server) nodeAddrs() map[string]string {
@@ -241,69 +247,57 @@ func (s *Server) nodeAddrs() map[string]string {
 	return addrs
 }
 
+// ListJobs answers one page, bounded by count and by encoded size: the
+// store offers each selected job to a listPage, which converts it and
+// ends the page before it would pass maxPageBytes.
 func (c *controllerService) ListJobs(ctx context.Context, req *phalanxv1.ListJobsRequest) (*phalanxv1.ListJobsResponse, error) {
 	s := c.s
-	q, err := pageQuery(req.PageSize, req.PageToken)
+	q, err := listQuery(req, s.cfg.Clock.Now(), s.cfg.MinJobAge)
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	q.Finished = req.IncludeFinished || req.History || len(req.JobIds) > 0
-	if !req.History {
-		q.EndedAfter = s.cfg.Clock.Now().Add(-s.cfg.MinJobAge)
-	}
-	q.Match = func(j *cluster.Job) bool {
-		if !q.Finished && !j.InQueue() {
-			return false
-		}
-		return matchJob(j, req)
-	}
-	jobs, next, err := s.store.Jobs(q)
+	page := &listPage{addrs: s.nodeAddrs()}
+	q.Take = page.take
+	_, next, err := s.store.Jobs(q)
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	addrs := s.nodeAddrs()
-	out := &phalanxv1.ListJobsResponse{}
-	for _, j := range jobs {
-		out.Jobs = append(out.Jobs, s.jobView(j, addrs, false))
-	}
+	s.addPending(page.jobs)
+	out := &phalanxv1.ListJobsResponse{Jobs: page.jobs}
 	if next != 0 {
 		out.NextPageToken = strconv.FormatUint(uint64(next), 10)
 	}
 	return out, nil
 }
 
-// pageQuery reads a page size and token into a job query.
-func pageQuery(size int32, token string) (store.JobQuery, error) {
-	q := store.JobQuery{Limit: defaultPageSize}
-	switch {
-	case size < 0:
-		return q, cluster.Errorf(cluster.ErrInvalid, "page size %d must not be negative", size)
-	case size > 0:
-		q.Limit = min(int(size), maxPageSize)
-	}
-	if token != "" {
-		after, err := strconv.ParseUint(token, 10, 64)
-		if err != nil {
-			return q, cluster.Errorf(cluster.ErrInvalid, "page token %q is not one this server gave", token)
-		}
-		q.After = cluster.JobID(after)
-	}
-	return q, nil
+// maxPageBytes bounds the encoded jobs of one list page, far inside
+// gRPC's default 4 MiB limit on what a client receives, whatever the
+// jobs: a page ends before the job that would pass it (only a page's
+// first job can, alone). listSlack covers what is added after sizing
+// (a pending reason and expected start) and each job's framing.
+const (
+	maxPageBytes = 1 << 20
+	listSlack    = 64
+)
+
+// listPage is one page of a listing, converted for the wire (jobs in
+// lists come without script and environment) as the store offers them.
+type listPage struct {
+	addrs map[string]string
+	jobs  []*phalanxv1.Job
+	bytes int
 }
 
-func matchJob(j *cluster.Job, req *phalanxv1.ListJobsRequest) bool {
-	if len(req.JobIds) > 0 && !slices.Contains(req.JobIds, uint64(j.ID)) {
+// take adds j unless the page is not empty and j would take it past
+// maxPageBytes.
+func (p *listPage) take(j *cluster.Job) bool {
+	v := jobToProto(j, p.addrs, nil)
+	v.Spec.Script, v.Spec.Env = "", nil
+	n := proto.Size(v) + listSlack
+	if len(p.jobs) > 0 && p.bytes+n > maxPageBytes {
 		return false
 	}
-	if len(req.Users) > 0 && !slices.Contains(req.Users, j.User) {
-		return false
-	}
-	if len(req.States) > 0 && !slices.Contains(req.States, string(j.State)) {
-		return false
-	}
-	if len(req.Partitions) > 0 && !slices.Contains(req.Partitions, j.Partition) {
-		return false
-	}
+	p.jobs, p.bytes = append(p.jobs, v), p.bytes+n
 	return true
 }
 

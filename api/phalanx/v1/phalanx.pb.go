@@ -1312,7 +1312,10 @@ func (x *GetJobRequest) GetJobId() uint64 {
 }
 
 // ListJobsRequest selects jobs, in ID order, one page at a time. Jobs in
-// lists come without their script and environment (GetJob has them).
+// lists come without their script and environment (GetJob has them). A
+// page holds at most page_size jobs and ends early rather than pass about
+// 1 MiB, so that every page fits a client's default 4 MiB limit: follow
+// next_page_token until it is empty, whatever the page size.
 type ListJobsRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	JobIds     []uint64               `protobuf:"varint,1,rep,packed,name=job_ids,json=jobIds,proto3" json:"job_ids,omitempty"`
@@ -1325,7 +1328,20 @@ type ListJobsRequest struct {
 	PageSize        int32  `protobuf:"varint,6,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`   // 0: the server's default (1000); at most 5000
 	PageToken       string `protobuf:"bytes,7,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"` // next_page_token of the previous page
 	// history: every finished job still kept (accounting), whatever its age.
-	History       bool `protobuf:"varint,8,opt,name=history,proto3" json:"history,omitempty"`
+	History bool `protobuf:"varint,8,opt,name=history,proto3" json:"history,omitempty"`
+	// names: only jobs with one of these names.
+	Names []string `protobuf:"bytes,9,rep,name=names,proto3" json:"names,omitempty"`
+	// window_start and window_end, once either is set, select jobs by what
+	// they did between the two (inclusive) as sacct's -S and -E do; unset,
+	// the start is the beginning of time and the end is now. Without
+	// states: the jobs submitted by the end that had not ended before the
+	// start. With states, a job matches a state it was in during the
+	// window: PENDING, submitted by the end and still waiting at the start;
+	// RUNNING, an attempt that held its resources in the window; an end
+	// state (COMPLETED, FAILED, ...), reached in the window; CONFIGURING or
+	// COMPLETING, the job's state now.
+	WindowStart   *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=window_start,json=windowStart,proto3" json:"window_start,omitempty"`
+	WindowEnd     *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=window_end,json=windowEnd,proto3" json:"window_end,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1414,6 +1430,27 @@ func (x *ListJobsRequest) GetHistory() bool {
 		return x.History
 	}
 	return false
+}
+
+func (x *ListJobsRequest) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
+func (x *ListJobsRequest) GetWindowStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.WindowStart
+	}
+	return nil
+}
+
+func (x *ListJobsRequest) GetWindowEnd() *timestamppb.Timestamp {
+	if x != nil {
+		return x.WindowEnd
+	}
+	return nil
 }
 
 type ListJobsResponse struct {
@@ -3443,7 +3480,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x11CancelJobResponse\x12\x1c\n" +
 	"\tcancelled\x18\x01 \x03(\x04R\tcancelled\"&\n" +
 	"\rGetJobRequest\x12\x15\n" +
-	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\"\xf9\x01\n" +
+	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\"\x89\x03\n" +
 	"\x0fListJobsRequest\x12\x17\n" +
 	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\x12\x14\n" +
 	"\x05users\x18\x02 \x03(\tR\x05users\x12\x16\n" +
@@ -3455,7 +3492,12 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\tpage_size\x18\x06 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\a \x01(\tR\tpageToken\x12\x18\n" +
-	"\ahistory\x18\b \x01(\bR\ahistory\"_\n" +
+	"\ahistory\x18\b \x01(\bR\ahistory\x12\x14\n" +
+	"\x05names\x18\t \x03(\tR\x05names\x12=\n" +
+	"\fwindow_start\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\vwindowStart\x129\n" +
+	"\n" +
+	"window_end\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\twindowEnd\"_\n" +
 	"\x10ListJobsResponse\x12#\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x0f.phalanx.v1.JobR\x04jobs\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"d\n" +
@@ -3686,58 +3728,60 @@ var file_phalanx_v1_phalanx_proto_depIdxs = []int32{
 	48, // 15: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
 	0,  // 16: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
 	48, // 17: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
-	3,  // 18: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
-	5,  // 19: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
-	6,  // 20: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
-	48, // 21: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
-	23, // 22: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
-	19, // 23: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
-	37, // 24: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
-	40, // 25: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
-	3,  // 26: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
-	43, // 27: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
-	48, // 28: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
-	7,  // 29: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
-	9,  // 30: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
-	11, // 31: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
-	12, // 32: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
-	14, // 33: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
-	16, // 34: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
-	21, // 35: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
-	20, // 36: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
-	24, // 37: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
-	26, // 38: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
-	28, // 39: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
-	30, // 40: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
-	32, // 41: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
-	34, // 42: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
-	36, // 43: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
-	39, // 44: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
-	42, // 45: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
-	45, // 46: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
-	8,  // 47: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
-	10, // 48: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
-	3,  // 49: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
-	13, // 50: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
-	15, // 51: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
-	17, // 52: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
-	22, // 53: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
-	19, // 54: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
-	25, // 55: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
-	27, // 56: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
-	29, // 57: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
-	31, // 58: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
-	33, // 59: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
-	35, // 60: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
-	38, // 61: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
-	41, // 62: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
-	44, // 63: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
-	46, // 64: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
-	47, // [47:65] is the sub-list for method output_type
-	29, // [29:47] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	48, // 18: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
+	48, // 19: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
+	3,  // 20: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
+	5,  // 21: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
+	6,  // 22: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
+	48, // 23: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
+	23, // 24: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
+	19, // 25: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
+	37, // 26: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
+	40, // 27: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
+	3,  // 28: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
+	43, // 29: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
+	48, // 30: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
+	7,  // 31: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
+	9,  // 32: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
+	11, // 33: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
+	12, // 34: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
+	14, // 35: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
+	16, // 36: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
+	21, // 37: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
+	20, // 38: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
+	24, // 39: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
+	26, // 40: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
+	28, // 41: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
+	30, // 42: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
+	32, // 43: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
+	34, // 44: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
+	36, // 45: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
+	39, // 46: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
+	42, // 47: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
+	45, // 48: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
+	8,  // 49: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
+	10, // 50: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
+	3,  // 51: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
+	13, // 52: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
+	15, // 53: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
+	17, // 54: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
+	22, // 55: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
+	19, // 56: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
+	25, // 57: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
+	27, // 58: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
+	29, // 59: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
+	31, // 60: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
+	33, // 61: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
+	35, // 62: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
+	38, // 63: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
+	41, // 64: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
+	44, // 65: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
+	46, // 66: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
+	49, // [49:67] is the sub-list for method output_type
+	31, // [31:49] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_phalanx_proto_init() }

@@ -1,0 +1,230 @@
+package cli
+
+import (
+	"fmt"
+	"os/user"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cli/getopt"
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+var sacctOptions = []getopt.Option{
+	{Long: "allocations", Short: 'X', Usage: "accepted for Slurm's scripts: phx records no job steps, so each job is one line anyway"},
+	{Long: "allusers", Short: 'a', Usage: "every user's jobs"},
+	{Long: "brief", Short: 'b', Usage: "only JobID, State and ExitCode"},
+	{Long: "delimiter", HasArg: true, Usage: "field separator of -p and -P (default |)"},
+	{Long: "endtime", Short: 'E', HasArg: true, Usage: "jobs eligible up to this time (default now; with -s, the start time)"},
+	{Long: "format", Short: 'o', HasArg: true, Usage: "comma-separated fields, each with an optional %WIDTH (%-WIDTH: left-aligned)"},
+	{Long: "help", Short: 'h', Usage: "show this help"},
+	{Long: "helpformat", Short: 'e', Usage: "list the fields of --format"},
+	{Long: "jobs", Short: 'j', HasArg: true, Usage: "comma-separated job IDs"},
+	{Long: "name", HasArg: true, Usage: "comma-separated job names"},
+	{Long: "noheader", Short: 'n', Usage: "no header lines"},
+	{Long: "parsable", Short: 'p', Usage: "fields separated by |, with a | at the end"},
+	{Long: "parsable2", Short: 'P', Usage: "fields separated by |, without one at the end"},
+	{Long: "partition", Short: 'r', HasArg: true, Usage: "comma-separated partitions"},
+	{Long: "starttime", Short: 'S', HasArg: true, Usage: "jobs not ended before this time (default midnight today; with -s: now; with -j: any time)"},
+	{Long: "state", Short: 's', HasArg: true, Usage: "comma-separated states the jobs were in during the window (CD,F,CA,TO,NF,PR,PD,R or long names)"},
+	{Long: "uid", HasArg: true, Usage: "the same as --user"},
+	{Long: "user", Short: 'u', HasArg: true, Usage: "comma-separated user names (default: yours; root: everyone's)"},
+}
+
+// sacctTimes is the help's note on -S and -E.
+const sacctTimes = `
+Times (-S, -E): YYYY-MM-DD[THH:MM[:SS]], MM/DD[/YY][-HH:MM[:SS]], MMDD[YY][-HH:MM[:SS]],
+HH:MM[:SS][AM|PM], today, midnight, noon, now[{+|-}COUNT[seconds|minutes|hours|days|weeks]].
+`
+
+func (k *commands) sacct() *ucli.Command {
+	return slurmCommand("sacct", "list jobs from the accounting history, finished ones included", k.runSacct)
+}
+
+// sacctQuery is a parsed sacct command line.
+type sacctQuery struct {
+	req                          *phalanxv1.ListJobsRequest
+	view                         SacctView
+	all, brief, help, helpFormat bool
+	starttime, endtime           string
+}
+
+// slurmStateCodes are the job state codes of Slurm that Phalanx never
+// reaches; sacct -s accepts them (and finds no job in them).
+var slurmStateCodes = map[string]string{
+	"BF": "BOOT_FAIL", "DL": "DEADLINE", "OOM": "OUT_OF_MEMORY", "RQ": "REQUEUED",
+	"RS": "RESIZING", "RV": "REVOKED", "S": "SUSPENDED", "SE": "SPECIAL_EXIT",
+}
+
+func parseSacct(args []string, envFormat string) (*sacctQuery, error) {
+	vals, operands, err := getopt.Parse(sacctOptions, args, getopt.Permute)
+	if err != nil {
+		return nil, err
+	}
+	if len(operands) > 0 {
+		return nil, fmt.Errorf("unexpected argument %q: name jobs with -j", operands[0])
+	}
+	q := &sacctQuery{req: &phalanxv1.ListJobsRequest{History: true}}
+	for _, v := range vals {
+		if err := q.set(v); err != nil {
+			return nil, err
+		}
+	}
+	if q.brief { // as Slurm, after the fields of -o
+		q.view.Format = strings.TrimPrefix(q.view.Format+",JobID,State,ExitCode", ",")
+	}
+	q.view.Format = orDefault(q.view.Format, envFormat)
+	return q, nil
+}
+
+func (q *sacctQuery) set(v getopt.Value) (err error) {
+	switch v.Name {
+	case "allusers":
+		q.all = true
+	case "brief":
+		q.brief = true
+	case "delimiter":
+		q.view.Delimiter = v.Value
+	case "endtime":
+		q.endtime = v.Value
+	case "format": // each -o adds fields
+		q.view.Format = strings.TrimPrefix(q.view.Format+","+v.Value, ",")
+	case "help":
+		q.help = true
+	case "helpformat":
+		q.helpFormat = true
+	case "jobs":
+		q.req.JobIds, err = parseJobIDs(v.Value)
+	case "name":
+		q.req.Names = append(q.req.Names, splitList(v.Value)...)
+	case "noheader":
+		q.view.NoHeader = true
+	case "parsable", "parsable2":
+		q.view.Parsable, q.view.Trailing = true, v.Name == "parsable"
+	case "partition":
+		q.req.Partitions = append(q.req.Partitions, splitList(v.Value)...)
+	case "starttime":
+		q.starttime = v.Value
+	case "state":
+		err = q.addStates(v.Value)
+	case "uid", "user":
+		q.all = v.Value == "-1" // Slurm's spelling of every user
+		if !q.all {
+			q.req.Users = append(q.req.Users, splitList(v.Value)...)
+		}
+	}
+	return err
+}
+
+// addStates reads -s: Slurm's state names and codes, in any case.
+func (q *sacctQuery) addStates(list string) error {
+	for _, s := range splitList(list) {
+		if name, ok := slurmStateCodes[strings.ToUpper(s)]; ok {
+			q.req.States = append(q.req.States, name)
+			continue
+		}
+		st, err := cluster.ParseJobState(s)
+		if err != nil {
+			return err
+		}
+		q.req.States = append(q.req.States, string(st))
+	}
+	return nil
+}
+
+// resolve fills in what depends on the caller and the clock: the default
+// user, and the time window, with Slurm's defaults (sacct(1), DEFAULT
+// TIME WINDOW).
+func (q *sacctQuery) resolve(now time.Time, loc *time.Location, current func() (*user.User, error)) error {
+	if !q.all && len(q.req.Users) == 0 && len(q.req.JobIds) == 0 {
+		u, err := current()
+		if err != nil {
+			return fmt.Errorf("cannot determine the current user (%v): name users with -u, or -a for everyone's jobs", err)
+		}
+		if u.Uid != "0" { // root sees everyone's jobs, as in Slurm
+			q.req.Users = []string{u.Username}
+		}
+	}
+	if q.all {
+		q.req.Users = nil
+	}
+	start, end, err := q.window(now, loc)
+	if err != nil {
+		return err
+	}
+	if end.Before(start) {
+		return fmt.Errorf("the end time %s is before the start time %s", end.In(loc).Format(timeLayout), start.In(loc).Format(timeLayout))
+	}
+	if !start.IsZero() {
+		q.req.WindowStart = timestamppb.New(start)
+	}
+	q.req.WindowEnd = timestamppb.New(end)
+	return nil
+}
+
+func (q *sacctQuery) window(now time.Time, loc *time.Location) (start, end time.Time, err error) {
+	states, jobs := len(q.req.States) > 0, len(q.req.JobIds) > 0
+	switch {
+	case q.starttime != "":
+		if start, err = parseSlurmTime(q.starttime, now, loc); err != nil {
+			return start, end, fmt.Errorf("--starttime=%s: %w", q.starttime, err)
+		}
+	case states && !jobs:
+		start = now
+	case !jobs:
+		y, m, d := now.In(loc).Date()
+		start = time.Date(y, m, d, 0, 0, 0, 0, loc)
+	}
+	switch {
+	case q.endtime != "":
+		if end, err = parseSlurmTime(q.endtime, now, loc); err != nil {
+			return start, end, fmt.Errorf("--endtime=%s: %w", q.endtime, err)
+		}
+	case states && q.starttime != "":
+		end = start
+	default:
+		end = now
+	}
+	return start, end, nil
+}
+
+func (k *commands) runSacct(c *ucli.Context, args []string) error {
+	q, err := parseSacct(args, k.sys.Getenv("SACCT_FORMAT"))
+	switch {
+	case err != nil:
+		return err
+	case q.help:
+		fmt.Fprintf(k.sys.Stdout, "Usage: sacct [OPTIONS]\n\n%s%s", getopt.Usage(sacctOptions), sacctTimes)
+		return nil
+	case q.helpFormat:
+		fmt.Fprint(k.sys.Stdout, sacctFieldHelp())
+		return nil
+	}
+	if _, err := sacctColumns(q.view.Format); err != nil {
+		return err
+	}
+	now := k.sys.Now()
+	if err := q.resolve(now, time.Local, k.sys.CurrentUser); err != nil {
+		return err
+	}
+	cn, err := k.dial(c)
+	if err != nil {
+		return err
+	}
+	defer cn.Close()
+	jobs, err := cn.listJobs(c.Context, q.req)
+	if err != nil {
+		return err
+	}
+	q.view.Now, q.view.Loc = now, time.Local
+	out, err := FormatSacct(jobs, q.view)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprint(k.sys.Stdout, out)
+	return err
+}

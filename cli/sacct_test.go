@@ -1,0 +1,319 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os/user"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+)
+
+// sacctJobs are the jobs of the formatting tests, in format_test.go's
+// notation: one of each state, a name and an ID too wide for their columns.
+const sacctJobs = `
+job id=7 name=pretrain-llama-70b user=alexandria account=ml part=gpu-long state=RUNNING submit=-2h start=-65m nodes=gpu[001-004] gpus=8 cpus=32 mem=65536 limit=1-00:00:00
+job id=8 name=eval user=bob part=gpu state=PENDING reason=Resources submit=-10m req-nodes=2
+job id=9 name=sweep user=bob part=gpu state=COMPLETED submit=-3h start=-3h end=-2h nodes=gpu005 cpus=8 mem=1000
+job id=10 name=big user=carol part=gpu state=FAILED reason=NonZeroExitCode exit=1:0 submit=-50h start=-50h end=-1h nodes=gpu[010-011] cpus=4
+job id=11 name=x user=d part=gpu state=NODE_FAIL exit=0:9 submit=-5m start=-4m end=-1m nodes=gpu012
+job id=12 name=c user=d part=gpu state=CANCELLED reason=Cancelled submit=-5m end=-1m
+job id=123456789012345 name=t user=d part=gpu state=TIMEOUT submit=-5h start=-5h end=-1h nodes=gpu013 limit=4:00:00
+`
+
+// TestFormatSacct checks sacct's layout against Slurm's: every column is
+// followed by a space (trailing one included), JobID is left-aligned in 12,
+// the rest right-aligned; text too wide ends in +, dates are cut, numbers
+// and times never; -p/-P separate with | (with or without a last one).
+func TestFormatSacct(t *testing.T) {
+	jobs := parseObjects(t, sacctJobs).jobs
+	for _, tc := range []struct {
+		name string
+		view SacctView
+		want string
+	}{
+		{"default", SacctView{}, `
+JobID           JobName  Partition    Account  AllocCPUS      State ExitCode 
+------------ ---------- ---------- ---------- ---------- ---------- -------- 
+7            pretrain-+   gpu-long         ml        128    RUNNING      0:0 
+8                  eval        gpu                     0    PENDING      0:0 
+9                 sweep        gpu                     8  COMPLETED      0:0 
+10                  big        gpu                     8     FAILED      1:0 
+11                    x        gpu                     0  NODE_FAIL      0:9 
+12                    c        gpu                     0  CANCELLED      0:0 
+12345678901+          t        gpu                     0    TIMEOUT      0:0 
+`},
+		{"fields, prefixes and widths", SacctView{Format: "jobid%5,jobname%-15,state%4,elapsed,start,end,nodelist,nnodes,submit,timelimit,user,reason,alloctres,exitcode"}, `
+JobID JobName         Stat    Elapsed               Start                 End        NodeList   NNodes              Submit  Timelimit      User                 Reason  AllocTRES ExitCode 
+----- --------------- ---- ---------- ------------------- ------------------- --------------- -------- ------------------- ---------- --------- ---------------------- ---------- -------- 
+    7 pretrain-llama+ RUN+   01:05:00 2024-05-01T10:55:00             Unknown    gpu[001-004]        4 2024-05-01T10:00:00 1-00:00:00 alexandr+                   None cpu=128,g+      0:0 
+    8 eval            PEN+   00:00:00             Unknown             Unknown   None assigned        2 2024-05-01T11:50:00  UNLIMITED       bob              Resources                 0:0 
+    9 sweep           COM+   01:00:00 2024-05-01T09:00:00 2024-05-01T10:00:00          gpu005        1 2024-05-01T09:00:00  UNLIMITED       bob                   None cpu=8,mem+      0:0 
+   10 big             FAI+ 2-01:00:00 2024-04-29T10:00:00 2024-05-01T11:00:00    gpu[010-011]        2 2024-04-29T10:00:00  UNLIMITED     carol        NonZeroExitCode cpu=8,nod+      1:0 
+   11 x               NOD+   00:03:00 2024-05-01T11:56:00 2024-05-01T11:59:00          gpu012        1 2024-05-01T11:55:00  UNLIMITED         d                   None     node=1      0:9 
+   12 c               CAN+   00:00:00             Unknown 2024-05-01T11:59:00   None assigned        1 2024-05-01T11:55:00  UNLIMITED         d              Cancelled                 0:0 
+1234+ t               TIM+   04:00:00 2024-05-01T07:00:00 2024-05-01T11:00:00          gpu013        1 2024-05-01T07:00:00   04:00:00         d                   None     node=1      0:0 
+`},
+		{"parsable", SacctView{Parsable: true, Trailing: true, Format: "JobID,State,ExitCode,NodeList"}, `
+JobID|State|ExitCode|NodeList|
+7|RUNNING|0:0|gpu[001-004]|
+8|PENDING|0:0|None assigned|
+9|COMPLETED|0:0|gpu005|
+10|FAILED|1:0|gpu[010-011]|
+11|NODE_FAIL|0:9|gpu012|
+12|CANCELLED|0:0|None assigned|
+123456789012345|TIMEOUT|0:0|gpu013|
+`},
+		{"parsable2, no header", SacctView{Parsable: true, NoHeader: true, Format: "jobid,alloctres,cputime,cputimeraw"}, `
+7|cpu=128,gres/gpu=32,mem=256G,node=4|5-18:40:00|499200
+8||00:00:00|0
+9|cpu=8,mem=1000M,node=1|08:00:00|28800
+10|cpu=8,node=2|16-08:00:00|1411200
+11|node=1|00:00:00|0
+12||00:00:00|0
+123456789012345|node=1|00:00:00|0
+`},
+		{"brief, noheader, own delimiter", SacctView{Format: "JobID,State,ExitCode", Parsable: true, Trailing: true, Delimiter: ";", NoHeader: true}, `
+7;RUNNING;0:0;
+8;PENDING;0:0;
+9;COMPLETED;0:0;
+10;FAILED;1:0;
+11;NODE_FAIL;0:9;
+12;CANCELLED;0:0;
+123456789012345;TIMEOUT;0:0;
+`},
+		{"unknown field", SacctView{Format: "jobid,maxrss"}, "error: invalid field requested: \"maxrss\" (sacct --helpformat lists the fields)"},
+		{"bad width", SacctView{Format: "jobid%x"}, "error: invalid width in --format field \"jobid%x\": write NAME%WIDTH or NAME%-WIDTH"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.view.Now = testNow
+			got, err := FormatSacct(jobs, tc.view)
+			if err != nil {
+				got = "error: " + err.Error()
+			}
+			if want := strings.TrimPrefix(tc.want, "\n"); got != want {
+				t.Errorf("got:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
+
+func TestSacctFieldsAll(t *testing.T) {
+	cols, err := sacctColumns("ALL%7")
+	if err != nil || len(cols) != len(sacctFields) || cols[3].width != 7 {
+		t.Fatalf("ALL%%7 = %d columns (%v), want every field, 7 wide", len(cols), err)
+	}
+	if _, err := FormatSacct(parseObjects(t, sacctJobs).jobs, SacctView{Format: "all", Now: testNow}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func at(s string) *timestamppb.Timestamp {
+	t, err := time.Parse(timeLayout, s)
+	if err != nil {
+		panic(err)
+	}
+	return timestamppb.New(t)
+}
+
+// TestParseSacct checks the requests sacct sends, Slurm's default time
+// window included: midnight to now; with -s, now (or -S) to -S; with -j,
+// no start. testNow is 2024-05-01T12:00:00 UTC; the user is alice.
+func TestParseSacct(t *testing.T) {
+	now, midnight := timestamppb.New(testNow), at("2024-05-01T00:00:00")
+	alice := []string{"alice"}
+	for _, tc := range []struct {
+		args []string
+		root bool
+		want *phalanxv1.ListJobsRequest
+	}{
+		{nil, false, &phalanxv1.ListJobsRequest{Users: alice, WindowStart: midnight, WindowEnd: now}},
+		{nil, true, &phalanxv1.ListJobsRequest{WindowStart: midnight, WindowEnd: now}},
+		{[]string{"-a", "-X"}, false, &phalanxv1.ListJobsRequest{WindowStart: midnight, WindowEnd: now}},
+		{[]string{"-j", "7,8"}, false, &phalanxv1.ListJobsRequest{JobIds: []uint64{7, 8}, WindowEnd: now}},
+		{[]string{"-j7", "-u", "bob"}, false, &phalanxv1.ListJobsRequest{JobIds: []uint64{7}, Users: []string{"bob"}, WindowEnd: now}},
+		{[]string{"-s", "CD,f,timeout,bf"}, false, &phalanxv1.ListJobsRequest{Users: alice, States: []string{"COMPLETED", "FAILED", "TIMEOUT", "BOOT_FAIL"}, WindowStart: now, WindowEnd: now}},
+		{[]string{"--state=R", "-S", "2024-04-30"}, false, &phalanxv1.ListJobsRequest{Users: alice, States: []string{"RUNNING"}, WindowStart: at("2024-04-30T00:00:00"), WindowEnd: at("2024-04-30T00:00:00")}},
+		{[]string{"-s", "PD", "-j", "3"}, false, &phalanxv1.ListJobsRequest{JobIds: []uint64{3}, States: []string{"PENDING"}, WindowEnd: now}},
+		{[]string{"-S", "2024-04-30T10:00", "-E", "now-1hours", "--uid=bob,carol"}, false, &phalanxv1.ListJobsRequest{Users: []string{"bob", "carol"}, WindowStart: at("2024-04-30T10:00:00"), WindowEnd: at("2024-05-01T11:00:00")}},
+		{[]string{"-u", "-1", "-r", "gpu,cpu", "--name", "a,b", "--partition=x"}, false, &phalanxv1.ListJobsRequest{Partitions: []string{"gpu", "cpu", "x"}, Names: []string{"a", "b"}, WindowStart: midnight, WindowEnd: now}},
+	} {
+		q, err := parseSacct(tc.args, "")
+		if err == nil {
+			err = q.resolve(testNow, time.UTC, func() (*user.User, error) {
+				if tc.root {
+					return &user.User{Username: "root", Uid: "0"}, nil
+				}
+				return &user.User{Username: "alice", Uid: "1000"}, nil
+			})
+		}
+		tc.want.History = true
+		if err != nil || !proto.Equal(q.req, tc.want) {
+			t.Errorf("%q: %v, %v\nwant %v", tc.args, q.req, err, tc.want)
+		}
+	}
+}
+
+func TestParseSlurmTime(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"2024-04-30", "2024-04-30T00:00:00"}, {"2024-04-30T13:45", "2024-04-30T13:45:00"},
+		{"2024-4-3T01:02:03", "2024-04-03T01:02:03"}, {"2014-07-03-11:40", "2014-07-03T11:40:00"},
+		{"14:30", "2024-05-01T14:30:00"}, {"9:05:06", "2024-05-01T09:05:06"},
+		{"12am", "error"}, {"12:00am", "2024-05-01T00:00:00"}, {"1:15PM", "2024-05-01T13:15:00"},
+		{"04/30", "2024-04-30T00:00:00"}, {"04/30/23-10:00", "2023-04-30T10:00:00"}, {"4.30.23", "2023-04-30T00:00:00"},
+		{"0430", "2024-04-30T00:00:00"}, {"043023-08:00:01", "2023-04-30T08:00:01"},
+		{"now", "2024-05-01T12:00:00"}, {"now-1hours", "2024-05-01T11:00:00"}, {"now+30", "2024-05-01T12:00:30"},
+		{"NOW-2days", "2024-04-29T12:00:00"}, {"now-1week", "2024-04-24T12:00:00"}, {"now-90minutes", "2024-05-01T10:30:00"},
+		{"today", "2024-05-01T00:00:00"}, {"midnight", "2024-05-01T00:00:00"}, {"noon", "2024-05-01T12:00:00"},
+		{"teatime", "2024-05-01T16:00:00"}, {"fika", "2024-05-01T15:00:00"},
+		{"yesterday", "error"}, {"2024-02-30", "error"}, {"25:00", "error"}, {"now-1fortnight", "error"}, {"", "error"},
+	} {
+		got, err := parseSlurmTime(tc.in, testNow, time.UTC)
+		s := got.Format(timeLayout)
+		if err != nil {
+			s = "error"
+		}
+		if s != tc.want {
+			t.Errorf("parseSlurmTime(%q) = %s (%v), want %s", tc.in, s, err, tc.want)
+		}
+	}
+}
+
+func TestSacctErrors(t *testing.T) {
+	f, addr := startFake(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sacct", "--bogus"}, "sacct: error: unrecognized option '--bogus'"},
+		{[]string{"sacct", "-s", "XX"}, `sacct: error: unknown job state "XX" (use PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL, ... or PD, R, CD, F, CA, TO, NF)`},
+		{[]string{"sacct", "-S", "yesterday"}, `sacct: error: --starttime=yesterday: invalid time "yesterday": ` + errSlurmTime.Error()},
+		{[]string{"sacct", "-E", "2024-13-01"}, `sacct: error: --endtime=2024-13-01: invalid time "2024-13-01": no such date or time of day`},
+		{[]string{"sacct", "-S", "2024-05-02", "-E", "05/01"}, "sacct: error: the end time 2024-05-01T00:00:00 is before the start time 2024-05-02T00:00:00"},
+		{[]string{"sacct", "-o", "jobid,maxrss"}, `sacct: error: invalid field requested: "maxrss" (sacct --helpformat lists the fields)`},
+		{[]string{"sacct", "-j", "x"}, `sacct: error: invalid job id "x"`},
+		{[]string{"sacct", "7"}, `sacct: error: unexpected argument "7": name jobs with -j`},
+	} {
+		code, stdout, stderr := runOut(t, addr, tc.args...)
+		if code != 1 || stdout != "" || stderr != tc.want+"\n" {
+			t.Errorf("%q: code %d, stdout %q\nstderr %q\nwant   %q", tc.args, code, stdout, stderr, tc.want)
+		}
+	}
+	if len(f.lists) != 0 {
+		t.Errorf("failing commands listed jobs: %v", f.lists)
+	}
+}
+
+func TestSacctHelp(t *testing.T) {
+	code, stdout, _ := runOut(t, "127.0.0.1:1", "sacct", "--help")
+	if code != 0 || !strings.HasPrefix(stdout, "Usage: sacct [OPTIONS]\n") || !strings.Contains(stdout, "--allocations") || !strings.Contains(stdout, "now[{+|-}COUNT") {
+		t.Errorf("--help: code %d, stdout:\n%s", code, stdout)
+	}
+	code, stdout, _ = runOut(t, "127.0.0.1:1", "sacct", "-e")
+	if code != 0 || !strings.HasPrefix(stdout, "Account             AllocCPUS           AllocNodes          AllocTRES\n") {
+		t.Errorf("--helpformat: code %d, stdout:\n%s", code, stdout)
+	}
+}
+
+// pagedFake serves a fixed list of jobs two at a time, following page
+// tokens as the controller gives them, and records every request.
+type pagedFake struct {
+	phalanxv1.UnimplementedControllerServiceServer
+	mu    sync.Mutex
+	jobs  []*phalanxv1.Job
+	reqs  []*phalanxv1.ListJobsRequest
+	stuck bool // answer page 3 for ever, as a broken server would
+}
+
+func (f *pagedFake) ListJobs(_ context.Context, req *phalanxv1.ListJobsRequest) (*phalanxv1.ListJobsResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reqs = append(f.reqs, req)
+	after, _ := strconv.Atoi(req.PageToken)
+	resp := &phalanxv1.ListJobsResponse{}
+	for _, j := range f.jobs {
+		if int(j.Id) > after && len(resp.Jobs) < 2 {
+			resp.Jobs = append(resp.Jobs, j)
+		}
+	}
+	if last := resp.Jobs[len(resp.Jobs)-1]; last.Id != f.jobs[len(f.jobs)-1].Id {
+		resp.NextPageToken = fmt.Sprint(last.Id)
+	}
+	if f.stuck {
+		resp.NextPageToken = "3"
+	}
+	return resp, nil
+}
+
+// TestListsFollowPages checks that squeue, scontrol show job and sacct
+// print every page the controller gives, and that sacct asks for history.
+func TestListsFollowPages(t *testing.T) {
+	f := &pagedFake{jobs: parseObjects(t, sacctJobs).jobs}
+	addr := serveFake(t, f)
+	for _, tc := range []struct {
+		args []string // args[0] is the program: phx, or a link named for the command
+		each string   // printed once per job, once more for a header
+		want int
+	}{
+		{[]string{"phx", "squeue", "-t", "all"}, "\n", 1 + 7},
+		{[]string{"phx", "scontrol", "show", "job"}, "JobId=", 7},
+		{[]string{"phx", "sacct", "-a", "-S", "2024-01-01", "-P"}, "\n", 1 + 7},
+		{[]string{"/usr/local/bin/sacct", "-n", "-u", "bob"}, "\n", 7},
+	} {
+		f.mu.Lock()
+		f.reqs = nil
+		f.mu.Unlock()
+		sys, stdout, stderr := testSystem(t, addr)
+		if code := Run(context.Background(), sys, tc.args); code != 0 {
+			t.Fatalf("%q: code %d, stderr %q", tc.args, code, stderr)
+		}
+		if n := strings.Count(stdout.String(), tc.each); n != tc.want || !strings.Contains(stdout.String(), "12345678901") {
+			t.Errorf("%q printed %q %d times, want %d:\n%s", tc.args, tc.each, n, tc.want, stdout)
+		}
+		f.mu.Lock()
+		if len(f.reqs) != 4 || f.reqs[3].PageToken != "12" {
+			t.Errorf("%q: %d requests, the last for page %q; want 4, the last after job 12", tc.args, len(f.reqs), f.reqs[len(f.reqs)-1].PageToken)
+		}
+		if r := f.reqs[0]; strings.HasSuffix(tc.args[0], "sacct") || tc.args[1] == "sacct" {
+			if !r.History || r.WindowEnd == nil {
+				t.Errorf("%q asked for %v; want the history up to now", tc.args, r)
+			}
+		}
+		f.mu.Unlock()
+	}
+}
+
+// TestListsStopOnARepeatedPage: a server that hands out the same page
+// token again would make a listing loop for ever; phx stops with an error.
+func TestListsStopOnARepeatedPage(t *testing.T) {
+	addr := serveFake(t, &pagedFake{jobs: parseObjects(t, sacctJobs).jobs, stuck: true})
+	code, stdout, stderr := runOut(t, addr, "squeue")
+	if code != 1 || stdout != "" || stderr != "squeue: error: the controller gave page \"3\" again: listing stopped\n" {
+		t.Errorf("code %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+func TestSacctFormatOptions(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		env, want string
+	}{
+		{nil, "", ""},
+		{nil, "jobid,user", "jobid,user"},
+		{[]string{"-o", "jobid", "--format=user%20"}, "jobid,user", "jobid,user%20"},
+		{[]string{"-b"}, "jobid,user", "JobID,State,ExitCode"},
+		{[]string{"-b", "-o", "jobname"}, "", "jobname,JobID,State,ExitCode"},
+	} {
+		q, err := parseSacct(tc.args, tc.env)
+		if err != nil || q.view.Format != tc.want {
+			t.Errorf("%q with SACCT_FORMAT=%q: format %q (%v), want %q", tc.args, tc.env, q.view.Format, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,250 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+)
+
+// SacctDefaultFormat is sacct's default --format.
+const SacctDefaultFormat = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode"
+
+// SacctView says how sacct prints: the --format fields (empty:
+// SacctDefaultFormat), the header, parsable output (fields separated by
+// Delimiter, default |, and ended by one when Trailing), the time running
+// jobs' elapsed times run to and the zone of dates.
+type SacctView struct {
+	Format             string
+	NoHeader           bool
+	Parsable, Trailing bool
+	Delimiter          string
+	Now                time.Time
+	Loc                *time.Location
+}
+
+// sacctField is a --format field: Slurm's name and default width
+// (negative: left-aligned), how a wider value is cut ('+': to the width,
+// its last character a +; '.': to the width; 0: never) and its value.
+type sacctField struct {
+	name  string
+	width int
+	cut   byte
+	value func(j *phalanxv1.Job, v *SacctView) string
+}
+
+// sacctFields are the fields phx has, in Slurm's order (a --format name
+// picks the first field it is a prefix of, in any case, as Slurm's does).
+var sacctFields = []sacctField{
+	{"Account", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.GetSpec().GetAccount() }},
+	{"AllocCPUS", 10, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(allocCPUs(j)) }},
+	{"AllocNodes", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(len(j.Alloc)) }},
+	{"AllocTRES", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string { return sacctTRES(j) }},
+	{"Constraints", 19, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.GetSpec().GetConstraint() }},
+	{"CPUTime", 10, 0, func(j *phalanxv1.Job, v *SacctView) string {
+		return runTime(elapsed(j, v.Now) * time.Duration(allocCPUs(j)))
+	}},
+	{"CPUTimeRAW", 10, 0, func(j *phalanxv1.Job, v *SacctView) string {
+		return fmt.Sprint(int64(elapsed(j, v.Now).Seconds()) * allocCPUs(j))
+	}},
+	{"Elapsed", 10, 0, func(j *phalanxv1.Job, v *SacctView) string { return runTime(elapsed(j, v.Now)) }},
+	{"ElapsedRaw", 10, 0, func(j *phalanxv1.Job, v *SacctView) string { return fmt.Sprint(int64(elapsed(j, v.Now).Seconds())) }},
+	{"Eligible", 19, '.', func(j *phalanxv1.Job, v *SacctView) string { return fmtTime(j.SubmitTime, v.Loc, "Unknown") }},
+	{"End", 19, '.', func(j *phalanxv1.Job, v *SacctView) string { return fmtTime(j.EndTime, v.Loc, "Unknown") }},
+	{"ExitCode", 8, '+', func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprintf("%d:%d", j.ExitCode, j.ExitSignal) }},
+	{"GID", 6, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(j.GetSpec().GetGid()) }},
+	{"JobID", -12, '+', func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(j.Id) }},
+	{"JobIDRaw", -12, '+', func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(j.Id) }},
+	{"JobName", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.GetSpec().GetName() }},
+	{"NCPUS", 10, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(allocCPUs(j)) }},
+	{"NNodes", 8, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(jobNodeCount(j)) }},
+	{"NodeList", 15, '+', func(j *phalanxv1.Job, _ *SacctView) string { return orDefault(jobNodeList(j), "None assigned") }},
+	{"Partition", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.GetSpec().GetPartition() }},
+	{"Priority", 10, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(j.GetSpec().GetPriority()) }},
+	{"QOS", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string { return orDefault(j.GetSpec().GetQos(), "normal") }},
+	{"Reason", 22, '+', func(j *phalanxv1.Job, _ *SacctView) string { return reason(j) }},
+	{"ReqCPUS", 8, 0, func(j *phalanxv1.Job, _ *SacctView) string {
+		return fmt.Sprint(max(j.GetSpec().GetNodes(), 1) * j.GetSpec().GetCpusPerNode())
+	}},
+	{"ReqNodes", 8, '+', func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(max(j.GetSpec().GetNodes(), 1)) }},
+	{"Restarts", 8, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(j.Attempt) }},
+	{"Start", 19, '.', func(j *phalanxv1.Job, v *SacctView) string { return fmtTime(j.StartTime, v.Loc, "Unknown") }},
+	{"State", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.State }},
+	{"Submit", 19, '.', func(j *phalanxv1.Job, v *SacctView) string { return fmtTime(j.SubmitTime, v.Loc, "Unknown") }},
+	{"Timelimit", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string {
+		if l := jobLimit(j); l > 0 {
+			return runTime(l)
+		}
+		return "UNLIMITED"
+	}},
+	{"TimelimitRaw", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string {
+		if l := jobLimit(j); l > 0 {
+			return fmt.Sprint(int64(l.Minutes()))
+		}
+		return "UNLIMITED"
+	}},
+	{"UID", 6, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(j.GetSpec().GetUid()) }},
+	{"User", 9, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.GetSpec().GetUser() }},
+	{"WorkDir", 20, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.GetSpec().GetWorkDir() }},
+}
+
+// sacctColumn is a field of the --format given, with its width.
+type sacctColumn struct {
+	f     *sacctField
+	width int
+}
+
+// sacctColumns reads --format: NAME[%WIDTH], comma-separated.
+func sacctColumns(format string) ([]sacctColumn, error) {
+	var out []sacctColumn
+	for _, tok := range strings.Split(orDefault(format, SacctDefaultFormat), ",") {
+		if tok = strings.TrimSpace(tok); tok == "" {
+			continue
+		}
+		name, w, hasWidth := strings.Cut(tok, "%")
+		width, err := strconv.Atoi(w)
+		if hasWidth && err != nil {
+			return nil, fmt.Errorf("invalid width in --format field %q: write NAME%%WIDTH or NAME%%-WIDTH", tok)
+		}
+		fields := sacctLookup(name)
+		if fields == nil {
+			return nil, fmt.Errorf("invalid field requested: %q (sacct --helpformat lists the fields)", name)
+		}
+		for _, f := range fields {
+			c := sacctColumn{f: f, width: f.width}
+			if hasWidth {
+				c.width = width
+			}
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// sacctLookup returns the fields a --format name stands for: the first
+// one whose name it begins, in any case, or every one for ALL.
+func sacctLookup(name string) []*sacctField {
+	var all []*sacctField
+	for i := range sacctFields {
+		f := &sacctFields[i]
+		if strings.EqualFold(name, "ALL") {
+			all = append(all, f)
+		} else if name != "" && strings.HasPrefix(strings.ToLower(f.name), strings.ToLower(name)) {
+			return []*sacctField{f}
+		}
+	}
+	return all
+}
+
+// FormatSacct prints jobs as sacct does: fixed-width columns, each
+// followed by a space, under a header and a line of dashes; or parsable.
+func FormatSacct(jobs []*phalanxv1.Job, v SacctView) (string, error) {
+	cols, err := sacctColumns(v.Format)
+	if err != nil {
+		return "", err
+	}
+	if v.Loc == nil {
+		v.Loc = time.UTC
+	}
+	var b strings.Builder
+	if !v.NoHeader {
+		v.line(&b, cols, func(c sacctColumn) (string, byte) { return c.f.name, '.' })
+		if !v.Parsable {
+			for _, c := range cols {
+				b.WriteString(strings.Repeat("-", abs(c.width)) + " ")
+			}
+			b.WriteByte('\n')
+		}
+	}
+	for _, j := range jobs {
+		v.line(&b, cols, func(c sacctColumn) (string, byte) { return c.f.value(j, &v), c.f.cut })
+	}
+	return b.String(), nil
+}
+
+// line writes one line; cell gives a column's text and how to cut it.
+func (v *SacctView) line(b *strings.Builder, cols []sacctColumn, cell func(sacctColumn) (string, byte)) {
+	for i, c := range cols {
+		s, cut := cell(c)
+		switch {
+		case !v.Parsable:
+			b.WriteString(sacctCell(s, c.width, cut) + " ")
+		case i < len(cols)-1 || v.Trailing:
+			b.WriteString(s + orDefault(v.Delimiter, "|"))
+		default:
+			b.WriteString(s)
+		}
+	}
+	b.WriteByte('\n')
+}
+
+// sacctCell pads s to |width| (right-aligned when width is positive) and
+// cuts it as the field says when it is wider.
+func sacctCell(s string, width int, cut byte) string {
+	w := abs(width)
+	if r := []rune(s); len(r) > w {
+		switch cut {
+		case 0:
+			return s
+		case '+':
+			if w > 0 {
+				r[w-1] = '+'
+			}
+		}
+		return string(r[:w])
+	}
+	return pad(s, w, width > 0)
+}
+
+func abs(n int) int { return max(n, -n) }
+
+// allocCPUs is the CPUs the job holds (0 while pending).
+func allocCPUs(j *phalanxv1.Job) int64 {
+	var n int64
+	for _, a := range j.Alloc {
+		n += int64(a.Cpus)
+	}
+	return n
+}
+
+// sacctTRES is AllocTRES: what the job holds, by resource name, memory in
+// the largest unit that divides it; empty while pending.
+func sacctTRES(j *phalanxv1.Job) string {
+	if len(j.Alloc) == 0 {
+		return ""
+	}
+	var gpus, mem int64
+	for _, a := range j.Alloc {
+		gpus, mem = gpus+int64(len(a.Gpus)), mem+a.MemoryMb
+	}
+	var parts []string
+	if cpus := allocCPUs(j); cpus > 0 {
+		parts = append(parts, fmt.Sprintf("cpu=%d", cpus))
+	}
+	if gpus > 0 {
+		parts = append(parts, fmt.Sprintf("gres/gpu=%d", gpus))
+	}
+	if mem > 0 {
+		unit := 0
+		for ; mem%1024 == 0 && unit < 3; unit++ {
+			mem /= 1024
+		}
+		parts = append(parts, fmt.Sprintf("mem=%d%c", mem, "MGTP"[unit]))
+	}
+	return strings.Join(append(parts, fmt.Sprintf("node=%d", len(j.Alloc))), ",")
+}
+
+// sacctFieldHelp is what sacct --helpformat prints: four names a line.
+func sacctFieldHelp() string {
+	var b strings.Builder
+	for i := 0; i < len(sacctFields); i += 4 {
+		var row []string
+		for _, f := range sacctFields[i:min(i+4, len(sacctFields))] {
+			row = append(row, fmt.Sprintf("%-19s", f.name))
+		}
+		b.WriteString(strings.TrimRight(strings.Join(row, " "), " ") + "\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// slurmTimeForms are Slurm's absolute time formats (lower-cased) and where
+// the year, month, day, hour, minute and second are among a match's
+// groups (0: not given: this year, today, 0).
+// They are compiled on first use, not at every phx start.
+var slurmTimeForms = sync.OnceValue(func() []slurmTimeForm {
+	return []slurmTimeForm{
+		{regexp.MustCompile(`^(\d{4})-(\d{1,2})-(\d{1,2})(?:[t-](\d{1,2}):(\d{2})(?::(\d{2}))?)?$`), [6]int{1, 2, 3, 4, 5, 6}},
+		{regexp.MustCompile(`^(\d{1,2})[/.](\d{1,2})(?:[/.](\d{2}))?(?:-(\d{1,2}):(\d{2})(?::(\d{2}))?)?$`), [6]int{3, 1, 2, 4, 5, 6}},
+		{regexp.MustCompile(`^(\d{2})(\d{2})(\d{2})?(?:-(\d{1,2}):(\d{2})(?::(\d{2}))?)?$`), [6]int{3, 1, 2, 4, 5, 6}},
+		{regexp.MustCompile(`^(\d{1,2}):(\d{2})(?::(\d{2}))?(am|pm)?$`), [6]int{0, 0, 0, 1, 2, 3}},
+	}
+})
+
+type slurmTimeForm struct {
+	re    *regexp.Regexp
+	group [6]int
+}
+
+var nowTimeRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^now(?:([+-])(\d+)(seconds?|minutes?|hours?|days?|weeks?)?)?$`)
+})
+
+var (
+	timeUnits  = map[string]time.Duration{"": time.Second, "second": time.Second, "minute": time.Minute, "hour": time.Hour, "day": 24 * time.Hour, "week": 7 * 24 * time.Hour}
+	namedTimes = map[string]int{"today": 0, "midnight": 0, "elevenses": 11, "noon": 12, "fika": 15, "teatime": 16}
+)
+
+// errSlurmTime says what a time may look like.
+var errSlurmTime = errors.New("use YYYY-MM-DD[THH:MM[:SS]], MM/DD[/YY][-HH:MM[:SS]], MMDD[YY][-HH:MM[:SS]], HH:MM[:SS][AM|PM], today, midnight, noon or now[-COUNT{seconds|minutes|hours|days|weeks}]")
+
+// parseSlurmTime reads a time as Slurm's commands take it, in loc; a day
+// without a year is in now's year, a time of day without a day is today.
+func parseSlurmTime(s string, now time.Time, loc *time.Location) (time.Time, error) {
+	low := strings.ToLower(strings.TrimSpace(s))
+	now = now.In(loc)
+	y, mo, d := now.Date()
+	if h, ok := namedTimes[low]; ok {
+		return time.Date(y, mo, d, h, 0, 0, 0, loc), nil
+	}
+	if m := nowTimeRe().FindStringSubmatch(low); m != nil {
+		n, _ := strconv.Atoi(m[2])
+		delta := time.Duration(n) * timeUnits[strings.TrimSuffix(m[3], "s")]
+		if m[1] == "-" {
+			delta = -delta
+		}
+		return now.Add(delta), nil
+	}
+	for _, f := range slurmTimeForms() {
+		if m := f.re.FindStringSubmatch(low); m != nil {
+			v := [6]int{y, int(mo), d}
+			for i, g := range f.group {
+				if g > 0 && m[g] != "" {
+					v[i], _ = strconv.Atoi(m[g])
+				}
+			}
+			return slurmDate(s, v, m[len(m)-1], loc)
+		}
+	}
+	return time.Time{}, fmt.Errorf("invalid time %q: %w", s, errSlurmTime)
+}
+
+// slurmDate makes a time of year, month, day, hour, minute and second in
+// loc (a two-digit year is this century's; ampm is "am", "pm" or other),
+// refusing what no calendar or clock has.
+func slurmDate(s string, v [6]int, ampm string, loc *time.Location) (time.Time, error) {
+	if v[0] < 100 {
+		v[0] += 2000
+	}
+	if ampm == "am" || ampm == "pm" {
+		if v[3] < 1 || v[3] > 12 {
+			return time.Time{}, fmt.Errorf("invalid time %q: %w", s, errSlurmTime)
+		}
+		v[3] %= 12
+		if ampm == "pm" {
+			v[3] += 12
+		}
+	}
+	t := time.Date(v[0], time.Month(v[1]), v[2], v[3], v[4], v[5], 0, loc)
+	if int(t.Month()) != v[1] || t.Day() != v[2] || v[3] > 23 || v[4] > 59 || v[5] > 59 {
+		return time.Time{}, fmt.Errorf("invalid time %q: no such date or time of day", s)
+	}
+	return t, nil
+}
