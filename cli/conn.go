@@ -166,7 +166,7 @@ func (cn *conn) userError(err error) error {
 	case codes.DeadlineExceeded:
 		return fmt.Errorf("%s did not answer within %s (retry, or raise --timeout)", strings.TrimPrefix(cn.where(), "any of "), cn.timeout)
 	case codes.InvalidArgument, codes.FailedPrecondition, codes.NotFound, codes.Aborted,
-		codes.AlreadyExists, codes.PermissionDenied, codes.OutOfRange:
+		codes.AlreadyExists, codes.PermissionDenied, codes.OutOfRange, codes.ResourceExhausted:
 		return &APIError{Code: st.Code(), Msg: st.Message()}
 	}
 	return fmt.Errorf("%s: %s (%s)", strings.TrimPrefix(cn.where(), "any of "), st.Message(), st.Code())

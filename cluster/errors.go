@@ -21,6 +21,9 @@ var (
 	// ErrConflict: the change conflicts with the current state (e.g. a plan
 	// computed on an older snapshot).
 	ErrConflict = errors.New("conflict with current state")
+	// ErrLimit: a configured limit is reached (MaxJobCount); the same
+	// request may succeed later.
+	ErrLimit = errors.New("limit reached")
 )
 
 // Error is a user-facing error of one of the kinds above whose message is

@@ -46,10 +46,14 @@ type Config struct {
 	// (squeue, scontrol show job); zero: it leaves at once. Default 300s.
 	MinJobAge time.Duration
 	// PurgeJobAfter is how long after it ended a finished job is kept for
-	// accounting (default 30 days); MaxJobCount caps how many are kept
+	// accounting (default 30 days); MaxJobHistory caps how many are kept
 	// (zero: no cap, the default).
 	PurgeJobAfter time.Duration
-	MaxJobCount   int
+	MaxJobHistory int
+	// MaxJobCount is Slurm's: the most jobs the controller holds that have
+	// not finished (pending, running, ending); a submit beyond it is
+	// refused. Zero: no cap, the default.
+	MaxJobCount int
 	// Warnings are about settings Phalanx accepted but does not use.
 	Warnings []string
 }
@@ -225,7 +229,9 @@ func (p *parser) global(file string, num int, kv pair) {
 	case "purgejobafter":
 		p.purgeJobAfter(file, num, kv)
 	case "maxjobcount":
-		p.maxJobCount(file, num, kv)
+		p.count(file, num, kv, "jobs not yet finished to hold", &p.cfg.MaxJobCount)
+	case "maxjobhistory":
+		p.count(file, num, kv, "finished jobs to keep", &p.cfg.MaxJobHistory)
 	default:
 		p.warnOnce("global:"+kv.lower, file, num, "%s is not used by Phalanx; ignored", kv.Key)
 	}
@@ -328,17 +334,17 @@ func (p *parser) purgeJobAfter(file string, num int, kv pair) {
 	p.cfg.PurgeJobAfter = time.Duration(n) * per
 }
 
-// maxJobCount parses MaxJobCount=N, the most finished jobs kept.
-func (p *parser) maxJobCount(file string, num int, kv pair) {
+// count parses a KEY=N cap on what, 0 for none.
+func (p *parser) count(file string, num int, kv pair, what string, dst *int) {
 	if !p.once(file, num, kv, kv.lower) {
 		return
 	}
 	n, err := strconv.Atoi(kv.Value)
 	if err != nil || n < 0 {
-		p.errorf(file, num, "%s=%s: want a whole number of finished jobs to keep, e.g. %s=100000 (0: no cap)", kv.Key, kv.Value, kv.Key)
+		p.errorf(file, num, "%s=%s: want a whole number of %s, e.g. %s=100000 (0: no cap)", kv.Key, kv.Value, what, kv.Key)
 		return
 	}
-	p.cfg.MaxJobCount = n
+	*dst = n
 }
 
 func (p *parser) checkTopologyPlugin(file string, num int, v string) {

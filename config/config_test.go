@@ -53,8 +53,11 @@ func render(c *Config, all bool) string {
 	if all || c.ControllerPort != DefaultControllerPort || c.RaftPort != DefaultRaftPort {
 		line("ports controller=%d raft=%d", c.ControllerPort, c.RaftPort)
 	}
-	if all || c.MinJobAge != DefaultMinJobAge || c.PurgeJobAfter != DefaultPurgeJobAfter || c.MaxJobCount != 0 {
-		line("finished jobs min-age=%s purge-after=%s max-count=%d", c.MinJobAge, c.PurgeJobAfter, c.MaxJobCount)
+	if all || c.MinJobAge != DefaultMinJobAge || c.PurgeJobAfter != DefaultPurgeJobAfter || c.MaxJobHistory != 0 {
+		line("finished jobs min-age=%s purge-after=%s max-history=%d", c.MinJobAge, c.PurgeJobAfter, c.MaxJobHistory)
+	}
+	if all || c.MaxJobCount != 0 {
+		line("max jobs not finished=%d", c.MaxJobCount)
 	}
 	for _, n := range c.Nodes {
 		line("node %s%s", n.Name, kvs(

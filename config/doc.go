@@ -25,9 +25,14 @@
 //	                                long after it ended, default 30days; a
 //	                                bare number is months (of 30 days), as in
 //	                                slurmdbd.conf
-//	MaxJobCount=N                   the most finished jobs kept for accounting
-//	                                (the oldest go first); default 0, no cap.
-//	                                Slurm's key caps the jobs slurmctld holds
+//	MaxJobHistory=N                 the most finished jobs kept for accounting
+//	                                (the oldest go first); default 0, no cap
+//	MaxJobCount=N                   Slurm's: the most jobs not yet finished
+//	                                (pending, running, ending) the controllers
+//	                                hold; a submit beyond it is refused until
+//	                                some end. Default 0, no cap (Slurm's
+//	                                10000 also counts jobs finished within
+//	                                MinJobAge, which Phalanx keeps on disk)
 //	NodeName=HOSTLIST [NodeAddr=HOSTLIST] CPUs=N RealMemory=MB
 //	         Gres=gpu[:TYPE][:N] Features=a,b Weight=N
 //	         (Sockets, CoresPerSocket, ThreadsPerCore give CPUs when CPUs is absent)

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/config"
@@ -96,5 +99,36 @@ func TestNodeConfMergesWeightAndFeatures(t *testing.T) {
 	n2, err := s.store.Node("n2")
 	if err != nil || n2.Weight != 0 || strings.Join(n2.Features, ",") != "ib,h100" {
 		t.Fatalf("n2 = %+v, %v; want the registered features only", n2, err)
+	}
+}
+
+// MaxJobCount caps the jobs that have not finished, as Slurm's does: a
+// submit beyond it is refused with ResourceExhausted and a message that
+// says what to do, until a job ends; --test-only is still answered.
+func TestMaxJobCount(t *testing.T) {
+	s := newTestServer(t, Config{MaxJobCount: 2})
+	register(t, s, nil, "n1")
+	ctx := context.Background()
+	var ids []uint64
+	for i := 0; i < 2; i++ {
+		resp, err := s.submit(ctx, testSpec(1, 8), false, nil)
+		if err != nil {
+			t.Fatalf("submit %d: %v", i, err)
+		}
+		ids = append(ids, resp.JobId)
+	}
+	_, err := s.submit(ctx, testSpec(1, 8), false, nil)
+	want := "the cluster holds MaxJobCount=2 jobs that have not finished: submit again once some have ended, or raise MaxJobCount"
+	if err == nil || err.Error() != want || status.Code(toStatus(err)) != codes.ResourceExhausted {
+		t.Fatalf("third submit: %v (%s); want %q, ResourceExhausted", err, status.Code(toStatus(err)), want)
+	}
+	if _, err := s.submit(ctx, testSpec(1, 8), true, nil); err != nil {
+		t.Errorf("--test-only at the cap: %v", err)
+	}
+	if _, err := (&controllerService{s: s}).CancelJob(ctx, &phalanxv1.CancelJobRequest{JobIds: []uint64{ids[1]}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.submit(ctx, testSpec(1, 8), false, nil); err != nil {
+		t.Errorf("submit after a job ended: %v", err)
 	}
 }

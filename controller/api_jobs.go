@@ -61,6 +61,9 @@ func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly b
 	if err := s.admit(job, st); err != nil {
 		return nil, err
 	}
+	if err := s.checkJobCount(); err != nil && !testOnly {
+		return nil, err
+	}
 	now := s.cfg.Clock.Now()
 	if testOnly {
 		full, err := s.store.State()
@@ -86,6 +89,17 @@ func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly b
 	}
 	s.kickScheduler()
 	return &phalanxv1.SubmitJobResponse{JobId: uint64(res.IDs[0])}, nil
+}
+
+// checkJobCount refuses a submit when MaxJobCount jobs are not finished.
+func (s *Server) checkJobCount() error {
+	if s.cfg.MaxJobCount == 0 {
+		return nil
+	}
+	if active, _, _ := s.store.Counts(); active >= s.cfg.MaxJobCount {
+		return cluster.Errorf(cluster.ErrLimit, "the cluster holds MaxJobCount=%d jobs that have not finished: submit again once some have ended, or raise MaxJobCount", s.cfg.MaxJobCount)
+	}
+	return nil
 }
 
 // admit checks a job against its partition and the registered nodes: it

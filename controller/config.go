@@ -82,6 +82,10 @@ type Config struct {
 	// (default 30 days); MaxJobHistory caps how many are kept (0: no cap).
 	PurgeJobAfter time.Duration
 	MaxJobHistory int
+	// MaxJobCount: the most jobs not yet finished (pending, running,
+	// ending) the cluster holds; a submit beyond it is refused until some
+	// end (Slurm's MaxJobCount). Zero: no cap.
+	MaxJobCount int
 	// RequestTTL: how long a submit's request ID is remembered for
 	// exactly-once retries (default 15 minutes); MaxRequests caps how many
 	// (default 200,000).

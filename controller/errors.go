@@ -59,6 +59,8 @@ func toStatus(err error) error {
 		code = codes.Unavailable
 	case errors.Is(err, cluster.ErrConflict):
 		code = codes.Aborted
+	case errors.Is(err, cluster.ErrLimit):
+		code = codes.ResourceExhausted
 	case errors.Is(err, context.Canceled):
 		code = codes.Canceled
 	case errors.Is(err, context.DeadlineExceeded):

@@ -342,7 +342,8 @@ func loadConfig(cfg *controller.Config, confPath, topoPath string, log *slog.Log
 			cfg.Partitions = c.Partitions
 		}
 		cfg.Nodes = c.Nodes
-		cfg.MinJobAge, cfg.PurgeJobAfter, cfg.MaxJobHistory = minJobAge(c.MinJobAge), c.PurgeJobAfter, c.MaxJobCount
+		cfg.MinJobAge, cfg.PurgeJobAfter = minJobAge(c.MinJobAge), c.PurgeJobAfter
+		cfg.MaxJobHistory, cfg.MaxJobCount = c.MaxJobHistory, c.MaxJobCount
 		if topoPath == "" && c.TopologyFile != "" {
 			topoPath = c.TopologyFile
 			if !filepath.IsAbs(topoPath) {
