@@ -15,15 +15,21 @@ all: build
 build: $(BIN)/phx $(BIN)/phalanx-controller $(BIN)/phalanx-agent
 
 # The controller and the CLI are pure Go; the agent needs cgo for NVML.
-# no_dynamic_plugins: containerd's client imports Go's plugin package, which
-# makes the linker bind every symbol at load; NVML's optional symbols then
-# fail to resolve. Without plugins the agent loads with lazy binding.
+# Build tags, for every binary and the tests alike:
+#   no_dynamic_plugins: containerd's client imports Go's plugin package,
+#     which makes the linker bind every symbol at load; NVML's optional
+#     symbols then fail to resolve. Without plugins the agent loads with
+#     lazy binding.
+#   grpcnotrace, urfave_cli_no_docs: leave out grpc's x/net/trace (and the
+#     html/template it pulls in) and urfave/cli's man-page generator, which
+#     nothing uses and which every phx start would initialise.
+TAGS := no_dynamic_plugins,grpcnotrace,urfave_cli_no_docs
 $(BIN)/phx: FORCE
-	CGO_ENABLED=0 $(GO) build -o $@ ./cmd/phx
+	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -o $@ ./cmd/phx
 $(BIN)/phalanx-controller: FORCE
-	CGO_ENABLED=0 $(GO) build -o $@ ./cmd/phalanx-controller
+	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -o $@ ./cmd/phalanx-controller
 $(BIN)/phalanx-agent: FORCE
-	CGO_ENABLED=1 $(GO) build -tags no_dynamic_plugins -o $@ ./cmd/phalanx-agent
+	CGO_ENABLED=1 $(GO) build -tags $(TAGS) -o $@ ./cmd/phalanx-agent
 FORCE:
 
 # buf and the protoc plugins run as Go tools from tools/go.mod: no remote
@@ -49,13 +55,13 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt needed on:"; echo "$$out"; exit 1; }
 
 vet:
-	$(GO) vet -tags no_dynamic_plugins $(PKGS)
+	$(GO) vet -tags $(TAGS) $(PKGS)
 
 lint: fmt-check vet tools
 	$(BIN)/buf lint
 
 test: fmt-check vet proto-check build
-	$(GO) test -race -tags no_dynamic_plugins -timeout 20m $(PKGS)
+	$(GO) test -race -tags $(TAGS) -timeout 20m $(PKGS)
 
 test-short:
 	$(GO) test -short $(PKGS)
@@ -72,7 +78,7 @@ bench-scheduler:
 	$(GO) test -run '^$$' -bench . -benchmem ./scheduler/...
 
 bench-controller:
-	$(GO) test -tags no_dynamic_plugins -run '^$$' -bench 'Controller' -benchtime $(BENCHTIME) -timeout 60m ./testcluster/
+	$(GO) test -tags $(TAGS) -run '^$$' -bench 'Controller' -benchtime $(BENCHTIME) -timeout 60m ./testcluster/
 
 # The chaos test (it also runs, for 55s, in make test) for longer, with a
 # seed: CHAOS_DURATION=10m CHAOS_SEED=42 make chaos-controller. It prints
@@ -83,7 +89,7 @@ CHAOS_DURATION ?= 5m
 CHAOS_SEED     ?= 0
 CHAOS_CLIENTS  ?= 4
 chaos-controller:
-	set -o pipefail; $(GO) test -tags no_dynamic_plugins -count=1 -v -run '^TestChaos$$' -timeout 3h ./testcluster/ \
+	set -o pipefail; $(GO) test -tags $(TAGS) -count=1 -v -run '^TestChaos$$' -timeout 3h ./testcluster/ \
 		-args -chaos.duration=$(CHAOS_DURATION) -chaos.seed=$(CHAOS_SEED) -chaos.clients=$(CHAOS_CLIENTS) \
 		-chaos.report=$(CURDIR)/chaos-report.json 2>&1 | grep -v ' level='
 
