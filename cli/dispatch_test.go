@@ -83,9 +83,17 @@ func TestScancel(t *testing.T) {
 	if len(f.cancels) != len(want) {
 		t.Fatalf("sent %v", f.cancels)
 	}
+	seen := map[string]bool{}
 	for i := range want {
-		if !proto.Equal(f.cancels[i], want[i]) {
-			t.Errorf("cancel %d: sent %v, want %v", i, f.cancels[i], want[i])
+		// Each cancel carries its own request ID (exactly-once retries).
+		sent := proto.Clone(f.cancels[i]).(*phalanxv1.CancelJobRequest)
+		if len(sent.RequestId) != 32 || seen[sent.RequestId] {
+			t.Errorf("cancel %d: request ID %q; want 32 hex digits, one per cancel", i, sent.RequestId)
+		}
+		seen[sent.RequestId] = true
+		sent.RequestId = ""
+		if !proto.Equal(sent, want[i]) {
+			t.Errorf("cancel %d: sent %v, want %v", i, sent, want[i])
 		}
 	}
 }

@@ -62,8 +62,9 @@ func (k *commands) runScancel(c *ucli.Context, args []string) error {
 	}
 	defer cn.Close()
 	if len(ids) == 0 {
+		req := &phalanxv1.CancelJobRequest{User: user, Name: name, RequestId: newRequestID()}
 		return cn.call(c.Context, func(ctx context.Context) error {
-			_, err := cn.api.CancelJob(ctx, &phalanxv1.CancelJobRequest{User: user, Name: name})
+			_, err := cn.api.CancelJob(ctx, req)
 			return err
 		})
 	}
@@ -72,11 +73,13 @@ func (k *commands) runScancel(c *ucli.Context, args []string) error {
 
 // cancelEach cancels jobs one at a time, as Slurm does, so that one unknown
 // ID does not stop the others; every unknown ID gets its own error line.
+// Each cancel has its own request ID, kept across retries and failovers.
 func cancelEach(ctx context.Context, cn *conn, ids []uint64, user, name string) error {
 	var lines []string
 	for _, id := range ids {
+		req := &phalanxv1.CancelJobRequest{JobIds: []uint64{id}, User: user, Name: name, RequestId: newRequestID()}
 		err := cn.call(ctx, func(ctx context.Context) error {
-			_, err := cn.api.CancelJob(ctx, &phalanxv1.CancelJobRequest{JobIds: []uint64{id}, User: user, Name: name})
+			_, err := cn.api.CancelJob(ctx, req)
 			return err
 		})
 		switch {

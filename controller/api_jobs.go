@@ -156,7 +156,16 @@ func (c *controllerService) CancelJob(ctx context.Context, req *phalanxv1.Cancel
 	return out, nil
 }
 
+// cancel cancels the jobs a request names. With a request ID it is
+// exactly-once: every batch carries the ID, the store remembers what the
+// request cancelled, and a retry answers all of it (the jobs the first
+// attempt cancelled have ended, so a retry by user or name finds nothing
+// new to cancel, and answers from the store).
 func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([]cluster.JobID, error) {
+	requestID := []byte(req.RequestId)
+	if len(requestID) > maxRequestID {
+		return nil, cluster.Errorf(cluster.ErrInvalid, "request ID of %d bytes: at most %d", len(requestID), maxRequestID)
+	}
 	var ids []cluster.JobID
 	for _, id := range req.JobIds {
 		if _, err := s.visible(cluster.JobID(id), false); err != nil {
@@ -174,18 +183,27 @@ func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([
 			}
 		}
 	}
+	if len(ids) == 0 && len(requestID) > 0 {
+		cancelled, _ := s.store.RequestCancelled(requestID)
+		return cancelled, nil
+	}
 	// One command per batch: a scancel -u of a whole queue must not make a
-	// log entry, and a state transaction, of unbounded size.
+	// log entry, and a state transaction, of unbounded size. With a
+	// request ID each result holds the earlier batches' jobs too.
 	var cancelled []cluster.JobID
 	now := s.cfg.Clock.Now()
 	for len(ids) > 0 {
 		batch := ids[:min(len(ids), maxCancelBatch)]
 		ids = ids[len(batch):]
-		res, err := s.propose(ctx, fsm.CancelJobs{IDs: batch, Time: now, Reason: "Cancelled by user"})
+		res, err := s.propose(ctx, fsm.CancelJobs{IDs: batch, Time: now, Reason: "Cancelled by user", RequestID: requestID})
 		if err != nil {
 			return cancelled, err
 		}
-		cancelled = append(cancelled, res.IDs...)
+		if len(requestID) > 0 {
+			cancelled = res.IDs
+		} else {
+			cancelled = append(cancelled, res.IDs...)
+		}
 	}
 	s.kickScheduler()
 	return cancelled, nil

@@ -226,7 +226,7 @@ func TestListWindow(t *testing.T) {
 		submit(1, h(-5), nil) // ran -4h to -3h
 		run(1, names[0], h(-4), h(-3), 0)
 		submit(2, h(-5), func(j *cluster.Job) { j.Name, j.User = "eval", "bob" }) // cancelled pending at -2h
-		_, err := st.CancelJobs(next(), []cluster.JobID{2}, h(-2), "Cancelled by user")
+		_, err := st.CancelJobs(next(), []cluster.JobID{2}, h(-2), "Cancelled by user", nil)
 		must(t, err)
 		submit(3, h(-1), func(j *cluster.Job) { j.Partition = "cpu" }) // pending
 		submit(4, h(-0.5), nil)                                        // running since -20m
@@ -305,7 +305,7 @@ func TestCommandsWith100kJobs(t *testing.T) {
 				ids = append(ids, id)
 			}
 			if !end.IsZero() {
-				_, err := st.CancelJobs(next(), ids, end, "Cancelled by user")
+				_, err := st.CancelJobs(next(), ids, end, "Cancelled by user", nil)
 				must(t, err)
 			}
 		}

@@ -54,8 +54,8 @@
 //	  <name>       -> statev1.Node
 //	partitions/                in configuration order
 //	  <seq>        -> statev1.Partition
-//	requests/                  exactly-once submits
-//	  <request id> -> statev1.SubmitRequest
+//	requests/                  exactly-once submits and cancels
+//	  <request id> -> statev1.SubmitRequest  the job created, or the jobs cancelled
 //	controllers/
 //	  <raft id>    -> statev1.Controller
 //

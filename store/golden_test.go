@@ -186,7 +186,7 @@ func writeSnapshotFixture(t *testing.T, path string) {
 	_, err = s.PlaceJobs(next(), []Placement{{Job: 2, Alloc: alloc([]int{2, 3}, "n2"), MasterPort: 29501, Time: at(12)}})
 	must(err)
 	must(s.ReportTask(next(), cluster.TaskReport{JobID: 2, Node: "n2", State: cluster.TaskExited, ExitCode: 3, Message: "exit status 3", Time: at(13)}))
-	_, err = s.CancelJobs(next(), []cluster.JobID{3}, at(14), "Cancelled by user")
+	_, err = s.CancelJobs(next(), []cluster.JobID{3}, at(14), "Cancelled by user", nil)
 	must(err)
 	must(s.SetNodeState(next(), "n3", cluster.NodeDrain, "bad ECC", at(15)))
 	must(s.Flush())

@@ -17,7 +17,7 @@ func historyStore(t *testing.T, n int, ended func(int) bool) *Store {
 		mustSubmit(t, s, idx, cluster.JobID(i))
 		idx++
 		if ended(i) {
-			if _, err := s.CancelJobs(idx, []cluster.JobID{cluster.JobID(i)}, at(i), "Cancelled"); err != nil {
+			if _, err := s.CancelJobs(idx, []cluster.JobID{cluster.JobID(i)}, at(i), "Cancelled", nil); err != nil {
 				t.Fatal(err)
 			}
 			idx++

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
@@ -87,8 +88,11 @@ func (s *Store) ReportTask(idx uint64, r cluster.TaskReport) error {
 // CancelJobs cancels the named jobs (cluster.Cancel) and returns those that
 // changed, in the order given. Unknown IDs are skipped; only when none of the
 // IDs exists is the result an error wrapping ErrNotFound. Jobs that already
-// ended are left as they are and not returned.
-func (s *Store) CancelJobs(idx uint64, ids []cluster.JobID, t time.Time, reason string) ([]cluster.JobID, error) {
+// ended are left as they are and not returned. With a request ID it is
+// exactly-once: the jobs the request cancelled are remembered, and the
+// result is all of them, those of earlier commands with the same ID (a
+// retry, another batch) first.
+func (s *Store) CancelJobs(idx uint64, ids []cluster.JobID, t time.Time, reason string, requestID []byte) ([]cluster.JobID, error) {
 	var changed []cluster.JobID
 	err := s.apply(idx, func(c *change) error {
 		found := 0
@@ -99,6 +103,14 @@ func (s *Store) CancelJobs(idx uint64, ids []cluster.JobID, t time.Time, reason 
 		}
 		if found == 0 && len(ids) > 0 {
 			return fmt.Errorf("cancel jobs %v: %w", ids, cluster.ErrNotFound)
+		}
+		if len(requestID) > 0 {
+			changed = slices.Clone(c.st.requests[string(requestID)].cancelled)
+			defer func() {
+				r := request{cancelled: changed, time: codec.Time(t)}
+				c.st.requests[string(requestID)] = r
+				c.ops = append(c.ops, putRequestOp{key: string(requestID), r: r})
+			}()
 		}
 		for _, id := range ids {
 			j := c.job(id)

@@ -64,7 +64,7 @@ func TestWritesAreIdempotentByIndex(t *testing.T) {
 	if _, err := s.Job(2); !errors.Is(err, cluster.ErrNotFound) {
 		t.Errorf("a replayed command applied: Job(2) = %v", err)
 	}
-	ids, err := s.CancelJobs(3, []cluster.JobID{1}, at(1), "x")
+	ids, err := s.CancelJobs(3, []cluster.JobID{1}, at(1), "x", nil)
 	if err != nil || ids != nil || mustJob(t, s, 1).State != cluster.JobPending {
 		t.Errorf("replayed CancelJobs = %v, %v; job must stay pending", ids, err)
 	}
@@ -116,7 +116,7 @@ func TestCancelJobs(t *testing.T) {
 	s := openTest(t, "")
 	mustSubmit(t, s, 1, 1)
 	mustSubmit(t, s, 2, 2)
-	ids, err := s.CancelJobs(3, []cluster.JobID{1, 99}, at(5), "Cancelled by user")
+	ids, err := s.CancelJobs(3, []cluster.JobID{1, 99}, at(5), "Cancelled by user", nil)
 	if err != nil || !reflect.DeepEqual(ids, []cluster.JobID{1}) {
 		t.Fatalf("CancelJobs = %v, %v; want [1]", ids, err)
 	}
@@ -124,11 +124,11 @@ func TestCancelJobs(t *testing.T) {
 	if j.State != cluster.JobCancelled || j.Reason != "Cancelled by user" || !j.EndTime.Equal(at(5)) {
 		t.Errorf("job 1 = %s %q %v", j.State, j.Reason, j.EndTime)
 	}
-	ids, err = s.CancelJobs(4, []cluster.JobID{1}, at(6), "again")
+	ids, err = s.CancelJobs(4, []cluster.JobID{1}, at(6), "again", nil)
 	if err != nil || len(ids) != 0 {
 		t.Errorf("cancelling a cancelled job = %v, %v; want nothing changed", ids, err)
 	}
-	if _, err := s.CancelJobs(5, []cluster.JobID{98, 99}, at(6), "x"); !errors.Is(err, cluster.ErrNotFound) {
+	if _, err := s.CancelJobs(5, []cluster.JobID{98, 99}, at(6), "x", nil); !errors.Is(err, cluster.ErrNotFound) {
 		t.Errorf("cancelling only unknown jobs: %v; want ErrNotFound", err)
 	}
 	if active := s.ActiveJobs(); len(active) != 1 || active[0].ID != 2 {
@@ -145,7 +145,7 @@ func TestJobsPagesActiveAndFinished(t *testing.T) {
 	for i := 1; i <= 300; i += 2 {
 		odd = append(odd, cluster.JobID(i))
 	}
-	if _, err := s.CancelJobs(301, odd, at(9), "c"); err != nil { // odd jobs move to history
+	if _, err := s.CancelJobs(301, odd, at(9), "c", nil); err != nil { // odd jobs move to history
 		t.Fatal(err)
 	}
 	all := collect(t, s, JobQuery{Finished: true, Limit: 7})

@@ -101,9 +101,13 @@ func loadRequests(tx *bolt.Tx, st *state) error {
 	return tx.Bucket(bucketRequests).ForEach(func(k, v []byte) error {
 		var r statev1.SubmitRequest
 		if err := unmarshal(v, &r); err != nil {
-			return fmt.Errorf("submit request %x: %w", k, err)
+			return fmt.Errorf("request %x: %w", k, err)
 		}
-		st.requests[string(k)] = request{job: cluster.JobID(r.GetJobId()), time: r.GetTime()}
+		req := request{job: cluster.JobID(r.GetJobId()), time: r.GetTime()}
+		for _, id := range r.GetCancelled() {
+			req.cancelled = append(req.cancelled, cluster.JobID(id))
+		}
+		st.requests[string(k)] = req
 		return nil
 	})
 }

@@ -141,7 +141,7 @@ func TestPlaceJobsAfterResourcesFreed(t *testing.T) {
 		t.Fatal("setup placement failed")
 	}
 	// Cancelled but its task still runs: the GPUs stay held.
-	if _, err := s.CancelJobs(5, []cluster.JobID{1}, at(1), "c"); err != nil {
+	if _, err := s.CancelJobs(5, []cluster.JobID{1}, at(1), "c", nil); err != nil {
 		t.Fatal(err)
 	}
 	p := Placement{Job: 2, Alloc: alloc([]int{0, 1}, "n1")}

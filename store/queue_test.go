@@ -40,7 +40,7 @@ func TestQueueState(t *testing.T) {
 	if got := queueIDs(t, s, []cluster.JobID{7, 3, 99}, 8); got != "2 3 4 6 7 9 10" {
 		t.Errorf("QueueState: %s; want running 2, preempting 4, requeued 6, head 3 7, new 9 10", got)
 	}
-	if _, err := s.CancelJobs(15, []cluster.JobID{2, 7}, at(4), "c"); err != nil {
+	if _, err := s.CancelJobs(15, []cluster.JobID{2, 7}, at(4), "c", nil); err != nil {
 		t.Fatal(err)
 	}
 	// 7 is gone; 2 is CANCELLED but holds its GPUs until its task ends.

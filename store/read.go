@@ -110,6 +110,15 @@ func (s *Store) RequestJob(requestID []byte) (cluster.JobID, bool) {
 	return r.job, ok
 }
 
+// RequestCancelled returns the jobs a cancel request cancelled, if the
+// request is remembered.
+func (s *Store) RequestCancelled(requestID []byte) ([]cluster.JobID, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r, ok := s.st.requests[string(requestID)]
+	return slices.Clone(r.cancelled), ok
+}
+
 // Counts returns how many jobs are active and how many finished jobs and
 // submit requests are remembered.
 func (s *Store) Counts() (active, finished, requests int) {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -41,6 +42,61 @@ func TestSubmitIsExactlyOncePerRequest(t *testing.T) {
 	}
 }
 
+// A retried cancel (same request ID) answers every job the request
+// cancelled, though they have ended since; a batch with the same ID adds
+// to it; a refused cancel remembers nothing; the record survives a
+// restart and expires like a submit's.
+func TestCancelIsExactlyOncePerRequest(t *testing.T) {
+	s := openTest(t, "")
+	for id := cluster.JobID(1); id <= 3; id++ {
+		mustSubmit(t, s, uint64(id), id)
+	}
+	req := []byte("cancel-1")
+	cancel := func(idx uint64, ids ...cluster.JobID) []cluster.JobID {
+		t.Helper()
+		got, err := s.CancelJobs(idx, ids, at(10), "c", req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := cancel(4, 1); !reflect.DeepEqual(got, []cluster.JobID{1}) {
+		t.Fatalf("first cancel = %v; want [1]", got)
+	}
+	if got := cancel(5, 1); !reflect.DeepEqual(got, []cluster.JobID{1}) {
+		t.Fatalf("retried cancel = %v; want [1] again", got)
+	}
+	if got := cancel(6, 2); !reflect.DeepEqual(got, []cluster.JobID{1, 2}) {
+		t.Fatalf("second batch of the request = %v; want [1 2]", got)
+	}
+	// Without the ID, a cancel of an ended job changes nothing and says so.
+	if got, err := s.CancelJobs(7, []cluster.JobID{1}, at(11), "c", nil); err != nil || len(got) != 0 {
+		t.Errorf("cancel of an ended job without request ID = %v, %v; want nothing", got, err)
+	}
+	if _, err := s.CancelJobs(8, []cluster.JobID{99}, at(11), "c", []byte("cancel-2")); !errors.Is(err, cluster.ErrNotFound) {
+		t.Errorf("cancel of an unknown job: %v; want ErrNotFound", err)
+	}
+	if _, ok := s.RequestCancelled([]byte("cancel-2")); ok {
+		t.Error("a refused cancel left a request record")
+	}
+	if err := checkConsistency(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, s.path)
+	if got, ok := s.RequestCancelled(req); !ok || !reflect.DeepEqual(got, []cluster.JobID{1, 2}) {
+		t.Errorf("after a restart the request cancelled %v (%v); want [1 2]", got, ok)
+	}
+	if err := s.Expire(9, Retention{RequestsBefore: at(11)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.RequestCancelled(req); ok {
+		t.Error("the cancel request outlived its retention")
+	}
+}
+
 func TestExpireForgetsOldRequestsAndHistory(t *testing.T) {
 	s := openTest(t, "")
 	idx := uint64(0)
@@ -54,7 +110,7 @@ func TestExpireForgetsOldRequestsAndHistory(t *testing.T) {
 	}
 	for i := 1; i <= 4; i++ { // jobs 1-4 end at 100+i
 		idx++
-		if _, err := s.CancelJobs(idx, []cluster.JobID{cluster.JobID(i)}, at(100+i), "c"); err != nil {
+		if _, err := s.CancelJobs(idx, []cluster.JobID{cluster.JobID(i)}, at(100+i), "c", nil); err != nil {
 			t.Fatal(err)
 		}
 	}

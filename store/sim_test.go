@@ -74,7 +74,10 @@ func (m *simulation) step(rt *rapid.T) {
 		m.report(rt)
 	case 3:
 		id := cluster.JobID(rapid.IntRange(1, int(m.next)+1).Draw(rt, "cancel"))
-		m.do(rt, func(idx uint64) error { _, err := m.s.CancelJobs(idx, []cluster.JobID{id}, at(1), "c"); return err })
+		m.do(rt, func(idx uint64) error {
+			_, err := m.s.CancelJobs(idx, []cluster.JobID{id}, at(1), "c", nil)
+			return err
+		})
 	case 4:
 		node := rapid.SampledFrom(m.nodes).Draw(rt, "node")
 		st := rapid.SampledFrom([]cluster.NodeState{cluster.NodeUp, cluster.NodeDown, cluster.NodeDrain}).Draw(rt, "state")

@@ -28,7 +28,7 @@ func populate(t *testing.T, s *Store) uint64 {
 	if ids, err := s.PlaceJobs(7, []Placement{{Job: 1, Alloc: alloc([]int{0, 1}, "n1"), Time: at(1)}}); err != nil || (len(ids) != 1 && !replay) {
 		t.Fatalf("PlaceJobs = %v, %v", ids, err)
 	}
-	if _, err := s.CancelJobs(8, []cluster.JobID{3}, at(2), "c"); err != nil {
+	if _, err := s.CancelJobs(8, []cluster.JobID{3}, at(2), "c", nil); err != nil {
 		t.Fatal(err)
 	}
 	return 8

@@ -16,10 +16,12 @@ type Controller struct {
 	RaftAddr string
 }
 
-// request is a submit request already seen: the job it created, and when.
+// request is a client request already seen: the job a submit created, or
+// the jobs a cancel cancelled, and when.
 type request struct {
-	job  cluster.JobID
-	time int64 // Unix ns, the job's submit time
+	job       cluster.JobID
+	cancelled []cluster.JobID
+	time      int64 // Unix ns, the job's submit time or the cancel's
 }
 
 // state is the in-memory copy of the store (see the package documentation).

@@ -287,7 +287,11 @@ type putRequestOp struct {
 }
 
 func (o putRequestOp) write(tx *bolt.Tx) error {
-	return putProto(tx.Bucket(bucketRequests), []byte(o.key), &statev1.SubmitRequest{JobId: uint64(o.r.job), Time: o.r.time})
+	r := &statev1.SubmitRequest{JobId: uint64(o.r.job), Time: o.r.time}
+	for _, id := range o.r.cancelled {
+		r.Cancelled = append(r.Cancelled, uint64(id))
+	}
+	return putProto(tx.Bucket(bucketRequests), []byte(o.key), r)
 }
 
 type putControllerOp struct{ c Controller }

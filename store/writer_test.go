@@ -50,7 +50,7 @@ func mixedCommands(n int, seed int64) []command {
 		case 4:
 			id := cluster.JobID(r.Intn(int(next) + 1))
 			cmds = append(cmds, func(s *Store, idx uint64) error {
-				_, err := s.CancelJobs(idx, []cluster.JobID{id}, at(int(idx)), "c")
+				_, err := s.CancelJobs(idx, []cluster.JobID{id}, at(int(idx)), "c", nil)
 				return err
 			})
 		}

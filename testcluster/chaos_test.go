@@ -142,6 +142,7 @@ type chaosClient struct {
 	rng    *rand.Rand
 	api    phalanxv1.ControllerServiceClient
 	n      int
+	seq    int      // cancels made, for their request IDs
 	failed []string // submits whose outcome is unknown, retried later
 	names  map[uint64]string
 }
@@ -226,7 +227,8 @@ func (c *chaosClient) cancel() {
 	}
 	op := porcupine.Operation{ClientId: c.id, Input: opInput{kind: opCancel, req: req, job: id}, Call: c.r.now()}
 	ctx, cancel := callCtx()
-	resp, err := c.api.CancelJob(ctx, &phalanxv1.CancelJobRequest{JobIds: []uint64{id}})
+	c.seq++ // one request ID per cancel, kept by the client's retries
+	resp, err := c.api.CancelJob(ctx, &phalanxv1.CancelJobRequest{JobIds: []uint64{id}, RequestId: fmt.Sprintf("cancel-%d-%d", c.id, c.seq)})
 	cancel()
 	op.Return = c.r.now()
 	switch {

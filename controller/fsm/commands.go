@@ -64,15 +64,18 @@ func (c ReportTask) apply(st *store.Store, idx uint64) Result {
 	return Result{Err: st.ReportTask(idx, c.Report)}
 }
 
-// CancelJobs cancels jobs.
+// CancelJobs cancels jobs. With a RequestID it is exactly-once: the
+// result is every job the request cancelled, in this command or in an
+// earlier one with the same ID (a retry, or another batch of the request).
 type CancelJobs struct {
-	IDs    []cluster.JobID
-	Time   time.Time
-	Reason string
+	IDs       []cluster.JobID
+	Time      time.Time
+	Reason    string
+	RequestID []byte
 }
 
 func (c CancelJobs) apply(st *store.Store, idx uint64) Result {
-	ids, err := st.CancelJobs(idx, c.IDs, c.Time, c.Reason)
+	ids, err := st.CancelJobs(idx, c.IDs, c.Time, c.Reason, c.RequestID)
 	return Result{IDs: ids, Err: err}
 }
 

@@ -62,7 +62,7 @@ func decode(m *statev1.Command) (Command, error) {
 		return decodeReportTask(c.ReportTask)
 	case *statev1.Command_CancelJobs:
 		r := c.CancelJobs
-		return CancelJobs{IDs: jobIDs(r.GetJobIds()), Time: codec.FromTime(r.GetTime()), Reason: r.GetReason()}, nil
+		return CancelJobs{IDs: jobIDs(r.GetJobIds()), Time: codec.FromTime(r.GetTime()), Reason: r.GetReason(), RequestID: r.GetRequestId()}, nil
 	case *statev1.Command_RegisterNode:
 		n, err := codec.FromNode(c.RegisterNode.GetNode())
 		return RegisterNode{Node: n}, err
@@ -197,7 +197,7 @@ func (c ReportTask) encode() (*statev1.Command, error) {
 
 func (c CancelJobs) encode() (*statev1.Command, error) {
 	return &statev1.Command{Command: &statev1.Command_CancelJobs{CancelJobs: &statev1.CancelJobs{
-		JobIds: wireIDs(c.IDs), Time: codec.Time(c.Time), Reason: c.Reason,
+		JobIds: wireIDs(c.IDs), Time: codec.Time(c.Time), Reason: c.Reason, RequestId: c.RequestID,
 	}}}, nil
 }
 

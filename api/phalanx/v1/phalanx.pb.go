@@ -1156,11 +1156,15 @@ func (x *SubmitJobResponse) GetWarnings() []string {
 }
 
 type CancelJobRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobIds        []uint64               `protobuf:"varint,1,rep,packed,name=job_ids,json=jobIds,proto3" json:"job_ids,omitempty"`
-	User          string                 `protobuf:"bytes,2,opt,name=user,proto3" json:"user,omitempty"`
-	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
-	Signal        int32                  `protobuf:"varint,4,opt,name=signal,proto3" json:"signal,omitempty"` // 0: cancel (SIGTERM, grace, SIGKILL)
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	JobIds []uint64               `protobuf:"varint,1,rep,packed,name=job_ids,json=jobIds,proto3" json:"job_ids,omitempty"`
+	User   string                 `protobuf:"bytes,2,opt,name=user,proto3" json:"user,omitempty"`
+	Name   string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Signal int32                  `protobuf:"varint,4,opt,name=signal,proto3" json:"signal,omitempty"` // 0: cancel (SIGTERM, grace, SIGKILL)
+	// request_id makes the cancel exactly-once, as a submit's: a retry with
+	// the same ID answers every job the request cancelled, the first
+	// attempt's included. Up to 64 bytes.
+	RequestId     string `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1223,9 +1227,18 @@ func (x *CancelJobRequest) GetSignal() int32 {
 	return 0
 }
 
+func (x *CancelJobRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
 type CancelJobResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Cancelled     []uint64               `protobuf:"varint,1,rep,packed,name=cancelled,proto3" json:"cancelled,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// cancelled: the jobs this request cancelled; a job named that had
+	// already ended is not among them.
+	Cancelled     []uint64 `protobuf:"varint,1,rep,packed,name=cancelled,proto3" json:"cancelled,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3471,12 +3484,14 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x11SubmitJobResponse\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12A\n" +
 	"\x0eexpected_start\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\rexpectedStart\x12\x1a\n" +
-	"\bwarnings\x18\x03 \x03(\tR\bwarnings\"k\n" +
+	"\bwarnings\x18\x03 \x03(\tR\bwarnings\"\x8a\x01\n" +
 	"\x10CancelJobRequest\x12\x17\n" +
 	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x16\n" +
-	"\x06signal\x18\x04 \x01(\x05R\x06signal\"1\n" +
+	"\x06signal\x18\x04 \x01(\x05R\x06signal\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\"1\n" +
 	"\x11CancelJobResponse\x12\x1c\n" +
 	"\tcancelled\x18\x01 \x03(\x04R\tcancelled\"&\n" +
 	"\rGetJobRequest\x12\x15\n" +

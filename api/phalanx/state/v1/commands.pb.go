@@ -557,10 +557,13 @@ func (x *ReportTask) GetTime() int64 {
 }
 
 type CancelJobs struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobIds        []uint64               `protobuf:"varint,1,rep,packed,name=job_ids,json=jobIds,proto3" json:"job_ids,omitempty"`
-	Time          int64                  `protobuf:"varint,2,opt,name=time,proto3" json:"time,omitempty"`
-	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	JobIds []uint64               `protobuf:"varint,1,rep,packed,name=job_ids,json=jobIds,proto3" json:"job_ids,omitempty"`
+	Time   int64                  `protobuf:"varint,2,opt,name=time,proto3" json:"time,omitempty"`
+	Reason string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// request_id makes the cancel exactly-once: a retry of the same request
+	// answers what the first attempt cancelled as well.
+	RequestId     []byte `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -614,6 +617,13 @@ func (x *CancelJobs) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *CancelJobs) GetRequestId() []byte {
+	if x != nil {
+		return x.RequestId
+	}
+	return nil
 }
 
 type RegisterNode struct {
@@ -1106,12 +1116,14 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\vexit_signal\x18\a \x01(\x05R\n" +
 	"exitSignal\x12\x18\n" +
 	"\amessage\x18\b \x01(\tR\amessage\x12\x12\n" +
-	"\x04time\x18\t \x01(\x03R\x04time\"Q\n" +
+	"\x04time\x18\t \x01(\x03R\x04time\"p\n" +
 	"\n" +
 	"CancelJobs\x12\x17\n" +
 	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\x12\x12\n" +
 	"\x04time\x18\x02 \x01(\x03R\x04time\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\":\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\fR\trequestId\":\n" +
 	"\fRegisterNode\x12*\n" +
 	"\x04node\x18\x01 \x01(\v2\x16.phalanx.state.v1.NodeR\x04node\"\x81\x01\n" +
 	"\fSetNodeState\x12\x12\n" +

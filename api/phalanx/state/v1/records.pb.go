@@ -1351,12 +1351,15 @@ func (x *Partition) GetPreemptMode() string {
 	return ""
 }
 
-// SubmitRequest remembers which job a client's submit request created, so
-// that a retried submit returns that job instead of creating another.
+// SubmitRequest remembers what a client's request did, so that a retry of
+// it (a lost reply, a failover) answers the same instead of acting again:
+// the job a submit created (job_id), or the jobs a cancel cancelled
+// (cancelled). The name is the first release's; it holds cancels too.
 type SubmitRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	JobId         uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	Time          int64                  `protobuf:"varint,2,opt,name=time,proto3" json:"time,omitempty"`
+	Cancelled     []uint64               `protobuf:"varint,3,rep,packed,name=cancelled,proto3" json:"cancelled,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1403,6 +1406,13 @@ func (x *SubmitRequest) GetTime() int64 {
 		return x.Time
 	}
 	return 0
+}
+
+func (x *SubmitRequest) GetCancelled() []uint64 {
+	if x != nil {
+		return x.Cancelled
+	}
+	return nil
 }
 
 // Controller is one replica as the cluster knows it.
@@ -1590,10 +1600,11 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\tmax_nodes\x18\b \x01(\x05R\bmaxNodes\x12#\n" +
 	"\rpriority_tier\x18\t \x01(\x05R\fpriorityTier\x12!\n" +
 	"\fpreempt_mode\x18\n" +
-	" \x01(\tR\vpreemptMode\":\n" +
+	" \x01(\tR\vpreemptMode\"X\n" +
 	"\rSubmitRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x12\n" +
-	"\x04time\x18\x02 \x01(\x03R\x04time\"T\n" +
+	"\x04time\x18\x02 \x01(\x03R\x04time\x12\x1c\n" +
+	"\tcancelled\x18\x03 \x03(\x04R\tcancelled\"T\n" +
 	"\n" +
 	"Controller\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
