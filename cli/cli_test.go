@@ -178,7 +178,7 @@ func TestSbatchSubmits(t *testing.T) {
 	dir, _ := sys.Getwd()
 	want := &phalanxv1.JobSpec{
 		Name: "train", User: "alice", Uid: 1000, Gid: 100, TimeLimitSeconds: 86400, Script: script,
-		Env: map[string]string{"HOME": "/home/alice", "LR": "0.1"}, WorkDir: dir,
+		Environment: []string{"HOME=/home/alice", "LR=0.1"}, WorkDir: dir,
 		Nodes: 2, GpusPerNode: 8, GpuType: "h100",
 	}
 	if len(f.submits) != 1 || !proto.Equal(f.submits[0].Spec, want) || f.submits[0].TestOnly {

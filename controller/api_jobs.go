@@ -16,6 +16,7 @@ import (
 	"github.com/phalanx-hpc/phalanx/controller/fsm"
 	"github.com/phalanx-hpc/phalanx/scheduler"
 	"github.com/phalanx-hpc/phalanx/store"
+	"github.com/phalanx-hpc/phalanx/store/codec"
 )
 
 // controllerService implements the user-facing API.
@@ -83,7 +84,14 @@ func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly b
 	job.SubmitTime = now
 	job.State = cluster.JobPending
 	job.Reason = cluster.ReasonNone
-	res, err := s.propose(ctx, fsm.SubmitJob{Job: job, RequestID: requestID})
+	// The payload goes to the log as the client sent it, without building
+	// a map of the environment on the way.
+	payload, err := codec.EncodePayload(job.Script, specEnviron(spec))
+	if err != nil {
+		return nil, err
+	}
+	job.Script = ""
+	res, err := s.propose(ctx, fsm.SubmitJob{Job: job, Payload: payload, RequestID: requestID})
 	if err != nil {
 		return nil, err
 	}
@@ -324,7 +332,7 @@ type listPage struct {
 // maxPageBytes.
 func (p *listPage) take(j *cluster.Job) bool {
 	v := jobToProto(j, p.addrs, nil)
-	v.Spec.Script, v.Spec.Env = "", nil
+	v.Spec.Script, v.Spec.Environment = "", nil
 	n := proto.Size(v) + listSlack
 	if len(p.jobs) > 0 && p.bytes+n > maxPageBytes {
 		return false

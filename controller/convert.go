@@ -11,6 +11,7 @@ import (
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/scheduler"
 	"github.com/phalanx-hpc/phalanx/store"
+	"github.com/phalanx-hpc/phalanx/store/codec"
 )
 
 // Wire ↔ domain conversion. Protobuf types stop here.
@@ -22,6 +23,17 @@ func ts(t time.Time) *timestamppb.Timestamp {
 	return timestamppb.New(t)
 }
 
+// specEnviron is a spec's environment as NAME=VALUE strings: as sent, or
+// from the first release's map.
+func specEnviron(spec *phalanxv1.JobSpec) []string {
+	if len(spec.Environment) > 0 {
+		return spec.Environment
+	}
+	return codec.Environ(spec.Env)
+}
+
+// jobFromSpec reads a submitted spec, without its environment, which
+// goes to the job's payload as it is (specEnviron).
 func jobFromSpec(spec *phalanxv1.JobSpec) (*cluster.Job, error) {
 	if spec == nil {
 		return nil, cluster.Errorf(cluster.ErrInvalid, "a job spec is required")
@@ -37,7 +49,6 @@ func jobFromSpec(spec *phalanxv1.JobSpec) (*cluster.Job, error) {
 		TimeLimit:   time.Duration(spec.TimeLimitSeconds) * time.Second,
 		Script:      spec.Script,
 		Image:       spec.Image,
-		Env:         spec.Env,
 		WorkDir:     spec.WorkDir,
 		Output:      spec.Output,
 		Error:       spec.Error,
@@ -96,7 +107,7 @@ func specToProto(j *cluster.Job) *phalanxv1.JobSpec {
 		TimeLimitSeconds: int64(j.TimeLimit / time.Second),
 		Script:           j.Script,
 		Image:            j.Image,
-		Env:              j.Env,
+		Environment:      codec.Environ(j.Env),
 		WorkDir:          j.WorkDir,
 		Output:           j.Output,
 		Error:            j.Error,

@@ -35,7 +35,7 @@ func taskEnv(in envInput) []string {
 	for _, kv := range ours {
 		set[kv[:strings.IndexByte(kv, '=')]] = true
 	}
-	jobEnv := in.job.GetSpec().GetEnv()
+	jobEnv := specEnv(in.job.GetSpec())
 	keys := make([]string, 0, len(jobEnv)+1)
 	for k := range jobEnv {
 		if !set[k] {
@@ -51,6 +51,21 @@ func taskEnv(in envInput) []string {
 		env = append(env, "PATH="+defaultPath)
 	}
 	return append(env, ours...)
+}
+
+// specEnv is the job's exported environment: its NAME=VALUE list (a
+// later NAME wins), or the map an older controller sends.
+func specEnv(spec *phalanxv1.JobSpec) map[string]string {
+	list := spec.GetEnvironment()
+	if len(list) == 0 {
+		return spec.GetEnv()
+	}
+	out := make(map[string]string, len(list))
+	for _, kv := range list {
+		k, v, _ := strings.Cut(kv, "=")
+		out[k] = v
+	}
+	return out
 }
 
 // launchVars are the variables every task gets, in order.

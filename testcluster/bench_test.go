@@ -106,16 +106,15 @@ func simulateNodes(b testing.TB, ctx context.Context, addrs []string, n int) {
 // benchSpec is a job as phx sbatch sends it: a real script and the
 // submitter's exported environment (about 3 KB in all).
 func benchSpec(name string) *phalanxv1.JobSpec {
-	env := map[string]string{}
+	env := []string{"PATH=/usr/local/cuda/bin:/opt/conda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	for i := 0; i < 40; i++ {
-		env[fmt.Sprintf("VAR_%02d", i)] = strings.Repeat("x", 40)
+		env = append(env, fmt.Sprintf("VAR_%02d=%s", i, strings.Repeat("x", 40)))
 	}
-	env["PATH"] = "/usr/local/cuda/bin:/opt/conda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	script := "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gpus-per-node=8\n#SBATCH -t 4:00:00\n" +
 		strings.Repeat("# a comment line of the kind training scripts carry, explaining a flag\n", 12) +
 		"srun torchrun --nnodes=$SLURM_NNODES --nproc-per-node=8 train.py --config cfg.yaml\n"
 	return &phalanxv1.JobSpec{Name: name, User: "bench", Uid: 1000, Gid: 1000, WorkDir: "/home/bench", Nodes: 1,
-		GpusPerNode: 8, Script: script, Env: env, Output: "train-%j.out"}
+		GpusPerNode: 8, Script: script, Environment: env, Output: "train-%j.out"}
 }
 
 // fill holds every node with one job and queues n more behind it.

@@ -273,3 +273,28 @@ func allIdle(c *testcluster.Cluster) error {
 }
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+// The submitter's exported variables reach the task, whether the submit
+// carries them as a list (what phx sbatch sends) or as the first release's
+// map; the job's own PATH replaces the agent's default (after the srun
+// shim), and a variable
+// named like one of Phalanx's loses to it.
+func TestExportedEnvironmentReachesTheTask(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 1, Runtime: "process"})
+	dir := t.TempDir()
+	script := "#!/bin/sh\necho LR=$LR\necho PATH=$PATH\necho SLURM_NNODES=$SLURM_NNODES\n"
+	list := spec(dir, "list", 1, 1, script)
+	list.Environment = []string{"LR=0.1", "PATH=/opt/job/bin:/usr/bin:/bin", "SLURM_NNODES=99"}
+	legacy := spec(dir, "map", 1, 1, script)
+	legacy.Env = map[string]string{"LR": "0.2", "PATH": "/opt/job/bin:/usr/bin:/bin"}
+	for name, s := range map[string]*phalanxv1.JobSpec{"list": list, "map": legacy} {
+		id := submit(t, c, s)
+		c.WaitJob(id, 20*time.Second, "COMPLETED")
+		env := readEnv(t, filepath.Join(dir, name+"-"+strconv.FormatUint(id, 10)+"-0.out"))
+		want := map[string]string{"list": "0.1", "map": "0.2"}[name]
+		// The agent puts its srun shim first on the job's PATH.
+		if env["LR"] != want || !strings.HasSuffix(env["PATH"], "/bin:/opt/job/bin:/usr/bin:/bin") || env["SLURM_NNODES"] != "1" {
+			t.Errorf("%s: the task saw LR=%q PATH=%q SLURM_NNODES=%q; want %s, the shim then the job's PATH, 1", name, env["LR"], env["PATH"], env["SLURM_NNODES"], want)
+		}
+	}
+}

@@ -2,14 +2,16 @@ package sbatch
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 )
 
-// exportEnv builds the job's environment from --export and the submitter's
-// environment: "" and ALL export everything, NONE nothing, and a comma list
-// of VAR (taken from the submitter) and VAR=value entries exports just
-// those, or those on top of everything when the list contains ALL.
-func exportEnv(spec string, environ []string) (map[string]string, error) {
+// exportEnv builds the job's environment, NAME=VALUE by name, from
+// --export and the submitter's environment: "" and ALL export everything,
+// NONE nothing, and a comma list of VAR (taken from the submitter) and
+// VAR=value entries exports just those, or those on top of everything when
+// the list contains ALL.
+func exportEnv(spec string, environ []string) ([]string, error) {
 	own := make(map[string]string, len(environ))
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
@@ -41,5 +43,14 @@ func exportEnv(spec string, environ []string) (map[string]string, error) {
 			}
 		}
 	}
-	return out, nil
+	names := make([]string, 0, len(out))
+	for k := range out {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	list := make([]string, len(names))
+	for i, k := range names {
+		list[i] = k + "=" + out[k]
+	}
+	return list, nil
 }

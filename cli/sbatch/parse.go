@@ -134,7 +134,7 @@ func finish(b *builder, script, name string, env Env) (*Request, error) {
 	}
 	s.WorkDir = abs(env.Cwd, s.WorkDir)
 	var err error
-	if s.Env, err = exportEnv(b.export, env.Environ); err != nil {
+	if s.Environment, err = exportEnv(b.export, env.Environ); err != nil {
 		return nil, fmt.Errorf("--export=%s: %w", b.export, err)
 	}
 	return &Request{Spec: s, Parsable: b.parsable, TestOnly: b.testOnly, Warnings: b.warnings}, nil

@@ -3,7 +3,6 @@ package sbatch
 import (
 	"fmt"
 	"io/fs"
-	"sort"
 	"strings"
 	"testing"
 
@@ -90,12 +89,10 @@ func writeSpec(b *strings.Builder, s *phalanxv1.JobSpec) {
 		fmt.Fprintf(b, "priority=%d\n", s.Priority)
 	}
 	writePlacement(b, s)
-	keys := make([]string, 0, len(s.Env))
-	for k := range s.Env {
-		keys = append(keys, k+"="+s.Env[k])
+	if s.Env != nil {
+		b.WriteString("env map: sbatch sends the environment as a list\n")
 	}
-	sort.Strings(keys)
-	fmt.Fprintf(b, "env: %s\n", strings.Join(keys, " "))
+	fmt.Fprintf(b, "env: %s\n", strings.Join(s.Environment, " "))
 	if strings.Contains(s.Script, "sbatch --wrap") {
 		fmt.Fprintf(b, "script:\n%s", s.Script)
 	}

@@ -140,6 +140,27 @@ func TestEveryCommandTypeHasAFixture(t *testing.T) {
 	}
 }
 
+// A submit written before payloads held the environment as a list (it was
+// a map) decodes to the same job: a replica upgraded in place replays it.
+func TestSubmitWithEnvironmentMap(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "v2-env-map", "01-submit-job.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := got.(SubmitJob)
+	full := *sub.Job
+	if err := codec.DecodePayload(&full, sub.Payload); err != nil {
+		t.Fatal(err)
+	}
+	if want := commandFixtures["01-submit-job"].(SubmitJob); !reflect.DeepEqual(SubmitJob{Job: &full, RequestID: sub.RequestID}, want) {
+		t.Errorf("decodes to\n%+v\nwant\n%+v", full, *want.Job)
+	}
+}
+
 // TestFirstReleaseCommands decodes log entries written by the first release
 // (a type byte and JSON), as a replica upgraded in place replays them.
 func TestFirstReleaseCommands(t *testing.T) {

@@ -2,6 +2,8 @@ package codec
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -173,15 +175,58 @@ func fromJobStatus(j *cluster.Job, st *statev1.JobStatus) error {
 	return nil
 }
 
-// Payload encodes a job's large fields.
+// Payload encodes a job's large fields; the environment as NAME=VALUE
+// strings, by name.
 func Payload(j *cluster.Job) *statev1.JobPayload {
-	return &statev1.JobPayload{Script: j.Script, Env: j.Env}
+	return &statev1.JobPayload{Script: j.Script, Environment: Environ(j.Env)}
 }
 
-// WithPayload sets a decoded job's large fields from its payload.
+// WithPayload sets a decoded job's large fields from its payload, which
+// holds the environment as a list or, written by the first release, a map.
 func WithPayload(j *cluster.Job, p *statev1.JobPayload) {
 	j.Script = p.GetScript()
 	j.Env = p.GetEnv()
+	if list := p.GetEnvironment(); len(list) > 0 {
+		j.Env = EnvMap(list)
+	}
+}
+
+// EncodePayload encodes a script and an environment (NAME=VALUE) as a
+// JobPayload, for a submit that has them in that form already.
+func EncodePayload(script string, environ []string) ([]byte, error) {
+	return proto.Marshal(&statev1.JobPayload{Script: script, Environment: environ})
+}
+
+// Environ returns env as NAME=VALUE strings, sorted by name; nil for an
+// empty env.
+func Environ(env map[string]string) []string {
+	if len(env) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(env))
+	for k := range env {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	out := make([]string, len(names))
+	for i, k := range names {
+		out[i] = k + "=" + env[k]
+	}
+	return out
+}
+
+// EnvMap reads NAME=VALUE strings (a later NAME wins; an entry without =
+// is a NAME with an empty value); nil for none.
+func EnvMap(list []string) map[string]string {
+	if len(list) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(list))
+	for _, kv := range list {
+		k, v, _ := strings.Cut(kv, "=")
+		out[k] = v
+	}
+	return out
 }
 
 // FullJob decodes a job record and its payload into one job.
@@ -194,8 +239,8 @@ func FullJob(r *statev1.Job, p *statev1.JobPayload) (*cluster.Job, error) {
 	return j, nil
 }
 
-// PayloadBytes encodes a job's large fields, deterministically (map keys in
-// order), for the Raft log and the payloads bucket.
+// PayloadBytes encodes a job's large fields, deterministically, for the
+// Raft log and the payloads bucket.
 func PayloadBytes(j *cluster.Job) ([]byte, error) {
 	return proto.MarshalOptions{Deterministic: true}.Marshal(Payload(j))
 }

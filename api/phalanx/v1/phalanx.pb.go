@@ -48,16 +48,18 @@ type JobSpec struct {
 	TimeLimitSeconds int64                  `protobuf:"varint,7,opt,name=time_limit_seconds,json=timeLimitSeconds,proto3" json:"time_limit_seconds,omitempty"` // 0: the partition's default
 	Script           string                 `protobuf:"bytes,8,opt,name=script,proto3" json:"script,omitempty"`
 	Image            string                 `protobuf:"bytes,9,opt,name=image,proto3" json:"image,omitempty"` // empty: plain process
-	Env              map[string]string      `protobuf:"bytes,10,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	WorkDir          string                 `protobuf:"bytes,11,opt,name=work_dir,json=workDir,proto3" json:"work_dir,omitempty"`
-	Output           string                 `protobuf:"bytes,12,opt,name=output,proto3" json:"output,omitempty"` // -o pattern
-	Error            string                 `protobuf:"bytes,13,opt,name=error,proto3" json:"error,omitempty"`   // -e pattern
-	Nodes            int32                  `protobuf:"varint,14,opt,name=nodes,proto3" json:"nodes,omitempty"`
-	GpusPerNode      int32                  `protobuf:"varint,15,opt,name=gpus_per_node,json=gpusPerNode,proto3" json:"gpus_per_node,omitempty"`
-	GpuType          string                 `protobuf:"bytes,16,opt,name=gpu_type,json=gpuType,proto3" json:"gpu_type,omitempty"`
-	CpusPerNode      int32                  `protobuf:"varint,17,opt,name=cpus_per_node,json=cpusPerNode,proto3" json:"cpus_per_node,omitempty"`
-	MemoryMb         int64                  `protobuf:"varint,18,opt,name=memory_mb,json=memoryMb,proto3" json:"memory_mb,omitempty"`
-	Priority         int64                  `protobuf:"varint,19,opt,name=priority,proto3" json:"priority,omitempty"`
+	// env is the first release's form of the environment: a submit that
+	// sends no environment may still send it. Replies leave it empty.
+	Env         map[string]string `protobuf:"bytes,10,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	WorkDir     string            `protobuf:"bytes,11,opt,name=work_dir,json=workDir,proto3" json:"work_dir,omitempty"`
+	Output      string            `protobuf:"bytes,12,opt,name=output,proto3" json:"output,omitempty"` // -o pattern
+	Error       string            `protobuf:"bytes,13,opt,name=error,proto3" json:"error,omitempty"`   // -e pattern
+	Nodes       int32             `protobuf:"varint,14,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	GpusPerNode int32             `protobuf:"varint,15,opt,name=gpus_per_node,json=gpusPerNode,proto3" json:"gpus_per_node,omitempty"`
+	GpuType     string            `protobuf:"bytes,16,opt,name=gpu_type,json=gpuType,proto3" json:"gpu_type,omitempty"`
+	CpusPerNode int32             `protobuf:"varint,17,opt,name=cpus_per_node,json=cpusPerNode,proto3" json:"cpus_per_node,omitempty"`
+	MemoryMb    int64             `protobuf:"varint,18,opt,name=memory_mb,json=memoryMb,proto3" json:"memory_mb,omitempty"`
+	Priority    int64             `protobuf:"varint,19,opt,name=priority,proto3" json:"priority,omitempty"`
 	// Placement constraints, as sbatch names them.
 	Constraint          string   `protobuf:"bytes,20,opt,name=constraint,proto3" json:"constraint,omitempty"`                                                 // --constraint: features, "a&b" (all) or "a|b" (any)
 	Nodelist            []string `protobuf:"bytes,21,rep,name=nodelist,proto3" json:"nodelist,omitempty"`                                                     // --nodelist: nodes the allocation must include
@@ -68,8 +70,12 @@ type JobSpec struct {
 	Segment             int32    `protobuf:"varint,26,opt,name=segment,proto3" json:"segment,omitempty"`                                                      // --segment=K: groups of K nodes, each inside one block
 	Qos                 string   `protobuf:"bytes,27,opt,name=qos,proto3" json:"qos,omitempty"`                                                               // high, normal or low; empty: normal
 	Nice                int32    `protobuf:"varint,28,opt,name=nice,proto3" json:"nice,omitempty"`                                                            // --nice: lowers priority by this much
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// environment: the job's exported variables, NAME=VALUE (as
+	// os.Environ), by name; a later NAME wins. Cheaper to encode and decode
+	// than a map, on a path every submit takes.
+	Environment   []string `protobuf:"bytes,29,rep,name=environment,proto3" json:"environment,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -296,6 +302,13 @@ func (x *JobSpec) GetNice() int32 {
 		return x.Nice
 	}
 	return 0
+}
+
+func (x *JobSpec) GetEnvironment() []string {
+	if x != nil {
+		return x.Environment
+	}
+	return nil
 }
 
 type NodeAlloc struct {
@@ -3357,7 +3370,7 @@ var File_phalanx_v1_phalanx_proto protoreflect.FileDescriptor
 const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\n" +
 	"\x18phalanx/v1/phalanx.proto\x12\n" +
-	"phalanx.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd0\x06\n" +
+	"phalanx.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf2\x06\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -3389,7 +3402,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x15switches_wait_seconds\x18\x19 \x01(\x03R\x13switchesWaitSeconds\x12\x18\n" +
 	"\asegment\x18\x1a \x01(\x05R\asegment\x12\x10\n" +
 	"\x03qos\x18\x1b \x01(\tR\x03qos\x12\x12\n" +
-	"\x04nice\x18\x1c \x01(\x05R\x04nice\x1a6\n" +
+	"\x04nice\x18\x1c \x01(\x05R\x04nice\x12 \n" +
+	"\venvironment\x18\x1d \x03(\tR\venvironment\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"x\n" +

@@ -597,7 +597,8 @@ func (x *JobSpec) GetNice() int32 {
 type JobPayload struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Script        string                 `protobuf:"bytes,1,opt,name=script,proto3" json:"script,omitempty"`
-	Env           map[string]string      `protobuf:"bytes,2,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Env           map[string]string      `protobuf:"bytes,2,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"` // the first release's form; read when environment is empty
+	Environment   []string               `protobuf:"bytes,3,rep,name=environment,proto3" json:"environment,omitempty"`                                                           // NAME=VALUE, by name
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -642,6 +643,13 @@ func (x *JobPayload) GetScript() string {
 func (x *JobPayload) GetEnv() map[string]string {
 	if x != nil {
 		return x.Env
+	}
+	return nil
+}
+
+func (x *JobPayload) GetEnvironment() []string {
+	if x != nil {
+		return x.Environment
 	}
 	return nil
 }
@@ -1517,11 +1525,12 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\rswitches_wait\x18\x18 \x01(\x03R\fswitchesWait\x12\x18\n" +
 	"\asegment\x18\x19 \x01(\x05R\asegment\x12\x10\n" +
 	"\x03qos\x18\x1a \x01(\tR\x03qos\x12\x12\n" +
-	"\x04nice\x18\x1b \x01(\x05R\x04nice\"\x95\x01\n" +
+	"\x04nice\x18\x1b \x01(\x05R\x04nice\"\xb7\x01\n" +
 	"\n" +
 	"JobPayload\x12\x16\n" +
 	"\x06script\x18\x01 \x01(\tR\x06script\x127\n" +
-	"\x03env\x18\x02 \x03(\v2%.phalanx.state.v1.JobPayload.EnvEntryR\x03env\x1a6\n" +
+	"\x03env\x18\x02 \x03(\v2%.phalanx.state.v1.JobPayload.EnvEntryR\x03env\x12 \n" +
+	"\venvironment\x18\x03 \x03(\tR\venvironment\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbd\x03\n" +
