@@ -11,7 +11,6 @@ import (
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/scheduler"
 	"github.com/phalanx-hpc/phalanx/store"
-	"github.com/phalanx-hpc/phalanx/store/codec"
 )
 
 // Wire ↔ domain conversion. Protobuf types stop here.
@@ -29,7 +28,7 @@ func specEnviron(spec *phalanxv1.JobSpec) []string {
 	if len(spec.Environment) > 0 {
 		return spec.Environment
 	}
-	return codec.Environ(spec.Env)
+	return cluster.Environ(spec.Env)
 }
 
 // jobFromSpec reads a submitted spec, without its environment, which
@@ -107,7 +106,7 @@ func specToProto(j *cluster.Job) *phalanxv1.JobSpec {
 		TimeLimitSeconds: int64(j.TimeLimit / time.Second),
 		Script:           j.Script,
 		Image:            j.Image,
-		Environment:      codec.Environ(j.Env),
+		Environment:      cluster.Environ(j.Env),
 		WorkDir:          j.WorkDir,
 		Output:           j.Output,
 		Error:            j.Error,

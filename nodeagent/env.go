@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/topology/hostlist"
 )
 
@@ -53,19 +54,13 @@ func taskEnv(in envInput) []string {
 	return append(env, ours...)
 }
 
-// specEnv is the job's exported environment: its NAME=VALUE list (a
-// later NAME wins), or the map an older controller sends.
+// specEnv is the job's exported environment: its NAME=VALUE list, or the
+// map an older controller sends.
 func specEnv(spec *phalanxv1.JobSpec) map[string]string {
-	list := spec.GetEnvironment()
-	if len(list) == 0 {
-		return spec.GetEnv()
+	if list := spec.GetEnvironment(); len(list) > 0 {
+		return cluster.EnvMap(list)
 	}
-	out := make(map[string]string, len(list))
-	for _, kv := range list {
-		k, v, _ := strings.Cut(kv, "=")
-		out[k] = v
-	}
-	return out
+	return spec.GetEnv()
 }
 
 // launchVars are the variables every task gets, in order.

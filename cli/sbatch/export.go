@@ -2,8 +2,9 @@ package sbatch
 
 import (
 	"fmt"
-	"sort"
 	"strings"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
 // exportEnv builds the job's environment, NAME=VALUE by name, from
@@ -43,14 +44,5 @@ func exportEnv(spec string, environ []string) ([]string, error) {
 			}
 		}
 	}
-	names := make([]string, 0, len(out))
-	for k := range out {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	list := make([]string, len(names))
-	for i, k := range names {
-		list[i] = k + "=" + out[k]
-	}
-	return list, nil
+	return cluster.Environ(out), nil
 }

@@ -2,8 +2,6 @@ package codec
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -178,7 +176,7 @@ func fromJobStatus(j *cluster.Job, st *statev1.JobStatus) error {
 // Payload encodes a job's large fields; the environment as NAME=VALUE
 // strings, by name.
 func Payload(j *cluster.Job) *statev1.JobPayload {
-	return &statev1.JobPayload{Script: j.Script, Environment: Environ(j.Env)}
+	return &statev1.JobPayload{Script: j.Script, Environment: cluster.Environ(j.Env)}
 }
 
 // WithPayload sets a decoded job's large fields from its payload, which
@@ -187,7 +185,7 @@ func WithPayload(j *cluster.Job, p *statev1.JobPayload) {
 	j.Script = p.GetScript()
 	j.Env = p.GetEnv()
 	if list := p.GetEnvironment(); len(list) > 0 {
-		j.Env = EnvMap(list)
+		j.Env = cluster.EnvMap(list)
 	}
 }
 
@@ -195,38 +193,6 @@ func WithPayload(j *cluster.Job, p *statev1.JobPayload) {
 // JobPayload, for a submit that has them in that form already.
 func EncodePayload(script string, environ []string) ([]byte, error) {
 	return proto.Marshal(&statev1.JobPayload{Script: script, Environment: environ})
-}
-
-// Environ returns env as NAME=VALUE strings, sorted by name; nil for an
-// empty env.
-func Environ(env map[string]string) []string {
-	if len(env) == 0 {
-		return nil
-	}
-	names := make([]string, 0, len(env))
-	for k := range env {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	out := make([]string, len(names))
-	for i, k := range names {
-		out[i] = k + "=" + env[k]
-	}
-	return out
-}
-
-// EnvMap reads NAME=VALUE strings (a later NAME wins; an entry without =
-// is a NAME with an empty value); nil for none.
-func EnvMap(list []string) map[string]string {
-	if len(list) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(list))
-	for _, kv := range list {
-		k, v, _ := strings.Cut(kv, "=")
-		out[k] = v
-	}
-	return out
 }
 
 // FullJob decodes a job record and its payload into one job.
