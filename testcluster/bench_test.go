@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,6 +32,16 @@ import (
 var controllerBin struct {
 	once sync.Once
 	path string
+}
+
+// TestMain removes the controller binary the benchmarks built, once they
+// have all run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if controllerBin.path != "" {
+		os.RemoveAll(filepath.Dir(controllerBin.path))
+	}
+	os.Exit(code)
 }
 
 func benchBinary(b *testing.B) string {
