@@ -26,9 +26,10 @@ func (k *commands) backup(c *ucli.Context, args []string) error {
 	}
 	defer cn.Close()
 	tmp := args[0] + ".partial"
-	f, err := os.Create(tmp)
+	// The state holds every job's script and environment: owner only.
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
-		return err
+		return fmt.Errorf("cannot write the backup beside %s: %w", args[0], err)
 	}
 	defer os.Remove(tmp)
 	defer f.Close()
@@ -56,7 +57,7 @@ func (k *commands) backup(c *ucli.Context, args []string) error {
 			m, err := f.Write(chunk.Data)
 			n += int64(m)
 			if err != nil {
-				return err
+				return fmt.Errorf("write %s: %w", tmp, err)
 			}
 		}
 	})
@@ -64,10 +65,10 @@ func (k *commands) backup(c *ucli.Context, args []string) error {
 		return err
 	}
 	if err := f.Sync(); err != nil {
-		return err
+		return fmt.Errorf("write %s: %w", tmp, err)
 	}
 	if err := os.Rename(tmp, args[0]); err != nil {
-		return err
+		return fmt.Errorf("cannot move the backup into place: %w", err)
 	}
 	fmt.Fprintf(k.sys.Stdout, "Backup of %d bytes written to %s\n", n, args[0])
 	return nil
@@ -83,7 +84,7 @@ func (k *commands) restore(c *ucli.Context, args []string) error {
 	force := len(args) == 2
 	f, err := os.Open(args[0])
 	if err != nil {
-		return err
+		return fmt.Errorf("cannot read the backup: %w", err)
 	}
 	defer f.Close()
 	cn, err := k.dial(c)

@@ -84,6 +84,9 @@ func TestScontrolBackup(t *testing.T) {
 	if got, err := os.ReadFile(file); err != nil || !bytes.Equal(got, f.backup) {
 		t.Fatalf("backup file %q (%v); want %q", got, err, f.backup)
 	}
+	if st, err := os.Stat(file); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("backup file mode %v (%v); want 0600: it holds every job's script and environment", st.Mode().Perm(), err)
+	}
 
 	// A backup that breaks off leaves no file under the name.
 	f.failMid = true

@@ -117,11 +117,16 @@ func (cn *conn) call(ctx context.Context, rpc func(ctx context.Context) error) e
 	return cn.userError(rpc(ctx))
 }
 
-// callStream runs a streaming RPC under the timeout. Streams are served by
-// the leader only: a replica that is not answers NotLeader, which teaches
-// the connection who leads, and the call starts again there.
+// streamTimeout bounds a transfer (backup, restore), which --timeout, meant
+// for one call, would cut short on a large state.
+const streamTimeout = time.Hour
+
+// callStream runs a streaming RPC under streamTimeout (or --timeout, when
+// longer). Streams are served by the leader only: a replica that is not
+// answers NotLeader, which teaches the connection who leads, and the call
+// starts again there.
 func (cn *conn) callStream(ctx context.Context, rpc func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, cn.timeout)
+	ctx, cancel := context.WithTimeout(ctx, max(cn.timeout, streamTimeout))
 	defer cancel()
 	var err error
 	for attempt := 0; attempt < 4; attempt++ {

@@ -29,12 +29,36 @@ import (
 // backupChunk is the size of the pieces a backup is streamed in.
 const backupChunk = 1 << 20
 
+// restoreTimeout bounds the wait for Raft to take a restore in hand (it
+// then finishes, however long the copy takes).
+const restoreTimeout = time.Minute
+
 func (c *controllerService) Backup(req *phalanxv1.BackupRequest, stream phalanxv1.ControllerService_BackupServer) error {
-	w := bufio.NewWriterSize(chunkWriter{stream}, backupChunk)
-	if err := c.s.store.Snapshot(w); err != nil {
-		return toStatus(err)
+	return toStatus(c.s.backup(stream))
+}
+
+// backup copies the state to a file beside it, then streams the file: the
+// database's read transaction lasts as long as a local copy takes, never as
+// long as a slow client, which would hold the database's mmap lock and
+// stall the state writer, and with it the replica's applies.
+func (s *Server) backup(stream phalanxv1.ControllerService_BackupServer) error {
+	f, err := os.CreateTemp(s.cfg.DataDir, "backup-*.db")
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
 	}
-	return toStatus(w.Flush())
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if err := s.store.Snapshot(f); err != nil {
+		return err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	w := bufio.NewWriterSize(chunkWriter{stream}, backupChunk)
+	if _, err := io.Copy(w, f); err != nil {
+		return err
+	}
+	return w.Flush()
 }
 
 // chunkWriter sends what is written as Chunk messages.
@@ -58,31 +82,30 @@ func (c *controllerService) Restore(stream phalanxv1.ControllerService_RestoreSe
 }
 
 func (s *Server) restore(stream phalanxv1.ControllerService_RestoreServer) (*phalanxv1.RestoreResponse, error) {
+	first, err := stream.Recv()
+	if err != nil {
+		return nil, fmt.Errorf("restore: %w", err)
+	}
+	// Refused before anything is written: a restore replaces everything.
+	if active, finished, _ := s.store.Counts(); active+finished > 0 && !first.Force {
+		return nil, cluster.Errorf(cluster.ErrConflict,
+			"this cluster holds %d jobs: restoring a backup replaces everything; restore into a new cluster, or force it", active+finished)
+	}
 	f, err := os.CreateTemp(s.cfg.DataDir, "restore-*.db")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("restore: %w", err)
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	force := false
-	for first := true; ; first = false {
-		msg, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if first {
-			force = msg.Force
-		}
+	for msg := first; ; {
 		if _, err := f.Write(msg.Data); err != nil {
 			return nil, fmt.Errorf("restore: %w", err)
 		}
-	}
-	if active, finished, _ := s.store.Counts(); active+finished > 0 && !force {
-		return nil, cluster.Errorf(cluster.ErrConflict,
-			"this cluster holds %d jobs: restoring a backup replaces everything; restore into a new cluster, or force it", active+finished)
+		if msg, err = stream.Recv(); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("restore: %w", err)
+		}
 	}
 	backup, err := inspectBackup(f.Name())
 	if err != nil {
@@ -97,14 +120,18 @@ func (s *Server) restore(stream phalanxv1.ControllerService_RestoreServer) (*pha
 	}
 	members := s.store.Controllers() // this cluster's replicas, not the backup's
 	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: backup.applied, Size: size}
-	if err := s.raft.raft.Restore(meta, f, time.Minute); err != nil {
+	if err := s.raft.raft.Restore(meta, f, restoreTimeout); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
 			return nil, s.notLeader()
 		}
 		return nil, fmt.Errorf("restore: %w", err)
 	}
 	s.log.Warn("state replaced by a backup", "jobs", backup.jobs, "nodes", backup.nodes, "backup_index", backup.applied)
-	s.afterRestore(stream.Context(), members)
+	// The state is replaced whether or not the client still waits: finish
+	// the follow-up on a context of its own.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(stream.Context()), membershipTimeout)
+	defer cancel()
+	s.afterRestore(ctx, members)
 	return &phalanxv1.RestoreResponse{Jobs: uint64(backup.jobs), Nodes: uint64(backup.nodes)}, nil
 }
 

@@ -64,6 +64,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	removeTransfers(c.DataDir, c.Logger)
 	var opts []store.Option
 	if c.NoSync {
 		opts = append(opts, store.NoSync())
@@ -132,6 +133,19 @@ func lockDataDir(dir string) (*os.File, error) {
 		return nil, fmt.Errorf("data dir %s is in use by another phalanx-controller (stop it, or give this one its own --data-dir)", dir)
 	}
 	return f, nil
+}
+
+// removeTransfers removes what a backup or restore left in the data dir
+// when the replica died in the middle of one.
+func removeTransfers(dir string, log *slog.Logger) {
+	for _, pattern := range []string{"backup-*.db", "restore-*.db", "restore-*.db.check"} {
+		left, _ := filepath.Glob(filepath.Join(dir, pattern))
+		for _, f := range left {
+			if err := os.Remove(f); err == nil {
+				log.Info("removed what an interrupted backup or restore left", "file", f)
+			}
+		}
+	}
 }
 
 // advertised is the address to tell others: explicit, else the bound
