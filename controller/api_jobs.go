@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -25,8 +26,20 @@ type controllerService struct {
 	s *Server
 }
 
-// maxRequestID bounds a submit's request ID.
+// maxRequestID bounds a request ID.
 const maxRequestID = 64
+
+// checkRequestID refuses a request ID the store cannot keep: too long, or
+// with a NUL byte (the store's own separator, see store.cancelKey).
+func checkRequestID(id []byte) error {
+	switch {
+	case len(id) > maxRequestID:
+		return cluster.Errorf(cluster.ErrInvalid, "request ID of %d bytes: at most %d", len(id), maxRequestID)
+	case bytes.IndexByte(id, 0) >= 0:
+		return cluster.Errorf(cluster.ErrInvalid, "request ID %q holds a NUL byte: use printable characters (phx uses 32 hex digits)", id)
+	}
+	return nil
+}
 
 // Page sizes of list calls.
 const (
@@ -43,8 +56,8 @@ func (c *controllerService) SubmitJob(ctx context.Context, req *phalanxv1.Submit
 // a request already committed answers with its job, whether the retry
 // arrives here or races the first attempt into the log (the store decides).
 func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly bool, requestID []byte) (*phalanxv1.SubmitJobResponse, error) {
-	if len(requestID) > maxRequestID {
-		return nil, cluster.Errorf(cluster.ErrInvalid, "request ID of %d bytes: at most %d", len(requestID), maxRequestID)
+	if err := checkRequestID(requestID); err != nil {
+		return nil, err
 	}
 	if id, ok := s.store.RequestJob(requestID); ok && len(requestID) > 0 && !testOnly {
 		return &phalanxv1.SubmitJobResponse{JobId: uint64(id)}, nil
@@ -171,8 +184,8 @@ func (c *controllerService) CancelJob(ctx context.Context, req *phalanxv1.Cancel
 // new to cancel, and answers from the store).
 func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([]cluster.JobID, error) {
 	requestID := []byte(req.RequestId)
-	if len(requestID) > maxRequestID {
-		return nil, cluster.Errorf(cluster.ErrInvalid, "request ID of %d bytes: at most %d", len(requestID), maxRequestID)
+	if err := checkRequestID(requestID); err != nil {
+		return nil, err
 	}
 	var ids []cluster.JobID
 	for _, id := range req.JobIds {

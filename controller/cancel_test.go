@@ -5,6 +5,9 @@ import (
 	"reflect"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 )
 
@@ -42,5 +45,8 @@ func TestCancelRetriedWithItsRequestID(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(resp.Cancelled, ids[1:]) {
 			t.Fatalf("attempt %d of a cancel by user: %v, %v; want %v", attempt, resp, err, ids[1:])
 		}
+	}
+	if _, err := api.CancelJob(ctx, &phalanxv1.CancelJobRequest{JobIds: ids[:1], RequestId: "a\x00b"}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("request ID with a NUL byte: %v; want InvalidArgument", err)
 	}
 }

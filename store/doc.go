@@ -55,7 +55,8 @@
 //	partitions/                in configuration order
 //	  <seq>        -> statev1.Partition
 //	requests/                  exactly-once submits and cancels
-//	  <request id> -> statev1.SubmitRequest  the job created, or the jobs cancelled
+//	  <request id>           -> statev1.SubmitRequest  a submit: the job it created
+//	  "cancel" 0x00 <request id> -> statev1.SubmitRequest  a cancel: the jobs it cancelled
 //	controllers/
 //	  <raft id>    -> statev1.Controller
 //

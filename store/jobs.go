@@ -105,11 +105,12 @@ func (s *Store) CancelJobs(idx uint64, ids []cluster.JobID, t time.Time, reason 
 			return fmt.Errorf("cancel jobs %v: %w", ids, cluster.ErrNotFound)
 		}
 		if len(requestID) > 0 {
-			changed = slices.Clone(c.st.requests[string(requestID)].cancelled)
+			key := cancelKey(requestID)
+			changed = slices.Clone(c.st.requests[key].cancelled)
 			defer func() {
 				r := request{cancelled: changed, time: codec.Time(t)}
-				c.st.requests[string(requestID)] = r
-				c.ops = append(c.ops, putRequestOp{key: string(requestID), r: r})
+				c.st.requests[key] = r
+				c.ops = append(c.ops, putRequestOp{key: key, r: r})
 			}()
 		}
 		for _, id := range ids {

@@ -115,7 +115,7 @@ func (s *Store) RequestJob(requestID []byte) (cluster.JobID, bool) {
 func (s *Store) RequestCancelled(requestID []byte) ([]cluster.JobID, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	r, ok := s.st.requests[string(requestID)]
+	r, ok := s.st.requests[cancelKey(requestID)]
 	return slices.Clone(r.cancelled), ok
 }
 

@@ -79,6 +79,16 @@ func TestCancelIsExactlyOncePerRequest(t *testing.T) {
 	if _, ok := s.RequestCancelled([]byte("cancel-2")); ok {
 		t.Error("a refused cancel left a request record")
 	}
+	// The same client ID used for a submit keeps the two apart.
+	if id, err := s.SubmitJob(9, pendingJob(4, 1, 1), nil, req); err != nil || id != 4 {
+		t.Errorf("submit with a cancel's request ID = %d, %v; want job 4 created", id, err)
+	}
+	if got := cancel(10, 3); !reflect.DeepEqual(got, []cluster.JobID{1, 2, 3}) {
+		t.Errorf("cancel after a submit with its ID = %v; want [1 2 3]", got)
+	}
+	if id, ok := s.RequestJob(req); !ok || id != 4 {
+		t.Errorf("the submit's record = %d %v; want job 4", id, ok)
+	}
 	if err := checkConsistency(s); err != nil {
 		t.Fatal(err)
 	}
@@ -86,10 +96,10 @@ func TestCancelIsExactlyOncePerRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = openTest(t, s.path)
-	if got, ok := s.RequestCancelled(req); !ok || !reflect.DeepEqual(got, []cluster.JobID{1, 2}) {
-		t.Errorf("after a restart the request cancelled %v (%v); want [1 2]", got, ok)
+	if got, ok := s.RequestCancelled(req); !ok || !reflect.DeepEqual(got, []cluster.JobID{1, 2, 3}) {
+		t.Errorf("after a restart the request cancelled %v (%v); want [1 2 3]", got, ok)
 	}
-	if err := s.Expire(9, Retention{RequestsBefore: at(11)}); err != nil {
+	if err := s.Expire(11, Retention{RequestsBefore: at(11)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := s.RequestCancelled(req); ok {

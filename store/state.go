@@ -24,6 +24,11 @@ type request struct {
 	time      int64 // Unix ns, the job's submit time or the cancel's
 }
 
+// cancelKey is where a cancel request is remembered: apart from submit
+// requests, so that the same client ID used for both cannot make one read
+// the other's record. Request IDs hold no NUL (the API refuses them).
+func cancelKey(requestID []byte) string { return "cancel\x00" + string(requestID) }
+
 // state is the in-memory copy of the store (see the package documentation).
 // Values reachable from it are immutable: changes replace pointers.
 type state struct {
