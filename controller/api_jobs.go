@@ -93,7 +93,13 @@ func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly b
 	}
 	job.ID = s.nextID
 	s.nextID++
+	s.inflight[job.ID] = struct{}{}
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.inflight, job.ID)
+		s.mu.Unlock()
+	}()
 	job.SubmitTime = now
 	job.State = cluster.JobPending
 	job.Reason = cluster.ReasonNone

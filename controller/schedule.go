@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"slices"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/controller/fsm"
@@ -41,6 +40,7 @@ func (s *Server) schedulePass(ctx context.Context, head *queueHead, full bool) {
 	if !full {
 		read = func() (*store.State, error) { return s.store.QueueState(head.ids, head.last) }
 	}
+	committed := s.committedBelow() // before the read: every job below it is in what is read
 	st, err := read()
 	if err != nil {
 		s.log.Error("schedule: read state", "err", err)
@@ -54,7 +54,7 @@ func (s *Server) schedulePass(ctx context.Context, head *queueHead, full bool) {
 	}
 	plan := scheduler.Schedule(snap, now)
 	if full {
-		head.record(plan.Queue, st.Active, 2*s.cfg.SchedQueueDepth)
+		head.record(plan, max(committed, 1)-1, 2*s.cfg.SchedQueueDepth)
 	}
 
 	s.mu.Lock()
@@ -85,26 +85,50 @@ func (s *Server) schedulePass(ctx context.Context, head *queueHead, full bool) {
 	}
 }
 
-// queueHead is what a full pass leaves for the quick passes after it: the
-// first pending jobs of its queue and the newest job it saw. A quick pass
-// looks at those, at the jobs submitted or requeued since, and at the
-// jobs holding resources (store.QueueState). The jobs it leaves out were
-// behind at least len(ids) others at the last full pass, and jobs move up
-// only by age, which changes little between two full passes; the next full
-// pass decides them all again. Before any full pass (last 0) a quick pass
-// sees every job.
-type queueHead struct {
-	ids  []cluster.JobID
-	last cluster.JobID // highest ID in the state the full pass read
+// committedBelow is an ID below which every job this leader handed out is
+// committed and applied (or failed): the lowest ID still being committed,
+// else the next one to hand out.
+func (s *Server) committedBelow() cluster.JobID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	low := s.nextID
+	for id := range s.inflight {
+		low = min(low, id)
+	}
+	return low
 }
 
-// record keeps the first n jobs of a full pass's queue.
-func (h *queueHead) record(queue []cluster.JobID, active []*cluster.Job, n int) {
-	h.ids = slices.Clone(queue[:min(n, len(queue))])
-	h.last = 0
-	if len(active) > 0 {
-		h.last = active[len(active)-1].ID
+// queueHead is what a full pass leaves for the quick passes after it: the
+// first jobs its queue leaves pending, and the ID below which every job
+// was in the state it read. A quick pass looks at those, at the jobs above
+// last (submitted since, or still being committed then) and requeued
+// ones, and at the jobs holding resources (store.QueueState). The jobs it
+// leaves out were behind at least len(ids) others at the last full pass,
+// and jobs move up only by age, which changes little between two full
+// passes; the next full pass decides them all again. Before any full pass
+// (last 0) a quick pass sees every job.
+type queueHead struct {
+	ids  []cluster.JobID
+	last cluster.JobID
+}
+
+// record keeps the first n jobs of a full pass's queue that it did not
+// place, and last.
+func (h *queueHead) record(plan *scheduler.Plan, last cluster.JobID, n int) {
+	placed := make(map[cluster.JobID]bool, len(plan.Placements))
+	for _, p := range plan.Placements {
+		placed[p.Job] = true
 	}
+	h.ids = h.ids[:0]
+	for _, id := range plan.Queue {
+		if len(h.ids) == n {
+			break
+		}
+		if !placed[id] {
+			h.ids = append(h.ids, id)
+		}
+	}
+	h.last = last
 }
 
 // pendingReasons are the leader's last word on why each pending job waits:

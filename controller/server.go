@@ -39,11 +39,12 @@ type Server struct {
 	feasible feasibility
 
 	mu       sync.Mutex
-	nextID   cluster.JobID        // 0 unless this replica leads and has taken over
-	lastSeen map[string]time.Time // leader only: last heartbeat per node
-	heard    map[string]bool      // leader only: nodes heard from since it took over
-	pending  pendingReasons       // leader only: the scheduler's reasons
-	term     chan struct{}        // leader only: closed when leadership ends
+	nextID   cluster.JobID              // 0 unless this replica leads and has taken over
+	inflight map[cluster.JobID]struct{} // IDs handed out whose submit is being committed
+	lastSeen map[string]time.Time       // leader only: last heartbeat per node
+	heard    map[string]bool            // leader only: nodes heard from since it took over
+	pending  pendingReasons             // leader only: the scheduler's reasons
+	term     chan struct{}              // leader only: closed when leadership ends
 
 	stop      chan struct{}
 	closeOnce sync.Once
@@ -82,6 +83,7 @@ func New(cfg Config) (*Server, error) {
 		peerConns: newPeerConns(),
 		kick:      make(chan struct{}, 1),
 		lastSeen:  map[string]time.Time{},
+		inflight:  map[cluster.JobID]struct{}{},
 		heard:     map[string]bool{},
 		stop:      make(chan struct{}),
 	}
