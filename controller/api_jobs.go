@@ -105,7 +105,7 @@ func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly b
 	job.Reason = cluster.ReasonNone
 	// The payload goes to the log as the client sent it, without building
 	// a map of the environment on the way.
-	payload, err := codec.EncodePayload(job.Script, specEnviron(spec))
+	payload, err := codec.EncodePayload(job.Script, cluster.EnvironOf(spec.Environment, spec.Env))
 	if err != nil {
 		return nil, err
 	}
@@ -351,7 +351,7 @@ type listPage struct {
 // maxPageBytes.
 func (p *listPage) take(j *cluster.Job) bool {
 	v := jobToProto(j, p.addrs, nil)
-	v.Spec.Script, v.Spec.Environment = "", nil
+	v.Spec.Script, v.Spec.Environment, v.Spec.Env = "", nil, nil
 	n := proto.Size(v) + listSlack
 	if len(p.jobs) > 0 && p.bytes+n > maxPageBytes {
 		return false

@@ -22,17 +22,8 @@ func ts(t time.Time) *timestamppb.Timestamp {
 	return timestamppb.New(t)
 }
 
-// specEnviron is a spec's environment as NAME=VALUE strings: as sent, or
-// from the first release's map.
-func specEnviron(spec *phalanxv1.JobSpec) []string {
-	if len(spec.Environment) > 0 {
-		return spec.Environment
-	}
-	return cluster.Environ(spec.Env)
-}
-
 // jobFromSpec reads a submitted spec, without its environment, which
-// goes to the job's payload as it is (specEnviron).
+// goes to the job's payload as it came (cluster.EnvironOf).
 func jobFromSpec(spec *phalanxv1.JobSpec) (*cluster.Job, error) {
 	if spec == nil {
 		return nil, cluster.Errorf(cluster.ErrInvalid, "a job spec is required")
@@ -107,6 +98,7 @@ func specToProto(j *cluster.Job) *phalanxv1.JobSpec {
 		Script:           j.Script,
 		Image:            j.Image,
 		Environment:      cluster.Environ(j.Env),
+		Env:              j.Env, // for agents of the previous release, which read only the map
 		WorkDir:          j.WorkDir,
 		Output:           j.Output,
 		Error:            j.Error,

@@ -36,7 +36,7 @@ func taskEnv(in envInput) []string {
 	for _, kv := range ours {
 		set[kv[:strings.IndexByte(kv, '=')]] = true
 	}
-	jobEnv := specEnv(in.job.GetSpec())
+	jobEnv := cluster.EnvOf(in.job.GetSpec().GetEnvironment(), in.job.GetSpec().GetEnv()) // an older controller sends the map
 	keys := make([]string, 0, len(jobEnv)+1)
 	for k := range jobEnv {
 		if !set[k] {
@@ -52,15 +52,6 @@ func taskEnv(in envInput) []string {
 		env = append(env, "PATH="+defaultPath)
 	}
 	return append(env, ours...)
-}
-
-// specEnv is the job's exported environment: its NAME=VALUE list, or the
-// map an older controller sends.
-func specEnv(spec *phalanxv1.JobSpec) map[string]string {
-	if list := spec.GetEnvironment(); len(list) > 0 {
-		return cluster.EnvMap(list)
-	}
-	return spec.GetEnv()
 }
 
 // launchVars are the variables every task gets, in order.

@@ -183,10 +183,7 @@ func Payload(j *cluster.Job) *statev1.JobPayload {
 // holds the environment as a list or, written by the first release, a map.
 func WithPayload(j *cluster.Job, p *statev1.JobPayload) {
 	j.Script = p.GetScript()
-	j.Env = p.GetEnv()
-	if list := p.GetEnvironment(); len(list) > 0 {
-		j.Env = cluster.EnvMap(list)
-	}
+	j.Env = cluster.EnvOf(p.GetEnvironment(), p.GetEnv())
 }
 
 // EncodePayload encodes a script and an environment (NAME=VALUE) as a

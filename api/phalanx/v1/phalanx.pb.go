@@ -49,7 +49,8 @@ type JobSpec struct {
 	Script           string                 `protobuf:"bytes,8,opt,name=script,proto3" json:"script,omitempty"`
 	Image            string                 `protobuf:"bytes,9,opt,name=image,proto3" json:"image,omitempty"` // empty: plain process
 	// env is the first release's form of the environment: a submit that
-	// sends no environment may still send it. Replies leave it empty.
+	// sends no environment may still send it, and replies still carry it,
+	// for agents of the previous release during a rolling upgrade.
 	Env         map[string]string `protobuf:"bytes,10,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	WorkDir     string            `protobuf:"bytes,11,opt,name=work_dir,json=workDir,proto3" json:"work_dir,omitempty"`
 	Output      string            `protobuf:"bytes,12,opt,name=output,proto3" json:"output,omitempty"` // -o pattern
