@@ -80,7 +80,7 @@ bench-scheduler:
 bench-controller:
 	$(GO) test -tags $(TAGS) -run '^$$' -bench 'Controller' -benchtime $(BENCHTIME) -timeout 60m ./testcluster/
 
-# The chaos test (it also runs, for 55s, in make test) for longer, with a
+# The chaos test (it also runs, for 45s, in make test) for longer, with a
 # seed: CHAOS_DURATION=10m CHAOS_SEED=42 make chaos-controller. It prints
 # what it did (operations, faults, elections, the longest time without a
 # successful write) and every anomaly it found, and keeps the figures in
