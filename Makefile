@@ -8,7 +8,7 @@ PKGS     := ./...
 GOFLAGS  ?=
 export GOFLAGS
 
-.PHONY: all build proto proto-check fmt-check vet test test-short demo bench bench-scheduler bench-controller chaos-controller lint clean tools
+.PHONY: all build proto proto-check fmt-check vet test test-short demo bench bench-scheduler bench-controller bench-sbatch chaos-controller lint clean tools
 
 all: build
 
@@ -70,12 +70,18 @@ test-short:
 # three in a Raft group) with real fsync: durable submits per second by
 # clients and queue depth, leader kill -> next acknowledged submit, memory
 # with 100,000 finished and 10,000 queued jobs. bench-sbatch times the phx
-# sbatch command itself on a phx dev cluster (see docs/operations.md).
+# sbatch command itself on a phx dev cluster of 3 controllers, from one
+# shell and from eight; scripts/slurm-sbatch-rate.sh times Slurm's sbatch
+# the same way (see docs/operations.md).
 BENCHTIME ?= 2000x
+SBATCH_N  ?= 2000
 bench: bench-scheduler bench-controller
 
 bench-scheduler:
 	$(GO) test -run '^$$' -bench . -benchmem ./scheduler/...
+
+bench-sbatch: build
+	scripts/sbatch-rate.sh $(SBATCH_N)
 
 bench-controller:
 	$(GO) test -tags $(TAGS) -run '^$$' -bench 'Controller' -benchtime $(BENCHTIME) -timeout 60m ./testcluster/

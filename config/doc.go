@@ -29,8 +29,9 @@
 //	                                (the oldest go first); default 0, no cap
 //	MaxJobCount=N                   Slurm's: the most jobs not yet finished
 //	                                (pending, running, ending) the controllers
-//	                                hold; a submit beyond it is refused until
-//	                                some end. Default 0, no cap (Slurm's
+//	                                hold; a submit that finds it reached is
+//	                                refused until some end (submits arriving
+//	                                together may pass it by as many). Default 0, no cap (Slurm's
 //	                                10000 also counts jobs finished within
 //	                                MinJobAge, which Phalanx keeps on disk)
 //	NodeName=HOSTLIST [NodeAddr=HOSTLIST] CPUs=N RealMemory=MB

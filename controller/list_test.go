@@ -86,8 +86,8 @@ func nodeNames(t testing.TB, st *store.Store, next func() uint64, n int, at time
 // restore puts a backup into s through phx scontrol restore.
 func restore(t testing.TB, s *Server, path string) {
 	t.Helper()
-	if out := phx(t, s, "scontrol", "restore", path); !strings.Contains(out, "restored") {
-		t.Logf("scontrol restore: %s", out)
+	if out := phx(t, s, "scontrol", "restore", path); !strings.HasPrefix(out, "State restored from "+path+": ") {
+		t.Fatalf("scontrol restore printed %q", out)
 	}
 }
 

@@ -39,6 +39,7 @@ import (
 
 	metrics "github.com/hashicorp/go-metrics"
 
+	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/config"
 	"github.com/phalanx-hpc/phalanx/controller"
 	"github.com/phalanx-hpc/phalanx/topology"
@@ -253,17 +254,9 @@ func applyFlags(cfg *controller.Config, f *flags) error {
 		return fmt.Errorf("--peer-apis goes with --peers: give both, or neither to take the peers from the ControllerHost lines")
 	}
 	if f.set["peers"] {
-		cfg.Peers, cfg.PeerAPIs = splitList(f.peers), splitList(f.peerAPIs)
+		cfg.Peers, cfg.PeerAPIs = apiclient.SplitAddrs(f.peers), apiclient.SplitAddrs(f.peerAPIs)
 	}
 	return nil
-}
-
-// splitList splits a comma-separated flag value; empty gives nil.
-func splitList(v string) []string {
-	if v == "" {
-		return nil
-	}
-	return strings.Split(v, ",")
 }
 
 // serveDebug serves Go's profiler (/debug/pprof/) and Raft's internal

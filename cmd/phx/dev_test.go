@@ -162,8 +162,9 @@ func countLeaders(t *testing.T, addrs []string) int {
 	return n
 }
 
-// buildDevBinaries builds phalanx-controller and phalanx-agent as `make
-// build` does, into a directory for PATH.
+// buildDevBinaries builds phalanx-controller and phalanx-agent (without
+// cgo, and with it for NVML, as `make build` does; without its other tags,
+// which only leave unused code out), into a directory for PATH.
 func buildDevBinaries(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
