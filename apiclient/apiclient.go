@@ -48,8 +48,11 @@ const (
 	minAttempt    = time.Second // the least a replica is given to answer
 	connectTimout = time.Second // to open a connection to a replica
 	firstBackoff  = 25 * time.Millisecond
-	maxBackoff    = 500 * time.Millisecond
-	maxRedirects  = 4 // leader hints followed at once per call, before backing off
+	// maxBackoff is short: an election takes well under a second, and a
+	// client asleep past its end adds to the outage what it waits. A few
+	// calls a second per waiting client cost the replicas nothing.
+	maxBackoff   = 100 * time.Millisecond
+	maxRedirects = 4 // leader hints followed at once per call, before backing off
 	// refusedGrace: when every replica has refused connections for this
 	// long (nothing listens: not an election), a call gives up early.
 	refusedGrace = 2 * time.Second
