@@ -31,12 +31,18 @@
 //	                                (pending, running, ending) the controllers
 //	                                hold; a submit that finds it reached is
 //	                                refused until some end (submits arriving
-//	                                together may pass it by as many). Default 0, no cap (Slurm's
-//	                                10000 also counts jobs finished within
-//	                                MinJobAge, which Phalanx keeps on disk)
+//	                                together may pass it by as many). Default
+//	                                0, no cap (Slurm's 10000 also counts jobs
+//	                                finished within MinJobAge, which Phalanx
+//	                                keeps on disk)
 //	NodeName=HOSTLIST [NodeAddr=HOSTLIST] CPUs=N RealMemory=MB
 //	         Gres=gpu[:TYPE][:N] Features=a,b Weight=N
 //	         (Sockets, CoresPerSocket, ThreadsPerCore give CPUs when CPUs is absent)
+//	         The controller applies Weight and Features (merged into what
+//	         the node's agent reports). CPUs, RealMemory and Gres are
+//	         parsed and checked but not yet used: a node registers what its
+//	         agent finds, and one that reports less than configured is not
+//	         yet refused (Slurm's INVAL state comes with node health).
 //	PartitionName=NAME Nodes=HOSTLIST|ALL Default=YES|NO State=UP|DOWN|DRAIN|INACTIVE
 //	         MaxTime=T DefaultTime=T MaxNodes=N|UNLIMITED PriorityTier=N
 //
