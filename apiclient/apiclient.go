@@ -270,7 +270,10 @@ func (c *Conn) invokeOne(ctx context.Context, addr, method string, args, reply a
 		}
 		return nil
 	}
-	if ctx.Err() == nil && actx.Err() != nil { // its share ran out: try another
+	// Its share ran out: try another. The replica may say so first, having
+	// been sent the attempt's deadline, a moment before actx's own timer
+	// fires; with time left for the call, that is the share too.
+	if ctx.Err() == nil && (actx.Err() != nil || status.Code(err) == codes.DeadlineExceeded) {
 		c.forget(addr)
 		return &slowError{addr: addr, share: share}
 	}
