@@ -83,16 +83,9 @@ cleanup() {
 			for p in $left; do kill -KILL "$p" 2>/dev/null; done
 		fi
 	fi
-	if ((keep)); then
-		rate_log "kept $RATE_WORK"
-	else
-		rm -rf "$RATE_WORK"
-	fi
-	exit "$rc"
+	rate_finish "$rc" "$keep"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM HUP
+rate_traps cleanup
 
 # Its own session (setsid): a Ctrl-C reaches this script, which cancels the
 # jobs before it stops the cluster.

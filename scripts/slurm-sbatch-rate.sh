@@ -90,16 +90,9 @@ cleanup() {
 	[ -z "$ctld_pid" ] || rate_log "stopping slurmctld and munged"
 	stop_pids 30 TERM $ctld_pid
 	stop_pids 10 TERM $munge_pid
-	if ((keep)); then
-		rate_log "kept $RATE_WORK"
-	else
-		rm -rf "$RATE_WORK"
-	fi
-	exit "$rc"
+	rate_finish "$rc" "$keep"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM HUP
+rate_traps cleanup
 
 free_port() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 port=16817

@@ -16,6 +16,24 @@ CLK_TCK=$(getconf CLK_TCK)
 rate_log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 rate_die() { rate_log "error: $*"; exit 1; }
 
+# rate_finish RC KEEP: the end of a cleanup: keep or remove $RATE_WORK, then
+# exit with RC.
+rate_finish() {
+	if (($2)); then
+		rate_log "kept $RATE_WORK"
+	else
+		rm -rf "$RATE_WORK"
+	fi
+	exit "$1"
+}
+
+# rate_traps CLEANUP: run CLEANUP at exit, and exit on Ctrl-C and SIGTERM.
+rate_traps() {
+	trap "$1" EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM HUP
+}
+
 # cpu_ticks PID...: user+system CPU of those processes so far, in clock ticks
 # (processes that are gone count 0).
 cpu_ticks() {
