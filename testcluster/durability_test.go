@@ -83,7 +83,10 @@ func TestSIGKILLAcrossSnapshots(t *testing.T) {
 		}
 		close(killed)
 	}()
-	more := submitMany(t, procs.APIAddrs(), "during", 400, 8, killed)
+	// Enough submits to still be going when the replicas die; the stream
+	// stops there.
+	more := submitMany(t, procs.APIAddrs(), "during", 100000, 8, killed)
+	<-killed
 	for i := range procs.Replicas {
 		procs.Start(i)
 	}

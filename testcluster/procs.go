@@ -212,6 +212,9 @@ func (c *Procs) APIAddrs() []string {
 func (c *Procs) Start(i int) {
 	c.t.Helper()
 	p := c.Replicas[i]
+	if c.Running(i) { // a second process would fail on the data dir's lock, and the first one leak
+		c.t.Fatalf("start %s: it is still running: Kill or Stop it first", p.ID)
+	}
 	args := append(c.placeArgs(i), c.opts.Args...)
 	if c.opts.ReplicaArgs != nil {
 		args = append(args, c.opts.ReplicaArgs(i)...)
