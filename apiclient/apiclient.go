@@ -206,9 +206,28 @@ func (c *Conn) forget(addr string) {
 	c.mu.Unlock()
 }
 
-// Invoke implements grpc.ClientConnInterface with failover.
+// reads are the calls that change nothing.
+var reads = map[string]bool{
+	phalanxv1.ControllerService_GetJob_FullMethodName:              true,
+	phalanxv1.ControllerService_ListJobs_FullMethodName:            true,
+	phalanxv1.ControllerService_ListNodes_FullMethodName:           true,
+	phalanxv1.ControllerService_ListPartitions_FullMethodName:      true,
+	phalanxv1.ControllerService_ListControllers_FullMethodName:     true,
+	phalanxv1.ControllerService_GetControllerStatus_FullMethodName: true,
+}
+
+// Invoke implements grpc.ClientConnInterface with failover. When the
+// deadline ends it, a read reports what the replicas last answered (no
+// leader, unreachable), which says more than the deadline; a write whose
+// last attempt was cut short reports that, since it may have taken effect.
 func (c *Conn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
-	var last error
+	var last, said error // the last error, and the last that was an answer
+	out := func() error {
+		if said != nil && reads[method] {
+			return said
+		}
+		return last
+	}
 	wait := firstBackoff
 	redirects := 0
 	var refusedSince time.Time
@@ -221,7 +240,13 @@ func (c *Conn) Invoke(ctx context.Context, method string, args, reply any, opts 
 				return nil
 			}
 			last = err
-			if ctx.Err() != nil || !retryable(err) {
+			if !errors.Is(err, errSlow) && status.Code(err) != codes.DeadlineExceeded {
+				said = err
+			}
+			if ctx.Err() != nil {
+				return out()
+			}
+			if !retryable(err) {
 				return err
 			}
 			allRefused = allRefused && unreachable(err)
@@ -244,7 +269,7 @@ func (c *Conn) Invoke(ctx context.Context, method string, args, reply any, opts 
 		}
 		select {
 		case <-ctx.Done():
-			return last
+			return out()
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, maxBackoff)

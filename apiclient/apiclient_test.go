@@ -2,6 +2,7 @@ package apiclient
 
 import (
 	"context"
+	"errors"
 	"net"
 	"slices"
 	"sync"
@@ -38,6 +39,17 @@ func (f *fakeController) GetControllerStatus(ctx context.Context, _ *phalanxv1.G
 		}
 	}
 	return &phalanxv1.ControllerStatus{Id: f.id}, nil
+}
+
+// SubmitJob is a write, answered like GetControllerStatus.
+func (f *fakeController) SubmitJob(ctx context.Context, _ *phalanxv1.SubmitJobRequest) (*phalanxv1.SubmitJobResponse, error) {
+	f.calls.Add(1)
+	if f.answer != nil {
+		if err := f.answer(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return &phalanxv1.SubmitJobResponse{JobId: 1}, nil
 }
 
 // fakeNode serves WatchAssignments with watch.
@@ -460,5 +472,31 @@ func TestClosedConnFailsAtOnce(t *testing.T) {
 	}
 	if took := time.Since(start); took > refusedGrace/4 {
 		t.Errorf("calls on a closed Conn took %v; want an error at once, without retries", took)
+	}
+}
+
+// When the deadline cuts an attempt short, a read reports what the
+// replicas said before (no leader), which says more than the deadline; a
+// write reports the deadline, since the attempt cut short may have taken
+// effect.
+func TestDeadlineDuringAnAttempt(t *testing.T) {
+	t.Parallel()
+	f := &fakeController{}
+	f.answer = func(ctx context.Context) error {
+		if f.calls.Load() == 1 {
+			return notLeader(t, "") // an election: retried
+		}
+		<-ctx.Done() // the next attempt runs into the deadline
+		return ctx.Err()
+	}
+	c := dial(t, startController(t, f))
+	_, err := getStatus(timeout(t, 500*time.Millisecond), c)
+	if NotLeader(err) == nil {
+		t.Errorf("read cut by the deadline after a NotLeader: %v; want the NotLeader", err)
+	}
+	f.calls.Store(0)
+	_, err = phalanxv1.NewControllerServiceClient(c).SubmitJob(timeout(t, 500*time.Millisecond), &phalanxv1.SubmitJobRequest{})
+	if cut := status.Code(err) == codes.DeadlineExceeded || errors.Is(err, errSlow); !cut || f.calls.Load() < 2 {
+		t.Errorf("write cut by the deadline after %d attempts: %v; want the deadline, not an earlier answer", f.calls.Load(), err)
 	}
 }
