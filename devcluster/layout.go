@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -154,8 +155,8 @@ func pickPorts(first string, n int) ([]Replica, error) {
 	for i := 0; i < n; i++ {
 		r := Replica{ID: fmt.Sprintf("ctl%d", i+1)}
 		if port == 0 {
-			if r.API, err = freeAddr(host); err == nil {
-				r.Raft, err = freeAddr(host)
+			if r.API, err = FreeAddr(host); err == nil {
+				r.Raft, err = FreeAddr(host)
 			}
 			if err != nil {
 				return nil, err
@@ -169,14 +170,28 @@ func pickPorts(first string, n int) ([]Replica, error) {
 	return out, nil
 }
 
-func freeAddr(host string) (string, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return "", err
+// FreeAddr returns host:port with a port free now, for a process started
+// next to bind. It picks below the kernel's ephemeral range (32768 and up
+// on Linux), where port 0 listeners and outgoing connections take theirs,
+// so that a port found free is not taken by one of those meanwhile.
+func FreeAddr(host string) (string, error) {
+	var err error
+	for try := 0; try < 100; try++ {
+		port := strconv.Itoa(lowPortMin + rand.IntN(lowPortMax-lowPortMin))
+		var l net.Listener
+		if l, err = net.Listen("tcp", net.JoinHostPort(host, port)); err == nil {
+			l.Close()
+			return l.Addr().String(), nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return "", fmt.Errorf("no free port on %s: %w", host, err)
 }
+
+// The range FreeAddr picks from.
+const (
+	lowPortMin = 20000
+	lowPortMax = 32000
+)
 
 func findBin(explicit string) (string, error) {
 	if explicit != "" {

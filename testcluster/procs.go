@@ -15,6 +15,7 @@ import (
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/apiclient"
+	"github.com/phalanx-hpc/phalanx/devcluster"
 	"github.com/phalanx-hpc/phalanx/runtime"
 )
 
@@ -191,12 +192,11 @@ func commonFreePort(t testing.TB, ips []string) string {
 
 func freePort(t testing.TB, ip string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", ip+":0")
+	addr, err := devcluster.FreeAddr(ip)
 	if err != nil {
-		t.Fatalf("free port on %s: %v", ip, err)
+		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
 // APIAddrs are the replicas' API addresses.
