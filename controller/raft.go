@@ -7,14 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/phalanx-hpc/phalanx/controller/fsm"
 	"github.com/phalanx-hpc/phalanx/store"
@@ -42,7 +39,7 @@ type raftNode struct {
 	id        raft.ServerID
 	raft      *raft.Raft
 	transport *raft.NetworkTransport
-	logStore  *raftboltdb.BoltStore
+	logStore  logStore
 	stopBoot  func() // ends a bootstrap still waiting for its peers
 }
 
@@ -78,17 +75,9 @@ func raftConfig(cfg Config, logw io.Writer) *raft.Config {
 
 func openRaft(cfg Config, st *store.Store, logw io.Writer) (*raftNode, error) {
 	rc := raftConfig(cfg, logw)
-	logPath := filepath.Join(cfg.DataDir, "raft.db")
-	logStore, err := raftboltdb.New(raftboltdb.Options{Path: logPath, BoltOptions: &bolt.Options{
-		Timeout: time.Second,
-		// As for the state database (and etcd): the free list is a hash
-		// map and is not written at every commit, so appending to the log
-		// writes the new entries and little else.
-		FreelistType:   bolt.FreelistMapType,
-		NoFreelistSync: true,
-	}})
+	logStore, err := openLogStore(cfg.DataDir)
 	if err != nil {
-		return nil, fmt.Errorf("open raft log %s: %w", logPath, err)
+		return nil, err
 	}
 	n := &raftNode{logStore: logStore}
 	ok := false
@@ -172,7 +161,7 @@ const (
 
 // planBootstrap returns the bootstrap to carry out, or nil when this
 // replica already has Raft state.
-func planBootstrap(cfg Config, self raft.ServerID, addr raft.ServerAddress, logs *raftboltdb.BoltStore, snaps raft.SnapshotStore) (*bootstrap, error) {
+func planBootstrap(cfg Config, self raft.ServerID, addr raft.ServerAddress, logs logStore, snaps raft.SnapshotStore) (*bootstrap, error) {
 	existing, err := raft.HasExistingState(logs, logs, snaps)
 	if err != nil || existing {
 		return nil, err
