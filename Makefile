@@ -8,7 +8,7 @@ PKGS     := ./...
 GOFLAGS  ?=
 export GOFLAGS
 
-.PHONY: all build proto proto-check fmt-check vet test test-short demo bench bench-scheduler bench-controller bench-sbatch chaos-controller lint clean tools
+.PHONY: all build proto proto-check fmt-check vet test test-short fuzz demo bench bench-scheduler bench-controller bench-sbatch chaos-controller lint clean tools
 
 all: build
 
@@ -65,6 +65,21 @@ test: fmt-check vet proto-check build
 
 test-short:
 	$(GO) test -short $(PKGS)
+
+# Every fuzz target (func FuzzXxx in a _test.go file) for FUZZTIME each, one
+# after another: go test -fuzz takes one package and one target at a time.
+# An input that fails is saved under the package's testdata/fuzz/FuzzXxx/:
+# fix the bug and keep the file, which then runs with the package's tests.
+# FUZZFLAGS adds go test flags (e.g. -parallel 2).
+FUZZTIME  ?= 10s
+FUZZFLAGS ?=
+fuzz:
+	@set -e; for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+		for target in $$(grep -h -o '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go | cut -c6-); do \
+			echo "== $$dir $$target ($(FUZZTIME))"; \
+			$(GO) test -tags $(TAGS) -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) $$dir; \
+		done; \
+	done
 
 # Benchmarks. bench-controller runs phalanx-controller processes (one, or
 # three in a Raft group) with real fsync: durable submits per second by

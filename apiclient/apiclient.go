@@ -58,6 +58,14 @@ const (
 	refusedGrace = 2 * time.Second
 )
 
+// MaxRecvMsgSize is the largest answer a client takes. A job (GetJob)
+// carries its script, up to the controllers' MaxScriptSize (4 MiB by
+// default, 64 MiB at most), and its environment, up to 1 MiB in each of
+// its two forms; an agent's assignments carry those of every job on its
+// node. gRPC's default of 4 MiB would refuse a single job at Slurm's
+// default script limit.
+const MaxRecvMsgSize = 256 << 20
+
 // Conn is a client connection to a controller cluster. It is safe for
 // concurrent use.
 type Conn struct {
@@ -96,6 +104,7 @@ func Dial(addrs []string, opts ...Option) (*Conn, error) {
 	}
 	c.opts = []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxRecvMsgSize)),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.DefaultConfig, MinConnectTimeout: connectTimout}),
 	}
 	for _, o := range opts {

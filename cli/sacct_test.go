@@ -186,6 +186,21 @@ func TestParseSlurmTime(t *testing.T) {
 	}
 }
 
+// TestParseSlurmTimeFarFromNow is the regression test for now±COUNT
+// overflowing: now+9999999999999weeks was a time in the year 2000.
+func TestParseSlurmTimeFarFromNow(t *testing.T) {
+	for _, in := range []string{"now+9999999999999weeks", "now-99999999999999999999", "now+15300weeks"} {
+		got, err := parseSlurmTime(in, testNow, time.UTC)
+		if err == nil || !got.IsZero() || !strings.Contains(err.Error(), "more than 292 years from now") {
+			t.Errorf("parseSlurmTime(%q) = %v, %v; want an error saying it is too far from now", in, got, err)
+		}
+	}
+	got, err := parseSlurmTime("now-15000weeks", testNow, time.UTC)
+	if want := testNow.Add(-15000 * 7 * 24 * time.Hour); err != nil || !got.Equal(want) {
+		t.Fatalf("now-15000weeks = %v, %v; want %v", got, err, want)
+	}
+}
+
 func TestSacctErrors(t *testing.T) {
 	f, addr := startFake(t)
 	for _, tc := range []struct {

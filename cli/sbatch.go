@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cli/getopt"
 	"github.com/phalanx-hpc/phalanx/cli/sbatch"
+	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
 func (k *commands) sbatch() *ucli.Command {
@@ -94,17 +96,44 @@ func (k *commands) submitEnv() (sbatch.Env, error) {
 	if err != nil {
 		return sbatch.Env{}, fmt.Errorf("cannot determine the working directory: %w", err)
 	}
+	conf, _ := k.sys.ReadFile(k.sys.ConfigPath) // a missing config is normal
+	limit := confScriptLimit(conf)
 	return sbatch.Env{
 		User: u.Username, UID: int32(uid), GID: int32(gid), Cwd: cwd,
-		Environ:  k.sys.Environ(),
-		ReadFile: k.sys.ReadFile,
+		Environ:       k.sys.Environ(),
+		ReadFile:      k.sys.ReadFile,
+		MaxScriptSize: limit,
 		ReadStdin: func() ([]byte, error) {
 			if k.sys.Stdin == nil {
 				return nil, fmt.Errorf("no standard input")
 			}
-			return io.ReadAll(k.sys.Stdin)
+			data, err := io.ReadAll(io.LimitReader(k.sys.Stdin, int64(limit)+1))
+			if err == nil && len(data) > limit {
+				return nil, fmt.Errorf("over the limit of %d bytes (MaxScriptSize): shorten it, "+
+					"for instance by reading data or long commands from a file", limit)
+			}
+			return data, err
 		},
 	}, nil
+}
+
+// confScriptLimit reads MaxScriptSize= from phalanx.conf, the limit the
+// controllers apply (config.Config.MaxScriptSize), so that phx refuses an
+// oversized script before sending it; cluster.DefaultMaxScriptSize when
+// the config is absent or does not say. Like confAddrs, it reads only this
+// key; the controllers check the file.
+func confScriptLimit(conf []byte) int {
+	limit := cluster.DefaultMaxScriptSize
+	for _, line := range strings.Split(string(conf), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		for _, field := range strings.Fields(line) {
+			key, val, _ := strings.Cut(field, "=")
+			if n, err := strconv.Atoi(val); err == nil && n > 0 && strings.EqualFold(key, "MaxScriptSize") {
+				limit = min(n, cluster.MaxScriptSizeCeiling)
+			}
+		}
+	}
+	return limit
 }
 
 // newRequestID returns 16 random bytes in hex.

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -50,12 +51,7 @@ func parseSlurmTime(s string, now time.Time, loc *time.Location) (time.Time, err
 		return time.Date(y, mo, d, h, 0, 0, 0, loc), nil
 	}
 	if m := nowTimeRe().FindStringSubmatch(low); m != nil {
-		n, _ := strconv.Atoi(m[2])
-		delta := time.Duration(n) * timeUnits[strings.TrimSuffix(m[3], "s")]
-		if m[1] == "-" {
-			delta = -delta
-		}
-		return now.Add(delta), nil
+		return nowPlus(s, now, m[1], m[2], timeUnits[strings.TrimSuffix(m[3], "s")])
 	}
 	for _, f := range slurmTimeForms() {
 		if m := f.re.FindStringSubmatch(low); m != nil {
@@ -69,6 +65,24 @@ func parseSlurmTime(s string, now time.Time, loc *time.Location) (time.Time, err
 		}
 	}
 	return time.Time{}, fmt.Errorf("invalid time %q: %w", s, errSlurmTime)
+}
+
+// nowPlus is now moved by count units forward (sign "+") or back; a move
+// too large for a time.Duration (about 292 years) is an error, not a
+// wrapped time.
+func nowPlus(s string, now time.Time, sign, count string, unit time.Duration) (time.Time, error) {
+	if count == "" {
+		return now, nil
+	}
+	n, err := strconv.ParseInt(count, 10, 64)
+	if err != nil || n > int64(math.MaxInt64/unit) {
+		return time.Time{}, fmt.Errorf("invalid time %q: more than %d years from now", s, math.MaxInt64/int64(365*24*time.Hour))
+	}
+	delta := time.Duration(n) * unit
+	if sign == "-" {
+		delta = -delta
+	}
+	return now.Add(delta), nil
 }
 
 // slurmDate makes a time of year, month, day, hour, minute and second in

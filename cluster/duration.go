@@ -1,15 +1,28 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 )
 
+// MaxTimeLimit is the longest time limit Phalanx accepts: 36,500 days (100
+// years). Slurm keeps limits as 32-bit minutes (about 8,000 years) with
+// INFINITE for none; Phalanx keeps them as time.Duration, and a limit of at
+// most 100 years keeps every end time (start + limit) inside the years that
+// time.Time.UnixNano can count (up to 2262). Longer limits are an error,
+// never a silently wrapped value: ask for UNLIMITED instead.
+const MaxTimeLimit = 36500 * 24 * time.Hour
+
+// maxLimitSeconds is MaxTimeLimit in seconds.
+const maxLimitSeconds = int64(MaxTimeLimit / time.Second)
+
 // ParseDuration parses a Slurm time limit: "M", "M:S", "H:M:S", "D-H",
 // "D-H:M" or "D-H:M:S". "UNLIMITED" and "INFINITE" give zero, which means
-// no limit. Seconds round up to a whole minute, as Slurm does.
+// no limit. Seconds round up to a whole minute, as Slurm does. A limit
+// longer than MaxTimeLimit is an error.
 func ParseDuration(s string) (time.Duration, error) {
 	orig := s
 	s = strings.TrimSpace(s)
@@ -19,60 +32,61 @@ func ParseDuration(s string) (time.Duration, error) {
 	case "":
 		return 0, fmt.Errorf("empty time limit: use M, M:S, H:M:S, D-H, D-H:M or D-H:M:S")
 	}
-	bad := func() (time.Duration, error) {
-		return 0, fmt.Errorf("invalid time limit %q: use M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (e.g. 30, 4:00:00, 1-12:00:00)", orig)
+	days, rest, hasDays := strings.Cut(s, "-")
+	if !hasDays {
+		days, rest = "0", s
 	}
-	var days int64
-	if d, rest, ok := strings.Cut(s, "-"); ok {
-		n, err := parseField(d)
-		if err != nil {
-			return bad()
-		}
-		days, s = n, rest
-		parts := strings.Split(s, ":")
-		if len(parts) > 3 {
-			return bad()
-		}
-		var hms [3]int64 // D-H, D-H:M, D-H:M:S
-		for i, p := range parts {
-			n, err := parseField(p)
-			if err != nil {
-				return bad()
-			}
-			hms[i] = n
-		}
-		return roundUpMinute(days*24*3600 + hms[0]*3600 + hms[1]*60 + hms[2]), nil
+	parts := strings.Split(rest, ":")
+	// Which unit each field is in, by form: M, M:S, H:M:S; D-H, D-H:M, D-H:M:S.
+	units := [][]int64{{60}, {60, 1}, {3600, 60, 1}}
+	if hasDays {
+		units = [][]int64{{3600}, {3600, 60}, {3600, 60, 1}}
 	}
-	parts := strings.Split(s, ":")
-	var secs int64
-	switch len(parts) {
-	case 1: // M
-		m, err := parseField(parts[0])
-		if err != nil {
-			return bad()
-		}
-		secs = m * 60
-	case 2: // M:S
-		m, err1 := parseField(parts[0])
-		sec, err2 := parseField(parts[1])
-		if err1 != nil || err2 != nil {
-			return bad()
-		}
-		secs = m*60 + sec
-	case 3: // H:M:S
-		h, err1 := parseField(parts[0])
-		m, err2 := parseField(parts[1])
-		sec, err3 := parseField(parts[2])
-		if err1 != nil || err2 != nil || err3 != nil {
-			return bad()
-		}
-		secs = h*3600 + m*60 + sec
-	default:
-		return bad()
+	if len(parts) > len(units) {
+		return 0, badLimit(orig)
+	}
+	secs, err := limitSeconds(append([]string{days}, parts...), append([]int64{86400}, units[len(parts)-1]...))
+	if err != nil {
+		return 0, limitErr(orig, err)
 	}
 	return roundUpMinute(secs), nil
 }
 
+// errTooLong marks a limit over MaxTimeLimit.
+var errTooLong = errors.New("too long")
+
+func badLimit(orig string) error {
+	return fmt.Errorf("invalid time limit %q: use M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (e.g. 30, 4:00:00, 1-12:00:00)", orig)
+}
+
+func limitErr(orig string, err error) error {
+	if err == errTooLong {
+		return fmt.Errorf("time limit %q is longer than %d days: ask for less, or for UNLIMITED", orig, MaxTimeLimit/(24*time.Hour))
+	}
+	return badLimit(orig)
+}
+
+// limitSeconds adds up fields, each a count of its unit in seconds, failing
+// with errTooLong past MaxTimeLimit (rounded up to a minute) rather than
+// overflowing.
+func limitSeconds(fields []string, units []int64) (int64, error) {
+	var secs int64
+	for i, f := range fields {
+		n, err := parseField(f)
+		if err != nil {
+			return 0, err
+		}
+		if n > maxLimitSeconds/units[i] {
+			return 0, errTooLong
+		}
+		if secs += n * units[i]; secs > maxLimitSeconds {
+			return 0, errTooLong
+		}
+	}
+	return secs, nil
+}
+
+// parseField reads a field of digits; one too large for int64 is too long.
 func parseField(s string) (int64, error) {
 	if s == "" {
 		return 0, fmt.Errorf("empty field")
@@ -82,7 +96,11 @@ func parseField(s string) (int64, error) {
 			return 0, fmt.Errorf("not a number")
 		}
 	}
-	return strconv.ParseInt(s, 10, 64)
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, errTooLong // only digits: out of range
+	}
+	return n, nil
 }
 
 func roundUpMinute(secs int64) time.Duration {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -37,6 +38,30 @@ func TestFormatDuration(t *testing.T) {
 	} {
 		if got := FormatDuration(d); got != want {
 			t.Errorf("FormatDuration(%v) = %q; want %q", d, got, want)
+		}
+	}
+}
+
+// TestParseDurationTooLong is the regression test for limits that
+// overflowed into a wrong (even negative) duration: --time=999999999 (minutes)
+// and --time=99999999-00:00:00 were accepted as about 147 years and as a
+// negative limit.
+func TestParseDurationTooLong(t *testing.T) {
+	for _, in := range []string{"999999999", "99999999-00:00:00", "36500-00:00:01", "52560001",
+		"0-876000:00:01", "99999999999999999999", "00000000200000000", "1-99999999999999999:00"} {
+		d, err := ParseDuration(in)
+		if err == nil || d != 0 || !strings.Contains(err.Error(), "longer than 36500 days") {
+			t.Errorf("ParseDuration(%q) = %v, %v; want an error saying it is longer than 36500 days", in, d, err)
+		}
+	}
+	for in, want := range map[string]time.Duration{
+		"36500-00:00:00": MaxTimeLimit,
+		"52560000":       MaxTimeLimit, // minutes
+		"0-876000":       MaxTimeLimit, // hours
+		"INFINITE":       0,
+	} {
+		if got, err := ParseDuration(in); err != nil || got != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 }

@@ -54,6 +54,10 @@ type Config struct {
 	// not finished (pending, running, ending); a submit beyond it is
 	// refused. Zero: no cap, the default.
 	MaxJobCount int
+	// MaxScriptSize bounds a batch script, in bytes (Slurm's
+	// SchedulerParameters=max_script_size); default
+	// cluster.DefaultMaxScriptSize, at most cluster.MaxScriptSizeCeiling.
+	MaxScriptSize int
 	// Warnings are about settings Phalanx accepted but does not use.
 	Warnings []string
 }
@@ -148,6 +152,7 @@ func newParser() *parser {
 			RaftPort:       DefaultRaftPort,
 			MinJobAge:      DefaultMinJobAge,
 			PurgeJobAfter:  DefaultPurgeJobAfter,
+			MaxScriptSize:  cluster.DefaultMaxScriptSize,
 		},
 		warned:     map[string]bool{},
 		nodeLine:   map[string]string{},
@@ -232,6 +237,8 @@ func (p *parser) global(file string, num int, kv pair) {
 		p.count(file, num, kv, "jobs not yet finished to hold", &p.cfg.MaxJobCount)
 	case "maxjobhistory":
 		p.count(file, num, kv, "finished jobs to keep", &p.cfg.MaxJobHistory)
+	case "maxscriptsize":
+		p.scriptSize(file, num, kv)
 	default:
 		p.warnOnce("global:"+kv.lower, file, num, "%s is not used by Phalanx; ignored", kv.Key)
 	}
@@ -345,6 +352,20 @@ func (p *parser) count(file string, num int, kv pair, what string, dst *int) {
 		return
 	}
 	*dst = n
+}
+
+// scriptSize parses MaxScriptSize=BYTES, from 1 to the ceiling.
+func (p *parser) scriptSize(file string, num int, kv pair) {
+	if !p.once(file, num, kv, kv.lower) {
+		return
+	}
+	n, err := strconv.Atoi(kv.Value)
+	if err != nil || n < 1 || n > cluster.MaxScriptSizeCeiling {
+		p.errorf(file, num, "%s=%s: want a size in bytes from 1 to %d, e.g. %s=%d (Slurm's default, 4 MiB)",
+			kv.Key, kv.Value, cluster.MaxScriptSizeCeiling, kv.Key, cluster.DefaultMaxScriptSize)
+		return
+	}
+	p.cfg.MaxScriptSize = n
 }
 
 func (p *parser) checkTopologyPlugin(file string, num int, v string) {

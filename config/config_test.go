@@ -20,6 +20,9 @@ import (
 // output with: go test ./config -rewrite
 func TestParse(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		if strings.HasPrefix(path, "testdata/fuzz/") {
+			return // the corpora of the fuzz targets
+		}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			if d.Cmd != "parse" {
 				t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
@@ -58,6 +61,9 @@ func render(c *Config, all bool) string {
 	}
 	if all || c.MaxJobCount != 0 {
 		line("max jobs not finished=%d", c.MaxJobCount)
+	}
+	if all || c.MaxScriptSize != cluster.DefaultMaxScriptSize {
+		line("max script size=%d", c.MaxScriptSize)
 	}
 	for _, n := range c.Nodes {
 		line("node %s%s", n.Name, kvs(

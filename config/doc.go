@@ -35,6 +35,11 @@
 //	                                0, no cap (Slurm's 10000 also counts jobs
 //	                                finished within MinJobAge, which Phalanx
 //	                                keeps on disk)
+//	MaxScriptSize=BYTES             the largest batch script a submit may carry
+//	                                (Slurm's SchedulerParameters=max_script_size),
+//	                                default 4194304 (4 MiB, Slurm's default), at
+//	                                most 67108864 (64 MiB). phx reads it too, to
+//	                                refuse a larger script before sending it
 //	NodeName=HOSTLIST [NodeAddr=HOSTLIST] CPUs=N RealMemory=MB
 //	         Gres=gpu[:TYPE][:N] Features=a,b Weight=N
 //	         (Sockets, CoresPerSocket, ThreadsPerCore give CPUs when CPUs is absent)

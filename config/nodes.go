@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -40,7 +41,9 @@ func (p *parser) nodeLineDirective(file string, l line) {
 	if s.bad {
 		return
 	}
-	s.deriveCPUs()
+	if s.deriveCPUs(); s.bad {
+		return
+	}
 	hosts, err := hostlist.Expand(names)
 	if err != nil || len(hosts) == 0 {
 		p.errorf(file, l.Num, "NodeName: %v; write a host name or a hostlist such as gpu[001-016]", errOrEmpty(err))
@@ -110,10 +113,10 @@ func (s *nodeSpec) set(kv pair) {
 	}
 }
 
-// count parses a non-negative whole number.
+// count parses a whole number from 0 to math.MaxInt32.
 func (s *nodeSpec) count(kv pair, example string) int {
 	n, err := strconv.Atoi(kv.Value)
-	if err != nil || n < 0 {
+	if err != nil || n < 0 || n > math.MaxInt32 {
 		s.errorf("%s=%s: want a whole number, e.g. %s", kv.Key, kv.Value, example)
 		return 0
 	}
@@ -121,12 +124,21 @@ func (s *nodeSpec) count(kv pair, example string) int {
 }
 
 // deriveCPUs computes CPUs from Sockets×CoresPerSocket×ThreadsPerCore when
-// CPUs is not given, as Slurm does.
+// CPUs is not given, as Slurm does; a product past math.MaxInt32 is an
+// error, not a wrapped count.
 func (s *nodeSpec) deriveCPUs() {
 	if s.cpusSet || (s.sockets == 0 && s.cores == 0 && s.threads == 0) {
 		return
 	}
-	s.conf.CPUs = max(s.sockets, 1) * max(s.cores, 1) * max(s.threads, 1)
+	cpus := 1
+	for _, n := range []int{s.sockets, s.cores, s.threads} {
+		if cpus *= max(n, 1); cpus > math.MaxInt32 { // each factor is at most MaxInt32: no overflow
+			s.errorf("Sockets=%d CoresPerSocket=%d ThreadsPerCore=%d make more CPUs than a node can have: give the real counts",
+				s.sockets, s.cores, s.threads)
+			return
+		}
+	}
+	s.conf.CPUs = cpus
 }
 
 func (s *nodeSpec) expandAddrs(n int) ([]string, bool) {

@@ -62,7 +62,7 @@ func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly b
 	if id, ok := s.store.RequestJob(requestID); ok && len(requestID) > 0 && !testOnly {
 		return &phalanxv1.SubmitJobResponse{JobId: uint64(id)}, nil
 	}
-	job, err := jobFromSpec(spec)
+	job, err := jobFromSpec(spec, s.cfg.MaxScriptSize)
 	if err != nil {
 		return nil, err
 	}

@@ -86,6 +86,11 @@ type Config struct {
 	// ending) the cluster holds; a submit beyond it is refused until some
 	// end (Slurm's MaxJobCount). Zero: no cap.
 	MaxJobCount int
+	// MaxScriptSize: the largest batch script a submit may carry, in bytes
+	// (phalanx.conf's MaxScriptSize, Slurm's max_script_size; default
+	// cluster.DefaultMaxScriptSize, at most cluster.MaxScriptSizeCeiling).
+	// The API takes requests this large and somewhat more (recvMsgSize).
+	MaxScriptSize int
 	// RequestTTL: how long a submit's request ID is remembered for
 	// exactly-once retries (default 15 minutes); MaxRequests caps how many
 	// (default 200,000).
@@ -113,6 +118,7 @@ type Config struct {
 	// NoSync skips fsync of the state database (tests only; the Raft log is
 	// always synced).
 	NoSync bool
+
 
 	Clock  Clock
 	Logger *slog.Logger
@@ -186,6 +192,12 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if out.JanitorInterval == 0 {
 		out.JanitorInterval = 30 * time.Second
+	}
+	if out.MaxScriptSize == 0 {
+		out.MaxScriptSize = cluster.DefaultMaxScriptSize
+	}
+	if out.MaxScriptSize < 0 || out.MaxScriptSize > cluster.MaxScriptSizeCeiling {
+		return out, fmt.Errorf("controller: MaxScriptSize %d is out of range: give 1 to %d bytes", out.MaxScriptSize, cluster.MaxScriptSizeCeiling)
 	}
 	if out.MasterPortMax < out.MasterPortMin {
 		return out, fmt.Errorf("controller: master port range %d-%d is empty", out.MasterPortMin, out.MasterPortMax)

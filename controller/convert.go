@@ -23,10 +23,14 @@ func ts(t time.Time) *timestamppb.Timestamp {
 }
 
 // jobFromSpec reads a submitted spec, without its environment, which
-// goes to the job's payload as it came (cluster.EnvironOf).
-func jobFromSpec(spec *phalanxv1.JobSpec) (*cluster.Job, error) {
+// goes to the job's payload as it came (cluster.EnvironOf) once
+// checkSpecInput has passed it; maxScript bounds the script (MaxScriptSize).
+func jobFromSpec(spec *phalanxv1.JobSpec, maxScript int) (*cluster.Job, error) {
 	if spec == nil {
 		return nil, cluster.Errorf(cluster.ErrInvalid, "a job spec is required")
+	}
+	if err := checkSpecInput(spec, maxScript); err != nil {
+		return nil, err
 	}
 	j := &cluster.Job{
 		Name:        spec.Name,

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/apiclient"
 )
 
 // Metadata keys of the routing protocol (see the API's package comment).
@@ -181,7 +182,9 @@ func (p *peerConns) get(addr string) (*grpc.ClientConn, error) {
 	if c := p.conns[addr]; c != nil {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// A forwarded answer (GetJob) is as large as a client's: take what they take.
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(apiclient.MaxRecvMsgSize)))
 	if err != nil {
 		return nil, fmt.Errorf("controller at %s: %w", addr, err)
 	}

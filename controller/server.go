@@ -101,7 +101,8 @@ func New(cfg Config) (*Server, error) {
 		lock.Close()
 		return nil, err
 	}
-	s.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(s.routeUnary), grpc.ChainStreamInterceptor(s.routeStream))
+	s.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(recvMsgSize(c.MaxScriptSize)),
+		grpc.ChainUnaryInterceptor(s.routeUnary), grpc.ChainStreamInterceptor(s.routeStream))
 	phalanxv1.RegisterControllerServiceServer(s.grpc, &controllerService{s: s})
 	phalanxv1.RegisterNodeServiceServer(s.grpc, &nodeService{s: s})
 	s.wg.Add(3)

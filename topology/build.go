@@ -98,8 +98,9 @@ func (b *builder) finish() (*Tree, error) {
 	if err := b.link(); err != nil {
 		return nil, err
 	}
+	visiting, done := map[string]bool{}, map[string]bool{}
 	for _, name := range b.t.order {
-		if err := b.level(name, map[string]bool{}); err != nil {
+		if err := b.level(name, visiting, done); err != nil {
 			return nil, err
 		}
 	}
@@ -125,22 +126,27 @@ func (b *builder) link() error {
 	return nil
 }
 
-// level computes the switch's level, failing on a cycle.
-func (b *builder) level(name string, visiting map[string]bool) error {
+// level computes the switch's level and those below it, each once (done),
+// failing on a cycle (a switch met again while visiting its descendants).
+func (b *builder) level(name string, visiting, done map[string]bool) error {
+	if done[name] {
+		return nil
+	}
 	if visiting[name] {
 		return lineErr(b.lineOf["switch "+name], "switch %q is its own ancestor", name)
 	}
 	visiting[name] = true
-	defer delete(visiting, name)
 	s := b.t.switches[name]
 	s.Level = 0
 	for _, c := range s.Switches {
-		if err := b.level(c, visiting); err != nil {
+		if err := b.level(c, visiting, done); err != nil {
 			return err
 		}
 		if l := b.t.switches[c].Level + 1; l > s.Level {
 			s.Level = l
 		}
 	}
+	delete(visiting, name)
+	done[name] = true
 	return nil
 }

@@ -92,8 +92,8 @@ func parseLine(b *builder, line int, text string) error {
 		}
 		kv[k] = v
 	}
-	first := strings.ToLower(strings.SplitN(fields[0], "=", 2)[0])
-	switch first {
+	first, _, _ := strings.Cut(fields[0], "=")
+	switch strings.ToLower(first) {
 	case "switchname":
 		return parseSwitch(b, line, kv)
 	case "blockname":
@@ -101,7 +101,7 @@ func parseLine(b *builder, line int, text string) error {
 	case "blocksizes":
 		return parseBlockSizes(b, line, kv)
 	}
-	return lineErr(line, "unknown line starting with %s= (want SwitchName=, BlockName= or BlockSizes=)", fields[0][:len(first)])
+	return lineErr(line, "unknown line starting with %s= (want SwitchName=, BlockName= or BlockSizes=)", first)
 }
 
 func checkKeys(line int, kv map[string]string, allowed ...string) error {
@@ -122,8 +122,16 @@ func expand(line int, key, expr string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("line %d: %s: %w", line, key, err) // err wraps ErrInvalid
 	}
+	if strings.Contains(expr, `\`) {
+		return nil, lineErr(line, "%s=%s: %s", key, expr, errBackslash)
+	}
 	return names, nil
 }
+
+// errBackslash explains why names cannot hold a backslash: Conf could not
+// write them back (a backslash that ends a line continues it), and one is
+// usually a continuation with text after it.
+const errBackslash = `a name cannot hold a backslash (a backslash at the end of a line continues it onto the next)`
 
 func parseSwitch(b *builder, line int, kv map[string]string) error {
 	if err := checkKeys(line, kv, "switchname", "switches", "nodes", "linkspeed"); err != nil {
@@ -174,6 +182,9 @@ func oneName(line int, key, name string) (string, error) {
 	}
 	if strings.ContainsAny(name, "[],") {
 		return "", lineErr(line, "%s=%s: give one name, not a hostlist", key, name)
+	}
+	if strings.Contains(name, `\`) {
+		return "", lineErr(line, "%s=%s: %s", key, name, errBackslash)
 	}
 	return name, nil
 }

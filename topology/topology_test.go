@@ -23,6 +23,9 @@ import (
 //	under switch=S        nodes under S (last tree)
 func TestData(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		if strings.HasPrefix(path, "testdata/fuzz/") {
+			return // the corpora of the fuzz targets
+		}
 		var tree *Tree
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {

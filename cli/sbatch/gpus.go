@@ -1,6 +1,9 @@
 package sbatch
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // gpuRequest is a GPU count given per task (--gpus-per-task) or for the
 // whole job (--gpus), before it becomes GPUs per node.
@@ -22,6 +25,9 @@ func (b *builder) resolveGPUs() error {
 	switch {
 	case b.perTask.set:
 		tasks := max(b.tasksPerNode, 1)
+		if n := int64(b.perTask.n) * int64(tasks); n > math.MaxInt32 {
+			return fmt.Errorf("--gpus-per-task=%d with --ntasks-per-node=%d is %d GPUs per node, more than any node has: ask for fewer", b.perTask.n, tasks, n)
+		}
 		s.GpuType, s.GpusPerNode = b.perTask.typ, b.perTask.n*tasks
 	case b.total.set:
 		if b.total.n%s.Nodes != 0 {

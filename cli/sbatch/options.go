@@ -2,6 +2,7 @@ package sbatch
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -56,6 +57,8 @@ var Options = []getopt.Option{
 	{Long: "cpu-bind", HasArg: true, Usage: "accepted and ignored (warning)"},
 	{Long: "distribution", Short: 'm', HasArg: true, Usage: "accepted and ignored (warning)"},
 	{Long: "comment", HasArg: true, Usage: "accepted and ignored (warning)"},
+	// Known, and refused with a way out (see apply).
+	{Long: "array", Short: 'a', HasArg: true, Usage: "not supported yet: submit one job per index"},
 }
 
 // ignored options are accepted for compatibility with existing scripts; each
@@ -85,7 +88,7 @@ type builder struct {
 	help     bool
 	wrap     string
 	hasWrap  bool
-	warnings []string
+	warnings warnings
 
 	// GPUs asked per task or in all, resolved to GPUs per node at the end.
 	perTask, total gpuRequest
@@ -99,7 +102,7 @@ func (b *builder) apply(v getopt.Value) error {
 		b.tasksPerNode, _ = positive(v.Value)
 	}
 	if why, ok := ignored[v.Name]; ok {
-		b.warnings = append(b.warnings, fmt.Sprintf("--%s is ignored: %s", v.Name, why))
+		b.warnings.add(fmt.Sprintf("--%s is ignored: %s", v.Name, why))
 		return nil
 	}
 	if set, ok := stringSetters[v.Name]; ok {
@@ -152,6 +155,9 @@ func (b *builder) apply(v getopt.Value) error {
 		s.TimeLimitSeconds, err = parseTime(v.Value)
 	case "wrap":
 		b.wrap, b.hasWrap = v.Value, true
+	case "array":
+		err = fmt.Errorf("job arrays are not supported yet: submit one job per index, " +
+			"e.g. for i in $(seq 0 9); do sbatch --export=ALL,SLURM_ARRAY_TASK_ID=$i job.sh; done")
 	default:
 		return fmt.Errorf("option --%s is not handled", v.Name)
 	}
@@ -253,28 +259,30 @@ func parseGres(v string) (string, int32, error) {
 	return "", 0, fmt.Errorf("write gpu[:TYPE][:N], e.g. gpu:a100:8")
 }
 
-// parseMem reads Slurm memory sizes: a number with an optional K, M, G or T
-// suffix; M is the default. The result is in megabytes, rounded up.
+// memUnits are --mem's suffixes, in megabytes (K is a fraction: -1024
+// divides, rounding up).
+var memUnits = map[string]int64{"K": -1024, "M": 1, "G": 1024, "T": 1024 * 1024}
+
+// parseMem reads Slurm memory sizes: digits with an optional K, M, G or T
+// suffix; M is the default. The result is in megabytes, rounded up; a size
+// that does not fit is an error, not a wrapped number.
 func parseMem(v string) (int64, error) {
 	num, mult := v, int64(1)
 	if n := len(v); n > 0 {
-		switch strings.ToUpper(v[n-1:]) {
-		case "K":
-			num, mult = v[:n-1], -1024
-		case "M":
-			num = v[:n-1]
-		case "G":
-			num, mult = v[:n-1], 1024
-		case "T":
-			num, mult = v[:n-1], 1024*1024
+		if m, ok := memUnits[strings.ToUpper(v[n-1:])]; ok {
+			num, mult = v[:n-1], m
 		}
 	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("want a size such as 4096, 500M, 64G or 1T")
+	bad := fmt.Errorf("want a size such as 4096, 500M, 64G or 1T")
+	if num == "" || strings.TrimLeft(num, "0123456789") != "" {
+		return 0, bad
 	}
-	if mult < 0 {
-		return (n + 1023) / 1024, nil
+	n, err := strconv.ParseInt(num, 10, 64)
+	switch {
+	case err != nil, mult > 0 && n > math.MaxInt64/mult:
+		return 0, fmt.Errorf("%s is more memory than any node has: %w", v, bad)
+	case mult < 0:
+		return n/1024 + min(n%1024, 1), nil
 	}
 	return n * mult, nil
 }

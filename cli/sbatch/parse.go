@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cli/getopt"
+	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
 // Env is what Parse needs from the submitter's world.
@@ -19,6 +21,9 @@ type Env struct {
 	ReadFile func(name string) ([]byte, error)
 	// ReadStdin reads the script when none is named; nil: a script is required.
 	ReadStdin func() ([]byte, error)
+	// MaxScriptSize bounds the script, in bytes, as the controller will
+	// (MaxScriptSize in phalanx.conf); 0: cluster.DefaultMaxScriptSize.
+	MaxScriptSize int
 }
 
 // Request is a parsed sbatch invocation.
@@ -37,6 +42,9 @@ func Parse(args []string, env Env) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkValues(cmdline); err != nil {
+		return nil, err
+	}
 	b := &builder{spec: &phalanxv1.JobSpec{}}
 	for _, v := range cmdline {
 		if v.Name == "help" || v.Name == "wrap" {
@@ -51,6 +59,9 @@ func Parse(args []string, env Env) (*Request, error) {
 	script, name, err := loadScript(b, operands, env)
 	if err != nil {
 		return nil, err
+	}
+	if err := cluster.CheckScript(script, env.MaxScriptSize); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := applyDirectives(b, script, name); err != nil {
 		return nil, err
@@ -80,7 +91,7 @@ func loadScript(b *builder, operands []string, env Env) (script, name string, er
 		}
 		return string(data), path.Base(operands[0]), nil
 	case env.ReadStdin != nil:
-		data, err := env.ReadStdin()
+		data, err := env.ReadStdin() // bounded by the caller (see cli.submitEnv)
 		if err != nil {
 			return "", "", fmt.Errorf("reading the script from standard input: %w", err)
 		}
@@ -137,7 +148,40 @@ func finish(b *builder, script, name string, env Env) (*Request, error) {
 	if s.Environment, err = exportEnv(b.export, env.Environ); err != nil {
 		return nil, fmt.Errorf("--export=%s: %w", b.export, err)
 	}
-	return &Request{Spec: s, Parsable: b.parsable, TestOnly: b.testOnly, Warnings: b.warnings}, nil
+	if err := checkSubmitter(s); err != nil {
+		return nil, err
+	}
+	if err := cluster.CheckEnv(s.Environment); err != nil {
+		return nil, err
+	}
+	return &Request{Spec: s, Parsable: b.parsable, TestOnly: b.testOnly, Warnings: b.warnings.list()}, nil
+}
+
+// checkValues refuses a command-line option whose value is not UTF-8,
+// which the API cannot carry. (A directive's values come from the script,
+// checked as a whole.)
+func checkValues(vals []getopt.Value) error {
+	for _, v := range vals {
+		if !utf8.ValidString(v.Value) {
+			return fmt.Errorf("--%s=%q is not valid UTF-8: write the value in UTF-8", v.Name, v.Value)
+		}
+	}
+	return nil
+}
+
+// checkSubmitter refuses what the job takes from the submitter's world
+// rather than from options and is not UTF-8: the user name, the script's
+// file name as the job name, the working directory.
+func checkSubmitter(s *phalanxv1.JobSpec) error {
+	switch {
+	case !utf8.ValidString(s.User):
+		return fmt.Errorf("user name %q is not valid UTF-8", s.User)
+	case !utf8.ValidString(s.Name):
+		return fmt.Errorf("job name %q (the script's file name) is not valid UTF-8: name the job with -J", s.Name)
+	case !utf8.ValidString(s.WorkDir):
+		return fmt.Errorf("working directory %q is not valid UTF-8: submit from another directory, or give one with -D", s.WorkDir)
+	}
+	return nil
 }
 
 func abs(cwd, p string) string {

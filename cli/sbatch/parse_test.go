@@ -15,6 +15,9 @@ import (
 // first input line and the script (read for any file name) on the rest.
 func TestParse(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		if strings.HasPrefix(path, "testdata/fuzz/") {
+			return // the corpora of the fuzz targets
+		}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
 			case "sbatch":

@@ -337,6 +337,7 @@ func loadConfig(cfg *controller.Config, confPath, topoPath string, log *slog.Log
 		cfg.Nodes = c.Nodes
 		cfg.MinJobAge, cfg.PurgeJobAfter = minJobAge(c.MinJobAge), c.PurgeJobAfter
 		cfg.MaxJobHistory, cfg.MaxJobCount = c.MaxJobHistory, c.MaxJobCount
+		cfg.MaxScriptSize = c.MaxScriptSize
 		if topoPath == "" && c.TopologyFile != "" {
 			topoPath = c.TopologyFile
 			if !filepath.IsAbs(topoPath) {

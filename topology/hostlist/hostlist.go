@@ -22,25 +22,46 @@ import (
 // like gpu[1-100000000] is an error instead of an out-of-memory.
 const MaxHosts = 1_000_000
 
+// MaxBytes bounds the total length of the names one expression may expand
+// to: a long name times a large range (a 2 KB prefix on [1-999999] is 2 GB)
+// is an error too.
+const MaxBytes = 32 << 20
+
 // Expand returns the names an expression denotes, in the order written.
 // Items are separated by commas or white space outside brackets; several
 // bracket groups in one item multiply out, the first group varying slowest.
 // Duplicates are kept, as Slurm keeps them. An empty expression is no names.
-// Malformed input is an error wrapping cluster.ErrInvalid.
+// Malformed input, or more than MaxHosts names or MaxBytes bytes of them,
+// is an error wrapping cluster.ErrInvalid.
 func Expand(expr string) ([]string, error) {
 	items, err := splitItems(expr)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
+	left := budget{names: MaxHosts, bytes: MaxBytes}
 	for _, item := range items {
-		names, err := expandItem(item, MaxHosts-len(out))
+		names, err := expandItem(item, &left)
 		if err != nil {
 			return nil, fmt.Errorf("hostlist %q: %w", expr, err)
 		}
 		out = append(out, names...)
 	}
 	return out, nil
+}
+
+// budget is how many names, and bytes of them, an expansion may still make.
+type budget struct{ names, bytes int }
+
+// fits reports, as an error, whether n names of size bytes in all fit.
+func (b budget) fits(n, size int) error {
+	switch {
+	case n > b.names:
+		return fmt.Errorf("more than %d names: %w", MaxHosts, cluster.ErrInvalid)
+	case size > b.bytes:
+		return fmt.Errorf("more than %d MiB of names: %w", MaxBytes>>20, cluster.ErrInvalid)
+	}
+	return nil
 }
 
 // splitItems splits at top-level commas and spaces, checking that brackets
@@ -78,31 +99,36 @@ func splitItems(expr string) ([]string, error) {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// expandItem expands one item (no top-level separators, brackets balanced),
-// producing at most limit names.
-func expandItem(item string, limit int) ([]string, error) {
-	if limit < 1 {
-		return nil, fmt.Errorf("more than %d names: %w", MaxHosts, cluster.ErrInvalid)
-	}
-	names := []string{""}
+// expandItem expands one item (no top-level separators, brackets balanced)
+// and takes what it made from left.
+func expandItem(item string, left *budget) ([]string, error) {
+	names, size := []string{""}, 0
 	for len(item) > 0 {
 		open := indexByte(item, '[')
 		if open < 0 {
-			appendAll(names, item)
-			break
+			open = len(item)
+		}
+		size += len(names) * open
+		if err := left.fits(len(names), size); err != nil {
+			return nil, err
 		}
 		appendAll(names, item[:open])
+		if open == len(item) {
+			break
+		}
 		end := open + indexByte(item[open:], ']')
-		nums, err := parseGroup(item[open+1 : end])
+		nums, numBytes, err := parseGroup(item[open+1:end], *left)
 		if err != nil {
 			return nil, err
 		}
-		if len(names)*len(nums) > limit {
-			return nil, fmt.Errorf("more than %d names: %w", MaxHosts, cluster.ErrInvalid)
+		size = size*len(nums) + len(names)*numBytes
+		if err := left.fits(len(names)*len(nums), size); err != nil {
+			return nil, err
 		}
 		names = product(names, nums)
 		item = item[end+1:]
 	}
+	left.names, left.bytes = left.names-len(names), left.bytes-size
 	return names, nil
 }
 
@@ -122,12 +148,14 @@ func product(heads, tails []string) []string {
 	return out
 }
 
-// parseGroup expands the inside of one bracket group: "001-003,7".
-func parseGroup(g string) ([]string, error) {
+// parseGroup expands the inside of one bracket group, "001-003,7", within
+// left, and returns the numbers and their length in all.
+func parseGroup(g string, left budget) ([]string, int, error) {
 	if g == "" {
-		return nil, fmt.Errorf("empty brackets: %w", cluster.ErrInvalid)
+		return nil, 0, fmt.Errorf("empty brackets: %w", cluster.ErrInvalid)
 	}
 	var out []string
+	size := 0
 	for len(g) > 0 {
 		r := g
 		if i := indexByte(g, ','); i >= 0 {
@@ -135,40 +163,51 @@ func parseGroup(g string) ([]string, error) {
 		} else {
 			g = ""
 		}
-		nums, err := parseRange(r, MaxHosts-len(out))
+		nums, n, err := parseRange(r, budget{names: left.names - len(out), bytes: left.bytes - size})
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		out = append(out, nums...)
+		out, size = append(out, nums...), size+n
 	}
-	return out, nil
+	return out, size, nil
 }
 
-// parseRange expands "lo-hi" or "n", padding to the width of lo.
-func parseRange(r string, limit int) ([]string, error) {
+// parseRange expands "lo-hi" or "n", padding to the width of lo, within
+// left, and returns the numbers and their length in all.
+func parseRange(r string, left budget) ([]string, int, error) {
 	loS, hiS := r, r
 	if i := indexByte(r, '-'); i >= 0 {
 		loS, hiS = r[:i], r[i+1:]
 	}
 	lo, err := parseNum(loS)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	hi, err := parseNum(hiS)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if hi < lo {
-		return nil, fmt.Errorf("reversed range %q: %w", r, cluster.ErrInvalid)
+		return nil, 0, fmt.Errorf("reversed range %q: %w", r, cluster.ErrInvalid)
 	}
-	if hi-lo >= uint64(limit) {
-		return nil, fmt.Errorf("range %q: more than %d names: %w", r, MaxHosts, cluster.ErrInvalid)
+	if hi-lo >= uint64(left.names) {
+		return nil, 0, fmt.Errorf("range %q: more than %d names: %w", r, MaxHosts, cluster.ErrInvalid)
 	}
-	out := make([]string, 0, hi-lo+1)
+	count := int(hi-lo) + 1
+	width := max(len(loS), len(strconv.FormatUint(hi, 10)))
+	if err := left.fits(count, count*width); err != nil { // an upper bound of the size
+		return nil, 0, fmt.Errorf("range %q: %w", r, err)
+	}
+	out := make([]string, 0, count)
+	size := 0
 	for n := lo; n <= hi; n++ {
-		out = append(out, pad(n, len(loS)))
+		s := pad(n, len(loS))
+		out, size = append(out, s), size+len(s)
+		if n == hi {
+			break // hi may be the largest uint64
+		}
 	}
-	return out, nil
+	return out, size, nil
 }
 
 func parseNum(s string) (uint64, error) {

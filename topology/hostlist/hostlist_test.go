@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -76,6 +77,44 @@ func TestExpandLimit(t *testing.T) {
 	}
 	if _, err := Expand("n[1-999999],m,o"); err == nil {
 		t.Fatal("MaxHosts+1 names: no error")
+	}
+}
+
+// TestExpandBytes is the regression test for an expansion that multiplied
+// a long name by a large range: 2 KB of text became 2 GB of names.
+func TestExpandBytes(t *testing.T) {
+	for _, expr := range []string{
+		strings.Repeat("x", 2000) + "[1-999999]",
+		"n[" + strings.Repeat("0", 100) + "1-999999]", // wide padding
+		"a[1-1000]" + strings.Repeat("y", 40) + "[1-1000]",
+		strings.Repeat("x", 300) + "[1-999999],m",
+	} {
+		names, err := Expand(expr)
+		if err == nil || names != nil || !errors.Is(err, cluster.ErrInvalid) || !strings.Contains(err.Error(), "MiB of names") {
+			t.Errorf("Expand(%.40q...) = %d names, %v; want ErrInvalid about MiB of names", expr, len(names), err)
+		}
+	}
+	names, err := Expand("gpu[000001-999999]") // 9 MB: within the limit
+	if err != nil || len(names) != 999999 {
+		t.Fatalf("Expand(gpu[000001-999999]) = %d names, %v", len(names), err)
+	}
+}
+
+// TestExpandLargestNumber is the regression test for a range ending at
+// the largest uint64, which never ended: the counter wrapped to zero.
+func TestExpandLargestNumber(t *testing.T) {
+	done := make(chan []string, 1)
+	go func() {
+		names, _ := Expand("n[18446744073709551614-18446744073709551615]")
+		done <- names
+	}()
+	select {
+	case names := <-done:
+		if want := []string{"n18446744073709551614", "n18446744073709551615"}; !reflect.DeepEqual(names, want) {
+			t.Fatalf("Expand = %q, want %q", names, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Expand of a range ending at the largest uint64 did not return")
 	}
 }
 
@@ -164,17 +203,42 @@ func TestSortIsSetLike(t *testing.T) {
 	})
 }
 
+// FuzzExpand checks that Expand never returns names and an error together,
+// keeps within MaxHosts, refuses malformed input with ErrInvalid, and that
+// what it returns survives Compress: Expand(Compress(names)) is
+// Sort(names), and compressing again gives the same expression.
 func FuzzExpand(f *testing.F) {
-	for _, s := range []string{"gpu[001-064,100]", "a1,b[1-2]", "r[1-2]n[01-03]", "x[", "]"} {
+	for _, s := range []string{
+		"gpu[001-064,100]", "a1,b[1-2]", "r[1-2]n[01-03]", "x[", "]", "n[1-999999999]",
+		"gpu[08-11]", "n[1-2]-ib", "a, b  c", "x[3,1]", "gpu1,gpu01,gpu2", "[1-2]", "a0,a00",
+		"r[1-1000]n[1-1001]", "gpu[1-99999999999999999999]", "n[0000000000000000000001-2]",
+	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, expr string) {
 		names, err := Expand(expr)
 		if err != nil {
+			if names != nil || !errors.Is(err, cluster.ErrInvalid) {
+				t.Fatalf("Expand(%q) = %q, %v: want no names and an ErrInvalid error", expr, names, err)
+			}
 			return
 		}
 		if len(names) > MaxHosts {
-			t.Fatalf("%d names", len(names))
+			t.Fatalf("Expand(%q): %d names, more than MaxHosts", expr, len(names))
+		}
+		if len(names) > 10000 {
+			return // round trips of huge lists only slow the fuzzer down
+		}
+		c := Compress(names)
+		back, err := Expand(c)
+		if err != nil {
+			t.Fatalf("Expand(Compress(Expand(%q))) = Expand(%q): %v", expr, c, err)
+		}
+		if want := Sort(names); len(want) > 0 && !reflect.DeepEqual(back, want) {
+			t.Fatalf("Expand(%q) = %q, compressed %q, expanded again %q; want %q", expr, names, c, back, want)
+		}
+		if again := Compress(back); again != c {
+			t.Fatalf("Compress is not stable: %q, then %q", c, again)
 		}
 	})
 }

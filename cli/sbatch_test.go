@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSbatchRefusesBeforeSending is the regression test for input the
+// API cannot carry or the controllers will refuse: text that is not UTF-8
+// failed as an internal gRPC marshalling error, and a script of any size
+// was sent. phx now refuses each with one line naming what is wrong, and
+// sends nothing.
+func TestSbatchRefusesBeforeSending(t *testing.T) {
+	f, addr := startFake(t)
+	for _, tc := range []struct {
+		name    string
+		script  string
+		environ []string
+		conf    string // phalanx.conf; empty: none
+		stdin   bool   // the script comes on standard input
+		want    string
+	}{
+		{name: "script line", script: "#!/bin/sh\necho caf\xe9\n",
+			want: "sbatch: error: job.sh: line 2 is not valid UTF-8: save the script as UTF-8 (e.g. iconv -f latin1 -t utf-8)"},
+		{name: "environment", script: "#!/bin/sh\n", environ: []string{"HOME=/home/alice", "NAME=Jos\xe9"},
+			want: `sbatch: error: environment variable "NAME" is not valid UTF-8: unset it, or leave it out with --export=NONE,VAR1,VAR2`},
+		{name: "configured script size", script: "#!/bin/sh\necho hello\n", conf: "ClusterName=c\nMaxScriptSize=16 # bytes\n",
+			want: "sbatch: error: job.sh: 21 bytes, over the limit of 16 bytes (MaxScriptSize): shorten it, for instance by reading data or long commands from a file"},
+		{name: "script size on stdin", script: "#!/bin/sh\necho hello\n", conf: "MaxScriptSize=16\n", stdin: true,
+			want: "sbatch: error: reading the script from standard input: over the limit of 16 bytes (MaxScriptSize): shorten it, for instance by reading data or long commands from a file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sys, stdout, stderr := testSystem(t, addr)
+			args := []string{"phx", "sbatch"}
+			if tc.stdin {
+				sys.Stdin = strings.NewReader(tc.script)
+			} else {
+				writeScript(t, sys, tc.script)
+				args = append(args, "job.sh")
+			}
+			if tc.environ != nil {
+				sys.Environ = func() []string { return tc.environ }
+			}
+			if tc.conf != "" {
+				dir, _ := sys.Getwd()
+				sys.ConfigPath = filepath.Join(dir, "phalanx.conf")
+				if err := os.WriteFile(sys.ConfigPath, []byte(tc.conf), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			code := Run(context.Background(), sys, args)
+			if code != 1 || stdout.Len() != 0 || stderr.String() != tc.want+"\n" {
+				t.Fatalf("code %d, stdout %q\nstderr %q\nwant   %q", code, stdout, stderr, tc.want)
+			}
+		})
+	}
+	if len(f.submits) != 0 {
+		t.Fatalf("sent %d jobs; want none", len(f.submits))
+	}
+}
+
+// TestSbatchWarnsOncePerOption is the regression test for a script of
+// 22,000 "#SBATCH --comment" lines printing 22,000 warnings.
+func TestSbatchWarnsOncePerOption(t *testing.T) {
+	_, addr := startFake(t)
+	sys, stdout, stderr := testSystem(t, addr)
+	writeScript(t, sys, "#!/bin/sh\n"+strings.Repeat("#SBATCH --comment=\"a note\"\n", 22000)+"hostname\n")
+	code := Run(context.Background(), sys, []string{"phx", "sbatch", "job.sh"})
+	want := "sbatch: warning: --comment is ignored: comments are not stored (given 22000 times)\n"
+	if code != 0 || stdout.String() != "Submitted batch job 42\n" || stderr.String() != want {
+		t.Fatalf("code %d, stdout %q\nstderr %q\nwant   %q", code, stdout, stderr, want)
+	}
+}
+
+func TestConfScriptLimit(t *testing.T) {
+	for conf, want := range map[string]int{
+		"":                                   4 << 20,
+		"MaxScriptSize=8388608\n":            8 << 20,
+		"maxscriptsize=1000 # small\n":       1000,
+		"#MaxScriptSize=1000\n":              4 << 20,
+		"MaxScriptSize=lots\n":               4 << 20,
+		"MaxScriptSize=-5\n":                 4 << 20,
+		"MaxScriptSize=999999999999\n":       64 << 20,
+		"ClusterName=x MaxScriptSize=2048\n": 2048,
+	} {
+		if got := confScriptLimit([]byte(conf)); got != want {
+			t.Errorf("confScriptLimit(%q) = %d, want %d", conf, got, want)
+		}
+	}
+}

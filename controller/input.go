@@ -1,0 +1,84 @@
+package controller
+
+import (
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+// Bounds on what a submit may carry, checked before a spec becomes a job.
+// phx checks the same limits (cluster.CheckScript, cluster.CheckEnv)
+// before it sends; the controller's check is the one that counts.
+
+// recvMsgSize is the largest request the API accepts: a submit carries its
+// script (up to maxScript bytes) and its environment (up to
+// cluster.MaxEnvBytes, twice for a client that fills both of its forms),
+// with room for the rest. gRPC's default of 4 MiB would refuse a script of
+// Slurm's default limit with an error that names no limit.
+func recvMsgSize(maxScript int) int {
+	return max(4<<20, maxScript+2*cluster.MaxEnvBytes+1<<20)
+}
+
+// checkSpecInput refuses a spec whose script or environment passes the
+// limits, whose text is not UTF-8 (proto3 strings must be; gRPC refuses
+// them on the wire, in-process callers must be refused here), or whose
+// times do not fit a time.Duration.
+func checkSpecInput(spec *phalanxv1.JobSpec, maxScript int) error {
+	if err := cluster.CheckScript(spec.Script, maxScript); err != nil {
+		return fmt.Errorf("batch script: %w", err)
+	}
+	if err := cluster.CheckEnv(cluster.EnvironOf(spec.Environment, spec.Env)); err != nil {
+		return err
+	}
+	if err := checkUTF8(spec.ProtoReflect()); err != nil {
+		return err
+	}
+	const most = int64(cluster.MaxTimeLimit / time.Second)
+	switch {
+	case spec.TimeLimitSeconds > most:
+		return cluster.Errorf(cluster.ErrInvalid, "time limit of %d seconds is longer than %d days: ask for less, or for UNLIMITED", spec.TimeLimitSeconds, cluster.MaxTimeLimit/(24*time.Hour))
+	case spec.SwitchesWaitSeconds > most:
+		return cluster.Errorf(cluster.ErrInvalid, "--switches wait of %d seconds is longer than %d days", spec.SwitchesWaitSeconds, cluster.MaxTimeLimit/(24*time.Hour))
+	}
+	return nil
+}
+
+// checkUTF8 refuses a message with a string (alone, in a list or in a map)
+// that is not UTF-8, naming its field.
+func checkUTF8(m protoreflect.Message) error {
+	var bad protoreflect.FieldDescriptor
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if !valueUTF8(fd, v) {
+			bad = fd
+		}
+		return bad == nil
+	})
+	if bad != nil {
+		return cluster.Errorf(cluster.ErrInvalid, "the job's %s is not valid UTF-8: send text in UTF-8", bad.Name())
+	}
+	return nil
+}
+
+// valueUTF8 reports whether the strings of one field's value are UTF-8.
+func valueUTF8(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+	ok := true
+	switch {
+	case fd.IsMap():
+		v.Map().Range(func(k protoreflect.MapKey, e protoreflect.Value) bool {
+			ok = utf8.ValidString(k.String()) && (fd.MapValue().Kind() != protoreflect.StringKind || utf8.ValidString(e.String()))
+			return ok
+		})
+	case fd.IsList() && fd.Kind() == protoreflect.StringKind:
+		for i, l := 0, v.List(); i < l.Len() && ok; i++ {
+			ok = utf8.ValidString(l.Get(i).String())
+		}
+	case fd.Kind() == protoreflect.StringKind:
+		ok = utf8.ValidString(v.String())
+	}
+	return ok
+}
