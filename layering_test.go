@@ -60,6 +60,13 @@ var layerRules = []layerRule{
 		forbidden: []string{nvml, containerd, local("nodeagent")},
 	},
 	{
+		// Credentials: used by the daemons and by phx alike, so it
+		// depends on none of them.
+		pkgs: []string{"auth"},
+		forbidden: []string{local("controller"), local("store"), local("scheduler"), local("nodeagent"),
+			local("cli"), raft, bbolt, containerd, nvml},
+	},
+	{
 		pkgs:      []string{"sim"},
 		forbidden: []string{local("controller"), local("store"), grpc, raft, bbolt},
 	},

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/auth"
 )
 
 // fakeController is an in-process ControllerService that records requests
@@ -34,6 +35,7 @@ type fakeController struct {
 	controllers []*phalanxv1.ControllerInfo // what ListControllers answers
 	adds        []*phalanxv1.AddControllerRequest
 	removes     []*phalanxv1.RemoveControllerRequest
+	tokens      []*phalanxv1.CreateTokenRequest
 }
 
 func (f *fakeController) SubmitJob(_ context.Context, req *phalanxv1.SubmitJobRequest) (*phalanxv1.SubmitJobResponse, error) {
@@ -130,11 +132,29 @@ func serveFake(t *testing.T, srvImpl phalanxv1.ControllerServiceServer) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(grpc.UnaryInterceptor(requireCredential), grpc.StreamInterceptor(requireStreamCredential))
 	phalanxv1.RegisterControllerServiceServer(srv, srvImpl)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
 	return lis.Addr().String()
+}
+
+// testCredential is the credential testSystem's phx sends, from
+// $PHX_TOKEN; the fake server refuses calls without it.
+const testCredential = "credential-of-alice"
+
+func requireCredential(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if got := auth.Incoming(ctx); got != testCredential {
+		return nil, status.Errorf(codes.Unauthenticated, "credential %q, want %q", got, testCredential)
+	}
+	return h(ctx, req)
+}
+
+func requireStreamCredential(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	if got := auth.Incoming(ss.Context()); got != testCredential {
+		return status.Errorf(codes.Unauthenticated, "credential %q, want %q", got, testCredential)
+	}
+	return h(srv, ss)
 }
 
 // testSystem is a System talking to addr, as user alice in a temp dir.
@@ -142,7 +162,7 @@ func testSystem(t *testing.T, addr string) (*System, *bytes.Buffer, *bytes.Buffe
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	dir := t.TempDir()
-	env := map[string]string{"PHX_SERVER": addr, "HOME": "/home/alice"}
+	env := map[string]string{"PHX_SERVER": addr, "HOME": "/home/alice", "PHX_TOKEN": testCredential}
 	return &System{
 		Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
 		Getenv:      func(k string) string { return env[k] },

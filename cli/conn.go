@@ -9,11 +9,13 @@ import (
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/apiclient"
+	"github.com/phalanx-hpc/phalanx/auth"
 )
 
 // DefaultAddr is the controller's address when nothing else names one.
@@ -97,7 +99,7 @@ func (k *commands) dial(c *ucli.Context) (*conn, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	cc, err := apiclient.Dial(addrs)
+	cc, err := apiclient.Dial(addrs, apiclient.WithDialOptions(grpc.WithPerRPCCredentials(k.credentials())))
 	if err != nil {
 		return nil, err
 	}
@@ -105,6 +107,21 @@ func (k *commands) dial(c *ucli.Context) (*conn, error) {
 }
 
 func (cn *conn) Close() error { return cn.cc.Close() }
+
+// credentials is where this invocation's credential comes from: $PHX_TOKEN
+// when set (as Slurm's clients use $SLURM_JWT), else the auth socket of a
+// Phalanx daemon on this host ($PHX_AUTH_SOCKET, or auth.DefaultSocket),
+// which vouches for the uid the kernel reports.
+func (k *commands) credentials() *auth.Source {
+	if tok := k.sys.Getenv("PHX_TOKEN"); tok != "" {
+		return auth.Static(tok)
+	}
+	path := k.sys.Getenv("PHX_AUTH_SOCKET")
+	if path == "" {
+		path = auth.DefaultSocket
+	}
+	return auth.Socket(path)
+}
 
 // call runs one RPC under the timeout and turns its error into a user-facing
 // one.
@@ -171,7 +188,7 @@ func (cn *conn) userError(err error) error {
 	case codes.DeadlineExceeded:
 		return fmt.Errorf("%s did not answer within %s (retry, or raise --timeout)", strings.TrimPrefix(cn.where(), "any of "), cn.timeout)
 	case codes.InvalidArgument, codes.FailedPrecondition, codes.NotFound, codes.Aborted,
-		codes.AlreadyExists, codes.PermissionDenied, codes.OutOfRange, codes.ResourceExhausted:
+		codes.AlreadyExists, codes.PermissionDenied, codes.Unauthenticated, codes.OutOfRange, codes.ResourceExhausted:
 		return &APIError{Code: st.Code(), Msg: st.Message()}
 	}
 	return fmt.Errorf("%s: %s (%s)", strings.TrimPrefix(cn.where(), "any of "), st.Message(), st.Code())

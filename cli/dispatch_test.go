@@ -35,6 +35,7 @@ func TestArgv0Dispatch(t *testing.T) {
 func TestMainDispatch(t *testing.T) {
 	f, addr := startFake(t)
 	t.Setenv("PHX_SERVER", addr)
+	t.Setenv("PHX_TOKEN", testCredential)
 	if code := Main([]string{"/x/squeue", "-h", "-j", "7"}); code != 0 {
 		t.Fatalf("Main: code %d", code)
 	}

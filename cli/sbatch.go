@@ -12,6 +12,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/cli/getopt"
 	"github.com/phalanx-hpc/phalanx/cli/sbatch"
 	"github.com/phalanx-hpc/phalanx/cluster"
@@ -92,6 +93,11 @@ func (k *commands) submitEnv() (sbatch.Env, error) {
 	if err1 != nil || err2 != nil {
 		return sbatch.Env{}, fmt.Errorf("user %s has a non-numeric uid %q or gid %q", u.Username, u.Uid, u.Gid)
 	}
+	name := u.Username
+	// With a token, the job is the token's user's, whoever runs phx here.
+	if id, ok := auth.Claimed(k.sys.Getenv("PHX_TOKEN")); ok {
+		name, uid, gid = id.User, int64(id.UID), int64(id.GID)
+	}
 	cwd, err := k.sys.Getwd()
 	if err != nil {
 		return sbatch.Env{}, fmt.Errorf("cannot determine the working directory: %w", err)
@@ -99,7 +105,7 @@ func (k *commands) submitEnv() (sbatch.Env, error) {
 	conf, _ := k.sys.ReadFile(k.sys.ConfigPath) // a missing config is normal
 	limit := confScriptLimit(conf)
 	return sbatch.Env{
-		User: u.Username, UID: int32(uid), GID: int32(gid), Cwd: cwd,
+		User: name, UID: int32(uid), GID: int32(gid), Cwd: cwd,
 		Environ:       k.sys.Environ(),
 		ReadFile:      k.sys.ReadFile,
 		MaxScriptSize: limit,

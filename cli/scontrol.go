@@ -21,7 +21,8 @@ import (
 const scontrolUsage = `Usage: scontrol show job [JOBID] | node [NAME] | partition [NAME] | controllers [ID]
        scontrol ping
        scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT] | raft remove ID | raft transfer [ID]
-       scontrol backup FILE | restore FILE [force]`
+       scontrol backup FILE | restore FILE [force]
+       scontrol token [username=NAME] [lifespan=SECONDS]`
 
 func (k *commands) scontrol() *ucli.Command {
 	return slurmCommand("scontrol", "show jobs, nodes, partitions and controllers; ping and change the controllers (scontrol show|ping|raft ...)", k.runScontrol)
@@ -46,8 +47,10 @@ func (k *commands) runScontrol(c *ucli.Context, args []string) error {
 		return k.backup(c, args[1:])
 	case "restore":
 		return k.restore(c, args[1:])
+	case "token":
+		return k.token(c, args[1:])
 	}
-	return fmt.Errorf("invalid command %q: phx supports scontrol show, ping, raft, backup and restore (scontrol --help)", args[0])
+	return fmt.Errorf("invalid command %q: phx supports scontrol show, ping, raft, backup, restore and token (scontrol --help)", args[0])
 }
 
 func (k *commands) runShow(c *ucli.Context, args []string) error {

@@ -24,6 +24,11 @@ var (
 	// ErrLimit: a configured limit is reached (MaxJobCount); the same
 	// request may succeed later.
 	ErrLimit = errors.New("limit reached")
+	// ErrPermission: the caller is known but may not do this (another
+	// user's job, an administrator's command).
+	ErrPermission = errors.New("permission denied")
+	// ErrUnauthenticated: the call carries no valid credential.
+	ErrUnauthenticated = errors.New("unauthenticated")
 )
 
 // Error is a user-facing error of one of the kinds above whose message is

@@ -58,6 +58,12 @@ type Config struct {
 	// SchedulerParameters=max_script_size); default
 	// cluster.DefaultMaxScriptSize, at most cluster.MaxScriptSizeCeiling.
 	MaxScriptSize int
+	// DisableRootJobs refuses jobs that would run as root; AdminUsers and
+	// OperatorUsers name who may change the cluster, and any job (see
+	// access.go).
+	DisableRootJobs bool
+	AdminUsers      []string
+	OperatorUsers   []string
 	// Warnings are about settings Phalanx accepted but does not use.
 	Warnings []string
 }
@@ -239,6 +245,12 @@ func (p *parser) global(file string, num int, kv pair) {
 		p.count(file, num, kv, "finished jobs to keep", &p.cfg.MaxJobHistory)
 	case "maxscriptsize":
 		p.scriptSize(file, num, kv)
+	case "disablerootjobs":
+		p.disableRootJobs(file, num, kv)
+	case "adminusers":
+		p.users(file, num, kv, &p.cfg.AdminUsers)
+	case "operatorusers":
+		p.users(file, num, kv, &p.cfg.OperatorUsers)
 	default:
 		p.warnOnce("global:"+kv.lower, file, num, "%s is not used by Phalanx; ignored", kv.Key)
 	}

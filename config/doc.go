@@ -40,6 +40,10 @@
 //	                                default 4194304 (4 MiB, Slurm's default), at
 //	                                most 67108864 (64 MiB). phx reads it too, to
 //	                                refuse a larger script before sending it
+//	DisableRootJobs=YES|NO          Slurm's: refuse jobs that would run as root
+//	AdminUsers=NAME,...             users who may change the cluster and any job
+//	                                (root and the controller's user always may)
+//	OperatorUsers=NAME,...          users who may change any job
 //	NodeName=HOSTLIST [NodeAddr=HOSTLIST] CPUs=N RealMemory=MB
 //	         Gres=gpu[:TYPE][:N] Features=a,b Weight=N
 //	         (Sockets, CoresPerSocket, ThreadsPerCore give CPUs when CPUs is absent)

@@ -89,7 +89,7 @@ func (c *controllerService) ListControllers(ctx context.Context, req *phalanxv1.
 			defer wg.Done()
 			conn, err := s.peerConns.get(info.ApiAddr)
 			if err == nil {
-				info.Status, err = phalanxv1.NewControllerServiceClient(conn).GetControllerStatus(ctx, &phalanxv1.GetControllerStatusRequest{})
+				info.Status, err = phalanxv1.NewControllerServiceClient(conn).GetControllerStatus(asController(ctx, s.peerCred), &phalanxv1.GetControllerStatusRequest{})
 			}
 			if err != nil {
 				info.Error = err.Error()

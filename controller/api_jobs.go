@@ -66,6 +66,9 @@ func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly b
 	if err != nil {
 		return nil, err
 	}
+	if err := s.own(ctx, job); err != nil {
+		return nil, err
+	}
 	if s.IsLeader() && !s.ready() { // just elected: let the takeover adopt the config first
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		s.WaitLeader(wctx)
@@ -195,7 +198,11 @@ func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([
 	}
 	var ids []cluster.JobID
 	for _, id := range req.JobIds {
-		if _, err := s.visible(cluster.JobID(id), false); err != nil {
+		j, err := s.visible(cluster.JobID(id), false)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.mayChange(ctx, j, "cancel"); err != nil {
 			return nil, err
 		}
 		ids = append(ids, cluster.JobID(id))
@@ -204,7 +211,15 @@ func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([
 		if req.User == "" && req.Name == "" {
 			return nil, cluster.Errorf(cluster.ErrInvalid, "name jobs by ID, user or name")
 		}
+		uid, narrow := s.ownJobsOnly(ctx)
+		if id, _, _ := s.caller(ctx); narrow && req.User != "" && req.User != id.User {
+			s.audit(ctx, "cancel", "permission denied", "user", id.User, "uid", id.UID, "target_user", req.User)
+			return nil, cluster.Errorf(cluster.ErrPermission, "permission denied: %s may cancel only their own jobs, not %s's", id, req.User)
+		}
 		for _, j := range s.store.ActiveJobs() {
+			if narrow && j.UID != uid {
+				continue
+			}
 			if (req.User == "" || j.User == req.User) && (req.Name == "" || j.Name == req.Name) && j.InQueue() {
 				ids = append(ids, j.ID)
 			}
@@ -240,7 +255,7 @@ func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([
 const maxCancelBatch = 1000
 
 func (c *controllerService) GetJob(ctx context.Context, req *phalanxv1.GetJobRequest) (*phalanxv1.Job, error) {
-	j, err := c.s.visible(cluster.JobID(req.JobId), true)
+	j, err := c.s.visible(cluster.JobID(req.JobId), c.s.seesPrivateOf(ctx, cluster.JobID(req.JobId)))
 	if err != nil {
 		return nil, toStatus(err)
 	}

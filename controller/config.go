@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/config"
 	"github.com/phalanx-hpc/phalanx/topology"
@@ -119,6 +120,22 @@ type Config struct {
 	// always synced).
 	NoSync bool
 
+	// AuthKey is the cluster key: every call to the controller API must
+	// carry a credential signed with it (see package auth). Required
+	// unless Insecure.
+	AuthKey auth.Key
+	// Insecure serves the API without authentication: anyone who reaches
+	// the port acts as whoever they claim. For debugging only.
+	Insecure bool
+	// AdminUsers may do anything: change any job, change membership, back
+	// up and restore, sign tokens for other users. Root and the user the
+	// controller runs as (Slurm's SlurmUser) always may.
+	AdminUsers []string
+	// OperatorUsers may change any job (cancel, and the like) but not the
+	// cluster.
+	OperatorUsers []string
+	// DisableRootJobs refuses jobs that would run as root (Slurm's key).
+	DisableRootJobs bool
 
 	Clock  Clock
 	Logger *slog.Logger
@@ -147,6 +164,9 @@ func (c *Config) withDefaults() (Config, error) {
 	out := *c
 	if out.DataDir == "" {
 		return out, fmt.Errorf("controller: a data dir is required (--data-dir)")
+	}
+	if len(out.AuthKey) == 0 && !out.Insecure {
+		return out, fmt.Errorf("controller: no cluster key: give --auth-key FILE (create it with `phalanx-controller keygen FILE`), or --insecure to run without authentication (debugging only)")
 	}
 	if out.RaftAddr == "" {
 		out.RaftAddr = "127.0.0.1:7819"

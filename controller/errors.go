@@ -61,6 +61,10 @@ func toStatus(err error) error {
 		code = codes.Aborted
 	case errors.Is(err, cluster.ErrLimit):
 		code = codes.ResourceExhausted
+	case errors.Is(err, cluster.ErrPermission):
+		code = codes.PermissionDenied
+	case errors.Is(err, cluster.ErrUnauthenticated):
+		code = codes.Unauthenticated
 	case errors.Is(err, context.Canceled):
 		code = codes.Canceled
 	case errors.Is(err, context.DeadlineExceeded):

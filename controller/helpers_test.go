@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"google.golang.org/grpc"
 )
 
 // newTestServer starts a single-replica controller on loopback with tight
@@ -23,6 +26,9 @@ func newTestServer(t *testing.T, cfg Config) *Server {
 		cfg.SchedInterval = 50 * time.Millisecond
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if !cfg.Insecure && cfg.AuthKey == nil {
+		cfg.AuthKey = testKey
+	}
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -34,6 +40,23 @@ func newTestServer(t *testing.T, cfg Config) *Server {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// testKey is the cluster key of test servers.
+var testKey = auth.Key(strings.Repeat("k", auth.MinKeySize))
+
+// rootCredentials are a test client's: root's, signed with testKey.
+func rootCredentials() grpc.DialOption {
+	return grpc.WithPerRPCCredentials(auth.Issuer(testKey, auth.Identity{User: "root", Kind: auth.KindLocal}, time.Hour))
+}
+
+// rootToken is root's credential, for phx's $PHX_TOKEN.
+func rootToken(t testing.TB) string {
+	tok, err := auth.Issue(testKey, auth.Identity{User: "root", Kind: auth.KindLocal}, time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }
 
 // register registers nodes with 8 GPUs each through the node API.

@@ -65,7 +65,7 @@ func TestJobFromSpecRefusesBadInput(t *testing.T) {
 // of Slurm's default limit, on the way in (the controller) and out (GetJob
 // in phx and, with the job's other fields, the agents' assignments).
 func TestSubmitAndReadAJobAtTheLimits(t *testing.T) {
-	s := newTestServer(t, Config{}) // about sizes, not credentials
+	s := newTestServer(t, Config{Insecure: true}) // about sizes, not credentials
 	register(t, s, nil, "n1")
 	conn, err := apiclient.Dial([]string{s.APIAddr()})
 	if err != nil {

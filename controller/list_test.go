@@ -91,13 +91,16 @@ func restore(t testing.TB, s *Server, path string) {
 	}
 }
 
-// phx runs the command line against s as alice and returns its output.
+// phx runs the command line against s (as alice, with root's credential:
+// restore is an administrator's) and returns its output.
 func phx(t testing.TB, s *Server, args ...string) string {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	sys := &cli.System{
 		Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
-		Getenv:      func(k string) string { return map[string]string{"PHX_SERVER": s.APIAddr()}[k] },
+		Getenv: func(k string) string {
+			return map[string]string{"PHX_SERVER": s.APIAddr(), "PHX_TOKEN": rootToken(t)}[k]
+		},
 		Environ:     func() []string { return nil },
 		Now:         time.Now,
 		Getwd:       func() (string, error) { return "/home/alice", nil },
@@ -114,7 +117,7 @@ func phx(t testing.TB, s *Server, args ...string) string {
 
 func apiClient(t testing.TB, s *Server) phalanxv1.ControllerServiceClient {
 	t.Helper()
-	conn, err := grpc.NewClient(s.APIAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(s.APIAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()), rootCredentials())
 	if err != nil {
 		t.Fatal(err)
 	}

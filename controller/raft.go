@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/controller/fsm"
 	"github.com/phalanx-hpc/phalanx/store"
 )
@@ -146,6 +147,7 @@ func openRaft(cfg Config, st *store.Store, logw io.Writer) (*raftNode, error) {
 type bootstrap struct {
 	conf  raft.Configuration
 	peers []string // API addresses of the other voters
+	cred  *auth.Source
 	log   *slog.Logger
 }
 
@@ -173,7 +175,7 @@ func planBootstrap(cfg Config, self raft.ServerID, addr raft.ServerAddress, logs
 	if others := len(conf.Servers) - 1; len(cfg.PeerAPIs) < others {
 		return nil, fmt.Errorf("bootstrap with %d other voters needs their API addresses (%d given) to check that no cluster exists: list every replica in ControllerHost lines, or give --peer-apis", others, len(cfg.PeerAPIs))
 	}
-	return &bootstrap{conf: conf, peers: cfg.PeerAPIs, log: cfg.Logger}, nil
+	return &bootstrap{conf: conf, peers: cfg.PeerAPIs, cred: peerSource(cfg), log: cfg.Logger}, nil
 }
 
 // start runs the bootstrap in the background and returns the function
@@ -226,7 +228,7 @@ func (b *bootstrap) run(ctx context.Context, r *raft.Raft) {
 // first error.
 func (b *bootstrap) ask(ctx context.Context) (member string, silent []string, err error) {
 	for _, a := range b.peers {
-		st, perr := probeStatus(ctx, a)
+		st, perr := probeStatus(asController(ctx, b.cred), a)
 		switch {
 		case perr != nil:
 			silent = append(silent, a)

@@ -8,7 +8,7 @@ import (
 // One replica per data dir: a second one fails at once, saying why.
 func TestDataDirIsLocked(t *testing.T) {
 	s := newTestServer(t, Config{})
-	_, err := New(Config{DataDir: s.cfg.DataDir, RaftAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0"})
+	_, err := New(Config{DataDir: s.cfg.DataDir, RaftAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0", AuthKey: testKey})
 	if err == nil {
 		t.Fatal("a second controller started on a data dir in use")
 	}

@@ -41,7 +41,7 @@ func (s *Server) register(c store.Controller) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err = phalanxv1.NewControllerServiceClient(conn).RegisterController(ctx,
+	_, err = phalanxv1.NewControllerServiceClient(conn).RegisterController(asController(ctx, s.peerCred),
 		&phalanxv1.RegisterControllerRequest{Id: c.ID, ApiAddr: c.APIAddr, RaftAddr: c.RaftAddr})
 	return err
 }

@@ -46,6 +46,7 @@ var routes = map[string]route{
 	phalanxv1.ControllerService_ListPartitions_FullMethodName:      routeRead,
 	phalanxv1.ControllerService_ListControllers_FullMethodName:     routeLocal,
 	phalanxv1.ControllerService_GetControllerStatus_FullMethodName: routeLocal,
+	phalanxv1.ControllerService_CreateToken_FullMethodName:         routeLocal, // any replica holds the key
 	// Every other method (submits, cancels, membership, the node API) is a
 	// write or needs the leader's memory: routeLeader.
 }
@@ -53,6 +54,10 @@ var routes = map[string]route{
 // routeUnary sends each call where its route says: to the handler here, or
 // to the leader.
 func (s *Server) routeUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	ctx, err := s.authenticate(ctx, info.FullMethod)
+	if err != nil {
+		return nil, err
+	}
 	r := routes[info.FullMethod]
 	if r == routeLocal || (r == routeRead && staleRead(ctx)) {
 		return handler(ctx, req)
@@ -72,10 +77,14 @@ func (s *Server) routeUnary(ctx context.Context, req any, info *grpc.UnaryServer
 // routeStream serves streams (assignments) on the leader only: agents
 // follow the NotLeader answer to it.
 func (s *Server) routeStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	ctx, err := s.authenticate(ss.Context(), info.FullMethod)
+	if err != nil {
+		return err
+	}
 	if !s.ready() {
 		return toStatus(s.notLeader())
 	}
-	return handler(srv, ss)
+	return handler(srv, authStream{ServerStream: ss, ctx: ctx})
 }
 
 func staleRead(ctx context.Context) bool {

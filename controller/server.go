@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/controller/fsm"
 	"github.com/phalanx-hpc/phalanx/store"
@@ -34,6 +35,7 @@ type Server struct {
 	lis       net.Listener
 	apiAddr   string // advertised API address
 	peerConns *peerConns
+	peerCred  *auth.Source // signs this replica's own calls to its peers
 
 	kick     chan struct{}
 	feasible feasibility
@@ -81,6 +83,7 @@ func New(cfg Config) (*Server, error) {
 		log:       c.Logger,
 		store:     st,
 		peerConns: newPeerConns(),
+		peerCred:  peerSource(c),
 		kick:      make(chan struct{}, 1),
 		lastSeen:  map[string]time.Time{},
 		inflight:  map[cluster.JobID]struct{}{},

@@ -30,7 +30,6 @@ import (
 	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
-	"github.com/phalanx-hpc/phalanx/apiclient"
 )
 
 // Options shape the dev cluster. The zero value of each field that shapes
@@ -72,6 +71,7 @@ type Cluster struct {
 	removeDir bool
 	lock      *os.File
 	procs     []*proc
+	stopAuth  func() // stops serving the auth socket
 }
 
 // Replica is one controller of the dev cluster.
@@ -112,6 +112,9 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		}
 	}()
 	if err := c.prepare(o); err != nil {
+		return nil, err
+	}
+	if err := c.serveAuth(); err != nil {
 		return nil, err
 	}
 	bin, err := findBin(o.Bin)
@@ -192,6 +195,8 @@ func (c *Cluster) startController(bin string, r Replica, o Options) error {
 		"--bootstrap", "--peers", strings.Join(peers, ","), "--peer-apis", strings.Join(apis, ","),
 		"--topology", filepath.Join(c.Dir, "topology.conf"),
 		"--config", os.DevNull, // dev clusters ignore /etc/phalanx
+		"--auth-key", c.keyFile(),
+		"--auth-socket", "", // served by the dev process
 		"--node-ttl", "15s",
 		"--heartbeat-interval", "1s",
 		"--kill-grace", "5s",
@@ -212,6 +217,7 @@ func (c *Cluster) startAgent(bin, name string, o Options) error {
 		"--memory-mb", fmt.Sprint(c.Layout.MemoryMB),
 		"--heartbeat", "1s",
 		"--kill-grace", "5s",
+		"--auth-socket", "", // served by the dev process
 	}
 	if o.Runtime == "containerd" && o.ContainerdAddress != "" {
 		args = append(args, "--containerd-address", o.ContainerdAddress)
@@ -243,7 +249,7 @@ func (c *Cluster) start(name, path string, args []string, w io.Writer) error {
 }
 
 func (c *Cluster) client() (phalanxv1.ControllerServiceClient, func(), error) {
-	conn, err := apiclient.Dial(c.APIAddrs())
+	conn, err := c.dial()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -327,6 +333,9 @@ func (c *Cluster) Close() error {
 	}
 	stop(agents, 15*time.Second)
 	stop(ctls, 10*time.Second)
+	if c.stopAuth != nil {
+		c.stopAuth()
+	}
 	for _, p := range c.procs {
 		p.log.Close()
 	}

@@ -26,9 +26,10 @@ for _ in $(seq 1 300); do
 	kill -0 "$dev_pid" 2>/dev/null || { cat "$log"; echo "demo: phx dev exited"; exit 1; }
 	sleep 0.1
 done
-line=$(grep '^export PHX_SERVER=' "$log") || { cat "$log"; echo "demo: phx dev did not start in 30s"; exit 1; }
-echo "$line"
-eval "$line"
+grep -q '^export PHX_SERVER=' "$log" || { cat "$log"; echo "demo: phx dev did not start in 30s"; exit 1; }
+lines=$(grep '^export PHX_' "$log")
+echo "$lines"
+eval "$lines"
 
 step "phx sinfo"
 "$phx" sinfo

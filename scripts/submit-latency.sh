@@ -12,7 +12,7 @@ work=$(mktemp -d /tmp/phx-latency.XXXXXX)
 dev=$!
 trap 'kill -INT $dev 2>/dev/null; wait $dev 2>/dev/null || true' EXIT
 for _ in $(seq 1 300); do grep -q '^export PHX_SERVER=' "$work/dev.log" && break; sleep 0.1; done
-eval "$(grep '^export PHX_SERVER=' "$work/dev.log")"
+eval "$(grep '^export PHX_' "$work/dev.log")"
 cd "$work"
 lat=()
 for i in $(seq 1 "$n"); do

@@ -75,15 +75,15 @@ func startBench(b *testing.B, replicas, nodes int) *benchCluster {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &benchCluster{procs: procs, stop: cancel}
 	b.Cleanup(cancel)
-	simulateNodes(b, ctx, procs.APIAddrs(), nodes)
+	simulateNodes(b, ctx, procs, nodes)
 	return c
 }
 
 // simulateNodes registers 8-GPU nodes gpu001... and heartbeats for them
 // until ctx ends.
-func simulateNodes(b testing.TB, ctx context.Context, addrs []string, n int) {
+func simulateNodes(b testing.TB, ctx context.Context, procs *testcluster.Procs, n int) {
 	b.Helper()
-	conn, err := apiclient.Dial(addrs)
+	conn, err := procs.Dial()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -160,7 +160,7 @@ type submitter struct {
 func (c *benchCluster) submitters(n int) []*submitter {
 	out := make([]*submitter, n)
 	for i := range out {
-		conn, err := apiclient.Dial(c.procs.APIAddrs())
+		conn, err := c.procs.Dial()
 		if err != nil {
 			panic(err)
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
-	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/testcluster"
 )
 
@@ -241,7 +240,7 @@ func (r *chaosRun) checkReplicasAgree(all []*phalanxv1.Job, anomaly func(string,
 		want[j.Id] = j.State
 	}
 	for i, p := range r.procs.Replicas {
-		conn, err := apiclient.Dial([]string{p.API})
+		conn, err := r.procs.Dial(p.API)
 		if err != nil {
 			anomaly("replica %d: %v", i, err)
 			continue

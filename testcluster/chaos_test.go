@@ -148,7 +148,7 @@ type chaosClient struct {
 }
 
 func (r *chaosRun) newClient(id int, seed int64) *chaosClient {
-	conn, err := apiclient.Dial(r.procs.APIAddrs())
+	conn, err := r.procs.Dial()
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -438,7 +438,7 @@ func (r *chaosRun) settle() {
 }
 
 func (r *chaosRun) client() phalanxv1.ControllerServiceClient {
-	conn, err := apiclient.Dial(r.procs.APIAddrs())
+	conn, err := r.procs.Dial()
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -194,7 +194,7 @@ func startFromConfig(t *testing.T) *testcluster.Procs {
 // it returns the job's ID.
 func submitOne(t *testing.T, procs *testcluster.Procs) uint64 {
 	t.Helper()
-	conn, err := apiclient.Dial(procs.APIAddrs())
+	conn, err := procs.Dial()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func jobOn(procs *testcluster.Procs, i int, id uint64) (*phalanxv1.Job, error) {
 	if i >= 0 {
 		addrs, ctx = addrs[i:i+1], apiclient.Stale(ctx)
 	}
-	conn, err := apiclient.Dial(addrs)
+	conn, err := procs.Dial(addrs...)
 	if err != nil {
 		return nil, err
 	}

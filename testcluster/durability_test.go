@@ -11,7 +11,6 @@ import (
 	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
-	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/testcluster"
 )
 
@@ -31,7 +30,7 @@ func TestSIGKILLAcrossSnapshots(t *testing.T) {
 	}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	simulateNodes(t, ctx, procs.APIAddrs(), 4)
+	simulateNodes(t, ctx, procs, 4)
 
 	leader := procs.Leader()
 	lagging := (leader + 1) % 3
@@ -40,7 +39,7 @@ func TestSIGKILLAcrossSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	procs.Kill(lagging)
-	acked := submitMany(t, procs.APIAddrs(), "bulk", 2000, 8, nil)
+	acked := submitMany(t, procs, "bulk", 2000, 8, nil)
 
 	// The leader's log no longer holds what the killed follower lacks.
 	testcluster.Eventually(t, 30*time.Second, func() error {
@@ -72,7 +71,7 @@ func TestSIGKILLAcrossSnapshots(t *testing.T) {
 	if idx, err := snapshotIndex(filepath.Join(procs.Dir, procs.Replicas[lagging].ID)); err != nil || idx <= before.LastLogIndex {
 		t.Errorf("the follower caught up without a snapshot newer than where it stopped (%d): %d %v", before.LastLogIndex, idx, err)
 	}
-	checkJobs(t, procs.Replicas[lagging].API, acked)
+	checkJobs(t, procs, procs.Replicas[lagging].API, acked)
 
 	// Every replica dies at once while clients submit.
 	killed := make(chan struct{})
@@ -85,7 +84,7 @@ func TestSIGKILLAcrossSnapshots(t *testing.T) {
 	}()
 	// Enough submits to still be going when the replicas die; the stream
 	// stops there.
-	more := submitMany(t, procs.APIAddrs(), "during", 100000, 8, killed)
+	more := submitMany(t, procs, "during", 100000, 8, killed)
 	<-killed
 	for i := range procs.Replicas {
 		procs.Start(i)
@@ -100,16 +99,16 @@ func TestSIGKILLAcrossSnapshots(t *testing.T) {
 		acked[req] = id
 	}
 	for i := range procs.Replicas {
-		checkJobs(t, procs.Replicas[i].API, acked)
+		checkJobs(t, procs, procs.Replicas[i].API, acked)
 	}
 }
 
 // submitMany submits n jobs named name from clients concurrent clients,
 // each with its own request ID, and returns the acknowledged ones (request
 // ID -> job ID). It stops early, without failing, once stop is closed.
-func submitMany(t *testing.T, addrs []string, name string, n, clients int, stop <-chan struct{}) map[string]uint64 {
+func submitMany(t *testing.T, procs *testcluster.Procs, name string, n, clients int, stop <-chan struct{}) map[string]uint64 {
 	t.Helper()
-	conn, err := apiclient.Dial(addrs)
+	conn, err := procs.Dial()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,9 +149,9 @@ func submitMany(t *testing.T, addrs []string, name string, n, clients int, stop 
 
 // checkJobs reads every job from the replica at addr, from its own state,
 // and checks that each acknowledged submit is there, once, under its ID.
-func checkJobs(t *testing.T, addr string, acked map[string]uint64) {
+func checkJobs(t *testing.T, procs *testcluster.Procs, addr string, acked map[string]uint64) {
 	t.Helper()
-	conn, err := apiclient.Dial([]string{addr})
+	conn, err := procs.Dial(addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
-	"github.com/phalanx-hpc/phalanx/apiclient"
+	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/devcluster"
 	"github.com/phalanx-hpc/phalanx/runtime"
 )
@@ -33,6 +33,8 @@ type Procs struct {
 	bin      string
 	Dir      string
 	Conf     string // the phalanx.conf every replica reads (FromConfig only)
+	Key      auth.Key
+	KeyFile  string // the cluster key, given to every replica
 	opts     ProcOptions
 	Replicas []*Proc
 	net      *raftNet
@@ -116,6 +118,7 @@ func StartProcs(t testing.TB, bin string, o ProcOptions) *Procs {
 		o.Dir = t.TempDir()
 	}
 	c := &Procs{t: t, bin: bin, Dir: o.Dir, opts: o, net: newRaftNet(o.Replicas), agents: map[string]*agentProc{}}
+	c.Key, c.KeyFile = newKey(t, o.Dir)
 	t.Cleanup(c.Close)
 	for i := 0; i < o.Replicas; i++ {
 		id := fmt.Sprintf("ctl%d", i+1)
@@ -250,7 +253,7 @@ func (c *Procs) Start(i int) {
 // them).
 func (c *Procs) placeArgs(i int) []string {
 	p := c.Replicas[i]
-	args := []string{"--node-id", p.ID, "--data-dir", p.dataDir, "--listen", p.API}
+	args := []string{"--node-id", p.ID, "--data-dir", p.dataDir, "--listen", p.API, "--auth-key", c.KeyFile, "--auth-socket", ""}
 	if c.opts.FromConfig {
 		return append(args, "--config", c.Conf)
 	}
@@ -383,7 +386,7 @@ func (c *Procs) Heal() { c.net.heal() }
 
 // Status asks replica i for its status within d.
 func (c *Procs) Status(i int, d time.Duration) (*phalanxv1.ControllerStatus, error) {
-	conn, err := apiclient.Dial([]string{c.Replicas[i].API})
+	conn, err := c.Dial(c.Replicas[i].API)
 	if err != nil {
 		return nil, err
 	}
@@ -406,7 +409,7 @@ func (c *Procs) Leader() int {
 // WaitLeader waits until a replica leads and accepts a write-path read
 // (ListPartitions through any replica), and returns it.
 func (c *Procs) WaitLeader(d time.Duration) (int, error) {
-	conn, err := apiclient.Dial(c.APIAddrs())
+	conn, err := c.Dial()
 	if err != nil {
 		return -1, err
 	}

@@ -22,6 +22,7 @@ import (
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/apiclient"
+	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/controller"
 	"github.com/phalanx-hpc/phalanx/nodeagent"
@@ -51,6 +52,9 @@ type Options struct {
 	// SnapshotThreshold and TrailingLogs set the replicas' Raft snapshot
 	// policy (controller.Config); zero: Raft's defaults.
 	SnapshotThreshold, TrailingLogs uint64
+	// DisableRootJobs and OperatorUsers: as in controller.Config.
+	DisableRootJobs bool
+	OperatorUsers   []string
 }
 
 // Cluster is a running test cluster.
@@ -62,6 +66,11 @@ type Cluster struct {
 	Nodes    []string
 	// Fake is the shared fake runtime when Options.Runtime is "fake".
 	Fake *fake.Runtime
+
+	// Key is the cluster key; AuthSocket serves credentials signed with
+	// it to local processes (phx run as another user).
+	Key        auth.Key
+	AuthSocket string
 
 	replicas []*replica
 	conn     *apiclient.Conn
@@ -94,6 +103,8 @@ func New(t testing.TB, o Options) *Cluster {
 	o = o.withDefaults(t)
 	c := &Cluster{t: t, opts: o, Dir: o.Dir, agents: map[string]*agentProc{}}
 	t.Cleanup(c.Close)
+	c.Key, _ = newKey(t, o.Dir)
+	c.serveAuth()
 	var names []string
 	c.Topology, names = topology.Generate((o.Nodes+o.LeafSize-1)/o.LeafSize, o.LeafSize, 16, "gpu")
 	c.Nodes = names[:o.Nodes]
@@ -175,7 +186,7 @@ func (c *Cluster) startReplicas(n int) {
 
 func (c *Cluster) dialClient() {
 	var err error
-	c.conn, err = apiclient.Dial(c.APIAddrs())
+	c.conn, err = DialAs(c.APIAddrs(), c.Key, Root)
 	if err != nil {
 		c.t.Fatalf("dial controllers: %v", err)
 	}
@@ -212,6 +223,9 @@ func (c *Cluster) StartController(i int) {
 		SnapshotThreshold: c.opts.SnapshotThreshold,
 		SnapshotInterval:  200 * time.Millisecond,
 		TrailingLogs:      c.opts.TrailingLogs,
+		AuthKey:           c.Key,
+		DisableRootJobs:   c.opts.DisableRootJobs,
+		OperatorUsers:     c.opts.OperatorUsers,
 		Logger:            c.logger("controller-" + r.id),
 	})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/phalanx-hpc/phalanx/apiclient"
+	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/nodeagent"
 	"github.com/phalanx-hpc/phalanx/nodeagent/gpu"
 	"github.com/phalanx-hpc/phalanx/runtime"
@@ -38,6 +39,7 @@ type flags struct {
 	cpus                              int
 	memoryMB                          int64
 	heartbeat, killGrace              time.Duration
+	authKey, authSocket               string
 	debug                             bool
 }
 
@@ -60,6 +62,8 @@ func parseFlags(args []string) (*flags, error) {
 	fs.Int64Var(&f.memoryMB, "memory-mb", 0, "memory to register in MB (default: MemTotal from /proc/meminfo)")
 	fs.DurationVar(&f.heartbeat, "heartbeat", nodeagent.DefaultHeartbeatInterval, "longest time between heartbeats")
 	fs.DurationVar(&f.killGrace, "kill-grace", nodeagent.DefaultKillGrace, "time between SIGTERM and SIGKILL when stopping a task")
+	fs.StringVar(&f.authKey, "auth-key", auth.DefaultKeyFile, "the cluster key, as the controllers have it")
+	fs.StringVar(&f.authSocket, "auth-socket", auth.DefaultSocket, "serve local users (phx on this node, in jobs too) their credentials on this Unix socket (\"\": none)")
 	fs.BoolVar(&f.debug, "debug", false, "log at debug level")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -71,6 +75,9 @@ func parseFlags(args []string) (*flags, error) {
 }
 
 func run(args []string) int {
+	if len(args) > 0 && args[0] == "authd" {
+		return authd(args[1:])
+	}
 	f, err := parseFlags(args)
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
@@ -126,7 +133,28 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if stop := serveAuth(f, log); stop != nil {
+		defer stop()
+	}
 	return a.Run(ctx)
+}
+
+// serveAuth serves local credentials on --auth-socket, signed with
+// --auth-key. Without the key, phx on this node cannot authenticate
+// (outside PHX_TOKEN): the agent says so and runs on.
+func serveAuth(f *flags, log *slog.Logger) (stop func()) {
+	if f.authSocket == "" {
+		return nil
+	}
+	k, err := auth.LoadKey(f.authKey)
+	if err == nil {
+		stop, err = auth.ServeSocket(f.authSocket, k, log)
+	}
+	if err != nil {
+		log.Warn("not serving local credentials: phx on this node needs PHX_TOKEN", "err", err)
+		return nil
+	}
+	return stop
 }
 
 // discoverGPUs lists the GPUs to register. A host without the NVIDIA
@@ -161,4 +189,33 @@ func openRuntime(ctx context.Context, f *flags, log *slog.Logger) (runtime.Runti
 		return rt, func() { rt.Close() }, nil
 	}
 	return nil, nil, fmt.Errorf("--runtime %q: want process or containerd", f.runtime)
+}
+
+// authd serves only the auth socket, for hosts that run no agent and no
+// controller (login nodes), as munged does for Slurm:
+// phalanx-agent authd [--auth-key FILE] [--auth-socket PATH].
+func authd(args []string) int {
+	fs := flag.NewFlagSet("phalanx-agent authd", flag.ContinueOnError)
+	key := fs.String("auth-key", auth.DefaultKeyFile, "the cluster key")
+	path := fs.String("auth-socket", auth.DefaultSocket, "the Unix socket to serve credentials on")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	k, err := auth.LoadKey(*key)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "phalanx-agent authd: %v\n", err)
+		return 1
+	}
+	stop, err := auth.ServeSocket(*path, k, log)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "phalanx-agent authd: %v\n", err)
+		return 1
+	}
+	defer stop()
+	log.Info("serving credentials", "socket", *path)
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	<-ctx.Done()
+	return 0
 }

@@ -40,6 +40,7 @@ import (
 	metrics "github.com/hashicorp/go-metrics"
 
 	"github.com/phalanx-hpc/phalanx/apiclient"
+	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/config"
 	"github.com/phalanx-hpc/phalanx/controller"
 	"github.com/phalanx-hpc/phalanx/topology"
@@ -59,7 +60,8 @@ type flags struct {
 	dataDir, listen, apiAdvertise, raftAddr, raftAdvertise string
 	nodeID, peers, peerAPIs, confPath, topoPath, ports     string
 	debugAddr                                              string
-	bootstrap, debug                                       bool
+	authKey, authSocket, admins, operators                 string
+	bootstrap, debug, insecure, noRootJobs                 bool
 	nodeTTL, heartbeat, killGrace, preGrace, minJobAge     time.Duration
 	snapInterval                                           time.Duration
 	snapThreshold, trailingLogs                            uint64
@@ -89,6 +91,12 @@ func parseFlags(args []string) (*flags, error) {
 	fs.Uint64Var(&f.snapThreshold, "snapshot-threshold", 0, "snapshot the state once this many Raft entries were written since the last snapshot (default 8192)")
 	fs.DurationVar(&f.snapInterval, "snapshot-interval", 0, "how often to check --snapshot-threshold (default 2m)")
 	fs.Uint64Var(&f.trailingLogs, "trailing-logs", 0, "Raft entries kept after a snapshot, so that a replica a little behind catches up from the log rather than a snapshot (default 10240)")
+	fs.StringVar(&f.authKey, "auth-key", auth.DefaultKeyFile, "the cluster key (phalanx-controller keygen FILE makes one; the same file on every host, mode 0400)")
+	fs.StringVar(&f.authSocket, "auth-socket", auth.DefaultSocket, "serve local users their credentials on this Unix socket (\"\": none; skipped when another daemon serves it)")
+	fs.BoolVar(&f.insecure, "insecure", false, "INSECURE, for debugging only: no authentication, anyone who reaches the API acts as whoever they claim")
+	fs.StringVar(&f.admins, "admin-users", "", "users who may change anything (root and this process's user always may), comma-separated (default: AdminUsers of the config)")
+	fs.StringVar(&f.operators, "operator-users", "", "users who may change any job, comma-separated (default: OperatorUsers of the config)")
+	fs.BoolVar(&f.noRootJobs, "disable-root-jobs", false, "refuse jobs that would run as root (also DisableRootJobs=YES in the config)")
 	fs.BoolVar(&f.debug, "debug", false, "log at debug level")
 	fs.StringVar(&f.debugAddr, "debug-addr", "", "serve Go's profiler (/debug/pprof/) on this address (off by default; never expose it)")
 	if err := fs.Parse(args); err != nil {
@@ -102,6 +110,9 @@ func parseFlags(args []string) (*flags, error) {
 }
 
 func run(args []string) int {
+	if len(args) > 0 && args[0] == "keygen" {
+		return keygen(args[1:])
+	}
 	f, err := parseFlags(args)
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
@@ -127,6 +138,16 @@ func run(args []string) int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "phalanx-controller: %v\n", err)
 		return 1
+	}
+	if cfg.Insecure {
+		log.Warn("INSECURE: --insecure is set: the API authenticates no one, and anyone who reaches it can run jobs as any user, root included; use it for debugging only")
+	} else if f.authSocket != "" {
+		stop, err := auth.ServeSocket(f.authSocket, cfg.AuthKey, log)
+		if err != nil {
+			log.Warn("not serving local credentials", "err", err)
+		} else {
+			defer stop()
+		}
 	}
 	if f.debugAddr != "" {
 		serveDebug(f.debugAddr, log)
@@ -163,7 +184,49 @@ func configure(f *flags, log *slog.Logger) (controller.Config, error) {
 	if f.set["min-job-age"] {
 		cfg.MinJobAge = minJobAge(f.minJobAge)
 	}
-	return cfg, nil
+	return cfg, configureAuth(&cfg, f)
+}
+
+// configureAuth loads the cluster key (unless --insecure) and the
+// permission settings.
+func configureAuth(cfg *controller.Config, f *flags) error {
+	cfg.Insecure = f.insecure
+	if f.set["admin-users"] {
+		cfg.AdminUsers = apiclient.SplitAddrs(f.admins)
+	}
+	if f.set["operator-users"] {
+		cfg.OperatorUsers = apiclient.SplitAddrs(f.operators)
+	}
+	cfg.DisableRootJobs = cfg.DisableRootJobs || f.noRootJobs
+	if f.insecure {
+		return nil
+	}
+	var err error
+	cfg.AuthKey, err = auth.LoadKey(f.authKey)
+	return err
+}
+
+// keygen writes a new cluster key: phalanx-controller keygen [FILE].
+func keygen(args []string) int {
+	path := auth.DefaultKeyFile
+	switch len(args) {
+	case 0:
+	case 1:
+		path = args[0]
+	default:
+		fmt.Fprintln(os.Stderr, "phalanx-controller: write phalanx-controller keygen [FILE] (default "+auth.DefaultKeyFile+")")
+		return 2
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "phalanx-controller: %v\n", err)
+		return 1
+	}
+	if _, err := auth.WriteNewKey(path); err != nil {
+		fmt.Fprintf(os.Stderr, "phalanx-controller: %v\n", err)
+		return 1
+	}
+	fmt.Printf("wrote a new cluster key to %s (mode 0400): copy it to every controller and node, with the same mode\n", path)
+	return 0
 }
 
 // placeReplica sets this replica's identity, addresses and bootstrap peers
@@ -338,6 +401,7 @@ func loadConfig(cfg *controller.Config, confPath, topoPath string, log *slog.Log
 		cfg.MinJobAge, cfg.PurgeJobAfter = minJobAge(c.MinJobAge), c.PurgeJobAfter
 		cfg.MaxJobHistory, cfg.MaxJobCount = c.MaxJobHistory, c.MaxJobCount
 		cfg.MaxScriptSize = c.MaxScriptSize
+		cfg.DisableRootJobs, cfg.AdminUsers, cfg.OperatorUsers = c.DisableRootJobs, c.AdminUsers, c.OperatorUsers
 		if topoPath == "" && c.TopologyFile != "" {
 			topoPath = c.TopologyFile
 			if !filepath.IsAbs(topoPath) {

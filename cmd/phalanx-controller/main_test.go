@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/phalanx-hpc/phalanx/auth"
 )
 
 // placement is the part of controller.Config that placeReplica decides.
@@ -102,11 +104,82 @@ func placeFrom(t *testing.T, conf string, args ...string) (placement, error) {
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := parseFlags(append([]string{"--config", path, "--data-dir", t.TempDir()}, args...))
+	key := filepath.Join(t.TempDir(), "auth.key")
+	if _, err := auth.WriteNewKey(key); err != nil {
+		t.Fatal(err)
+	}
+	f, err := parseFlags(append([]string{"--config", path, "--data-dir", t.TempDir(), "--auth-key", key}, args...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := configure(f, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	return placement{cfg.NodeID, cfg.APIAddr, cfg.APIAdvertise, cfg.RaftAddr, cfg.RaftAdvertise,
 		cfg.Bootstrap, cfg.Peers, cfg.PeerAPIs}, err
+}
+
+// The controller needs the cluster key, says how to make one when it is
+// missing, and runs without only when told --insecure.
+func TestAuthKeyRequired(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "none.key")
+	f, err := parseFlags([]string{"--config", os.DevNull, "--data-dir", dir, "--auth-key", missing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := configure(f, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil || !strings.Contains(err.Error(), "phalanx-controller keygen") {
+		t.Fatalf("no key: %v; want advice to run keygen", err)
+	}
+	if code := run([]string{"keygen", missing}); code != 0 {
+		t.Fatalf("keygen exit %d", code)
+	}
+	if fi, err := os.Stat(missing); err != nil || fi.Mode().Perm() != 0o400 {
+		t.Fatalf("keygen wrote %v, %v; want mode 0400", fi.Mode(), err)
+	}
+	if code := run([]string{"keygen", missing}); code == 0 {
+		t.Fatal("keygen replaced an existing key")
+	}
+	cfg, err := configure(f, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil || len(cfg.AuthKey) < auth.MinKeySize || cfg.Insecure {
+		t.Fatalf("with the key: %d bytes, insecure %v, %v", len(cfg.AuthKey), cfg.Insecure, err)
+	}
+	f, err = parseFlags([]string{"--config", os.DevNull, "--data-dir", dir, "--auth-key", filepath.Join(dir, "other"), "--insecure"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := configure(f, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil || !cfg.Insecure {
+		t.Fatalf("--insecure: insecure %v, %v", cfg.Insecure, err)
+	}
+}
+
+// DisableRootJobs, AdminUsers and OperatorUsers come from the config;
+// the flags replace the lists.
+func TestAccessFromConfig(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "phalanx.conf")
+	if err := os.WriteFile(conf, []byte("DisableRootJobs=YES\nAdminUsers=alice,bob\nOperatorUsers=carol\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(dir, "auth.key")
+	if _, err := auth.WriteNewKey(key); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args          []string
+		admins, opers string
+	}{
+		{nil, "alice,bob", "carol"},
+		{[]string{"--admin-users", "dave", "--operator-users", ""}, "dave", ""},
+	} {
+		f, err := parseFlags(append([]string{"--config", conf, "--data-dir", dir, "--auth-key", key}, tc.args...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := configure(f, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !cfg.DisableRootJobs || strings.Join(cfg.AdminUsers, ",") != tc.admins || strings.Join(cfg.OperatorUsers, ",") != tc.opers {
+			t.Errorf("%v: DisableRootJobs %v, admins %v, operators %v; want true, %s, %s", tc.args, cfg.DisableRootJobs, cfg.AdminUsers, cfg.OperatorUsers, tc.admins, tc.opers)
+		}
+	}
 }

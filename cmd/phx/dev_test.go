@@ -14,9 +14,13 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/apiclient"
+	"github.com/phalanx-hpc/phalanx/auth"
 )
 
 // TestDevThreeControllers runs `phx dev --controllers 3` on a --dir that
@@ -38,8 +42,22 @@ func TestDevThreeControllers(t *testing.T) {
 	if len(addrs) != 3 {
 		t.Fatalf("export line names %v, want three controllers", addrs)
 	}
-	api := devClient(t, addrs)
-	if leaders := countLeaders(t, addrs); leaders != 1 {
+	api := devClient(t, first.socket, addrs)
+	// The dev cluster is secured: a call without a credential is refused.
+	bare, err := apiclient.Dial(addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bare.Close()
+	if _, err := phalanxv1.NewControllerServiceClient(bare).ListJobs(context.Background(), &phalanxv1.ListJobsRequest{}); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("a call without a credential: %v; want Unauthenticated", err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "auth.key")); err != nil {
+		t.Errorf("dev cluster key: %v", err)
+	} else if fi.Mode().Perm() != 0o400 {
+		t.Errorf("dev cluster key has mode %v, want 0400", fi.Mode())
+	}
+	if leaders := countLeaders(t, first.socket, addrs); leaders != 1 {
 		t.Errorf("%d controllers lead, want 1", leaders)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -61,7 +79,7 @@ func TestDevThreeControllers(t *testing.T) {
 	if strings.Join(again.servers, ",") != strings.Join(addrs, ",") {
 		t.Errorf("resumed on %v, want the same controllers %v", again.servers, addrs)
 	}
-	job, err := devClient(t, addrs).GetJob(ctx, &phalanxv1.GetJobRequest{JobId: sub.JobId})
+	job, err := devClient(t, again.socket, addrs).GetJob(ctx, &phalanxv1.GetJobRequest{JobId: sub.JobId})
 	if err != nil || job.GetSpec().GetName() != "kept" {
 		t.Errorf("job %d after the restart: %v %v", sub.JobId, job, err)
 	}
@@ -75,13 +93,17 @@ func TestDevThreeControllers(t *testing.T) {
 
 // devRun is a phx dev running in the test.
 type devRun struct {
-	servers []string // from its export line
+	servers []string // from its export lines
+	socket  string
 	cancel  context.CancelFunc
 	done    chan error
 	out     *syncBuffer
 }
 
-var exportLine = regexp.MustCompile(`(?m)^export PHX_SERVER=(\S+)$`)
+var (
+	exportLine = regexp.MustCompile(`(?m)^export PHX_SERVER=(\S+)$`)
+	socketLine = regexp.MustCompile(`(?m)^export PHX_AUTH_SOCKET=(\S+)$`)
+)
 
 // startDev runs phx dev with args until it prints its export line.
 func startDev(t *testing.T, args ...string) *devRun {
@@ -94,6 +116,9 @@ func startDev(t *testing.T, args ...string) *devRun {
 	for {
 		if m := exportLine.FindStringSubmatch(r.out.String()); m != nil {
 			r.servers = strings.Split(m[1], ",")
+			if s := socketLine.FindStringSubmatch(r.out.String()); s != nil {
+				r.socket = s[1]
+			}
 			return r
 		}
 		select {
@@ -134,9 +159,11 @@ func devApp(out *syncBuffer) *cli.App {
 	return &cli.App{Name: "phx", Commands: []*cli.Command{devCommand()}, Writer: out, ErrWriter: out}
 }
 
-func devClient(t *testing.T, addrs []string) phalanxv1.ControllerServiceClient {
+// devClient calls the controllers at addrs with credentials from a dev
+// cluster's auth socket.
+func devClient(t *testing.T, socket string, addrs []string) phalanxv1.ControllerServiceClient {
 	t.Helper()
-	conn, err := apiclient.Dial(addrs)
+	conn, err := apiclient.Dial(addrs, apiclient.WithDialOptions(grpc.WithPerRPCCredentials(auth.Socket(socket))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,12 +172,12 @@ func devClient(t *testing.T, addrs []string) phalanxv1.ControllerServiceClient {
 }
 
 // countLeaders asks each controller for its role.
-func countLeaders(t *testing.T, addrs []string) int {
+func countLeaders(t *testing.T, socket string, addrs []string) int {
 	t.Helper()
 	n := 0
 	for _, a := range addrs {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		st, err := devClient(t, []string{a}).GetControllerStatus(ctx, &phalanxv1.GetControllerStatusRequest{})
+		st, err := devClient(t, socket, []string{a}).GetControllerStatus(ctx, &phalanxv1.GetControllerStatusRequest{})
 		cancel()
 		if err != nil {
 			t.Fatalf("controller %s: %v", a, err)

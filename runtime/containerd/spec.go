@@ -75,7 +75,8 @@ func SpecOpts(spec runtime.Spec, cfg SpecConfig) ([]oci.SpecOpts, error) {
 		opts = append(opts, oci.WithProcessCwd(spec.WorkDir))
 	}
 	if spec.UID >= 0 || spec.GID >= 0 {
-		opts = append(opts, oci.WithUIDGID(uint32(max(spec.UID, 0)), uint32(max(spec.GID, 0))))
+		uid, gid := max(spec.UID, 0), max(spec.GID, 0)
+		opts = append(opts, oci.WithUIDGID(uint32(uid), uint32(gid)), withGroups(runtime.Groups(uid, gid)))
 	}
 	gpus, err := gpuDevices(spec, cfg)
 	if err != nil {
@@ -158,6 +159,18 @@ func withRlimit(kind string, limit uint64) oci.SpecOpts {
 			}
 		}
 		s.Process.Rlimits = append(s.Process.Rlimits, rl)
+		return nil
+	}
+}
+
+// withGroups sets the task's supplementary groups: its user's on the host
+// (the image's /etc/group does not know the cluster's users).
+func withGroups(gids []uint32) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		if s.Process == nil {
+			s.Process = &specs.Process{}
+		}
+		s.Process.User.AdditionalGids = gids
 		return nil
 	}
 }

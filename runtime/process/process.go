@@ -112,5 +112,5 @@ func credential(uid, gid int) *syscall.Credential {
 	if uid == ownUID && gid == ownGID {
 		return nil
 	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: runtime.Groups(uid, gid)}
 }

@@ -48,6 +48,7 @@ const (
 	ControllerService_TransferLeadership_FullMethodName  = "/phalanx.v1.ControllerService/TransferLeadership"
 	ControllerService_Backup_FullMethodName              = "/phalanx.v1.ControllerService/Backup"
 	ControllerService_Restore_FullMethodName             = "/phalanx.v1.ControllerService/Restore"
+	ControllerService_CreateToken_FullMethodName         = "/phalanx.v1.ControllerService/CreateToken"
 )
 
 // ControllerServiceClient is the client API for ControllerService service.
@@ -86,6 +87,10 @@ type ControllerServiceClient interface {
 	// as a snapshot. It refuses a cluster that already holds jobs unless
 	// forced.
 	Restore(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RestoreRequest, RestoreResponse], error)
+	// CreateToken signs a credential for the caller, or (administrators only)
+	// for the user named, as Slurm's `scontrol token`; clients send it from
+	// $PHX_TOKEN.
+	CreateToken(ctx context.Context, in *CreateTokenRequest, opts ...grpc.CallOption) (*CreateTokenResponse, error)
 }
 
 type controllerServiceClient struct {
@@ -248,6 +253,16 @@ func (c *controllerServiceClient) Restore(ctx context.Context, opts ...grpc.Call
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ControllerService_RestoreClient = grpc.ClientStreamingClient[RestoreRequest, RestoreResponse]
 
+func (c *controllerServiceClient) CreateToken(ctx context.Context, in *CreateTokenRequest, opts ...grpc.CallOption) (*CreateTokenResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateTokenResponse)
+	err := c.cc.Invoke(ctx, ControllerService_CreateToken_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ControllerServiceServer is the server API for ControllerService service.
 // All implementations must embed UnimplementedControllerServiceServer
 // for forward compatibility.
@@ -284,6 +299,10 @@ type ControllerServiceServer interface {
 	// as a snapshot. It refuses a cluster that already holds jobs unless
 	// forced.
 	Restore(grpc.ClientStreamingServer[RestoreRequest, RestoreResponse]) error
+	// CreateToken signs a credential for the caller, or (administrators only)
+	// for the user named, as Slurm's `scontrol token`; clients send it from
+	// $PHX_TOKEN.
+	CreateToken(context.Context, *CreateTokenRequest) (*CreateTokenResponse, error)
 	mustEmbedUnimplementedControllerServiceServer()
 }
 
@@ -335,6 +354,9 @@ func (UnimplementedControllerServiceServer) Backup(*BackupRequest, grpc.ServerSt
 }
 func (UnimplementedControllerServiceServer) Restore(grpc.ClientStreamingServer[RestoreRequest, RestoreResponse]) error {
 	return status.Error(codes.Unimplemented, "method Restore not implemented")
+}
+func (UnimplementedControllerServiceServer) CreateToken(context.Context, *CreateTokenRequest) (*CreateTokenResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateToken not implemented")
 }
 func (UnimplementedControllerServiceServer) mustEmbedUnimplementedControllerServiceServer() {}
 func (UnimplementedControllerServiceServer) testEmbeddedByValue()                           {}
@@ -591,6 +613,24 @@ func _ControllerService_Restore_Handler(srv interface{}, stream grpc.ServerStrea
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ControllerService_RestoreServer = grpc.ClientStreamingServer[RestoreRequest, RestoreResponse]
 
+func _ControllerService_CreateToken_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateTokenRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControllerServiceServer).CreateToken(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControllerService_CreateToken_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControllerServiceServer).CreateToken(ctx, req.(*CreateTokenRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ControllerService_ServiceDesc is the grpc.ServiceDesc for ControllerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -645,6 +685,10 @@ var ControllerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "TransferLeadership",
 			Handler:    _ControllerService_TransferLeadership_Handler,
+		},
+		{
+			MethodName: "CreateToken",
+			Handler:    _ControllerService_CreateToken_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

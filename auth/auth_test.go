@@ -1,0 +1,194 @@
+package auth
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func testKey(t *testing.T) Key {
+	t.Helper()
+	k, err := WriteNewKey(filepath.Join(t.TempDir(), "auth.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+var alice = Identity{User: "alice", UID: 1000, GID: 100, Kind: KindLocal}
+
+func TestIssueVerify(t *testing.T) {
+	k := testKey(t)
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	tok, err := Issue(k, alice, now, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Verify(k, tok, now.Add(59*time.Second))
+	if err != nil || got != alice {
+		t.Fatalf("Verify = %+v, %v; want %+v", got, err, alice)
+	}
+	if _, err := Verify(k, tok, now.Add(time.Minute+clockSkew+time.Second)); !errors.Is(err, ErrExpired) {
+		t.Fatalf("expired credential: %v, want ErrExpired", err)
+	}
+	if _, err := Verify(k, tok, now.Add(-time.Hour)); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("credential issued in the future: %v, want ErrInvalid", err)
+	}
+	if _, err := Verify(testKey(t), tok, now); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "not signed with this cluster's key") {
+		t.Fatalf("credential of another key: %v", err)
+	}
+	if _, err := Verify(k, "", now); !errors.Is(err, ErrNoCredential) {
+		t.Fatalf("no credential: %v", err)
+	}
+}
+
+// A credential whose payload was edited (to claim root), or that names
+// another algorithm, is refused.
+func TestVerifyRefusesTampering(t *testing.T) {
+	k := testKey(t)
+	now := time.Now()
+	tok, err := Issue(k, alice, now, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(tok, ".")
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := strings.Replace(string(payload), `"uid":1000`, `"uid":0`, 1)
+	if forged == string(payload) {
+		t.Fatalf("payload %s has no uid claim to edit", payload)
+	}
+	parts[1] = base64.RawURLEncoding.EncodeToString([]byte(forged))
+	if _, err := Verify(k, strings.Join(parts, "."), now); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("edited payload: %v, want ErrInvalid", err)
+	}
+	none := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`))
+	if _, err := Verify(k, none+"."+parts[1]+".", now); !errors.Is(err, ErrInvalid) {
+		t.Fatalf(`alg "none": %v, want ErrInvalid`, err)
+	}
+	bad := alice
+	bad.Kind = "superuser"
+	tok, err = Issue(k, bad, now, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(k, tok, now); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("unknown kind: %v, want ErrInvalid", err)
+	}
+}
+
+func TestLoadKey(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "auth.key")
+	k, err := WriteNewKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadKey(path)
+	if err != nil || string(got) != string(k) {
+		t.Fatalf("LoadKey = %v; want the key written", err)
+	}
+	if _, err := WriteNewKey(path); err == nil {
+		t.Fatal("WriteNewKey replaced an existing key")
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadKey(path); !errors.Is(err, ErrInsecureKey) || !strings.Contains(err.Error(), "chmod 0400") {
+		t.Fatalf("world-readable key: %v", err)
+	}
+	short := filepath.Join(dir, "short.key")
+	if err := os.WriteFile(short, []byte("secret"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadKey(short); err == nil || !strings.Contains(err.Error(), "at least 32") {
+		t.Fatalf("short key: %v", err)
+	}
+	if _, err := LoadKey(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "keygen") {
+		t.Fatalf("missing key: %v", err)
+	}
+}
+
+// The socket issues a credential for the uid the kernel reports.
+func TestSocketIssuesForPeer(t *testing.T) {
+	k := testKey(t)
+	path := filepath.Join(t.TempDir(), "run", "auth.sock")
+	l, err := Listen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go (&Server{Key: k}).Serve(l)
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o666 {
+		t.Fatalf("socket mode %v, %v: every local user must be able to connect", fi.Mode(), err)
+	}
+	tok, err := Fetch(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := Verify(k, tok, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id.UID != uint32(os.Getuid()) || id.GID != uint32(os.Getgid()) || id.Kind != KindLocal {
+		t.Fatalf("credential for %+v; this process is uid %d gid %d", id, os.Getuid(), os.Getgid())
+	}
+	if exp := expiry(tok); exp.Before(time.Now().Add(LocalLifespan-time.Minute)) || exp.After(time.Now().Add(LocalLifespan+time.Minute)) {
+		t.Fatalf("local credential expires at %v, want in about %v", exp, LocalLifespan)
+	}
+	if _, err := Listen(path); err == nil || !strings.Contains(err.Error(), "another process") {
+		t.Fatalf("second server on a live socket: %v", err)
+	}
+}
+
+func TestFetchWithoutSocket(t *testing.T) {
+	_, err := Fetch(context.Background(), filepath.Join(t.TempDir(), "none.sock"))
+	if err == nil || !strings.Contains(err.Error(), "PHX_TOKEN") {
+		t.Fatalf("Fetch with no socket: %v; want advice naming PHX_TOKEN", err)
+	}
+}
+
+// A Source keeps its credential until shortly before it expires.
+func TestSourceRefreshes(t *testing.T) {
+	k := testKey(t)
+	now := time.Now()
+	fetches := 0
+	s := NewSource(func(context.Context) (string, error) {
+		fetches++
+		return Issue(k, alice, now, time.Minute)
+	})
+	s.now = func() time.Time { return now }
+	for range 3 {
+		if _, err := s.Token(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fetches != 1 {
+		t.Fatalf("%d fetches for three calls within the lifespan, want 1", fetches)
+	}
+	s.now = func() time.Time { return now.Add(time.Minute - refreshBefore + time.Second) }
+	if _, err := s.Token(context.Background()); err != nil || fetches != 2 {
+		t.Fatalf("near expiry: %d fetches, %v; want a second fetch", fetches, err)
+	}
+}
+
+func TestClaimed(t *testing.T) {
+	tok, err := Issue(testKey(t), alice, time.Now(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, ok := Claimed(tok); !ok || id != alice {
+		t.Fatalf("Claimed = %+v, %v; want %+v", id, ok, alice)
+	}
+	if _, ok := Claimed("not a token"); ok {
+		t.Fatal("Claimed read a name from garbage")
+	}
+}

@@ -1,0 +1,155 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/peer"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/auth"
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+// Authentication and authorisation of API calls.
+//
+// Every method of the controller service needs a credential (package
+// auth); the caller's identity is taken from it alone and put in the
+// call's context. The node service (agents) is not covered here: nodes
+// authenticate with their certificates.
+//
+// Three levels, as Slurm's admin levels: every authenticated user may read
+// everything and change their own jobs; operators (OperatorUsers) may
+// change any job; administrators (root, the controller's own user, and
+// AdminUsers) may also change the cluster itself. A refused call is
+// PermissionDenied with what was attempted, and an audit line in the log.
+
+// userServicePrefix is the method prefix of the calls authenticated here.
+const userServicePrefix = "/phalanx.v1.ControllerService/"
+
+// authenticate verifies the call's credential and returns ctx with the
+// caller's identity. With Insecure, calls carry none.
+func (s *Server) authenticate(ctx context.Context, method string) (context.Context, error) {
+	if s.cfg.Insecure || !strings.HasPrefix(method, userServicePrefix) {
+		return ctx, nil
+	}
+	id, err := auth.Verify(s.cfg.AuthKey, auth.Incoming(ctx), s.cfg.Clock.Now())
+	if err != nil {
+		s.audit(ctx, method, "unauthenticated", "err", err)
+		return nil, toStatus(cluster.Errorf(cluster.ErrUnauthenticated, "%s", authAdvice(err)))
+	}
+	ctx = auth.NewContext(ctx, id)
+	if what, ok := adminCalls[method]; ok {
+		if err := s.require(ctx, levelAdmin, what); err != nil {
+			return nil, toStatus(err)
+		}
+	}
+	return ctx, nil
+}
+
+// authAdvice turns a verification error into what to do about it.
+func authAdvice(err error) string {
+	switch {
+	case errors.Is(err, auth.ErrNoCredential):
+		return "no credential: every call needs one (phx gets it from the auth socket, or from $PHX_TOKEN)"
+	case errors.Is(err, auth.ErrExpired):
+		return err.Error() + ": get a new one (`phx scontrol token` for $PHX_TOKEN)"
+	}
+	return err.Error() + " (is the cluster key the same on every host?)"
+}
+
+// authStream is a server stream whose context carries the identity.
+type authStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (a authStream) Context() context.Context { return a.ctx }
+
+// level is what a caller may do.
+type level int
+
+const (
+	levelUser level = iota
+	levelOperator
+	levelAdmin
+)
+
+var levelNames = [...]string{levelUser: "user", levelOperator: "operator", levelAdmin: "administrator"}
+
+// caller returns the call's identity and level. Without authentication
+// (Insecure) everyone is an administrator.
+func (s *Server) caller(ctx context.Context) (auth.Identity, level, bool) {
+	id, ok := auth.FromContext(ctx)
+	if !ok {
+		return auth.Identity{}, levelAdmin, false
+	}
+	switch {
+	case id.UID == 0, id.UID == uint32(os.Getuid()), id.Kind == auth.KindController, slices.Contains(s.cfg.AdminUsers, id.User):
+		return id, levelAdmin, true
+	case slices.Contains(s.cfg.OperatorUsers, id.User):
+		return id, levelOperator, true
+	}
+	return id, levelUser, true
+}
+
+// require refuses the call unless its caller has at least lvl; what says
+// what was attempted.
+func (s *Server) require(ctx context.Context, lvl level, what string) error {
+	id, have, ok := s.caller(ctx)
+	if !ok || have >= lvl {
+		return nil
+	}
+	s.audit(ctx, what, "permission denied", "user", id.User, "uid", id.UID, "needs", levelNames[lvl])
+	return cluster.Errorf(cluster.ErrPermission, "permission denied: %s is for %ss; %s is a %s", what, levelNames[lvl], id, levelNames[have])
+}
+
+// audit logs a refused call.
+func (s *Server) audit(ctx context.Context, what, outcome string, args ...any) {
+	from := ""
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		from = p.Addr.String()
+	}
+	s.log.Warn("audit: "+outcome, append([]any{"call", what, "from", from}, args...)...)
+}
+
+// Calls only administrators may make, and what they do, for messages.
+var adminCalls = map[string]string{
+	phalanxv1.ControllerService_AddController_FullMethodName:      "adding a controller (scontrol raft add)",
+	phalanxv1.ControllerService_RemoveController_FullMethodName:   "removing a controller (scontrol raft remove)",
+	phalanxv1.ControllerService_RegisterController_FullMethodName: "recording a controller's addresses",
+	phalanxv1.ControllerService_TransferLeadership_FullMethodName: "moving leadership (scontrol raft transfer)",
+	phalanxv1.ControllerService_Backup_FullMethodName:             "backing up the state (scontrol backup)",
+	phalanxv1.ControllerService_Restore_FullMethodName:            "restoring the state (scontrol restore)",
+}
+
+// controllerIdentity is who a controller is when it calls a peer.
+func controllerIdentity() auth.Identity {
+	return auth.Identity{User: "phalanx-controller", UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Kind: auth.KindController}
+}
+
+// peerSource signs the credentials of this replica's own calls to its
+// peers; nil without authentication.
+func peerSource(cfg Config) *auth.Source {
+	if cfg.Insecure {
+		return nil
+	}
+	return auth.Issuer(cfg.AuthKey, controllerIdentity(), auth.LocalLifespan)
+}
+
+// asController returns ctx (outgoing) carrying this replica's own
+// credential. A forwarded call carries its caller's instead.
+func asController(ctx context.Context, src *auth.Source) context.Context {
+	if src == nil {
+		return ctx
+	}
+	tok, err := src.Token(ctx)
+	if err != nil {
+		return ctx // the peer refuses the call, and says why
+	}
+	return auth.Outgoing(ctx, tok)
+}

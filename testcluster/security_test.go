@@ -1,0 +1,305 @@
+package testcluster_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/apiclient"
+	"github.com/phalanx-hpc/phalanx/auth"
+	"github.com/phalanx-hpc/phalanx/testcluster"
+)
+
+// The security tests run the real phx as real Unix users (made with
+// useradd -M), which get their credentials from the cluster's auth socket:
+// the controller learns who they are from the kernel (SO_PEERCRED), never
+// from what phx claims. They need root, to make users and to run
+// processes as them; CI runs as root.
+
+var phxBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// buildPhx builds phx once for the test binary.
+func buildPhx(t *testing.T) string {
+	t.Helper()
+	phxBin.once.Do(func() {
+		dir, err := os.MkdirTemp("", "phx-bin-")
+		if err != nil {
+			phxBin.err = err
+			return
+		}
+		phxBin.path = filepath.Join(dir, "phx")
+		cmd := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", phxBin.path, "github.com/phalanx-hpc/phalanx/cmd/phx")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			phxBin.err = errors.New("build phx: " + err.Error() + "\n" + string(out))
+		}
+	})
+	if phxBin.err != nil {
+		t.Fatal(phxBin.err)
+	}
+	os.Chmod(filepath.Dir(phxBin.path), 0o755)
+	return phxBin.path
+}
+
+// localUser returns the Unix user name, making it (without a home
+// directory) if it does not exist.
+func localUser(t *testing.T, name string) auth.Identity {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("needs root: makes Unix users and runs phx as them (CI runs as root)")
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		if out, err := exec.Command("useradd", "-M", "-s", "/bin/sh", name).CombinedOutput(); err != nil && !strings.Contains(string(out), "already exists") {
+			t.Fatalf("useradd %s: %v\n%s", name, err, out)
+		}
+		if u, err = user.Lookup(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	return auth.Identity{User: name, UID: uint32(uid), GID: uint32(gid), Kind: auth.KindLocal}
+}
+
+// groupWith makes a group (if needed) with member in it, and returns its
+// gid.
+func groupWith(t *testing.T, group, member string) string {
+	t.Helper()
+	for _, args := range [][]string{{"groupadd", "-f", group}, {"usermod", "-aG", group, member}} {
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	g, err := user.LookupGroup(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.Gid
+}
+
+// userDir is a directory id owns, for its scripts and outputs.
+func userDir(t *testing.T, id auth.Identity) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), id.User)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, int(id.UID), int(id.GID)); err != nil {
+		t.Fatal(err)
+	}
+	// the test's temporary dirs are root's, mode 0700: let users through
+	for d := filepath.Dir(dir); d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+	return dir
+}
+
+// phxAs runs phx as id in dir against c and returns its exit code, stdout
+// and stderr. env is added to its environment.
+func phxAs(t *testing.T, c *testcluster.Cluster, id auth.Identity, dir string, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(buildPhx(t), args...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + dir, "USER=" + id.User,
+		"PHX_SERVER=" + strings.Join(c.APIAddrs(), ","), "PHX_AUTH_SOCKET=" + c.AuthSocket}, env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: id.UID, Gid: id.GID}}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("phx %v as %s: %v", args, id.User, err)
+	}
+	return code, stdout.String(), stderr.String()
+}
+
+// Jobs run as the user the kernel named to the auth socket; another user
+// can neither cancel them, nor read their scripts, nor change the cluster.
+func TestUsersActOnlyAsThemselves(t *testing.T) {
+	alice, bob := localUser(t, "phxalice"), localUser(t, "phxbob")
+	team := groupWith(t, "phxteam", "phxalice")
+	c := testcluster.New(t, testcluster.Options{Nodes: 1, Runtime: "process"})
+	aliceDir, bobDir := userDir(t, alice), userDir(t, bob)
+
+	code, out, errOut := phxAs(t, c, alice, aliceDir, nil, "sbatch", "--parsable", "-o", "id-%j.out", "--wrap", "id -u; id -g; id -un; id -G")
+	if code != 0 {
+		t.Fatalf("alice's sbatch: exit %d: %s", code, errOut)
+	}
+	idJob, _ := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+	c.WaitJob(idJob, 20*time.Second, "COMPLETED")
+	outPath := filepath.Join(aliceDir, "id-"+strconv.FormatUint(idJob, 10)+".out")
+	data, err := os.ReadFile(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	want := []string{strconv.Itoa(int(alice.UID)), strconv.Itoa(int(alice.GID)), "phxalice"}
+	if len(lines) != 4 || !slices.Equal(lines[:3], want) {
+		t.Fatalf("alice's job printed %q, want %q and her groups: it must run as alice", data, want)
+	}
+	if groups := strings.Fields(lines[3]); !slices.Contains(groups, team) || slices.Contains(groups, "0") {
+		t.Errorf("alice's job has groups %v: want hers (%s among them), and not root's", groups, team)
+	}
+	if fi, err := os.Stat(outPath); err != nil || fi.Sys().(*syscall.Stat_t).Uid != alice.UID {
+		t.Errorf("alice's output is not alice's: %v", err)
+	}
+
+	// A job of alice's that runs long enough to be cancelled.
+	code, out, errOut = phxAs(t, c, alice, aliceDir, nil, "sbatch", "--parsable", "-o", "/dev/null", "--wrap", "sleep 300")
+	if code != 0 {
+		t.Fatalf("alice's second sbatch: exit %d: %s", code, errOut)
+	}
+	long := strings.TrimSpace(out)
+	longID, _ := strconv.ParseUint(long, 10, 64)
+	c.WaitJob(longID, 20*time.Second, "RUNNING")
+
+	for _, args := range [][]string{{"scancel", long}, {"scancel", "-u", "phxalice"}} {
+		code, _, errOut := phxAs(t, c, bob, bobDir, nil, args...)
+		if code == 0 || !strings.Contains(errOut, "permission denied") {
+			t.Errorf("bob's %v: exit %d, stderr %q; want permission denied", args, code, errOut)
+		}
+	}
+	if j, err := c.Client.GetJob(context.Background(), &phalanxv1.GetJobRequest{JobId: longID}); err != nil || j.State != "RUNNING" {
+		t.Fatalf("alice's job after bob's scancel: %v %v", j.GetState(), err)
+	}
+	// bob's scancel --name with no user acts on his own jobs only.
+	if code, _, errOut := phxAs(t, c, bob, bobDir, nil, "scancel", "--name", "wrap"); code != 0 {
+		t.Errorf("bob's scancel --name: exit %d, %s", code, errOut)
+	}
+	if j, err := c.Client.GetJob(context.Background(), &phalanxv1.GetJobRequest{JobId: longID}); err != nil || j.State != "RUNNING" {
+		t.Fatalf("alice's job after bob's scancel --name wrap: %v %v", j.GetState(), err)
+	}
+
+	// Scripts are private to their owner.
+	asBob, asAlice := c.ClientAs(bob), c.ClientAs(alice)
+	if j, err := asBob.GetJob(context.Background(), &phalanxv1.GetJobRequest{JobId: longID}); err != nil || j.GetSpec().GetScript() != "" || len(j.GetSpec().GetEnvironment()) != 0 {
+		t.Errorf("bob reads alice's job: script %q, %d variables, %v; want neither", j.GetSpec().GetScript(), len(j.GetSpec().GetEnvironment()), err)
+	}
+	if j, err := asAlice.GetJob(context.Background(), &phalanxv1.GetJobRequest{JobId: longID}); err != nil || !strings.Contains(j.GetSpec().GetScript(), "sleep 300") {
+		t.Errorf("alice reads her job: script %q, %v", j.GetSpec().GetScript(), err)
+	}
+
+	// The cluster is the administrators'.
+	for _, args := range [][]string{{"scontrol", "raft", "remove", "ctl0"}, {"scontrol", "backup", filepath.Join(bobDir, "b.db")}, {"scontrol", "token", "username=phxalice"}} {
+		if code, _, errOut := phxAs(t, c, bob, bobDir, nil, args...); code == 0 || !strings.Contains(errOut, "permission denied") {
+			t.Errorf("bob's %v: exit %d, stderr %q; want permission denied", args, code, errOut)
+		}
+	}
+	if code, _, errOut := phxAs(t, c, bob, bobDir, nil, "sbatch", "--priority", "1000000", "--wrap", "true"); code == 0 || !strings.Contains(errOut, "--priority is for operators") {
+		t.Errorf("bob's sbatch --priority: exit %d, stderr %q", code, errOut)
+	}
+
+	// A request that claims another uid is refused, whatever phx says.
+	for _, uid := range []int32{0, int32(alice.UID)} {
+		s := spec(bobDir, "claim", 1, 0, "#!/bin/sh\nid\n")
+		s.Uid, s.Gid, s.User = uid, 0, "root"
+		_, err := asBob.SubmitJob(context.Background(), &phalanxv1.SubmitJobRequest{Spec: s})
+		if status.Code(err) != codes.PermissionDenied {
+			t.Errorf("bob's submit claiming uid %d: %v; want PermissionDenied", uid, err)
+		}
+	}
+
+	// A token from phx scontrol token (root may sign one for bob) makes
+	// phx act as bob whoever runs it; an expired one is refused, never
+	// swapped for the socket's credential.
+	root := auth.Identity{User: "root"}
+	code, out, errOut = phxAs(t, c, root, bobDir, nil, "scontrol", "token", "username=phxbob", "lifespan=600")
+	tok, ok := strings.CutPrefix(strings.TrimSpace(out), "PHX_TOKEN=")
+	if code != 0 || !ok {
+		t.Fatalf("root's scontrol token: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, out, errOut = phxAs(t, c, root, bobDir, []string{"PHX_TOKEN=" + tok}, "sbatch", "--parsable", "-o", "tok-%j.out", "--wrap", "id -un")
+	if code != 0 {
+		t.Fatalf("sbatch with bob's token: exit %d: %s", code, errOut)
+	}
+	tokJob, _ := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+	c.WaitJob(tokJob, 20*time.Second, "COMPLETED")
+	if data, err := os.ReadFile(filepath.Join(bobDir, "tok-"+strconv.FormatUint(tokJob, 10)+".out")); err != nil || string(data) != "phxbob\n" {
+		t.Errorf("the job submitted with bob's token ran as %q (%v), want phxbob", data, err)
+	}
+	old, err := auth.Issue(c.Key, bob, time.Now().Add(-2*time.Hour), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := phxAs(t, c, bob, bobDir, []string{"PHX_TOKEN=" + old}, "squeue"); code == 0 || !strings.Contains(errOut, "credential expired") {
+		t.Errorf("squeue with an expired token: exit %d, stderr %q; want it refused as expired", code, errOut)
+	}
+
+	// alice cancels her own job.
+	if code, _, errOut := phxAs(t, c, alice, aliceDir, nil, "scancel", long); code != 0 {
+		t.Fatalf("alice's scancel: exit %d: %s", code, errOut)
+	}
+	c.WaitJob(longID, 20*time.Second, "CANCELLED")
+}
+
+// Calls without a credential, with one signed by another key, or with an
+// expired one are refused, and never fall back to another identity.
+func TestCredentialsAreChecked(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 1, Runtime: "fake"})
+	alice := auth.Identity{User: "alice", UID: 1000, GID: 100, Kind: auth.KindLocal}
+	other, err := auth.WriteNewKey(filepath.Join(t.TempDir(), "other.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	expired, err := auth.Issue(c.Key, alice, time.Now().Add(-time.Hour), 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		dial []apiclient.Option
+		want string
+	}{
+		"no credential": {nil, "no credential"},
+		"another key":   {credential(t, other, alice, time.Minute), "not signed with this cluster's key"},
+		"expired":       {staticCredential(expired), "credential expired"},
+	}
+	for name, tc := range cases {
+		conn, err := apiclient.Dial(c.APIAddrs(), tc.dial...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err = phalanxv1.NewControllerServiceClient(conn).ListJobs(ctx, &phalanxv1.ListJobsRequest{})
+		cancel()
+		if status.Code(err) != codes.Unauthenticated || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want Unauthenticated saying %q", name, err, tc.want)
+		}
+	}
+}
+
+// With DisableRootJobs, root's jobs are refused; its other calls are not.
+func TestDisableRootJobs(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 1, Runtime: "fake", DisableRootJobs: true})
+	s := spec(t.TempDir(), "root", 1, 0, "#!/bin/sh\ntrue\n")
+	s.Uid, s.Gid, s.User = 0, 0, "root"
+	_, err := c.Client.SubmitJob(context.Background(), &phalanxv1.SubmitJobRequest{Spec: s})
+	if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "DisableRootJobs") {
+		t.Fatalf("root's submit: %v; want PermissionDenied naming DisableRootJobs", err)
+	}
+	if _, err := c.Client.ListJobs(context.Background(), &phalanxv1.ListJobsRequest{}); err != nil {
+		t.Fatalf("root's squeue: %v", err)
+	}
+}
