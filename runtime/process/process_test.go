@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/user"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -194,8 +197,25 @@ func TestRunAsUser(t *testing.T) {
 		s.Stdout, s.Stderr = out, out
 	})
 	wait(t, task)
-	if got, want := readFile(t, out), "65534\n65533\n65533\n"; got != want {
-		t.Errorf("id output = %q, want %q", got, want)
+	// The supplementary groups are the user's (as initgroups gives them:
+	// its passwd group and the groups listing it) plus the task's gid,
+	// never the agent's.
+	want := "65534\n65533\n65533"
+	if u, err := user.LookupId("65534"); err == nil {
+		ids, _ := u.GroupIds()
+		var extra []int
+		for _, g := range ids {
+			if n, err := strconv.Atoi(g); err == nil && n != 65533 {
+				extra = append(extra, n)
+			}
+		}
+		slices.Sort(extra) // the kernel keeps them sorted
+		for _, n := range extra {
+			want += " " + strconv.Itoa(n)
+		}
+	}
+	if got := readFile(t, out); got != want+"\n" {
+		t.Errorf("id output = %q, want %q", got, want+"\n")
 	}
 	fi, err := os.Stat(out)
 	if err != nil {
