@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/migrate"
 	bolt "go.etcd.io/bbolt"
 )
@@ -83,33 +82,11 @@ func openLogStore(dataDir string) (logStore, error) {
 	return w, nil
 }
 
-// walStore is a WAL that closes its meta database when it closes:
-// raft-wal's Close (v0.4.0) leaves it open, and with it the database's
-// file lock, so that opening the WAL again in the same process (a replica
-// restarted in place, as tests do) would wait for the lock forever.
-type walStore struct {
-	*wal.WAL
-	meta *metadb.BoltMetaDB
-}
-
-func openWAL(dir string) (*walStore, error) {
-	meta := &metadb.BoltMetaDB{}
-	w, err := wal.Open(dir, wal.WithMetaStore(meta))
-	if err != nil {
-		meta.Close()
-		return nil, err
-	}
-	return &walStore{WAL: w, meta: meta}, nil
-}
-
-// Close closes the WAL, then its meta database.
-func (w *walStore) Close() error {
-	err := w.WAL.Close()
-	if cerr := w.meta.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+// openWAL opens the WAL in dir. raft-wal is pinned at v0.4.1 or later:
+// v0.4.0 marked a tail segment sealed on a tail truncation (a follower
+// dropping entries a new leader did not have) without writing its index,
+// and the replica could not start again (TestLogStoreTailTruncationSurvivesRestart).
+func openWAL(dir string) (*wal.WAL, error) { return wal.Open(dir) }
 
 // migrateBoltLog copies raft.db into a new WAL and puts it in place.
 func migrateBoltLog(dataDir string) error {

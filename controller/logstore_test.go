@@ -198,3 +198,33 @@ func TestLogStoreNewDataDir(t *testing.T) {
 		t.Fatalf("entry 2 after reopen: %q, %v", l.Data, err)
 	}
 }
+
+// A follower drops the tail of its log when a new leader did not have it
+// (raft's "clearing log suffix"), then crashes: it must start again with
+// the log it kept, and go on from there.
+func TestLogStoreTailTruncationSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openLogStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs []*raft.Log
+	for i := uint64(1); i <= 100; i++ {
+		logs = append(logs, &raft.Log{Index: i, Term: 1 + i/100, Data: []byte(fmt.Sprintf("entry %d", i))})
+	}
+	if err := s.StoreLogs(logs); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteRange(61, 100); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err = openLogStore(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	checkLog(t, s, 1, 60)
+	if err := s.StoreLogs([]*raft.Log{{Index: 61, Term: 2, Data: []byte("entry 61")}}); err != nil {
+		t.Fatalf("append after the truncation: %v", err)
+	}
+}
