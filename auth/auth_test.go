@@ -192,3 +192,22 @@ func TestClaimed(t *testing.T) {
 		t.Fatal("Claimed read a name from garbage")
 	}
 }
+
+func TestNodeCredential(t *testing.T) {
+	k := testKey(t)
+	now := time.Now()
+	tok, err := Issue(k, NodeIdentity("gpu001"), now, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := Verify(k, tok, now); err != nil || id.Kind != KindNode || id.Node != "gpu001" || id.String() != "node gpu001" {
+		t.Fatalf("Verify = %+v, %v", id, err)
+	}
+	bad := NodeIdentity("")
+	if tok, err = Issue(k, bad, now, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(k, tok, now); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a node credential naming no node: %v, want ErrInvalid", err)
+	}
+}

@@ -19,6 +19,9 @@ const (
 	KindToken Kind = "token"
 	// KindController: minted by a controller for its own calls to a peer.
 	KindController Kind = "controller"
+	// KindNode: minted by a node's agent for its calls to the node API; it
+	// names the node, and speaks for that node only.
+	KindNode Kind = "node"
 )
 
 // Identity is who a credential speaks for.
@@ -27,10 +30,19 @@ type Identity struct {
 	UID  uint32
 	GID  uint32
 	Kind Kind
+	Node string // the node a KindNode credential speaks for
 }
 
 func (id Identity) String() string {
+	if id.Kind == KindNode {
+		return "node " + id.Node
+	}
 	return fmt.Sprintf("%s (uid %d)", id.User, id.UID)
+}
+
+// NodeIdentity is the identity of node name's agent.
+func NodeIdentity(name string) Identity {
+	return Identity{User: "node:" + name, Kind: KindNode, Node: name}
 }
 
 // Lifespans of credentials.
@@ -57,6 +69,7 @@ type claims struct {
 	UID  uint32 `json:"uid"`
 	GID  uint32 `json:"gid"`
 	Kind Kind   `json:"knd"`
+	Node string `json:"nod,omitempty"`
 }
 
 // Issue signs a credential for id, valid from now for lifespan.
@@ -74,7 +87,7 @@ func Issue(k Key, id Identity, now time.Time, lifespan time.Duration) (string, e
 			IssuedAt:  jwt.NewNumericDate(now),
 			ExpiresAt: jwt.NewNumericDate(now.Add(lifespan)),
 		},
-		User: id.User, UID: id.UID, GID: id.GID, Kind: id.Kind,
+		User: id.User, UID: id.UID, GID: id.GID, Kind: id.Kind, Node: id.Node,
 	}
 	return jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString([]byte(k))
 }
@@ -110,11 +123,15 @@ func Verify(k Key, token string, now time.Time) (Identity, error) {
 	}
 	switch c.Kind {
 	case KindLocal, KindToken, KindController:
+	case KindNode:
+		if c.Node == "" {
+			return Identity{}, fmt.Errorf("%w: a node credential that names no node", ErrInvalid)
+		}
 	default:
 		return Identity{}, fmt.Errorf("%w: unknown kind %q", ErrInvalid, c.Kind)
 	}
 	if c.Subject != strconv.FormatUint(uint64(c.UID), 10) {
 		return Identity{}, fmt.Errorf("%w: subject %q does not match uid %d", ErrInvalid, c.Subject, c.UID)
 	}
-	return Identity{User: c.User, UID: c.UID, GID: c.GID, Kind: c.Kind}, nil
+	return Identity{User: c.User, UID: c.UID, GID: c.GID, Kind: c.Kind, Node: c.Node}, nil
 }

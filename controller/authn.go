@@ -17,10 +17,11 @@ import (
 
 // Authentication and authorisation of API calls.
 //
-// Every method of the controller service needs a credential (package
-// auth); the caller's identity is taken from it alone and put in the
-// call's context. The node service (agents) is not covered here: nodes
-// authenticate with their certificates.
+// Every method of the controller service and of the node service needs a
+// credential (package auth); the caller's identity is taken from it alone
+// and put in the call's context. Agents sign node credentials, which name
+// their node: the node API takes a call about a node only from that
+// node's agent (or an administrator), and the user API takes none.
 //
 // Three levels, as Slurm's admin levels: every authenticated user may read
 // everything and change their own jobs; operators (OperatorUsers) may
@@ -28,19 +29,27 @@ import (
 // AdminUsers) may also change the cluster itself. A refused call is
 // PermissionDenied with what was attempted, and an audit line in the log.
 
-// userServicePrefix is the method prefix of the calls authenticated here.
-const userServicePrefix = "/phalanx.v1.ControllerService/"
+// Method prefixes of the two services.
+const (
+	userServicePrefix = "/phalanx.v1.ControllerService/"
+	nodeServicePrefix = "/phalanx.v1.NodeService/"
+)
 
 // authenticate verifies the call's credential and returns ctx with the
 // caller's identity. With Insecure, calls carry none.
 func (s *Server) authenticate(ctx context.Context, method string) (context.Context, error) {
-	if s.cfg.Insecure || !strings.HasPrefix(method, userServicePrefix) {
+	userAPI := strings.HasPrefix(method, userServicePrefix)
+	if s.cfg.Insecure || !userAPI && !strings.HasPrefix(method, nodeServicePrefix) {
 		return ctx, nil
 	}
 	id, err := auth.Verify(s.cfg.AuthKey, auth.Incoming(ctx), s.cfg.Clock.Now())
 	if err != nil {
 		s.audit(ctx, method, "unauthenticated", "err", err)
 		return nil, toStatus(cluster.Errorf(cluster.ErrUnauthenticated, "%s", authAdvice(err)))
+	}
+	if userAPI && id.Kind == auth.KindNode {
+		s.audit(ctx, method, "permission denied", "node", id.Node)
+		return nil, toStatus(cluster.Errorf(cluster.ErrPermission, "permission denied: a node credential (%s) is for the node API only", id))
 	}
 	ctx = auth.NewContext(ctx, id)
 	if what, ok := adminCalls[method]; ok {

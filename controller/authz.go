@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 
+	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
@@ -68,4 +69,17 @@ func (s *Server) seesPrivate(ctx context.Context, j *cluster.Job) bool {
 func (s *Server) seesPrivateOf(ctx context.Context, id cluster.JobID) bool {
 	j, err := s.store.JobRecord(id)
 	return err == nil && s.seesPrivate(ctx, j)
+}
+
+// actsFor refuses a node API call about node unless its own agent (a node
+// credential naming it) or an administrator makes it: a node reports for
+// itself only, and a process without the key for none.
+func (s *Server) actsFor(ctx context.Context, node string) error {
+	id, lvl, ok := s.caller(ctx)
+	switch {
+	case !ok, id.Kind == auth.KindNode && id.Node == node, id.Kind != auth.KindNode && lvl == levelAdmin:
+		return nil
+	}
+	s.audit(ctx, "node API", "permission denied", "caller", id.String(), "node", node)
+	return cluster.Errorf(cluster.ErrPermission, "permission denied: only node %s's agent (or an administrator) may speak for node %s; this call is from %s", node, node, id)
 }

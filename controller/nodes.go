@@ -22,6 +22,9 @@ func (n *nodeService) RegisterNode(ctx context.Context, req *phalanxv1.RegisterN
 	if req.Name == "" {
 		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "a node needs a name"))
 	}
+	if err := s.actsFor(ctx, req.Name); err != nil {
+		return nil, toStatus(err)
+	}
 	now := s.cfg.Clock.Now()
 	node := &cluster.Node{
 		Name:       req.Name,
@@ -48,6 +51,9 @@ func (n *nodeService) RegisterNode(ctx context.Context, req *phalanxv1.RegisterN
 
 func (n *nodeService) Heartbeat(ctx context.Context, req *phalanxv1.HeartbeatRequest) (*phalanxv1.HeartbeatResponse, error) {
 	s := n.s
+	if err := s.actsFor(ctx, req.Name); err != nil {
+		return nil, toStatus(err)
+	}
 	if !s.ready() {
 		return nil, toStatus(s.notLeader())
 	}
@@ -65,6 +71,9 @@ func (n *nodeService) Heartbeat(ctx context.Context, req *phalanxv1.HeartbeatReq
 
 func (n *nodeService) WatchAssignments(req *phalanxv1.WatchAssignmentsRequest, stream phalanxv1.NodeService_WatchAssignmentsServer) error {
 	s := n.s
+	if err := s.actsFor(stream.Context(), req.Name); err != nil {
+		return toStatus(err)
+	}
 	term := s.leaderTerm()
 	if term == nil {
 		return toStatus(s.notLeader())
@@ -141,6 +150,9 @@ func (s *Server) assignments(node string, jobs []*cluster.Job) *phalanxv1.Assign
 
 func (n *nodeService) ReportTaskStatus(ctx context.Context, req *phalanxv1.ReportTaskStatusRequest) (*phalanxv1.ReportTaskStatusResponse, error) {
 	s := n.s
+	if err := s.actsFor(ctx, req.Node); err != nil {
+		return nil, toStatus(err)
+	}
 	t := s.cfg.Clock.Now()
 	if req.Time != nil {
 		t = req.Time.AsTime()

@@ -217,6 +217,7 @@ func (c *Cluster) startAgent(bin, name string, o Options) error {
 		"--memory-mb", fmt.Sprint(c.Layout.MemoryMB),
 		"--heartbeat", "1s",
 		"--kill-grace", "5s",
+		"--auth-key", c.keyFile(),
 		"--auth-socket", "", // served by the dev process
 	}
 	if o.Runtime == "containerd" && o.ContainerdAddress != "" {

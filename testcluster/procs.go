@@ -440,7 +440,7 @@ func (c *Procs) StartAgents(n, gpus int, rt runtime.Runtime) []string {
 	var names []string
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("gpu%03d", i)
-		c.agents[name] = startAgent(c.t, agentSpec{
+		c.agents[name] = startAgent(c.t, agentSpec{key: c.Key,
 			name: name, controllers: c.APIAddrs(), stateDir: filepath.Join(c.Dir, "agents", name), runtime: rt,
 			gpus: gpus, model: "NVIDIA A100-SXM4-80GB", killGrace: time.Second, log: (&Cluster{t: c.t}).logger("agent-" + name),
 		})

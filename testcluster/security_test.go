@@ -303,3 +303,67 @@ func TestDisableRootJobs(t *testing.T) {
 		t.Fatalf("root's squeue: %v", err)
 	}
 }
+
+// The node API takes a call about a node only from that node's agent: a
+// process without the key cannot register a rogue node, heartbeat for
+// one, read a node's assignments (scripts, environments) or report its
+// tasks, and one node cannot speak for another.
+func TestNodeAPIOnlyForItsNode(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 2, Runtime: "fake"})
+	alice := auth.Identity{User: "alice", UID: 1000, GID: 100, Kind: auth.KindLocal}
+	callers := map[string]struct {
+		dial []apiclient.Option
+		code codes.Code
+	}{
+		"no credential":     {nil, codes.Unauthenticated},
+		"a user":            {credential(t, c.Key, alice, time.Minute), codes.PermissionDenied},
+		"another node":      {credential(t, c.Key, auth.NodeIdentity(c.Nodes[1]), time.Minute), codes.PermissionDenied},
+		"a node, other key": {credential(t, testKeyOf(t), auth.NodeIdentity(c.Nodes[0]), time.Minute), codes.Unauthenticated},
+	}
+	node := c.Nodes[0]
+	for who, tc := range callers {
+		conn, err := apiclient.Dial(c.APIAddrs(), tc.dial...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		api := phalanxv1.NewNodeServiceClient(conn)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		calls := map[string]error{}
+		_, calls["register"] = api.RegisterNode(ctx, &phalanxv1.RegisterNodeRequest{Name: node, Addr: "10.6.6.6", Gpus: 8})
+		_, calls["heartbeat"] = api.Heartbeat(ctx, &phalanxv1.HeartbeatRequest{Name: node})
+		_, calls["report"] = api.ReportTaskStatus(ctx, &phalanxv1.ReportTaskStatusRequest{Node: node, JobId: 1, State: "EXITED"})
+		if stream, err := api.WatchAssignments(ctx, &phalanxv1.WatchAssignmentsRequest{Name: node}); err != nil {
+			calls["watch"] = err
+		} else {
+			_, calls["watch"] = stream.Recv()
+		}
+		for call, err := range calls {
+			if status.Code(err) != tc.code {
+				t.Errorf("%s's %s for %s: %v; want %v", who, call, node, err, tc.code)
+			}
+		}
+	}
+	// The node's own agent still runs it, and the user API refuses node
+	// credentials.
+	c.WaitNodes(2)
+	conn, err := apiclient.Dial(c.APIAddrs(), credential(t, c.Key, auth.NodeIdentity(node), time.Minute)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := phalanxv1.NewControllerServiceClient(conn).ListJobs(context.Background(), &phalanxv1.ListJobsRequest{}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("a node credential on the user API: %v; want PermissionDenied", err)
+	}
+}
+
+// testKeyOf is a cluster key of no cluster.
+func testKeyOf(t *testing.T) auth.Key {
+	t.Helper()
+	k, err := auth.WriteNewKey(filepath.Join(t.TempDir(), "other.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}

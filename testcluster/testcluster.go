@@ -313,7 +313,7 @@ func (c *Cluster) StartAgent(name string) {
 	if err != nil {
 		c.t.Fatalf("agent %s: runtime: %v", name, err)
 	}
-	p := startAgent(c.t, agentSpec{
+	p := startAgent(c.t, agentSpec{key: c.Key,
 		name: name, controllers: c.APIAddrs(), stateDir: filepath.Join(c.Dir, "agents", name), runtime: rt,
 		gpus: c.opts.GPUsPerNode, model: c.opts.GPUModel, killGrace: c.opts.KillGrace, log: c.logger("agent-" + name),
 	})
@@ -332,6 +332,7 @@ type agentSpec struct {
 	model       string
 	killGrace   time.Duration
 	log         *slog.Logger
+	key         auth.Key // signs the agent's node credentials
 }
 
 // startAgent runs a node agent in this process over go-nvml's mock GPUs,
@@ -348,10 +349,11 @@ func startAgent(t testing.TB, s agentSpec) *agentProc {
 	}
 	l := newLink()
 	a, err := nodeagent.New(nodeagent.Config{
-		Name:              s.name,
-		Addr:              "127.0.0.1",
-		Controllers:       s.controllers,
-		DialOptions:       []grpc.DialOption{grpc.WithContextDialer(l.dial)},
+		Name:        s.name,
+		Addr:        "127.0.0.1",
+		Controllers: s.controllers,
+		DialOptions: []grpc.DialOption{grpc.WithContextDialer(l.dial),
+			grpc.WithPerRPCCredentials(auth.Issuer(s.key, auth.NodeIdentity(s.name), auth.LocalLifespan))},
 		StateDir:          s.stateDir,
 		Runtime:           s.runtime,
 		GPUs:              gpus,

@@ -24,6 +24,7 @@ import (
 	"github.com/phalanx-hpc/phalanx/runtime"
 	"github.com/phalanx-hpc/phalanx/runtime/containerd"
 	"github.com/phalanx-hpc/phalanx/runtime/process"
+	"google.golang.org/grpc"
 )
 
 func main() {
@@ -62,7 +63,7 @@ func parseFlags(args []string) (*flags, error) {
 	fs.Int64Var(&f.memoryMB, "memory-mb", 0, "memory to register in MB (default: MemTotal from /proc/meminfo)")
 	fs.DurationVar(&f.heartbeat, "heartbeat", nodeagent.DefaultHeartbeatInterval, "longest time between heartbeats")
 	fs.DurationVar(&f.killGrace, "kill-grace", nodeagent.DefaultKillGrace, "time between SIGTERM and SIGKILL when stopping a task")
-	fs.StringVar(&f.authKey, "auth-key", auth.DefaultKeyFile, "the cluster key, as the controllers have it")
+	fs.StringVar(&f.authKey, "auth-key", auth.DefaultKeyFile, "the cluster key, as the controllers have it: it signs this node's calls and local users' credentials")
 	fs.StringVar(&f.authSocket, "auth-socket", auth.DefaultSocket, "serve local users (phx on this node, in jobs too) their credentials on this Unix socket (\"\": none)")
 	fs.BoolVar(&f.debug, "debug", false, "log at debug level")
 	if err := fs.Parse(args); err != nil {
@@ -129,29 +130,31 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 			return fmt.Errorf("memory size (set --memory-mb): %w", err)
 		}
 	}
+	key, err := auth.LoadKey(f.authKey)
+	if err != nil {
+		return err // the node API takes no call without a node credential
+	}
+	cfg.DialOptions = append(cfg.DialOptions, grpc.WithPerRPCCredentials(auth.Issuer(key, auth.NodeIdentity(cfg.Name), auth.LocalLifespan)))
 	a, err := nodeagent.New(cfg)
 	if err != nil {
 		return err
 	}
-	if stop := serveAuth(f, log); stop != nil {
+	if stop := serveAuth(f, key, log); stop != nil {
 		defer stop()
 	}
 	return a.Run(ctx)
 }
 
-// serveAuth serves local credentials on --auth-socket, signed with
-// --auth-key. Without the key, phx on this node cannot authenticate
-// (outside PHX_TOKEN): the agent says so and runs on.
-func serveAuth(f *flags, log *slog.Logger) (stop func()) {
+// serveAuth serves local credentials on --auth-socket, signed with the
+// cluster key. When another daemon serves it already, the agent says so and
+// runs on.
+func serveAuth(f *flags, k auth.Key, log *slog.Logger) (stop func()) {
 	if f.authSocket == "" {
 		return nil
 	}
-	k, err := auth.LoadKey(f.authKey)
-	if err == nil {
-		stop, err = auth.ServeSocket(f.authSocket, k, log)
-	}
+	stop, err := auth.ServeSocket(f.authSocket, k, log)
 	if err != nil {
-		log.Warn("not serving local credentials: phx on this node needs PHX_TOKEN", "err", err)
+		log.Warn("not serving local credentials", "err", err)
 		return nil
 	}
 	return stop
