@@ -105,14 +105,15 @@ bench-controller:
 # seed: CHAOS_DURATION=10m CHAOS_SEED=42 make chaos-controller. It prints
 # what it did (operations, faults, elections, the longest time without a
 # successful write) and every anomaly it found, and keeps the figures in
-# chaos-report.json.
+# chaos-report.json and the whole output, replicas' logs included, in
+# chaos.log.
 CHAOS_DURATION ?= 5m
 CHAOS_SEED     ?= 0
 CHAOS_CLIENTS  ?= 4
 chaos-controller:
 	set -o pipefail; $(GO) test -tags $(TAGS) -count=1 -v -run '^TestChaos$$' -timeout 3h ./testcluster/ \
 		-args -chaos.duration=$(CHAOS_DURATION) -chaos.seed=$(CHAOS_SEED) -chaos.clients=$(CHAOS_CLIENTS) \
-		-chaos.report=$(CURDIR)/chaos-report.json 2>&1 | grep -v ' level='
+		-chaos.report=$(CURDIR)/chaos-report.json 2>&1 | tee $(CURDIR)/chaos.log | grep -v ' level='
 
 demo: build
 	./scripts/demo.sh
