@@ -43,3 +43,22 @@ func (p *parser) users(file string, num int, kv pair, dst *[]string) {
 		*dst = append(*dst, u)
 	}
 }
+
+// privateData parses PrivateData=jobs[,...] (Slurm's). Phalanx hides jobs
+// only; the other kinds Slurm knows are accepted with a warning.
+func (p *parser) privateData(file string, num int, kv pair) {
+	if !p.once(file, num, kv, kv.lower) {
+		return
+	}
+	for _, v := range strings.Split(kv.Value, ",") {
+		switch strings.ToLower(v) {
+		case "jobs":
+			p.cfg.PrivateJobs = true
+		case "accounts", "cloud", "events", "nodes", "partitions", "reservations", "usage", "users":
+			p.warnOnce("privatedata:"+strings.ToLower(v), file, num, "PrivateData=%s: Phalanx hides jobs only, not %s", v, v)
+		default:
+			p.errorf(file, num, "%s=%s: %q is not a kind of data: write jobs (Slurm also knows accounts, events, nodes, partitions, reservations, usage, users)", kv.Key, kv.Value, v)
+			return
+		}
+	}
+}

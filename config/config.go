@@ -64,6 +64,8 @@ type Config struct {
 	DisableRootJobs bool
 	AdminUsers      []string
 	OperatorUsers   []string
+	// PrivateJobs hides other users' jobs from users (PrivateData=jobs).
+	PrivateJobs bool
 	// Warnings are about settings Phalanx accepted but does not use.
 	Warnings []string
 }
@@ -251,6 +253,8 @@ func (p *parser) global(file string, num int, kv pair) {
 		p.users(file, num, kv, &p.cfg.AdminUsers)
 	case "operatorusers":
 		p.users(file, num, kv, &p.cfg.OperatorUsers)
+	case "privatedata":
+		p.privateData(file, num, kv)
 	default:
 		p.warnOnce("global:"+kv.lower, file, num, "%s is not used by Phalanx; ignored", kv.Key)
 	}

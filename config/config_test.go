@@ -65,8 +65,8 @@ func render(c *Config, all bool) string {
 	if all || c.MaxScriptSize != cluster.DefaultMaxScriptSize {
 		line("max script size=%d", c.MaxScriptSize)
 	}
-	if all || c.DisableRootJobs || len(c.AdminUsers) > 0 || len(c.OperatorUsers) > 0 {
-		line("access disable-root-jobs=%v admins=%s operators=%s", c.DisableRootJobs, strings.Join(c.AdminUsers, ","), strings.Join(c.OperatorUsers, ","))
+	if all || c.DisableRootJobs || len(c.AdminUsers) > 0 || len(c.OperatorUsers) > 0 || c.PrivateJobs {
+		line("access disable-root-jobs=%v admins=%s operators=%s private-jobs=%v", c.DisableRootJobs, strings.Join(c.AdminUsers, ","), strings.Join(c.OperatorUsers, ","), c.PrivateJobs)
 	}
 	for _, n := range c.Nodes {
 		line("node %s%s", n.Name, kvs(

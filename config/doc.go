@@ -44,6 +44,7 @@
 //	AdminUsers=NAME,...             users who may change the cluster and any job
 //	                                (root and the controller's user always may)
 //	OperatorUsers=NAME,...          users who may change any job
+//	PrivateData=jobs                Slurm's: users see only their own jobs
 //	NodeName=HOSTLIST [NodeAddr=HOSTLIST] CPUs=N RealMemory=MB
 //	         Gres=gpu[:TYPE][:N] Features=a,b Weight=N
 //	         (Sockets, CoresPerSocket, ThreadsPerCore give CPUs when CPUs is absent)

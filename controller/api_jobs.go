@@ -259,6 +259,9 @@ func (c *controllerService) GetJob(ctx context.Context, req *phalanxv1.GetJobReq
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	if err := c.s.mayRead(ctx, j); err != nil {
+		return nil, toStatus(err)
+	}
 	return c.s.jobView(j, c.s.nodeAddrs()), nil
 }
 
@@ -330,6 +333,7 @@ func (c *controllerService) ListJobs(ctx context.Context, req *phalanxv1.ListJob
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	s.hidePrivate(ctx, &q)
 	page := &listPage{addrs: s.nodeAddrs()}
 	q.Take = page.take
 	_, next, err := s.store.Jobs(q)

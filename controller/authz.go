@@ -5,6 +5,7 @@ import (
 
 	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/store"
 )
 
 // own makes a submitted job run as its submitter: the identity of the
@@ -82,4 +83,24 @@ func (s *Server) actsFor(ctx context.Context, node string) error {
 	}
 	s.audit(ctx, "node API", "permission denied", "caller", id.String(), "node", node)
 	return cluster.Errorf(cluster.ErrPermission, "permission denied: only node %s's agent (or an administrator) may speak for node %s; this call is from %s", node, node, id)
+}
+
+// hidePrivate narrows a listing to the caller's own jobs when PrivateJobs
+// is set and the caller is a user.
+func (s *Server) hidePrivate(ctx context.Context, q *store.JobQuery) {
+	uid, narrow := s.ownJobsOnly(ctx)
+	if !s.cfg.PrivateJobs || !narrow {
+		return
+	}
+	match := q.Match
+	q.Match = func(j *cluster.Job) bool { return j.UID == uid && (match == nil || match(j)) }
+}
+
+// mayRead refuses a user another user's job when PrivateJobs is set.
+func (s *Server) mayRead(ctx context.Context, j *cluster.Job) error {
+	uid, narrow := s.ownJobsOnly(ctx)
+	if !s.cfg.PrivateJobs || !narrow || j.UID == uid {
+		return nil
+	}
+	return cluster.Errorf(cluster.ErrPermission, "permission denied: job %d is another user's, and PrivateData=jobs hides other users' jobs", j.ID)
 }

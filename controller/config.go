@@ -136,6 +136,9 @@ type Config struct {
 	OperatorUsers []string
 	// DisableRootJobs refuses jobs that would run as root (Slurm's key).
 	DisableRootJobs bool
+	// PrivateJobs hides other users' jobs from users (Slurm's
+	// PrivateData=jobs): operators and administrators still see all.
+	PrivateJobs bool
 
 	Clock  Clock
 	Logger *slog.Logger

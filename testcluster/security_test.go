@@ -367,3 +367,36 @@ func testKeyOf(t *testing.T) auth.Key {
 	}
 	return k
 }
+
+// With PrivateData=jobs, users see only their own jobs; operators and
+// administrators see every job.
+func TestPrivateDataJobs(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 1, Runtime: "fake", PrivateJobs: true, OperatorUsers: []string{"carol"}})
+	alice := auth.Identity{User: "alice", UID: 1000, GID: 100, Kind: auth.KindLocal}
+	bob := auth.Identity{User: "bob", UID: 1001, GID: 100, Kind: auth.KindLocal}
+	carol := auth.Identity{User: "carol", UID: 1002, GID: 100, Kind: auth.KindLocal}
+	ctx := context.Background()
+	s := spec(t.TempDir(), "mine", 1, 0, "#!/bin/sh\nsleep 60\n")
+	s.Uid, s.Gid, s.User = int32(alice.UID), int32(alice.GID), alice.User
+	resp, err := c.ClientAs(alice).SubmitJob(ctx, &phalanxv1.SubmitJobRequest{Spec: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		who  auth.Identity
+		sees bool
+	}{{alice, true}, {bob, false}, {carol, true}, {testcluster.Root, true}} {
+		api := c.ClientAs(tc.who)
+		list, err := api.ListJobs(ctx, &phalanxv1.ListJobsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(list.Jobs) == 1; got != tc.sees {
+			t.Errorf("%s lists %d jobs; sees alice's: want %v", tc.who, len(list.Jobs), tc.sees)
+		}
+		_, err = api.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: resp.JobId})
+		if want := map[bool]codes.Code{true: codes.OK, false: codes.PermissionDenied}[tc.sees]; status.Code(err) != want {
+			t.Errorf("%s reads alice's job: %v; want %v", tc.who, err, want)
+		}
+	}
+}

@@ -52,9 +52,11 @@ type Options struct {
 	// SnapshotThreshold and TrailingLogs set the replicas' Raft snapshot
 	// policy (controller.Config); zero: Raft's defaults.
 	SnapshotThreshold, TrailingLogs uint64
-	// DisableRootJobs and OperatorUsers: as in controller.Config.
+	// DisableRootJobs, OperatorUsers and PrivateJobs: as in
+	// controller.Config.
 	DisableRootJobs bool
 	OperatorUsers   []string
+	PrivateJobs     bool
 }
 
 // Cluster is a running test cluster.
@@ -226,6 +228,7 @@ func (c *Cluster) StartController(i int) {
 		AuthKey:           c.Key,
 		DisableRootJobs:   c.opts.DisableRootJobs,
 		OperatorUsers:     c.opts.OperatorUsers,
+		PrivateJobs:       c.opts.PrivateJobs,
 		Logger:            c.logger("controller-" + r.id),
 	})
 	if err != nil {

@@ -402,6 +402,7 @@ func loadConfig(cfg *controller.Config, confPath, topoPath string, log *slog.Log
 		cfg.MaxJobHistory, cfg.MaxJobCount = c.MaxJobHistory, c.MaxJobCount
 		cfg.MaxScriptSize = c.MaxScriptSize
 		cfg.DisableRootJobs, cfg.AdminUsers, cfg.OperatorUsers = c.DisableRootJobs, c.AdminUsers, c.OperatorUsers
+		cfg.PrivateJobs = c.PrivateJobs
 		if topoPath == "" && c.TopologyFile != "" {
 			topoPath = c.TopologyFile
 			if !filepath.IsAbs(topoPath) {
