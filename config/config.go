@@ -66,6 +66,8 @@ type Config struct {
 	OperatorUsers   []string
 	// PrivateJobs hides other users' jobs from users (PrivateData=jobs).
 	PrivateJobs bool
+	// RateLimit limits each user's calls (SlurmctldParameters=rl_enable).
+	RateLimit RateLimit
 	// Warnings are about settings Phalanx accepted but does not use.
 	Warnings []string
 }
@@ -255,6 +257,8 @@ func (p *parser) global(file string, num int, kv pair) {
 		p.users(file, num, kv, &p.cfg.OperatorUsers)
 	case "privatedata":
 		p.privateData(file, num, kv)
+	case "slurmctldparameters":
+		p.slurmctldParameters(file, num, kv)
 	default:
 		p.warnOnce("global:"+kv.lower, file, num, "%s is not used by Phalanx; ignored", kv.Key)
 	}

@@ -65,6 +65,9 @@ func render(c *Config, all bool) string {
 	if all || c.MaxScriptSize != cluster.DefaultMaxScriptSize {
 		line("max script size=%d", c.MaxScriptSize)
 	}
+	if rl := c.RateLimit; rl.Bucket > 0 {
+		line("rate limit bucket=%d refill=%d/%s table=%d", rl.Bucket, rl.Refill, rl.Period, rl.Table)
+	}
 	if all || c.DisableRootJobs || len(c.AdminUsers) > 0 || len(c.OperatorUsers) > 0 || c.PrivateJobs {
 		line("access disable-root-jobs=%v admins=%s operators=%s private-jobs=%v", c.DisableRootJobs, strings.Join(c.AdminUsers, ","), strings.Join(c.OperatorUsers, ","), c.PrivateJobs)
 	}

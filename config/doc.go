@@ -45,6 +45,10 @@
 //	                                (root and the controller's user always may)
 //	OperatorUsers=NAME,...          users who may change any job
 //	PrivateData=jobs                Slurm's: users see only their own jobs
+//	SlurmctldParameters=rl_enable[,rl_bucket_size=N,rl_refill_rate=N,
+//	         rl_refill_period=SECONDS,rl_table_size=N]
+//	                                Slurm's per-user limit on calls (defaults
+//	                                30, 2, 1, 8192); other options are ignored
 //	NodeName=HOSTLIST [NodeAddr=HOSTLIST] CPUs=N RealMemory=MB
 //	         Gres=gpu[:TYPE][:N] Features=a,b Weight=N
 //	         (Sockets, CoresPerSocket, ThreadsPerCore give CPUs when CPUs is absent)

@@ -139,6 +139,9 @@ type Config struct {
 	// PrivateJobs hides other users' jobs from users (Slurm's
 	// PrivateData=jobs): operators and administrators still see all.
 	PrivateJobs bool
+	// RateLimit limits each user's calls (Slurm's rl_* settings); off
+	// when its Bucket is zero.
+	RateLimit RateLimit
 
 	Clock  Clock
 	Logger *slog.Logger

@@ -59,6 +59,12 @@ func (s *Server) routeUnary(ctx context.Context, req any, info *grpc.UnaryServer
 		return nil, err
 	}
 	r := routes[info.FullMethod]
+	if r == routeLocal || (r == routeRead && staleRead(ctx)) || s.ready() {
+		// Served here: this is where the call counts against its user.
+		if err := s.limit(ctx, info.FullMethod, req); err != nil {
+			return nil, err
+		}
+	}
 	if r == routeLocal || (r == routeRead && staleRead(ctx)) {
 		return handler(ctx, req)
 	}

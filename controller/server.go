@@ -36,6 +36,7 @@ type Server struct {
 	apiAddr   string // advertised API address
 	peerConns *peerConns
 	peerCred  *auth.Source // signs this replica's own calls to its peers
+	limiter   *rateLimiter // nil: no rate limit
 
 	kick     chan struct{}
 	feasible feasibility
@@ -84,6 +85,7 @@ func New(cfg Config) (*Server, error) {
 		store:     st,
 		peerConns: newPeerConns(),
 		peerCred:  peerSource(c),
+		limiter:   newRateLimiter(c.RateLimit),
 		kick:      make(chan struct{}, 1),
 		lastSeen:  map[string]time.Time{},
 		inflight:  map[cluster.JobID]struct{}{},

@@ -22,6 +22,7 @@ import (
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/auth"
+	"github.com/phalanx-hpc/phalanx/controller"
 	"github.com/phalanx-hpc/phalanx/testcluster"
 )
 
@@ -397,6 +398,38 @@ func TestPrivateDataJobs(t *testing.T) {
 		_, err = api.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: resp.JobId})
 		if want := map[bool]codes.Code{true: codes.OK, false: codes.PermissionDenied}[tc.sees]; status.Code(err) != want {
 			t.Errorf("%s reads alice's job: %v; want %v", tc.who, err, want)
+		}
+	}
+}
+
+// A user's calls are rate limited (Slurm's rl_*): a burst past the bucket
+// is refused with the wait, and refills; administrators are not limited.
+func TestUserCallsAreRateLimited(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 1, Runtime: "fake",
+		RateLimit: controller.RateLimit{Bucket: 3, Refill: 3, Period: time.Second, Table: 100}})
+	alice := c.ClientAs(auth.Identity{User: "alice", UID: 1000, GID: 100, Kind: auth.KindLocal})
+	ctx := context.Background()
+	var refused error
+	for i := 0; i < 10 && refused == nil; i++ {
+		_, refused = alice.ListJobs(ctx, &phalanxv1.ListJobsRequest{})
+	}
+	if status.Code(refused) != codes.ResourceExhausted || !strings.Contains(refused.Error(), "slow down") {
+		t.Fatalf("alice's burst of 10 calls against a bucket of 3: %v; want ResourceExhausted", refused)
+	}
+	for i := 0; i < 10; i++ {
+		if _, err := c.Client.ListJobs(ctx, &phalanxv1.ListJobsRequest{}); err != nil {
+			t.Fatalf("root's call %d: %v; administrators are not limited", i+1, err)
+		}
+	}
+	c.Eventually(5*time.Second, func() error {
+		_, err := alice.ListJobs(ctx, &phalanxv1.ListJobsRequest{})
+		return err
+	})
+	// A listing counts once, at its first page: the pages that follow are
+	// free, so a long squeue is not cut short.
+	for i := 0; i < 10; i++ {
+		if _, err := alice.ListJobs(ctx, &phalanxv1.ListJobsRequest{PageToken: "1"}); err != nil {
+			t.Fatalf("alice's page %d of a listing: %v", i+2, err)
 		}
 	}
 }

@@ -57,6 +57,7 @@ type Options struct {
 	DisableRootJobs bool
 	OperatorUsers   []string
 	PrivateJobs     bool
+	RateLimit       controller.RateLimit
 }
 
 // Cluster is a running test cluster.
@@ -229,6 +230,7 @@ func (c *Cluster) StartController(i int) {
 		DisableRootJobs:   c.opts.DisableRootJobs,
 		OperatorUsers:     c.opts.OperatorUsers,
 		PrivateJobs:       c.opts.PrivateJobs,
+		RateLimit:         c.opts.RateLimit,
 		Logger:            c.logger("controller-" + r.id),
 	})
 	if err != nil {
