@@ -18,18 +18,13 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/controller"
-	"github.com/phalanx-hpc/phalanx/nodeagent"
-	"github.com/phalanx-hpc/phalanx/nodeagent/gpu"
 	"github.com/phalanx-hpc/phalanx/runtime"
 	"github.com/phalanx-hpc/phalanx/runtime/fake"
-	"github.com/phalanx-hpc/phalanx/runtime/process"
 	"github.com/phalanx-hpc/phalanx/topology"
 )
 
@@ -91,12 +86,6 @@ type replica struct {
 	srv      *controller.Server
 	api      string
 	raftAddr string
-}
-
-type agentProc struct {
-	cancel context.CancelFunc
-	done   chan error
-	link   *link // the node's network connection to the controllers
 }
 
 // New starts a cluster and registers its teardown with t.Cleanup. It returns
@@ -309,125 +298,6 @@ func (c *Cluster) replicasCaughtUp() error {
 		}
 	}
 	return nil
-}
-
-// StartAgent starts the agent of node name in this process.
-func (c *Cluster) StartAgent(name string) {
-	c.t.Helper()
-	rt, err := c.runtimeFor(name)
-	if err != nil {
-		c.t.Fatalf("agent %s: runtime: %v", name, err)
-	}
-	p := startAgent(c.t, agentSpec{key: c.Key,
-		name: name, controllers: c.APIAddrs(), stateDir: filepath.Join(c.Dir, "agents", name), runtime: rt,
-		gpus: c.opts.GPUsPerNode, model: c.opts.GPUModel, killGrace: c.opts.KillGrace, log: c.logger("agent-" + name),
-	})
-	c.mu.Lock()
-	c.agents[name] = p
-	c.mu.Unlock()
-}
-
-// agentSpec is what an in-process agent needs.
-type agentSpec struct {
-	name        string
-	controllers []string
-	stateDir    string
-	runtime     runtime.Runtime
-	gpus        int
-	model       string
-	killGrace   time.Duration
-	log         *slog.Logger
-	key         auth.Key // signs the agent's node credentials
-}
-
-// startAgent runs a node agent in this process over go-nvml's mock GPUs,
-// its connections through a link the test can cut.
-func startAgent(t testing.TB, s agentSpec) *agentProc {
-	t.Helper()
-	lib, err := gpu.Open(s.gpus, s.model)
-	if err != nil {
-		t.Fatalf("agent %s: nvml mock: %v", s.name, err)
-	}
-	gpus, err := gpu.Discover(lib)
-	if err != nil {
-		t.Fatalf("agent %s: discover GPUs: %v", s.name, err)
-	}
-	l := newLink()
-	a, err := nodeagent.New(nodeagent.Config{
-		Name:        s.name,
-		Addr:        "127.0.0.1",
-		Controllers: s.controllers,
-		DialOptions: []grpc.DialOption{grpc.WithContextDialer(l.dial),
-			grpc.WithPerRPCCredentials(auth.Issuer(s.key, auth.NodeIdentity(s.name), auth.LocalLifespan))},
-		StateDir:          s.stateDir,
-		Runtime:           s.runtime,
-		GPUs:              gpus,
-		CPUs:              64,
-		MemoryMB:          512 * 1024,
-		HeartbeatInterval: 200 * time.Millisecond,
-		KillGrace:         s.killGrace,
-		Logger:            s.log,
-	})
-	if err != nil {
-		t.Fatalf("agent %s: %v", s.name, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &agentProc{cancel: cancel, done: make(chan error, 1), link: l}
-	go func() { p.done <- a.Run(ctx) }()
-	return p
-}
-
-// stop stops the agent gracefully (it stops its tasks first) and cuts its
-// link.
-func (p *agentProc) stop(t testing.TB, name string) {
-	p.cancel()
-	select {
-	case <-p.done:
-	case <-time.After(30 * time.Second):
-		t.Errorf("agent %s did not stop within 30s", name)
-	}
-	p.link.setCut(true)
-}
-
-func (c *Cluster) runtimeFor(node string) (runtime.Runtime, error) {
-	switch {
-	case c.opts.NewRuntime != nil:
-		return c.opts.NewRuntime(node)
-	case c.Fake != nil:
-		return c.Fake, nil
-	case c.opts.Runtime == "process":
-		return process.New(), nil
-	}
-	return nil, fmt.Errorf("unknown runtime %q", c.opts.Runtime)
-}
-
-// StopAgent stops node name's agent gracefully (it stops its tasks first).
-func (c *Cluster) StopAgent(name string) {
-	c.mu.Lock()
-	p := c.agents[name]
-	delete(c.agents, name)
-	c.mu.Unlock()
-	if p == nil {
-		return
-	}
-	p.stop(c.t, name)
-}
-
-// CutNode cuts node name off the network: its agent and tasks keep running
-// but cannot reach any controller, as when a host or its NIC dies.
-func (c *Cluster) CutNode(name string) { c.link(name).setCut(true) }
-
-// HealNode restores node name's network link.
-func (c *Cluster) HealNode(name string) { c.link(name).setCut(false) }
-
-func (c *Cluster) link(name string) *link {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p := c.agents[name]
-	if p == nil {
-		c.t.Fatalf("no agent %s", name)
-	}
-	return p.link
 }
 
 // WaitNodes waits until n nodes have registered.
