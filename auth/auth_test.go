@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -125,7 +126,7 @@ func TestSocketIssuesForPeer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	go (&Server{Key: k}).Serve(l)
+	go (&Server{Keys: Ring(k)}).Serve(l)
 	fi, err := os.Stat(path)
 	if err != nil || fi.Mode().Perm() != 0o666 {
 		t.Fatalf("socket mode %v, %v: every local user must be able to connect", fi.Mode(), err)
@@ -209,5 +210,79 @@ func TestNodeCredential(t *testing.T) {
 	}
 	if _, err := Verify(k, tok, now); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("a node credential naming no node: %v, want ErrInvalid", err)
+	}
+}
+
+// A key change without a stop: a ring verifies with auth.key, auth.key.new
+// and auth.key.old, signs with auth.key, and Reload follows the files.
+func TestKeyringRotation(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "auth.key")
+	oldKey, err := WriteNewKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := LoadKeyring(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	signedOld, _ := Issue(oldKey, alice, now, time.Hour)
+	// 1. The next key is copied to every host as auth.key.new: accepted,
+	//    not yet used to sign.
+	newKey, err := WriteNewKey(path + nextKeySuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signedNew, _ := Issue(newKey, alice, now, time.Hour)
+	if _, err := ring.Verify(signedNew, now); err == nil {
+		t.Fatal("a credential of a key not loaded yet was accepted")
+	}
+	if err := ring.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	for name, tok := range map[string]string{"old": signedOld, "new": signedNew} {
+		if _, err := ring.Verify(tok, now); err != nil {
+			t.Errorf("step 1, %s key's credential: %v", name, err)
+		}
+	}
+	if !bytes.Equal(ring.Signing(), oldKey) {
+		t.Error("step 1 signs with the next key already")
+	}
+	// 2. Every host switches: auth.key -> auth.key.old, auth.key.new -> auth.key.
+	if err := os.Rename(path, path+prevKeySuffix); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+nextKeySuffix, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := ring.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(ring.Signing(), newKey) {
+		t.Error("step 2 does not sign with the new key")
+	}
+	if _, err := ring.Verify(signedOld, now); err != nil {
+		t.Errorf("step 2, a host not switched yet: %v", err)
+	}
+	// 3. auth.key.old is removed: its credentials are refused, saying so.
+	if err := os.Remove(path + prevKeySuffix); err != nil {
+		t.Fatal(err)
+	}
+	if err := ring.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ring.Verify(signedOld, now); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "not signed with this cluster's keys") {
+		t.Errorf("step 3, the retired key's credential: %v", err)
+	}
+	// A broken file leaves the ring as it was.
+	if err := os.WriteFile(path+nextKeySuffix, []byte("short"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	if err := ring.Reload(); err == nil {
+		t.Error("a short next key was loaded")
+	}
+	if _, err := ring.Verify(signedNew, now); err != nil {
+		t.Errorf("after a failed reload: %v", err)
 	}
 }

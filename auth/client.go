@@ -45,10 +45,11 @@ func Socket(path string) *Source {
 	return NewSource(func(ctx context.Context) (string, error) { return Fetch(ctx, path) })
 }
 
-// Issuer returns a Source that signs credentials for id with k itself (a
-// daemon that holds the key: a controller calling a peer, tests).
-func Issuer(k Key, id Identity, lifespan time.Duration) *Source {
-	return NewSource(func(context.Context) (string, error) { return Issue(k, id, time.Now(), lifespan) })
+// Issuer returns a Source that signs credentials for id with the signing
+// key of keys itself (a daemon that holds the key: an agent, a controller
+// calling a peer, tests).
+func Issuer(keys *Keyring, id Identity, lifespan time.Duration) *Source {
+	return NewSource(func(context.Context) (string, error) { return Issue(keys.Signing(), id, time.Now(), lifespan) })
 }
 
 // Token returns a valid credential, fetching a new one when needed.

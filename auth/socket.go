@@ -29,7 +29,7 @@ const maxCredential = 8 << 10
 // Server issues credentials on a Unix socket to whoever connects, for the
 // uid and gid the kernel reports for the caller.
 type Server struct {
-	Key      Key
+	Keys     *Keyring
 	Lifespan time.Duration // LocalLifespan when zero
 	Now      func() time.Time
 	Log      *slog.Logger
@@ -98,7 +98,7 @@ func (s *Server) issueFor(c *net.UnixConn) (string, error) {
 		lifespan = LocalLifespan
 	}
 	id := Identity{User: userName(cred.Uid), UID: cred.Uid, GID: cred.Gid, Kind: KindLocal}
-	return Issue(s.Key, id, now(), lifespan)
+	return Issue(s.Keys.Signing(), id, now(), lifespan)
 }
 
 // peerCred asks the kernel who is at the other end of c.
@@ -168,9 +168,9 @@ func unwrapOp(err error) error {
 	return err
 }
 
-// ServeSocket serves credentials signed with k on the Unix socket at path
-// until the returned stop is called.
-func ServeSocket(path string, k Key, log *slog.Logger) (stop func(), err error) {
+// ServeSocket serves credentials signed with keys on the Unix socket at
+// path until the returned stop is called.
+func ServeSocket(path string, keys *Keyring, log *slog.Logger) (stop func(), err error) {
 	l, err := Listen(path)
 	if err != nil {
 		return nil, err
@@ -178,7 +178,7 @@ func ServeSocket(path string, k Key, log *slog.Logger) (stop func(), err error) 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		(&Server{Key: k, Log: log}).Serve(l)
+		(&Server{Keys: keys, Log: log}).Serve(l)
 	}()
 	return func() {
 		l.Close()

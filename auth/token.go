@@ -89,7 +89,9 @@ func Issue(k Key, id Identity, now time.Time, lifespan time.Duration) (string, e
 		},
 		User: id.User, UID: id.UID, GID: id.GID, Kind: id.Kind, Node: id.Node,
 	}
-	return jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString([]byte(k))
+	t := jwt.NewWithClaims(jwt.SigningMethodHS256, c)
+	t.Header["kid"] = keyID(k)
+	return t.SignedString([]byte(k))
 }
 
 // Errors of Verify, wrapped with details.
@@ -99,14 +101,29 @@ var (
 	ErrInvalid      = errors.New("invalid credential")
 )
 
-// Verify checks a credential's signature and lifetime at now, and returns
-// whom it names.
+// Verify checks a credential's signature (with k) and lifetime at now,
+// and returns whom it names.
 func Verify(k Key, token string, now time.Time) (Identity, error) {
+	return verify(Ring(k), token, now)
+}
+
+// verify checks a credential against the key of r its key ID names.
+func verify(r *Keyring, token string, now time.Time) (Identity, error) {
 	if token == "" {
 		return Identity{}, ErrNoCredential
 	}
 	var c claims
-	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return []byte(k), nil },
+	var unknown error
+	keyFor := func(t *jwt.Token) (any, error) {
+		id, _ := t.Header["kid"].(string)
+		k, ok := r.lookup(id)
+		if !ok {
+			unknown = errUnknownKey(id)
+			return nil, unknown
+		}
+		return []byte(k), nil
+	}
+	_, err := jwt.ParseWithClaims(token, &c, keyFor,
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithExpirationRequired(),
 		jwt.WithIssuedAt(),
@@ -114,6 +131,8 @@ func Verify(k Key, token string, now time.Time) (Identity, error) {
 		jwt.WithLeeway(clockSkew),
 		jwt.WithTimeFunc(func() time.Time { return now }))
 	switch {
+	case unknown != nil:
+		return Identity{}, unknown
 	case errors.Is(err, jwt.ErrTokenExpired):
 		return Identity{}, fmt.Errorf("%w at %s", ErrExpired, c.ExpiresAt.Time.UTC().Format(time.RFC3339))
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid):

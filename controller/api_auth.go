@@ -45,7 +45,7 @@ func (s *Server) createToken(ctx context.Context, username string, lifespan time
 	}
 	id.Kind = auth.KindToken
 	now := s.cfg.Clock.Now()
-	tok, err := auth.Issue(s.cfg.AuthKey, id, now, lifespan)
+	tok, err := auth.Issue(s.cfg.AuthKeys.Signing(), id, now, lifespan)
 	if err != nil {
 		return nil, err
 	}

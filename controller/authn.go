@@ -42,7 +42,7 @@ func (s *Server) authenticate(ctx context.Context, method string) (context.Conte
 	if s.cfg.Insecure || !userAPI && !strings.HasPrefix(method, nodeServicePrefix) {
 		return ctx, nil
 	}
-	id, err := auth.Verify(s.cfg.AuthKey, auth.Incoming(ctx), s.cfg.Clock.Now())
+	id, err := s.cfg.AuthKeys.Verify(auth.Incoming(ctx), s.cfg.Clock.Now())
 	if err != nil {
 		s.audit(ctx, method, "unauthenticated", "err", err)
 		return nil, toStatus(cluster.Errorf(cluster.ErrUnauthenticated, "%s", authAdvice(err)))
@@ -147,7 +147,7 @@ func peerSource(cfg Config) *auth.Source {
 	if cfg.Insecure {
 		return nil
 	}
-	return auth.Issuer(cfg.AuthKey, controllerIdentity(), auth.LocalLifespan)
+	return auth.Issuer(cfg.AuthKeys, controllerIdentity(), auth.LocalLifespan)
 }
 
 // asController returns ctx (outgoing) carrying this replica's own

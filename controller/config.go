@@ -120,10 +120,10 @@ type Config struct {
 	// always synced).
 	NoSync bool
 
-	// AuthKey is the cluster key: every call to the controller API must
-	// carry a credential signed with it (see package auth). Required
-	// unless Insecure.
-	AuthKey auth.Key
+	// AuthKeys are the cluster keys: every call to the controller API must
+	// carry a credential signed with one of them (see package auth), and
+	// the controller signs with the current one. Required unless Insecure.
+	AuthKeys *auth.Keyring
 	// Insecure serves the API without authentication: anyone who reaches
 	// the port acts as whoever they claim. For debugging only.
 	Insecure bool
@@ -171,7 +171,7 @@ func (c *Config) withDefaults() (Config, error) {
 	if out.DataDir == "" {
 		return out, fmt.Errorf("controller: a data dir is required (--data-dir)")
 	}
-	if len(out.AuthKey) == 0 && !out.Insecure {
+	if out.AuthKeys == nil && !out.Insecure {
 		return out, fmt.Errorf("controller: no cluster key: give --auth-key FILE (create it with `phalanx-controller keygen FILE`), or --insecure to run without authentication (debugging only)")
 	}
 	if out.RaftAddr == "" {

@@ -26,8 +26,8 @@ func newTestServer(t *testing.T, cfg Config) *Server {
 		cfg.SchedInterval = 50 * time.Millisecond
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	if !cfg.Insecure && cfg.AuthKey == nil {
-		cfg.AuthKey = testKey
+	if !cfg.Insecure && cfg.AuthKeys == nil {
+		cfg.AuthKeys = auth.Ring(testKey)
 	}
 	s, err := New(cfg)
 	if err != nil {
@@ -47,7 +47,7 @@ var testKey = auth.Key(strings.Repeat("k", auth.MinKeySize))
 
 // rootCredentials are a test client's: root's, signed with testKey.
 func rootCredentials() grpc.DialOption {
-	return grpc.WithPerRPCCredentials(auth.Issuer(testKey, auth.Identity{User: "root", Kind: auth.KindLocal}, time.Hour))
+	return grpc.WithPerRPCCredentials(auth.Issuer(auth.Ring(testKey), auth.Identity{User: "root", Kind: auth.KindLocal}, time.Hour))
 }
 
 // rootToken is root's credential, for phx's $PHX_TOKEN.

@@ -31,7 +31,7 @@ func (c *Cluster) serveAuth() error {
 	if err != nil {
 		return fmt.Errorf("dev cluster key: %w", err)
 	}
-	stop, err := auth.ServeSocket(c.AuthSocket(), k, nil)
+	stop, err := auth.ServeSocket(c.AuthSocket(), auth.Ring(k), nil)
 	if err != nil {
 		return err
 	}

@@ -74,7 +74,7 @@ func startAgent(t testing.TB, s agentSpec) *agentProc {
 		Addr:        "127.0.0.1",
 		Controllers: s.controllers,
 		DialOptions: []grpc.DialOption{grpc.WithContextDialer(l.dial),
-			grpc.WithPerRPCCredentials(auth.Issuer(s.key, auth.NodeIdentity(s.name), auth.LocalLifespan))},
+			grpc.WithPerRPCCredentials(auth.Issuer(auth.Ring(s.key), auth.NodeIdentity(s.name), auth.LocalLifespan))},
 		StateDir:          s.stateDir,
 		Runtime:           s.runtime,
 		GPUs:              gpus,

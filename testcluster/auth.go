@@ -32,7 +32,7 @@ func newKey(t testing.TB, dir string) (auth.Key, string) {
 // DialAs connects to the controllers at addrs with credentials for id,
 // signed with k.
 func DialAs(addrs []string, k auth.Key, id auth.Identity) (*apiclient.Conn, error) {
-	return apiclient.Dial(addrs, apiclient.WithDialOptions(grpc.WithPerRPCCredentials(auth.Issuer(k, id, time.Hour))))
+	return apiclient.Dial(addrs, apiclient.WithDialOptions(grpc.WithPerRPCCredentials(auth.Issuer(auth.Ring(k), id, time.Hour))))
 }
 
 // Dial connects to the controllers at addrs (default: every replica) as
@@ -66,5 +66,5 @@ func (c *Cluster) serveAuth() {
 		c.t.Fatalf("auth socket: %v", err)
 	}
 	c.t.Cleanup(func() { l.Close() })
-	go (&auth.Server{Key: c.Key, Log: c.logger("auth")}).Serve(l)
+	go (&auth.Server{Keys: auth.Ring(c.Key), Log: c.logger("auth")}).Serve(l)
 }

@@ -302,6 +302,17 @@ func (c *Procs) Kill(i int) { c.signal(i, syscall.SIGKILL) }
 // Stop sends SIGTERM to replica i (a clean shutdown) and waits.
 func (c *Procs) Stop(i int) { c.signal(i, syscall.SIGTERM) }
 
+// Hangup sends SIGHUP to replica i (it reads its cluster keys again) and
+// returns at once.
+func (c *Procs) Hangup(i int) {
+	p := c.Replicas[i]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil {
+		p.cmd.Process.Signal(syscall.SIGHUP)
+	}
+}
+
 func (c *Procs) signal(i int, sig syscall.Signal) {
 	p := c.Replicas[i]
 	p.mu.Lock()

@@ -13,7 +13,7 @@ import (
 // credential dials with credentials for id signed with k.
 func credential(t *testing.T, k auth.Key, id auth.Identity, lifespan time.Duration) []apiclient.Option {
 	t.Helper()
-	return []apiclient.Option{apiclient.WithDialOptions(grpc.WithPerRPCCredentials(auth.Issuer(k, id, lifespan)))}
+	return []apiclient.Option{apiclient.WithDialOptions(grpc.WithPerRPCCredentials(auth.Issuer(auth.Ring(k), id, lifespan)))}
 }
 
 // staticCredential dials with one given credential.

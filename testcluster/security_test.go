@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/user"
@@ -431,5 +432,59 @@ func TestUserCallsAreRateLimited(t *testing.T) {
 		if _, err := alice.ListJobs(ctx, &phalanxv1.ListJobsRequest{PageToken: "1"}); err != nil {
 			t.Fatalf("alice's page %d of a listing: %v", i+2, err)
 		}
+	}
+}
+
+// The cluster key changes without a restart: replicas take auth.key.new
+// on SIGHUP, then sign with it once it is renamed auth.key, still taking
+// the old key's credentials from hosts not switched yet (auth.key.old).
+func TestKeyChangesWithoutRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs phalanx-controller processes; not in -short")
+	}
+	procs := testcluster.StartProcs(t, testcluster.BuildController(t, t.TempDir()), testcluster.ProcOptions{Replicas: 1})
+	alice := auth.Identity{User: "alice", UID: 1000, GID: 100, Kind: auth.KindLocal}
+	list := func(k auth.Key) error {
+		conn, err := apiclient.Dial(procs.APIAddrs(), credential(t, k, alice, time.Minute)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err = phalanxv1.NewControllerServiceClient(conn).ListJobs(ctx, &phalanxv1.ListJobsRequest{})
+		return err
+	}
+	next, err := auth.WriteNewKey(procs.KeyFile + ".new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := list(next); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("the next key before SIGHUP: %v; want Unauthenticated", err)
+	}
+	procs.Hangup(0)
+	testcluster.Eventually(t, 10*time.Second, func() error { return list(next) })
+	if err := list(procs.Key); err != nil {
+		t.Fatalf("the current key after the next one came: %v", err)
+	}
+	// Switch: the old key goes to auth.key.old, then is retired.
+	if err := os.Rename(procs.KeyFile, procs.KeyFile+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(procs.KeyFile+".new", procs.KeyFile); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(procs.KeyFile + ".old"); err != nil {
+		t.Fatal(err)
+	}
+	procs.Hangup(0)
+	testcluster.Eventually(t, 10*time.Second, func() error {
+		if err := list(procs.Key); status.Code(err) != codes.Unauthenticated {
+			return fmt.Errorf("the retired key: %v; want Unauthenticated", err)
+		}
+		return nil
+	})
+	if err := list(next); err != nil {
+		t.Fatalf("the new key after the switch: %v", err)
 	}
 }

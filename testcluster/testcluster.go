@@ -215,7 +215,7 @@ func (c *Cluster) StartController(i int) {
 		SnapshotThreshold: c.opts.SnapshotThreshold,
 		SnapshotInterval:  200 * time.Millisecond,
 		TrailingLogs:      c.opts.TrailingLogs,
-		AuthKey:           c.Key,
+		AuthKeys:          auth.Ring(c.Key),
 		DisableRootJobs:   c.opts.DisableRootJobs,
 		OperatorUsers:     c.opts.OperatorUsers,
 		PrivateJobs:       c.opts.PrivateJobs,

@@ -130,16 +130,17 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 			return fmt.Errorf("memory size (set --memory-mb): %w", err)
 		}
 	}
-	key, err := auth.LoadKey(f.authKey)
+	keys, err := auth.LoadKeyring(f.authKey)
 	if err != nil {
 		return err // the node API takes no call without a node credential
 	}
-	cfg.DialOptions = append(cfg.DialOptions, grpc.WithPerRPCCredentials(auth.Issuer(key, auth.NodeIdentity(cfg.Name), auth.LocalLifespan)))
+	keys.ReloadOn(hangups(), log)
+	cfg.DialOptions = append(cfg.DialOptions, grpc.WithPerRPCCredentials(auth.Issuer(keys, auth.NodeIdentity(cfg.Name), auth.LocalLifespan)))
 	a, err := nodeagent.New(cfg)
 	if err != nil {
 		return err
 	}
-	if stop := serveAuth(f, key, log); stop != nil {
+	if stop := serveAuth(f, keys, log); stop != nil {
 		defer stop()
 	}
 	return a.Run(ctx)
@@ -148,11 +149,11 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 // serveAuth serves local credentials on --auth-socket, signed with the
 // cluster key. When another daemon serves it already, the agent says so and
 // runs on.
-func serveAuth(f *flags, k auth.Key, log *slog.Logger) (stop func()) {
+func serveAuth(f *flags, keys *auth.Keyring, log *slog.Logger) (stop func()) {
 	if f.authSocket == "" {
 		return nil
 	}
-	stop, err := auth.ServeSocket(f.authSocket, k, log)
+	stop, err := auth.ServeSocket(f.authSocket, keys, log)
 	if err != nil {
 		log.Warn("not serving local credentials", "err", err)
 		return nil
@@ -205,12 +206,13 @@ func authd(args []string) int {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	k, err := auth.LoadKey(*key)
+	keys, err := auth.LoadKeyring(*key)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "phalanx-agent authd: %v\n", err)
 		return 1
 	}
-	stop, err := auth.ServeSocket(*path, k, log)
+	keys.ReloadOn(hangups(), log)
+	stop, err := auth.ServeSocket(*path, keys, log)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "phalanx-agent authd: %v\n", err)
 		return 1
@@ -221,4 +223,11 @@ func authd(args []string) int {
 	defer cancel()
 	<-ctx.Done()
 	return 0
+}
+
+// hangups delivers SIGHUP: the cluster keys are read again (a key change).
+func hangups() <-chan os.Signal {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGHUP)
+	return ch
 }

@@ -139,10 +139,15 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "phalanx-controller: %v\n", err)
 		return 1
 	}
+	if cfg.AuthKeys != nil {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		cfg.AuthKeys.ReloadOn(hup, log) // a key change
+	}
 	if cfg.Insecure {
 		log.Warn("INSECURE: --insecure is set: the API authenticates no one, and anyone who reaches it can run jobs as any user, root included; use it for debugging only")
 	} else if f.authSocket != "" {
-		stop, err := auth.ServeSocket(f.authSocket, cfg.AuthKey, log)
+		stop, err := auth.ServeSocket(f.authSocket, cfg.AuthKeys, log)
 		if err != nil {
 			log.Warn("not serving local credentials", "err", err)
 		} else {
@@ -202,7 +207,7 @@ func configureAuth(cfg *controller.Config, f *flags) error {
 		return nil
 	}
 	var err error
-	cfg.AuthKey, err = auth.LoadKey(f.authKey)
+	cfg.AuthKeys, err = auth.LoadKeyring(f.authKey)
 	return err
 }
 

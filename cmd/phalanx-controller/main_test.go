@@ -139,8 +139,8 @@ func TestAuthKeyRequired(t *testing.T) {
 		t.Fatal("keygen replaced an existing key")
 	}
 	cfg, err := configure(f, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil || len(cfg.AuthKey) < auth.MinKeySize || cfg.Insecure {
-		t.Fatalf("with the key: %d bytes, insecure %v, %v", len(cfg.AuthKey), cfg.Insecure, err)
+	if err != nil || cfg.AuthKeys == nil || len(cfg.AuthKeys.Signing()) < auth.MinKeySize || cfg.Insecure {
+		t.Fatalf("with the key: %v, insecure %v, %v", cfg.AuthKeys, cfg.Insecure, err)
 	}
 	f, err = parseFlags([]string{"--config", os.DevNull, "--data-dir", dir, "--auth-key", filepath.Join(dir, "other"), "--insecure"})
 	if err != nil {
