@@ -286,3 +286,29 @@ func TestKeyringRotation(t *testing.T) {
 		t.Errorf("after a failed reload: %v", err)
 	}
 }
+
+// Listen replaces a stale socket but never removes a file that is not one.
+func TestListenKeepsOtherFiles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "auth.sock")
+	if err := os.WriteFile(path, []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Listen(path); err == nil || !strings.Contains(err.Error(), "not a socket") {
+		t.Fatalf("Listen over a regular file: %v", err)
+	}
+	if data, err := os.ReadFile(path); err != nil || string(data) != "precious" {
+		t.Fatalf("the file at the socket path: %q, %v", data, err)
+	}
+	stale := filepath.Join(t.TempDir(), "stale.sock")
+	l, err := Listen(stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetUnlinkOnClose(false)
+	l.Close() // leaves the socket file, as a crashed daemon does
+	l, err = Listen(stale)
+	if err != nil {
+		t.Fatalf("Listen over a stale socket: %v", err)
+	}
+	l.Close()
+}

@@ -46,7 +46,14 @@ func Listen(path string) (*net.UnixListener, error) {
 		c.Close()
 		return nil, fmt.Errorf("auth socket %s is served by another process: stop it, or give another path", path)
 	}
-	os.Remove(path)
+	// A socket nobody serves is a stale one: replace it. Anything else at
+	// the path is not ours to remove.
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("auth socket %s: a file that is not a socket is there: give another path", path)
+		}
+		os.Remove(path)
+	}
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		return nil, fmt.Errorf("auth socket: %w", err)

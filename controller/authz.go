@@ -29,7 +29,7 @@ func (s *Server) own(ctx context.Context, job *cluster.Job) error {
 		s.audit(ctx, "submit", "permission denied", "user", id.User, "uid", id.UID, "priority", job.Priority)
 		return cluster.Errorf(cluster.ErrPermission, "permission denied: --priority is for operators and administrators; lower your own job's priority with --nice")
 	}
-	if job.UID == 0 && s.cfg.DisableRootJobs {
+	if job.UID <= 0 && s.cfg.DisableRootJobs { // a negative uid runs as the agent: root
 		return cluster.Errorf(cluster.ErrPermission, "permission denied: DisableRootJobs is set, so no job may run as root: submit as another user")
 	}
 	return nil

@@ -301,6 +301,10 @@ func TestDisableRootJobs(t *testing.T) {
 	if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "DisableRootJobs") {
 		t.Fatalf("root's submit: %v; want PermissionDenied naming DisableRootJobs", err)
 	}
+	s.Uid, s.Gid = -1, -1 // as the agent's own user: root too
+	if _, err := c.Client.SubmitJob(context.Background(), &phalanxv1.SubmitJobRequest{Spec: s}); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("a submit as the agent's own user: %v; want PermissionDenied", err)
+	}
 	if _, err := c.Client.ListJobs(context.Background(), &phalanxv1.ListJobsRequest{}); err != nil {
 		t.Fatalf("root's squeue: %v", err)
 	}
