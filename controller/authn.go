@@ -98,6 +98,8 @@ func (s *Server) caller(ctx context.Context) (auth.Identity, level, bool) {
 		return auth.Identity{}, levelAdmin, false
 	}
 	switch {
+	case id.Kind == auth.KindNode: // a node is no user: its uid means nothing
+		return id, levelUser, true
 	case id.UID == 0, id.UID == uint32(os.Getuid()), id.Kind == auth.KindController, slices.Contains(s.cfg.AdminUsers, id.User):
 		return id, levelAdmin, true
 	case slices.Contains(s.cfg.OperatorUsers, id.User):
