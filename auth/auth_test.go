@@ -312,3 +312,44 @@ func TestListenKeepsOtherFiles(t *testing.T) {
 	}
 	l.Close()
 }
+
+// A credential verified once is known from memory after, but still
+// expires, and a reload (a key change) forgets it.
+func TestKeyringRemembersVerified(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "auth.key")
+	k, err := WriteNewKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := LoadKeyring(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	tok, _ := Issue(k, alice, now, time.Minute)
+	for range 2 {
+		if id, err := ring.Verify(tok, now); err != nil || id != alice {
+			t.Fatalf("Verify = %+v, %v", id, err)
+		}
+	}
+	if len(ring.verified) != 1 {
+		t.Fatalf("%d credentials remembered, want 1", len(ring.verified))
+	}
+	if _, err := ring.Verify(tok, now.Add(time.Minute+clockSkew+time.Second)); !errors.Is(err, ErrExpired) {
+		t.Fatalf("a remembered credential past its expiry: %v, want ErrExpired", err)
+	}
+	// The key is retired: the remembered credential must not pass.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteNewKey(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := ring.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ring.Verify(tok, now); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a remembered credential of a retired key: %v, want ErrInvalid", err)
+	}
+}

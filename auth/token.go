@@ -104,13 +104,15 @@ var (
 // Verify checks a credential's signature (with k) and lifetime at now,
 // and returns whom it names.
 func Verify(k Key, token string, now time.Time) (Identity, error) {
-	return verify(Ring(k), token, now)
+	id, _, err := verify(Ring(k), token, now)
+	return id, err
 }
 
-// verify checks a credential against the key of r its key ID names.
-func verify(r *Keyring, token string, now time.Time) (Identity, error) {
+// verify checks a credential against the key of r its key ID names, and
+// returns whom it names and when it expires.
+func verify(r *Keyring, token string, now time.Time) (Identity, time.Time, error) {
 	if token == "" {
-		return Identity{}, ErrNoCredential
+		return Identity{}, time.Time{}, ErrNoCredential
 	}
 	var c claims
 	var unknown error
@@ -132,25 +134,25 @@ func verify(r *Keyring, token string, now time.Time) (Identity, error) {
 		jwt.WithTimeFunc(func() time.Time { return now }))
 	switch {
 	case unknown != nil:
-		return Identity{}, unknown
+		return Identity{}, time.Time{}, unknown
 	case errors.Is(err, jwt.ErrTokenExpired):
-		return Identity{}, fmt.Errorf("%w at %s", ErrExpired, c.ExpiresAt.Time.UTC().Format(time.RFC3339))
+		return Identity{}, time.Time{}, fmt.Errorf("%w at %s", ErrExpired, c.ExpiresAt.Time.UTC().Format(time.RFC3339))
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
-		return Identity{}, fmt.Errorf("%w: not signed with this cluster's key", ErrInvalid)
+		return Identity{}, time.Time{}, fmt.Errorf("%w: not signed with this cluster's key", ErrInvalid)
 	case err != nil:
-		return Identity{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return Identity{}, time.Time{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	switch c.Kind {
 	case KindLocal, KindToken, KindController:
 	case KindNode:
 		if c.Node == "" {
-			return Identity{}, fmt.Errorf("%w: a node credential that names no node", ErrInvalid)
+			return Identity{}, time.Time{}, fmt.Errorf("%w: a node credential that names no node", ErrInvalid)
 		}
 	default:
-		return Identity{}, fmt.Errorf("%w: unknown kind %q", ErrInvalid, c.Kind)
+		return Identity{}, time.Time{}, fmt.Errorf("%w: unknown kind %q", ErrInvalid, c.Kind)
 	}
 	if c.Subject != strconv.FormatUint(uint64(c.UID), 10) {
-		return Identity{}, fmt.Errorf("%w: subject %q does not match uid %d", ErrInvalid, c.Subject, c.UID)
+		return Identity{}, time.Time{}, fmt.Errorf("%w: subject %q does not match uid %d", ErrInvalid, c.Subject, c.UID)
 	}
-	return Identity{User: c.User, UID: c.UID, GID: c.GID, Kind: c.Kind, Node: c.Node}, nil
+	return Identity{User: c.User, UID: c.UID, GID: c.GID, Kind: c.Kind, Node: c.Node}, c.ExpiresAt.Time, nil
 }
