@@ -83,6 +83,19 @@ var _ grpc.ClientConnInterface = (*Conn)(nil)
 // Option configures Dial.
 type Option func(*Conn)
 
+// WithLeader starts with addr believed to lead (a hint a client kept from
+// its last run): calls go there first, and the usual failover corrects a
+// stale hint. An address not among the controllers is ignored.
+func WithLeader(addr string) Option {
+	return func(c *Conn) {
+		for _, a := range c.addrs {
+			if a == addr {
+				c.leader = addr
+			}
+		}
+	}
+}
+
 // WithDialOptions adds gRPC dial options (credentials, interceptors) used
 // for every replica. Without credentials the connections are plaintext.
 func WithDialOptions(opts ...grpc.DialOption) Option {

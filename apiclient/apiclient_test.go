@@ -500,3 +500,31 @@ func TestDeadlineDuringAnAttempt(t *testing.T) {
 		t.Errorf("write cut by the deadline after %d attempts: %v; want the deadline, not an earlier answer", f.calls.Load(), err)
 	}
 }
+
+// A leader hint sends the first call there, not to the first address; one
+// naming no controller of the list is ignored.
+func TestLeaderHintGoesFirst(t *testing.T) {
+	t.Parallel()
+	first := &fakeController{id: "first"}
+	hinted := &fakeController{id: "hinted"}
+	firstAddr, hintedAddr := startController(t, first), startController(t, hinted)
+	c, err := Dial([]string{firstAddr, hintedAddr}, WithLeader(hintedAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if st, err := getStatus(timeout(t, 5*time.Second), c); err != nil || st.Id != "hinted" {
+		t.Fatalf("first call = %v, %v; want the hinted replica's answer", st, err)
+	}
+	if n := first.calls.Load(); n != 0 {
+		t.Errorf("the first address got %d calls; want none", n)
+	}
+	other, err := Dial([]string{firstAddr}, WithLeader("elsewhere:7817"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if got := other.Leader(); got != "" {
+		t.Errorf("a hint outside the list was taken: Leader() = %q", got)
+	}
+}

@@ -33,6 +33,9 @@ type System struct {
 	ReadFile       func(string) ([]byte, error)
 	Executable     func() (string, error)
 	ConfigPath     string
+	// CacheDir is where phx keeps what it learned for its next run (the
+	// controller that leads); nil: nothing is kept.
+	CacheDir func() (string, error)
 }
 
 // OSSystem is the System of the running process.
@@ -41,7 +44,7 @@ func OSSystem() *System {
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		Getenv: os.Getenv, Environ: os.Environ, Now: time.Now, Getwd: os.Getwd,
 		CurrentUser: user.Current, ReadFile: os.ReadFile, Executable: os.Executable,
-		ConfigPath: DefaultConfigPath,
+		ConfigPath: DefaultConfigPath, CacheDir: os.UserCacheDir,
 	}
 }
 

@@ -83,6 +83,8 @@ func hostOf(v string) string {
 
 // conn is a client for one command invocation.
 type conn struct {
+	k       *commands
+	hint    string // the leader this run started from
 	addrs   []string
 	timeout time.Duration
 	stale   bool
@@ -99,14 +101,20 @@ func (k *commands) dial(c *ucli.Context) (*conn, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	cc, err := apiclient.Dial(addrs, apiclient.WithDialOptions(grpc.WithPerRPCCredentials(k.credentials())))
+	hint := k.leaderHint(addrs)
+	cc, err := apiclient.Dial(addrs, apiclient.WithLeader(hint), apiclient.WithDialOptions(grpc.WithPerRPCCredentials(k.credentials())))
 	if err != nil {
 		return nil, err
 	}
-	return &conn{addrs: addrs, timeout: timeout, stale: c.Bool("stale"), cc: cc, api: phalanxv1.NewControllerServiceClient(cc)}, nil
+	return &conn{k: k, hint: hint, addrs: addrs, timeout: timeout, stale: c.Bool("stale"), cc: cc, api: phalanxv1.NewControllerServiceClient(cc)}, nil
 }
 
-func (cn *conn) Close() error { return cn.cc.Close() }
+// Close keeps the leader learned for the next run, and closes the
+// connections.
+func (cn *conn) Close() error {
+	cn.k.keepLeader(cn.addrs, cn.hint, cn.cc.Leader())
+	return cn.cc.Close()
+}
 
 // credentials is where this invocation's credential comes from: $PHX_TOKEN
 // when set (as Slurm's clients use $SLURM_JWT), else the auth socket of a
