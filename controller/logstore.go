@@ -79,7 +79,33 @@ func openLogStore(dataDir string) (logStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open raft log %s: %w", dir, err)
 	}
-	return w, nil
+	return walLog{w}, nil
+}
+
+// walLog is the WAL as raft's log store. raft-wal (v0.4.1) keeps reading
+// entries a compaction removed while they are in its unsealed tail
+// segment (the tail's reader does not learn the new first index), and only
+// forgets them at a restart. raft treats any entry GetLog returns as
+// present, so a leader sent a follower that was down for thousands of
+// entries the compacted ones instead of its snapshot, or the snapshot,
+// depending on whether it had restarted since. Below the first index an
+// entry is gone (TestLogStoreCompactedEntriesAreGone).
+type walLog struct{ *wal.WAL }
+
+// raft asks the log store whether it is monotonic (raft-wal is: a restore
+// resets it); the wrapper must keep answering yes.
+var _ raft.MonotonicLogStore = walLog{}
+
+// GetLog implements raft.LogStore.
+func (w walLog) GetLog(index uint64, l *raft.Log) error {
+	first, err := w.WAL.FirstIndex()
+	if err != nil {
+		return err
+	}
+	if index < first {
+		return raft.ErrLogNotFound
+	}
+	return w.WAL.GetLog(index, l)
 }
 
 // openWAL opens the WAL in dir. raft-wal is pinned at v0.4.1 or later:

@@ -117,7 +117,9 @@ func openRaft(cfg Config, st *store.Store, logw io.Writer) (*raftNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	var fsmOpts []fsm.Option
+	fsmOpts := []fsm.Option{fsm.OnRestore(func(index uint64) {
+		cfg.Logger.Info("state replaced by a snapshot", "applied_index", index)
+	})}
 	if cfg.Fatal != nil {
 		fsmOpts = append(fsmOpts, fsm.OnFatal(cfg.Fatal))
 	}

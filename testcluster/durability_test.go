@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -68,6 +69,15 @@ func TestSIGKILLAcrossSnapshots(t *testing.T) {
 		}
 		return nil
 	})
+	// It caught up through the leader's snapshot, not entries: a replica's
+	// own snapshots never replace its state.
+	logText, err := os.ReadFile(filepath.Join(procs.Dir, procs.Replicas[lagging].ID+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(logText), "state replaced by a snapshot") {
+		t.Errorf("the follower stopped at %d caught up without installing the leader's snapshot", before.LastLogIndex)
+	}
 	if idx, err := snapshotIndex(filepath.Join(procs.Dir, procs.Replicas[lagging].ID)); err != nil || idx <= before.LastLogIndex {
 		t.Errorf("the follower caught up without a snapshot newer than where it stopped (%d): %d %v", before.LastLogIndex, idx, err)
 	}

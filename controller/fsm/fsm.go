@@ -11,8 +11,9 @@ import (
 
 // FSM applies committed log entries to the store.
 type FSM struct {
-	store *store.Store
-	fatal func(error)
+	store    *store.Store
+	fatal    func(error)
+	restored func(index uint64)
 }
 
 var (
@@ -36,6 +37,13 @@ type Option func(*FSM)
 // command this version does not know, a disk error): fatal is called with
 // the error and must not return. The default panics.
 func OnFatal(fatal func(error)) Option { return func(f *FSM) { f.fatal = fatal } }
+
+// OnRestore sets what is called after the store was replaced by a
+// snapshot (a leader's, sent to a follower too far behind its log, or an
+// administrator's restore), with the index the state is now at.
+func OnRestore(restored func(index uint64)) Option {
+	return func(f *FSM) { f.restored = restored }
+}
 
 // Apply implements raft.FSM.
 func (f *FSM) Apply(l *raft.Log) any {
@@ -85,6 +93,9 @@ func (f *FSM) Restore(r io.ReadCloser) error {
 	defer r.Close()
 	if err := f.store.Restore(r); err != nil {
 		return fmt.Errorf("restore snapshot: %w", err)
+	}
+	if f.restored != nil {
+		f.restored(f.store.AppliedIndex())
 	}
 	return nil
 }
