@@ -1,0 +1,301 @@
+package pki
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func newCA(t *testing.T) (*CA, string) {
+	t.Helper()
+	dir := t.TempDir()
+	ca, err := InitCA(dir, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca, dir
+}
+
+// issueTo writes a certificate of kind for name into a directory of its
+// own, with the CA's ca.crt (and ca.crl, when there is one), and loads it.
+func issueTo(t *testing.T, ca *CA, caDir string, kind Kind, name string, lifespan time.Duration) (*Material, string) {
+	t.Helper()
+	is, err := ca.Issue(kind, name, []string{"127.0.0.1", "gpu001.example"}, lifespan, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := is.Write(dir, kind); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, filepath.Join(caDir, CACertFile), filepath.Join(dir, CACertFile))
+	m, err := Load(DirFiles(dir, kind))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, dir
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestInitCAFiles(t *testing.T) {
+	ca, dir := newCA(t)
+	if !ca.Cert.IsCA {
+		t.Fatal("the CA certificate is no CA")
+	}
+	for name, want := range map[string]os.FileMode{CACertFile: 0o644, CAKeyFile: 0o400} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %04o, want %04o", name, fi.Mode().Perm(), want)
+		}
+	}
+	if _, err := InitCA(dir, time.Now()); err == nil || !strings.Contains(err.Error(), "has a CA already") {
+		t.Errorf("a second ca init over the first: %v", err)
+	}
+	again, err := LoadCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Cert.Equal(ca.Cert) {
+		t.Error("LoadCA read another CA")
+	}
+	os.Chmod(filepath.Join(dir, CAKeyFile), 0o644)
+	if _, err := LoadCA(dir); err == nil || !strings.Contains(err.Error(), "chmod 0400") {
+		t.Errorf("a CA key others can read: %v", err)
+	}
+}
+
+func TestIssueNamesHolder(t *testing.T) {
+	ca, caDir := newCA(t)
+	m, _ := issueTo(t, ca, caDir, KindNode, "gpu001", DefaultLifespan)
+	if got := m.Self(); got.Kind != KindNode || got.Name != "gpu001" {
+		t.Errorf("own certificate names %v, want node gpu001", got)
+	}
+	for _, bad := range []string{"", "a/b", "-x", strings.Repeat("n", 64), "gpu 1"} {
+		if _, err := ca.Issue(KindNode, bad, nil, time.Hour, time.Now()); err == nil {
+			t.Errorf("issued a certificate for name %q", bad)
+		}
+	}
+	if _, err := ca.Issue(KindNode, "gpu001", nil, 20*CALifespan, time.Now()); err == nil || !strings.Contains(err.Error(), "outlive the CA") {
+		t.Errorf("a certificate outliving its CA: %v", err)
+	}
+	if _, err := ParseKind("admin"); err == nil {
+		t.Error("ParseKind took admin")
+	}
+}
+
+func chainOf(m *Material) []*x509.Certificate { return []*x509.Certificate{m.cur.Load().cert.Leaf} }
+
+func TestCheckRefusals(t *testing.T) {
+	ca, caDir := newCA(t)
+	server, serverDir := issueTo(t, ca, caDir, KindController, "ctl1", DefaultLifespan)
+	node, _ := issueTo(t, ca, caDir, KindNode, "gpu001", DefaultLifespan)
+
+	if p, err := server.Check(chainOf(node), KindNode); err != nil || p.Name != "gpu001" || p.Kind != KindNode {
+		t.Fatalf("a good node certificate: %v %v", p, err)
+	}
+	if _, err := server.Check(chainOf(node), KindController); !errors.Is(err, ErrWrongKind) {
+		t.Errorf("a node's certificate where a controller's is needed: %v", err)
+	}
+	if _, err := server.Check(nil, KindNode); err == nil {
+		t.Error("no certificate passed")
+	}
+
+	// Another cluster's CA.
+	other, otherDir := newCA(t)
+	stranger, _ := issueTo(t, other, otherDir, KindNode, "gpu001", DefaultLifespan)
+	if _, err := server.Check(chainOf(stranger), KindNode); !errors.Is(err, ErrUntrusted) {
+		t.Errorf("another CA's certificate: %v", err)
+	}
+
+	// Expired, and not yet valid, by the checker's clock.
+	server.now = func() time.Time { return time.Now().Add(DefaultLifespan + time.Hour) }
+	_, err := server.Check(chainOf(node), KindNode)
+	if !errors.Is(err, ErrExpired) || !strings.Contains(err.Error(), "ca issue node gpu001") {
+		t.Errorf("an expired certificate: %v", err)
+	}
+	server.now = func() time.Time { return time.Now().Add(-time.Hour) }
+	if _, err := server.Check(chainOf(node), KindNode); !errors.Is(err, ErrExpired) || !strings.Contains(err.Error(), "clocks") {
+		t.Errorf("a certificate not valid yet: %v", err)
+	}
+	server.now = time.Now
+
+	// Revoked: refused once the daemon has the new list.
+	if err := ca.Revoke(node.cur.Load().cert.Leaf.SerialNumber, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.Check(chainOf(node), KindNode); err != nil {
+		t.Errorf("refused before the list reached the daemon: %v", err)
+	}
+	copyFile(t, filepath.Join(caDir, CRLFile), filepath.Join(serverDir, CRLFile))
+	if err := server.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.Check(chainOf(node), KindNode); !errors.Is(err, ErrRevoked) {
+		t.Errorf("a revoked certificate: %v", err)
+	}
+	// Revoking twice, and another certificate after, keeps both.
+	if err := ca.Revoke(node.cur.Load().cert.Leaf.SerialNumber, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	node2, _ := issueTo(t, ca, caDir, KindNode, "gpu002", DefaultLifespan)
+	if err := ca.Revoke(node2.cur.Load().cert.Leaf.SerialNumber, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, filepath.Join(caDir, CRLFile), filepath.Join(serverDir, CRLFile))
+	if err := server.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*Material{node, node2} {
+		if _, err := server.Check(chainOf(m), KindNode); !errors.Is(err, ErrRevoked) {
+			t.Errorf("%v after two revocations: %v", m.Self(), err)
+		}
+	}
+	// A list another CA signed is refused, and the daemon keeps its own.
+	if err := other.Revoke(big.NewInt(7), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, filepath.Join(otherDir, CRLFile), filepath.Join(serverDir, CRLFile))
+	if err := server.Reload(); err == nil || !strings.Contains(err.Error(), "not signed") {
+		t.Errorf("another CA's revocation list: %v", err)
+	}
+	if _, err := server.Check(chainOf(node), KindNode); !errors.Is(err, ErrRevoked) {
+		t.Errorf("after a refused reload: %v", err)
+	}
+}
+
+// A daemon does not start with its own certificate expired, revoked or
+// from another CA, or with a key others can read.
+func TestLoadRefusesOwnBadCertificate(t *testing.T) {
+	ca, caDir := newCA(t)
+	_, dir := issueTo(t, ca, caDir, KindNode, "gpu001", time.Hour)
+	files := DirFiles(dir, KindNode)
+	m := &Material{files: files, now: func() time.Time { return time.Now().Add(2 * time.Hour) }}
+	if err := m.Reload(); !errors.Is(err, ErrExpired) {
+		t.Errorf("own expired certificate: %v", err)
+	}
+	os.Chmod(files.Key, 0o640)
+	if _, err := Load(files); err == nil || !strings.Contains(err.Error(), "chmod 0400") {
+		t.Errorf("a key the group can read: %v", err)
+	}
+	os.Chmod(files.Key, 0o400)
+	other, otherDir := newCA(t)
+	_ = other
+	copyFile(t, filepath.Join(otherDir, CACertFile), files.CA)
+	if _, err := Load(files); !errors.Is(err, ErrUntrusted) {
+		t.Errorf("own certificate from another CA: %v", err)
+	}
+}
+
+// During a CA rotation ca.crt holds both CAs: certificates of either are
+// accepted.
+func TestCABundle(t *testing.T) {
+	oldCA, oldDir := newCA(t)
+	newCA2, newDir := newCA(t)
+	server, serverDir := issueTo(t, oldCA, oldDir, KindController, "ctl1", DefaultLifespan)
+	fresh, _ := issueTo(t, newCA2, newDir, KindNode, "gpu001", DefaultLifespan)
+	if _, err := server.Check(chainOf(fresh), KindNode); !errors.Is(err, ErrUntrusted) {
+		t.Fatalf("the new CA's certificate before the bundle: %v", err)
+	}
+	a, _ := os.ReadFile(filepath.Join(oldDir, CACertFile))
+	b, _ := os.ReadFile(filepath.Join(newDir, CACertFile))
+	if err := os.WriteFile(filepath.Join(serverDir, CACertFile), append(a, b...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := server.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.Check(chainOf(fresh), KindNode); err != nil {
+		t.Errorf("the new CA's certificate with the bundle: %v", err)
+	}
+}
+
+// handshake runs a TLS connection between the two configs over loopback
+// TCP and returns each side's error.
+func handshake(t *testing.T, server, client *tls.Config) (serverErr, clientErr error) {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	done := make(chan error, 1)
+	go func() {
+		a, err := lis.Accept()
+		if err != nil {
+			done <- err
+			return
+		}
+		s := tls.Server(a, server)
+		s.SetDeadline(time.Now().Add(10 * time.Second))
+		err = s.Handshake()
+		if err == nil {
+			_, err = io.ReadFull(s, make([]byte, 1))
+		}
+		s.Close()
+		done <- err
+	}()
+	b, err := net.Dial("tcp", lis.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tls.Client(b, client)
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	clientErr = c.Handshake()
+	if clientErr == nil {
+		_, clientErr = c.Write([]byte("x"))
+	}
+	serverErr = <-done
+	c.Close()
+	return serverErr, clientErr
+}
+
+func TestHandshakes(t *testing.T) {
+	ca, caDir := newCA(t)
+	ctl, _ := issueTo(t, ca, caDir, KindController, "ctl1", DefaultLifespan)
+	node, nodeDir := issueTo(t, ca, caDir, KindNode, "gpu001", DefaultLifespan)
+	user, err := Load(TrustFiles(filepath.Join(nodeDir, CACertFile)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A node reaches the controller; mutual.
+	if s, c := handshake(t, ctl.ServerConfig(KindNode), node.ClientConfig()); s != nil || c != nil {
+		t.Errorf("node to controller: server %v, client %v", s, c)
+	}
+	// A user without a certificate reaches the API, which does not require one.
+	if s, c := handshake(t, ctl.ServerConfig(0), user.ClientConfig()); s != nil || c != nil {
+		t.Errorf("user to the controller API: server %v, client %v", s, c)
+	}
+	// ...but not a server that requires one (Raft, between controllers).
+	if s, _ := handshake(t, ctl.ServerConfig(KindController), user.ClientConfig()); s == nil {
+		t.Error("a client with no certificate got past a server requiring a controller's")
+	}
+	// A node cannot join the controllers.
+	if s, _ := handshake(t, ctl.ServerConfig(KindController), node.ClientConfig()); !errors.Is(s, ErrWrongKind) {
+		t.Errorf("a node's certificate on the controllers' port: %v", s)
+	}
+	// A node posing as a controller is refused by its clients.
+	if _, c := handshake(t, node.ServerConfig(0), user.ClientConfig()); !errors.Is(c, ErrWrongKind) {
+		t.Errorf("a client reached a node posing as the controller: %v", c)
+	}
+}
