@@ -162,7 +162,7 @@ func testSystem(t *testing.T, addr string) (*System, *bytes.Buffer, *bytes.Buffe
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	dir := t.TempDir()
-	env := map[string]string{"PHX_SERVER": addr, "HOME": "/home/alice", "PHX_TOKEN": testCredential}
+	env := map[string]string{"PHX_SERVER": addr, "HOME": "/home/alice", "PHX_TOKEN": testCredential, "PHX_INSECURE": "1"}
 	return &System{
 		Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
 		Getenv:      func(k string) string { return env[k] },

@@ -5,17 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/auth"
+	"github.com/phalanx-hpc/phalanx/pki"
 )
 
 // DefaultAddr is the controller's address when nothing else names one.
@@ -102,7 +106,11 @@ func (k *commands) dial(c *ucli.Context) (*conn, error) {
 		timeout = DefaultTimeout
 	}
 	hint := k.leaderHint(addrs)
-	cc, err := apiclient.Dial(addrs, apiclient.WithLeader(hint), apiclient.WithDialOptions(grpc.WithPerRPCCredentials(k.credentials())))
+	transport, err := k.transport()
+	if err != nil {
+		return nil, err
+	}
+	cc, err := apiclient.Dial(addrs, apiclient.WithLeader(hint), apiclient.WithDialOptions(transport, grpc.WithPerRPCCredentials(k.credentials())))
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +122,27 @@ func (k *commands) dial(c *ucli.Context) (*conn, error) {
 func (cn *conn) Close() error {
 	cn.k.keepLeader(cn.addrs, cn.hint, cn.cc.Leader())
 	return cn.cc.Close()
+}
+
+// transport is how phx reaches the controllers: TLS, trusting the
+// cluster CA of $PHX_CA_CERT (default /etc/phalanx/tls/ca.crt) and only a
+// controller's certificate from it. PHX_INSECURE=1 talks plaintext, to
+// controllers run with --insecure (debugging only); there is no fallback
+// from one to the other, so a credential never crosses the network in
+// clear unless asked.
+func (k *commands) transport() (grpc.DialOption, error) {
+	if v := k.sys.Getenv("PHX_INSECURE"); v != "" && v != "0" {
+		return grpc.WithTransportCredentials(insecure.NewCredentials()), nil
+	}
+	path := k.sys.Getenv("PHX_CA_CERT")
+	if path == "" {
+		path = filepath.Join(pki.DefaultDir, pki.CACertFile)
+	}
+	m, err := pki.Load(pki.TrustFiles(path))
+	if err != nil {
+		return nil, fmt.Errorf("%w; set PHX_CA_CERT to the cluster's ca.crt (phx dev prints it), or PHX_INSECURE=1 for a controller run with --insecure", err)
+	}
+	return grpc.WithTransportCredentials(credentials.NewTLS(m.ClientConfig())), nil
 }
 
 // credentials is where this invocation's credential comes from: $PHX_TOKEN

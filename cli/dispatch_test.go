@@ -35,6 +35,7 @@ func TestArgv0Dispatch(t *testing.T) {
 func TestMainDispatch(t *testing.T) {
 	f, addr := startFake(t)
 	t.Setenv("PHX_SERVER", addr)
+	t.Setenv("PHX_INSECURE", "1") // the fake server is plaintext
 	t.Setenv("PHX_TOKEN", testCredential)
 	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // the leader hint goes there, not in the real home
 	if code := Main([]string{"/x/squeue", "-h", "-j", "7"}); code != 0 {

@@ -43,12 +43,34 @@ func TestScontrolToken(t *testing.T) {
 func TestNoCredential(t *testing.T) {
 	f, addr := startFake(t)
 	sys, _, stderr := testSystem(t, addr)
-	env := map[string]string{"PHX_SERVER": addr, "PHX_AUTH_SOCKET": t.TempDir() + "/none.sock"}
+	env := map[string]string{"PHX_SERVER": addr, "PHX_AUTH_SOCKET": t.TempDir() + "/none.sock", "PHX_INSECURE": "1"}
 	sys.Getenv = func(k string) string { return env[k] }
 	if code := Run(context.Background(), sys, []string{"phx", "squeue"}); code != 1 || !strings.Contains(stderr.String(), "no Phalanx auth socket") || !strings.Contains(stderr.String(), "PHX_TOKEN") {
 		t.Fatalf("code %d, stderr %q", code, stderr)
 	}
 	if len(f.lists) != 0 {
 		t.Fatalf("sent %v without a credential", f.lists)
+	}
+}
+
+// Without the cluster CA's certificate phx does not call at all (no
+// plaintext fallback that would send the credential in clear), and says
+// where the file goes; PHX_INSECURE=1 is the explicit way to plaintext.
+func TestNoClusterCA(t *testing.T) {
+	f, addr := startFake(t)
+	sys, _, stderr := testSystem(t, addr)
+	missing := t.TempDir() + "/ca.crt"
+	env := map[string]string{"PHX_SERVER": addr, "PHX_TOKEN": testCredential, "PHX_CA_CERT": missing}
+	sys.Getenv = func(k string) string { return env[k] }
+	if code := Run(context.Background(), sys, []string{"phx", "squeue"}); code != 1 || !strings.Contains(stderr.String(), missing) || !strings.Contains(stderr.String(), "PHX_CA_CERT") {
+		t.Fatalf("code %d, stderr %q", code, stderr)
+	}
+	if len(f.lists) != 0 {
+		t.Fatalf("sent %v without TLS", f.lists)
+	}
+	env["PHX_INSECURE"] = "1"
+	stderr.Reset()
+	if code := Run(context.Background(), sys, []string{"phx", "squeue"}); code != 0 || len(f.lists) != 1 {
+		t.Fatalf("PHX_INSECURE=1: code %d, stderr %q, calls %d", code, stderr, len(f.lists))
 	}
 }

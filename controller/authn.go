@@ -2,17 +2,21 @@ package controller
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"os"
 	"slices"
 	"strings"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/pki"
 )
 
 // Authentication and authorisation of API calls.
@@ -42,10 +46,24 @@ func (s *Server) authenticate(ctx context.Context, method string) (context.Conte
 	if s.cfg.Insecure || !userAPI && !strings.HasPrefix(method, nodeServicePrefix) {
 		return ctx, nil
 	}
+	if !userAPI && s.cfg.TLS != nil {
+		id, ok, err := s.nodeFromCertificate(ctx, method)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return auth.NewContext(ctx, id), nil
+		}
+	}
 	id, err := s.cfg.AuthKeys.Verify(auth.Incoming(ctx), s.cfg.Clock.Now())
 	if err != nil {
 		s.audit(ctx, method, "unauthenticated", "err", err)
 		return nil, toStatus(cluster.Errorf(cluster.ErrUnauthenticated, "%s", authAdvice(err)))
+	}
+	if !userAPI && id.Kind == auth.KindNode && s.cfg.TLS != nil {
+		s.audit(ctx, method, "unauthenticated", "node", id.Node, "err", "node credential without the node's certificate")
+		return nil, toStatus(cluster.Errorf(cluster.ErrUnauthenticated,
+			"a node calls with its certificate (issued by `phalanx-controller ca issue node %s`), not with a credential signed with the cluster key", id.Node))
 	}
 	if userAPI && id.Kind == auth.KindNode {
 		s.audit(ctx, method, "permission denied", "node", id.Node)
@@ -58,6 +76,54 @@ func (s *Server) authenticate(ctx context.Context, method string) (context.Conte
 		}
 	}
 	return ctx, nil
+}
+
+// nodeFromCertificate returns the node a node API call comes from, by the
+// certificate it was made with: its agent's (a node certificate), or,
+// for a call another replica forwarded (a controller's certificate), the
+// node that replica found in its caller's. ok is false when the call came
+// with no certificate, or a controller's without a forwarded node: its
+// credential decides. A certificate that fails the checks (revoked or
+// expired since the connection was made) is refused.
+func (s *Server) nodeFromCertificate(ctx context.Context, method string) (auth.Identity, bool, error) {
+	chain := peerCertificates(ctx)
+	if len(chain) == 0 {
+		return auth.Identity{}, false, nil
+	}
+	p, err := s.cfg.TLS.Check(chain, 0)
+	if err != nil {
+		s.audit(ctx, method, "unauthenticated", "err", err)
+		return auth.Identity{}, false, toStatus(cluster.Errorf(cluster.ErrUnauthenticated, "%v", err))
+	}
+	switch p.Kind {
+	case pki.KindNode:
+		return auth.NodeIdentity(p.Name), true, nil
+	case pki.KindController:
+		md, _ := metadata.FromIncomingContext(ctx)
+		if v := md.Get(certNodeHeader); len(v) == 1 {
+			return auth.NodeIdentity(v[0]), true, nil
+		}
+	}
+	return auth.Identity{}, false, nil
+}
+
+// certNodeHeader, on a node API call one replica forwards to the leader,
+// names the node whose certificate the forwarding replica checked. The
+// leader believes it only from a peer with a controller's certificate;
+// forward never passes on a caller's own.
+const certNodeHeader = "phalanx-cert-node"
+
+// peerCertificates returns the certificate chain the caller presented on
+// a TLS connection (none on plaintext).
+func peerCertificates(ctx context.Context) []*x509.Certificate {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return nil
+	}
+	if info, ok := p.AuthInfo.(credentials.TLSInfo); ok {
+		return info.State.PeerCertificates
+	}
+	return nil
 }
 
 // authAdvice turns a verification error into what to do about it.

@@ -8,6 +8,7 @@ import (
 	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/config"
+	"github.com/phalanx-hpc/phalanx/pki"
 	"github.com/phalanx-hpc/phalanx/topology"
 )
 
@@ -124,6 +125,13 @@ type Config struct {
 	// carry a credential signed with one of them (see package auth), and
 	// the controller signs with the current one. Required unless Insecure.
 	AuthKeys *auth.Keyring
+	// TLS is the replica's certificate and the cluster CA (package pki):
+	// the API is served over TLS, Raft traffic and calls between replicas
+	// are mutual TLS with controllers' certificates, and a node API call
+	// comes from the node its certificate names. Nil serves plaintext
+	// (the binary allows that only with --insecure; in-process tests use
+	// it).
+	TLS *pki.Material
 	// Insecure serves the API without authentication: anyone who reaches
 	// the port acts as whoever they claim. For debugging only.
 	Insecure bool

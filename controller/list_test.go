@@ -99,7 +99,7 @@ func phx(t testing.TB, s *Server, args ...string) string {
 	sys := &cli.System{
 		Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
 		Getenv: func(k string) string {
-			return map[string]string{"PHX_SERVER": s.APIAddr(), "PHX_TOKEN": rootToken(t)}[k]
+			return map[string]string{"PHX_SERVER": s.APIAddr(), "PHX_TOKEN": rootToken(t), "PHX_INSECURE": "1"}[k]
 		},
 		Environ:     func() []string { return nil },
 		Now:         time.Now,

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -12,9 +13,11 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"google.golang.org/grpc"
 
 	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/controller/fsm"
+	"github.com/phalanx-hpc/phalanx/pki"
 	"github.com/phalanx-hpc/phalanx/store"
 )
 
@@ -97,7 +100,7 @@ func openRaft(cfg Config, st *store.Store, logw io.Writer) (*raftNode, error) {
 	if err := catchUpFromSnapshot(st, snaps); err != nil {
 		return nil, err
 	}
-	if n.transport, err = newTransport(cfg.RaftAddr, cfg.RaftAdvertise, logw); err != nil {
+	if n.transport, err = newTransport(cfg.RaftAddr, cfg.RaftAdvertise, cfg.TLS, cfg.Logger, logw); err != nil {
 		return nil, err
 	}
 	n.id = raft.ServerID(cfg.NodeID)
@@ -150,6 +153,7 @@ type bootstrap struct {
 	conf  raft.Configuration
 	peers []string // API addresses of the other voters
 	cred  *auth.Source
+	creds grpc.DialOption // the transport to the peers
 	log   *slog.Logger
 }
 
@@ -177,7 +181,7 @@ func planBootstrap(cfg Config, self raft.ServerID, addr raft.ServerAddress, logs
 	if others := len(conf.Servers) - 1; len(cfg.PeerAPIs) < others {
 		return nil, fmt.Errorf("bootstrap with %d other voters needs their API addresses (%d given) to check that no cluster exists: list every replica in ControllerHost lines, or give --peer-apis", others, len(cfg.PeerAPIs))
 	}
-	return &bootstrap{conf: conf, peers: cfg.PeerAPIs, cred: peerSource(cfg), log: cfg.Logger}, nil
+	return &bootstrap{conf: conf, peers: cfg.PeerAPIs, cred: peerSource(cfg), creds: peerTransport(cfg.TLS), log: cfg.Logger}, nil
 }
 
 // start runs the bootstrap in the background and returns the function
@@ -230,7 +234,7 @@ func (b *bootstrap) run(ctx context.Context, r *raft.Raft) {
 // first error.
 func (b *bootstrap) ask(ctx context.Context) (member string, silent []string, err error) {
 	for _, a := range b.peers {
-		st, perr := probeStatus(asController(ctx, b.cred), a)
+		st, perr := probeStatus(asController(ctx, b.cred), a, b.creds)
 		switch {
 		case perr != nil:
 			silent = append(silent, a)
@@ -302,12 +306,15 @@ func catchUpFromSnapshot(st *store.Store, snaps raft.SnapshotStore) error {
 // leave from the bind IP when one is given, so that a multi-homed host (or
 // a test with one loopback address per replica) sends Raft traffic from the
 // address the others know it by.
-func newTransport(bind, advertise string, logw io.Writer) (*raft.NetworkTransport, error) {
+func newTransport(bind, advertise string, m *pki.Material, log *slog.Logger, logw io.Writer) (*raft.NetworkTransport, error) {
 	lis, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, fmt.Errorf("raft transport on %s: %w", bind, err)
 	}
 	l := &streamLayer{Listener: lis}
+	if m != nil {
+		l.server, l.client = m.ServerConfig(pki.KindController, log), m.ClientConfig()
+	}
 	if tcp, ok := lis.Addr().(*net.TCPAddr); ok && !tcp.IP.IsUnspecified() {
 		l.dialer.LocalAddr = &net.TCPAddr{IP: tcp.IP}
 		l.advertise = tcp
@@ -332,17 +339,41 @@ func newTransport(bind, advertise string, logw io.Writer) (*raft.NetworkTranspor
 	}), nil
 }
 
-// streamLayer is raft's TCP stream layer, dialing from the bind IP.
+// streamLayer is raft's TCP stream layer, dialing from the bind IP. With
+// TLS, both ends of every connection present a controller's certificate:
+// nothing but a replica of this cluster reads or writes the Raft log.
 type streamLayer struct {
 	net.Listener
-	advertise net.Addr
-	dialer    net.Dialer
+	advertise      net.Addr
+	dialer         net.Dialer
+	server, client *tls.Config // nil: plaintext
+}
+
+func (l *streamLayer) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil || l.server == nil {
+		return c, err
+	}
+	// The handshake happens at the first read, on the connection's own
+	// goroutine: one slow peer does not hold up the others' connections.
+	return tls.Server(c, l.server), nil
 }
 
 func (l *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	d := l.dialer
 	d.Timeout = timeout
-	return d.Dial("tcp", string(address))
+	c, err := d.Dial("tcp", string(address))
+	if err != nil || l.client == nil {
+		return c, err
+	}
+	tc := tls.Client(c, l.client)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("raft TLS with %s: %w", address, err)
+	}
+	return tc, nil
 }
 
 func (l *streamLayer) Addr() net.Addr { return l.advertise }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
@@ -16,6 +17,8 @@ import (
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/apiclient"
+	"github.com/phalanx-hpc/phalanx/auth"
+	"github.com/phalanx-hpc/phalanx/pki"
 )
 
 // Metadata keys of the routing protocol (see the API's package comment).
@@ -141,8 +144,13 @@ func (s *Server) forward(ctx context.Context, method string, req any) (any, erro
 	}
 	out := metadata.Pairs(forwardedHeader, s.ID())
 	for k, vs := range in {
-		if strings.HasPrefix(k, "phalanx-") && k != forwardedHeader {
+		if strings.HasPrefix(k, "phalanx-") && k != forwardedHeader && k != certNodeHeader {
 			out.Append(k, vs...)
+		}
+	}
+	if s.cfg.TLS != nil && strings.HasPrefix(method, nodeServicePrefix) {
+		if id, ok := auth.FromContext(ctx); ok && id.Kind == auth.KindNode {
+			out.Append(certNodeHeader, id.Node) // checked here against its certificate
 		}
 	}
 	conn, err := s.peerConns.get(addr)
@@ -185,11 +193,23 @@ func newReply(method string) (proto.Message, error) {
 
 // peerConns keeps one client connection per other replica's API address.
 type peerConns struct {
+	creds grpc.DialOption
 	mu    sync.Mutex
 	conns map[string]*grpc.ClientConn
 }
 
-func newPeerConns() *peerConns { return &peerConns{conns: map[string]*grpc.ClientConn{}} }
+func newPeerConns(creds grpc.DialOption) *peerConns {
+	return &peerConns{creds: creds, conns: map[string]*grpc.ClientConn{}}
+}
+
+// peerTransport is how a replica reaches its peers' APIs: TLS with its
+// controller's certificate, or plaintext without TLS.
+func peerTransport(m *pki.Material) grpc.DialOption {
+	if m == nil {
+		return grpc.WithTransportCredentials(insecure.NewCredentials())
+	}
+	return grpc.WithTransportCredentials(credentials.NewTLS(m.ClientConfig()))
+}
 
 func (p *peerConns) get(addr string) (*grpc.ClientConn, error) {
 	p.mu.Lock()
@@ -198,7 +218,7 @@ func (p *peerConns) get(addr string) (*grpc.ClientConn, error) {
 		return c, nil
 	}
 	// A forwarded answer (GetJob) is as large as a client's: take what they take.
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	c, err := grpc.NewClient(addr, p.creds,
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(apiclient.MaxRecvMsgSize)))
 	if err != nil {
 		return nil, fmt.Errorf("controller at %s: %w", addr, err)
@@ -218,8 +238,8 @@ func (p *peerConns) close() {
 
 // probeStatus asks the replica at addr for its status, on a connection of
 // its own (used before this replica's server runs).
-func probeStatus(ctx context.Context, addr string) (*phalanxv1.ControllerStatus, error) {
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+func probeStatus(ctx context.Context, addr string, creds grpc.DialOption) (*phalanxv1.ControllerStatus, error) {
+	c, err := grpc.NewClient(addr, creds)
 	if err != nil {
 		return nil, err
 	}

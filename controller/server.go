@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/auth"
@@ -83,7 +84,7 @@ func New(cfg Config) (*Server, error) {
 		cfg:       c,
 		log:       c.Logger,
 		store:     st,
-		peerConns: newPeerConns(),
+		peerConns: newPeerConns(peerTransport(c.TLS)),
 		peerCred:  peerSource(c),
 		limiter:   newRateLimiter(c.RateLimit),
 		kick:      make(chan struct{}, 1),
@@ -106,8 +107,14 @@ func New(cfg Config) (*Server, error) {
 		lock.Close()
 		return nil, err
 	}
-	s.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(recvMsgSize(c.MaxScriptSize)),
-		grpc.ChainUnaryInterceptor(s.routeUnary), grpc.ChainStreamInterceptor(s.routeStream))
+	srvOpts := []grpc.ServerOption{grpc.MaxRecvMsgSize(recvMsgSize(c.MaxScriptSize))}
+	if c.TLS != nil {
+		// Users come without a certificate (their credential says who
+		// they are); agents and other replicas present theirs.
+		srvOpts = append(srvOpts, grpc.Creds(credentials.NewTLS(c.TLS.ServerConfig(0, c.Logger))))
+	}
+	s.grpc = grpc.NewServer(append(srvOpts,
+		grpc.ChainUnaryInterceptor(s.routeUnary), grpc.ChainStreamInterceptor(s.routeStream))...)
 	phalanxv1.RegisterControllerServiceServer(s.grpc, &controllerService{s: s})
 	phalanxv1.RegisterNodeServiceServer(s.grpc, &nodeService{s: s})
 	s.wg.Add(3)

@@ -117,6 +117,9 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err := c.serveAuth(); err != nil {
 		return nil, err
 	}
+	if err := c.provisionTLS(); err != nil {
+		return nil, err
+	}
 	bin, err := findBin(o.Bin)
 	if err != nil {
 		return nil, err
@@ -197,6 +200,7 @@ func (c *Cluster) startController(bin string, r Replica, o Options) error {
 		"--config", os.DevNull, // dev clusters ignore /etc/phalanx
 		"--auth-key", c.keyFile(),
 		"--auth-socket", "", // served by the dev process
+		"--tls-dir", c.componentTLS(r.ID),
 		"--node-ttl", "15s",
 		"--heartbeat-interval", "1s",
 		"--kill-grace", "5s",
@@ -219,6 +223,7 @@ func (c *Cluster) startAgent(bin, name string, o Options) error {
 		"--kill-grace", "5s",
 		"--auth-key", c.keyFile(),
 		"--auth-socket", "", // served by the dev process
+		"--tls-dir", c.componentTLS(name),
 	}
 	if o.Runtime == "containerd" && o.ContainerdAddress != "" {
 		args = append(args, "--containerd-address", o.ContainerdAddress)

@@ -236,6 +236,27 @@ func (is *Issued) Write(dir string, kind Kind) error {
 	return writeFile(filepath.Join(dir, kind.CertFile()), is.Cert, 0o644)
 }
 
+// IssueInto issues a certificate of kind for name and writes it, its key
+// and the CA bundle (ca.crt) into dir: a TLS directory ready to copy to
+// the holder's host.
+func (ca *CA) IssueInto(dir string, kind Kind, name string, hosts []string, lifespan time.Duration, now time.Time) (*Issued, error) {
+	is, err := ca.Issue(kind, name, hosts, lifespan, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := is.Write(dir, kind); err != nil {
+		return nil, err
+	}
+	if filepath.Clean(dir) == filepath.Clean(ca.dir) {
+		return is, nil
+	}
+	bundle, err := os.ReadFile(filepath.Join(ca.dir, CACertFile))
+	if err != nil {
+		return nil, err
+	}
+	return is, writeFile(filepath.Join(dir, CACertFile), bundle, 0o644)
+}
+
 // Revoke adds the certificate with serial to the CA's revocation list,
 // ca.crl in the CA's directory, and signs the list again. Daemons refuse
 // the certificate once they have the new list (copy it beside ca.crt on

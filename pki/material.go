@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,7 +97,7 @@ func (m *Material) Reload() error {
 func (m *Material) load() (*loaded, error) {
 	cas, err := readCerts(m.files.CA)
 	if err != nil {
-		return nil, fmt.Errorf("cluster CA: %w (copy ca.crt from the host that ran `phalanx-controller ca init`)", err)
+		return nil, fmt.Errorf("cluster CA: %w", err)
 	}
 	l := &loaded{roots: x509.NewCertPool(), cas: cas, revoked: map[string]bool{}}
 	for _, c := range cas {
@@ -153,6 +155,14 @@ func (l *loaded) readCRL(path string) error {
 
 // Self is who the material's own certificate names (zero without one).
 func (m *Material) Self() Peer { return m.cur.Load().self }
+
+// Serial is the own certificate's serial number (nil without one).
+func (m *Material) Serial() *big.Int {
+	if c := m.cur.Load().cert; c != nil {
+		return c.Leaf.SerialNumber
+	}
+	return nil
+}
 
 // NotAfter is when the own certificate expires (zero without one).
 func (m *Material) NotAfter() time.Time {
@@ -223,13 +233,15 @@ func peerOf(c *x509.Certificate) (Peer, error) {
 // Peers must present a certificate of kind requireKind, or, with
 // requireKind 0, may present one of any kind (the controller API: users
 // come with credentials and no certificate). What a peer presents is
-// checked as Check does.
-func (m *Material) ServerConfig(requireKind Kind) *tls.Config {
+// checked as Check does; a refusal is logged to log (when not nil) with
+// the peer's address and the reason, which the peer itself only sees as
+// a TLS alert.
+func (m *Material) ServerConfig(requireKind Kind, log *slog.Logger) *tls.Config {
 	clientAuth := tls.RequestClientCert
 	if requireKind != 0 {
 		clientAuth = tls.RequireAnyClientCert
 	}
-	return &tls.Config{
+	base := &tls.Config{
 		MinVersion: tls.VersionTLS13,
 		ClientAuth: clientAuth,
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
@@ -238,14 +250,31 @@ func (m *Material) ServerConfig(requireKind Kind) *tls.Config {
 			}
 			return nil, errors.New("no server certificate")
 		},
-		VerifyConnection: func(cs tls.ConnectionState) error {
+	}
+	verify := func(remote net.Addr) func(tls.ConnectionState) error {
+		return func(cs tls.ConnectionState) error {
 			if len(cs.PeerCertificates) == 0 {
 				return nil // RequireAnyClientCert already refused it when required
 			}
 			_, err := m.Check(cs.PeerCertificates, requireKind)
+			if err != nil && log != nil {
+				log.Warn("TLS: refused a connection", "from", remote, "err", err)
+			}
 			return err
-		},
+		}
 	}
+	cfg := base.Clone()
+	cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		c := base.Clone()
+		var remote net.Addr
+		if hello.Conn != nil {
+			remote = hello.Conn.RemoteAddr()
+		}
+		c.VerifyConnection = verify(remote)
+		return c, nil
+	}
+	cfg.VerifyConnection = verify(nil)
+	return cfg
 }
 
 // ClientConfig is the TLS of a client of a controller: the server must

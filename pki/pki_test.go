@@ -1,10 +1,12 @@
 package pki
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"os"
@@ -279,23 +281,29 @@ func TestHandshakes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A node reaches the controller; mutual.
-	if s, c := handshake(t, ctl.ServerConfig(KindNode), node.ClientConfig()); s != nil || c != nil {
+	if s, c := handshake(t, ctl.ServerConfig(KindNode, nil), node.ClientConfig()); s != nil || c != nil {
 		t.Errorf("node to controller: server %v, client %v", s, c)
 	}
 	// A user without a certificate reaches the API, which does not require one.
-	if s, c := handshake(t, ctl.ServerConfig(0), user.ClientConfig()); s != nil || c != nil {
+	if s, c := handshake(t, ctl.ServerConfig(0, nil), user.ClientConfig()); s != nil || c != nil {
 		t.Errorf("user to the controller API: server %v, client %v", s, c)
 	}
 	// ...but not a server that requires one (Raft, between controllers).
-	if s, _ := handshake(t, ctl.ServerConfig(KindController), user.ClientConfig()); s == nil {
+	if s, _ := handshake(t, ctl.ServerConfig(KindController, nil), user.ClientConfig()); s == nil {
 		t.Error("a client with no certificate got past a server requiring a controller's")
 	}
-	// A node cannot join the controllers.
-	if s, _ := handshake(t, ctl.ServerConfig(KindController), node.ClientConfig()); !errors.Is(s, ErrWrongKind) {
+	// A node cannot join the controllers; the server logs who was refused
+	// and why (the client sees only an alert).
+	var logged bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	if s, _ := handshake(t, ctl.ServerConfig(KindController, log), node.ClientConfig()); !errors.Is(s, ErrWrongKind) {
 		t.Errorf("a node's certificate on the controllers' port: %v", s)
 	}
+	if !strings.Contains(logged.String(), `refused a connection" from=127.0.0.1:`) || !strings.Contains(logged.String(), "where a controller's is needed") {
+		t.Errorf("the refusal logged: %q", logged.String())
+	}
 	// A node posing as a controller is refused by its clients.
-	if _, c := handshake(t, node.ServerConfig(0), user.ClientConfig()); !errors.Is(c, ErrWrongKind) {
+	if _, c := handshake(t, node.ServerConfig(0, nil), user.ClientConfig()); !errors.Is(c, ErrWrongKind) {
 		t.Errorf("a client reached a node posing as the controller: %v", c)
 	}
 }

@@ -99,7 +99,8 @@ done
 grep -q '^export PHX_SERVER=' "$w/dev.log" || { cat "$w/dev.log" >&2; rate_die "phx dev printed no PHX_SERVER within 120 s"; }
 PHX_SERVER=$(sed -n 's/^export PHX_SERVER=//p' "$w/dev.log" | head -1)
 PHX_AUTH_SOCKET=$(sed -n 's/^export PHX_AUTH_SOCKET=//p' "$w/dev.log" | head -1)
-export PHX_SERVER PHX_AUTH_SOCKET
+PHX_CA_CERT=$(sed -n 's/^export PHX_CA_CERT=//p' "$w/dev.log" | head -1)
+export PHX_SERVER PHX_AUTH_SOCKET PHX_CA_CERT
 idle=0
 for ((i = 0; i < 600; i++)); do
 	idle=$("$phx" sinfo -N -h 2>/dev/null | awk '$4 == "idle"' | wc -l) || idle=0

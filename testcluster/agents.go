@@ -10,9 +10,9 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/nodeagent"
 	"github.com/phalanx-hpc/phalanx/nodeagent/gpu"
+	"github.com/phalanx-hpc/phalanx/pki"
 	"github.com/phalanx-hpc/phalanx/runtime"
 	"github.com/phalanx-hpc/phalanx/runtime/process"
 )
@@ -34,7 +34,7 @@ func (c *Cluster) StartAgent(name string) {
 	if err != nil {
 		c.t.Fatalf("agent %s: runtime: %v", name, err)
 	}
-	p := startAgent(c.t, agentSpec{key: c.Key,
+	p := startAgent(c.t, agentSpec{transport: c.Transport(c.Material(c.t, pki.KindNode, name)),
 		name: name, controllers: c.APIAddrs(), stateDir: filepath.Join(c.Dir, "agents", name), runtime: rt,
 		gpus: c.opts.GPUsPerNode, model: c.opts.GPUModel, killGrace: c.opts.KillGrace, log: c.logger("agent-" + name),
 	})
@@ -53,7 +53,7 @@ type agentSpec struct {
 	model       string
 	killGrace   time.Duration
 	log         *slog.Logger
-	key         auth.Key // signs the agent's node credentials
+	transport   grpc.DialOption // TLS with the node's certificate
 }
 
 // startAgent runs a node agent in this process over go-nvml's mock GPUs,
@@ -70,11 +70,10 @@ func startAgent(t testing.TB, s agentSpec) *agentProc {
 	}
 	l := newLink()
 	a, err := nodeagent.New(nodeagent.Config{
-		Name:        s.name,
-		Addr:        "127.0.0.1",
-		Controllers: s.controllers,
-		DialOptions: []grpc.DialOption{grpc.WithContextDialer(l.dial),
-			grpc.WithPerRPCCredentials(auth.Issuer(auth.Ring(s.key), auth.NodeIdentity(s.name), auth.LocalLifespan))},
+		Name:              s.name,
+		Addr:              "127.0.0.1",
+		Controllers:       s.controllers,
+		DialOptions:       []grpc.DialOption{grpc.WithContextDialer(l.dial), s.transport},
 		StateDir:          s.stateDir,
 		Runtime:           s.runtime,
 		GPUs:              gpus,

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
-	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/devcluster"
+	"github.com/phalanx-hpc/phalanx/pki"
 	"github.com/phalanx-hpc/phalanx/runtime"
 )
 
@@ -33,8 +33,7 @@ type Procs struct {
 	bin      string
 	Dir      string
 	Conf     string // the phalanx.conf every replica reads (FromConfig only)
-	Key      auth.Key
-	KeyFile  string // the cluster key, given to every replica
+	Secrets         // the cluster key and CA
 	opts     ProcOptions
 	Replicas []*Proc
 	net      *raftNet
@@ -70,6 +69,7 @@ type Proc struct {
 	raftBind string // 127.0.0.(11+i):port
 	raftAdv  string // its proxy, which the others dial (FromConfig: raftBind)
 	dataDir  string
+	tlsDir   string // its certificate and the CA
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -118,11 +118,11 @@ func StartProcs(t testing.TB, bin string, o ProcOptions) *Procs {
 		o.Dir = t.TempDir()
 	}
 	c := &Procs{t: t, bin: bin, Dir: o.Dir, opts: o, net: newRaftNet(o.Replicas), agents: map[string]*agentProc{}}
-	c.Key, c.KeyFile = newKey(t, o.Dir)
+	c.Secrets = NewSecrets(t, o.Dir)
 	t.Cleanup(c.Close)
 	for i := 0; i < o.Replicas; i++ {
 		id := fmt.Sprintf("ctl%d", i+1)
-		c.Replicas = append(c.Replicas, &Proc{ID: id, dataDir: filepath.Join(o.Dir, id)})
+		c.Replicas = append(c.Replicas, &Proc{ID: id, dataDir: filepath.Join(o.Dir, id), tlsDir: c.Issue(t, pki.KindController, id)})
 	}
 	if o.FromConfig {
 		c.placeFromConfig()
@@ -253,7 +253,7 @@ func (c *Procs) Start(i int) {
 // them).
 func (c *Procs) placeArgs(i int) []string {
 	p := c.Replicas[i]
-	args := []string{"--node-id", p.ID, "--data-dir", p.dataDir, "--listen", p.API, "--auth-key", c.KeyFile, "--auth-socket", ""}
+	args := []string{"--node-id", p.ID, "--data-dir", p.dataDir, "--listen", p.API, "--auth-key", c.KeyFile, "--auth-socket", "", "--tls-dir", p.tlsDir}
 	if c.opts.FromConfig {
 		return append(args, "--config", c.Conf)
 	}
@@ -451,7 +451,7 @@ func (c *Procs) StartAgents(n, gpus int, rt runtime.Runtime) []string {
 	var names []string
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("gpu%03d", i)
-		c.agents[name] = startAgent(c.t, agentSpec{key: c.Key,
+		c.agents[name] = startAgent(c.t, agentSpec{transport: c.Transport(c.Material(c.t, pki.KindNode, name)),
 			name: name, controllers: c.APIAddrs(), stateDir: filepath.Join(c.Dir, "agents", name), runtime: rt,
 			gpus: gpus, model: "NVIDIA A100-SXM4-80GB", killGrace: time.Second, log: (&Cluster{t: c.t}).logger("agent-" + name),
 		})

@@ -19,7 +19,7 @@ import (
 // clientOf returns a client that talks to replica i only (no failover).
 func clientOf(t *testing.T, c *testcluster.Cluster, i int) phalanxv1.ControllerServiceClient {
 	t.Helper()
-	conn, err := testcluster.DialAs([]string{c.APIAddrs()[i]}, c.Key, testcluster.Root)
+	conn, err := c.DialAs([]string{c.APIAddrs()[i]}, testcluster.Root)
 	if err != nil {
 		t.Fatal(err)
 	}

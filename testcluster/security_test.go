@@ -3,6 +3,7 @@ package testcluster_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -17,13 +18,16 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/controller"
+	"github.com/phalanx-hpc/phalanx/pki"
 	"github.com/phalanx-hpc/phalanx/testcluster"
 )
 
@@ -123,7 +127,7 @@ func phxAs(t *testing.T, c *testcluster.Cluster, id auth.Identity, dir string, e
 	cmd := exec.Command(buildPhx(t), args...)
 	cmd.Dir = dir
 	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + dir, "USER=" + id.User,
-		"PHX_SERVER=" + strings.Join(c.APIAddrs(), ","), "PHX_AUTH_SOCKET=" + c.AuthSocket}, env...)
+		"PHX_SERVER=" + strings.Join(c.APIAddrs(), ","), "PHX_AUTH_SOCKET=" + c.AuthSocket, "PHX_CA_CERT=" + c.CACert}, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: id.UID, Gid: id.GID}}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -273,9 +277,9 @@ func TestCredentialsAreChecked(t *testing.T) {
 		dial []apiclient.Option
 		want string
 	}{
-		"no credential": {nil, "no credential"},
-		"another key":   {credential(t, other, alice, time.Minute), "not signed with this cluster's key"},
-		"expired":       {staticCredential(expired), "credential expired"},
+		"no credential": {noCredential(&c.Secrets), "no credential"},
+		"another key":   {credential(t, &c.Secrets, other, alice, time.Minute), "not signed with this cluster's key"},
+		"expired":       {staticCredential(&c.Secrets, expired), "credential expired"},
 	}
 	for name, tc := range cases {
 		conn, err := apiclient.Dial(c.APIAddrs(), tc.dial...)
@@ -310,23 +314,38 @@ func TestDisableRootJobs(t *testing.T) {
 	}
 }
 
-// The node API takes a call about a node only from that node's agent: a
-// process without the key cannot register a rogue node, heartbeat for
-// one, read a node's assignments (scripts, environments) or report its
-// tasks, and one node cannot speak for another.
+// The node API takes a node's calls only from the agent holding that
+// node's certificate (or an administrator): no credential, a user's, a
+// node credential signed with the cluster key (which root on any node
+// holds), another node's certificate, or one from another CA, revoked or
+// expired, gets nowhere, and a node's certificate is no use on the user
+// API.
 func TestNodeAPIOnlyForItsNode(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Nodes: 2, Runtime: "fake"})
 	alice := auth.Identity{User: "alice", UID: 1000, GID: 100, Kind: auth.KindLocal}
+	node := c.Nodes[0]
+	withCert := func(m *pki.Material) []apiclient.Option {
+		return []apiclient.Option{apiclient.WithDialOptions(c.Transport(m))}
+	}
+	otherCA := testcluster.NewSecrets(t, t.TempDir())
+	revoked := c.Material(t, pki.KindNode, node)
+	c.Revoke(t, revoked.Serial())
+	c.ReloadTLS() // every replica reads the new revocation list, as on SIGHUP
 	callers := map[string]struct {
 		dial []apiclient.Option
-		code codes.Code
+		code codes.Code // handshake: Unavailable, or DeadlineExceeded after retrying
+		want string
 	}{
-		"no credential":     {nil, codes.Unauthenticated},
-		"a user":            {credential(t, c.Key, alice, time.Minute), codes.PermissionDenied},
-		"another node":      {credential(t, c.Key, auth.NodeIdentity(c.Nodes[1]), time.Minute), codes.PermissionDenied},
-		"a node, other key": {credential(t, testKeyOf(t), auth.NodeIdentity(c.Nodes[0]), time.Minute), codes.Unauthenticated},
+		"no credential":              {noCredential(&c.Secrets), codes.Unauthenticated, "no credential"},
+		"a user":                     {credential(t, &c.Secrets, c.Key, alice, time.Minute), codes.PermissionDenied, "only node " + node},
+		"a node credential, key":     {credential(t, &c.Secrets, c.Key, auth.NodeIdentity(node), time.Minute), codes.Unauthenticated, "its certificate"},
+		"another node's certificate": {withCert(c.Material(t, pki.KindNode, c.Nodes[1])), codes.PermissionDenied, "only node " + node},
+		// Refused at the handshake: the client sees the connection fail
+		// (the controller logs why).
+		"a revoked certificate":    {withCert(revoked), codes.Unavailable, ""},
+		"another CA's certificate": {withCert(otherCA.Material(t, pki.KindNode, node)), codes.Unavailable, ""},
+		"an expired certificate":   {expiredCertificate(t, &c.Secrets, node), codes.Unavailable, ""},
 	}
-	node := c.Nodes[0]
 	for who, tc := range callers {
 		conn, err := apiclient.Dial(c.APIAddrs(), tc.dial...)
 		if err != nil {
@@ -346,22 +365,43 @@ func TestNodeAPIOnlyForItsNode(t *testing.T) {
 			_, calls["watch"] = stream.Recv()
 		}
 		for call, err := range calls {
-			if status.Code(err) != tc.code {
-				t.Errorf("%s's %s for %s: %v; want %v", who, call, node, err, tc.code)
+			code := status.Code(err)
+			if tc.code == codes.Unavailable && code == codes.DeadlineExceeded {
+				code = codes.Unavailable
+			}
+			if err == nil || code != tc.code || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s's %s for %s: %v; want %v saying %q", who, call, node, err, tc.code, tc.want)
 			}
 		}
 	}
-	// The node's own agent still runs it, and the user API refuses node
-	// credentials.
+	// The node's own agent still runs it, and the user API refuses a
+	// node's certificate without a user's credential.
 	c.WaitNodes(2)
-	conn, err := apiclient.Dial(c.APIAddrs(), credential(t, c.Key, auth.NodeIdentity(node), time.Minute)...)
+	conn, err := apiclient.Dial(c.APIAddrs(), withCert(c.Material(t, pki.KindNode, node))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if _, err := phalanxv1.NewControllerServiceClient(conn).ListJobs(context.Background(), &phalanxv1.ListJobsRequest{}); status.Code(err) != codes.PermissionDenied {
-		t.Errorf("a node credential on the user API: %v; want PermissionDenied", err)
+	if _, err := phalanxv1.NewControllerServiceClient(conn).ListJobs(context.Background(), &phalanxv1.ListJobsRequest{}); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("a node's certificate on the user API: %v; want Unauthenticated", err)
 	}
+}
+
+// expiredCertificate dials with a node certificate for name, from the
+// cluster's CA, that expired an hour ago (a client that does not check its
+// own certificate, as a rogue one would not).
+func expiredCertificate(t *testing.T, s *testcluster.Secrets, name string) []apiclient.Option {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := s.CA.IssueInto(dir, pki.KindNode, name, nil, time.Hour, time.Now().Add(-2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.LoadX509KeyPair(filepath.Join(dir, pki.KindNode.CertFile()), filepath.Join(dir, pki.KindNode.KeyFile()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true, Certificates: []tls.Certificate{pair}}
+	return []apiclient.Option{apiclient.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(cfg)))}
 }
 
 // testKeyOf is a cluster key of no cluster.
@@ -449,7 +489,7 @@ func TestKeyChangesWithoutRestart(t *testing.T) {
 	procs := testcluster.StartProcs(t, testcluster.BuildController(t, t.TempDir()), testcluster.ProcOptions{Replicas: 1})
 	alice := auth.Identity{User: "alice", UID: 1000, GID: 100, Kind: auth.KindLocal}
 	list := func(k auth.Key) error {
-		conn, err := apiclient.Dial(procs.APIAddrs(), credential(t, k, alice, time.Minute)...)
+		conn, err := apiclient.Dial(procs.APIAddrs(), credential(t, &procs.Secrets, k, alice, time.Minute)...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/controller"
+	"github.com/phalanx-hpc/phalanx/pki"
 	"github.com/phalanx-hpc/phalanx/runtime"
 	"github.com/phalanx-hpc/phalanx/runtime/fake"
 	"github.com/phalanx-hpc/phalanx/topology"
@@ -65,9 +66,9 @@ type Cluster struct {
 	// Fake is the shared fake runtime when Options.Runtime is "fake".
 	Fake *fake.Runtime
 
-	// Key is the cluster key; AuthSocket serves credentials signed with
-	// it to local processes (phx run as another user).
-	Key        auth.Key
+	// Secrets are the cluster key and CA; AuthSocket serves credentials
+	// signed with the key to local processes (phx run as another user).
+	Secrets
 	AuthSocket string
 
 	replicas []*replica
@@ -83,6 +84,7 @@ type Cluster struct {
 // addresses stay the same across restarts.
 type replica struct {
 	id       string
+	tls      *pki.Material // its certificate, issued once
 	srv      *controller.Server
 	api      string
 	raftAddr string
@@ -95,7 +97,7 @@ func New(t testing.TB, o Options) *Cluster {
 	o = o.withDefaults(t)
 	c := &Cluster{t: t, opts: o, Dir: o.Dir, agents: map[string]*agentProc{}}
 	t.Cleanup(c.Close)
-	c.Key, _ = newKey(t, o.Dir)
+	c.Secrets = NewSecrets(t, o.Dir)
 	c.serveAuth()
 	var names []string
 	c.Topology, names = topology.Generate((o.Nodes+o.LeafSize-1)/o.LeafSize, o.LeafSize, 16, "gpu")
@@ -178,7 +180,7 @@ func (c *Cluster) startReplicas(n int) {
 
 func (c *Cluster) dialClient() {
 	var err error
-	c.conn, err = DialAs(c.APIAddrs(), c.Key, Root)
+	c.conn, err = c.DialAs(c.APIAddrs(), Root)
 	if err != nil {
 		c.t.Fatalf("dial controllers: %v", err)
 	}
@@ -199,6 +201,9 @@ func (c *Cluster) APIAddrs() []string {
 func (c *Cluster) StartController(i int) {
 	c.t.Helper()
 	r := c.replicas[i]
+	if r.tls == nil {
+		r.tls = c.Material(c.t, pki.KindController, r.id)
+	}
 	srv, err := controller.New(controller.Config{
 		NodeID:            r.id,
 		DataDir:           filepath.Join(c.Dir, "controller-"+r.id),
@@ -216,6 +221,7 @@ func (c *Cluster) StartController(i int) {
 		SnapshotInterval:  200 * time.Millisecond,
 		TrailingLogs:      c.opts.TrailingLogs,
 		AuthKeys:          auth.Ring(c.Key),
+		TLS:               r.tls,
 		DisableRootJobs:   c.opts.DisableRootJobs,
 		OperatorUsers:     c.opts.OperatorUsers,
 		PrivateJobs:       c.opts.PrivateJobs,

@@ -21,10 +21,12 @@ import (
 	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/nodeagent"
 	"github.com/phalanx-hpc/phalanx/nodeagent/gpu"
+	"github.com/phalanx-hpc/phalanx/pki"
 	"github.com/phalanx-hpc/phalanx/runtime"
 	"github.com/phalanx-hpc/phalanx/runtime/containerd"
 	"github.com/phalanx-hpc/phalanx/runtime/process"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 )
 
 func main() {
@@ -40,7 +42,8 @@ type flags struct {
 	cpus                              int
 	memoryMB                          int64
 	heartbeat, killGrace              time.Duration
-	authKey, authSocket               string
+	authKey, authSocket, tlsDir       string
+	insecure, nameSet                 bool
 	debug                             bool
 }
 
@@ -65,10 +68,13 @@ func parseFlags(args []string) (*flags, error) {
 	fs.DurationVar(&f.killGrace, "kill-grace", nodeagent.DefaultKillGrace, "time between SIGTERM and SIGKILL when stopping a task")
 	fs.StringVar(&f.authKey, "auth-key", auth.DefaultKeyFile, "the cluster key, as the controllers have it: it signs this node's calls and local users' credentials")
 	fs.StringVar(&f.authSocket, "auth-socket", auth.DefaultSocket, "serve local users (phx on this node, in jobs too) their credentials on this Unix socket (\"\": none)")
+	fs.StringVar(&f.tlsDir, "tls-dir", pki.DefaultDir, "the cluster CA (ca.crt, ca.crl) and this node's certificate (node.crt, node.key, from `phalanx-controller ca issue node NAME`)")
+	fs.BoolVar(&f.insecure, "insecure", false, "INSECURE, for debugging only: talk to the controllers in plaintext (for controllers run with --insecure)")
 	fs.BoolVar(&f.debug, "debug", false, "log at debug level")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
+	fs.Visit(func(fl *flag.Flag) { f.nameSet = f.nameSet || fl.Name == "name" })
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
@@ -106,6 +112,10 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	creds, err := nodeTLS(f, log)
+	if err != nil {
+		return err
+	}
 	rt, closeRT, err := openRuntime(ctx, f, log)
 	if err != nil {
 		return err
@@ -135,7 +145,13 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 		return err // the node API takes no call without a node credential
 	}
 	keys.ReloadOn(hangups(), log)
-	cfg.DialOptions = append(cfg.DialOptions, grpc.WithPerRPCCredentials(auth.Issuer(keys, auth.NodeIdentity(cfg.Name), auth.LocalLifespan)))
+	if creds != nil {
+		// The node's certificate says who it is; the cluster key signs
+		// only local users' credentials.
+		cfg.DialOptions = append(cfg.DialOptions, creds)
+	} else {
+		cfg.DialOptions = append(cfg.DialOptions, grpc.WithPerRPCCredentials(auth.Issuer(keys, auth.NodeIdentity(cfg.Name), auth.LocalLifespan)))
+	}
 	a, err := nodeagent.New(cfg)
 	if err != nil {
 		return err
@@ -144,6 +160,31 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 		defer stop()
 	}
 	return a.Run(ctx)
+}
+
+// nodeTLS loads the node's certificate and returns how to reach the
+// controllers with it (nil with --insecure). The node is the one its
+// certificate names: --name, when given, must agree.
+func nodeTLS(f *flags, log *slog.Logger) (grpc.DialOption, error) {
+	if f.insecure {
+		log.Warn("INSECURE: --insecure is set: this agent talks to the controllers in plaintext, without a certificate; use it for debugging only")
+		return nil, nil
+	}
+	m, err := pki.Load(pki.DirFiles(f.tlsDir, pki.KindNode))
+	if err != nil {
+		return nil, fmt.Errorf("TLS: %w (the node's certificate comes from `phalanx-controller ca issue node %s` on the CA's host, copied with ca.crt to %s; or --insecure, for debugging only)", err, f.name, f.tlsDir)
+	}
+	self := m.Self()
+	switch {
+	case self.Kind != pki.KindNode:
+		return nil, fmt.Errorf("TLS: %s holds a %s's certificate (%s): an agent needs a node's, from `phalanx-controller ca issue node %s`", f.tlsDir, self.Kind, self.Name, f.name)
+	case f.nameSet && self.Name != f.name:
+		return nil, fmt.Errorf("TLS: the node certificate in %s is for %s, and this agent is --name %s: the controllers take a node's calls only from its own certificate; issue one for %s", f.tlsDir, self.Name, f.name, f.name)
+	}
+	f.name = self.Name
+	m.ReloadOn(hangups(), log)
+	m.LogLoaded(log)
+	return grpc.WithTransportCredentials(credentials.NewTLS(m.ClientConfig())), nil
 }
 
 // serveAuth serves local credentials on --auth-socket, signed with the

@@ -43,6 +43,7 @@ import (
 	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/config"
 	"github.com/phalanx-hpc/phalanx/controller"
+	"github.com/phalanx-hpc/phalanx/pki"
 	"github.com/phalanx-hpc/phalanx/topology"
 )
 
@@ -60,7 +61,7 @@ type flags struct {
 	dataDir, listen, apiAdvertise, raftAddr, raftAdvertise string
 	nodeID, peers, peerAPIs, confPath, topoPath, ports     string
 	debugAddr                                              string
-	authKey, authSocket, admins, operators                 string
+	authKey, authSocket, admins, operators, tlsDir         string
 	bootstrap, debug, insecure, noRootJobs                 bool
 	nodeTTL, heartbeat, killGrace, preGrace, minJobAge     time.Duration
 	snapInterval                                           time.Duration
@@ -93,7 +94,8 @@ func parseFlags(args []string) (*flags, error) {
 	fs.Uint64Var(&f.trailingLogs, "trailing-logs", 0, "Raft entries kept after a snapshot, so that a replica a little behind catches up from the log rather than a snapshot (default 10240)")
 	fs.StringVar(&f.authKey, "auth-key", auth.DefaultKeyFile, "the cluster key (phalanx-controller keygen FILE makes one; the same file on every host, mode 0400)")
 	fs.StringVar(&f.authSocket, "auth-socket", auth.DefaultSocket, "serve local users their credentials on this Unix socket (\"\": none; skipped when another daemon serves it)")
-	fs.BoolVar(&f.insecure, "insecure", false, "INSECURE, for debugging only: no authentication, anyone who reaches the API acts as whoever they claim")
+	fs.StringVar(&f.tlsDir, "tls-dir", pki.DefaultDir, "the cluster CA (ca.crt, ca.crl) and this replica's certificate (controller.crt, controller.key): `phalanx-controller ca` makes them")
+	fs.BoolVar(&f.insecure, "insecure", false, "INSECURE, for debugging only: no TLS and no authentication, anyone who reaches the API acts as whoever they claim")
 	fs.StringVar(&f.admins, "admin-users", "", "users who may change anything (root and this process's user always may), comma-separated (default: AdminUsers of the config)")
 	fs.StringVar(&f.operators, "operator-users", "", "users who may change any job, comma-separated (default: OperatorUsers of the config)")
 	fs.BoolVar(&f.noRootJobs, "disable-root-jobs", false, "refuse jobs that would run as root (also DisableRootJobs=YES in the config)")
@@ -112,6 +114,9 @@ func parseFlags(args []string) (*flags, error) {
 func run(args []string) int {
 	if len(args) > 0 && args[0] == "keygen" {
 		return keygen(args[1:])
+	}
+	if len(args) > 0 && args[0] == "ca" {
+		return caCommand(args[1:], os.Stdout, os.Stderr)
 	}
 	f, err := parseFlags(args)
 	if err != nil {
@@ -144,8 +149,14 @@ func run(args []string) int {
 		signal.Notify(hup, syscall.SIGHUP)
 		cfg.AuthKeys.ReloadOn(hup, log) // a key change
 	}
+	if cfg.TLS != nil {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		cfg.TLS.ReloadOn(hup, log) // a renewed certificate, a new CA bundle or revocation list
+		cfg.TLS.LogLoaded(log)
+	}
 	if cfg.Insecure {
-		log.Warn("INSECURE: --insecure is set: the API authenticates no one, and anyone who reaches it can run jobs as any user, root included; use it for debugging only")
+		log.Warn("INSECURE: --insecure is set: no TLS, and the API authenticates no one: anyone who reaches it can run jobs as any user, root included; use it for debugging only")
 	} else if f.authSocket != "" {
 		stop, err := auth.ServeSocket(f.authSocket, cfg.AuthKeys, log)
 		if err != nil {
@@ -207,8 +218,28 @@ func configureAuth(cfg *controller.Config, f *flags) error {
 		return nil
 	}
 	var err error
-	cfg.AuthKeys, err = auth.LoadKeyring(f.authKey)
+	if cfg.AuthKeys, err = auth.LoadKeyring(f.authKey); err != nil {
+		return err
+	}
+	cfg.TLS, err = loadTLS(f.tlsDir, pki.KindController, cfg.NodeID)
 	return err
+}
+
+// loadTLS loads the TLS files of a daemon of kind, and says how to make
+// them when they are missing.
+func loadTLS(dir string, kind pki.Kind, name string) (*pki.Material, error) {
+	m, err := pki.Load(pki.DirFiles(dir, kind))
+	if err != nil {
+		if name == "" {
+			name = "NAME"
+		}
+		return nil, fmt.Errorf("TLS: %w (make the cluster CA once with `phalanx-controller ca init`, then this %s's certificate with `phalanx-controller ca issue %s %s --out %s`; or --insecure, for debugging only)",
+			err, kind, kind, name, dir)
+	}
+	if self := m.Self(); self.Kind != kind {
+		return nil, fmt.Errorf("TLS: %s holds a %s's certificate (%s): a %s needs its own, from `phalanx-controller ca issue %s`", dir, self.Kind, self.Name, kind, kind)
+	}
+	return m, nil
 }
 
 // keygen writes a new cluster key: phalanx-controller keygen [FILE].

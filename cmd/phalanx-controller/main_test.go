@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -8,8 +10,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/phalanx-hpc/phalanx/auth"
+	"github.com/phalanx-hpc/phalanx/pki"
 )
 
 // placement is the part of controller.Config that placeReplica decides.
@@ -108,7 +112,7 @@ func placeFrom(t *testing.T, conf string, args ...string) (placement, error) {
 	if _, err := auth.WriteNewKey(key); err != nil {
 		t.Fatal(err)
 	}
-	f, err := parseFlags(append([]string{"--config", path, "--data-dir", t.TempDir(), "--auth-key", key}, args...))
+	f, err := parseFlags(append([]string{"--config", path, "--data-dir", t.TempDir(), "--auth-key", key, "--tls-dir", tlsDir(t, pki.KindController, "ctl1")}, args...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +126,7 @@ func placeFrom(t *testing.T, conf string, args ...string) (placement, error) {
 func TestAuthKeyRequired(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "none.key")
-	f, err := parseFlags([]string{"--config", os.DevNull, "--data-dir", dir, "--auth-key", missing})
+	f, err := parseFlags([]string{"--config", os.DevNull, "--data-dir", dir, "--auth-key", missing, "--tls-dir", tlsDir(t, pki.KindController, "ctl1")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +174,7 @@ func TestAccessFromConfig(t *testing.T) {
 		{nil, "alice,bob", "carol"},
 		{[]string{"--admin-users", "dave", "--operator-users", ""}, "dave", ""},
 	} {
-		f, err := parseFlags(append([]string{"--config", conf, "--data-dir", dir, "--auth-key", key}, tc.args...))
+		f, err := parseFlags(append([]string{"--config", conf, "--data-dir", dir, "--auth-key", key, "--tls-dir", tlsDir(t, pki.KindController, "ctl1")}, tc.args...))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,5 +185,121 @@ func TestAccessFromConfig(t *testing.T) {
 		if !cfg.DisableRootJobs || strings.Join(cfg.AdminUsers, ",") != tc.admins || strings.Join(cfg.OperatorUsers, ",") != tc.opers {
 			t.Errorf("%v: DisableRootJobs %v, admins %v, operators %v; want true, %s, %s", tc.args, cfg.DisableRootJobs, cfg.AdminUsers, cfg.OperatorUsers, tc.admins, tc.opers)
 		}
+	}
+}
+
+// tlsDir makes a CA and a certificate of kind for name with the ca
+// command, in a TLS directory as a daemon's --tls-dir, and returns it.
+func tlsDir(t *testing.T, kind pki.Kind, name string) string {
+	t.Helper()
+	caDir, out := t.TempDir(), t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if code := caCommand([]string{"init", "--dir", caDir}, &stdout, &stderr); code != 0 {
+		t.Fatalf("ca init: exit %d: %s", code, stderr.String())
+	}
+	if code := caCommand([]string{"issue", kind.String(), name, "--dir", caDir, "--out", out}, &stdout, &stderr); code != 0 {
+		t.Fatalf("ca issue: exit %d: %s", code, stderr.String())
+	}
+	return out
+}
+
+// The controller needs its TLS files, says how to make them when they are
+// missing, refuses another kind's certificate, and runs without only when
+// told --insecure.
+func TestTLSRequired(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "auth.key")
+	if _, err := auth.WriteNewKey(key); err != nil {
+		t.Fatal(err)
+	}
+	// A node's certificate and key, put where the controller's go.
+	misplaced := tlsDir(t, pki.KindNode, "gpu001")
+	for _, kf := range [][2]string{{"node.crt", "controller.crt"}, {"node.key", "controller.key"}} {
+		if err := os.Rename(filepath.Join(misplaced, kf[0]), filepath.Join(misplaced, kf[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		tlsDir string
+		want   string
+	}{
+		{filepath.Join(dir, "none"), "phalanx-controller ca init"},
+		{misplaced, "holds a node's certificate (gpu001)"},
+	} {
+		f, err := parseFlags([]string{"--config", os.DevNull, "--data-dir", dir, "--auth-key", key, "--tls-dir", tc.tlsDir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := configure(f, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--tls-dir %s: %v; want an error saying %q", tc.tlsDir, err, tc.want)
+		}
+	}
+	f, err := parseFlags([]string{"--config", os.DevNull, "--data-dir", dir, "--auth-key", key, "--tls-dir", tlsDir(t, pki.KindController, "ctl1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := configure(f, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil || cfg.TLS == nil || cfg.TLS.Self().Name != "ctl1" {
+		t.Fatalf("with a controller's certificate: %v", err)
+	}
+	f, err = parseFlags([]string{"--config", os.DevNull, "--data-dir", dir, "--auth-key", key, "--tls-dir", filepath.Join(dir, "none"), "--insecure"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := configure(f, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil || cfg.TLS != nil {
+		t.Fatalf("--insecure: TLS %v, %v", cfg.TLS, err)
+	}
+}
+
+// ca init, issue and revoke, as an admin runs them, and what they refuse.
+func TestCACommand(t *testing.T) {
+	dir, out := t.TempDir(), t.TempDir()
+	run := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := caCommand(append(args, "--dir", dir), &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	if code, stdout, stderr := run("init"); code != 0 || !strings.Contains(stdout, "ca.key  keep here only") {
+		t.Fatalf("ca init: %d %q %q", code, stdout, stderr)
+	}
+	if code, _, stderr := run("init"); code != 1 || !strings.Contains(stderr, "has a CA already") {
+		t.Errorf("a second ca init: %d %q", code, stderr)
+	}
+	code, stdout, stderr := run("issue", "node", "gpu007", "--out", out, "--days", "30", "--hosts", "gpu007.example,10.0.0.7")
+	if code != 0 || !strings.Contains(stdout, "node certificate for gpu007") {
+		t.Fatalf("ca issue: %d %q %q", code, stdout, stderr)
+	}
+	m, err := pki.Load(pki.DirFiles(out, pki.KindNode))
+	if err != nil {
+		t.Fatalf("the issued directory: %v", err)
+	}
+	if self := m.Self(); self.Kind != pki.KindNode || self.Name != "gpu007" || time.Until(m.NotAfter()) > 31*24*time.Hour {
+		t.Errorf("issued %v until %v; want node gpu007 for 30 days", self, m.NotAfter())
+	}
+	if code, _, _ := run("issue", "node", "gpu008"); code != 0 {
+		t.Error("ca issue with the default --out")
+	} else if _, err := os.Stat(filepath.Join(dir, "issued", "gpu008", "node.key")); err != nil {
+		t.Errorf("default --out: %v", err)
+	}
+	for _, bad := range [][]string{
+		{"issue", "admin", "x"}, {"issue", "node"}, {"issue", "node", "a/b"}, {"issue", "node", "x", "--days", "0"},
+		{"revoke"}, {"revoke", "--serial", "zz"}, {"frobnicate"},
+	} {
+		if code, _, stderr := run(bad...); code == 0 || stderr == "" {
+			t.Errorf("ca %v: exit %d, %q; want an error", bad, code, stderr)
+		}
+	}
+	if code, stdout, stderr := run("revoke", filepath.Join(out, "node.crt")); code != 0 || !strings.Contains(stdout, "revoked serial "+m.Self().Serial) {
+		t.Fatalf("ca revoke: %d %q %q", code, stdout, stderr)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, pki.CRLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, pki.CRLFile), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pki.Load(pki.DirFiles(out, pki.KindNode)); !errors.Is(err, pki.ErrRevoked) {
+		t.Errorf("a daemon with its revoked certificate: %v", err)
 	}
 }

@@ -18,7 +18,7 @@ func devCommand() *cli.Command {
 		Name:  "dev",
 		Usage: "run a local cluster (controllers + agents with fake GPUs) until interrupted",
 		Description: "Starts 1, 3 or 5 phalanx-controller processes (a Raft group) and one phalanx-agent process per node, " +
-			"with go-nvml's mock GPUs, state in --dir (a temporary directory by default). Prints the export lines for PHX_SERVER and PHX_AUTH_SOCKET. " +
+			"with go-nvml's mock GPUs, state in --dir (a temporary directory by default). Prints the export lines for PHX_SERVER, PHX_AUTH_SOCKET and PHX_CA_CERT. " +
 			"Started again on the same --dir, the cluster resumes with its jobs and its shape: flags that ask for another " +
 			"(--controllers, --nodes, --gpus-per-node, --gpu-model, --leaf-size, --cpus-per-node, --memory-per-node, --listen) are refused.",
 		Flags: []cli.Flag{
@@ -57,6 +57,7 @@ func devCommand() *cli.Command {
 			fmt.Fprintf(c.App.Writer, "phx dev: %d controller(s), %d nodes × %d GPUs, state and logs in %s\n",
 				len(cl.Layout.Controllers), len(cl.Layout.Nodes), cl.Layout.GPUsPerNode, cl.Dir)
 			fmt.Fprintf(c.App.Writer, "export PHX_AUTH_SOCKET=%s\n", cl.AuthSocket())
+			fmt.Fprintf(c.App.Writer, "export PHX_CA_CERT=%s\n", cl.CACert())
 			fmt.Fprintf(c.App.Writer, "export PHX_SERVER=%s\n", strings.Join(cl.APIAddrs(), ","))
 			<-ctx.Done()
 			fmt.Fprintln(c.App.Writer, "phx dev: stopping")

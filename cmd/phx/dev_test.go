@@ -16,11 +16,13 @@ import (
 	"github.com/urfave/cli/v2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/auth"
+	"github.com/phalanx-hpc/phalanx/pki"
 )
 
 // TestDevThreeControllers runs `phx dev --controllers 3` on a --dir that
@@ -42,9 +44,24 @@ func TestDevThreeControllers(t *testing.T) {
 	if len(addrs) != 3 {
 		t.Fatalf("export line names %v, want three controllers", addrs)
 	}
-	api := devClient(t, first.socket, addrs)
-	// The dev cluster is secured: a call without a credential is refused.
-	bare, err := apiclient.Dial(addrs)
+	api := devClient(t, first, addrs)
+	// The dev cluster is secured: a plaintext call gets no answer, and a
+	// call over TLS without a credential is refused.
+	plain, err := apiclient.Dial(addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	plainCtx, plainCancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer plainCancel()
+	if _, err := phalanxv1.NewControllerServiceClient(plain).ListJobs(plainCtx, &phalanxv1.ListJobsRequest{}); err == nil {
+		t.Error("a plaintext call was answered")
+	}
+	trust, err := pki.Load(pki.TrustFiles(first.caCert))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare, err := apiclient.Dial(addrs, apiclient.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(trust.ClientConfig()))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +74,7 @@ func TestDevThreeControllers(t *testing.T) {
 	} else if fi.Mode().Perm() != 0o400 {
 		t.Errorf("dev cluster key has mode %v, want 0400", fi.Mode())
 	}
-	if leaders := countLeaders(t, first.socket, addrs); leaders != 1 {
+	if leaders := countLeaders(t, first, addrs); leaders != 1 {
 		t.Errorf("%d controllers lead, want 1", leaders)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -79,7 +96,7 @@ func TestDevThreeControllers(t *testing.T) {
 	if strings.Join(again.servers, ",") != strings.Join(addrs, ",") {
 		t.Errorf("resumed on %v, want the same controllers %v", again.servers, addrs)
 	}
-	job, err := devClient(t, again.socket, addrs).GetJob(ctx, &phalanxv1.GetJobRequest{JobId: sub.JobId})
+	job, err := devClient(t, again, addrs).GetJob(ctx, &phalanxv1.GetJobRequest{JobId: sub.JobId})
 	if err != nil || job.GetSpec().GetName() != "kept" {
 		t.Errorf("job %d after the restart: %v %v", sub.JobId, job, err)
 	}
@@ -95,6 +112,7 @@ func TestDevThreeControllers(t *testing.T) {
 type devRun struct {
 	servers []string // from its export lines
 	socket  string
+	caCert  string
 	cancel  context.CancelFunc
 	done    chan error
 	out     *syncBuffer
@@ -103,6 +121,7 @@ type devRun struct {
 var (
 	exportLine = regexp.MustCompile(`(?m)^export PHX_SERVER=(\S+)$`)
 	socketLine = regexp.MustCompile(`(?m)^export PHX_AUTH_SOCKET=(\S+)$`)
+	caLine     = regexp.MustCompile(`(?m)^export PHX_CA_CERT=(\S+)$`)
 )
 
 // startDev runs phx dev with args until it prints its export line.
@@ -118,6 +137,9 @@ func startDev(t *testing.T, args ...string) *devRun {
 			r.servers = strings.Split(m[1], ",")
 			if s := socketLine.FindStringSubmatch(r.out.String()); s != nil {
 				r.socket = s[1]
+			}
+			if s := caLine.FindStringSubmatch(r.out.String()); s != nil {
+				r.caCert = s[1]
 			}
 			return r
 		}
@@ -161,9 +183,17 @@ func devApp(out *syncBuffer) *cli.App {
 
 // devClient calls the controllers at addrs with credentials from a dev
 // cluster's auth socket.
-func devClient(t *testing.T, socket string, addrs []string) phalanxv1.ControllerServiceClient {
+func devClient(t *testing.T, r *devRun, addrs []string) phalanxv1.ControllerServiceClient {
 	t.Helper()
-	conn, err := apiclient.Dial(addrs, apiclient.WithDialOptions(grpc.WithPerRPCCredentials(auth.Socket(socket))))
+	if r.caCert == "" {
+		t.Fatalf("phx dev printed no PHX_CA_CERT line:\n%s", r.out)
+	}
+	m, err := pki.Load(pki.TrustFiles(r.caCert))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := apiclient.Dial(addrs, apiclient.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(m.ClientConfig())),
+		grpc.WithPerRPCCredentials(auth.Socket(r.socket))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,12 +202,12 @@ func devClient(t *testing.T, socket string, addrs []string) phalanxv1.Controller
 }
 
 // countLeaders asks each controller for its role.
-func countLeaders(t *testing.T, socket string, addrs []string) int {
+func countLeaders(t *testing.T, r *devRun, addrs []string) int {
 	t.Helper()
 	n := 0
 	for _, a := range addrs {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		st, err := devClient(t, socket, []string{a}).GetControllerStatus(ctx, &phalanxv1.GetControllerStatusRequest{})
+		st, err := devClient(t, r, []string{a}).GetControllerStatus(ctx, &phalanxv1.GetControllerStatusRequest{})
 		cancel()
 		if err != nil {
 			t.Fatalf("controller %s: %v", a, err)

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/phalanx-hpc/phalanx/apiclient"
+	"github.com/phalanx-hpc/phalanx/pki"
+)
+
+const caUsage = `usage:
+  phalanx-controller ca init [--dir DIR]
+      make the cluster CA: DIR/ca.crt (for every host) and DIR/ca.key (keep it here, mode 0400)
+  phalanx-controller ca issue controller|node NAME [--dir DIR] [--out OUT] [--days N] [--hosts H,...]
+      a certificate for replica or node NAME, with ca.crt beside it, in OUT (default DIR/issued/NAME):
+      copy OUT's files to NAME's /etc/phalanx/tls
+  phalanx-controller ca revoke CERT.crt|--serial HEX [--dir DIR]
+      add a certificate to DIR/ca.crl; copy ca.crl beside ca.crt on every host, then SIGHUP
+DIR defaults to ` + pki.DefaultDir + "\n"
+
+// caCommand runs `phalanx-controller ca ...` and returns the exit code.
+func caCommand(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, caUsage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "init":
+		err = caInit(args[1:], stdout)
+	case "issue":
+		err = caIssue(args[1:], stdout)
+	case "revoke":
+		err = caRevoke(args[1:], stdout)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, caUsage)
+		return 0
+	default:
+		err = fmt.Errorf("unknown ca command %q: write init, issue or revoke", args[0])
+	}
+	var usage usageError
+	switch {
+	case errors.As(err, &usage):
+		fmt.Fprintf(stderr, "phalanx-controller ca: %v\n%s", err, caUsage)
+		return 2
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "phalanx-controller ca: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// usageError is a command line that makes no sense.
+type usageError struct{ error }
+
+// caFlags parses the flags of a ca command; the positional arguments may
+// come before or after them.
+func caFlags(name string, args []string, define func(fs *flag.FlagSet)) (dir string, pos []string, err error) {
+	fs := flag.NewFlagSet("ca "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&dir, "dir", pki.DefaultDir, "the CA's directory")
+	if define != nil {
+		define(fs)
+	}
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return "", nil, usageError{err}
+		}
+		args = fs.Args()
+		if len(args) > 0 {
+			pos, args = append(pos, args[0]), args[1:]
+		}
+	}
+	return dir, pos, nil
+}
+
+func caInit(args []string, stdout io.Writer) error {
+	dir, pos, err := caFlags("init", args, nil)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError{fmt.Errorf("ca init takes no arguments (got %q)", pos)}
+	}
+	ca, err := pki.InitCA(dir, time.Now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "made the cluster CA %q, valid until %s:\n  %s  copy to every host and client\n  %s  keep here only (mode 0400)\n",
+		ca.Cert.Subject.CommonName, ca.Cert.NotAfter.UTC().Format(time.DateOnly),
+		filepath.Join(dir, pki.CACertFile), filepath.Join(dir, pki.CAKeyFile))
+	return nil
+}
+
+func caIssue(args []string, stdout io.Writer) error {
+	var out, hosts string
+	var days int
+	dir, pos, err := caFlags("issue", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&out, "out", "", "where to write the certificate")
+		fs.IntVar(&days, "days", int(pki.DefaultLifespan/(24*time.Hour)), "validity in days")
+		fs.StringVar(&hosts, "hosts", "", "host names and addresses to add to the certificate")
+	})
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usageError{errors.New("ca issue needs a kind (controller or node) and a name")}
+	}
+	kind, err := pki.ParseKind(pos[0])
+	if err != nil {
+		return usageError{err}
+	}
+	if days <= 0 {
+		return usageError{fmt.Errorf("--days %d: give a positive number of days", days)}
+	}
+	ca, err := pki.LoadCA(dir)
+	if err != nil {
+		return err
+	}
+	if out == "" {
+		out = filepath.Join(dir, "issued", pos[1])
+	}
+	is, err := ca.IssueInto(out, kind, pos[1], apiclient.SplitAddrs(hosts), time.Duration(days)*24*time.Hour, time.Now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "issued a %s certificate for %s (serial %s), valid until %s, in %s:\n  %s %s %s\ncopy them to %s's %s (the key stays mode 0400)\n",
+		kind, pos[1], is.Leaf.SerialNumber.Text(16), is.Leaf.NotAfter.UTC().Format(time.DateOnly), out,
+		kind.CertFile(), kind.KeyFile(), pki.CACertFile, pos[1], pki.DefaultDir)
+	return nil
+}
+
+func caRevoke(args []string, stdout io.Writer) error {
+	var serialHex string
+	dir, pos, err := caFlags("revoke", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&serialHex, "serial", "", "serial number (hexadecimal) of the certificate to revoke")
+	})
+	if err != nil {
+		return err
+	}
+	var serial *big.Int
+	switch {
+	case serialHex != "" && len(pos) == 0:
+		var ok bool
+		if serial, ok = new(big.Int).SetString(strings.TrimPrefix(serialHex, "0x"), 16); !ok {
+			return usageError{fmt.Errorf("--serial %q: want the hexadecimal serial number `ca issue` printed", serialHex)}
+		}
+	case serialHex == "" && len(pos) == 1:
+		cert, err := readCertFile(pos[0])
+		if err != nil {
+			return err
+		}
+		serial = cert.SerialNumber
+	default:
+		return usageError{errors.New("ca revoke needs a certificate file or --serial HEX")}
+	}
+	ca, err := pki.LoadCA(dir)
+	if err != nil {
+		return err
+	}
+	if err := ca.Revoke(serial, time.Now()); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "revoked serial %s in %s: copy it beside ca.crt on every host, then `pkill -HUP -f phalanx-`\n",
+		serial.Text(16), filepath.Join(dir, pki.CRLFile))
+	return nil
+}
+
+func readCertFile(path string) (*x509.Certificate, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	block, _ := pem.Decode(data)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, fmt.Errorf("%s holds no PEM certificate", path)
+	}
+	return x509.ParseCertificate(block.Bytes)
+}
