@@ -1,0 +1,88 @@
+package testcluster_test
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/apiclient"
+	"github.com/phalanx-hpc/phalanx/pki"
+	"github.com/phalanx-hpc/phalanx/testcluster"
+)
+
+// Certificates change under running controller processes: a renewed
+// certificate is served after SIGHUP, with no restart and no failed call;
+// a revoked node certificate is refused after SIGHUP, on the connection
+// it had already made too, with a message that says so.
+func TestCertificatesChangeWithoutRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs phalanx-controller processes; not in -short")
+	}
+	procs := testcluster.StartProcs(t, testcluster.BuildController(t, t.TempDir()), testcluster.ProcOptions{Replicas: 1})
+	api := procs.Replicas[0].API
+	before := servedSerial(t, api)
+
+	// Renewal.
+	procs.Issue(t, pki.KindController, procs.Replicas[0].ID)
+	procs.Hangup(0)
+	testcluster.Eventually(t, 10*time.Second, func() error {
+		if s := servedSerial(t, api); s.Cmp(before) == 0 {
+			return fmt.Errorf("still serving serial %x", s)
+		}
+		return nil
+	})
+	conn, err := procs.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := phalanxv1.NewControllerServiceClient(conn).ListJobs(context.Background(), &phalanxv1.ListJobsRequest{}); err != nil {
+		t.Fatalf("a call after the renewal: %v", err)
+	}
+
+	// Revocation.
+	node := procs.Material(t, pki.KindNode, "gpu042")
+	nconn, err := apiclient.Dial(procs.APIAddrs(), apiclient.WithDialOptions(procs.Transport(node)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nconn.Close()
+	nodes := phalanxv1.NewNodeServiceClient(nconn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := nodes.RegisterNode(ctx, &phalanxv1.RegisterNodeRequest{Name: "gpu042", Addr: "127.0.0.1", Gpus: 8, Cpus: 64, MemoryMb: 1024}); err != nil {
+		t.Fatalf("register with the node's certificate: %v", err)
+	}
+	procs.Revoke(t, node.Serial())
+	procs.Hangup(0)
+	testcluster.Eventually(t, 10*time.Second, func() error {
+		_, err := nodes.Heartbeat(ctx, &phalanxv1.HeartbeatRequest{Name: "gpu042"})
+		if status.Code(err) != codes.Unauthenticated {
+			return fmt.Errorf("heartbeat on the connection made before the revocation: %v", err)
+		}
+		if !strings.Contains(err.Error(), "revocation list") {
+			t.Fatalf("the refusal says %v; want the revocation list named", err)
+		}
+		return nil
+	})
+}
+
+// servedSerial is the serial of the certificate the server at addr
+// presents.
+func servedSerial(t *testing.T, addr string) *big.Int {
+	t.Helper()
+	c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.ConnectionState().PeerCertificates[0].SerialNumber
+}
