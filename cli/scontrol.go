@@ -22,7 +22,9 @@ const scontrolUsage = `Usage: scontrol show job [JOBID] | node [NAME] | partitio
        scontrol ping
        scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT] | raft remove ID | raft transfer [ID]
        scontrol backup FILE | restore FILE [force]
-       scontrol token [username=NAME] [lifespan=SECONDS]`
+       scontrol token [username=NAME] [lifespan=SECONDS]
+       scontrol update NodeName=NODES State=DRAIN|RESUME|UNDRAIN|DOWN [Reason=WHY]
+       scontrol update JobId=ID [JobName=NAME] [TimeLimit=LIMIT]`
 
 func (k *commands) scontrol() *ucli.Command {
 	return slurmCommand("scontrol", "show jobs, nodes, partitions and controllers; ping and change the controllers (scontrol show|ping|raft ...)", k.runScontrol)
@@ -49,8 +51,10 @@ func (k *commands) runScontrol(c *ucli.Context, args []string) error {
 		return k.restore(c, args[1:])
 	case "token":
 		return k.token(c, args[1:])
+	case "update":
+		return k.update(c, args[1:])
 	}
-	return fmt.Errorf("invalid command %q: phx supports scontrol show, ping, raft, backup, restore and token (scontrol --help)", args[0])
+	return fmt.Errorf("invalid command %q: phx supports scontrol show, ping, raft, backup, restore, token and update (scontrol --help)", args[0])
 }
 
 func (k *commands) runShow(c *ucli.Context, args []string) error {

@@ -159,3 +159,36 @@ func (s *Store) PreemptJobs(idx uint64, ids []cluster.JobID, t time.Time) ([]clu
 	}
 	return changed, nil
 }
+
+// JobUpdate is what UpdateJob changes; nil fields stay as they are.
+type JobUpdate struct {
+	Name      *string
+	TimeLimit *time.Duration
+}
+
+// UpdateJob changes an active job: its name at any time, its time limit
+// only while it is pending (a running job's tasks were started with their
+// limit). A job that has ended is history: ErrNotFound.
+func (s *Store) UpdateJob(idx uint64, id cluster.JobID, up JobUpdate) error {
+	return s.apply(idx, func(c *change) error {
+		j := c.job(id)
+		if j == nil {
+			return fmt.Errorf("job %d: %w", id, cluster.ErrNotFound)
+		}
+		if !j.InQueue() {
+			return cluster.Errorf(cluster.ErrInvalid, "job %d has ended (%s): there is nothing to update", id, j.State)
+		}
+		if up.TimeLimit != nil && j.State != cluster.JobPending {
+			return cluster.Errorf(cluster.ErrInvalid, "job %d is %s: its time limit changes only while it is pending", id, j.State)
+		}
+		u := j.Update()
+		if up.Name != nil {
+			u.Name = *up.Name
+		}
+		if up.TimeLimit != nil {
+			u.TimeLimit = *up.TimeLimit
+		}
+		c.putJob(u)
+		return nil
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
 )
@@ -230,5 +231,42 @@ func TestPayloadsLeaveMemoryOnceWritten(t *testing.T) {
 		if j.Script != want.Script || !reflect.DeepEqual(j.Env, want.Env) {
 			t.Errorf("job read back with script %q env %v; want %q %v", j.Script, j.Env, want.Script, want.Env)
 		}
+	}
+}
+
+func TestUpdateJob(t *testing.T) {
+	s := openTest(t, "")
+	mustRegister(t, s, 1, "n1", "n2")
+	mustSubmit(t, s, 3, 1)
+	mustSubmit(t, s, 4, 2)
+	mustSubmit(t, s, 5, 3)
+	name, limit := "renamed", 90*time.Minute
+	if err := s.UpdateJob(6, 1, JobUpdate{Name: &name, TimeLimit: &limit}); err != nil {
+		t.Fatalf("update a pending job: %v", err)
+	}
+	if j := mustJob(t, s, 1); j.Name != name || j.TimeLimit != limit {
+		t.Errorf("job 1 = %q %v; want %q %v", j.Name, j.TimeLimit, name, limit)
+	}
+	if placed, err := s.PlaceJobs(7, []Placement{{Job: 2, Alloc: alloc([]int{0, 1}, "n1"), MasterPort: 29500, Time: at(1)}}); err != nil || len(placed) != 1 {
+		t.Fatal(err)
+	}
+	before := mustJob(t, s, 2).TimeLimit
+	if err := s.UpdateJob(8, 2, JobUpdate{TimeLimit: &limit}); !errors.Is(err, cluster.ErrInvalid) {
+		t.Errorf("the time limit of a running job: %v; want ErrInvalid", err)
+	}
+	if err := s.UpdateJob(9, 2, JobUpdate{Name: &name}); err != nil {
+		t.Errorf("rename a running job: %v", err)
+	}
+	if j := mustJob(t, s, 2); j.Name != name || j.TimeLimit != before {
+		t.Errorf("running job 2 = %q %v; want %q, limit unchanged %v", j.Name, j.TimeLimit, name, before)
+	}
+	if _, err := s.CancelJobs(10, []cluster.JobID{3}, at(5), "Cancelled by user", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpdateJob(11, 3, JobUpdate{Name: &name}); !errors.Is(err, cluster.ErrNotFound) {
+		t.Errorf("update an ended job (history, no longer active): %v; want ErrNotFound", err)
+	}
+	if err := s.UpdateJob(12, 99, JobUpdate{Name: &name}); !errors.Is(err, cluster.ErrNotFound) {
+		t.Errorf("update an unknown job: %v; want ErrNotFound", err)
 	}
 }

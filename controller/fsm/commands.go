@@ -159,3 +159,15 @@ type Expire struct {
 func (c Expire) apply(st *store.Store, idx uint64) Result {
 	return Result{Err: st.Expire(idx, c.Retention)}
 }
+
+// UpdateJob changes a job's name and, while it is pending, its time limit;
+// nil fields stay as they are.
+type UpdateJob struct {
+	ID        cluster.JobID
+	Name      *string
+	TimeLimit *time.Duration
+}
+
+func (c UpdateJob) apply(st *store.Store, idx uint64) Result {
+	return Result{Err: st.UpdateJob(idx, c.ID, store.JobUpdate{Name: c.Name, TimeLimit: c.TimeLimit})}
+}

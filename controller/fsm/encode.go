@@ -3,6 +3,7 @@ package fsm
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -89,6 +90,14 @@ func decode(m *statev1.Command) (Command, error) {
 			RequestsBefore: codec.FromTime(r.GetRequestsBefore()), MaxRequests: int(r.GetMaxRequests()),
 			HistoryBefore: codec.FromTime(r.GetHistoryBefore()), MaxHistory: int(r.GetMaxHistory()),
 		}}, nil
+	case *statev1.Command_UpdateJob:
+		r := c.UpdateJob
+		u := UpdateJob{ID: cluster.JobID(r.GetJobId()), Name: r.Name}
+		if r.TimeLimit != nil {
+			d := time.Duration(r.GetTimeLimit())
+			u.TimeLimit = &d
+		}
+		return u, nil
 	}
 	return nil, fmt.Errorf("command type %d: %w", unknownType(m), ErrUnknownCommand)
 }
@@ -207,6 +216,15 @@ func (c RegisterNode) encode() (*statev1.Command, error) {
 		return nil, err
 	}
 	return &statev1.Command{Command: &statev1.Command_RegisterNode{RegisterNode: &statev1.RegisterNode{Node: n}}}, nil
+}
+
+func (c UpdateJob) encode() (*statev1.Command, error) {
+	r := &statev1.UpdateJob{JobId: uint64(c.ID), Name: c.Name}
+	if c.TimeLimit != nil {
+		d := int64(*c.TimeLimit)
+		r.TimeLimit = &d
+	}
+	return &statev1.Command{Command: &statev1.Command_UpdateJob{UpdateJob: r}}, nil
 }
 
 func (c SetNodeState) encode() (*statev1.Command, error) {

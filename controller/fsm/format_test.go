@@ -61,6 +61,7 @@ var commandFixtures = map[string]Command{
 	"09-set-nodes-down":    SetNodesDown{Names: []string{"gpu001", "gpu002"}, Reason: "Not responding", Time: t0.Add(5 * time.Hour)},
 	"10-set-controller":    SetController{Controller: store.Controller{ID: "ctl2", APIAddr: "10.0.0.2:7817", RaftAddr: "10.0.0.2:7819"}},
 	"11-remove-controller": RemoveController{ID: "ctl3"},
+	"13-update-job":        UpdateJob{ID: 7, Name: ptr("renamed"), TimeLimit: ptr(90 * time.Minute)},
 	"12-expire":            Expire{Retention: store.Retention{RequestsBefore: t0, MaxRequests: 100000, HistoryBefore: t0.Add(-time.Hour), MaxHistory: 50000}},
 }
 
@@ -201,3 +202,5 @@ func TestDecodeRefusesWhatItDoesNotKnow(t *testing.T) {
 		}
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

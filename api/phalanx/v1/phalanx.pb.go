@@ -37,6 +37,212 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type UpdateNodeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// names: the nodes, each by name (a client expands hostlists).
+	Names []string `protobuf:"bytes,1,rep,name=names,proto3" json:"names,omitempty"`
+	// state: DRAIN (no new jobs; running ones finish), RESUME (back in
+	// service), or DOWN (its jobs are ended now, as a failed node's).
+	State string `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	// reason: why; required for DRAIN and DOWN, as Slurm requires it.
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateNodeRequest) Reset() {
+	*x = UpdateNodeRequest{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateNodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateNodeRequest) ProtoMessage() {}
+
+func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateNodeRequest.ProtoReflect.Descriptor instead.
+func (*UpdateNodeRequest) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *UpdateNodeRequest) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
+func (x *UpdateNodeRequest) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *UpdateNodeRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type UpdateNodeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Names         []string               `protobuf:"bytes,1,rep,name=names,proto3" json:"names,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateNodeResponse) Reset() {
+	*x = UpdateNodeResponse{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateNodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateNodeResponse) ProtoMessage() {}
+
+func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateNodeResponse.ProtoReflect.Descriptor instead.
+func (*UpdateNodeResponse) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *UpdateNodeResponse) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
+type UpdateJobRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	JobId uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// Fields left unset are left as they are.
+	Name *string `protobuf:"bytes,2,opt,name=name,proto3,oneof" json:"name,omitempty"`
+	// time_limit_seconds: the new limit; 0 is no limit (operators only).
+	TimeLimitSeconds *int64 `protobuf:"varint,3,opt,name=time_limit_seconds,json=timeLimitSeconds,proto3,oneof" json:"time_limit_seconds,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *UpdateJobRequest) Reset() {
+	*x = UpdateJobRequest{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateJobRequest) ProtoMessage() {}
+
+func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateJobRequest.ProtoReflect.Descriptor instead.
+func (*UpdateJobRequest) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *UpdateJobRequest) GetJobId() uint64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *UpdateJobRequest) GetName() string {
+	if x != nil && x.Name != nil {
+		return *x.Name
+	}
+	return ""
+}
+
+func (x *UpdateJobRequest) GetTimeLimitSeconds() int64 {
+	if x != nil && x.TimeLimitSeconds != nil {
+		return *x.TimeLimitSeconds
+	}
+	return 0
+}
+
+type UpdateJobResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateJobResponse) Reset() {
+	*x = UpdateJobResponse{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateJobResponse) ProtoMessage() {}
+
+func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateJobResponse.ProtoReflect.Descriptor instead.
+func (*UpdateJobResponse) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{3}
+}
+
 type CreateTokenRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// username: the user the token speaks for; empty: the caller.
@@ -49,7 +255,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[0]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -61,7 +267,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[0]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -74,7 +280,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{0}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CreateTokenRequest) GetUsername() string {
@@ -101,7 +307,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[1]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -113,7 +319,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[1]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -126,7 +332,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{1}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CreateTokenResponse) GetToken() string {
@@ -187,7 +393,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[2]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -199,7 +405,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[2]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -212,7 +418,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{2}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *JobSpec) GetName() string {
@@ -431,7 +637,7 @@ type NodeAlloc struct {
 
 func (x *NodeAlloc) Reset() {
 	*x = NodeAlloc{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[3]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -443,7 +649,7 @@ func (x *NodeAlloc) String() string {
 func (*NodeAlloc) ProtoMessage() {}
 
 func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[3]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -456,7 +662,7 @@ func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAlloc.ProtoReflect.Descriptor instead.
 func (*NodeAlloc) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{3}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *NodeAlloc) GetNode() string {
@@ -510,7 +716,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[4]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -522,7 +728,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[4]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -535,7 +741,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{4}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Task) GetRank() int32 {
@@ -622,7 +828,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[5]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -634,7 +840,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[5]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -647,7 +853,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Job) GetId() uint64 {
@@ -788,7 +994,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[6]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -800,7 +1006,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[6]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -813,7 +1019,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Attempt) GetAttempt() int32 {
@@ -897,7 +1103,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[7]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -909,7 +1115,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[7]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -922,7 +1128,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Node) GetName() string {
@@ -1061,7 +1267,7 @@ type Partition struct {
 
 func (x *Partition) Reset() {
 	*x = Partition{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[8]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1073,7 +1279,7 @@ func (x *Partition) String() string {
 func (*Partition) ProtoMessage() {}
 
 func (x *Partition) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[8]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1086,7 +1292,7 @@ func (x *Partition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Partition.ProtoReflect.Descriptor instead.
 func (*Partition) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Partition) GetName() string {
@@ -1166,7 +1372,7 @@ type SubmitJobRequest struct {
 
 func (x *SubmitJobRequest) Reset() {
 	*x = SubmitJobRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[9]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1178,7 +1384,7 @@ func (x *SubmitJobRequest) String() string {
 func (*SubmitJobRequest) ProtoMessage() {}
 
 func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[9]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1191,7 +1397,7 @@ func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobRequest.ProtoReflect.Descriptor instead.
 func (*SubmitJobRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SubmitJobRequest) GetSpec() *JobSpec {
@@ -1226,7 +1432,7 @@ type SubmitJobResponse struct {
 
 func (x *SubmitJobResponse) Reset() {
 	*x = SubmitJobResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[10]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1238,7 +1444,7 @@ func (x *SubmitJobResponse) String() string {
 func (*SubmitJobResponse) ProtoMessage() {}
 
 func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[10]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1251,7 +1457,7 @@ func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobResponse.ProtoReflect.Descriptor instead.
 func (*SubmitJobResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SubmitJobResponse) GetJobId() uint64 {
@@ -1291,7 +1497,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[11]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1303,7 +1509,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[11]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1316,7 +1522,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{11}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CancelJobRequest) GetJobIds() []uint64 {
@@ -1365,7 +1571,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[12]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1377,7 +1583,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[12]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1390,7 +1596,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{12}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CancelJobResponse) GetCancelled() []uint64 {
@@ -1409,7 +1615,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[13]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1421,7 +1627,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[13]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1434,7 +1640,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{13}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetJobRequest) GetJobId() uint64 {
@@ -1481,7 +1687,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[14]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1493,7 +1699,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[14]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1506,7 +1712,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{14}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListJobsRequest) GetJobIds() []uint64 {
@@ -1596,7 +1802,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[15]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1608,7 +1814,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[15]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1621,7 +1827,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{15}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -1649,7 +1855,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[16]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1661,7 +1867,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[16]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1674,7 +1880,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{16}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListNodesRequest) GetNames() []string {
@@ -1708,7 +1914,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[17]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1720,7 +1926,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[17]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1733,7 +1939,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{17}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -1758,7 +1964,7 @@ type ListPartitionsRequest struct {
 
 func (x *ListPartitionsRequest) Reset() {
 	*x = ListPartitionsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[18]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1770,7 +1976,7 @@ func (x *ListPartitionsRequest) String() string {
 func (*ListPartitionsRequest) ProtoMessage() {}
 
 func (x *ListPartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[18]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1783,7 +1989,7 @@ func (x *ListPartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPartitionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{18}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{22}
 }
 
 type ListPartitionsResponse struct {
@@ -1795,7 +2001,7 @@ type ListPartitionsResponse struct {
 
 func (x *ListPartitionsResponse) Reset() {
 	*x = ListPartitionsResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[19]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1807,7 +2013,7 @@ func (x *ListPartitionsResponse) String() string {
 func (*ListPartitionsResponse) ProtoMessage() {}
 
 func (x *ListPartitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[19]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1820,7 +2026,7 @@ func (x *ListPartitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPartitionsResponse.ProtoReflect.Descriptor instead.
 func (*ListPartitionsResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{19}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListPartitionsResponse) GetPartitions() []*Partition {
@@ -1843,7 +2049,7 @@ type NotLeader struct {
 
 func (x *NotLeader) Reset() {
 	*x = NotLeader{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[20]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1855,7 +2061,7 @@ func (x *NotLeader) String() string {
 func (*NotLeader) ProtoMessage() {}
 
 func (x *NotLeader) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[20]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1868,7 +2074,7 @@ func (x *NotLeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotLeader.ProtoReflect.Descriptor instead.
 func (*NotLeader) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{20}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *NotLeader) GetLeaderId() string {
@@ -1906,7 +2112,7 @@ type ControllerStatus struct {
 
 func (x *ControllerStatus) Reset() {
 	*x = ControllerStatus{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[21]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1918,7 +2124,7 @@ func (x *ControllerStatus) String() string {
 func (*ControllerStatus) ProtoMessage() {}
 
 func (x *ControllerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[21]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1931,7 +2137,7 @@ func (x *ControllerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControllerStatus.ProtoReflect.Descriptor instead.
 func (*ControllerStatus) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{21}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ControllerStatus) GetId() string {
@@ -2019,7 +2225,7 @@ type GetControllerStatusRequest struct {
 
 func (x *GetControllerStatusRequest) Reset() {
 	*x = GetControllerStatusRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[22]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2031,7 +2237,7 @@ func (x *GetControllerStatusRequest) String() string {
 func (*GetControllerStatusRequest) ProtoMessage() {}
 
 func (x *GetControllerStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[22]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2044,7 +2250,7 @@ func (x *GetControllerStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetControllerStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetControllerStatusRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{22}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{26}
 }
 
 type ListControllersRequest struct {
@@ -2055,7 +2261,7 @@ type ListControllersRequest struct {
 
 func (x *ListControllersRequest) Reset() {
 	*x = ListControllersRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[23]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2067,7 +2273,7 @@ func (x *ListControllersRequest) String() string {
 func (*ListControllersRequest) ProtoMessage() {}
 
 func (x *ListControllersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[23]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2080,7 +2286,7 @@ func (x *ListControllersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListControllersRequest.ProtoReflect.Descriptor instead.
 func (*ListControllersRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{23}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{27}
 }
 
 type ListControllersResponse struct {
@@ -2092,7 +2298,7 @@ type ListControllersResponse struct {
 
 func (x *ListControllersResponse) Reset() {
 	*x = ListControllersResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[24]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2104,7 +2310,7 @@ func (x *ListControllersResponse) String() string {
 func (*ListControllersResponse) ProtoMessage() {}
 
 func (x *ListControllersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[24]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2117,7 +2323,7 @@ func (x *ListControllersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListControllersResponse.ProtoReflect.Descriptor instead.
 func (*ListControllersResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{24}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListControllersResponse) GetControllers() []*ControllerInfo {
@@ -2143,7 +2349,7 @@ type ControllerInfo struct {
 
 func (x *ControllerInfo) Reset() {
 	*x = ControllerInfo{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2155,7 +2361,7 @@ func (x *ControllerInfo) String() string {
 func (*ControllerInfo) ProtoMessage() {}
 
 func (x *ControllerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2168,7 +2374,7 @@ func (x *ControllerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControllerInfo.ProtoReflect.Descriptor instead.
 func (*ControllerInfo) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{25}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ControllerInfo) GetId() string {
@@ -2231,7 +2437,7 @@ type AddControllerRequest struct {
 
 func (x *AddControllerRequest) Reset() {
 	*x = AddControllerRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2243,7 +2449,7 @@ func (x *AddControllerRequest) String() string {
 func (*AddControllerRequest) ProtoMessage() {}
 
 func (x *AddControllerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2256,7 +2462,7 @@ func (x *AddControllerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddControllerRequest.ProtoReflect.Descriptor instead.
 func (*AddControllerRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{26}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *AddControllerRequest) GetId() string {
@@ -2288,7 +2494,7 @@ type AddControllerResponse struct {
 
 func (x *AddControllerResponse) Reset() {
 	*x = AddControllerResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2300,7 +2506,7 @@ func (x *AddControllerResponse) String() string {
 func (*AddControllerResponse) ProtoMessage() {}
 
 func (x *AddControllerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2313,7 +2519,7 @@ func (x *AddControllerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddControllerResponse.ProtoReflect.Descriptor instead.
 func (*AddControllerResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{27}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{31}
 }
 
 type RemoveControllerRequest struct {
@@ -2325,7 +2531,7 @@ type RemoveControllerRequest struct {
 
 func (x *RemoveControllerRequest) Reset() {
 	*x = RemoveControllerRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2337,7 +2543,7 @@ func (x *RemoveControllerRequest) String() string {
 func (*RemoveControllerRequest) ProtoMessage() {}
 
 func (x *RemoveControllerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2350,7 +2556,7 @@ func (x *RemoveControllerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveControllerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveControllerRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{28}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RemoveControllerRequest) GetId() string {
@@ -2368,7 +2574,7 @@ type RemoveControllerResponse struct {
 
 func (x *RemoveControllerResponse) Reset() {
 	*x = RemoveControllerResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2380,7 +2586,7 @@ func (x *RemoveControllerResponse) String() string {
 func (*RemoveControllerResponse) ProtoMessage() {}
 
 func (x *RemoveControllerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2393,7 +2599,7 @@ func (x *RemoveControllerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveControllerResponse.ProtoReflect.Descriptor instead.
 func (*RemoveControllerResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{29}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{33}
 }
 
 type RegisterControllerRequest struct {
@@ -2407,7 +2613,7 @@ type RegisterControllerRequest struct {
 
 func (x *RegisterControllerRequest) Reset() {
 	*x = RegisterControllerRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2419,7 +2625,7 @@ func (x *RegisterControllerRequest) String() string {
 func (*RegisterControllerRequest) ProtoMessage() {}
 
 func (x *RegisterControllerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2432,7 +2638,7 @@ func (x *RegisterControllerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterControllerRequest.ProtoReflect.Descriptor instead.
 func (*RegisterControllerRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{30}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RegisterControllerRequest) GetId() string {
@@ -2464,7 +2670,7 @@ type RegisterControllerResponse struct {
 
 func (x *RegisterControllerResponse) Reset() {
 	*x = RegisterControllerResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2476,7 +2682,7 @@ func (x *RegisterControllerResponse) String() string {
 func (*RegisterControllerResponse) ProtoMessage() {}
 
 func (x *RegisterControllerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2489,7 +2695,7 @@ func (x *RegisterControllerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterControllerResponse.ProtoReflect.Descriptor instead.
 func (*RegisterControllerResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{31}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{35}
 }
 
 type TransferLeadershipRequest struct {
@@ -2501,7 +2707,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2513,7 +2719,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2526,7 +2732,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{32}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TransferLeadershipRequest) GetId() string {
@@ -2545,7 +2751,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2557,7 +2763,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2570,7 +2776,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{33}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -2588,7 +2794,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2600,7 +2806,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2613,7 +2819,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{34}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{38}
 }
 
 // Chunk is a piece of a backup file, in order.
@@ -2626,7 +2832,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2638,7 +2844,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2651,7 +2857,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{35}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Chunk) GetData() []byte {
@@ -2673,7 +2879,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2685,7 +2891,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2698,7 +2904,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{36}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RestoreRequest) GetData() []byte {
@@ -2725,7 +2931,7 @@ type RestoreResponse struct {
 
 func (x *RestoreResponse) Reset() {
 	*x = RestoreResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2737,7 +2943,7 @@ func (x *RestoreResponse) String() string {
 func (*RestoreResponse) ProtoMessage() {}
 
 func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2750,7 +2956,7 @@ func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreResponse.ProtoReflect.Descriptor instead.
 func (*RestoreResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{37}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RestoreResponse) GetJobs() uint64 {
@@ -2783,7 +2989,7 @@ type RegisterNodeRequest struct {
 
 func (x *RegisterNodeRequest) Reset() {
 	*x = RegisterNodeRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2795,7 +3001,7 @@ func (x *RegisterNodeRequest) String() string {
 func (*RegisterNodeRequest) ProtoMessage() {}
 
 func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2808,7 +3014,7 @@ func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeRequest.ProtoReflect.Descriptor instead.
 func (*RegisterNodeRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{38}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RegisterNodeRequest) GetName() string {
@@ -2880,7 +3086,7 @@ type GPUInfo struct {
 
 func (x *GPUInfo) Reset() {
 	*x = GPUInfo{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2892,7 +3098,7 @@ func (x *GPUInfo) String() string {
 func (*GPUInfo) ProtoMessage() {}
 
 func (x *GPUInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2905,7 +3111,7 @@ func (x *GPUInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GPUInfo.ProtoReflect.Descriptor instead.
 func (*GPUInfo) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{39}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GPUInfo) GetIndex() int32 {
@@ -2952,7 +3158,7 @@ type RegisterNodeResponse struct {
 
 func (x *RegisterNodeResponse) Reset() {
 	*x = RegisterNodeResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2964,7 +3170,7 @@ func (x *RegisterNodeResponse) String() string {
 func (*RegisterNodeResponse) ProtoMessage() {}
 
 func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2977,7 +3183,7 @@ func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeResponse.ProtoReflect.Descriptor instead.
 func (*RegisterNodeResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{40}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RegisterNodeResponse) GetHeartbeatIntervalMs() int64 {
@@ -2998,7 +3204,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3010,7 +3216,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3023,7 +3229,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{41}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *HeartbeatRequest) GetName() string {
@@ -3051,7 +3257,7 @@ type TaskRef struct {
 
 func (x *TaskRef) Reset() {
 	*x = TaskRef{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3063,7 +3269,7 @@ func (x *TaskRef) String() string {
 func (*TaskRef) ProtoMessage() {}
 
 func (x *TaskRef) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3076,7 +3282,7 @@ func (x *TaskRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskRef.ProtoReflect.Descriptor instead.
 func (*TaskRef) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{42}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *TaskRef) GetJobId() uint64 {
@@ -3110,7 +3316,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3122,7 +3328,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3135,7 +3341,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{43}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *HeartbeatResponse) GetReregister() bool {
@@ -3154,7 +3360,7 @@ type WatchAssignmentsRequest struct {
 
 func (x *WatchAssignmentsRequest) Reset() {
 	*x = WatchAssignmentsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3166,7 +3372,7 @@ func (x *WatchAssignmentsRequest) String() string {
 func (*WatchAssignmentsRequest) ProtoMessage() {}
 
 func (x *WatchAssignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3179,7 +3385,7 @@ func (x *WatchAssignmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchAssignmentsRequest.ProtoReflect.Descriptor instead.
 func (*WatchAssignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{44}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *WatchAssignmentsRequest) GetName() string {
@@ -3207,7 +3413,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3219,7 +3425,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3232,7 +3438,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{45}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Assignment) GetJobId() uint64 {
@@ -3293,7 +3499,7 @@ type Assignments struct {
 
 func (x *Assignments) Reset() {
 	*x = Assignments{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3305,7 +3511,7 @@ func (x *Assignments) String() string {
 func (*Assignments) ProtoMessage() {}
 
 func (x *Assignments) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3318,7 +3524,7 @@ func (x *Assignments) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignments.ProtoReflect.Descriptor instead.
 func (*Assignments) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{46}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Assignments) GetAssignments() []*Assignment {
@@ -3345,7 +3551,7 @@ type ReportTaskStatusRequest struct {
 
 func (x *ReportTaskStatusRequest) Reset() {
 	*x = ReportTaskStatusRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3357,7 +3563,7 @@ func (x *ReportTaskStatusRequest) String() string {
 func (*ReportTaskStatusRequest) ProtoMessage() {}
 
 func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3370,7 +3576,7 @@ func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{47}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ReportTaskStatusRequest) GetNode() string {
@@ -3444,7 +3650,7 @@ type ReportTaskStatusResponse struct {
 
 func (x *ReportTaskStatusResponse) Reset() {
 	*x = ReportTaskStatusResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3456,7 +3662,7 @@ func (x *ReportTaskStatusResponse) String() string {
 func (*ReportTaskStatusResponse) ProtoMessage() {}
 
 func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3469,7 +3675,7 @@ func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusResponse.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{48}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{52}
 }
 
 var File_phalanx_v1_phalanx_proto protoreflect.FileDescriptor
@@ -3477,7 +3683,20 @@ var File_phalanx_v1_phalanx_proto protoreflect.FileDescriptor
 const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\n" +
 	"\x18phalanx/v1/phalanx.proto\x12\n" +
-	"phalanx.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"[\n" +
+	"phalanx.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"W\n" +
+	"\x11UpdateNodeRequest\x12\x14\n" +
+	"\x05names\x18\x01 \x03(\tR\x05names\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"*\n" +
+	"\x12UpdateNodeResponse\x12\x14\n" +
+	"\x05names\x18\x01 \x03(\tR\x05names\"\x95\x01\n" +
+	"\x10UpdateJobRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
+	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x88\x01\x01\x121\n" +
+	"\x12time_limit_seconds\x18\x03 \x01(\x03H\x01R\x10timeLimitSeconds\x88\x01\x01B\a\n" +
+	"\x05_nameB\x15\n" +
+	"\x13_time_limit_seconds\"\x13\n" +
+	"\x11UpdateJobResponse\"[\n" +
 	"\x12CreateTokenRequest\x12\x1a\n" +
 	"\busername\x18\x01 \x01(\tR\busername\x12)\n" +
 	"\x10lifespan_seconds\x18\x02 \x01(\x03R\x0flifespanSeconds\"a\n" +
@@ -3765,7 +3984,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"exitSignal\x12\x18\n" +
 	"\amessage\x18\b \x01(\tR\amessage\x12.\n" +
 	"\x04time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\x1a\n" +
-	"\x18ReportTaskStatusResponse2\xcf\t\n" +
+	"\x18ReportTaskStatusResponse2\xe6\n" +
+	"\n" +
 	"\x11ControllerService\x12H\n" +
 	"\tSubmitJob\x12\x1c.phalanx.v1.SubmitJobRequest\x1a\x1d.phalanx.v1.SubmitJobResponse\x12H\n" +
 	"\tCancelJob\x12\x1c.phalanx.v1.CancelJobRequest\x1a\x1d.phalanx.v1.CancelJobResponse\x124\n" +
@@ -3781,7 +4001,10 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x12TransferLeadership\x12%.phalanx.v1.TransferLeadershipRequest\x1a&.phalanx.v1.TransferLeadershipResponse\x128\n" +
 	"\x06Backup\x12\x19.phalanx.v1.BackupRequest\x1a\x11.phalanx.v1.Chunk0\x01\x12D\n" +
 	"\aRestore\x12\x1a.phalanx.v1.RestoreRequest\x1a\x1b.phalanx.v1.RestoreResponse(\x01\x12N\n" +
-	"\vCreateToken\x12\x1e.phalanx.v1.CreateTokenRequest\x1a\x1f.phalanx.v1.CreateTokenResponse2\xdd\x02\n" +
+	"\vCreateToken\x12\x1e.phalanx.v1.CreateTokenRequest\x1a\x1f.phalanx.v1.CreateTokenResponse\x12K\n" +
+	"\n" +
+	"UpdateNode\x12\x1d.phalanx.v1.UpdateNodeRequest\x1a\x1e.phalanx.v1.UpdateNodeResponse\x12H\n" +
+	"\tUpdateJob\x12\x1c.phalanx.v1.UpdateJobRequest\x1a\x1d.phalanx.v1.UpdateJobResponse2\xdd\x02\n" +
 	"\vNodeService\x12Q\n" +
 	"\fRegisterNode\x12\x1f.phalanx.v1.RegisterNodeRequest\x1a .phalanx.v1.RegisterNodeResponse\x12H\n" +
 	"\tHeartbeat\x12\x1c.phalanx.v1.HeartbeatRequest\x1a\x1d.phalanx.v1.HeartbeatResponse\x12R\n" +
@@ -3800,133 +4023,141 @@ func file_phalanx_v1_phalanx_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_phalanx_proto_rawDescData
 }
 
-var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
 var file_phalanx_v1_phalanx_proto_goTypes = []any{
-	(*CreateTokenRequest)(nil),         // 0: phalanx.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),        // 1: phalanx.v1.CreateTokenResponse
-	(*JobSpec)(nil),                    // 2: phalanx.v1.JobSpec
-	(*NodeAlloc)(nil),                  // 3: phalanx.v1.NodeAlloc
-	(*Task)(nil),                       // 4: phalanx.v1.Task
-	(*Job)(nil),                        // 5: phalanx.v1.Job
-	(*Attempt)(nil),                    // 6: phalanx.v1.Attempt
-	(*Node)(nil),                       // 7: phalanx.v1.Node
-	(*Partition)(nil),                  // 8: phalanx.v1.Partition
-	(*SubmitJobRequest)(nil),           // 9: phalanx.v1.SubmitJobRequest
-	(*SubmitJobResponse)(nil),          // 10: phalanx.v1.SubmitJobResponse
-	(*CancelJobRequest)(nil),           // 11: phalanx.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),          // 12: phalanx.v1.CancelJobResponse
-	(*GetJobRequest)(nil),              // 13: phalanx.v1.GetJobRequest
-	(*ListJobsRequest)(nil),            // 14: phalanx.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),           // 15: phalanx.v1.ListJobsResponse
-	(*ListNodesRequest)(nil),           // 16: phalanx.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),          // 17: phalanx.v1.ListNodesResponse
-	(*ListPartitionsRequest)(nil),      // 18: phalanx.v1.ListPartitionsRequest
-	(*ListPartitionsResponse)(nil),     // 19: phalanx.v1.ListPartitionsResponse
-	(*NotLeader)(nil),                  // 20: phalanx.v1.NotLeader
-	(*ControllerStatus)(nil),           // 21: phalanx.v1.ControllerStatus
-	(*GetControllerStatusRequest)(nil), // 22: phalanx.v1.GetControllerStatusRequest
-	(*ListControllersRequest)(nil),     // 23: phalanx.v1.ListControllersRequest
-	(*ListControllersResponse)(nil),    // 24: phalanx.v1.ListControllersResponse
-	(*ControllerInfo)(nil),             // 25: phalanx.v1.ControllerInfo
-	(*AddControllerRequest)(nil),       // 26: phalanx.v1.AddControllerRequest
-	(*AddControllerResponse)(nil),      // 27: phalanx.v1.AddControllerResponse
-	(*RemoveControllerRequest)(nil),    // 28: phalanx.v1.RemoveControllerRequest
-	(*RemoveControllerResponse)(nil),   // 29: phalanx.v1.RemoveControllerResponse
-	(*RegisterControllerRequest)(nil),  // 30: phalanx.v1.RegisterControllerRequest
-	(*RegisterControllerResponse)(nil), // 31: phalanx.v1.RegisterControllerResponse
-	(*TransferLeadershipRequest)(nil),  // 32: phalanx.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 33: phalanx.v1.TransferLeadershipResponse
-	(*BackupRequest)(nil),              // 34: phalanx.v1.BackupRequest
-	(*Chunk)(nil),                      // 35: phalanx.v1.Chunk
-	(*RestoreRequest)(nil),             // 36: phalanx.v1.RestoreRequest
-	(*RestoreResponse)(nil),            // 37: phalanx.v1.RestoreResponse
-	(*RegisterNodeRequest)(nil),        // 38: phalanx.v1.RegisterNodeRequest
-	(*GPUInfo)(nil),                    // 39: phalanx.v1.GPUInfo
-	(*RegisterNodeResponse)(nil),       // 40: phalanx.v1.RegisterNodeResponse
-	(*HeartbeatRequest)(nil),           // 41: phalanx.v1.HeartbeatRequest
-	(*TaskRef)(nil),                    // 42: phalanx.v1.TaskRef
-	(*HeartbeatResponse)(nil),          // 43: phalanx.v1.HeartbeatResponse
-	(*WatchAssignmentsRequest)(nil),    // 44: phalanx.v1.WatchAssignmentsRequest
-	(*Assignment)(nil),                 // 45: phalanx.v1.Assignment
-	(*Assignments)(nil),                // 46: phalanx.v1.Assignments
-	(*ReportTaskStatusRequest)(nil),    // 47: phalanx.v1.ReportTaskStatusRequest
-	(*ReportTaskStatusResponse)(nil),   // 48: phalanx.v1.ReportTaskStatusResponse
-	nil,                                // 49: phalanx.v1.JobSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 50: google.protobuf.Timestamp
+	(*UpdateNodeRequest)(nil),          // 0: phalanx.v1.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),         // 1: phalanx.v1.UpdateNodeResponse
+	(*UpdateJobRequest)(nil),           // 2: phalanx.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),          // 3: phalanx.v1.UpdateJobResponse
+	(*CreateTokenRequest)(nil),         // 4: phalanx.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),        // 5: phalanx.v1.CreateTokenResponse
+	(*JobSpec)(nil),                    // 6: phalanx.v1.JobSpec
+	(*NodeAlloc)(nil),                  // 7: phalanx.v1.NodeAlloc
+	(*Task)(nil),                       // 8: phalanx.v1.Task
+	(*Job)(nil),                        // 9: phalanx.v1.Job
+	(*Attempt)(nil),                    // 10: phalanx.v1.Attempt
+	(*Node)(nil),                       // 11: phalanx.v1.Node
+	(*Partition)(nil),                  // 12: phalanx.v1.Partition
+	(*SubmitJobRequest)(nil),           // 13: phalanx.v1.SubmitJobRequest
+	(*SubmitJobResponse)(nil),          // 14: phalanx.v1.SubmitJobResponse
+	(*CancelJobRequest)(nil),           // 15: phalanx.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),          // 16: phalanx.v1.CancelJobResponse
+	(*GetJobRequest)(nil),              // 17: phalanx.v1.GetJobRequest
+	(*ListJobsRequest)(nil),            // 18: phalanx.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),           // 19: phalanx.v1.ListJobsResponse
+	(*ListNodesRequest)(nil),           // 20: phalanx.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),          // 21: phalanx.v1.ListNodesResponse
+	(*ListPartitionsRequest)(nil),      // 22: phalanx.v1.ListPartitionsRequest
+	(*ListPartitionsResponse)(nil),     // 23: phalanx.v1.ListPartitionsResponse
+	(*NotLeader)(nil),                  // 24: phalanx.v1.NotLeader
+	(*ControllerStatus)(nil),           // 25: phalanx.v1.ControllerStatus
+	(*GetControllerStatusRequest)(nil), // 26: phalanx.v1.GetControllerStatusRequest
+	(*ListControllersRequest)(nil),     // 27: phalanx.v1.ListControllersRequest
+	(*ListControllersResponse)(nil),    // 28: phalanx.v1.ListControllersResponse
+	(*ControllerInfo)(nil),             // 29: phalanx.v1.ControllerInfo
+	(*AddControllerRequest)(nil),       // 30: phalanx.v1.AddControllerRequest
+	(*AddControllerResponse)(nil),      // 31: phalanx.v1.AddControllerResponse
+	(*RemoveControllerRequest)(nil),    // 32: phalanx.v1.RemoveControllerRequest
+	(*RemoveControllerResponse)(nil),   // 33: phalanx.v1.RemoveControllerResponse
+	(*RegisterControllerRequest)(nil),  // 34: phalanx.v1.RegisterControllerRequest
+	(*RegisterControllerResponse)(nil), // 35: phalanx.v1.RegisterControllerResponse
+	(*TransferLeadershipRequest)(nil),  // 36: phalanx.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 37: phalanx.v1.TransferLeadershipResponse
+	(*BackupRequest)(nil),              // 38: phalanx.v1.BackupRequest
+	(*Chunk)(nil),                      // 39: phalanx.v1.Chunk
+	(*RestoreRequest)(nil),             // 40: phalanx.v1.RestoreRequest
+	(*RestoreResponse)(nil),            // 41: phalanx.v1.RestoreResponse
+	(*RegisterNodeRequest)(nil),        // 42: phalanx.v1.RegisterNodeRequest
+	(*GPUInfo)(nil),                    // 43: phalanx.v1.GPUInfo
+	(*RegisterNodeResponse)(nil),       // 44: phalanx.v1.RegisterNodeResponse
+	(*HeartbeatRequest)(nil),           // 45: phalanx.v1.HeartbeatRequest
+	(*TaskRef)(nil),                    // 46: phalanx.v1.TaskRef
+	(*HeartbeatResponse)(nil),          // 47: phalanx.v1.HeartbeatResponse
+	(*WatchAssignmentsRequest)(nil),    // 48: phalanx.v1.WatchAssignmentsRequest
+	(*Assignment)(nil),                 // 49: phalanx.v1.Assignment
+	(*Assignments)(nil),                // 50: phalanx.v1.Assignments
+	(*ReportTaskStatusRequest)(nil),    // 51: phalanx.v1.ReportTaskStatusRequest
+	(*ReportTaskStatusResponse)(nil),   // 52: phalanx.v1.ReportTaskStatusResponse
+	nil,                                // 53: phalanx.v1.JobSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil),      // 54: google.protobuf.Timestamp
 }
 var file_phalanx_v1_phalanx_proto_depIdxs = []int32{
-	50, // 0: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
-	49, // 1: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
-	50, // 2: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
-	50, // 3: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
-	2,  // 4: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
-	50, // 5: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
-	50, // 6: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
-	50, // 7: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
-	3,  // 8: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
-	4,  // 9: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
-	50, // 10: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
-	6,  // 11: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
-	3,  // 12: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
-	50, // 13: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
-	50, // 14: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
-	50, // 15: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
-	50, // 16: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
-	2,  // 17: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
-	50, // 18: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
-	50, // 19: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
-	50, // 20: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
-	5,  // 21: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
-	7,  // 22: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
-	8,  // 23: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
-	50, // 24: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
-	25, // 25: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
-	21, // 26: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
-	39, // 27: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
-	42, // 28: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
-	5,  // 29: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
-	45, // 30: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
-	50, // 31: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
-	9,  // 32: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
-	11, // 33: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
-	13, // 34: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
-	14, // 35: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
-	16, // 36: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
-	18, // 37: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
-	23, // 38: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
-	22, // 39: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
-	26, // 40: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
-	28, // 41: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
-	30, // 42: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
-	32, // 43: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
-	34, // 44: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
-	36, // 45: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
-	0,  // 46: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
-	38, // 47: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
-	41, // 48: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
-	44, // 49: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
-	47, // 50: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
-	10, // 51: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
-	12, // 52: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
-	5,  // 53: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
-	15, // 54: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
-	17, // 55: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
-	19, // 56: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
-	24, // 57: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
-	21, // 58: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
-	27, // 59: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
-	29, // 60: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
-	31, // 61: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
-	33, // 62: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
-	35, // 63: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
-	37, // 64: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
-	1,  // 65: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
-	40, // 66: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
-	43, // 67: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
-	46, // 68: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
-	48, // 69: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
-	51, // [51:70] is the sub-list for method output_type
-	32, // [32:51] is the sub-list for method input_type
+	54, // 0: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
+	53, // 1: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
+	54, // 2: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
+	54, // 3: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	6,  // 4: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
+	54, // 5: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
+	54, // 6: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
+	54, // 7: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
+	7,  // 8: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
+	8,  // 9: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
+	54, // 10: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
+	10, // 11: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
+	7,  // 12: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
+	54, // 13: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
+	54, // 14: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
+	54, // 15: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
+	54, // 16: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	6,  // 17: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
+	54, // 18: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
+	54, // 19: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
+	54, // 20: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
+	9,  // 21: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
+	11, // 22: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
+	12, // 23: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
+	54, // 24: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
+	29, // 25: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
+	25, // 26: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
+	43, // 27: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
+	46, // 28: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
+	9,  // 29: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
+	49, // 30: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
+	54, // 31: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
+	13, // 32: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
+	15, // 33: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
+	17, // 34: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
+	18, // 35: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
+	20, // 36: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
+	22, // 37: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
+	27, // 38: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
+	26, // 39: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
+	30, // 40: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
+	32, // 41: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
+	34, // 42: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
+	36, // 43: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
+	38, // 44: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
+	40, // 45: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
+	4,  // 46: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
+	0,  // 47: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
+	2,  // 48: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
+	42, // 49: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
+	45, // 50: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
+	48, // 51: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
+	51, // 52: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
+	14, // 53: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
+	16, // 54: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
+	9,  // 55: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
+	19, // 56: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
+	21, // 57: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
+	23, // 58: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
+	28, // 59: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
+	25, // 60: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
+	31, // 61: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
+	33, // 62: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
+	35, // 63: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
+	37, // 64: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
+	39, // 65: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
+	41, // 66: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
+	5,  // 67: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
+	1,  // 68: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
+	3,  // 69: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
+	44, // 70: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
+	47, // 71: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
+	50, // 72: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
+	52, // 73: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
+	53, // [53:74] is the sub-list for method output_type
+	32, // [32:53] is the sub-list for method input_type
 	32, // [32:32] is the sub-list for extension type_name
 	32, // [32:32] is the sub-list for extension extendee
 	0,  // [0:32] is the sub-list for field type_name
@@ -3937,13 +4168,14 @@ func file_phalanx_v1_phalanx_proto_init() {
 	if File_phalanx_v1_phalanx_proto != nil {
 		return
 	}
+	file_phalanx_v1_phalanx_proto_msgTypes[2].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_phalanx_proto_rawDesc), len(file_phalanx_v1_phalanx_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   50,
+			NumMessages:   54,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -49,6 +49,8 @@ const (
 	ControllerService_Backup_FullMethodName              = "/phalanx.v1.ControllerService/Backup"
 	ControllerService_Restore_FullMethodName             = "/phalanx.v1.ControllerService/Restore"
 	ControllerService_CreateToken_FullMethodName         = "/phalanx.v1.ControllerService/CreateToken"
+	ControllerService_UpdateNode_FullMethodName          = "/phalanx.v1.ControllerService/UpdateNode"
+	ControllerService_UpdateJob_FullMethodName           = "/phalanx.v1.ControllerService/UpdateJob"
 )
 
 // ControllerServiceClient is the client API for ControllerService service.
@@ -91,6 +93,13 @@ type ControllerServiceClient interface {
 	// for the user named, as Slurm's `scontrol token`; clients send it from
 	// $PHX_TOKEN.
 	CreateToken(ctx context.Context, in *CreateTokenRequest, opts ...grpc.CallOption) (*CreateTokenResponse, error)
+	// UpdateNode drains, resumes or downs nodes, as Slurm's `scontrol update
+	// NodeName=... State=...`: operators and administrators only.
+	UpdateNode(ctx context.Context, in *UpdateNodeRequest, opts ...grpc.CallOption) (*UpdateNodeResponse, error)
+	// UpdateJob changes a job, as Slurm's `scontrol update JobId=...`: its
+	// owner may rename it and shorten its time limit; operators and
+	// administrators may change any job, and lengthen time limits.
+	UpdateJob(ctx context.Context, in *UpdateJobRequest, opts ...grpc.CallOption) (*UpdateJobResponse, error)
 }
 
 type controllerServiceClient struct {
@@ -263,6 +272,26 @@ func (c *controllerServiceClient) CreateToken(ctx context.Context, in *CreateTok
 	return out, nil
 }
 
+func (c *controllerServiceClient) UpdateNode(ctx context.Context, in *UpdateNodeRequest, opts ...grpc.CallOption) (*UpdateNodeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateNodeResponse)
+	err := c.cc.Invoke(ctx, ControllerService_UpdateNode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controllerServiceClient) UpdateJob(ctx context.Context, in *UpdateJobRequest, opts ...grpc.CallOption) (*UpdateJobResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateJobResponse)
+	err := c.cc.Invoke(ctx, ControllerService_UpdateJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ControllerServiceServer is the server API for ControllerService service.
 // All implementations must embed UnimplementedControllerServiceServer
 // for forward compatibility.
@@ -303,6 +332,13 @@ type ControllerServiceServer interface {
 	// for the user named, as Slurm's `scontrol token`; clients send it from
 	// $PHX_TOKEN.
 	CreateToken(context.Context, *CreateTokenRequest) (*CreateTokenResponse, error)
+	// UpdateNode drains, resumes or downs nodes, as Slurm's `scontrol update
+	// NodeName=... State=...`: operators and administrators only.
+	UpdateNode(context.Context, *UpdateNodeRequest) (*UpdateNodeResponse, error)
+	// UpdateJob changes a job, as Slurm's `scontrol update JobId=...`: its
+	// owner may rename it and shorten its time limit; operators and
+	// administrators may change any job, and lengthen time limits.
+	UpdateJob(context.Context, *UpdateJobRequest) (*UpdateJobResponse, error)
 	mustEmbedUnimplementedControllerServiceServer()
 }
 
@@ -357,6 +393,12 @@ func (UnimplementedControllerServiceServer) Restore(grpc.ClientStreamingServer[R
 }
 func (UnimplementedControllerServiceServer) CreateToken(context.Context, *CreateTokenRequest) (*CreateTokenResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateToken not implemented")
+}
+func (UnimplementedControllerServiceServer) UpdateNode(context.Context, *UpdateNodeRequest) (*UpdateNodeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateNode not implemented")
+}
+func (UnimplementedControllerServiceServer) UpdateJob(context.Context, *UpdateJobRequest) (*UpdateJobResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateJob not implemented")
 }
 func (UnimplementedControllerServiceServer) mustEmbedUnimplementedControllerServiceServer() {}
 func (UnimplementedControllerServiceServer) testEmbeddedByValue()                           {}
@@ -631,6 +673,42 @@ func _ControllerService_CreateToken_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ControllerService_UpdateNode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateNodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControllerServiceServer).UpdateNode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControllerService_UpdateNode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControllerServiceServer).UpdateNode(ctx, req.(*UpdateNodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ControllerService_UpdateJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControllerServiceServer).UpdateJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControllerService_UpdateJob_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControllerServiceServer).UpdateJob(ctx, req.(*UpdateJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ControllerService_ServiceDesc is the grpc.ServiceDesc for ControllerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -689,6 +767,14 @@ var ControllerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CreateToken",
 			Handler:    _ControllerService_CreateToken_Handler,
+		},
+		{
+			MethodName: "UpdateNode",
+			Handler:    _ControllerService_UpdateNode_Handler,
+		},
+		{
+			MethodName: "UpdateJob",
+			Handler:    _ControllerService_UpdateJob_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

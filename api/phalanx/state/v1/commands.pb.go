@@ -44,6 +44,7 @@ type Command struct {
 	//	*Command_SetController
 	//	*Command_RemoveController
 	//	*Command_Expire
+	//	*Command_UpdateJob
 	Command       isCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -194,6 +195,15 @@ func (x *Command) GetExpire() *Expire {
 	return nil
 }
 
+func (x *Command) GetUpdateJob() *UpdateJob {
+	if x != nil {
+		if x, ok := x.Command.(*Command_UpdateJob); ok {
+			return x.UpdateJob
+		}
+	}
+	return nil
+}
+
 type isCommand_Command interface {
 	isCommand_Command()
 }
@@ -246,6 +256,10 @@ type Command_Expire struct {
 	Expire *Expire `protobuf:"bytes,12,opt,name=expire,proto3,oneof"`
 }
 
+type Command_UpdateJob struct {
+	UpdateJob *UpdateJob `protobuf:"bytes,13,opt,name=update_job,json=updateJob,proto3,oneof"`
+}
+
 func (*Command_SubmitJob) isCommand_Command() {}
 
 func (*Command_PlaceJobs) isCommand_Command() {}
@@ -270,6 +284,70 @@ func (*Command_RemoveController) isCommand_Command() {}
 
 func (*Command_Expire) isCommand_Command() {}
 
+func (*Command_UpdateJob) isCommand_Command() {}
+
+// UpdateJob changes a job's name and, while it is pending, its time limit
+// (nanoseconds, as Job.time_limit); unset fields stay as they are.
+type UpdateJob struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Name          *string                `protobuf:"bytes,2,opt,name=name,proto3,oneof" json:"name,omitempty"`
+	TimeLimit     *int64                 `protobuf:"varint,3,opt,name=time_limit,json=timeLimit,proto3,oneof" json:"time_limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateJob) Reset() {
+	*x = UpdateJob{}
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateJob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateJob) ProtoMessage() {}
+
+func (x *UpdateJob) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateJob.ProtoReflect.Descriptor instead.
+func (*UpdateJob) Descriptor() ([]byte, []int) {
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *UpdateJob) GetJobId() uint64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *UpdateJob) GetName() string {
+	if x != nil && x.Name != nil {
+		return *x.Name
+	}
+	return ""
+}
+
+func (x *UpdateJob) GetTimeLimit() int64 {
+	if x != nil && x.TimeLimit != nil {
+		return *x.TimeLimit
+	}
+	return 0
+}
+
 // SubmitJob adds a job. request_id, when set, makes it exactly-once: a
 // second SubmitJob with the same request_id (a client's retry) creates
 // nothing and answers with the first one's job.
@@ -287,7 +365,7 @@ type SubmitJob struct {
 
 func (x *SubmitJob) Reset() {
 	*x = SubmitJob{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[1]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -299,7 +377,7 @@ func (x *SubmitJob) String() string {
 func (*SubmitJob) ProtoMessage() {}
 
 func (x *SubmitJob) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[1]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -312,7 +390,7 @@ func (x *SubmitJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJob.ProtoReflect.Descriptor instead.
 func (*SubmitJob) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{1}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *SubmitJob) GetJob() *Job {
@@ -348,7 +426,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[2]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -360,7 +438,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[2]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -373,7 +451,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{2}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Placement) GetJobId() uint64 {
@@ -413,7 +491,7 @@ type PlaceJobs struct {
 
 func (x *PlaceJobs) Reset() {
 	*x = PlaceJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[3]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -425,7 +503,7 @@ func (x *PlaceJobs) String() string {
 func (*PlaceJobs) ProtoMessage() {}
 
 func (x *PlaceJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[3]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -438,7 +516,7 @@ func (x *PlaceJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlaceJobs.ProtoReflect.Descriptor instead.
 func (*PlaceJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{3}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *PlaceJobs) GetPlacements() []*Placement {
@@ -465,7 +543,7 @@ type ReportTask struct {
 
 func (x *ReportTask) Reset() {
 	*x = ReportTask{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -477,7 +555,7 @@ func (x *ReportTask) String() string {
 func (*ReportTask) ProtoMessage() {}
 
 func (x *ReportTask) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -490,7 +568,7 @@ func (x *ReportTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTask.ProtoReflect.Descriptor instead.
 func (*ReportTask) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{4}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReportTask) GetJobId() uint64 {
@@ -570,7 +648,7 @@ type CancelJobs struct {
 
 func (x *CancelJobs) Reset() {
 	*x = CancelJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -582,7 +660,7 @@ func (x *CancelJobs) String() string {
 func (*CancelJobs) ProtoMessage() {}
 
 func (x *CancelJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -595,7 +673,7 @@ func (x *CancelJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobs.ProtoReflect.Descriptor instead.
 func (*CancelJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CancelJobs) GetJobIds() []uint64 {
@@ -635,7 +713,7 @@ type RegisterNode struct {
 
 func (x *RegisterNode) Reset() {
 	*x = RegisterNode{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -647,7 +725,7 @@ func (x *RegisterNode) String() string {
 func (*RegisterNode) ProtoMessage() {}
 
 func (x *RegisterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -660,7 +738,7 @@ func (x *RegisterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNode.ProtoReflect.Descriptor instead.
 func (*RegisterNode) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RegisterNode) GetNode() *Node {
@@ -682,7 +760,7 @@ type SetNodeState struct {
 
 func (x *SetNodeState) Reset() {
 	*x = SetNodeState{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -694,7 +772,7 @@ func (x *SetNodeState) String() string {
 func (*SetNodeState) ProtoMessage() {}
 
 func (x *SetNodeState) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -707,7 +785,7 @@ func (x *SetNodeState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeState.ProtoReflect.Descriptor instead.
 func (*SetNodeState) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SetNodeState) GetName() string {
@@ -747,7 +825,7 @@ type SetPartitions struct {
 
 func (x *SetPartitions) Reset() {
 	*x = SetPartitions{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -759,7 +837,7 @@ func (x *SetPartitions) String() string {
 func (*SetPartitions) ProtoMessage() {}
 
 func (x *SetPartitions) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -772,7 +850,7 @@ func (x *SetPartitions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPartitions.ProtoReflect.Descriptor instead.
 func (*SetPartitions) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SetPartitions) GetPartitions() []*Partition {
@@ -795,7 +873,7 @@ type PreemptJobs struct {
 
 func (x *PreemptJobs) Reset() {
 	*x = PreemptJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -807,7 +885,7 @@ func (x *PreemptJobs) String() string {
 func (*PreemptJobs) ProtoMessage() {}
 
 func (x *PreemptJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -820,7 +898,7 @@ func (x *PreemptJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreemptJobs.ProtoReflect.Descriptor instead.
 func (*PreemptJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PreemptJobs) GetJobIds() []uint64 {
@@ -855,7 +933,7 @@ type SetNodesDown struct {
 
 func (x *SetNodesDown) Reset() {
 	*x = SetNodesDown{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -867,7 +945,7 @@ func (x *SetNodesDown) String() string {
 func (*SetNodesDown) ProtoMessage() {}
 
 func (x *SetNodesDown) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -880,7 +958,7 @@ func (x *SetNodesDown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodesDown.ProtoReflect.Descriptor instead.
 func (*SetNodesDown) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SetNodesDown) GetNames() []string {
@@ -915,7 +993,7 @@ type SetController struct {
 
 func (x *SetController) Reset() {
 	*x = SetController{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -927,7 +1005,7 @@ func (x *SetController) String() string {
 func (*SetController) ProtoMessage() {}
 
 func (x *SetController) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -940,7 +1018,7 @@ func (x *SetController) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetController.ProtoReflect.Descriptor instead.
 func (*SetController) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{11}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SetController) GetController() *Controller {
@@ -959,7 +1037,7 @@ type RemoveController struct {
 
 func (x *RemoveController) Reset() {
 	*x = RemoveController{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -971,7 +1049,7 @@ func (x *RemoveController) String() string {
 func (*RemoveController) ProtoMessage() {}
 
 func (x *RemoveController) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -984,7 +1062,7 @@ func (x *RemoveController) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveController.ProtoReflect.Descriptor instead.
 func (*RemoveController) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{12}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RemoveController) GetId() string {
@@ -1010,7 +1088,7 @@ type Expire struct {
 
 func (x *Expire) Reset() {
 	*x = Expire{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1022,7 +1100,7 @@ func (x *Expire) String() string {
 func (*Expire) ProtoMessage() {}
 
 func (x *Expire) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1035,7 +1113,7 @@ func (x *Expire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expire.ProtoReflect.Descriptor instead.
 func (*Expire) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{13}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Expire) GetRequestsBefore() int64 {
@@ -1070,7 +1148,7 @@ var File_phalanx_state_v1_commands_proto protoreflect.FileDescriptor
 
 const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\n" +
-	"\x1fphalanx/state/v1/commands.proto\x12\x10phalanx.state.v1\x1a\x1ephalanx/state/v1/records.proto\"\xc8\x06\n" +
+	"\x1fphalanx/state/v1/commands.proto\x12\x10phalanx.state.v1\x1a\x1ephalanx/state/v1/records.proto\"\x86\a\n" +
 	"\aCommand\x12<\n" +
 	"\n" +
 	"submit_job\x18\x01 \x01(\v2\x1b.phalanx.state.v1.SubmitJobH\x00R\tsubmitJob\x12<\n" +
@@ -1088,8 +1166,17 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\x0eset_controller\x18\n" +
 	" \x01(\v2\x1f.phalanx.state.v1.SetControllerH\x00R\rsetController\x12Q\n" +
 	"\x11remove_controller\x18\v \x01(\v2\".phalanx.state.v1.RemoveControllerH\x00R\x10removeController\x122\n" +
-	"\x06expire\x18\f \x01(\v2\x18.phalanx.state.v1.ExpireH\x00R\x06expireB\t\n" +
-	"\acommand\"m\n" +
+	"\x06expire\x18\f \x01(\v2\x18.phalanx.state.v1.ExpireH\x00R\x06expire\x12<\n" +
+	"\n" +
+	"update_job\x18\r \x01(\v2\x1b.phalanx.state.v1.UpdateJobH\x00R\tupdateJobB\t\n" +
+	"\acommand\"w\n" +
+	"\tUpdateJob\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
+	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"time_limit\x18\x03 \x01(\x03H\x01R\ttimeLimit\x88\x01\x01B\a\n" +
+	"\x05_nameB\r\n" +
+	"\v_time_limit\"m\n" +
 	"\tSubmitJob\x12'\n" +
 	"\x03job\x18\x01 \x01(\v2\x15.phalanx.state.v1.JobR\x03job\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12\x1d\n" +
@@ -1168,56 +1255,58 @@ func file_phalanx_state_v1_commands_proto_rawDescGZIP() []byte {
 	return file_phalanx_state_v1_commands_proto_rawDescData
 }
 
-var file_phalanx_state_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_phalanx_state_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_phalanx_state_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),          // 0: phalanx.state.v1.Command
-	(*SubmitJob)(nil),        // 1: phalanx.state.v1.SubmitJob
-	(*Placement)(nil),        // 2: phalanx.state.v1.Placement
-	(*PlaceJobs)(nil),        // 3: phalanx.state.v1.PlaceJobs
-	(*ReportTask)(nil),       // 4: phalanx.state.v1.ReportTask
-	(*CancelJobs)(nil),       // 5: phalanx.state.v1.CancelJobs
-	(*RegisterNode)(nil),     // 6: phalanx.state.v1.RegisterNode
-	(*SetNodeState)(nil),     // 7: phalanx.state.v1.SetNodeState
-	(*SetPartitions)(nil),    // 8: phalanx.state.v1.SetPartitions
-	(*PreemptJobs)(nil),      // 9: phalanx.state.v1.PreemptJobs
-	(*SetNodesDown)(nil),     // 10: phalanx.state.v1.SetNodesDown
-	(*SetController)(nil),    // 11: phalanx.state.v1.SetController
-	(*RemoveController)(nil), // 12: phalanx.state.v1.RemoveController
-	(*Expire)(nil),           // 13: phalanx.state.v1.Expire
-	(*Job)(nil),              // 14: phalanx.state.v1.Job
-	(*Allocation)(nil),       // 15: phalanx.state.v1.Allocation
-	(TaskState)(0),           // 16: phalanx.state.v1.TaskState
-	(*Node)(nil),             // 17: phalanx.state.v1.Node
-	(NodeState)(0),           // 18: phalanx.state.v1.NodeState
-	(*Partition)(nil),        // 19: phalanx.state.v1.Partition
-	(*Controller)(nil),       // 20: phalanx.state.v1.Controller
+	(*UpdateJob)(nil),        // 1: phalanx.state.v1.UpdateJob
+	(*SubmitJob)(nil),        // 2: phalanx.state.v1.SubmitJob
+	(*Placement)(nil),        // 3: phalanx.state.v1.Placement
+	(*PlaceJobs)(nil),        // 4: phalanx.state.v1.PlaceJobs
+	(*ReportTask)(nil),       // 5: phalanx.state.v1.ReportTask
+	(*CancelJobs)(nil),       // 6: phalanx.state.v1.CancelJobs
+	(*RegisterNode)(nil),     // 7: phalanx.state.v1.RegisterNode
+	(*SetNodeState)(nil),     // 8: phalanx.state.v1.SetNodeState
+	(*SetPartitions)(nil),    // 9: phalanx.state.v1.SetPartitions
+	(*PreemptJobs)(nil),      // 10: phalanx.state.v1.PreemptJobs
+	(*SetNodesDown)(nil),     // 11: phalanx.state.v1.SetNodesDown
+	(*SetController)(nil),    // 12: phalanx.state.v1.SetController
+	(*RemoveController)(nil), // 13: phalanx.state.v1.RemoveController
+	(*Expire)(nil),           // 14: phalanx.state.v1.Expire
+	(*Job)(nil),              // 15: phalanx.state.v1.Job
+	(*Allocation)(nil),       // 16: phalanx.state.v1.Allocation
+	(TaskState)(0),           // 17: phalanx.state.v1.TaskState
+	(*Node)(nil),             // 18: phalanx.state.v1.Node
+	(NodeState)(0),           // 19: phalanx.state.v1.NodeState
+	(*Partition)(nil),        // 20: phalanx.state.v1.Partition
+	(*Controller)(nil),       // 21: phalanx.state.v1.Controller
 }
 var file_phalanx_state_v1_commands_proto_depIdxs = []int32{
-	1,  // 0: phalanx.state.v1.Command.submit_job:type_name -> phalanx.state.v1.SubmitJob
-	3,  // 1: phalanx.state.v1.Command.place_jobs:type_name -> phalanx.state.v1.PlaceJobs
-	4,  // 2: phalanx.state.v1.Command.report_task:type_name -> phalanx.state.v1.ReportTask
-	5,  // 3: phalanx.state.v1.Command.cancel_jobs:type_name -> phalanx.state.v1.CancelJobs
-	6,  // 4: phalanx.state.v1.Command.register_node:type_name -> phalanx.state.v1.RegisterNode
-	7,  // 5: phalanx.state.v1.Command.set_node_state:type_name -> phalanx.state.v1.SetNodeState
-	8,  // 6: phalanx.state.v1.Command.set_partitions:type_name -> phalanx.state.v1.SetPartitions
-	9,  // 7: phalanx.state.v1.Command.preempt_jobs:type_name -> phalanx.state.v1.PreemptJobs
-	10, // 8: phalanx.state.v1.Command.set_nodes_down:type_name -> phalanx.state.v1.SetNodesDown
-	11, // 9: phalanx.state.v1.Command.set_controller:type_name -> phalanx.state.v1.SetController
-	12, // 10: phalanx.state.v1.Command.remove_controller:type_name -> phalanx.state.v1.RemoveController
-	13, // 11: phalanx.state.v1.Command.expire:type_name -> phalanx.state.v1.Expire
-	14, // 12: phalanx.state.v1.SubmitJob.job:type_name -> phalanx.state.v1.Job
-	15, // 13: phalanx.state.v1.Placement.alloc:type_name -> phalanx.state.v1.Allocation
-	2,  // 14: phalanx.state.v1.PlaceJobs.placements:type_name -> phalanx.state.v1.Placement
-	16, // 15: phalanx.state.v1.ReportTask.state:type_name -> phalanx.state.v1.TaskState
-	17, // 16: phalanx.state.v1.RegisterNode.node:type_name -> phalanx.state.v1.Node
-	18, // 17: phalanx.state.v1.SetNodeState.state:type_name -> phalanx.state.v1.NodeState
-	19, // 18: phalanx.state.v1.SetPartitions.partitions:type_name -> phalanx.state.v1.Partition
-	20, // 19: phalanx.state.v1.SetController.controller:type_name -> phalanx.state.v1.Controller
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	2,  // 0: phalanx.state.v1.Command.submit_job:type_name -> phalanx.state.v1.SubmitJob
+	4,  // 1: phalanx.state.v1.Command.place_jobs:type_name -> phalanx.state.v1.PlaceJobs
+	5,  // 2: phalanx.state.v1.Command.report_task:type_name -> phalanx.state.v1.ReportTask
+	6,  // 3: phalanx.state.v1.Command.cancel_jobs:type_name -> phalanx.state.v1.CancelJobs
+	7,  // 4: phalanx.state.v1.Command.register_node:type_name -> phalanx.state.v1.RegisterNode
+	8,  // 5: phalanx.state.v1.Command.set_node_state:type_name -> phalanx.state.v1.SetNodeState
+	9,  // 6: phalanx.state.v1.Command.set_partitions:type_name -> phalanx.state.v1.SetPartitions
+	10, // 7: phalanx.state.v1.Command.preempt_jobs:type_name -> phalanx.state.v1.PreemptJobs
+	11, // 8: phalanx.state.v1.Command.set_nodes_down:type_name -> phalanx.state.v1.SetNodesDown
+	12, // 9: phalanx.state.v1.Command.set_controller:type_name -> phalanx.state.v1.SetController
+	13, // 10: phalanx.state.v1.Command.remove_controller:type_name -> phalanx.state.v1.RemoveController
+	14, // 11: phalanx.state.v1.Command.expire:type_name -> phalanx.state.v1.Expire
+	1,  // 12: phalanx.state.v1.Command.update_job:type_name -> phalanx.state.v1.UpdateJob
+	15, // 13: phalanx.state.v1.SubmitJob.job:type_name -> phalanx.state.v1.Job
+	16, // 14: phalanx.state.v1.Placement.alloc:type_name -> phalanx.state.v1.Allocation
+	3,  // 15: phalanx.state.v1.PlaceJobs.placements:type_name -> phalanx.state.v1.Placement
+	17, // 16: phalanx.state.v1.ReportTask.state:type_name -> phalanx.state.v1.TaskState
+	18, // 17: phalanx.state.v1.RegisterNode.node:type_name -> phalanx.state.v1.Node
+	19, // 18: phalanx.state.v1.SetNodeState.state:type_name -> phalanx.state.v1.NodeState
+	20, // 19: phalanx.state.v1.SetPartitions.partitions:type_name -> phalanx.state.v1.Partition
+	21, // 20: phalanx.state.v1.SetController.controller:type_name -> phalanx.state.v1.Controller
+	21, // [21:21] is the sub-list for method output_type
+	21, // [21:21] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_state_v1_commands_proto_init() }
@@ -1239,14 +1328,16 @@ func file_phalanx_state_v1_commands_proto_init() {
 		(*Command_SetController)(nil),
 		(*Command_RemoveController)(nil),
 		(*Command_Expire)(nil),
+		(*Command_UpdateJob)(nil),
 	}
+	file_phalanx_state_v1_commands_proto_msgTypes[1].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_state_v1_commands_proto_rawDesc), len(file_phalanx_state_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

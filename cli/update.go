@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/topology/hostlist"
+)
+
+const updateUsage = "write scontrol update NodeName=NODES State=DRAIN|RESUME|UNDRAIN|DOWN [Reason=WHY], or scontrol update JobId=ID [JobName=NAME] [TimeLimit=LIMIT]"
+
+// update runs `scontrol update`: KEY=VALUE pairs, in any order, naming
+// either nodes (NodeName=) or a job (JobId=), as Slurm's.
+func (k *commands) update(c *ucli.Context, args []string) error {
+	nodeReq, jobReq, err := updateRequest(args)
+	if err != nil {
+		return err
+	}
+	cn, err := k.dial(c)
+	if err != nil {
+		return err
+	}
+	defer cn.Close()
+	return cn.call(c.Context, func(ctx context.Context) error {
+		if nodeReq != nil {
+			_, err := cn.api.UpdateNode(ctx, nodeReq)
+			return err
+		}
+		_, err := cn.api.UpdateJob(ctx, jobReq)
+		return err
+	})
+}
+
+// updateRequest reads the arguments of `scontrol update` into the request
+// for nodes or the one for a job.
+func updateRequest(args []string) (*phalanxv1.UpdateNodeRequest, *phalanxv1.UpdateJobRequest, error) {
+	fields, err := updateFields(args)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case fields["nodename"] != "" && fields["jobid"] != "":
+		return nil, nil, fmt.Errorf("update nodes or a job, not both: %s", updateUsage)
+	case fields["nodename"] != "":
+		req, err := nodeUpdate(fields)
+		return req, nil, err
+	case fields["jobid"] != "":
+		req, err := jobUpdate(fields)
+		return nil, req, err
+	}
+	return nil, nil, errors.New(updateUsage)
+}
+
+// updateFields reads KEY=VALUE arguments; keys are case-insensitive and
+// may not repeat. A value may hold spaces when the shell kept it in one
+// argument (Reason="bad ECC").
+func updateFields(args []string) (map[string]string, error) {
+	fields := map[string]string{}
+	for _, a := range args {
+		key, val, ok := strings.Cut(a, "=")
+		key = strings.ToLower(key)
+		switch key {
+		case "nodename", "nodes", "node":
+			key = "nodename"
+		case "jobid", "job":
+			key = "jobid"
+		case "state", "reason", "jobname", "name", "timelimit":
+		default:
+			return nil, fmt.Errorf("update: unknown or unsupported field %q: %s", a, updateUsage)
+		}
+		if key == "name" {
+			key = "jobname"
+		}
+		if !ok || val == "" {
+			return nil, fmt.Errorf("update: %s needs a value (%s=...)", strings.TrimSuffix(a, "="), key)
+		}
+		if _, dup := fields[key]; dup {
+			return nil, fmt.Errorf("update: %s is given twice", key)
+		}
+		fields[key] = val
+	}
+	return fields, nil
+}
+
+func nodeUpdate(f map[string]string) (*phalanxv1.UpdateNodeRequest, error) {
+	if f["jobname"] != "" || f["timelimit"] != "" {
+		return nil, fmt.Errorf("JobName= and TimeLimit= update a job, not nodes: %s", updateUsage)
+	}
+	if f["state"] == "" {
+		return nil, fmt.Errorf("update NodeName=%s needs a State=DRAIN|RESUME|UNDRAIN|DOWN", f["nodename"])
+	}
+	names, err := hostlist.Expand(f["nodename"])
+	if err != nil {
+		return nil, fmt.Errorf("NodeName=%s: %w", f["nodename"], err)
+	}
+	return &phalanxv1.UpdateNodeRequest{Names: names, State: strings.ToUpper(f["state"]), Reason: f["reason"]}, nil
+}
+
+func jobUpdate(f map[string]string) (*phalanxv1.UpdateJobRequest, error) {
+	if f["state"] != "" || f["reason"] != "" {
+		return nil, fmt.Errorf("State= and Reason= update nodes, not a job: %s", updateUsage)
+	}
+	ids, err := parseJobIDs(f["jobid"])
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) != 1 {
+		return nil, fmt.Errorf("JobId=%s: update one job at a time", f["jobid"])
+	}
+	id := ids[0]
+	req := &phalanxv1.UpdateJobRequest{JobId: id}
+	if name, ok := f["jobname"]; ok {
+		req.Name = &name
+	}
+	if tl, ok := f["timelimit"]; ok {
+		d, err := cluster.ParseDuration(tl)
+		if err != nil {
+			return nil, fmt.Errorf("TimeLimit=%s: %w", tl, err)
+		}
+		secs := int64(d / time.Second)
+		req.TimeLimitSeconds = &secs
+	}
+	if req.Name == nil && req.TimeLimitSeconds == nil {
+		return nil, fmt.Errorf("update JobId=%d: nothing to change: give JobName=... or TimeLimit=...", id)
+	}
+	return req, nil
+}

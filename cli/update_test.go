@@ -1,0 +1,46 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestUpdateArguments(t *testing.T) {
+	node, _, err := updateRequest([]string{"NodeName=gpu[001-003]", "State=drain", "Reason=bad ECC"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(node.Names, ",") != "gpu001,gpu002,gpu003" || node.State != "DRAIN" || node.Reason != "bad ECC" {
+		t.Errorf("node update = %v", node)
+	}
+	_, job, err := updateRequest([]string{"jobid=42", "TimeLimit=1-00:00:00", "JobName=long run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.JobId != 42 || job.GetName() != "long run" || job.GetTimeLimitSeconds() != 86400 {
+		t.Errorf("job update = %v", job)
+	}
+	if _, job, err := updateRequest([]string{"JobId=7", "TimeLimit=UNLIMITED"}); err != nil || job.TimeLimitSeconds == nil || *job.TimeLimitSeconds != 0 {
+		t.Errorf("TimeLimit=UNLIMITED: %v, %v; want 0 (no limit)", job, err)
+	}
+
+	for _, bad := range [][]string{
+		{"NodeName=gpu001", "Weight=2"},                  // unsupported field
+		{"NodeName=gpu001", "State=DRAIN", "State=DOWN"}, // twice
+		{"NodeName=gpu001"},                              // no state
+		{"NodeName=gpu[3-1]", "State=DRAIN", "Reason=x"}, // bad hostlist
+		{"NodeName=gpu001", "TimeLimit=1:00"},            // a job's field
+		{"JobId=1"},                                      // nothing to change
+		{"JobId=x", "JobName=a"},                         // bad ID
+		{"JobId=1,2", "JobName=a"},                       // two jobs
+		{"JobId=1", "TimeLimit=soon"},                    // bad limit
+		{"JobId=1", "State=DRAIN"},                       // a node's field
+		{"JobId=1", "NodeName=gpu001", "State=DRAIN"},    // both
+		{"JobName="},                                     // empty value
+		{"Reason=x"},                                     // neither nodes nor job
+	} {
+		if _, _, err := updateRequest(bad); err == nil {
+			t.Errorf("update %v: no error", bad)
+		}
+	}
+}

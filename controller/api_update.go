@@ -1,0 +1,162 @@
+package controller
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/controller/fsm"
+)
+
+// Changes to nodes and jobs after the fact, as Slurm's `scontrol update`.
+
+// maxReasonLen and maxJobNameLen bound what an update stores.
+const (
+	maxReasonLen  = 1024
+	maxJobNameLen = 256
+)
+
+// nodeUpdateStates maps what `scontrol update State=` takes to the stored
+// state. RESUME and UNDRAIN put a node back in service.
+var nodeUpdateStates = map[string]cluster.NodeState{
+	"DRAIN": cluster.NodeDrain, "DOWN": cluster.NodeDown, "RESUME": cluster.NodeUp, "UNDRAIN": cluster.NodeUp,
+}
+
+func (c *controllerService) UpdateNode(ctx context.Context, req *phalanxv1.UpdateNodeRequest) (*phalanxv1.UpdateNodeResponse, error) {
+	names, err := c.s.updateNodes(ctx, req)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &phalanxv1.UpdateNodeResponse{Names: names}, nil
+}
+
+// updateNodes drains, resumes or downs the named nodes: operators and
+// administrators only. Every name is checked before any node changes.
+func (s *Server) updateNodes(ctx context.Context, req *phalanxv1.UpdateNodeRequest) ([]string, error) {
+	if err := s.require(ctx, levelOperator, "changing a node's state (scontrol update NodeName=...)"); err != nil {
+		return nil, err
+	}
+	state, ok := nodeUpdateStates[strings.ToUpper(req.State)]
+	reason := strings.TrimSpace(req.Reason)
+	switch {
+	case !ok:
+		return nil, cluster.Errorf(cluster.ErrInvalid, "node state %q: use DRAIN, RESUME, UNDRAIN or DOWN", req.State)
+	case len(req.Names) == 0:
+		return nil, cluster.Errorf(cluster.ErrInvalid, "name the nodes to update (NodeName=...)")
+	case state != cluster.NodeUp && reason == "":
+		return nil, cluster.Errorf(cluster.ErrInvalid, "State=%s needs a Reason=... (say why, for the other admins)", strings.ToUpper(req.State))
+	case len(reason) > maxReasonLen || strings.ContainsAny(reason, "\n\r"):
+		return nil, cluster.Errorf(cluster.ErrInvalid, "the reason must be one line of at most %d bytes", maxReasonLen)
+	}
+	st, err := s.store.State()
+	if err != nil {
+		return nil, err
+	}
+	known := map[string]bool{}
+	for _, n := range st.Nodes {
+		known[n.Name] = true
+	}
+	for _, name := range req.Names {
+		if !known[name] {
+			return nil, cluster.Errorf(cluster.ErrNotFound, "Invalid node name specified: %s", name)
+		}
+	}
+	if state == cluster.NodeUp {
+		reason = ""
+	}
+	id, _, _ := s.caller(ctx)
+	now := s.cfg.Clock.Now()
+	for _, name := range req.Names {
+		if _, err := s.propose(ctx, fsm.SetNodeState{Name: name, State: state, Reason: reason, Time: now}); err != nil {
+			return nil, err
+		}
+		s.log.Info("node state changed", "node", name, "state", state, "reason", reason, "by", id.String())
+	}
+	s.kickScheduler()
+	return req.Names, nil
+}
+
+func (c *controllerService) UpdateJob(ctx context.Context, req *phalanxv1.UpdateJobRequest) (*phalanxv1.UpdateJobResponse, error) {
+	if err := c.s.updateJob(ctx, req); err != nil {
+		return nil, toStatus(err)
+	}
+	return &phalanxv1.UpdateJobResponse{}, nil
+}
+
+// updateJob renames a job or changes its time limit. Its owner may rename
+// it and shorten its limit (as Slurm lets users); operators and
+// administrators may change any job, and lengthen a limit or lift it.
+func (s *Server) updateJob(ctx context.Context, req *phalanxv1.UpdateJobRequest) error {
+	j, err := s.visible(cluster.JobID(req.JobId), false)
+	if err != nil {
+		return err
+	}
+	if err := s.mayChange(ctx, j, "update"); err != nil {
+		return err
+	}
+	if !j.InQueue() {
+		return cluster.Errorf(cluster.ErrInvalid, "job %d has ended (%s): there is nothing to update", j.ID, j.State)
+	}
+	up := fsm.UpdateJob{ID: j.ID, Name: req.Name}
+	if req.Name != nil {
+		if name := *req.Name; name == "" || len(name) > maxJobNameLen || strings.ContainsAny(name, "\n\r") {
+			return cluster.Errorf(cluster.ErrInvalid, "job name %q: give one line of 1 to %d bytes", name, maxJobNameLen)
+		}
+	}
+	if req.TimeLimitSeconds != nil {
+		limit, err := s.newTimeLimit(ctx, j, *req.TimeLimitSeconds)
+		if err != nil {
+			return err
+		}
+		up.TimeLimit = &limit
+	}
+	if up.Name == nil && up.TimeLimit == nil {
+		return cluster.Errorf(cluster.ErrInvalid, "nothing to update: give JobName=... or TimeLimit=...")
+	}
+	if _, err := s.propose(ctx, up); err != nil {
+		return err
+	}
+	s.kickScheduler()
+	return nil
+}
+
+// newTimeLimit checks a new time limit for job j (seconds; 0 lifts it).
+func (s *Server) newTimeLimit(ctx context.Context, j *cluster.Job, secs int64) (time.Duration, error) {
+	const most = int64(cluster.MaxTimeLimit / time.Second)
+	switch {
+	case secs < 0:
+		return 0, cluster.Errorf(cluster.ErrInvalid, "time limit %d seconds: give a positive limit, or UNLIMITED", secs)
+	case secs > most:
+		return 0, cluster.Errorf(cluster.ErrInvalid, "time limit of %d seconds is longer than %d days: ask for less, or for UNLIMITED", secs, cluster.MaxTimeLimit/(24*time.Hour))
+	case j.State != cluster.JobPending:
+		return 0, cluster.Errorf(cluster.ErrInvalid, "job %d is %s: its time limit changes only while it is pending", j.ID, j.State)
+	}
+	limit := time.Duration(secs) * time.Second
+	longer := limit == 0 || (j.TimeLimit != 0 && limit > j.TimeLimit)
+	if id, lvl, ok := s.caller(ctx); ok && longer && lvl < levelOperator {
+		s.audit(ctx, "update", "permission denied", "user", id.User, "uid", id.UID, "job", j.ID, "time_limit", limit)
+		return 0, cluster.Errorf(cluster.ErrPermission, "permission denied: %s may shorten job %d's time limit (%s), not lengthen it: ask an operator",
+			id, j.ID, cluster.FormatLimit(j.TimeLimit))
+	}
+	if part := s.partition(j.Partition); part != nil && part.MaxTime > 0 && (limit == 0 || limit > part.MaxTime) {
+		return 0, cluster.Errorf(cluster.ErrInvalid, "time limit %s exceeds partition %s's MaxTime %s",
+			cluster.FormatLimit(limit), part.Name, cluster.FormatLimit(part.MaxTime))
+	}
+	return limit, nil
+}
+
+// partition returns the partition named, or nil.
+func (s *Server) partition(name string) *cluster.Partition {
+	st, err := s.store.State()
+	if err != nil {
+		return nil
+	}
+	for _, p := range st.Partitions {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package testcluster_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/auth"
+	"github.com/phalanx-hpc/phalanx/testcluster"
+)
+
+// scontrol update, by who may make each change: only operators (and
+// administrators) drain and resume nodes; a job's owner renames it and
+// shortens its time limit, another user changes nothing of it, and only an
+// operator lengthens a limit.
+func TestUpdatesNeedOwnershipOrOperator(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 2, Runtime: "fake", OperatorUsers: []string{"carol"}})
+	alice := auth.Identity{User: "alice", UID: 1000, GID: 100, Kind: auth.KindLocal}
+	bob := auth.Identity{User: "bob", UID: 1001, GID: 100, Kind: auth.KindLocal}
+	carol := auth.Identity{User: "carol", UID: 1002, GID: 100, Kind: auth.KindLocal}
+	asAlice, asBob, asCarol := c.ClientAs(alice), c.ClientAs(bob), c.ClientAs(carol)
+	ctx := context.Background()
+	code := func(err error, want codes.Code, what string) {
+		t.Helper()
+		if status.Code(err) != want {
+			t.Errorf("%s: %v; want %v", what, err, want)
+		}
+	}
+
+	drain := &phalanxv1.UpdateNodeRequest{Names: c.Nodes, State: "DRAIN", Reason: "cable swap"}
+	_, err := asAlice.UpdateNode(ctx, drain)
+	code(err, codes.PermissionDenied, "alice drains the nodes")
+	_, err = asCarol.UpdateNode(ctx, &phalanxv1.UpdateNodeRequest{Names: c.Nodes, State: "DRAIN"})
+	code(err, codes.InvalidArgument, "a drain without a reason")
+	_, err = asCarol.UpdateNode(ctx, &phalanxv1.UpdateNodeRequest{Names: []string{"gpu999"}, State: "DRAIN", Reason: "x"})
+	code(err, codes.NotFound, "draining an unknown node")
+	_, err = asCarol.UpdateNode(ctx, drain)
+	code(err, codes.OK, "carol (operator) drains the nodes")
+	nodes, err := c.Client.ListNodes(ctx, &phalanxv1.ListNodesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Nodes {
+		if n.State != "DRAINED" || n.Reason != "cable swap" {
+			t.Errorf("node %s after the drain: %s %q; want DRAINED \"cable swap\"", n.Name, n.State, n.Reason)
+		}
+	}
+
+	// Alice's job waits: every node is drained.
+	s := spec(t.TempDir(), "first", 1, 1, "#!/bin/sh\nsleep 60\n")
+	s.Uid, s.Gid, s.User, s.TimeLimitSeconds = int32(alice.UID), int32(alice.GID), alice.User, 3600
+	resp, err := asAlice.SubmitJob(ctx, &phalanxv1.SubmitJobRequest{Spec: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.JobId
+	name, shorter, longer := "renamed", int64(1800), int64(7200)
+	_, err = asBob.UpdateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: id, Name: &name})
+	code(err, codes.PermissionDenied, "bob renames alice's job")
+	_, err = asAlice.UpdateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: id, Name: &name, TimeLimitSeconds: &shorter})
+	code(err, codes.OK, "alice renames her job and shortens its limit")
+	_, err = asAlice.UpdateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: id, TimeLimitSeconds: &longer})
+	code(err, codes.PermissionDenied, "alice lengthens her job's limit")
+	job, err := c.Client.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.Spec.Name != name || job.Spec.TimeLimitSeconds != shorter || job.State != "PENDING" {
+		t.Errorf("alice's job: %q, limit %ds, %s; want %q, %ds, PENDING", job.Spec.Name, job.Spec.TimeLimitSeconds, job.State, name, shorter)
+	}
+	_, err = asCarol.UpdateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: id, TimeLimitSeconds: &longer})
+	code(err, codes.OK, "carol (operator) lengthens it")
+
+	// Back in service, the job starts; a running job's limit stays.
+	_, err = asBob.UpdateNode(ctx, &phalanxv1.UpdateNodeRequest{Names: c.Nodes, State: "RESUME"})
+	code(err, codes.PermissionDenied, "bob resumes the nodes")
+	_, err = asCarol.UpdateNode(ctx, &phalanxv1.UpdateNodeRequest{Names: c.Nodes, State: "RESUME"})
+	code(err, codes.OK, "carol resumes the nodes")
+	testcluster.Eventually(t, 10*time.Second, func() error {
+		j, err := c.Client.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: id})
+		if err != nil {
+			return err
+		}
+		if j.State != "RUNNING" || j.Spec.TimeLimitSeconds != longer {
+			return fmt.Errorf("job %d is %s with limit %ds; want RUNNING with %ds", id, j.State, j.Spec.TimeLimitSeconds, longer)
+		}
+		return nil
+	})
+	_, err = asCarol.UpdateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: id, TimeLimitSeconds: &shorter})
+	code(err, codes.InvalidArgument, "the time limit of a running job")
+}
