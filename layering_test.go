@@ -67,6 +67,13 @@ var layerRules = []layerRule{
 			local("cli"), raft, bbolt, containerd, nvml},
 	},
 	{
+		// The cluster CA and TLS: the standard library only, for every
+		// daemon and for phx.
+		pkgs: []string{"pki"},
+		forbidden: []string{local("controller"), local("store"), local("scheduler"), local("nodeagent"),
+			local("cli"), local("auth"), local("api"), grpc, raft, bbolt, containerd, nvml},
+	},
+	{
 		pkgs:      []string{"sim"},
 		forbidden: []string{local("controller"), local("store"), grpc, raft, bbolt},
 	},

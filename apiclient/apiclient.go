@@ -168,6 +168,19 @@ func (c *Conn) Close() error {
 	return errors.Join(errs...)
 }
 
+// Reset closes every connection without closing the Conn: the next call
+// dials again. A client whose TLS certificate was renewed calls it, so
+// that its calls present the new certificate (a connection keeps the one
+// it was made with); calls in flight fail, as on a lost connection.
+func (c *Conn) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for a, cc := range c.conns {
+		cc.Close()
+		delete(c.conns, a)
+	}
+}
+
 // Stale returns a context whose reads may be answered by whichever replica
 // is reached, from its own state, which may lag the leader's.
 func Stale(ctx context.Context) context.Context {

@@ -528,3 +528,48 @@ func TestLeaderHintGoesFirst(t *testing.T) {
 		t.Errorf("a hint outside the list was taken: Leader() = %q", got)
 	}
 }
+
+// countingListener counts the connections it accepts.
+type countingListener struct {
+	net.Listener
+	accepted atomic.Int32
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.accepted.Add(1)
+	}
+	return c, err
+}
+
+// After Reset the next call dials a new connection (a renewed certificate
+// reaches the server), and the Conn goes on working.
+func TestResetDialsAgain(t *testing.T) {
+	t.Parallel()
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis := &countingListener{Listener: inner}
+	srv := grpc.NewServer()
+	phalanxv1.RegisterControllerServiceServer(srv, &fakeController{id: "one"})
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	c := dial(t, lis.Addr().String())
+	for i := 0; i < 2; i++ {
+		if _, err := getStatus(timeout(t, 5*time.Second), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := lis.accepted.Load(); n != 1 {
+		t.Fatalf("%d connections before Reset; want 1", n)
+	}
+	c.Reset()
+	if _, err := getStatus(timeout(t, 5*time.Second), c); err != nil {
+		t.Fatalf("a call after Reset: %v", err)
+	}
+	if n := lis.accepted.Load(); n != 2 {
+		t.Errorf("%d connections after Reset; want 2", n)
+	}
+}

@@ -221,6 +221,12 @@ func (cn *conn) userError(err error) error {
 		if apiclient.NotLeader(err) != nil {
 			return fmt.Errorf("%s (tried %s within %s)", st.Message(), strings.Join(cn.addrs, ","), cn.timeout)
 		}
+		if msg := st.Message(); strings.Contains(msg, "authentication handshake failed") {
+			return fmt.Errorf("TLS with %s failed: %s (is $PHX_CA_CERT this cluster's ca.crt?)", cn.where(), msg)
+		}
+		if v := cn.k.sys.Getenv("PHX_INSECURE"); v != "" && v != "0" && strings.Contains(st.Message(), "preface") {
+			return fmt.Errorf("cannot reach %s in plaintext (PHX_INSECURE is set; a controller with TLS closes plaintext connections: unset it)", cn.where())
+		}
 		return fmt.Errorf("cannot reach %s (is phalanx-controller running? set PHX_SERVER or --server)", cn.where())
 	case codes.DeadlineExceeded:
 		return fmt.Errorf("%s did not answer within %s (retry, or raise --timeout)", strings.TrimPrefix(cn.where(), "any of "), cn.timeout)

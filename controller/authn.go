@@ -21,11 +21,13 @@ import (
 
 // Authentication and authorisation of API calls.
 //
-// Every method of the controller service and of the node service needs a
-// credential (package auth); the caller's identity is taken from it alone
-// and put in the call's context. Agents sign node credentials, which name
-// their node: the node API takes a call about a node only from that
-// node's agent (or an administrator), and the user API takes none.
+// Every method of the controller service needs a credential (package
+// auth); the caller's identity is taken from it alone and put in the
+// call's context. With TLS, the node service takes only the certificate of
+// a node (package pki), which names it: the node API takes a call about a
+// node only from that node's agent. Without TLS (in-process tests, and
+// --insecure) agents sign node credentials with the cluster key instead,
+// and an administrator's credential acts for any node.
 //
 // Three levels, as Slurm's admin levels: every authenticated user may read
 // everything and change their own jobs; operators (OperatorUsers) may
@@ -47,23 +49,24 @@ func (s *Server) authenticate(ctx context.Context, method string) (context.Conte
 		return ctx, nil
 	}
 	if !userAPI && s.cfg.TLS != nil {
+		// With TLS the node API takes certificates only: every host holds
+		// the cluster key, so root on any node could sign a node's
+		// credential, or an administrator's, and speak for another node.
 		id, ok, err := s.nodeFromCertificate(ctx, method)
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			return auth.NewContext(ctx, id), nil
+		if !ok {
+			s.audit(ctx, method, "unauthenticated", "err", "no node certificate")
+			return nil, toStatus(cluster.Errorf(cluster.ErrUnauthenticated,
+				"the node API takes calls only with a node's certificate (`phalanx-controller ca issue node NAME`); a credential signed with the cluster key is not enough"))
 		}
+		return auth.NewContext(ctx, id), nil
 	}
 	id, err := s.cfg.AuthKeys.Verify(auth.Incoming(ctx), s.cfg.Clock.Now())
 	if err != nil {
 		s.audit(ctx, method, "unauthenticated", "err", err)
 		return nil, toStatus(cluster.Errorf(cluster.ErrUnauthenticated, "%s", authAdvice(err)))
-	}
-	if !userAPI && id.Kind == auth.KindNode && s.cfg.TLS != nil {
-		s.audit(ctx, method, "unauthenticated", "node", id.Node, "err", "node credential without the node's certificate")
-		return nil, toStatus(cluster.Errorf(cluster.ErrUnauthenticated,
-			"a node calls with its certificate (issued by `phalanx-controller ca issue node %s`), not with a credential signed with the cluster key", id.Node))
 	}
 	if userAPI && id.Kind == auth.KindNode {
 		s.audit(ctx, method, "permission denied", "node", id.Node)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -61,6 +62,7 @@ type Agent struct {
 	log    *slog.Logger
 	client phalanxv1.NodeServiceClient
 	rep    *reporter
+	conn   atomic.Pointer[apiclient.Conn] // while Run runs
 
 	mu       sync.Mutex
 	tasks    map[taskKey]*task // started or starting, not yet ended
@@ -115,6 +117,18 @@ func New(cfg Config) (*Agent, error) {
 	}, nil
 }
 
+// Reconnect drops the connections to the controllers; the agent dials
+// again, and watches its assignments again, at once. The daemon calls it
+// when its certificate was renewed: a connection keeps the certificate it
+// was made with, which the controllers refuse once it is revoked or
+// expired.
+func (a *Agent) Reconnect() {
+	if c := a.conn.Load(); c != nil {
+		a.log.Info("reconnecting to the controllers (TLS files reloaded)")
+		c.Reset()
+	}
+}
+
 // Run registers the node, heartbeats, watches assignments and runs tasks
 // until ctx ends. It never gives up on an unreachable controller while ctx
 // lives. When ctx ends it stops every task it runs (SIGTERM, the grace
@@ -135,6 +149,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("agent %s: controllers %q: %w", a.cfg.Name, a.cfg.Controllers, err)
 	}
 	defer conn.Close()
+	a.conn.Store(conn)
+	defer a.conn.Store(nil)
 	a.client = phalanxv1.NewNodeServiceClient(conn)
 	a.rep = newReporter(a.client, a.cfg.Clock, a.log)
 

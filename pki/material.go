@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -62,6 +63,9 @@ type Material struct {
 	files Files
 	now   func() time.Time
 	cur   atomic.Pointer[loaded]
+
+	mu       sync.Mutex
+	reloaded []func() // called after each reload ReloadOn makes
 }
 
 type loaded struct {
@@ -104,7 +108,7 @@ func (m *Material) load() (*loaded, error) {
 		l.roots.AddCert(c)
 	}
 	if m.files.CRL != "" {
-		if err := l.readCRL(m.files.CRL); err != nil {
+		if err := l.readCRL(m.files.CRL, m.files.CA); err != nil {
 			return nil, err
 		}
 	}
@@ -126,7 +130,7 @@ func (m *Material) load() (*loaded, error) {
 	return l, nil
 }
 
-func (l *loaded) readCRL(path string) error {
+func (l *loaded) readCRL(path, caFile string) error {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -145,7 +149,7 @@ func (l *loaded) readCRL(path string) error {
 		}
 	}
 	if !signed {
-		return fmt.Errorf("revocation list %s is not signed by a CA of %s", path, filepath.Base(path))
+		return fmt.Errorf("revocation list %s is not signed by a CA of %s", path, caFile)
 	}
 	for _, e := range crl.RevokedCertificateEntries {
 		l.revoked[e.SerialNumber.Text(16)] = true
@@ -300,16 +304,48 @@ func (m *Material) ClientConfig() *tls.Config {
 	}
 }
 
+// OnReload registers f to run after each reload that ReloadOn makes (a
+// client drops its connections, so that new ones present the new
+// certificate: those made before keep the one they were made with).
+func (m *Material) OnReload(f func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reloaded = append(m.reloaded, f)
+}
+
+// expiryCheck is how often ReloadOn looks whether the own certificate
+// expires soon, for a daemon that runs for months without a reload.
+const expiryCheck = 12 * time.Hour
+
 // ReloadOn reloads the material each time ch delivers (a daemon passes its
-// SIGHUP channel), logging what it now holds or why it kept the old.
+// SIGHUP channel), logging what it now holds or why it kept the old, and
+// warns twice a day while the own certificate expires within
+// ExpiryWarning.
 func (m *Material) ReloadOn(ch <-chan os.Signal, log *slog.Logger) {
 	go func() {
-		for range ch {
+		tick := time.NewTicker(expiryCheck)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				m.warnExpiry(log)
+				continue
+			case _, ok := <-ch:
+				if !ok {
+					return
+				}
+			}
 			if err := m.Reload(); err != nil {
 				log.Error("TLS files not reloaded; the previous ones stay in use", "err", err)
 				continue
 			}
 			m.LogLoaded(log)
+			m.mu.Lock()
+			fs := append([]func(){}, m.reloaded...)
+			m.mu.Unlock()
+			for _, f := range fs {
+				f()
+			}
 		}
 	}()
 }
@@ -326,11 +362,25 @@ func (m *Material) LogLoaded(log *slog.Logger) {
 		log.Info("TLS files loaded", "cas", len(l.cas), "revoked", len(l.revoked))
 		return
 	}
-	left := time.Until(l.cert.Leaf.NotAfter)
 	log.Info("TLS files loaded", "certificate", l.self.String(), "serial", l.self.Serial,
 		"expires", l.cert.Leaf.NotAfter.UTC().Format(time.RFC3339), "cas", len(l.cas), "revoked", len(l.revoked))
-	if left < ExpiryWarning {
+	m.warnExpiry(log)
+}
+
+// warnExpiry logs a warning when the own certificate expires within
+// ExpiryWarning (an error once it has).
+func (m *Material) warnExpiry(log *slog.Logger) {
+	l := m.cur.Load()
+	if l.cert == nil {
+		return
+	}
+	left := l.cert.Leaf.NotAfter.Sub(m.now())
+	cmd := fmt.Sprintf("phalanx-controller ca issue %s %s", l.self.Kind, l.self.Name)
+	switch {
+	case left <= 0:
+		log.Error("own certificate has expired: peers refuse it; issue a new one and send SIGHUP", "certificate", l.self.String(), "command", cmd)
+	case left < ExpiryWarning:
 		log.Warn("own certificate expires soon: issue a new one and send SIGHUP", "certificate", l.self.String(),
-			"expires_in", left.Round(time.Hour).String(), "command", fmt.Sprintf("phalanx-controller ca issue %s %s", l.self.Kind, l.self.Name))
+			"expires_in", left.Round(time.Hour).String(), "command", cmd)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -306,4 +307,36 @@ func TestHandshakes(t *testing.T) {
 	if _, c := handshake(t, node.ServerConfig(0, nil), user.ClientConfig()); !errors.Is(c, ErrWrongKind) {
 		t.Errorf("a client reached a node posing as the controller: %v", c)
 	}
+}
+
+// A daemon warns while its certificate nears expiry, and runs what it
+// registered after each reload (an agent drops its connections).
+func TestReloadOnAndExpiryWarning(t *testing.T) {
+	ca, caDir := newCA(t)
+	m, _ := issueTo(t, ca, caDir, KindNode, "gpu001", 10*24*time.Hour)
+	var logged bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	m.LogLoaded(log)
+	if !strings.Contains(logged.String(), "expires soon") || !strings.Contains(logged.String(), "ca issue node gpu001") {
+		t.Errorf("10 days before expiry: %q", logged.String())
+	}
+	logged.Reset()
+	m.now = func() time.Time { return time.Now().Add(11 * 24 * time.Hour) }
+	m.warnExpiry(log)
+	if !strings.Contains(logged.String(), "has expired") {
+		t.Errorf("after expiry: %q", logged.String())
+	}
+	m.now = time.Now
+
+	hup := make(chan os.Signal)
+	reloaded := make(chan struct{}, 1)
+	m.OnReload(func() { reloaded <- struct{}{} })
+	m.ReloadOn(hup, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	hup <- syscall.SIGHUP
+	select {
+	case <-reloaded:
+	case <-time.After(5 * time.Second):
+		t.Fatal("OnReload's function did not run after a reload")
+	}
+	close(hup)
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +27,7 @@ type agentProc struct {
 	cancel context.CancelFunc
 	done   chan error
 	link   *link // the node's network connection to the controllers
+	hup    chan os.Signal
 }
 
 // StartAgent starts the agent of node name in this process.
@@ -34,7 +37,7 @@ func (c *Cluster) StartAgent(name string) {
 	if err != nil {
 		c.t.Fatalf("agent %s: runtime: %v", name, err)
 	}
-	p := startAgent(c.t, agentSpec{transport: c.Transport(c.Material(c.t, pki.KindNode, name)),
+	p := startAgent(c.t, agentSpec{tls: c.Material(c.t, pki.KindNode, name), secrets: &c.Secrets,
 		name: name, controllers: c.APIAddrs(), stateDir: filepath.Join(c.Dir, "agents", name), runtime: rt,
 		gpus: c.opts.GPUsPerNode, model: c.opts.GPUModel, killGrace: c.opts.KillGrace, log: c.logger("agent-" + name),
 	})
@@ -53,7 +56,8 @@ type agentSpec struct {
 	model       string
 	killGrace   time.Duration
 	log         *slog.Logger
-	transport   grpc.DialOption // TLS with the node's certificate
+	tls         *pki.Material // the node's certificate
+	secrets     *Secrets
 }
 
 // startAgent runs a node agent in this process over go-nvml's mock GPUs,
@@ -73,7 +77,7 @@ func startAgent(t testing.TB, s agentSpec) *agentProc {
 		Name:              s.name,
 		Addr:              "127.0.0.1",
 		Controllers:       s.controllers,
-		DialOptions:       []grpc.DialOption{grpc.WithContextDialer(l.dial), s.transport},
+		DialOptions:       []grpc.DialOption{grpc.WithContextDialer(l.dial), s.secrets.Transport(s.tls)},
 		StateDir:          s.stateDir,
 		Runtime:           s.runtime,
 		GPUs:              gpus,
@@ -87,9 +91,22 @@ func startAgent(t testing.TB, s agentSpec) *agentProc {
 		t.Fatalf("agent %s: %v", s.name, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &agentProc{cancel: cancel, done: make(chan error, 1), link: l}
+	p := &agentProc{cancel: cancel, done: make(chan error, 1), link: l, hup: make(chan os.Signal)}
+	// As phalanx-agent does on SIGHUP: reload the TLS files, then
+	// reconnect with them.
+	s.tls.OnReload(a.Reconnect)
+	s.tls.ReloadOn(p.hup, s.log)
 	go func() { p.done <- a.Run(ctx) }()
 	return p
+}
+
+// HangupAgent does to node name's agent what SIGHUP does to phalanx-agent:
+// it reads its TLS files again and reconnects with them.
+func (c *Cluster) HangupAgent(name string) {
+	c.mu.Lock()
+	p := c.agents[name]
+	c.mu.Unlock()
+	p.hup <- syscall.SIGHUP
 }
 
 // stop stops the agent gracefully (it stops its tasks first) and cuts its

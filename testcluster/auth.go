@@ -52,11 +52,18 @@ func NewSecrets(t testing.TB, dir string) Secrets {
 	return s
 }
 
+// CertDir is the TLS directory Issue writes kind's certificate for name
+// into.
+func (s *Secrets) CertDir(kind pki.Kind, name string) string {
+	return filepath.Join(s.dir, kind.String()+"-"+name)
+}
+
 // Issue writes a certificate of kind for name, with the CA's, into a TLS
-// directory of its own (a daemon's --tls-dir) and returns it.
+// directory of its own (a daemon's --tls-dir; the same one each time, as
+// a renewal) and returns it.
 func (s *Secrets) Issue(t testing.TB, kind pki.Kind, name string) string {
 	t.Helper()
-	dir := filepath.Join(s.dir, kind.String()+"-"+name)
+	dir := s.CertDir(kind, name)
 	if _, err := s.CA.IssueInto(dir, kind, name, nil, time.Hour, time.Now()); err != nil {
 		t.Fatal(err)
 	}

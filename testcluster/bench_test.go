@@ -17,6 +17,7 @@ import (
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/apiclient"
+	"github.com/phalanx-hpc/phalanx/pki"
 	"github.com/phalanx-hpc/phalanx/testcluster"
 )
 
@@ -83,31 +84,33 @@ func startBench(b *testing.B, replicas, nodes int) *benchCluster {
 // until ctx ends.
 func simulateNodes(b testing.TB, ctx context.Context, procs *testcluster.Procs, n int) {
 	b.Helper()
-	conn, err := procs.Dial()
-	if err != nil {
-		b.Fatal(err)
-	}
-	api := phalanxv1.NewNodeServiceClient(conn)
-	for i := 1; i <= n; i++ {
-		name := fmt.Sprintf("gpu%03d", i)
+	// Each node calls with its own certificate, as its agent does.
+	apis := make([]phalanxv1.NodeServiceClient, n)
+	for i := range apis {
+		name := fmt.Sprintf("gpu%03d", i+1)
+		conn, err := apiclient.Dial(procs.APIAddrs(), apiclient.WithDialOptions(procs.Transport(procs.Material(b, pki.KindNode, name))))
+		if err != nil {
+			b.Fatal(err)
+		}
+		context.AfterFunc(ctx, func() { conn.Close() })
+		apis[i] = phalanxv1.NewNodeServiceClient(conn)
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_, err := api.RegisterNode(rctx, &phalanxv1.RegisterNodeRequest{Name: name, Addr: "10.0.0.1", Cpus: 128, MemoryMb: 1 << 20, Gpus: 8, GpuModel: "NVIDIA A100-SXM4-80GB"})
+		_, err = apis[i].RegisterNode(rctx, &phalanxv1.RegisterNodeRequest{Name: name, Addr: "10.0.0.1", Cpus: 128, MemoryMb: 1 << 20, Gpus: 8, GpuModel: "NVIDIA A100-SXM4-80GB"})
 		cancel()
 		if err != nil {
 			b.Fatalf("register %s: %v", name, err)
 		}
 	}
 	go func() {
-		defer conn.Close()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-time.After(2 * time.Second):
 			}
-			for i := 1; i <= n; i++ {
+			for i, api := range apis {
 				hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-				api.Heartbeat(hctx, &phalanxv1.HeartbeatRequest{Name: fmt.Sprintf("gpu%03d", i)})
+				api.Heartbeat(hctx, &phalanxv1.HeartbeatRequest{Name: fmt.Sprintf("gpu%03d", i+1)})
 				cancel()
 			}
 		}

@@ -15,6 +15,7 @@ import (
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/apiclient"
+	"github.com/phalanx-hpc/phalanx/pki"
 	"github.com/phalanx-hpc/phalanx/testcluster"
 )
 
@@ -201,7 +202,12 @@ func submitOne(t *testing.T, procs *testcluster.Procs) uint64 {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := phalanxv1.NewNodeServiceClient(conn).RegisterNode(ctx, &phalanxv1.RegisterNodeRequest{
+	nconn, err := apiclient.Dial(procs.APIAddrs(), apiclient.WithDialOptions(procs.Transport(procs.Material(t, pki.KindNode, "gpu001"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nconn.Close()
+	if _, err := phalanxv1.NewNodeServiceClient(nconn).RegisterNode(ctx, &phalanxv1.RegisterNodeRequest{
 		Name: "gpu001", Addr: "10.0.0.1", Cpus: 128, MemoryMb: 1 << 20, Gpus: 8, GpuModel: "NVIDIA A100-SXM4-80GB",
 	}); err != nil {
 		t.Fatal(err)

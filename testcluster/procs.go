@@ -451,7 +451,7 @@ func (c *Procs) StartAgents(n, gpus int, rt runtime.Runtime) []string {
 	var names []string
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("gpu%03d", i)
-		c.agents[name] = startAgent(c.t, agentSpec{transport: c.Transport(c.Material(c.t, pki.KindNode, name)),
+		c.agents[name] = startAgent(c.t, agentSpec{tls: c.Material(c.t, pki.KindNode, name), secrets: &c.Secrets,
 			name: name, controllers: c.APIAddrs(), stateDir: filepath.Join(c.Dir, "agents", name), runtime: rt,
 			gpus: gpus, model: "NVIDIA A100-SXM4-80GB", killGrace: time.Second, log: (&Cluster{t: c.t}).logger("agent-" + name),
 		})

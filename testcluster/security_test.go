@@ -315,11 +315,10 @@ func TestDisableRootJobs(t *testing.T) {
 }
 
 // The node API takes a node's calls only from the agent holding that
-// node's certificate (or an administrator): no credential, a user's, a
-// node credential signed with the cluster key (which root on any node
-// holds), another node's certificate, or one from another CA, revoked or
-// expired, gets nowhere, and a node's certificate is no use on the user
-// API.
+// node's certificate: no credential, a user's, root's or a node's
+// credential signed with the cluster key (which root on any node holds),
+// another node's certificate, or one from another CA, revoked or expired,
+// gets nowhere, and a node's certificate is no use on the user API.
 func TestNodeAPIOnlyForItsNode(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Nodes: 2, Runtime: "fake"})
 	alice := auth.Identity{User: "alice", UID: 1000, GID: 100, Kind: auth.KindLocal}
@@ -336,9 +335,10 @@ func TestNodeAPIOnlyForItsNode(t *testing.T) {
 		code codes.Code // handshake: Unavailable, or DeadlineExceeded after retrying
 		want string
 	}{
-		"no credential":              {noCredential(&c.Secrets), codes.Unauthenticated, "no credential"},
-		"a user":                     {credential(t, &c.Secrets, c.Key, alice, time.Minute), codes.PermissionDenied, "only node " + node},
-		"a node credential, key":     {credential(t, &c.Secrets, c.Key, auth.NodeIdentity(node), time.Minute), codes.Unauthenticated, "its certificate"},
+		"no credential":              {noCredential(&c.Secrets), codes.Unauthenticated, "only with a node's certificate"},
+		"a user":                     {credential(t, &c.Secrets, c.Key, alice, time.Minute), codes.Unauthenticated, "only with a node's certificate"},
+		"root":                       {credential(t, &c.Secrets, c.Key, testcluster.Root, time.Minute), codes.Unauthenticated, "only with a node's certificate"},
+		"a node credential, key":     {credential(t, &c.Secrets, c.Key, auth.NodeIdentity(node), time.Minute), codes.Unauthenticated, "only with a node's certificate"},
 		"another node's certificate": {withCert(c.Material(t, pki.KindNode, c.Nodes[1])), codes.PermissionDenied, "only node " + node},
 		// Refused at the handshake: the client sees the connection fail
 		// (the controller logs why).

@@ -14,6 +14,7 @@ import (
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/apiclient"
+	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/pki"
 	"github.com/phalanx-hpc/phalanx/testcluster"
 )
@@ -85,4 +86,64 @@ func servedSerial(t *testing.T, addr string) *big.Int {
 	}
 	defer c.Close()
 	return c.ConnectionState().PeerCertificates[0].SerialNumber
+}
+
+// An agent whose certificate is revoked stops being heard (its heartbeats
+// are refused, on the connection it had too) and the node goes DOWN; once
+// it has a new certificate and reloads (SIGHUP), it reconnects with it and
+// the node comes back, with no restart of anything.
+func TestAgentReconnectsWithRenewedCertificate(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 1, Runtime: "fake"})
+	node := c.Nodes[0]
+	nodeState := func(want string) func() error {
+		return func() error {
+			list, err := c.Client.ListNodes(context.Background(), &phalanxv1.ListNodesRequest{Names: []string{node}})
+			if err != nil {
+				return err
+			}
+			if len(list.Nodes) != 1 || list.Nodes[0].State != want {
+				return fmt.Errorf("node %s: %v; want %s", node, list.Nodes, want)
+			}
+			return nil
+		}
+	}
+	agentDir := c.CertDir(pki.KindNode, node)
+	held, err := pki.Load(pki.DirFiles(agentDir, pki.KindNode))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Revoke(t, held.Serial())
+	c.ReloadTLS()
+	testcluster.Eventually(t, 15*time.Second, nodeState("DOWN"))
+
+	c.Issue(t, pki.KindNode, node) // a new certificate where the agent reads it
+	c.HangupAgent(node)
+	testcluster.Eventually(t, 15*time.Second, nodeState("IDLE"))
+}
+
+// phx says why it cannot talk to the controllers when TLS is the reason:
+// a CA that is not the cluster's, or plaintext to a controller with TLS;
+// and a missing CA file stops it before it calls at all.
+func TestPhxSaysWhyTLSFailed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds phx; not in -short")
+	}
+	c := testcluster.New(t, testcluster.Options{Nodes: 1, Runtime: "fake"})
+	root := auth.Identity{User: "root"}
+	dir := t.TempDir()
+	other := testcluster.NewSecrets(t, t.TempDir())
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"PHX_CA_CERT=" + other.CACert}, "TLS with the controller at"},
+		{[]string{"PHX_CA_CERT=" + other.CACert}, "certificate not from this cluster's CA"},
+		{[]string{"PHX_INSECURE=1"}, "PHX_INSECURE is set"},
+		{[]string{"PHX_CA_CERT=" + dir + "/none.crt"}, "set PHX_CA_CERT to the cluster's ca.crt"},
+	} {
+		code, _, errOut := phxAs(t, c, root, dir, tc.env, "--timeout", "5s", "squeue")
+		if code == 0 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("phx squeue with %v: exit %d, %q; want an error saying %q", tc.env, code, errOut, tc.want)
+		}
+	}
 }

@@ -112,7 +112,7 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	creds, err := nodeTLS(f, log)
+	creds, certs, err := nodeTLS(f, log)
 	if err != nil {
 		return err
 	}
@@ -156,6 +156,9 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if certs != nil {
+		certs.OnReload(a.Reconnect) // new connections present the renewed certificate
+	}
 	if stop := serveAuth(f, keys, log); stop != nil {
 		defer stop()
 	}
@@ -163,28 +166,28 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 }
 
 // nodeTLS loads the node's certificate and returns how to reach the
-// controllers with it (nil with --insecure). The node is the one its
+// controllers with it, and the loaded files (nil with --insecure). The node is the one its
 // certificate names: --name, when given, must agree.
-func nodeTLS(f *flags, log *slog.Logger) (grpc.DialOption, error) {
+func nodeTLS(f *flags, log *slog.Logger) (grpc.DialOption, *pki.Material, error) {
 	if f.insecure {
 		log.Warn("INSECURE: --insecure is set: this agent talks to the controllers in plaintext, without a certificate; use it for debugging only")
-		return nil, nil
+		return nil, nil, nil
 	}
 	m, err := pki.Load(pki.DirFiles(f.tlsDir, pki.KindNode))
 	if err != nil {
-		return nil, fmt.Errorf("TLS: %w (the node's certificate comes from `phalanx-controller ca issue node %s` on the CA's host, copied with ca.crt to %s; or --insecure, for debugging only)", err, f.name, f.tlsDir)
+		return nil, nil, fmt.Errorf("TLS: %w (the node's certificate comes from `phalanx-controller ca issue node %s` on the CA's host, copied with ca.crt to %s; or --insecure, for debugging only)", err, f.name, f.tlsDir)
 	}
 	self := m.Self()
 	switch {
 	case self.Kind != pki.KindNode:
-		return nil, fmt.Errorf("TLS: %s holds a %s's certificate (%s): an agent needs a node's, from `phalanx-controller ca issue node %s`", f.tlsDir, self.Kind, self.Name, f.name)
+		return nil, nil, fmt.Errorf("TLS: %s holds a %s's certificate (%s): an agent needs a node's, from `phalanx-controller ca issue node %s`", f.tlsDir, self.Kind, self.Name, f.name)
 	case f.nameSet && self.Name != f.name:
-		return nil, fmt.Errorf("TLS: the node certificate in %s is for %s, and this agent is --name %s: the controllers take a node's calls only from its own certificate; issue one for %s", f.tlsDir, self.Name, f.name, f.name)
+		return nil, nil, fmt.Errorf("TLS: the node certificate in %s is for %s, and this agent is --name %s: the controllers take a node's calls only from its own certificate; issue one for %s", f.tlsDir, self.Name, f.name, f.name)
 	}
 	f.name = self.Name
 	m.ReloadOn(hangups(), log)
 	m.LogLoaded(log)
-	return grpc.WithTransportCredentials(credentials.NewTLS(m.ClientConfig())), nil
+	return grpc.WithTransportCredentials(credentials.NewTLS(m.ClientConfig())), m, nil
 }
 
 // serveAuth serves local credentials on --auth-socket, signed with the

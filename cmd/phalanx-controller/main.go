@@ -154,6 +154,10 @@ func run(args []string) int {
 		signal.Notify(hup, syscall.SIGHUP)
 		cfg.TLS.ReloadOn(hup, log) // a renewed certificate, a new CA bundle or revocation list
 		cfg.TLS.LogLoaded(log)
+		if name := cfg.TLS.Self().Name; name != srv.ID() {
+			log.Warn("this replica's certificate names another controller (any controller's certificate works; issue one for this replica to tell them apart in logs)",
+				"replica", srv.ID(), "certificate", name)
+		}
 	}
 	if cfg.Insecure {
 		log.Warn("INSECURE: --insecure is set: no TLS, and the API authenticates no one: anyone who reaches it can run jobs as any user, root included; use it for debugging only")
