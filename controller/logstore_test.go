@@ -208,13 +208,7 @@ func TestLogStoreTailTruncationSurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs []*raft.Log
-	for i := uint64(1); i <= 100; i++ {
-		logs = append(logs, &raft.Log{Index: i, Term: 1 + i/100, Data: []byte(fmt.Sprintf("entry %d", i))})
-	}
-	if err := s.StoreLogs(logs); err != nil {
-		t.Fatal(err)
-	}
+	appendEntries(t, s, 1, 100)
 	if err := s.DeleteRange(61, 100); err != nil {
 		t.Fatal(err)
 	}
@@ -241,13 +235,7 @@ func TestLogStoreCompactedEntriesAreGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs []*raft.Log
-	for i := uint64(1); i <= 100; i++ {
-		logs = append(logs, &raft.Log{Index: i, Term: 1 + i/100, Data: []byte(fmt.Sprintf("entry %d", i))})
-	}
-	if err := s.StoreLogs(logs); err != nil {
-		t.Fatal(err)
-	}
+	appendEntries(t, s, 1, 100)
 	if err := s.DeleteRange(1, 40); err != nil {
 		t.Fatal(err)
 	}
@@ -271,4 +259,16 @@ func TestLogStoreCompactedEntriesAreGone(t *testing.T) {
 	}
 	defer s.Close()
 	check("after a restart")
+}
+
+// appendEntries appends entries first..last, as checkLog expects them.
+func appendEntries(t *testing.T, s logStore, first, last uint64) {
+	t.Helper()
+	var logs []*raft.Log
+	for i := first; i <= last; i++ {
+		logs = append(logs, &raft.Log{Index: i, Term: 1 + i/100, Data: []byte(fmt.Sprintf("entry %d", i))})
+	}
+	if err := s.StoreLogs(logs); err != nil {
+		t.Fatal(err)
+	}
 }

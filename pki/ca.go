@@ -100,11 +100,7 @@ func InitCA(dir string, now time.Time) (*CA, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	serial, err := newSerial()
+	key, serial, err := newKey()
 	if err != nil {
 		return nil, err
 	}
@@ -118,22 +114,14 @@ func InitCA(dir string, now time.Time) (*CA, error) {
 		MaxPathLenZero:        true,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	cert, certPEM, keyPEM, err := create(tmpl, tmpl, key, key)
 	if err != nil {
 		return nil, err
 	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
+	if err := writeFile(keyPath, keyPEM, 0o400); err != nil {
 		return nil, err
 	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	if err := writeFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o400); err != nil {
-		return nil, err
-	}
-	if err := writeFile(filepath.Join(dir, CACertFile), pemCert(der), 0o644); err != nil {
+	if err := writeFile(filepath.Join(dir, CACertFile), certPEM, 0o644); err != nil {
 		return nil, err
 	}
 	return &CA{Cert: cert, key: key, dir: dir}, nil
@@ -183,11 +171,7 @@ func (ca *CA) Issue(kind Kind, name string, hosts []string, lifespan time.Durati
 		return nil, fmt.Errorf("a certificate valid until %s would outlive the CA (valid until %s): give a shorter lifespan, or rotate the CA",
 			notAfter.UTC().Format(time.DateOnly), ca.Cert.NotAfter.UTC().Format(time.DateOnly))
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	serial, err := newSerial()
+	key, serial, err := newKey()
 	if err != nil {
 		return nil, err
 	}
@@ -207,19 +191,11 @@ func (ca *CA) Issue(kind Kind, name string, hosts []string, lifespan time.Durati
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.key)
+	leaf, certPEM, keyPEM, err := create(tmpl, ca.Cert, key, ca.key)
 	if err != nil {
 		return nil, err
 	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	return &Issued{Cert: pemCert(der), Key: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), Leaf: leaf}, nil
+	return &Issued{Cert: certPEM, Key: keyPEM, Leaf: leaf}, nil
 }
 
 // Write puts the certificate and key in dir under the kind's names
@@ -295,8 +271,34 @@ func (ca *CA) Revoke(serial *big.Int, now time.Time) error {
 	return writeFile(path, pem.EncodeToMemory(&pem.Block{Type: "X509 CRL", Bytes: der}), 0o644)
 }
 
-func newSerial() (*big.Int, error) {
-	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+// newKey makes the key of a new certificate (ECDSA P-256) and a random
+// serial number for it.
+func newKey() (*ecdsa.PrivateKey, *big.Int, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	return key, serial, err
+}
+
+// create signs tmpl, for key, by parent with signer (tmpl and key
+// themselves for a CA), and returns the certificate, and it and the key
+// PEM-encoded.
+func create(tmpl, parent *x509.Certificate, key *ecdsa.PrivateKey, signer crypto.Signer) (*x509.Certificate, []byte, []byte, error) {
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, key.Public(), signer)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cert, pemCert(der), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), nil
 }
 
 func pemCert(der []byte) []byte {
