@@ -60,8 +60,12 @@ vet:
 lint: fmt-check vet tools
 	$(BIN)/buf lint
 
+# The tests, then every fuzz target for a short while (TEST_FUZZTIME each;
+# the seed corpora also run with the tests).
+TEST_FUZZTIME ?= 5s
 test: fmt-check vet proto-check build
 	$(GO) test -race -tags $(TAGS) -timeout 20m $(PKGS)
+	$(MAKE) fuzz FUZZTIME=$(TEST_FUZZTIME)
 
 test-short:
 	$(GO) test -short $(PKGS)

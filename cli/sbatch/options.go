@@ -3,6 +3,7 @@ package sbatch
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 
@@ -277,12 +278,21 @@ func parseMem(v string) (int64, error) {
 	if num == "" || strings.TrimLeft(num, "0123456789") != "" {
 		return 0, bad
 	}
+	tooMuch := fmt.Errorf("%s is more memory than any node has: %w", v, bad)
+	if mult < 0 { // kilobytes, rounded up to a megabyte: a count past int64 may still fit
+		kb, _ := new(big.Int).SetString(num, 10)
+		mb, rem := new(big.Int).QuoRem(kb, big.NewInt(1024), new(big.Int))
+		if rem.Sign() > 0 {
+			mb.Add(mb, big.NewInt(1))
+		}
+		if !mb.IsInt64() {
+			return 0, tooMuch
+		}
+		return mb.Int64(), nil
+	}
 	n, err := strconv.ParseInt(num, 10, 64)
-	switch {
-	case err != nil, mult > 0 && n > math.MaxInt64/mult:
-		return 0, fmt.Errorf("%s is more memory than any node has: %w", v, bad)
-	case mult < 0:
-		return n/1024 + min(n%1024, 1), nil
+	if err != nil || n > math.MaxInt64/mult {
+		return 0, tooMuch
 	}
 	return n * mult, nil
 }

@@ -1,8 +1,11 @@
 package sbatch
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"path"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -61,7 +64,7 @@ func Parse(args []string, env Env) (*Request, error) {
 		return nil, err
 	}
 	if err := cluster.CheckScript(script, env.MaxScriptSize); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", shown(name), err)
 	}
 	if err := applyDirectives(b, script, name); err != nil {
 		return nil, err
@@ -87,7 +90,11 @@ func loadScript(b *builder, operands []string, env Env) (script, name string, er
 	case len(operands) == 1:
 		data, err := env.ReadFile(abs(env.Cwd, operands[0]))
 		if err != nil {
-			return "", "", fmt.Errorf("unable to open file %s: %w", operands[0], err)
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // the path is in the message already, shown
+			}
+			return "", "", fmt.Errorf("unable to open file %s: %w", shown(operands[0]), err)
 		}
 		return string(data), path.Base(operands[0]), nil
 	case env.ReadStdin != nil:
@@ -124,7 +131,7 @@ func applyDirectives(b *builder, script, name string) error {
 			err = b.apply(v)
 		}
 		if err != nil {
-			return fmt.Errorf("%s line %d: #SBATCH %s: %w", name, d.Line, strings.Join(d.Args, " "), err)
+			return fmt.Errorf("%s line %d: #SBATCH %s: %w", shown(name), d.Line, strings.Join(d.Args, " "), err)
 		}
 	}
 	return nil
@@ -192,4 +199,13 @@ func abs(cwd, p string) string {
 		return path.Clean(p)
 	}
 	return path.Join(cwd, p)
+}
+
+// shown is a file name as an error message shows it: as it is, or quoted
+// when it would break the message's one line or is not UTF-8.
+func shown(name string) string {
+	if strings.ContainsAny(name, "\n\r") || !utf8.ValidString(name) {
+		return strconv.Quote(name)
+	}
+	return name
 }
