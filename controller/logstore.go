@@ -13,6 +13,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/migrate"
+	"github.com/phalanx-hpc/phalanx/internal/durable"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -143,7 +144,7 @@ func migrateBoltLog(dataDir string) error {
 	if err := os.Rename(tmp, filepath.Join(dataDir, walDirName)); err != nil {
 		return err
 	}
-	return syncDir(dataDir)
+	return durable.SyncDir(dataDir)
 }
 
 // copyLogBatchBytes is how much log data one append of a migration carries.
@@ -173,14 +174,4 @@ func copyLog(dst, src logStore) error {
 		return err // an empty log has nothing more to copy
 	}
 	return migrate.CopyLogs(context.Background(), dst, src, copyLogBatchBytes, nil)
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

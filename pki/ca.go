@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"time"
+
+	"github.com/phalanx-hpc/phalanx/internal/durable"
 )
 
 // DefaultDir is where daemons and phx look for the TLS files by default.
@@ -118,10 +120,10 @@ func InitCA(dir string, now time.Time) (*CA, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFile(keyPath, keyPEM, 0o400); err != nil {
+	if err := durable.WriteFile(keyPath, keyPEM, 0o400); err != nil {
 		return nil, err
 	}
-	if err := writeFile(filepath.Join(dir, CACertFile), certPEM, 0o644); err != nil {
+	if err := durable.WriteFile(filepath.Join(dir, CACertFile), certPEM, 0o644); err != nil {
 		return nil, err
 	}
 	return &CA{Cert: cert, key: key, dir: dir}, nil
@@ -206,10 +208,10 @@ func (is *Issued) Write(dir string, kind Kind) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, kind.KeyFile()), is.Key, 0o400); err != nil {
+	if err := durable.WriteFile(filepath.Join(dir, kind.KeyFile()), is.Key, 0o400); err != nil {
 		return err
 	}
-	return writeFile(filepath.Join(dir, kind.CertFile()), is.Cert, 0o644)
+	return durable.WriteFile(filepath.Join(dir, kind.CertFile()), is.Cert, 0o644)
 }
 
 // IssueInto issues a certificate of kind for name and writes it, its key
@@ -230,7 +232,7 @@ func (ca *CA) IssueInto(dir string, kind Kind, name string, hosts []string, life
 	if err != nil {
 		return nil, err
 	}
-	return is, writeFile(filepath.Join(dir, CACertFile), bundle, 0o644)
+	return is, durable.WriteFile(filepath.Join(dir, CACertFile), bundle, 0o644)
 }
 
 // Revoke adds the certificate with serial to the CA's revocation list,
@@ -268,7 +270,7 @@ func (ca *CA) Revoke(serial *big.Int, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	return writeFile(path, pem.EncodeToMemory(&pem.Block{Type: "X509 CRL", Bytes: der}), 0o644)
+	return durable.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "X509 CRL", Bytes: der}), 0o644)
 }
 
 // newKey makes the key of a new certificate (ECDSA P-256) and a random
@@ -308,32 +310,6 @@ func pemCert(der []byte) []byte {
 func publicKeyEqual(a, b crypto.PublicKey) bool {
 	ea, ok := a.(interface{ Equal(crypto.PublicKey) bool })
 	return ok && ea.Equal(b)
-}
-
-// writeFile replaces path with data, mode perm, through a synced temporary
-// file and a rename.
-func writeFile(path string, data []byte, perm os.FileMode) error {
-	tmp := path + ".tmp"
-	os.Remove(tmp)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 // readKey reads a PEM private key that only its owner may read.

@@ -9,6 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/internal/durable"
 )
 
 // Snapshot writes a consistent copy of the whole database to w, including
@@ -62,7 +63,7 @@ func (s *Store) Restore(r io.Reader) error {
 	s.db = nil
 	err = os.Rename(tmp, s.path)
 	if err == nil {
-		err = syncDir(filepath.Dir(s.path))
+		err = durable.SyncDir(filepath.Dir(s.path))
 	}
 	if err == nil {
 		s.db, err = openDB(s.path, s.opts)
@@ -110,13 +111,4 @@ func writeTemp(path string, r io.Reader) (string, error) {
 		return "", fmt.Errorf("restore: write snapshot: %w", err)
 	}
 	return f.Name(), nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
