@@ -26,16 +26,45 @@ type Node struct {
 	Weight   int    // Slurm node Weight: lower is used first; 0 is the default
 	Leaf     string // leaf switch from topology.conf; empty: unknown
 
+	NICs []NIC // RDMA ports, as the agent last registered them
+
 	State      NodeState
 	Reason     string
+	ReasonUser string    // who set the reason: a user, or SystemUser
 	Registered time.Time // last registration
 	StateTime  time.Time // last state change
+}
+
+// SystemUser is the reason user of states Phalanx itself sets: a node not
+// responding, or drained by its agent's health checks.
+const SystemUser = "phalanx"
+
+// NIC is one port of a node's RDMA device, as its agent found it.
+type NIC struct {
+	Device    string // e.g. mlx5_0
+	Port      int
+	State     string // ACTIVE, DOWN, ...
+	PhysState string // LinkUp, Disabled, ...
+	Rate      string // e.g. "200 Gb/sec (4X HDR)"
+	LinkLayer string // InfiniBand or Ethernet
+	Netdev    string // RoCE: the Ethernet interface
+	PCIAddr   string
+	NUMANode  int   // -1: unknown
+	GPUs      []int // the nearest GPUs, by index
+	Affinity  string
 }
 
 // Clone returns a deep copy.
 func (n *Node) Clone() *Node {
 	c := *n
 	c.Features = append([]string(nil), n.Features...)
+	if n.NICs != nil {
+		c.NICs = make([]NIC, len(n.NICs))
+		for i, nic := range n.NICs {
+			nic.GPUs = append([]int(nil), nic.GPUs...)
+			c.NICs[i] = nic
+		}
+	}
 	return &c
 }
 

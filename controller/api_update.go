@@ -69,7 +69,7 @@ func (s *Server) updateNodes(ctx context.Context, req *phalanxv1.UpdateNodeReque
 	id, _, _ := s.caller(ctx)
 	now := s.cfg.Clock.Now()
 	for _, name := range req.Names {
-		if _, err := s.propose(ctx, fsm.SetNodeState{Name: name, State: state, Reason: reason, Time: now}); err != nil {
+		if _, err := s.propose(ctx, fsm.SetNodeState{Name: name, State: state, Reason: reason, User: id.User, Time: now}); err != nil {
 			return nil, err
 		}
 		s.log.Info("node state changed", "node", name, "state", state, "reason", reason, "by", id.String())

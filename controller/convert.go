@@ -3,6 +3,7 @@ package controller
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -201,6 +202,10 @@ func nodeToProto(n *cluster.Node, use cluster.NodeUsage, parts []*cluster.Partit
 		Registered:    ts(n.Registered),
 		LastHeartbeat: ts(lastSeen),
 		Weight:        int32(n.Weight),
+		Nics:          nicsToProto(n.NICs),
+	}
+	if n.Reason != "" {
+		out.ReasonUser, out.ReasonTime = n.ReasonUser, ts(n.StateTime)
 	}
 	for _, p := range parts {
 		if p.Contains(n.Name) {
@@ -352,4 +357,48 @@ func (w window) was(j *cluster.Job, st cluster.JobState) bool {
 		return j.State == st && !j.EndTime.Before(w.start) && !j.EndTime.After(w.end)
 	}
 	return j.State == st
+}
+
+func nicsToProto(ns []cluster.NIC) []*phalanxv1.NICInfo {
+	var out []*phalanxv1.NICInfo
+	for _, n := range ns {
+		gpus := make([]int32, len(n.GPUs))
+		for i, g := range n.GPUs {
+			gpus[i] = int32(g)
+		}
+		out = append(out, &phalanxv1.NICInfo{Device: n.Device, Port: int32(n.Port), State: n.State, PhysState: n.PhysState,
+			Rate: n.Rate, LinkLayer: n.LinkLayer, Netdev: n.Netdev, PciAddr: n.PCIAddr, NumaNode: int32(n.NUMANode),
+			Gpus: gpus, Affinity: n.Affinity})
+	}
+	return out
+}
+
+// maxNICs bounds the RDMA ports a node may register (a large GPU host has
+// a dozen).
+const maxNICs = 256
+
+// nicsFromProto checks and converts the RDMA ports an agent registers.
+func nicsFromProto(rs []*phalanxv1.NICInfo) ([]cluster.NIC, error) {
+	if len(rs) > maxNICs {
+		return nil, cluster.Errorf(cluster.ErrInvalid, "%d RDMA ports registered: at most %d", len(rs), maxNICs)
+	}
+	var out []cluster.NIC
+	for _, r := range rs {
+		if r.Device == "" || r.Port < 1 {
+			return nil, cluster.Errorf(cluster.ErrInvalid, "an RDMA port needs a device name and a port number from 1 (got %q port %d)", r.Device, r.Port)
+		}
+		for _, f := range []string{r.Device, r.State, r.PhysState, r.Rate, r.LinkLayer, r.Netdev, r.PciAddr, r.Affinity} {
+			if len(f) > 128 || strings.ContainsAny(f, "\n\r") {
+				return nil, cluster.Errorf(cluster.ErrInvalid, "RDMA port %s/%d: a field is not one short line", r.Device, r.Port)
+			}
+		}
+		var gpus []int
+		for _, g := range r.Gpus {
+			gpus = append(gpus, int(g))
+		}
+		out = append(out, cluster.NIC{Device: r.Device, Port: int(r.Port), State: r.State, PhysState: r.PhysState,
+			Rate: r.Rate, LinkLayer: r.LinkLayer, Netdev: r.Netdev, PCIAddr: r.PciAddr, NUMANode: int(r.NumaNode),
+			GPUs: gpus, Affinity: r.Affinity})
+	}
+	return out, nil
 }

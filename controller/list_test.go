@@ -154,7 +154,7 @@ func TestListPagesBoundedBySize(t *testing.T) {
 		place(1, 50) // then their nodes fail: they end NODE_FAIL
 		must(t, st.SetNodesDown(next(), names, "rack power", now.Add(-30*time.Minute)))
 		for _, n := range names {
-			must(t, st.SetNodeState(next(), n, cluster.NodeUp, "", now.Add(-20*time.Minute)))
+			must(t, st.SetNodeState(next(), n, cluster.NodeUp, "", "", now.Add(-20*time.Minute)))
 		}
 		place(51, 450) // and these are live
 	}))

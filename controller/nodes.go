@@ -25,6 +25,10 @@ func (n *nodeService) RegisterNode(ctx context.Context, req *phalanxv1.RegisterN
 	if err := s.actsFor(ctx, req.Name); err != nil {
 		return nil, toStatus(err)
 	}
+	nics, err := nicsFromProto(req.Nics)
+	if err != nil {
+		return nil, toStatus(err)
+	}
 	now := s.cfg.Clock.Now()
 	node := &cluster.Node{
 		Name:       req.Name,
@@ -34,6 +38,7 @@ func (n *nodeService) RegisterNode(ctx context.Context, req *phalanxv1.RegisterN
 		GPUs:       int(req.Gpus),
 		GPUModel:   req.GpuModel,
 		Features:   req.Features,
+		NICs:       nics,
 		Registered: now,
 	}
 	if s.cfg.Topology != nil {
@@ -66,6 +71,11 @@ func (n *nodeService) Heartbeat(ctx context.Context, req *phalanxv1.HeartbeatReq
 	// with the store (tasks the controller lost track of) comes with task
 	// re-adoption after agent restarts.
 	s.seen(req.Name, s.cfg.Clock.Now())
+	if req.Health {
+		if err := s.applyHealth(ctx, node, req.Problems); err != nil {
+			return nil, toStatus(err)
+		}
+	}
 	return &phalanxv1.HeartbeatResponse{}, nil
 }
 

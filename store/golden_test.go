@@ -168,6 +168,8 @@ func writeSnapshotFixture(t *testing.T, path string) {
 	for _, n := range []string{"n1", "n2", "n3"} {
 		node := gpuNode(n)
 		node.Features, node.Weight, node.Leaf = []string{"ib", "a100"}, 3, "leaf1"
+		node.NICs = []cluster.NIC{{Device: "mlx5_0", Port: 1, State: "ACTIVE", PhysState: "LinkUp", Rate: "200 Gb/sec (4X HDR)",
+			LinkLayer: "InfiniBand", PCIAddr: "0000:c0:00.0", NUMANode: 0, GPUs: []int{0, 1}, Affinity: "PIX"}}
 		must(s.RegisterNode(next(), node))
 	}
 	must(s.SetController(next(), Controller{ID: "ctl1", APIAddr: "10.0.0.1:7817", RaftAddr: "10.0.0.1:7819"}))
@@ -188,7 +190,7 @@ func writeSnapshotFixture(t *testing.T, path string) {
 	must(s.ReportTask(next(), cluster.TaskReport{JobID: 2, Node: "n2", State: cluster.TaskExited, ExitCode: 3, Message: "exit status 3", Time: at(13)}))
 	_, err = s.CancelJobs(next(), []cluster.JobID{3}, at(14), "Cancelled by user", nil)
 	must(err)
-	must(s.SetNodeState(next(), "n3", cluster.NodeDrain, "bad ECC", at(15)))
+	must(s.SetNodeState(next(), "n3", cluster.NodeDrain, "bad ECC", "root", at(15)))
 	must(s.Flush())
 	f, err := os.Create(path)
 	must(err)

@@ -25,21 +25,21 @@ func (s *Store) RegisterNode(idx uint64, n *cluster.Node) error {
 		u := n.Clone()
 		switch {
 		case old == nil:
-			u.State, u.Reason, u.StateTime = cluster.NodeUp, "", n.Registered
+			u.State, u.Reason, u.ReasonUser, u.StateTime = cluster.NodeUp, "", "", n.Registered
 		case old.State == cluster.NodeDown && old.Reason == ReasonNotResponding:
-			u.State, u.Reason, u.StateTime = cluster.NodeUp, "", n.Registered
+			u.State, u.Reason, u.ReasonUser, u.StateTime = cluster.NodeUp, "", "", n.Registered
 		default:
-			u.State, u.Reason, u.StateTime = old.State, old.Reason, old.StateTime
+			u.State, u.Reason, u.ReasonUser, u.StateTime = old.State, old.Reason, old.ReasonUser, old.StateTime
 		}
 		c.putNode(u)
 		return nil
 	})
 }
 
-// SetNodeState sets a node's stored state (UP, DOWN or DRAIN) and reason.
-// DOWN ends the node's part of every live job in the same command
+// SetNodeState sets a node's stored state (UP, DOWN or DRAIN), its reason
+// and who gave it (user). DOWN ends the node's part of every live job in the same command
 // (cluster.NodeLost): its tasks there are LOST and the jobs NODE_FAIL.
-func (s *Store) SetNodeState(idx uint64, name string, st cluster.NodeState, reason string, t time.Time) error {
+func (s *Store) SetNodeState(idx uint64, name string, st cluster.NodeState, reason, user string, t time.Time) error {
 	return s.apply(idx, func(c *change) error {
 		switch st {
 		case cluster.NodeUp, cluster.NodeDown, cluster.NodeDrain:
@@ -51,7 +51,7 @@ func (s *Store) SetNodeState(idx uint64, name string, st cluster.NodeState, reas
 			return fmt.Errorf("node %q: %w", name, cluster.ErrNotFound)
 		}
 		u := n.Clone()
-		u.State, u.Reason, u.StateTime = st, reason, t
+		u.State, u.Reason, u.ReasonUser, u.StateTime = st, reason, user, t
 		c.putNode(u)
 		if st == cluster.NodeDown {
 			c.loseNodes([]string{name}, t, reason)
@@ -71,7 +71,7 @@ func (s *Store) SetNodesDown(idx uint64, names []string, reason string, t time.T
 				continue
 			}
 			u := n.Clone()
-			u.State, u.Reason, u.StateTime = cluster.NodeDown, reason, t
+			u.State, u.Reason, u.ReasonUser, u.StateTime = cluster.NodeDown, reason, cluster.SystemUser, t
 			c.putNode(u)
 			lost = append(lost, name)
 		}

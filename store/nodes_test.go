@@ -54,7 +54,7 @@ func TestRegisterNode(t *testing.T) {
 
 func mustSetState(t *testing.T, s *Store, idx uint64, st cluster.NodeState, reason string) {
 	t.Helper()
-	if err := s.SetNodeState(idx, "n1", st, reason, at(int(idx))); err != nil {
+	if err := s.SetNodeState(idx, "n1", st, reason, "root", at(int(idx))); err != nil {
 		t.Fatalf("SetNodeState: %v", err)
 	}
 }
@@ -78,7 +78,7 @@ func TestSetNodeStateDownLosesJobs(t *testing.T) {
 	if ids, err := s.PlaceJobs(7, ps); err != nil || len(ids) != 2 {
 		t.Fatalf("PlaceJobs = %v, %v", ids, err)
 	}
-	if err := s.SetNodeState(8, "n2", cluster.NodeDown, ReasonNotResponding, at(9)); err != nil {
+	if err := s.SetNodeState(8, "n2", cluster.NodeDown, ReasonNotResponding, cluster.SystemUser, at(9)); err != nil {
 		t.Fatal(err)
 	}
 	j := mustJob(t, s, 1)
@@ -103,10 +103,10 @@ func TestSetNodeStateDownLosesJobs(t *testing.T) {
 func TestSetNodeStateErrors(t *testing.T) {
 	s := openTest(t, "")
 	mustRegister(t, s, 1, "n1")
-	if err := s.SetNodeState(2, "nX", cluster.NodeDrain, "", at(0)); !errors.Is(err, cluster.ErrNotFound) {
+	if err := s.SetNodeState(2, "nX", cluster.NodeDrain, "", "root", at(0)); !errors.Is(err, cluster.ErrNotFound) {
 		t.Errorf("unknown node: %v; want ErrNotFound", err)
 	}
-	if err := s.SetNodeState(3, "n1", "IDLE", "", at(0)); !errors.Is(err, cluster.ErrInvalid) {
+	if err := s.SetNodeState(3, "n1", "IDLE", "", "root", at(0)); !errors.Is(err, cluster.ErrInvalid) {
 		t.Errorf("state IDLE: %v; want ErrInvalid", err)
 	}
 	if _, err := s.Node("nX"); !errors.Is(err, cluster.ErrNotFound) {

@@ -100,10 +100,10 @@ func TestPlaceJobsRecheck(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := openTest(t, "")
 			mustRegister(t, s, 1, "n1", "n2", "down1", "drain1")
-			if err := s.SetNodeState(10, "down1", cluster.NodeDown, "bad", at(0)); err != nil {
+			if err := s.SetNodeState(10, "down1", cluster.NodeDown, "bad", "root", at(0)); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.SetNodeState(11, "drain1", cluster.NodeDrain, "repair", at(0)); err != nil {
+			if err := s.SetNodeState(11, "drain1", cluster.NodeDrain, "repair", "root", at(0)); err != nil {
 				t.Fatal(err)
 			}
 			for i, j := range []job{{1, 1, 2}, {2, 1, 2}, {3, 2, 2}} {

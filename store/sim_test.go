@@ -81,7 +81,7 @@ func (m *simulation) step(rt *rapid.T) {
 	case 4:
 		node := rapid.SampledFrom(m.nodes).Draw(rt, "node")
 		st := rapid.SampledFrom([]cluster.NodeState{cluster.NodeUp, cluster.NodeDown, cluster.NodeDrain}).Draw(rt, "state")
-		m.do(rt, func(idx uint64) error { return m.s.SetNodeState(idx, node, st, "sim", at(2)) })
+		m.do(rt, func(idx uint64) error { return m.s.SetNodeState(idx, node, st, "sim", "root", at(2)) })
 	case 5:
 		m.replay(rt)
 	}
@@ -116,7 +116,7 @@ func (m *simulation) replay(rt *rapid.T) {
 	if err != nil {
 		rt.Fatal(err)
 	}
-	if err := m.s.SetNodeState(m.idx, "n1", cluster.NodeDown, "replay", at(3)); err != nil {
+	if err := m.s.SetNodeState(m.idx, "n1", cluster.NodeDown, "replay", "root", at(3)); err != nil {
 		rt.Fatalf("replayed command: %v", err)
 	}
 	after, _ := m.s.State()

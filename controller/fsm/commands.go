@@ -88,16 +88,17 @@ func (c RegisterNode) apply(st *store.Store, idx uint64) Result {
 	return Result{Err: st.RegisterNode(idx, c.Node)}
 }
 
-// SetNodeState sets one node's state and reason.
+// SetNodeState sets one node's state and reason, given by User.
 type SetNodeState struct {
 	Name   string
 	State  cluster.NodeState
 	Reason string
+	User   string
 	Time   time.Time
 }
 
 func (c SetNodeState) apply(st *store.Store, idx uint64) Result {
-	return Result{Err: st.SetNodeState(idx, c.Name, c.State, c.Reason, c.Time)}
+	return Result{Err: st.SetNodeState(idx, c.Name, c.State, c.Reason, c.User, c.Time)}
 }
 
 // SetPartitions replaces every partition.

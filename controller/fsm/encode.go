@@ -70,7 +70,7 @@ func decode(m *statev1.Command) (Command, error) {
 	case *statev1.Command_SetNodeState:
 		r := c.SetNodeState
 		st, err := codec.FromNodeState(r.GetState())
-		return SetNodeState{Name: r.GetName(), State: st, Reason: r.GetReason(), Time: codec.FromTime(r.GetTime())}, err
+		return SetNodeState{Name: r.GetName(), State: st, Reason: r.GetReason(), User: r.GetUser(), Time: codec.FromTime(r.GetTime())}, err
 	case *statev1.Command_SetPartitions:
 		return decodeSetPartitions(c.SetPartitions)
 	case *statev1.Command_PreemptJobs:
@@ -233,7 +233,7 @@ func (c SetNodeState) encode() (*statev1.Command, error) {
 		return nil, err
 	}
 	return &statev1.Command{Command: &statev1.Command_SetNodeState{SetNodeState: &statev1.SetNodeState{
-		Name: c.Name, State: st, Reason: c.Reason, Time: codec.Time(c.Time),
+		Name: c.Name, State: st, Reason: c.Reason, User: c.User, Time: codec.Time(c.Time),
 	}}}, nil
 }
 

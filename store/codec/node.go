@@ -16,8 +16,37 @@ func Node(n *cluster.Node) (*statev1.Node, error) {
 	return &statev1.Node{
 		Name: n.Name, Addr: n.Addr, Cpus: int32(n.CPUs), MemoryMb: n.MemoryMB, Gpus: int32(n.GPUs),
 		GpuModel: n.GPUModel, Features: n.Features, Weight: int32(n.Weight), Leaf: n.Leaf,
-		State: st, Reason: n.Reason, Registered: Time(n.Registered), StateTime: Time(n.StateTime),
+		State: st, Reason: n.Reason, ReasonUser: n.ReasonUser, Registered: Time(n.Registered), StateTime: Time(n.StateTime),
+		Nics: nics(n.NICs),
 	}, nil
+}
+
+func nics(ns []cluster.NIC) []*statev1.NIC {
+	var out []*statev1.NIC
+	for _, n := range ns {
+		gpus := make([]int32, len(n.GPUs))
+		for i, g := range n.GPUs {
+			gpus[i] = int32(g)
+		}
+		out = append(out, &statev1.NIC{Device: n.Device, Port: int32(n.Port), State: n.State, PhysState: n.PhysState,
+			Rate: n.Rate, LinkLayer: n.LinkLayer, Netdev: n.Netdev, PciAddr: n.PCIAddr, NumaNode: int32(n.NUMANode),
+			Gpus: gpus, Affinity: n.Affinity})
+	}
+	return out
+}
+
+func fromNICs(rs []*statev1.NIC) []cluster.NIC {
+	var out []cluster.NIC
+	for _, r := range rs {
+		var gpus []int
+		for _, g := range r.GetGpus() {
+			gpus = append(gpus, int(g))
+		}
+		out = append(out, cluster.NIC{Device: r.GetDevice(), Port: int(r.GetPort()), State: r.GetState(),
+			PhysState: r.GetPhysState(), Rate: r.GetRate(), LinkLayer: r.GetLinkLayer(), Netdev: r.GetNetdev(),
+			PCIAddr: r.GetPciAddr(), NUMANode: int(r.GetNumaNode()), GPUs: gpus, Affinity: r.GetAffinity()})
+	}
+	return out
 }
 
 // FromNode decodes a node.
@@ -29,7 +58,8 @@ func FromNode(r *statev1.Node) (*cluster.Node, error) {
 	return &cluster.Node{
 		Name: r.GetName(), Addr: r.GetAddr(), CPUs: int(r.GetCpus()), MemoryMB: r.GetMemoryMb(), GPUs: int(r.GetGpus()),
 		GPUModel: r.GetGpuModel(), Features: r.GetFeatures(), Weight: int(r.GetWeight()), Leaf: r.GetLeaf(),
-		State: st, Reason: r.GetReason(), Registered: FromTime(r.GetRegistered()), StateTime: FromTime(r.GetStateTime()),
+		State: st, Reason: r.GetReason(), ReasonUser: r.GetReasonUser(), Registered: FromTime(r.GetRegistered()),
+		StateTime: FromTime(r.GetStateTime()), NICs: fromNICs(r.GetNics()),
 	}, nil
 }
 

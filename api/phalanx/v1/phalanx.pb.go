@@ -1097,6 +1097,9 @@ type Node struct {
 	Registered    *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=registered,proto3" json:"registered,omitempty"`
 	LastHeartbeat *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=last_heartbeat,json=lastHeartbeat,proto3" json:"last_heartbeat,omitempty"`
 	Weight        int32                  `protobuf:"varint,17,opt,name=weight,proto3" json:"weight,omitempty"` // Slurm node Weight: lower is used first
+	Nics          []*NICInfo             `protobuf:"bytes,18,rep,name=nics,proto3" json:"nics,omitempty"`
+	ReasonUser    string                 `protobuf:"bytes,19,opt,name=reason_user,json=reasonUser,proto3" json:"reason_user,omitempty"` // who set the reason ("phalanx": the controller or a health check)
+	ReasonTime    *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=reason_time,json=reasonTime,proto3" json:"reason_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1248,6 +1251,27 @@ func (x *Node) GetWeight() int32 {
 		return x.Weight
 	}
 	return 0
+}
+
+func (x *Node) GetNics() []*NICInfo {
+	if x != nil {
+		return x.Nics
+	}
+	return nil
+}
+
+func (x *Node) GetReasonUser() string {
+	if x != nil {
+		return x.ReasonUser
+	}
+	return ""
+}
+
+func (x *Node) GetReasonTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ReasonTime
+	}
+	return nil
 }
 
 type Partition struct {
@@ -2983,6 +3007,7 @@ type RegisterNodeRequest struct {
 	GpuModel      string                 `protobuf:"bytes,6,opt,name=gpu_model,json=gpuModel,proto3" json:"gpu_model,omitempty"`
 	Features      []string               `protobuf:"bytes,7,rep,name=features,proto3" json:"features,omitempty"`
 	GpuInfo       []*GPUInfo             `protobuf:"bytes,8,rep,name=gpu_info,json=gpuInfo,proto3" json:"gpu_info,omitempty"`
+	Nics          []*NICInfo             `protobuf:"bytes,9,rep,name=nics,proto3" json:"nics,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3073,6 +3098,138 @@ func (x *RegisterNodeRequest) GetGpuInfo() []*GPUInfo {
 	return nil
 }
 
+func (x *RegisterNodeRequest) GetNics() []*NICInfo {
+	if x != nil {
+		return x.Nics
+	}
+	return nil
+}
+
+// NICInfo is one port of an RDMA device (an InfiniBand HCA or a RoCE NIC).
+type NICInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Device        string                 `protobuf:"bytes,1,opt,name=device,proto3" json:"device,omitempty"`                        // e.g. mlx5_0
+	Port          int32                  `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`                           // from 1
+	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`                          // ACTIVE, DOWN, INIT, ARMED, MISSING
+	PhysState     string                 `protobuf:"bytes,4,opt,name=phys_state,json=physState,proto3" json:"phys_state,omitempty"` // LinkUp, Disabled, Polling, ...
+	Rate          string                 `protobuf:"bytes,5,opt,name=rate,proto3" json:"rate,omitempty"`                            // e.g. "200 Gb/sec (4X HDR)"
+	LinkLayer     string                 `protobuf:"bytes,6,opt,name=link_layer,json=linkLayer,proto3" json:"link_layer,omitempty"` // InfiniBand or Ethernet (RoCE)
+	Netdev        string                 `protobuf:"bytes,7,opt,name=netdev,proto3" json:"netdev,omitempty"`                        // RoCE: its Ethernet interface
+	PciAddr       string                 `protobuf:"bytes,8,opt,name=pci_addr,json=pciAddr,proto3" json:"pci_addr,omitempty"`
+	NumaNode      int32                  `protobuf:"varint,9,opt,name=numa_node,json=numaNode,proto3" json:"numa_node,omitempty"` // -1: unknown
+	Gpus          []int32                `protobuf:"varint,10,rep,packed,name=gpus,proto3" json:"gpus,omitempty"`                 // the GPUs nearest to it, by index
+	Affinity      string                 `protobuf:"bytes,11,opt,name=affinity,proto3" json:"affinity,omitempty"`                 // their distance: PIX, PXB, PHB, NODE or SYS (as nvidia-smi topo)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NICInfo) Reset() {
+	*x = NICInfo{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NICInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NICInfo) ProtoMessage() {}
+
+func (x *NICInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NICInfo.ProtoReflect.Descriptor instead.
+func (*NICInfo) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *NICInfo) GetDevice() string {
+	if x != nil {
+		return x.Device
+	}
+	return ""
+}
+
+func (x *NICInfo) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *NICInfo) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *NICInfo) GetPhysState() string {
+	if x != nil {
+		return x.PhysState
+	}
+	return ""
+}
+
+func (x *NICInfo) GetRate() string {
+	if x != nil {
+		return x.Rate
+	}
+	return ""
+}
+
+func (x *NICInfo) GetLinkLayer() string {
+	if x != nil {
+		return x.LinkLayer
+	}
+	return ""
+}
+
+func (x *NICInfo) GetNetdev() string {
+	if x != nil {
+		return x.Netdev
+	}
+	return ""
+}
+
+func (x *NICInfo) GetPciAddr() string {
+	if x != nil {
+		return x.PciAddr
+	}
+	return ""
+}
+
+func (x *NICInfo) GetNumaNode() int32 {
+	if x != nil {
+		return x.NumaNode
+	}
+	return 0
+}
+
+func (x *NICInfo) GetGpus() []int32 {
+	if x != nil {
+		return x.Gpus
+	}
+	return nil
+}
+
+func (x *NICInfo) GetAffinity() string {
+	if x != nil {
+		return x.Affinity
+	}
+	return ""
+}
+
 type GPUInfo struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Index         int32                  `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
@@ -3086,7 +3243,7 @@ type GPUInfo struct {
 
 func (x *GPUInfo) Reset() {
 	*x = GPUInfo{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3098,7 +3255,7 @@ func (x *GPUInfo) String() string {
 func (*GPUInfo) ProtoMessage() {}
 
 func (x *GPUInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3111,7 +3268,7 @@ func (x *GPUInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GPUInfo.ProtoReflect.Descriptor instead.
 func (*GPUInfo) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{43}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GPUInfo) GetIndex() int32 {
@@ -3158,7 +3315,7 @@ type RegisterNodeResponse struct {
 
 func (x *RegisterNodeResponse) Reset() {
 	*x = RegisterNodeResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3170,7 +3327,7 @@ func (x *RegisterNodeResponse) String() string {
 func (*RegisterNodeResponse) ProtoMessage() {}
 
 func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3183,7 +3340,7 @@ func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeResponse.ProtoReflect.Descriptor instead.
 func (*RegisterNodeResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{44}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RegisterNodeResponse) GetHeartbeatIntervalMs() int64 {
@@ -3197,14 +3354,19 @@ type HeartbeatRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Tasks the agent is running now, for reconciliation.
-	Running       []*TaskRef `protobuf:"bytes,2,rep,name=running,proto3" json:"running,omitempty"`
+	Running []*TaskRef `protobuf:"bytes,2,rep,name=running,proto3" json:"running,omitempty"`
+	// health is set by an agent that checks its node's health: problems is
+	// then every check failing now (none: healthy). A node its agent's
+	// checks drained is resumed when they pass again.
+	Health        bool             `protobuf:"varint,3,opt,name=health,proto3" json:"health,omitempty"`
+	Problems      []*HealthProblem `protobuf:"bytes,4,rep,name=problems,proto3" json:"problems,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3216,7 +3378,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3229,7 +3391,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{45}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *HeartbeatRequest) GetName() string {
@@ -3246,6 +3408,73 @@ func (x *HeartbeatRequest) GetRunning() []*TaskRef {
 	return nil
 }
 
+func (x *HeartbeatRequest) GetHealth() bool {
+	if x != nil {
+		return x.Health
+	}
+	return false
+}
+
+func (x *HeartbeatRequest) GetProblems() []*HealthProblem {
+	if x != nil {
+		return x.Problems
+	}
+	return nil
+}
+
+// HealthProblem is a failing health check.
+type HealthProblem struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Check         string                 `protobuf:"bytes,1,opt,name=check,proto3" json:"check,omitempty"`     // e.g. rdma-link
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"` // one line: what is wrong, with the evidence
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HealthProblem) Reset() {
+	*x = HealthProblem{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HealthProblem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HealthProblem) ProtoMessage() {}
+
+func (x *HealthProblem) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HealthProblem.ProtoReflect.Descriptor instead.
+func (*HealthProblem) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *HealthProblem) GetCheck() string {
+	if x != nil {
+		return x.Check
+	}
+	return ""
+}
+
+func (x *HealthProblem) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type TaskRef struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	JobId         uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
@@ -3257,7 +3486,7 @@ type TaskRef struct {
 
 func (x *TaskRef) Reset() {
 	*x = TaskRef{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3269,7 +3498,7 @@ func (x *TaskRef) String() string {
 func (*TaskRef) ProtoMessage() {}
 
 func (x *TaskRef) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3282,7 +3511,7 @@ func (x *TaskRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskRef.ProtoReflect.Descriptor instead.
 func (*TaskRef) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{46}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *TaskRef) GetJobId() uint64 {
@@ -3316,7 +3545,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3328,7 +3557,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3341,7 +3570,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{47}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *HeartbeatResponse) GetReregister() bool {
@@ -3360,7 +3589,7 @@ type WatchAssignmentsRequest struct {
 
 func (x *WatchAssignmentsRequest) Reset() {
 	*x = WatchAssignmentsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3372,7 +3601,7 @@ func (x *WatchAssignmentsRequest) String() string {
 func (*WatchAssignmentsRequest) ProtoMessage() {}
 
 func (x *WatchAssignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3385,7 +3614,7 @@ func (x *WatchAssignmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchAssignmentsRequest.ProtoReflect.Descriptor instead.
 func (*WatchAssignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{48}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *WatchAssignmentsRequest) GetName() string {
@@ -3413,7 +3642,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3425,7 +3654,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3438,7 +3667,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{49}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Assignment) GetJobId() uint64 {
@@ -3499,7 +3728,7 @@ type Assignments struct {
 
 func (x *Assignments) Reset() {
 	*x = Assignments{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3511,7 +3740,7 @@ func (x *Assignments) String() string {
 func (*Assignments) ProtoMessage() {}
 
 func (x *Assignments) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3524,7 +3753,7 @@ func (x *Assignments) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignments.ProtoReflect.Descriptor instead.
 func (*Assignments) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{50}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Assignments) GetAssignments() []*Assignment {
@@ -3551,7 +3780,7 @@ type ReportTaskStatusRequest struct {
 
 func (x *ReportTaskStatusRequest) Reset() {
 	*x = ReportTaskStatusRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3563,7 +3792,7 @@ func (x *ReportTaskStatusRequest) String() string {
 func (*ReportTaskStatusRequest) ProtoMessage() {}
 
 func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3576,7 +3805,7 @@ func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{51}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ReportTaskStatusRequest) GetNode() string {
@@ -3650,7 +3879,7 @@ type ReportTaskStatusResponse struct {
 
 func (x *ReportTaskStatusResponse) Reset() {
 	*x = ReportTaskStatusResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3662,7 +3891,7 @@ func (x *ReportTaskStatusResponse) String() string {
 func (*ReportTaskStatusResponse) ProtoMessage() {}
 
 func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3675,7 +3904,7 @@ func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusResponse.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{52}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{54}
 }
 
 var File_phalanx_v1_phalanx_proto protoreflect.FileDescriptor
@@ -3788,7 +4017,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x05state\x18\x05 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x06 \x01(\tR\x06reason\x12!\n" +
 	"\fplaced_index\x18\a \x01(\x04R\vplacedIndex\x12%\n" +
-	"\x0ereleased_index\x18\b \x01(\x04R\rreleasedIndex\"\x85\x04\n" +
+	"\x0ereleased_index\x18\b \x01(\x04R\rreleasedIndex\"\x8c\x05\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x12\n" +
@@ -3811,7 +4040,12 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"registered\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"registered\x12A\n" +
 	"\x0elast_heartbeat\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\rlastHeartbeat\x12\x16\n" +
-	"\x06weight\x18\x11 \x01(\x05R\x06weight\"\xa6\x02\n" +
+	"\x06weight\x18\x11 \x01(\x05R\x06weight\x12'\n" +
+	"\x04nics\x18\x12 \x03(\v2\x13.phalanx.v1.NICInfoR\x04nics\x12\x1f\n" +
+	"\vreason_user\x18\x13 \x01(\tR\n" +
+	"reasonUser\x12;\n" +
+	"\vreason_time\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"reasonTime\"\xa6\x02\n" +
 	"\tPartition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05nodes\x18\x02 \x03(\tR\x05nodes\x12\x18\n" +
@@ -3929,7 +4163,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x05force\x18\x02 \x01(\bR\x05force\";\n" +
 	"\x0fRestoreResponse\x12\x12\n" +
 	"\x04jobs\x18\x01 \x01(\x04R\x04jobs\x12\x14\n" +
-	"\x05nodes\x18\x02 \x01(\x04R\x05nodes\"\xeb\x01\n" +
+	"\x05nodes\x18\x02 \x01(\x04R\x05nodes\"\x94\x02\n" +
 	"\x13RegisterNodeRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x12\n" +
@@ -3938,7 +4172,23 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x04gpus\x18\x05 \x01(\x05R\x04gpus\x12\x1b\n" +
 	"\tgpu_model\x18\x06 \x01(\tR\bgpuModel\x12\x1a\n" +
 	"\bfeatures\x18\a \x03(\tR\bfeatures\x12.\n" +
-	"\bgpu_info\x18\b \x03(\v2\x13.phalanx.v1.GPUInfoR\agpuInfo\"\x84\x01\n" +
+	"\bgpu_info\x18\b \x03(\v2\x13.phalanx.v1.GPUInfoR\agpuInfo\x12'\n" +
+	"\x04nics\x18\t \x03(\v2\x13.phalanx.v1.NICInfoR\x04nics\"\x9d\x02\n" +
+	"\aNICInfo\x12\x16\n" +
+	"\x06device\x18\x01 \x01(\tR\x06device\x12\x12\n" +
+	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\x12\x1d\n" +
+	"\n" +
+	"phys_state\x18\x04 \x01(\tR\tphysState\x12\x12\n" +
+	"\x04rate\x18\x05 \x01(\tR\x04rate\x12\x1d\n" +
+	"\n" +
+	"link_layer\x18\x06 \x01(\tR\tlinkLayer\x12\x16\n" +
+	"\x06netdev\x18\a \x01(\tR\x06netdev\x12\x19\n" +
+	"\bpci_addr\x18\b \x01(\tR\apciAddr\x12\x1b\n" +
+	"\tnuma_node\x18\t \x01(\x05R\bnumaNode\x12\x12\n" +
+	"\x04gpus\x18\n" +
+	" \x03(\x05R\x04gpus\x12\x1a\n" +
+	"\baffinity\x18\v \x01(\tR\baffinity\"\x84\x01\n" +
 	"\aGPUInfo\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x12\n" +
 	"\x04uuid\x18\x02 \x01(\tR\x04uuid\x12\x14\n" +
@@ -3947,10 +4197,15 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\n" +
 	"pci_bus_id\x18\x05 \x01(\tR\bpciBusId\"J\n" +
 	"\x14RegisterNodeResponse\x122\n" +
-	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\"U\n" +
+	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\"\xa4\x01\n" +
 	"\x10HeartbeatRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12-\n" +
-	"\arunning\x18\x02 \x03(\v2\x13.phalanx.v1.TaskRefR\arunning\"N\n" +
+	"\arunning\x18\x02 \x03(\v2\x13.phalanx.v1.TaskRefR\arunning\x12\x16\n" +
+	"\x06health\x18\x03 \x01(\bR\x06health\x125\n" +
+	"\bproblems\x18\x04 \x03(\v2\x19.phalanx.v1.HealthProblemR\bproblems\"?\n" +
+	"\rHealthProblem\x12\x14\n" +
+	"\x05check\x18\x01 \x01(\tR\x05check\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"N\n" +
 	"\aTaskRef\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x12\n" +
@@ -4023,7 +4278,7 @@ func file_phalanx_v1_phalanx_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_phalanx_proto_rawDescData
 }
 
-var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
+var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_phalanx_v1_phalanx_proto_goTypes = []any{
 	(*UpdateNodeRequest)(nil),          // 0: phalanx.v1.UpdateNodeRequest
 	(*UpdateNodeResponse)(nil),         // 1: phalanx.v1.UpdateNodeResponse
@@ -4068,99 +4323,105 @@ var file_phalanx_v1_phalanx_proto_goTypes = []any{
 	(*RestoreRequest)(nil),             // 40: phalanx.v1.RestoreRequest
 	(*RestoreResponse)(nil),            // 41: phalanx.v1.RestoreResponse
 	(*RegisterNodeRequest)(nil),        // 42: phalanx.v1.RegisterNodeRequest
-	(*GPUInfo)(nil),                    // 43: phalanx.v1.GPUInfo
-	(*RegisterNodeResponse)(nil),       // 44: phalanx.v1.RegisterNodeResponse
-	(*HeartbeatRequest)(nil),           // 45: phalanx.v1.HeartbeatRequest
-	(*TaskRef)(nil),                    // 46: phalanx.v1.TaskRef
-	(*HeartbeatResponse)(nil),          // 47: phalanx.v1.HeartbeatResponse
-	(*WatchAssignmentsRequest)(nil),    // 48: phalanx.v1.WatchAssignmentsRequest
-	(*Assignment)(nil),                 // 49: phalanx.v1.Assignment
-	(*Assignments)(nil),                // 50: phalanx.v1.Assignments
-	(*ReportTaskStatusRequest)(nil),    // 51: phalanx.v1.ReportTaskStatusRequest
-	(*ReportTaskStatusResponse)(nil),   // 52: phalanx.v1.ReportTaskStatusResponse
-	nil,                                // 53: phalanx.v1.JobSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 54: google.protobuf.Timestamp
+	(*NICInfo)(nil),                    // 43: phalanx.v1.NICInfo
+	(*GPUInfo)(nil),                    // 44: phalanx.v1.GPUInfo
+	(*RegisterNodeResponse)(nil),       // 45: phalanx.v1.RegisterNodeResponse
+	(*HeartbeatRequest)(nil),           // 46: phalanx.v1.HeartbeatRequest
+	(*HealthProblem)(nil),              // 47: phalanx.v1.HealthProblem
+	(*TaskRef)(nil),                    // 48: phalanx.v1.TaskRef
+	(*HeartbeatResponse)(nil),          // 49: phalanx.v1.HeartbeatResponse
+	(*WatchAssignmentsRequest)(nil),    // 50: phalanx.v1.WatchAssignmentsRequest
+	(*Assignment)(nil),                 // 51: phalanx.v1.Assignment
+	(*Assignments)(nil),                // 52: phalanx.v1.Assignments
+	(*ReportTaskStatusRequest)(nil),    // 53: phalanx.v1.ReportTaskStatusRequest
+	(*ReportTaskStatusResponse)(nil),   // 54: phalanx.v1.ReportTaskStatusResponse
+	nil,                                // 55: phalanx.v1.JobSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil),      // 56: google.protobuf.Timestamp
 }
 var file_phalanx_v1_phalanx_proto_depIdxs = []int32{
-	54, // 0: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
-	53, // 1: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
-	54, // 2: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
-	54, // 3: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	56, // 0: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
+	55, // 1: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
+	56, // 2: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
+	56, // 3: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
 	6,  // 4: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
-	54, // 5: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
-	54, // 6: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
-	54, // 7: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
+	56, // 5: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
+	56, // 6: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
+	56, // 7: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
 	7,  // 8: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
 	8,  // 9: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
-	54, // 10: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
+	56, // 10: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
 	10, // 11: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
 	7,  // 12: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
-	54, // 13: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
-	54, // 14: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
-	54, // 15: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
-	54, // 16: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
-	6,  // 17: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
-	54, // 18: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
-	54, // 19: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
-	54, // 20: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
-	9,  // 21: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
-	11, // 22: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
-	12, // 23: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
-	54, // 24: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
-	29, // 25: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
-	25, // 26: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
-	43, // 27: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
-	46, // 28: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
-	9,  // 29: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
-	49, // 30: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
-	54, // 31: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
-	13, // 32: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
-	15, // 33: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
-	17, // 34: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
-	18, // 35: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
-	20, // 36: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
-	22, // 37: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
-	27, // 38: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
-	26, // 39: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
-	30, // 40: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
-	32, // 41: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
-	34, // 42: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
-	36, // 43: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
-	38, // 44: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
-	40, // 45: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
-	4,  // 46: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
-	0,  // 47: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
-	2,  // 48: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
-	42, // 49: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
-	45, // 50: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
-	48, // 51: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
-	51, // 52: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
-	14, // 53: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
-	16, // 54: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
-	9,  // 55: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
-	19, // 56: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
-	21, // 57: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
-	23, // 58: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
-	28, // 59: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
-	25, // 60: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
-	31, // 61: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
-	33, // 62: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
-	35, // 63: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
-	37, // 64: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
-	39, // 65: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
-	41, // 66: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
-	5,  // 67: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
-	1,  // 68: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
-	3,  // 69: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
-	44, // 70: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
-	47, // 71: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
-	50, // 72: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
-	52, // 73: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
-	53, // [53:74] is the sub-list for method output_type
-	32, // [32:53] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	56, // 13: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
+	56, // 14: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
+	56, // 15: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
+	56, // 16: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	43, // 17: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
+	56, // 18: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
+	6,  // 19: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
+	56, // 20: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
+	56, // 21: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
+	56, // 22: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
+	9,  // 23: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
+	11, // 24: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
+	12, // 25: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
+	56, // 26: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
+	29, // 27: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
+	25, // 28: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
+	44, // 29: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
+	43, // 30: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
+	48, // 31: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
+	47, // 32: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
+	9,  // 33: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
+	51, // 34: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
+	56, // 35: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
+	13, // 36: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
+	15, // 37: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
+	17, // 38: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
+	18, // 39: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
+	20, // 40: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
+	22, // 41: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
+	27, // 42: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
+	26, // 43: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
+	30, // 44: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
+	32, // 45: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
+	34, // 46: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
+	36, // 47: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
+	38, // 48: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
+	40, // 49: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
+	4,  // 50: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
+	0,  // 51: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
+	2,  // 52: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
+	42, // 53: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
+	46, // 54: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
+	50, // 55: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
+	53, // 56: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
+	14, // 57: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
+	16, // 58: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
+	9,  // 59: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
+	19, // 60: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
+	21, // 61: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
+	23, // 62: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
+	28, // 63: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
+	25, // 64: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
+	31, // 65: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
+	33, // 66: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
+	35, // 67: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
+	37, // 68: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
+	39, // 69: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
+	41, // 70: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
+	5,  // 71: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
+	1,  // 72: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
+	3,  // 73: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
+	45, // 74: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
+	49, // 75: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
+	52, // 76: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
+	54, // 77: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
+	57, // [57:78] is the sub-list for method output_type
+	36, // [36:57] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_phalanx_proto_init() }
@@ -4175,7 +4436,7 @@ func file_phalanx_v1_phalanx_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_phalanx_proto_rawDesc), len(file_phalanx_v1_phalanx_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   54,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

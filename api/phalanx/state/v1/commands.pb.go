@@ -754,6 +754,7 @@ type SetNodeState struct {
 	State         NodeState              `protobuf:"varint,2,opt,name=state,proto3,enum=phalanx.state.v1.NodeState" json:"state,omitempty"`
 	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	Time          int64                  `protobuf:"varint,4,opt,name=time,proto3" json:"time,omitempty"`
+	User          string                 `protobuf:"bytes,5,opt,name=user,proto3" json:"user,omitempty"` // who set it (the node's reason_user)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -814,6 +815,13 @@ func (x *SetNodeState) GetTime() int64 {
 		return x.Time
 	}
 	return 0
+}
+
+func (x *SetNodeState) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
 }
 
 type SetPartitions struct {
@@ -1212,12 +1220,13 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x04 \x01(\fR\trequestId\":\n" +
 	"\fRegisterNode\x12*\n" +
-	"\x04node\x18\x01 \x01(\v2\x16.phalanx.state.v1.NodeR\x04node\"\x81\x01\n" +
+	"\x04node\x18\x01 \x01(\v2\x16.phalanx.state.v1.NodeR\x04node\"\x95\x01\n" +
 	"\fSetNodeState\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x121\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x1b.phalanx.state.v1.NodeStateR\x05state\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x12\n" +
-	"\x04time\x18\x04 \x01(\x03R\x04time\"L\n" +
+	"\x04time\x18\x04 \x01(\x03R\x04time\x12\x12\n" +
+	"\x04user\x18\x05 \x01(\tR\x04user\"L\n" +
 	"\rSetPartitions\x12;\n" +
 	"\n" +
 	"partitions\x18\x01 \x03(\v2\x1b.phalanx.state.v1.PartitionR\n" +

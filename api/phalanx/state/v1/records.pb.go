@@ -1104,20 +1104,24 @@ func (x *Attempt) GetReleasedIndex() uint64 {
 }
 
 type Node struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Addr          string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
-	Cpus          int32                  `protobuf:"varint,3,opt,name=cpus,proto3" json:"cpus,omitempty"`
-	MemoryMb      int64                  `protobuf:"varint,4,opt,name=memory_mb,json=memoryMb,proto3" json:"memory_mb,omitempty"`
-	Gpus          int32                  `protobuf:"varint,5,opt,name=gpus,proto3" json:"gpus,omitempty"`
-	GpuModel      string                 `protobuf:"bytes,6,opt,name=gpu_model,json=gpuModel,proto3" json:"gpu_model,omitempty"`
-	Features      []string               `protobuf:"bytes,7,rep,name=features,proto3" json:"features,omitempty"`
-	Weight        int32                  `protobuf:"varint,8,opt,name=weight,proto3" json:"weight,omitempty"`
-	Leaf          string                 `protobuf:"bytes,9,opt,name=leaf,proto3" json:"leaf,omitempty"`
-	State         NodeState              `protobuf:"varint,10,opt,name=state,proto3,enum=phalanx.state.v1.NodeState" json:"state,omitempty"`
-	Reason        string                 `protobuf:"bytes,11,opt,name=reason,proto3" json:"reason,omitempty"`
-	Registered    int64                  `protobuf:"varint,12,opt,name=registered,proto3" json:"registered,omitempty"`
-	StateTime     int64                  `protobuf:"varint,13,opt,name=state_time,json=stateTime,proto3" json:"state_time,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Name       string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Addr       string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
+	Cpus       int32                  `protobuf:"varint,3,opt,name=cpus,proto3" json:"cpus,omitempty"`
+	MemoryMb   int64                  `protobuf:"varint,4,opt,name=memory_mb,json=memoryMb,proto3" json:"memory_mb,omitempty"`
+	Gpus       int32                  `protobuf:"varint,5,opt,name=gpus,proto3" json:"gpus,omitempty"`
+	GpuModel   string                 `protobuf:"bytes,6,opt,name=gpu_model,json=gpuModel,proto3" json:"gpu_model,omitempty"`
+	Features   []string               `protobuf:"bytes,7,rep,name=features,proto3" json:"features,omitempty"`
+	Weight     int32                  `protobuf:"varint,8,opt,name=weight,proto3" json:"weight,omitempty"`
+	Leaf       string                 `protobuf:"bytes,9,opt,name=leaf,proto3" json:"leaf,omitempty"`
+	State      NodeState              `protobuf:"varint,10,opt,name=state,proto3,enum=phalanx.state.v1.NodeState" json:"state,omitempty"`
+	Reason     string                 `protobuf:"bytes,11,opt,name=reason,proto3" json:"reason,omitempty"`
+	Registered int64                  `protobuf:"varint,12,opt,name=registered,proto3" json:"registered,omitempty"`
+	StateTime  int64                  `protobuf:"varint,13,opt,name=state_time,json=stateTime,proto3" json:"state_time,omitempty"`
+	Nics       []*NIC                 `protobuf:"bytes,14,rep,name=nics,proto3" json:"nics,omitempty"`
+	// Who set the reason: a user's name (scontrol update), or "phalanx" for
+	// what the controller and the agents' health checks set.
+	ReasonUser    string `protobuf:"bytes,15,opt,name=reason_user,json=reasonUser,proto3" json:"reason_user,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1243,6 +1247,145 @@ func (x *Node) GetStateTime() int64 {
 	return 0
 }
 
+func (x *Node) GetNics() []*NIC {
+	if x != nil {
+		return x.Nics
+	}
+	return nil
+}
+
+func (x *Node) GetReasonUser() string {
+	if x != nil {
+		return x.ReasonUser
+	}
+	return ""
+}
+
+// NIC is one port of a node's RDMA device, as its agent registered it.
+type NIC struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Device        string                 `protobuf:"bytes,1,opt,name=device,proto3" json:"device,omitempty"`
+	Port          int32                  `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
+	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	PhysState     string                 `protobuf:"bytes,4,opt,name=phys_state,json=physState,proto3" json:"phys_state,omitempty"`
+	Rate          string                 `protobuf:"bytes,5,opt,name=rate,proto3" json:"rate,omitempty"`
+	LinkLayer     string                 `protobuf:"bytes,6,opt,name=link_layer,json=linkLayer,proto3" json:"link_layer,omitempty"`
+	Netdev        string                 `protobuf:"bytes,7,opt,name=netdev,proto3" json:"netdev,omitempty"`
+	PciAddr       string                 `protobuf:"bytes,8,opt,name=pci_addr,json=pciAddr,proto3" json:"pci_addr,omitempty"`
+	NumaNode      int32                  `protobuf:"varint,9,opt,name=numa_node,json=numaNode,proto3" json:"numa_node,omitempty"`
+	Gpus          []int32                `protobuf:"varint,10,rep,packed,name=gpus,proto3" json:"gpus,omitempty"`
+	Affinity      string                 `protobuf:"bytes,11,opt,name=affinity,proto3" json:"affinity,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NIC) Reset() {
+	*x = NIC{}
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NIC) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NIC) ProtoMessage() {}
+
+func (x *NIC) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NIC.ProtoReflect.Descriptor instead.
+func (*NIC) Descriptor() ([]byte, []int) {
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *NIC) GetDevice() string {
+	if x != nil {
+		return x.Device
+	}
+	return ""
+}
+
+func (x *NIC) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *NIC) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *NIC) GetPhysState() string {
+	if x != nil {
+		return x.PhysState
+	}
+	return ""
+}
+
+func (x *NIC) GetRate() string {
+	if x != nil {
+		return x.Rate
+	}
+	return ""
+}
+
+func (x *NIC) GetLinkLayer() string {
+	if x != nil {
+		return x.LinkLayer
+	}
+	return ""
+}
+
+func (x *NIC) GetNetdev() string {
+	if x != nil {
+		return x.Netdev
+	}
+	return ""
+}
+
+func (x *NIC) GetPciAddr() string {
+	if x != nil {
+		return x.PciAddr
+	}
+	return ""
+}
+
+func (x *NIC) GetNumaNode() int32 {
+	if x != nil {
+		return x.NumaNode
+	}
+	return 0
+}
+
+func (x *NIC) GetGpus() []int32 {
+	if x != nil {
+		return x.Gpus
+	}
+	return nil
+}
+
+func (x *NIC) GetAffinity() string {
+	if x != nil {
+		return x.Affinity
+	}
+	return ""
+}
+
 type Partition struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1261,7 +1404,7 @@ type Partition struct {
 
 func (x *Partition) Reset() {
 	*x = Partition{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1273,7 +1416,7 @@ func (x *Partition) String() string {
 func (*Partition) ProtoMessage() {}
 
 func (x *Partition) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1286,7 +1429,7 @@ func (x *Partition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Partition.ProtoReflect.Descriptor instead.
 func (*Partition) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Partition) GetName() string {
@@ -1374,7 +1517,7 @@ type SubmitRequest struct {
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1386,7 +1529,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1399,7 +1542,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SubmitRequest) GetJobId() uint64 {
@@ -1435,7 +1578,7 @@ type Controller struct {
 
 func (x *Controller) Reset() {
 	*x = Controller{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1447,7 +1590,7 @@ func (x *Controller) String() string {
 func (*Controller) ProtoMessage() {}
 
 func (x *Controller) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1460,7 +1603,7 @@ func (x *Controller) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Controller.ProtoReflect.Descriptor instead.
 func (*Controller) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{11}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Controller) GetId() string {
@@ -1579,7 +1722,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x05state\x18\x05 \x01(\x0e2\x1a.phalanx.state.v1.JobStateR\x05state\x12\x16\n" +
 	"\x06reason\x18\x06 \x01(\tR\x06reason\x12!\n" +
 	"\fplaced_index\x18\a \x01(\x04R\vplacedIndex\x12%\n" +
-	"\x0ereleased_index\x18\b \x01(\x04R\rreleasedIndex\"\xe2\x02\n" +
+	"\x0ereleased_index\x18\b \x01(\x04R\rreleasedIndex\"\xae\x03\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x12\n" +
@@ -1597,7 +1740,25 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"registered\x18\f \x01(\x03R\n" +
 	"registered\x12\x1d\n" +
 	"\n" +
-	"state_time\x18\r \x01(\x03R\tstateTime\"\xc7\x02\n" +
+	"state_time\x18\r \x01(\x03R\tstateTime\x12)\n" +
+	"\x04nics\x18\x0e \x03(\v2\x15.phalanx.state.v1.NICR\x04nics\x12\x1f\n" +
+	"\vreason_user\x18\x0f \x01(\tR\n" +
+	"reasonUser\"\x99\x02\n" +
+	"\x03NIC\x12\x16\n" +
+	"\x06device\x18\x01 \x01(\tR\x06device\x12\x12\n" +
+	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\x12\x1d\n" +
+	"\n" +
+	"phys_state\x18\x04 \x01(\tR\tphysState\x12\x12\n" +
+	"\x04rate\x18\x05 \x01(\tR\x04rate\x12\x1d\n" +
+	"\n" +
+	"link_layer\x18\x06 \x01(\tR\tlinkLayer\x12\x16\n" +
+	"\x06netdev\x18\a \x01(\tR\x06netdev\x12\x19\n" +
+	"\bpci_addr\x18\b \x01(\tR\apciAddr\x12\x1b\n" +
+	"\tnuma_node\x18\t \x01(\x05R\bnumaNode\x12\x12\n" +
+	"\x04gpus\x18\n" +
+	" \x03(\x05R\x04gpus\x12\x1a\n" +
+	"\baffinity\x18\v \x01(\tR\baffinity\"\xc7\x02\n" +
 	"\tPartition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05nodes\x18\x02 \x03(\tR\x05nodes\x12\x1b\n" +
@@ -1667,7 +1828,7 @@ func file_phalanx_state_v1_records_proto_rawDescGZIP() []byte {
 }
 
 var file_phalanx_state_v1_records_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_phalanx_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_phalanx_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_phalanx_state_v1_records_proto_goTypes = []any{
 	(JobState)(0),         // 0: phalanx.state.v1.JobState
 	(TaskState)(0),        // 1: phalanx.state.v1.TaskState
@@ -1682,15 +1843,16 @@ var file_phalanx_state_v1_records_proto_goTypes = []any{
 	(*Task)(nil),          // 10: phalanx.state.v1.Task
 	(*Attempt)(nil),       // 11: phalanx.state.v1.Attempt
 	(*Node)(nil),          // 12: phalanx.state.v1.Node
-	(*Partition)(nil),     // 13: phalanx.state.v1.Partition
-	(*SubmitRequest)(nil), // 14: phalanx.state.v1.SubmitRequest
-	(*Controller)(nil),    // 15: phalanx.state.v1.Controller
-	nil,                   // 16: phalanx.state.v1.JobPayload.EnvEntry
+	(*NIC)(nil),           // 13: phalanx.state.v1.NIC
+	(*Partition)(nil),     // 14: phalanx.state.v1.Partition
+	(*SubmitRequest)(nil), // 15: phalanx.state.v1.SubmitRequest
+	(*Controller)(nil),    // 16: phalanx.state.v1.Controller
+	nil,                   // 17: phalanx.state.v1.JobPayload.EnvEntry
 }
 var file_phalanx_state_v1_records_proto_depIdxs = []int32{
 	5,  // 0: phalanx.state.v1.Job.spec:type_name -> phalanx.state.v1.JobSpec
 	7,  // 1: phalanx.state.v1.Job.status:type_name -> phalanx.state.v1.JobStatus
-	16, // 2: phalanx.state.v1.JobPayload.env:type_name -> phalanx.state.v1.JobPayload.EnvEntry
+	17, // 2: phalanx.state.v1.JobPayload.env:type_name -> phalanx.state.v1.JobPayload.EnvEntry
 	0,  // 3: phalanx.state.v1.JobStatus.state:type_name -> phalanx.state.v1.JobState
 	8,  // 4: phalanx.state.v1.JobStatus.alloc:type_name -> phalanx.state.v1.Allocation
 	10, // 5: phalanx.state.v1.JobStatus.tasks:type_name -> phalanx.state.v1.Task
@@ -1700,12 +1862,13 @@ var file_phalanx_state_v1_records_proto_depIdxs = []int32{
 	8,  // 9: phalanx.state.v1.Attempt.alloc:type_name -> phalanx.state.v1.Allocation
 	0,  // 10: phalanx.state.v1.Attempt.state:type_name -> phalanx.state.v1.JobState
 	2,  // 11: phalanx.state.v1.Node.state:type_name -> phalanx.state.v1.NodeState
-	3,  // 12: phalanx.state.v1.Partition.state:type_name -> phalanx.state.v1.PartitionState
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	13, // 12: phalanx.state.v1.Node.nics:type_name -> phalanx.state.v1.NIC
+	3,  // 13: phalanx.state.v1.Partition.state:type_name -> phalanx.state.v1.PartitionState
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_state_v1_records_proto_init() }
@@ -1719,7 +1882,7 @@ func file_phalanx_state_v1_records_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_state_v1_records_proto_rawDesc), len(file_phalanx_state_v1_records_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
