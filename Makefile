@@ -8,7 +8,7 @@ PKGS     := ./...
 GOFLAGS  ?=
 export GOFLAGS
 
-.PHONY: all build proto proto-check fmt-check vet test test-short fuzz demo bench bench-scheduler bench-controller bench-sbatch chaos-controller lint clean tools
+.PHONY: all build proto proto-check fmt-check vet test test-short fuzz demo bench bench-scheduler bench-controller bench-sbatch bench-health chaos-controller lint clean tools
 
 all: build
 
@@ -104,6 +104,11 @@ bench-scheduler:
 
 bench-sbatch: build
 	scripts/sbatch-rate.sh $(SBATCH_N)
+
+# Issue 9's health figures on phx dev: agent CPU at idle, and the time from
+# an injected RDMA link fault to the node's DRAIN in phx sinfo -R.
+bench-health: build
+	scripts/fault-drain.sh
 
 bench-controller:
 	$(GO) test -tags $(TAGS) -run '^$$' -bench 'Controller' -benchtime $(BENCHTIME) -timeout 60m ./testcluster/

@@ -47,6 +47,8 @@ func TestFormat(t *testing.T) {
 				return FormatSinfo(in.parts, in.nodes, in.noHeader)
 			case "sinfo-nodes":
 				return FormatSinfoNodes(in.parts, in.nodes, in.noHeader)
+			case "sinfo-reasons":
+				return FormatSinfoReasons(in.nodes, in.noHeader, time.UTC)
 			case "scontrol":
 				return scontrolAll(in)
 			}
@@ -206,10 +208,44 @@ func parseNode(t *testing.T, a kvs) *phalanxv1.Node {
 	if a["parts"] != "" {
 		n.Partitions = strings.Split(a["parts"], ",")
 	}
+	n.ReasonUser, n.ReasonTime = a["reason-user"], a.time(t, "reason-time")
+	if a["nics"] != "" {
+		n.Nics = parseNICs(t, a["nics"])
+	}
 	if a["features"] != "" {
 		n.Features = strings.Split(a["features"], ",")
 	}
 	return n
+}
+
+// parseNICs reads "DEV/PORT:STATE:RATE:LINKLAYER[:GPUS:AFFINITY]", separated
+// by "|"; GPUS is comma-separated.
+func parseNICs(t *testing.T, s string) []*phalanxv1.NICInfo {
+	var out []*phalanxv1.NICInfo
+	for _, spec := range strings.Split(s, "|") {
+		f := strings.Split(spec, ":")
+		if len(f) < 4 {
+			t.Fatalf("nic %q: want DEV/PORT:STATE:RATE:LINKLAYER[:GPUS:AFFINITY]", spec)
+		}
+		dev, port, _ := strings.Cut(f[0], "/")
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := &phalanxv1.NICInfo{Device: dev, Port: int32(p), State: f[1], Rate: f[2], LinkLayer: f[3]}
+		if len(f) >= 6 {
+			for _, g := range strings.Split(f[4], ",") {
+				i, err := strconv.Atoi(g)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n.Gpus = append(n.Gpus, int32(i))
+			}
+			n.Affinity = f[5]
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func parsePartition(t *testing.T, a kvs) *phalanxv1.Partition {

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -169,9 +170,70 @@ func FormatNode(n *phalanxv1.Node, loc *time.Location) string {
 		{kv("Partitions", orDefault(strings.Join(n.Partitions, ","), "(null)"))},
 		{kv("Switch", orDefault(n.Leaf, "(null)"))},
 		{kv("RegisterTime", fmtTime(n.Registered, loc, "None")), kv("LastHeartbeat", fmtTime(n.LastHeartbeat, loc, "None"))},
-		{kv("Reason", orDefault(n.Reason, "(null)"))},
+		{kv("NICs", nicList(n.Nics))},
+		{kv("Reason", nodeReason(n, loc))},
 	})
 	return b.String()
+}
+
+// nodeReason is scontrol's "Reason=why [user@time]", "(null)" without one.
+func nodeReason(n *phalanxv1.Node, loc *time.Location) string {
+	if n.Reason == "" {
+		return "(null)"
+	}
+	return fmt.Sprintf("%s [%s@%s]", n.Reason, orDefault(n.ReasonUser, "root"), fmtTime(n.ReasonTime, loc, "Unknown"))
+}
+
+// nicList prints a node's RDMA ports as
+// "mlx5_0/1(ACTIVE,200Gb/s,InfiniBand,gpu:0-1@PIX),...": name, state, rate,
+// link layer and the nearest GPUs; "(null)" without any.
+func nicList(nics []*phalanxv1.NICInfo) string {
+	if len(nics) == 0 {
+		return "(null)"
+	}
+	out := make([]string, len(nics))
+	for i, n := range nics {
+		attrs := []string{n.State, shortRate(n.Rate), n.LinkLayer}
+		if n.Netdev != "" {
+			attrs = append(attrs, "netdev:"+n.Netdev)
+		}
+		if len(n.Gpus) > 0 {
+			ids := make([]int, len(n.Gpus))
+			for k, g := range n.Gpus {
+				ids[k] = int(g)
+			}
+			attrs = append(attrs, "gpu:"+indexRanges(ids)+"@"+n.Affinity)
+		}
+		out[i] = fmt.Sprintf("%s/%d(%s)", n.Device, n.Port, strings.Join(attrs, ","))
+	}
+	return strings.Join(out, ",")
+}
+
+// shortRate turns sysfs's "200 Gb/sec (4X HDR)" into "200Gb/s".
+func shortRate(rate string) string {
+	f := strings.Fields(rate)
+	if len(f) >= 2 && f[1] == "Gb/sec" {
+		return f[0] + "Gb/s"
+	}
+	return orDefault(strings.ReplaceAll(rate, " ", "_"), "?")
+}
+
+// indexRanges prints sorted indexes as ranges: 0-3,6.
+func indexRanges(ids []int) string {
+	var parts []string
+	for i := 0; i < len(ids); {
+		k := i
+		for k+1 < len(ids) && ids[k+1] == ids[k]+1 {
+			k++
+		}
+		if k == i {
+			parts = append(parts, strconv.Itoa(ids[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", ids[i], ids[k]))
+		}
+		i = k + 1
+	}
+	return strings.Join(parts, ",")
 }
 
 // gres prints "gpu:MODEL:N", the model's spaces as underscores; "(null)"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -14,6 +15,7 @@ import (
 var sinfoOptions = []getopt.Option{
 	{Long: "Node", Short: 'N', Usage: "one line per node"},
 	{Long: "help", Usage: "show this help"},
+	{Long: "list-reasons", Short: 'R', Usage: "why nodes are down or drained: reason, who set it, when"},
 	{Long: "noheader", Short: 'h', Usage: "no header line"},
 	{Long: "partition", Short: 'p', HasArg: true, Usage: "comma-separated partitions"},
 }
@@ -30,7 +32,7 @@ func (k *commands) runSinfo(c *ucli.Context, args []string) error {
 	if len(operands) > 0 {
 		return fmt.Errorf("unexpected argument %q", operands[0])
 	}
-	var perNode, noHeader bool
+	var perNode, noHeader, reasons bool
 	var only []string
 	for _, v := range vals {
 		switch v.Name {
@@ -41,6 +43,8 @@ func (k *commands) runSinfo(c *ucli.Context, args []string) error {
 			return nil
 		case "noheader":
 			noHeader = true
+		case "list-reasons":
+			reasons = true
 		case "partition":
 			only = splitList(v.Value)
 		}
@@ -54,6 +58,10 @@ func (k *commands) runSinfo(c *ucli.Context, args []string) error {
 		nodes = slices.DeleteFunc(nodes, func(n *phalanxv1.Node) bool {
 			return !slices.ContainsFunc(n.Partitions, func(p string) bool { return slices.Contains(only, p) })
 		})
+	}
+	if reasons {
+		fmt.Fprint(k.sys.Stdout, FormatSinfoReasons(nodes, noHeader, time.Local))
+		return nil
 	}
 	if perNode {
 		fmt.Fprint(k.sys.Stdout, FormatSinfoNodes(parts, nodes, noHeader))

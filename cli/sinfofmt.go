@@ -33,6 +33,50 @@ var (
 	}
 )
 
+// sinfo -R's columns, Slurm's "%20E %9u %19H %N".
+var sinfoReasonFields = []field{
+	{verb: 'E', width: 20}, {literal: " "}, {verb: 'u', width: 9}, {literal: " "}, {verb: 'H', width: 19}, {literal: " "}, {verb: 'N'},
+}
+
+// FormatSinfoReasons prints sinfo -R: the nodes that have a reason (down,
+// drained, draining), one row per reason, user and time, nodes as a
+// hostlist, rows in the order of their first node.
+func FormatSinfoReasons(nodes []*phalanxv1.Node, noHeader bool, loc *time.Location) string {
+	type key struct{ reason, user, when string }
+	groups := map[key][]string{}
+	var order []key
+	for _, n := range nodes {
+		if n.Reason == "" {
+			continue
+		}
+		k := key{n.Reason, orDefault(n.ReasonUser, "root"), fmtTime(n.ReasonTime, loc, "Unknown")}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], n.Name)
+	}
+	var b strings.Builder
+	if !noHeader {
+		render(&b, sinfoReasonFields, func(c byte) string {
+			return map[byte]string{'E': "REASON", 'u': "USER", 'H': "TIMESTAMP", 'N': "NODELIST"}[c]
+		})
+	}
+	for _, k := range order {
+		render(&b, sinfoReasonFields, func(c byte) string {
+			switch c {
+			case 'E':
+				return k.reason
+			case 'u':
+				return k.user
+			case 'H':
+				return k.when
+			}
+			return hostlist.Compress(groups[k])
+		})
+	}
+	return b.String()
+}
+
 // stateOrder is the order of sinfo's rows within a partition.
 var stateOrder = []string{"idle", "mix", "alloc", "drng", "drain", "down"}
 

@@ -217,6 +217,8 @@ func (c *Cluster) startAgent(bin, name string, o Options) error {
 		"--runtime", o.Runtime,
 		"--fake-gpus", fmt.Sprint(c.Layout.GPUsPerNode),
 		"--fake-gpu-model", c.Layout.GPUModel,
+		"--sysfs-root", sysfsRoot(c.Dir, name),
+		"--fake-nics", fmt.Sprint(nicsPerNode(c.Layout.GPUsPerNode)),
 		"--cpus", fmt.Sprint(c.Layout.CPUs),
 		"--memory-mb", fmt.Sprint(c.Layout.MemoryMB),
 		"--heartbeat", "1s",

@@ -16,6 +16,7 @@ import (
 	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/nodeagent/gpu"
+	"github.com/phalanx-hpc/phalanx/nodeagent/rdma"
 	"github.com/phalanx-hpc/phalanx/runtime"
 )
 
@@ -41,9 +42,13 @@ type Config struct {
 	StateDir    string // job scripts go under <StateDir>/jobs
 	Runtime     runtime.Runtime
 	GPUs        []gpu.Device
-	CPUs        int
-	MemoryMB    int64
-	Features    []string
+	// NICs are the node's RDMA ports (package rdma), registered with the
+	// node and watched by NICWatcher (nil: not watched) for link faults.
+	NICs       []rdma.Port
+	NICWatcher NICWatcher
+	CPUs       int
+	MemoryMB   int64
+	Features   []string
 	// ClusterName is exported as SLURM_CLUSTER_NAME when set.
 	ClusterName string
 	// HeartbeatInterval is the longest time between heartbeats; a shorter
@@ -64,14 +69,18 @@ type Agent struct {
 	rep    *reporter
 	conn   atomic.Pointer[apiclient.Conn] // while Run runs
 
-	mu       sync.Mutex
-	tasks    map[taskKey]*task // started or starting, not yet ended
-	finished map[taskKey]bool  // ended here; never started again
-	stopping bool              // Run is returning: launch nothing more
+	mu        sync.Mutex
+	tasks     map[taskKey]*task // started or starting, not yet ended
+	finished  map[taskKey]bool  // ended here; never started again
+	stopping  bool              // Run is returning: launch nothing more
+	nics      []rdma.Port       // as last read
+	nicsStale bool              // changed since the last registration
 	// leftover holds the attempts whose folders an earlier run of the
 	// agent left (leftover.go): their tasks are reported LOST, not started.
 	leftover map[attemptKey]bool
 	taskWG   sync.WaitGroup
+	// healthChanged wakes the heartbeat loop: a check's result changed.
+	healthChanged chan struct{}
 }
 
 // taskKey names one task: a rank of an attempt of a job.
@@ -110,10 +119,12 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Logger = slog.Default()
 	}
 	return &Agent{
-		cfg:      cfg,
-		log:      cfg.Logger.With("node", cfg.Name),
-		tasks:    make(map[taskKey]*task),
-		finished: make(map[taskKey]bool),
+		cfg:           cfg,
+		log:           cfg.Logger.With("node", cfg.Name),
+		tasks:         make(map[taskKey]*task),
+		finished:      make(map[taskKey]bool),
+		nics:          cfg.NICs,
+		healthChanged: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -161,7 +172,12 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	a.log.Info("agent starting", "controllers", a.cfg.Controllers, "runtime", a.cfg.Runtime.Name(),
 		"gpus", len(a.cfg.GPUs), "cpus", a.cfg.CPUs, "memory_mb", a.cfg.MemoryMB)
+	healthCtx, stopHealth := context.WithCancel(ctx)
+	healthDone := make(chan struct{})
+	go func() { defer close(healthDone); a.watchNICs(healthCtx) }()
 	a.session(ctx)
+	stopHealth()
+	<-healthDone
 
 	a.stopAll()
 	a.rep.close()

@@ -61,6 +61,9 @@ func (a *Agent) register(ctx context.Context) (interval time.Duration, ok bool) 
 
 // registration describes the node as discovered.
 func (a *Agent) registration() *phalanxv1.RegisterNodeRequest {
+	a.mu.Lock()
+	a.nicsStale = false // this registration carries their states
+	a.mu.Unlock()
 	req := &phalanxv1.RegisterNodeRequest{
 		Name:     a.cfg.Name,
 		Addr:     a.cfg.Addr,
@@ -68,6 +71,7 @@ func (a *Agent) registration() *phalanxv1.RegisterNodeRequest {
 		MemoryMb: a.cfg.MemoryMB,
 		Gpus:     int32(len(a.cfg.GPUs)),
 		Features: a.cfg.Features,
+		Nics:     nicInfo(a.currentNICs()),
 	}
 	for _, d := range a.cfg.GPUs {
 		if req.GpuModel == "" {
@@ -80,17 +84,23 @@ func (a *Agent) registration() *phalanxv1.RegisterNodeRequest {
 	return req
 }
 
-// heartbeat sends a heartbeat every interval until the controller asks the
-// node to register again (reregister is true) or ctx ends (false). A failed
-// heartbeat is logged and the next one is sent on time: the controller
-// decides when a silent node is down.
+// heartbeat sends a heartbeat every interval, and at once when a health
+// check's result changed, until the controller asks the node to register
+// again (reregister is true) or ctx ends (false). A failed heartbeat is
+// logged and the next one is sent on time: the controller decides when a
+// silent node is down. Each carries the failing health checks.
 func (a *Agent) heartbeat(ctx context.Context, interval time.Duration) (reregister bool) {
 	for {
-		if sleep(ctx, a.cfg.Clock, interval) != nil {
+		select {
+		case <-ctx.Done():
 			return false
+		case <-a.cfg.Clock.After(interval):
+		case <-a.healthChanged:
 		}
+		a.refreshNICs(ctx)
 		callCtx, cancel := context.WithTimeout(ctx, max(interval, rpcTimeout))
-		resp, err := a.client.Heartbeat(callCtx, &phalanxv1.HeartbeatRequest{Name: a.cfg.Name, Running: a.running()})
+		resp, err := a.client.Heartbeat(callCtx, &phalanxv1.HeartbeatRequest{Name: a.cfg.Name, Running: a.running(),
+			Health: true, Problems: a.problems()})
 		cancel()
 		switch {
 		case err != nil:

@@ -12,8 +12,10 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/phalanx-hpc/phalanx/internal/fakesysfs"
 	"github.com/phalanx-hpc/phalanx/nodeagent"
 	"github.com/phalanx-hpc/phalanx/nodeagent/gpu"
+	"github.com/phalanx-hpc/phalanx/nodeagent/rdma"
 	"github.com/phalanx-hpc/phalanx/pki"
 	"github.com/phalanx-hpc/phalanx/runtime"
 	"github.com/phalanx-hpc/phalanx/runtime/process"
@@ -60,6 +62,41 @@ type agentSpec struct {
 	secrets     *Secrets
 }
 
+// nicsPerNode is how many RDMA NICs each test node has, in its fake sysfs
+// tree at <state dir>/sys.
+const nicsPerNode = 2
+
+// sysfsRoot is where node name's fake sysfs tree is.
+func (c *Cluster) sysfsRoot(name string) string { return filepath.Join(c.Dir, "agents", name, "sys") }
+
+// SetLink brings an RDMA port of node name (nic: mlx5_0 or mlx5_1, port
+// 1) down or up, as a cable pulled or plugged back; the node's agent sees
+// it within its watch interval (100 ms).
+func (c *Cluster) SetLink(name, nic string, up bool) {
+	c.t.Helper()
+	if err := fakesysfs.SetPort(c.sysfsRoot(name), nic, 1, up); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// discoverNICs writes the node's fake sysfs tree (once) and reads it, as
+// phalanx-agent --fake-nics does.
+func discoverNICs(t testing.TB, root string, gpus []gpu.Device) []rdma.Port {
+	ids := make([]string, len(gpus))
+	for i, g := range gpus {
+		ids[i] = g.PCIBusID
+	}
+	if err := fakesysfs.Write(root, fakesysfs.Host{GPUs: ids, NICs: nicsPerNode}); err != nil {
+		t.Fatalf("fake sysfs: %v", err)
+	}
+	ports, err := rdma.Discover(root, rdma.SysfsLister{Root: root})
+	if err != nil {
+		t.Fatalf("RDMA discovery: %v", err)
+	}
+	rdma.Affinity(root, ports, ids)
+	return ports
+}
+
 // startAgent runs a node agent in this process over go-nvml's mock GPUs,
 // its connections through a link the test can cut.
 func startAgent(t testing.TB, s agentSpec) *agentProc {
@@ -72,6 +109,8 @@ func startAgent(t testing.TB, s agentSpec) *agentProc {
 	if err != nil {
 		t.Fatalf("agent %s: discover GPUs: %v", s.name, err)
 	}
+	root := filepath.Join(s.stateDir, "sys")
+	nics := discoverNICs(t, root, gpus)
 	l := newLink()
 	a, err := nodeagent.New(nodeagent.Config{
 		Name:              s.name,
@@ -81,6 +120,8 @@ func startAgent(t testing.TB, s agentSpec) *agentProc {
 		StateDir:          s.stateDir,
 		Runtime:           s.runtime,
 		GPUs:              gpus,
+		NICs:              nics,
+		NICWatcher:        &rdma.Watcher{Root: root, Interval: 100 * time.Millisecond, Log: s.log},
 		CPUs:              64,
 		MemoryMB:          512 * 1024,
 		HeartbeatInterval: 200 * time.Millisecond,

@@ -12,15 +12,19 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/auth"
+	"github.com/phalanx-hpc/phalanx/internal/fakesysfs"
 	"github.com/phalanx-hpc/phalanx/nodeagent"
 	"github.com/phalanx-hpc/phalanx/nodeagent/gpu"
+	"github.com/phalanx-hpc/phalanx/nodeagent/rdma"
 	"github.com/phalanx-hpc/phalanx/pki"
 	"github.com/phalanx-hpc/phalanx/runtime"
 	"github.com/phalanx-hpc/phalanx/runtime/containerd"
@@ -35,16 +39,17 @@ func main() {
 
 // flags are the command line, parsed.
 type flags struct {
-	name, addr, controller, stateDir  string
-	runtime, ctrdAddress, ctrdNS      string
-	fakeGPUs                          int
-	fakeGPUModel, features, clusterID string
-	cpus                              int
-	memoryMB                          int64
-	heartbeat, killGrace              time.Duration
-	authKey, authSocket, tlsDir       string
-	insecure, nameSet                 bool
-	debug                             bool
+	name, addr, controller, stateDir   string
+	runtime, ctrdAddress, ctrdNS       string
+	fakeGPUs, fakeNICs                 int
+	fakeGPUModel, features, clusterID  string
+	sysfsRoot, fakeLinkLayer, rdmaDevs string
+	cpus                               int
+	memoryMB                           int64
+	heartbeat, killGrace               time.Duration
+	authKey, authSocket, tlsDir        string
+	insecure, nameSet                  bool
+	debug                              bool
 }
 
 func parseFlags(args []string) (*flags, error) {
@@ -60,6 +65,10 @@ func parseFlags(args []string) (*flags, error) {
 	fs.StringVar(&f.ctrdNS, "containerd-namespace", "phalanx", "containerd namespace for task containers")
 	fs.IntVar(&f.fakeGPUs, "fake-gpus", 0, "report N fake GPUs (go-nvml's mock) instead of the host's")
 	fs.StringVar(&f.fakeGPUModel, "fake-gpu-model", "NVIDIA A100-SXM4-80GB", "model name of the fake GPUs")
+	fs.StringVar(&f.sysfsRoot, "sysfs-root", "/sys", "where sysfs is: RDMA NICs and their PCI places are read, and their links watched, under it")
+	fs.IntVar(&f.fakeNICs, "fake-nics", 0, "report N fake RDMA NICs: writes a fake sysfs tree at --sysfs-root (which must then not be /sys) unless one is there")
+	fs.StringVar(&f.fakeLinkLayer, "fake-nic-link-layer", "InfiniBand", "link layer of the fake NICs: InfiniBand or Ethernet (RoCE)")
+	fs.StringVar(&f.rdmaDevs, "rdma-devices", "", "comma-separated RDMA devices or device/port to register and watch (default: all; leave out ports with no cable, or their link-down drains the node)")
 	fs.StringVar(&f.features, "features", "", "comma-separated node features (constraints)")
 	fs.StringVar(&f.clusterID, "cluster-name", "", "exported to tasks as SLURM_CLUSTER_NAME")
 	fs.IntVar(&f.cpus, "cpus", 0, "CPUs to register (default: all)")
@@ -112,6 +121,10 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	nics, err := discoverNICs(f, gpus, log)
+	if err != nil {
+		return err
+	}
 	creds, certs, err := nodeTLS(f, log)
 	if err != nil {
 		return err
@@ -123,7 +136,8 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 	defer closeRT()
 	cfg := nodeagent.Config{
 		Name: f.name, Addr: f.addr, Controllers: apiclient.SplitAddrs(f.controller), StateDir: f.stateDir, Runtime: rt,
-		GPUs: gpus, CPUs: f.cpus, MemoryMB: f.memoryMB, ClusterName: f.clusterID,
+		GPUs: gpus, NICs: nics, NICWatcher: &rdma.Watcher{Root: f.sysfsRoot, Netlink: f.sysfsRoot == "/sys", Log: log},
+		CPUs: f.cpus, MemoryMB: f.memoryMB, ClusterName: f.clusterID,
 		HeartbeatInterval: f.heartbeat, KillGrace: f.killGrace, Logger: log,
 	}
 	if f.features != "" {
@@ -221,6 +235,60 @@ func discoverGPUs(fake int, model string, log *slog.Logger) ([]gpu.Device, error
 		return nil, fmt.Errorf("GPU discovery: %w", err)
 	}
 	return devs, nil
+}
+
+// discoverNICs lists the RDMA ports to register and watch, writing the
+// fake tree first with --fake-nics, and relates them to the GPUs.
+func discoverNICs(f *flags, gpus []gpu.Device, log *slog.Logger) ([]rdma.Port, error) {
+	root := filepath.Clean(f.sysfsRoot)
+	ids := make([]string, len(gpus))
+	for i, g := range gpus {
+		ids[i] = g.PCIBusID
+	}
+	var lister rdma.Lister = rdma.SysfsLister{Root: root}
+	switch {
+	case f.fakeNICs > 0 && root == "/sys":
+		return nil, fmt.Errorf("--fake-nics writes a fake sysfs tree: give it a --sysfs-root of its own, not /sys")
+	case f.fakeNICs > 0:
+		if err := fakesysfs.Write(root, fakesysfs.Host{GPUs: ids, NICs: f.fakeNICs, LinkLayer: f.fakeLinkLayer}); err != nil {
+			return nil, err
+		}
+	case root == "/sys":
+		lister = rdma.HostLister(root)
+	}
+	ports, err := rdma.Discover(root, lister)
+	if err != nil {
+		return nil, fmt.Errorf("RDMA discovery under %s: %w", root, err)
+	}
+	if f.rdmaDevs != "" {
+		want := strings.Split(f.rdmaDevs, ",")
+		for _, w := range want {
+			if !slices.ContainsFunc(ports, func(p rdma.Port) bool { return w == p.Device || w == p.Name() }) {
+				return nil, fmt.Errorf("--rdma-devices names %q, which this host does not have (its ports: %s)", w, portNames(ports))
+			}
+		}
+		ports = slices.DeleteFunc(ports, func(p rdma.Port) bool {
+			return !slices.Contains(want, p.Device) && !slices.Contains(want, p.Name())
+		})
+	}
+	rdma.Affinity(root, ports, ids)
+	for _, p := range ports {
+		log.Info("RDMA port", "port", p.Name(), "state", p.State, "phys_state", p.PhysState, "rate", p.Rate,
+			"link_layer", p.LinkLayer, "netdev", p.Netdev, "pci", p.PCIAddr, "numa", p.NUMANode, "gpus", p.GPUs, "affinity", p.Affinity)
+	}
+	return ports, nil
+}
+
+// portNames lists ports' names, or "none".
+func portNames(ports []rdma.Port) string {
+	if len(ports) == 0 {
+		return "none"
+	}
+	names := make([]string, len(ports))
+	for i, p := range ports {
+		names[i] = p.Name()
+	}
+	return strings.Join(names, ",")
 }
 
 // openRuntime returns the task runtime named by --runtime and how to close

@@ -35,6 +35,7 @@ func devCommand() *cli.Command {
 			&cli.StringFlag{Name: "dir", Usage: "state directory, created if needed; an existing cluster there is resumed (default: a new temporary directory, removed at exit)"},
 			&cli.BoolFlag{Name: "verbose", Usage: "show the components' logs"},
 		},
+		Subcommands: []*cli.Command{faultCommand()},
 		Action: func(c *cli.Context) error {
 			if rt := c.String("runtime"); rt != "process" && rt != "containerd" {
 				return fmt.Errorf("--runtime %q: use process or containerd", rt)
@@ -59,6 +60,7 @@ func devCommand() *cli.Command {
 			fmt.Fprintf(c.App.Writer, "export PHX_AUTH_SOCKET=%s\n", cl.AuthSocket())
 			fmt.Fprintf(c.App.Writer, "export PHX_CA_CERT=%s\n", cl.CACert())
 			fmt.Fprintf(c.App.Writer, "export PHX_SERVER=%s\n", strings.Join(cl.APIAddrs(), ","))
+			fmt.Fprintf(c.App.Writer, "export PHX_DEV_DIR=%s\n", cl.Dir)
 			<-ctx.Done()
 			fmt.Fprintln(c.App.Writer, "phx dev: stopping")
 			return cl.Close()
@@ -92,4 +94,35 @@ func devOptions(c *cli.Context) devcluster.Options {
 		o.APIAddr = c.String("listen")
 	}
 	return o
+}
+
+// faultCommand is `phx dev fault`: break (or mend) a dev node's fake
+// hardware under its running agent, to rehearse what the cluster does.
+func faultCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "fault",
+		Usage:     "inject a hardware fault into a node of a running phx dev cluster",
+		ArgsUsage: "KIND (link-down, link-up)",
+		Description: "Changes the node's fake hardware, which its agent watches as it watches a real host's: " +
+			"link-down takes an RDMA port's link down (the node is drained within seconds, see phx sinfo -R), link-up brings it back " +
+			"(the node is resumed, unless an administrator drained it).",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "dir", EnvVars: []string{"PHX_DEV_DIR"}, Usage: "the dev cluster's --dir (phx dev prints export PHX_DEV_DIR=...)"},
+			&cli.StringFlag{Name: "node", Required: true, Usage: "the node, e.g. gpu001"},
+			&cli.StringFlag{Name: "nic", Usage: "the RDMA port of a link fault: DEVICE[/PORT] (default mlx5_0/1)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return fmt.Errorf("give one fault KIND: link-down or link-up")
+			}
+			if c.String("dir") == "" {
+				return fmt.Errorf("which dev cluster? give --dir, or set PHX_DEV_DIR as phx dev prints it")
+			}
+			if err := devcluster.InjectFault(c.String("dir"), c.String("node"), c.Args().First(), c.String("nic")); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "phx dev fault: %s on %s\n", c.Args().First(), c.String("node"))
+			return nil
+		},
+	}
 }

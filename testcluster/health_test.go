@@ -1,0 +1,66 @@
+package testcluster_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/phalanx-hpc/phalanx/auth"
+	"github.com/phalanx-hpc/phalanx/testcluster"
+)
+
+// An RDMA link going down on a node drains it within seconds, with the
+// port named in `phx sinfo -R` and `scontrol show node`; the link coming
+// back resumes it.
+func TestLinkDownDrainsNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds phx; not in -short")
+	}
+	c := testcluster.New(t, testcluster.Options{Nodes: 2, Runtime: "fake"})
+	root := auth.Identity{User: "root"}
+	dir := t.TempDir()
+	phx := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := phxAs(t, c, root, dir, nil, args...)
+		if code != 0 {
+			t.Fatalf("phx %v: exit %d: %s", args, code, errOut)
+		}
+		return out
+	}
+	sick, well := c.Nodes[1], c.Nodes[0]
+	if out := phx("scontrol", "show", "node", sick); !strings.Contains(out, "NICs=mlx5_0/1(ACTIVE,200Gb/s,InfiniBand,gpu:0-3@PIX),mlx5_1/1(ACTIVE,200Gb/s,InfiniBand,gpu:4-7@PIX)") {
+		t.Fatalf("scontrol show node %s:\n%s", sick, out)
+	}
+
+	start := time.Now()
+	c.SetLink(sick, "mlx5_1", false)
+	c.Eventually(10*time.Second, func() error {
+		out := phx("sinfo", "-R", "-h")
+		if !strings.Contains(out, "rdma-link: mlx5_1/1") || !strings.Contains(out, "phalanx") || !strings.HasSuffix(strings.TrimSpace(out), sick) {
+			return fmt.Errorf("sinfo -R: %q", out)
+		}
+		return nil
+	})
+	t.Logf("link down to DRAIN in sinfo -R: %v", time.Since(start).Round(time.Millisecond))
+	out := phx("scontrol", "show", "node", sick)
+	for _, want := range []string{"State=DRAINED", "mlx5_1/1(DOWN,", "Reason=rdma-link: mlx5_1/1 DOWN (Disabled) [phalanx@"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("scontrol show node %s lacks %q:\n%s", sick, want, out)
+		}
+	}
+	if out := phx("sinfo", "-R", "-h"); strings.Contains(out, well) {
+		t.Errorf("the healthy node is listed: %q", out)
+	}
+
+	c.SetLink(sick, "mlx5_1", true)
+	c.Eventually(10*time.Second, func() error {
+		if out := phx("sinfo", "-R", "-h"); out != "" {
+			return fmt.Errorf("sinfo -R after link-up: %q", out)
+		}
+		if out := phx("sinfo", "-N", "-h"); strings.Count(out, " idle ") != 2 {
+			return fmt.Errorf("sinfo -N after link-up: %q", out)
+		}
+		return nil
+	})
+}
