@@ -17,8 +17,11 @@ import (
 // administrator drained or downed is left alone either way (as LBNL NHC
 // leaves alone a node whose reason it did not set).
 
-// maxProblems bounds the failing checks one heartbeat may list.
-const maxProblems = 64
+// maxProblems bounds the failing checks one heartbeat may list: every
+// RDMA port a node may register down, and room for its other checks. A
+// heartbeat over it is refused, and a node whose heartbeats are refused
+// goes DOWN, so the bound must hold whatever the hardware does.
+const maxProblems = maxNICs + 64
 
 // healthReason is the drain reason for problems: "check: message" each,
 // joined by "; ", cut to maxReasonLen.
