@@ -68,6 +68,9 @@ type Config struct {
 	PrivateJobs bool
 	// RateLimit limits each user's calls (SlurmctldParameters=rl_enable).
 	RateLimit RateLimit
+	// HealthCheck is the node health program agents run
+	// (HealthCheckProgram, HealthCheckInterval, HealthCheckNodeState).
+	HealthCheck cluster.HealthCheck
 	// Warnings are about settings Phalanx accepted but does not use.
 	Warnings []string
 }
@@ -259,6 +262,8 @@ func (p *parser) global(file string, num int, kv pair) {
 		p.privateData(file, num, kv)
 	case "slurmctldparameters":
 		p.slurmctldParameters(file, num, kv)
+	case "healthcheckprogram", "healthcheckinterval", "healthchecknodestate":
+		p.healthCheck(file, num, kv)
 	default:
 		p.warnOnce("global:"+kv.lower, file, num, "%s is not used by Phalanx; ignored", kv.Key)
 	}
@@ -422,6 +427,7 @@ func (p *parser) controller(file string, num int, kv pair) {
 
 // finish checks what needs the whole file.
 func (p *parser) finish() {
+	p.finishHealthCheck()
 	if len(p.cfg.Nodes) == 0 {
 		return
 	}

@@ -71,6 +71,9 @@ func render(c *Config, all bool) string {
 	if all || c.DisableRootJobs || len(c.AdminUsers) > 0 || len(c.OperatorUsers) > 0 || c.PrivateJobs {
 		line("access disable-root-jobs=%v admins=%s operators=%s private-jobs=%v", c.DisableRootJobs, strings.Join(c.AdminUsers, ","), strings.Join(c.OperatorUsers, ","), c.PrivateJobs)
 	}
+	if h := c.HealthCheck; all || h.Program != "" || h.Interval != 0 || h.States != cluster.HealthCheckAny {
+		line("health check program=%s interval=%s states=%s", h.Program, h.Interval, h.States)
+	}
 	for _, n := range c.Nodes {
 		line("node %s%s", n.Name, kvs(
 			"addr", n.Addr, "cpus", n.CPUs, "mem", n.MemoryMB, "gpus", n.GPUs, "type", n.GPUType,

@@ -76,6 +76,10 @@ type Config struct {
 	// 100). The periodic pass considers all of them.
 	SchedQueueDepth int
 
+	// HealthCheck: the node health program agents run (Slurm's
+	// HealthCheck* keys); the zero value runs none.
+	HealthCheck cluster.HealthCheck
+
 	// MinJobAge: a finished job stays visible to scontrol show job and
 	// squeue this long (Slurm's MinJobAge; default 300s; NoMinJobAge: not
 	// at all). Accounting sees it until PurgeJobAfter.
@@ -181,6 +185,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if out.AuthKeys == nil && !out.Insecure {
 		return out, fmt.Errorf("controller: no cluster key: give --auth-key FILE (create it with `phalanx-controller keygen FILE`), or --insecure to run without authentication (debugging only)")
+	}
+	if err := out.HealthCheck.Validate(); err != nil {
+		return out, fmt.Errorf("controller: %w", err)
 	}
 	if out.RaftAddr == "" {
 		out.RaftAddr = "127.0.0.1:7819"

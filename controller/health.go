@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"strings"
+	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
@@ -16,6 +17,12 @@ import (
 // check passes again, a node so drained is resumed. A node an
 // administrator drained or downed is left alone either way (as LBNL NHC
 // leaves alone a node whose reason it did not set).
+//
+// Most problems are states that hold while they are reported (a link is
+// down). An event problem (an XID) is seen once, and the agent keeps
+// reporting it until an administrator returns the node to service: the
+// heartbeat's reply then says when (HeartbeatResponse.resumed), and both
+// sides forget the events seen before it.
 
 // maxProblems bounds the failing checks one heartbeat may list: every
 // RDMA port a node may register down, and room for its other checks. A
@@ -43,10 +50,33 @@ func healthReason(problems []*phalanxv1.HealthProblem) (string, error) {
 	return reason, nil
 }
 
+// adminResumed says when an administrator returned node to service, if
+// it is in service by their hand.
+func adminResumed(node *cluster.Node) (time.Time, bool) {
+	return node.StateTime, node.State == cluster.NodeUp && node.ReasonUser != "" && node.ReasonUser != cluster.SystemUser
+}
+
+// currentProblems drops the event problems an administrator's resume
+// dealt with: those seen before it.
+func currentProblems(node *cluster.Node, problems []*phalanxv1.HealthProblem) []*phalanxv1.HealthProblem {
+	resumed, ok := adminResumed(node)
+	if !ok {
+		return problems
+	}
+	out := problems[:0:0]
+	for _, p := range problems {
+		if p.Event && p.Since != nil && p.Since.AsTime().Before(resumed) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 // applyHealth drains node when its agent reports problems, and resumes it
 // when a drain of the agent's checks is over. It proposes only changes.
 func (s *Server) applyHealth(ctx context.Context, node *cluster.Node, problems []*phalanxv1.HealthProblem) error {
-	reason, err := healthReason(problems)
+	reason, err := healthReason(currentProblems(node, problems))
 	if err != nil {
 		return err
 	}
@@ -67,4 +97,13 @@ func (s *Server) applyHealth(ctx context.Context, node *cluster.Node, problems [
 		s.kickScheduler()
 	}
 	return err
+}
+
+// healthCheckProto is the wire form of the health program's settings; nil
+// when there is none to run.
+func healthCheckProto(h cluster.HealthCheck) *phalanxv1.HealthCheck {
+	if !h.Enabled() {
+		return nil
+	}
+	return &phalanxv1.HealthCheck{Program: h.Program, IntervalSeconds: int64(h.Interval / time.Second), NodeState: h.States.String()}
 }

@@ -3,12 +3,15 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/controller/fsm"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // A node whose agent reports a failing check is drained by the system,
@@ -68,6 +71,81 @@ func TestHealthDrainsAndResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(cluster.NodeDrain, "rdma-link: x", cluster.SystemUser)
+}
+
+// An event problem (an XID) drains the node; once an administrator has
+// resumed it, the events seen before the resume are ignored, and the
+// heartbeat's reply says when it was so that the agent forgets them. An
+// event after the resume drains it again.
+func TestHealthEventsLastUntilAnAdminResumes(t *testing.T) {
+	s := newTestServer(t, Config{Insecure: true})
+	register(t, s, nil, "n1")
+	ns := &nodeService{s: s}
+	ctx := context.Background()
+	beat := func(problems ...*phalanxv1.HealthProblem) *phalanxv1.HeartbeatResponse {
+		t.Helper()
+		resp, err := ns.Heartbeat(ctx, &phalanxv1.HeartbeatRequest{Name: "n1", Health: true, Problems: problems})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	state := func() string {
+		n, err := s.store.Node("n1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%s %q by %s", n.State, n.Reason, n.ReasonUser)
+	}
+	seen := s.cfg.Clock.Now()
+	xid := &phalanxv1.HealthProblem{Check: "gpu-xid", Message: "GPU 2 XID 48 (double bit ECC error): reset the GPU", Event: true, Since: timestamppb.New(seen)}
+	if resp := beat(xid); resp.Resumed != nil {
+		t.Errorf("reply to a healthy node's heartbeat: resumed %v", resp.Resumed)
+	}
+	if got, want := state(), `DRAIN "gpu-xid: GPU 2 XID 48 (double bit ECC error): reset the GPU" by phalanx`; got != want {
+		t.Fatalf("after the XID: %s, want %s", got, want)
+	}
+	resumed := seen.Add(time.Second)
+	if _, err := s.propose(ctx, fsm.SetNodeState{Name: "n1", State: cluster.NodeUp, User: "alice", Time: resumed}); err != nil {
+		t.Fatal(err)
+	}
+	resp := beat(xid)
+	if got, want := state(), `UP "" by alice`; got != want {
+		t.Errorf("old XID after the resume: %s, want %s", got, want)
+	}
+	if !resp.Resumed.AsTime().Equal(resumed) {
+		t.Errorf("reply says resumed %v, want %v", resp.Resumed.AsTime(), resumed)
+	}
+	later := &phalanxv1.HealthProblem{Check: "gpu-xid", Message: "GPU 2 XID 79", Event: true, Since: timestamppb.New(resumed.Add(time.Millisecond))}
+	beat(xid, later)
+	if got, want := state(), `DRAIN "gpu-xid: GPU 2 XID 79" by phalanx`; got != want {
+		t.Errorf("new XID after the resume: %s, want %s", got, want)
+	}
+}
+
+// Heartbeat replies carry the health program's settings, and whether the
+// node is drained.
+func TestHeartbeatCarriesHealthCheck(t *testing.T) {
+	s := newTestServer(t, Config{Insecure: true, HealthCheck: cluster.HealthCheck{Program: "/usr/sbin/nhc", Interval: 300 * time.Second,
+		States: cluster.HealthCheckIdle | cluster.HealthCheckCycle}})
+	register(t, s, nil, "n1")
+	ns := &nodeService{s: s}
+	resp, err := ns.Heartbeat(context.Background(), &phalanxv1.HeartbeatRequest{Name: "n1", Health: true,
+		Problems: []*phalanxv1.HealthProblem{{Check: "health-program", Message: "nhc: check_fs_mount: /scratch not mounted"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hc := resp.HealthCheck; hc.GetProgram() != "/usr/sbin/nhc" || hc.GetIntervalSeconds() != 300 || hc.GetNodeState() != "IDLE,CYCLE" || resp.Drained {
+		t.Errorf("reply %v: want the program, 300 s, IDLE,CYCLE, not drained (it was UP when the heartbeat came)", resp)
+	}
+	resp, err = ns.Heartbeat(context.Background(), &phalanxv1.HeartbeatRequest{Name: "n1", Health: true})
+	if err != nil || !resp.Drained {
+		t.Errorf("second reply %v, %v: want drained", resp, err)
+	}
+	bad := Config{Insecure: true, DataDir: t.TempDir(), HealthCheck: cluster.HealthCheck{Program: "nhc", Interval: time.Second}}
+	if _, err := bad.withDefaults(); !errors.Is(err, cluster.ErrInvalid) {
+		t.Errorf("a relative HealthCheckProgram: %v, want ErrInvalid", err)
+	}
 }
 
 func TestHealthReasonChecksInput(t *testing.T) {

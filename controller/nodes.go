@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"google.golang.org/protobuf/proto"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
@@ -71,12 +73,18 @@ func (n *nodeService) Heartbeat(ctx context.Context, req *phalanxv1.HeartbeatReq
 	// with the store (tasks the controller lost track of) comes with task
 	// re-adoption after agent restarts.
 	s.seen(req.Name, s.cfg.Clock.Now())
+	resp := &phalanxv1.HeartbeatResponse{}
 	if req.Health {
 		if err := s.applyHealth(ctx, node, req.Problems); err != nil {
 			return nil, toStatus(err)
 		}
+		if t, ok := adminResumed(node); ok {
+			resp.Resumed = timestamppb.New(t)
+		}
+		resp.HealthCheck = healthCheckProto(s.cfg.HealthCheck)
+		resp.Drained = node.State == cluster.NodeDrain
 	}
-	return &phalanxv1.HeartbeatResponse{}, nil
+	return resp, nil
 }
 
 func (n *nodeService) WatchAssignments(req *phalanxv1.WatchAssignmentsRequest, stream phalanxv1.NodeService_WatchAssignmentsServer) error {

@@ -227,6 +227,9 @@ func (c *Cluster) startAgent(bin, name string, o Options) error {
 		"--auth-socket", "", // served by the dev process
 		"--tls-dir", c.componentTLS(name),
 	}
+	if c.Layout.GPUsPerNode > 0 {
+		args = append(args, "--fake-gpu-faults", gpuFaults(c.Dir, name))
+	}
 	if o.Runtime == "containerd" && o.ContainerdAddress != "" {
 		args = append(args, "--containerd-address", o.ContainerdAddress)
 	}

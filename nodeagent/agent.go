@@ -46,9 +46,14 @@ type Config struct {
 	// node and watched by NICWatcher (nil: not watched) for link faults.
 	NICs       []rdma.Port
 	NICWatcher NICWatcher
-	CPUs       int
-	MemoryMB   int64
-	Features   []string
+	// GPUWatcher watches GPUs for faults (nil: not watched).
+	GPUWatcher GPUWatcher
+	// HealthCheckTimeout bounds one run of the health program
+	// (cluster.HealthCheckTimeout if zero).
+	HealthCheckTimeout time.Duration
+	CPUs               int
+	MemoryMB           int64
+	Features           []string
 	// ClusterName is exported as SLURM_CLUSTER_NAME when set.
 	ClusterName string
 	// HeartbeatInterval is the longest time between heartbeats; a shorter
@@ -75,6 +80,15 @@ type Agent struct {
 	stopping  bool              // Run is returning: launch nothing more
 	nics      []rdma.Port       // as last read
 	nicsStale bool              // changed since the last registration
+	gpuLevels []gpu.Verdict     // the GPUs' failing states, as last polled
+	gpuEvents []gpu.Verdict     // XIDs to drain for, until an admin resumes
+	// healthCheck is the health program's settings, as the controller last
+	// sent them; drained whether the node was drained then.
+	healthCheck    cluster.HealthCheck
+	drained        bool
+	programProblem *phalanxv1.HealthProblem // the program's last failure; nil: passed
+	// healthCheckChanged wakes the health program's runner.
+	healthCheckChanged chan struct{}
 	// leftover holds the attempts whose folders an earlier run of the
 	// agent left (leftover.go): their tasks are reported LOST, not started.
 	leftover map[attemptKey]bool
@@ -125,6 +139,8 @@ func New(cfg Config) (*Agent, error) {
 		finished:      make(map[taskKey]bool),
 		nics:          cfg.NICs,
 		healthChanged: make(chan struct{}, 1),
+
+		healthCheckChanged: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -175,9 +191,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	healthCtx, stopHealth := context.WithCancel(ctx)
 	healthDone := make(chan struct{})
 	go func() { defer close(healthDone); a.watchNICs(healthCtx) }()
+	gpuDone := make(chan struct{})
+	go func() { defer close(gpuDone); a.watchGPUs(healthCtx) }()
+	programDone := make(chan struct{})
+	go func() { defer close(programDone); a.runHealthProgram(healthCtx) }()
 	a.session(ctx)
 	stopHealth()
 	<-healthDone
+	<-gpuDone
+	<-programDone
 
 	a.stopAll()
 	a.rep.close()

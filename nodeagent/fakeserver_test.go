@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -29,10 +31,12 @@ type fakeNodeService struct {
 	reports        []*phalanxv1.ReportTaskStatusRequest
 	reportCalls    int
 	watchCalls     int
-	failReports    int  // fail this many ReportTaskStatus calls
-	rejectReports  int  // reject this many as malformed (after failReports)
-	failWatches    int  // fail this many WatchAssignments calls
-	reregisterNext bool // answer the next heartbeat with reregister
+	failReports    int                    // fail this many ReportTaskStatus calls
+	rejectReports  int                    // reject this many as malformed (after failReports)
+	failWatches    int                    // fail this many WatchAssignments calls
+	reregisterNext bool                   // answer the next heartbeat with reregister
+	resumed        *timestamppb.Timestamp // answer heartbeats with it
+	healthCheck    *phalanxv1.HealthCheck // and with it
 	assignments    *phalanxv1.Assignments
 	changed        chan struct{} // closed and replaced on every set
 	// onRegister, when set, is called (under mu) with each registration's
@@ -79,7 +83,7 @@ func (f *fakeNodeService) Heartbeat(_ context.Context, req *phalanxv1.HeartbeatR
 	f.heartbeats = append(f.heartbeats, req)
 	rereg := f.reregisterNext
 	f.reregisterNext = false
-	return &phalanxv1.HeartbeatResponse{Reregister: rereg}, nil
+	return &phalanxv1.HeartbeatResponse{Reregister: rereg, Resumed: f.resumed, HealthCheck: f.healthCheck}, nil
 }
 
 func (f *fakeNodeService) ReportTaskStatus(_ context.Context, req *phalanxv1.ReportTaskStatusRequest) (*phalanxv1.ReportTaskStatusResponse, error) {

@@ -3,9 +3,13 @@ package nodeagent
 import (
 	"context"
 	"fmt"
+	"slices"
+	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/nodeagent/gpu"
 	"github.com/phalanx-hpc/phalanx/nodeagent/rdma"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // Health. The agent keeps the list of its node's failing checks and sends
@@ -14,7 +18,14 @@ import (
 // empty, and resumes it when the list empties (controller/health.go).
 //
 // Checks so far: the link of every RDMA port (check "rdma-link"), watched
-// by Config.NICWatcher.
+// by Config.NICWatcher; the GPUs' XIDs, ECC errors, row remaps, presence
+// and temperature (checks "gpu-*"), watched by Config.GPUWatcher.
+//
+// A GPU's state (an ECC error not yet reset, a lost GPU) is a problem
+// while it holds. An XID is an event: one the application caused is only
+// logged (the job fails by itself); any other stays on the list, as an
+// event problem, until an administrator resumes the node: the heartbeat's
+// reply says when, and the events seen before then are forgotten.
 
 // NICWatcher follows the node's RDMA ports: it calls changed with all of
 // them whenever one's link state changes, until ctx ends.
@@ -23,6 +34,15 @@ type NICWatcher interface {
 }
 
 var _ NICWatcher = (*rdma.Watcher)(nil)
+
+// GPUWatcher follows the node's GPUs: levels gets the GPUs' failing
+// states whenever they change, event each XID or ECC event, until ctx
+// ends. An error means it could not watch at all.
+type GPUWatcher interface {
+	Run(ctx context.Context, levels func([]gpu.Verdict), event func(gpu.Verdict)) error
+}
+
+var _ GPUWatcher = (*gpu.Watcher)(nil)
 
 // checkRDMALink names the RDMA link check in problems and drain reasons.
 const checkRDMALink = "rdma-link"
@@ -53,6 +73,73 @@ func (a *Agent) nicsChanged(ports []rdma.Port) {
 		}
 	}
 	a.wakeHeartbeat()
+}
+
+// watchGPUs runs the GPU watcher until ctx ends. A watcher that cannot
+// start (NVML fails to initialise) is a problem of the node's: its GPUs
+// are registered but cannot be seen.
+func (a *Agent) watchGPUs(ctx context.Context) {
+	if a.cfg.GPUWatcher == nil || len(a.cfg.GPUs) == 0 {
+		return
+	}
+	err := a.cfg.GPUWatcher.Run(ctx, a.gpuLevelsChanged, a.gpuEvent)
+	if err != nil && ctx.Err() == nil {
+		a.log.Error("cannot watch the GPUs", "err", err)
+		a.gpuLevelsChanged([]gpu.Verdict{{GPU: -1, Check: gpu.CheckLost, Class: gpu.ClassHardware,
+			Evidence: "NVML unusable (" + err.Error() + ")", At: a.cfg.Clock.Now()}})
+	}
+}
+
+// gpuLevelsChanged records the GPUs' failing states and sends a heartbeat
+// now.
+func (a *Agent) gpuLevelsChanged(vs []gpu.Verdict) {
+	a.mu.Lock()
+	a.gpuLevels = vs
+	a.mu.Unlock()
+	for _, v := range vs {
+		a.log.Warn("GPU unhealthy", "gpu", v.GPU, "uuid", v.UUID, "check", v.Check, "class", v.Class, "evidence", v.Evidence)
+	}
+	if len(vs) == 0 {
+		a.log.Info("GPUs healthy")
+	}
+	a.wakeHeartbeat()
+}
+
+// gpuEvent records an XID or ECC event the node must be drained for, and
+// sends a heartbeat now; one the application caused is only logged.
+func (a *Agent) gpuEvent(v gpu.Verdict) {
+	if v.Class == gpu.ClassApp {
+		a.log.Warn("GPU error caused by the application: the node stays in service", "gpu", v.GPU, "uuid", v.UUID, "evidence", v.Evidence)
+		return
+	}
+	a.log.Error("GPU error: draining the node", "gpu", v.GPU, "uuid", v.UUID, "class", v.Class, "evidence", v.Evidence)
+	a.mu.Lock()
+	seen := slices.ContainsFunc(a.gpuEvents, func(o gpu.Verdict) bool {
+		return o.GPU == v.GPU && o.Check == v.Check && o.Evidence == v.Evidence
+	})
+	if !seen {
+		a.gpuEvents = append(a.gpuEvents, v)
+	}
+	a.mu.Unlock()
+	if !seen {
+		a.wakeHeartbeat()
+	}
+}
+
+// forgetEvents drops the event problems seen before an administrator
+// resumed the node.
+func (a *Agent) forgetEvents(resumed time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	kept := a.gpuEvents[:0]
+	for _, v := range a.gpuEvents {
+		if !v.At.Before(resumed) {
+			kept = append(kept, v)
+		} else {
+			a.log.Info("GPU error forgotten: an administrator resumed the node", "gpu", v.GPU, "evidence", v.Evidence)
+		}
+	}
+	a.gpuEvents = kept
 }
 
 // wakeHeartbeat makes the heartbeat loop send one now.
@@ -94,7 +181,8 @@ func (a *Agent) currentNICs() []rdma.Port {
 	return a.nics
 }
 
-// problems lists the checks failing now.
+// problems lists the checks failing now, and the events not yet dealt
+// with.
 func (a *Agent) problems() []*phalanxv1.HealthProblem {
 	var out []*phalanxv1.HealthProblem
 	for _, p := range a.currentNICs() {
@@ -102,6 +190,17 @@ func (a *Agent) problems() []*phalanxv1.HealthProblem {
 			out = append(out, &phalanxv1.HealthProblem{Check: checkRDMALink,
 				Message: fmt.Sprintf("%s %s (%s)", p.Name(), p.State, p.PhysState)})
 		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, v := range a.gpuLevels {
+		out = append(out, &phalanxv1.HealthProblem{Check: v.Check, Message: v.Message(), Since: timestamppb.New(v.At)})
+	}
+	for _, v := range a.gpuEvents {
+		out = append(out, &phalanxv1.HealthProblem{Check: v.Check, Message: v.Message(), Event: true, Since: timestamppb.New(v.At)})
+	}
+	if a.programProblem != nil {
+		out = append(out, a.programProblem)
 	}
 	return out
 }

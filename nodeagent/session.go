@@ -110,6 +110,11 @@ func (a *Agent) heartbeat(ctx context.Context, interval time.Duration) (reregist
 		case resp.GetReregister():
 			a.log.Warn("controller does not know this node; stopping its tasks and registering again")
 			return true
+		default:
+			if resp.GetResumed() != nil {
+				a.forgetEvents(resp.GetResumed().AsTime())
+			}
+			a.setHealthCheck(resp.GetHealthCheck(), resp.GetDrained())
 		}
 	}
 }

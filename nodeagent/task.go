@@ -198,7 +198,8 @@ func secondsDuration(s int64) time.Duration {
 	return time.Duration(s) * time.Second
 }
 
-// oneLine folds a message onto one line, for reports and tables.
+// oneLine folds a message onto one line of valid UTF-8, for reports,
+// tables and drain reasons.
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	return strings.Join(strings.Fields(strings.ToValidUTF8(s, "?")), " ")
 }

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Issue 9's health figures on a `phx dev` cluster with its default
-# intervals (agents read their RDMA ports every 1 s):
+# intervals (agents read their RDMA ports every 1 s, their GPUs' counters
+# every 5 s, and see XIDs as they come):
 #   idle     CPU of each phalanx-agent over IDLE seconds with nothing to do
 #            but watch its node, as % of one core;
-#   drain    ROUNDS times: `phx dev fault link-down` on a node, then the time
-#            until `phx sinfo -R` lists it (polled every 20 ms); then
-#            link-up, and the time until it is idle again.
+#   drain    ROUNDS times each, on a node, the time from `phx dev fault` to
+#            `phx sinfo -R` listing it (polled every 20 ms), and from the
+#            repair to the node idle again:
+#            link-down, then link-up;
+#            xid=48 on GPU 2, then `phx scontrol update State=RESUME`;
+#            ecc on GPU 5, then gpu-reset (seen by the next counter poll).
 #
 # Usage: scripts/fault-drain.sh [-n NODES] [-r ROUNDS] [-i IDLE] [-k]
 #   -k keeps the temporary directory (phx dev's state and logs).
@@ -62,18 +66,33 @@ echo "== phx dev, $nodes nodes, $(nproc) CPUs, $(git -C "$root" rev-parse --shor
 awk -v d=$((t1 - t0)) -v tck="$tck" -v s="$idle" -v n="$n" \
 	'BEGIN {printf "agent CPU at idle: %.3f%% of one core per agent (%d agents, %d s)\n", 100 * d / tck / s / n, n, s}'
 
-down=() up=()
+down=() up=() xid=() resume=() ecc=() reset=()
+# drill FAULT-ARGS REPAIR-COMMAND: time fault to DRAIN into $fault_ms and
+# repair to idle into $repair_ms.
+drill() {
+	local t
+	t=$(date +%s%N)
+	"$phx" dev fault --node "$node" $1 >/dev/null
+	until "$phx" sinfo -R -h | grep -q "$node"; do sleep 0.02; done
+	fault_ms=$(ms "$t")
+	t=$(date +%s%N)
+	eval "$2" >/dev/null
+	until [ "$(idle_nodes)" = "$nodes" ]; do sleep 0.02; done
+	repair_ms=$(ms "$t")
+}
 for ((r = 0; r < rounds; r++)); do
 	node=$(printf 'gpu%03d' $((r % nodes + 1)))
-	t=$(date +%s%N)
-	"$phx" dev fault --node "$node" --nic mlx5_0 link-down >/dev/null
-	until "$phx" sinfo -R -h | grep -q "$node"; do sleep 0.02; done
-	down+=("$(ms "$t")")
-	t=$(date +%s%N)
-	"$phx" dev fault --node "$node" --nic mlx5_0 link-up >/dev/null
-	until [ "$(idle_nodes)" = "$nodes" ]; do sleep 0.02; done
-	up+=("$(ms "$t")")
+	drill "--nic mlx5_0 link-down" '"$phx" dev fault --node "$node" --nic mlx5_0 link-up'
+	down+=("$fault_ms") up+=("$repair_ms")
+	drill "--gpu 2 xid=48" '"$phx" scontrol update NodeName="$node" State=RESUME'
+	xid+=("$fault_ms") resume+=("$repair_ms")
+	drill "--gpu 5 ecc" '"$phx" dev fault --node "$node" --gpu 5 gpu-reset'
+	ecc+=("$fault_ms") reset+=("$repair_ms")
 done
 stats() { printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1} END {printf "median %d ms, max %d ms (%d rounds)", v[int((NR + 1) / 2)], v[NR], NR}'; }
 echo "link-down to DRAIN in sinfo -R: $(stats "${down[@]}")"
 echo "link-up to idle again:          $(stats "${up[@]}")"
+echo "XID 48 to DRAIN in sinfo -R:    $(stats "${xid[@]}")"
+echo "admin RESUME to idle again:     $(stats "${resume[@]}")"
+echo "ECC error to DRAIN in sinfo -R: $(stats "${ecc[@]}")"
+echo "gpu-reset to idle again:        $(stats "${reset[@]}")"

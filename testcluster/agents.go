@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/phalanx-hpc/phalanx/internal/fakegpu"
 	"github.com/phalanx-hpc/phalanx/internal/fakesysfs"
 	"github.com/phalanx-hpc/phalanx/nodeagent"
 	"github.com/phalanx-hpc/phalanx/nodeagent/gpu"
@@ -79,6 +80,21 @@ func (c *Cluster) SetLink(name, nic string, up bool) {
 	}
 }
 
+// gpuFaults is where node name's fake GPUs read their faults.
+func (c *Cluster) gpuFaults(name string) string {
+	return filepath.Join(c.Dir, "agents", name, "gpu-faults")
+}
+
+// InjectGPUFault gives a fake GPU of node name a fault (package
+// internal/fakegpu); the node's agent sees an XID at once and a state
+// within its poll interval (100 ms).
+func (c *Cluster) InjectGPUFault(name string, f fakegpu.Fault) {
+	c.t.Helper()
+	if err := fakegpu.Inject(c.gpuFaults(name), f); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
 // discoverNICs writes the node's fake sysfs tree (once) and reads it, as
 // phalanx-agent --fake-nics does.
 func discoverNICs(t testing.TB, root string, gpus []gpu.Device) []rdma.Port {
@@ -101,7 +117,7 @@ func discoverNICs(t testing.TB, root string, gpus []gpu.Device) []rdma.Port {
 // its connections through a link the test can cut.
 func startAgent(t testing.TB, s agentSpec) *agentProc {
 	t.Helper()
-	lib, err := gpu.Open(s.gpus, s.model)
+	lib, err := gpu.Open(s.gpus, s.model, gpu.FaultFile(filepath.Join(s.stateDir, "gpu-faults")), gpu.Logger(s.log))
 	if err != nil {
 		t.Fatalf("agent %s: nvml mock: %v", s.name, err)
 	}
@@ -122,6 +138,7 @@ func startAgent(t testing.TB, s agentSpec) *agentProc {
 		GPUs:              gpus,
 		NICs:              nics,
 		NICWatcher:        &rdma.Watcher{Root: root, Interval: 100 * time.Millisecond, Log: s.log},
+		GPUWatcher:        &gpu.Watcher{Lib: lib, Devices: gpus, Interval: 100 * time.Millisecond, Log: s.log},
 		CPUs:              64,
 		MemoryMB:          512 * 1024,
 		HeartbeatInterval: 200 * time.Millisecond,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/phalanx-hpc/phalanx/auth"
+	"github.com/phalanx-hpc/phalanx/internal/fakegpu"
 	"github.com/phalanx-hpc/phalanx/testcluster"
 )
 
@@ -63,4 +64,72 @@ func TestLinkDownDrainsNode(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A GPU XID that needs a reset drains its node, with the GPU and the XID
+// in `phx sinfo -R`; the drain lasts until an administrator resumes the
+// node (the XID is an event, not a state that could pass), and the node
+// then stays in service. An ECC error not yet reset drains it too, until
+// the GPU is reset.
+func TestGPUFaultDrainsNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds phx; not in -short")
+	}
+	c := testcluster.New(t, testcluster.Options{Nodes: 2, Runtime: "fake"})
+	root := auth.Identity{User: "root"}
+	dir := t.TempDir()
+	phx := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := phxAs(t, c, root, dir, nil, args...)
+		if code != 0 {
+			t.Fatalf("phx %v: exit %d: %s", args, code, errOut)
+		}
+		return out
+	}
+	sick := c.Nodes[1]
+	idle := func() error {
+		if out := phx("sinfo", "-R", "-h"); out != "" {
+			return fmt.Errorf("sinfo -R: %q", out)
+		}
+		if out := phx("sinfo", "-N", "-h"); strings.Count(out, " idle ") != 2 {
+			return fmt.Errorf("sinfo -N: %q", out)
+		}
+		return nil
+	}
+
+	c.InjectGPUFault(sick, fakegpu.Fault{Kind: fakegpu.XID, GPU: 3, XID: 13}) // the application's: nothing happens
+	start := time.Now()
+	c.InjectGPUFault(sick, fakegpu.Fault{Kind: fakegpu.XID, GPU: 2, XID: 48})
+	c.Eventually(10*time.Second, func() error {
+		out := phx("sinfo", "-R", "-h")
+		if !strings.HasPrefix(out, "gpu-xid: GPU 2 XID 4") || !strings.Contains(out, "phalanx") || !strings.HasSuffix(strings.TrimSpace(out), sick) {
+			return fmt.Errorf("sinfo -R: %q", out)
+		}
+		return nil
+	})
+	t.Logf("XID to DRAIN in sinfo -R: %v", time.Since(start).Round(time.Millisecond))
+	if out := phx("scontrol", "show", "node", sick); !strings.Contains(out, "Reason=gpu-xid: GPU 2 XID 48 (double bit ECC error): reset the GPU [phalanx@") {
+		t.Errorf("scontrol show node %s:\n%s", sick, out)
+	}
+	time.Sleep(time.Second) // several heartbeats: an event does not pass by itself
+	if out := phx("sinfo", "-R", "-h"); !strings.Contains(out, "gpu-xid: GPU 2 XID 4") {
+		t.Fatalf("the XID's drain lifted by itself: %q", out)
+	}
+
+	phx("scontrol", "update", "NodeName="+sick, "State=RESUME")
+	c.Eventually(10*time.Second, idle)
+	time.Sleep(time.Second) // several heartbeats: the XID is not reported again
+	if err := idle(); err != nil {
+		t.Fatalf("after the admin's resume: %v", err)
+	}
+
+	c.InjectGPUFault(sick, fakegpu.Fault{Kind: fakegpu.ECC, GPU: 5})
+	c.Eventually(10*time.Second, func() error {
+		if out := phx("sinfo", "-R", "-h"); !strings.HasPrefix(out, "gpu-ecc: GPU 5 has 1") {
+			return fmt.Errorf("sinfo -R: %q", out)
+		}
+		return nil
+	})
+	c.InjectGPUFault(sick, fakegpu.Fault{Kind: fakegpu.Reset, GPU: 5})
+	c.Eventually(10*time.Second, idle)
 }

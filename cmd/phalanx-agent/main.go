@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
 	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/internal/fakesysfs"
@@ -44,6 +46,8 @@ type flags struct {
 	fakeGPUs, fakeNICs                 int
 	fakeGPUModel, features, clusterID  string
 	sysfsRoot, fakeLinkLayer, rdmaDevs string
+	fakeGPUFaults                      string
+	gpuPoll                            time.Duration
 	cpus                               int
 	memoryMB                           int64
 	heartbeat, killGrace               time.Duration
@@ -65,6 +69,8 @@ func parseFlags(args []string) (*flags, error) {
 	fs.StringVar(&f.ctrdNS, "containerd-namespace", "phalanx", "containerd namespace for task containers")
 	fs.IntVar(&f.fakeGPUs, "fake-gpus", 0, "report N fake GPUs (go-nvml's mock) instead of the host's")
 	fs.StringVar(&f.fakeGPUModel, "fake-gpu-model", "NVIDIA A100-SXM4-80GB", "model name of the fake GPUs")
+	fs.StringVar(&f.fakeGPUFaults, "fake-gpu-faults", "", "with --fake-gpus: play the faults appended to this file (what `phx dev fault` writes) into the fake GPUs")
+	fs.DurationVar(&f.gpuPoll, "gpu-poll-interval", gpu.DefaultPollInterval, "how often the GPUs' ECC counters, row remaps, presence and temperature are read (XIDs are seen as they come)")
 	fs.StringVar(&f.sysfsRoot, "sysfs-root", "/sys", "where sysfs is: RDMA NICs and their PCI places are read, and their links watched, under it")
 	fs.IntVar(&f.fakeNICs, "fake-nics", 0, "report N fake RDMA NICs: writes a fake sysfs tree at --sysfs-root (which must then not be /sys) unless one is there")
 	fs.StringVar(&f.fakeLinkLayer, "fake-nic-link-layer", "InfiniBand", "link layer of the fake NICs: InfiniBand or Ethernet (RoCE)")
@@ -84,8 +90,13 @@ func parseFlags(args []string) (*flags, error) {
 		return nil, err
 	}
 	fs.Visit(func(fl *flag.Flag) { f.nameSet = f.nameSet || fl.Name == "name" })
-	if fs.NArg() > 0 {
+	switch {
+	case fs.NArg() > 0:
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	case f.fakeGPUFaults != "" && f.fakeGPUs == 0:
+		return nil, fmt.Errorf("--fake-gpu-faults plays faults into fake GPUs: give --fake-gpus N too")
+	case f.gpuPoll < 100*time.Millisecond:
+		return nil, fmt.Errorf("--gpu-poll-interval %v: give at least 100ms", f.gpuPoll)
 	}
 	return f, nil
 }
@@ -117,7 +128,7 @@ func run(args []string) int {
 
 // runAgent discovers the host, wires the agent and runs it until ctx ends.
 func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
-	gpus, err := discoverGPUs(f.fakeGPUs, f.fakeGPUModel, log)
+	lib, gpus, err := discoverGPUs(f, log)
 	if err != nil {
 		return err
 	}
@@ -139,6 +150,9 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 		GPUs: gpus, NICs: nics, NICWatcher: &rdma.Watcher{Root: f.sysfsRoot, Netlink: f.sysfsRoot == "/sys", Log: log},
 		CPUs: f.cpus, MemoryMB: f.memoryMB, ClusterName: f.clusterID,
 		HeartbeatInterval: f.heartbeat, KillGrace: f.killGrace, Logger: log,
+	}
+	if lib != nil {
+		cfg.GPUWatcher = &gpu.Watcher{Lib: lib, Devices: gpus, Interval: f.gpuPoll, Log: log}
 	}
 	if f.features != "" {
 		cfg.Features = strings.Split(f.features, ",")
@@ -219,22 +233,26 @@ func serveAuth(f *flags, keys *auth.Keyring, log *slog.Logger) (stop func()) {
 	return stop
 }
 
-// discoverGPUs lists the GPUs to register. A host without the NVIDIA
-// driver has none: it runs CPU jobs, with a warning.
-func discoverGPUs(fake int, model string, log *slog.Logger) ([]gpu.Device, error) {
-	lib, err := gpu.Open(fake, model)
+// discoverGPUs lists the GPUs to register, and returns the NVML they are
+// watched through. A host without the NVIDIA driver has none: it runs CPU
+// jobs, with a warning.
+func discoverGPUs(f *flags, log *slog.Logger) (nvml.Interface, []gpu.Device, error) {
+	lib, err := gpu.Open(f.fakeGPUs, f.fakeGPUModel, gpu.FaultFile(f.fakeGPUFaults), gpu.Logger(log))
 	if errors.Is(err, gpu.ErrNoNVML) {
 		log.Warn("no NVIDIA driver: registering zero GPUs", "err", err)
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	devs, err := gpu.Discover(lib)
 	if err != nil {
-		return nil, fmt.Errorf("GPU discovery: %w", err)
+		return nil, nil, fmt.Errorf("GPU discovery: %w", err)
 	}
-	return devs, nil
+	for _, d := range devs {
+		log.Info("GPU", "index", d.Index, "uuid", d.UUID, "model", d.Model, "memory_mb", d.MemoryMB, "pci", d.PCIBusID)
+	}
+	return lib, devs, nil
 }
 
 // discoverNICs lists the RDMA ports to register and watch, writing the

@@ -14,6 +14,7 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -32,16 +33,35 @@ type Device struct {
 	PCIBusID string // e.g. "00000000:07:00.0"
 }
 
-// Open returns the NVML interface to discover GPUs with. fakeCount > 0
-// gives a mock reporting fakeCount GPUs named fakeModel; fakeCount == 0
-// gives the real library, after checking that it loads (an error wrapping
-// ErrNoNVML when it does not).
-func Open(fakeCount int, fakeModel string) (nvml.Interface, error) {
+// Option configures the fake GPUs Open returns.
+type Option func(*options)
+
+type options struct {
+	faultFile string
+	log       *slog.Logger
+}
+
+// FaultFile makes the fake GPUs play the faults appended to path (package
+// internal/fakegpu) while they run.
+func FaultFile(path string) Option { return func(o *options) { o.faultFile = path } }
+
+// Logger is where the fake GPUs say that a fault was malformed.
+func Logger(log *slog.Logger) Option { return func(o *options) { o.log = log } }
+
+// Open returns the NVML interface to discover and watch GPUs with.
+// fakeCount > 0 gives a mock reporting fakeCount GPUs named fakeModel;
+// fakeCount == 0 gives the real library, after checking that it loads (an
+// error wrapping ErrNoNVML when it does not).
+func Open(fakeCount int, fakeModel string, opts ...Option) (nvml.Interface, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	switch {
 	case fakeCount < 0:
 		return nil, fmt.Errorf("fake GPU count %d: %w", fakeCount, cluster.ErrInvalid)
 	case fakeCount > 0:
-		return newMock(fakeCount, fakeModel), nil
+		return newMock(fakeCount, fakeModel, o.faultFile, o.log), nil
 	}
 	lib := nvml.New()
 	ret := lib.Init()

@@ -3424,9 +3424,14 @@ func (x *HeartbeatRequest) GetProblems() []*HealthProblem {
 
 // HealthProblem is a failing health check.
 type HealthProblem struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Check         string                 `protobuf:"bytes,1,opt,name=check,proto3" json:"check,omitempty"`     // e.g. rdma-link
-	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"` // one line: what is wrong, with the evidence
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Check   string                 `protobuf:"bytes,1,opt,name=check,proto3" json:"check,omitempty"`     // e.g. rdma-link
+	Message string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"` // one line: what is wrong, with the evidence
+	// event: the problem is an event that was seen (an XID), not a state
+	// that still holds; it stays on the list until an administrator
+	// returns the node to service after since.
+	Event         bool                   `protobuf:"varint,3,opt,name=event,proto3" json:"event,omitempty"`
+	Since         *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=since,proto3" json:"since,omitempty"` // when it was first seen
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3473,6 +3478,20 @@ func (x *HealthProblem) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *HealthProblem) GetEvent() bool {
+	if x != nil {
+		return x.Event
+	}
+	return false
+}
+
+func (x *HealthProblem) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
 }
 
 type TaskRef struct {
@@ -3538,7 +3557,15 @@ func (x *TaskRef) GetRank() int32 {
 type HeartbeatResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Set when the controller does not know the node: register again.
-	Reregister    bool `protobuf:"varint,1,opt,name=reregister,proto3" json:"reregister,omitempty"`
+	Reregister bool `protobuf:"varint,1,opt,name=reregister,proto3" json:"reregister,omitempty"`
+	// When an administrator last returned the node to service (RESUME,
+	// UNDRAIN), if it is in service by their hand: the agent forgets the
+	// event problems it saw before then.
+	Resumed *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=resumed,proto3" json:"resumed,omitempty"`
+	// How to run the administrator's health program (unset: none).
+	HealthCheck *HealthCheck `protobuf:"bytes,3,opt,name=health_check,json=healthCheck,proto3" json:"health_check,omitempty"`
+	// The node is drained or draining (for HealthCheckNodeState=NONDRAINED_IDLE).
+	Drained       bool `protobuf:"varint,4,opt,name=drained,proto3" json:"drained,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3580,6 +3607,89 @@ func (x *HeartbeatResponse) GetReregister() bool {
 	return false
 }
 
+func (x *HeartbeatResponse) GetResumed() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Resumed
+	}
+	return nil
+}
+
+func (x *HeartbeatResponse) GetHealthCheck() *HealthCheck {
+	if x != nil {
+		return x.HealthCheck
+	}
+	return nil
+}
+
+func (x *HeartbeatResponse) GetDrained() bool {
+	if x != nil {
+		return x.Drained
+	}
+	return false
+}
+
+// HealthCheck is Slurm's HealthCheckProgram, HealthCheckInterval and
+// HealthCheckNodeState, as the controllers' config sets them.
+type HealthCheck struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Program         string                 `protobuf:"bytes,1,opt,name=program,proto3" json:"program,omitempty"`
+	IntervalSeconds int64                  `protobuf:"varint,2,opt,name=interval_seconds,json=intervalSeconds,proto3" json:"interval_seconds,omitempty"`
+	NodeState       string                 `protobuf:"bytes,3,opt,name=node_state,json=nodeState,proto3" json:"node_state,omitempty"` // e.g. IDLE,MIXED
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *HealthCheck) Reset() {
+	*x = HealthCheck{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HealthCheck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HealthCheck) ProtoMessage() {}
+
+func (x *HealthCheck) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HealthCheck.ProtoReflect.Descriptor instead.
+func (*HealthCheck) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *HealthCheck) GetProgram() string {
+	if x != nil {
+		return x.Program
+	}
+	return ""
+}
+
+func (x *HealthCheck) GetIntervalSeconds() int64 {
+	if x != nil {
+		return x.IntervalSeconds
+	}
+	return 0
+}
+
+func (x *HealthCheck) GetNodeState() string {
+	if x != nil {
+		return x.NodeState
+	}
+	return ""
+}
+
 type WatchAssignmentsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -3589,7 +3699,7 @@ type WatchAssignmentsRequest struct {
 
 func (x *WatchAssignmentsRequest) Reset() {
 	*x = WatchAssignmentsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3601,7 +3711,7 @@ func (x *WatchAssignmentsRequest) String() string {
 func (*WatchAssignmentsRequest) ProtoMessage() {}
 
 func (x *WatchAssignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3614,7 +3724,7 @@ func (x *WatchAssignmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchAssignmentsRequest.ProtoReflect.Descriptor instead.
 func (*WatchAssignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{50}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *WatchAssignmentsRequest) GetName() string {
@@ -3642,7 +3752,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3654,7 +3764,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3667,7 +3777,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{51}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Assignment) GetJobId() uint64 {
@@ -3728,7 +3838,7 @@ type Assignments struct {
 
 func (x *Assignments) Reset() {
 	*x = Assignments{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3740,7 +3850,7 @@ func (x *Assignments) String() string {
 func (*Assignments) ProtoMessage() {}
 
 func (x *Assignments) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3753,7 +3863,7 @@ func (x *Assignments) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignments.ProtoReflect.Descriptor instead.
 func (*Assignments) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{52}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Assignments) GetAssignments() []*Assignment {
@@ -3780,7 +3890,7 @@ type ReportTaskStatusRequest struct {
 
 func (x *ReportTaskStatusRequest) Reset() {
 	*x = ReportTaskStatusRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3792,7 +3902,7 @@ func (x *ReportTaskStatusRequest) String() string {
 func (*ReportTaskStatusRequest) ProtoMessage() {}
 
 func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3805,7 +3915,7 @@ func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{53}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ReportTaskStatusRequest) GetNode() string {
@@ -3879,7 +3989,7 @@ type ReportTaskStatusResponse struct {
 
 func (x *ReportTaskStatusResponse) Reset() {
 	*x = ReportTaskStatusResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3891,7 +4001,7 @@ func (x *ReportTaskStatusResponse) String() string {
 func (*ReportTaskStatusResponse) ProtoMessage() {}
 
 func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3904,7 +4014,7 @@ func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusResponse.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{54}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{55}
 }
 
 var File_phalanx_v1_phalanx_proto protoreflect.FileDescriptor
@@ -4202,18 +4312,28 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12-\n" +
 	"\arunning\x18\x02 \x03(\v2\x13.phalanx.v1.TaskRefR\arunning\x12\x16\n" +
 	"\x06health\x18\x03 \x01(\bR\x06health\x125\n" +
-	"\bproblems\x18\x04 \x03(\v2\x19.phalanx.v1.HealthProblemR\bproblems\"?\n" +
+	"\bproblems\x18\x04 \x03(\v2\x19.phalanx.v1.HealthProblemR\bproblems\"\x87\x01\n" +
 	"\rHealthProblem\x12\x14\n" +
 	"\x05check\x18\x01 \x01(\tR\x05check\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"N\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +
+	"\x05event\x18\x03 \x01(\bR\x05event\x120\n" +
+	"\x05since\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"N\n" +
 	"\aTaskRef\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x12\n" +
-	"\x04rank\x18\x03 \x01(\x05R\x04rank\"3\n" +
+	"\x04rank\x18\x03 \x01(\x05R\x04rank\"\xbf\x01\n" +
 	"\x11HeartbeatResponse\x12\x1e\n" +
 	"\n" +
 	"reregister\x18\x01 \x01(\bR\n" +
-	"reregister\"-\n" +
+	"reregister\x124\n" +
+	"\aresumed\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aresumed\x12:\n" +
+	"\fhealth_check\x18\x03 \x01(\v2\x17.phalanx.v1.HealthCheckR\vhealthCheck\x12\x18\n" +
+	"\adrained\x18\x04 \x01(\bR\adrained\"q\n" +
+	"\vHealthCheck\x12\x18\n" +
+	"\aprogram\x18\x01 \x01(\tR\aprogram\x12)\n" +
+	"\x10interval_seconds\x18\x02 \x01(\x03R\x0fintervalSeconds\x12\x1d\n" +
+	"\n" +
+	"node_state\x18\x03 \x01(\tR\tnodeState\"-\n" +
 	"\x17WatchAssignmentsRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\xce\x01\n" +
 	"\n" +
@@ -4278,7 +4398,7 @@ func file_phalanx_v1_phalanx_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_phalanx_proto_rawDescData
 }
 
-var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
+var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
 var file_phalanx_v1_phalanx_proto_goTypes = []any{
 	(*UpdateNodeRequest)(nil),          // 0: phalanx.v1.UpdateNodeRequest
 	(*UpdateNodeResponse)(nil),         // 1: phalanx.v1.UpdateNodeResponse
@@ -4330,98 +4450,102 @@ var file_phalanx_v1_phalanx_proto_goTypes = []any{
 	(*HealthProblem)(nil),              // 47: phalanx.v1.HealthProblem
 	(*TaskRef)(nil),                    // 48: phalanx.v1.TaskRef
 	(*HeartbeatResponse)(nil),          // 49: phalanx.v1.HeartbeatResponse
-	(*WatchAssignmentsRequest)(nil),    // 50: phalanx.v1.WatchAssignmentsRequest
-	(*Assignment)(nil),                 // 51: phalanx.v1.Assignment
-	(*Assignments)(nil),                // 52: phalanx.v1.Assignments
-	(*ReportTaskStatusRequest)(nil),    // 53: phalanx.v1.ReportTaskStatusRequest
-	(*ReportTaskStatusResponse)(nil),   // 54: phalanx.v1.ReportTaskStatusResponse
-	nil,                                // 55: phalanx.v1.JobSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 56: google.protobuf.Timestamp
+	(*HealthCheck)(nil),                // 50: phalanx.v1.HealthCheck
+	(*WatchAssignmentsRequest)(nil),    // 51: phalanx.v1.WatchAssignmentsRequest
+	(*Assignment)(nil),                 // 52: phalanx.v1.Assignment
+	(*Assignments)(nil),                // 53: phalanx.v1.Assignments
+	(*ReportTaskStatusRequest)(nil),    // 54: phalanx.v1.ReportTaskStatusRequest
+	(*ReportTaskStatusResponse)(nil),   // 55: phalanx.v1.ReportTaskStatusResponse
+	nil,                                // 56: phalanx.v1.JobSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil),      // 57: google.protobuf.Timestamp
 }
 var file_phalanx_v1_phalanx_proto_depIdxs = []int32{
-	56, // 0: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
-	55, // 1: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
-	56, // 2: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
-	56, // 3: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	57, // 0: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
+	56, // 1: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
+	57, // 2: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
+	57, // 3: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
 	6,  // 4: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
-	56, // 5: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
-	56, // 6: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
-	56, // 7: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
+	57, // 5: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
+	57, // 6: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
+	57, // 7: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
 	7,  // 8: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
 	8,  // 9: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
-	56, // 10: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
+	57, // 10: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
 	10, // 11: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
 	7,  // 12: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
-	56, // 13: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
-	56, // 14: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
-	56, // 15: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
-	56, // 16: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	57, // 13: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
+	57, // 14: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
+	57, // 15: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
+	57, // 16: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
 	43, // 17: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
-	56, // 18: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
+	57, // 18: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
 	6,  // 19: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
-	56, // 20: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
-	56, // 21: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
-	56, // 22: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
+	57, // 20: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
+	57, // 21: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
+	57, // 22: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
 	9,  // 23: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
 	11, // 24: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
 	12, // 25: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
-	56, // 26: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
+	57, // 26: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
 	29, // 27: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
 	25, // 28: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
 	44, // 29: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
 	43, // 30: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
 	48, // 31: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
 	47, // 32: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
-	9,  // 33: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
-	51, // 34: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
-	56, // 35: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
-	13, // 36: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
-	15, // 37: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
-	17, // 38: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
-	18, // 39: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
-	20, // 40: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
-	22, // 41: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
-	27, // 42: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
-	26, // 43: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
-	30, // 44: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
-	32, // 45: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
-	34, // 46: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
-	36, // 47: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
-	38, // 48: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
-	40, // 49: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
-	4,  // 50: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
-	0,  // 51: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
-	2,  // 52: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
-	42, // 53: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
-	46, // 54: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
-	50, // 55: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
-	53, // 56: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
-	14, // 57: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
-	16, // 58: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
-	9,  // 59: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
-	19, // 60: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
-	21, // 61: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
-	23, // 62: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
-	28, // 63: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
-	25, // 64: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
-	31, // 65: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
-	33, // 66: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
-	35, // 67: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
-	37, // 68: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
-	39, // 69: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
-	41, // 70: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
-	5,  // 71: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
-	1,  // 72: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
-	3,  // 73: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
-	45, // 74: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
-	49, // 75: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
-	52, // 76: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
-	54, // 77: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
-	57, // [57:78] is the sub-list for method output_type
-	36, // [36:57] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	57, // 33: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
+	57, // 34: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
+	50, // 35: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
+	9,  // 36: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
+	52, // 37: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
+	57, // 38: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
+	13, // 39: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
+	15, // 40: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
+	17, // 41: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
+	18, // 42: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
+	20, // 43: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
+	22, // 44: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
+	27, // 45: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
+	26, // 46: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
+	30, // 47: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
+	32, // 48: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
+	34, // 49: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
+	36, // 50: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
+	38, // 51: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
+	40, // 52: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
+	4,  // 53: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
+	0,  // 54: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
+	2,  // 55: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
+	42, // 56: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
+	46, // 57: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
+	51, // 58: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
+	54, // 59: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
+	14, // 60: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
+	16, // 61: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
+	9,  // 62: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
+	19, // 63: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
+	21, // 64: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
+	23, // 65: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
+	28, // 66: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
+	25, // 67: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
+	31, // 68: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
+	33, // 69: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
+	35, // 70: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
+	37, // 71: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
+	39, // 72: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
+	41, // 73: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
+	5,  // 74: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
+	1,  // 75: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
+	3,  // 76: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
+	45, // 77: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
+	49, // 78: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
+	53, // 79: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
+	55, // 80: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
+	60, // [60:81] is the sub-list for method output_type
+	39, // [39:60] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_phalanx_proto_init() }
@@ -4436,7 +4560,7 @@ func file_phalanx_v1_phalanx_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_phalanx_proto_rawDesc), len(file_phalanx_v1_phalanx_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   56,
+			NumMessages:   57,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

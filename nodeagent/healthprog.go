@@ -1,0 +1,190 @@
+package nodeagent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+// The administrator's health program (Slurm's HealthCheckProgram, run as
+// LBNL NHC expects). The controller's heartbeat replies say which program,
+// how often, and in which node states (cluster.HealthCheck). The agent
+// runs it as root once the settings arrive, then at a random point of the
+// next interval (so that the nodes of a cluster do not all run it at the
+// same instant), then every interval. A run that exits non-zero, prints a
+// line with "ERROR:" (NHC's way), or takes longer than its timeout fails
+// check "health-program", with the ERROR line's text (or the exit status
+// and last line) as message; the next run that passes clears it.
+
+// checkHealthProgram names the health program's check.
+const checkHealthProgram = "health-program"
+
+// maxProgramOutput bounds what is kept of one run's output.
+const maxProgramOutput = 64 << 10
+
+// setHealthCheck takes the health program's settings from a heartbeat
+// reply; the runner starts over when they changed.
+func (a *Agent) setHealthCheck(hc *phalanxv1.HealthCheck, drained bool) {
+	var h cluster.HealthCheck
+	if hc != nil {
+		states, err := cluster.ParseHealthCheckStates(hc.NodeState)
+		h = cluster.HealthCheck{Program: hc.Program, Interval: time.Duration(hc.IntervalSeconds) * time.Second, States: states}
+		if err == nil {
+			err = h.Validate()
+		}
+		if err != nil {
+			a.log.Error("the controller's health program settings are invalid: not running it", "err", err)
+			h = cluster.HealthCheck{}
+		}
+	}
+	a.mu.Lock()
+	changed := a.healthCheck != h
+	a.healthCheck, a.drained = h, drained
+	a.mu.Unlock()
+	if changed {
+		select {
+		case a.healthCheckChanged <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// runHealthProgram runs the health program on its schedule until ctx ends.
+func (a *Agent) runHealthProgram(ctx context.Context) {
+	var next <-chan time.Time
+	var hc cluster.HealthCheck
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.healthCheckChanged:
+			a.mu.Lock()
+			hc = a.healthCheck
+			a.mu.Unlock()
+			next = nil
+			if !hc.Enabled() {
+				a.setProgramProblem(nil)
+				continue
+			}
+			a.log.Info("health program", "program", hc.Program, "interval", hc.Interval, "node_states", hc.States)
+			a.checkWithProgram(ctx, hc)
+			next = a.cfg.Clock.After(rand.N(hc.Interval) + 1) // somewhere in the next interval
+		case <-next:
+			a.checkWithProgram(ctx, hc)
+			next = a.cfg.Clock.After(hc.Interval)
+		}
+	}
+}
+
+// checkWithProgram runs the program once, if the node's state is one it
+// runs in, and records its verdict.
+func (a *Agent) checkWithProgram(ctx context.Context, hc cluster.HealthCheck) {
+	a.mu.Lock()
+	busy, drained := len(a.tasks) > 0, a.drained
+	a.mu.Unlock()
+	if !hc.States.RunsIn(busy, drained) {
+		return
+	}
+	timeout := a.cfg.HealthCheckTimeout
+	if timeout <= 0 {
+		timeout = cluster.HealthCheckTimeout
+	}
+	start := time.Now()
+	msg := runProgram(ctx, hc.Program, timeout, a.cfg.Name)
+	if ctx.Err() != nil {
+		return
+	}
+	a.log.Debug("health program ran", "program", hc.Program, "took", time.Since(start), "problem", msg)
+	if msg == "" {
+		a.setProgramProblem(nil)
+		return
+	}
+	a.setProgramProblem(&phalanxv1.HealthProblem{Check: checkHealthProgram, Message: msg})
+}
+
+// setProgramProblem records the program's verdict (nil: it passed) and
+// sends a heartbeat now when it changed.
+func (a *Agent) setProgramProblem(p *phalanxv1.HealthProblem) {
+	a.mu.Lock()
+	old := a.programProblem
+	a.programProblem = p
+	a.mu.Unlock()
+	if (old == nil) == (p == nil) && (p == nil || old.Message == p.Message) {
+		return
+	}
+	if p != nil {
+		a.log.Warn("health program failed", "message", p.Message)
+	} else if old != nil {
+		a.log.Info("health program passes again")
+	}
+	a.wakeHeartbeat()
+}
+
+// runProgram runs program (no arguments, as Slurm does) and says what is
+// wrong: "" when it passed.
+func runProgram(ctx context.Context, program string, timeout time.Duration, node string) string {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, program)
+	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "SLURMD_NODENAME=" + node, "PHX_NODENAME=" + node}
+	cmd.Dir = "/"
+	out := &cappedBuffer{max: maxProgramOutput}
+	cmd.Stdout, cmd.Stderr = out, out
+	// Its own process group, killed whole at the timeout: NHC forks.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
+	err := cmd.Run()
+	return programVerdict(program, out.Bytes(), err, ctx.Err() == context.DeadlineExceeded, timeout)
+}
+
+// programVerdict reads a run's outcome: the first ERROR: line's text, else
+// a timeout, else a failed exit with the last line printed.
+func programVerdict(program string, out []byte, err error, timedOut bool, timeout time.Duration) string {
+	var last string
+	for _, line := range strings.Split(string(out), "\n") {
+		if _, text, ok := strings.Cut(line, "ERROR:"); ok {
+			if text = oneLine(text); text != "" {
+				return text
+			}
+		}
+		if l := oneLine(line); l != "" {
+			last = l
+		}
+	}
+	if timedOut {
+		return fmt.Sprintf("%s timed out after %v", program, timeout)
+	}
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &exit) && last != "":
+		return fmt.Sprintf("%s %v: %s", program, exit.ProcessState, last)
+	case errors.As(err, &exit):
+		return fmt.Sprintf("%s %v", program, exit.ProcessState)
+	}
+	return fmt.Sprintf("cannot run %s: %v", program, err)
+}
+
+// cappedBuffer keeps the first max bytes written to it.
+type cappedBuffer struct {
+	bytes.Buffer
+	max int
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.Len(); room > 0 {
+		b.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
