@@ -114,6 +114,9 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err := c.prepare(o); err != nil {
 		return nil, err
 	}
+	if err := writeHealthCheck(c.Dir); err != nil {
+		return nil, err
+	}
 	if err := c.serveAuth(); err != nil {
 		return nil, err
 	}
@@ -197,7 +200,7 @@ func (c *Cluster) startController(bin string, r Replica, o Options) error {
 		"--raft-addr", r.Raft,
 		"--bootstrap", "--peers", strings.Join(peers, ","), "--peer-apis", strings.Join(apis, ","),
 		"--topology", filepath.Join(c.Dir, "topology.conf"),
-		"--config", os.DevNull, // dev clusters ignore /etc/phalanx
+		"--config", configFile(c.Dir), // dev clusters ignore /etc/phalanx
 		"--auth-key", c.keyFile(),
 		"--auth-socket", "", // served by the dev process
 		"--tls-dir", c.componentTLS(r.ID),
@@ -219,6 +222,8 @@ func (c *Cluster) startAgent(bin, name string, o Options) error {
 		"--fake-gpu-model", c.Layout.GPUModel,
 		"--sysfs-root", sysfsRoot(c.Dir, name),
 		"--fake-nics", fmt.Sprint(nicsPerNode(c.Layout.GPUsPerNode)),
+		// A laptop or a container (64 MiB /dev/shm) must still run the demo.
+		"--min-free-mb", "100", "--min-shm-mb", "0",
 		"--cpus", fmt.Sprint(c.Layout.CPUs),
 		"--memory-mb", fmt.Sprint(c.Layout.MemoryMB),
 		"--heartbeat", "1s",

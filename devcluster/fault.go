@@ -30,10 +30,12 @@ const (
 	FaultGPULost     = "gpu-lost"    // a GPU falls off the bus
 	FaultTemperature = "temperature" // a GPU heats up (or cools down) to C °C
 	FaultGPUReset    = "gpu-reset"   // nvidia-smi -r: the GPU's faults clear
+	FaultHealthFail  = "health-fail" // the node's health program fails
+	FaultHealthPass  = "health-pass" // and passes again
 )
 
 // faultKinds lists the kinds for error messages.
-const faultKinds = "link-down, link-up, xid=N, ecc, gpu-lost, temperature=C or gpu-reset"
+const faultKinds = "link-down, link-up, xid=N, ecc, gpu-lost, temperature=C, gpu-reset, health-fail or health-pass"
 
 // Where says which part a fault hits: the RDMA port of a link fault
 // (DEVICE or DEVICE/PORT; default mlx5_0/1), the GPU of a GPU fault (NVML
@@ -76,6 +78,13 @@ func InjectFault(dir, node, kind string, where Where) error {
 			return err
 		}
 		return fakesysfs.SetPort(root, dev, port, name == FaultLinkUp)
+	case FaultHealthFail:
+		return os.WriteFile(healthFail(dir, node), []byte("failed its drill (phx dev fault health-fail)"), 0o644)
+	case FaultHealthPass:
+		if err := os.Remove(healthFail(dir, node)); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		return nil
 	case FaultXID:
 		gpu.Kind, gpu.XID = fakegpu.XID, n
 	case FaultECC:

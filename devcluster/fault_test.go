@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
@@ -64,5 +66,41 @@ func TestInjectGPUFaults(t *testing.T) {
 	}
 	if err := InjectFault(fakeDevDir(t, 0), "gpu001", "ecc", Where{}); !errors.Is(err, cluster.ErrInvalid) {
 		t.Errorf("CPU-only node: err = %v, want ErrInvalid", err)
+	}
+}
+
+// health-fail makes the dev health program fail the node, as NHC would,
+// and health-pass mends it.
+func TestHealthFailDrill(t *testing.T) {
+	dir := fakeDevDir(t, 8)
+	if err := writeHealthCheck(dir); err != nil {
+		t.Fatal(err)
+	}
+	run := func() (string, error) {
+		cmd := exec.Command(filepath.Join(dir, "healthcheck"))
+		cmd.Env = []string{"SLURMD_NODENAME=gpu001", "PATH=/usr/bin:/bin"}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run(); err != nil || out != "" {
+		t.Fatalf("healthy node: %q, %v", out, err)
+	}
+	if err := InjectFault(dir, "gpu001", FaultHealthFail, Where{}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(); err == nil || out != "ERROR: dev health check: failed its drill (phx dev fault health-fail)\n" {
+		t.Errorf("after health-fail: %q, %v", out, err)
+	}
+	for range 2 { // mending a mended node is fine
+		if err := InjectFault(dir, "gpu001", FaultHealthPass, Where{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := run(); err != nil || out != "" {
+		t.Errorf("after health-pass: %q, %v", out, err)
+	}
+	conf, err := os.ReadFile(configFile(dir))
+	if err != nil || !strings.Contains(string(conf), "HealthCheckProgram="+filepath.Join(dir, "healthcheck")+"\nHealthCheckInterval=2\n") {
+		t.Errorf("config %q, %v", conf, err)
 	}
 }

@@ -48,6 +48,9 @@ type Config struct {
 	NICWatcher NICWatcher
 	// GPUWatcher watches GPUs for faults (nil: not watched).
 	GPUWatcher GPUWatcher
+	// NodeChecks are the built-in checks of disk, /dev/shm and memlock
+	// (nil: none).
+	NodeChecks *NodeChecks
 	// HealthCheckTimeout bounds one run of the health program
 	// (cluster.HealthCheckTimeout if zero).
 	HealthCheckTimeout time.Duration
@@ -86,7 +89,8 @@ type Agent struct {
 	// sent them; drained whether the node was drained then.
 	healthCheck    cluster.HealthCheck
 	drained        bool
-	programProblem *phalanxv1.HealthProblem // the program's last failure; nil: passed
+	programProblem *phalanxv1.HealthProblem   // the program's last failure; nil: passed
+	nodeProblems   []*phalanxv1.HealthProblem // the built-in checks' failures
 	// healthCheckChanged wakes the health program's runner.
 	healthCheckChanged chan struct{}
 	// leftover holds the attempts whose folders an earlier run of the
@@ -195,11 +199,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() { defer close(gpuDone); a.watchGPUs(healthCtx) }()
 	programDone := make(chan struct{})
 	go func() { defer close(programDone); a.runHealthProgram(healthCtx) }()
+	checksDone := make(chan struct{})
+	go func() { defer close(checksDone); a.runNodeChecks(healthCtx) }()
 	a.session(ctx)
 	stopHealth()
 	<-healthDone
 	<-gpuDone
 	<-programDone
+	<-checksDone
 
 	a.stopAll()
 	a.rep.close()

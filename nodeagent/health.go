@@ -19,7 +19,9 @@ import (
 //
 // Checks so far: the link of every RDMA port (check "rdma-link"), watched
 // by Config.NICWatcher; the GPUs' XIDs, ECC errors, row remaps, presence
-// and temperature (checks "gpu-*"), watched by Config.GPUWatcher.
+// and temperature (checks "gpu-*"), watched by Config.GPUWatcher; the
+// administrator's health program (healthprog.go); disk, /dev/shm and
+// memlock (nodechecks.go).
 //
 // A GPU's state (an ECC error not yet reset, a lost GPU) is a problem
 // while it holds. An XID is an event: one the application caused is only
@@ -202,7 +204,7 @@ func (a *Agent) problems() []*phalanxv1.HealthProblem {
 	if a.programProblem != nil {
 		out = append(out, a.programProblem)
 	}
-	return out
+	return append(out, a.nodeProblems...)
 }
 
 // nicInfo is the wire form of ports.

@@ -8,8 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/runtime/fake"
@@ -121,5 +124,60 @@ func TestHealthProgramReachesController(t *testing.T) {
 	time.Sleep(2500 * time.Millisecond) // over two of its intervals
 	if got := problems(); got != "" {
 		t.Errorf("problems %q after the program was taken away", got)
+	}
+}
+
+func TestNodeChecks(t *testing.T) {
+	dir := t.TempDir()
+	free, size, err := statfsMB(dir)
+	if err != nil || size <= 0 || free > size {
+		t.Fatalf("statfs %s: free %d of %d MiB, %v", dir, free, size, err)
+	}
+	ok := &NodeChecks{Dirs: []string{dir}, MinFreeMB: 1, ShmPath: dir, MinShmMB: 1}
+	if got := ok.check(); len(got) != 0 {
+		t.Errorf("checks a roomy disk fails: %v", got)
+	}
+	short := &NodeChecks{Dirs: []string{dir, "/nonexistent"}, MinFreeMB: free + 1<<30, ShmPath: dir, MinShmMB: size + 1}
+	got := short.check()
+	if len(got) != 3 || got[0].Check != "disk" || !strings.Contains(got[0].Message, fmt.Sprintf("%s has %d MiB free (jobs need", dir, free)) ||
+		got[1].Check != "disk" || !strings.Contains(got[1].Message, "/nonexistent: no such file") ||
+		got[2].Check != "shm" || !strings.Contains(got[2].Message, fmt.Sprintf("is %d MiB (jobs need %d MiB", size, size+1)) {
+		t.Errorf("checks of a full disk: %v", got)
+	}
+}
+
+// A failing built-in check reaches the controller with the next
+// heartbeat.
+func TestNodeChecksReachController(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, fake.New(), func(c *Config) {
+		c.NodeChecks = &NodeChecks{Dirs: []string{dir}, MinFreeMB: 1 << 40, Interval: time.Hour}
+	})
+	eventually(t, 10*time.Second, func() error {
+		h.srv.mu.Lock()
+		defer h.srv.mu.Unlock()
+		if n := len(h.srv.heartbeats); n == 0 || len(h.srv.heartbeats[n-1].Problems) != 1 || h.srv.heartbeats[n-1].Problems[0].Check != "disk" {
+			return fmt.Errorf("no heartbeat with the disk problem yet")
+		}
+		return nil
+	})
+}
+
+func TestMemlockCheck(t *testing.T) {
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(unix.RLIMIT_MEMLOCK, &old); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Setrlimit(unix.RLIMIT_MEMLOCK, &old) })
+	low := syscall.Rlimit{Cur: 64 << 10, Max: old.Max}
+	if err := syscall.Setrlimit(unix.RLIMIT_MEMLOCK, &low); err != nil {
+		t.Fatal(err)
+	}
+	got := (&NodeChecks{Memlock: true}).check()
+	if len(got) != 1 || got[0].Check != "memlock" || !strings.HasPrefix(got[0].Message, "locked memory is limited to 64 KiB; RDMA needs unlimited") {
+		t.Errorf("at 64 KiB: %v", got)
+	}
+	if msg := memlockProblem(unix.RLIM_INFINITY); msg != "" {
+		t.Errorf("unlimited: %q", msg)
 	}
 }

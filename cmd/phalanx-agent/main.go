@@ -48,6 +48,8 @@ type flags struct {
 	sysfsRoot, fakeLinkLayer, rdmaDevs string
 	fakeGPUFaults                      string
 	gpuPoll                            time.Duration
+	minFreeMB, minShmMB                int64
+	checkMemlock                       string
 	cpus                               int
 	memoryMB                           int64
 	heartbeat, killGrace               time.Duration
@@ -71,6 +73,9 @@ func parseFlags(args []string) (*flags, error) {
 	fs.StringVar(&f.fakeGPUModel, "fake-gpu-model", "NVIDIA A100-SXM4-80GB", "model name of the fake GPUs")
 	fs.StringVar(&f.fakeGPUFaults, "fake-gpu-faults", "", "with --fake-gpus: play the faults appended to this file (what `phx dev fault` writes) into the fake GPUs")
 	fs.DurationVar(&f.gpuPoll, "gpu-poll-interval", gpu.DefaultPollInterval, "how often the GPUs' ECC counters, row remaps, presence and temperature are read (XIDs are seen as they come)")
+	fs.Int64Var(&f.minFreeMB, "min-free-mb", 1024, "the node fails check disk when --state-dir has less free space (MiB; 0: not checked)")
+	fs.Int64Var(&f.minShmMB, "min-shm-mb", 1024, "the node fails check shm when /dev/shm is smaller (MiB; 0: not checked)")
+	fs.StringVar(&f.checkMemlock, "check-memlock", "auto", "fail check memlock unless the locked-memory limit is unlimited, as RDMA needs: yes, no, or auto (yes when the host has RDMA ports)")
 	fs.StringVar(&f.sysfsRoot, "sysfs-root", "/sys", "where sysfs is: RDMA NICs and their PCI places are read, and their links watched, under it")
 	fs.IntVar(&f.fakeNICs, "fake-nics", 0, "report N fake RDMA NICs: writes a fake sysfs tree at --sysfs-root (which must then not be /sys) unless one is there")
 	fs.StringVar(&f.fakeLinkLayer, "fake-nic-link-layer", "InfiniBand", "link layer of the fake NICs: InfiniBand or Ethernet (RoCE)")
@@ -97,6 +102,10 @@ func parseFlags(args []string) (*flags, error) {
 		return nil, fmt.Errorf("--fake-gpu-faults plays faults into fake GPUs: give --fake-gpus N too")
 	case f.gpuPoll < 100*time.Millisecond:
 		return nil, fmt.Errorf("--gpu-poll-interval %v: give at least 100ms", f.gpuPoll)
+	case f.minFreeMB < 0 || f.minShmMB < 0:
+		return nil, fmt.Errorf("--min-free-mb and --min-shm-mb take 0 (not checked) or more MiB")
+	case f.checkMemlock != "auto" && f.checkMemlock != "yes" && f.checkMemlock != "no":
+		return nil, fmt.Errorf("--check-memlock %q: give yes, no or auto", f.checkMemlock)
 	}
 	return f, nil
 }
@@ -154,6 +163,8 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 	if lib != nil {
 		cfg.GPUWatcher = &gpu.Watcher{Lib: lib, Devices: gpus, Interval: f.gpuPoll, Log: log}
 	}
+	cfg.NodeChecks = &nodeagent.NodeChecks{Dirs: []string{f.stateDir}, MinFreeMB: f.minFreeMB, ShmPath: "/dev/shm", MinShmMB: f.minShmMB,
+		Memlock: f.checkMemlock == "yes" || f.checkMemlock == "auto" && len(nics) > 0 && f.fakeNICs == 0}
 	if f.features != "" {
 		cfg.Features = strings.Split(f.features, ",")
 	}

@@ -102,14 +102,15 @@ func faultCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "fault",
 		Usage:     "inject a hardware fault into a node of a running phx dev cluster",
-		ArgsUsage: "KIND (link-down, link-up, xid=N, ecc, gpu-lost, temperature=C, gpu-reset)",
+		ArgsUsage: "KIND (link-down, link-up, xid=N, ecc, gpu-lost, temperature=C, gpu-reset, health-fail, health-pass)",
 		Description: "Changes the node's fake hardware, which its agent watches as it watches a real host's. " +
 			"link-down takes an RDMA port's link down (the node is drained within seconds, see phx sinfo -R), link-up brings it back " +
 			"(the node is resumed, unless an administrator drained it). " +
 			"xid=N raises XID N on a GPU: one the application causes (13, 31, 43, ...) is only logged; any other drains the node " +
 			"until an administrator resumes it (phx scontrol update NodeName=NODE State=RESUME). " +
 			"ecc gives a GPU an uncorrectable memory error, gpu-lost makes it fall off the bus, temperature=C heats it " +
-			"(at 90 °C it slows down): each drains the node until gpu-reset (nvidia-smi -r) clears it.",
+			"(at 90 °C it slows down): each drains the node until gpu-reset (nvidia-smi -r) clears it. " +
+			"health-fail makes the node's health program (HealthCheckProgram, run every 2 s) fail, health-pass mends it.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "dir", EnvVars: []string{"PHX_DEV_DIR"}, Usage: "the dev cluster's --dir (phx dev prints export PHX_DEV_DIR=...)"},
 			&cli.StringFlag{Name: "node", Required: true, Usage: "the node, e.g. gpu001"},
@@ -118,7 +119,7 @@ func faultCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
-				return fmt.Errorf("give one fault KIND: link-down, link-up, xid=N, ecc, gpu-lost, temperature=C or gpu-reset")
+				return fmt.Errorf("give one fault KIND: link-down, link-up, xid=N, ecc, gpu-lost, temperature=C, gpu-reset, health-fail or health-pass")
 			}
 			if c.String("dir") == "" {
 				return fmt.Errorf("which dev cluster? give --dir, or set PHX_DEV_DIR as phx dev prints it")

@@ -1,0 +1,43 @@
+package devcluster
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// The dev cluster's node health program. Its controllers read
+// Dir/phalanx.conf, which names Dir/healthcheck as HealthCheckProgram, run
+// by every agent every healthCheckInterval seconds. The program fails a
+// node (printing NHC's ERROR: line) while the node's health-fail file
+// exists: `phx dev fault health-fail` writes it, health-pass removes it.
+
+// healthCheckInterval is the dev health program's HealthCheckInterval, in
+// seconds: short, so that drills see their effect soon.
+const healthCheckInterval = 2
+
+// configFile is the dev controllers' config.
+func configFile(dir string) string { return filepath.Join(dir, "phalanx.conf") }
+
+// healthFail is the file whose presence fails node's health program.
+func healthFail(dir, node string) string { return filepath.Join(dir, "agents", node, "health-fail") }
+
+// writeHealthCheck writes the health program and the config that names
+// it (again at every start: they follow the directory if it moved).
+func writeHealthCheck(dir string) error {
+	prog := filepath.Join(dir, "healthcheck")
+	script := fmt.Sprintf(`#!/bin/sh
+# phx dev's node health program: the node fails while
+# %s exists (phx dev fault health-fail; health-pass mends it).
+f=%q/agents/"$SLURMD_NODENAME"/health-fail
+if [ -e "$f" ]; then
+	echo "ERROR: dev health check: $(head -c 200 "$f")"
+	exit 1
+fi
+`, healthFail(dir, "NODE"), dir)
+	if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
+		return err
+	}
+	conf := fmt.Sprintf("# Written by phx dev at every start.\nHealthCheckProgram=%s\nHealthCheckInterval=%d\n", prog, healthCheckInterval)
+	return os.WriteFile(configFile(dir), []byte(conf), 0o644)
+}
