@@ -11,24 +11,29 @@ import (
 	"github.com/phalanx-hpc/phalanx/testcluster"
 )
 
-// An RDMA link going down on a node drains it within seconds, with the
-// port named in `phx sinfo -R` and `scontrol show node`; the link coming
-// back resumes it.
-func TestLinkDownDrainsNode(t *testing.T) {
+// healthCluster starts two nodes and returns them with a phx that runs
+// as root and fails the test on a non-zero exit.
+func healthCluster(t *testing.T) (*testcluster.Cluster, func(args ...string) string) {
 	if testing.Short() {
 		t.Skip("builds phx; not in -short")
 	}
 	c := testcluster.New(t, testcluster.Options{Nodes: 2, Runtime: "fake"})
-	root := auth.Identity{User: "root"}
 	dir := t.TempDir()
-	phx := func(args ...string) string {
+	return c, func(args ...string) string {
 		t.Helper()
-		code, out, errOut := phxAs(t, c, root, dir, nil, args...)
+		code, out, errOut := phxAs(t, c, auth.Identity{User: "root"}, dir, nil, args...)
 		if code != 0 {
 			t.Fatalf("phx %v: exit %d: %s", args, code, errOut)
 		}
 		return out
 	}
+}
+
+// An RDMA link going down on a node drains it within seconds, with the
+// port named in `phx sinfo -R` and `scontrol show node`; the link coming
+// back resumes it.
+func TestLinkDownDrainsNode(t *testing.T) {
+	c, phx := healthCluster(t)
 	sick, well := c.Nodes[1], c.Nodes[0]
 	if out := phx("scontrol", "show", "node", sick); !strings.Contains(out, "NICs=mlx5_0/1(ACTIVE,200Gb/s,InfiniBand,gpu:0-3@PIX),mlx5_1/1(ACTIVE,200Gb/s,InfiniBand,gpu:4-7@PIX)") {
 		t.Fatalf("scontrol show node %s:\n%s", sick, out)
@@ -72,20 +77,7 @@ func TestLinkDownDrainsNode(t *testing.T) {
 // then stays in service. An ECC error not yet reset drains it too, until
 // the GPU is reset.
 func TestGPUFaultDrainsNode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds phx; not in -short")
-	}
-	c := testcluster.New(t, testcluster.Options{Nodes: 2, Runtime: "fake"})
-	root := auth.Identity{User: "root"}
-	dir := t.TempDir()
-	phx := func(args ...string) string {
-		t.Helper()
-		code, out, errOut := phxAs(t, c, root, dir, nil, args...)
-		if code != 0 {
-			t.Fatalf("phx %v: exit %d: %s", args, code, errOut)
-		}
-		return out
-	}
+	c, phx := healthCluster(t)
 	sick := c.Nodes[1]
 	idle := func() error {
 		if out := phx("sinfo", "-R", "-h"); out != "" {
