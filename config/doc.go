@@ -49,6 +49,14 @@
 //	         rl_refill_period=SECONDS,rl_table_size=N]
 //	                                Slurm's per-user limit on calls (defaults
 //	                                30, 2, 1, 8192); other options are ignored
+//	HealthCheckProgram=PATH         Slurm's: the node health program every
+//	                                agent runs (absolute path; NHC works), given
+//	                                to the agents with each heartbeat reply
+//	HealthCheckInterval=SECONDS     between its runs on a node; default 0: it
+//	                                never runs (a warning if a program is set)
+//	HealthCheckNodeState=STATE,...  ANY (default), IDLE, ALLOC, MIXED,
+//	                                NONDRAINED_IDLE, CYCLE; ALLOC and MIXED both
+//	                                mean "runs a task" (docs/health.md)
 //	NodeName=HOSTLIST [NodeAddr=HOSTLIST] CPUs=N RealMemory=MB
 //	         Gres=gpu[:TYPE][:N] Features=a,b Weight=N
 //	         (Sockets, CoresPerSocket, ThreadsPerCore give CPUs when CPUs is absent)

@@ -89,8 +89,8 @@ type Agent struct {
 	// sent them; drained whether the node was drained then.
 	healthCheck    cluster.HealthCheck
 	drained        bool
-	programProblem *phalanxv1.HealthProblem   // the program's last failure; nil: passed
-	nodeProblems   []*phalanxv1.HealthProblem // the built-in checks' failures
+	programProblem string    // what the program's last run found wrong; "": it passed
+	nodeProblems   []problem // the built-in checks' failures
 	// healthCheckChanged wakes the health program's runner.
 	healthCheckChanged chan struct{}
 	// leftover holds the attempts whose folders an earlier run of the

@@ -183,8 +183,13 @@ func (a *Agent) currentNICs() []rdma.Port {
 	return a.nics
 }
 
+// problem is a failing check as the agent keeps it (the GPUs' verdicts
+// aside, which carry more); problems turns them all into the heartbeat's
+// wire form.
+type problem struct{ check, message string }
+
 // problems lists the checks failing now, and the events not yet dealt
-// with.
+// with, as the heartbeat carries them.
 func (a *Agent) problems() []*phalanxv1.HealthProblem {
 	var out []*phalanxv1.HealthProblem
 	for _, p := range a.currentNICs() {
@@ -201,10 +206,13 @@ func (a *Agent) problems() []*phalanxv1.HealthProblem {
 	for _, v := range a.gpuEvents {
 		out = append(out, &phalanxv1.HealthProblem{Check: v.Check, Message: v.Message(), Event: true, Since: timestamppb.New(v.At)})
 	}
-	if a.programProblem != nil {
-		out = append(out, a.programProblem)
+	if a.programProblem != "" {
+		out = append(out, &phalanxv1.HealthProblem{Check: checkHealthProgram, Message: a.programProblem})
 	}
-	return append(out, a.nodeProblems...)
+	for _, p := range a.nodeProblems {
+		out = append(out, &phalanxv1.HealthProblem{Check: p.check, Message: p.message})
+	}
+	return out
 }
 
 // nicInfo is the wire form of ports.

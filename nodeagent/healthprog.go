@@ -31,21 +31,23 @@ const checkHealthProgram = "health-program"
 // maxProgramOutput bounds what is kept of one run's output.
 const maxProgramOutput = 64 << 10
 
-// setHealthCheck takes the health program's settings from a heartbeat
-// reply; the runner starts over when they changed.
-func (a *Agent) setHealthCheck(hc *phalanxv1.HealthCheck, drained bool) {
-	var h cluster.HealthCheck
-	if hc != nil {
-		states, err := cluster.ParseHealthCheckStates(hc.NodeState)
-		h = cluster.HealthCheck{Program: hc.Program, Interval: time.Duration(hc.IntervalSeconds) * time.Second, States: states}
-		if err == nil {
-			err = h.Validate()
-		}
-		if err != nil {
-			a.log.Error("the controller's health program settings are invalid: not running it", "err", err)
-			h = cluster.HealthCheck{}
-		}
+// healthCheckFromWire reads the health program's settings from a
+// heartbeat reply (nil: none).
+func healthCheckFromWire(hc *phalanxv1.HealthCheck) (cluster.HealthCheck, error) {
+	if hc == nil {
+		return cluster.HealthCheck{}, nil
 	}
+	states, err := cluster.ParseHealthCheckStates(hc.NodeState)
+	if err != nil {
+		return cluster.HealthCheck{}, err
+	}
+	h := cluster.HealthCheck{Program: hc.Program, Interval: time.Duration(hc.IntervalSeconds) * time.Second, States: states}
+	return h, h.Validate()
+}
+
+// setHealthCheck takes the health program's settings, as a heartbeat's
+// reply gave them; the runner starts over when they changed.
+func (a *Agent) setHealthCheck(h cluster.HealthCheck, drained bool) {
 	a.mu.Lock()
 	changed := a.healthCheck != h
 	a.healthCheck, a.drained = h, drained
@@ -72,7 +74,7 @@ func (a *Agent) runHealthProgram(ctx context.Context) {
 			a.mu.Unlock()
 			next = nil
 			if !hc.Enabled() {
-				a.setProgramProblem(nil)
+				a.setProgramProblem("")
 				continue
 			}
 			a.log.Info("health program", "program", hc.Program, "interval", hc.Interval, "node_states", hc.States)
@@ -104,26 +106,22 @@ func (a *Agent) checkWithProgram(ctx context.Context, hc cluster.HealthCheck) {
 		return
 	}
 	a.log.Debug("health program ran", "program", hc.Program, "took", time.Since(start), "problem", msg)
-	if msg == "" {
-		a.setProgramProblem(nil)
-		return
-	}
-	a.setProgramProblem(&phalanxv1.HealthProblem{Check: checkHealthProgram, Message: msg})
+	a.setProgramProblem(msg)
 }
 
-// setProgramProblem records the program's verdict (nil: it passed) and
-// sends a heartbeat now when it changed.
-func (a *Agent) setProgramProblem(p *phalanxv1.HealthProblem) {
+// setProgramProblem records what the program found wrong ("": it passed)
+// and sends a heartbeat now when that changed.
+func (a *Agent) setProgramProblem(msg string) {
 	a.mu.Lock()
 	old := a.programProblem
-	a.programProblem = p
+	a.programProblem = msg
 	a.mu.Unlock()
-	if (old == nil) == (p == nil) && (p == nil || old.Message == p.Message) {
+	switch {
+	case msg == old:
 		return
-	}
-	if p != nil {
-		a.log.Warn("health program failed", "message", p.Message)
-	} else if old != nil {
+	case msg != "":
+		a.log.Warn("health program failed", "message", msg)
+	default:
 		a.log.Info("health program passes again")
 	}
 	a.wakeHeartbeat()

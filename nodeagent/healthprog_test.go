@@ -139,9 +139,9 @@ func TestNodeChecks(t *testing.T) {
 	}
 	short := &NodeChecks{Dirs: []string{dir, "/nonexistent"}, MinFreeMB: free + 1<<30, ShmPath: dir, MinShmMB: size + 1}
 	got := short.check()
-	if len(got) != 3 || got[0].Check != "disk" || !strings.Contains(got[0].Message, fmt.Sprintf("%s has %d MiB free (jobs need", dir, free)) ||
-		got[1].Check != "disk" || !strings.Contains(got[1].Message, "/nonexistent: no such file") ||
-		got[2].Check != "shm" || !strings.Contains(got[2].Message, fmt.Sprintf("is %d MiB (jobs need %d MiB", size, size+1)) {
+	if len(got) != 3 || got[0].check != "disk" || !strings.Contains(got[0].message, fmt.Sprintf("%s has %d MiB free (jobs need", dir, free)) ||
+		got[1].check != "disk" || !strings.Contains(got[1].message, "/nonexistent: no such file") ||
+		got[2].check != "shm" || !strings.Contains(got[2].message, fmt.Sprintf("is %d MiB (jobs need %d MiB", size, size+1)) {
 		t.Errorf("checks of a full disk: %v", got)
 	}
 }
@@ -174,7 +174,7 @@ func TestMemlockCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := (&NodeChecks{Memlock: true}).check()
-	if len(got) != 1 || got[0].Check != "memlock" || !strings.HasPrefix(got[0].Message, "locked memory is limited to 64 KiB; RDMA needs unlimited") {
+	if len(got) != 1 || got[0].check != "memlock" || !strings.HasPrefix(got[0].message, "locked memory is limited to 64 KiB; RDMA needs unlimited") {
 		t.Errorf("at 64 KiB: %v", got)
 	}
 	if msg := memlockProblem(unix.RLIM_INFINITY); msg != "" {

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 )
 
 // NodeChecks are the agent's built-in checks of what jobs need from the
@@ -48,14 +46,12 @@ func (a *Agent) runNodeChecks(ctx context.Context) {
 	for {
 		found := c.check()
 		a.mu.Lock()
-		changed := !slices.EqualFunc(found, a.nodeProblems, func(x, y *phalanxv1.HealthProblem) bool {
-			return x.Check == y.Check && x.Message == y.Message
-		})
+		changed := !slices.Equal(found, a.nodeProblems)
 		a.nodeProblems = found
 		a.mu.Unlock()
 		if changed {
 			for _, p := range found {
-				a.log.Warn("node check failed", "check", p.Check, "message", p.Message)
+				a.log.Warn("node check failed", "check", p.check, "message", p.message)
 			}
 			a.wakeHeartbeat()
 		}
@@ -68,10 +64,10 @@ func (a *Agent) runNodeChecks(ctx context.Context) {
 }
 
 // check runs every built-in check once.
-func (c *NodeChecks) check() []*phalanxv1.HealthProblem {
-	var out []*phalanxv1.HealthProblem
+func (c *NodeChecks) check() []problem {
+	var out []problem
 	add := func(check, format string, args ...any) {
-		out = append(out, &phalanxv1.HealthProblem{Check: check, Message: fmt.Sprintf(format, args...)})
+		out = append(out, problem{check, fmt.Sprintf(format, args...)})
 	}
 	if c.MinFreeMB > 0 {
 		for _, dir := range c.Dirs {

@@ -114,7 +114,11 @@ func (a *Agent) heartbeat(ctx context.Context, interval time.Duration) (reregist
 			if resp.GetResumed() != nil {
 				a.forgetEvents(resp.GetResumed().AsTime())
 			}
-			a.setHealthCheck(resp.GetHealthCheck(), resp.GetDrained())
+			hc, err := healthCheckFromWire(resp.GetHealthCheck())
+			if err != nil {
+				a.log.Error("the controller's health program settings are invalid: not running it", "err", err)
+			}
+			a.setHealthCheck(hc, resp.GetDrained())
 		}
 	}
 }
