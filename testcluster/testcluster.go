@@ -158,7 +158,10 @@ func (c *Cluster) logger(component string) *slog.Logger {
 func (c *Cluster) startReplicas(n int) {
 	c.t.Helper()
 	for i := 0; i < n; i++ {
-		c.replicas = append(c.replicas, &replica{id: fmt.Sprintf("ctl%d", i), api: "127.0.0.1:0", raftAddr: "127.0.0.1:0"})
+		// Ports below the ephemeral range: a restarted replica binds its
+		// old ones again, which an outgoing connection may have taken
+		// meanwhile if they came from port 0.
+		c.replicas = append(c.replicas, &replica{id: fmt.Sprintf("ctl%d", i), api: freePort(c.t, "127.0.0.1"), raftAddr: freePort(c.t, "127.0.0.1")})
 		c.StartController(i)
 		if i == 0 {
 			c.waitLeader(10 * time.Second)
