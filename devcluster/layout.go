@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/phalanx-hpc/phalanx/internal/freeport"
 	"github.com/phalanx-hpc/phalanx/topology"
 )
 
@@ -155,8 +155,8 @@ func pickPorts(first string, n int) ([]Replica, error) {
 	for i := 0; i < n; i++ {
 		r := Replica{ID: fmt.Sprintf("ctl%d", i+1)}
 		if port == 0 {
-			if r.API, err = FreeAddr(host); err == nil {
-				r.Raft, err = FreeAddr(host)
+			if r.API, err = freeport.Addr(host); err == nil {
+				r.Raft, err = freeport.Addr(host)
 			}
 			if err != nil {
 				return nil, err
@@ -169,29 +169,6 @@ func pickPorts(first string, n int) ([]Replica, error) {
 	}
 	return out, nil
 }
-
-// FreeAddr returns host:port with a port free now, for a process started
-// next to bind. It picks below the kernel's ephemeral range (32768 and up
-// on Linux), where port 0 listeners and outgoing connections take theirs,
-// so that a port found free is not taken by one of those meanwhile.
-func FreeAddr(host string) (string, error) {
-	var err error
-	for try := 0; try < 100; try++ {
-		port := strconv.Itoa(lowPortMin + rand.IntN(lowPortMax-lowPortMin))
-		var l net.Listener
-		if l, err = net.Listen("tcp", net.JoinHostPort(host, port)); err == nil {
-			l.Close()
-			return l.Addr().String(), nil
-		}
-	}
-	return "", fmt.Errorf("no free port on %s: %w", host, err)
-}
-
-// The range FreeAddr picks from.
-const (
-	lowPortMin = 20000
-	lowPortMax = 32000
-)
 
 func findBin(explicit string) (string, error) {
 	if explicit != "" {

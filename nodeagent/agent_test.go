@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/internal/freeport"
 	"github.com/phalanx-hpc/phalanx/runtime/fake"
 )
 
@@ -285,13 +285,11 @@ func TestShutdownStopsTasks(t *testing.T) {
 }
 
 func TestControllerLateAndStreamBroken(t *testing.T) {
-	// Reserve an address with nothing listening on it yet.
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	// An address with nothing listening on it yet.
+	addr, err := freeport.Addr("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := lis.Addr().String()
-	lis.Close()
 	rt := fake.New()
 	a, err := New(Config{Name: node, Controllers: []string{addr}, StateDir: t.TempDir(), Runtime: rt,
 		HeartbeatInterval: 20 * time.Millisecond, Logger: testLogger(t)})

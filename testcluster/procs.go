@@ -14,7 +14,7 @@ import (
 	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
-	"github.com/phalanx-hpc/phalanx/devcluster"
+	"github.com/phalanx-hpc/phalanx/internal/freeport"
 	"github.com/phalanx-hpc/phalanx/pki"
 	"github.com/phalanx-hpc/phalanx/runtime"
 )
@@ -195,7 +195,7 @@ func commonFreePort(t testing.TB, ips []string) string {
 
 func freePort(t testing.TB, ip string) string {
 	t.Helper()
-	addr, err := devcluster.FreeAddr(ip)
+	addr, err := freeport.Addr(ip)
 	if err != nil {
 		t.Fatal(err)
 	}
