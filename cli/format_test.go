@@ -20,9 +20,10 @@ import (
 // offsets from it (start=-65m).
 var testNow = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 
-// TestFormat runs testdata/format_*: the input lists wire objects, one per
-// line ("job k=v ...", "node ...", "partition ...", plus "format STRING" and
-// "noheader" for squeue); the command picks the output.
+// TestFormat runs testdata/*: the input lists wire objects, one per line
+// ("job k=v ...", "node ...", "partition ...", plus "format STRING" for
+// squeue, "args ..." for sinfo's command line, and "noheader"); the command
+// picks the output.
 func TestFormat(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		if strings.HasPrefix(path, "testdata/fuzz/") {
@@ -43,12 +44,8 @@ func TestFormat(t *testing.T) {
 					return "error: " + err.Error() + "\n"
 				}
 				return out
-			case "sinfo":
-				return FormatSinfo(in.parts, in.nodes, in.noHeader)
-			case "sinfo-nodes":
-				return FormatSinfoNodes(in.parts, in.nodes, in.noHeader)
-			case "sinfo-reasons":
-				return FormatSinfoReasons(in.nodes, in.noHeader, time.UTC)
+			case "sinfo", "sinfo-nodes", "sinfo-reasons":
+				return sinfoOut(in, map[string][]string{"sinfo-nodes": {"-N"}, "sinfo-reasons": {"-R"}}[d.Cmd])
 			case "scontrol":
 				return scontrolAll(in)
 			}
@@ -56,6 +53,29 @@ func TestFormat(t *testing.T) {
 			return ""
 		})
 	})
+}
+
+// sinfoOut runs sinfo's command line (flags, then the input's "args" and
+// "noheader") on the input's partitions and nodes, at testNow in UTC.
+func sinfoOut(in objects, flags []string) string {
+	args := append(flags, in.args...)
+	if in.noHeader {
+		args = append(args, "-h")
+	}
+	q, err := parseSinfo(args)
+	if err != nil {
+		return "error: " + err.Error() + "\n"
+	}
+	parts, nodes := in.parts, in.nodes
+	if len(q.only) > 0 {
+		parts, nodes = onlyPartitions(parts, nodes, q.only)
+	}
+	q.view.Now, q.view.Loc = testNow, time.UTC
+	out, err := FormatSinfo(parts, nodes, q.view)
+	if err != nil {
+		return "error: " + err.Error() + "\n"
+	}
+	return out
 }
 
 func scontrolAll(in objects) string {
@@ -77,6 +97,7 @@ type objects struct {
 	nodes    []*phalanxv1.Node
 	parts    []*phalanxv1.Partition
 	format   string
+	args     []string // sinfo's command line
 	noHeader bool
 }
 
@@ -89,6 +110,12 @@ func parseObjects(t *testing.T, input string) objects {
 		case "":
 		case "format":
 			o.format = rest
+		case "args":
+			words, err := sbatch.Split(rest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.args = words
 		case "noheader":
 			o.noHeader = true
 		case "job":
@@ -208,6 +235,10 @@ func parseNode(t *testing.T, a kvs) *phalanxv1.Node {
 	if a["parts"] != "" {
 		n.Partitions = strings.Split(a["parts"], ",")
 	}
+	if a["stored"] != "" { // the state as stored: displayed as the controller displays it
+		n.State = cluster.DisplayState(&cluster.Node{State: cluster.NodeState(a["stored"]), CPUs: int(n.Cpus), GPUs: int(n.Gpus)},
+			int(n.GpusUsed), int(n.CpusUsed))
+	}
 	n.ReasonUser, n.ReasonTime = a["reason-user"], a.time(t, "reason-time")
 	if a["nics"] != "" {
 		n.Nics = parseNICs(t, a["nics"])
@@ -218,8 +249,8 @@ func parseNode(t *testing.T, a kvs) *phalanxv1.Node {
 	return n
 }
 
-// parseNICs reads "DEV/PORT:STATE:RATE:LINKLAYER[:GPUS:AFFINITY]", separated
-// by "|"; GPUS is comma-separated.
+// parseNICs reads "DEV/PORT:STATE[/PHYS]:RATE:LINKLAYER[:GPUS:AFFINITY]",
+// separated by "|"; GPUS is comma-separated.
 func parseNICs(t *testing.T, s string) []*phalanxv1.NICInfo {
 	var out []*phalanxv1.NICInfo
 	for _, spec := range strings.Split(s, "|") {
@@ -232,7 +263,8 @@ func parseNICs(t *testing.T, s string) []*phalanxv1.NICInfo {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := &phalanxv1.NICInfo{Device: dev, Port: int32(p), State: f[1], Rate: f[2], LinkLayer: f[3]}
+		state, phys, _ := strings.Cut(f[1], "/")
+		n := &phalanxv1.NICInfo{Device: dev, Port: int32(p), State: state, PhysState: phys, Rate: f[2], LinkLayer: f[3]}
 		if len(f) >= 6 {
 			for _, g := range strings.Split(f[4], ",") {
 				i, err := strconv.Atoi(g)

@@ -13,9 +13,12 @@ import (
 )
 
 var sinfoOptions = []getopt.Option{
+	{Long: "Format", Short: 'O', HasArg: true, Usage: "fields by name, NAME[:[.][WIDTH][SUFFIX]],..., e.g. \"NodeList:20,StateCompact:8,NICsUp:8,NICs:0\""},
 	{Long: "Node", Short: 'N', Usage: "one line per node"},
+	{Long: "format", Short: 'o', HasArg: true, Usage: "fields by letter, e.g. \"%9P %.6t %N %k\""},
 	{Long: "help", Usage: "show this help"},
 	{Long: "list-reasons", Short: 'R', Usage: "why nodes are down or drained: reason, who set it, when"},
+	{Long: "long", Short: 'l', Usage: "more columns (long node states, job size, weight, features, reason)"},
 	{Long: "noheader", Short: 'h', Usage: "no header line"},
 	{Long: "partition", Short: 'p', HasArg: true, Usage: "comma-separated partitions"},
 }
@@ -24,51 +27,84 @@ func (k *commands) sinfo() *ucli.Command {
 	return slurmCommand("sinfo", "show partitions and nodes", k.runSinfo)
 }
 
-func (k *commands) runSinfo(c *ucli.Context, args []string) error {
+// sinfoQuery is a parsed sinfo command line.
+type sinfoQuery struct {
+	view SinfoView
+	only []string // -p
+	help bool
+}
+
+func parseSinfo(args []string) (*sinfoQuery, error) {
 	vals, operands, err := getopt.Parse(sinfoOptions, args, getopt.Permute)
+	if err != nil {
+		return nil, err
+	}
+	if len(operands) > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", operands[0])
+	}
+	q := &sinfoQuery{}
+	for _, v := range vals {
+		switch v.Name {
+		case "Format":
+			q.view.LongFormat = v.Value
+		case "Node":
+			q.view.Node = true
+		case "format":
+			q.view.Format = v.Value
+		case "help":
+			q.help = true
+		case "list-reasons":
+			q.view.Reasons = true
+		case "long":
+			q.view.Long = true
+		case "noheader":
+			q.view.NoHeader = true
+		case "partition":
+			q.only = splitList(v.Value)
+		}
+	}
+	if _, err := q.view.columns(); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+func (k *commands) runSinfo(c *ucli.Context, args []string) error {
+	q, err := parseSinfo(args)
 	if err != nil {
 		return err
 	}
-	if len(operands) > 0 {
-		return fmt.Errorf("unexpected argument %q", operands[0])
-	}
-	var perNode, noHeader, reasons bool
-	var only []string
-	for _, v := range vals {
-		switch v.Name {
-		case "Node":
-			perNode = true
-		case "help":
-			fmt.Fprintf(k.sys.Stdout, "Usage: sinfo [OPTIONS]\n\n%s", getopt.Usage(sinfoOptions))
-			return nil
-		case "noheader":
-			noHeader = true
-		case "list-reasons":
-			reasons = true
-		case "partition":
-			only = splitList(v.Value)
-		}
+	if q.help {
+		fmt.Fprintf(k.sys.Stdout, "Usage: sinfo [OPTIONS]\n\n%s%s", getopt.Usage(sinfoOptions), sinfoFieldHelp())
+		return nil
 	}
 	parts, nodes, err := k.clusterState(c)
 	if err != nil {
 		return err
 	}
-	if len(only) > 0 {
-		parts = slices.DeleteFunc(parts, func(p *phalanxv1.Partition) bool { return !slices.Contains(only, p.Name) })
-		nodes = slices.DeleteFunc(nodes, func(n *phalanxv1.Node) bool {
-			return !slices.ContainsFunc(n.Partitions, func(p string) bool { return slices.Contains(only, p) })
-		})
+	if len(q.only) > 0 {
+		parts, nodes = onlyPartitions(parts, nodes, q.only)
 	}
-	if reasons {
-		fmt.Fprint(k.sys.Stdout, FormatSinfoReasons(nodes, noHeader, time.Local))
-		return nil
+	q.view.Now, q.view.Loc = k.sys.Now(), time.Local
+	out, err := FormatSinfo(parts, nodes, q.view)
+	if err != nil {
+		return err
 	}
-	if perNode {
-		fmt.Fprint(k.sys.Stdout, FormatSinfoNodes(parts, nodes, noHeader))
-		return nil
+	_, err = fmt.Fprint(k.sys.Stdout, out)
+	return err
+}
+
+// onlyPartitions keeps the partitions named and their nodes, each node
+// listing only those of its partitions (sinfo -N -p prints a row per node
+// in them, as Slurm's).
+func onlyPartitions(parts []*phalanxv1.Partition, nodes []*phalanxv1.Node, only []string) ([]*phalanxv1.Partition, []*phalanxv1.Node) {
+	keep := func(p string) bool { return slices.Contains(only, p) }
+	parts = slices.DeleteFunc(parts, func(p *phalanxv1.Partition) bool { return !keep(p.Name) })
+	nodes = slices.DeleteFunc(nodes, func(n *phalanxv1.Node) bool { return !slices.ContainsFunc(n.Partitions, keep) })
+	for _, n := range nodes {
+		n.Partitions = slices.DeleteFunc(slices.Clone(n.Partitions), func(p string) bool { return !keep(p) })
 	}
-	fmt.Fprint(k.sys.Stdout, FormatSinfo(parts, nodes, noHeader))
-	return nil
+	return parts, nodes
 }
 
 // clusterState fetches every partition and node.

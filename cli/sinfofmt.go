@@ -1,84 +1,225 @@
 package cli
 
 import (
-	"fmt"
+	"errors"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
-	"github.com/phalanx-hpc/phalanx/topology/hostlist"
 )
 
-// sinfo's columns: Slurm's "%9P %.5a %.10l %.6D %.6t %N" plus the GPUs
-// free and total of the row's nodes, last so that Slurm's columns keep
-// their positions.
-var (
-	sinfoFields = []field{
-		{verb: 'P', width: 9}, {literal: " "}, {verb: 'a', width: 5, right: true}, {literal: " "},
-		{verb: 'l', width: 10, right: true}, {literal: " "}, {verb: 'D', width: 6, right: true}, {literal: " "},
-		{verb: 't', width: 6, right: true}, {literal: " "}, {verb: 'N'}, {literal: " "}, {verb: 'G'},
-	}
-	sinfoNodeFields = []field{
-		{verb: 'N', width: 10}, {literal: " "}, {verb: 'D', width: 5, right: true}, {literal: " "},
-		{verb: 'P', width: 9}, {literal: " "}, {verb: 't', width: 5, right: true}, {literal: " "},
-		{verb: 'c', width: 4, right: true}, {literal: " "}, {verb: 'm', width: 8, right: true}, {literal: " "},
-		{verb: 'g', width: 4, right: true}, {literal: " "}, {verb: 'f', width: 9, right: true}, {literal: " "},
-		{verb: 'M'},
-	}
-	sinfoHeaders = map[byte]string{
-		'P': "PARTITION", 'a': "AVAIL", 'l': "TIMELIMIT", 'D': "NODES", 't': "STATE", 'N': "NODELIST",
-		'G': "GPUS(FREE/TOTAL)", 'c': "CPUS", 'm': "MEMORY", 'g': "GPUS", 'f': "GPUS_FREE", 'M': "GPU_MODEL",
-	}
+// sinfo's layouts, in -O syntax (sinfo -O takes them as they are). The
+// default is Slurm's "%9P %.5a %.10l %.6D %.6t %N" plus the GPUs free and
+// total of the row's nodes, last so that Slurm's columns keep their
+// positions. -N's is Phalanx's own (node, partition, state, CPUs, memory,
+// GPUs); -R's and -l's are Slurm's with the fields Phalanx has, GPU
+// columns last.
+const (
+	SinfoDefaultFormat     = "Partition:9 ,Available:.5 ,Time:.10 ,Nodes:.6 ,StateCompact:.6 ,NodeList: ,GPUsFreeTotal:"
+	SinfoLongFormat        = "Partition:9 ,Available:.5 ,Time:.10 ,Size:.10 ,Nodes:.6 ,StateLong:.11 ,NodeList: ,GPUsFreeTotal:"
+	SinfoNodeFormat        = "NodeList:10 ,Nodes:.5 ,Partition:9 ,StateCompact:.5 ,CPUs:.4 ,Memory:.8 ,GPUs:.4 ,GPUsFree:.9 ,GPUModel:"
+	SinfoNodeLongFormat    = "NodeList:10 ,Nodes:.6 ,Partition:9 ,StateLong:.11 ,CPUs:.4 ,Memory:.8 ,Weight:.6 ,Features:.8 ,Reason:20 ,GPUs:.4 ,GPUsFree:.9 ,GPUModel:"
+	SinfoReasonsFormat     = "Reason:20 ,User:9 ,TimeStamp:19 ,NodeList:"
+	SinfoReasonsLongFormat = "Reason:20 ,User:12 ,TimeStamp:19 ,StateCompact:6 ,NodeList:"
 )
 
-// sinfo -R's columns, Slurm's "%20E %9u %19H %N".
-var sinfoReasonFields = []field{
-	{verb: 'E', width: 20}, {literal: " "}, {verb: 'u', width: 9}, {literal: " "}, {verb: 'H', width: 19}, {literal: " "}, {verb: 'N'},
+// SinfoView says how sinfo prints: the columns (-o in Slurm's letters or
+// -O by name; neither: the layout's own), the layout (-N: a row per node
+// and partition; -R: only nodes with a reason; -l: longer), the header,
+// and the time and zone of dates.
+type SinfoView struct {
+	Format     string // -o
+	LongFormat string // -O
+	Node       bool
+	Reasons    bool
+	Long       bool
+	NoHeader   bool
+	Now        time.Time // -l's first line
+	Loc        *time.Location
 }
 
-// FormatSinfoReasons prints sinfo -R: the nodes that have a reason (down,
-// drained, draining), one row per reason, user and time, nodes as a
-// hostlist, rows in the order of their first node.
-func FormatSinfoReasons(nodes []*phalanxv1.Node, noHeader bool, loc *time.Location) string {
-	type key struct{ reason, user, when string }
-	groups := map[key][]string{}
-	var order []key
-	for _, n := range nodes {
-		if n.Reason == "" {
-			continue
-		}
-		k := key{n.Reason, orDefault(n.ReasonUser, "root"), fmtTime(n.ReasonTime, loc, "Unknown")}
-		if _, ok := groups[k]; !ok {
-			order = append(order, k)
-		}
-		groups[k] = append(groups[k], n.Name)
+// columns parses the view's format.
+func (v *SinfoView) columns() ([]sinfoColumn, error) {
+	switch {
+	case v.Format != "" && v.LongFormat != "":
+		return nil, errors.New("-o and -O both give the columns: use one")
+	case v.Format != "":
+		return parseSinfoFormat(v.Format)
+	case v.LongFormat != "":
+		return parseSinfoLong(v.LongFormat)
+	}
+	return parseSinfoLong(v.layout())
+}
+
+// layout is the format of the view's options: -R's (which wins over -N),
+// -N's or the default, long or not.
+func (v *SinfoView) layout() string {
+	switch {
+	case v.Reasons && v.Long:
+		return SinfoReasonsLongFormat
+	case v.Reasons:
+		return SinfoReasonsFormat
+	case v.Node && v.Long:
+		return SinfoNodeLongFormat
+	case v.Node:
+		return SinfoNodeFormat
+	case v.Long:
+		return SinfoLongFormat
+	}
+	return SinfoDefaultFormat
+}
+
+// sinfoRow is one printed line: a partition (nil: the nodes are in none)
+// and its nodes, alike in every partition and node field printed.
+type sinfoRow struct {
+	part  *phalanxv1.Partition
+	nodes []*phalanxv1.Node
+	has   map[string]bool // the names in nodes, while grouping
+}
+
+// FormatSinfo prints partitions and nodes as sinfo does. Without -N, nodes
+// are grouped as Slurm groups them: one row per distinct set of the
+// partition and node fields printed (a row per partition and state by
+// default; nodes whose printed NICs differ get rows of their own), rows in
+// partition order and then by state (idle, mix, alloc, drng, drain, down).
+// -R rows, of the nodes with a reason, come in the order of their first
+// node.
+func FormatSinfo(parts []*phalanxv1.Partition, nodes []*phalanxv1.Node, v SinfoView) (string, error) {
+	cols, err := v.columns()
+	if err != nil {
+		return "", err
+	}
+	if v.Loc == nil {
+		v.Loc = time.UTC
 	}
 	var b strings.Builder
-	if !noHeader {
-		render(&b, sinfoReasonFields, func(c byte) string {
-			return map[byte]string{'E': "REASON", 'u': "USER", 'H': "TIMESTAMP", 'N': "NODELIST"}[c]
-		})
+	if !v.NoHeader {
+		if v.Long {
+			b.WriteString(v.Now.In(v.Loc).Format("Mon Jan _2 15:04:05 2006") + "\n")
+		}
+		renderSinfo(&b, cols, func(f *sinfoField) string { return f.header })
 	}
-	for _, k := range order {
-		render(&b, sinfoReasonFields, func(c byte) string {
-			switch c {
-			case 'E':
-				return k.reason
-			case 'u':
-				return k.user
-			case 'H':
-				return k.when
+	for _, r := range sinfoRows(parts, nodes, cols, v) {
+		renderSinfo(&b, cols, func(f *sinfoField) string { return f.value(r, v.Loc) })
+	}
+	return b.String(), nil
+}
+
+// sinfoRows lists what each line prints: a row per node and partition with
+// -N, else the groups of sinfoEntries alike in the fields printed.
+func sinfoRows(parts []*phalanxv1.Partition, nodes []*phalanxv1.Node, cols []sinfoColumn, v SinfoView) []*sinfoRow {
+	entries := sinfoEntries(parts, nodes, v)
+	if v.Node && !v.Reasons {
+		return entries
+	}
+	var keys []*sinfoField
+	byState := false
+	for _, c := range cols {
+		if c.f != nil && c.f.row == nil {
+			keys = append(keys, c.f)
+			byState = byState || c.f.name == "StateCompact" || c.f.name == "StateLong"
+		}
+	}
+	groups := map[string]*sinfoRow{}
+	var rows []*sinfoRow
+	for _, e := range entries {
+		vals := make([]string, len(keys))
+		for i, f := range keys {
+			vals[i] = f.value(e, v.Loc)
+		}
+		k := strings.Join(vals, "\x00")
+		r := groups[k]
+		if r == nil {
+			r = &sinfoRow{part: e.part, has: map[string]bool{}}
+			groups[k] = r
+			rows = append(rows, r)
+		}
+		if n := e.nodes[0]; !r.has[n.Name] {
+			r.has[n.Name] = true
+			r.nodes = append(r.nodes, n)
+		}
+	}
+	if byState && !v.Reasons {
+		order := map[*phalanxv1.Partition]int{}
+		for i, p := range parts {
+			order[p] = i
+		}
+		slices.SortStableFunc(rows, func(a, b *sinfoRow) int {
+			if d := order[a.part] - order[b.part]; d != 0 {
+				return d
 			}
-			return hostlist.Compress(groups[k])
+			return compareStates(ShortNodeState(a.nodes[0].State), ShortNodeState(b.nodes[0].State))
 		})
 	}
-	return b.String()
+	return rows
+}
+
+// sinfoEntries lists every node with each partition it is in: partition by
+// partition (nodes in none left out) by default; node by node (a node in
+// none with a nil partition) with -N, and with -R for the nodes with a
+// reason.
+func sinfoEntries(parts []*phalanxv1.Partition, nodes []*phalanxv1.Node, v SinfoView) []*sinfoRow {
+	var out []*sinfoRow
+	add := func(p *phalanxv1.Partition, n *phalanxv1.Node) {
+		out = append(out, &sinfoRow{part: p, nodes: []*phalanxv1.Node{n}})
+	}
+	if !v.Node && !v.Reasons {
+		byName := make(map[string]*phalanxv1.Node, len(nodes))
+		for _, n := range nodes {
+			byName[n.Name] = n
+		}
+		for _, p := range parts {
+			for _, name := range p.Nodes {
+				if n, ok := byName[name]; ok {
+					add(p, n)
+				}
+			}
+		}
+		return out
+	}
+	partByName := make(map[string]*phalanxv1.Partition, len(parts))
+	for _, p := range parts {
+		partByName[p.Name] = p
+	}
+	for _, n := range nodes {
+		if v.Reasons && n.Reason == "" {
+			continue
+		}
+		if len(n.Partitions) == 0 {
+			add(nil, n)
+		}
+		for _, pn := range n.Partitions {
+			p := partByName[pn]
+			if p == nil {
+				p = &phalanxv1.Partition{Name: pn}
+			}
+			add(p, n)
+		}
+	}
+	return out
 }
 
 // stateOrder is the order of sinfo's rows within a partition.
 var stateOrder = []string{"idle", "mix", "alloc", "drng", "drain", "down"}
+
+// compareStates orders short states as stateOrder, others after them by
+// name.
+func compareStates(a, b string) int {
+	rank := func(s string) int {
+		if i := slices.Index(stateOrder, s); i >= 0 {
+			return i
+		}
+		return len(stateOrder)
+	}
+	if d := rank(a) - rank(b); d != 0 {
+		return d
+	}
+	if rank(a) == len(stateOrder) {
+		return strings.Compare(a, b)
+	}
+	return 0
+}
 
 // ShortNodeState is sinfo's abbreviation of a node state (IDLE → idle,
 // MIXED → mix, ...).
@@ -94,127 +235,6 @@ func ShortNodeState(s string) string {
 		return "drain"
 	}
 	return strings.ToLower(s)
-}
-
-// FormatSinfo prints one row per partition and node state, partitions in
-// the order given, the default partition marked with "*".
-func FormatSinfo(parts []*phalanxv1.Partition, nodes []*phalanxv1.Node, noHeader bool) string {
-	byName := make(map[string]*phalanxv1.Node, len(nodes))
-	for _, n := range nodes {
-		byName[n.Name] = n
-	}
-	var b strings.Builder
-	if !noHeader {
-		render(&b, sinfoFields, func(c byte) string { return sinfoHeaders[c] })
-	}
-	for _, p := range parts {
-		groups := map[string][]*phalanxv1.Node{}
-		for _, name := range p.Nodes {
-			if n, ok := byName[name]; ok {
-				st := ShortNodeState(n.State)
-				groups[st] = append(groups[st], n)
-			}
-		}
-		for _, st := range statesIn(groups) {
-			render(&b, sinfoFields, func(c byte) string { return partitionField(p, st, groups[st], c) })
-		}
-	}
-	return b.String()
-}
-
-// statesIn lists the states present, known ones first in stateOrder.
-func statesIn(groups map[string][]*phalanxv1.Node) []string {
-	var out []string
-	for _, st := range stateOrder {
-		if len(groups[st]) > 0 {
-			out = append(out, st)
-		}
-	}
-	var other []string
-	for st := range groups {
-		if !slices.Contains(stateOrder, st) {
-			other = append(other, st)
-		}
-	}
-	sort.Strings(other)
-	return append(out, other...)
-}
-
-func partitionField(p *phalanxv1.Partition, state string, nodes []*phalanxv1.Node, c byte) string {
-	switch c {
-	case 'P':
-		if p.Default {
-			return p.Name + "*"
-		}
-		return p.Name
-	case 'a':
-		return partitionAvail(p.State)
-	case 'l':
-		return sinfoLimit(p.MaxTimeSeconds)
-	case 'D':
-		return fmt.Sprint(len(nodes))
-	case 't':
-		return state
-	case 'N':
-		return hostlist.Compress(nodeNames(nodes))
-	case 'G':
-		free, total := 0, 0
-		for _, n := range nodes {
-			total += int(n.Gpus)
-			free += freeGPUs(n)
-		}
-		return fmt.Sprintf("%d/%d", free, total)
-	}
-	return ""
-}
-
-// FormatSinfoNodes prints sinfo -N: one row per node and partition.
-func FormatSinfoNodes(parts []*phalanxv1.Partition, nodes []*phalanxv1.Node, noHeader bool) string {
-	defaults := map[string]bool{}
-	for _, p := range parts {
-		defaults[p.Name] = p.Default
-	}
-	var b strings.Builder
-	if !noHeader {
-		render(&b, sinfoNodeFields, func(c byte) string { return sinfoHeaders[c] })
-	}
-	for _, n := range nodes {
-		partNames := n.Partitions
-		if len(partNames) == 0 {
-			partNames = []string{"n/a"}
-		}
-		for _, pn := range partNames {
-			if defaults[pn] {
-				pn += "*"
-			}
-			render(&b, sinfoNodeFields, func(c byte) string { return nodeField(n, pn, c) })
-		}
-	}
-	return b.String()
-}
-
-func nodeField(n *phalanxv1.Node, part string, c byte) string {
-	switch c {
-	case 'N':
-		return n.Name
-	case 'D':
-		return "1"
-	case 'P':
-		return part
-	case 't':
-		return ShortNodeState(n.State)
-	case 'c':
-		return fmt.Sprint(n.Cpus)
-	case 'm':
-		return fmt.Sprint(n.MemoryMb)
-	case 'g':
-		return fmt.Sprint(n.Gpus)
-	case 'f':
-		return fmt.Sprint(freeGPUs(n))
-	case 'M':
-		return orDefault(n.GpuModel, "-")
-	}
-	return ""
 }
 
 // freeGPUs counts GPUs a new job could get: none on a down or drained node.

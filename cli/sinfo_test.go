@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+)
+
+// sinfoFake answers ListPartitions and ListNodes from fixed data.
+type sinfoFake struct {
+	phalanxv1.UnimplementedControllerServiceServer
+	parts []*phalanxv1.Partition
+	nodes []*phalanxv1.Node
+}
+
+func (f *sinfoFake) ListPartitions(context.Context, *phalanxv1.ListPartitionsRequest) (*phalanxv1.ListPartitionsResponse, error) {
+	return &phalanxv1.ListPartitionsResponse{Partitions: f.parts}, nil
+}
+
+func (f *sinfoFake) ListNodes(context.Context, *phalanxv1.ListNodesRequest) (*phalanxv1.ListNodesResponse, error) {
+	return &phalanxv1.ListNodesResponse{Nodes: f.nodes}, nil
+}
+
+func TestSinfoNICs(t *testing.T) {
+	ib := func(dev, state string) *phalanxv1.NICInfo {
+		return &phalanxv1.NICInfo{Device: dev, Port: 1, State: state, Rate: "400 Gb/sec (4X NDR)", LinkLayer: "InfiniBand"}
+	}
+	addr := serveFake(t, &sinfoFake{
+		parts: []*phalanxv1.Partition{{Name: "gpu", Default: true, Nodes: []string{"gpu001", "gpu002", "gpu003"}}},
+		nodes: []*phalanxv1.Node{
+			{Name: "gpu001", State: "IDLE", Partitions: []string{"gpu"}, Nics: []*phalanxv1.NICInfo{ib("mlx5_0", "ACTIVE"), ib("mlx5_1", "ACTIVE")}},
+			{Name: "gpu002", State: "IDLE", Partitions: []string{"gpu"}, Nics: []*phalanxv1.NICInfo{ib("mlx5_0", "ACTIVE"), ib("mlx5_1", "ACTIVE")}},
+			{Name: "gpu003", State: "DRAINED", Reason: "rdma-link: mlx5_1/1 DOWN (Disabled)", Partitions: []string{"gpu"},
+				Nics: []*phalanxv1.NICInfo{ib("mlx5_0", "ACTIVE"), ib("mlx5_1", "DOWN")}},
+		},
+	})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sinfo", "-o", "%9P %.5D %t %N %K %k"},
+			"PARTITION NODES STATE NODELIST NICS(UP/TOTAL) NICS\n" +
+				"gpu*          2 idle gpu[001-002] 2/2 mlx5_0/1:ACTIVE:400Gb:IB,mlx5_1/1:ACTIVE:400Gb:IB\n" +
+				"gpu*          1 drain gpu003 1/2 mlx5_0/1:ACTIVE:400Gb:IB,mlx5_1/1:DOWN:400Gb:IB\n"},
+		{[]string{"sinfo", "-h", "--Format=NodeList:13,NICCount:.3 ,NICsUp:"},
+			"gpu[001-002]   2 2/2\n" +
+				"gpu003         2 1/2\n"},
+	} {
+		code, stdout, stderr := runOut(t, addr, tc.args...)
+		if code != 0 || stdout != tc.want || stderr != "" {
+			t.Errorf("%q: code %d, stderr %q, stdout:\n%s\nwant:\n%s", tc.args, code, stderr, stdout, tc.want)
+		}
+	}
+}
+
+// TestSinfoFormatErrors checks that a bad format fails before phx calls
+// the controller (there is none here): one line naming the fields there
+// are, status 1.
+func TestSinfoFormatErrors(t *testing.T) {
+	dead := closedAddr(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sinfo", "-O", "NodeList,Bogus:10"}, `sinfo: error: --Format: invalid field "Bogus": the fields are AllocMem, Available, `},
+		{[]string{"sinfo", "-o", "%N %Q"}, "sinfo: error: --format: invalid field %Q: the fields are %a %A "},
+		{[]string{"sinfo", "-N", "-o", "%N", "-O", "NICs"}, "sinfo: error: -o and -O both give the columns: use one"},
+	} {
+		code, stdout, stderr := runOut(t, dead, tc.args...)
+		if code != 1 || stdout != "" || !strings.HasPrefix(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%q: code %d, stdout %q, stderr %q; want 1 and one line %q...", tc.args, code, stdout, stderr, tc.want)
+		}
+	}
+}
+
+func TestSinfoHelpListsFields(t *testing.T) {
+	code, stdout, _ := runOut(t, closedAddr(t), "sinfo", "--help")
+	for _, want := range []string{"-O, --Format=VALUE", "-o, --format=VALUE", "-l, --long", "%k  NICs ", "%K  NICsUp ", "    NICCount ", "%t  StateCompact "} {
+		if code != 0 || !strings.Contains(stdout, want) {
+			t.Errorf("sinfo --help: code %d, no %q in:\n%s", code, want, stdout)
+		}
+	}
+}

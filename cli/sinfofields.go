@@ -1,0 +1,360 @@
+package cli
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/topology/hostlist"
+)
+
+// sinfoField is a column sinfo can print: its -O name, its -o letter (0:
+// none; Slurm has used most letters, so Phalanx's own fields are -O only
+// but for the NICs' %k and %K, letters Slurm leaves free), its header and
+// its value, which comes from exactly one of:
+//
+//   - part: the row's partition ("n/a" for nodes in none);
+//   - node: each node of the row. Rows split where a printed node field
+//     differs, so every node of a row has the same value;
+//   - row: the row's nodes together (count, hostlist, sums).
+type sinfoField struct {
+	name   string
+	letter byte
+	header string
+	doc    string
+	part   func(p *phalanxv1.Partition) string
+	node   func(n *phalanxv1.Node, loc *time.Location) string
+	row    func(nodes []*phalanxv1.Node) string
+}
+
+// sinfoFields are the fields, Slurm's first in the order of its -O names,
+// then Phalanx's.
+var sinfoFields = []sinfoField{
+	{name: "AllocMem", header: "ALLOCMEM", doc: "memory allocated to jobs, MB",
+		node: func(n *phalanxv1.Node, _ *time.Location) string { return fmt.Sprint(n.MemoryUsedMb) }},
+	{name: "Available", letter: 'a', header: "AVAIL", doc: "partition state: up, down, drain, inact",
+		part: func(p *phalanxv1.Partition) string { return partitionAvail(p.State) }},
+	{name: "CPUs", letter: 'c', header: "CPUS", doc: "CPUs per node",
+		node: func(n *phalanxv1.Node, _ *time.Location) string { return fmt.Sprint(n.Cpus) }},
+	{name: "CPUsState", letter: 'C', header: "CPUS(A/I/O/T)", doc: "CPUs allocated/idle/other (down, drained)/total",
+		row: cpusState},
+	{name: "DefaultTime", letter: 'L', header: "DEFAULTTIME", doc: "a job's default time limit, n/a when it is MaxTime",
+		part: func(p *phalanxv1.Partition) string {
+			if p.DefaultTimeSeconds == 0 {
+				return "n/a"
+			}
+			return sinfoLimit(p.DefaultTimeSeconds)
+		}},
+	{name: "Features", letter: 'f', header: "AVAIL_FEATURES", doc: "node features",
+		node: func(n *phalanxv1.Node, _ *time.Location) string {
+			return orDefault(strings.Join(n.Features, ","), "(null)")
+		}},
+	{name: "Gres", letter: 'G', header: "GRES", doc: "GPUs as gres: gpu:MODEL:COUNT",
+		node: func(n *phalanxv1.Node, _ *time.Location) string { return gres(n, n.Gpus) }},
+	{name: "GresUsed", header: "GRES_USED", doc: "GPUs in use as gres",
+		node: func(n *phalanxv1.Node, _ *time.Location) string { return gres(n, n.GpusUsed) }},
+	{name: "Memory", letter: 'm', header: "MEMORY", doc: "memory per node, MB",
+		node: func(n *phalanxv1.Node, _ *time.Location) string { return fmt.Sprint(n.MemoryMb) }},
+	{name: "NodeAI", letter: 'A', header: "NODES(A/I)", doc: "nodes allocated (or mixed)/idle", row: func(nodes []*phalanxv1.Node) string {
+		a, i, _ := nodesByState(nodes)
+		return fmt.Sprintf("%d/%d", a, i)
+	}},
+	{name: "NodeAIOT", letter: 'F', header: "NODES(A/I/O/T)", doc: "nodes allocated/idle/other/total", row: func(nodes []*phalanxv1.Node) string {
+		a, i, o := nodesByState(nodes)
+		return fmt.Sprintf("%d/%d/%d/%d", a, i, o, len(nodes))
+	}},
+	{name: "NodeHost", letter: 'n', header: "HOSTNAMES", doc: "node host names, as a hostlist",
+		row: func(nodes []*phalanxv1.Node) string { return hostlist.Compress(nodeNames(nodes)) }},
+	{name: "NodeList", letter: 'N', header: "NODELIST", doc: "node names, as a hostlist",
+		row: func(nodes []*phalanxv1.Node) string { return hostlist.Compress(nodeNames(nodes)) }},
+	{name: "Nodes", letter: 'D', header: "NODES", doc: "number of nodes",
+		row: func(nodes []*phalanxv1.Node) string { return fmt.Sprint(len(nodes)) }},
+	{name: "Partition", letter: 'P', header: "PARTITION", doc: "partition, * for the default",
+		part: func(p *phalanxv1.Partition) string {
+			if p.Default {
+				return p.Name + "*"
+			}
+			return p.Name
+		}},
+	{name: "PartitionName", letter: 'R', header: "PARTITION", doc: "partition",
+		part: func(p *phalanxv1.Partition) string { return p.Name }},
+	{name: "PreemptMode", letter: 'M', header: "PREEMPT_MODE", doc: "partition's preemption mode",
+		part: func(p *phalanxv1.Partition) string { return orDefault(p.PreemptMode, "OFF") }},
+	{name: "PriorityTier", letter: 'p', header: "PRIO_TIER", doc: "partition's priority tier",
+		part: func(p *phalanxv1.Partition) string { return fmt.Sprint(p.PriorityTier) }},
+	{name: "Reason", letter: 'E', header: "REASON", doc: "why the node is down or drained, none without a reason",
+		node: func(n *phalanxv1.Node, _ *time.Location) string { return orDefault(n.Reason, "none") }},
+	{name: "Size", letter: 's', header: "JOB_SIZE", doc: "nodes a job may have: 1-MaxNodes",
+		part: func(p *phalanxv1.Partition) string {
+			switch {
+			case p.MaxNodes == 0:
+				return "1-infinite"
+			case p.MaxNodes == 1:
+				return "1"
+			}
+			return fmt.Sprintf("1-%d", p.MaxNodes)
+		}},
+	{name: "StateCompact", letter: 't', header: "STATE", doc: "idle, mix, alloc, drng, drain, down",
+		node: func(n *phalanxv1.Node, _ *time.Location) string { return ShortNodeState(n.State) }},
+	{name: "StateLong", letter: 'T', header: "STATE", doc: "idle, mixed, allocated, draining, drained, down",
+		node: func(n *phalanxv1.Node, _ *time.Location) string { return strings.ToLower(n.State) }},
+	{name: "Time", letter: 'l', header: "TIMELIMIT", doc: "partition's MaxTime, infinite when unlimited",
+		part: func(p *phalanxv1.Partition) string { return sinfoLimit(p.MaxTimeSeconds) }},
+	{name: "TimeStamp", letter: 'H', header: "TIMESTAMP", doc: "when the reason was set, Unknown without one",
+		node: func(n *phalanxv1.Node, loc *time.Location) string { return fmtTime(n.ReasonTime, loc, "Unknown") }},
+	{name: "User", letter: 'u', header: "USER", doc: "who set the reason (phalanx: the health checks), Unknown without one",
+		node: func(n *phalanxv1.Node, _ *time.Location) string {
+			if n.Reason == "" {
+				return "Unknown"
+			}
+			return orDefault(n.ReasonUser, "root")
+		}},
+	{name: "Weight", letter: 'w', header: "WEIGHT", doc: "scheduling weight, lower first",
+		node: func(n *phalanxv1.Node, _ *time.Location) string { return fmt.Sprint(n.Weight) }},
+
+	{name: "GPUs", header: "GPUS", doc: "Phalanx: GPUs per node",
+		node: func(n *phalanxv1.Node, _ *time.Location) string { return fmt.Sprint(n.Gpus) }},
+	{name: "GPUsFree", header: "GPUS_FREE", doc: "Phalanx: GPUs a new job could get (none on a drained or down node)",
+		node: func(n *phalanxv1.Node, _ *time.Location) string { return fmt.Sprint(freeGPUs(n)) }},
+	{name: "GPUsFreeTotal", header: "GPUS(FREE/TOTAL)", doc: "Phalanx: the row's GPUs, free/total", row: func(nodes []*phalanxv1.Node) string {
+		free, total := 0, 0
+		for _, n := range nodes {
+			total += int(n.Gpus)
+			free += freeGPUs(n)
+		}
+		return fmt.Sprintf("%d/%d", free, total)
+	}},
+	{name: "GPUModel", header: "GPU_MODEL", doc: "Phalanx: GPU model, - without GPUs",
+		node: func(n *phalanxv1.Node, _ *time.Location) string { return orDefault(n.GpuModel, "-") }},
+	{name: "NICs", letter: 'k', header: "NICS", doc: "Phalanx: RDMA ports, DEV/PORT:STATE:RATE:LINK,... (LINK: IB or Eth)",
+		node: func(n *phalanxv1.Node, _ *time.Location) string { return sinfoNICs(n.Nics) }},
+	{name: "NICCount", header: "NIC_COUNT", doc: "Phalanx: number of RDMA ports",
+		node: func(n *phalanxv1.Node, _ *time.Location) string { return fmt.Sprint(len(n.Nics)) }},
+	{name: "NICsUp", letter: 'K', header: "NICS(UP/TOTAL)", doc: "Phalanx: RDMA ports up (ACTIVE and LinkUp)/total",
+		node: func(n *phalanxv1.Node, _ *time.Location) string {
+			up := 0
+			for _, nic := range n.Nics {
+				if nicUp(nic) {
+					up++
+				}
+			}
+			return fmt.Sprintf("%d/%d", up, len(n.Nics))
+		}},
+}
+
+// value is the field's value in row r.
+func (f *sinfoField) value(r *sinfoRow, loc *time.Location) string {
+	switch {
+	case f.part != nil && r.part == nil:
+		return "n/a"
+	case f.part != nil:
+		return f.part(r.part)
+	case f.node != nil:
+		return f.node(r.nodes[0], loc)
+	}
+	return f.row(r.nodes)
+}
+
+// sinfoColumn is a field with its width (0: as wide as the value; a wider
+// value is cut, as Slurm cuts it), or literal text when f is nil.
+type sinfoColumn struct {
+	f     *sinfoField
+	text  string
+	width int
+	right bool
+}
+
+// parseSinfoFormat reads -o: Slurm's "%[.][WIDTH]LETTER" between literal
+// text.
+func parseSinfoFormat(format string) ([]sinfoColumn, error) {
+	byLetter := map[byte]*sinfoField{}
+	for i := range sinfoFields {
+		if f := &sinfoFields[i]; f.letter != 0 {
+			byLetter[f.letter] = f
+		}
+	}
+	var bad byte
+	fields, err := parseFormat(format, func(c byte) bool {
+		if byLetter[c] == nil {
+			bad = c
+		}
+		return byLetter[c] != nil
+	})
+	if bad != 0 {
+		return nil, fmt.Errorf("--format: invalid field %%%c: the fields are %s; -O names them all (sinfo --help)", bad, sinfoLetters())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--format: %w", err)
+	}
+	cols := make([]sinfoColumn, len(fields))
+	for i, f := range fields {
+		cols[i] = sinfoColumn{f: byLetter[f.verb], text: f.literal, width: f.width, right: f.right}
+	}
+	return cols, nil
+}
+
+// parseSinfoLong reads -O: comma-separated NAME[:[.][WIDTH][SUFFIX]], names
+// in any case. Without a colon a field is 20 wide; with one and no width,
+// as wide as its value. "." aligns right; the suffix is printed after the
+// field (Slurm puts nothing between -O fields).
+func parseSinfoLong(format string) ([]sinfoColumn, error) {
+	var cols []sinfoColumn
+	for _, tok := range strings.Split(format, ",") {
+		name, spec, hasSpec := strings.Cut(tok, ":")
+		if name = strings.TrimSpace(name); name == "" && !hasSpec {
+			continue
+		}
+		f := sinfoLookup(name)
+		if f == nil {
+			return nil, fmt.Errorf("--Format: invalid field %q: the fields are %s", name, sinfoNames())
+		}
+		c := sinfoColumn{f: f, width: 20}
+		if hasSpec {
+			spec, c.right = strings.CutPrefix(spec, ".")
+			digits := len(spec) - len(strings.TrimLeft(spec, "0123456789"))
+			if c.right && digits == 0 {
+				return nil, fmt.Errorf("--Format: %q: a right-aligned field needs a width (NAME:.WIDTH)", tok)
+			}
+			c.width, _ = strconv.Atoi(spec[:digits])
+			spec = spec[digits:]
+		}
+		cols = append(cols, c)
+		if spec != "" {
+			cols = append(cols, sinfoColumn{text: spec})
+		}
+	}
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("--Format: no fields: write NAME[:[.][WIDTH][SUFFIX]],... (the fields are %s)", sinfoNames())
+	}
+	return cols, nil
+}
+
+func sinfoLookup(name string) *sinfoField {
+	for i := range sinfoFields {
+		if strings.EqualFold(sinfoFields[i].name, name) {
+			return &sinfoFields[i]
+		}
+	}
+	return nil
+}
+
+// sinfoNames lists the -O names: "AllocMem, Available, ...".
+func sinfoNames() string {
+	names := make([]string, len(sinfoFields))
+	for i, f := range sinfoFields {
+		names[i] = f.name
+	}
+	return strings.Join(names, ", ")
+}
+
+// sinfoLetters lists the -o letters as Slurm's manual does: "%a %A %c ...".
+func sinfoLetters() string {
+	var out []string
+	for c := byte('a'); c <= 'z'; c++ {
+		for _, l := range []byte{c, c - 'a' + 'A'} {
+			if slices.ContainsFunc(sinfoFields, func(f sinfoField) bool { return f.letter == l }) {
+				out = append(out, "%"+string(l))
+			}
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// sinfoFieldHelp is the field list of sinfo --help: letter, name, header,
+// meaning.
+func sinfoFieldHelp() string {
+	var b strings.Builder
+	b.WriteString("\nFields (-o %LETTER, -O NAME):\n")
+	for _, f := range sinfoFields {
+		letter := "  "
+		if f.letter != 0 {
+			letter = "%" + string(f.letter)
+		}
+		fmt.Fprintf(&b, "  %s  %-14s %-17s %s\n", letter, f.name, f.header, f.doc)
+	}
+	return b.String()
+}
+
+// renderSinfo writes one line: each column's value padded and cut to its
+// width.
+func renderSinfo(b *strings.Builder, cols []sinfoColumn, value func(*sinfoField) string) {
+	var line strings.Builder
+	for _, c := range cols {
+		if c.f == nil {
+			line.WriteString(c.text)
+			continue
+		}
+		line.WriteString(pad(value(c.f), c.width, c.right))
+	}
+	b.WriteString(strings.TrimRight(line.String(), " "))
+	b.WriteByte('\n')
+}
+
+// sinfoNICs prints a node's RDMA ports in one short column:
+// "mlx5_0/1:ACTIVE:200Gb:IB,mlx5_1/1:DOWN:200Gb:IB"; "(null)" without any.
+// scontrol show node has the rest (GPU affinity, netdev).
+func sinfoNICs(nics []*phalanxv1.NICInfo) string {
+	if len(nics) == 0 {
+		return "(null)"
+	}
+	out := make([]string, len(nics))
+	for i, n := range nics {
+		out[i] = fmt.Sprintf("%s/%d:%s:%s:%s", n.Device, n.Port, orDefault(n.State, "?"),
+			strings.TrimSuffix(shortRate(n.Rate), "/s"), shortLinkLayer(n.LinkLayer))
+	}
+	return strings.Join(out, ",")
+}
+
+func shortLinkLayer(l string) string {
+	switch l {
+	case "InfiniBand":
+		return "IB"
+	case "Ethernet":
+		return "Eth"
+	}
+	return orDefault(strings.ReplaceAll(l, " ", "_"), "?")
+}
+
+// nicUp reports whether a port carries traffic, as the agent's rdma-link
+// check has it: ACTIVE and physically LinkUp (an agent that does not
+// report the physical state is taken at its logical one).
+func nicUp(n *phalanxv1.NICInfo) bool {
+	return n.State == "ACTIVE" && (n.PhysState == "" || n.PhysState == "LinkUp")
+}
+
+// nodesByState counts nodes as Slurm's %A and %F do: allocated (or mixed),
+// idle, and other (drained, draining, down, ...).
+func nodesByState(nodes []*phalanxv1.Node) (alloc, idle, other int) {
+	for _, n := range nodes {
+		switch n.State {
+		case "ALLOCATED", "MIXED":
+			alloc++
+		case "IDLE":
+			idle++
+		default:
+			other++
+		}
+	}
+	return alloc, idle, other
+}
+
+// cpusState is Slurm's %C: CPUs allocated/idle/other/total, where the CPUs
+// of a drained, draining or down node that no job holds are other.
+func cpusState(nodes []*phalanxv1.Node) string {
+	var alloc, idle, other, total int32
+	for _, n := range nodes {
+		used := min(n.CpusUsed, n.Cpus)
+		total += n.Cpus
+		alloc += used
+		switch n.State {
+		case "DOWN", "DRAINED", "DRAINING", "FUTURE":
+			other += n.Cpus - used
+		default:
+			idle += n.Cpus - used
+		}
+	}
+	return fmt.Sprintf("%d/%d/%d/%d", alloc, idle, other, total)
+}
