@@ -33,6 +33,10 @@ type Node struct {
 	ReasonUser string    // who set the reason: a user, or SystemUser
 	Registered time.Time // last registration
 	StateTime  time.Time // last state change
+	// Health is the verdict of its agent's health checks: every failing
+	// check as one line ("check: message; ..."), empty when they all pass
+	// (or the agent checks nothing). See SetHealth.
+	Health string
 }
 
 // SystemUser is the reason user of states Phalanx itself sets: a node not

@@ -15,10 +15,11 @@ import (
 
 // Defaults of the global keys, which Parse stores when a key is absent.
 const (
-	DefaultControllerPort = 7817
-	DefaultRaftPort       = 7819
-	DefaultMinJobAge      = 300 * time.Second
-	DefaultPurgeJobAfter  = 30 * 24 * time.Hour
+	DefaultControllerPort  = 7817
+	DefaultRaftPort        = 7819
+	DefaultMinJobAge       = 300 * time.Second
+	DefaultPurgeJobAfter   = 30 * 24 * time.Hour
+	DefaultPurgeEventAfter = 30 * 24 * time.Hour
 )
 
 // Config is what phalanx.conf says. Parse fills an absent global key with
@@ -50,6 +51,9 @@ type Config struct {
 	// (zero: no cap, the default).
 	PurgeJobAfter time.Duration
 	MaxJobHistory int
+	// PurgeEventAfter is how long node events (phx events) are kept
+	// (slurmdbd.conf's key; default 30 days).
+	PurgeEventAfter time.Duration
 	// MaxJobCount is Slurm's: the most jobs the controller holds that have
 	// not finished (pending, running, ending); a submit beyond it is
 	// refused. Zero: no cap, the default.
@@ -161,11 +165,12 @@ type parser struct {
 func newParser() *parser {
 	return &parser{
 		cfg: &Config{
-			ControllerPort: DefaultControllerPort,
-			RaftPort:       DefaultRaftPort,
-			MinJobAge:      DefaultMinJobAge,
-			PurgeJobAfter:  DefaultPurgeJobAfter,
-			MaxScriptSize:  cluster.DefaultMaxScriptSize,
+			ControllerPort:  DefaultControllerPort,
+			RaftPort:        DefaultRaftPort,
+			MinJobAge:       DefaultMinJobAge,
+			PurgeJobAfter:   DefaultPurgeJobAfter,
+			PurgeEventAfter: DefaultPurgeEventAfter,
+			MaxScriptSize:   cluster.DefaultMaxScriptSize,
 		},
 		warned:     map[string]bool{},
 		nodeLine:   map[string]string{},
@@ -245,7 +250,9 @@ func (p *parser) global(file string, num int, kv pair) {
 	case "minjobage":
 		p.minJobAge(file, num, kv)
 	case "purgejobafter":
-		p.purgeJobAfter(file, num, kv)
+		p.purgeAfter(file, num, kv, &p.cfg.PurgeJobAfter)
+	case "purgeeventafter":
+		p.purgeAfter(file, num, kv, &p.cfg.PurgeEventAfter)
 	case "maxjobcount":
 		p.count(file, num, kv, "jobs not yet finished to hold", &p.cfg.MaxJobCount)
 	case "maxjobhistory":
@@ -340,9 +347,10 @@ var purgeUnits = []struct {
 	{"month", 30 * 24 * time.Hour},
 }
 
-// purgeJobAfter parses PurgeJobAfter=N[hours|days|months] as slurmdbd.conf
-// does: a bare number is months; a month is 30 days.
-func (p *parser) purgeJobAfter(file string, num int, kv pair) {
+// purgeAfter parses PurgeJobAfter=N[hours|days|months] (or another purge
+// key of slurmdbd.conf) into dst as slurmdbd.conf does: a bare number is
+// months; a month is 30 days.
+func (p *parser) purgeAfter(file string, num int, kv pair, dst *time.Duration) {
 	if !p.once(file, num, kv, kv.lower) {
 		return
 	}
@@ -363,7 +371,7 @@ func (p *parser) purgeJobAfter(file string, num int, kv pair) {
 		p.errorf(file, num, "%s=%s: want a positive number of hours, days or months, e.g. %s=30days (a bare number is months)", kv.Key, v, kv.Key)
 		return
 	}
-	p.cfg.PurgeJobAfter = time.Duration(n) * per
+	*dst = time.Duration(n) * per
 }
 
 // count parses a KEY=N cap on what, 0 for none.

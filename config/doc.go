@@ -25,6 +25,9 @@
 //	                                long after it ended, default 30days; a
 //	                                bare number is months (of 30 days), as in
 //	                                slurmdbd.conf
+//	PurgeEventAfter=N[hours|days|months]
+//	                                a node event (phx events) is kept this
+//	                                long, default 30days; as PurgeJobAfter
 //	MaxJobHistory=N                 the most finished jobs kept for accounting
 //	                                (the oldest go first); default 0, no cap
 //	MaxJobCount=N                   Slurm's: the most jobs not yet finished

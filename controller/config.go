@@ -88,6 +88,11 @@ type Config struct {
 	// (default 30 days); MaxJobHistory caps how many are kept (0: no cap).
 	PurgeJobAfter time.Duration
 	MaxJobHistory int
+	// PurgeEventAfter: node events are forgotten this long after they
+	// happened (default 30 days); MaxEvents caps how many are kept, the
+	// oldest going first (default 100,000).
+	PurgeEventAfter time.Duration
+	MaxEvents       int
 	// MaxJobCount: the most jobs not yet finished (pending, running,
 	// ending) the cluster holds; a submit beyond it is refused until some
 	// end (Slurm's MaxJobCount). Zero: no cap.
@@ -224,6 +229,12 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if out.PurgeJobAfter == 0 {
 		out.PurgeJobAfter = 30 * 24 * time.Hour
+	}
+	if out.PurgeEventAfter == 0 {
+		out.PurgeEventAfter = 30 * 24 * time.Hour
+	}
+	if out.MaxEvents == 0 {
+		out.MaxEvents = 100000
 	}
 	if out.RequestTTL == 0 {
 		out.RequestTTL = 15 * time.Minute

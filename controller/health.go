@@ -16,7 +16,9 @@ import (
 // messages as its reason and SystemUser as the reason's user; when every
 // check passes again, a node so drained is resumed. A node an
 // administrator drained or downed is left alone either way (as LBNL NHC
-// leaves alone a node whose reason it did not set).
+// leaves alone a node whose reason it did not set), but the new verdict is
+// recorded, and is an event (cluster.SetHealth). Only a verdict that
+// changes something is proposed: heartbeats are not replicated.
 //
 // Most problems are states that hold while they are reported (a link is
 // down). An event problem (an XID) is seen once, and the agent keeps
@@ -73,26 +75,30 @@ func currentProblems(node *cluster.Node, problems []*phalanxv1.HealthProblem) []
 	return out
 }
 
-// applyHealth drains node when its agent reports problems, and resumes it
-// when a drain of the agent's checks is over. It proposes only changes.
+// applyHealth proposes the verdict of node's checks when it changes
+// anything: it drains a node whose agent reports problems, resumes one
+// when a drain of its checks is over, and records a new verdict on a node
+// an administrator drained. The store decides again when it applies it,
+// on the node as it is then.
 func (s *Server) applyHealth(ctx context.Context, node *cluster.Node, problems []*phalanxv1.HealthProblem) error {
 	reason, err := healthReason(currentProblems(node, problems))
 	if err != nil {
 		return err
 	}
-	ours := node.State == cluster.NodeDrain && node.ReasonUser == cluster.SystemUser
-	var state cluster.NodeState
-	switch {
-	case reason != "" && (node.State == cluster.NodeUp || ours && node.Reason != reason):
-		state = cluster.NodeDrain
-		s.log.Warn("node unhealthy: draining it", "node", node.Name, "reason", reason)
-	case reason == "" && ours:
-		state = cluster.NodeUp
-		s.log.Info("node healthy again: resuming it", "node", node.Name, "was", node.Reason)
-	default:
+	now := s.cfg.Clock.Now()
+	_, e, changed := cluster.SetHealth(node, reason, now)
+	if !changed {
 		return nil
 	}
-	_, err = s.propose(ctx, fsm.SetNodeState{Name: node.Name, State: state, Reason: reason, User: cluster.SystemUser, Time: s.cfg.Clock.Now()})
+	switch e.Kind {
+	case cluster.EventDrained:
+		s.log.Warn("node unhealthy: draining it", "node", node.Name, "reason", reason)
+	case cluster.EventResumed:
+		s.log.Info("node healthy again: resuming it", "node", node.Name, "was", node.Reason)
+	default:
+		s.log.Info("node health changed; its state is an administrator's", "node", node.Name, "state", node.State, "health", reason)
+	}
+	_, err = s.propose(ctx, fsm.SetNodeHealth{Name: node.Name, Problems: reason, Time: now})
 	if err == nil {
 		s.kickScheduler()
 	}

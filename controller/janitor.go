@@ -7,9 +7,9 @@ import (
 	"github.com/phalanx-hpc/phalanx/store"
 )
 
-// expire proposes forgetting the finished jobs and submit requests that
-// outlived their retention. Every replica forgets the same ones: the
-// cut-offs are in the command.
+// expire proposes forgetting the finished jobs, submit requests and node
+// events that outlived their retention. Every replica forgets the same
+// ones: the cut-offs are in the command.
 func (s *Server) expire(ctx context.Context) {
 	now := s.cfg.Clock.Now()
 	r := store.Retention{
@@ -17,8 +17,10 @@ func (s *Server) expire(ctx context.Context) {
 		MaxRequests:    s.cfg.MaxRequests,
 		HistoryBefore:  now.Add(-s.cfg.PurgeJobAfter),
 		MaxHistory:     s.cfg.MaxJobHistory,
+		EventsBefore:   now.Add(-s.cfg.PurgeEventAfter),
+		MaxEvents:      s.cfg.MaxEvents,
 	}
 	if _, err := s.propose(ctx, fsm.Expire{Retention: r}); err != nil {
-		s.log.Error("expire old jobs and requests", "err", err)
+		s.log.Error("expire old jobs, requests and events", "err", err)
 	}
 }

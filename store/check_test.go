@@ -81,7 +81,8 @@ func checkConsistency(s *Store) error {
 // checkMemory checks the in-memory indexes against each other: the active
 // list is the active map in ID order and holds only active jobs, no ID is
 // both active and finished, the next ID is above every job, the live-job
-// index is exact, nodes are listed by name, and no GPU is held twice.
+// index is exact, nodes are listed by name, events are in order below the
+// next number, and no GPU is held twice.
 func checkMemory(st *state) error {
 	if len(st.active) != len(st.jobs) {
 		return fmt.Errorf("active list has %d jobs, map %d", len(st.active), len(st.jobs))
@@ -131,6 +132,11 @@ func checkMemory(st *state) error {
 			return fmt.Errorf("node list entry %s is not the map's", n.Name)
 		}
 	}
+	for i, e := range st.events {
+		if e.seq >= st.nextEvent || i > 0 && st.events[i-1].seq >= e.seq {
+			return fmt.Errorf("event %d (entry %d) is out of order, or not below the next number %d", e.seq, i, st.nextEvent)
+		}
+	}
 	return checkNoDoubleBooking(st.active)
 }
 
@@ -162,6 +168,10 @@ func sameState(mem, disk *state) error {
 		return fmt.Errorf("controllers: memory %v, disk %v", mem.ctls, disk.ctls)
 	case len(mem.nodes) != len(disk.nodes) || len(mem.parts) != len(disk.parts):
 		return fmt.Errorf("nodes or partitions differ in number")
+	case mem.nextEvent != disk.nextEvent:
+		return fmt.Errorf("next event: memory %d, disk %d", mem.nextEvent, disk.nextEvent)
+	case fmt.Sprint(mem.events) != fmt.Sprint(disk.events):
+		return fmt.Errorf("events: memory %v, disk %v", mem.events, disk.events)
 	}
 	for id, j := range mem.jobs {
 		if err := sameRecord(fmt.Sprintf("job %d", id), j, disk.jobs[id], jobRecord); err != nil {

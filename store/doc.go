@@ -1,5 +1,6 @@
 // Package store keeps the controller's replicated state: jobs, nodes,
-// partitions, the replicas' addresses and the submit requests already seen.
+// partitions, the replicas' addresses, the submit requests already seen
+// and the nodes' events.
 // It is what the Raft FSM applies commands to, and what every read and the
 // scheduler's snapshot come from.
 //
@@ -9,10 +10,11 @@
 //
 //   - Memory holds everything a command or the scheduler needs: the active
 //     jobs (not terminal, or still holding resources) with their scripts and
-//     environments, nodes, partitions, replicas, submit requests, and for
-//     finished jobs only their IDs and end times. Applying a command reads
-//     and changes memory only, so applying costs the same with 10 jobs
-//     queued or 10,000, and reads (State, ActiveJobs, Job) never decode.
+//     environments, nodes, partitions, replicas, submit requests, for
+//     finished jobs only their IDs and end times, and for node events only
+//     their numbers and times. Applying a command reads and changes memory
+//     only, so applying costs the same with 10 jobs queued or 10,000, and
+//     reads (State, ActiveJobs, Job) never decode.
 //     Values reachable from memory are never changed in place: a command
 //     replaces what it changes (copy on write), so what a reader got stays
 //     valid and consistent without a lock. Callers must not modify them.
@@ -24,9 +26,17 @@
 //     quorum. If the process dies before the writer commits, the database is
 //     at an older applied index and Raft replays the entries after it.
 //
-// Reads of finished jobs go to bbolt; they first wait until the writer has
-// committed everything applied when the read began, so a job that has just
-// finished is never missing.
+// Reads of finished jobs and of events go to bbolt; they first wait until
+// the writer has committed everything applied when the read began, so a job
+// that has just finished, or an event just recorded, is never missing.
+//
+// # Node events
+//
+// A command that registers a node, sets its state or records a new verdict
+// of its health checks also records the event (cluster.Event), in the same
+// apply and so in the same transaction: every replica has the same events,
+// each once, and a replayed entry records none. Events are numbered from 1
+// in the order they were applied (meta/nextevent), and never renumbered.
 //
 // # Applied index
 //
@@ -38,12 +48,13 @@
 // recorded. Every method checks what can reject it before changing
 // anything, so a rejection never leaves half a change.
 //
-// # Schema (version 2)
+// # Schema (version 3)
 //
 //	meta/                      bucket
-//	  version      -> uint64   schema version, 2
+//	  version      -> uint64   schema version, 3
 //	  applied      -> uint64   index of the last applied Raft entry
 //	  nextjob      -> uint64   smallest job ID above every submitted job
+//	  nextevent    -> uint64   the number of the next node event (absent: 1)
 //	jobs/                      bucket: active jobs
 //	  <id>         -> statev1.Job         spec and status, without payload
 //	history/                   bucket: finished jobs (moved from jobs/)
@@ -59,20 +70,22 @@
 //	  "cancel" 0x00 <request id> -> statev1.SubmitRequest  a cancel: the jobs it cancelled
 //	controllers/
 //	  <raft id>    -> statev1.Controller
+//	events/                    node events, since version 3
+//	  <seq>        -> statev1.Event
 //
 // Records are protobuf messages of api/phalanx/state/v1 (package codec
 // converts): fields are added, never renamed or renumbered, so a record
 // written by one version reads the same in the next. Integers (uint64
-// values, <id>) are 8-byte big-endian so that keys sort numerically; <seq>
-// is a 4-byte big-endian position. A job is rewritten on every change, but
+// values, <id>, an event's <seq>) are 8-byte big-endian so that keys sort
+// numerically; a partition's <seq> is a 4-byte big-endian position. A job is rewritten on every change, but
 // its payload (the bulk of it: script and exported environment) is written
 // once and never sent in lists.
 //
 // # Retention
 //
-// Finished jobs and submit requests are forgotten by an Expire command the
-// leader proposes with the cut-off times and counts, so that every replica
-// forgets the same ones.
+// Finished jobs, submit requests and node events are forgotten by an
+// Expire command the leader proposes with the cut-off times and counts, so
+// that every replica forgets the same ones.
 //
 // # Snapshots
 //
@@ -86,6 +99,8 @@
 //
 // Open brings an older database to the current version, one step at a time,
 // each step in its own transaction (see migrations; version 1 stored JSON of
-// the in-memory structs, frozen in migrate_v1.go). A database from a newer
-// version is refused with a message that says to upgrade.
+// the in-memory structs, frozen in migrate_v1.go; version 3 added the
+// events bucket). A database from a newer version is refused with a
+// message that says to upgrade. testdata/vN holds a database of each
+// version, and the tests open each one.
 package store

@@ -21,16 +21,22 @@ type Retention struct {
 	HistoryBefore time.Time
 	// MaxHistory: beyond this many finished jobs, the oldest are forgotten.
 	MaxHistory int
+	// EventsBefore: node events from before this are forgotten.
+	EventsBefore time.Time
+	// MaxEvents: beyond this many node events, the oldest are forgotten.
+	MaxEvents int
 }
 
-// Expire forgets the submit requests and finished jobs that outlived the
-// retention. Every replica forgets the same ones: the choice depends only
-// on the state and the command. Oldest means the earliest time, then the
-// lowest job ID.
+// Expire forgets the submit requests, finished jobs and node events that
+// outlived the retention. Every replica forgets the same ones: the choice
+// depends only on the state and the command. The oldest requests and jobs
+// are those of the earliest time, then the lowest job ID; the oldest
+// events are the first recorded.
 func (s *Store) Expire(idx uint64, r Retention) error {
 	return s.apply(idx, func(c *change) error {
 		c.expireRequests(r)
 		c.expireHistory(r)
+		c.expireEvents(r)
 		return nil
 	})
 }

@@ -25,6 +25,7 @@ type stateDump struct {
 	Partitions  []*cluster.Partition
 	Requests    map[string]cluster.JobID // request ID (hex) -> job
 	Controllers []Controller
+	Events      []cluster.Event `json:",omitempty"`
 }
 
 func dumpJSON(t *testing.T, s *Store) []byte {
@@ -46,6 +47,10 @@ func dumpJSON(t *testing.T, s *Store) []byte {
 	sort.Slice(ids, func(i, k int) bool { return ids[i] < ids[k] })
 	for _, id := range ids {
 		d.Jobs = append(d.Jobs, mustJob(t, s, id))
+	}
+	var err error
+	if d.Events, err = s.Events(EventQuery{}); err != nil {
+		t.Fatal(err)
 	}
 	out, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
@@ -133,7 +138,7 @@ func TestMigrateVersion1(t *testing.T) {
 // (every kind of record) and checks what it reads: a change to the
 // persisted format that would misread existing data fails here.
 func TestSnapshotFormat(t *testing.T) {
-	const fixture = "testdata/v2/snapshot.db"
+	const fixture = "testdata/v3/snapshot.db"
 	if *update {
 		writeSnapshotFixture(t, fixture)
 	}
@@ -145,7 +150,46 @@ func TestSnapshotFormat(t *testing.T) {
 	if err := s.Restore(bytes.NewReader(data)); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "testdata/v2/snapshot.json", dumpJSON(t, s))
+	golden(t, "testdata/v3/snapshot.json", dumpJSON(t, s))
+	// The oldest events were forgotten; numbers go on from the last.
+	if err := s.SetNodeState(s.AppliedIndex()+1, "n1", cluster.NodeDrain, "after", "root", at(100)); err != nil {
+		t.Fatal(err)
+	}
+	if evs, err := s.Events(EventQuery{Since: at(100)}); err != nil || len(evs) != 1 || evs[0].Seq != 9 {
+		t.Errorf("the event after the snapshot's: %+v, %v; want number 9", evs, err)
+	}
+}
+
+// TestMigrateVersion2 opens a database written by version 2 (no node
+// events), as an upgraded controller would, and restores a snapshot of
+// it, as a replica gets one from a leader not yet upgraded: both read the
+// same records, no events, and record events from 1.
+func TestMigrateVersion2(t *testing.T) {
+	const fixture = "testdata/v2/snapshot.db"
+	path := filepath.Join(t.TempDir(), "state.db")
+	copyFile(t, fixture, path)
+	s := openTest(t, path)
+	got := dumpJSON(t, s)
+	golden(t, "testdata/v2/snapshot.json", got)
+	data, err := os.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := openTest(t, "")
+	if err := r.Restore(bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	if restored := dumpJSON(t, r); !bytes.Equal(restored, got) {
+		t.Errorf("restoring a version 2 snapshot reads\n%s\nopening it reads\n%s", restored, got)
+	}
+	for _, st := range []*Store{s, r} {
+		if err := st.SetNodeState(st.AppliedIndex()+1, "n1", cluster.NodeDrain, "upgraded", "root", at(100)); err != nil {
+			t.Fatal(err)
+		}
+		if evs, err := st.Events(EventQuery{}); err != nil || len(evs) != 1 || evs[0].Seq != 1 || evs[0].Message != "upgraded" {
+			t.Errorf("events after the migration: %+v, %v; want the drain, number 1", evs, err)
+		}
+	}
 }
 
 // writeSnapshotFixture builds a store holding every kind of record and
@@ -191,6 +235,12 @@ func writeSnapshotFixture(t *testing.T, path string) {
 	_, err = s.CancelJobs(next(), []cluster.JobID{3}, at(14), "Cancelled by user", nil)
 	must(err)
 	must(s.SetNodeState(next(), "n3", cluster.NodeDrain, "bad ECC", "root", at(15)))
+	// Events 1-3 are the registrations, 4 the drain.
+	must(s.SetNodeHealth(next(), "n2", "rdma-link: mlx5_0/1 DOWN (Disabled)", at(16)))
+	must(s.SetNodeHealth(next(), "n3", "gpu-ecc: GPU 5 has 1 uncorrectable error", at(17)))
+	must(s.SetNodeState(next(), "n2", cluster.NodeUp, "", "root", at(18)))
+	must(s.SetNodesDown(next(), []string{"n2"}, ReasonNotResponding, at(19)))
+	must(s.Expire(next(), Retention{EventsBefore: t0, MaxEvents: 6})) // forgets 1 and 2
 	must(s.Flush())
 	f, err := os.Create(path)
 	must(err)

@@ -15,7 +15,11 @@ const ReasonNotResponding = "Not responding"
 // RegisterNode records what an agent reported about its host: hardware,
 // address, leaf switch and registration time replace what was stored. A new
 // node is UP; a node DOWN because it was not responding comes back UP; a
-// DRAIN node, or one an admin set DOWN, keeps its state.
+// DRAIN node, or one an admin set DOWN, keeps its state. Its health
+// checks' verdict is kept until its agent reports again. Every
+// registration is an event; a node recorded again with the same
+// registration time (the leader merging phalanx.conf's weight and
+// features into it) is none.
 func (s *Store) RegisterNode(idx uint64, n *cluster.Node) error {
 	return s.apply(idx, func(c *change) error {
 		if n == nil || n.Name == "" {
@@ -31,14 +35,24 @@ func (s *Store) RegisterNode(idx uint64, n *cluster.Node) error {
 		default:
 			u.State, u.Reason, u.ReasonUser, u.StateTime = old.State, old.Reason, old.ReasonUser, old.StateTime
 		}
+		u.Health = ""
+		if old != nil {
+			u.Health = old.Health
+		}
 		c.putNode(u)
+		if old == nil || !u.Registered.Equal(old.Registered) {
+			c.event(cluster.RegisteredEvent(old, u))
+		}
 		return nil
 	})
 }
 
 // SetNodeState sets a node's stored state (UP, DOWN or DRAIN), its reason
-// and who gave it (user). DOWN ends the node's part of every live job in the same command
-// (cluster.NodeLost): its tasks there are LOST and the jobs NODE_FAIL.
+// and who gave it (user), and records the event. DOWN ends the node's part
+// of every live job in the same command (cluster.NodeLost): its tasks
+// there are LOST and the jobs NODE_FAIL. UP also clears the verdict of its
+// health checks: a node returned to service starts afresh, and its
+// agent's next report drains it again if a check still fails.
 func (s *Store) SetNodeState(idx uint64, name string, st cluster.NodeState, reason, user string, t time.Time) error {
 	return s.apply(idx, func(c *change) error {
 		switch st {
@@ -52,7 +66,11 @@ func (s *Store) SetNodeState(idx uint64, name string, st cluster.NodeState, reas
 		}
 		u := n.Clone()
 		u.State, u.Reason, u.ReasonUser, u.StateTime = st, reason, user, t
+		if st == cluster.NodeUp {
+			u.Health = ""
+		}
 		c.putNode(u)
+		c.event(cluster.StateEvent(n, u, user))
 		if st == cluster.NodeDown {
 			c.loseNodes([]string{name}, t, reason)
 		}
@@ -61,7 +79,8 @@ func (s *Store) SetNodeState(idx uint64, name string, st cluster.NodeState, reas
 }
 
 // SetNodesDown marks several nodes DOWN at once (a rack or a switch that
-// went silent together). Unknown names and nodes already DOWN are skipped.
+// went silent together), each with its event. Unknown names and nodes
+// already DOWN are skipped.
 func (s *Store) SetNodesDown(idx uint64, names []string, reason string, t time.Time) error {
 	return s.apply(idx, func(c *change) error {
 		var lost []string
@@ -73,9 +92,30 @@ func (s *Store) SetNodesDown(idx uint64, names []string, reason string, t time.T
 			u := n.Clone()
 			u.State, u.Reason, u.ReasonUser, u.StateTime = cluster.NodeDown, reason, cluster.SystemUser, t
 			c.putNode(u)
+			c.event(cluster.StateEvent(n, u, cluster.SystemUser))
 			lost = append(lost, name)
 		}
 		c.loseNodes(lost, t, reason)
+		return nil
+	})
+}
+
+// SetNodeHealth records the verdict of a node's health checks, problems
+// (empty: they all pass), given at time t: it drains or resumes the node
+// as cluster.SetHealth says, with the event. A verdict that changes
+// nothing records nothing.
+func (s *Store) SetNodeHealth(idx uint64, name, problems string, t time.Time) error {
+	return s.apply(idx, func(c *change) error {
+		n := c.st.nodes[name]
+		if n == nil {
+			return fmt.Errorf("node %q: %w", name, cluster.ErrNotFound)
+		}
+		u, e, changed := cluster.SetHealth(n, problems, t)
+		if !changed {
+			return nil
+		}
+		c.putNode(u)
+		c.event(e)
 		return nil
 	})
 }

@@ -20,10 +20,12 @@ var (
 	bucketPartitions  = []byte("partitions")
 	bucketRequests    = []byte("requests")
 	bucketControllers = []byte("controllers")
+	bucketEvents      = []byte("events")
 
-	keyVersion = []byte("version")
-	keyApplied = []byte("applied")
-	keyNextJob = []byte("nextjob")
+	keyVersion   = []byte("version")
+	keyApplied   = []byte("applied")
+	keyNextJob   = []byte("nextjob")
+	keyNextEvent = []byte("nextevent")
 )
 
 // v2Buckets are the buckets of schema version 2.
@@ -33,7 +35,7 @@ var v2Buckets = [][]byte{
 }
 
 // SchemaVersion is the version this binary writes.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // migrations[v] brings a database at version v to version v+1. Version 0 is
 // an empty file. A step never changes once released: a later format is a
@@ -41,6 +43,14 @@ const SchemaVersion = 2
 var migrations = []func(tx *bolt.Tx) error{
 	0: createV1,
 	1: migrateV1toV2,
+	2: migrateV2toV3,
+}
+
+// migrateV2toV3 adds the bucket of node events, empty: nothing before
+// version 3 recorded them. The first one recorded is number 1.
+func migrateV2toV3(tx *bolt.Tx) error {
+	_, err := tx.CreateBucket(bucketEvents)
+	return err
 }
 
 // migrate runs the migrations from the database's version to SchemaVersion,

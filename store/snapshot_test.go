@@ -31,7 +31,10 @@ func populate(t *testing.T, s *Store) uint64 {
 	if _, err := s.CancelJobs(8, []cluster.JobID{3}, at(2), "c", nil); err != nil {
 		t.Fatal(err)
 	}
-	return 8
+	if err := s.SetNodeState(9, "n2", cluster.NodeDrain, "maintenance", "alice", at(3)); err != nil {
+		t.Fatal(err)
+	}
+	return 9
 }
 
 type dump struct {
@@ -41,6 +44,7 @@ type dump struct {
 	Active     []*cluster.Job
 	Nodes      []*cluster.Node
 	Partitions []*cluster.Partition
+	Events     []cluster.Event
 }
 
 func dumpStore(t *testing.T, s *Store) dump {
@@ -52,6 +56,9 @@ func dumpStore(t *testing.T, s *Store) dump {
 		t.Fatal(err)
 	}
 	d.Active, d.Nodes, d.Partitions = st.Active, st.Nodes, st.Partitions
+	if d.Events, err = s.Events(EventQuery{}); err != nil {
+		t.Fatal(err)
+	}
 	for i, j := range d.Jobs { // listings leave finished jobs' payloads out
 		if !isActive(j) {
 			j = j.Clone()
@@ -81,8 +88,8 @@ func TestRestart(t *testing.T) {
 	if !reflect.DeepEqual(before, after) {
 		t.Errorf("after reopen:\n%+v\nwant\n%+v", after, before)
 	}
-	if after.Applied != last || after.Next != 4 || len(after.Active) != 2 {
-		t.Errorf("applied %d next %d active %d; want %d, 4, 2", after.Applied, after.Next, len(after.Active), last)
+	if after.Applied != last || after.Next != 4 || len(after.Active) != 2 || len(after.Events) != 3 {
+		t.Errorf("applied %d next %d active %d events %d; want %d, 4, 2, 3", after.Applied, after.Next, len(after.Active), len(after.Events), last)
 	}
 	// Raft replays the log after a restart: every entry is a no-op.
 	populate(t, s)
@@ -114,7 +121,7 @@ func TestSnapshotRestore(t *testing.T) {
 		t.Errorf("restored:\n%+v\nwant\n%+v", got, want)
 	}
 	// The restored store keeps working, and leaves no temporary files.
-	mustSubmit(t, dst, 9, 4)
+	mustSubmit(t, dst, 10, 4)
 	entries, _ := os.ReadDir(filepath.Dir(dst.path))
 	if len(entries) != 1 {
 		t.Errorf("files beside the database after restore: %v", entries)
@@ -201,7 +208,7 @@ func TestMigrationFromEmpty(t *testing.T) {
 		if v := version(tx); v != SchemaVersion {
 			t.Errorf("version = %d", v)
 		}
-		for _, b := range v2Buckets {
+		for _, b := range append(v2Buckets, bucketEvents) {
 			if tx.Bucket(b) == nil {
 				t.Errorf("bucket %s missing", b)
 			}

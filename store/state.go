@@ -49,6 +49,11 @@ type state struct {
 	requests      map[string]request
 	ctls          map[string]Controller
 	liveOnNode    map[string]map[cluster.JobID]struct{} // live jobs with a task on the node
+	// nextEvent is the number the next node event takes; events holds the
+	// number and time of every event kept, in order (the events
+	// themselves are on disk only).
+	nextEvent uint64
+	events    []eventStamp
 	// unqueued holds the active jobs outside the plain queue: not pending
 	// (they hold, or are about to release, resources), or pending after a
 	// requeue. Every scheduling pass must see them; see QueueState.
@@ -58,6 +63,7 @@ type state struct {
 func newState() *state {
 	return &state{
 		nextJob:    1,
+		nextEvent:  1,
 		jobs:       map[cluster.JobID]*cluster.Job{},
 		finished:   map[cluster.JobID]int64{},
 		nodes:      map[string]*cluster.Node{},

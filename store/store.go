@@ -192,13 +192,16 @@ func (s *Store) apply(idx uint64, fn func(c *change) error) error {
 		return nil
 	}
 	c := &change{st: s.st, idx: idx}
-	next := s.st.nextJob
+	next, nextEvent := s.st.nextJob, s.st.nextEvent
 	err := fn(c)
 	if err != nil && !IsRejection(err) {
 		return err
 	}
 	if s.st.nextJob != next {
 		c.ops = append(c.ops, nextJobOp{next: s.st.nextJob})
+	}
+	if s.st.nextEvent != nextEvent {
+		c.ops = append(c.ops, nextEventOp{next: s.st.nextEvent})
 	}
 	s.st.applied = idx
 	if len(c.payloads) > 0 {

@@ -438,7 +438,7 @@ func loadConfig(cfg *controller.Config, confPath, topoPath string, log *slog.Log
 			cfg.Partitions = c.Partitions
 		}
 		cfg.Nodes = c.Nodes
-		cfg.MinJobAge, cfg.PurgeJobAfter = minJobAge(c.MinJobAge), c.PurgeJobAfter
+		cfg.MinJobAge, cfg.PurgeJobAfter, cfg.PurgeEventAfter = minJobAge(c.MinJobAge), c.PurgeJobAfter, c.PurgeEventAfter
 		cfg.MaxJobHistory, cfg.MaxJobCount = c.MaxJobHistory, c.MaxJobCount
 		cfg.MaxScriptSize = c.MaxScriptSize
 		cfg.DisableRootJobs, cfg.AdminUsers, cfg.OperatorUsers = c.DisableRootJobs, c.AdminUsers, c.OperatorUsers

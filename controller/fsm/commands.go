@@ -101,6 +101,19 @@ func (c SetNodeState) apply(st *store.Store, idx uint64) Result {
 	return Result{Err: st.SetNodeState(idx, c.Name, c.State, c.Reason, c.User, c.Time)}
 }
 
+// SetNodeHealth records the verdict of a node's health checks: Problems
+// is every failing check as one line, empty when they all pass. The store
+// drains or resumes the node as cluster.SetHealth says.
+type SetNodeHealth struct {
+	Name     string
+	Problems string
+	Time     time.Time
+}
+
+func (c SetNodeHealth) apply(st *store.Store, idx uint64) Result {
+	return Result{Err: st.SetNodeHealth(idx, c.Name, c.Problems, c.Time)}
+}
+
 // SetPartitions replaces every partition.
 type SetPartitions struct {
 	Partitions []*cluster.Partition
@@ -152,7 +165,8 @@ func (c RemoveController) apply(st *store.Store, idx uint64) Result {
 	return Result{Err: st.RemoveController(idx, c.ID)}
 }
 
-// Expire forgets submit requests and finished jobs past their retention.
+// Expire forgets submit requests, finished jobs and node events past their
+// retention.
 type Expire struct {
 	Retention store.Retention
 }

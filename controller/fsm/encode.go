@@ -71,6 +71,9 @@ func decode(m *statev1.Command) (Command, error) {
 		r := c.SetNodeState
 		st, err := codec.FromNodeState(r.GetState())
 		return SetNodeState{Name: r.GetName(), State: st, Reason: r.GetReason(), User: r.GetUser(), Time: codec.FromTime(r.GetTime())}, err
+	case *statev1.Command_SetNodeHealth:
+		r := c.SetNodeHealth
+		return SetNodeHealth{Name: r.GetName(), Problems: r.GetProblems(), Time: codec.FromTime(r.GetTime())}, nil
 	case *statev1.Command_SetPartitions:
 		return decodeSetPartitions(c.SetPartitions)
 	case *statev1.Command_PreemptJobs:
@@ -89,6 +92,7 @@ func decode(m *statev1.Command) (Command, error) {
 		return Expire{Retention: store.Retention{
 			RequestsBefore: codec.FromTime(r.GetRequestsBefore()), MaxRequests: int(r.GetMaxRequests()),
 			HistoryBefore: codec.FromTime(r.GetHistoryBefore()), MaxHistory: int(r.GetMaxHistory()),
+			EventsBefore: codec.FromTime(r.GetEventsBefore()), MaxEvents: int(r.GetMaxEvents()),
 		}}, nil
 	case *statev1.Command_UpdateJob:
 		r := c.UpdateJob
@@ -237,6 +241,12 @@ func (c SetNodeState) encode() (*statev1.Command, error) {
 	}}}, nil
 }
 
+func (c SetNodeHealth) encode() (*statev1.Command, error) {
+	return &statev1.Command{Command: &statev1.Command_SetNodeHealth{SetNodeHealth: &statev1.SetNodeHealth{
+		Name: c.Name, Problems: c.Problems, Time: codec.Time(c.Time),
+	}}}, nil
+}
+
 func (c SetPartitions) encode() (*statev1.Command, error) {
 	r := &statev1.SetPartitions{}
 	for _, p := range c.Partitions {
@@ -277,5 +287,6 @@ func (c Expire) encode() (*statev1.Command, error) {
 	return &statev1.Command{Command: &statev1.Command_Expire{Expire: &statev1.Expire{
 		RequestsBefore: codec.Time(r.RequestsBefore), MaxRequests: int64(r.MaxRequests),
 		HistoryBefore: codec.Time(r.HistoryBefore), MaxHistory: int64(r.MaxHistory),
+		EventsBefore: codec.Time(r.EventsBefore), MaxEvents: int64(r.MaxEvents),
 	}}}, nil
 }

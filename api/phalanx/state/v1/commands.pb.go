@@ -45,6 +45,7 @@ type Command struct {
 	//	*Command_RemoveController
 	//	*Command_Expire
 	//	*Command_UpdateJob
+	//	*Command_SetNodeHealth
 	Command       isCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -204,6 +205,15 @@ func (x *Command) GetUpdateJob() *UpdateJob {
 	return nil
 }
 
+func (x *Command) GetSetNodeHealth() *SetNodeHealth {
+	if x != nil {
+		if x, ok := x.Command.(*Command_SetNodeHealth); ok {
+			return x.SetNodeHealth
+		}
+	}
+	return nil
+}
+
 type isCommand_Command interface {
 	isCommand_Command()
 }
@@ -260,6 +270,10 @@ type Command_UpdateJob struct {
 	UpdateJob *UpdateJob `protobuf:"bytes,13,opt,name=update_job,json=updateJob,proto3,oneof"`
 }
 
+type Command_SetNodeHealth struct {
+	SetNodeHealth *SetNodeHealth `protobuf:"bytes,14,opt,name=set_node_health,json=setNodeHealth,proto3,oneof"`
+}
+
 func (*Command_SubmitJob) isCommand_Command() {}
 
 func (*Command_PlaceJobs) isCommand_Command() {}
@@ -285,6 +299,8 @@ func (*Command_RemoveController) isCommand_Command() {}
 func (*Command_Expire) isCommand_Command() {}
 
 func (*Command_UpdateJob) isCommand_Command() {}
+
+func (*Command_SetNodeHealth) isCommand_Command() {}
 
 // UpdateJob changes a job's name and, while it is pending, its time limit
 // (nanoseconds, as Job.time_limit); unset fields stay as they are.
@@ -824,6 +840,71 @@ func (x *SetNodeState) GetUser() string {
 	return ""
 }
 
+// SetNodeHealth records the verdict of a node's health checks: problems is
+// every failing check as one line ("check: message; ..."), empty when they
+// all pass. A healthy node with problems is drained by "phalanx", and a
+// node so drained is resumed when they pass; a node an administrator
+// drained or downed keeps its state.
+type SetNodeHealth struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Problems      string                 `protobuf:"bytes,2,opt,name=problems,proto3" json:"problems,omitempty"`
+	Time          int64                  `protobuf:"varint,3,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetNodeHealth) Reset() {
+	*x = SetNodeHealth{}
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetNodeHealth) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetNodeHealth) ProtoMessage() {}
+
+func (x *SetNodeHealth) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetNodeHealth.ProtoReflect.Descriptor instead.
+func (*SetNodeHealth) Descriptor() ([]byte, []int) {
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *SetNodeHealth) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SetNodeHealth) GetProblems() string {
+	if x != nil {
+		return x.Problems
+	}
+	return ""
+}
+
+func (x *SetNodeHealth) GetTime() int64 {
+	if x != nil {
+		return x.Time
+	}
+	return 0
+}
+
 type SetPartitions struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Partitions    []*Partition           `protobuf:"bytes,1,rep,name=partitions,proto3" json:"partitions,omitempty"`
@@ -833,7 +914,7 @@ type SetPartitions struct {
 
 func (x *SetPartitions) Reset() {
 	*x = SetPartitions{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -845,7 +926,7 @@ func (x *SetPartitions) String() string {
 func (*SetPartitions) ProtoMessage() {}
 
 func (x *SetPartitions) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -858,7 +939,7 @@ func (x *SetPartitions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPartitions.ProtoReflect.Descriptor instead.
 func (*SetPartitions) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SetPartitions) GetPartitions() []*Partition {
@@ -881,7 +962,7 @@ type PreemptJobs struct {
 
 func (x *PreemptJobs) Reset() {
 	*x = PreemptJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -893,7 +974,7 @@ func (x *PreemptJobs) String() string {
 func (*PreemptJobs) ProtoMessage() {}
 
 func (x *PreemptJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -906,7 +987,7 @@ func (x *PreemptJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreemptJobs.ProtoReflect.Descriptor instead.
 func (*PreemptJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PreemptJobs) GetJobIds() []uint64 {
@@ -941,7 +1022,7 @@ type SetNodesDown struct {
 
 func (x *SetNodesDown) Reset() {
 	*x = SetNodesDown{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -953,7 +1034,7 @@ func (x *SetNodesDown) String() string {
 func (*SetNodesDown) ProtoMessage() {}
 
 func (x *SetNodesDown) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -966,7 +1047,7 @@ func (x *SetNodesDown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodesDown.ProtoReflect.Descriptor instead.
 func (*SetNodesDown) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{11}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SetNodesDown) GetNames() []string {
@@ -1001,7 +1082,7 @@ type SetController struct {
 
 func (x *SetController) Reset() {
 	*x = SetController{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1013,7 +1094,7 @@ func (x *SetController) String() string {
 func (*SetController) ProtoMessage() {}
 
 func (x *SetController) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1026,7 +1107,7 @@ func (x *SetController) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetController.ProtoReflect.Descriptor instead.
 func (*SetController) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{12}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SetController) GetController() *Controller {
@@ -1045,7 +1126,7 @@ type RemoveController struct {
 
 func (x *RemoveController) Reset() {
 	*x = RemoveController{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1057,7 +1138,7 @@ func (x *RemoveController) String() string {
 func (*RemoveController) ProtoMessage() {}
 
 func (x *RemoveController) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1070,7 +1151,7 @@ func (x *RemoveController) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveController.ProtoReflect.Descriptor instead.
 func (*RemoveController) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{13}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RemoveController) GetId() string {
@@ -1083,20 +1164,23 @@ func (x *RemoveController) GetId() string {
 // Expire forgets what has outlived its retention: submit requests older
 // than requests_before (and the oldest beyond max_requests), and finished
 // jobs that ended before history_before (and the oldest beyond
-// max_history). Zero leaves that kind alone.
+// max_history), node events from before events_before (and the oldest
+// beyond max_events). Zero leaves that kind alone.
 type Expire struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	RequestsBefore int64                  `protobuf:"varint,1,opt,name=requests_before,json=requestsBefore,proto3" json:"requests_before,omitempty"`
 	MaxRequests    int64                  `protobuf:"varint,2,opt,name=max_requests,json=maxRequests,proto3" json:"max_requests,omitempty"`
 	HistoryBefore  int64                  `protobuf:"varint,3,opt,name=history_before,json=historyBefore,proto3" json:"history_before,omitempty"`
 	MaxHistory     int64                  `protobuf:"varint,4,opt,name=max_history,json=maxHistory,proto3" json:"max_history,omitempty"`
+	EventsBefore   int64                  `protobuf:"varint,5,opt,name=events_before,json=eventsBefore,proto3" json:"events_before,omitempty"`
+	MaxEvents      int64                  `protobuf:"varint,6,opt,name=max_events,json=maxEvents,proto3" json:"max_events,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Expire) Reset() {
 	*x = Expire{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1108,7 +1192,7 @@ func (x *Expire) String() string {
 func (*Expire) ProtoMessage() {}
 
 func (x *Expire) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1121,7 +1205,7 @@ func (x *Expire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expire.ProtoReflect.Descriptor instead.
 func (*Expire) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{14}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Expire) GetRequestsBefore() int64 {
@@ -1152,11 +1236,25 @@ func (x *Expire) GetMaxHistory() int64 {
 	return 0
 }
 
+func (x *Expire) GetEventsBefore() int64 {
+	if x != nil {
+		return x.EventsBefore
+	}
+	return 0
+}
+
+func (x *Expire) GetMaxEvents() int64 {
+	if x != nil {
+		return x.MaxEvents
+	}
+	return 0
+}
+
 var File_phalanx_state_v1_commands_proto protoreflect.FileDescriptor
 
 const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\n" +
-	"\x1fphalanx/state/v1/commands.proto\x12\x10phalanx.state.v1\x1a\x1ephalanx/state/v1/records.proto\"\x86\a\n" +
+	"\x1fphalanx/state/v1/commands.proto\x12\x10phalanx.state.v1\x1a\x1ephalanx/state/v1/records.proto\"\xd1\a\n" +
 	"\aCommand\x12<\n" +
 	"\n" +
 	"submit_job\x18\x01 \x01(\v2\x1b.phalanx.state.v1.SubmitJobH\x00R\tsubmitJob\x12<\n" +
@@ -1176,7 +1274,8 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\x11remove_controller\x18\v \x01(\v2\".phalanx.state.v1.RemoveControllerH\x00R\x10removeController\x122\n" +
 	"\x06expire\x18\f \x01(\v2\x18.phalanx.state.v1.ExpireH\x00R\x06expire\x12<\n" +
 	"\n" +
-	"update_job\x18\r \x01(\v2\x1b.phalanx.state.v1.UpdateJobH\x00R\tupdateJobB\t\n" +
+	"update_job\x18\r \x01(\v2\x1b.phalanx.state.v1.UpdateJobH\x00R\tupdateJob\x12I\n" +
+	"\x0fset_node_health\x18\x0e \x01(\v2\x1f.phalanx.state.v1.SetNodeHealthH\x00R\rsetNodeHealthB\t\n" +
 	"\acommand\"w\n" +
 	"\tUpdateJob\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
@@ -1226,7 +1325,11 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\x05state\x18\x02 \x01(\x0e2\x1b.phalanx.state.v1.NodeStateR\x05state\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x12\n" +
 	"\x04time\x18\x04 \x01(\x03R\x04time\x12\x12\n" +
-	"\x04user\x18\x05 \x01(\tR\x04user\"L\n" +
+	"\x04user\x18\x05 \x01(\tR\x04user\"S\n" +
+	"\rSetNodeHealth\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
+	"\bproblems\x18\x02 \x01(\tR\bproblems\x12\x12\n" +
+	"\x04time\x18\x03 \x01(\x03R\x04time\"L\n" +
 	"\rSetPartitions\x12;\n" +
 	"\n" +
 	"partitions\x18\x01 \x03(\v2\x1b.phalanx.state.v1.PartitionR\n" +
@@ -1244,13 +1347,16 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"controller\x18\x01 \x01(\v2\x1c.phalanx.state.v1.ControllerR\n" +
 	"controller\"\"\n" +
 	"\x10RemoveController\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\x9c\x01\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\xe0\x01\n" +
 	"\x06Expire\x12'\n" +
 	"\x0frequests_before\x18\x01 \x01(\x03R\x0erequestsBefore\x12!\n" +
 	"\fmax_requests\x18\x02 \x01(\x03R\vmaxRequests\x12%\n" +
 	"\x0ehistory_before\x18\x03 \x01(\x03R\rhistoryBefore\x12\x1f\n" +
 	"\vmax_history\x18\x04 \x01(\x03R\n" +
-	"maxHistoryB=Z;github.com/phalanx-hpc/phalanx/api/phalanx/state/v1;statev1b\x06proto3"
+	"maxHistory\x12#\n" +
+	"\revents_before\x18\x05 \x01(\x03R\feventsBefore\x12\x1d\n" +
+	"\n" +
+	"max_events\x18\x06 \x01(\x03R\tmaxEventsB=Z;github.com/phalanx-hpc/phalanx/api/phalanx/state/v1;statev1b\x06proto3"
 
 var (
 	file_phalanx_state_v1_commands_proto_rawDescOnce sync.Once
@@ -1264,7 +1370,7 @@ func file_phalanx_state_v1_commands_proto_rawDescGZIP() []byte {
 	return file_phalanx_state_v1_commands_proto_rawDescData
 }
 
-var file_phalanx_state_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_phalanx_state_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_phalanx_state_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),          // 0: phalanx.state.v1.Command
 	(*UpdateJob)(nil),        // 1: phalanx.state.v1.UpdateJob
@@ -1275,19 +1381,20 @@ var file_phalanx_state_v1_commands_proto_goTypes = []any{
 	(*CancelJobs)(nil),       // 6: phalanx.state.v1.CancelJobs
 	(*RegisterNode)(nil),     // 7: phalanx.state.v1.RegisterNode
 	(*SetNodeState)(nil),     // 8: phalanx.state.v1.SetNodeState
-	(*SetPartitions)(nil),    // 9: phalanx.state.v1.SetPartitions
-	(*PreemptJobs)(nil),      // 10: phalanx.state.v1.PreemptJobs
-	(*SetNodesDown)(nil),     // 11: phalanx.state.v1.SetNodesDown
-	(*SetController)(nil),    // 12: phalanx.state.v1.SetController
-	(*RemoveController)(nil), // 13: phalanx.state.v1.RemoveController
-	(*Expire)(nil),           // 14: phalanx.state.v1.Expire
-	(*Job)(nil),              // 15: phalanx.state.v1.Job
-	(*Allocation)(nil),       // 16: phalanx.state.v1.Allocation
-	(TaskState)(0),           // 17: phalanx.state.v1.TaskState
-	(*Node)(nil),             // 18: phalanx.state.v1.Node
-	(NodeState)(0),           // 19: phalanx.state.v1.NodeState
-	(*Partition)(nil),        // 20: phalanx.state.v1.Partition
-	(*Controller)(nil),       // 21: phalanx.state.v1.Controller
+	(*SetNodeHealth)(nil),    // 9: phalanx.state.v1.SetNodeHealth
+	(*SetPartitions)(nil),    // 10: phalanx.state.v1.SetPartitions
+	(*PreemptJobs)(nil),      // 11: phalanx.state.v1.PreemptJobs
+	(*SetNodesDown)(nil),     // 12: phalanx.state.v1.SetNodesDown
+	(*SetController)(nil),    // 13: phalanx.state.v1.SetController
+	(*RemoveController)(nil), // 14: phalanx.state.v1.RemoveController
+	(*Expire)(nil),           // 15: phalanx.state.v1.Expire
+	(*Job)(nil),              // 16: phalanx.state.v1.Job
+	(*Allocation)(nil),       // 17: phalanx.state.v1.Allocation
+	(TaskState)(0),           // 18: phalanx.state.v1.TaskState
+	(*Node)(nil),             // 19: phalanx.state.v1.Node
+	(NodeState)(0),           // 20: phalanx.state.v1.NodeState
+	(*Partition)(nil),        // 21: phalanx.state.v1.Partition
+	(*Controller)(nil),       // 22: phalanx.state.v1.Controller
 }
 var file_phalanx_state_v1_commands_proto_depIdxs = []int32{
 	2,  // 0: phalanx.state.v1.Command.submit_job:type_name -> phalanx.state.v1.SubmitJob
@@ -1296,26 +1403,27 @@ var file_phalanx_state_v1_commands_proto_depIdxs = []int32{
 	6,  // 3: phalanx.state.v1.Command.cancel_jobs:type_name -> phalanx.state.v1.CancelJobs
 	7,  // 4: phalanx.state.v1.Command.register_node:type_name -> phalanx.state.v1.RegisterNode
 	8,  // 5: phalanx.state.v1.Command.set_node_state:type_name -> phalanx.state.v1.SetNodeState
-	9,  // 6: phalanx.state.v1.Command.set_partitions:type_name -> phalanx.state.v1.SetPartitions
-	10, // 7: phalanx.state.v1.Command.preempt_jobs:type_name -> phalanx.state.v1.PreemptJobs
-	11, // 8: phalanx.state.v1.Command.set_nodes_down:type_name -> phalanx.state.v1.SetNodesDown
-	12, // 9: phalanx.state.v1.Command.set_controller:type_name -> phalanx.state.v1.SetController
-	13, // 10: phalanx.state.v1.Command.remove_controller:type_name -> phalanx.state.v1.RemoveController
-	14, // 11: phalanx.state.v1.Command.expire:type_name -> phalanx.state.v1.Expire
+	10, // 6: phalanx.state.v1.Command.set_partitions:type_name -> phalanx.state.v1.SetPartitions
+	11, // 7: phalanx.state.v1.Command.preempt_jobs:type_name -> phalanx.state.v1.PreemptJobs
+	12, // 8: phalanx.state.v1.Command.set_nodes_down:type_name -> phalanx.state.v1.SetNodesDown
+	13, // 9: phalanx.state.v1.Command.set_controller:type_name -> phalanx.state.v1.SetController
+	14, // 10: phalanx.state.v1.Command.remove_controller:type_name -> phalanx.state.v1.RemoveController
+	15, // 11: phalanx.state.v1.Command.expire:type_name -> phalanx.state.v1.Expire
 	1,  // 12: phalanx.state.v1.Command.update_job:type_name -> phalanx.state.v1.UpdateJob
-	15, // 13: phalanx.state.v1.SubmitJob.job:type_name -> phalanx.state.v1.Job
-	16, // 14: phalanx.state.v1.Placement.alloc:type_name -> phalanx.state.v1.Allocation
-	3,  // 15: phalanx.state.v1.PlaceJobs.placements:type_name -> phalanx.state.v1.Placement
-	17, // 16: phalanx.state.v1.ReportTask.state:type_name -> phalanx.state.v1.TaskState
-	18, // 17: phalanx.state.v1.RegisterNode.node:type_name -> phalanx.state.v1.Node
-	19, // 18: phalanx.state.v1.SetNodeState.state:type_name -> phalanx.state.v1.NodeState
-	20, // 19: phalanx.state.v1.SetPartitions.partitions:type_name -> phalanx.state.v1.Partition
-	21, // 20: phalanx.state.v1.SetController.controller:type_name -> phalanx.state.v1.Controller
-	21, // [21:21] is the sub-list for method output_type
-	21, // [21:21] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	9,  // 13: phalanx.state.v1.Command.set_node_health:type_name -> phalanx.state.v1.SetNodeHealth
+	16, // 14: phalanx.state.v1.SubmitJob.job:type_name -> phalanx.state.v1.Job
+	17, // 15: phalanx.state.v1.Placement.alloc:type_name -> phalanx.state.v1.Allocation
+	3,  // 16: phalanx.state.v1.PlaceJobs.placements:type_name -> phalanx.state.v1.Placement
+	18, // 17: phalanx.state.v1.ReportTask.state:type_name -> phalanx.state.v1.TaskState
+	19, // 18: phalanx.state.v1.RegisterNode.node:type_name -> phalanx.state.v1.Node
+	20, // 19: phalanx.state.v1.SetNodeState.state:type_name -> phalanx.state.v1.NodeState
+	21, // 20: phalanx.state.v1.SetPartitions.partitions:type_name -> phalanx.state.v1.Partition
+	22, // 21: phalanx.state.v1.SetController.controller:type_name -> phalanx.state.v1.Controller
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_state_v1_commands_proto_init() }
@@ -1338,6 +1446,7 @@ func file_phalanx_state_v1_commands_proto_init() {
 		(*Command_RemoveController)(nil),
 		(*Command_Expire)(nil),
 		(*Command_UpdateJob)(nil),
+		(*Command_SetNodeHealth)(nil),
 	}
 	file_phalanx_state_v1_commands_proto_msgTypes[1].OneofWrappers = []any{}
 	type x struct{}
@@ -1346,7 +1455,7 @@ func file_phalanx_state_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_state_v1_commands_proto_rawDesc), len(file_phalanx_state_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -222,6 +222,68 @@ func (NodeState) EnumDescriptor() ([]byte, []int) {
 	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{2}
 }
 
+// What happened to a node (cluster.EventKind).
+type EventKind int32
+
+const (
+	EventKind_EVENT_KIND_UNSPECIFIED EventKind = 0
+	EventKind_EVENT_KIND_REGISTERED  EventKind = 1
+	EventKind_EVENT_KIND_DRAINED     EventKind = 2
+	EventKind_EVENT_KIND_RESUMED     EventKind = 3
+	EventKind_EVENT_KIND_DOWN        EventKind = 4
+	EventKind_EVENT_KIND_UNHEALTHY   EventKind = 5
+	EventKind_EVENT_KIND_HEALTHY     EventKind = 6
+)
+
+// Enum value maps for EventKind.
+var (
+	EventKind_name = map[int32]string{
+		0: "EVENT_KIND_UNSPECIFIED",
+		1: "EVENT_KIND_REGISTERED",
+		2: "EVENT_KIND_DRAINED",
+		3: "EVENT_KIND_RESUMED",
+		4: "EVENT_KIND_DOWN",
+		5: "EVENT_KIND_UNHEALTHY",
+		6: "EVENT_KIND_HEALTHY",
+	}
+	EventKind_value = map[string]int32{
+		"EVENT_KIND_UNSPECIFIED": 0,
+		"EVENT_KIND_REGISTERED":  1,
+		"EVENT_KIND_DRAINED":     2,
+		"EVENT_KIND_RESUMED":     3,
+		"EVENT_KIND_DOWN":        4,
+		"EVENT_KIND_UNHEALTHY":   5,
+		"EVENT_KIND_HEALTHY":     6,
+	}
+)
+
+func (x EventKind) Enum() *EventKind {
+	p := new(EventKind)
+	*p = x
+	return p
+}
+
+func (x EventKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (EventKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_phalanx_state_v1_records_proto_enumTypes[3].Descriptor()
+}
+
+func (EventKind) Type() protoreflect.EnumType {
+	return &file_phalanx_state_v1_records_proto_enumTypes[3]
+}
+
+func (x EventKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use EventKind.Descriptor instead.
+func (EventKind) EnumDescriptor() ([]byte, []int) {
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{3}
+}
+
 type PartitionState int32
 
 const (
@@ -261,11 +323,11 @@ func (x PartitionState) String() string {
 }
 
 func (PartitionState) Descriptor() protoreflect.EnumDescriptor {
-	return file_phalanx_state_v1_records_proto_enumTypes[3].Descriptor()
+	return file_phalanx_state_v1_records_proto_enumTypes[4].Descriptor()
 }
 
 func (PartitionState) Type() protoreflect.EnumType {
-	return &file_phalanx_state_v1_records_proto_enumTypes[3]
+	return &file_phalanx_state_v1_records_proto_enumTypes[4]
 }
 
 func (x PartitionState) Number() protoreflect.EnumNumber {
@@ -274,7 +336,7 @@ func (x PartitionState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use PartitionState.Descriptor instead.
 func (PartitionState) EnumDescriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{3}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{4}
 }
 
 // Job is a job's record without its payload: what was asked for and what
@@ -1121,7 +1183,10 @@ type Node struct {
 	Nics       []*NIC                 `protobuf:"bytes,14,rep,name=nics,proto3" json:"nics,omitempty"`
 	// Who set the reason: a user's name (scontrol update), or "phalanx" for
 	// what the controller and the agents' health checks set.
-	ReasonUser    string `protobuf:"bytes,15,opt,name=reason_user,json=reasonUser,proto3" json:"reason_user,omitempty"`
+	ReasonUser string `protobuf:"bytes,15,opt,name=reason_user,json=reasonUser,proto3" json:"reason_user,omitempty"`
+	// The failing health checks its agent reported last, as one line
+	// ("check: message; ..."); empty when none.
+	Health        string `protobuf:"bytes,16,opt,name=health,proto3" json:"health,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1257,6 +1322,13 @@ func (x *Node) GetNics() []*NIC {
 func (x *Node) GetReasonUser() string {
 	if x != nil {
 		return x.ReasonUser
+	}
+	return ""
+}
+
+func (x *Node) GetHealth() string {
+	if x != nil {
+		return x.Health
 	}
 	return ""
 }
@@ -1627,6 +1699,93 @@ func (x *Controller) GetRaftAddr() string {
 	return ""
 }
 
+// Event is something that happened to a node: its registration, a change
+// of its state, or of its health checks' verdict. Stored under its
+// sequence number, written with the change that caused it.
+type Event struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Time          int64                  `protobuf:"varint,2,opt,name=time,proto3" json:"time,omitempty"`
+	Node          string                 `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	Kind          EventKind              `protobuf:"varint,4,opt,name=kind,proto3,enum=phalanx.state.v1.EventKind" json:"kind,omitempty"`
+	User          string                 `protobuf:"bytes,5,opt,name=user,proto3" json:"user,omitempty"`       // who caused it: a user, or "phalanx"
+	Message       string                 `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"` // one line
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Event) Reset() {
+	*x = Event{}
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Event) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Event) ProtoMessage() {}
+
+func (x *Event) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Event.ProtoReflect.Descriptor instead.
+func (*Event) Descriptor() ([]byte, []int) {
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *Event) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Event) GetTime() int64 {
+	if x != nil {
+		return x.Time
+	}
+	return 0
+}
+
+func (x *Event) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *Event) GetKind() EventKind {
+	if x != nil {
+		return x.Kind
+	}
+	return EventKind_EVENT_KIND_UNSPECIFIED
+}
+
+func (x *Event) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *Event) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 var File_phalanx_state_v1_records_proto protoreflect.FileDescriptor
 
 const file_phalanx_state_v1_records_proto_rawDesc = "" +
@@ -1722,7 +1881,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x05state\x18\x05 \x01(\x0e2\x1a.phalanx.state.v1.JobStateR\x05state\x12\x16\n" +
 	"\x06reason\x18\x06 \x01(\tR\x06reason\x12!\n" +
 	"\fplaced_index\x18\a \x01(\x04R\vplacedIndex\x12%\n" +
-	"\x0ereleased_index\x18\b \x01(\x04R\rreleasedIndex\"\xae\x03\n" +
+	"\x0ereleased_index\x18\b \x01(\x04R\rreleasedIndex\"\xc6\x03\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x12\n" +
@@ -1743,7 +1902,8 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"state_time\x18\r \x01(\x03R\tstateTime\x12)\n" +
 	"\x04nics\x18\x0e \x03(\v2\x15.phalanx.state.v1.NICR\x04nics\x12\x1f\n" +
 	"\vreason_user\x18\x0f \x01(\tR\n" +
-	"reasonUser\"\x99\x02\n" +
+	"reasonUser\x12\x16\n" +
+	"\x06health\x18\x10 \x01(\tR\x06health\"\x99\x02\n" +
 	"\x03NIC\x12\x16\n" +
 	"\x06device\x18\x01 \x01(\tR\x06device\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x14\n" +
@@ -1779,7 +1939,14 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"Controller\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
 	"\bapi_addr\x18\x02 \x01(\tR\aapiAddr\x12\x1b\n" +
-	"\traft_addr\x18\x03 \x01(\tR\braftAddr*\x99\x02\n" +
+	"\traft_addr\x18\x03 \x01(\tR\braftAddr\"\xa0\x01\n" +
+	"\x05Event\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
+	"\x04time\x18\x02 \x01(\x03R\x04time\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\x12/\n" +
+	"\x04kind\x18\x04 \x01(\x0e2\x1b.phalanx.state.v1.EventKindR\x04kind\x12\x12\n" +
+	"\x04user\x18\x05 \x01(\tR\x04user\x12\x18\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage*\x99\x02\n" +
 	"\bJobState\x12\x19\n" +
 	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11JOB_STATE_PENDING\x10\x01\x12\x19\n" +
@@ -1807,7 +1974,15 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x16NODE_STATE_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rNODE_STATE_UP\x10\x01\x12\x13\n" +
 	"\x0fNODE_STATE_DOWN\x10\x02\x12\x14\n" +
-	"\x10NODE_STATE_DRAIN\x10\x03*\x9c\x01\n" +
+	"\x10NODE_STATE_DRAIN\x10\x03*\xb9\x01\n" +
+	"\tEventKind\x12\x1a\n" +
+	"\x16EVENT_KIND_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15EVENT_KIND_REGISTERED\x10\x01\x12\x16\n" +
+	"\x12EVENT_KIND_DRAINED\x10\x02\x12\x16\n" +
+	"\x12EVENT_KIND_RESUMED\x10\x03\x12\x13\n" +
+	"\x0fEVENT_KIND_DOWN\x10\x04\x12\x18\n" +
+	"\x14EVENT_KIND_UNHEALTHY\x10\x05\x12\x16\n" +
+	"\x12EVENT_KIND_HEALTHY\x10\x06*\x9c\x01\n" +
 	"\x0ePartitionState\x12\x1f\n" +
 	"\x1bPARTITION_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12PARTITION_STATE_UP\x10\x01\x12\x18\n" +
@@ -1827,48 +2002,51 @@ func file_phalanx_state_v1_records_proto_rawDescGZIP() []byte {
 	return file_phalanx_state_v1_records_proto_rawDescData
 }
 
-var file_phalanx_state_v1_records_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_phalanx_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_phalanx_state_v1_records_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_phalanx_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_phalanx_state_v1_records_proto_goTypes = []any{
 	(JobState)(0),         // 0: phalanx.state.v1.JobState
 	(TaskState)(0),        // 1: phalanx.state.v1.TaskState
 	(NodeState)(0),        // 2: phalanx.state.v1.NodeState
-	(PartitionState)(0),   // 3: phalanx.state.v1.PartitionState
-	(*Job)(nil),           // 4: phalanx.state.v1.Job
-	(*JobSpec)(nil),       // 5: phalanx.state.v1.JobSpec
-	(*JobPayload)(nil),    // 6: phalanx.state.v1.JobPayload
-	(*JobStatus)(nil),     // 7: phalanx.state.v1.JobStatus
-	(*Allocation)(nil),    // 8: phalanx.state.v1.Allocation
-	(*NodeAlloc)(nil),     // 9: phalanx.state.v1.NodeAlloc
-	(*Task)(nil),          // 10: phalanx.state.v1.Task
-	(*Attempt)(nil),       // 11: phalanx.state.v1.Attempt
-	(*Node)(nil),          // 12: phalanx.state.v1.Node
-	(*NIC)(nil),           // 13: phalanx.state.v1.NIC
-	(*Partition)(nil),     // 14: phalanx.state.v1.Partition
-	(*SubmitRequest)(nil), // 15: phalanx.state.v1.SubmitRequest
-	(*Controller)(nil),    // 16: phalanx.state.v1.Controller
-	nil,                   // 17: phalanx.state.v1.JobPayload.EnvEntry
+	(EventKind)(0),        // 3: phalanx.state.v1.EventKind
+	(PartitionState)(0),   // 4: phalanx.state.v1.PartitionState
+	(*Job)(nil),           // 5: phalanx.state.v1.Job
+	(*JobSpec)(nil),       // 6: phalanx.state.v1.JobSpec
+	(*JobPayload)(nil),    // 7: phalanx.state.v1.JobPayload
+	(*JobStatus)(nil),     // 8: phalanx.state.v1.JobStatus
+	(*Allocation)(nil),    // 9: phalanx.state.v1.Allocation
+	(*NodeAlloc)(nil),     // 10: phalanx.state.v1.NodeAlloc
+	(*Task)(nil),          // 11: phalanx.state.v1.Task
+	(*Attempt)(nil),       // 12: phalanx.state.v1.Attempt
+	(*Node)(nil),          // 13: phalanx.state.v1.Node
+	(*NIC)(nil),           // 14: phalanx.state.v1.NIC
+	(*Partition)(nil),     // 15: phalanx.state.v1.Partition
+	(*SubmitRequest)(nil), // 16: phalanx.state.v1.SubmitRequest
+	(*Controller)(nil),    // 17: phalanx.state.v1.Controller
+	(*Event)(nil),         // 18: phalanx.state.v1.Event
+	nil,                   // 19: phalanx.state.v1.JobPayload.EnvEntry
 }
 var file_phalanx_state_v1_records_proto_depIdxs = []int32{
-	5,  // 0: phalanx.state.v1.Job.spec:type_name -> phalanx.state.v1.JobSpec
-	7,  // 1: phalanx.state.v1.Job.status:type_name -> phalanx.state.v1.JobStatus
-	17, // 2: phalanx.state.v1.JobPayload.env:type_name -> phalanx.state.v1.JobPayload.EnvEntry
+	6,  // 0: phalanx.state.v1.Job.spec:type_name -> phalanx.state.v1.JobSpec
+	8,  // 1: phalanx.state.v1.Job.status:type_name -> phalanx.state.v1.JobStatus
+	19, // 2: phalanx.state.v1.JobPayload.env:type_name -> phalanx.state.v1.JobPayload.EnvEntry
 	0,  // 3: phalanx.state.v1.JobStatus.state:type_name -> phalanx.state.v1.JobState
-	8,  // 4: phalanx.state.v1.JobStatus.alloc:type_name -> phalanx.state.v1.Allocation
-	10, // 5: phalanx.state.v1.JobStatus.tasks:type_name -> phalanx.state.v1.Task
-	11, // 6: phalanx.state.v1.JobStatus.attempts:type_name -> phalanx.state.v1.Attempt
-	9,  // 7: phalanx.state.v1.Allocation.nodes:type_name -> phalanx.state.v1.NodeAlloc
+	9,  // 4: phalanx.state.v1.JobStatus.alloc:type_name -> phalanx.state.v1.Allocation
+	11, // 5: phalanx.state.v1.JobStatus.tasks:type_name -> phalanx.state.v1.Task
+	12, // 6: phalanx.state.v1.JobStatus.attempts:type_name -> phalanx.state.v1.Attempt
+	10, // 7: phalanx.state.v1.Allocation.nodes:type_name -> phalanx.state.v1.NodeAlloc
 	1,  // 8: phalanx.state.v1.Task.state:type_name -> phalanx.state.v1.TaskState
-	8,  // 9: phalanx.state.v1.Attempt.alloc:type_name -> phalanx.state.v1.Allocation
+	9,  // 9: phalanx.state.v1.Attempt.alloc:type_name -> phalanx.state.v1.Allocation
 	0,  // 10: phalanx.state.v1.Attempt.state:type_name -> phalanx.state.v1.JobState
 	2,  // 11: phalanx.state.v1.Node.state:type_name -> phalanx.state.v1.NodeState
-	13, // 12: phalanx.state.v1.Node.nics:type_name -> phalanx.state.v1.NIC
-	3,  // 13: phalanx.state.v1.Partition.state:type_name -> phalanx.state.v1.PartitionState
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	14, // 12: phalanx.state.v1.Node.nics:type_name -> phalanx.state.v1.NIC
+	4,  // 13: phalanx.state.v1.Partition.state:type_name -> phalanx.state.v1.PartitionState
+	3,  // 14: phalanx.state.v1.Event.kind:type_name -> phalanx.state.v1.EventKind
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_state_v1_records_proto_init() }
@@ -1881,8 +2059,8 @@ func file_phalanx_state_v1_records_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_state_v1_records_proto_rawDesc), len(file_phalanx_state_v1_records_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   14,
+			NumEnums:      5,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
