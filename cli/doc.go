@@ -1,6 +1,7 @@
 // Package cli implements phx, Phalanx's command line: sbatch, squeue, sinfo,
-// scancel, scontrol and sacct with Slurm's options and output, over the v1
-// gRPC ControllerService and nothing else.
+// scancel, scontrol and sacct with Slurm's options and output, and phx
+// events (what happened to nodes), over the v1 gRPC ControllerService and
+// nothing else.
 //
 // Run through a symbolic link named after a Slurm command (sbatch, squeue,
 // ...), phx behaves as that command; "phx install-links DIR" creates the
@@ -12,7 +13,7 @@
 // spelling Slurm accepts (-N2, --nodes=2, --part=gpu) works; urfave/cli only
 // dispatches subcommands and reads phx's own global flags. Output formatting
 // is done by pure functions (FormatSqueue, FormatSinfo, FormatJob,
-// FormatSacct, ...) that take wire objects and a time, so it is tested with
+// FormatSacct, FormatEvents, ...) that take wire objects and a time, so it is tested with
 // golden files.
 //
 // Listings follow the controller's page tokens to the end (see listJobs):

@@ -48,6 +48,8 @@ func TestFormat(t *testing.T) {
 				return sinfoOut(in, map[string][]string{"sinfo-nodes": {"-N"}, "sinfo-reasons": {"-R"}}[d.Cmd])
 			case "scontrol":
 				return scontrolAll(in)
+			case "events":
+				return FormatEvents(in.events, in.noHeader, time.UTC)
 			}
 			t.Fatalf("unknown command %q", d.Cmd)
 			return ""
@@ -96,6 +98,7 @@ type objects struct {
 	jobs     []*phalanxv1.Job
 	nodes    []*phalanxv1.Node
 	parts    []*phalanxv1.Partition
+	events   []*phalanxv1.Event
 	format   string
 	args     []string // sinfo's command line
 	noHeader bool
@@ -124,6 +127,8 @@ func parseObjects(t *testing.T, input string) objects {
 			o.nodes = append(o.nodes, parseNode(t, attrs(t, rest)))
 		case "partition":
 			o.parts = append(o.parts, parsePartition(t, attrs(t, rest)))
+		case "event":
+			o.events = append(o.events, parseEvent(t, attrs(t, rest)))
 		default:
 			t.Fatalf("unknown object %q", kind)
 		}

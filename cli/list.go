@@ -59,3 +59,27 @@ func (cn *conn) listNodes(ctx context.Context, req *phalanxv1.ListNodesRequest) 
 		req.PageToken = resp.NextPageToken
 	}
 }
+
+// listEvents pages through every event req selects, oldest first.
+func (cn *conn) listEvents(ctx context.Context, req *phalanxv1.ListEventsRequest) ([]*phalanxv1.Event, error) {
+	req = proto.Clone(req).(*phalanxv1.ListEventsRequest)
+	var out []*phalanxv1.Event
+	for {
+		var resp *phalanxv1.ListEventsResponse
+		err := cn.call(ctx, func(ctx context.Context) (err error) {
+			resp, err = cn.api.ListEvents(ctx, req)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, resp.Events...)
+		if resp.NextPageToken == "" {
+			return out, nil
+		}
+		if resp.NextPageToken == req.PageToken {
+			return nil, fmt.Errorf("the controller gave page %q again: listing stopped", req.PageToken)
+		}
+		req.PageToken = resp.NextPageToken
+	}
+}

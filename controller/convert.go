@@ -402,3 +402,7 @@ func nicsFromProto(rs []*phalanxv1.NICInfo) ([]cluster.NIC, error) {
 	}
 	return out, nil
 }
+
+func eventToProto(e cluster.Event) *phalanxv1.Event {
+	return &phalanxv1.Event{Seq: e.Seq, Time: timestamppb.New(e.Time), Node: e.Node, Kind: string(e.Kind), User: e.User, Message: e.Message}
+}

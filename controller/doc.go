@@ -17,9 +17,12 @@
 //     the reply names the leader so clients go there next. A replica with no
 //     leader answers UNAVAILABLE with a NotLeader detail. Reads marked stale
 //     are answered from the replica's own state.
-//   - API (api_jobs.go, api_nodes.go, api_controllers.go, validate.go,
-//     convert.go): the user-facing service. Wire types stop at convert.go.
-//     Submits are exactly-once by the client's request ID.
+//   - API (api_jobs.go, api_nodes.go, api_events.go, api_controllers.go,
+//     validate.go, convert.go): the user-facing service. Wire types stop at
+//     convert.go. Submits are exactly-once by the client's request ID.
+//   - Node health (health.go): agents' heartbeats carry their failing
+//     checks; a verdict that changes something is proposed, and the store
+//     drains or resumes the node and records the event (cluster.SetHealth).
 //   - Membership (api_controllers.go, register.go): voters are added and
 //     removed at run time, and leadership moved on request; each replica
 //     records its API address in the replicated state, so that others can
@@ -45,5 +48,6 @@
 //     with stop set once the job is terminal. Agents hold a stream that is
 //     re-sent whenever that node's set changes.
 //   - Retention (janitor.go): the leader proposes Expire for finished jobs
-//     past PurgeJobAfter and submit requests past RequestTTL.
+//     past PurgeJobAfter, submit requests past RequestTTL and node events
+//     past PurgeEventAfter.
 package controller

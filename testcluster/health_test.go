@@ -74,8 +74,9 @@ func TestLinkDownDrainsNode(t *testing.T) {
 // A GPU XID that needs a reset drains its node, with the GPU and the XID
 // in `phx sinfo -R`; the drain lasts until an administrator resumes the
 // node (the XID is an event, not a state that could pass), and the node
-// then stays in service. An ECC error not yet reset drains it too, until
-// the GPU is reset.
+// then stays in service; `phx events` lists its registration, the drain
+// and the resume. An ECC error not yet reset drains it too, until the GPU
+// is reset.
 func TestGPUFaultDrainsNode(t *testing.T) {
 	c, phx := healthCluster(t)
 	sick := c.Nodes[1]
@@ -113,6 +114,34 @@ func TestGPUFaultDrainsNode(t *testing.T) {
 	time.Sleep(time.Second) // several heartbeats: the XID is not reported again
 	if err := idle(); err != nil {
 		t.Fatalf("after the admin's resume: %v", err)
+	}
+
+	// phx events tells the node's story: its registration, the drain for
+	// the XID, and root's resume; each once, whatever the heartbeats in
+	// between.
+	var story []string
+	for i, line := range strings.Split(strings.TrimSpace(phx("events", "--node", sick)), "\n") {
+		f := strings.Fields(line)
+		if i == 0 || len(f) < 4 {
+			continue // the header
+		}
+		if f[1] != sick {
+			t.Errorf("phx events --node %s lists %s: %q", sick, f[1], line)
+		}
+		story = append(story, f[2]+" by "+f[3]+": "+strings.Join(f[4:], " "))
+	}
+	want := []string{
+		"registered by phalanx: 8 GPUs",
+		"drained by phalanx: gpu-xid: GPU 2 XID 48 (double bit ECC error): reset the GPU",
+		"resumed by root: was DRAIN: gpu-xid: GPU 2 XID 48",
+	}
+	if len(story) != len(want) {
+		t.Fatalf("phx events --node %s:\n%s\nwant %d events: %q", sick, strings.Join(story, "\n"), len(want), want)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(story[i], w) {
+			t.Errorf("event %d: %q, want %q...", i+1, story[i], w)
+		}
 	}
 
 	c.InjectGPUFault(sick, fakegpu.Fault{Kind: fakegpu.ECC, GPU: 5})

@@ -37,6 +37,217 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ListEventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// nodes: only these nodes' events (a client expands hostlists); empty:
+	// every node's. An unknown name is NOT_FOUND.
+	Nodes []string `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	// since: only events at or after this time; unset: every event kept.
+	Since         *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=since,proto3" json:"since,omitempty"`
+	PageSize      int32                  `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"` // 0: the server's default (1000); at most 2000
+	PageToken     string                 `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListEventsRequest) Reset() {
+	*x = ListEventsRequest{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListEventsRequest) ProtoMessage() {}
+
+func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
+func (*ListEventsRequest) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ListEventsRequest) GetNodes() []string {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *ListEventsRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *ListEventsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListEventsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListEventsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Events        []*Event               `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`                                      // oldest first
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"` // empty: this was the last page
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListEventsResponse) Reset() {
+	*x = ListEventsResponse{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListEventsResponse) ProtoMessage() {}
+
+func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
+func (*ListEventsResponse) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ListEventsResponse) GetEvents() []*Event {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *ListEventsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// Event is something that happened to a node.
+type Event struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Seq   uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"` // events are numbered in the order they happened
+	Time  *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
+	Node  string                 `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	// kind: registered, drained, resumed, down, unhealthy (its health
+	// checks fail and its state was left as an administrator set it) or
+	// healthy (they pass again, with no drain to lift).
+	Kind          string `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
+	User          string `protobuf:"bytes,5,opt,name=user,proto3" json:"user,omitempty"`       // who caused it: a user, or "phalanx"
+	Message       string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"` // one line
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Event) Reset() {
+	*x = Event{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Event) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Event) ProtoMessage() {}
+
+func (x *Event) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Event.ProtoReflect.Descriptor instead.
+func (*Event) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Event) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Event) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *Event) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *Event) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Event) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *Event) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type UpdateNodeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// names: the nodes, each by name (a client expands hostlists).
@@ -52,7 +263,7 @@ type UpdateNodeRequest struct {
 
 func (x *UpdateNodeRequest) Reset() {
 	*x = UpdateNodeRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[0]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -64,7 +275,7 @@ func (x *UpdateNodeRequest) String() string {
 func (*UpdateNodeRequest) ProtoMessage() {}
 
 func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[0]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -77,7 +288,7 @@ func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeRequest.ProtoReflect.Descriptor instead.
 func (*UpdateNodeRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{0}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *UpdateNodeRequest) GetNames() []string {
@@ -110,7 +321,7 @@ type UpdateNodeResponse struct {
 
 func (x *UpdateNodeResponse) Reset() {
 	*x = UpdateNodeResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[1]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -122,7 +333,7 @@ func (x *UpdateNodeResponse) String() string {
 func (*UpdateNodeResponse) ProtoMessage() {}
 
 func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[1]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -135,7 +346,7 @@ func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeResponse.ProtoReflect.Descriptor instead.
 func (*UpdateNodeResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{1}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *UpdateNodeResponse) GetNames() []string {
@@ -158,7 +369,7 @@ type UpdateJobRequest struct {
 
 func (x *UpdateJobRequest) Reset() {
 	*x = UpdateJobRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[2]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -170,7 +381,7 @@ func (x *UpdateJobRequest) String() string {
 func (*UpdateJobRequest) ProtoMessage() {}
 
 func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[2]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -183,7 +394,7 @@ func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{2}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *UpdateJobRequest) GetJobId() uint64 {
@@ -215,7 +426,7 @@ type UpdateJobResponse struct {
 
 func (x *UpdateJobResponse) Reset() {
 	*x = UpdateJobResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[3]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -227,7 +438,7 @@ func (x *UpdateJobResponse) String() string {
 func (*UpdateJobResponse) ProtoMessage() {}
 
 func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[3]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -240,7 +451,7 @@ func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{3}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{6}
 }
 
 type CreateTokenRequest struct {
@@ -255,7 +466,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[4]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -267,7 +478,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[4]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -280,7 +491,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{4}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CreateTokenRequest) GetUsername() string {
@@ -307,7 +518,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[5]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -319,7 +530,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[5]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -332,7 +543,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CreateTokenResponse) GetToken() string {
@@ -393,7 +604,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[6]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -405,7 +616,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[6]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -418,7 +629,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *JobSpec) GetName() string {
@@ -637,7 +848,7 @@ type NodeAlloc struct {
 
 func (x *NodeAlloc) Reset() {
 	*x = NodeAlloc{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[7]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -649,7 +860,7 @@ func (x *NodeAlloc) String() string {
 func (*NodeAlloc) ProtoMessage() {}
 
 func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[7]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -662,7 +873,7 @@ func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAlloc.ProtoReflect.Descriptor instead.
 func (*NodeAlloc) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *NodeAlloc) GetNode() string {
@@ -716,7 +927,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[8]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -728,7 +939,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[8]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -741,7 +952,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Task) GetRank() int32 {
@@ -828,7 +1039,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[9]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -840,7 +1051,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[9]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -853,7 +1064,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Job) GetId() uint64 {
@@ -994,7 +1205,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[10]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1006,7 +1217,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[10]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1019,7 +1230,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Attempt) GetAttempt() int32 {
@@ -1106,7 +1317,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[11]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1118,7 +1329,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[11]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1131,7 +1342,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{11}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Node) GetName() string {
@@ -1291,7 +1502,7 @@ type Partition struct {
 
 func (x *Partition) Reset() {
 	*x = Partition{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[12]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1303,7 +1514,7 @@ func (x *Partition) String() string {
 func (*Partition) ProtoMessage() {}
 
 func (x *Partition) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[12]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1316,7 +1527,7 @@ func (x *Partition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Partition.ProtoReflect.Descriptor instead.
 func (*Partition) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{12}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Partition) GetName() string {
@@ -1396,7 +1607,7 @@ type SubmitJobRequest struct {
 
 func (x *SubmitJobRequest) Reset() {
 	*x = SubmitJobRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[13]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1408,7 +1619,7 @@ func (x *SubmitJobRequest) String() string {
 func (*SubmitJobRequest) ProtoMessage() {}
 
 func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[13]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1421,7 +1632,7 @@ func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobRequest.ProtoReflect.Descriptor instead.
 func (*SubmitJobRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{13}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SubmitJobRequest) GetSpec() *JobSpec {
@@ -1456,7 +1667,7 @@ type SubmitJobResponse struct {
 
 func (x *SubmitJobResponse) Reset() {
 	*x = SubmitJobResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[14]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1468,7 +1679,7 @@ func (x *SubmitJobResponse) String() string {
 func (*SubmitJobResponse) ProtoMessage() {}
 
 func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[14]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1481,7 +1692,7 @@ func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobResponse.ProtoReflect.Descriptor instead.
 func (*SubmitJobResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{14}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SubmitJobResponse) GetJobId() uint64 {
@@ -1521,7 +1732,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[15]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1533,7 +1744,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[15]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1546,7 +1757,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{15}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CancelJobRequest) GetJobIds() []uint64 {
@@ -1595,7 +1806,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[16]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1607,7 +1818,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[16]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1620,7 +1831,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{16}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CancelJobResponse) GetCancelled() []uint64 {
@@ -1639,7 +1850,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[17]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1651,7 +1862,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[17]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1664,7 +1875,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{17}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetJobRequest) GetJobId() uint64 {
@@ -1711,7 +1922,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[18]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1723,7 +1934,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[18]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1736,7 +1947,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{18}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListJobsRequest) GetJobIds() []uint64 {
@@ -1826,7 +2037,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[19]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1838,7 +2049,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[19]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1851,7 +2062,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{19}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -1879,7 +2090,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[20]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1891,7 +2102,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[20]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1904,7 +2115,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{20}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListNodesRequest) GetNames() []string {
@@ -1938,7 +2149,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[21]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1950,7 +2161,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[21]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1963,7 +2174,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{21}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -1988,7 +2199,7 @@ type ListPartitionsRequest struct {
 
 func (x *ListPartitionsRequest) Reset() {
 	*x = ListPartitionsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[22]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2000,7 +2211,7 @@ func (x *ListPartitionsRequest) String() string {
 func (*ListPartitionsRequest) ProtoMessage() {}
 
 func (x *ListPartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[22]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2013,7 +2224,7 @@ func (x *ListPartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPartitionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{22}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{25}
 }
 
 type ListPartitionsResponse struct {
@@ -2025,7 +2236,7 @@ type ListPartitionsResponse struct {
 
 func (x *ListPartitionsResponse) Reset() {
 	*x = ListPartitionsResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[23]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2037,7 +2248,7 @@ func (x *ListPartitionsResponse) String() string {
 func (*ListPartitionsResponse) ProtoMessage() {}
 
 func (x *ListPartitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[23]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2050,7 +2261,7 @@ func (x *ListPartitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPartitionsResponse.ProtoReflect.Descriptor instead.
 func (*ListPartitionsResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{23}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListPartitionsResponse) GetPartitions() []*Partition {
@@ -2073,7 +2284,7 @@ type NotLeader struct {
 
 func (x *NotLeader) Reset() {
 	*x = NotLeader{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[24]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2085,7 +2296,7 @@ func (x *NotLeader) String() string {
 func (*NotLeader) ProtoMessage() {}
 
 func (x *NotLeader) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[24]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2098,7 +2309,7 @@ func (x *NotLeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotLeader.ProtoReflect.Descriptor instead.
 func (*NotLeader) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{24}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *NotLeader) GetLeaderId() string {
@@ -2136,7 +2347,7 @@ type ControllerStatus struct {
 
 func (x *ControllerStatus) Reset() {
 	*x = ControllerStatus{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2148,7 +2359,7 @@ func (x *ControllerStatus) String() string {
 func (*ControllerStatus) ProtoMessage() {}
 
 func (x *ControllerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2161,7 +2372,7 @@ func (x *ControllerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControllerStatus.ProtoReflect.Descriptor instead.
 func (*ControllerStatus) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{25}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ControllerStatus) GetId() string {
@@ -2249,7 +2460,7 @@ type GetControllerStatusRequest struct {
 
 func (x *GetControllerStatusRequest) Reset() {
 	*x = GetControllerStatusRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2261,7 +2472,7 @@ func (x *GetControllerStatusRequest) String() string {
 func (*GetControllerStatusRequest) ProtoMessage() {}
 
 func (x *GetControllerStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2274,7 +2485,7 @@ func (x *GetControllerStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetControllerStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetControllerStatusRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{26}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{29}
 }
 
 type ListControllersRequest struct {
@@ -2285,7 +2496,7 @@ type ListControllersRequest struct {
 
 func (x *ListControllersRequest) Reset() {
 	*x = ListControllersRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2297,7 +2508,7 @@ func (x *ListControllersRequest) String() string {
 func (*ListControllersRequest) ProtoMessage() {}
 
 func (x *ListControllersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2310,7 +2521,7 @@ func (x *ListControllersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListControllersRequest.ProtoReflect.Descriptor instead.
 func (*ListControllersRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{27}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{30}
 }
 
 type ListControllersResponse struct {
@@ -2322,7 +2533,7 @@ type ListControllersResponse struct {
 
 func (x *ListControllersResponse) Reset() {
 	*x = ListControllersResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2334,7 +2545,7 @@ func (x *ListControllersResponse) String() string {
 func (*ListControllersResponse) ProtoMessage() {}
 
 func (x *ListControllersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2347,7 +2558,7 @@ func (x *ListControllersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListControllersResponse.ProtoReflect.Descriptor instead.
 func (*ListControllersResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{28}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListControllersResponse) GetControllers() []*ControllerInfo {
@@ -2373,7 +2584,7 @@ type ControllerInfo struct {
 
 func (x *ControllerInfo) Reset() {
 	*x = ControllerInfo{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2385,7 +2596,7 @@ func (x *ControllerInfo) String() string {
 func (*ControllerInfo) ProtoMessage() {}
 
 func (x *ControllerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2398,7 +2609,7 @@ func (x *ControllerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControllerInfo.ProtoReflect.Descriptor instead.
 func (*ControllerInfo) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{29}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ControllerInfo) GetId() string {
@@ -2461,7 +2672,7 @@ type AddControllerRequest struct {
 
 func (x *AddControllerRequest) Reset() {
 	*x = AddControllerRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2473,7 +2684,7 @@ func (x *AddControllerRequest) String() string {
 func (*AddControllerRequest) ProtoMessage() {}
 
 func (x *AddControllerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2486,7 +2697,7 @@ func (x *AddControllerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddControllerRequest.ProtoReflect.Descriptor instead.
 func (*AddControllerRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{30}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *AddControllerRequest) GetId() string {
@@ -2518,7 +2729,7 @@ type AddControllerResponse struct {
 
 func (x *AddControllerResponse) Reset() {
 	*x = AddControllerResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2530,7 +2741,7 @@ func (x *AddControllerResponse) String() string {
 func (*AddControllerResponse) ProtoMessage() {}
 
 func (x *AddControllerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2543,7 +2754,7 @@ func (x *AddControllerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddControllerResponse.ProtoReflect.Descriptor instead.
 func (*AddControllerResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{31}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{34}
 }
 
 type RemoveControllerRequest struct {
@@ -2555,7 +2766,7 @@ type RemoveControllerRequest struct {
 
 func (x *RemoveControllerRequest) Reset() {
 	*x = RemoveControllerRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2567,7 +2778,7 @@ func (x *RemoveControllerRequest) String() string {
 func (*RemoveControllerRequest) ProtoMessage() {}
 
 func (x *RemoveControllerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2580,7 +2791,7 @@ func (x *RemoveControllerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveControllerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveControllerRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{32}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RemoveControllerRequest) GetId() string {
@@ -2598,7 +2809,7 @@ type RemoveControllerResponse struct {
 
 func (x *RemoveControllerResponse) Reset() {
 	*x = RemoveControllerResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2610,7 +2821,7 @@ func (x *RemoveControllerResponse) String() string {
 func (*RemoveControllerResponse) ProtoMessage() {}
 
 func (x *RemoveControllerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2623,7 +2834,7 @@ func (x *RemoveControllerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveControllerResponse.ProtoReflect.Descriptor instead.
 func (*RemoveControllerResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{33}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{36}
 }
 
 type RegisterControllerRequest struct {
@@ -2637,7 +2848,7 @@ type RegisterControllerRequest struct {
 
 func (x *RegisterControllerRequest) Reset() {
 	*x = RegisterControllerRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2649,7 +2860,7 @@ func (x *RegisterControllerRequest) String() string {
 func (*RegisterControllerRequest) ProtoMessage() {}
 
 func (x *RegisterControllerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2662,7 +2873,7 @@ func (x *RegisterControllerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterControllerRequest.ProtoReflect.Descriptor instead.
 func (*RegisterControllerRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{34}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RegisterControllerRequest) GetId() string {
@@ -2694,7 +2905,7 @@ type RegisterControllerResponse struct {
 
 func (x *RegisterControllerResponse) Reset() {
 	*x = RegisterControllerResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2706,7 +2917,7 @@ func (x *RegisterControllerResponse) String() string {
 func (*RegisterControllerResponse) ProtoMessage() {}
 
 func (x *RegisterControllerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2719,7 +2930,7 @@ func (x *RegisterControllerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterControllerResponse.ProtoReflect.Descriptor instead.
 func (*RegisterControllerResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{35}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{38}
 }
 
 type TransferLeadershipRequest struct {
@@ -2731,7 +2942,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2743,7 +2954,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2756,7 +2967,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{36}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *TransferLeadershipRequest) GetId() string {
@@ -2775,7 +2986,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2787,7 +2998,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2800,7 +3011,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{37}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -2818,7 +3029,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2830,7 +3041,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2843,7 +3054,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{38}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{41}
 }
 
 // Chunk is a piece of a backup file, in order.
@@ -2856,7 +3067,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2868,7 +3079,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2881,7 +3092,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{39}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Chunk) GetData() []byte {
@@ -2903,7 +3114,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2915,7 +3126,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2928,7 +3139,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{40}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RestoreRequest) GetData() []byte {
@@ -2955,7 +3166,7 @@ type RestoreResponse struct {
 
 func (x *RestoreResponse) Reset() {
 	*x = RestoreResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2967,7 +3178,7 @@ func (x *RestoreResponse) String() string {
 func (*RestoreResponse) ProtoMessage() {}
 
 func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2980,7 +3191,7 @@ func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreResponse.ProtoReflect.Descriptor instead.
 func (*RestoreResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{41}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RestoreResponse) GetJobs() uint64 {
@@ -3014,7 +3225,7 @@ type RegisterNodeRequest struct {
 
 func (x *RegisterNodeRequest) Reset() {
 	*x = RegisterNodeRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3026,7 +3237,7 @@ func (x *RegisterNodeRequest) String() string {
 func (*RegisterNodeRequest) ProtoMessage() {}
 
 func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3039,7 +3250,7 @@ func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeRequest.ProtoReflect.Descriptor instead.
 func (*RegisterNodeRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{42}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RegisterNodeRequest) GetName() string {
@@ -3125,7 +3336,7 @@ type NICInfo struct {
 
 func (x *NICInfo) Reset() {
 	*x = NICInfo{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3137,7 +3348,7 @@ func (x *NICInfo) String() string {
 func (*NICInfo) ProtoMessage() {}
 
 func (x *NICInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3150,7 +3361,7 @@ func (x *NICInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NICInfo.ProtoReflect.Descriptor instead.
 func (*NICInfo) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{43}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *NICInfo) GetDevice() string {
@@ -3243,7 +3454,7 @@ type GPUInfo struct {
 
 func (x *GPUInfo) Reset() {
 	*x = GPUInfo{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3255,7 +3466,7 @@ func (x *GPUInfo) String() string {
 func (*GPUInfo) ProtoMessage() {}
 
 func (x *GPUInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3268,7 +3479,7 @@ func (x *GPUInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GPUInfo.ProtoReflect.Descriptor instead.
 func (*GPUInfo) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{44}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GPUInfo) GetIndex() int32 {
@@ -3315,7 +3526,7 @@ type RegisterNodeResponse struct {
 
 func (x *RegisterNodeResponse) Reset() {
 	*x = RegisterNodeResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3327,7 +3538,7 @@ func (x *RegisterNodeResponse) String() string {
 func (*RegisterNodeResponse) ProtoMessage() {}
 
 func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3340,7 +3551,7 @@ func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeResponse.ProtoReflect.Descriptor instead.
 func (*RegisterNodeResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{45}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RegisterNodeResponse) GetHeartbeatIntervalMs() int64 {
@@ -3366,7 +3577,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3378,7 +3589,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3391,7 +3602,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{46}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *HeartbeatRequest) GetName() string {
@@ -3438,7 +3649,7 @@ type HealthProblem struct {
 
 func (x *HealthProblem) Reset() {
 	*x = HealthProblem{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3450,7 +3661,7 @@ func (x *HealthProblem) String() string {
 func (*HealthProblem) ProtoMessage() {}
 
 func (x *HealthProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3463,7 +3674,7 @@ func (x *HealthProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthProblem.ProtoReflect.Descriptor instead.
 func (*HealthProblem) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{47}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *HealthProblem) GetCheck() string {
@@ -3505,7 +3716,7 @@ type TaskRef struct {
 
 func (x *TaskRef) Reset() {
 	*x = TaskRef{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3517,7 +3728,7 @@ func (x *TaskRef) String() string {
 func (*TaskRef) ProtoMessage() {}
 
 func (x *TaskRef) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3530,7 +3741,7 @@ func (x *TaskRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskRef.ProtoReflect.Descriptor instead.
 func (*TaskRef) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{48}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *TaskRef) GetJobId() uint64 {
@@ -3572,7 +3783,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3584,7 +3795,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3597,7 +3808,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{49}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *HeartbeatResponse) GetReregister() bool {
@@ -3641,7 +3852,7 @@ type HealthCheck struct {
 
 func (x *HealthCheck) Reset() {
 	*x = HealthCheck{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3653,7 +3864,7 @@ func (x *HealthCheck) String() string {
 func (*HealthCheck) ProtoMessage() {}
 
 func (x *HealthCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3666,7 +3877,7 @@ func (x *HealthCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthCheck.ProtoReflect.Descriptor instead.
 func (*HealthCheck) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{50}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *HealthCheck) GetProgram() string {
@@ -3699,7 +3910,7 @@ type WatchAssignmentsRequest struct {
 
 func (x *WatchAssignmentsRequest) Reset() {
 	*x = WatchAssignmentsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3711,7 +3922,7 @@ func (x *WatchAssignmentsRequest) String() string {
 func (*WatchAssignmentsRequest) ProtoMessage() {}
 
 func (x *WatchAssignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3724,7 +3935,7 @@ func (x *WatchAssignmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchAssignmentsRequest.ProtoReflect.Descriptor instead.
 func (*WatchAssignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{51}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *WatchAssignmentsRequest) GetName() string {
@@ -3752,7 +3963,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3764,7 +3975,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3777,7 +3988,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{52}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *Assignment) GetJobId() uint64 {
@@ -3838,7 +4049,7 @@ type Assignments struct {
 
 func (x *Assignments) Reset() {
 	*x = Assignments{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3850,7 +4061,7 @@ func (x *Assignments) String() string {
 func (*Assignments) ProtoMessage() {}
 
 func (x *Assignments) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3863,7 +4074,7 @@ func (x *Assignments) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignments.ProtoReflect.Descriptor instead.
 func (*Assignments) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{53}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *Assignments) GetAssignments() []*Assignment {
@@ -3890,7 +4101,7 @@ type ReportTaskStatusRequest struct {
 
 func (x *ReportTaskStatusRequest) Reset() {
 	*x = ReportTaskStatusRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3902,7 +4113,7 @@ func (x *ReportTaskStatusRequest) String() string {
 func (*ReportTaskStatusRequest) ProtoMessage() {}
 
 func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3915,7 +4126,7 @@ func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{54}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ReportTaskStatusRequest) GetNode() string {
@@ -3989,7 +4200,7 @@ type ReportTaskStatusResponse struct {
 
 func (x *ReportTaskStatusResponse) Reset() {
 	*x = ReportTaskStatusResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4001,7 +4212,7 @@ func (x *ReportTaskStatusResponse) String() string {
 func (*ReportTaskStatusResponse) ProtoMessage() {}
 
 func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4014,7 +4225,7 @@ func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusResponse.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{55}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{58}
 }
 
 var File_phalanx_v1_phalanx_proto protoreflect.FileDescriptor
@@ -4022,7 +4233,23 @@ var File_phalanx_v1_phalanx_proto protoreflect.FileDescriptor
 const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\n" +
 	"\x18phalanx/v1/phalanx.proto\x12\n" +
-	"phalanx.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"W\n" +
+	"phalanx.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x97\x01\n" +
+	"\x11ListEventsRequest\x12\x14\n" +
+	"\x05nodes\x18\x01 \x03(\tR\x05nodes\x120\n" +
+	"\x05since\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x12\x1b\n" +
+	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\"g\n" +
+	"\x12ListEventsResponse\x12)\n" +
+	"\x06events\x18\x01 \x03(\v2\x11.phalanx.v1.EventR\x06events\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x9f\x01\n" +
+	"\x05Event\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12.\n" +
+	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\x12\x12\n" +
+	"\x04kind\x18\x04 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04user\x18\x05 \x01(\tR\x04user\x12\x18\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\"W\n" +
 	"\x11UpdateNodeRequest\x12\x14\n" +
 	"\x05names\x18\x01 \x03(\tR\x05names\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
@@ -4359,8 +4586,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"exitSignal\x12\x18\n" +
 	"\amessage\x18\b \x01(\tR\amessage\x12.\n" +
 	"\x04time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\x1a\n" +
-	"\x18ReportTaskStatusResponse2\xe6\n" +
-	"\n" +
+	"\x18ReportTaskStatusResponse2\xb3\v\n" +
 	"\x11ControllerService\x12H\n" +
 	"\tSubmitJob\x12\x1c.phalanx.v1.SubmitJobRequest\x1a\x1d.phalanx.v1.SubmitJobResponse\x12H\n" +
 	"\tCancelJob\x12\x1c.phalanx.v1.CancelJobRequest\x1a\x1d.phalanx.v1.CancelJobResponse\x124\n" +
@@ -4379,7 +4605,9 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\vCreateToken\x12\x1e.phalanx.v1.CreateTokenRequest\x1a\x1f.phalanx.v1.CreateTokenResponse\x12K\n" +
 	"\n" +
 	"UpdateNode\x12\x1d.phalanx.v1.UpdateNodeRequest\x1a\x1e.phalanx.v1.UpdateNodeResponse\x12H\n" +
-	"\tUpdateJob\x12\x1c.phalanx.v1.UpdateJobRequest\x1a\x1d.phalanx.v1.UpdateJobResponse2\xdd\x02\n" +
+	"\tUpdateJob\x12\x1c.phalanx.v1.UpdateJobRequest\x1a\x1d.phalanx.v1.UpdateJobResponse\x12K\n" +
+	"\n" +
+	"ListEvents\x12\x1d.phalanx.v1.ListEventsRequest\x1a\x1e.phalanx.v1.ListEventsResponse2\xdd\x02\n" +
 	"\vNodeService\x12Q\n" +
 	"\fRegisterNode\x12\x1f.phalanx.v1.RegisterNodeRequest\x1a .phalanx.v1.RegisterNodeResponse\x12H\n" +
 	"\tHeartbeat\x12\x1c.phalanx.v1.HeartbeatRequest\x1a\x1d.phalanx.v1.HeartbeatResponse\x12R\n" +
@@ -4398,154 +4626,162 @@ func file_phalanx_v1_phalanx_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_phalanx_proto_rawDescData
 }
 
-var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
+var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_phalanx_v1_phalanx_proto_goTypes = []any{
-	(*UpdateNodeRequest)(nil),          // 0: phalanx.v1.UpdateNodeRequest
-	(*UpdateNodeResponse)(nil),         // 1: phalanx.v1.UpdateNodeResponse
-	(*UpdateJobRequest)(nil),           // 2: phalanx.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),          // 3: phalanx.v1.UpdateJobResponse
-	(*CreateTokenRequest)(nil),         // 4: phalanx.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),        // 5: phalanx.v1.CreateTokenResponse
-	(*JobSpec)(nil),                    // 6: phalanx.v1.JobSpec
-	(*NodeAlloc)(nil),                  // 7: phalanx.v1.NodeAlloc
-	(*Task)(nil),                       // 8: phalanx.v1.Task
-	(*Job)(nil),                        // 9: phalanx.v1.Job
-	(*Attempt)(nil),                    // 10: phalanx.v1.Attempt
-	(*Node)(nil),                       // 11: phalanx.v1.Node
-	(*Partition)(nil),                  // 12: phalanx.v1.Partition
-	(*SubmitJobRequest)(nil),           // 13: phalanx.v1.SubmitJobRequest
-	(*SubmitJobResponse)(nil),          // 14: phalanx.v1.SubmitJobResponse
-	(*CancelJobRequest)(nil),           // 15: phalanx.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),          // 16: phalanx.v1.CancelJobResponse
-	(*GetJobRequest)(nil),              // 17: phalanx.v1.GetJobRequest
-	(*ListJobsRequest)(nil),            // 18: phalanx.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),           // 19: phalanx.v1.ListJobsResponse
-	(*ListNodesRequest)(nil),           // 20: phalanx.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),          // 21: phalanx.v1.ListNodesResponse
-	(*ListPartitionsRequest)(nil),      // 22: phalanx.v1.ListPartitionsRequest
-	(*ListPartitionsResponse)(nil),     // 23: phalanx.v1.ListPartitionsResponse
-	(*NotLeader)(nil),                  // 24: phalanx.v1.NotLeader
-	(*ControllerStatus)(nil),           // 25: phalanx.v1.ControllerStatus
-	(*GetControllerStatusRequest)(nil), // 26: phalanx.v1.GetControllerStatusRequest
-	(*ListControllersRequest)(nil),     // 27: phalanx.v1.ListControllersRequest
-	(*ListControllersResponse)(nil),    // 28: phalanx.v1.ListControllersResponse
-	(*ControllerInfo)(nil),             // 29: phalanx.v1.ControllerInfo
-	(*AddControllerRequest)(nil),       // 30: phalanx.v1.AddControllerRequest
-	(*AddControllerResponse)(nil),      // 31: phalanx.v1.AddControllerResponse
-	(*RemoveControllerRequest)(nil),    // 32: phalanx.v1.RemoveControllerRequest
-	(*RemoveControllerResponse)(nil),   // 33: phalanx.v1.RemoveControllerResponse
-	(*RegisterControllerRequest)(nil),  // 34: phalanx.v1.RegisterControllerRequest
-	(*RegisterControllerResponse)(nil), // 35: phalanx.v1.RegisterControllerResponse
-	(*TransferLeadershipRequest)(nil),  // 36: phalanx.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 37: phalanx.v1.TransferLeadershipResponse
-	(*BackupRequest)(nil),              // 38: phalanx.v1.BackupRequest
-	(*Chunk)(nil),                      // 39: phalanx.v1.Chunk
-	(*RestoreRequest)(nil),             // 40: phalanx.v1.RestoreRequest
-	(*RestoreResponse)(nil),            // 41: phalanx.v1.RestoreResponse
-	(*RegisterNodeRequest)(nil),        // 42: phalanx.v1.RegisterNodeRequest
-	(*NICInfo)(nil),                    // 43: phalanx.v1.NICInfo
-	(*GPUInfo)(nil),                    // 44: phalanx.v1.GPUInfo
-	(*RegisterNodeResponse)(nil),       // 45: phalanx.v1.RegisterNodeResponse
-	(*HeartbeatRequest)(nil),           // 46: phalanx.v1.HeartbeatRequest
-	(*HealthProblem)(nil),              // 47: phalanx.v1.HealthProblem
-	(*TaskRef)(nil),                    // 48: phalanx.v1.TaskRef
-	(*HeartbeatResponse)(nil),          // 49: phalanx.v1.HeartbeatResponse
-	(*HealthCheck)(nil),                // 50: phalanx.v1.HealthCheck
-	(*WatchAssignmentsRequest)(nil),    // 51: phalanx.v1.WatchAssignmentsRequest
-	(*Assignment)(nil),                 // 52: phalanx.v1.Assignment
-	(*Assignments)(nil),                // 53: phalanx.v1.Assignments
-	(*ReportTaskStatusRequest)(nil),    // 54: phalanx.v1.ReportTaskStatusRequest
-	(*ReportTaskStatusResponse)(nil),   // 55: phalanx.v1.ReportTaskStatusResponse
-	nil,                                // 56: phalanx.v1.JobSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 57: google.protobuf.Timestamp
+	(*ListEventsRequest)(nil),          // 0: phalanx.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),         // 1: phalanx.v1.ListEventsResponse
+	(*Event)(nil),                      // 2: phalanx.v1.Event
+	(*UpdateNodeRequest)(nil),          // 3: phalanx.v1.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),         // 4: phalanx.v1.UpdateNodeResponse
+	(*UpdateJobRequest)(nil),           // 5: phalanx.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),          // 6: phalanx.v1.UpdateJobResponse
+	(*CreateTokenRequest)(nil),         // 7: phalanx.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),        // 8: phalanx.v1.CreateTokenResponse
+	(*JobSpec)(nil),                    // 9: phalanx.v1.JobSpec
+	(*NodeAlloc)(nil),                  // 10: phalanx.v1.NodeAlloc
+	(*Task)(nil),                       // 11: phalanx.v1.Task
+	(*Job)(nil),                        // 12: phalanx.v1.Job
+	(*Attempt)(nil),                    // 13: phalanx.v1.Attempt
+	(*Node)(nil),                       // 14: phalanx.v1.Node
+	(*Partition)(nil),                  // 15: phalanx.v1.Partition
+	(*SubmitJobRequest)(nil),           // 16: phalanx.v1.SubmitJobRequest
+	(*SubmitJobResponse)(nil),          // 17: phalanx.v1.SubmitJobResponse
+	(*CancelJobRequest)(nil),           // 18: phalanx.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),          // 19: phalanx.v1.CancelJobResponse
+	(*GetJobRequest)(nil),              // 20: phalanx.v1.GetJobRequest
+	(*ListJobsRequest)(nil),            // 21: phalanx.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),           // 22: phalanx.v1.ListJobsResponse
+	(*ListNodesRequest)(nil),           // 23: phalanx.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),          // 24: phalanx.v1.ListNodesResponse
+	(*ListPartitionsRequest)(nil),      // 25: phalanx.v1.ListPartitionsRequest
+	(*ListPartitionsResponse)(nil),     // 26: phalanx.v1.ListPartitionsResponse
+	(*NotLeader)(nil),                  // 27: phalanx.v1.NotLeader
+	(*ControllerStatus)(nil),           // 28: phalanx.v1.ControllerStatus
+	(*GetControllerStatusRequest)(nil), // 29: phalanx.v1.GetControllerStatusRequest
+	(*ListControllersRequest)(nil),     // 30: phalanx.v1.ListControllersRequest
+	(*ListControllersResponse)(nil),    // 31: phalanx.v1.ListControllersResponse
+	(*ControllerInfo)(nil),             // 32: phalanx.v1.ControllerInfo
+	(*AddControllerRequest)(nil),       // 33: phalanx.v1.AddControllerRequest
+	(*AddControllerResponse)(nil),      // 34: phalanx.v1.AddControllerResponse
+	(*RemoveControllerRequest)(nil),    // 35: phalanx.v1.RemoveControllerRequest
+	(*RemoveControllerResponse)(nil),   // 36: phalanx.v1.RemoveControllerResponse
+	(*RegisterControllerRequest)(nil),  // 37: phalanx.v1.RegisterControllerRequest
+	(*RegisterControllerResponse)(nil), // 38: phalanx.v1.RegisterControllerResponse
+	(*TransferLeadershipRequest)(nil),  // 39: phalanx.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 40: phalanx.v1.TransferLeadershipResponse
+	(*BackupRequest)(nil),              // 41: phalanx.v1.BackupRequest
+	(*Chunk)(nil),                      // 42: phalanx.v1.Chunk
+	(*RestoreRequest)(nil),             // 43: phalanx.v1.RestoreRequest
+	(*RestoreResponse)(nil),            // 44: phalanx.v1.RestoreResponse
+	(*RegisterNodeRequest)(nil),        // 45: phalanx.v1.RegisterNodeRequest
+	(*NICInfo)(nil),                    // 46: phalanx.v1.NICInfo
+	(*GPUInfo)(nil),                    // 47: phalanx.v1.GPUInfo
+	(*RegisterNodeResponse)(nil),       // 48: phalanx.v1.RegisterNodeResponse
+	(*HeartbeatRequest)(nil),           // 49: phalanx.v1.HeartbeatRequest
+	(*HealthProblem)(nil),              // 50: phalanx.v1.HealthProblem
+	(*TaskRef)(nil),                    // 51: phalanx.v1.TaskRef
+	(*HeartbeatResponse)(nil),          // 52: phalanx.v1.HeartbeatResponse
+	(*HealthCheck)(nil),                // 53: phalanx.v1.HealthCheck
+	(*WatchAssignmentsRequest)(nil),    // 54: phalanx.v1.WatchAssignmentsRequest
+	(*Assignment)(nil),                 // 55: phalanx.v1.Assignment
+	(*Assignments)(nil),                // 56: phalanx.v1.Assignments
+	(*ReportTaskStatusRequest)(nil),    // 57: phalanx.v1.ReportTaskStatusRequest
+	(*ReportTaskStatusResponse)(nil),   // 58: phalanx.v1.ReportTaskStatusResponse
+	nil,                                // 59: phalanx.v1.JobSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil),      // 60: google.protobuf.Timestamp
 }
 var file_phalanx_v1_phalanx_proto_depIdxs = []int32{
-	57, // 0: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
-	56, // 1: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
-	57, // 2: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
-	57, // 3: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
-	6,  // 4: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
-	57, // 5: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
-	57, // 6: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
-	57, // 7: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
-	7,  // 8: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
-	8,  // 9: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
-	57, // 10: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
-	10, // 11: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
-	7,  // 12: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
-	57, // 13: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
-	57, // 14: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
-	57, // 15: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
-	57, // 16: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
-	43, // 17: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
-	57, // 18: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
-	6,  // 19: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
-	57, // 20: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
-	57, // 21: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
-	57, // 22: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
-	9,  // 23: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
-	11, // 24: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
-	12, // 25: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
-	57, // 26: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
-	29, // 27: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
-	25, // 28: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
-	44, // 29: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
-	43, // 30: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
-	48, // 31: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
-	47, // 32: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
-	57, // 33: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
-	57, // 34: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
-	50, // 35: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
-	9,  // 36: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
-	52, // 37: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
-	57, // 38: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
-	13, // 39: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
-	15, // 40: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
-	17, // 41: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
-	18, // 42: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
-	20, // 43: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
-	22, // 44: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
-	27, // 45: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
-	26, // 46: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
-	30, // 47: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
-	32, // 48: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
-	34, // 49: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
-	36, // 50: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
-	38, // 51: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
-	40, // 52: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
-	4,  // 53: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
-	0,  // 54: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
-	2,  // 55: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
-	42, // 56: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
-	46, // 57: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
-	51, // 58: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
-	54, // 59: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
-	14, // 60: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
-	16, // 61: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
-	9,  // 62: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
-	19, // 63: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
-	21, // 64: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
-	23, // 65: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
-	28, // 66: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
-	25, // 67: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
-	31, // 68: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
-	33, // 69: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
-	35, // 70: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
-	37, // 71: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
-	39, // 72: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
-	41, // 73: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
-	5,  // 74: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
-	1,  // 75: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
-	3,  // 76: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
-	45, // 77: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
-	49, // 78: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
-	53, // 79: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
-	55, // 80: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
-	60, // [60:81] is the sub-list for method output_type
-	39, // [39:60] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	60, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
+	2,  // 1: phalanx.v1.ListEventsResponse.events:type_name -> phalanx.v1.Event
+	60, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
+	60, // 3: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
+	59, // 4: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
+	60, // 5: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
+	60, // 6: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	9,  // 7: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
+	60, // 8: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
+	60, // 9: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
+	60, // 10: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
+	10, // 11: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
+	11, // 12: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
+	60, // 13: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
+	13, // 14: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
+	10, // 15: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
+	60, // 16: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
+	60, // 17: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
+	60, // 18: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
+	60, // 19: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	46, // 20: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
+	60, // 21: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
+	9,  // 22: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
+	60, // 23: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
+	60, // 24: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
+	60, // 25: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
+	12, // 26: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
+	14, // 27: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
+	15, // 28: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
+	60, // 29: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
+	32, // 30: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
+	28, // 31: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
+	47, // 32: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
+	46, // 33: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
+	51, // 34: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
+	50, // 35: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
+	60, // 36: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
+	60, // 37: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
+	53, // 38: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
+	12, // 39: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
+	55, // 40: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
+	60, // 41: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
+	16, // 42: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
+	18, // 43: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
+	20, // 44: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
+	21, // 45: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
+	23, // 46: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
+	25, // 47: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
+	30, // 48: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
+	29, // 49: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
+	33, // 50: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
+	35, // 51: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
+	37, // 52: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
+	39, // 53: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
+	41, // 54: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
+	43, // 55: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
+	7,  // 56: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
+	3,  // 57: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
+	5,  // 58: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
+	0,  // 59: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
+	45, // 60: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
+	49, // 61: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
+	54, // 62: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
+	57, // 63: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
+	17, // 64: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
+	19, // 65: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
+	12, // 66: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
+	22, // 67: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
+	24, // 68: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
+	26, // 69: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
+	31, // 70: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
+	28, // 71: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
+	34, // 72: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
+	36, // 73: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
+	38, // 74: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
+	40, // 75: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
+	42, // 76: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
+	44, // 77: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
+	8,  // 78: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
+	4,  // 79: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
+	6,  // 80: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
+	1,  // 81: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
+	48, // 82: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
+	52, // 83: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
+	56, // 84: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
+	58, // 85: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
+	64, // [64:86] is the sub-list for method output_type
+	42, // [42:64] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_phalanx_proto_init() }
@@ -4553,14 +4789,14 @@ func file_phalanx_v1_phalanx_proto_init() {
 	if File_phalanx_v1_phalanx_proto != nil {
 		return
 	}
-	file_phalanx_v1_phalanx_proto_msgTypes[2].OneofWrappers = []any{}
+	file_phalanx_v1_phalanx_proto_msgTypes[5].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_phalanx_proto_rawDesc), len(file_phalanx_v1_phalanx_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   57,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

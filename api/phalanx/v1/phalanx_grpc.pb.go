@@ -51,6 +51,7 @@ const (
 	ControllerService_CreateToken_FullMethodName         = "/phalanx.v1.ControllerService/CreateToken"
 	ControllerService_UpdateNode_FullMethodName          = "/phalanx.v1.ControllerService/UpdateNode"
 	ControllerService_UpdateJob_FullMethodName           = "/phalanx.v1.ControllerService/UpdateJob"
+	ControllerService_ListEvents_FullMethodName          = "/phalanx.v1.ControllerService/ListEvents"
 )
 
 // ControllerServiceClient is the client API for ControllerService service.
@@ -100,6 +101,10 @@ type ControllerServiceClient interface {
 	// owner may rename it and shorten its time limit; operators and
 	// administrators may change any job, and lengthen time limits.
 	UpdateJob(ctx context.Context, in *UpdateJobRequest, opts ...grpc.CallOption) (*UpdateJobResponse, error)
+	// ListEvents lists what happened to nodes (registrations, drains,
+	// resumes, downs, health verdicts), oldest first; any user may read
+	// them, as `phx events`.
+	ListEvents(ctx context.Context, in *ListEventsRequest, opts ...grpc.CallOption) (*ListEventsResponse, error)
 }
 
 type controllerServiceClient struct {
@@ -292,6 +297,16 @@ func (c *controllerServiceClient) UpdateJob(ctx context.Context, in *UpdateJobRe
 	return out, nil
 }
 
+func (c *controllerServiceClient) ListEvents(ctx context.Context, in *ListEventsRequest, opts ...grpc.CallOption) (*ListEventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListEventsResponse)
+	err := c.cc.Invoke(ctx, ControllerService_ListEvents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ControllerServiceServer is the server API for ControllerService service.
 // All implementations must embed UnimplementedControllerServiceServer
 // for forward compatibility.
@@ -339,6 +354,10 @@ type ControllerServiceServer interface {
 	// owner may rename it and shorten its time limit; operators and
 	// administrators may change any job, and lengthen time limits.
 	UpdateJob(context.Context, *UpdateJobRequest) (*UpdateJobResponse, error)
+	// ListEvents lists what happened to nodes (registrations, drains,
+	// resumes, downs, health verdicts), oldest first; any user may read
+	// them, as `phx events`.
+	ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error)
 	mustEmbedUnimplementedControllerServiceServer()
 }
 
@@ -399,6 +418,9 @@ func (UnimplementedControllerServiceServer) UpdateNode(context.Context, *UpdateN
 }
 func (UnimplementedControllerServiceServer) UpdateJob(context.Context, *UpdateJobRequest) (*UpdateJobResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateJob not implemented")
+}
+func (UnimplementedControllerServiceServer) ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListEvents not implemented")
 }
 func (UnimplementedControllerServiceServer) mustEmbedUnimplementedControllerServiceServer() {}
 func (UnimplementedControllerServiceServer) testEmbeddedByValue()                           {}
@@ -709,6 +731,24 @@ func _ControllerService_UpdateJob_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ControllerService_ListEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListEventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControllerServiceServer).ListEvents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControllerService_ListEvents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControllerServiceServer).ListEvents(ctx, req.(*ListEventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ControllerService_ServiceDesc is the grpc.ServiceDesc for ControllerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -775,6 +815,10 @@ var ControllerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateJob",
 			Handler:    _ControllerService_UpdateJob_Handler,
+		},
+		{
+			MethodName: "ListEvents",
+			Handler:    _ControllerService_ListEvents_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

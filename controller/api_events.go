@@ -1,0 +1,73 @@
+package controller
+
+import (
+	"context"
+	"strconv"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/store"
+)
+
+// Pages of events: a message is one line of at most a few KiB (a reason
+// is at most maxReasonLen), so a page of the most stays well under gRPC's
+// 4 MiB.
+const (
+	defaultEventPage = 1000
+	maxEventPage     = 2000
+)
+
+// ListEvents lists node events, oldest first, a page at a time; the page
+// token is the number of the last event of the page before. Any
+// authenticated user may read them, as they may read the nodes.
+func (c *controllerService) ListEvents(ctx context.Context, req *phalanxv1.ListEventsRequest) (*phalanxv1.ListEventsResponse, error) {
+	q, err := c.s.eventQuery(req)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	limit := q.Limit
+	q.Limit++ // one more says whether there is another page
+	events, err := c.s.store.Events(q)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &phalanxv1.ListEventsResponse{}
+	if len(events) > limit {
+		events = events[:limit]
+		out.NextPageToken = strconv.FormatUint(events[limit-1].Seq, 10)
+	}
+	for _, e := range events {
+		out.Events = append(out.Events, eventToProto(e))
+	}
+	return out, nil
+}
+
+// eventQuery checks a request and turns it into the store's query.
+func (s *Server) eventQuery(req *phalanxv1.ListEventsRequest) (store.EventQuery, error) {
+	q := store.EventQuery{Nodes: req.Nodes, Limit: defaultEventPage}
+	switch {
+	case req.PageSize < 0:
+		return q, cluster.Errorf(cluster.ErrInvalid, "page size %d must not be negative", req.PageSize)
+	case req.PageSize > 0:
+		q.Limit = min(int(req.PageSize), maxEventPage)
+	}
+	if req.PageToken != "" {
+		after, err := strconv.ParseUint(req.PageToken, 10, 64)
+		if err != nil {
+			return q, cluster.Errorf(cluster.ErrInvalid, "page token %q is not one this server gave", req.PageToken)
+		}
+		q.After = after
+	}
+	if req.Since != nil {
+		if err := req.Since.CheckValid(); err != nil {
+			return q, cluster.Errorf(cluster.ErrInvalid, "since: %v", err)
+		}
+		q.Since = req.Since.AsTime()
+	}
+	for _, name := range req.Nodes {
+		if _, err := s.store.Node(name); err != nil {
+			return q, cluster.Errorf(cluster.ErrNotFound, "Invalid node name specified: %s", name)
+		}
+	}
+	return q, nil
+}
