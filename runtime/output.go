@@ -1,30 +1,21 @@
 package runtime
 
 import (
-	"errors"
-	"io/fs"
 	"os"
 )
 
-// OpenOutput opens a task's output file for append, creating it if needed.
-// A file it creates is given to uid:gid (each kept when negative), so the
-// job's user can read its own output. An empty path discards the stream.
+// OpenOutput opens a task's output file for append, creating it if needed,
+// as the task's user (AsUser): a user can name as output only a file it
+// may write, or create one where it may, and a file created is the user's.
+// An empty path discards the stream.
 func OpenOutput(path string, uid, gid int) (*os.File, error) {
 	if path == "" {
 		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, fs.ErrExist) {
-		return os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if uid >= 0 || gid >= 0 {
-		if err := f.Chown(uid, gid); err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
-	return f, nil
+	var f *os.File
+	err := AsUser(uid, gid, func() (err error) {
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		return err
+	})
+	return f, err
 }

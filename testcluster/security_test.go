@@ -28,6 +28,7 @@ import (
 	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/controller"
 	"github.com/phalanx-hpc/phalanx/pki"
+	"github.com/phalanx-hpc/phalanx/runtime/runtimetest"
 	"github.com/phalanx-hpc/phalanx/testcluster"
 )
 
@@ -422,7 +423,7 @@ func TestPrivateDataJobs(t *testing.T) {
 	bob := auth.Identity{User: "bob", UID: 1001, GID: 100, Kind: auth.KindLocal}
 	carol := auth.Identity{User: "carol", UID: 1002, GID: 100, Kind: auth.KindLocal}
 	ctx := context.Background()
-	s := spec(t.TempDir(), "mine", 1, 0, "#!/bin/sh\nsleep 60\n")
+	s := spec(runtimetest.SharedDir(t), "mine", 1, 0, "#!/bin/sh\nsleep 60\n") // its output is opened as alice
 	s.Uid, s.Gid, s.User = int32(alice.UID), int32(alice.GID), alice.User
 	resp, err := c.ClientAs(alice).SubmitJob(ctx, &phalanxv1.SubmitJobRequest{Spec: s})
 	if err != nil {

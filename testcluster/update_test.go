@@ -11,6 +11,7 @@ import (
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/auth"
+	"github.com/phalanx-hpc/phalanx/runtime/runtimetest"
 	"github.com/phalanx-hpc/phalanx/testcluster"
 )
 
@@ -52,7 +53,7 @@ func TestUpdatesNeedOwnershipOrOperator(t *testing.T) {
 	}
 
 	// Alice's job waits: every node is drained.
-	s := spec(t.TempDir(), "first", 1, 1, "#!/bin/sh\nsleep 60\n")
+	s := spec(runtimetest.SharedDir(t), "first", 1, 1, "#!/bin/sh\nsleep 60\n") // its output is opened as alice
 	s.Uid, s.Gid, s.User, s.TimeLimitSeconds = int32(alice.UID), int32(alice.GID), alice.User, 3600
 	resp, err := asAlice.SubmitJob(ctx, &phalanxv1.SubmitJobRequest{Spec: s})
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/phalanx-hpc/phalanx/runtime"
 	"github.com/phalanx-hpc/phalanx/runtime/containerd"
 	"github.com/phalanx-hpc/phalanx/runtime/containerd/containerdtest"
+	"github.com/phalanx-hpc/phalanx/runtime/runtimetest"
 )
 
 const busybox = "docker.io/phalanx/busybox:test"
@@ -242,6 +243,8 @@ func TestMountsAndUser(t *testing.T) {
 	spec := shSpec(t, "phx-7-0-0", `cat /mnt/data/x; id -u; id -g; (echo > /mnt/data/y) 2>/dev/null || echo read-only`)
 	spec.Mounts = []runtime.Mount{{Source: data, Target: "/mnt/data", ReadOnly: true}}
 	spec.UID, spec.GID = 65534, 65534
+	spec.Stdout = filepath.Join(runtimetest.SharedDir(t), "out") // opened as the user
+	spec.Stderr = spec.Stdout
 	task, err := e.rt.Start(context.Background(), spec)
 	if err != nil {
 		t.Fatal(err)

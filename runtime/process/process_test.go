@@ -16,6 +16,7 @@ import (
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/runtime"
 	"github.com/phalanx-hpc/phalanx/runtime/process"
+	"github.com/phalanx-hpc/phalanx/runtime/runtimetest"
 )
 
 // run starts a shell script as a task and returns it with its output file
@@ -190,7 +191,7 @@ func TestRunAsUser(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("running as another user needs root")
 	}
-	out := filepath.Join(t.TempDir(), "out")
+	out := filepath.Join(runtimetest.SharedDir(t), "out") // opened as the user
 	task, _ := run(t, "id -u; id -g; id -G", func(s *runtime.Spec) {
 		s.UID, s.GID = 65534, 65533
 		s.WorkDir = "/"
