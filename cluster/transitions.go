@@ -95,7 +95,11 @@ func jobAfterTaskEnd(j *Job, t *Task) {
 			finish(j, JobCompleted, ReasonNone, lastTaskEnd(j))
 		}
 	case TaskFailed:
-		failJob(j, t, ReasonLaunchFailure)
+		reason := ReasonLaunchFailure
+		if t.Message != "" { // what failed, e.g. a pre-start check
+			reason += ": " + t.Message
+		}
+		failJob(j, t, reason)
 	case TaskKilled:
 		// The agent stopped a task of a job that was still running: the
 		// system's doing (the task was no longer assigned there), not the

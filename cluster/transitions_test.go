@@ -29,6 +29,11 @@ func rep(rank int, st TaskState, code, sig, sec int) TaskReport {
 	return TaskReport{JobID: 7, Rank: rank, Node: []string{"n1", "n2"}[rank], State: st, ExitCode: code, ExitSignal: sig, Time: at(sec)}
 }
 
+func withMessage(r TaskReport, msg string) TaskReport {
+	r.Message = msg
+	return r
+}
+
 func TestApplyTaskReport(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
@@ -95,6 +100,12 @@ func TestApplyTaskReport(t *testing.T) {
 		changed: []bool{true},
 		state:   JobFailed, reason: ReasonLaunchFailure,
 		tasks: []TaskState{TaskFailed, TaskAssigned}, start: at(0), end: at(4), live: true,
+	}, {
+		name:    "a launch failure's message is in the reason",
+		reports: []TaskReport{withMessage(rep(1, TaskFailed, 0, 0, 4), "prestart-workdir on n2: no such directory")},
+		changed: []bool{true},
+		state:   JobFailed, reason: ReasonLaunchFailure + ": prestart-workdir on n2: no such directory",
+		tasks: []TaskState{TaskAssigned, TaskFailed}, start: at(0), end: at(4), live: true,
 	}, {
 		// The agent stopped a task of a running job: a system fault, never
 		// blamed on the user's code.

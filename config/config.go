@@ -75,6 +75,9 @@ type Config struct {
 	// HealthCheck is the node health program agents run
 	// (HealthCheckProgram, HealthCheckInterval, HealthCheckNodeState).
 	HealthCheck cluster.HealthCheck
+	// Prolog is what agents run before a job's task starts on their node
+	// (Prolog, PrologEpilogTimeout).
+	Prolog cluster.Prolog
 	// Warnings are about settings Phalanx accepted but does not use.
 	Warnings []string
 }
@@ -271,6 +274,8 @@ func (p *parser) global(file string, num int, kv pair) {
 		p.slurmctldParameters(file, num, kv)
 	case "healthcheckprogram", "healthcheckinterval", "healthchecknodestate":
 		p.healthCheck(file, num, kv)
+	case "prolog", "prologepilogtimeout":
+		p.prolog(file, num, kv)
 	default:
 		p.warnOnce("global:"+kv.lower, file, num, "%s is not used by Phalanx; ignored", kv.Key)
 	}

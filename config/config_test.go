@@ -77,6 +77,9 @@ func render(c *Config, all bool) string {
 	if h := c.HealthCheck; all || h.Program != "" || h.Interval != 0 || h.States != cluster.HealthCheckAny {
 		line("health check program=%s interval=%s states=%s", h.Program, h.Interval, h.States)
 	}
+	if pr := c.Prolog; all || len(pr.Programs) > 0 || pr.Timeout != 0 {
+		line("prolog programs=%s timeout=%s", strings.Join(pr.Programs, ","), pr.TimeoutOrDefault())
+	}
 	for _, n := range c.Nodes {
 		line("node %s%s", n.Name, kvs(
 			"addr", n.Addr, "cpus", n.CPUs, "mem", n.MemoryMB, "gpus", n.GPUs, "type", n.GPUType,

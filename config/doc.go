@@ -60,6 +60,12 @@
 //	HealthCheckNodeState=STATE,...  ANY (default), IDLE, ALLOC, MIXED,
 //	                                NONDRAINED_IDLE, CYCLE; ALLOC and MIXED both
 //	                                mean "runs a task" (docs/health.md)
+//	Prolog=PATH[,PATH...]           Slurm's: programs an agent runs as root, in
+//	                                order, before a job's task starts on its
+//	                                node; one that fails drains the node and
+//	                                fails the attempt (docs/health.md)
+//	PrologEpilogTimeout=SECONDS     how long each may run; default 300 (Slurm
+//	                                waits for ever)
 //	NodeName=HOSTLIST [NodeAddr=HOSTLIST] CPUs=N RealMemory=MB
 //	         Gres=gpu[:TYPE][:N] Features=a,b Weight=N
 //	         (Sockets, CoresPerSocket, ThreadsPerCore give CPUs when CPUs is absent)

@@ -79,6 +79,9 @@ type Config struct {
 	// HealthCheck: the node health program agents run (Slurm's
 	// HealthCheck* keys); the zero value runs none.
 	HealthCheck cluster.HealthCheck
+	// Prolog: what agents run before a job's task starts on their node
+	// (Slurm's Prolog and PrologEpilogTimeout); the zero value runs none.
+	Prolog cluster.Prolog
 
 	// MinJobAge: a finished job stays visible to scontrol show job and
 	// squeue this long (Slurm's MinJobAge; default 300s; NoMinJobAge: not
@@ -192,6 +195,9 @@ func (c *Config) withDefaults() (Config, error) {
 		return out, fmt.Errorf("controller: no cluster key: give --auth-key FILE (create it with `phalanx-controller keygen FILE`), or --insecure to run without authentication (debugging only)")
 	}
 	if err := out.HealthCheck.Validate(); err != nil {
+		return out, fmt.Errorf("controller: %w", err)
+	}
+	if err := out.Prolog.Validate(); err != nil {
 		return out, fmt.Errorf("controller: %w", err)
 	}
 	if out.RaftAddr == "" {

@@ -45,11 +45,16 @@ func healthReason(problems []*phalanxv1.HealthProblem) (string, error) {
 		}
 		parts = append(parts, p.Check+": "+p.Message)
 	}
-	reason := strings.Join(parts, "; ")
+	return cutReason(strings.Join(parts, "; ")), nil
+}
+
+// cutReason cuts a reason the system writes to maxReasonLen bytes, marked
+// with "...".
+func cutReason(reason string) string {
 	if len(reason) > maxReasonLen {
 		reason = strings.ToValidUTF8(reason[:maxReasonLen-3], "") + "..."
 	}
-	return reason, nil
+	return reason
 }
 
 // adminResumed says when an administrator returned node to service, if
@@ -112,4 +117,12 @@ func healthCheckProto(h cluster.HealthCheck) *phalanxv1.HealthCheck {
 		return nil
 	}
 	return &phalanxv1.HealthCheck{Program: h.Program, IntervalSeconds: int64(h.Interval / time.Second), NodeState: h.States.String()}
+}
+
+// prologProto is the wire form of the prolog; nil when there is none.
+func prologProto(p cluster.Prolog) *phalanxv1.Prolog {
+	if len(p.Programs) == 0 {
+		return nil
+	}
+	return &phalanxv1.Prolog{Programs: p.Programs, TimeoutSeconds: int64(p.TimeoutOrDefault() / time.Second)}
 }

@@ -125,6 +125,7 @@ func (n *nodeService) WatchAssignments(req *phalanxv1.WatchAssignmentsRequest, s
 func (s *Server) assignments(node string, jobs []*cluster.Job) *phalanxv1.Assignments {
 	out := &phalanxv1.Assignments{}
 	addrs := map[string]string{}
+	prolog := prologProto(s.cfg.Prolog)
 	for _, j := range jobs {
 		for _, na := range j.Alloc.Nodes {
 			if _, ok := addrs[na.Node]; !ok {
@@ -152,6 +153,7 @@ func (s *Server) assignments(node string, jobs []*cluster.Job) *phalanxv1.Assign
 				Rank:         int32(t.Rank),
 				Job:          wire,
 				GraceSeconds: int32(s.cfg.KillGrace / time.Second),
+				Prolog:       prolog,
 			}
 			if j.State.Terminal() {
 				a.Stop = true
@@ -183,7 +185,7 @@ func (n *nodeService) ReportTaskStatus(ctx context.Context, req *phalanxv1.Repor
 		State:      cluster.TaskState(req.State),
 		ExitCode:   int(req.ExitCode),
 		ExitSignal: int(req.ExitSignal),
-		Message:    req.Message,
+		Message:    cutReason(req.Message), // it may become the job's reason
 		Time:       t,
 	}
 	if !validTaskReportState(r.State) {

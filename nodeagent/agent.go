@@ -84,7 +84,12 @@ type Agent struct {
 	nics      []rdma.Port       // as last read
 	nicsStale bool              // changed since the last registration
 	gpuLevels []gpu.Verdict     // the GPUs' failing states, as last polled
-	gpuEvents []gpu.Verdict     // XIDs to drain for, until an admin resumes
+	events    []heldEvent       // XIDs and failed gates: drained for until an admin resumes
+	// healthGen counts the changes to events; healthAcked is the last
+	// generation a heartbeat reply acknowledged; healthAck is closed (and
+	// replaced) at each acknowledgement.
+	healthGen, healthAcked uint64
+	healthAck              chan struct{}
 	// healthCheck is the health program's settings, as the controller last
 	// sent them; drained whether the node was drained then.
 	healthCheck    cluster.HealthCheck
@@ -143,6 +148,7 @@ func New(cfg Config) (*Agent, error) {
 		finished:      make(map[taskKey]bool),
 		nics:          cfg.NICs,
 		healthChanged: make(chan struct{}, 1),
+		healthAck:     make(chan struct{}),
 
 		healthCheckChanged: make(chan struct{}, 1),
 	}, nil

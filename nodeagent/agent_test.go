@@ -252,7 +252,7 @@ func TestLaunchFailures(t *testing.T) {
 	h.srv.set(missing, startFails, neverStarted, wrongNode)
 
 	for job, want := range map[uint64]string{
-		7:  fmt.Sprintf("FAILED: working directory %q does not exist on node gpu001: not found", filepath.Join(work, "nope")),
+		7:  fmt.Sprintf("FAILED: prestart-workdir on gpu001: working directory %q does not exist", filepath.Join(work, "nope")),
 		8:  "FAILED: start: no such image second line",
 		9:  "KILLED: stopped before it started: CANCELLED",
 		10: "FAILED: rank 0 is allocated on node gpu999, not gpu001: invalid request",

@@ -45,12 +45,16 @@
 // # A task's life
 //
 // For each new assignment a goroutine (task.go) prepares the task
-// (launch.go): it checks the working directory exists, writes the job
-// script to <StateDir>/jobs/<job>.<attempt>/script (run through its #!
-// line, else /bin/sh; containers get that directory and the working
-// directory bind-mounted at the same paths), builds the Slurm/PyTorch
-// environment (env.go) and resolves the sbatch output patterns
-// (output.go). It starts the task, reports RUNNING, and waits for the
+// (launch.go): it writes the job script to
+// <StateDir>/jobs/<job>.<attempt>/script (run through its #! line, else
+// /bin/sh; containers get that directory and the working directory
+// bind-mounted at the same paths), builds the Slurm/PyTorch environment
+// (env.go) and resolves the sbatch output patterns (output.go). The
+// pre-start gate (gate.go) then checks the task's GPUs and RDMA ports,
+// runs the administrator's prolog, and checks the working directory and
+// output files as the job's user; a failure that is the node's drains it
+// and reports the task LOST, one that is the user's reports it FAILED.
+// It starts the task, reports RUNNING, and waits for the
 // first of: the task exits (EXITED), the job's time limit passes
 // (TIMEOUT), or a stop is requested (KILLED). Stopping is SIGTERM to every
 // process of the task, the grace period (the assignment's, else

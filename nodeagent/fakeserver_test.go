@@ -25,10 +25,12 @@ type fakeNodeService struct {
 	phalanxv1.UnimplementedNodeServiceServer
 	addr string
 
-	mu             sync.Mutex
-	registers      []*phalanxv1.RegisterNodeRequest
-	heartbeats     []*phalanxv1.HeartbeatRequest
-	reports        []*phalanxv1.ReportTaskStatusRequest
+	mu         sync.Mutex
+	registers  []*phalanxv1.RegisterNodeRequest
+	heartbeats []*phalanxv1.HeartbeatRequest
+	reports    []*phalanxv1.ReportTaskStatusRequest
+	// lastHeartbeat[i] is the last heartbeat received before reports[i].
+	lastHeartbeat  []*phalanxv1.HeartbeatRequest
 	reportCalls    int
 	watchCalls     int
 	failReports    int                    // fail this many ReportTaskStatus calls
@@ -99,6 +101,11 @@ func (f *fakeNodeService) ReportTaskStatus(_ context.Context, req *phalanxv1.Rep
 		return nil, status.Error(codes.InvalidArgument, "task state \"BOGUS\"")
 	}
 	f.reports = append(f.reports, req)
+	var hb *phalanxv1.HeartbeatRequest
+	if len(f.heartbeats) > 0 {
+		hb = f.heartbeats[len(f.heartbeats)-1]
+	}
+	f.lastHeartbeat = append(f.lastHeartbeat, hb)
 	return &phalanxv1.ReportTaskStatusResponse{}, nil
 }
 

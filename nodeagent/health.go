@@ -27,12 +27,15 @@ import (
 // while it holds. An XID is an event: one the application caused is only
 // logged (the job fails by itself); any other stays on the list, as an
 // event problem, until an administrator resumes the node: the heartbeat's
-// reply says when, and the events seen before then are forgotten.
+// reply says when, and the events seen before then are forgotten. So does
+// a failed pre-start check that is the node's fault (gate.go).
 
 // NICWatcher follows the node's RDMA ports: it calls changed with all of
 // them whenever one's link state changes, until ctx ends.
 type NICWatcher interface {
 	Run(ctx context.Context, ports []rdma.Port, changed func([]rdma.Port))
+	// Read returns ports with their states now.
+	Read(ports []rdma.Port) []rdma.Port
 }
 
 var _ NICWatcher = (*rdma.Watcher)(nil)
@@ -42,6 +45,8 @@ var _ NICWatcher = (*rdma.Watcher)(nil)
 // ends. An error means it could not watch at all.
 type GPUWatcher interface {
 	Run(ctx context.Context, levels func([]gpu.Verdict), event func(gpu.Verdict)) error
+	// Check polls the GPUs now and returns their failing states.
+	Check() []gpu.Verdict
 }
 
 var _ GPUWatcher = (*gpu.Watcher)(nil)
@@ -107,41 +112,105 @@ func (a *Agent) gpuLevelsChanged(vs []gpu.Verdict) {
 	a.wakeHeartbeat()
 }
 
-// gpuEvent records an XID or ECC event the node must be drained for, and
-// sends a heartbeat now; one the application caused is only logged.
+// gpuEvent holds an XID or ECC event the node must be drained for; one
+// the application caused is only logged.
 func (a *Agent) gpuEvent(v gpu.Verdict) {
 	if v.Class == gpu.ClassApp {
 		a.log.Warn("GPU error caused by the application: the node stays in service", "gpu", v.GPU, "uuid", v.UUID, "evidence", v.Evidence)
 		return
 	}
 	a.log.Error("GPU error: draining the node", "gpu", v.GPU, "uuid", v.UUID, "class", v.Class, "evidence", v.Evidence)
-	a.mu.Lock()
-	seen := slices.ContainsFunc(a.gpuEvents, func(o gpu.Verdict) bool {
-		return o.GPU == v.GPU && o.Check == v.Check && o.Evidence == v.Evidence
-	})
-	if !seen {
-		a.gpuEvents = append(a.gpuEvents, v)
-	}
-	a.mu.Unlock()
-	if !seen {
-		a.wakeHeartbeat()
-	}
+	a.holdEvent(heldEvent{check: v.Check, message: v.Message(), gpu: v.GPU, at: v.At})
 }
 
-// forgetEvents drops the event problems seen before an administrator
-// resumed the node.
+// heldEvent is a failure seen once that keeps the node drained until an
+// administrator resumes it: a GPU's XID, a failed pre-start check.
+type heldEvent struct {
+	check, message string
+	gpu            int // the GPU it concerns; -1: none, or not known which
+	at             time.Time
+}
+
+// holdEvent adds e to the held events, unless the same is held already,
+// and sends a heartbeat now. It returns the health generation whose
+// acknowledgement says the controller has it (waitHealthAck).
+func (a *Agent) holdEvent(e heldEvent) uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !slices.ContainsFunc(a.events, func(o heldEvent) bool { return o.check == e.check && o.message == e.message }) {
+		a.events = append(a.events, e)
+		a.healthGen++
+		a.wakeHeartbeat()
+	}
+	return a.healthGen
+}
+
+// heldOn returns the message of an event held against one of gpus, if
+// any.
+func (a *Agent) heldOn(gpus []int) (string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, e := range a.events {
+		if e.gpu >= 0 && slices.Contains(gpus, e.gpu) {
+			return e.message, true
+		}
+	}
+	return "", false
+}
+
+// forgetEvents drops the events seen before an administrator resumed the
+// node.
 func (a *Agent) forgetEvents(resumed time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	kept := a.gpuEvents[:0]
-	for _, v := range a.gpuEvents {
-		if !v.At.Before(resumed) {
-			kept = append(kept, v)
+	kept := a.events[:0]
+	for _, e := range a.events {
+		if !e.at.Before(resumed) {
+			kept = append(kept, e)
 		} else {
-			a.log.Info("GPU error forgotten: an administrator resumed the node", "gpu", v.GPU, "evidence", v.Evidence)
+			a.log.Info("event forgotten: an administrator resumed the node", "check", e.check, "message", e.message)
 		}
 	}
-	a.gpuEvents = kept
+	a.events = kept
+}
+
+// healthSent is the health generation a heartbeat about to be sent
+// carries.
+func (a *Agent) healthSent() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.healthGen
+}
+
+// ackHealth records that the controller acknowledged a heartbeat carrying
+// generation gen, and wakes those waiting for it.
+func (a *Agent) ackHealth(gen uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if gen > a.healthAcked {
+		a.healthAcked = gen
+		close(a.healthAck)
+		a.healthAck = make(chan struct{})
+	}
+}
+
+// waitHealthAck waits until a heartbeat carrying generation gen was
+// acknowledged, or timeout passes (false).
+func (a *Agent) waitHealthAck(gen uint64, timeout time.Duration) bool {
+	deadline := a.cfg.Clock.After(timeout)
+	for {
+		a.mu.Lock()
+		acked, ch := a.healthAcked >= gen, a.healthAck
+		a.mu.Unlock()
+		if acked {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			return false
+		}
+	}
 }
 
 // wakeHeartbeat makes the heartbeat loop send one now.
@@ -203,8 +272,8 @@ func (a *Agent) problems() []*phalanxv1.HealthProblem {
 	for _, v := range a.gpuLevels {
 		out = append(out, &phalanxv1.HealthProblem{Check: v.Check, Message: v.Message(), Since: timestamppb.New(v.At)})
 	}
-	for _, v := range a.gpuEvents {
-		out = append(out, &phalanxv1.HealthProblem{Check: v.Check, Message: v.Message(), Event: true, Since: timestamppb.New(v.At)})
+	for _, e := range a.events {
+		out = append(out, &phalanxv1.HealthProblem{Check: e.check, Message: e.message, Event: true, Since: timestamppb.New(e.at)})
 	}
 	if a.programProblem != "" {
 		out = append(out, &phalanxv1.HealthProblem{Check: checkHealthProgram, Message: a.programProblem})

@@ -101,7 +101,7 @@ func (a *Agent) checkWithProgram(ctx context.Context, hc cluster.HealthCheck) {
 		timeout = cluster.HealthCheckTimeout
 	}
 	start := time.Now()
-	msg := runProgram(ctx, hc.Program, timeout, a.cfg.Name)
+	msg := checkProgram(ctx, hc.Program, timeout, a.cfg.Name)
 	if ctx.Err() != nil {
 		return
 	}
@@ -127,30 +127,40 @@ func (a *Agent) setProgramProblem(msg string) {
 	a.wakeHeartbeat()
 }
 
-// runProgram runs program (no arguments, as Slurm does) and says what is
-// wrong: "" when it passed.
-func runProgram(ctx context.Context, program string, timeout time.Duration, node string) string {
+// checkProgram runs the health program on node and says what is wrong:
+// "" when it passed.
+func checkProgram(ctx context.Context, program string, timeout time.Duration, node string) string {
+	env := []string{"PATH=" + defaultPath, "SLURMD_NODENAME=" + node, "PHX_NODENAME=" + node}
+	out, err, timedOut := runProgram(ctx, program, timeout, env)
+	return programVerdict(program, out, err, timedOut, timeout, true)
+}
+
+// runProgram runs program (no arguments, as Slurm does) as the agent's
+// user, with env, in / and a process group of its own that is killed
+// whole at the timeout (NHC forks). It returns the program's output
+// (capped), how it ended, and whether it timed out.
+func runProgram(ctx context.Context, program string, timeout time.Duration, env []string) (out []byte, err error, timedOut bool) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, program)
-	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "SLURMD_NODENAME=" + node, "PHX_NODENAME=" + node}
+	cmd.Env = env
 	cmd.Dir = "/"
-	out := &cappedBuffer{max: maxProgramOutput}
-	cmd.Stdout, cmd.Stderr = out, out
-	// Its own process group, killed whole at the timeout: NHC forks.
+	buf := &cappedBuffer{max: maxProgramOutput}
+	cmd.Stdout, cmd.Stderr = buf, buf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
-	err := cmd.Run()
-	return programVerdict(program, out.Bytes(), err, ctx.Err() == context.DeadlineExceeded, timeout)
+	err = cmd.Run()
+	return buf.Bytes(), err, ctx.Err() == context.DeadlineExceeded
 }
 
-// programVerdict reads a run's outcome: the first ERROR: line's text, else
-// a timeout, else a failed exit with the last line printed.
-func programVerdict(program string, out []byte, err error, timedOut bool, timeout time.Duration) string {
+// programVerdict reads a run's outcome and says what is wrong ("": it
+// passed): with errorLines (NHC's way), the first ERROR: line's text;
+// else a timeout, else a failed exit with the last line printed.
+func programVerdict(program string, out []byte, err error, timedOut bool, timeout time.Duration, errorLines bool) string {
 	var last string
 	for _, line := range strings.Split(string(out), "\n") {
-		if _, text, ok := strings.Cut(line, "ERROR:"); ok {
+		if _, text, ok := strings.Cut(line, "ERROR:"); ok && errorLines {
 			if text = oneLine(text); text != "" {
 				return text
 			}

@@ -45,7 +45,7 @@ func TestProgramVerdict(t *testing.T) {
 		{"timeout", "still checking\n", errors.New("signal: killed"), true, "/sbin/check timed out after 1m0s"},
 		{"missing", "", &os.PathError{Op: "fork/exec", Path: "/sbin/check", Err: os.ErrNotExist}, false, "cannot run /sbin/check: fork/exec /sbin/check: file does not exist"},
 	} {
-		if got := programVerdict("/sbin/check", []byte(tc.out), tc.err, tc.timedOut, time.Minute); got != tc.want {
+		if got := programVerdict("/sbin/check", []byte(tc.out), tc.err, tc.timedOut, time.Minute, true); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
@@ -53,23 +53,23 @@ func TestProgramVerdict(t *testing.T) {
 
 func TestRunProgram(t *testing.T) {
 	ctx := context.Background()
-	if msg := runProgram(ctx, checkScript(t, `[ "$SLURMD_NODENAME" = gpu001 ] || exit 3`), 5*time.Second, "gpu001"); msg != "" {
+	if msg := checkProgram(ctx, checkScript(t, `[ "$SLURMD_NODENAME" = gpu001 ] || exit 3`), 5*time.Second, "gpu001"); msg != "" {
 		t.Errorf("a passing program: %q", msg)
 	}
-	if msg := runProgram(ctx, checkScript(t, `echo "ERROR:  nhc:  Health check failed:  check_hw_ib:  No IB port mlx5_0:1 is ACTIVE"; exit 1`), 5*time.Second, "n"); msg != "nhc: Health check failed: check_hw_ib: No IB port mlx5_0:1 is ACTIVE" {
+	if msg := checkProgram(ctx, checkScript(t, `echo "ERROR:  nhc:  Health check failed:  check_hw_ib:  No IB port mlx5_0:1 is ACTIVE"; exit 1`), 5*time.Second, "n"); msg != "nhc: Health check failed: check_hw_ib: No IB port mlx5_0:1 is ACTIVE" {
 		t.Errorf("NHC's failure: %q", msg)
 	}
 	// A program that hangs, with a child holding its output open, is killed
 	// whole at its timeout.
 	start := time.Now()
 	prog := checkScript(t, "sleep 30 & sleep 30")
-	if msg := runProgram(ctx, prog, 300*time.Millisecond, "n"); msg != prog+" timed out after 300ms" {
+	if msg := checkProgram(ctx, prog, 300*time.Millisecond, "n"); msg != prog+" timed out after 300ms" {
 		t.Errorf("a hanging program: %q", msg)
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("the hanging program held the check %v", took)
 	}
-	if msg := runProgram(ctx, "/nonexistent/nhc", time.Second, "n"); !strings.HasPrefix(msg, "cannot run /nonexistent/nhc: ") {
+	if msg := checkProgram(ctx, "/nonexistent/nhc", time.Second, "n"); !strings.HasPrefix(msg, "cannot run /nonexistent/nhc: ") {
 		t.Errorf("a missing program: %q", msg)
 	}
 }

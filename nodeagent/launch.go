@@ -11,9 +11,10 @@ import (
 	"github.com/phalanx-hpc/phalanx/runtime"
 )
 
-// prepare turns an assignment into a runtime Spec: it checks the working
-// directory, writes the job script under the state directory, and resolves
-// the environment and output files. cleanup removes what it wrote, once
+// prepare turns an assignment into a runtime Spec: it writes the job
+// script under the state directory, and resolves the environment and
+// output files (the pre-start gate checks the working directory, after
+// the prolog: gate.go). cleanup removes what it wrote, once
 // the task has ended. Its errors are one-line messages for the user.
 func (a *Agent) prepare(key taskKey, as *phalanxv1.Assignment) (spec runtime.Spec, cleanup func(), err error) {
 	job := as.GetJob()
@@ -28,8 +29,8 @@ func (a *Agent) prepare(key taskKey, as *phalanxv1.Assignment) (spec runtime.Spe
 			js.GetImage(), a.cfg.Name, cluster.ErrUnsatisfiable)
 	}
 	workDir := js.GetWorkDir()
-	if fi, err := os.Stat(workDir); workDir == "" || err != nil || !fi.IsDir() {
-		return runtime.Spec{}, nil, fmt.Errorf("working directory %q does not exist on node %s: %w", workDir, a.cfg.Name, cluster.ErrNotFound)
+	if !filepath.IsAbs(workDir) {
+		return runtime.Spec{}, nil, fmt.Errorf("working directory %q is not an absolute path: %w", workDir, cluster.ErrInvalid)
 	}
 	jobDir := a.jobDir(key)
 	script, err := writeScript(jobDir, js.GetScript())

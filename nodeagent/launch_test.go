@@ -14,16 +14,22 @@ import (
 	"github.com/phalanx-hpc/phalanx/runtime"
 	"github.com/phalanx-hpc/phalanx/runtime/fake"
 	"github.com/phalanx-hpc/phalanx/runtime/process"
+	"github.com/phalanx-hpc/phalanx/runtime/runtimetest"
 )
 
 func TestContainerTaskSpec(t *testing.T) {
 	rt := fake.New()
 	h := newHarness(t, rt, nil)
-	work := t.TempDir()
+	// The gate opens the outputs as uid 1000: the directories let it.
+	work, scratch := runtimetest.SharedDir(t), runtimetest.SharedDir(t)
+	if err := os.Mkdir(filepath.Join(work, "logs"), 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(work, "logs"), 0o777|os.ModeSticky)
 	as := assignment(20, work, "python train.py\n") // no #!: run through /bin/sh
 	as.Job.Spec.Image = "nvcr.io/nvidia/pytorch:24.05-py3"
 	as.Job.Spec.Uid, as.Job.Spec.Gid = 1000, 1001
-	as.Job.Spec.Output, as.Job.Spec.Error = "logs/%x-%j.out", "/scratch/%u/%j.%N.err"
+	as.Job.Spec.Output, as.Job.Spec.Error = "logs/%x-%j.out", scratch+"/%u-%j.%N.err"
 	h.srv.set(as)
 	spec := waitStarted(t, rt, "phx-20-0-0").Spec()
 
@@ -38,7 +44,7 @@ func TestContainerTaskSpec(t *testing.T) {
 	if spec.Image != as.Job.Spec.Image || spec.UID != 1000 || spec.GID != 1001 || !reflect.DeepEqual(spec.GPUs, []int{2, 3}) {
 		t.Errorf("image %q uid %d gid %d GPUs %v", spec.Image, spec.UID, spec.GID, spec.GPUs)
 	}
-	if spec.Stdout != filepath.Join(work, "logs/test-20.out") || spec.Stderr != "/scratch/alice/20.gpu001.err" {
+	if spec.Stdout != filepath.Join(work, "logs/test-20.out") || spec.Stderr != scratch+"/alice-20.gpu001.err" {
 		t.Errorf("stdout %q stderr %q", spec.Stdout, spec.Stderr)
 	}
 	if !slices.Contains(spec.Env, "CUDA_VISIBLE_DEVICES=0,1") {

@@ -99,6 +99,7 @@ func (a *Agent) heartbeat(ctx context.Context, interval time.Duration) (reregist
 		}
 		a.refreshNICs(ctx)
 		callCtx, cancel := context.WithTimeout(ctx, max(interval, rpcTimeout))
+		gen := a.healthSent()
 		resp, err := a.client.Heartbeat(callCtx, &phalanxv1.HeartbeatRequest{Name: a.cfg.Name, Running: a.running(),
 			Health: true, Problems: a.problems()})
 		cancel()
@@ -111,6 +112,7 @@ func (a *Agent) heartbeat(ctx context.Context, interval time.Duration) (reregist
 			a.log.Warn("controller does not know this node; stopping its tasks and registering again")
 			return true
 		default:
+			a.ackHealth(gen)
 			if resp.GetResumed() != nil {
 				a.forgetEvents(resp.GetResumed().AsTime())
 			}

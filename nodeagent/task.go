@@ -71,6 +71,10 @@ func (a *Agent) runTask(t *task, as *phalanxv1.Assignment) {
 		return
 	}
 	defer cleanup()
+	if f := a.gateUnlessStopped(t, as, spec); f != nil {
+		a.gateFailed(t, f)
+		return
+	}
 	select {
 	case r := <-t.stopCh:
 		a.end(t, outcome{state: r.state, msg: "stopped before it started: " + r.msg})
@@ -157,6 +161,31 @@ func (a *Agent) signal(rt runtime.Task, sig syscall.Signal) {
 	if err := rt.Signal(ctx, sig); err != nil {
 		a.log.Warn("signal task", "id", rt.ID(), "signal", sig, "err", err)
 	}
+}
+
+// gateUnlessStopped runs the pre-start gate; a stop request cuts it short
+// (a prolog is killed) and stays pending for runTask, and a failure then
+// is not the gate's.
+func (a *Agent) gateUnlessStopped(t *task, as *phalanxv1.Assignment, spec runtime.Spec) *gateFailure {
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		select {
+		case r := <-t.stopCh:
+			t.stopCh <- r // still pending: runTask reads it next
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	f := a.gate(ctx, t.key, as, spec)
+	interrupted := ctx.Err() != nil
+	cancel()
+	<-stopped
+	if interrupted {
+		return nil
+	}
+	return f
 }
 
 // end forgets the running task, remembers that it ended, and queues its

@@ -2,22 +2,32 @@ package testcluster_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/phalanx-hpc/phalanx/auth"
+	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/internal/fakegpu"
+	"github.com/phalanx-hpc/phalanx/runtime/runtimetest"
 	"github.com/phalanx-hpc/phalanx/testcluster"
 )
 
 // healthCluster starts two nodes and returns them with a phx that runs
 // as root and fails the test on a non-zero exit.
 func healthCluster(t *testing.T) (*testcluster.Cluster, func(args ...string) string) {
+	return healthClusterWith(t, testcluster.Options{})
+}
+
+// healthClusterWith is healthCluster with more options.
+func healthClusterWith(t *testing.T, opts testcluster.Options) (*testcluster.Cluster, func(args ...string) string) {
 	if testing.Short() {
 		t.Skip("builds phx; not in -short")
 	}
-	c := testcluster.New(t, testcluster.Options{Nodes: 2, Runtime: "fake"})
+	opts.Nodes, opts.Runtime = 2, "fake"
+	c := testcluster.New(t, opts)
 	dir := t.TempDir()
 	return c, func(args ...string) string {
 		t.Helper()
@@ -153,4 +163,63 @@ func TestGPUFaultDrainsNode(t *testing.T) {
 	})
 	c.InjectGPUFault(sick, fakegpu.Fault{Kind: fakegpu.Reset, GPU: 5})
 	c.Eventually(10*time.Second, idle)
+}
+
+// A failing Prolog stops the job's attempt before its task runs: the job
+// ends NODE_FAIL with the prolog's words, the node is drained with them
+// until an administrator resumes it, and the next job runs. A working
+// directory that does not exist is the job's fault: it fails, and the
+// node stays in service.
+func TestPrologFailureDrainsNode(t *testing.T) {
+	dir := runtimetest.SharedDir(t)
+	flag := filepath.Join(dir, "scratch-missing")
+	prolog := filepath.Join(dir, "prolog")
+	body := "#!/bin/sh\nif [ -e " + flag + " ]; then echo \"/scratch is not mounted on $SLURMD_NODENAME\" >&2; exit 1; fi\n"
+	if err := os.WriteFile(prolog, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, phx := healthClusterWith(t, testcluster.Options{Prolog: cluster.Prolog{Programs: []string{prolog}, Timeout: 10 * time.Second}})
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	failed := submit(t, c, spec(dir, "first", 1, 1, "#!/bin/sh\ntrue\n"))
+	j := c.WaitJob(failed, 20*time.Second, "NODE_FAIL")
+	sick := j.Alloc[0].Node
+	want := fmt.Sprintf("prolog on %s: %s exit status 1: /scratch is not mounted on %s (job %d); node drained", sick, prolog, sick, failed)
+	if j.Reason != want {
+		t.Errorf("job reason %q, want %q", j.Reason, want)
+	}
+	c.Eventually(10*time.Second, func() error {
+		out := phx("sinfo", "-R", "-h")
+		if !strings.HasPrefix(out, "prolog: "+prolog[:min(len(prolog), 12)]) || !strings.HasSuffix(strings.TrimSpace(out), sick) {
+			return fmt.Errorf("sinfo -R: %q", out)
+		}
+		return nil
+	})
+	if out := phx("scontrol", "show", "node", sick); !strings.Contains(out, "Reason=prolog: "+prolog+" exit status 1: /scratch is not mounted on "+sick) {
+		t.Errorf("scontrol show node %s:\n%s", sick, out)
+	}
+
+	// The user's fault: the node stays in service.
+	os.Remove(flag)
+	missing := spec(filepath.Join(dir, "nope"), "lost", 1, 0, "#!/bin/sh\ntrue\n")
+	missing.Output = filepath.Join(dir, "lost.out")
+	bad := submit(t, c, missing)
+	j = c.WaitJob(bad, 20*time.Second, "FAILED")
+	if want := fmt.Sprintf("JobLaunchFailure: prestart-workdir on %s: working directory %q does not exist", j.Alloc[0].Node, filepath.Join(dir, "nope")); j.Reason != want {
+		t.Errorf("job reason %q, want %q", j.Reason, want)
+	}
+	if out := strings.TrimSpace(phx("sinfo", "-R", "-h")); !strings.HasSuffix(out, sick) || strings.Contains(out, "\n") {
+		t.Errorf("sinfo -R after the user's fault: %q; want only %s", out, sick)
+	}
+
+	phx("scontrol", "update", "NodeName="+sick, "State=RESUME")
+	c.Eventually(10*time.Second, func() error {
+		if out := phx("sinfo", "-R", "-h"); out != "" {
+			return fmt.Errorf("sinfo -R after the resume: %q", out)
+		}
+		return nil
+	})
+	two := submit(t, c, spec(dir, "second", 2, 1, "#!/bin/sh\ntrue\n"))
+	c.WaitJob(two, 20*time.Second, "RUNNING") // on both nodes: the fake runtime runs it until cancelled
 }

@@ -51,6 +51,8 @@ type Options struct {
 	// DisableRootJobs, OperatorUsers and PrivateJobs: as in
 	// controller.Config.
 	DisableRootJobs bool
+	// Prolog: what the agents run before a job's task (Slurm's Prolog).
+	Prolog cluster.Prolog
 	OperatorUsers   []string
 	PrivateJobs     bool
 	RateLimit       controller.RateLimit
@@ -226,6 +228,7 @@ func (c *Cluster) StartController(i int) {
 		AuthKeys:          auth.Ring(c.Key),
 		TLS:               r.tls,
 		DisableRootJobs:   c.opts.DisableRootJobs,
+		Prolog:            c.opts.Prolog,
 		OperatorUsers:     c.opts.OperatorUsers,
 		PrivateJobs:       c.opts.PrivateJobs,
 		RateLimit:         c.opts.RateLimit,

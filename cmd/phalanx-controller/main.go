@@ -443,7 +443,7 @@ func loadConfig(cfg *controller.Config, confPath, topoPath string, log *slog.Log
 		cfg.MaxScriptSize = c.MaxScriptSize
 		cfg.DisableRootJobs, cfg.AdminUsers, cfg.OperatorUsers = c.DisableRootJobs, c.AdminUsers, c.OperatorUsers
 		cfg.PrivateJobs = c.PrivateJobs
-		cfg.HealthCheck = c.HealthCheck
+		cfg.HealthCheck, cfg.Prolog = c.HealthCheck, c.Prolog
 		rl := c.RateLimit
 		cfg.RateLimit = controller.RateLimit{Bucket: rl.Bucket, Refill: rl.Refill, Period: rl.Period, Table: rl.Table}
 		if topoPath == "" && c.TopologyFile != "" {

@@ -135,6 +135,17 @@ func (w *Watcher) Run(ctx context.Context, levels func([]Verdict), event func(Ve
 	}
 }
 
+// Check polls every registered GPU now and returns what Run's levels
+// would: the failing states, not the events. NVML counts its
+// initialisations, so Check may run beside Run.
+func (w *Watcher) Check() []Verdict {
+	if ret := w.Lib.Init(); ret != nvml.SUCCESS {
+		return []Verdict{{GPU: -1, Check: CheckLost, Class: ClassHardware, Evidence: fmt.Sprintf("NVML cannot start (%v)", ret), At: w.now()}}
+	}
+	defer w.Lib.Shutdown()
+	return w.check(nil)
+}
+
 // now is the watcher's clock.
 func (w *Watcher) now() time.Time {
 	if w.Now != nil {

@@ -61,7 +61,7 @@ func (w *Watcher) Run(ctx context.Context, ports []Port, changed func([]Port)) {
 			}
 		case <-t.C:
 		}
-		cur := w.read(last)
+		cur := w.Read(last)
 		if !sameStates(cur, last) {
 			changed(slices.Clone(cur))
 		}
@@ -69,8 +69,9 @@ func (w *Watcher) Run(ctx context.Context, ports []Port, changed func([]Port)) {
 	}
 }
 
-// read returns ports with their current states.
-func (w *Watcher) read(ports []Port) []Port {
+// Read returns ports with their current states; a port whose files are
+// gone is StateMissing.
+func (w *Watcher) Read(ports []Port) []Port {
 	out := slices.Clone(ports)
 	for i := range out {
 		if err := out[i].readState(w.Root); err != nil {

@@ -3954,9 +3954,11 @@ type Assignment struct {
 	Job     *Job                   `protobuf:"bytes,4,opt,name=job,proto3" json:"job,omitempty"` // the job, with its allocation
 	// stop: the task must be stopped (cancelled, a peer failed); SIGTERM,
 	// then SIGKILL after grace_seconds.
-	Stop          bool   `protobuf:"varint,5,opt,name=stop,proto3" json:"stop,omitempty"`
-	GraceSeconds  int32  `protobuf:"varint,6,opt,name=grace_seconds,json=graceSeconds,proto3" json:"grace_seconds,omitempty"`
-	StopReason    string `protobuf:"bytes,7,opt,name=stop_reason,json=stopReason,proto3" json:"stop_reason,omitempty"`
+	Stop         bool   `protobuf:"varint,5,opt,name=stop,proto3" json:"stop,omitempty"`
+	GraceSeconds int32  `protobuf:"varint,6,opt,name=grace_seconds,json=graceSeconds,proto3" json:"grace_seconds,omitempty"`
+	StopReason   string `protobuf:"bytes,7,opt,name=stop_reason,json=stopReason,proto3" json:"stop_reason,omitempty"`
+	// prolog: what the agent runs as root before it starts the task.
+	Prolog        *Prolog `protobuf:"bytes,8,opt,name=prolog,proto3" json:"prolog,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4040,6 +4042,67 @@ func (x *Assignment) GetStopReason() string {
 	return ""
 }
 
+func (x *Assignment) GetProlog() *Prolog {
+	if x != nil {
+		return x.Prolog
+	}
+	return nil
+}
+
+// Prolog is the administrator's programs (Slurm's Prolog and
+// PrologEpilogTimeout keys).
+type Prolog struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Programs       []string               `protobuf:"bytes,1,rep,name=programs,proto3" json:"programs,omitempty"`
+	TimeoutSeconds int64                  `protobuf:"varint,2,opt,name=timeout_seconds,json=timeoutSeconds,proto3" json:"timeout_seconds,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Prolog) Reset() {
+	*x = Prolog{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Prolog) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Prolog) ProtoMessage() {}
+
+func (x *Prolog) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Prolog.ProtoReflect.Descriptor instead.
+func (*Prolog) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *Prolog) GetPrograms() []string {
+	if x != nil {
+		return x.Programs
+	}
+	return nil
+}
+
+func (x *Prolog) GetTimeoutSeconds() int64 {
+	if x != nil {
+		return x.TimeoutSeconds
+	}
+	return 0
+}
+
 type Assignments struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Assignments   []*Assignment          `protobuf:"bytes,1,rep,name=assignments,proto3" json:"assignments,omitempty"`
@@ -4049,7 +4112,7 @@ type Assignments struct {
 
 func (x *Assignments) Reset() {
 	*x = Assignments{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4061,7 +4124,7 @@ func (x *Assignments) String() string {
 func (*Assignments) ProtoMessage() {}
 
 func (x *Assignments) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4074,7 +4137,7 @@ func (x *Assignments) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignments.ProtoReflect.Descriptor instead.
 func (*Assignments) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{56}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Assignments) GetAssignments() []*Assignment {
@@ -4101,7 +4164,7 @@ type ReportTaskStatusRequest struct {
 
 func (x *ReportTaskStatusRequest) Reset() {
 	*x = ReportTaskStatusRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4113,7 +4176,7 @@ func (x *ReportTaskStatusRequest) String() string {
 func (*ReportTaskStatusRequest) ProtoMessage() {}
 
 func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4126,7 +4189,7 @@ func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{57}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ReportTaskStatusRequest) GetNode() string {
@@ -4200,7 +4263,7 @@ type ReportTaskStatusResponse struct {
 
 func (x *ReportTaskStatusResponse) Reset() {
 	*x = ReportTaskStatusResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4212,7 +4275,7 @@ func (x *ReportTaskStatusResponse) String() string {
 func (*ReportTaskStatusResponse) ProtoMessage() {}
 
 func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4225,7 +4288,7 @@ func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusResponse.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{58}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{59}
 }
 
 var File_phalanx_v1_phalanx_proto protoreflect.FileDescriptor
@@ -4562,7 +4625,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\n" +
 	"node_state\x18\x03 \x01(\tR\tnodeState\"-\n" +
 	"\x17WatchAssignmentsRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xce\x01\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xfa\x01\n" +
 	"\n" +
 	"Assignment\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x18\n" +
@@ -4572,7 +4635,11 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x04stop\x18\x05 \x01(\bR\x04stop\x12#\n" +
 	"\rgrace_seconds\x18\x06 \x01(\x05R\fgraceSeconds\x12\x1f\n" +
 	"\vstop_reason\x18\a \x01(\tR\n" +
-	"stopReason\"G\n" +
+	"stopReason\x12*\n" +
+	"\x06prolog\x18\b \x01(\v2\x12.phalanx.v1.PrologR\x06prolog\"M\n" +
+	"\x06Prolog\x12\x1a\n" +
+	"\bprograms\x18\x01 \x03(\tR\bprograms\x12'\n" +
+	"\x0ftimeout_seconds\x18\x02 \x01(\x03R\x0etimeoutSeconds\"G\n" +
 	"\vAssignments\x128\n" +
 	"\vassignments\x18\x01 \x03(\v2\x16.phalanx.v1.AssignmentR\vassignments\"\x90\x02\n" +
 	"\x17ReportTaskStatusRequest\x12\x12\n" +
@@ -4626,7 +4693,7 @@ func file_phalanx_v1_phalanx_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_phalanx_proto_rawDescData
 }
 
-var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
 var file_phalanx_v1_phalanx_proto_goTypes = []any{
 	(*ListEventsRequest)(nil),          // 0: phalanx.v1.ListEventsRequest
 	(*ListEventsResponse)(nil),         // 1: phalanx.v1.ListEventsResponse
@@ -4684,104 +4751,106 @@ var file_phalanx_v1_phalanx_proto_goTypes = []any{
 	(*HealthCheck)(nil),                // 53: phalanx.v1.HealthCheck
 	(*WatchAssignmentsRequest)(nil),    // 54: phalanx.v1.WatchAssignmentsRequest
 	(*Assignment)(nil),                 // 55: phalanx.v1.Assignment
-	(*Assignments)(nil),                // 56: phalanx.v1.Assignments
-	(*ReportTaskStatusRequest)(nil),    // 57: phalanx.v1.ReportTaskStatusRequest
-	(*ReportTaskStatusResponse)(nil),   // 58: phalanx.v1.ReportTaskStatusResponse
-	nil,                                // 59: phalanx.v1.JobSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 60: google.protobuf.Timestamp
+	(*Prolog)(nil),                     // 56: phalanx.v1.Prolog
+	(*Assignments)(nil),                // 57: phalanx.v1.Assignments
+	(*ReportTaskStatusRequest)(nil),    // 58: phalanx.v1.ReportTaskStatusRequest
+	(*ReportTaskStatusResponse)(nil),   // 59: phalanx.v1.ReportTaskStatusResponse
+	nil,                                // 60: phalanx.v1.JobSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil),      // 61: google.protobuf.Timestamp
 }
 var file_phalanx_v1_phalanx_proto_depIdxs = []int32{
-	60, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
+	61, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
 	2,  // 1: phalanx.v1.ListEventsResponse.events:type_name -> phalanx.v1.Event
-	60, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
-	60, // 3: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
-	59, // 4: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
-	60, // 5: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
-	60, // 6: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	61, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
+	61, // 3: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
+	60, // 4: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
+	61, // 5: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
+	61, // 6: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
 	9,  // 7: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
-	60, // 8: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
-	60, // 9: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
-	60, // 10: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
+	61, // 8: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
+	61, // 9: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
+	61, // 10: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
 	10, // 11: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
 	11, // 12: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
-	60, // 13: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
+	61, // 13: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
 	13, // 14: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
 	10, // 15: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
-	60, // 16: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
-	60, // 17: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
-	60, // 18: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
-	60, // 19: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	61, // 16: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
+	61, // 17: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
+	61, // 18: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
+	61, // 19: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
 	46, // 20: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
-	60, // 21: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
+	61, // 21: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
 	9,  // 22: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
-	60, // 23: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
-	60, // 24: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
-	60, // 25: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
+	61, // 23: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
+	61, // 24: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
+	61, // 25: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
 	12, // 26: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
 	14, // 27: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
 	15, // 28: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
-	60, // 29: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
+	61, // 29: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
 	32, // 30: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
 	28, // 31: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
 	47, // 32: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
 	46, // 33: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
 	51, // 34: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
 	50, // 35: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
-	60, // 36: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
-	60, // 37: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
+	61, // 36: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
+	61, // 37: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
 	53, // 38: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
 	12, // 39: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
-	55, // 40: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
-	60, // 41: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
-	16, // 42: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
-	18, // 43: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
-	20, // 44: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
-	21, // 45: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
-	23, // 46: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
-	25, // 47: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
-	30, // 48: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
-	29, // 49: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
-	33, // 50: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
-	35, // 51: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
-	37, // 52: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
-	39, // 53: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
-	41, // 54: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
-	43, // 55: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
-	7,  // 56: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
-	3,  // 57: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
-	5,  // 58: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
-	0,  // 59: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
-	45, // 60: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
-	49, // 61: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
-	54, // 62: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
-	57, // 63: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
-	17, // 64: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
-	19, // 65: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
-	12, // 66: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
-	22, // 67: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
-	24, // 68: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
-	26, // 69: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
-	31, // 70: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
-	28, // 71: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
-	34, // 72: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
-	36, // 73: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
-	38, // 74: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
-	40, // 75: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
-	42, // 76: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
-	44, // 77: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
-	8,  // 78: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
-	4,  // 79: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
-	6,  // 80: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
-	1,  // 81: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
-	48, // 82: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
-	52, // 83: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
-	56, // 84: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
-	58, // 85: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
-	64, // [64:86] is the sub-list for method output_type
-	42, // [42:64] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	56, // 40: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
+	55, // 41: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
+	61, // 42: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
+	16, // 43: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
+	18, // 44: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
+	20, // 45: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
+	21, // 46: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
+	23, // 47: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
+	25, // 48: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
+	30, // 49: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
+	29, // 50: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
+	33, // 51: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
+	35, // 52: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
+	37, // 53: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
+	39, // 54: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
+	41, // 55: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
+	43, // 56: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
+	7,  // 57: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
+	3,  // 58: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
+	5,  // 59: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
+	0,  // 60: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
+	45, // 61: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
+	49, // 62: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
+	54, // 63: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
+	58, // 64: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
+	17, // 65: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
+	19, // 66: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
+	12, // 67: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
+	22, // 68: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
+	24, // 69: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
+	26, // 70: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
+	31, // 71: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
+	28, // 72: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
+	34, // 73: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
+	36, // 74: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
+	38, // 75: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
+	40, // 76: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
+	42, // 77: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
+	44, // 78: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
+	8,  // 79: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
+	4,  // 80: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
+	6,  // 81: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
+	1,  // 82: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
+	48, // 83: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
+	52, // 84: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
+	57, // 85: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
+	59, // 86: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
+	65, // [65:87] is the sub-list for method output_type
+	43, // [43:65] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_phalanx_proto_init() }
@@ -4796,7 +4865,7 @@ func file_phalanx_v1_phalanx_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_phalanx_proto_rawDesc), len(file_phalanx_v1_phalanx_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   60,
+			NumMessages:   61,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
