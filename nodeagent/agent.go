@@ -46,6 +46,9 @@ type Config struct {
 	// node and watched by NICWatcher (nil: not watched) for link faults.
 	NICs       []rdma.Port
 	NICWatcher NICWatcher
+	// RDMADevices are the CDI names of the node's RDMA devices
+	// (rdma.CDIDevice), which every container task gets.
+	RDMADevices []string
 	// GPUWatcher watches GPUs for faults (nil: not watched).
 	GPUWatcher GPUWatcher
 	// NodeChecks are the built-in checks of disk, /dev/shm and memlock

@@ -60,6 +60,7 @@ func (a *Agent) prepare(key taskKey, as *phalanxv1.Assignment) (spec runtime.Spe
 		jobID: key.job, name: js.GetName(), user: js.GetUser(), node: a.cfg.Name, rank: rank,
 	})
 	if container {
+		spec.Devices = a.cfg.RDMADevices
 		spec.Mounts = []runtime.Mount{
 			{Source: jobDir, Target: jobDir, ReadOnly: true},
 			{Source: workDir, Target: workDir},

@@ -19,7 +19,8 @@ import (
 
 func TestContainerTaskSpec(t *testing.T) {
 	rt := fake.New()
-	h := newHarness(t, rt, nil)
+	rdmaDevs := []string{"phalanx.dev/rdma=mlx5_0", "phalanx.dev/rdma=mlx5_1"}
+	h := newHarness(t, rt, func(c *Config) { c.RDMADevices = rdmaDevs })
 	// The gate opens the outputs as uid 1000: the directories let it.
 	work, scratch := runtimetest.SharedDir(t), runtimetest.SharedDir(t)
 	if err := os.Mkdir(filepath.Join(work, "logs"), 0o777|os.ModeSticky); err != nil {
@@ -46,6 +47,9 @@ func TestContainerTaskSpec(t *testing.T) {
 	}
 	if spec.Stdout != filepath.Join(work, "logs/test-20.out") || spec.Stderr != scratch+"/alice-20.gpu001.err" {
 		t.Errorf("stdout %q stderr %q", spec.Stdout, spec.Stderr)
+	}
+	if !reflect.DeepEqual(spec.Devices, rdmaDevs) {
+		t.Errorf("container devices %v, want the node's RDMA devices %v", spec.Devices, rdmaDevs)
 	}
 	if !slices.Contains(spec.Env, "CUDA_VISIBLE_DEVICES=0,1") {
 		t.Errorf("container env should number its GPUs from 0: %v", spec.Env)

@@ -37,6 +37,10 @@ type Spec struct {
 	// GPUs lists the host GPU indices the task may use. Container runtimes
 	// inject the matching CDI devices; a process sees CUDA_VISIBLE_DEVICES.
 	GPUs []int
+	// Devices are more CDI devices (qualified names, e.g.
+	// phalanx.dev/rdma=mlx5_0) a container gets next to its GPUs: the
+	// node's RDMA devices. A process sees the host's /dev.
+	Devices []string
 	// UID and GID to run as; -1 keeps the agent's own.
 	UID, GID int
 	// Mounts are bind mounts from the host into the task's filesystem

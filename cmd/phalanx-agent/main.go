@@ -149,7 +149,8 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	rt, closeRT, err := openRuntime(ctx, f, log)
+	rdmaDevices, cdiDirs := rdmaCDI(f, nics, log)
+	rt, closeRT, err := openRuntime(ctx, f, cdiDirs, log)
 	if err != nil {
 		return err
 	}
@@ -157,7 +158,7 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 	cfg := nodeagent.Config{
 		Name: f.name, Addr: f.addr, Controllers: apiclient.SplitAddrs(f.controller), StateDir: f.stateDir, Runtime: rt,
 		GPUs: gpus, NICs: nics, NICWatcher: &rdma.Watcher{Root: f.sysfsRoot, Netlink: f.sysfsRoot == "/sys", Log: log},
-		CPUs: f.cpus, MemoryMB: f.memoryMB, ClusterName: f.clusterID,
+		RDMADevices: rdmaDevices, CPUs: f.cpus, MemoryMB: f.memoryMB, ClusterName: f.clusterID,
 		HeartbeatInterval: f.heartbeat, KillGrace: f.killGrace, Logger: log,
 	}
 	if lib != nil {
@@ -322,12 +323,41 @@ func portNames(ports []rdma.Port) string {
 
 // openRuntime returns the task runtime named by --runtime and how to close
 // it.
-func openRuntime(ctx context.Context, f *flags, log *slog.Logger) (runtime.Runtime, func(), error) {
+// rdmaCDI describes the node's RDMA devices in a CDI spec under
+// --state-dir, for containers: it returns their CDI names and the spec
+// directories the runtime reads (the defaults, then that one). A spec
+// that cannot be made leaves containers without RDMA devices, with a
+// warning.
+func rdmaCDI(f *flags, nics []rdma.Port, log *slog.Logger) ([]string, []string) {
+	if f.runtime != "containerd" || len(nics) == 0 {
+		return nil, nil
+	}
+	spec, devs, err := rdma.CDISpec(filepath.Clean(f.sysfsRoot), nics)
+	if err == nil {
+		err = rdma.WriteCDISpec(filepath.Join(f.stateDir, "cdi"), spec)
+	}
+	if err != nil {
+		log.Warn("containers get no RDMA devices", "err", err)
+		return nil, nil
+	}
+	names := make([]string, len(devs))
+	for i, d := range devs {
+		names[i] = rdma.CDIDevice(d)
+	}
+	log.Info("containers get the RDMA devices through CDI", "devices", names, "spec_dir", filepath.Join(f.stateDir, "cdi"))
+	return names, append(slices.Clone(containerd.DefaultCDISpecDirs), filepath.Join(f.stateDir, "cdi"))
+}
+
+func openRuntime(ctx context.Context, f *flags, cdiDirs []string, log *slog.Logger) (runtime.Runtime, func(), error) {
 	switch f.runtime {
 	case "process":
 		return process.New(), func() {}, nil
 	case "containerd":
-		rt, err := containerd.New(ctx, f.ctrdAddress, f.ctrdNS, containerd.WithLogger(log))
+		opts := []containerd.Option{containerd.WithLogger(log)}
+		if cdiDirs != nil {
+			opts = append(opts, containerd.WithCDISpecDirs(cdiDirs...))
+		}
+		rt, err := containerd.New(ctx, f.ctrdAddress, f.ctrdNS, opts...)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -63,6 +63,9 @@ func Write(root string, h Host) error {
 		dir := w.endpoint(slots, j*slots/h.NICs, fmt.Sprintf("0000:%02x:00.0", 0xc0+j))
 		w.nic(dir, j, h)
 	}
+	if h.NICs > 0 {
+		w.file(filepath.Join("class", "misc", "rdma_cm", "dev"), "10:58")
+	}
 	return w.err
 }
 
@@ -96,6 +99,10 @@ func (w *fakeWriter) nic(dir string, j int, h Host) {
 	ib := filepath.Join(dir, "infiniband", name)
 	w.symlink(filepath.Join(ib, "device"), filepath.Join("..", "..", "..", filepath.Base(dir)))
 	w.symlink(filepath.Join("class", "infiniband", name), filepath.Join("..", "..", ib))
+	// Its verbs character device, as ib_uverbs registers it.
+	verbs := filepath.Join(dir, "infiniband_verbs", fmt.Sprintf("uverbs%d", j))
+	w.file(filepath.Join(verbs, "dev"), fmt.Sprintf("231:%d", 192+j))
+	w.file(filepath.Join(verbs, "ibdev"), name)
 	port := filepath.Join(ib, "ports", "1")
 	w.file(filepath.Join(port, "rate"), h.Rate)
 	w.file(filepath.Join(port, "link_layer"), h.LinkLayer)

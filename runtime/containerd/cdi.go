@@ -25,32 +25,40 @@ func GPUDevice(i int) string {
 	return gpuVendor + "/" + gpuClass + "=" + strconv.Itoa(i)
 }
 
-// gpuDevices returns the option that injects spec's GPUs, or nil when the
-// spec has none or the host has no CDI spec for GPUs (with a warning).
-func gpuDevices(spec runtime.Spec, cfg SpecConfig) (oci.SpecOpts, error) {
-	if len(spec.GPUs) == 0 {
+// cdiDevices returns the option that injects spec's GPUs and its other
+// CDI devices, or nil when it has none. GPUs are left out, with a warning,
+// when the host has no CDI spec for GPUs at all; any other device a spec
+// does not describe is an error.
+func cdiDevices(spec runtime.Spec, cfg SpecConfig) (oci.SpecOpts, error) {
+	if len(spec.GPUs) == 0 && len(spec.Devices) == 0 {
 		return nil, nil
 	}
 	cache, err := cdi.NewCache(cdi.WithSpecDirs(cfg.CDISpecDirs...), cdi.WithAutoRefresh(false))
 	if err != nil {
 		return nil, fmt.Errorf("task %q: CDI: %w", spec.ID, err)
 	}
-	if !hasGPUSpec(cache) {
+	var names []string
+	if len(spec.GPUs) > 0 && !hasGPUSpec(cache) {
 		cfg.Logger.Warn("no CDI spec for GPUs; starting the container without them (run `nvidia-ctk cdi generate`)",
 			"task", spec.ID, "gpus", spec.GPUs, "cdi_dirs", cfg.CDISpecDirs, "errors", cache.GetErrors())
-		return nil, nil
+	} else {
+		for _, g := range spec.GPUs {
+			names = append(names, GPUDevice(g))
+		}
 	}
-	names := make([]string, len(spec.GPUs))
+	names = append(names, spec.Devices...)
 	var missing []string
-	for i, g := range spec.GPUs {
-		names[i] = GPUDevice(g)
-		if cache.GetDevice(names[i]) == nil {
-			missing = append(missing, names[i])
+	for _, n := range names {
+		if cache.GetDevice(n) == nil {
+			missing = append(missing, n)
 		}
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("task %q: CDI devices %s not found in %s: %w",
 			spec.ID, strings.Join(missing, ", "), strings.Join(cfg.CDISpecDirs, ", "), cluster.ErrNotFound)
+	}
+	if len(names) == 0 {
+		return nil, nil
 	}
 	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
 		if _, err := cache.InjectDevices(s, names...); err != nil {

@@ -206,6 +206,28 @@ func TestStaleContainerReplaced(t *testing.T) {
 	}
 }
 
+// A container gets the node's RDMA devices as character devices with
+// the host's numbers.
+func TestRDMADevicesThroughCDI(t *testing.T) {
+	dir := t.TempDir()
+	writeRDMASpec(t, dir)
+	e := setup(t, containerd.WithCDISpecDirs(dir))
+	spec := shSpec(t, "phx-8-0-0", "ls -l /dev/infiniband | awk '/^c/ {print $1, $5, $6, $10}'")
+	spec.Devices = []string{"phalanx.dev/rdma=mlx5_1"}
+	task, err := e.rt.Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := waitExit(t, task); st.Code != 0 {
+		t.Errorf("status = %+v", st)
+	}
+	task.Close(context.Background())
+	want := "crw-rw-rw- 10, 58 rdma_cm\ncrw-rw-rw- 231, 193 uverbs1\n"
+	if got, _ := os.ReadFile(spec.Stdout); string(got) != want {
+		t.Errorf("output = %q, want %q", got, want)
+	}
+}
+
 func TestGPUsThroughCDI(t *testing.T) {
 	e := setup(t, containerd.WithCDISpecDirs(writeGPUSpec(t)))
 	spec := shSpec(t, "phx-5-0-0", "ls /dev/nvidia*; echo $NVIDIA_FAKE_CDI")

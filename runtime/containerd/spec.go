@@ -78,12 +78,12 @@ func SpecOpts(spec runtime.Spec, cfg SpecConfig) ([]oci.SpecOpts, error) {
 		uid, gid := max(spec.UID, 0), max(spec.GID, 0)
 		opts = append(opts, oci.WithUIDGID(uint32(uid), uint32(gid)), withGroups(runtime.Groups(uid, gid)))
 	}
-	gpus, err := gpuDevices(spec, cfg)
+	devices, err := cdiDevices(spec, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if gpus != nil {
-		opts = append(opts, gpus)
+	if devices != nil {
+		opts = append(opts, devices)
 	}
 	return opts, nil
 }

@@ -42,6 +42,21 @@ func writeGPUSpec(t *testing.T) string {
 	return dir
 }
 
+// writeRDMASpec writes, in dir, a CDI spec for phalanx.dev/rdma=mlx5_0
+// and mlx5_1 as the agent makes one (package rdma): character devices by
+// major and minor, and rdma_cm for any of them.
+func writeRDMASpec(t *testing.T, dir string) {
+	t.Helper()
+	body := `{"cdiVersion": "0.5.0", "kind": "phalanx.dev/rdma",
+		"containerEdits": {"deviceNodes": [{"path": "/dev/infiniband/rdma_cm", "type": "c", "major": 10, "minor": 58, "fileMode": 438, "permissions": "rw"}]},
+		"devices": [
+			{"name": "mlx5_0", "containerEdits": {"deviceNodes": [{"path": "/dev/infiniband/uverbs0", "type": "c", "major": 231, "minor": 192, "fileMode": 438, "permissions": "rw"}]}},
+			{"name": "mlx5_1", "containerEdits": {"deviceNodes": [{"path": "/dev/infiniband/uverbs1", "type": "c", "major": 231, "minor": 193, "fileMode": 438, "permissions": "rw"}]}}]}`
+	if err := os.WriteFile(filepath.Join(dir, "phalanx.dev-rdma.json"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func testSpec() runtime.Spec {
 	return runtime.Spec{
 		ID:      "phx-7-0-1",
@@ -67,6 +82,29 @@ func generate(t *testing.T, spec runtime.Spec, cfg containerd.SpecConfig) *oci.S
 		t.Fatalf("GenerateSpec: %v", err)
 	}
 	return s
+}
+
+// RDMA devices are injected next to the GPUs; one no spec describes is
+// an error that names it.
+func TestSpecOptsInjectsRDMADevices(t *testing.T) {
+	dir := writeGPUSpec(t)
+	writeRDMASpec(t, dir)
+	spec := testSpec()
+	spec.Devices = []string{"phalanx.dev/rdma=mlx5_0", "phalanx.dev/rdma=mlx5_1"}
+	s := generate(t, spec, containerd.SpecConfig{CDISpecDirs: []string{dir}})
+	var paths []string
+	for _, d := range s.Linux.Devices {
+		paths = append(paths, fmt.Sprintf("%s %s %d:%d", d.Path, d.Type, d.Major, d.Minor))
+	}
+	for _, want := range []string{"/dev/nvidia0 c 1:3", "/dev/infiniband/uverbs0 c 231:192", "/dev/infiniband/uverbs1 c 231:193", "/dev/infiniband/rdma_cm c 10:58"} {
+		if !slices.Contains(paths, want) {
+			t.Errorf("devices %q lack %s", paths, want)
+		}
+	}
+	spec.Devices = []string{"phalanx.dev/rdma=mlx5_7"}
+	if _, err := containerd.SpecOpts(spec, containerd.SpecConfig{CDISpecDirs: []string{dir}}); !errors.Is(err, cluster.ErrNotFound) || !strings.Contains(err.Error(), "phalanx.dev/rdma=mlx5_7") {
+		t.Errorf("a device no spec describes: %v", err)
+	}
 }
 
 func TestSpecOptsInjectsCDIGPUs(t *testing.T) {
