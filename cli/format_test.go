@@ -245,6 +245,7 @@ func parseNode(t *testing.T, a kvs) *phalanxv1.Node {
 			int(n.GpusUsed), int(n.CpusUsed))
 	}
 	n.ReasonUser, n.ReasonTime = a["reason-user"], a.time(t, "reason-time")
+	n.NotResponding = a["not-responding"] == "true"
 	if a["nics"] != "" {
 		n.Nics = parseNICs(t, a["nics"])
 	}

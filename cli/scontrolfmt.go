@@ -166,7 +166,7 @@ func FormatNode(n *phalanxv1.Node, loc *time.Location) string {
 		{kv("Gres", gres(n, n.Gpus)), kv("GresUsed", gres(n, n.GpusUsed))},
 		{kv("NodeAddr", n.Addr), kv("NodeHostName", n.Name)},
 		{kv("RealMemory", n.MemoryMb), kv("AllocMem", n.MemoryUsedMb)},
-		{kv("State", n.State), kv("Weight", n.Weight)},
+		{kv("State", n.State+notResponding(n)), kv("Weight", n.Weight)},
 		{kv("Partitions", orDefault(strings.Join(n.Partitions, ","), "(null)"))},
 		{kv("Switch", orDefault(n.Leaf, "(null)"))},
 		{kv("RegisterTime", fmtTime(n.Registered, loc, "None")), kv("LastHeartbeat", fmtTime(n.LastHeartbeat, loc, "None"))},

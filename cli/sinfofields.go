@@ -97,10 +97,10 @@ var sinfoFields = []sinfoField{
 			}
 			return fmt.Sprintf("1-%d", p.MaxNodes)
 		}},
-	{name: "StateCompact", letter: 't', header: "STATE", doc: "idle, mix, alloc, drng, drain, down",
-		node: func(n *phalanxv1.Node, _ *time.Location) string { return ShortNodeState(n.State) }},
-	{name: "StateLong", letter: 'T', header: "STATE", doc: "idle, mixed, allocated, draining, drained, down",
-		node: func(n *phalanxv1.Node, _ *time.Location) string { return strings.ToLower(n.State) }},
+	{name: "StateCompact", letter: 't', header: "STATE", doc: "idle, mix, alloc, drng, drain, down, inval; * after it: not responding",
+		node: func(n *phalanxv1.Node, _ *time.Location) string { return ShortNodeState(n.State) + notResponding(n) }},
+	{name: "StateLong", letter: 'T', header: "STATE", doc: "idle, mixed, allocated, draining, drained, down, inval; * after it: not responding",
+		node: func(n *phalanxv1.Node, _ *time.Location) string { return strings.ToLower(n.State) + notResponding(n) }},
 	{name: "Time", letter: 'l', header: "TIMELIMIT", doc: "partition's MaxTime, infinite when unlimited",
 		part: func(p *phalanxv1.Partition) string { return sinfoLimit(p.MaxTimeSeconds) }},
 	{name: "TimeStamp", letter: 'H', header: "TIMESTAMP", doc: "when the reason was set, Unknown without one",
@@ -350,7 +350,7 @@ func cpusState(nodes []*phalanxv1.Node) string {
 		total += n.Cpus
 		alloc += used
 		switch n.State {
-		case "DOWN", "DRAINED", "DRAINING", "FUTURE":
+		case "DOWN", "DRAINED", "DRAINING", "FUTURE", "INVAL":
 			other += n.Cpus - used
 		default:
 			idle += n.Cpus - used

@@ -201,7 +201,7 @@ func sinfoEntries(parts []*phalanxv1.Partition, nodes []*phalanxv1.Node, v Sinfo
 }
 
 // stateOrder is the order of sinfo's rows within a partition.
-var stateOrder = []string{"idle", "mix", "alloc", "drng", "drain", "down"}
+var stateOrder = []string{"idle", "mix", "alloc", "drng", "drain", "down", "inval"}
 
 // compareStates orders short states as stateOrder, others after them by
 // name.
@@ -219,6 +219,15 @@ func compareStates(a, b string) int {
 		return strings.Compare(a, b)
 	}
 	return 0
+}
+
+// notResponding is Slurm's mark after the state of a node whose daemon the
+// controller does not hear from: "*".
+func notResponding(n *phalanxv1.Node) string {
+	if n.NotResponding {
+		return "*"
+	}
+	return ""
 }
 
 // ShortNodeState is sinfo's abbreviation of a node state (IDLE → idle,
@@ -240,7 +249,7 @@ func ShortNodeState(s string) string {
 // freeGPUs counts GPUs a new job could get: none on a down or drained node.
 func freeGPUs(n *phalanxv1.Node) int {
 	switch n.State {
-	case "DOWN", "DRAINED", "DRAINING":
+	case "DOWN", "DRAINED", "DRAINING", "INVAL":
 		return 0
 	}
 	return int(max(n.Gpus-n.GpusUsed, 0))

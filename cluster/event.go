@@ -56,6 +56,8 @@ func RegisteredEvent(old, n *Node) Event {
 	}
 	fmt.Fprintf(&b, ", %s, %s, %d MB", count(len(n.NICs), "NIC"), count(n.CPUs, "CPU"), n.MemoryMB)
 	switch {
+	case old == nil && n.State != NodeUp: // INVAL
+		fmt.Fprintf(&b, "; %s", stateWithReason(n))
 	case old == nil:
 	case old.State != n.State:
 		fmt.Fprintf(&b, "; %s again (was %s)", n.State, stateWithReason(old))

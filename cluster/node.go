@@ -12,6 +12,10 @@ const (
 	NodeUp    NodeState = "UP"
 	NodeDown  NodeState = "DOWN"
 	NodeDrain NodeState = "DRAIN"
+	// NodeInval: the node registered with fewer CPUs, less memory or
+	// fewer GPUs than its NodeName line declares (Slurm's INVAL); it is
+	// not used until it registers with what is declared.
+	NodeInval NodeState = "INVAL"
 )
 
 // Node is one host as the controller knows it.
@@ -82,6 +86,8 @@ func DisplayState(n *Node, usedGPUs, usedCPUs int) string {
 	switch n.State {
 	case NodeDown:
 		return "DOWN"
+	case NodeInval:
+		return "INVAL"
 	case NodeDrain:
 		if busy {
 			return "DRAINING"

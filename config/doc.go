@@ -70,10 +70,13 @@
 //	         Gres=gpu[:TYPE][:N] Features=a,b Weight=N
 //	         (Sockets, CoresPerSocket, ThreadsPerCore give CPUs when CPUs is absent)
 //	         The controller applies Weight and Features (merged into what
-//	         the node's agent reports). CPUs, RealMemory and Gres are
-//	         parsed and checked but not yet used: a node registers what its
-//	         agent finds, and one that reports less than configured is not
-//	         yet refused (Slurm's INVAL state comes with node health).
+//	         the node's agent reports). With NodeName lines the config is
+//	         the cluster: a node no line names is refused at registration;
+//	         one that reports fewer CPUs, less RealMemory or fewer GPUs than
+//	         its line is INVAL (not used) with Slurm's reason, e.g. "Low
+//	         RealMemory (reported:X < configured:Y)"; one that never
+//	         registered is listed DOWN, not responding (down*). Without
+//	         NodeName lines every node that registers is taken.
 //	PartitionName=NAME Nodes=HOSTLIST|ALL Default=YES|NO State=UP|DOWN|DRAIN|INACTIVE
 //	         MaxTime=T DefaultTime=T MaxNodes=N|UNLIMITED PriorityTier=N
 //

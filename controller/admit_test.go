@@ -90,7 +90,7 @@ func TestSubmitValidatesConstraintsAgainstThePartition(t *testing.T) {
 }
 
 func TestNodeConfMergesWeightAndFeatures(t *testing.T) {
-	s := newTestServer(t, Config{Nodes: []config.NodeConf{{Name: "n1", Weight: 7, Features: []string{"nvl72", "ib"}}}})
+	s := newTestServer(t, Config{Nodes: []config.NodeConf{{Name: "n1", Weight: 7, Features: []string{"nvl72", "ib"}}, {Name: "n2"}}})
 	register(t, s, []string{"ib", "h100"}, "n1", "n2")
 	n1, err := s.store.Node("n1")
 	if err != nil || n1.Weight != 7 || strings.Join(n1.Features, ",") != "ib,h100,nvl72" {

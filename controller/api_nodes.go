@@ -23,7 +23,8 @@ func (c *controllerService) ListNodes(ctx context.Context, req *phalanxv1.ListNo
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	nodes := st.Nodes[sort.Search(len(st.Nodes), func(i int) bool { return st.Nodes[i].Name > req.PageToken }):]
+	all := s.withUnregistered(st.Nodes)
+	nodes := all[sort.Search(len(all), func(i int) bool { return all[i].Name > req.PageToken }):]
 	usage := cluster.Usage(st.Active)
 	out := &phalanxv1.ListNodesResponse{}
 	for _, n := range nodes {

@@ -54,13 +54,20 @@ func (s *Server) updateNodes(ctx context.Context, req *phalanxv1.UpdateNodeReque
 	if err != nil {
 		return nil, err
 	}
-	known := map[string]bool{}
+	known := map[string]*cluster.Node{}
 	for _, n := range st.Nodes {
-		known[n.Name] = true
+		known[n.Name] = n
 	}
 	for _, name := range req.Names {
-		if !known[name] {
+		n := known[name]
+		switch {
+		case n == nil:
+			if _, found, _ := s.declared(name); found {
+				return nil, cluster.Errorf(cluster.ErrConflict, "node %s has never registered: start its agent first", name)
+			}
 			return nil, cluster.Errorf(cluster.ErrNotFound, "Invalid node name specified: %s", name)
+		case n.State == cluster.NodeInval && state == cluster.NodeUp:
+			return nil, cluster.Errorf(cluster.ErrConflict, "node %s is INVAL (%s): it returns to service by itself when it registers with what its NodeName line declares; fix the node or the line", name, n.Reason)
 		}
 	}
 	if state == cluster.NodeUp {

@@ -203,6 +203,7 @@ func nodeToProto(n *cluster.Node, use cluster.NodeUsage, parts []*cluster.Partit
 		LastHeartbeat: ts(lastSeen),
 		Weight:        int32(n.Weight),
 		Nics:          nicsToProto(n.NICs),
+		NotResponding: n.State == cluster.NodeDown && n.Reason == store.ReasonNotResponding,
 	}
 	if n.Reason != "" {
 		out.ReasonUser, out.ReasonTime = n.ReasonUser, ts(n.StateTime)

@@ -27,6 +27,11 @@ func (n *nodeService) RegisterNode(ctx context.Context, req *phalanxv1.RegisterN
 	if err := s.actsFor(ctx, req.Name); err != nil {
 		return nil, toStatus(err)
 	}
+	conf, _, ok := s.declared(req.Name)
+	if !ok {
+		s.log.Warn("refused a node that phalanx.conf does not declare", "node", req.Name, "addr", req.Addr)
+		return nil, toStatus(errUndeclared(req.Name))
+	}
 	nics, err := nicsFromProto(req.Nics)
 	if err != nil {
 		return nil, toStatus(err)
@@ -47,6 +52,10 @@ func (n *nodeService) RegisterNode(ctx context.Context, req *phalanxv1.RegisterN
 		node.Leaf = s.cfg.Topology.LeafOf(req.Name)
 	}
 	node = s.withNodeConf(node)
+	if why := shortfall(conf, node); why != "" {
+		node.State, node.Reason = cluster.NodeInval, why
+		s.log.Warn("node registered with less than phalanx.conf declares: INVAL, not used", "node", req.Name, "reason", why)
+	}
 	if _, err := s.propose(ctx, fsm.RegisterNode{Node: node}); err != nil {
 		return nil, toStatus(err)
 	}

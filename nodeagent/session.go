@@ -6,6 +6,8 @@ import (
 	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // session keeps the node known to the controller until ctx ends: register,
@@ -52,7 +54,13 @@ func (a *Agent) register(ctx context.Context) (interval time.Duration, ok bool) 
 			a.log.Info("registered with controller", "heartbeat", interval)
 			return interval, true
 		}
-		a.log.Warn("register with controller failed; retrying", "controllers", a.cfg.Controllers, "err", err)
+		if status.Code(err) == codes.PermissionDenied {
+			// Not declared in phalanx.conf, or not this node's certificate:
+			// only an administrator can fix it; keep asking meanwhile.
+			a.log.Error("the controller refuses this node; retrying", "controllers", a.cfg.Controllers, "err", err)
+		} else {
+			a.log.Warn("register with controller failed; retrying", "controllers", a.cfg.Controllers, "err", err)
+		}
 		if sleep(ctx, a.cfg.Clock, b.next()) != nil {
 			return 0, false
 		}

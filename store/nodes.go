@@ -28,7 +28,9 @@ func (s *Store) RegisterNode(idx uint64, n *cluster.Node) error {
 		old := c.st.nodes[n.Name]
 		u := n.Clone()
 		switch {
-		case old == nil:
+		case n.State == cluster.NodeInval: // the registration's verdict (controller/nodeconf.go)
+			u.ReasonUser, u.StateTime = cluster.SystemUser, n.Registered
+		case old == nil, old.State == cluster.NodeInval:
 			u.State, u.Reason, u.ReasonUser, u.StateTime = cluster.NodeUp, "", "", n.Registered
 		case old.State == cluster.NodeDown && old.Reason == ReasonNotResponding:
 			u.State, u.Reason, u.ReasonUser, u.StateTime = cluster.NodeUp, "", "", n.Registered

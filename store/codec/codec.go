@@ -102,6 +102,7 @@ var (
 		cluster.NodeUp:    statev1.NodeState_NODE_STATE_UP,
 		cluster.NodeDown:  statev1.NodeState_NODE_STATE_DOWN,
 		cluster.NodeDrain: statev1.NodeState_NODE_STATE_DRAIN,
+		cluster.NodeInval: statev1.NodeState_NODE_STATE_INVAL,
 	})
 	partitionStates = newEnum("partition state", map[cluster.PartitionState]statev1.PartitionState{
 		cluster.PartitionUp:       statev1.PartitionState_PARTITION_STATE_UP,

@@ -1311,6 +1311,9 @@ type Node struct {
 	Nics          []*NICInfo             `protobuf:"bytes,18,rep,name=nics,proto3" json:"nics,omitempty"`
 	ReasonUser    string                 `protobuf:"bytes,19,opt,name=reason_user,json=reasonUser,proto3" json:"reason_user,omitempty"` // who set the reason ("phalanx": the controller or a health check)
 	ReasonTime    *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=reason_time,json=reasonTime,proto3" json:"reason_time,omitempty"`
+	// not_responding: the controller has not heard from the node's agent
+	// (sinfo's "*" after the state): it never registered, or went silent.
+	NotResponding bool `protobuf:"varint,21,opt,name=not_responding,json=notResponding,proto3" json:"not_responding,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1483,6 +1486,13 @@ func (x *Node) GetReasonTime() *timestamppb.Timestamp {
 		return x.ReasonTime
 	}
 	return nil
+}
+
+func (x *Node) GetNotResponding() bool {
+	if x != nil {
+		return x.NotResponding
+	}
+	return false
 }
 
 type Partition struct {
@@ -4417,7 +4427,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x05state\x18\x05 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x06 \x01(\tR\x06reason\x12!\n" +
 	"\fplaced_index\x18\a \x01(\x04R\vplacedIndex\x12%\n" +
-	"\x0ereleased_index\x18\b \x01(\x04R\rreleasedIndex\"\x8c\x05\n" +
+	"\x0ereleased_index\x18\b \x01(\x04R\rreleasedIndex\"\xb3\x05\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x12\n" +
@@ -4445,7 +4455,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\vreason_user\x18\x13 \x01(\tR\n" +
 	"reasonUser\x12;\n" +
 	"\vreason_time\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"reasonTime\"\xa6\x02\n" +
+	"reasonTime\x12%\n" +
+	"\x0enot_responding\x18\x15 \x01(\bR\rnotResponding\"\xa6\x02\n" +
 	"\tPartition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05nodes\x18\x02 \x03(\tR\x05nodes\x12\x18\n" +

@@ -177,6 +177,7 @@ const (
 	NodeState_NODE_STATE_UP          NodeState = 1
 	NodeState_NODE_STATE_DOWN        NodeState = 2
 	NodeState_NODE_STATE_DRAIN       NodeState = 3
+	NodeState_NODE_STATE_INVAL       NodeState = 4 // registered with less than its NodeName line says
 )
 
 // Enum value maps for NodeState.
@@ -186,12 +187,14 @@ var (
 		1: "NODE_STATE_UP",
 		2: "NODE_STATE_DOWN",
 		3: "NODE_STATE_DRAIN",
+		4: "NODE_STATE_INVAL",
 	}
 	NodeState_value = map[string]int32{
 		"NODE_STATE_UNSPECIFIED": 0,
 		"NODE_STATE_UP":          1,
 		"NODE_STATE_DOWN":        2,
 		"NODE_STATE_DRAIN":       3,
+		"NODE_STATE_INVAL":       4,
 	}
 )
 
@@ -1969,12 +1972,13 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x11TASK_STATE_KILLED\x10\x05\x12\x16\n" +
 	"\x12TASK_STATE_TIMEOUT\x10\x06\x12\x15\n" +
 	"\x11TASK_STATE_FAILED\x10\a\x12\x13\n" +
-	"\x0fTASK_STATE_LOST\x10\b*e\n" +
+	"\x0fTASK_STATE_LOST\x10\b*{\n" +
 	"\tNodeState\x12\x1a\n" +
 	"\x16NODE_STATE_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rNODE_STATE_UP\x10\x01\x12\x13\n" +
 	"\x0fNODE_STATE_DOWN\x10\x02\x12\x14\n" +
-	"\x10NODE_STATE_DRAIN\x10\x03*\xb9\x01\n" +
+	"\x10NODE_STATE_DRAIN\x10\x03\x12\x14\n" +
+	"\x10NODE_STATE_INVAL\x10\x04*\xb9\x01\n" +
 	"\tEventKind\x12\x1a\n" +
 	"\x16EVENT_KIND_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15EVENT_KIND_REGISTERED\x10\x01\x12\x16\n" +
