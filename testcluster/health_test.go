@@ -1,6 +1,7 @@
 package testcluster_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/config"
 	"github.com/phalanx-hpc/phalanx/internal/fakegpu"
 	"github.com/phalanx-hpc/phalanx/runtime/runtimetest"
 	"github.com/phalanx-hpc/phalanx/testcluster"
@@ -222,4 +225,51 @@ func TestPrologFailureDrainsNode(t *testing.T) {
 	})
 	two := submit(t, c, spec(dir, "second", 2, 1, "#!/bin/sh\ntrue\n"))
 	c.WaitJob(two, 20*time.Second, "RUNNING") // on both nodes: the fake runtime runs it until cancelled
+}
+
+// With NodeName lines, the config is the cluster: a node that registers
+// with less memory than its line is INVAL with Slurm's reason, a declared
+// node without an agent is down* (not responding), and a node no line
+// declares is refused.
+func TestDeclaredNodesThroughTheAgents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds phx; not in -short")
+	}
+	conf := []config.NodeConf{{Name: "gpu0001", GPUs: 8}, {Name: "gpu0002", MemoryMB: 1 << 40}, {Name: "gpu0099", GPUs: 8}}
+	c := testcluster.New(t, testcluster.Options{Nodes: 3, Runtime: "fake", NodeConf: conf})
+	dir := t.TempDir()
+	phx := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := phxAs(t, c, auth.Identity{User: "root"}, dir, nil, args...)
+		if code != 0 {
+			t.Fatalf("phx %v: exit %d: %s", args, code, errOut)
+		}
+		return out
+	}
+	nodes, err := c.Client.ListNodes(context.Background(), &phalanxv1.ListNodesRequest{Names: []string{"gpu0002"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reported := nodes.Nodes[0].MemoryMb
+	want := fmt.Sprintf("Low RealMemory (reported:%d < configured:%d)", reported, int64(1)<<40)
+	c.Eventually(10*time.Second, func() error {
+		out := phx("sinfo", "-N", "-h", "-o", "%N %t")
+		if out != "gpu0001 idle\ngpu0002 inval\ngpu0099 down*\n" {
+			return fmt.Errorf("sinfo -N:\n%s", out)
+		}
+		return nil
+	})
+	if out := phx("scontrol", "show", "node", "gpu0002"); !strings.Contains(out, "State=INVAL ") || !strings.Contains(out, "Reason="+want+" [phalanx@") {
+		t.Errorf("scontrol show node gpu0002:\n%s", out)
+	}
+	if out := phx("scontrol", "show", "node", "gpu0099"); !strings.Contains(out, "State=DOWN* ") || !strings.Contains(out, "Reason=Not responding [phalanx@") {
+		t.Errorf("scontrol show node gpu0099:\n%s", out)
+	}
+	time.Sleep(time.Second) // several of gpu0003's registration attempts
+	if _, err := c.Leader().Store().Node("gpu0003"); err == nil {
+		t.Error("gpu0003, which no NodeName line declares, was registered")
+	}
+	if out := phx("events", "--node", "gpu0002"); !strings.Contains(out, "INVAL: "+want) {
+		t.Errorf("phx events --node gpu0002:\n%s", out)
+	}
 }

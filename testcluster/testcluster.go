@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/config"
 	"github.com/phalanx-hpc/phalanx/controller"
 	"github.com/phalanx-hpc/phalanx/pki"
 	"github.com/phalanx-hpc/phalanx/runtime"
@@ -51,11 +53,14 @@ type Options struct {
 	// DisableRootJobs, OperatorUsers and PrivateJobs: as in
 	// controller.Config.
 	DisableRootJobs bool
-	// Prolog: what the agents run before a job's task (Slurm's Prolog).
-	Prolog cluster.Prolog
 	OperatorUsers   []string
 	PrivateJobs     bool
 	RateLimit       controller.RateLimit
+	// Prolog: what the agents run before a job's task (Slurm's Prolog).
+	Prolog cluster.Prolog
+	// NodeConf are phalanx.conf's NodeName lines; with any, New waits only
+	// for the nodes they declare (the others are refused).
+	NodeConf []config.NodeConf
 }
 
 // Cluster is a running test cluster.
@@ -111,8 +116,23 @@ func New(t testing.TB, o Options) *Cluster {
 	for _, n := range c.Nodes {
 		c.StartAgent(n)
 	}
-	c.WaitNodes(len(c.Nodes))
+	c.WaitNodes(c.declared())
 	return c
+}
+
+// declared counts the cluster's nodes that phalanx.conf would take: all
+// of them without NodeName lines.
+func (c *Cluster) declared() int {
+	if len(c.opts.NodeConf) == 0 {
+		return len(c.Nodes)
+	}
+	n := 0
+	for _, name := range c.Nodes {
+		if slices.ContainsFunc(c.opts.NodeConf, func(nc config.NodeConf) bool { return nc.Name == name }) {
+			n++
+		}
+	}
+	return n
 }
 
 func (o Options) withDefaults(t testing.TB) Options {
@@ -229,6 +249,7 @@ func (c *Cluster) StartController(i int) {
 		TLS:               r.tls,
 		DisableRootJobs:   c.opts.DisableRootJobs,
 		Prolog:            c.opts.Prolog,
+		Nodes:             c.opts.NodeConf,
 		OperatorUsers:     c.opts.OperatorUsers,
 		PrivateJobs:       c.opts.PrivateJobs,
 		RateLimit:         c.opts.RateLimit,
