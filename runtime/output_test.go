@@ -81,4 +81,3 @@ func TestOpenOutputNoPathDiscards(t *testing.T) {
 		t.Errorf("empty path opened %s", f.Name())
 	}
 }
-
