@@ -23,10 +23,11 @@
 //
 // The image must already be in the runtime's namespace; Start tries to pull
 // a missing image and, failing, says how to import it. Output goes to the
-// Spec's host files: when stdout and stderr are the same file the shim
-// writes it directly (it survives an agent restart; the two streams are
-// separate pipes, so lines written close together may interleave out of
-// order); when they differ the agent copies both streams from FIFOs.
+// Spec's host files, which the agent opens as the task's user and feeds
+// from the task's FIFOs (the two streams are separate pipes, so lines
+// written close together may interleave out of order). The shim is never
+// given a path to open as root; output written while the agent is down is
+// lost until a logger outlives it.
 //
 // Limits a runtime without CAP_SYS_RESOURCE could not grant are lowered to
 // the agent's own, with a warning.
