@@ -259,6 +259,12 @@ func userName(spec runtime.Spec) string {
 	return "uid " + strconv.Itoa(spec.UID)
 }
 
+// holdGateFailure holds a node's failed check as an event, which drains
+// it, and returns the health generation that carries it.
+func (a *Agent) holdGateFailure(f *gateFailure) uint64 {
+	return a.holdEvent(heldEvent{check: f.check, message: f.msg, gpu: f.gpu, at: a.cfg.Clock.Now()})
+}
+
 // gateFailed ends a task whose gate failed: FAILED when the user is at
 // fault; otherwise the node is drained first, then the task reported LOST.
 func (a *Agent) gateFailed(t *task, f *gateFailure) {
@@ -269,8 +275,7 @@ func (a *Agent) gateFailed(t *task, f *gateFailure) {
 		return
 	}
 	log.Error("pre-start check failed: draining the node", "err", f.msg)
-	gen := a.holdEvent(heldEvent{check: f.check, message: f.msg, gpu: f.gpu, at: a.cfg.Clock.Now()})
-	if !a.waitHealthAck(gen, healthAckWait) {
+	if !a.waitHealthAck(a.holdGateFailure(f), healthAckWait) {
 		log.Warn("the controller has not acknowledged the drain yet; reporting the task anyway")
 	}
 	a.end(t, outcome{state: cluster.TaskLost, msg: f.Error()})

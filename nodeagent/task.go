@@ -183,6 +183,9 @@ func (a *Agent) gateUnlessStopped(t *task, as *phalanxv1.Assignment, spec runtim
 	cancel()
 	<-stopped
 	if interrupted {
+		if f != nil && f.node { // the node is at fault whatever became of the job
+			a.holdGateFailure(f)
+		}
 		return nil
 	}
 	return f

@@ -3,7 +3,9 @@ package runtime
 import (
 	"fmt"
 	"os"
+	"os/user"
 	goruntime "runtime"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,7 +25,7 @@ func AsUser(uid, gid int, fn func() error) error {
 		return fn()
 	}
 	if gid < 0 {
-		gid = 0 // never the agent's own group by default
+		gid = primaryGID(uid) // never root's group by default
 	}
 	groups := Groups(uid, gid)
 	done := make(chan error, 1)
@@ -33,6 +35,19 @@ func AsUser(uid, gid int, fn func() error) error {
 	}()
 	return <-done
 }
+
+// primaryGID is uid's group in the user database, else nogroup's.
+func primaryGID(uid int) int {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		if g, err := strconv.Atoi(u.Gid); err == nil {
+			return g
+		}
+	}
+	return nogroup
+}
+
+// nogroup is the group of a user the host does not know.
+const nogroup = 65534
 
 func switchThenRun(uid, gid int, groups []uint32, fn func() error) error {
 	ids := make([]int, len(groups))

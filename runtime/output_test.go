@@ -2,11 +2,16 @@ package runtime
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 const nobody = 65534
@@ -79,5 +84,74 @@ func TestOpenOutputNoPathDiscards(t *testing.T) {
 	defer f.Close()
 	if f.Name() != os.DevNull {
 		t.Errorf("empty path opened %s", f.Name())
+	}
+}
+
+// An output that is a FIFO is refused at once instead of blocking until a
+// reader comes.
+func TestOpenOutputRefusesAFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := unix.Mkfifo(fifo, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		f, err := OpenOutput(fifo, -1, -1)
+		if err == nil {
+			f.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("a FIFO was accepted as output")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("OpenOutput blocked on a FIFO without a reader")
+	}
+}
+
+// While AsUser runs as another user, every other goroutine keeps the
+// agent's identity: root's private directory stays writable for them.
+func TestAsUserLeaksToNoOtherThread(t *testing.T) {
+	needRoot(t)
+	private := t.TempDir() // root's, 0700
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := os.WriteFile(filepath.Join(private, fmt.Sprintf("w%d", w)), nil, 0o600); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(w)
+	}
+	for i := 0; i < 200; i++ {
+		err := AsUser(nobody, nobody, func() error {
+			if err := os.WriteFile(filepath.Join(private, "as-nobody"), nil, 0o600); !errors.Is(err, fs.ErrPermission) {
+				return fmt.Errorf("as nobody, root's directory: %v; want permission denied", err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("another goroutine lost root's identity: %v", err)
 	}
 }

@@ -27,15 +27,18 @@ func (s *Store) RegisterNode(idx uint64, n *cluster.Node) error {
 		}
 		old := c.st.nodes[n.Name]
 		u := n.Clone()
+		// A drain or a DOWN someone set (an admin, a health check) stays,
+		// whatever the registration says; otherwise the node is UP, or INVAL
+		// when the registration says so (controller/nodeconf.go).
+		kept := old != nil && old.State != cluster.NodeUp && old.State != cluster.NodeInval &&
+			!(old.State == cluster.NodeDown && old.Reason == ReasonNotResponding)
 		switch {
-		case n.State == cluster.NodeInval: // the registration's verdict (controller/nodeconf.go)
-			u.ReasonUser, u.StateTime = cluster.SystemUser, n.Registered
-		case old == nil, old.State == cluster.NodeInval:
-			u.State, u.Reason, u.ReasonUser, u.StateTime = cluster.NodeUp, "", "", n.Registered
-		case old.State == cluster.NodeDown && old.Reason == ReasonNotResponding:
-			u.State, u.Reason, u.ReasonUser, u.StateTime = cluster.NodeUp, "", "", n.Registered
-		default:
+		case kept:
 			u.State, u.Reason, u.ReasonUser, u.StateTime = old.State, old.Reason, old.ReasonUser, old.StateTime
+		case n.State == cluster.NodeInval:
+			u.ReasonUser, u.StateTime = cluster.SystemUser, n.Registered
+		default:
+			u.State, u.Reason, u.ReasonUser, u.StateTime = cluster.NodeUp, "", "", n.Registered
 		}
 		u.Health = ""
 		if old != nil {
@@ -65,6 +68,9 @@ func (s *Store) SetNodeState(idx uint64, name string, st cluster.NodeState, reas
 		n := c.st.nodes[name]
 		if n == nil {
 			return fmt.Errorf("node %q: %w", name, cluster.ErrNotFound)
+		}
+		if n.State == cluster.NodeInval && st == cluster.NodeUp {
+			return fmt.Errorf("node %s is INVAL (%s): it returns to service when it registers with what its NodeName line declares: %w", name, n.Reason, cluster.ErrConflict)
 		}
 		u := n.Clone()
 		u.State, u.Reason, u.ReasonUser, u.StateTime = st, reason, user, t

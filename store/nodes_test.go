@@ -155,3 +155,50 @@ func TestSetPartitions(t *testing.T) {
 		t.Errorf("a rejected SetPartitions changed the partitions: %+v", got)
 	}
 }
+
+// A node that registers with less than its NodeName line is INVAL, and UP
+// once it registers with enough; an admin's drain survives both, and an
+// INVAL node cannot be resumed by hand.
+func TestRegisterInval(t *testing.T) {
+	short := func(idx uint64) *cluster.Node {
+		n := gpuNode("n1")
+		n.Registered = at(int(idx))
+		n.State, n.Reason = cluster.NodeInval, "Low RealMemory (reported:1 < configured:2)"
+		return n
+	}
+	enough := func(idx uint64) *cluster.Node {
+		n := gpuNode("n1")
+		n.Registered = at(int(idx))
+		return n
+	}
+	state := func(s *Store) string {
+		n, _ := s.Node("n1")
+		return string(n.State) + " " + n.Reason + " by " + n.ReasonUser
+	}
+	s := openTest(t, "")
+	if err := s.RegisterNode(1, short(1)); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(s); got != "INVAL Low RealMemory (reported:1 < configured:2) by phalanx" {
+		t.Errorf("after a short registration: %s", got)
+	}
+	if err := s.SetNodeState(2, "n1", cluster.NodeUp, "", "alice", at(2)); !errors.Is(err, cluster.ErrConflict) {
+		t.Errorf("resume of an INVAL node: %v; want a conflict", err)
+	}
+	if err := s.RegisterNode(3, enough(3)); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(s); got != "UP  by " {
+		t.Errorf("after registering enough: %s", got)
+	}
+
+	mustSetState(t, s, 4, cluster.NodeDrain, "cable swap")
+	for i, n := range []*cluster.Node{short(5), enough(6)} {
+		if err := s.RegisterNode(uint64(5+i), n); err != nil {
+			t.Fatal(err)
+		}
+		if got := state(s); got != "DRAIN cable swap by root" {
+			t.Errorf("registration %d after an admin's drain: %s", i, got)
+		}
+	}
+}

@@ -69,10 +69,13 @@ func (v Verdict) Message() string {
 	return fmt.Sprintf("GPU %d %s: %s", v.GPU, v.Evidence, v.Class.Action())
 }
 
-// same says whether v and o are the same finding (their first sighting
-// aside).
+// same says whether v and o are the same finding: the same check failing
+// on the same GPU, whatever its numbers say now (a temperature, an error
+// count). A finding keeps its first sighting and first evidence while it
+// lasts, so that a hot GPU's changing temperature is not a new drain
+// reason, a heartbeat and a node event every poll.
 func (v Verdict) same(o Verdict) bool {
-	return v.GPU == o.GPU && v.Check == o.Check && v.Class == o.Class && v.Evidence == o.Evidence
+	return v.GPU == o.GPU && v.Check == o.Check && v.Class == o.Class
 }
 
 // Watcher watches the health of a node's GPUs through NVML.
@@ -227,7 +230,7 @@ func (w *Watcher) check(last []Verdict) []Verdict {
 	add := func(d Device, check string, class Class, format string, args ...any) {
 		v := Verdict{GPU: d.Index, UUID: d.UUID, Check: check, Class: class, Evidence: fmt.Sprintf(format, args...), At: w.now()}
 		if i := slices.IndexFunc(last, v.same); i >= 0 {
-			v.At = last[i].At
+			v.At, v.Evidence = last[i].At, last[i].Evidence
 		}
 		out = append(out, v)
 	}
