@@ -219,12 +219,25 @@ func parseJob(t *testing.T, a kvs) *phalanxv1.Job {
 		},
 	}
 	_, j.Spec.Exclusive = a["exclusive"]
+	if a["max-restarts"] != "" {
+		j.Spec.MaxRestarts = proto.Int32(int32(a.int(t, "max-restarts")))
+	}
+	j.Spec.RestartOn = a["restart-on"]
 	for _, n := range a.hosts(t, "nodes") {
 		alloc := &phalanxv1.NodeAlloc{Node: n, Cpus: j.Spec.CpusPerNode, MemoryMb: j.Spec.MemoryMb}
 		for g := int32(0); g < j.Spec.GpusPerNode; g++ {
 			alloc.Gpus = append(alloc.Gpus, g)
 		}
 		j.Alloc = append(j.Alloc, alloc)
+	}
+	// failed-on=NODE: attempt 0 failed there by its agent's word, and the
+	// job runs its attempt 1 on its nodes.
+	if bad := a["failed-on"]; bad != "" {
+		j.Attempts = []*phalanxv1.Attempt{
+			{Attempt: 0, Alloc: []*phalanxv1.NodeAlloc{{Node: bad}}, StartTime: a.time(t, "submit"), EndTime: a.time(t, "start"),
+				State: "NODE_FAIL", Cause: "node", FaultNode: bad, Reason: "prolog on " + bad + ": /etc/prolog exit status 1 (job 7); node drained"},
+			{Attempt: 1, Alloc: j.Alloc, StartTime: a.time(t, "start")},
+		}
 	}
 	return j
 }

@@ -35,7 +35,8 @@ func FormatJob(j *phalanxv1.Job, now time.Time, loc *time.Location) string {
 		{kv("UserId", fmt.Sprintf("%s(%d)", s.GetUser(), s.GetUid())), kv("GroupId", fmt.Sprintf("(%d)", s.GetGid()))},
 		{kv("Priority", s.GetPriority()), kv("Nice", s.GetNice()), kv("Account", orDefault(s.GetAccount(), "(null)")), kv("QOS", orDefault(s.GetQos(), "normal"))},
 		{kv("JobState", j.State), kv("Reason", reason(j))},
-		{kv("Restarts", j.Attempt), kv("BatchFlag", 1), kv("ExitCode", fmt.Sprintf("%d:%d", j.ExitCode, j.ExitSignal))},
+		{kv("Requeue", requeueFlag(s)), kv("Restarts", j.Attempt), kv("BatchFlag", 1), kv("ExitCode", fmt.Sprintf("%d:%d", j.ExitCode, j.ExitSignal))},
+		{kv("MaxRestarts", s.GetMaxRestarts()), kv("RestartOn", orDefault(s.GetRestartOn(), "none"))},
 		{kv("RunTime", runTime(elapsed(j, now))), kv("TimeLimit", limitOrUnlimited(jobLimit(j)))},
 		{kv("SubmitTime", fmtTime(j.SubmitTime, loc, "Unknown"))},
 		{kv("StartTime", startTime(j, loc)), kv("EndTime", fmtTime(j.EndTime, loc, "Unknown"))},
@@ -56,8 +57,46 @@ func FormatJob(j *phalanxv1.Job, now time.Time, loc *time.Location) string {
 	if topo := topologyRequest(s); len(topo) > 0 {
 		lines = append(lines, topo)
 	}
+	lines = append(lines, attemptLines(j, loc)...)
 	kvLines(&b, lines)
 	return b.String()
+}
+
+// requeueFlag is Slurm's Requeue=: 1 when the job may be restarted.
+func requeueFlag(s *phalanxv1.JobSpec) int {
+	if s.GetNoRequeue() || s.GetMaxRestarts() == 0 {
+		return 0
+	}
+	return 1
+}
+
+// attemptLines lists the attempts of a job that was restarted: number,
+// nodes, start, end, how it ended and why (a Phalanx addition).
+func attemptLines(j *phalanxv1.Job, loc *time.Location) [][]string {
+	if len(j.Attempts) < 2 {
+		return nil
+	}
+	var out [][]string
+	for _, a := range j.Attempts {
+		var nodes []string
+		for _, n := range a.Alloc {
+			nodes = append(nodes, n.Node)
+		}
+		line := []string{kv("Attempt", a.Attempt), kv("NodeList", hostlist.Compress(nodes)),
+			kv("StartTime", fmtTime(a.StartTime, loc, "Unknown")), kv("EndTime", fmtTime(a.EndTime, loc, "Unknown")),
+			kv("State", orDefault(a.State, "RUNNING"))}
+		if a.Cause != "" {
+			line = append(line, kv("Cause", a.Cause))
+		}
+		if a.FaultNode != "" {
+			line = append(line, kv("FaultNode", a.FaultNode))
+		}
+		if a.Reason != "" && a.State != "" {
+			line = append(line, kv("Reason", a.Reason))
+		}
+		out = append(out, line)
+	}
+	return out
 }
 
 // overSubscribe is NO for --exclusive jobs (whole nodes), OK otherwise.

@@ -129,6 +129,8 @@ type Job struct {
 	// Requeued is set when the job went back to the queue after a failure or
 	// a preemption; it goes first in its priority class.
 	Requeued bool
+	// Restart is when a failed attempt is followed by another (restart.go).
+	Restart RestartPolicy
 
 	State      JobState
 	Reason     string // pending reason, or why it ended
@@ -160,6 +162,15 @@ type Attempt struct {
 	Reason        string
 	PlacedIndex   uint64
 	ReleasedIndex uint64
+	// Cause is why the attempt failed, as restarts see it; FaultNode the
+	// node its agent found at fault (RestartNode). Unfenced: a task of the
+	// attempt was declared lost while its node was silent, so it may still
+	// run there, and the job must not be restarted. ExitCode and
+	// ExitSignal are the job's when the attempt ended.
+	Cause                RestartCause
+	FaultNode            string
+	Unfenced             bool
+	ExitCode, ExitSignal int
 }
 
 // Released reports whether the attempt has given its resources back.

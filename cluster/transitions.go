@@ -71,6 +71,7 @@ func ApplyTaskReport(j *Job, r TaskReport) (changed bool) {
 		}
 		releaseIfEnded(j)
 		requeueIfStopped(j)
+		restartIfFailed(j)
 		return true
 	}
 	return false
@@ -89,6 +90,7 @@ func jobAfterTaskEnd(j *Job, t *Task) {
 	case TaskExited:
 		if t.ExitCode != 0 || t.ExitSignal != 0 {
 			failJob(j, t, ReasonNonZeroExit)
+			blame(j, RestartExit, "")
 			return
 		}
 		if allTasks(j, func(t Task) bool { return t.State == TaskExited && t.ExitCode == 0 && t.ExitSignal == 0 }) {
@@ -112,12 +114,13 @@ func jobAfterTaskEnd(j *Job, t *Task) {
 		finish(j, JobNodeFail, reason, t.EndTime)
 	case TaskTimeout:
 		finish(j, JobTimeout, ReasonTimeLimit, t.EndTime)
-	case TaskLost:
+	case TaskLost: // by its agent's word: a failed pre-start check, a shutdown
 		reason := t.Message
 		if reason == "" {
 			reason = ReasonNodeFail
 		}
 		finish(j, JobNodeFail, reason, t.EndTime)
+		blame(j, RestartNode, t.Node)
 	}
 }
 
@@ -190,6 +193,7 @@ func releaseIfEnded(j *Job) {
 	}
 	a.EndTime = lastTaskEnd(j)
 	a.State, a.Reason = j.State, j.Reason
+	a.ExitCode, a.ExitSignal = j.ExitCode, j.ExitSignal
 }
 
 // Cancel cancels a job that has not ended, or one being preempted (which
@@ -222,6 +226,7 @@ func NodeLost(j *Job, node string, t time.Time, reason string) (changed bool) {
 			continue
 		}
 		endTask(task, TaskReport{State: TaskLost, Message: reason, Time: t})
+		unfenced(j)
 		changed = true
 	}
 	if onNode && !j.State.Terminal() && j.State != JobPending {

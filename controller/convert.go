@@ -1,11 +1,13 @@
 package controller
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
@@ -62,6 +64,10 @@ func jobFromSpec(spec *phalanxv1.JobSpec, maxScript int) (*cluster.Job, error) {
 		Segment:      int(spec.Segment),
 		QoS:          spec.Qos,
 		Nice:         int(spec.Nice),
+	}
+	var err error
+	if j.Restart, err = restartFromSpec(spec); err != nil {
+		return nil, err
 	}
 	if j.Nodes == 0 {
 		j.Nodes = 1
@@ -123,7 +129,29 @@ func specToProto(j *cluster.Job) *phalanxv1.JobSpec {
 		Segment:             int32(j.Segment),
 		Qos:                 j.QoS,
 		Nice:                int32(j.Nice),
+		NoRequeue:           j.Restart.MaxRestarts == 0,
+		MaxRestarts:         proto.Int32(int32(j.Restart.MaxRestarts)),
+		RestartOn:           j.Restart.On.String(),
 	}
+}
+
+// restartFromSpec reads a submit's restart policy, with the defaults.
+func restartFromSpec(spec *phalanxv1.JobSpec) (cluster.RestartPolicy, error) {
+	p := cluster.RestartPolicy{MaxRestarts: cluster.DefaultMaxRestarts, On: cluster.DefaultRestartOn}
+	if spec.MaxRestarts != nil {
+		p.MaxRestarts = int(*spec.MaxRestarts)
+	}
+	if spec.RestartOn != "" {
+		on, err := cluster.ParseRestartCauses(spec.RestartOn)
+		if err != nil {
+			return p, fmt.Errorf("--restart-on=%s: %w", spec.RestartOn, err)
+		}
+		p.On = on
+	}
+	if spec.NoRequeue {
+		p.MaxRestarts = 0
+	}
+	return p, p.Validate()
 }
 
 // jobToProto converts a job; addrs gives node addresses for the allocation
@@ -154,7 +182,11 @@ func jobToProto(j *cluster.Job, addrs map[string]string, pending *scheduler.Pend
 		out.Attempts = append(out.Attempts, &phalanxv1.Attempt{
 			Attempt: int32(a.Attempt), Alloc: allocToProto(a.Alloc, addrs), StartTime: ts(a.StartTime), EndTime: ts(a.EndTime),
 			State: string(a.State), Reason: a.Reason, PlacedIndex: a.PlacedIndex, ReleasedIndex: a.ReleasedIndex,
+			FaultNode: a.FaultNode,
 		})
+		if a.Cause != cluster.RestartNone {
+			out.Attempts[len(out.Attempts)-1].Cause = a.Cause.String()
+		}
 	}
 	for _, t := range j.Tasks {
 		out.Tasks = append(out.Tasks, &phalanxv1.Task{

@@ -83,6 +83,7 @@ func launchVars(in envInput) []string {
 		"SLURM_SUBMIT_DIR=" + spec.GetWorkDir(),
 		"SLURM_RESTART_COUNT=" + attempt,
 		"SLURM_JOB_USER=" + spec.GetUser(),
+		"SLURMD_NODENAME=" + alloc[in.rank].GetNode(),
 	}
 	if in.cluster != "" {
 		vars = append(vars, "SLURM_CLUSTER_NAME="+in.cluster)

@@ -49,6 +49,7 @@ func TestTaskEnvTwoNodesEightGPUs(t *testing.T) {
 			"SLURM_SUBMIT_DIR=/home/alice/run",
 			"SLURM_RESTART_COUNT=2",
 			"SLURM_JOB_USER=alice",
+			"SLURMD_NODENAME=" + []string{"gpu001", "gpu002"}[rank],
 			"MASTER_ADDR=10.0.0.1",
 			"MASTER_PORT=29500",
 			"WORLD_SIZE=2",

@@ -40,7 +40,7 @@ type setKey struct {
 
 func keyOf(j *cluster.Job) setKey {
 	return setKey{part: j.Partition, gpuType: strings.ToLower(j.GPUType), constraint: j.Constraint,
-		nodelist: strings.Join(j.NodeList, ","), exclude: strings.Join(j.Exclude, ",")}
+		nodelist: strings.Join(j.NodeList, ","), exclude: strings.Join(j.Avoid(), ",")}
 }
 
 // candSet is the candidates for one setKey, built once per pass: the
@@ -91,8 +91,9 @@ func (p *pass) buildSet(j *cluster.Job, k setKey) *candSet {
 		cs.bad = err
 		return cs
 	}
-	excluded := make(map[string]bool, len(j.Exclude))
-	for _, n := range j.Exclude {
+	avoid := j.Avoid() // --exclude, and the nodes earlier attempts found at fault
+	excluded := make(map[string]bool, len(avoid))
+	for _, n := range avoid {
 		excluded[n] = true
 	}
 	isCand := func(n *cluster.Node) bool {

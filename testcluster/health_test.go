@@ -29,7 +29,12 @@ func healthClusterWith(t *testing.T, opts testcluster.Options) (*testcluster.Clu
 	if testing.Short() {
 		t.Skip("builds phx; not in -short")
 	}
-	opts.Nodes, opts.Runtime = 2, "fake"
+	if opts.Nodes == 0 {
+		opts.Nodes = 2
+	}
+	if opts.Runtime == "" {
+		opts.Runtime = "fake"
+	}
 	c := testcluster.New(t, opts)
 	dir := t.TempDir()
 	return c, func(args ...string) string {
@@ -185,7 +190,9 @@ func TestPrologFailureDrainsNode(t *testing.T) {
 	if err := os.WriteFile(flag, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	failed := submit(t, c, spec(dir, "first", 1, 1, "#!/bin/sh\ntrue\n"))
+	first := spec(dir, "first", 1, 1, "#!/bin/sh\ntrue\n")
+	first.NoRequeue = true // ends NODE_FAIL; TestPrologFailureRestartsTheJob has the restart
+	failed := submit(t, c, first)
 	j := c.WaitJob(failed, 20*time.Second, "NODE_FAIL")
 	sick := j.Alloc[0].Node
 	want := fmt.Sprintf("prolog on %s: %s exit status 1: /scratch is not mounted on %s (job %d); node drained", sick, prolog, sick, failed)
@@ -232,20 +239,8 @@ func TestPrologFailureDrainsNode(t *testing.T) {
 // node without an agent is down* (not responding), and a node no line
 // declares is refused.
 func TestDeclaredNodesThroughTheAgents(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds phx; not in -short")
-	}
 	conf := []config.NodeConf{{Name: "gpu0001", GPUs: 8}, {Name: "gpu0002", MemoryMB: 1 << 40}, {Name: "gpu0099", GPUs: 8}}
-	c := testcluster.New(t, testcluster.Options{Nodes: 3, Runtime: "fake", NodeConf: conf})
-	dir := t.TempDir()
-	phx := func(args ...string) string {
-		t.Helper()
-		code, out, errOut := phxAs(t, c, auth.Identity{User: "root"}, dir, nil, args...)
-		if code != 0 {
-			t.Fatalf("phx %v: exit %d: %s", args, code, errOut)
-		}
-		return out
-	}
+	c, phx := healthClusterWith(t, testcluster.Options{Nodes: 3, NodeConf: conf})
 	nodes, err := c.Client.ListNodes(context.Background(), &phalanxv1.ListNodesRequest{Names: []string{"gpu0002"}})
 	if err != nil {
 		t.Fatal(err)
@@ -271,5 +266,56 @@ func TestDeclaredNodesThroughTheAgents(t *testing.T) {
 	}
 	if out := phx("events", "--node", "gpu0002"); !strings.Contains(out, "INVAL: "+want) {
 		t.Errorf("phx events --node gpu0002:\n%s", out)
+	}
+}
+
+// A job whose prolog fails on one node is restarted on another: same ID,
+// attempt 1, the failed node avoided and drained, the attempts in
+// scontrol show job, SLURM_RESTART_COUNT in its environment.
+func TestPrologFailureRestartsTheJob(t *testing.T) {
+	dir := runtimetest.SharedDir(t)
+	prolog := filepath.Join(dir, "prolog")
+	body := "#!/bin/sh\nif [ -e " + dir + "/fail-$SLURMD_NODENAME ]; then echo no scratch >&2; exit 1; fi\n"
+	if err := os.WriteFile(prolog, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, phx := healthClusterWith(t, testcluster.Options{Runtime: "process", Prolog: cluster.Prolog{Programs: []string{prolog}, Timeout: 10 * time.Second}})
+	bad := c.Nodes[0]
+	if err := os.WriteFile(filepath.Join(dir, "fail-"+bad), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The good node is drained first, so that the first attempt goes to
+	// the bad one.
+	good := c.Nodes[1]
+	phx("scontrol", "update", "NodeName="+good, "State=DRAIN", "Reason=wait")
+	id := submit(t, c, spec(dir, "restarts", 1, 1, "#!/bin/sh\necho restart=$SLURM_RESTART_COUNT attempt=$PHX_ATTEMPT on $SLURMD_NODENAME\n"))
+	c.Eventually(20*time.Second, func() error {
+		j, err := c.Client.GetJob(context.Background(), &phalanxv1.GetJobRequest{JobId: id})
+		if err != nil || j.Attempt != 1 || j.State != "PENDING" {
+			return fmt.Errorf("job %v, %v: want PENDING in attempt 1", j, err)
+		}
+		return nil
+	})
+	phx("scontrol", "update", "NodeName="+good, "State=RESUME")
+	j := c.WaitJob(id, 30*time.Second, "COMPLETED")
+	if j.Attempt != 1 || len(j.Attempts) != 2 || j.Attempts[1].Alloc[0].Node == bad {
+		t.Fatalf("job %d: attempt %d, attempts %v", id, j.Attempt, j.Attempts)
+	}
+	if a := j.Attempts[0]; a.State != "NODE_FAIL" || a.Cause != "node" || a.FaultNode != bad {
+		t.Errorf("attempt 0: %v", a)
+	}
+	out, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("restarts-%d-0.out", id))) // %n: the rank
+	if err != nil || string(out) != "restart=1 attempt=1 on "+good+"\n" {
+		t.Errorf("the restarted job's output: %q, %v", out, err)
+	}
+	show := phx("scontrol", "show", "job", fmt.Sprint(id))
+	for _, want := range []string{"Requeue=1 Restarts=1 ", "MaxRestarts=3 RestartOn=node",
+		"Attempt=0 NodeList=" + bad, "State=NODE_FAIL Cause=node FaultNode=" + bad, "Attempt=1 NodeList=" + good} {
+		if !strings.Contains(show, want) {
+			t.Errorf("scontrol show job lacks %q:\n%s", want, show)
+		}
+	}
+	if out := phx("sinfo", "-R", "-h"); !strings.HasPrefix(out, "prolog: ") || !strings.HasSuffix(strings.TrimSpace(out), bad) {
+		t.Errorf("sinfo -R: %q", out)
 	}
 }

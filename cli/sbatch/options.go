@@ -10,6 +10,7 @@ import (
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cli/getopt"
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"google.golang.org/protobuf/proto"
 )
 
 // Options is the table of sbatch options, shared by the command line and
@@ -43,6 +44,10 @@ var Options = []getopt.Option{
 	{Long: "partition", Short: 'p', HasArg: true, Usage: "partition (default: the cluster's default)"},
 	{Long: "priority", HasArg: true, Usage: "job priority (integer)"},
 	{Long: "qos", Short: 'q', HasArg: true, Usage: "quality of service: high, normal (default) or low"},
+	{Long: "requeue", Usage: "restart the job after a failure its --restart-on names (the default)"},
+	{Long: "no-requeue", Usage: "never restart the job"},
+	{Long: "max-restarts", HasArg: true, Usage: "restart the job at most N times (0-128, default 3)"},
+	{Long: "restart-on", HasArg: true, Usage: "causes that restart it: node (its node failed it, the default), exit (it exited non-zero), or none"},
 	{Long: "segment", HasArg: true, Usage: "place the nodes in groups of K, each inside one block; K must divide -N"},
 	{Long: "switches", HasArg: true, Usage: "at most N leaf switches: N[@TIME], waiting up to TIME (e.g. 2@30:00) before relaxing"},
 	{Long: "test-only", Usage: "validate the job and print its expected start; submit nothing"},
@@ -50,8 +55,6 @@ var Options = []getopt.Option{
 	{Long: "wrap", HasArg: true, Usage: "wrap a command line in a /bin/sh script (command line only)"},
 	// Accepted for compatibility, ignored with a warning (see ignored).
 	{Long: "signal", HasArg: true, Usage: "accepted and ignored (warning)"},
-	{Long: "requeue", Usage: "accepted and ignored (warning)"},
-	{Long: "no-requeue", Usage: "accepted and ignored (warning)"},
 	{Long: "open-mode", HasArg: true, Usage: "accepted and ignored (warning): output files are appended"},
 	{Long: "hint", HasArg: true, Usage: "accepted and ignored (warning)"},
 	{Long: "gpu-bind", HasArg: true, Usage: "accepted and ignored (warning)"},
@@ -70,8 +73,6 @@ var ignored = map[string]string{
 	"ntasks":          "Phalanx runs one task per node; start ranks with torchrun or mpirun",
 	"ntasks-per-node": "Phalanx runs one task per node; start ranks with torchrun or mpirun",
 	"signal":          "no signal is sent before the time limit yet",
-	"requeue":         "restart policies are not implemented yet",
-	"no-requeue":      "restart policies are not implemented yet",
 	"open-mode":       "output files are always appended",
 	"hint":            "no CPU binding",
 	"gpu-bind":        "the task sees its node's allocated GPUs",
@@ -124,6 +125,21 @@ func (b *builder) apply(v getopt.Value) error {
 		s.Nodelist, err = hosts(v.Value)
 	case "qos":
 		s.Qos, err = parseQoS(v.Value)
+	case "requeue":
+		s.NoRequeue = false
+	case "no-requeue":
+		s.NoRequeue = true
+	case "max-restarts":
+		var n int64
+		if n, err = strconv.ParseInt(v.Value, 10, 32); err != nil || n < 0 || n > cluster.MaxRestartsLimit {
+			err = fmt.Errorf("want a whole number from 0 to %d", cluster.MaxRestartsLimit)
+		}
+		s.MaxRestarts = proto.Int32(int32(n))
+	case "restart-on":
+		var on cluster.RestartCauses
+		if on, err = cluster.ParseRestartCauses(v.Value); err == nil {
+			s.RestartOn = on.String()
+		}
 	case "segment":
 		s.Segment, err = positive(v.Value)
 	case "switches":

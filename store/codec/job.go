@@ -49,6 +49,7 @@ func jobSpec(j *cluster.Job) *statev1.JobSpec {
 		Segment:      int32(j.Segment),
 		Qos:          j.QoS,
 		Nice:         int32(j.Nice),
+		Restart:      restartPolicy(j.Restart),
 	}
 }
 
@@ -89,6 +90,8 @@ func jobStatus(j *cluster.Job) (*statev1.JobStatus, error) {
 		out.Attempts = append(out.Attempts, &statev1.Attempt{
 			Attempt: int32(a.Attempt), Alloc: Allocation(a.Alloc), StartTime: Time(a.StartTime), EndTime: Time(a.EndTime),
 			State: as, Reason: a.Reason, PlacedIndex: a.PlacedIndex, ReleasedIndex: a.ReleasedIndex,
+			Cause: restartCause(a.Cause), FaultNode: a.FaultNode, Unfenced: a.Unfenced,
+			ExitCode: int32(a.ExitCode), ExitSignal: int32(a.ExitSignal),
 		})
 	}
 	return out, nil
@@ -127,6 +130,7 @@ func FromJob(r *statev1.Job) (*cluster.Job, error) {
 		Segment:      int(sp.GetSegment()),
 		QoS:          sp.GetQos(),
 		Nice:         int(sp.GetNice()),
+		Restart:      fromRestartPolicy(sp.GetRestart()),
 	}
 	if err := fromJobStatus(j, r.GetStatus()); err != nil {
 		return nil, err
@@ -168,6 +172,8 @@ func fromJobStatus(j *cluster.Job, st *statev1.JobStatus) error {
 			Attempt: int(a.GetAttempt()), Alloc: FromAllocation(a.GetAlloc()), StartTime: FromTime(a.GetStartTime()),
 			EndTime: FromTime(a.GetEndTime()), State: as, Reason: a.GetReason(),
 			PlacedIndex: a.GetPlacedIndex(), ReleasedIndex: a.GetReleasedIndex(),
+			Cause: fromRestartCause(a.GetCause()), FaultNode: a.GetFaultNode(), Unfenced: a.GetUnfenced(),
+			ExitCode: int(a.GetExitCode()), ExitSignal: int(a.GetExitSignal()),
 		})
 	}
 	return nil

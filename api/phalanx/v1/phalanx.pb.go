@@ -597,7 +597,13 @@ type JobSpec struct {
 	// environment: the job's exported variables, NAME=VALUE (as
 	// os.Environ), by name; a later NAME wins. Cheaper to encode and decode
 	// than a map, on a path every submit takes.
-	Environment   []string `protobuf:"bytes,29,rep,name=environment,proto3" json:"environment,omitempty"`
+	Environment []string `protobuf:"bytes,29,rep,name=environment,proto3" json:"environment,omitempty"`
+	// Restarts (sbatch --requeue, --no-requeue, --max-restarts,
+	// --restart-on). no_requeue: never restarted. max_restarts: unset, the
+	// default (3). restart_on: causes, "node,exit" or "none"; empty: "node".
+	NoRequeue     bool   `protobuf:"varint,30,opt,name=no_requeue,json=noRequeue,proto3" json:"no_requeue,omitempty"`
+	MaxRestarts   *int32 `protobuf:"varint,31,opt,name=max_restarts,json=maxRestarts,proto3,oneof" json:"max_restarts,omitempty"`
+	RestartOn     string `protobuf:"bytes,32,opt,name=restart_on,json=restartOn,proto3" json:"restart_on,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -833,6 +839,27 @@ func (x *JobSpec) GetEnvironment() []string {
 		return x.Environment
 	}
 	return nil
+}
+
+func (x *JobSpec) GetNoRequeue() bool {
+	if x != nil {
+		return x.NoRequeue
+	}
+	return false
+}
+
+func (x *JobSpec) GetMaxRestarts() int32 {
+	if x != nil && x.MaxRestarts != nil {
+		return *x.MaxRestarts
+	}
+	return 0
+}
+
+func (x *JobSpec) GetRestartOn() string {
+	if x != nil {
+		return x.RestartOn
+	}
+	return ""
 }
 
 type NodeAlloc struct {
@@ -1199,6 +1226,8 @@ type Attempt struct {
 	Reason        string                 `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
 	PlacedIndex   uint64                 `protobuf:"varint,7,opt,name=placed_index,json=placedIndex,proto3" json:"placed_index,omitempty"`
 	ReleasedIndex uint64                 `protobuf:"varint,8,opt,name=released_index,json=releasedIndex,proto3" json:"released_index,omitempty"`
+	Cause         string                 `protobuf:"bytes,9,opt,name=cause,proto3" json:"cause,omitempty"`                           // why it failed, for restarts: node, exit; empty: neither
+	FaultNode     string                 `protobuf:"bytes,10,opt,name=fault_node,json=faultNode,proto3" json:"fault_node,omitempty"` // the node at fault (cause node)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1287,6 +1316,20 @@ func (x *Attempt) GetReleasedIndex() uint64 {
 		return x.ReleasedIndex
 	}
 	return 0
+}
+
+func (x *Attempt) GetCause() string {
+	if x != nil {
+		return x.Cause
+	}
+	return ""
+}
+
+func (x *Attempt) GetFaultNode() string {
+	if x != nil {
+		return x.FaultNode
+	}
+	return ""
 }
 
 type Node struct {
@@ -4341,7 +4384,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x10lifespan_seconds\x18\x02 \x01(\x03R\x0flifespanSeconds\"a\n" +
 	"\x13CreateTokenResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x124\n" +
-	"\aexpires\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\"\xf2\x06\n" +
+	"\aexpires\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\"\xe9\a\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -4374,10 +4417,16 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\asegment\x18\x1a \x01(\x05R\asegment\x12\x10\n" +
 	"\x03qos\x18\x1b \x01(\tR\x03qos\x12\x12\n" +
 	"\x04nice\x18\x1c \x01(\x05R\x04nice\x12 \n" +
-	"\venvironment\x18\x1d \x03(\tR\venvironment\x1a6\n" +
+	"\venvironment\x18\x1d \x03(\tR\venvironment\x12\x1d\n" +
+	"\n" +
+	"no_requeue\x18\x1e \x01(\bR\tnoRequeue\x12&\n" +
+	"\fmax_restarts\x18\x1f \x01(\x05H\x00R\vmaxRestarts\x88\x01\x01\x12\x1d\n" +
+	"\n" +
+	"restart_on\x18  \x01(\tR\trestartOn\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"x\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0f\n" +
+	"\r_max_restarts\"x\n" +
 	"\tNodeAlloc\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x12\n" +
 	"\x04gpus\x18\x02 \x03(\x05R\x04gpus\x12\x12\n" +
@@ -4417,7 +4466,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x12time_limit_seconds\x18\x0e \x01(\x03R\x10timeLimitSeconds\x12A\n" +
 	"\x0eexpected_start\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\rexpectedStart\x12\x1a\n" +
 	"\brequeued\x18\x10 \x01(\bR\brequeued\x12/\n" +
-	"\battempts\x18\x11 \x03(\v2\x13.phalanx.v1.AttemptR\battempts\"\xba\x02\n" +
+	"\battempts\x18\x11 \x03(\v2\x13.phalanx.v1.AttemptR\battempts\"\xef\x02\n" +
 	"\aAttempt\x12\x18\n" +
 	"\aattempt\x18\x01 \x01(\x05R\aattempt\x12+\n" +
 	"\x05alloc\x18\x02 \x03(\v2\x15.phalanx.v1.NodeAllocR\x05alloc\x129\n" +
@@ -4427,7 +4476,11 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x05state\x18\x05 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x06 \x01(\tR\x06reason\x12!\n" +
 	"\fplaced_index\x18\a \x01(\x04R\vplacedIndex\x12%\n" +
-	"\x0ereleased_index\x18\b \x01(\x04R\rreleasedIndex\"\xb3\x05\n" +
+	"\x0ereleased_index\x18\b \x01(\x04R\rreleasedIndex\x12\x14\n" +
+	"\x05cause\x18\t \x01(\tR\x05cause\x12\x1d\n" +
+	"\n" +
+	"fault_node\x18\n" +
+	" \x01(\tR\tfaultNode\"\xb3\x05\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x12\n" +
@@ -4870,6 +4923,7 @@ func file_phalanx_v1_phalanx_proto_init() {
 		return
 	}
 	file_phalanx_v1_phalanx_proto_msgTypes[5].OneofWrappers = []any{}
+	file_phalanx_v1_phalanx_proto_msgTypes[9].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -342,6 +342,56 @@ func (PartitionState) EnumDescriptor() ([]byte, []int) {
 	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{4}
 }
 
+// RestartCause is why an attempt failed, as restarts see it.
+type RestartCause int32
+
+const (
+	RestartCause_RESTART_CAUSE_UNSPECIFIED RestartCause = 0 // not a restartable failure
+	RestartCause_RESTART_CAUSE_NODE        RestartCause = 1 // its node's agent found the node at fault
+	RestartCause_RESTART_CAUSE_EXIT        RestartCause = 2 // a task exited non-zero
+)
+
+// Enum value maps for RestartCause.
+var (
+	RestartCause_name = map[int32]string{
+		0: "RESTART_CAUSE_UNSPECIFIED",
+		1: "RESTART_CAUSE_NODE",
+		2: "RESTART_CAUSE_EXIT",
+	}
+	RestartCause_value = map[string]int32{
+		"RESTART_CAUSE_UNSPECIFIED": 0,
+		"RESTART_CAUSE_NODE":        1,
+		"RESTART_CAUSE_EXIT":        2,
+	}
+)
+
+func (x RestartCause) Enum() *RestartCause {
+	p := new(RestartCause)
+	*p = x
+	return p
+}
+
+func (x RestartCause) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RestartCause) Descriptor() protoreflect.EnumDescriptor {
+	return file_phalanx_state_v1_records_proto_enumTypes[5].Descriptor()
+}
+
+func (RestartCause) Type() protoreflect.EnumType {
+	return &file_phalanx_state_v1_records_proto_enumTypes[5]
+}
+
+func (x RestartCause) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RestartCause.Descriptor instead.
+func (RestartCause) EnumDescriptor() ([]byte, []int) {
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{5}
+}
+
 // Job is a job's record without its payload: what was asked for and what
 // happened. It is rewritten on every change, so it stays small.
 type Job struct {
@@ -406,34 +456,37 @@ func (x *Job) GetStatus() *JobStatus {
 
 // JobSpec is what the user asked for.
 type JobSpec struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	User          string                 `protobuf:"bytes,2,opt,name=user,proto3" json:"user,omitempty"`
-	Uid           int32                  `protobuf:"varint,3,opt,name=uid,proto3" json:"uid,omitempty"`
-	Gid           int32                  `protobuf:"varint,4,opt,name=gid,proto3" json:"gid,omitempty"`
-	Account       string                 `protobuf:"bytes,5,opt,name=account,proto3" json:"account,omitempty"`
-	Partition     string                 `protobuf:"bytes,6,opt,name=partition,proto3" json:"partition,omitempty"`
-	Priority      int64                  `protobuf:"varint,7,opt,name=priority,proto3" json:"priority,omitempty"`
-	SubmitTime    int64                  `protobuf:"varint,8,opt,name=submit_time,json=submitTime,proto3" json:"submit_time,omitempty"`
-	TimeLimit     int64                  `protobuf:"varint,9,opt,name=time_limit,json=timeLimit,proto3" json:"time_limit,omitempty"`
-	Image         string                 `protobuf:"bytes,10,opt,name=image,proto3" json:"image,omitempty"`
-	WorkDir       string                 `protobuf:"bytes,11,opt,name=work_dir,json=workDir,proto3" json:"work_dir,omitempty"`
-	Output        string                 `protobuf:"bytes,12,opt,name=output,proto3" json:"output,omitempty"`
-	Error         string                 `protobuf:"bytes,13,opt,name=error,proto3" json:"error,omitempty"`
-	Nodes         int32                  `protobuf:"varint,14,opt,name=nodes,proto3" json:"nodes,omitempty"`
-	GpusPerNode   int32                  `protobuf:"varint,15,opt,name=gpus_per_node,json=gpusPerNode,proto3" json:"gpus_per_node,omitempty"`
-	GpuType       string                 `protobuf:"bytes,16,opt,name=gpu_type,json=gpuType,proto3" json:"gpu_type,omitempty"`
-	CpusPerNode   int32                  `protobuf:"varint,17,opt,name=cpus_per_node,json=cpusPerNode,proto3" json:"cpus_per_node,omitempty"`
-	MemoryMb      int64                  `protobuf:"varint,18,opt,name=memory_mb,json=memoryMb,proto3" json:"memory_mb,omitempty"`
-	Constraint    string                 `protobuf:"bytes,19,opt,name=constraint,proto3" json:"constraint,omitempty"`
-	Nodelist      []string               `protobuf:"bytes,20,rep,name=nodelist,proto3" json:"nodelist,omitempty"`
-	Exclude       []string               `protobuf:"bytes,21,rep,name=exclude,proto3" json:"exclude,omitempty"`
-	Exclusive     bool                   `protobuf:"varint,22,opt,name=exclusive,proto3" json:"exclusive,omitempty"`
-	Switches      int32                  `protobuf:"varint,23,opt,name=switches,proto3" json:"switches,omitempty"`
-	SwitchesWait  int64                  `protobuf:"varint,24,opt,name=switches_wait,json=switchesWait,proto3" json:"switches_wait,omitempty"`
-	Segment       int32                  `protobuf:"varint,25,opt,name=segment,proto3" json:"segment,omitempty"`
-	Qos           string                 `protobuf:"bytes,26,opt,name=qos,proto3" json:"qos,omitempty"`
-	Nice          int32                  `protobuf:"varint,27,opt,name=nice,proto3" json:"nice,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Name         string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	User         string                 `protobuf:"bytes,2,opt,name=user,proto3" json:"user,omitempty"`
+	Uid          int32                  `protobuf:"varint,3,opt,name=uid,proto3" json:"uid,omitempty"`
+	Gid          int32                  `protobuf:"varint,4,opt,name=gid,proto3" json:"gid,omitempty"`
+	Account      string                 `protobuf:"bytes,5,opt,name=account,proto3" json:"account,omitempty"`
+	Partition    string                 `protobuf:"bytes,6,opt,name=partition,proto3" json:"partition,omitempty"`
+	Priority     int64                  `protobuf:"varint,7,opt,name=priority,proto3" json:"priority,omitempty"`
+	SubmitTime   int64                  `protobuf:"varint,8,opt,name=submit_time,json=submitTime,proto3" json:"submit_time,omitempty"`
+	TimeLimit    int64                  `protobuf:"varint,9,opt,name=time_limit,json=timeLimit,proto3" json:"time_limit,omitempty"`
+	Image        string                 `protobuf:"bytes,10,opt,name=image,proto3" json:"image,omitempty"`
+	WorkDir      string                 `protobuf:"bytes,11,opt,name=work_dir,json=workDir,proto3" json:"work_dir,omitempty"`
+	Output       string                 `protobuf:"bytes,12,opt,name=output,proto3" json:"output,omitempty"`
+	Error        string                 `protobuf:"bytes,13,opt,name=error,proto3" json:"error,omitempty"`
+	Nodes        int32                  `protobuf:"varint,14,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	GpusPerNode  int32                  `protobuf:"varint,15,opt,name=gpus_per_node,json=gpusPerNode,proto3" json:"gpus_per_node,omitempty"`
+	GpuType      string                 `protobuf:"bytes,16,opt,name=gpu_type,json=gpuType,proto3" json:"gpu_type,omitempty"`
+	CpusPerNode  int32                  `protobuf:"varint,17,opt,name=cpus_per_node,json=cpusPerNode,proto3" json:"cpus_per_node,omitempty"`
+	MemoryMb     int64                  `protobuf:"varint,18,opt,name=memory_mb,json=memoryMb,proto3" json:"memory_mb,omitempty"`
+	Constraint   string                 `protobuf:"bytes,19,opt,name=constraint,proto3" json:"constraint,omitempty"`
+	Nodelist     []string               `protobuf:"bytes,20,rep,name=nodelist,proto3" json:"nodelist,omitempty"`
+	Exclude      []string               `protobuf:"bytes,21,rep,name=exclude,proto3" json:"exclude,omitempty"`
+	Exclusive    bool                   `protobuf:"varint,22,opt,name=exclusive,proto3" json:"exclusive,omitempty"`
+	Switches     int32                  `protobuf:"varint,23,opt,name=switches,proto3" json:"switches,omitempty"`
+	SwitchesWait int64                  `protobuf:"varint,24,opt,name=switches_wait,json=switchesWait,proto3" json:"switches_wait,omitempty"`
+	Segment      int32                  `protobuf:"varint,25,opt,name=segment,proto3" json:"segment,omitempty"`
+	Qos          string                 `protobuf:"bytes,26,opt,name=qos,proto3" json:"qos,omitempty"`
+	Nice         int32                  `protobuf:"varint,27,opt,name=nice,proto3" json:"nice,omitempty"`
+	// restart: when a failed attempt is followed by another; absent (jobs
+	// from before restarts existed): never.
+	Restart       *RestartPolicy `protobuf:"bytes,28,opt,name=restart,proto3" json:"restart,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -657,6 +710,65 @@ func (x *JobSpec) GetNice() int32 {
 	return 0
 }
 
+func (x *JobSpec) GetRestart() *RestartPolicy {
+	if x != nil {
+		return x.Restart
+	}
+	return nil
+}
+
+type RestartPolicy struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MaxRestarts   int32                  `protobuf:"varint,1,opt,name=max_restarts,json=maxRestarts,proto3" json:"max_restarts,omitempty"`
+	On            []RestartCause         `protobuf:"varint,2,rep,packed,name=on,proto3,enum=phalanx.state.v1.RestartCause" json:"on,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestartPolicy) Reset() {
+	*x = RestartPolicy{}
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestartPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestartPolicy) ProtoMessage() {}
+
+func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestartPolicy.ProtoReflect.Descriptor instead.
+func (*RestartPolicy) Descriptor() ([]byte, []int) {
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RestartPolicy) GetMaxRestarts() int32 {
+	if x != nil {
+		return x.MaxRestarts
+	}
+	return 0
+}
+
+func (x *RestartPolicy) GetOn() []RestartCause {
+	if x != nil {
+		return x.On
+	}
+	return nil
+}
+
 // JobPayload holds a job's large fields. It is written once, at submit,
 // under its own key, and read only by whoever launches or shows the job.
 type JobPayload struct {
@@ -670,7 +782,7 @@ type JobPayload struct {
 
 func (x *JobPayload) Reset() {
 	*x = JobPayload{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[2]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -682,7 +794,7 @@ func (x *JobPayload) String() string {
 func (*JobPayload) ProtoMessage() {}
 
 func (x *JobPayload) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[2]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -695,7 +807,7 @@ func (x *JobPayload) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobPayload.ProtoReflect.Descriptor instead.
 func (*JobPayload) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{2}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *JobPayload) GetScript() string {
@@ -742,7 +854,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[3]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -754,7 +866,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[3]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -767,7 +879,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{3}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *JobStatus) GetState() JobState {
@@ -863,7 +975,7 @@ type Allocation struct {
 
 func (x *Allocation) Reset() {
 	*x = Allocation{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[4]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -875,7 +987,7 @@ func (x *Allocation) String() string {
 func (*Allocation) ProtoMessage() {}
 
 func (x *Allocation) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[4]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -888,7 +1000,7 @@ func (x *Allocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
 func (*Allocation) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{4}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Allocation) GetNodes() []*NodeAlloc {
@@ -910,7 +1022,7 @@ type NodeAlloc struct {
 
 func (x *NodeAlloc) Reset() {
 	*x = NodeAlloc{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[5]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -922,7 +1034,7 @@ func (x *NodeAlloc) String() string {
 func (*NodeAlloc) ProtoMessage() {}
 
 func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[5]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -935,7 +1047,7 @@ func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAlloc.ProtoReflect.Descriptor instead.
 func (*NodeAlloc) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *NodeAlloc) GetNode() string {
@@ -982,7 +1094,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -994,7 +1106,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1007,7 +1119,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Task) GetRank() int32 {
@@ -1078,13 +1190,18 @@ type Attempt struct {
 	Reason        string                 `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
 	PlacedIndex   uint64                 `protobuf:"varint,7,opt,name=placed_index,json=placedIndex,proto3" json:"placed_index,omitempty"`
 	ReleasedIndex uint64                 `protobuf:"varint,8,opt,name=released_index,json=releasedIndex,proto3" json:"released_index,omitempty"`
+	Cause         RestartCause           `protobuf:"varint,9,opt,name=cause,proto3,enum=phalanx.state.v1.RestartCause" json:"cause,omitempty"`
+	FaultNode     string                 `protobuf:"bytes,10,opt,name=fault_node,json=faultNode,proto3" json:"fault_node,omitempty"` // the node at fault (cause NODE)
+	Unfenced      bool                   `protobuf:"varint,11,opt,name=unfenced,proto3" json:"unfenced,omitempty"`                   // a task was declared lost while its node was silent
+	ExitCode      int32                  `protobuf:"varint,12,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	ExitSignal    int32                  `protobuf:"varint,13,opt,name=exit_signal,json=exitSignal,proto3" json:"exit_signal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1096,7 +1213,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1109,7 +1226,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Attempt) GetAttempt() int32 {
@@ -1168,6 +1285,41 @@ func (x *Attempt) GetReleasedIndex() uint64 {
 	return 0
 }
 
+func (x *Attempt) GetCause() RestartCause {
+	if x != nil {
+		return x.Cause
+	}
+	return RestartCause_RESTART_CAUSE_UNSPECIFIED
+}
+
+func (x *Attempt) GetFaultNode() string {
+	if x != nil {
+		return x.FaultNode
+	}
+	return ""
+}
+
+func (x *Attempt) GetUnfenced() bool {
+	if x != nil {
+		return x.Unfenced
+	}
+	return false
+}
+
+func (x *Attempt) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
+func (x *Attempt) GetExitSignal() int32 {
+	if x != nil {
+		return x.ExitSignal
+	}
+	return 0
+}
+
 type Node struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Name       string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1196,7 +1348,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1208,7 +1360,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1221,7 +1373,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Node) GetName() string {
@@ -1356,7 +1508,7 @@ type NIC struct {
 
 func (x *NIC) Reset() {
 	*x = NIC{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1368,7 +1520,7 @@ func (x *NIC) String() string {
 func (*NIC) ProtoMessage() {}
 
 func (x *NIC) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1381,7 +1533,7 @@ func (x *NIC) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NIC.ProtoReflect.Descriptor instead.
 func (*NIC) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *NIC) GetDevice() string {
@@ -1479,7 +1631,7 @@ type Partition struct {
 
 func (x *Partition) Reset() {
 	*x = Partition{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1491,7 +1643,7 @@ func (x *Partition) String() string {
 func (*Partition) ProtoMessage() {}
 
 func (x *Partition) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1504,7 +1656,7 @@ func (x *Partition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Partition.ProtoReflect.Descriptor instead.
 func (*Partition) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Partition) GetName() string {
@@ -1592,7 +1744,7 @@ type SubmitRequest struct {
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1604,7 +1756,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1617,7 +1769,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{11}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SubmitRequest) GetJobId() uint64 {
@@ -1653,7 +1805,7 @@ type Controller struct {
 
 func (x *Controller) Reset() {
 	*x = Controller{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1665,7 +1817,7 @@ func (x *Controller) String() string {
 func (*Controller) ProtoMessage() {}
 
 func (x *Controller) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1678,7 +1830,7 @@ func (x *Controller) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Controller.ProtoReflect.Descriptor instead.
 func (*Controller) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{12}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Controller) GetId() string {
@@ -1719,7 +1871,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1731,7 +1883,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1744,7 +1896,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{13}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -1797,7 +1949,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12-\n" +
 	"\x04spec\x18\x02 \x01(\v2\x19.phalanx.state.v1.JobSpecR\x04spec\x123\n" +
-	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\xd3\x05\n" +
+	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\x8e\x06\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -1830,7 +1982,11 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\rswitches_wait\x18\x18 \x01(\x03R\fswitchesWait\x12\x18\n" +
 	"\asegment\x18\x19 \x01(\x05R\asegment\x12\x10\n" +
 	"\x03qos\x18\x1a \x01(\tR\x03qos\x12\x12\n" +
-	"\x04nice\x18\x1b \x01(\x05R\x04nice\"\xb7\x01\n" +
+	"\x04nice\x18\x1b \x01(\x05R\x04nice\x129\n" +
+	"\arestart\x18\x1c \x01(\v2\x1f.phalanx.state.v1.RestartPolicyR\arestart\"b\n" +
+	"\rRestartPolicy\x12!\n" +
+	"\fmax_restarts\x18\x01 \x01(\x05R\vmaxRestarts\x12.\n" +
+	"\x02on\x18\x02 \x03(\x0e2\x1e.phalanx.state.v1.RestartCauseR\x02on\"\xb7\x01\n" +
 	"\n" +
 	"JobPayload\x12\x16\n" +
 	"\x06script\x18\x01 \x01(\tR\x06script\x127\n" +
@@ -1874,7 +2030,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x12\x1d\n" +
 	"\n" +
 	"start_time\x18\a \x01(\x03R\tstartTime\x12\x19\n" +
-	"\bend_time\x18\b \x01(\x03R\aendTime\"\xa5\x02\n" +
+	"\bend_time\x18\b \x01(\x03R\aendTime\"\xd4\x03\n" +
 	"\aAttempt\x12\x18\n" +
 	"\aattempt\x18\x01 \x01(\x05R\aattempt\x122\n" +
 	"\x05alloc\x18\x02 \x01(\v2\x1c.phalanx.state.v1.AllocationR\x05alloc\x12\x1d\n" +
@@ -1884,7 +2040,15 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x05state\x18\x05 \x01(\x0e2\x1a.phalanx.state.v1.JobStateR\x05state\x12\x16\n" +
 	"\x06reason\x18\x06 \x01(\tR\x06reason\x12!\n" +
 	"\fplaced_index\x18\a \x01(\x04R\vplacedIndex\x12%\n" +
-	"\x0ereleased_index\x18\b \x01(\x04R\rreleasedIndex\"\xc6\x03\n" +
+	"\x0ereleased_index\x18\b \x01(\x04R\rreleasedIndex\x124\n" +
+	"\x05cause\x18\t \x01(\x0e2\x1e.phalanx.state.v1.RestartCauseR\x05cause\x12\x1d\n" +
+	"\n" +
+	"fault_node\x18\n" +
+	" \x01(\tR\tfaultNode\x12\x1a\n" +
+	"\bunfenced\x18\v \x01(\bR\bunfenced\x12\x1b\n" +
+	"\texit_code\x18\f \x01(\x05R\bexitCode\x12\x1f\n" +
+	"\vexit_signal\x18\r \x01(\x05R\n" +
+	"exitSignal\"\xc6\x03\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x12\n" +
@@ -1992,7 +2156,11 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x12PARTITION_STATE_UP\x10\x01\x12\x18\n" +
 	"\x14PARTITION_STATE_DOWN\x10\x02\x12\x19\n" +
 	"\x15PARTITION_STATE_DRAIN\x10\x03\x12\x1c\n" +
-	"\x18PARTITION_STATE_INACTIVE\x10\x04B=Z;github.com/phalanx-hpc/phalanx/api/phalanx/state/v1;statev1b\x06proto3"
+	"\x18PARTITION_STATE_INACTIVE\x10\x04*]\n" +
+	"\fRestartCause\x12\x1d\n" +
+	"\x19RESTART_CAUSE_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12RESTART_CAUSE_NODE\x10\x01\x12\x16\n" +
+	"\x12RESTART_CAUSE_EXIT\x10\x02B=Z;github.com/phalanx-hpc/phalanx/api/phalanx/state/v1;statev1b\x06proto3"
 
 var (
 	file_phalanx_state_v1_records_proto_rawDescOnce sync.Once
@@ -2006,51 +2174,56 @@ func file_phalanx_state_v1_records_proto_rawDescGZIP() []byte {
 	return file_phalanx_state_v1_records_proto_rawDescData
 }
 
-var file_phalanx_state_v1_records_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_phalanx_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_phalanx_state_v1_records_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_phalanx_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_phalanx_state_v1_records_proto_goTypes = []any{
 	(JobState)(0),         // 0: phalanx.state.v1.JobState
 	(TaskState)(0),        // 1: phalanx.state.v1.TaskState
 	(NodeState)(0),        // 2: phalanx.state.v1.NodeState
 	(EventKind)(0),        // 3: phalanx.state.v1.EventKind
 	(PartitionState)(0),   // 4: phalanx.state.v1.PartitionState
-	(*Job)(nil),           // 5: phalanx.state.v1.Job
-	(*JobSpec)(nil),       // 6: phalanx.state.v1.JobSpec
-	(*JobPayload)(nil),    // 7: phalanx.state.v1.JobPayload
-	(*JobStatus)(nil),     // 8: phalanx.state.v1.JobStatus
-	(*Allocation)(nil),    // 9: phalanx.state.v1.Allocation
-	(*NodeAlloc)(nil),     // 10: phalanx.state.v1.NodeAlloc
-	(*Task)(nil),          // 11: phalanx.state.v1.Task
-	(*Attempt)(nil),       // 12: phalanx.state.v1.Attempt
-	(*Node)(nil),          // 13: phalanx.state.v1.Node
-	(*NIC)(nil),           // 14: phalanx.state.v1.NIC
-	(*Partition)(nil),     // 15: phalanx.state.v1.Partition
-	(*SubmitRequest)(nil), // 16: phalanx.state.v1.SubmitRequest
-	(*Controller)(nil),    // 17: phalanx.state.v1.Controller
-	(*Event)(nil),         // 18: phalanx.state.v1.Event
-	nil,                   // 19: phalanx.state.v1.JobPayload.EnvEntry
+	(RestartCause)(0),     // 5: phalanx.state.v1.RestartCause
+	(*Job)(nil),           // 6: phalanx.state.v1.Job
+	(*JobSpec)(nil),       // 7: phalanx.state.v1.JobSpec
+	(*RestartPolicy)(nil), // 8: phalanx.state.v1.RestartPolicy
+	(*JobPayload)(nil),    // 9: phalanx.state.v1.JobPayload
+	(*JobStatus)(nil),     // 10: phalanx.state.v1.JobStatus
+	(*Allocation)(nil),    // 11: phalanx.state.v1.Allocation
+	(*NodeAlloc)(nil),     // 12: phalanx.state.v1.NodeAlloc
+	(*Task)(nil),          // 13: phalanx.state.v1.Task
+	(*Attempt)(nil),       // 14: phalanx.state.v1.Attempt
+	(*Node)(nil),          // 15: phalanx.state.v1.Node
+	(*NIC)(nil),           // 16: phalanx.state.v1.NIC
+	(*Partition)(nil),     // 17: phalanx.state.v1.Partition
+	(*SubmitRequest)(nil), // 18: phalanx.state.v1.SubmitRequest
+	(*Controller)(nil),    // 19: phalanx.state.v1.Controller
+	(*Event)(nil),         // 20: phalanx.state.v1.Event
+	nil,                   // 21: phalanx.state.v1.JobPayload.EnvEntry
 }
 var file_phalanx_state_v1_records_proto_depIdxs = []int32{
-	6,  // 0: phalanx.state.v1.Job.spec:type_name -> phalanx.state.v1.JobSpec
-	8,  // 1: phalanx.state.v1.Job.status:type_name -> phalanx.state.v1.JobStatus
-	19, // 2: phalanx.state.v1.JobPayload.env:type_name -> phalanx.state.v1.JobPayload.EnvEntry
-	0,  // 3: phalanx.state.v1.JobStatus.state:type_name -> phalanx.state.v1.JobState
-	9,  // 4: phalanx.state.v1.JobStatus.alloc:type_name -> phalanx.state.v1.Allocation
-	11, // 5: phalanx.state.v1.JobStatus.tasks:type_name -> phalanx.state.v1.Task
-	12, // 6: phalanx.state.v1.JobStatus.attempts:type_name -> phalanx.state.v1.Attempt
-	10, // 7: phalanx.state.v1.Allocation.nodes:type_name -> phalanx.state.v1.NodeAlloc
-	1,  // 8: phalanx.state.v1.Task.state:type_name -> phalanx.state.v1.TaskState
-	9,  // 9: phalanx.state.v1.Attempt.alloc:type_name -> phalanx.state.v1.Allocation
-	0,  // 10: phalanx.state.v1.Attempt.state:type_name -> phalanx.state.v1.JobState
-	2,  // 11: phalanx.state.v1.Node.state:type_name -> phalanx.state.v1.NodeState
-	14, // 12: phalanx.state.v1.Node.nics:type_name -> phalanx.state.v1.NIC
-	4,  // 13: phalanx.state.v1.Partition.state:type_name -> phalanx.state.v1.PartitionState
-	3,  // 14: phalanx.state.v1.Event.kind:type_name -> phalanx.state.v1.EventKind
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	7,  // 0: phalanx.state.v1.Job.spec:type_name -> phalanx.state.v1.JobSpec
+	10, // 1: phalanx.state.v1.Job.status:type_name -> phalanx.state.v1.JobStatus
+	8,  // 2: phalanx.state.v1.JobSpec.restart:type_name -> phalanx.state.v1.RestartPolicy
+	5,  // 3: phalanx.state.v1.RestartPolicy.on:type_name -> phalanx.state.v1.RestartCause
+	21, // 4: phalanx.state.v1.JobPayload.env:type_name -> phalanx.state.v1.JobPayload.EnvEntry
+	0,  // 5: phalanx.state.v1.JobStatus.state:type_name -> phalanx.state.v1.JobState
+	11, // 6: phalanx.state.v1.JobStatus.alloc:type_name -> phalanx.state.v1.Allocation
+	13, // 7: phalanx.state.v1.JobStatus.tasks:type_name -> phalanx.state.v1.Task
+	14, // 8: phalanx.state.v1.JobStatus.attempts:type_name -> phalanx.state.v1.Attempt
+	12, // 9: phalanx.state.v1.Allocation.nodes:type_name -> phalanx.state.v1.NodeAlloc
+	1,  // 10: phalanx.state.v1.Task.state:type_name -> phalanx.state.v1.TaskState
+	11, // 11: phalanx.state.v1.Attempt.alloc:type_name -> phalanx.state.v1.Allocation
+	0,  // 12: phalanx.state.v1.Attempt.state:type_name -> phalanx.state.v1.JobState
+	5,  // 13: phalanx.state.v1.Attempt.cause:type_name -> phalanx.state.v1.RestartCause
+	2,  // 14: phalanx.state.v1.Node.state:type_name -> phalanx.state.v1.NodeState
+	16, // 15: phalanx.state.v1.Node.nics:type_name -> phalanx.state.v1.NIC
+	4,  // 16: phalanx.state.v1.Partition.state:type_name -> phalanx.state.v1.PartitionState
+	3,  // 17: phalanx.state.v1.Event.kind:type_name -> phalanx.state.v1.EventKind
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_state_v1_records_proto_init() }
@@ -2063,8 +2236,8 @@ func file_phalanx_state_v1_records_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_state_v1_records_proto_rawDesc), len(file_phalanx_state_v1_records_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   15,
+			NumEnums:      6,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,198 @@
+package cluster
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Restarts. A job whose attempt failed for a cause its RestartPolicy
+// names is requeued (Requeue: same ID, next attempt, first in its
+// priority class) once every task of the attempt has ended, up to
+// MaxRestarts times, and its next attempt avoids the nodes found at
+// fault. Only a cause the job's own agents confirmed restarts it:
+//
+//   - RestartNode: an agent found its node at fault and ended the task
+//     (a failed pre-start check, a GPU or link verdict: the task was
+//     reported LOST by its agent);
+//   - RestartExit: a task exited non-zero (the user's failure).
+//
+// A node the controller declares lost while it is silent (NodeLost) ends
+// the job NODE_FAIL without a restart: its tasks may still run there, and
+// two attempts must never run at once. Restarting those needs fencing by
+// leases (issue "Fault recovery"), which is not built yet.
+//
+// Three attempts in a row that ended with the same user failure (the same
+// exit code or signal), with no node fault in between, end the job FAILED
+// whatever restarts remain: restarting a deterministic failure only burns
+// GPU-hours.
+
+// RestartCause is why an attempt ended, as far as restarts care.
+type RestartCause uint8
+
+// Restart causes.
+const (
+	RestartNone RestartCause = iota // not a restartable failure
+	RestartNode                     // the node was at fault, by its agent's word
+	RestartExit                     // a task exited non-zero
+)
+
+var restartCauseNames = map[RestartCause]string{RestartNode: "node", RestartExit: "exit"}
+
+func (c RestartCause) String() string {
+	if n, ok := restartCauseNames[c]; ok {
+		return n
+	}
+	return "none"
+}
+
+// RestartCauses is a set of causes.
+type RestartCauses uint8
+
+// Has reports whether c is in the set.
+func (s RestartCauses) Has(c RestartCause) bool { return c != RestartNone && s&(1<<c) != 0 }
+
+// With returns the set with c added.
+func (s RestartCauses) With(c RestartCause) RestartCauses { return s | 1<<c }
+
+func (s RestartCauses) String() string {
+	var names []string
+	for _, c := range []RestartCause{RestartNode, RestartExit} {
+		if s.Has(c) {
+			names = append(names, c.String())
+		}
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ",")
+}
+
+// ParseRestartCauses reads --restart-on's list: node, exit, separated by
+// commas; "none" for the empty set.
+func ParseRestartCauses(s string) (RestartCauses, error) {
+	var out RestartCauses
+	if strings.TrimSpace(s) == "none" {
+		return 0, nil
+	}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(strings.ToLower(f))
+		i := slices.IndexFunc([]RestartCause{RestartNode, RestartExit}, func(c RestartCause) bool { return c.String() == f })
+		if i < 0 {
+			return 0, Errorf(ErrInvalid, "%q is not a restart cause: use node, exit, or none, separated by commas", f)
+		}
+		out = out.With([]RestartCause{RestartNode, RestartExit}[i])
+	}
+	return out, nil
+}
+
+// RestartPolicy is when a failed job is started again. The zero value
+// never restarts (jobs submitted before restarts existed keep it).
+type RestartPolicy struct {
+	MaxRestarts int // restarts allowed, 0..MaxRestartsLimit
+	On          RestartCauses
+}
+
+// Restart policy defaults and bounds: Slurm requeues a batch job after a
+// node failure by default (JobRequeue=1), and so does Phalanx, three
+// times.
+const (
+	DefaultMaxRestarts = 3
+	MaxRestartsLimit   = 128
+	// SameFailureLimit attempts in a row failing the same way end the job.
+	SameFailureLimit = 3
+)
+
+// DefaultRestartOn is the causes a job restarts for unless it says
+// otherwise: its node's faults, not its own.
+var DefaultRestartOn = RestartCauses(0).With(RestartNode)
+
+// Validate says what is wrong with p.
+func (p RestartPolicy) Validate() error {
+	if p.MaxRestarts < 0 || p.MaxRestarts > MaxRestartsLimit {
+		return Errorf(ErrInvalid, "--max-restarts=%d: give 0 to %d", p.MaxRestarts, MaxRestartsLimit)
+	}
+	return nil
+}
+
+// blame records, on the job's current attempt, why it failed and which
+// node was at fault ("" for the user's failures).
+func blame(j *Job, cause RestartCause, node string) {
+	if len(j.Attempts) == 0 {
+		return
+	}
+	a := &j.Attempts[len(j.Attempts)-1]
+	if a.Attempt == j.Attempt && a.Cause == RestartNone {
+		a.Cause, a.FaultNode = cause, node
+	}
+}
+
+// unfenced marks the job's current attempt as one a task of which was
+// declared lost without its agent's word: it is never restarted.
+func unfenced(j *Job) {
+	if len(j.Attempts) > 0 && j.Attempts[len(j.Attempts)-1].Attempt == j.Attempt {
+		j.Attempts[len(j.Attempts)-1].Unfenced = true
+	}
+}
+
+// restartIfFailed requeues a job whose attempt failed for a cause its
+// policy names, once the attempt has given its resources back.
+func restartIfFailed(j *Job) {
+	if j.Live() || (j.State != JobNodeFail && j.State != JobFailed) || len(j.Attempts) == 0 {
+		return
+	}
+	last := j.Attempts[len(j.Attempts)-1]
+	if last.Attempt != j.Attempt || !last.Released() || last.Unfenced || !j.Restart.On.Has(last.Cause) {
+		return
+	}
+	if j.Attempt >= j.Restart.MaxRestarts {
+		return
+	}
+	if sameFailures(j) >= SameFailureLimit {
+		j.Reason = fmt.Sprintf("%s; the same failure %d times in a row: not restarted", j.Reason, SameFailureLimit)
+		return
+	}
+	Requeue(j, fmt.Sprintf("restarted after %s (%s)", last.State, last.Reason))
+}
+
+// sameFailures counts the attempts, from the last back, that ended with
+// the user's failure the last one ended with, up to a node fault.
+func sameFailures(j *Job) int {
+	last := j.Attempts[len(j.Attempts)-1]
+	if last.Cause != RestartExit {
+		return 0
+	}
+	n := 0
+	for i := len(j.Attempts) - 1; i >= 0; i-- {
+		a := j.Attempts[i]
+		if a.Cause != RestartExit || a.ExitCode != last.ExitCode || a.ExitSignal != last.ExitSignal {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// Avoid is every node the job must not be placed on: those it excludes,
+// and those found at fault in its earlier attempts.
+func (j *Job) Avoid() []string {
+	out := slices.Clone(j.Exclude)
+	for _, n := range j.FaultNodes() {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// FaultNodes are the nodes found at fault in the job's earlier attempts:
+// its next attempts avoid them.
+func (j *Job) FaultNodes() []string {
+	var out []string
+	for _, a := range j.Attempts {
+		if a.FaultNode != "" && !slices.Contains(out, a.FaultNode) {
+			out = append(out, a.FaultNode)
+		}
+	}
+	return out
+}

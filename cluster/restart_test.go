@@ -1,0 +1,160 @@
+package cluster
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// attemptReport is rep for the job's current attempt.
+func attemptReport(j *Job, rank int, st TaskState, code, sec int) TaskReport {
+	r := rep(rank, st, code, 0, sec)
+	r.Attempt = j.Attempt
+	return r
+}
+
+// replace places a requeued job again on n1 and n2.
+func replace(t *testing.T, j *Job, sec int) {
+	t.Helper()
+	alloc := Allocation{Nodes: []NodeAlloc{{Node: "n1", GPUs: []int{0, 1}}, {Node: "n2", GPUs: []int{2, 3}}}}
+	if err := Place(j, alloc, 29500, at(sec)); err != nil {
+		t.Fatalf("Place attempt %d: %v", j.Attempt, err)
+	}
+}
+
+func TestRestartAfterANodeFault(t *testing.T) {
+	j := placedJob(t)
+	j.Restart = RestartPolicy{MaxRestarts: 3, On: DefaultRestartOn}
+	ApplyTaskReport(j, attemptReport(j, 0, TaskRunning, 0, 1))
+	ApplyTaskReport(j, withMessage(attemptReport(j, 1, TaskLost, 0, 2), "prolog on n2: exit 1; node drained"))
+	if j.State != JobNodeFail {
+		t.Fatalf("after rank 1 was lost: %s; want NODE_FAIL until every task ended", j.State)
+	}
+	ApplyTaskReport(j, attemptReport(j, 0, TaskKilled, 0, 3)) // stopped: its gang failed
+	if j.State != JobPending || j.Attempt != 1 || !j.Requeued || j.Alloc != nil {
+		t.Fatalf("after the attempt ended: %s attempt %d requeued %v", j.State, j.Attempt, j.Requeued)
+	}
+	if !strings.HasPrefix(j.Reason, "restarted after NODE_FAIL (prolog on n2") {
+		t.Errorf("reason %q", j.Reason)
+	}
+	a := j.Attempts[0]
+	if a.Cause != RestartNode || a.FaultNode != "n2" || a.State != JobNodeFail {
+		t.Errorf("attempt 0 recorded as %+v", a)
+	}
+	if got := j.Avoid(); !reflect.DeepEqual(got, []string{"n2"}) {
+		t.Errorf("the next attempt avoids %v, want [n2]", got)
+	}
+}
+
+func TestNoRestart(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy RestartPolicy
+		lose   func(j *Job)
+	}{
+		{"policy without the cause", RestartPolicy{MaxRestarts: 3, On: DefaultRestartOn}, func(j *Job) {
+			ApplyTaskReport(j, attemptReport(j, 1, TaskExited, 2, 2)) // the user's failure
+			ApplyTaskReport(j, attemptReport(j, 0, TaskKilled, 0, 3))
+		}},
+		{"no restarts allowed", RestartPolicy{}, func(j *Job) {
+			ApplyTaskReport(j, attemptReport(j, 1, TaskLost, 0, 2))
+			ApplyTaskReport(j, attemptReport(j, 0, TaskKilled, 0, 3))
+		}},
+		// A node the controller declared lost while silent may still run
+		// its task: never two attempts at once.
+		{"a task declared lost without its agent", RestartPolicy{MaxRestarts: 3, On: DefaultRestartOn}, func(j *Job) {
+			ApplyTaskReport(j, attemptReport(j, 0, TaskLost, 0, 2)) // by its agent: the node's fault
+			NodeLost(j, "n2", at(3), "Not responding")
+		}},
+		{"declared lost first", RestartPolicy{MaxRestarts: 3, On: DefaultRestartOn}, func(j *Job) {
+			NodeLost(j, "n2", at(2), "Not responding")
+			ApplyTaskReport(j, attemptReport(j, 0, TaskKilled, 0, 3))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := placedJob(t)
+			j.Restart = tc.policy
+			ApplyTaskReport(j, attemptReport(j, 0, TaskRunning, 0, 1))
+			ApplyTaskReport(j, attemptReport(j, 1, TaskRunning, 0, 1))
+			tc.lose(j)
+			if j.State == JobPending || j.Attempt != 0 || j.Live() {
+				t.Errorf("restarted: %s attempt %d live %v (%s)", j.State, j.Attempt, j.Live(), j.Reason)
+			}
+		})
+	}
+}
+
+// Restarts stop at MaxRestarts, and after SameFailureLimit attempts in a
+// row that failed the same way; a node fault in between resets the count.
+func TestRestartLimits(t *testing.T) {
+	fail := func(t *testing.T, j *Job, code int, sec int) {
+		t.Helper()
+		if code == 0 {
+			ApplyTaskReport(j, attemptReport(j, 1, TaskLost, 0, sec))
+		} else {
+			ApplyTaskReport(j, attemptReport(j, 1, TaskExited, code, sec))
+		}
+		ApplyTaskReport(j, attemptReport(j, 0, TaskKilled, 0, sec+1))
+	}
+	on := DefaultRestartOn.With(RestartExit)
+
+	j := placedJob(t)
+	j.Restart = RestartPolicy{MaxRestarts: 10, On: on}
+	fail(t, j, 3, 1)
+	replace(t, j, 10)
+	fail(t, j, 0, 11) // a node fault between: the count starts again
+	for i := 0; i < SameFailureLimit; i++ {
+		replace(t, j, 20+10*i)
+		fail(t, j, 3, 21+10*i)
+	}
+	if j.State != JobFailed || j.Attempt != 4 || !strings.Contains(j.Reason, "the same failure 3 times in a row") {
+		t.Errorf("after three same failures in a row: %s attempt %d (%s)", j.State, j.Attempt, j.Reason)
+	}
+
+	j = placedJob(t)
+	j.Restart = RestartPolicy{MaxRestarts: 2, On: on}
+	for i := 0; i < 3; i++ {
+		if i > 0 {
+			replace(t, j, 10*i)
+		}
+		fail(t, j, 0, 10*i+1)
+	}
+	if j.State != JobNodeFail || j.Attempt != 2 {
+		t.Errorf("after MaxRestarts: %s attempt %d", j.State, j.Attempt)
+	}
+}
+
+// With three ranks: one fails by its agent's word, one's node is declared
+// lost while silent (its task may run on), the last is stopped: the
+// attempt is not restarted.
+func TestNoRestartWhileATaskMayRun(t *testing.T) {
+	j := &Job{ID: 7, Nodes: 3, State: JobPending, Restart: RestartPolicy{MaxRestarts: 3, On: DefaultRestartOn}}
+	alloc := Allocation{Nodes: []NodeAlloc{{Node: "n1"}, {Node: "n2"}, {Node: "n3"}}}
+	if err := Place(j, alloc, 29500, at(0)); err != nil {
+		t.Fatal(err)
+	}
+	report := func(rank int, node string, st TaskState, sec int) {
+		ApplyTaskReport(j, TaskReport{JobID: 7, Rank: rank, Node: node, State: st, Time: at(sec)})
+	}
+	for i, n := range []string{"n1", "n2", "n3"} {
+		report(i, n, TaskRunning, 1)
+	}
+	report(0, "n1", TaskLost, 2) // by its agent: n1 at fault
+	NodeLost(j, "n2", at(3), "Not responding")
+	report(2, "n3", TaskKilled, 4)
+	if j.State != JobNodeFail || j.Attempt != 0 {
+		t.Errorf("%s attempt %d (%s); want NODE_FAIL, not restarted", j.State, j.Attempt, j.Reason)
+	}
+}
+
+func TestParseRestartCauses(t *testing.T) {
+	for in, want := range map[string]string{"node": "node", "exit,node": "node,exit", " Exit ": "exit", "none": "none"} {
+		got, err := ParseRestartCauses(in)
+		if err != nil || got.String() != want {
+			t.Errorf("%q: %v, %v; want %s", in, got, err, want)
+		}
+	}
+	if _, err := ParseRestartCauses("node,oom"); err == nil || !strings.Contains(err.Error(), `"oom" is not a restart cause`) {
+		t.Errorf("oom: %v", err)
+	}
+}
