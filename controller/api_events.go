@@ -65,7 +65,8 @@ func (s *Server) eventQuery(req *phalanxv1.ListEventsRequest) (store.EventQuery,
 		q.Since = req.Since.AsTime()
 	}
 	for _, name := range req.Nodes {
-		if _, err := s.store.Node(name); err != nil {
+		_, err := s.store.Node(name)
+		if _, declared, _ := s.declared(name); err != nil && !declared { // a declared node may not have registered yet
 			return q, cluster.Errorf(cluster.ErrNotFound, "Invalid node name specified: %s", name)
 		}
 	}

@@ -45,6 +45,12 @@ n3 DOWN nr=true "Not responding"`; got != want {
 		t.Errorf("before any registration:\n%s\nwant\n%s", got, want)
 	}
 
+	// A declared node that never registered has no events yet, and asking
+	// for them is no error.
+	if evs, err := api.ListEvents(ctx, &phalanxv1.ListEventsRequest{Nodes: []string{"n3"}}); err != nil || len(evs.Events) != 0 {
+		t.Errorf("events of n3 before it registered: %v, %v", evs, err)
+	}
+
 	register(t, s, nil, "n1", "n2") // 64 CPUs, 512000 MB, 8 GPUs each
 	ns := &nodeService{s: s}
 	_, err := ns.RegisterNode(ctx, &phalanxv1.RegisterNodeRequest{Name: "n3", Cpus: 8, MemoryMb: 1000, Gpus: 0})
