@@ -37,6 +37,9 @@ func (p Prolog) Validate() error {
 			return Errorf(ErrInvalid, "Prolog=%s: give absolute paths, separated by commas", prog)
 		case strings.ContainsAny(prog, "\n\r\x00,"):
 			return Errorf(ErrInvalid, "Prolog: one path per program, separated by commas, no NUL")
+		case strings.ContainsAny(prog, "*?["):
+			// Every node would fail its first job's prolog, and drain.
+			return Errorf(ErrInvalid, "Prolog=%s: patterns are not expanded: list the programs, separated by commas", prog)
 		}
 	}
 	if p.Timeout < 0 {
