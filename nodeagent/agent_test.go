@@ -24,7 +24,7 @@ func TestRegisterLaunchExit(t *testing.T) {
 	rt := fake.New()
 	h := newHarness(t, rt, nil)
 	work := t.TempDir()
-	as := assignment(1, work, script)
+	as := wireAssignment(1, work, script)
 	h.srv.set(as)
 
 	task := waitStarted(t, rt, "phx-1-0-0")
@@ -90,7 +90,7 @@ func TestRegisterLaunchExit(t *testing.T) {
 	// the task that ended is not started again. Messages are reconciled in
 	// order, so once job 13 of the next message starts, the repeat was seen.
 	h.srv.set(as)
-	h.srv.set(as, assignment(13, work, script))
+	h.srv.set(as, wireAssignment(13, work, script))
 	waitStarted(t, rt, "phx-13-0-0")
 	if n := len(rt.Specs()); n != 2 {
 		t.Errorf("%d tasks started, want 2 (jobs 1 and 13)", n)
@@ -109,7 +109,7 @@ func TestRegisterLaunchExit(t *testing.T) {
 func TestStopAssignmentTermThenKill(t *testing.T) {
 	rt := fake.New(fake.WithIgnoreSIGTERM())
 	h := newHarness(t, rt, nil)
-	as := assignment(2, t.TempDir(), script)
+	as := wireAssignment(2, t.TempDir(), script)
 	h.srv.set(as)
 	task := waitStarted(t, rt, "phx-2-0-0")
 	h.srv.waitReport(t, 2, "RUNNING")
@@ -131,7 +131,7 @@ func TestStopAssignmentTermThenKill(t *testing.T) {
 func TestStopHonouredTerm(t *testing.T) {
 	rt := fake.New()
 	h := newHarness(t, rt, func(c *Config) { c.KillGrace = time.Hour })
-	as := assignment(3, t.TempDir(), script)
+	as := wireAssignment(3, t.TempDir(), script)
 	h.srv.set(as)
 	task := waitStarted(t, rt, "phx-3-0-0")
 	h.srv.waitReport(t, 3, "RUNNING")
@@ -148,7 +148,7 @@ func TestStopHonouredTerm(t *testing.T) {
 func TestTaskLeavingTheSetIsStopped(t *testing.T) {
 	rt := fake.New()
 	h := newHarness(t, rt, nil)
-	h.srv.set(assignment(4, t.TempDir(), script))
+	h.srv.set(wireAssignment(4, t.TempDir(), script))
 	waitStarted(t, rt, "phx-4-0-0")
 	h.srv.waitReport(t, 4, "RUNNING")
 	h.srv.set()
@@ -166,7 +166,7 @@ func TestTimeLimit(t *testing.T) {
 		c.HeartbeatInterval = 2 * time.Second // 20ms of wall time
 		c.KillGrace = 5 * time.Second
 	})
-	as := assignment(5, t.TempDir(), script)
+	as := wireAssignment(5, t.TempDir(), script)
 	as.Job.TimeLimitSeconds = 3 // 30ms of wall time
 	h.srv.set(as)
 	task := waitStarted(t, rt, "phx-5-0-0")
@@ -189,7 +189,7 @@ func TestReportsRetriedInOrder(t *testing.T) {
 	h.srv.mu.Lock()
 	h.srv.failReports = 3
 	h.srv.mu.Unlock()
-	h.srv.set(assignment(6, t.TempDir(), script))
+	h.srv.set(wireAssignment(6, t.TempDir(), script))
 	waitStarted(t, rt, "phx-6-0-0")
 	rt.Exit("phx-6-0-0", 0) // EXITED is queued behind the failing RUNNING
 	h.srv.waitReport(t, 6, "EXITED")
@@ -207,7 +207,7 @@ func TestRejectedReportIsDropped(t *testing.T) {
 	h.srv.mu.Lock()
 	h.srv.rejectReports = 1 // RUNNING is refused for good: it must not block EXITED
 	h.srv.mu.Unlock()
-	h.srv.set(assignment(14, t.TempDir(), script))
+	h.srv.set(wireAssignment(14, t.TempDir(), script))
 	waitStarted(t, rt, "phx-14-0-0")
 	rt.Exit("phx-14-0-0", 0)
 	h.srv.waitReport(t, 14, "EXITED")
@@ -243,11 +243,11 @@ func TestLaunchFailures(t *testing.T) {
 	rt := fake.New()
 	h := newHarness(t, rt, nil)
 	work := t.TempDir()
-	missing := assignment(7, filepath.Join(work, "nope"), script)
-	startFails := assignment(8, work, script)
+	missing := wireAssignment(7, filepath.Join(work, "nope"), script)
+	startFails := wireAssignment(8, work, script)
 	rt.FailStart("phx-8-0-0", errors.New("no such image\nsecond line"))
-	neverStarted := withStop(assignment(9, work, script), 0, "CANCELLED")
-	wrongNode := assignment(10, work, script)
+	neverStarted := withStop(wireAssignment(9, work, script), 0, "CANCELLED")
+	wrongNode := wireAssignment(10, work, script)
 	wrongNode.Job.Alloc[0].Node = "gpu999"
 	h.srv.set(missing, startFails, neverStarted, wrongNode)
 
@@ -271,7 +271,7 @@ func TestLaunchFailures(t *testing.T) {
 func TestShutdownStopsTasks(t *testing.T) {
 	rt := fake.New()
 	h := newHarness(t, rt, nil)
-	h.srv.set(assignment(11, t.TempDir(), script))
+	h.srv.set(wireAssignment(11, t.TempDir(), script))
 	task := waitStarted(t, rt, "phx-11-0-0")
 	h.srv.waitReport(t, 11, "RUNNING")
 	h.stop(t)
@@ -310,7 +310,7 @@ func TestControllerLateAndStreamBroken(t *testing.T) {
 	srv.mu.Lock()
 	srv.failWatches = 2
 	srv.mu.Unlock()
-	srv.set(assignment(12, t.TempDir(), script))
+	srv.set(wireAssignment(12, t.TempDir(), script))
 	waitStarted(t, rt, "phx-12-0-0")
 	if regs, _, watches, _ := srv.counts(); regs != 1 || watches != 3 {
 		t.Errorf("%d registrations and %d watches; want 1, and 2 failed watches + 1", regs, watches)

@@ -6,7 +6,10 @@
 //   - Node: the host the agent runs on, registered under Config.Name with
 //     the resources it found (GPUs from package gpu, CPUs, memory).
 //   - Assignment: one task the controller wants on this node, a rank of an
-//     attempt of a job, or a request to stop one (Assignment.stop).
+//     attempt of a job, or a request to stop one (assignment.stop). The
+//     stream's protobuf messages are read into the agent's own types once,
+//     where they arrive (assignment.go); launching, the environment and
+//     the pre-start gate never see a wire type.
 //   - Task: the job's instance on this node, run by a runtime.Runtime
 //     (process group, containerd container, or a fake in tests) under the
 //     ID phx-<job>-<attempt>-<rank>.

@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
-	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/topology/hostlist"
 )
 
@@ -16,7 +14,7 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 
 // envInput is what one task's environment is derived from.
 type envInput struct {
-	job  *phalanxv1.Job
+	job  jobInfo
 	rank int
 	// container: GPUs are injected through CDI and the task sees only its
 	// own, renumbered from 0; a process sees the host's indices.
@@ -36,7 +34,7 @@ func taskEnv(in envInput) []string {
 	for _, kv := range ours {
 		set[kv[:strings.IndexByte(kv, '=')]] = true
 	}
-	jobEnv := cluster.EnvOf(in.job.GetSpec().GetEnvironment(), in.job.GetSpec().GetEnv()) // an older controller sends the map
+	jobEnv := in.job.env
 	keys := make([]string, 0, len(jobEnv)+1)
 	for k := range jobEnv {
 		if !set[k] {
@@ -56,20 +54,19 @@ func taskEnv(in envInput) []string {
 
 // launchVars are the variables every task gets, in order.
 func launchVars(in envInput) []string {
-	job, spec := in.job, in.job.GetSpec()
-	alloc := job.GetAlloc()
-	nodes := strconv.Itoa(len(alloc))
+	job := in.job
+	nodes := strconv.Itoa(len(job.ranks))
 	rank := strconv.Itoa(in.rank)
-	jobID := strconv.FormatUint(job.GetId(), 10)
-	nodelist := hostlist.Compress(nodeNames(alloc))
-	gpus := localGPUs(alloc, in.rank, in.container)
-	master, port := masterAddr(alloc), strconv.Itoa(int(job.GetMasterPort()))
-	attempt := strconv.Itoa(int(job.GetAttempt()))
+	jobID := strconv.FormatUint(job.id, 10)
+	nodelist := hostlist.Compress(job.nodeNames())
+	gpus := localGPUs(job.ranks, in.rank, in.container)
+	master, port := masterAddr(job.ranks), strconv.Itoa(job.masterPort)
+	attempt := strconv.Itoa(job.attempt)
 
 	vars := []string{
 		"SLURM_JOB_ID=" + jobID,
 		"SLURM_JOBID=" + jobID,
-		"SLURM_JOB_NAME=" + spec.GetName(),
+		"SLURM_JOB_NAME=" + job.name,
 		"SLURM_JOB_NODELIST=" + nodelist,
 		"SLURM_NODELIST=" + nodelist,
 		"SLURM_NNODES=" + nodes,
@@ -79,11 +76,11 @@ func launchVars(in envInput) []string {
 		"SLURM_LOCALID=0",
 		"SLURM_NTASKS=" + nodes,
 		"SLURM_GPUS_ON_NODE=" + strconv.Itoa(len(gpus)),
-		"SLURM_JOB_PARTITION=" + spec.GetPartition(),
-		"SLURM_SUBMIT_DIR=" + spec.GetWorkDir(),
+		"SLURM_JOB_PARTITION=" + job.partition,
+		"SLURM_SUBMIT_DIR=" + job.workDir,
 		"SLURM_RESTART_COUNT=" + attempt,
-		"SLURM_JOB_USER=" + spec.GetUser(),
-		"SLURMD_NODENAME=" + alloc[in.rank].GetNode(),
+		"SLURM_JOB_USER=" + job.user,
+		"SLURMD_NODENAME=" + job.ranks[in.rank].node,
 	}
 	if in.cluster != "" {
 		vars = append(vars, "SLURM_CLUSTER_NAME="+in.cluster)
@@ -105,35 +102,27 @@ func launchVars(in envInput) []string {
 	)
 }
 
-func nodeNames(alloc []*phalanxv1.NodeAlloc) []string {
-	names := make([]string, len(alloc))
-	for i, a := range alloc {
-		names[i] = a.GetNode()
-	}
-	return names
-}
-
 // masterAddr is rank 0's address, or its node name when it has none.
-func masterAddr(alloc []*phalanxv1.NodeAlloc) string {
-	if len(alloc) == 0 {
+func masterAddr(ranks []rankSlot) string {
+	if len(ranks) == 0 {
 		return ""
 	}
-	if addr := alloc[0].GetAddr(); addr != "" {
-		return addr
+	if ranks[0].addr != "" {
+		return ranks[0].addr
 	}
-	return alloc[0].GetNode()
+	return ranks[0].node
 }
 
 // localGPUs are the GPU indices rank's task uses, as the task numbers them:
 // the host's indices for a process, 0..n-1 inside a container.
-func localGPUs(alloc []*phalanxv1.NodeAlloc, rank int, container bool) []int {
-	if rank < 0 || rank >= len(alloc) {
+func localGPUs(ranks []rankSlot, rank int, container bool) []int {
+	if rank < 0 || rank >= len(ranks) {
 		return nil
 	}
-	host := alloc[rank].GetGpus()
+	host := ranks[rank].gpus
 	gpus := make([]int, len(host))
 	for i, g := range host {
-		gpus[i] = int(g)
+		gpus[i] = g
 		if container {
 			gpus[i] = i
 		}

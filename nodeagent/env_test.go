@@ -64,7 +64,7 @@ func TestTaskEnvTwoNodesEightGPUs(t *testing.T) {
 			"PHX_JOB_ID=42",
 			"PHX_ATTEMPT=2",
 		}
-		got := taskEnv(envInput{job: twoByEight(), rank: rank})
+		got := taskEnv(envInput{job: jobFromWire(twoByEight()), rank: rank})
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("rank %d env:\n%s", rank, diffLines(got, want))
 		}
@@ -87,16 +87,16 @@ func TestTaskEnvVariants(t *testing.T) {
 		in   envInput
 		want map[string]string // variables checked; "" means must be absent
 	}{
-		{"process sees host indices", envInput{job: partial(), rank: 0},
+		{"process sees host indices", envInput{job: jobFromWire(partial()), rank: 0},
 			map[string]string{"CUDA_VISIBLE_DEVICES": "4,5,6,7", "SLURM_GPUS_ON_NODE": "4", "LOCAL_WORLD_SIZE": "4",
 				"MASTER_ADDR": "gpu001", "PET_MASTER_ADDR": "gpu001", "PATH": defaultPath, "SLURM_CLUSTER_NAME": ""}},
-		{"container sees its GPUs from 0", envInput{job: partial(), rank: 1, container: true},
+		{"container sees its GPUs from 0", envInput{job: jobFromWire(partial()), rank: 1, container: true},
 			map[string]string{"CUDA_VISIBLE_DEVICES": "0,1", "SLURM_GPUS_ON_NODE": "2", "LOCAL_WORLD_SIZE": "2", "PATH": ""}},
-		{"process rank 1", envInput{job: partial(), rank: 1},
+		{"process rank 1", envInput{job: jobFromWire(partial()), rank: 1},
 			map[string]string{"CUDA_VISIBLE_DEVICES": "2,6", "RANK": "1"}},
-		{"no GPUs", envInput{job: noGPUs, rank: 1},
+		{"no GPUs", envInput{job: jobFromWire(noGPUs), rank: 1},
 			map[string]string{"CUDA_VISIBLE_DEVICES": "", "SLURM_GPUS_ON_NODE": "0", "LOCAL_WORLD_SIZE": "1"}},
-		{"cluster name", envInput{job: partial(), rank: 0, cluster: "dgx"},
+		{"cluster name", envInput{job: jobFromWire(partial()), rank: 0, cluster: "dgx"},
 			map[string]string{"SLURM_CLUSTER_NAME": "dgx"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/nodeagent/rdma"
 	"github.com/phalanx-hpc/phalanx/runtime"
@@ -75,7 +74,7 @@ func (f *gateFailure) Error() string {
 }
 
 // gate runs the pre-start checks for a prepared task; nil: it may start.
-func (a *Agent) gate(ctx context.Context, key taskKey, as *phalanxv1.Assignment, spec runtime.Spec) *gateFailure {
+func (a *Agent) gate(ctx context.Context, key taskKey, as assignment, spec runtime.Spec) *gateFailure {
 	f := a.gateChecks(ctx, key, as, spec)
 	if f != nil {
 		f.host = a.cfg.Name
@@ -83,11 +82,11 @@ func (a *Agent) gate(ctx context.Context, key taskKey, as *phalanxv1.Assignment,
 	return f
 }
 
-func (a *Agent) gateChecks(ctx context.Context, key taskKey, as *phalanxv1.Assignment, spec runtime.Spec) *gateFailure {
+func (a *Agent) gateChecks(ctx context.Context, key taskKey, as assignment, spec runtime.Spec) *gateFailure {
 	if f := a.gateGPUs(spec.GPUs); f != nil {
 		return f
 	}
-	if len(as.GetJob().GetAlloc()) > 1 {
+	if len(as.job.ranks) > 1 {
 		if f := a.gateRDMA(spec.GPUs); f != nil {
 			return f
 		}
@@ -146,9 +145,9 @@ func (a *Agent) gateRDMA(gpus []int) *gateFailure {
 }
 
 // runProlog runs the administrator's prolog programs in order.
-func (a *Agent) runProlog(ctx context.Context, key taskKey, as *phalanxv1.Assignment, spec runtime.Spec) *gateFailure {
-	prolog := prologFromWire(as.GetProlog())
-	env := prologEnv(as.GetJob(), int(key.rank), a.cfg.Name, a.cfg.ClusterName, spec)
+func (a *Agent) runProlog(ctx context.Context, key taskKey, as assignment, spec runtime.Spec) *gateFailure {
+	prolog := as.prolog
+	env := prologEnv(as.job, int(key.rank), a.cfg.Name, a.cfg.ClusterName, spec)
 	for _, prog := range prolog.Programs {
 		out, err, timedOut := runProgram(ctx, prog, prolog.TimeoutOrDefault(), env)
 		if ctx.Err() != nil && !timedOut {
@@ -161,16 +160,10 @@ func (a *Agent) runProlog(ctx context.Context, key taskKey, as *phalanxv1.Assign
 	return nil
 }
 
-// prologFromWire reads the prolog an assignment carries.
-func prologFromWire(p *phalanxv1.Prolog) cluster.Prolog {
-	return cluster.Prolog{Programs: p.GetPrograms(), Timeout: secondsDuration(p.GetTimeoutSeconds())}
-}
-
 // prologEnv is what Slurm's slurmd gives a prolog: the job's identity and
 // place, and no variable of the job's own.
-func prologEnv(job *phalanxv1.Job, rank int, node, clusterName string, spec runtime.Spec) []string {
-	js := job.GetSpec()
-	id := strconv.FormatUint(job.GetId(), 10)
+func prologEnv(job jobInfo, rank int, node, clusterName string, spec runtime.Spec) []string {
+	id := strconv.FormatUint(job.id, 10)
 	gpus := make([]string, len(spec.GPUs))
 	for i, g := range spec.GPUs {
 		gpus[i] = strconv.Itoa(g)
@@ -180,19 +173,19 @@ func prologEnv(job *phalanxv1.Job, rank int, node, clusterName string, spec runt
 		"SLURM_SCRIPT_CONTEXT=prolog_slurmd",
 		"SLURM_JOB_ID=" + id,
 		"SLURM_JOBID=" + id,
-		"SLURM_JOB_NAME=" + js.GetName(),
-		"SLURM_JOB_USER=" + js.GetUser(),
-		"SLURM_JOB_UID=" + strconv.Itoa(int(js.GetUid())),
-		"SLURM_JOB_GID=" + strconv.Itoa(int(js.GetGid())),
-		"SLURM_JOB_PARTITION=" + js.GetPartition(),
-		"SLURM_JOB_ACCOUNT=" + js.GetAccount(),
-		"SLURM_JOB_NODELIST=" + hostlist.Compress(nodeNames(job.GetAlloc())),
+		"SLURM_JOB_NAME=" + job.name,
+		"SLURM_JOB_USER=" + job.user,
+		"SLURM_JOB_UID=" + strconv.Itoa(job.uid),
+		"SLURM_JOB_GID=" + strconv.Itoa(job.gid),
+		"SLURM_JOB_PARTITION=" + job.partition,
+		"SLURM_JOB_ACCOUNT=" + job.account,
+		"SLURM_JOB_NODELIST=" + hostlist.Compress(job.nodeNames()),
 		"SLURM_JOB_WORK_DIR=" + spec.WorkDir,
 		"SLURM_JOB_GPUS=" + strings.Join(gpus, ","),
 		"CUDA_VISIBLE_DEVICES=" + strings.Join(gpus, ","),
 		"SLURMD_NODENAME=" + node,
 		"PHX_NODENAME=" + node,
-		"PHX_ATTEMPT=" + strconv.Itoa(int(job.GetAttempt())),
+		"PHX_ATTEMPT=" + strconv.Itoa(job.attempt),
 		"PHX_RANK=" + strconv.Itoa(rank),
 	}
 	if clusterName != "" {

@@ -104,7 +104,7 @@ func TestPrologRunsBeforeTheTask(t *testing.T) {
 	envFile := filepath.Join(t.TempDir(), "env")
 	first := checkScript(t, "env > "+envFile)
 	second := checkScript(t, "[ -s "+envFile+" ] || exit 9") // after the first
-	as := assignment(30, t.TempDir(), script)
+	as := wireAssignment(30, t.TempDir(), script)
 	as.Job.Spec.Uid, as.Job.Spec.Gid = -1, -1
 	as.Attempt, as.Job.Attempt = 2, 2
 	as.Prolog = &phalanxv1.Prolog{Programs: []string{first, second}, TimeoutSeconds: 10}
@@ -133,7 +133,7 @@ func TestPrologRunsBeforeTheTask(t *testing.T) {
 func TestPrologFailureDrainsTheNode(t *testing.T) {
 	h := newGateHarness(t)
 	bad := checkScript(t, "echo checking; echo /scratch is not mounted >&2; exit 3")
-	as := assignment(31, t.TempDir(), script)
+	as := wireAssignment(31, t.TempDir(), script)
 	as.Prolog = &phalanxv1.Prolog{Programs: []string{bad}, TimeoutSeconds: 10}
 	h.srv.set(as)
 	msg := bad + " exit status 3: /scratch is not mounted (job 31)"
@@ -161,7 +161,7 @@ func TestPrologTimeout(t *testing.T) {
 	h := newGateHarness(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	slow := checkScript(t, "sleep 600 & echo $! > "+pidFile+"; wait")
-	as := assignment(32, t.TempDir(), script)
+	as := wireAssignment(32, t.TempDir(), script)
 	as.Prolog = &phalanxv1.Prolog{Programs: []string{slow}, TimeoutSeconds: 1}
 	h.srv.set(as)
 	msg := slow + " timed out after 1s (job 32)"
@@ -184,7 +184,7 @@ func TestStopDuringProlog(t *testing.T) {
 	h := newGateHarness(t)
 	started := filepath.Join(t.TempDir(), "started")
 	slow := checkScript(t, "touch "+started+"; exec sleep 600")
-	as := assignment(33, t.TempDir(), script)
+	as := wireAssignment(33, t.TempDir(), script)
 	as.Prolog = &phalanxv1.Prolog{Programs: []string{slow}, TimeoutSeconds: 600}
 	h.srv.set(as)
 	eventually(t, 10*time.Second, func() error {
@@ -214,7 +214,7 @@ func TestGateFindsALostGPU(t *testing.T) {
 	}
 	// (The fake GPUs play the fault file when NVML is next called: by the
 	// gate, here.)
-	h.srv.set(assignment(34, t.TempDir(), script)) // GPUs 2 and 3
+	h.srv.set(wireAssignment(34, t.TempDir(), script)) // GPUs 2 and 3
 	msg := "GPU 3 is gone from the bus (NVML: ERROR_GPU_IS_LOST): repair the node"
 	h.lostAfterDrain(t, 34, "prestart-gpu on gpu001: "+msg+"; node drained", "prestart-gpu|"+msg+"|true")
 	if n := len(h.rt.Specs()); n != 0 {
@@ -229,7 +229,7 @@ func TestGateChecksOnlyTheTasksGPUs(t *testing.T) {
 	if err := fakegpu.Inject(h.faults, fakegpu.Fault{Kind: fakegpu.ECC, GPU: 6}); err != nil {
 		t.Fatal(err)
 	}
-	h.srv.set(assignment(35, t.TempDir(), script)) // GPUs 2 and 3
+	h.srv.set(wireAssignment(35, t.TempDir(), script)) // GPUs 2 and 3
 	waitStarted(t, h.rt, "phx-35-0-0")
 }
 
@@ -240,10 +240,10 @@ func TestGateChecksRDMAForJobsAcrossNodes(t *testing.T) {
 	if err := fakesysfs.SetPort(h.sysfs, "mlx5_1", 1, false); err != nil { // near GPUs 2 and 3
 		t.Fatal(err)
 	}
-	h.srv.set(assignment(36, t.TempDir(), script))
+	h.srv.set(wireAssignment(36, t.TempDir(), script))
 	waitStarted(t, h.rt, "phx-36-0-0")
 
-	two := assignment(37, t.TempDir(), script)
+	two := wireAssignment(37, t.TempDir(), script)
 	two.Job.Alloc = append(two.Job.Alloc, &phalanxv1.NodeAlloc{Node: "gpu002", Gpus: []int32{2, 3}, Addr: "10.0.0.2"})
 	h.srv.set(two)
 	msg := "RDMA port mlx5_1/1 DOWN (Disabled) is not up for a job across nodes"
@@ -263,7 +263,7 @@ func TestGateUserFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	asNobody := func(job uint64, dir string) *phalanxv1.Assignment {
-		as := assignment(job, dir, script)
+		as := wireAssignment(job, dir, script)
 		as.Job.Spec.Uid, as.Job.Spec.Gid = 65534, 65534
 		return as
 	}

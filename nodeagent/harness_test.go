@@ -83,8 +83,8 @@ func (h *harness) stop(t *testing.T) {
 	}
 }
 
-// assignment is rank 0 of a one-node job on this node.
-func assignment(job uint64, workDir, script string) *phalanxv1.Assignment {
+// wireAssignment is rank 0 of a one-node job on this node.
+func wireAssignment(job uint64, workDir, script string) *phalanxv1.Assignment {
 	return &phalanxv1.Assignment{
 		JobId: job,
 		Job: &phalanxv1.Job{

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
-	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/runtime"
 )
@@ -16,24 +16,23 @@ import (
 // output files (the pre-start gate checks the working directory, after
 // the prolog: gate.go). cleanup removes what it wrote, once
 // the task has ended. Its errors are one-line messages for the user.
-func (a *Agent) prepare(key taskKey, as *phalanxv1.Assignment) (spec runtime.Spec, cleanup func(), err error) {
-	job := as.GetJob()
-	js := job.GetSpec()
+func (a *Agent) prepare(key taskKey, as assignment) (spec runtime.Spec, cleanup func(), err error) {
+	job := as.job
 	rank := int(key.rank)
 	if err := a.checkAssignment(as); err != nil {
 		return runtime.Spec{}, nil, err
 	}
-	container := js.GetImage() != ""
+	container := job.image != ""
 	if container && a.cfg.Runtime.Name() == "process" {
 		return runtime.Spec{}, nil, fmt.Errorf("job needs image %q but node %s runs plain processes (start its agent with --runtime containerd): %w",
-			js.GetImage(), a.cfg.Name, cluster.ErrUnsatisfiable)
+			job.image, a.cfg.Name, cluster.ErrUnsatisfiable)
 	}
-	workDir := js.GetWorkDir()
+	workDir := job.workDir
 	if !filepath.IsAbs(workDir) {
 		return runtime.Spec{}, nil, fmt.Errorf("working directory %q is not an absolute path: %w", workDir, cluster.ErrInvalid)
 	}
 	jobDir := a.jobDir(key)
-	script, err := writeScript(jobDir, js.GetScript())
+	script, err := writeScript(jobDir, job.script)
 	if err != nil {
 		return runtime.Spec{}, nil, err
 	}
@@ -48,16 +47,16 @@ func (a *Agent) prepare(key taskKey, as *phalanxv1.Assignment) (spec runtime.Spe
 	}
 	spec = runtime.Spec{
 		ID:      key.id(),
-		Argv:    scriptArgv(script, js.GetScript()),
+		Argv:    scriptArgv(script, job.script),
 		Env:     prependPath(taskEnv(envInput{job: job, rank: rank, container: container, cluster: a.cfg.ClusterName}), bin),
 		WorkDir: workDir,
-		Image:   js.GetImage(),
-		GPUs:    hostGPUs(job.GetAlloc()[rank]),
-		UID:     idOrKeep(js.GetUid()),
-		GID:     idOrKeep(js.GetGid()),
+		Image:   job.image,
+		GPUs:    slices.Clone(job.ranks[rank].gpus),
+		UID:     idOrKeep(job.uid),
+		GID:     idOrKeep(job.gid),
 	}
-	spec.Stdout, spec.Stderr = outputPaths(js.GetOutput(), js.GetError(), workDir, patternVars{
-		jobID: key.job, name: js.GetName(), user: js.GetUser(), node: a.cfg.Name, rank: rank,
+	spec.Stdout, spec.Stderr = outputPaths(job.output, job.errPattern, workDir, patternVars{
+		jobID: key.job, name: job.name, user: job.user, node: a.cfg.Name, rank: rank,
 	})
 	if container {
 		spec.Devices = a.cfg.RDMADevices
@@ -71,16 +70,16 @@ func (a *Agent) prepare(key taskKey, as *phalanxv1.Assignment) (spec runtime.Spe
 
 // checkAssignment checks that the assignment is well formed and for this
 // node.
-func (a *Agent) checkAssignment(as *phalanxv1.Assignment) error {
-	job, rank := as.GetJob(), int(as.GetRank())
+func (a *Agent) checkAssignment(as assignment) error {
+	job, rank := as.job, int(as.key.rank)
 	switch {
-	case job == nil:
+	case !as.hasJob:
 		return fmt.Errorf("assignment carries no job: %w", cluster.ErrInvalid)
-	case rank < 0 || rank >= len(job.GetAlloc()):
-		return fmt.Errorf("rank %d outside the job's %d nodes: %w", rank, len(job.GetAlloc()), cluster.ErrInvalid)
-	case job.GetAlloc()[rank].GetNode() != a.cfg.Name:
-		return fmt.Errorf("rank %d is allocated on node %s, not %s: %w", rank, job.GetAlloc()[rank].GetNode(), a.cfg.Name, cluster.ErrInvalid)
-	case job.GetSpec().GetScript() == "":
+	case rank < 0 || rank >= len(job.ranks):
+		return fmt.Errorf("rank %d outside the job's %d nodes: %w", rank, len(job.ranks), cluster.ErrInvalid)
+	case job.ranks[rank].node != a.cfg.Name:
+		return fmt.Errorf("rank %d is allocated on node %s, not %s: %w", rank, job.ranks[rank].node, a.cfg.Name, cluster.ErrInvalid)
+	case job.script == "":
 		return fmt.Errorf("job has no script: %w", cluster.ErrInvalid)
 	}
 	return nil
@@ -132,19 +131,11 @@ func scriptArgv(path, body string) []string {
 	return []string{interp, path}
 }
 
-func hostGPUs(alloc *phalanxv1.NodeAlloc) []int {
-	gpus := make([]int, len(alloc.GetGpus()))
-	for i, g := range alloc.GetGpus() {
-		gpus[i] = int(g)
-	}
-	return gpus
-}
-
 // idOrKeep maps an unset (zero) user or group ID to -1, the agent's own:
 // the agent never makes a task root on its own accord.
-func idOrKeep(id int32) int {
+func idOrKeep(id int) int {
 	if id <= 0 {
 		return -1
 	}
-	return int(id)
+	return id
 }

@@ -27,7 +27,7 @@ func TestContainerTaskSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(filepath.Join(work, "logs"), 0o777|os.ModeSticky)
-	as := assignment(20, work, "python train.py\n") // no #!: run through /bin/sh
+	as := wireAssignment(20, work, "python train.py\n") // no #!: run through /bin/sh
 	as.Job.Spec.Image = "nvcr.io/nvidia/pytorch:24.05-py3"
 	as.Job.Spec.Uid, as.Job.Spec.Gid = 1000, 1001
 	as.Job.Spec.Output, as.Job.Spec.Error = "logs/%x-%j.out", scratch+"/%u-%j.%N.err"
@@ -61,7 +61,7 @@ func TestContainerTaskSpec(t *testing.T) {
 
 func TestImageOnProcessRuntimeFails(t *testing.T) {
 	h := newHarness(t, process.New(), nil)
-	as := assignment(21, t.TempDir(), script)
+	as := wireAssignment(21, t.TempDir(), script)
 	as.Job.Spec.Image = "busybox"
 	h.srv.set(as)
 	r := h.srv.waitReport(t, 21, "FAILED")
@@ -75,7 +75,7 @@ func TestProcessRuntime(t *testing.T) {
 	h := newHarness(t, process.New(process.WithMaxPoll(10*time.Millisecond)), nil)
 	work := t.TempDir()
 	body := "#!/bin/sh\necho \"job=$SLURM_JOB_ID rank=$RANK gpus=$CUDA_VISIBLE_DEVICES pwd=$(pwd)\"\necho oops >&2\nexit 4\n"
-	h.srv.set(assignment(22, work, body))
+	h.srv.set(wireAssignment(22, work, body))
 	r := h.srv.waitReport(t, 22, "EXITED")
 	if r.ExitCode != 4 {
 		t.Errorf("EXITED report = %v", r)
@@ -100,7 +100,7 @@ func TestProcessTimeLimitKillsGroup(t *testing.T) {
 		c.KillGrace = 2 * time.Second // 100ms of wall time
 	})
 	work := t.TempDir()
-	as := assignment(23, work, "#!/bin/sh\ntrap 'echo got TERM' TERM\nwhile :; do sleep 0.01; done\n")
+	as := wireAssignment(23, work, "#!/bin/sh\ntrap 'echo got TERM' TERM\nwhile :; do sleep 0.01; done\n")
 	as.Job.TimeLimitSeconds = 2
 	h.srv.set(as)
 	r := h.srv.waitReport(t, 23, "TIMEOUT")

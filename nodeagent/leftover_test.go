@@ -26,7 +26,7 @@ func TestLeftoverAttemptIsReportedLostNotStarted(t *testing.T) {
 	}
 	rt := fake.New()
 	h := newHarness(t, rt, func(c *Config) { c.StateDir = state })
-	h.srv.set(assignment(5, t.TempDir(), script)) // no task state: ASSIGNED
+	h.srv.set(wireAssignment(5, t.TempDir(), script)) // no task state: ASSIGNED
 
 	r := h.srv.waitReport(t, 5, "LOST")
 	if r.Message != "node agent restarted while the task ran" {
@@ -42,7 +42,7 @@ func TestLeftoverAttemptIsReportedLostNotStarted(t *testing.T) {
 		t.Errorf("leftover folder still there: %v", err)
 	}
 	// Another attempt of the same job is a new task: it starts.
-	next := assignment(5, t.TempDir(), script)
+	next := wireAssignment(5, t.TempDir(), script)
 	next.Attempt = 1
 	h.srv.set(next)
 	waitStarted(t, rt, "phx-5-1-0")
@@ -83,7 +83,7 @@ func TestLeftoverProcessGroupIsKilled(t *testing.T) {
 // The process runtime's tasks are recorded so a later run can kill them.
 func TestProcessGroupRecorded(t *testing.T) {
 	h := newHarness(t, process.New(process.WithMaxPoll(10*time.Millisecond)), nil)
-	h.srv.set(assignment(8, t.TempDir(), "#!/bin/sh\nexec sleep 1000\n")) // one process, reaped by the runtime
+	h.srv.set(wireAssignment(8, t.TempDir(), "#!/bin/sh\nexec sleep 1000\n")) // one process, reaped by the runtime
 	h.srv.waitReport(t, 8, "RUNNING")
 	pgid, boot, err := readGroup(filepath.Join(h.cfg.StateDir, "jobs", "8.0", "pgid.0"))
 	if err != nil {

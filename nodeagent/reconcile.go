@@ -1,6 +1,8 @@
 package nodeagent
 
 import (
+	"slices"
+
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
 )
@@ -32,10 +34,10 @@ func (a *Agent) reconcile(msg *phalanxv1.Assignments) {
 		return
 	}
 	seen := make(map[taskKey]bool, len(msg.GetAssignments()))
-	for _, as := range msg.GetAssignments() {
-		key := taskKey{job: as.GetJobId(), attempt: as.GetAttempt(), rank: as.GetRank()}
-		seen[key] = true
-		a.reconcileOne(key, as)
+	for _, w := range msg.GetAssignments() {
+		as := assignmentFromWire(w)
+		seen[as.key] = true
+		a.reconcileOne(as)
 	}
 	for key, t := range a.tasks {
 		if !seen[key] {
@@ -50,16 +52,17 @@ func (a *Agent) reconcile(msg *phalanxv1.Assignments) {
 }
 
 // reconcileOne applies one assignment; a.mu is held.
-func (a *Agent) reconcileOne(key taskKey, as *phalanxv1.Assignment) {
+func (a *Agent) reconcileOne(as assignment) {
+	key := as.key
 	t, running := a.tasks[key]
 	switch {
-	case as.GetStop() && running:
+	case as.stop && running:
 		t.stop(a.stopRequest(as))
-	case as.GetStop() && !a.finished[key]:
+	case as.stop && !a.finished[key]:
 		a.finished[key] = true
-		a.log.Info("task stopped before it started", "task", key, "reason", as.GetStopReason())
-		a.rep.report(a.taskReport(key, cluster.TaskKilled, "stopped before it started: "+as.GetStopReason()))
-	case as.GetStop() || running || a.finished[key]:
+		a.log.Info("task stopped before it started", "task", key, "reason", as.stopReason)
+		a.rep.report(a.taskReport(key, cluster.TaskKilled, "stopped before it started: "+as.stopReason))
+	case as.stop || running || a.finished[key]:
 	case startedElsewhere(as) || a.leftover[attemptKey{job: key.job, attempt: key.attempt}]:
 		// The controller saw this task start, or an earlier run of this
 		// agent left its folder (it may have died between starting the task
@@ -79,26 +82,20 @@ func (a *Agent) reconcileOne(key taskKey, as *phalanxv1.Assignment) {
 }
 
 // stopRequest is how a stop assignment asks to stop its task.
-func (a *Agent) stopRequest(as *phalanxv1.Assignment) stopRequest {
+func (a *Agent) stopRequest(as assignment) stopRequest {
 	grace := a.cfg.KillGrace
-	if s := as.GetGraceSeconds(); s > 0 {
-		grace = secondsDuration(int64(s))
+	if as.grace > 0 {
+		grace = as.grace
 	}
 	msg := "stopped by the controller"
-	if r := as.GetStopReason(); r != "" {
-		msg += ": " + r
+	if as.stopReason != "" {
+		msg += ": " + as.stopReason
 	}
 	return stopRequest{state: cluster.TaskKilled, grace: grace, msg: msg}
 }
 
 // startedElsewhere reports whether the controller has the assignment's task
 // as starting or running already.
-func startedElsewhere(as *phalanxv1.Assignment) bool {
-	for _, t := range as.GetJob().GetTasks() {
-		if t.GetRank() == as.GetRank() {
-			st := cluster.TaskState(t.GetState())
-			return st == cluster.TaskRunning || st == cluster.TaskStarting
-		}
-	}
-	return false
+func startedElsewhere(as assignment) bool {
+	return slices.Contains(as.job.startedRanks, int(as.key.rank))
 }

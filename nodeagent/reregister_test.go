@@ -17,7 +17,7 @@ import (
 func TestReregisterStopsTasksFirst(t *testing.T) {
 	rt := fake.New()
 	h := newHarness(t, rt, nil)
-	h.srv.set(assignment(21, t.TempDir(), script))
+	h.srv.set(wireAssignment(21, t.TempDir(), script))
 	task := waitStarted(t, rt, "phx-21-0-0")
 	task.IgnoreSIGTERM(true) // so the agent must wait out the grace and SIGKILL
 	h.srv.waitReport(t, 21, "RUNNING")

@@ -13,7 +13,7 @@ import (
 func TestTaskStartedByAnEarlierAgentRunIsReportedLost(t *testing.T) {
 	rt := fake.New()
 	h := newHarness(t, rt, nil)
-	as := assignment(4, t.TempDir(), script)
+	as := wireAssignment(4, t.TempDir(), script)
 	as.Job.Tasks = []*phalanxv1.Task{{Rank: 0, Node: node, State: "RUNNING"}}
 	h.srv.set(as)
 

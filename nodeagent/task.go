@@ -8,7 +8,6 @@ import (
 	"syscall"
 	"time"
 
-	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/runtime"
 )
@@ -60,7 +59,7 @@ type outcome struct {
 }
 
 // runTask prepares, starts and supervises one task, then reports its end.
-func (a *Agent) runTask(t *task, as *phalanxv1.Assignment) {
+func (a *Agent) runTask(t *task, as assignment) {
 	defer a.taskWG.Done()
 	defer close(t.done)
 	log := a.log.With("task", t.key)
@@ -92,7 +91,7 @@ func (a *Agent) runTask(t *task, as *phalanxv1.Assignment) {
 	a.recordGroup(t.key, rt)
 	log.Info("task running", "id", spec.ID, "gpus", spec.GPUs, "stdout", spec.Stdout)
 	a.rep.report(a.taskReport(t.key, cluster.TaskRunning, ""))
-	out := a.supervise(t, rt, timeLimit(as.GetJob()))
+	out := a.supervise(t, rt, as.job.timeLimit)
 	closeCtx, cancel := context.WithTimeout(context.Background(), signalTimeout)
 	if err := rt.Close(closeCtx); err != nil {
 		log.Warn("releasing task", "err", err)
@@ -166,7 +165,7 @@ func (a *Agent) signal(rt runtime.Task, sig syscall.Signal) {
 // gateUnlessStopped runs the pre-start gate; a stop request cuts it short
 // (a prolog is killed) and stays pending for runTask, and a failure then
 // is not the gate's.
-func (a *Agent) gateUnlessStopped(t *task, as *phalanxv1.Assignment, spec runtime.Spec) *gateFailure {
+func (a *Agent) gateUnlessStopped(t *task, as assignment, spec runtime.Spec) *gateFailure {
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() {
@@ -212,15 +211,6 @@ func exitMessage(st runtime.ExitStatus) string {
 		return fmt.Sprintf("exit code %d", st.Code)
 	}
 	return ""
-}
-
-// timeLimit is the job's effective time limit; 0 means none.
-func timeLimit(job *phalanxv1.Job) time.Duration {
-	s := job.GetTimeLimitSeconds()
-	if s <= 0 {
-		s = job.GetSpec().GetTimeLimitSeconds()
-	}
-	return secondsDuration(s)
 }
 
 func secondsDuration(s int64) time.Duration {

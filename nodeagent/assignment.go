@@ -1,0 +1,102 @@
+package nodeagent
+
+import (
+	"time"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+// assignment is one task the controller wants on this node (or wants
+// stopped), read from the wire once, where the stream delivers it
+// (reconcile): the rest of the agent never sees a protobuf type.
+type assignment struct {
+	key        taskKey
+	stop       bool
+	stopReason string
+	grace      time.Duration // SIGTERM to SIGKILL; zero: Config.KillGrace
+	prolog     cluster.Prolog
+	hasJob     bool
+	job        jobInfo
+}
+
+// jobInfo is what a task needs to know of its job.
+type jobInfo struct {
+	id                     uint64
+	attempt                int
+	name, user, account    string
+	partition              string
+	uid, gid               int // zero or less: the agent's own
+	script, image, workDir string
+	output, errPattern     string
+	env                    map[string]string
+	timeLimit              time.Duration // zero: none
+	masterPort             int
+	ranks                  []rankSlot // by rank
+	startedRanks           []int      // ranks the controller has STARTING or RUNNING
+}
+
+// rankSlot is where one rank of the job runs.
+type rankSlot struct {
+	node, addr string
+	gpus       []int // host indices
+}
+
+func assignmentFromWire(as *phalanxv1.Assignment) assignment {
+	return assignment{
+		key:        taskKey{job: as.GetJobId(), attempt: as.GetAttempt(), rank: as.GetRank()},
+		stop:       as.GetStop(),
+		stopReason: as.GetStopReason(),
+		grace:      secondsDuration(int64(as.GetGraceSeconds())),
+		prolog:     prologFromWire(as.GetProlog()),
+		hasJob:     as.GetJob() != nil,
+		job:        jobFromWire(as.GetJob()),
+	}
+}
+
+// jobFromWire reads the job an assignment carries (nil: an empty one,
+// which checkAssignment refuses).
+func jobFromWire(j *phalanxv1.Job) jobInfo {
+	js := j.GetSpec()
+	out := jobInfo{
+		id: j.GetId(), attempt: int(j.GetAttempt()),
+		name: js.GetName(), user: js.GetUser(), account: js.GetAccount(), partition: js.GetPartition(),
+		uid: int(js.GetUid()), gid: int(js.GetGid()),
+		script: js.GetScript(), image: js.GetImage(), workDir: js.GetWorkDir(),
+		output: js.GetOutput(), errPattern: js.GetError(),
+		env:        cluster.EnvOf(js.GetEnvironment(), js.GetEnv()), // an older controller sends the map
+		masterPort: int(j.GetMasterPort()),
+	}
+	limit := j.GetTimeLimitSeconds()
+	if limit <= 0 {
+		limit = js.GetTimeLimitSeconds()
+	}
+	out.timeLimit = secondsDuration(limit)
+	for _, a := range j.GetAlloc() {
+		gpus := make([]int, len(a.GetGpus()))
+		for i, g := range a.GetGpus() {
+			gpus[i] = int(g)
+		}
+		out.ranks = append(out.ranks, rankSlot{node: a.GetNode(), addr: a.GetAddr(), gpus: gpus})
+	}
+	for _, t := range j.GetTasks() {
+		if st := cluster.TaskState(t.GetState()); st == cluster.TaskRunning || st == cluster.TaskStarting {
+			out.startedRanks = append(out.startedRanks, int(t.GetRank()))
+		}
+	}
+	return out
+}
+
+// prologFromWire reads the prolog an assignment carries.
+func prologFromWire(p *phalanxv1.Prolog) cluster.Prolog {
+	return cluster.Prolog{Programs: p.GetPrograms(), Timeout: secondsDuration(p.GetTimeoutSeconds())}
+}
+
+// nodeNames are the job's nodes, by rank.
+func (j jobInfo) nodeNames() []string {
+	names := make([]string, len(j.ranks))
+	for i, r := range j.ranks {
+		names[i] = r.node
+	}
+	return names
+}
