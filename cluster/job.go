@@ -131,6 +131,9 @@ type Job struct {
 	Requeued bool
 	// Restart is when a failed attempt is followed by another (restart.go).
 	Restart RestartPolicy
+	// Signal is sbatch --signal: what the job is sent before its time
+	// limit and when it is preempted, so that it can checkpoint.
+	Signal JobSignal
 
 	State      JobState
 	Reason     string // pending reason, or why it ended

@@ -69,6 +69,10 @@ func jobFromSpec(spec *phalanxv1.JobSpec, maxScript int) (*cluster.Job, error) {
 	if j.Restart, err = restartFromSpec(spec); err != nil {
 		return nil, err
 	}
+	j.Signal = cluster.JobSignal{Signal: int(spec.Signal), Before: time.Duration(spec.SignalSeconds) * time.Second, Batch: spec.SignalBatch}
+	if err := j.Signal.Validate(); err != nil {
+		return nil, err
+	}
 	if j.Nodes == 0 {
 		j.Nodes = 1
 	}
@@ -132,6 +136,9 @@ func specToProto(j *cluster.Job) *phalanxv1.JobSpec {
 		NoRequeue:           j.Restart.MaxRestarts == 0,
 		MaxRestarts:         proto.Int32(int32(j.Restart.MaxRestarts)),
 		RestartOn:           j.Restart.On.String(),
+		Signal:              int32(j.Signal.Signal),
+		SignalSeconds:       int32(j.Signal.Before / time.Second),
+		SignalBatch:         j.Signal.Batch,
 	}
 }
 

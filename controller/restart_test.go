@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -42,6 +43,30 @@ func TestRestartPolicyFromSpec(t *testing.T) {
 		}
 		if !strings.HasPrefix(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A submit's --signal is checked: a signal number Linux has, a lead of at
+// most 65535 s.
+func TestSignalFromSpec(t *testing.T) {
+	for _, tc := range []struct {
+		sig, secs int32
+		want      string
+	}{
+		{10, 90, ""},
+		{65, 60, "--signal: signal 65: give 1 to 64"},
+		{-1, 60, "--signal: signal -1"},
+		{10, 70000, "--signal: @70000: give 0 to 65535 seconds"},
+	} {
+		spec := testSpec(1, 8)
+		spec.Signal, spec.SignalSeconds, spec.SignalBatch = tc.sig, tc.secs, true
+		j, err := jobFromSpec(spec, 1<<20)
+		switch {
+		case tc.want == "" && (err != nil || j.Signal != cluster.JobSignal{Signal: 10, Before: 90 * time.Second, Batch: true}):
+			t.Errorf("signal %d@%d: %+v, %v", tc.sig, tc.secs, j, err)
+		case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
+			t.Errorf("signal %d@%d: %v, want %q", tc.sig, tc.secs, err, tc.want)
 		}
 	}
 }

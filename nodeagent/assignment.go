@@ -31,6 +31,7 @@ type jobInfo struct {
 	output, errPattern     string
 	env                    map[string]string
 	timeLimit              time.Duration // zero: none
+	signal                 cluster.JobSignal
 	masterPort             int
 	ranks                  []rankSlot // by rank
 	startedRanks           []int      // ranks the controller has STARTING or RUNNING
@@ -66,6 +67,8 @@ func jobFromWire(j *phalanxv1.Job) jobInfo {
 		output: js.GetOutput(), errPattern: js.GetError(),
 		env:        cluster.EnvOf(js.GetEnvironment(), js.GetEnv()), // an older controller sends the map
 		masterPort: int(j.GetMasterPort()),
+		signal: cluster.JobSignal{Signal: int(js.GetSignal()), Before: secondsDuration(int64(js.GetSignalSeconds())),
+			Batch: js.GetSignalBatch()},
 	}
 	limit := j.GetTimeLimitSeconds()
 	if limit <= 0 {

@@ -91,7 +91,11 @@ func (a *Agent) stopRequest(as assignment) stopRequest {
 	if as.stopReason != "" {
 		msg += ": " + as.stopReason
 	}
-	return stopRequest{state: cluster.TaskKilled, grace: grace, msg: msg}
+	r := stopRequest{state: cluster.TaskKilled, grace: grace, msg: msg}
+	if as.stopReason == string(cluster.JobPreempted) { // Slurm's send_user_signal
+		r.jobSignal = as.job.signal
+	}
+	return r
 }
 
 // startedElsewhere reports whether the controller has the assignment's task

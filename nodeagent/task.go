@@ -36,6 +36,9 @@ type stopRequest struct {
 	state cluster.TaskState
 	grace time.Duration
 	msg   string
+	// jobSignal, when set, is sent first (a preempted job's --signal): the
+	// grace period follows it, then SIGTERM, Config.KillGrace and SIGKILL.
+	jobSignal cluster.JobSignal
 }
 
 func newTask(key taskKey) *task {
@@ -91,7 +94,7 @@ func (a *Agent) runTask(t *task, as assignment) {
 	a.recordGroup(t.key, rt)
 	log.Info("task running", "id", spec.ID, "gpus", spec.GPUs, "stdout", spec.Stdout)
 	a.rep.report(a.taskReport(t.key, cluster.TaskRunning, ""))
-	out := a.supervise(t, rt, as.job.timeLimit)
+	out := a.supervise(t, rt, as.job)
 	closeCtx, cancel := context.WithTimeout(context.Background(), signalTimeout)
 	if err := rt.Close(closeCtx); err != nil {
 		log.Warn("releasing task", "err", err)
@@ -102,8 +105,10 @@ func (a *Agent) runTask(t *task, as assignment) {
 }
 
 // supervise waits for the task to exit, stopping it when asked to or when
-// its time limit (if any) passes.
-func (a *Agent) supervise(t *task, rt runtime.Task, limit time.Duration) outcome {
+// its time limit (if any) passes, and sending the job's --signal its lead
+// before that limit.
+func (a *Agent) supervise(t *task, rt runtime.Task, job jobInfo) outcome {
+	limit := job.timeLimit
 	waitCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	exited := make(chan outcome, 1)
@@ -115,18 +120,36 @@ func (a *Agent) supervise(t *task, rt runtime.Task, limit time.Duration) outcome
 		}
 		exited <- outcome{state: cluster.TaskExited, status: st, msg: exitMessage(st)}
 	}()
-	var deadline <-chan time.Time
+	var deadline, warn <-chan time.Time
 	if limit > 0 {
 		deadline = a.cfg.Clock.After(limit)
+		if job.signal.Signal != 0 {
+			warn = a.cfg.Clock.After(max(limit-job.signal.Before, 0))
+		}
 	}
-	select {
-	case out := <-exited:
-		return out
-	case <-deadline:
-		return a.terminate(rt, exited, stopRequest{state: cluster.TaskTimeout, grace: a.cfg.KillGrace,
-			msg: fmt.Sprintf("time limit of %s reached", limit)})
-	case r := <-t.stopCh:
-		return a.terminate(rt, exited, r)
+	for {
+		select {
+		case out := <-exited:
+			return out
+		case <-warn:
+			warn = nil
+			a.signalJob(rt, job.signal, "its time limit is near")
+		case <-deadline:
+			return a.terminate(rt, exited, stopRequest{state: cluster.TaskTimeout, grace: a.cfg.KillGrace,
+				msg: fmt.Sprintf("time limit of %s reached", limit)})
+		case r := <-t.stopCh:
+			return a.terminate(rt, exited, r)
+		}
+	}
+}
+
+// signalJob sends the job's own --signal, saying why in the log.
+func (a *Agent) signalJob(rt runtime.Task, s cluster.JobSignal, why string) {
+	a.log.Info("sending the job its signal", "id", rt.ID(), "signal", syscall.Signal(s.Signal), "batch_only", s.Batch, "why", why)
+	ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)
+	defer cancel()
+	if err := rt.SignalJob(ctx, syscall.Signal(s.Signal), s.Batch); err != nil {
+		a.log.Warn("signal job", "id", rt.ID(), "signal", s.Signal, "err", err)
 	}
 }
 
@@ -139,11 +162,21 @@ func (a *Agent) terminate(rt runtime.Task, exited <-chan outcome, r stopRequest)
 		}
 		return out
 	}
+	grace := r.grace
+	if r.jobSignal.Signal != 0 {
+		a.signalJob(rt, r.jobSignal, r.msg)
+		select {
+		case out := <-exited:
+			return stopped(out)
+		case <-a.cfg.Clock.After(r.grace):
+		}
+		grace = a.cfg.KillGrace
+	}
 	a.signal(rt, syscall.SIGTERM)
 	select {
 	case out := <-exited:
 		return stopped(out)
-	case <-a.cfg.Clock.After(r.grace):
+	case <-a.cfg.Clock.After(grace):
 	}
 	a.signal(rt, syscall.SIGKILL)
 	select {

@@ -85,6 +85,12 @@ type Task interface {
 	Wait(ctx context.Context) (ExitStatus, error)
 	// Signal delivers sig to every process of the task.
 	Signal(ctx context.Context, sig syscall.Signal) error
+	// SignalJob delivers a job's own signal (sbatch --signal): with batch,
+	// to the batch script's process alone (the container's init); else to
+	// every other process of the task, as Slurm sends it to the job's
+	// steps and not to the batch shell, which would die of a signal it
+	// does not trap.
+	SignalJob(ctx context.Context, sig syscall.Signal, batch bool) error
 	// Close releases what the runtime holds for the task (container, shim,
 	// snapshot) once it has exited.
 	Close(ctx context.Context) error

@@ -48,13 +48,13 @@ var Options = []getopt.Option{
 	{Long: "no-requeue", Usage: "never restart the job"},
 	{Long: "max-restarts", HasArg: true, Usage: "restart the job at most N times (0-128, default 3)"},
 	{Long: "restart-on", HasArg: true, Usage: "causes that restart it: node (its node failed it, the default), exit (it exited non-zero), or none"},
+	{Long: "signal", HasArg: true, Usage: "[B:]SIG[@SECONDS]: send SIG (a number or a name such as USR1) SECONDS (default 60) before the time limit, and at preemption; B: to the batch script alone"},
 	{Long: "segment", HasArg: true, Usage: "place the nodes in groups of K, each inside one block; K must divide -N"},
 	{Long: "switches", HasArg: true, Usage: "at most N leaf switches: N[@TIME], waiting up to TIME (e.g. 2@30:00) before relaxing"},
 	{Long: "test-only", Usage: "validate the job and print its expected start; submit nothing"},
 	{Long: "time", Short: 't', HasArg: true, Usage: "time limit: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S"},
 	{Long: "wrap", HasArg: true, Usage: "wrap a command line in a /bin/sh script (command line only)"},
 	// Accepted for compatibility, ignored with a warning (see ignored).
-	{Long: "signal", HasArg: true, Usage: "accepted and ignored (warning)"},
 	{Long: "open-mode", HasArg: true, Usage: "accepted and ignored (warning): output files are appended"},
 	{Long: "hint", HasArg: true, Usage: "accepted and ignored (warning)"},
 	{Long: "gpu-bind", HasArg: true, Usage: "accepted and ignored (warning)"},
@@ -72,7 +72,6 @@ var ignored = map[string]string{
 	"mail-user":       "Phalanx sends no mail",
 	"ntasks":          "Phalanx runs one task per node; start ranks with torchrun or mpirun",
 	"ntasks-per-node": "Phalanx runs one task per node; start ranks with torchrun or mpirun",
-	"signal":          "no signal is sent before the time limit yet",
 	"open-mode":       "output files are always appended",
 	"hint":            "no CPU binding",
 	"gpu-bind":        "the task sees its node's allocated GPUs",
@@ -135,6 +134,8 @@ func (b *builder) apply(v getopt.Value) error {
 			err = fmt.Errorf("want a whole number from 0 to %d", cluster.MaxRestartsLimit)
 		}
 		s.MaxRestarts = proto.Int32(int32(n))
+	case "signal":
+		s.Signal, s.SignalSeconds, s.SignalBatch, err = parseSignal(v.Value)
 	case "restart-on":
 		var on cluster.RestartCauses
 		if on, err = cluster.ParseRestartCauses(v.Value); err == nil {

@@ -126,6 +126,9 @@ func writePlacement(b *strings.Builder, s *phalanxv1.JobSpec) {
 	if s.Nice != 0 {
 		fmt.Fprintf(b, "nice=%d\n", s.Nice)
 	}
+	if s.Signal != 0 {
+		fmt.Fprintf(b, "signal=%d seconds=%d batch=%v\n", s.Signal, s.SignalSeconds, s.SignalBatch)
+	}
 	if s.NoRequeue || s.MaxRestarts != nil || s.RestartOn != "" {
 		fmt.Fprintf(b, "no-requeue=%v max-restarts=%v restart-on=%q\n", s.NoRequeue, s.GetMaxRestarts(), s.RestartOn)
 	}

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/topology/hostlist"
+	"golang.org/x/sys/unix"
 )
 
 // Parsers for the placement and ordering options: --nodelist, --exclude,
@@ -71,4 +73,47 @@ func parseSwitches(v string) (int32, int64, error) {
 		return 0, 0, fmt.Errorf("wait time: %w", err)
 	}
 	return int32(n), int64(d.Seconds()), nil
+}
+
+// parseSignal reads --signal=[{R|B}:]SIG[@SECONDS]: SIG a number or a
+// name (USR1, SIGUSR1), SECONDS before the time limit (default 60, at
+// most 65535), B: for the batch script alone. R: (a reservation's end) is
+// refused: Phalanx has no reservations.
+func parseSignal(v string) (sig, seconds int32, batch bool, err error) {
+	spec := v
+	if flag, rest, ok := strings.Cut(spec, ":"); ok {
+		switch strings.ToUpper(flag) {
+		case "B":
+			batch = true
+		case "R":
+			return 0, 0, false, fmt.Errorf("R: (a reservation's end) is not supported: Phalanx has no reservations")
+		default:
+			return 0, 0, false, fmt.Errorf("want [B:]SIG[@SECONDS], e.g. B:USR1@90")
+		}
+		spec = rest
+	}
+	name, when, hasTime := strings.Cut(spec, "@")
+	seconds = int32(cluster.DefaultSignalTime / time.Second)
+	if hasTime {
+		n, perr := strconv.ParseInt(when, 10, 32)
+		if perr != nil || n < 0 || n > 65535 {
+			return 0, 0, false, fmt.Errorf("@%s: give 0 to 65535 seconds", when)
+		}
+		seconds = int32(n)
+	}
+	if n, perr := strconv.Atoi(name); perr == nil {
+		if n < 1 || n > cluster.MaxSignal {
+			return 0, 0, false, fmt.Errorf("signal %d: give 1 to %d, or a name such as USR1", n, cluster.MaxSignal)
+		}
+		return int32(n), seconds, batch, nil
+	}
+	upper := strings.ToUpper(name)
+	if !strings.HasPrefix(upper, "SIG") {
+		upper = "SIG" + upper
+	}
+	n := unix.SignalNum(upper)
+	if n == 0 {
+		return 0, 0, false, fmt.Errorf("%s is not a signal: give a number or a name such as USR1", name)
+	}
+	return int32(n), seconds, batch, nil
 }

@@ -3,6 +3,7 @@ package containerd_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -285,4 +286,54 @@ func readOutput(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// A job's --signal reaches the container's other processes, not its init
+// (the batch script), or with B: its init alone.
+func TestSignalJobInAContainer(t *testing.T) {
+	e := setup(t)
+	const script = `trap 'echo batch-got-usr1; kill -TERM $child' USR1
+sh -c 'trap "echo child-got-usr1; exit 0" USR1; trap "exit 0" TERM; : > /tmp/mark; while :; do :; done' &
+child=$!
+while [ ! -e /tmp/mark ]; do :; done
+echo ready
+wait $child
+wait $child
+echo done`
+	for i, tc := range []struct {
+		batch bool
+		want  string
+	}{
+		{false, "ready\nchild-got-usr1\ndone\n"},
+		{true, "ready\nbatch-got-usr1\ndone\n"},
+	} {
+		spec := shSpec(t, fmt.Sprintf("phx-9-0-%d", i), script)
+		task, err := e.rt.Start(context.Background(), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e2eEventually(t, 20*time.Second, func() bool { b, _ := os.ReadFile(spec.Stdout); return string(b) == "ready\n" })
+		if err := task.SignalJob(context.Background(), syscall.SIGUSR1, tc.batch); err != nil {
+			t.Fatal(err)
+		}
+		if st := waitExit(t, task); st != (runtime.ExitStatus{}) {
+			t.Errorf("batch=%v: status %+v", tc.batch, st)
+		}
+		task.Close(context.Background())
+		if got, _ := os.ReadFile(spec.Stdout); string(got) != tc.want {
+			t.Errorf("batch=%v: output %q, want %q", tc.batch, got, tc.want)
+		}
+	}
+}
+
+// e2eEventually polls cond until it holds or d passes.
+func e2eEventually(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v", d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

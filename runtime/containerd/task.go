@@ -2,6 +2,7 @@ package containerd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -106,6 +107,33 @@ func (t *task) Wait(ctx context.Context) (runtime.ExitStatus, error) {
 
 // Signal delivers sig to every process of the container. Signalling a task
 // that has exited does nothing.
+func (t *task) SignalJob(ctx context.Context, sig syscall.Signal, batch bool) error {
+	ctx = t.ctx(ctx)
+	if batch {
+		if err := t.task.Kill(ctx, sig); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("task %q: signal %v to its init: %w", t.id, sig, err)
+		}
+		return nil
+	}
+	procs, err := t.task.Pids(ctx)
+	if err != nil {
+		if errdefs.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("task %q: list its processes: %w", t.id, err)
+	}
+	for _, p := range procs {
+		if p.Pid == t.task.Pid() {
+			continue
+		}
+		// Host PIDs: the agent shares the host's PID namespace.
+		if err := syscall.Kill(int(p.Pid), sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("task %q: signal %v to process %d: %w", t.id, sig, p.Pid, err)
+		}
+	}
+	return nil
+}
+
 func (t *task) Signal(ctx context.Context, sig syscall.Signal) error {
 	t.mu.Lock()
 	t.sent[sig] = true

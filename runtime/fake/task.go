@@ -18,6 +18,7 @@ type Task struct {
 	mu         sync.Mutex
 	ignoreTerm bool
 	signals    []syscall.Signal
+	jobSignals []JobSignal
 	status     runtime.ExitStatus
 	exited     chan struct{} // closed on exit
 	closed     bool
@@ -49,6 +50,30 @@ func (t *Task) Wait(ctx context.Context) (runtime.ExitStatus, error) {
 
 // Signal records sig. SIGKILL ends a running task, and so does SIGTERM
 // unless the task ignores it; other signals are only recorded.
+// JobSignal is a job's own signal as SignalJob got it.
+type JobSignal struct {
+	Signal syscall.Signal
+	Batch  bool
+}
+
+// SignalJob records the job's signal; the fake task goes on running.
+func (t *Task) SignalJob(ctx context.Context, sig syscall.Signal, batch bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.jobSignals = append(t.jobSignals, JobSignal{Signal: sig, Batch: batch})
+	return nil
+}
+
+// JobSignals returns the job signals delivered, in order.
+func (t *Task) JobSignals() []JobSignal {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]JobSignal(nil), t.jobSignals...)
+}
+
 func (t *Task) Signal(ctx context.Context, sig syscall.Signal) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -17,20 +17,11 @@ func groupAlive(pgid int) bool {
 	if errors.Is(err, syscall.ESRCH) {
 		return false
 	}
-	entries, err := os.ReadDir("/proc")
+	live, err := groupMembers(pgid, 0)
 	if err != nil {
 		return true // cannot tell; kill said someone is there
 	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if state, group, ok := procStat(pid); ok && group == pgid && state != 'Z' && state != 'X' {
-			return true
-		}
-	}
-	return false
+	return len(live) > 0
 }
 
 // procStat returns the state and process group of pid from /proc/pid/stat.
@@ -55,4 +46,25 @@ func procStat(pid int) (state byte, pgrp int, ok bool) {
 		return 0, 0, false
 	}
 	return fields[0][0], pgrp, true
+}
+
+// groupMembers lists the live (not zombie) processes of process group
+// pgid but except (0: none). A process that ends meanwhile is missed, or
+// signalled in vain.
+func groupMembers(pgid, except int) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == except {
+			continue
+		}
+		if state, group, ok := procStat(pid); ok && group == pgid && state != 'Z' && state != 'X' {
+			out = append(out, pid)
+		}
+	}
+	return out, nil
 }

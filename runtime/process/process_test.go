@@ -241,3 +241,45 @@ func TestStartErrors(t *testing.T) {
 		t.Errorf("Name = %q", rt.Name())
 	}
 }
+
+// The job's own signal (sbatch --signal) goes to the steps, not to the
+// batch shell; with B: to the batch shell alone.
+func TestSignalJob(t *testing.T) {
+	// The child marks that its traps are set; the batch shell says ready
+	// once it knows the child's PID and the mark is there.
+	const script = `trap 'echo batch-got-usr1; kill -TERM $child' USR1
+sh -c 'trap "echo child-got-usr1; exit 0" USR1; trap "exit 0" TERM; : > "$MARK"; while :; do :; done' &
+child=$!
+while [ ! -e "$MARK" ]; do :; done
+echo ready
+wait $child
+wait $child
+echo done`
+	for _, tc := range []struct {
+		batch bool
+		want  string
+	}{
+		{false, "ready\nchild-got-usr1\ndone\n"},
+		{true, "ready\nbatch-got-usr1\ndone\n"},
+	} {
+		mark := filepath.Join(t.TempDir(), "mark")
+		task, out := run(t, script, func(s *runtime.Spec) { s.Env = append(s.Env, "MARK="+mark) })
+		deadline := time.Now().Add(5 * time.Second)
+		for readFile(t, out) != "ready\n" && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := task.SignalJob(context.Background(), syscall.SIGUSR1, tc.batch); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		st, err := task.Wait(ctx)
+		cancel()
+		if err != nil || st != (runtime.ExitStatus{}) {
+			task.Signal(context.Background(), syscall.SIGKILL)
+			t.Fatalf("batch=%v: exit %+v, %v; output %q", tc.batch, st, err, readFile(t, out))
+		}
+		if got := readFile(t, out); got != tc.want {
+			t.Errorf("batch=%v: output %q, want %q", tc.batch, got, tc.want)
+		}
+	}
+}

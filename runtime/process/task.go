@@ -105,6 +105,32 @@ func (t *task) waitGroupEmpty(ctx context.Context) error {
 	return nil
 }
 
+// SignalJob sends the job's signal to the group's leader (the batch
+// script) or to every other process of the group.
+func (t *task) SignalJob(ctx context.Context, sig syscall.Signal, batch bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.empty {
+		return nil
+	}
+	targets := []int{t.pgid} // the leader: the batch script
+	if !batch {
+		var err error
+		if targets, err = groupMembers(t.pgid, t.pgid); err != nil {
+			return fmt.Errorf("task %q: list its processes: %w", t.id, err)
+		}
+	}
+	for _, pid := range targets {
+		if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("task %q: signal %v to process %d: %w", t.id, sig, pid, err)
+		}
+	}
+	return nil
+}
+
 // Signal sends sig to every process of the group. Signalling a task whose
 // group is gone does nothing.
 func (t *task) Signal(ctx context.Context, sig syscall.Signal) error {

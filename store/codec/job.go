@@ -50,6 +50,9 @@ func jobSpec(j *cluster.Job) *statev1.JobSpec {
 		Qos:          j.QoS,
 		Nice:         int32(j.Nice),
 		Restart:      restartPolicy(j.Restart),
+		Signal:       int32(j.Signal.Signal),
+		SignalBefore: int64(j.Signal.Before),
+		SignalBatch:  j.Signal.Batch,
 	}
 }
 
@@ -131,6 +134,8 @@ func FromJob(r *statev1.Job) (*cluster.Job, error) {
 		QoS:          sp.GetQos(),
 		Nice:         int(sp.GetNice()),
 		Restart:      fromRestartPolicy(sp.GetRestart()),
+		Signal: cluster.JobSignal{Signal: int(sp.GetSignal()), Before: time.Duration(sp.GetSignalBefore()),
+			Batch: sp.GetSignalBatch()},
 	}
 	if err := fromJobStatus(j, r.GetStatus()); err != nil {
 		return nil, err

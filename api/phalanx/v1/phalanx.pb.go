@@ -601,9 +601,14 @@ type JobSpec struct {
 	// Restarts (sbatch --requeue, --no-requeue, --max-restarts,
 	// --restart-on). no_requeue: never restarted. max_restarts: unset, the
 	// default (3). restart_on: causes, "node,exit" or "none"; empty: "node".
-	NoRequeue     bool   `protobuf:"varint,30,opt,name=no_requeue,json=noRequeue,proto3" json:"no_requeue,omitempty"`
-	MaxRestarts   *int32 `protobuf:"varint,31,opt,name=max_restarts,json=maxRestarts,proto3,oneof" json:"max_restarts,omitempty"`
-	RestartOn     string `protobuf:"bytes,32,opt,name=restart_on,json=restartOn,proto3" json:"restart_on,omitempty"`
+	NoRequeue   bool   `protobuf:"varint,30,opt,name=no_requeue,json=noRequeue,proto3" json:"no_requeue,omitempty"`
+	MaxRestarts *int32 `protobuf:"varint,31,opt,name=max_restarts,json=maxRestarts,proto3,oneof" json:"max_restarts,omitempty"`
+	RestartOn   string `protobuf:"bytes,32,opt,name=restart_on,json=restartOn,proto3" json:"restart_on,omitempty"`
+	// sbatch --signal=[B:]SIG[@SECONDS]: the signal number (0: none), the
+	// seconds before the time limit, and B: (the batch script alone).
+	Signal        int32 `protobuf:"varint,33,opt,name=signal,proto3" json:"signal,omitempty"`
+	SignalSeconds int32 `protobuf:"varint,34,opt,name=signal_seconds,json=signalSeconds,proto3" json:"signal_seconds,omitempty"`
+	SignalBatch   bool  `protobuf:"varint,35,opt,name=signal_batch,json=signalBatch,proto3" json:"signal_batch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -860,6 +865,27 @@ func (x *JobSpec) GetRestartOn() string {
 		return x.RestartOn
 	}
 	return ""
+}
+
+func (x *JobSpec) GetSignal() int32 {
+	if x != nil {
+		return x.Signal
+	}
+	return 0
+}
+
+func (x *JobSpec) GetSignalSeconds() int32 {
+	if x != nil {
+		return x.SignalSeconds
+	}
+	return 0
+}
+
+func (x *JobSpec) GetSignalBatch() bool {
+	if x != nil {
+		return x.SignalBatch
+	}
+	return false
 }
 
 type NodeAlloc struct {
@@ -4384,7 +4410,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x10lifespan_seconds\x18\x02 \x01(\x03R\x0flifespanSeconds\"a\n" +
 	"\x13CreateTokenResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x124\n" +
-	"\aexpires\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\"\xe9\a\n" +
+	"\aexpires\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\"\xcb\b\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -4422,7 +4448,10 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"no_requeue\x18\x1e \x01(\bR\tnoRequeue\x12&\n" +
 	"\fmax_restarts\x18\x1f \x01(\x05H\x00R\vmaxRestarts\x88\x01\x01\x12\x1d\n" +
 	"\n" +
-	"restart_on\x18  \x01(\tR\trestartOn\x1a6\n" +
+	"restart_on\x18  \x01(\tR\trestartOn\x12\x16\n" +
+	"\x06signal\x18! \x01(\x05R\x06signal\x12%\n" +
+	"\x0esignal_seconds\x18\" \x01(\x05R\rsignalSeconds\x12!\n" +
+	"\fsignal_batch\x18# \x01(\bR\vsignalBatch\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0f\n" +

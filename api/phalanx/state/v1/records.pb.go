@@ -486,7 +486,12 @@ type JobSpec struct {
 	Nice         int32                  `protobuf:"varint,27,opt,name=nice,proto3" json:"nice,omitempty"`
 	// restart: when a failed attempt is followed by another; absent (jobs
 	// from before restarts existed): never.
-	Restart       *RestartPolicy `protobuf:"bytes,28,opt,name=restart,proto3" json:"restart,omitempty"`
+	Restart *RestartPolicy `protobuf:"bytes,28,opt,name=restart,proto3" json:"restart,omitempty"`
+	// sbatch --signal: the signal (0: none), how long before the time limit
+	// (nanoseconds), and whether to the batch script alone.
+	Signal        int32 `protobuf:"varint,29,opt,name=signal,proto3" json:"signal,omitempty"`
+	SignalBefore  int64 `protobuf:"varint,30,opt,name=signal_before,json=signalBefore,proto3" json:"signal_before,omitempty"`
+	SignalBatch   bool  `protobuf:"varint,31,opt,name=signal_batch,json=signalBatch,proto3" json:"signal_batch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -715,6 +720,27 @@ func (x *JobSpec) GetRestart() *RestartPolicy {
 		return x.Restart
 	}
 	return nil
+}
+
+func (x *JobSpec) GetSignal() int32 {
+	if x != nil {
+		return x.Signal
+	}
+	return 0
+}
+
+func (x *JobSpec) GetSignalBefore() int64 {
+	if x != nil {
+		return x.SignalBefore
+	}
+	return 0
+}
+
+func (x *JobSpec) GetSignalBatch() bool {
+	if x != nil {
+		return x.SignalBatch
+	}
+	return false
 }
 
 type RestartPolicy struct {
@@ -1949,7 +1975,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12-\n" +
 	"\x04spec\x18\x02 \x01(\v2\x19.phalanx.state.v1.JobSpecR\x04spec\x123\n" +
-	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\x8e\x06\n" +
+	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\xee\x06\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -1983,7 +2009,10 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\asegment\x18\x19 \x01(\x05R\asegment\x12\x10\n" +
 	"\x03qos\x18\x1a \x01(\tR\x03qos\x12\x12\n" +
 	"\x04nice\x18\x1b \x01(\x05R\x04nice\x129\n" +
-	"\arestart\x18\x1c \x01(\v2\x1f.phalanx.state.v1.RestartPolicyR\arestart\"b\n" +
+	"\arestart\x18\x1c \x01(\v2\x1f.phalanx.state.v1.RestartPolicyR\arestart\x12\x16\n" +
+	"\x06signal\x18\x1d \x01(\x05R\x06signal\x12#\n" +
+	"\rsignal_before\x18\x1e \x01(\x03R\fsignalBefore\x12!\n" +
+	"\fsignal_batch\x18\x1f \x01(\bR\vsignalBatch\"b\n" +
 	"\rRestartPolicy\x12!\n" +
 	"\fmax_restarts\x18\x01 \x01(\x05R\vmaxRestarts\x12.\n" +
 	"\x02on\x18\x02 \x03(\x0e2\x1e.phalanx.state.v1.RestartCauseR\x02on\"\xb7\x01\n" +

@@ -1,0 +1,63 @@
+package nodeagent
+
+import (
+	"fmt"
+	"reflect"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/phalanx-hpc/phalanx/runtime/fake"
+)
+
+// sbatch --signal=USR1@60 on a 5-minute job: USR1 to the job's processes
+// a minute before the limit (at 4 minutes), then TERM at the limit.
+func TestSignalBeforeTheTimeLimit(t *testing.T) {
+	rt := fake.New()
+	h := newHarness(t, rt, func(c *Config) {
+		c.Clock = scaledClock{start: time.Now(), factor: 200}
+		c.HeartbeatInterval, c.KillGrace = 2*time.Second, 5*time.Second
+	})
+	as := wireAssignment(50, t.TempDir(), script)
+	as.Job.TimeLimitSeconds = 300
+	as.Job.Spec.Signal, as.Job.Spec.SignalSeconds = int32(syscall.SIGUSR1), 60
+	h.srv.set(as)
+	task := waitStarted(t, rt, "phx-50-0-0")
+	h.srv.waitReport(t, 50, "TIMEOUT")
+	if got := task.JobSignals(); !reflect.DeepEqual(got, []fake.JobSignal{{Signal: syscall.SIGUSR1}}) {
+		t.Errorf("job signals %v, want USR1 to the steps", got)
+	}
+	if got := task.Signals(); !reflect.DeepEqual(got, []syscall.Signal{syscall.SIGTERM}) {
+		t.Errorf("signals %v, want TERM at the limit", got)
+	}
+}
+
+// A preempted job gets its --signal at once (B: here: the batch script),
+// the preemption grace to act on it, and only then TERM.
+func TestSignalAtPreemption(t *testing.T) {
+	rt := fake.New()
+	h := newHarness(t, rt, func(c *Config) { c.KillGrace = time.Second })
+	as := wireAssignment(51, t.TempDir(), script)
+	as.Job.Spec.Signal, as.Job.Spec.SignalSeconds, as.Job.Spec.SignalBatch = int32(syscall.SIGUSR2), 90, true
+	h.srv.set(as)
+	task := waitStarted(t, rt, "phx-51-0-0")
+	h.srv.waitReport(t, 51, "RUNNING")
+	begin := time.Now()
+	h.srv.set(withStop(as, 1, "PREEMPTED"))
+	eventually(t, 5*time.Second, func() error {
+		if got := task.JobSignals(); !reflect.DeepEqual(got, []fake.JobSignal{{Signal: syscall.SIGUSR2, Batch: true}}) {
+			return fmt.Errorf("job signals %v", got)
+		}
+		return nil
+	})
+	if got := task.Signals(); len(got) != 0 {
+		t.Errorf("signals %v before the grace period ran out", got)
+	}
+	h.srv.waitReport(t, 51, "KILLED")
+	if d := time.Since(begin); d < time.Second {
+		t.Errorf("TERM came %v after the preemption, before its 1s grace", d)
+	}
+	if got := task.Signals(); !reflect.DeepEqual(got, []syscall.Signal{syscall.SIGTERM}) {
+		t.Errorf("signals %v, want TERM after the grace", got)
+	}
+}
