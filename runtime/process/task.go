@@ -108,32 +108,23 @@ func (t *task) waitGroupEmpty(ctx context.Context) error {
 // SignalJob sends the job's signal to the group's leader (the batch
 // script) or to every other process of the group.
 func (t *task) SignalJob(ctx context.Context, sig syscall.Signal, batch bool) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.empty {
-		return nil
-	}
-	targets := []int{t.pgid} // the leader: the batch script
-	if !batch {
-		var err error
-		if targets, err = groupMembers(t.pgid, t.pgid); err != nil {
-			return fmt.Errorf("task %q: list its processes: %w", t.id, err)
+	return t.kill(ctx, sig, func() ([]int, error) {
+		if batch {
+			return []int{t.pgid}, nil
 		}
-	}
-	for _, pid := range targets {
-		if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return fmt.Errorf("task %q: signal %v to process %d: %w", t.id, sig, pid, err)
-		}
-	}
-	return nil
+		return groupMembers(t.pgid, t.pgid)
+	})
 }
 
 // Signal sends sig to every process of the group. Signalling a task whose
 // group is gone does nothing.
 func (t *task) Signal(ctx context.Context, sig syscall.Signal) error {
+	return t.kill(ctx, sig, func() ([]int, error) { return []int{-t.pgid}, nil })
+}
+
+// kill sends sig to each of the targets (a negative one: a process group)
+// unless the group is known to be gone.
+func (t *task) kill(ctx context.Context, sig syscall.Signal, targets func() ([]int, error)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -142,9 +133,14 @@ func (t *task) Signal(ctx context.Context, sig syscall.Signal) error {
 	if t.empty {
 		return nil
 	}
-	err := syscall.Kill(-t.pgid, sig)
-	if err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("task %q: signal %v to group %d: %w", t.id, sig, t.pgid, err)
+	pids, err := targets()
+	if err != nil {
+		return fmt.Errorf("task %q: list its processes: %w", t.id, err)
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("task %q: signal %v to %d: %w", t.id, sig, pid, err)
+		}
 	}
 	return nil
 }
