@@ -93,6 +93,9 @@ type Agent struct {
 	// replaced) at each acknowledgement.
 	healthGen, healthAcked uint64
 	healthAck              chan struct{}
+	// sessionOver is closed once Run stops talking to the controllers: no
+	// heartbeat will acknowledge anything any more.
+	sessionOver chan struct{}
 	// healthCheck is the health program's settings, as the controller last
 	// sent them; drained whether the node was drained then.
 	healthCheck    cluster.HealthCheck
@@ -152,6 +155,7 @@ func New(cfg Config) (*Agent, error) {
 		nics:          cfg.NICs,
 		healthChanged: make(chan struct{}, 1),
 		healthAck:     make(chan struct{}),
+		sessionOver:   make(chan struct{}),
 
 		healthCheckChanged: make(chan struct{}, 1),
 	}, nil
@@ -211,6 +215,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	checksDone := make(chan struct{})
 	go func() { defer close(checksDone); a.runNodeChecks(healthCtx) }()
 	a.session(ctx)
+	close(a.sessionOver)
 	stopHealth()
 	<-healthDone
 	<-gpuDone

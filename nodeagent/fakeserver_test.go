@@ -37,6 +37,7 @@ type fakeNodeService struct {
 	rejectReports  int                    // reject this many as malformed (after failReports)
 	failWatches    int                    // fail this many WatchAssignments calls
 	reregisterNext bool                   // answer the next heartbeat with reregister
+	failHeartbeats bool                   // fail every heartbeat while set
 	resumed        *timestamppb.Timestamp // answer heartbeats with it
 	healthCheck    *phalanxv1.HealthCheck // and with it
 	assignments    *phalanxv1.Assignments
@@ -83,6 +84,9 @@ func (f *fakeNodeService) Heartbeat(_ context.Context, req *phalanxv1.HeartbeatR
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.heartbeats = append(f.heartbeats, req)
+	if f.failHeartbeats {
+		return nil, status.Error(codes.Unavailable, "controller blip")
+	}
 	rereg := f.reregisterNext
 	f.reregisterNext = false
 	return &phalanxv1.HeartbeatResponse{Reregister: rereg, Resumed: f.resumed, HealthCheck: f.healthCheck}, nil

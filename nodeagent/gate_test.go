@@ -297,3 +297,29 @@ func TestPrologVerdictIgnoresErrorLines(t *testing.T) {
 		t.Errorf("verdict %q, want a pass", got)
 	}
 }
+
+// An agent that shuts down while a failed gate waits for the drain's
+// acknowledgement does not wait out the 10 s: no reply will come.
+func TestGateWaitEndsWithTheSession(t *testing.T) {
+	h := newGateHarness(t)
+	h.srv.mu.Lock()
+	h.srv.failHeartbeats = true // the drain is never acknowledged
+	h.srv.mu.Unlock()
+	bad := checkScript(t, "exit 1")
+	as := wireAssignment(60, t.TempDir(), script)
+	as.Prolog = &phalanxv1.Prolog{Programs: []string{bad}, TimeoutSeconds: 10}
+	h.srv.set(as)
+	eventually(t, 10*time.Second, func() error { // the gate holds the failure and waits
+		for _, p := range h.problems() {
+			if strings.HasPrefix(p, "prolog|") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no heartbeat with the prolog's failure yet: %q", h.problems())
+	})
+	begin := time.Now()
+	h.stop(t)
+	if d := time.Since(begin); d > 8*time.Second {
+		t.Errorf("shutting down took %v: the gate waited for an acknowledgement that could not come", d)
+	}
+}

@@ -195,7 +195,8 @@ func (a *Agent) ackHealth(gen uint64) {
 }
 
 // waitHealthAck waits until a heartbeat carrying generation gen was
-// acknowledged, or timeout passes (false).
+// acknowledged, or timeout passes, or the agent stops talking to the
+// controllers (false).
 func (a *Agent) waitHealthAck(gen uint64, timeout time.Duration) bool {
 	deadline := a.cfg.Clock.After(timeout)
 	for {
@@ -208,6 +209,8 @@ func (a *Agent) waitHealthAck(gen uint64, timeout time.Duration) bool {
 		select {
 		case <-ch:
 		case <-deadline:
+			return false
+		case <-a.sessionOver:
 			return false
 		}
 	}
