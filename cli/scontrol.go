@@ -59,13 +59,19 @@ func (k *commands) runScontrol(c *ucli.Context, args []string) error {
 
 func (k *commands) runShow(c *ucli.Context, args []string) error {
 	if len(args) < 1 || len(args) > 2 {
-		return fmt.Errorf("write scontrol show job|node|partition|controllers [ID or NAME]")
+		return fmt.Errorf("write scontrol show job|node|partition|controllers|hostnames|hostlist [ID, NAME or LIST]")
 	}
 	var name string
 	if len(args) == 2 {
 		name = args[1]
 	}
 	switch strings.ToLower(args[0]) {
+	case "hostnames", "hostname":
+		return k.showHostnames(name)
+	case "hostlist":
+		return k.showHostlist(name, false)
+	case "hostlistsorted":
+		return k.showHostlist(name, true)
 	case "job", "jobs", "jobid":
 		return k.showJobs(c, name)
 	case "node", "nodes":
@@ -75,7 +81,7 @@ func (k *commands) runShow(c *ucli.Context, args []string) error {
 	case "controller", "controllers":
 		return k.showControllers(c, name)
 	}
-	return fmt.Errorf("invalid entity %q for show: use job, node, partition or controllers", args[0])
+	return fmt.Errorf("invalid entity %q for show: use job, node, partition, controllers, hostnames, hostlist or hostlistsorted", args[0])
 }
 
 func (k *commands) showJobs(c *ucli.Context, id string) error {

@@ -60,6 +60,9 @@ type Config struct {
 	CPUs               int
 	MemoryMB           int64
 	Features           []string
+	// ClientBinary is the phx client; a job finds it on its PATH under
+	// Slurm's command names (scontrol, squeue, ...). "": srun alone.
+	ClientBinary string
 	// ClusterName is exported as SLURM_CLUSTER_NAME when set.
 	ClusterName string
 	// HeartbeatInterval is the longest time between heartbeats; a shorter

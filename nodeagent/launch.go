@@ -36,7 +36,11 @@ func (a *Agent) prepare(key taskKey, as assignment) (spec runtime.Spec, cleanup 
 	if err != nil {
 		return runtime.Spec{}, nil, err
 	}
-	bin, err := writeSrun(jobDir)
+	client := a.cfg.ClientBinary
+	if container {
+		client = "" // a host path: not in the image
+	}
+	bin, err := writeJobBin(jobDir, client)
 	if err != nil {
 		return runtime.Spec{}, nil, err
 	}

@@ -115,3 +115,26 @@ func TestProcessTimeLimitKillsGroup(t *testing.T) {
 		return nil
 	})
 }
+
+// A job finds Slurm's commands on its PATH, as links to the phx client
+// (which acts as the command its name says).
+func TestSlurmCommandsOnTheJobsPath(t *testing.T) {
+	client := filepath.Join(t.TempDir(), "phx")
+	if err := os.WriteFile(client, []byte("#!/bin/sh\necho \"$(basename \"$0\") $*\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, process.New(process.WithMaxPoll(10*time.Millisecond)), func(c *Config) { c.ClientBinary = client })
+	work := t.TempDir()
+	body := "#!/bin/sh\nMASTER=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n1)\necho \"$MASTER\"\nsqueue --me\nsrun echo from-srun\n"
+	h.srv.set(wireAssignment(23, work, body))
+	if r := h.srv.waitReport(t, 23, "EXITED"); r.ExitCode != 0 {
+		t.Fatalf("EXITED report = %v", r)
+	}
+	out, err := os.ReadFile(filepath.Join(work, "slurm-23.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "scontrol show hostnames gpu001\nsqueue --me\nfrom-srun\n"; string(out) != want {
+		t.Errorf("output %q, want %q", out, want)
+	}
+}

@@ -44,14 +44,28 @@ fi
 exec "$@"
 `
 
-// writeSrun puts the srun shim in <jobDir>/bin and returns that directory.
-func writeSrun(jobDir string) (string, error) {
+// slurmCommands are the Slurm commands a job finds on its PATH, as links
+// to the phx client (which acts as the command its name says).
+var slurmCommands = []string{"scontrol", "squeue", "sbatch", "scancel", "sinfo", "sacct"}
+
+// writeJobBin puts the srun shim in <jobDir>/bin, with links to client
+// (the phx binary; "": none) named as Slurm's commands, and returns that
+// directory.
+func writeJobBin(jobDir, client string) (string, error) {
 	bin := filepath.Join(jobDir, "bin")
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return "", fmt.Errorf("job bin directory: %w", err)
 	}
 	if err := writeExecutable(filepath.Join(bin, "srun"), srunShim); err != nil {
 		return "", fmt.Errorf("srun: %w", err)
+	}
+	if client == "" {
+		return bin, nil
+	}
+	for _, name := range slurmCommands {
+		if err := os.Symlink(client, filepath.Join(bin, name)); err != nil && !os.IsExist(err) {
+			return "", fmt.Errorf("%s: %w", name, err)
+		}
 	}
 	return bin, nil
 }

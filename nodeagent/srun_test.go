@@ -10,7 +10,7 @@ import (
 )
 
 func TestSrunShimRunsItsCommandHere(t *testing.T) {
-	bin, err := writeSrun(t.TempDir())
+	bin, err := writeJobBin(t.TempDir(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	goruntime "runtime"
@@ -41,21 +42,21 @@ func main() {
 
 // flags are the command line, parsed.
 type flags struct {
-	name, addr, controller, stateDir   string
-	runtime, ctrdAddress, ctrdNS       string
-	fakeGPUs, fakeNICs                 int
-	fakeGPUModel, features, clusterID  string
-	sysfsRoot, fakeLinkLayer, rdmaDevs string
-	fakeGPUFaults                      string
-	gpuPoll                            time.Duration
-	minFreeMB, minShmMB                int64
-	checkMemlock                       string
-	cpus                               int
-	memoryMB                           int64
-	heartbeat, killGrace               time.Duration
-	authKey, authSocket, tlsDir        string
-	insecure, nameSet                  bool
-	debug                              bool
+	name, addr, controller, stateDir          string
+	runtime, ctrdAddress, ctrdNS              string
+	fakeGPUs, fakeNICs                        int
+	fakeGPUModel, features, clusterID, client string
+	sysfsRoot, fakeLinkLayer, rdmaDevs        string
+	fakeGPUFaults                             string
+	gpuPoll                                   time.Duration
+	minFreeMB, minShmMB                       int64
+	checkMemlock                              string
+	cpus                                      int
+	memoryMB                                  int64
+	heartbeat, killGrace                      time.Duration
+	authKey, authSocket, tlsDir               string
+	insecure, nameSet                         bool
+	debug                                     bool
 }
 
 func parseFlags(args []string) (*flags, error) {
@@ -82,6 +83,7 @@ func parseFlags(args []string) (*flags, error) {
 	fs.StringVar(&f.rdmaDevs, "rdma-devices", "", "comma-separated RDMA devices or device/port to register and watch (default: all; leave out ports with no cable, or their link-down drains the node)")
 	fs.StringVar(&f.features, "features", "", "comma-separated node features (constraints)")
 	fs.StringVar(&f.clusterID, "cluster-name", "", "exported to tasks as SLURM_CLUSTER_NAME")
+	fs.StringVar(&f.client, "phx", "", "the phx client, which jobs find on their PATH as scontrol, squeue, sbatch, scancel, sinfo and sacct (default: phx beside this agent's binary, else on PATH)")
 	fs.IntVar(&f.cpus, "cpus", 0, "CPUs to register (default: all)")
 	fs.Int64Var(&f.memoryMB, "memory-mb", 0, "memory to register in MB (default: MemTotal from /proc/meminfo)")
 	fs.DurationVar(&f.heartbeat, "heartbeat", nodeagent.DefaultHeartbeatInterval, "longest time between heartbeats")
@@ -158,7 +160,7 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 	cfg := nodeagent.Config{
 		Name: f.name, Addr: f.addr, Controllers: apiclient.SplitAddrs(f.controller), StateDir: f.stateDir, Runtime: rt,
 		GPUs: gpus, NICs: nics, NICWatcher: &rdma.Watcher{Root: f.sysfsRoot, Netlink: f.sysfsRoot == "/sys", Log: log},
-		RDMADevices: rdmaDevices, CPUs: f.cpus, MemoryMB: f.memoryMB, ClusterName: f.clusterID,
+		RDMADevices: rdmaDevices, ClientBinary: clientBinary(f.client, log), CPUs: f.cpus, MemoryMB: f.memoryMB, ClusterName: f.clusterID,
 		HeartbeatInterval: f.heartbeat, KillGrace: f.killGrace, Logger: log,
 	}
 	if lib != nil {
@@ -323,6 +325,31 @@ func portNames(ports []rdma.Port) string {
 
 // openRuntime returns the task runtime named by --runtime and how to close
 // it.
+// clientBinary is the phx binary jobs get under Slurm's command names:
+// the flag's, else phx beside this binary, else phx on PATH, else none.
+func clientBinary(flagValue string, log *slog.Logger) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if self, err := os.Executable(); err == nil {
+		if p := filepath.Join(filepath.Dir(self), "phx"); isExecutable(p) {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("phx"); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs
+		}
+	}
+	log.Warn("no phx client found: jobs get no scontrol, squeue, sbatch on their PATH (give --phx)")
+	return ""
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
 // rdmaCDI describes the node's RDMA devices in a CDI spec under
 // --state-dir, for containers: it returns their CDI names and the spec
 // directories the runtime reads (the defaults, then that one). A spec

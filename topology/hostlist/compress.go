@@ -87,7 +87,23 @@ func sortedHosts(names []string) []host {
 // orders them; Expand(Compress(x)) equals Sort(x). Names are expected not
 // to contain brackets, commas or spaces.
 func Compress(names []string) string {
-	hosts := sortedHosts(names)
+	return compressHosts(sortedHosts(names))
+}
+
+// CompressInOrder returns a hostlist expression for names in the order
+// given, duplicates kept (Slurm's unsorted form: scontrol show hostlist
+// n3,n1,n2 is n[3,1-2]); Expand(CompressInOrder(x)) equals x.
+func CompressInOrder(names []string) string {
+	hosts := make([]host, len(names))
+	for i, n := range names {
+		hosts[i] = splitHost(n)
+	}
+	return compressHosts(hosts)
+}
+
+// compressHosts writes hosts, in their order, as an expression: runs of
+// neighbours sharing prefix and suffix become one bracket.
+func compressHosts(hosts []host) string {
 	var b strings.Builder
 	for i := 0; i < len(hosts); {
 		j := i + 1
@@ -107,7 +123,8 @@ func sameGroup(a, b host) bool {
 	return a.digits != "" && b.digits != "" && a.prefix == b.prefix && a.suffix == b.suffix
 }
 
-// writeGroup writes hosts sharing prefix and suffix, sorted by number.
+// writeGroup writes hosts sharing prefix and suffix, merging each run of
+// consecutive numbers into a range.
 func writeGroup(b *strings.Builder, hosts []host) {
 	if len(hosts) == 1 {
 		b.WriteString(hosts[0].name)

@@ -184,6 +184,28 @@ func TestCompressRoundTrip(t *testing.T) {
 	})
 }
 
+// CompressInOrder keeps the order and the duplicates: expanding its
+// expression gives the names back as they were.
+func TestCompressInOrderRoundTrip(t *testing.T) {
+	if got := CompressInOrder([]string{"gpu003", "gpu001", "gpu002", "cpu7", "gpu004"}); got != "gpu[003,001-002],cpu7,gpu004" {
+		t.Errorf("CompressInOrder = %q", got)
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		names := rapid.SliceOf(hostName()).Draw(t, "names")
+		expr := CompressInOrder(names)
+		got, err := Expand(expr)
+		if err != nil {
+			t.Fatalf("Expand(CompressInOrder(%q)) = %q: %v", names, expr, err)
+		}
+		if len(got) == 0 && len(names) == 0 {
+			return
+		}
+		if !reflect.DeepEqual(got, names) {
+			t.Fatalf("Expand(%q) = %q, want %q", expr, got, names)
+		}
+	})
+}
+
 func TestSortIsSetLike(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		names := rapid.SliceOf(hostName()).Draw(t, "names")

@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// scontrol show hostnames/hostlist need no controller: the address given
+// here serves nothing.
+func TestScontrolHostLists(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		env    string // SLURM_JOB_NODELIST
+		code   int
+		stdout string
+		stderr string
+	}{
+		{[]string{"show", "hostnames", "gpu[001-003],cpu7"}, "", 0, "gpu001\ngpu002\ngpu003\ncpu7\n", ""},
+		{[]string{"show", "hostnames"}, "gpu[010-011]", 0, "gpu010\ngpu011\n", ""},
+		{[]string{"show", "hostnames"}, "", 1, "", "no host list: give one"},
+		{[]string{"show", "hostnames", "gpu[3-1]"}, "", 1, "", `host list "gpu[3-1]"`},
+		{[]string{"show", "hostlist", "gpu003,gpu001,gpu002"}, "", 0, "gpu[003,001-002]\n", ""},
+		{[]string{"show", "hostlistsorted", "gpu003,gpu001,gpu002,gpu001"}, "", 0, "gpu[001-003]\n", ""},
+	} {
+		sys, stdout, stderr := testSystem(t, "127.0.0.1:1")
+		getenv := sys.Getenv
+		sys.Getenv = func(k string) string {
+			if k == "SLURM_JOB_NODELIST" {
+				return tc.env
+			}
+			return getenv(k)
+		}
+		code := Run(context.Background(), sys, append([]string{"/x/scontrol"}, tc.args...))
+		if code != tc.code || stdout.String() != tc.stdout || !strings.Contains(stderr.String(), tc.stderr) {
+			t.Errorf("scontrol %v (SLURM_JOB_NODELIST=%q): code %d, stdout %q, stderr %q; want %d, %q, %q",
+				tc.args, tc.env, code, stdout, stderr, tc.code, tc.stdout, tc.stderr)
+		}
+	}
+}
