@@ -60,6 +60,7 @@ func TestSqueueRequests(t *testing.T) {
 		{[]string{"-t", "all"}, &phalanxv1.ListJobsRequest{IncludeFinished: true}},
 		{[]string{"-j", "7,8"}, &phalanxv1.ListJobsRequest{JobIds: []uint64{7, 8}}},
 		{[]string{"--start", "-t", "all", "-u", "bob"}, &phalanxv1.ListJobsRequest{Users: []string{"bob"}, States: []string{"PENDING"}}},
+		{[]string{"-n", "train,eval", "--name=sweep"}, &phalanxv1.ListJobsRequest{Names: []string{"train", "eval", "sweep"}}},
 	} {
 		f, addr := startFake(t)
 		sys, _, stderr := testSystem(t, addr)
@@ -82,7 +83,16 @@ func TestScancel(t *testing.T) {
 	if code := Run(context.Background(), sys, []string{"scancel", "--me", "-n", "train"}); code != 0 {
 		t.Fatalf("scancel --me: code %d", code)
 	}
-	want := []*phalanxv1.CancelJobRequest{{JobIds: []uint64{7}}, {JobIds: []uint64{8}}, {User: "alice", Name: "train"}}
+	sys, _, _ = testSystem(t, addr)
+	if code := Run(context.Background(), sys, []string{"scancel", "-t", "PD,r", "-p", "gpu", "9"}); code != 0 {
+		t.Fatalf("scancel -t -p: code %d", code)
+	}
+	sys, _, stderr = testSystem(t, addr)
+	if code := Run(context.Background(), sys, []string{"scancel", "-t", "SLEEPING", "-u", "bob"}); code != 1 || !strings.Contains(stderr.String(), `unknown job state "SLEEPING"`) {
+		t.Errorf("scancel -t SLEEPING: code %d, stderr %q", code, stderr)
+	}
+	want := []*phalanxv1.CancelJobRequest{{JobIds: []uint64{7}}, {JobIds: []uint64{8}}, {User: "alice", Name: "train"},
+		{JobIds: []uint64{9}, States: []string{"PENDING", "RUNNING"}, Partitions: []string{"gpu"}}}
 	if len(f.cancels) != len(want) {
 		t.Fatalf("sent %v", f.cancels)
 	}

@@ -9,13 +9,27 @@ import (
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cli/getopt"
+	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
 var scancelOptions = []getopt.Option{
 	{Long: "help", Usage: "show this help"},
 	{Long: "me", Usage: "cancel my jobs"},
 	{Long: "name", Short: 'n', HasArg: true, Usage: "cancel jobs with this name"},
+	{Long: "partition", Short: 'p', HasArg: true, Usage: "cancel only jobs in these partitions (comma-separated)"},
+	{Long: "state", Short: 't', HasArg: true, Usage: "cancel only jobs in these states: PENDING, RUNNING, ... or PD, R, ... (comma-separated)"},
 	{Long: "user", Short: 'u', HasArg: true, Usage: "cancel this user's jobs"},
+}
+
+// cancelFilter is what scancel's options say of the jobs to cancel.
+type cancelFilter struct {
+	user, name         string
+	states, partitions []string
+}
+
+func (f cancelFilter) request(ids ...uint64) *phalanxv1.CancelJobRequest {
+	return &phalanxv1.CancelJobRequest{JobIds: ids, User: f.user, Name: f.name, States: f.states,
+		Partitions: f.partitions, RequestId: newRequestID()}
 }
 
 func (k *commands) scancel() *ucli.Command {
@@ -27,7 +41,7 @@ func (k *commands) runScancel(c *ucli.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var user, name string
+	var f cancelFilter
 	for _, v := range vals {
 		switch v.Name {
 		case "help":
@@ -38,11 +52,21 @@ func (k *commands) runScancel(c *ucli.Context, args []string) error {
 			if err != nil {
 				return fmt.Errorf("--me: cannot determine the current user: %w", err)
 			}
-			user = u.Username
+			f.user = u.Username
 		case "name":
-			name = v.Value
+			f.name = v.Value
+		case "partition":
+			f.partitions = splitList(v.Value)
+		case "state":
+			for _, s := range splitList(v.Value) {
+				st, err := cluster.ParseJobState(s)
+				if err != nil {
+					return fmt.Errorf("--state: %w", err)
+				}
+				f.states = append(f.states, string(st))
+			}
 		case "user":
-			user = v.Value
+			f.user = v.Value
 		}
 	}
 	var ids []uint64
@@ -53,7 +77,7 @@ func (k *commands) runScancel(c *ucli.Context, args []string) error {
 		}
 		ids = append(ids, more...)
 	}
-	if len(ids) == 0 && user == "" && name == "" {
+	if len(ids) == 0 && f.user == "" && f.name == "" && len(f.states) == 0 && len(f.partitions) == 0 {
 		return fmt.Errorf("No job identification provided")
 	}
 	cn, err := k.dial(c)
@@ -62,22 +86,22 @@ func (k *commands) runScancel(c *ucli.Context, args []string) error {
 	}
 	defer cn.Close()
 	if len(ids) == 0 {
-		req := &phalanxv1.CancelJobRequest{User: user, Name: name, RequestId: newRequestID()}
+		req := f.request()
 		return cn.call(c.Context, func(ctx context.Context) error {
 			_, err := cn.api.CancelJob(ctx, req)
 			return err
 		})
 	}
-	return cancelEach(c.Context, cn, ids, user, name)
+	return cancelEach(c.Context, cn, ids, f)
 }
 
 // cancelEach cancels jobs one at a time, as Slurm does, so that one unknown
 // ID does not stop the others; every unknown ID gets its own error line.
 // Each cancel has its own request ID, kept across retries and failovers.
-func cancelEach(ctx context.Context, cn *conn, ids []uint64, user, name string) error {
+func cancelEach(ctx context.Context, cn *conn, ids []uint64, f cancelFilter) error {
 	var lines []string
 	for _, id := range ids {
-		req := &phalanxv1.CancelJobRequest{JobIds: []uint64{id}, User: user, Name: name, RequestId: newRequestID()}
+		req := f.request(id)
 		err := cn.call(ctx, func(ctx context.Context) error {
 			_, err := cn.api.CancelJob(ctx, req)
 			return err

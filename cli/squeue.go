@@ -19,6 +19,7 @@ var squeueOptions = []getopt.Option{
 	{Long: "help", Usage: "show this help"},
 	{Long: "jobs", Short: 'j', HasArg: true, Usage: "comma-separated job IDs"},
 	{Long: "me", Usage: "only my jobs"},
+	{Long: "name", Short: 'n', HasArg: true, Usage: "comma-separated job names"},
 	{Long: "noheader", Short: 'h', Usage: "no header line"},
 	{Long: "partition", Short: 'p', HasArg: true, Usage: "comma-separated partitions"},
 	{Long: "start", Usage: "pending jobs with their expected start times, soonest first"},
@@ -60,6 +61,8 @@ func parseSqueue(args []string) (*squeueQuery, error) {
 			}
 		case "me":
 			q.me = true
+		case "name":
+			q.req.Names = append(q.req.Names, splitList(v.Value)...)
 		case "noheader":
 			q.view.NoHeader = true
 		case "partition":

@@ -70,7 +70,7 @@ func ParseJobState(s string) (JobState, error) {
 			return st, nil
 		}
 	}
-	return "", fmt.Errorf("unknown job state %q (use PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL, ... or PD, R, CD, F, CA, TO, NF)", s)
+	return "", Errorf(ErrInvalid, "unknown job state %q (use PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL, ... or PD, R, CD, F, CA, TO, NF)", s)
 }
 
 // AllJobStates lists every state in lifecycle order.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -196,11 +197,18 @@ func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([
 	if err := checkRequestID(requestID); err != nil {
 		return nil, err
 	}
+	match, err := cancelFilter(req)
+	if err != nil {
+		return nil, err
+	}
 	var ids []cluster.JobID
 	for _, id := range req.JobIds {
 		j, err := s.visible(cluster.JobID(id), false)
 		if err != nil {
 			return nil, err
+		}
+		if !match(j) { // scancel -t PENDING 42: left alone unless pending
+			continue
 		}
 		if err := s.mayChange(ctx, j, "cancel"); err != nil {
 			return nil, err
@@ -208,8 +216,8 @@ func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([
 		ids = append(ids, cluster.JobID(id))
 	}
 	if len(req.JobIds) == 0 {
-		if req.User == "" && req.Name == "" {
-			return nil, cluster.Errorf(cluster.ErrInvalid, "name jobs by ID, user or name")
+		if req.User == "" && req.Name == "" && len(req.States) == 0 && len(req.Partitions) == 0 {
+			return nil, cluster.Errorf(cluster.ErrInvalid, "name jobs by ID, user, name, state or partition")
 		}
 		uid, narrow := s.ownJobsOnly(ctx)
 		if id, _, _ := s.caller(ctx); narrow && req.User != "" && req.User != id.User {
@@ -220,7 +228,7 @@ func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([
 			if narrow && j.UID != uid {
 				continue
 			}
-			if (req.User == "" || j.User == req.User) && (req.Name == "" || j.Name == req.Name) && j.InQueue() {
+			if match(j) && j.InQueue() {
 				ids = append(ids, j.ID)
 			}
 		}
@@ -249,6 +257,24 @@ func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([
 	}
 	s.kickScheduler()
 	return cancelled, nil
+}
+
+// cancelFilter is what a cancel's user, name, states and partitions
+// (scancel -u, -n, -t, -p) ask of a job.
+func cancelFilter(req *phalanxv1.CancelJobRequest) (func(*cluster.Job) bool, error) {
+	states := make([]cluster.JobState, 0, len(req.States))
+	for _, s := range req.States {
+		st, err := cluster.ParseJobState(s)
+		if err != nil {
+			return nil, err
+		}
+		states = append(states, st)
+	}
+	return func(j *cluster.Job) bool {
+		return (req.User == "" || j.User == req.User) && (req.Name == "" || j.Name == req.Name) &&
+			(len(states) == 0 || slices.Contains(states, j.State)) &&
+			(len(req.Partitions) == 0 || slices.Contains(req.Partitions, j.Partition))
+	}, nil
 }
 
 // maxCancelBatch is the most jobs one CancelJobs command names.

@@ -2,13 +2,16 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
 // A cancel retried with its request ID (a lost reply, a failover) answers
@@ -48,5 +51,43 @@ func TestCancelRetriedWithItsRequestID(t *testing.T) {
 	}
 	if _, err := api.CancelJob(ctx, &phalanxv1.CancelJobRequest{JobIds: ids[:1], RequestId: "a\x00b"}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("request ID with a NUL byte: %v; want InvalidArgument", err)
+	}
+}
+
+// scancel -t and -p narrow what is cancelled, by filter and by ID alike;
+// an unknown state is refused.
+func TestCancelByStateAndPartition(t *testing.T) {
+	s := newTestServer(t, Config{})
+	register(t, s, nil, "n1")
+	api := &controllerService{s: s}
+	ctx := context.Background()
+	submit := func(gpus int) uint64 {
+		resp, err := s.submit(ctx, testSpec(1, gpus), false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.JobId
+	}
+	running := submit(8)
+	eventually(t, 10*time.Second, func() error {
+		if j, _ := s.store.Job(cluster.JobID(running)); j.State == cluster.JobPending {
+			return fmt.Errorf("job %d still pending", running)
+		}
+		return nil
+	})
+	pending := submit(8) // the node is full
+	resp, err := api.CancelJob(ctx, &phalanxv1.CancelJobRequest{JobIds: []uint64{running, pending}, States: []string{"PD"}})
+	if err != nil || !reflect.DeepEqual(resp.Cancelled, []uint64{pending}) {
+		t.Errorf("cancel -t PD of both: %v, %v; want only %d", resp, err, pending)
+	}
+	other := submit(8)
+	if resp, err := api.CancelJob(ctx, &phalanxv1.CancelJobRequest{Partitions: []string{"nope"}}); err != nil || len(resp.Cancelled) != 0 {
+		t.Errorf("cancel -p nope: %v, %v; want nothing", resp, err)
+	}
+	if resp, err := api.CancelJob(ctx, &phalanxv1.CancelJobRequest{States: []string{"PENDING"}, Partitions: []string{"gpu"}}); err != nil || !reflect.DeepEqual(resp.Cancelled, []uint64{other}) {
+		t.Errorf("cancel -t PENDING -p gpu: %v, %v; want %d", resp, err, other)
+	}
+	if _, err := api.CancelJob(ctx, &phalanxv1.CancelJobRequest{States: []string{"SLEEPING"}}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("an unknown state: %v; want InvalidArgument", err)
 	}
 }

@@ -1804,7 +1804,11 @@ type CancelJobRequest struct {
 	// request_id makes the cancel exactly-once, as a submit's: a retry with
 	// the same ID answers every job the request cancelled, the first
 	// attempt's included. Up to 64 bytes.
-	RequestId     string `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RequestId string `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// states and partitions narrow the jobs named (scancel -t, -p): with
+	// job IDs, a job in another state or partition is left alone.
+	States        []string `protobuf:"bytes,6,rep,name=states,proto3" json:"states,omitempty"`
+	Partitions    []string `protobuf:"bytes,7,rep,name=partitions,proto3" json:"partitions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1872,6 +1876,20 @@ func (x *CancelJobRequest) GetRequestId() string {
 		return x.RequestId
 	}
 	return ""
+}
+
+func (x *CancelJobRequest) GetStates() []string {
+	if x != nil {
+		return x.States
+	}
+	return nil
+}
+
+func (x *CancelJobRequest) GetPartitions() []string {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
 }
 
 type CancelJobResponse struct {
@@ -4557,14 +4575,18 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x11SubmitJobResponse\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12A\n" +
 	"\x0eexpected_start\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\rexpectedStart\x12\x1a\n" +
-	"\bwarnings\x18\x03 \x03(\tR\bwarnings\"\x8a\x01\n" +
+	"\bwarnings\x18\x03 \x03(\tR\bwarnings\"\xc2\x01\n" +
 	"\x10CancelJobRequest\x12\x17\n" +
 	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x16\n" +
 	"\x06signal\x18\x04 \x01(\x05R\x06signal\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x05 \x01(\tR\trequestId\"1\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\x12\x16\n" +
+	"\x06states\x18\x06 \x03(\tR\x06states\x12\x1e\n" +
+	"\n" +
+	"partitions\x18\a \x03(\tR\n" +
+	"partitions\"1\n" +
 	"\x11CancelJobResponse\x12\x1c\n" +
 	"\tcancelled\x18\x01 \x03(\x04R\tcancelled\"&\n" +
 	"\rGetJobRequest\x12\x15\n" +
