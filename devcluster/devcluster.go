@@ -228,6 +228,8 @@ func (c *Cluster) startAgent(bin, name string, o Options) error {
 		"--memory-mb", fmt.Sprint(c.Layout.MemoryMB),
 		"--heartbeat", "1s",
 		"--kill-grace", "5s",
+		// A dev cluster that stops leaves nothing running.
+		"--stop-tasks-on-exit",
 		"--auth-key", c.keyFile(),
 		"--auth-socket", "", // served by the dev process
 		"--tls-dir", c.componentTLS(name),

@@ -71,8 +71,12 @@ type Config struct {
 	// KillGrace is the time between SIGTERM and SIGKILL when an assignment
 	// gives none.
 	KillGrace time.Duration
-	Clock     Clock
-	Logger    *slog.Logger
+	// StopTasksOnExit stops the tasks when Run returns. Otherwise tasks
+	// whose runtime can hand them over to the agent's next run
+	// (runtime.Recoverer) keep running, and the next run takes them over.
+	StopTasksOnExit bool
+	Clock           Clock
+	Logger          *slog.Logger
 }
 
 // Agent runs one node's tasks as the controller assigns them.
@@ -178,19 +182,16 @@ func (a *Agent) Reconnect() {
 
 // Run registers the node, heartbeats, watches assignments and runs tasks
 // until ctx ends. It never gives up on an unreachable controller while ctx
-// lives. When ctx ends it stops every task it runs (SIGTERM, the grace
-// period, SIGKILL), tries for a few seconds to report them, and returns
-// nil. Before all that it kills what an earlier run of the agent left
-// running (leftover.go). It returns an error only when it cannot start at
-// all.
+// lives. Before all that it takes over the tasks an earlier run left
+// running (adopt.go) and kills what it cannot account for (leftover.go).
+// When ctx ends it lets go of its tasks for its next run, or stops them
+// (SIGTERM, the grace period, SIGKILL: stopAll), tries for a few seconds
+// to deliver its reports, and returns nil. It returns an error only when
+// it cannot start at all.
 func (a *Agent) Run(ctx context.Context) error {
 	if err := os.MkdirAll(filepath.Join(a.cfg.StateDir, "jobs"), 0o755); err != nil {
 		return fmt.Errorf("agent %s: state directory: %w", a.cfg.Name, err)
 	}
-	left := a.cleanLeftovers()
-	a.mu.Lock()
-	a.leftover = left
-	a.mu.Unlock()
 	conn, err := apiclient.Dial(a.cfg.Controllers, apiclient.WithDialOptions(a.cfg.DialOptions...))
 	if err != nil {
 		return fmt.Errorf("agent %s: controllers %q: %w", a.cfg.Name, a.cfg.Controllers, err)
@@ -205,6 +206,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer cancelRep()
 	repDone := make(chan struct{})
 	go func() { defer close(repDone); a.rep.run(repCtx) }()
+	left := a.cleanLeftovers(a.adopt())
+	a.mu.Lock()
+	a.leftover = left
+	a.mu.Unlock()
 
 	a.log.Info("agent starting", "controllers", a.cfg.Controllers, "runtime", a.cfg.Runtime.Name(),
 		"gpus", len(a.cfg.GPUs), "cpus", a.cfg.CPUs, "memory_mb", a.cfg.MemoryMB)
@@ -238,13 +243,26 @@ func (a *Agent) Run(ctx context.Context) error {
 	return nil
 }
 
-// stopAll stops every task and waits for them to end. They are reported
-// LOST, not KILLED: the agent going away is no fault of the job's.
+// stopAll lets go of every task, leaving it running for the next run of
+// the agent, when the runtime can hand it over (adopt.go) and
+// Config.StopTasksOnExit is not set; else it stops every task. Either way
+// it waits for every task's goroutine to end. Tasks stopped, and those not
+// started yet, are reported LOST, not KILLED: the agent going away is no
+// fault of the job's.
 func (a *Agent) stopAll() {
 	a.mu.Lock()
 	a.stopping = true
 	a.mu.Unlock()
-	a.stopRunning("node agent shut down")
+	const msg = "node agent shut down"
+	if _, ok := a.cfg.Runtime.(runtime.Recoverer); ok && !a.cfg.StopTasksOnExit {
+		a.mu.Lock()
+		for _, t := range a.tasks {
+			t.stop(stopRequest{state: cluster.TaskLost, detach: true, msg: msg})
+		}
+		a.mu.Unlock()
+	} else {
+		a.stopRunning(msg)
+	}
 	a.taskWG.Wait()
 }
 

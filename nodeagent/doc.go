@@ -67,26 +67,28 @@
 //
 // # Shutdown
 //
-// When Run's context ends, the agent stops every task it runs with the
-// same SIGTERM, grace, SIGKILL sequence, reports them LOST ("node agent
-// shut down": the job is not at fault), tries for a few seconds to
-// deliver those reports, and returns.
+// When Run's context ends, the agent lets go of the tasks its runtime can
+// hand over to its next run (the process runtime's supervised tasks),
+// leaving them running and reporting nothing; with
+// Config.StopTasksOnExit, and for other runtimes, it stops every task with
+// the same SIGTERM, grace, SIGKILL sequence and reports them LOST ("node
+// agent shut down": the job is not at fault). Either way it tries for a
+// few seconds to deliver its reports, and returns.
 //
-// # Restart after a crash
+// # Restart
 //
-// An agent that dies without stopping its tasks (kill -9, a crash) leaves
-// them running: process tasks live in process groups of their own. The
-// folder <StateDir>/jobs/<job>.<attempt> exists from just before a task
-// starts until it has ended, and holds the task's process group ID
-// (pgid.<rank>, with the boot ID) once it runs, so a folder found at
-// startup marks a task an earlier run started (leftover.go). Before it
-// registers, the agent SIGKILLs every group so recorded that still exists
-// in this boot, removes the folders, and reports an assignment for one of
-// those attempts LOST ("node agent restarted while the task ran") instead
-// of starting it a second time; so does an assignment the controller
-// already has RUNNING or STARTING but that no task here matches. This way
-// no orphan keeps using GPUs the controller has given to another job.
-// Containerd tasks record no process group; the containerd runtime deletes
-// a stale container of the same ID when it starts one. Re-adopting running
-// tasks across an agent restart, instead of killing them, is future work.
+// A new run takes over the tasks an earlier run left running (adopt.go):
+// the runtime finds them (runtime.Recoverer), and the agent supervises
+// each again with the limits it recorded in the attempt folder
+// (task.<rank>), or reports how it ended meanwhile, or reports it LOST
+// when its end cannot be known. The folder <StateDir>/jobs/<job>.<attempt>
+// exists from just before a task starts until it has ended, so a folder no
+// adopted task accounts for marks a task an earlier run started and that
+// is gone or unknown (leftover.go): before it registers, the agent kills
+// the process groups an older agent recorded there, removes the folder,
+// and reports an assignment for that attempt LOST instead of starting it
+// a second time; so does an assignment the controller already has RUNNING
+// or STARTING but that no task here matches. This way no orphan keeps
+// using GPUs the controller has given to another job, and no task runs
+// twice. Containerd tasks are not taken over yet.
 package nodeagent

@@ -43,7 +43,8 @@ func newHarness(t *testing.T, rt runtime.Runtime, edit func(*Config)) *harness {
 		Name: node, Addr: "10.0.0.1", Controllers: []string{addr}, StateDir: t.TempDir(), Runtime: rt,
 		GPUs: gpus, CPUs: 64, MemoryMB: 1 << 20,
 		HeartbeatInterval: 20 * time.Millisecond, KillGrace: 50 * time.Millisecond,
-		Logger: testLogger(t),
+		StopTasksOnExit: true, // tests that restart the agent over its tasks say otherwise
+		Logger:          testLogger(t),
 	}
 	if edit != nil {
 		edit(&cfg)
@@ -64,6 +65,16 @@ func (h *harness) start(t *testing.T) {
 	h.cancel = cancel
 	go func() { h.done <- a.Run(ctx) }()
 	t.Cleanup(func() { h.stop(t) })
+}
+
+// restart stops the agent and starts a new one with the same config but
+// runtime rt, as a restarted phalanx-agent would be.
+func (h *harness) restart(t *testing.T, rt runtime.Runtime) {
+	t.Helper()
+	h.stop(t)
+	h.cfg.Runtime = rt
+	h.done = make(chan error, 1)
+	h.start(t)
 }
 
 // stop ends Run and checks it returned nil; stopping twice is harmless.

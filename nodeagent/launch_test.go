@@ -60,7 +60,7 @@ func TestContainerTaskSpec(t *testing.T) {
 }
 
 func TestImageOnProcessRuntimeFails(t *testing.T) {
-	h := newHarness(t, process.New(), nil)
+	h := newHarness(t, process.New(t.TempDir()), nil)
 	as := wireAssignment(21, t.TempDir(), script)
 	as.Job.Spec.Image = "busybox"
 	h.srv.set(as)
@@ -72,7 +72,7 @@ func TestImageOnProcessRuntimeFails(t *testing.T) {
 
 // TestProcessRuntime runs a real script as a process group.
 func TestProcessRuntime(t *testing.T) {
-	h := newHarness(t, process.New(process.WithMaxPoll(10*time.Millisecond)), nil)
+	h := newHarness(t, process.New(t.TempDir(), process.WithMaxPoll(10*time.Millisecond)), nil)
 	work := t.TempDir()
 	body := "#!/bin/sh\necho \"job=$SLURM_JOB_ID rank=$RANK gpus=$CUDA_VISIBLE_DEVICES pwd=$(pwd)\"\necho oops >&2\nexit 4\n"
 	h.srv.set(wireAssignment(22, work, body))
@@ -94,7 +94,7 @@ func TestProcessRuntime(t *testing.T) {
 // that traps SIGTERM: it must be killed after the grace period.
 func TestProcessTimeLimitKillsGroup(t *testing.T) {
 	clock := scaledClock{start: time.Now(), factor: 20}
-	h := newHarness(t, process.New(process.WithMaxPoll(10*time.Millisecond)), func(c *Config) {
+	h := newHarness(t, process.New(t.TempDir(), process.WithMaxPoll(10*time.Millisecond)), func(c *Config) {
 		c.Clock = clock
 		c.HeartbeatInterval = time.Second
 		c.KillGrace = 2 * time.Second // 100ms of wall time
@@ -123,7 +123,7 @@ func TestSlurmCommandsOnTheJobsPath(t *testing.T) {
 	if err := os.WriteFile(client, []byte("#!/bin/sh\necho \"$(basename \"$0\") $*\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, process.New(process.WithMaxPoll(10*time.Millisecond)), func(c *Config) { c.ClientBinary = client })
+	h := newHarness(t, process.New(t.TempDir(), process.WithMaxPoll(10*time.Millisecond)), func(c *Config) { c.ClientBinary = client })
 	work := t.TempDir()
 	body := "#!/bin/sh\nMASTER=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n1)\necho \"$MASTER\"\nsqueue --me\nsrun echo from-srun\n"
 	h.srv.set(wireAssignment(23, work, body))

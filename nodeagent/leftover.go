@@ -8,24 +8,24 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"github.com/phalanx-hpc/phalanx/runtime"
 )
 
 // An attempt folder, <StateDir>/jobs/<job>.<attempt>, exists from just
 // before the agent starts an attempt's task until the task has ended. One
-// found when the agent starts therefore belongs to a task an earlier run
-// of the agent started and never saw end: that run died (kill -9, OOM, a
-// crash) without stopping it. Such a task may still run, since tasks live
-// in process groups of their own. So, before it talks to the controller,
-// the agent kills every process group recorded in those folders, removes
-// the folders, and remembers their attempts: an assignment for one of them
-// is reported LOST, never started a second time, even if the controller
-// never heard that it started.
+// found when the agent starts belongs to a task an earlier run of the
+// agent started and never saw end. If the runtime found that task again,
+// the agent has re-adopted it (adopt.go) and the folder stays. Otherwise
+// the task cannot be accounted for (it never started, or its runtime keeps
+// no records, or it died without one): before it talks to the controller,
+// the agent kills every process group recorded in the folder, removes it,
+// and remembers its attempt: an assignment for it is reported LOST, never
+// started a second time, even if the controller never heard that it
+// started.
 //
-// A process task's group is recorded in pgidFile.<rank>, as "<pgid>
-// <boot id>"; the boot ID keeps a group ID from an earlier boot, which may
-// name unrelated processes now, from being killed.
+// Agents before supervised tasks recorded a process task's group in
+// pgidFile.<rank>, as "<pgid> <boot id>"; the boot ID keeps a group ID
+// from an earlier boot, which may name unrelated processes now, from being
+// killed. Such a record left by an older agent is still honoured.
 
 // pgidFile is the prefix of the file recording a task's process group.
 const pgidFile = "pgid"
@@ -44,24 +44,10 @@ func (a *Agent) jobDir(key taskKey) string {
 	return filepath.Join(a.cfg.StateDir, "jobs", fmt.Sprintf("%d.%d", key.job, key.attempt))
 }
 
-// recordGroup writes the task's process group into its attempt folder, if
-// the runtime runs it as one.
-func (a *Agent) recordGroup(key taskKey, rt runtime.Task) {
-	g, ok := rt.(interface{ PGID() int })
-	if !ok {
-		return
-	}
-	path := filepath.Join(a.jobDir(key), fmt.Sprintf("%s.%d", pgidFile, key.rank))
-	body := fmt.Sprintf("%d %s\n", g.PGID(), bootID())
-	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-		a.log.Warn("recording the task's process group; a crash of the agent would leave it running", "task", key, "err", err)
-	}
-}
-
 // cleanLeftovers kills the process groups recorded in attempt folders left
 // by an earlier run of the agent, removes those folders, and returns their
-// attempts.
-func (a *Agent) cleanLeftovers() map[attemptKey]bool {
+// attempts; the folders of adopted attempts are left alone.
+func (a *Agent) cleanLeftovers(adopted map[attemptKey]bool) map[attemptKey]bool {
 	dir := filepath.Join(a.cfg.StateDir, "jobs")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -71,7 +57,7 @@ func (a *Agent) cleanLeftovers() map[attemptKey]bool {
 	left := make(map[attemptKey]bool)
 	for _, e := range entries {
 		key, ok := parseAttempt(e.Name())
-		if !ok || !e.IsDir() {
+		if !ok || !e.IsDir() || adopted[key] {
 			continue
 		}
 		left[key] = true

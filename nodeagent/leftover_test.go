@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/phalanx-hpc/phalanx/runtime/fake"
-	"github.com/phalanx-hpc/phalanx/runtime/process"
 )
 
 // An agent killed between starting a task and reporting it RUNNING leaves
@@ -77,27 +76,6 @@ func TestLeftoverProcessGroupIsKilled(t *testing.T) {
 	})
 	if err := syscall.Kill(-stale, 0); err != nil {
 		t.Errorf("the group recorded under another boot was killed: %v", err)
-	}
-}
-
-// The process runtime's tasks are recorded so a later run can kill them.
-func TestProcessGroupRecorded(t *testing.T) {
-	h := newHarness(t, process.New(process.WithMaxPoll(10*time.Millisecond)), nil)
-	h.srv.set(wireAssignment(8, t.TempDir(), "#!/bin/sh\nexec sleep 1000\n")) // one process, reaped by the runtime
-	h.srv.waitReport(t, 8, "RUNNING")
-	pgid, boot, err := readGroup(filepath.Join(h.cfg.StateDir, "jobs", "8.0", "pgid.0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if boot != bootID() {
-		t.Errorf("recorded boot %q, want %q", boot, bootID())
-	}
-	if err := syscall.Kill(-pgid, 0); err != nil {
-		t.Errorf("recorded group %d: %v", pgid, err)
-	}
-	h.stop(t)
-	if err := syscall.Kill(-pgid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Errorf("group %d after the agent stopped: %v, want gone", pgid, err)
 	}
 }
 

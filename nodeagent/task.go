@@ -2,6 +2,7 @@ package nodeagent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -39,6 +40,10 @@ type stopRequest struct {
 	// jobSignal, when set, is sent first (a preempted job's --signal): the
 	// grace period follows it, then SIGTERM, Config.KillGrace and SIGKILL.
 	jobSignal cluster.JobSignal
+	// detach lets go of a running task instead of stopping it: the agent is
+	// going away and its next run takes the task over (adopt.go). A task
+	// not yet started is reported in state, as by any other request.
+	detach bool
 }
 
 func newTask(key taskKey) *task {
@@ -56,9 +61,10 @@ func (k taskKey) id() string { return fmt.Sprintf("phx-%d-%d-%d", k.job, k.attem
 
 // outcome is how a task ended, as it will be reported.
 type outcome struct {
-	state  cluster.TaskState
-	status runtime.ExitStatus
-	msg    string
+	state    cluster.TaskState
+	status   runtime.ExitStatus
+	msg      string
+	detached bool // not ended: let go of, still running (stopRequest.detach)
 }
 
 // runTask prepares, starts and supervises one task, then reports its end.
@@ -72,7 +78,12 @@ func (a *Agent) runTask(t *task, as assignment) {
 		a.end(t, outcome{state: cluster.TaskFailed, msg: err.Error()})
 		return
 	}
-	defer cleanup()
+	keep := false // the task outlives this run of the agent: so do its files
+	defer func() {
+		if !keep {
+			cleanup()
+		}
+	}()
 	if f := a.gateUnlessStopped(t, as, spec); f != nil {
 		a.gateFailed(t, f)
 		return
@@ -83,6 +94,9 @@ func (a *Agent) runTask(t *task, as assignment) {
 		return
 	default:
 	}
+	if err := a.writeTaskRecord(t.key, as.job); err != nil {
+		log.Warn("task cannot be recorded; a restart of the agent would not know its limits", "err", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	rt, err := a.cfg.Runtime.Start(ctx, spec)
 	cancel()
@@ -91,10 +105,21 @@ func (a *Agent) runTask(t *task, as assignment) {
 		a.end(t, outcome{state: cluster.TaskFailed, msg: "start: " + err.Error()})
 		return
 	}
-	a.recordGroup(t.key, rt)
 	log.Info("task running", "id", spec.ID, "gpus", spec.GPUs, "stdout", spec.Stdout)
 	a.rep.report(a.taskReport(t.key, cluster.TaskRunning, ""))
-	out := a.supervise(t, rt, as.job)
+	keep = !a.finish(t, rt, as.job)
+}
+
+// finish supervises a started task to its end, releases it and reports
+// the end. It returns false when the agent let go of the task instead,
+// leaving it running for its next run.
+func (a *Agent) finish(t *task, rt runtime.Task, job jobInfo) bool {
+	log := a.log.With("task", t.key)
+	out := a.supervise(t, rt, job)
+	if out.detached {
+		log.Info("leaving the task running for the next run of the agent", "id", rt.ID())
+		return false
+	}
 	closeCtx, cancel := context.WithTimeout(context.Background(), signalTimeout)
 	if err := rt.Close(closeCtx); err != nil {
 		log.Warn("releasing task", "err", err)
@@ -102,6 +127,7 @@ func (a *Agent) runTask(t *task, as assignment) {
 	cancel()
 	log.Info("task ended", "state", out.state, "code", out.status.Code, "signal", int(out.status.Signal), "msg", out.msg)
 	a.end(t, out)
+	return true
 }
 
 // supervise waits for the task to exit, stopping it when asked to or when
@@ -114,7 +140,11 @@ func (a *Agent) supervise(t *task, rt runtime.Task, job jobInfo) outcome {
 	exited := make(chan outcome, 1)
 	go func() {
 		st, err := rt.Wait(waitCtx)
-		if err != nil {
+		switch {
+		case errors.Is(err, runtime.ErrLost):
+			exited <- outcome{state: cluster.TaskLost, msg: err.Error()}
+			return
+		case err != nil:
 			exited <- outcome{state: cluster.TaskFailed, msg: "lost track of the task: " + err.Error()}
 			return
 		}
@@ -138,6 +168,9 @@ func (a *Agent) supervise(t *task, rt runtime.Task, job jobInfo) outcome {
 			return a.terminate(rt, exited, stopRequest{state: cluster.TaskTimeout, grace: a.cfg.KillGrace,
 				msg: fmt.Sprintf("time limit of %s reached", limit)})
 		case r := <-t.stopCh:
+			if r.detach {
+				return outcome{detached: true}
+			}
 			return a.terminate(rt, exited, r)
 		}
 	}

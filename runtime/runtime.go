@@ -10,6 +10,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"syscall"
 
@@ -95,3 +96,17 @@ type Task interface {
 	// snapshot) once it has exited.
 	Close(ctx context.Context) error
 }
+
+// Recoverer is a Runtime whose tasks outlive the agent that started them.
+type Recoverer interface {
+	// Recover returns every task an earlier run of the agent started and
+	// did not Close: those still running, those that ended meanwhile (Wait
+	// returns how at once), and those whose fate is unknown (Wait returns
+	// ErrLost). The agent calls it once, before it starts anything.
+	Recover(ctx context.Context) ([]Task, error)
+}
+
+// ErrLost is what Wait returns when how a task ended cannot be known: its
+// supervisor ended without recording it. What was left of the task has
+// been killed.
+var ErrLost = errors.New("the task's supervisor ended without recording how the task ended")

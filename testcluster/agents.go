@@ -42,7 +42,8 @@ func (c *Cluster) StartAgent(name string) {
 	}
 	p := startAgent(c.t, agentSpec{tls: c.Material(c.t, pki.KindNode, name), secrets: &c.Secrets,
 		name: name, controllers: c.APIAddrs(), stateDir: filepath.Join(c.Dir, "agents", name), runtime: rt,
-		gpus: c.opts.GPUsPerNode, model: c.opts.GPUModel, killGrace: c.opts.KillGrace, log: c.logger("agent-" + name),
+		gpus: c.opts.GPUsPerNode, model: c.opts.GPUModel, killGrace: c.opts.KillGrace, keepTasks: c.opts.AgentsKeepTasks,
+		log: c.logger("agent-" + name),
 	})
 	c.mu.Lock()
 	c.agents[name] = p
@@ -58,6 +59,7 @@ type agentSpec struct {
 	gpus        int
 	model       string
 	killGrace   time.Duration
+	keepTasks   bool // leave the tasks running when the agent stops
 	log         *slog.Logger
 	tls         *pki.Material // the node's certificate
 	secrets     *Secrets
@@ -135,6 +137,7 @@ func startAgent(t testing.TB, s agentSpec) *agentProc {
 		DialOptions:       []grpc.DialOption{grpc.WithContextDialer(l.dial), s.secrets.Transport(s.tls)},
 		StateDir:          s.stateDir,
 		Runtime:           s.runtime,
+		StopTasksOnExit:   !s.keepTasks,
 		GPUs:              gpus,
 		NICs:              nics,
 		NICWatcher:        &rdma.Watcher{Root: root, Interval: 100 * time.Millisecond, Log: s.log},
@@ -167,8 +170,8 @@ func (c *Cluster) HangupAgent(name string) {
 	p.hup <- syscall.SIGHUP
 }
 
-// stop stops the agent gracefully (it stops its tasks first) and cuts its
-// link.
+// stop stops the agent gracefully (it stops its tasks first, unless it
+// keeps them for its next run) and cuts its link.
 func (p *agentProc) stop(t testing.TB, name string) {
 	p.cancel()
 	select {
@@ -186,12 +189,13 @@ func (c *Cluster) runtimeFor(node string) (runtime.Runtime, error) {
 	case c.Fake != nil:
 		return c.Fake, nil
 	case c.opts.Runtime == "process":
-		return process.New(), nil
+		return process.New(filepath.Join(c.Dir, "agents", node, "process")), nil
 	}
 	return nil, fmt.Errorf("unknown runtime %q", c.opts.Runtime)
 }
 
-// StopAgent stops node name's agent gracefully (it stops its tasks first).
+// StopAgent stops node name's agent gracefully: it stops its tasks first,
+// unless Options.AgentsKeepTasks.
 func (c *Cluster) StopAgent(name string) {
 	c.mu.Lock()
 	p := c.agents[name]

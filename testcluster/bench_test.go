@@ -18,6 +18,7 @@ import (
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/pki"
+	"github.com/phalanx-hpc/phalanx/runtime/process"
 	"github.com/phalanx-hpc/phalanx/testcluster"
 )
 
@@ -35,9 +36,11 @@ var controllerBin struct {
 	path string
 }
 
-// TestMain removes the controller binary the benchmarks built, once they
+// TestMain serves as the supervisor of plain-process tasks when started as
+// one, and removes the controller binary the benchmarks built, once they
 // have all run.
 func TestMain(m *testing.M) {
+	process.RunShimIfAsked() // the supervisor of the agents' plain-process tasks
 	code := m.Run()
 	if controllerBin.path != "" {
 		os.RemoveAll(filepath.Dir(controllerBin.path))

@@ -18,7 +18,6 @@ import (
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/apiclient"
-	"github.com/phalanx-hpc/phalanx/runtime/process"
 	"github.com/phalanx-hpc/phalanx/testcluster"
 )
 
@@ -58,7 +57,7 @@ func TestChaos(t *testing.T) {
 		// enough catches up through InstallSnapshot.
 		"--snapshot-threshold", "300", "--snapshot-interval", "500ms", "--trailing-logs", "100",
 	}})
-	procs.StartAgents(4, 8, process.New())
+	procs.StartAgents(4, 8)
 
 	r := &chaosRun{t: t, procs: procs, start: time.Now(), seed: seed, rng: rand.New(rand.NewSource(seed)), workDir: t.TempDir()}
 	// The run lasts chaos.duration, and longer if it takes that to inject

@@ -16,7 +16,7 @@ import (
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/internal/freeport"
 	"github.com/phalanx-hpc/phalanx/pki"
-	"github.com/phalanx-hpc/phalanx/runtime"
+	"github.com/phalanx-hpc/phalanx/runtime/process"
 )
 
 // Procs is a controller cluster of separate phalanx-controller processes,
@@ -444,15 +444,16 @@ func (c *Procs) WaitLeader(d time.Duration) (int, error) {
 }
 
 // StartAgents starts n node agents in this process (nodes gpu001...) with
-// gpus fake GPUs each, tasks run by rt, talking to every replica. They are
-// stopped by Close.
-func (c *Procs) StartAgents(n, gpus int, rt runtime.Runtime) []string {
+// gpus fake GPUs each, tasks run as plain processes, talking to every
+// replica. They are stopped, with their tasks, by Close.
+func (c *Procs) StartAgents(n, gpus int) []string {
 	c.t.Helper()
 	var names []string
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("gpu%03d", i)
+		dir := filepath.Join(c.Dir, "agents", name)
 		c.agents[name] = startAgent(c.t, agentSpec{tls: c.Material(c.t, pki.KindNode, name), secrets: &c.Secrets,
-			name: name, controllers: c.APIAddrs(), stateDir: filepath.Join(c.Dir, "agents", name), runtime: rt,
+			name: name, controllers: c.APIAddrs(), stateDir: dir, runtime: process.New(filepath.Join(dir, "process")),
 			gpus: gpus, model: "NVIDIA A100-SXM4-80GB", killGrace: time.Second, log: (&Cluster{t: c.t}).logger("agent-" + name),
 		})
 		names = append(names, name)

@@ -43,6 +43,10 @@ type Options struct {
 	NewRuntime func(node string) (runtime.Runtime, error)
 	NodeTTL    time.Duration // default 2s
 	KillGrace  time.Duration // default 1s
+	// AgentsKeepTasks: a stopped agent leaves its plain-process tasks
+	// running, and the next agent started for its node takes them over,
+	// as phalanx-agent does. By default StopAgent stops them first.
+	AgentsKeepTasks bool
 	// Dir is the state directory; default t.TempDir().
 	Dir string
 	// Partitions replace the controller's default partition (every node).

@@ -37,6 +37,9 @@ import (
 )
 
 func main() {
+	// Plain-process tasks run under a supervisor: this binary again, under
+	// the name phalanx-shim (runtime/process).
+	process.RunShimIfAsked()
 	os.Exit(run(os.Args[1:]))
 }
 
@@ -56,7 +59,7 @@ type flags struct {
 	heartbeat, killGrace                      time.Duration
 	authKey, authSocket, tlsDir               string
 	insecure, nameSet                         bool
-	debug                                     bool
+	debug, stopTasksOnExit                    bool
 }
 
 func parseFlags(args []string) (*flags, error) {
@@ -88,6 +91,7 @@ func parseFlags(args []string) (*flags, error) {
 	fs.Int64Var(&f.memoryMB, "memory-mb", 0, "memory to register in MB (default: MemTotal from /proc/meminfo)")
 	fs.DurationVar(&f.heartbeat, "heartbeat", nodeagent.DefaultHeartbeatInterval, "longest time between heartbeats")
 	fs.DurationVar(&f.killGrace, "kill-grace", nodeagent.DefaultKillGrace, "time between SIGTERM and SIGKILL when stopping a task")
+	fs.BoolVar(&f.stopTasksOnExit, "stop-tasks-on-exit", false, "stop the tasks when the agent exits; by default plain-process tasks keep running under their supervisors and the agent's next start takes them over")
 	fs.StringVar(&f.authKey, "auth-key", auth.DefaultKeyFile, "the cluster key, as the controllers have it: it signs this node's calls and local users' credentials")
 	fs.StringVar(&f.authSocket, "auth-socket", auth.DefaultSocket, "serve local users (phx on this node, in jobs too) their credentials on this Unix socket (\"\": none)")
 	fs.StringVar(&f.tlsDir, "tls-dir", pki.DefaultDir, "the cluster CA (ca.crt, ca.crl) and this node's certificate (node.crt, node.key, from `phalanx-controller ca issue node NAME`)")
@@ -161,7 +165,7 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 		Name: f.name, Addr: f.addr, Controllers: apiclient.SplitAddrs(f.controller), StateDir: f.stateDir, Runtime: rt,
 		GPUs: gpus, NICs: nics, NICWatcher: &rdma.Watcher{Root: f.sysfsRoot, Netlink: f.sysfsRoot == "/sys", Log: log},
 		RDMADevices: rdmaDevices, ClientBinary: clientBinary(f.client, log), CPUs: f.cpus, MemoryMB: f.memoryMB, ClusterName: f.clusterID,
-		HeartbeatInterval: f.heartbeat, KillGrace: f.killGrace, Logger: log,
+		HeartbeatInterval: f.heartbeat, KillGrace: f.killGrace, StopTasksOnExit: f.stopTasksOnExit, Logger: log,
 	}
 	if lib != nil {
 		cfg.GPUWatcher = &gpu.Watcher{Lib: lib, Devices: gpus, Interval: f.gpuPoll, Log: log}
@@ -378,7 +382,7 @@ func rdmaCDI(f *flags, nics []rdma.Port, log *slog.Logger) ([]string, []string) 
 func openRuntime(ctx context.Context, f *flags, cdiDirs []string, log *slog.Logger) (runtime.Runtime, func(), error) {
 	switch f.runtime {
 	case "process":
-		return process.New(), func() {}, nil
+		return process.New(filepath.Join(f.stateDir, "process")), func() {}, nil
 	case "containerd":
 		opts := []containerd.Option{containerd.WithLogger(log)}
 		if cdiDirs != nil {

@@ -6,11 +6,18 @@
 // group with kill(-pgid, sig). Wait returns when the task's first process has
 // exited and the group is empty, which it learns by polling kill(-pgid, 0)
 // with a bounded interval (processes that are only zombies, waiting for a
-// parent that never reaps them, count as gone).
+// parent that never reaps them, count as gone); the supervisor does the
+// polling.
 //
-// Tasks outlive the agent that started them. A task has a PGID method
-// (interface{ PGID() int }) so the agent can record its group and kill the
-// group from its next run should it die without stopping it.
+// Tasks outlive the agent that started them. Each runs under a supervisor
+// (shim.go): the agent's own executable started again as "phalanx-shim
+// <task ID>", in a session of its own. The supervisor starts the task,
+// records it in the runtime's directory (record.go), waits for its group
+// to be empty and records how it ended; Wait returns what it recorded.
+// After an agent restart, a new Runtime on the same directory finds every
+// task again (Recover): running, ended meanwhile, or lost with its
+// supervisor. Every binary that uses this runtime must call
+// RunShimIfAsked first thing in main (and test binaries in TestMain).
 //
 // Output goes straight to the Spec's files, opened for append and handed to
 // the child as its descriptors: nothing is copied through the agent, and the

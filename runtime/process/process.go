@@ -1,7 +1,9 @@
 package process
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/runtime"
 )
 
@@ -20,12 +23,18 @@ const Name = "process"
 // process group is empty.
 const DefaultMaxPoll = 100 * time.Millisecond
 
-// Runtime starts tasks as process groups on the host.
+// Runtime starts tasks as process groups on the host, each under a
+// supervisor (shim.go) that outlives the agent.
 type Runtime struct {
+	dir     string
+	shim    string
 	maxPoll time.Duration
 }
 
-var _ runtime.Runtime = (*Runtime)(nil)
+var (
+	_ runtime.Runtime   = (*Runtime)(nil)
+	_ runtime.Recoverer = (*Runtime)(nil)
+)
 
 // Option configures a Runtime.
 type Option func(*Runtime)
@@ -40,9 +49,22 @@ func WithMaxPoll(d time.Duration) Option {
 	}
 }
 
-// New returns a process runtime.
-func New(opts ...Option) *Runtime {
-	r := &Runtime{maxPoll: DefaultMaxPoll}
+// WithShim names the executable to run as a task's supervisor: one whose
+// main calls RunShimIfAsked first. The default is this process's own
+// executable.
+func WithShim(path string) Option {
+	return func(r *Runtime) {
+		if path != "" {
+			r.shim = path
+		}
+	}
+}
+
+// New returns a process runtime keeping its task records in dir (created
+// when needed; the agent gives <state dir>/process). A runtime made
+// later on the same dir finds the tasks again (Recover).
+func New(dir string, opts ...Option) *Runtime {
+	r := &Runtime{dir: dir, maxPoll: DefaultMaxPoll}
 	for _, o := range opts {
 		o(r)
 	}
@@ -52,8 +74,12 @@ func New(opts ...Option) *Runtime {
 // Name returns "process".
 func (r *Runtime) Name() string { return Name }
 
-// Start starts spec.Argv in a new process group and returns once the process
-// runs. The process outlives ctx.
+// shimStartTimeout bounds the supervisor's start when ctx has no deadline.
+const shimStartTimeout = time.Minute
+
+// Start starts spec.Argv under a supervisor, in a new process group, and
+// returns once the process runs. The process and its supervisor outlive
+// ctx and the agent.
 func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (runtime.Task, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -61,22 +87,114 @@ func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (runtime.Task, e
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
+	if r.dir == "" {
+		return nil, fmt.Errorf("task %q: the process runtime has no state directory: %w", spec.ID, cluster.ErrInvalid)
+	}
+	if err := os.MkdirAll(r.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("task %q: %w", spec.ID, err)
+	}
+	if _, err := os.Stat(recordPath(r.dir, spec.ID)); err == nil {
+		return nil, fmt.Errorf("task %q: a task of that ID is on record already (%s): %w", spec.ID, recordPath(r.dir, spec.ID), cluster.ErrConflict)
+	}
+	shim := r.shim
+	if shim == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("task %q: finding the supervisor: %w", spec.ID, err)
+		}
+		shim = exe
+	}
 	cred := credential(spec.UID, spec.GID)
 	stdout, stderr, err := openOutputs(spec, cred)
 	if err != nil {
 		return nil, err
 	}
 	defer closeAll(stdout, stderr)
-
-	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
-	cmd.Env = environment(spec)
-	cmd.Dir = spec.WorkDir
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("task %q: start %s: %w", spec.ID, spec.Argv[0], err)
+	body, err := json.Marshal(shimSpec{ID: spec.ID, Argv: spec.Argv, Env: environment(spec), Dir: spec.WorkDir,
+		Cred: shimCredential(cred), RecordDir: r.dir, MaxPoll: r.maxPoll})
+	if err != nil {
+		return nil, err
 	}
-	return newTask(spec.ID, cmd, r.maxPoll), nil
+	return r.startShim(ctx, spec.ID, shim, body, stdout, stderr)
+}
+
+// startShim runs the supervisor with the task's spec and outputs, and
+// waits for its word that the task runs.
+func (r *Runtime) startShim(ctx context.Context, id, shim string, body []byte, stdout, stderr *os.File) (runtime.Task, error) {
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer specW.Close()
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		specR.Close()
+		return nil, err
+	}
+	defer statusR.Close()
+	logf, err := os.OpenFile(logPath(r.dir, id), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		specR.Close()
+		statusW.Close()
+		return nil, fmt.Errorf("task %q: supervisor log: %w", id, err)
+	}
+	cmd := &exec.Cmd{
+		Path:        shim,
+		Args:        []string{ShimName, id},
+		Env:         []string{},
+		Dir:         "/",
+		Stderr:      logf,
+		ExtraFiles:  []*os.File{specR, stdout, stderr, statusW},
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	err = cmd.Start()
+	specR.Close()
+	statusW.Close()
+	logf.Close()
+	if err != nil {
+		removeRecords(r.dir, id)
+		return nil, fmt.Errorf("task %q: start its supervisor %s: %w", id, shim, err)
+	}
+	specW.Write(body) // a failure shows as the supervisor's error below
+	specW.Close()
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(shimStartTimeout)
+	}
+	statusR.SetReadDeadline(deadline)
+	line, rerr := bufio.NewReader(statusR).ReadString('\n')
+	pgid, err := parseStatus(strings.TrimSpace(line))
+	if err != nil {
+		if rerr != nil && line == "" {
+			err = fmt.Errorf("no word from the supervisor: %w", rerr)
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		r.forget(id)
+		return nil, fmt.Errorf("task %q: %w", id, err)
+	}
+	t := newTask(id, pgid, r)
+	go func() {
+		cmd.Wait()
+		t.supervisorExited()
+	}()
+	return t, nil
+}
+
+// forget kills whatever a failed start left recorded and removes its
+// records.
+func (r *Runtime) forget(id string) {
+	if rec, err := readRecord(recordPath(r.dir, id)); err == nil && rec.Boot == bootID() {
+		syscall.Kill(-rec.PGID, syscall.SIGKILL)
+	}
+	removeRecords(r.dir, id)
+}
+
+func shimCredential(c *syscall.Credential) *shimCred {
+	if c == nil {
+		return nil
+	}
+	return &shimCred{UID: c.Uid, GID: c.Gid, Groups: c.Groups}
 }
 
 // environment is spec.Env, never the agent's own (exec would inherit it for

@@ -19,6 +19,14 @@ import (
 	"github.com/phalanx-hpc/phalanx/runtime/runtimetest"
 )
 
+// TestMain lets this test binary serve as the tasks' supervisor, as
+// phalanx-agent does.
+func TestMain(m *testing.M) {
+	process.RunShimIfAsked()
+	starter()
+	os.Exit(m.Run())
+}
+
 // run starts a shell script as a task and returns it with its output file
 // (stdout and stderr both).
 func run(t *testing.T, script string, edit ...func(*runtime.Spec)) (runtime.Task, string) {
@@ -34,7 +42,7 @@ func run(t *testing.T, script string, edit ...func(*runtime.Spec)) (runtime.Task
 	for _, e := range edit {
 		e(&spec)
 	}
-	task, err := process.New(process.WithMaxPoll(10*time.Millisecond)).Start(context.Background(), spec)
+	task, err := process.New(t.TempDir(), process.WithMaxPoll(10*time.Millisecond)).Start(context.Background(), spec)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -228,7 +236,7 @@ func TestRunAsUser(t *testing.T) {
 }
 
 func TestStartErrors(t *testing.T) {
-	rt := process.New()
+	rt := process.New(t.TempDir())
 	ctx := context.Background()
 	if _, err := rt.Start(ctx, runtime.Spec{ID: "x"}); !errors.Is(err, cluster.ErrInvalid) {
 		t.Errorf("empty argv: %v, want ErrInvalid", err)

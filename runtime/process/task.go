@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/runtime"
 )
 
@@ -16,15 +16,16 @@ import (
 // doubles up to the runtime's maximum.
 const firstPoll = time.Millisecond
 
-// task is one started process group. Its leader's PID is the group ID.
+// task is one process group under its supervisor. Its leader's PID is the
+// group ID.
 type task struct {
-	id      string
-	pgid    int
-	maxPoll time.Duration
+	id   string
+	pgid int
+	r    *Runtime
 
-	exited chan struct{} // closed once the leader has been reaped
+	exited chan struct{} // closed once the supervisor has ended
 	status runtime.ExitStatus
-	err    error // reaping failed
+	err    error // the supervisor recorded no end
 
 	mu    sync.Mutex
 	empty bool // the group was seen empty; its ID may be reused
@@ -32,27 +33,44 @@ type task struct {
 
 var _ runtime.Task = (*task)(nil)
 
-func newTask(id string, cmd *exec.Cmd, maxPoll time.Duration) *task {
-	t := &task{
-		id:      id,
-		pgid:    cmd.Process.Pid,
-		maxPoll: maxPoll,
-		exited:  make(chan struct{}),
-	}
-	go t.reap(cmd)
-	return t
+func newTask(id string, pgid int, r *Runtime) *task {
+	return &task{id: id, pgid: pgid, r: r, exited: make(chan struct{})}
 }
 
-// reap waits for the group leader and records how it ended.
-func (t *task) reap(cmd *exec.Cmd) {
+// supervisorExited reads how the task ended, as its supervisor recorded
+// it. A supervisor that ended without recording it (killed, say) leaves a
+// group of unknown fate: what is left of it is killed, and the task is
+// lost.
+func (t *task) supervisorExited() {
 	defer close(t.exited)
-	err := cmd.Wait()
-	var exitErr *exec.ExitError
-	if err != nil && !errors.As(err, &exitErr) {
-		t.err = fmt.Errorf("task %q: wait: %w", t.id, err)
+	st, ok, err := readExit(exitPath(t.r.dir, t.id))
+	switch {
+	case err != nil:
+		t.err = fmt.Errorf("task %q: %w: %v", t.id, runtime.ErrLost, err)
+	case !ok:
+		t.err = fmt.Errorf("task %q: %w", t.id, runtime.ErrLost)
+	default:
+		t.status = st
+		t.markEmpty()
 		return
 	}
-	t.status = exitStatus(cmd.ProcessState.Sys().(syscall.WaitStatus))
+	syscall.Kill(-t.pgid, syscall.SIGKILL)
+	pause := firstPoll
+	for deadline := time.Now().Add(killWait); groupAlive(t.pgid) && time.Now().Before(deadline); {
+		time.Sleep(pause)
+		pause = min(2*pause, t.r.maxPoll)
+	}
+	t.markEmpty()
+}
+
+// killWait bounds the wait for a lost task's group to vanish after
+// SIGKILL.
+const killWait = 30 * time.Second
+
+func (t *task) markEmpty() {
+	t.mu.Lock()
+	t.empty = true
+	t.mu.Unlock()
 }
 
 func exitStatus(ws syscall.WaitStatus) runtime.ExitStatus {
@@ -65,44 +83,19 @@ func exitStatus(ws syscall.WaitStatus) runtime.ExitStatus {
 // ID returns the Spec's ID.
 func (t *task) ID() string { return t.id }
 
-// PGID returns the task's process group ID, its leader's PID. The agent
-// records it so that, should the agent die, its next run can kill what is
-// left of the group.
+// PGID returns the task's process group ID, its leader's PID.
 func (t *task) PGID() int { return t.pgid }
 
 // Wait returns the leader's exit status once the leader has exited and no
-// process of the group is left.
+// process of the group is left, as the supervisor saw it. It returns an
+// error wrapping runtime.ErrLost when the supervisor ended without saying.
 func (t *task) Wait(ctx context.Context) (runtime.ExitStatus, error) {
 	select {
 	case <-t.exited:
 	case <-ctx.Done():
 		return runtime.ExitStatus{}, ctx.Err()
 	}
-	if t.err != nil {
-		return runtime.ExitStatus{}, t.err
-	}
-	if err := t.waitGroupEmpty(ctx); err != nil {
-		return runtime.ExitStatus{}, err
-	}
-	return t.status, nil
-}
-
-func (t *task) waitGroupEmpty(ctx context.Context) error {
-	pause := firstPoll
-	for groupAlive(t.pgid) {
-		timer := time.NewTimer(pause)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			return ctx.Err()
-		}
-		pause = min(2*pause, t.maxPoll)
-	}
-	t.mu.Lock()
-	t.empty = true
-	t.mu.Unlock()
-	return nil
+	return t.status, t.err
 }
 
 // SignalJob sends the job's signal to the group's leader (the batch
@@ -145,5 +138,13 @@ func (t *task) kill(ctx context.Context, sig syscall.Signal, targets func() ([]i
 	return nil
 }
 
-// Close does nothing: a process holds nothing once it has been reaped.
-func (t *task) Close(context.Context) error { return nil }
+// Close removes the task's records once it has ended: the agent has
+// reported the end, and no later run of the agent needs to find it.
+func (t *task) Close(context.Context) error {
+	select {
+	case <-t.exited:
+	default:
+		return fmt.Errorf("task %q: still running: %w", t.id, cluster.ErrConflict)
+	}
+	return removeRecords(t.r.dir, t.id)
+}

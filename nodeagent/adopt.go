@@ -1,0 +1,165 @@
+package nodeagent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/runtime"
+)
+
+// Tasks outlive the agent. A runtime that keeps its tasks under
+// supervisors of their own (runtime.Recoverer: the process runtime) lets
+// a new run of the agent find them again. Before it talks to any
+// controller, Run asks the runtime for the tasks an earlier run started
+// and did not release, and supervises each as if it had started it: a
+// task still running is watched, its time limit enforced from the time it
+// started; one that ended meanwhile is reported with its exit status; one
+// whose fate is unknown (its supervisor died too) has been killed by the
+// runtime and is reported LOST. The controller, which kept the job
+// RUNNING while the node's heartbeats paused, sees nothing else.
+//
+// For that the agent keeps, beside the job's script, the task's own
+// record, task.<rank> in the attempt folder, written just before the
+// task starts: when it started and its limits.
+//
+// When Run's context ends, the agent leaves such tasks running for its
+// next run (Config.StopTasksOnExit stops them instead); a task it was
+// still preparing is reported LOST.
+
+// taskRecordVersion is the version of the task.<rank> format.
+const taskRecordVersion = 1
+
+// taskRecord is the agent's record of a started task: what it needs to go
+// on supervising it after a restart.
+type taskRecord struct {
+	V                  int       `json:"v"`
+	Started            time.Time `json:"started"`
+	TimeLimitSeconds   int64     `json:"time_limit_s"`
+	Signal             int       `json:"signal,omitempty"`
+	SignalBeforeSecond int64     `json:"signal_before_s,omitempty"`
+	SignalBatch        bool      `json:"signal_batch,omitempty"`
+}
+
+func (a *Agent) taskRecordPath(key taskKey) string {
+	return filepath.Join(a.jobDir(key), fmt.Sprintf("task.%d", key.rank))
+}
+
+// writeTaskRecord records the task's start and limits, as the task is
+// about to start.
+func (a *Agent) writeTaskRecord(key taskKey, job jobInfo) error {
+	rec := taskRecord{V: taskRecordVersion, Started: a.cfg.Clock.Now(), TimeLimitSeconds: int64(job.timeLimit / time.Second),
+		Signal: job.signal.Signal, SignalBeforeSecond: int64(job.signal.Before / time.Second), SignalBatch: job.signal.Batch}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	path := a.taskRecordPath(key)
+	if err := os.WriteFile(path+".tmp", b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(path+".tmp", path)
+}
+
+// limitsLeft reads a task's record and returns what is left of its limits
+// now: the time limit shortened by the time it has run. ok is false when
+// there is no usable record.
+func (a *Agent) limitsLeft(key taskKey) (job jobInfo, ok bool) {
+	b, err := os.ReadFile(a.taskRecordPath(key))
+	if err != nil {
+		return job, false
+	}
+	var rec taskRecord
+	if err := json.Unmarshal(b, &rec); err != nil || rec.V != taskRecordVersion {
+		return job, false
+	}
+	job.signal = cluster.JobSignal{Signal: rec.Signal, Before: time.Duration(rec.SignalBeforeSecond) * time.Second, Batch: rec.SignalBatch}
+	if rec.TimeLimitSeconds > 0 {
+		left := time.Duration(rec.TimeLimitSeconds)*time.Second - a.cfg.Clock.Now().Sub(rec.Started)
+		job.timeLimit = max(left, time.Nanosecond) // spent: stop it at once
+	}
+	return job, true
+}
+
+// parseTaskID reads a runtime ID, phx-<job>-<attempt>-<rank>.
+func parseTaskID(id string) (taskKey, bool) {
+	f := strings.Split(id, "-")
+	if len(f) != 4 || f[0] != "phx" {
+		return taskKey{}, false
+	}
+	job, err1 := strconv.ParseUint(f[1], 10, 64)
+	attempt, err2 := strconv.ParseInt(f[2], 10, 32)
+	rank, err3 := strconv.ParseInt(f[3], 10, 32)
+	if err1 != nil || err2 != nil || err3 != nil || attempt < 0 || rank < 0 {
+		return taskKey{}, false
+	}
+	return taskKey{job: job, attempt: int32(attempt), rank: int32(rank)}, true
+}
+
+// adopt supervises the tasks an earlier run of the agent left to the
+// runtime, and returns their attempts, whose folders are theirs still. It
+// runs to its end even if the agent is told to stop meanwhile: a task not
+// adopted would lose its folder, and with it its limits.
+func (a *Agent) adopt() map[attemptKey]bool {
+	rec, ok := a.cfg.Runtime.(runtime.Recoverer)
+	if !ok {
+		return nil
+	}
+	tasks, err := rec.Recover(context.Background())
+	if err != nil {
+		a.log.Error("finding the tasks an earlier run of the agent started; those not found cannot be re-adopted", "err", err)
+	}
+	adopted := make(map[attemptKey]bool)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, rt := range tasks {
+		key, ok := parseTaskID(rt.ID())
+		if !ok {
+			a.log.Warn("a task of unknown ID left by an earlier run; killing it", "id", rt.ID())
+			go a.discard(rt)
+			continue
+		}
+		job, ok := a.limitsLeft(key)
+		if !ok {
+			a.log.Error("no usable record of a re-adopted task's limits; its time limit is not enforced here", "task", key)
+		}
+		adopted[attemptKey{job: key.job, attempt: key.attempt}] = true
+		t := newTask(key)
+		a.tasks[key] = t
+		a.taskWG.Add(1)
+		go a.superviseAdopted(t, rt, job)
+	}
+	return adopted
+}
+
+// superviseAdopted takes over a task an earlier run of the agent started.
+func (a *Agent) superviseAdopted(t *task, rt runtime.Task, job jobInfo) {
+	defer a.taskWG.Done()
+	defer close(t.done)
+	a.log.Info("re-adopted a task an earlier run of the agent started", "task", t.key, "time_left", job.timeLimit)
+	if a.finish(t, rt, job) {
+		a.removeJobDir(t.key)
+	}
+}
+
+// discard kills a task no one can account for and releases it.
+func (a *Agent) discard(rt runtime.Task) {
+	ctx, cancel := context.WithTimeout(context.Background(), killWait)
+	defer cancel()
+	rt.Signal(ctx, syscall.SIGKILL)
+	rt.Wait(ctx)
+	rt.Close(ctx)
+}
+
+func (a *Agent) removeJobDir(key taskKey) {
+	if err := os.RemoveAll(a.jobDir(key)); err != nil {
+		a.log.Warn("removing job directory", "dir", a.jobDir(key), "err", err)
+	}
+}

@@ -1,0 +1,184 @@
+package process
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/phalanx-hpc/phalanx/runtime"
+)
+
+// The runtime's state directory holds, per task ID:
+//
+//	<id>.task  the task record, written by its supervisor before the task
+//	           is reported started: the process group, the supervisor's PID
+//	           and start time, the boot
+//	<id>.exit  how the task ended, written by the supervisor once the group
+//	           is empty, before it exits
+//	<id>.log   what the supervisor itself had to say (normally nothing)
+//
+// Both JSON files are written to a temporary name, synced and renamed, so a
+// reader sees all of one or none. They stay until the agent closes the task
+// (Task.Close), which it does once it has reported the end: an end that
+// happened while no agent ran is still there for the next one.
+
+// recordVersion is the version of the .task and .exit formats.
+const recordVersion = 1
+
+const (
+	recordExt = ".task"
+	exitExt   = ".exit"
+	logExt    = ".log"
+)
+
+// record is a task's <id>.task file.
+type record struct {
+	V  int    `json:"v"`
+	ID string `json:"id"`
+	// PGID is the task's process group (its leader's PID).
+	PGID int `json:"pgid"`
+	// ShimPID and ShimStart (the start time in clock ticks after boot,
+	// field 22 of /proc/PID/stat) identify the supervisor: a PID alone may
+	// have been reused since.
+	ShimPID   int    `json:"shim_pid"`
+	ShimStart uint64 `json:"shim_start"`
+	// Boot is the kernel's boot ID: processes of an earlier boot are gone,
+	// and their IDs may name unrelated processes now.
+	Boot string `json:"boot"`
+}
+
+// exitRecord is a task's <id>.exit file.
+type exitRecord struct {
+	V      int `json:"v"`
+	Code   int `json:"code"`
+	Signal int `json:"signal"`
+}
+
+func (e exitRecord) status() runtime.ExitStatus {
+	return runtime.ExitStatus{Code: e.Code, Signal: syscall.Signal(e.Signal)}
+}
+
+func recordPath(dir, id string) string { return filepath.Join(dir, id+recordExt) }
+func exitPath(dir, id string) string   { return filepath.Join(dir, id+exitExt) }
+func logPath(dir, id string) string    { return filepath.Join(dir, id+logExt) }
+
+// writeJSON writes v to path atomically and durably: a temporary file,
+// synced, renamed over path, and the directory synced.
+func writeJSON(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// readRecord reads and checks a .task file.
+func readRecord(path string) (record, error) {
+	var r record
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("task record %s: %w", path, err)
+	}
+	switch {
+	case r.V != recordVersion:
+		return r, fmt.Errorf("task record %s: version %d, this agent reads %d", path, r.V, recordVersion)
+	case r.PGID <= 1 || r.PGID == syscall.Getpgrp() || r.ShimPID <= 1 || r.ID == "":
+		return r, fmt.Errorf("task record %s: process group %d or supervisor %d not a task's", path, r.PGID, r.ShimPID)
+	}
+	return r, nil
+}
+
+// readExit reads a .exit file; ok is false when there is none.
+func readExit(path string) (st runtime.ExitStatus, ok bool, err error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return st, false, nil
+	}
+	if err != nil {
+		return st, false, err
+	}
+	var e exitRecord
+	if err := json.Unmarshal(b, &e); err != nil {
+		return st, false, fmt.Errorf("exit record %s: %w", path, err)
+	}
+	if e.V != recordVersion {
+		return st, false, fmt.Errorf("exit record %s: version %d, this agent reads %d", path, e.V, recordVersion)
+	}
+	return e.status(), true, nil
+}
+
+// removeRecords removes a task's files.
+func removeRecords(dir, id string) error {
+	var errs []error
+	for _, p := range []string{recordPath(dir, id), exitPath(dir, id), logPath(dir, id)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// startTime returns the start time of pid in clock ticks after boot
+// (field 22 of /proc/PID/stat); ok is false when pid does not exist.
+func startTime(pid int) (uint64, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	// After the command: state (field 3) ... starttime (field 22).
+	fields := strings.Fields(s[i+1:])
+	if len(fields) < 20 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(fields[19], 10, 64)
+	return v, err == nil
+}
+
+// bootIDPath holds the kernel's random ID of the current boot.
+const bootIDPath = "/proc/sys/kernel/random/boot_id"
+
+// bootID identifies the current boot; "unknown" when the kernel does not
+// say, which matches only records written under the same lack.
+func bootID() string {
+	b, err := os.ReadFile(bootIDPath)
+	if id := strings.TrimSpace(string(b)); err == nil && id != "" {
+		return id
+	}
+	return "unknown"
+}
