@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/internal/durable"
 	"github.com/phalanx-hpc/phalanx/runtime"
 )
 
@@ -61,11 +62,7 @@ func (a *Agent) writeTaskRecord(key taskKey, job jobInfo) error {
 	if err != nil {
 		return err
 	}
-	path := a.taskRecordPath(key)
-	if err := os.WriteFile(path+".tmp", b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(path+".tmp", path)
+	return durable.WriteFile(a.taskRecordPath(key), b, 0o600)
 }
 
 // limitsLeft reads a task's record and returns what is left of its limits

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/phalanx-hpc/phalanx/runtime"
 )
 
 // An attempt folder, <StateDir>/jobs/<job>.<attempt>, exists from just
@@ -29,9 +31,6 @@ import (
 
 // pgidFile is the prefix of the file recording a task's process group.
 const pgidFile = "pgid"
-
-// bootIDPath holds the kernel's random ID of the current boot.
-const bootIDPath = "/proc/sys/kernel/random/boot_id"
 
 // attemptKey names one attempt of a job, and so its folder.
 type attemptKey struct {
@@ -76,7 +75,7 @@ func (a *Agent) cleanLeftovers(adopted map[attemptKey]bool) map[attemptKey]bool 
 // attempt folder that still has processes.
 func (a *Agent) killRecordedGroups(dir string) {
 	files, _ := filepath.Glob(filepath.Join(dir, pgidFile+".*"))
-	boot := bootID()
+	boot := runtime.BootID()
 	for _, f := range files {
 		pgid, recordedBoot, err := readGroup(f)
 		switch {
@@ -138,14 +137,4 @@ func parseAttempt(name string) (attemptKey, bool) {
 		return attemptKey{}, false
 	}
 	return attemptKey{job: job, attempt: int32(attempt)}, true
-}
-
-// bootID identifies the current boot; "unknown" when the kernel does not
-// say, which matches only records written under the same lack.
-func bootID() string {
-	b, err := os.ReadFile(bootIDPath)
-	if id := strings.TrimSpace(string(b)); err == nil && id != "" {
-		return id
-	}
-	return "unknown"
 }

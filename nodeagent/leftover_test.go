@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/phalanx-hpc/phalanx/runtime"
 	"github.com/phalanx-hpc/phalanx/runtime/fake"
 )
 
@@ -53,7 +54,7 @@ func TestLeftoverProcessGroupIsKilled(t *testing.T) {
 	state := t.TempDir()
 	orphan, orphanEnded := startGroup(t)
 	stale, _ := startGroup(t)
-	writeRecord(t, filepath.Join(state, "jobs", "6.0"), fmt.Sprintf("%d %s\n", orphan, bootID()))
+	writeRecord(t, filepath.Join(state, "jobs", "6.0"), fmt.Sprintf("%d %s\n", orphan, runtime.BootID()))
 	writeRecord(t, filepath.Join(state, "jobs", "7.2"), fmt.Sprintf("%d an-earlier-boot\n", stale))
 
 	newHarness(t, fake.New(), func(c *Config) { c.StateDir = state })

@@ -184,7 +184,7 @@ func (r *Runtime) startShim(ctx context.Context, id, shim string, body []byte, s
 // forget kills whatever a failed start left recorded and removes its
 // records.
 func (r *Runtime) forget(id string) {
-	if rec, err := readRecord(recordPath(r.dir, id)); err == nil && rec.Boot == bootID() {
+	if rec, err := readRecord(recordPath(r.dir, id)); err == nil && rec.Boot == runtime.BootID() {
 		syscall.Kill(-rec.PGID, syscall.SIGKILL)
 	}
 	removeRecords(r.dir, id)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/phalanx-hpc/phalanx/internal/durable"
 	"github.com/phalanx-hpc/phalanx/runtime"
 )
 
@@ -67,37 +68,13 @@ func recordPath(dir, id string) string { return filepath.Join(dir, id+recordExt)
 func exitPath(dir, id string) string   { return filepath.Join(dir, id+exitExt) }
 func logPath(dir, id string) string    { return filepath.Join(dir, id+logExt) }
 
-// writeJSON writes v to path atomically and durably: a temporary file,
-// synced, renamed over path, and the directory synced.
+// writeJSON writes v to path atomically and durably.
 func writeJSON(path string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return durable.WriteFile(path, append(b, '\n'), 0o600)
 }
 
 // readRecord reads and checks a .task file.
@@ -168,17 +145,4 @@ func startTime(pid int) (uint64, bool) {
 	}
 	v, err := strconv.ParseUint(fields[19], 10, 64)
 	return v, err == nil
-}
-
-// bootIDPath holds the kernel's random ID of the current boot.
-const bootIDPath = "/proc/sys/kernel/random/boot_id"
-
-// bootID identifies the current boot; "unknown" when the kernel does not
-// say, which matches only records written under the same lack.
-func bootID() string {
-	b, err := os.ReadFile(bootIDPath)
-	if id := strings.TrimSpace(string(b)); err == nil && id != "" {
-		return id
-	}
-	return "unknown"
 }

@@ -23,7 +23,7 @@ func (r *Runtime) Recover(ctx context.Context) ([]runtime.Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	boot := bootID()
+	boot := runtime.BootID()
 	var tasks []runtime.Task
 	var errs []error
 	for _, p := range paths {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/phalanx-hpc/phalanx/runtime"
 )
 
 // ShimName is the supervisor's argv[0]: `ps` shows "phalanx-shim <task ID>"
@@ -94,7 +96,7 @@ func runShim() int {
 	}
 	pgid := cmd.Process.Pid
 	self, _ := startTime(os.Getpid())
-	rec := record{V: recordVersion, ID: spec.ID, PGID: pgid, ShimPID: os.Getpid(), ShimStart: self, Boot: bootID()}
+	rec := record{V: recordVersion, ID: spec.ID, PGID: pgid, ShimPID: os.Getpid(), ShimStart: self, Boot: runtime.BootID()}
 	if err := writeJSON(recordPath(spec.RecordDir, spec.ID), rec); err != nil {
 		// Unrecorded, the task could not be found again after an agent
 		// restart: do not let it run.
