@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -74,13 +75,20 @@ func (n *nodeService) Heartbeat(ctx context.Context, req *phalanxv1.HeartbeatReq
 		return nil, toStatus(s.notLeader())
 	}
 	node, err := s.store.Node(req.Name)
-	if err != nil || node.State == cluster.NodeDown {
-		// Unknown, or declared down while silent: register again to come back.
+	switch {
+	case errors.Is(err, cluster.ErrNotFound) || (err == nil && node.State == cluster.NodeDown):
+		// Unknown, or declared down while silent: register again to come
+		// back (the agent stops its tasks first: the controller has them
+		// LOST already).
 		return &phalanxv1.HeartbeatResponse{Reregister: true}, nil
+	case err != nil:
+		// Anything else is this replica's trouble, not the node's: the agent
+		// retries, and its tasks run on.
+		return nil, toStatus(err)
 	}
-	// req.Running (the tasks the agent runs) is not used yet: reconciling it
-	// with the store (tasks the controller lost track of) comes with task
-	// re-adoption after agent restarts.
+	// req.Running (the tasks the agent runs, re-adopted ones included) is
+	// not reconciled with the store yet: a task the controller lost track
+	// of is found only when its end is reported.
 	s.seen(req.Name, s.cfg.Clock.Now())
 	resp := &phalanxv1.HeartbeatResponse{}
 	if req.Health {
