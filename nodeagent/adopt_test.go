@@ -173,9 +173,9 @@ func TestRestartedAgentReportsLostSupervisor(t *testing.T) {
 		}
 		return nil
 	})
-	if !alive(rec.PGID) {
-		t.Fatal("the task died with its supervisor; the test needs it running")
-	}
+	// (The first agent's runtime, still in this process, may kill the
+	// task as soon as it sees the supervisor die; a dead agent would not.
+	// runtime/process's TestRecoverLostSupervisor has Recover do it.)
 
 	h.cfg.Runtime = processRuntime(rtDir)
 	h.done = make(chan error, 1)
