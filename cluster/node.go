@@ -41,6 +41,12 @@ type Node struct {
 	// check as one line ("check: message; ..."), empty when they all pass
 	// (or the agent checks nothing). See SetHealth.
 	Health string
+	// Fences: its agent registered tasks that stop by themselves when the
+	// node's lease ends (a lease the controller grants with every answer,
+	// shorter than the silence after which it declares a node lost). The
+	// jobs of such a node declared lost are restarted elsewhere: nothing of
+	// them runs there any more.
+	Fences bool
 }
 
 // SystemUser is the reason user of states Phalanx itself sets: a node not

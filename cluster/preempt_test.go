@@ -61,7 +61,7 @@ func TestPreemptedJobNodeLostRequeues(t *testing.T) {
 	j := placedJob(t)
 	Preempt(j, at(1))
 	ApplyTaskReport(j, rep(0, TaskKilled, 0, 15, 2))
-	if !NodeLost(j, "n2", at(3), "Not responding") {
+	if !NodeLost(j, "n2", at(3), "Not responding", false) {
 		t.Fatal("NodeLost reported no change")
 	}
 	if j.State != JobPending || j.Attempt != 1 {

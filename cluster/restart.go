@@ -17,10 +17,12 @@ import (
 //     reported LOST by its agent);
 //   - RestartExit: a task exited non-zero (the user's failure).
 //
-// A node the controller declares lost while it is silent (NodeLost) ends
-// the job NODE_FAIL without a restart: its tasks may still run there, and
-// two attempts must never run at once. Restarting those needs fencing by
-// leases (issue "Fault recovery"), which is not built yet.
+// A node the controller declares lost while it is silent (NodeLost) is at
+// fault too (RestartNode) when it fences: its tasks stopped when its lease
+// ended, before the controller's verdict (controller/lease.go). One that
+// does not fence, or that an administrator set DOWN, may still run its
+// tasks: its attempt is unfenced and never restarted, since two attempts
+// must never run at once.
 //
 // Three attempts in a row that ended with the same user failure (the same
 // exit code or signal), with no node fault in between, end the job FAILED

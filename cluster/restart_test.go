@@ -46,6 +46,29 @@ func TestRestartAfterANodeFault(t *testing.T) {
 	}
 }
 
+// A node declared lost after a silence past its lease, whose agent
+// fences its tasks, is at fault as if its agent had said so: nothing of
+// the attempt runs there any more, and the job restarts elsewhere.
+func TestRestartAfterAFencedNodeLoss(t *testing.T) {
+	j := placedJob(t)
+	j.Restart = RestartPolicy{MaxRestarts: 3, On: DefaultRestartOn}
+	ApplyTaskReport(j, attemptReport(j, 0, TaskRunning, 0, 1))
+	ApplyTaskReport(j, attemptReport(j, 1, TaskRunning, 0, 1))
+	if !NodeLost(j, "n2", at(2), "Not responding", true) || j.State != JobNodeFail {
+		t.Fatalf("after n2 was lost: %s; want NODE_FAIL", j.State)
+	}
+	ApplyTaskReport(j, attemptReport(j, 0, TaskKilled, 0, 3))
+	if j.State != JobPending || j.Attempt != 1 {
+		t.Fatalf("after the attempt ended: %s attempt %d (%s); want PENDING attempt 1", j.State, j.Attempt, j.Reason)
+	}
+	if a := j.Attempts[0]; a.Cause != RestartNode || a.FaultNode != "n2" || a.Unfenced {
+		t.Errorf("attempt 0 recorded as %+v", a)
+	}
+	if got := j.Avoid(); !reflect.DeepEqual(got, []string{"n2"}) {
+		t.Errorf("the next attempt avoids %v, want [n2]", got)
+	}
+}
+
 func TestNoRestart(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -64,10 +87,10 @@ func TestNoRestart(t *testing.T) {
 		// its task: never two attempts at once.
 		{"a task declared lost without its agent", RestartPolicy{MaxRestarts: 3, On: DefaultRestartOn}, func(j *Job) {
 			ApplyTaskReport(j, attemptReport(j, 0, TaskLost, 0, 2)) // by its agent: the node's fault
-			NodeLost(j, "n2", at(3), "Not responding")
+			NodeLost(j, "n2", at(3), "Not responding", false)
 		}},
 		{"declared lost first", RestartPolicy{MaxRestarts: 3, On: DefaultRestartOn}, func(j *Job) {
-			NodeLost(j, "n2", at(2), "Not responding")
+			NodeLost(j, "n2", at(2), "Not responding", false)
 			ApplyTaskReport(j, attemptReport(j, 0, TaskKilled, 0, 3))
 		}},
 	} {
@@ -140,7 +163,7 @@ func TestNoRestartWhileATaskMayRun(t *testing.T) {
 		report(i, n, TaskRunning, 1)
 	}
 	report(0, "n1", TaskLost, 2) // by its agent: n1 at fault
-	NodeLost(j, "n2", at(3), "Not responding")
+	NodeLost(j, "n2", at(3), "Not responding", false)
 	report(2, "n3", TaskKilled, 4)
 	if j.State != JobNodeFail || j.Attempt != 0 {
 		t.Errorf("%s attempt %d (%s); want NODE_FAIL, not restarted", j.State, j.Attempt, j.Reason)

@@ -210,8 +210,13 @@ func Cancel(j *Job, t time.Time, reason string) (changed bool) {
 
 // NodeLost records that node went down: the job's unended tasks on it are
 // LOST, and a job that has not ended and was allocated on the node ends in
-// NODE_FAIL with reason. It reports whether the job changed.
-func NodeLost(j *Job, node string, t time.Time, reason string) (changed bool) {
+// NODE_FAIL with reason. fenced says that nothing of those tasks runs any
+// more (the node was silent past its lease, and its tasks stop by
+// themselves at the lease's end): the attempt is the node's fault and may
+// restart elsewhere. Otherwise (a node whose agent does not fence, or one
+// an administrator set DOWN) the tasks may still run, and the attempt is
+// never restarted. It reports whether the job changed.
+func NodeLost(j *Job, node string, t time.Time, reason string, fenced bool) (changed bool) {
 	if j.Alloc == nil {
 		return false
 	}
@@ -226,7 +231,11 @@ func NodeLost(j *Job, node string, t time.Time, reason string) (changed bool) {
 			continue
 		}
 		endTask(task, TaskReport{State: TaskLost, Message: reason, Time: t})
-		unfenced(j)
+		if fenced {
+			blame(j, RestartNode, node)
+		} else {
+			unfenced(j)
+		}
 		changed = true
 	}
 	if onNode && !j.State.Terminal() && j.State != JobPending {

@@ -280,10 +280,10 @@ func TestCancel(t *testing.T) {
 func TestNodeLost(t *testing.T) {
 	j := placedJob(t)
 	ApplyTaskReport(j, rep(0, TaskRunning, 0, 0, 1))
-	if NodeLost(j, "n3", at(5), "Not responding") {
+	if NodeLost(j, "n3", at(5), "Not responding", false) {
 		t.Errorf("a node the job is not on changed it")
 	}
-	if !NodeLost(j, "n2", at(5), "Not responding") {
+	if !NodeLost(j, "n2", at(5), "Not responding", false) {
 		t.Fatalf("NodeLost on n2 did not change the job")
 	}
 	if j.State != JobNodeFail || j.Reason != "Not responding" || !j.EndTime.Equal(at(5)) {
@@ -295,15 +295,15 @@ func TestNodeLost(t *testing.T) {
 	if !j.Live() {
 		t.Errorf("rank 0 still runs; the job must hold resources")
 	}
-	if NodeLost(j, "n2", at(6), "again") {
+	if NodeLost(j, "n2", at(6), "again", false) {
 		t.Errorf("NodeLost is not idempotent")
 	}
 	// The surviving task is lost too when its node goes: the job is
 	// terminal already, so only the task changes.
-	if !NodeLost(j, "n1", at(7), "Not responding") || j.Live() || !j.EndTime.Equal(at(5)) {
+	if !NodeLost(j, "n1", at(7), "Not responding", false) || j.Live() || !j.EndTime.Equal(at(5)) {
 		t.Errorf("after losing n1: live %v end %v", j.Live(), j.EndTime)
 	}
-	if NodeLost(&Job{State: JobPending}, "n1", at(1), "x") {
+	if NodeLost(&Job{State: JobPending}, "n1", at(1), "x", false) {
 		t.Errorf("a pending job changed")
 	}
 }

@@ -212,6 +212,9 @@ func (c *Config) withDefaults() (Config, error) {
 	if out.HeartbeatInterval == 0 {
 		out.HeartbeatInterval = 5 * time.Second
 	}
+	if err := checkLeaseTiming(out.NodeTTL, out.HeartbeatInterval); err != nil {
+		return out, err
+	}
 	if out.SchedInterval == 0 {
 		out.SchedInterval = time.Second
 	}

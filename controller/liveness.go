@@ -18,21 +18,45 @@ func (s *Server) startLivenessTerm() {
 	now := s.cfg.Clock.Now()
 	s.lastSeen = map[string]time.Time{}
 	s.heard = map[string]bool{}
+	s.declaring = map[string]bool{}
 	for _, n := range s.store.Nodes() {
 		s.lastSeen[n.Name] = now
 	}
 }
 
-// seen records that node was heard from at t.
-func (s *Server) seen(node string, t time.Time) {
+// seen records that node was heard from at t. It reports false when this
+// leader has found the node silent past the TTL since it last registered:
+// the node's tasks are (or are about to be) declared lost, and it must
+// get no lease before it registers again.
+func (s *Server) seen(node string, t time.Time) (live bool) {
 	s.mu.Lock()
 	s.lastSeen[node] = t
 	first := !s.heard[node]
 	s.heard[node] = true
+	live = !s.declaring[node]
 	s.mu.Unlock()
 	if first {
 		s.kickScheduler() // it can take jobs now
 	}
+	return live
+}
+
+// admitRegistration lets node register, and so have a lease again, unless
+// this leader found it silent and its DOWN is not applied yet: a lease
+// granted before the DOWN applies would let its tasks outlive their
+// declared end. Once applied, the node may register. It also refreshes
+// the node's silence, so that no verdict is reached while it registers.
+func (s *Server) admitRegistration(node string, t time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.declaring[node] {
+		if n, err := s.store.Node(node); err == nil && n.State != cluster.NodeDown {
+			return cluster.Errorf(cluster.ErrConflict, "node %s is being declared down for its silence; register again in a moment", node)
+		}
+		delete(s.declaring, node)
+	}
+	s.lastSeen[node] = t
+	return nil
 }
 
 // unheard returns which of the nodes this leader has not heard from yet.
@@ -63,8 +87,9 @@ func (s *Server) checkLiveness(ctx context.Context) {
 			s.lastSeen[n.Name] = now
 			seen = now
 		}
-		if now.Sub(seen) > s.cfg.NodeTTL {
+		if now.Sub(seen) > s.cfg.NodeTTL && !s.declaring[n.Name] {
 			silent = append(silent, n.Name)
+			s.declaring[n.Name] = true
 			s.log.Warn("node not responding", "node", n.Name, "silent", now.Sub(seen).Round(time.Second))
 		}
 	}
@@ -75,6 +100,11 @@ func (s *Server) checkLiveness(ctx context.Context) {
 	_, err := s.propose(ctx, fsm.SetNodesDown{Names: silent, Reason: store.ReasonNotResponding, Time: now})
 	if err != nil {
 		s.log.Error("mark nodes down", "nodes", silent, "err", err)
+		s.mu.Lock()
+		for _, n := range silent {
+			delete(s.declaring, n) // judged again at the next check
+		}
+		s.mu.Unlock()
 	}
 	s.kickScheduler()
 }

@@ -48,6 +48,7 @@ func (n *nodeService) RegisterNode(ctx context.Context, req *phalanxv1.RegisterN
 		Features:   req.Features,
 		NICs:       nics,
 		Registered: now,
+		Fences:     req.Fences,
 	}
 	if s.cfg.Topology != nil {
 		node.Leaf = s.cfg.Topology.LeafOf(req.Name)
@@ -57,13 +58,18 @@ func (n *nodeService) RegisterNode(ctx context.Context, req *phalanxv1.RegisterN
 		node.State, node.Reason = cluster.NodeInval, why
 		s.log.Warn("node registered with less than phalanx.conf declares: INVAL, not used", "node", req.Name, "reason", why)
 	}
+	if err := s.admitRegistration(req.Name, now); err != nil {
+		return nil, toStatus(err)
+	}
 	if _, err := s.propose(ctx, fsm.RegisterNode{Node: node}); err != nil {
 		return nil, toStatus(err)
 	}
-	s.seen(req.Name, now)
+	if !s.seen(req.Name, now) {
+		return nil, toStatus(cluster.Errorf(cluster.ErrConflict, "node %s was found silent while it registered; register again", req.Name))
+	}
 	s.log.Info("node registered", "node", req.Name, "addr", req.Addr, "gpus", req.Gpus, "model", req.GpuModel)
 	s.kickScheduler()
-	return &phalanxv1.RegisterNodeResponse{HeartbeatIntervalMs: s.cfg.HeartbeatInterval.Milliseconds()}, nil
+	return &phalanxv1.RegisterNodeResponse{HeartbeatIntervalMs: s.cfg.HeartbeatInterval.Milliseconds(), LeaseMs: s.leaseMs(node.Fences)}, nil
 }
 
 func (n *nodeService) Heartbeat(ctx context.Context, req *phalanxv1.HeartbeatRequest) (*phalanxv1.HeartbeatResponse, error) {
@@ -89,8 +95,12 @@ func (n *nodeService) Heartbeat(ctx context.Context, req *phalanxv1.HeartbeatReq
 	// req.Running (the tasks the agent runs, re-adopted ones included) is
 	// not reconciled with the store yet: a task the controller lost track
 	// of is found only when its end is reported.
-	s.seen(req.Name, s.cfg.Clock.Now())
-	resp := &phalanxv1.HeartbeatResponse{}
+	if !s.seen(req.Name, s.cfg.Clock.Now()) {
+		// Found silent, its DOWN on the way: no lease; its agent stops its
+		// tasks and registers again.
+		return &phalanxv1.HeartbeatResponse{Reregister: true}, nil
+	}
+	resp := &phalanxv1.HeartbeatResponse{LeaseMs: s.leaseMs(node.Fences)}
 	if req.Health {
 		if err := s.applyHealth(ctx, node, req.Problems); err != nil {
 			return nil, toStatus(err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/runtime"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -44,9 +45,11 @@ func (a *Agent) register(ctx context.Context) (interval time.Duration, ok bool) 
 	b := newBackoff()
 	for {
 		callCtx, cancel := context.WithTimeout(ctx, rpcTimeout)
+		sent := runtime.BootClock()
 		resp, err := a.client.RegisterNode(callCtx, req)
 		cancel()
 		if err == nil {
+			a.renewLease(sent, resp.GetLeaseMs())
 			interval = a.cfg.HeartbeatInterval
 			if ms := resp.GetHeartbeatIntervalMs(); ms > 0 {
 				interval = min(interval, time.Duration(ms)*time.Millisecond)
@@ -80,6 +83,7 @@ func (a *Agent) registration() *phalanxv1.RegisterNodeRequest {
 		Gpus:     int32(len(a.cfg.GPUs)),
 		Features: a.cfg.Features,
 		Nics:     nicInfo(a.currentNICs()),
+		Fences:   a.fences(),
 	}
 	for _, d := range a.cfg.GPUs {
 		if req.GpuModel == "" {
@@ -108,6 +112,7 @@ func (a *Agent) heartbeat(ctx context.Context, interval time.Duration) (reregist
 		a.refreshNICs(ctx)
 		callCtx, cancel := context.WithTimeout(ctx, max(interval, rpcTimeout))
 		gen := a.healthSent()
+		sent := runtime.BootClock()
 		resp, err := a.client.Heartbeat(callCtx, &phalanxv1.HeartbeatRequest{Name: a.cfg.Name, Running: a.running(),
 			Health: true, Problems: a.problems()})
 		cancel()
@@ -120,6 +125,7 @@ func (a *Agent) heartbeat(ctx context.Context, interval time.Duration) (reregist
 			a.log.Warn("controller does not know this node; stopping its tasks and registering again")
 			return true
 		default:
+			a.renewLease(sent, resp.GetLeaseMs())
 			a.ackHealth(gen)
 			if resp.GetResumed() != nil {
 				a.forgetEvents(resp.GetResumed().AsTime())

@@ -141,7 +141,7 @@ func (a *Agent) supervise(t *task, rt runtime.Task, job jobInfo) outcome {
 	go func() {
 		st, err := rt.Wait(waitCtx)
 		switch {
-		case errors.Is(err, runtime.ErrLost):
+		case errors.Is(err, runtime.ErrLost), errors.Is(err, runtime.ErrFenced):
 			exited <- outcome{state: cluster.TaskLost, msg: err.Error()}
 			return
 		case err != nil:

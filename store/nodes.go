@@ -80,7 +80,8 @@ func (s *Store) SetNodeState(idx uint64, name string, st cluster.NodeState, reas
 		c.putNode(u)
 		c.event(cluster.StateEvent(n, u, user))
 		if st == cluster.NodeDown {
-			c.loseNodes([]string{name}, t, reason)
+			// Set by hand, with the node maybe still running its tasks.
+			c.loseNodes([]string{name}, t, reason, false)
 		}
 		return nil
 	})
@@ -88,10 +89,12 @@ func (s *Store) SetNodeState(idx uint64, name string, st cluster.NodeState, reas
 
 // SetNodesDown marks several nodes DOWN at once (a rack or a switch that
 // went silent together), each with its event. Unknown names and nodes
-// already DOWN are skipped.
+// already DOWN are skipped. The nodes were silent past their TTL: the
+// tasks of those that fence (cluster.Node.Fences) have stopped, and their
+// jobs may restart elsewhere.
 func (s *Store) SetNodesDown(idx uint64, names []string, reason string, t time.Time) error {
 	return s.apply(idx, func(c *change) error {
-		var lost []string
+		var lost, fenced []string
 		for _, name := range names {
 			n := c.st.nodes[name]
 			if n == nil || n.State == cluster.NodeDown {
@@ -101,9 +104,14 @@ func (s *Store) SetNodesDown(idx uint64, names []string, reason string, t time.T
 			u.State, u.Reason, u.ReasonUser, u.StateTime = cluster.NodeDown, reason, cluster.SystemUser, t
 			c.putNode(u)
 			c.event(cluster.StateEvent(n, u, cluster.SystemUser))
-			lost = append(lost, name)
+			if n.Fences {
+				fenced = append(fenced, name)
+			} else {
+				lost = append(lost, name)
+			}
 		}
-		c.loseNodes(lost, t, reason)
+		c.loseNodes(fenced, t, reason, true)
+		c.loseNodes(lost, t, reason, false)
 		return nil
 	})
 }
@@ -129,8 +137,8 @@ func (s *Store) SetNodeHealth(idx uint64, name, problems string, t time.Time) er
 }
 
 // loseNodes ends the lost nodes' part of every live job on them
-// (cluster.NodeLost), each job once, in ID order.
-func (c *change) loseNodes(names []string, t time.Time, reason string) {
+// (cluster.NodeLost, with fenced), each job once, in ID order.
+func (c *change) loseNodes(names []string, t time.Time, reason string, fenced bool) {
 	var ids []cluster.JobID
 	for _, name := range names {
 		for id := range c.st.liveOnNode[name] {
@@ -143,7 +151,7 @@ func (c *change) loseNodes(names []string, t time.Time, reason string) {
 		u := c.st.jobs[id].Update()
 		changed := false
 		for _, name := range names {
-			if cluster.NodeLost(u, name, t, reason) {
+			if cluster.NodeLost(u, name, t, reason, fenced) {
 				changed = true
 			}
 		}

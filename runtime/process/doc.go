@@ -16,7 +16,9 @@
 // to be empty and records how it ended; Wait returns what it recorded.
 // After an agent restart, a new Runtime on the same directory finds every
 // task again (Recover): running, ended meanwhile, or lost with its
-// supervisor. Every binary that uses this runtime must call
+// supervisor. Once the agent holds a lease (runtime.Fencer, lease.go), the
+// supervisors also kill their tasks when it ends without a new one, the
+// agent running or not. Every binary that uses this runtime must call
 // RunShimIfAsked first thing in main (and test binaries in TestMain).
 //
 // Output goes straight to the Spec's files, opened for append and handed to

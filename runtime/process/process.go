@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,6 +31,9 @@ type Runtime struct {
 	dir     string
 	shim    string
 	maxPoll time.Duration
+
+	leaseMu sync.Mutex  // one Lease at a time
+	leased  atomic.Bool // Lease was called: tasks started now are fenced
 }
 
 var (
@@ -110,8 +115,12 @@ func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (runtime.Task, e
 		return nil, err
 	}
 	defer closeAll(stdout, stderr)
-	body, err := json.Marshal(shimSpec{ID: spec.ID, Argv: spec.Argv, Env: environment(spec), Dir: spec.WorkDir,
-		Cred: shimCredential(cred), RecordDir: r.dir, MaxPoll: r.maxPoll})
+	ss := shimSpec{ID: spec.ID, Argv: spec.Argv, Env: environment(spec), Dir: spec.WorkDir,
+		Cred: shimCredential(cred), RecordDir: r.dir, MaxPoll: r.maxPoll}
+	if r.leased.Load() {
+		ss.Lease = leasePath(r.dir)
+	}
+	body, err := json.Marshal(ss)
 	if err != nil {
 		return nil, err
 	}

@@ -53,11 +53,13 @@ type record struct {
 	Boot string `json:"boot"`
 }
 
-// exitRecord is a task's <id>.exit file.
+// exitRecord is a task's <id>.exit file. Fenced: its supervisor killed it
+// when the node's lease ended (lease.go).
 type exitRecord struct {
-	V      int `json:"v"`
-	Code   int `json:"code"`
-	Signal int `json:"signal"`
+	V      int  `json:"v"`
+	Code   int  `json:"code"`
+	Signal int  `json:"signal"`
+	Fenced bool `json:"fenced,omitempty"`
 }
 
 func (e exitRecord) status() runtime.ExitStatus {
@@ -97,22 +99,21 @@ func readRecord(path string) (record, error) {
 }
 
 // readExit reads a .exit file; ok is false when there is none.
-func readExit(path string) (st runtime.ExitStatus, ok bool, err error) {
+func readExit(path string) (e exitRecord, ok bool, err error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return st, false, nil
+		return e, false, nil
 	}
 	if err != nil {
-		return st, false, err
+		return e, false, err
 	}
-	var e exitRecord
 	if err := json.Unmarshal(b, &e); err != nil {
-		return st, false, fmt.Errorf("exit record %s: %w", path, err)
+		return e, false, fmt.Errorf("exit record %s: %w", path, err)
 	}
 	if e.V != recordVersion {
-		return st, false, fmt.Errorf("exit record %s: version %d, this agent reads %d", path, e.V, recordVersion)
+		return e, false, fmt.Errorf("exit record %s: version %d, this agent reads %d", path, e.V, recordVersion)
 	}
-	return e.status(), true, nil
+	return e, true, nil
 }
 
 // removeRecords removes a task's files.

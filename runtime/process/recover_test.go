@@ -20,11 +20,17 @@ import (
 // process that exits right after, as an agent that dies would: the task
 // lives on under its supervisor, which is nobody's child here.
 func startIn(t *testing.T, dir, id, script string) (out string) {
+	return startInLeased(t, dir, id, script, 0)
+}
+
+// startInLeased is startIn with the dying agent's runtime holding a lease
+// that ends after lease (0: none).
+func startInLeased(t *testing.T, dir, id, script string, lease time.Duration) (out string) {
 	t.Helper()
 	out = filepath.Join(t.TempDir(), "out")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "PHX_TEST_START_IN="+dir, "PHX_TEST_START_ID="+id,
-		"PHX_TEST_START_SCRIPT="+script, "PHX_TEST_START_OUT="+out)
+		"PHX_TEST_START_SCRIPT="+script, "PHX_TEST_START_OUT="+out, "PHX_TEST_START_LEASE="+lease.String())
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("starter: %v: %s", err, b)
 	}
@@ -38,7 +44,14 @@ func starter() {
 		return
 	}
 	out := os.Getenv("PHX_TEST_START_OUT")
-	_, err := process.New(dir, process.WithMaxPoll(10*time.Millisecond)).Start(context.Background(), runtime.Spec{
+	r := process.New(dir, process.WithMaxPoll(10*time.Millisecond))
+	if lease, _ := time.ParseDuration(os.Getenv("PHX_TEST_START_LEASE")); lease > 0 {
+		if err := r.Lease(runtime.BootClock().Add(lease)); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+	}
+	_, err := r.Start(context.Background(), runtime.Spec{
 		ID: os.Getenv("PHX_TEST_START_ID"), Argv: []string{"/bin/sh", "-c", os.Getenv("PHX_TEST_START_SCRIPT")},
 		Env: []string{"PATH=/usr/bin:/bin"}, Stdout: out, Stderr: out, UID: -1, GID: -1,
 	})

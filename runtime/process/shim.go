@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -37,6 +38,9 @@ type shimSpec struct {
 	Cred      *shimCred     `json:"cred,omitempty"`
 	RecordDir string        `json:"record_dir"`
 	MaxPoll   time.Duration `json:"max_poll"`
+	// Lease is the node's lease file (lease.go): the supervisor kills the
+	// task once it has ended. Empty: the task has no lease.
+	Lease string `json:"lease,omitempty"`
 }
 
 type shimCred struct {
@@ -107,6 +111,12 @@ func runShim() int {
 	fmt.Fprintf(status, "ok %d\n", pgid)
 	status.Close()
 
+	var fenced atomic.Bool
+	if spec.Lease != "" {
+		done := make(chan struct{})
+		defer close(done)
+		go fence(spec.Lease, pgid, &fenced, done)
+	}
 	werr := cmd.Wait()
 	st := exitRecord{V: recordVersion}
 	ws, ok := syscall.WaitStatus(0), false
@@ -125,6 +135,7 @@ func runShim() int {
 		time.Sleep(pause)
 		pause = min(2*pause, max(spec.MaxPoll, firstPoll))
 	}
+	st.Fenced = fenced.Load()
 	if err := writeJSON(exitPath(spec.RecordDir, spec.ID), st); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: recording the end of task %s (code %d, signal %d): %v\n", ShimName, spec.ID, st.Code, st.Signal, err)
 		return 1

@@ -43,14 +43,17 @@ func newTask(id string, pgid int, r *Runtime) *task {
 // lost.
 func (t *task) supervisorExited() {
 	defer close(t.exited)
-	st, ok, err := readExit(exitPath(t.r.dir, t.id))
+	e, ok, err := readExit(exitPath(t.r.dir, t.id))
 	switch {
 	case err != nil:
 		t.err = fmt.Errorf("task %q: %w: %v", t.id, runtime.ErrLost, err)
 	case !ok:
 		t.err = fmt.Errorf("task %q: %w", t.id, runtime.ErrLost)
 	default:
-		t.status = st
+		t.status = e.status()
+		if e.Fenced {
+			t.err = fmt.Errorf("task %q: %w", t.id, runtime.ErrFenced)
+		}
 		t.markEmpty()
 		return
 	}
@@ -88,7 +91,9 @@ func (t *task) PGID() int { return t.pgid }
 
 // Wait returns the leader's exit status once the leader has exited and no
 // process of the group is left, as the supervisor saw it. It returns an
-// error wrapping runtime.ErrLost when the supervisor ended without saying.
+// error wrapping runtime.ErrLost when the supervisor ended without saying,
+// and one wrapping runtime.ErrFenced, with the status, when the supervisor
+// killed the task at the end of the node's lease.
 func (t *task) Wait(ctx context.Context) (runtime.ExitStatus, error) {
 	select {
 	case <-t.exited:

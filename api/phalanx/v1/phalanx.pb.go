@@ -3306,16 +3306,22 @@ func (x *RestoreResponse) GetNodes() uint64 {
 }
 
 type RegisterNodeRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Addr          string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
-	Cpus          int32                  `protobuf:"varint,3,opt,name=cpus,proto3" json:"cpus,omitempty"`
-	MemoryMb      int64                  `protobuf:"varint,4,opt,name=memory_mb,json=memoryMb,proto3" json:"memory_mb,omitempty"`
-	Gpus          int32                  `protobuf:"varint,5,opt,name=gpus,proto3" json:"gpus,omitempty"`
-	GpuModel      string                 `protobuf:"bytes,6,opt,name=gpu_model,json=gpuModel,proto3" json:"gpu_model,omitempty"`
-	Features      []string               `protobuf:"bytes,7,rep,name=features,proto3" json:"features,omitempty"`
-	GpuInfo       []*GPUInfo             `protobuf:"bytes,8,rep,name=gpu_info,json=gpuInfo,proto3" json:"gpu_info,omitempty"`
-	Nics          []*NICInfo             `protobuf:"bytes,9,rep,name=nics,proto3" json:"nics,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Name     string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Addr     string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
+	Cpus     int32                  `protobuf:"varint,3,opt,name=cpus,proto3" json:"cpus,omitempty"`
+	MemoryMb int64                  `protobuf:"varint,4,opt,name=memory_mb,json=memoryMb,proto3" json:"memory_mb,omitempty"`
+	Gpus     int32                  `protobuf:"varint,5,opt,name=gpus,proto3" json:"gpus,omitempty"`
+	GpuModel string                 `protobuf:"bytes,6,opt,name=gpu_model,json=gpuModel,proto3" json:"gpu_model,omitempty"`
+	Features []string               `protobuf:"bytes,7,rep,name=features,proto3" json:"features,omitempty"`
+	GpuInfo  []*GPUInfo             `protobuf:"bytes,8,rep,name=gpu_info,json=gpuInfo,proto3" json:"gpu_info,omitempty"`
+	Nics     []*NICInfo             `protobuf:"bytes,9,rep,name=nics,proto3" json:"nics,omitempty"`
+	// fences: the node's tasks stop by themselves when the node's lease
+	// ends, whether its agent runs or not (plain-process tasks under their
+	// supervisors). The controller grants such a node a lease with every
+	// answer, and restarts the jobs of a node silent past its TTL elsewhere:
+	// its tasks are surely gone by then.
+	Fences        bool `protobuf:"varint,10,opt,name=fences,proto3" json:"fences,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3411,6 +3417,13 @@ func (x *RegisterNodeRequest) GetNics() []*NICInfo {
 		return x.Nics
 	}
 	return nil
+}
+
+func (x *RegisterNodeRequest) GetFences() bool {
+	if x != nil {
+		return x.Fences
+	}
+	return false
 }
 
 // NICInfo is one port of an RDMA device (an InfiniBand HCA or a RoCE NIC).
@@ -3617,8 +3630,11 @@ func (x *GPUInfo) GetPciBusId() string {
 type RegisterNodeResponse struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
 	HeartbeatIntervalMs int64                  `protobuf:"varint,1,opt,name=heartbeat_interval_ms,json=heartbeatIntervalMs,proto3" json:"heartbeat_interval_ms,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// lease_ms, to a node that fences: how long from when the agent sent
+	// the call its tasks may run without another answer (0: no lease).
+	LeaseMs       int64 `protobuf:"varint,2,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegisterNodeResponse) Reset() {
@@ -3654,6 +3670,13 @@ func (*RegisterNodeResponse) Descriptor() ([]byte, []int) {
 func (x *RegisterNodeResponse) GetHeartbeatIntervalMs() int64 {
 	if x != nil {
 		return x.HeartbeatIntervalMs
+	}
+	return 0
+}
+
+func (x *RegisterNodeResponse) GetLeaseMs() int64 {
+	if x != nil {
+		return x.LeaseMs
 	}
 	return 0
 }
@@ -3873,7 +3896,9 @@ type HeartbeatResponse struct {
 	// How to run the administrator's health program (unset: none).
 	HealthCheck *HealthCheck `protobuf:"bytes,3,opt,name=health_check,json=healthCheck,proto3" json:"health_check,omitempty"`
 	// The node is drained or draining (for HealthCheckNodeState=NONDRAINED_IDLE).
-	Drained       bool `protobuf:"varint,4,opt,name=drained,proto3" json:"drained,omitempty"`
+	Drained bool `protobuf:"varint,4,opt,name=drained,proto3" json:"drained,omitempty"`
+	// lease_ms: as in RegisterNodeResponse.
+	LeaseMs       int64 `protobuf:"varint,5,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3934,6 +3959,13 @@ func (x *HeartbeatResponse) GetDrained() bool {
 		return x.Drained
 	}
 	return false
+}
+
+func (x *HeartbeatResponse) GetLeaseMs() int64 {
+	if x != nil {
+		return x.LeaseMs
+	}
+	return 0
 }
 
 // HealthCheck is Slurm's HealthCheckProgram, HealthCheckInterval and
@@ -4678,7 +4710,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x05force\x18\x02 \x01(\bR\x05force\";\n" +
 	"\x0fRestoreResponse\x12\x12\n" +
 	"\x04jobs\x18\x01 \x01(\x04R\x04jobs\x12\x14\n" +
-	"\x05nodes\x18\x02 \x01(\x04R\x05nodes\"\x94\x02\n" +
+	"\x05nodes\x18\x02 \x01(\x04R\x05nodes\"\xac\x02\n" +
 	"\x13RegisterNodeRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x12\n" +
@@ -4688,7 +4720,9 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\tgpu_model\x18\x06 \x01(\tR\bgpuModel\x12\x1a\n" +
 	"\bfeatures\x18\a \x03(\tR\bfeatures\x12.\n" +
 	"\bgpu_info\x18\b \x03(\v2\x13.phalanx.v1.GPUInfoR\agpuInfo\x12'\n" +
-	"\x04nics\x18\t \x03(\v2\x13.phalanx.v1.NICInfoR\x04nics\"\x9d\x02\n" +
+	"\x04nics\x18\t \x03(\v2\x13.phalanx.v1.NICInfoR\x04nics\x12\x16\n" +
+	"\x06fences\x18\n" +
+	" \x01(\bR\x06fences\"\x9d\x02\n" +
 	"\aNICInfo\x12\x16\n" +
 	"\x06device\x18\x01 \x01(\tR\x06device\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x14\n" +
@@ -4710,9 +4744,10 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x05model\x18\x03 \x01(\tR\x05model\x12\x1b\n" +
 	"\tmemory_mb\x18\x04 \x01(\x03R\bmemoryMb\x12\x1c\n" +
 	"\n" +
-	"pci_bus_id\x18\x05 \x01(\tR\bpciBusId\"J\n" +
+	"pci_bus_id\x18\x05 \x01(\tR\bpciBusId\"e\n" +
 	"\x14RegisterNodeResponse\x122\n" +
-	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\"\xa4\x01\n" +
+	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\x12\x19\n" +
+	"\blease_ms\x18\x02 \x01(\x03R\aleaseMs\"\xa4\x01\n" +
 	"\x10HeartbeatRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12-\n" +
 	"\arunning\x18\x02 \x03(\v2\x13.phalanx.v1.TaskRefR\arunning\x12\x16\n" +
@@ -4726,14 +4761,15 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\aTaskRef\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x12\n" +
-	"\x04rank\x18\x03 \x01(\x05R\x04rank\"\xbf\x01\n" +
+	"\x04rank\x18\x03 \x01(\x05R\x04rank\"\xda\x01\n" +
 	"\x11HeartbeatResponse\x12\x1e\n" +
 	"\n" +
 	"reregister\x18\x01 \x01(\bR\n" +
 	"reregister\x124\n" +
 	"\aresumed\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aresumed\x12:\n" +
 	"\fhealth_check\x18\x03 \x01(\v2\x17.phalanx.v1.HealthCheckR\vhealthCheck\x12\x18\n" +
-	"\adrained\x18\x04 \x01(\bR\adrained\"q\n" +
+	"\adrained\x18\x04 \x01(\bR\adrained\x12\x19\n" +
+	"\blease_ms\x18\x05 \x01(\x03R\aleaseMs\"q\n" +
 	"\vHealthCheck\x12\x18\n" +
 	"\aprogram\x18\x01 \x01(\tR\aprogram\x12)\n" +
 	"\x10interval_seconds\x18\x02 \x01(\x03R\x0fintervalSeconds\x12\x1d\n" +

@@ -1367,7 +1367,10 @@ type Node struct {
 	ReasonUser string `protobuf:"bytes,15,opt,name=reason_user,json=reasonUser,proto3" json:"reason_user,omitempty"`
 	// The failing health checks its agent reported last, as one line
 	// ("check: message; ..."); empty when none.
-	Health        string `protobuf:"bytes,16,opt,name=health,proto3" json:"health,omitempty"`
+	Health string `protobuf:"bytes,16,opt,name=health,proto3" json:"health,omitempty"`
+	// fences: its agent registered tasks that stop by themselves when its
+	// lease ends (RegisterNodeRequest.fences).
+	Fences        bool `protobuf:"varint,17,opt,name=fences,proto3" json:"fences,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1512,6 +1515,13 @@ func (x *Node) GetHealth() string {
 		return x.Health
 	}
 	return ""
+}
+
+func (x *Node) GetFences() bool {
+	if x != nil {
+		return x.Fences
+	}
+	return false
 }
 
 // NIC is one port of a node's RDMA device, as its agent registered it.
@@ -2077,7 +2087,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\bunfenced\x18\v \x01(\bR\bunfenced\x12\x1b\n" +
 	"\texit_code\x18\f \x01(\x05R\bexitCode\x12\x1f\n" +
 	"\vexit_signal\x18\r \x01(\x05R\n" +
-	"exitSignal\"\xc6\x03\n" +
+	"exitSignal\"\xde\x03\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x12\n" +
@@ -2099,7 +2109,8 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x04nics\x18\x0e \x03(\v2\x15.phalanx.state.v1.NICR\x04nics\x12\x1f\n" +
 	"\vreason_user\x18\x0f \x01(\tR\n" +
 	"reasonUser\x12\x16\n" +
-	"\x06health\x18\x10 \x01(\tR\x06health\"\x99\x02\n" +
+	"\x06health\x18\x10 \x01(\tR\x06health\x12\x16\n" +
+	"\x06fences\x18\x11 \x01(\bR\x06fences\"\x99\x02\n" +
 	"\x03NIC\x12\x16\n" +
 	"\x06device\x18\x01 \x01(\tR\x06device\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x14\n" +

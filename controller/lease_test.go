@@ -1,0 +1,111 @@
+package controller
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+// manualClock is a Clock a test moves by hand.
+type manualClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *manualClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *manualClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func TestLeaseTiming(t *testing.T) {
+	for _, tc := range []struct{ ttl, lease time.Duration }{
+		{time.Second, 750 * time.Millisecond},
+		{2 * time.Second, 1500 * time.Millisecond},
+		{30 * time.Second, 28 * time.Second}, // the margin is at most 2 s
+	} {
+		if got := NodeLease(tc.ttl); got != tc.lease {
+			t.Errorf("NodeLease(%s) = %s; want %s", tc.ttl, got, tc.lease)
+		}
+	}
+	if err := checkLeaseTiming(30*time.Second, 5*time.Second); err != nil {
+		t.Errorf("the defaults: %v", err)
+	}
+	if err := checkLeaseTiming(10*time.Second, 5*time.Second); err == nil || !strings.Contains(err.Error(), "give a HeartbeatInterval of at most 4s") {
+		t.Errorf("a heartbeat too long for the lease: %v", err)
+	}
+	if err := checkLeaseTiming(500*time.Millisecond, 50*time.Millisecond); err == nil || !strings.Contains(err.Error(), "NodeTTL 500ms is too short") {
+		t.Errorf("a TTL too short: %v", err)
+	}
+	if _, err := (&Config{NodeTTL: 4 * time.Second, HeartbeatInterval: 2 * time.Second, Insecure: true}).withDefaults(); err == nil {
+		t.Error("the controller took a heartbeat interval its leases cannot outlast")
+	}
+}
+
+// A node that fences gets a lease with every registration and heartbeat,
+// one that does not gets none; once the leader has found a node silent,
+// it gets no lease until its DOWN is applied and it registers again.
+func TestLeaseGrants(t *testing.T) {
+	clock := &manualClock{t: time.Now()}
+	s := newTestServer(t, Config{NodeTTL: 4 * time.Second, HeartbeatInterval: time.Second, SchedInterval: time.Hour, Clock: clock})
+	ns := &nodeService{s: s}
+	ctx := context.Background()
+	lease := NodeLease(4 * time.Second).Milliseconds()
+	reg := func(name string, fences bool) (*phalanxv1.RegisterNodeResponse, error) {
+		return ns.RegisterNode(ctx, &phalanxv1.RegisterNodeRequest{Name: name, Addr: "127.0.0.1", Cpus: 8, MemoryMb: 1024, Gpus: 8, Fences: fences})
+	}
+	if r, err := reg("f1", true); err != nil || r.LeaseMs != lease {
+		t.Fatalf("register a fencing node: %v, %v; want a lease of %d ms", r, err, lease)
+	}
+	if r, err := reg("p1", false); err != nil || r.LeaseMs != 0 {
+		t.Fatalf("register a node that does not fence: %v, %v; want no lease", r, err)
+	}
+	if n, _ := s.store.Node("f1"); !n.Fences {
+		t.Error("the store does not record that f1 fences")
+	}
+	if r, err := ns.Heartbeat(ctx, &phalanxv1.HeartbeatRequest{Name: "f1"}); err != nil || r.LeaseMs != lease || r.Reregister {
+		t.Fatalf("heartbeat of f1: %v, %v; want a lease", r, err)
+	}
+	if r, err := ns.Heartbeat(ctx, &phalanxv1.HeartbeatRequest{Name: "p1"}); err != nil || r.LeaseMs != 0 {
+		t.Fatalf("heartbeat of p1: %v, %v; want no lease", r, err)
+	}
+
+	// f1 falls silent: the leader's verdict is on its way (it has decided,
+	// the DOWN is not applied yet).
+	clock.Add(5 * time.Second)
+	s.mu.Lock()
+	s.lastSeen["p1"] = clock.Now()
+	s.declaring["f1"] = true
+	s.mu.Unlock()
+	if r, err := ns.Heartbeat(ctx, &phalanxv1.HeartbeatRequest{Name: "f1"}); err != nil || r.LeaseMs != 0 || !r.Reregister {
+		t.Errorf("heartbeat of a node found silent: %v, %v; want no lease, register again", r, err)
+	}
+	if r, err := reg("f1", true); err == nil {
+		t.Errorf("a node found silent registered before its DOWN applied, lease %d ms", r.LeaseMs)
+	}
+	// The verdict applies; the node may come back.
+	s.checkLiveness(ctx) // f1 is already being declared: not proposed twice
+	if n, _ := s.store.Node("f1"); n.State != cluster.NodeUp {
+		t.Fatalf("f1 is %s; want UP until the verdict on its way applies", n.State)
+	}
+	s.mu.Lock()
+	delete(s.declaring, "f1")
+	s.mu.Unlock()
+	clock.Add(5 * time.Second)
+	s.mu.Lock()
+	s.lastSeen["p1"] = clock.Now()
+	s.mu.Unlock()
+	s.checkLiveness(ctx)
+	if n, _ := s.store.Node("f1"); n.State != cluster.NodeDown {
+		t.Fatalf("f1 silent for 10s is %s; want DOWN", n.State)
+	}
+	if r, err := reg("f1", true); err != nil || r.LeaseMs != lease {
+		t.Errorf("f1 registering after its DOWN: %v, %v; want a lease", r, err)
+	}
+}
