@@ -44,15 +44,22 @@ func readTicks(t *testing.T, path string) []tick {
 	return out
 }
 
-// A node cut off from the controllers while its job runs: its agent gets
-// no lease any more, and its tasks' supervisors kill them when the lease
-// ends; the controller declares the node lost only after its TTL, later,
-// and restarts the job on healthy nodes. Both attempts append timestamps
-// to one shared file: every line of attempt 0 comes before the first of
-// attempt 1, so the two never overlapped. When the node comes back,
-// nothing of the old attempt runs there.
-func TestCutNodeIsFencedBeforeItsJobRestarts(t *testing.T) {
-	c := testcluster.New(t, testcluster.Options{Nodes: 3, LeafSize: 3, NodeTTL: 2 * time.Second})
+// A node cut off from the controllers while its job runs, or whose agent
+// is gone (stopped, its tasks left running, and not started again): no
+// lease reaches the node any more, and its tasks' supervisors kill them
+// when the lease ends; the controller declares the node lost only after
+// its TTL, later, and restarts the job on healthy nodes. Both attempts
+// append timestamps to one shared file: every line of attempt 0 comes
+// before the first of attempt 1, so the two never overlapped. When the
+// node comes back, nothing of the old attempt runs there.
+func TestSilentNodeIsFencedBeforeItsJobRestarts(t *testing.T) {
+	for _, fault := range []string{"cut", "agent-gone"} {
+		t.Run(fault, func(t *testing.T) { fencedRestart(t, fault) })
+	}
+}
+
+func fencedRestart(t *testing.T, fault string) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 3, LeafSize: 3, NodeTTL: 2 * time.Second, AgentsKeepTasks: true})
 	dir := t.TempDir()
 	ticks := filepath.Join(dir, "ticks")
 	script := "#!/bin/sh\nwhile true; do echo \"$PHX_ATTEMPT $SLURMD_NODENAME $(date +%s%N)\" >> " + ticks + "; sleep 0.02; done\n"
@@ -68,7 +75,11 @@ func TestCutNodeIsFencedBeforeItsJobRestarts(t *testing.T) {
 		return fmt.Errorf("no line from %s yet", cut)
 	})
 	cutAt := time.Now()
-	c.CutNode(cut)
+	if fault == "cut" {
+		c.CutNode(cut)
+	} else {
+		c.StopAgent(cut)
+	}
 
 	c.Eventually(30*time.Second, func() error {
 		j, err := c.Client.GetJob(context.Background(), &phalanxv1.GetJobRequest{JobId: id})
@@ -121,13 +132,17 @@ func TestCutNodeIsFencedBeforeItsJobRestarts(t *testing.T) {
 		t.Fatalf("attempt 0 wrote until %d, attempt 1 from %d: the attempts overlapped", lastOld, firstNew)
 	}
 	fencedAfter := time.Duration(lastCut - cutAt.UnixNano())
-	t.Logf("cut %s: its task's last line %s after the cut (lease %s), job RUNNING again after %s; %s between the attempts",
-		cut, fencedAfter.Round(time.Millisecond), 1500*time.Millisecond, restarted.Round(time.Millisecond),
+	t.Logf("%s %s: its task's last line %s after the cut (lease %s), job RUNNING again after %s; %s between the attempts",
+		fault, cut, fencedAfter.Round(time.Millisecond), 1500*time.Millisecond, restarted.Round(time.Millisecond),
 		time.Duration(firstNew-lastOld).Round(time.Millisecond))
 
 	// Back on the network, the node registers again; nothing of attempt 0
 	// writes any more.
-	c.HealNode(cut)
+	if fault == "cut" {
+		c.HealNode(cut)
+	} else {
+		c.StartAgent(cut)
+	}
 	c.Eventually(20*time.Second, func() error {
 		nodes, err := c.Client.ListNodes(context.Background(), &phalanxv1.ListNodesRequest{Names: []string{cut}})
 		if err != nil || nodes.Nodes[0].State != "IDLE" {
