@@ -74,6 +74,13 @@ var layerRules = []layerRule{
 			local("cli"), local("auth"), local("api"), grpc, raft, bbolt, containerd, nvml},
 	},
 	{
+		// Checkpoint staging: files and checksums, driven by the agent;
+		// phx reads its marker name. No gRPC, no project package above it.
+		pkgs: []string{"checkpoint"},
+		forbidden: []string{local("controller"), local("store"), local("scheduler"), local("nodeagent"),
+			local("cli"), local("api"), local("runtime"), grpc, raft, bbolt, containerd, nvml},
+	},
+	{
 		pkgs:      []string{"sim"},
 		forbidden: []string{local("controller"), local("store"), grpc, raft, bbolt},
 	},
