@@ -57,6 +57,17 @@ func FormatJob(j *phalanxv1.Job, now time.Time, loc *time.Location) string {
 	if topo := topologyRequest(s); len(topo) > 0 {
 		lines = append(lines, topo)
 	}
+	if dir := s.GetCheckpointDir(); dir != "" {
+		step := "none"
+		if j.CheckpointStep != nil {
+			step = fmt.Sprint(j.GetCheckpointStep())
+		}
+		keep := s.GetCheckpointKeep()
+		if keep == 0 {
+			keep = cluster.DefaultCheckpointKeep
+		}
+		lines = append(lines, []string{kv("CheckpointDir", dir), kv("CheckpointStep", step), kv("CheckpointKeep", keep)})
+	}
 	lines = append(lines, attemptLines(j, loc)...)
 	kvLines(&b, lines)
 	return b.String()

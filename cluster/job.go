@@ -134,6 +134,8 @@ type Job struct {
 	// Signal is sbatch --signal: what the job is sent before its time
 	// limit and when it is preempted, so that it can checkpoint.
 	Signal JobSignal
+	// Checkpoint is where the job keeps its checkpoints (checkpoint.go).
+	Checkpoint CheckpointSpec
 
 	State      JobState
 	Reason     string // pending reason, or why it ended
@@ -149,6 +151,12 @@ type Job struct {
 	// Attempts records every placement of the job, oldest first: what it
 	// held, when, and how it ended.
 	Attempts []Attempt
+	// Checkpointed and CheckpointStep: the newest step every rank
+	// committed; CheckpointPending: the newer steps some ranks of the
+	// current attempt committed, by step (checkpoint.go).
+	Checkpointed      bool
+	CheckpointStep    int64
+	CheckpointPending []CheckpointCommits
 }
 
 // Attempt records one placement of a job. State is empty while the attempt
@@ -223,6 +231,7 @@ func (j *Job) Clone() *Job {
 	if j.Attempts == nil {
 		c.Attempts = nil
 	}
+	c.CheckpointPending = clonePending(j.CheckpointPending)
 	return &c
 }
 
@@ -234,6 +243,7 @@ func (j *Job) Update() *Job {
 	c := *j
 	c.Tasks = append([]Task(nil), j.Tasks...)
 	c.Attempts = append([]Attempt(nil), j.Attempts...)
+	c.CheckpointPending = clonePending(j.CheckpointPending)
 	return &c
 }
 

@@ -282,6 +282,7 @@ func Requeue(j *Job, reason string) {
 	j.Alloc, j.Tasks, j.MasterPort = nil, nil, 0
 	j.StartTime, j.EndTime = time.Time{}, time.Time{}
 	j.ExitCode, j.ExitSignal = 0, 0
+	j.CheckpointPending = nil // the next attempt writes its own steps
 }
 
 // NodeUsage is what live jobs hold on one node. GPUs are sorted indices.

@@ -73,6 +73,10 @@ func jobFromSpec(spec *phalanxv1.JobSpec, maxScript int) (*cluster.Job, error) {
 	if err := j.Signal.Validate(); err != nil {
 		return nil, err
 	}
+	j.Checkpoint = cluster.CheckpointSpec{Dir: spec.CheckpointDir, Keep: int(spec.CheckpointKeep)}
+	if err := j.Checkpoint.Validate(); err != nil {
+		return nil, err
+	}
 	if j.Nodes == 0 {
 		j.Nodes = 1
 	}
@@ -139,6 +143,8 @@ func specToProto(j *cluster.Job) *phalanxv1.JobSpec {
 		Signal:              int32(j.Signal.Signal),
 		SignalSeconds:       int32(j.Signal.Before / time.Second),
 		SignalBatch:         j.Signal.Batch,
+		CheckpointDir:       j.Checkpoint.Dir,
+		CheckpointKeep:      int32(j.Checkpoint.Keep),
 	}
 }
 
@@ -178,6 +184,9 @@ func jobToProto(j *cluster.Job, addrs map[string]string, pending *scheduler.Pend
 		MasterPort:       int32(j.MasterPort),
 		TimeLimitSeconds: int64(j.TimeLimit / time.Second),
 		Requeued:         j.Requeued,
+	}
+	if j.Checkpointed {
+		out.CheckpointStep = proto.Int64(j.CheckpointStep)
 	}
 	if j.State == cluster.JobPending && pending != nil {
 		setPending(out, *pending)

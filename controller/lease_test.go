@@ -109,3 +109,45 @@ func TestLeaseGrants(t *testing.T) {
 		t.Errorf("f1 registering after its DOWN: %v, %v; want a lease", r, err)
 	}
 }
+
+// A checkpoint step is recorded once every rank's node has reported it;
+// a node reporting a rank that runs elsewhere is refused.
+func TestReportCheckpoint(t *testing.T) {
+	s := newTestServer(t, Config{})
+	register(t, s, nil, "n1", "n2")
+	spec := testSpec(2, 8)
+	spec.CheckpointDir = "/shared/ckpt"
+	resp, err := s.submit(context.Background(), spec, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := cluster.JobID(resp.JobId)
+	j := waitState(t, s, id, cluster.JobConfiguring)
+	ns := &nodeService{s: s}
+	report := func(node string, rank int) error {
+		_, err := ns.ReportCheckpoint(context.Background(), &phalanxv1.ReportCheckpointRequest{Node: node, JobId: uint64(id), Rank: int32(rank), Step: 40})
+		return err
+	}
+	other := j.Tasks[1].Node
+	if err := report(other, 0); err == nil || !strings.Contains(err.Error(), "does not run on "+other) {
+		t.Errorf("%s reporting rank 0: %v; want permission denied", other, err)
+	}
+	if err := report(j.Tasks[0].Node, 0); err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := s.store.Job(id); j.Checkpointed {
+		t.Fatal("a step one rank of two committed is complete")
+	}
+	if err := report(other, 1); err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := s.store.Job(id); !j.Checkpointed || j.CheckpointStep != 40 {
+		t.Errorf("after both ranks: %v step %d; want step 40", j.Checkpointed, j.CheckpointStep)
+	}
+	if stored, _ := s.store.Job(id); jobToProto(stored, nil, nil).CheckpointStep == nil {
+		t.Error("the API does not show the job's checkpoint step")
+	}
+	if _, err := jobFromSpec(&phalanxv1.JobSpec{Nodes: 1, CheckpointDir: "ckpt", Script: "x", WorkDir: "/tmp"}, 1<<20); err == nil {
+		t.Error("a relative --checkpoint-dir was accepted")
+	}
+}

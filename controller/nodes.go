@@ -236,3 +236,31 @@ func validTaskReportState(st cluster.TaskState) bool {
 	}
 	return false
 }
+
+// ReportCheckpoint records that a task copied a checkpoint step to its
+// job's store. Only the task's own node may report it.
+func (n *nodeService) ReportCheckpoint(ctx context.Context, req *phalanxv1.ReportCheckpointRequest) (*phalanxv1.ReportCheckpointResponse, error) {
+	s := n.s
+	if err := s.actsFor(ctx, req.Node); err != nil {
+		return nil, toStatus(err)
+	}
+	if req.Step < 0 {
+		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "checkpoint step %d: steps are 0 or more", req.Step))
+	}
+	id := cluster.JobID(req.JobId)
+	j, err := s.store.Job(id)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if int(req.Attempt) == j.Attempt && (req.Rank < 0 || int(req.Rank) >= len(j.Tasks) || j.Tasks[req.Rank].Node != req.Node) {
+		return nil, toStatus(cluster.Errorf(cluster.ErrPermission, "permission denied: rank %d of job %d does not run on %s", req.Rank, id, req.Node))
+	}
+	res, err := s.propose(ctx, fsm.CommitCheckpoint{ID: id, Attempt: int(req.Attempt), Rank: int(req.Rank), Step: req.Step})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if len(res.IDs) > 0 {
+		s.log.Info("checkpoint complete", "job", id, "step", req.Step)
+	}
+	return &phalanxv1.ReportCheckpointResponse{}, nil
+}

@@ -47,6 +47,13 @@ type taskRecord struct {
 	Signal             int       `json:"signal,omitempty"`
 	SignalBeforeSecond int64     `json:"signal_before_s,omitempty"`
 	SignalBatch        bool      `json:"signal_batch,omitempty"`
+	// The job's checkpoint store, how many steps it keeps, its ranks and
+	// its user: a re-adopted task's committed steps are still copied.
+	CkptDir  string `json:"ckpt_dir,omitempty"`
+	CkptKeep int    `json:"ckpt_keep,omitempty"`
+	Ranks    int    `json:"ranks,omitempty"`
+	UID      int    `json:"uid,omitempty"`
+	GID      int    `json:"gid,omitempty"`
 }
 
 func (a *Agent) taskRecordPath(key taskKey) string {
@@ -57,7 +64,8 @@ func (a *Agent) taskRecordPath(key taskKey) string {
 // about to start.
 func (a *Agent) writeTaskRecord(key taskKey, job jobInfo) error {
 	rec := taskRecord{V: taskRecordVersion, Started: a.cfg.Clock.Now(), TimeLimitSeconds: int64(job.timeLimit / time.Second),
-		Signal: job.signal.Signal, SignalBeforeSecond: int64(job.signal.Before / time.Second), SignalBatch: job.signal.Batch}
+		Signal: job.signal.Signal, SignalBeforeSecond: int64(job.signal.Before / time.Second), SignalBatch: job.signal.Batch,
+		CkptDir: job.ckpt.dir, CkptKeep: job.ckpt.keep, Ranks: len(job.ranks), UID: job.uid, GID: job.gid}
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -78,6 +86,9 @@ func (a *Agent) limitsLeft(key taskKey) (job jobInfo, ok bool) {
 		return job, false
 	}
 	job.signal = cluster.JobSignal{Signal: rec.Signal, Before: time.Duration(rec.SignalBeforeSecond) * time.Second, Batch: rec.SignalBatch}
+	job.ckpt = ckptInfo{dir: rec.CkptDir, keep: rec.CkptKeep}
+	job.ranks = make([]rankSlot, rec.Ranks)
+	job.uid, job.gid = rec.UID, rec.GID
 	if rec.TimeLimitSeconds > 0 {
 		left := time.Duration(rec.TimeLimitSeconds)*time.Second - a.cfg.Clock.Now().Sub(rec.Started)
 		job.timeLimit = max(left, time.Nanosecond) // spent: stop it at once
@@ -141,8 +152,9 @@ func (a *Agent) superviseAdopted(t *task, rt runtime.Task, job jobInfo) {
 	defer a.taskWG.Done()
 	defer close(t.done)
 	a.log.Info("re-adopted a task an earlier run of the agent started", "task", t.key, "time_left", job.timeLimit)
-	if a.finish(t, rt, job) {
+	if a.finish(t, rt, job, a.watchCheckpoints(t.key, job)) {
 		a.removeJobDir(t.key)
+		os.RemoveAll(a.ckptDirs(t.key).base)
 	}
 }
 

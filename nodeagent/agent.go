@@ -71,6 +71,14 @@ type Config struct {
 	// KillGrace is the time between SIGTERM and SIGKILL when an assignment
 	// gives none.
 	KillGrace time.Duration
+	// CheckpointRoot holds the tasks' node-local checkpoint directories
+	// (ckpt.go); default <StateDir>/ckpt. CheckpointRate bounds the copy of
+	// one step to a store, in bytes per second (0: unlimited);
+	// CheckpointPoll is how often committed steps are looked for
+	// (DefaultCheckpointPoll if zero).
+	CheckpointRoot string
+	CheckpointRate int64
+	CheckpointPoll time.Duration
 	// StopTasksOnExit stops the tasks when Run returns. Otherwise tasks
 	// whose runtime can hand them over to the agent's next run
 	// (runtime.Recoverer) keep running, and the next run takes them over.
@@ -141,6 +149,12 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("agent %s: no runtime: %w", cfg.Name, cluster.ErrInvalid)
 	case cfg.HeartbeatInterval < 0 || cfg.KillGrace < 0:
 		return nil, fmt.Errorf("agent %s: negative heartbeat interval or kill grace: %w", cfg.Name, cluster.ErrInvalid)
+	}
+	if cfg.CheckpointRoot == "" {
+		cfg.CheckpointRoot = filepath.Join(cfg.StateDir, "ckpt")
+	}
+	if cfg.CheckpointPoll <= 0 {
+		cfg.CheckpointPoll = DefaultCheckpointPoll
 	}
 	if cfg.HeartbeatInterval == 0 {
 		cfg.HeartbeatInterval = DefaultHeartbeatInterval

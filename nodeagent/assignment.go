@@ -33,8 +33,17 @@ type jobInfo struct {
 	timeLimit              time.Duration // zero: none
 	signal                 cluster.JobSignal
 	masterPort             int
+	ckpt                   ckptInfo
 	ranks                  []rankSlot // by rank
 	startedRanks           []int      // ranks the controller has STARTING or RUNNING
+}
+
+// ckptInfo is the job's checkpoint store and its newest complete step.
+type ckptInfo struct {
+	dir      string // "": none
+	keep     int
+	step     int64
+	complete bool // step is set
 }
 
 // rankSlot is where one rank of the job runs.
@@ -69,6 +78,8 @@ func jobFromWire(j *phalanxv1.Job) jobInfo {
 		masterPort: int(j.GetMasterPort()),
 		signal: cluster.JobSignal{Signal: int(js.GetSignal()), Before: secondsDuration(int64(js.GetSignalSeconds())),
 			Batch: js.GetSignalBatch()},
+		ckpt: ckptInfo{dir: js.GetCheckpointDir(), keep: cluster.CheckpointSpec{Dir: js.GetCheckpointDir(), Keep: int(js.GetCheckpointKeep())}.KeepSteps(),
+			step: j.GetCheckpointStep(), complete: j != nil && j.CheckpointStep != nil},
 	}
 	limit := j.GetTimeLimitSeconds()
 	if limit <= 0 {

@@ -2,6 +2,7 @@ package nodeagent
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -44,9 +45,18 @@ func (a *Agent) prepare(key taskKey, as assignment) (spec runtime.Spec, cleanup 
 	if err != nil {
 		return runtime.Spec{}, nil, err
 	}
+	var ckptEnv map[string]string
+	if job.ckpt.dir != "" {
+		if ckptEnv, err = a.prepareCheckpoint(key, job); err != nil {
+			os.RemoveAll(jobDir)
+			return runtime.Spec{}, nil, err
+		}
+	}
 	cleanup = func() {
-		if err := os.RemoveAll(jobDir); err != nil {
-			a.log.Warn("removing job directory", "dir", jobDir, "err", err)
+		for _, dir := range []string{jobDir, a.ckptDirs(key).base} {
+			if err := os.RemoveAll(dir); err != nil {
+				a.log.Warn("removing job directory", "dir", dir, "err", err)
+			}
 		}
 	}
 	spec = runtime.Spec{
@@ -59,6 +69,9 @@ func (a *Agent) prepare(key taskKey, as assignment) (spec runtime.Spec, cleanup 
 		UID:     idOrKeep(job.uid),
 		GID:     idOrKeep(job.gid),
 	}
+	for _, k := range slices.Sorted(maps.Keys(ckptEnv)) {
+		spec.Env = append(spec.Env, k+"="+ckptEnv[k])
+	}
 	spec.Stdout, spec.Stderr = outputPaths(job.output, job.errPattern, workDir, patternVars{
 		jobID: key.job, name: job.name, user: job.user, node: a.cfg.Name, rank: rank,
 	})
@@ -67,6 +80,11 @@ func (a *Agent) prepare(key taskKey, as assignment) (spec runtime.Spec, cleanup 
 		spec.Mounts = []runtime.Mount{
 			{Source: jobDir, Target: jobDir, ReadOnly: true},
 			{Source: workDir, Target: workDir},
+		}
+		if job.ckpt.dir != "" {
+			base := a.ckptDirs(key).base
+			spec.Mounts = append(spec.Mounts, runtime.Mount{Source: base, Target: base},
+				runtime.Mount{Source: job.ckpt.dir, Target: job.ckpt.dir, ReadOnly: true})
 		}
 	}
 	return spec, cleanup, nil

@@ -107,15 +107,16 @@ func (a *Agent) runTask(t *task, as assignment) {
 	}
 	log.Info("task running", "id", spec.ID, "gpus", spec.GPUs, "stdout", spec.Stdout)
 	a.rep.report(a.taskReport(t.key, cluster.TaskRunning, ""))
-	keep = !a.finish(t, rt, as.job)
+	keep = !a.finish(t, rt, as.job, a.watchCheckpoints(t.key, as.job))
 }
 
 // finish supervises a started task to its end, releases it and reports
 // the end. It returns false when the agent let go of the task instead,
 // leaving it running for its next run.
-func (a *Agent) finish(t *task, rt runtime.Task, job jobInfo) bool {
+func (a *Agent) finish(t *task, rt runtime.Task, job jobInfo, stopCkpt func(final bool)) bool {
 	log := a.log.With("task", t.key)
 	out := a.supervise(t, rt, job)
+	stopCkpt(!out.detached) // the steps committed last are copied before the end is reported
 	if out.detached {
 		log.Info("leaving the task running for the next run of the agent", "id", rt.ID())
 		return false

@@ -85,6 +85,30 @@ func (s *Store) ReportTask(idx uint64, r cluster.TaskReport) error {
 	})
 }
 
+// CommitCheckpoint records that rank of the job's attempt committed a
+// checkpoint step (cluster.CommitCheckpoint). It reports whether the step
+// became the job's latest complete one. A commit for a job that ended,
+// another attempt, or an old step changes nothing.
+func (s *Store) CommitCheckpoint(idx uint64, id cluster.JobID, attempt, rank int, step int64) (complete bool, err error) {
+	err = s.apply(idx, func(c *change) error {
+		j := c.job(id)
+		if j == nil {
+			if c.known(id) {
+				return nil
+			}
+			return fmt.Errorf("checkpoint of job %d: %w", id, cluster.ErrNotFound)
+		}
+		u := j.Update()
+		changed, done := cluster.CommitCheckpoint(u, attempt, rank, step)
+		if changed {
+			c.putJob(u)
+		}
+		complete = done
+		return nil
+	})
+	return complete, err
+}
+
 // CancelJobs cancels the named jobs (cluster.Cancel) and returns those that
 // changed, in the order given. Unknown IDs are skipped; only when none of the
 // IDs exists is the result an error wrapping ErrNotFound. Jobs that already

@@ -18,6 +18,8 @@ import (
 var Options = []getopt.Option{
 	{Long: "account", Short: 'A', HasArg: true, Usage: "charge the job to ACCOUNT"},
 	{Long: "chdir", Short: 'D', HasArg: true, Usage: "working directory of the job"},
+	{Long: "checkpoint-dir", HasArg: true, Usage: "checkpoint store on shared storage: committed steps are copied there and a restart resumes from the latest complete one"},
+	{Long: "checkpoint-keep", HasArg: true, Usage: "complete checkpoint steps kept in the store (default 2)"},
 	{Long: "constraint", Short: 'C', HasArg: true, Usage: "node features: FEATURE, a&b (all of them) or a|b (any of them)"},
 	{Long: "cpus-per-task", Short: 'c', HasArg: true, Usage: "CPUs per task (one task per node)"},
 	{Long: "error", Short: 'e', HasArg: true, Usage: "file for stderr (pattern: %j %x %u %N ...)"},
@@ -114,6 +116,8 @@ func (b *builder) apply(v getopt.Value) error {
 	switch v.Name {
 	case "cpus-per-task":
 		s.CpusPerNode, err = positive(v.Value)
+	case "checkpoint-keep":
+		s.CheckpointKeep, err = positive(v.Value)
 	case "exclude":
 		s.Exclude, err = hosts(v.Value)
 	case "exclusive":
@@ -186,14 +190,15 @@ func (b *builder) apply(v getopt.Value) error {
 }
 
 var stringSetters = map[string]func(*phalanxv1.JobSpec, string){
-	"account":    func(s *phalanxv1.JobSpec, v string) { s.Account = v },
-	"chdir":      func(s *phalanxv1.JobSpec, v string) { s.WorkDir = v },
-	"constraint": func(s *phalanxv1.JobSpec, v string) { s.Constraint = v },
-	"error":      func(s *phalanxv1.JobSpec, v string) { s.Error = v },
-	"image":      func(s *phalanxv1.JobSpec, v string) { s.Image = v },
-	"job-name":   func(s *phalanxv1.JobSpec, v string) { s.Name = v },
-	"output":     func(s *phalanxv1.JobSpec, v string) { s.Output = v },
-	"partition":  func(s *phalanxv1.JobSpec, v string) { s.Partition = v },
+	"account":        func(s *phalanxv1.JobSpec, v string) { s.Account = v },
+	"chdir":          func(s *phalanxv1.JobSpec, v string) { s.WorkDir = v },
+	"checkpoint-dir": func(s *phalanxv1.JobSpec, v string) { s.CheckpointDir = v },
+	"constraint":     func(s *phalanxv1.JobSpec, v string) { s.Constraint = v },
+	"error":          func(s *phalanxv1.JobSpec, v string) { s.Error = v },
+	"image":          func(s *phalanxv1.JobSpec, v string) { s.Image = v },
+	"job-name":       func(s *phalanxv1.JobSpec, v string) { s.Name = v },
+	"output":         func(s *phalanxv1.JobSpec, v string) { s.Output = v },
+	"partition":      func(s *phalanxv1.JobSpec, v string) { s.Partition = v },
 }
 
 func parseTime(v string) (int64, error) {

@@ -151,6 +151,9 @@ func finish(b *builder, script, name string, env Env) (*Request, error) {
 		return nil, err
 	}
 	s.WorkDir = abs(env.Cwd, s.WorkDir)
+	if s.CheckpointDir != "" {
+		s.CheckpointDir = abs(s.WorkDir, s.CheckpointDir)
+	}
 	var err error
 	if s.Environment, err = exportEnv(b.export, env.Environ); err != nil {
 		return nil, fmt.Errorf("--export=%s: %w", b.export, err)

@@ -57,6 +57,8 @@ type flags struct {
 	cpus                                      int
 	memoryMB                                  int64
 	heartbeat, killGrace                      time.Duration
+	ckptLocal                                 string
+	ckptRate                                  int64
 	authKey, authSocket, tlsDir               string
 	insecure, nameSet                         bool
 	debug, stopTasksOnExit                    bool
@@ -91,6 +93,8 @@ func parseFlags(args []string) (*flags, error) {
 	fs.Int64Var(&f.memoryMB, "memory-mb", 0, "memory to register in MB (default: MemTotal from /proc/meminfo)")
 	fs.DurationVar(&f.heartbeat, "heartbeat", nodeagent.DefaultHeartbeatInterval, "longest time between heartbeats")
 	fs.DurationVar(&f.killGrace, "kill-grace", nodeagent.DefaultKillGrace, "time between SIGTERM and SIGKILL when stopping a task")
+	fs.StringVar(&f.ckptLocal, "checkpoint-local", "", "fast node-local directory for the tasks' checkpoints ($PHX_CKPT_DIR of jobs with --checkpoint-dir; default STATE_DIR/ckpt)")
+	fs.Int64Var(&f.ckptRate, "checkpoint-rate", 0, "bytes per second at most for copying one checkpoint step to a job's store (0: unlimited)")
 	fs.BoolVar(&f.stopTasksOnExit, "stop-tasks-on-exit", false, "stop the tasks when the agent exits; by default plain-process tasks keep running under their supervisors and the agent's next start takes them over")
 	fs.StringVar(&f.authKey, "auth-key", auth.DefaultKeyFile, "the cluster key, as the controllers have it: it signs this node's calls and local users' credentials")
 	fs.StringVar(&f.authSocket, "auth-socket", auth.DefaultSocket, "serve local users (phx on this node, in jobs too) their credentials on this Unix socket (\"\": none)")
@@ -166,6 +170,7 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 		GPUs: gpus, NICs: nics, NICWatcher: &rdma.Watcher{Root: f.sysfsRoot, Netlink: f.sysfsRoot == "/sys", Log: log},
 		RDMADevices: rdmaDevices, ClientBinary: clientBinary(f.client, log), CPUs: f.cpus, MemoryMB: f.memoryMB, ClusterName: f.clusterID,
 		HeartbeatInterval: f.heartbeat, KillGrace: f.killGrace, StopTasksOnExit: f.stopTasksOnExit, Logger: log,
+		CheckpointRoot: f.ckptLocal, CheckpointRate: f.ckptRate,
 	}
 	if lib != nil {
 		cfg.GPUWatcher = &gpu.Watcher{Lib: lib, Devices: gpus, Interval: f.gpuPoll, Log: log}

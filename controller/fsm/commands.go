@@ -175,6 +175,24 @@ func (c Expire) apply(st *store.Store, idx uint64) Result {
 	return Result{Err: st.Expire(idx, c.Retention)}
 }
 
+// CommitCheckpoint records that a rank of a job's attempt copied a
+// checkpoint step to the job's store. Result.IDs holds the job when the
+// step became its latest complete one.
+type CommitCheckpoint struct {
+	ID      cluster.JobID
+	Attempt int
+	Rank    int
+	Step    int64
+}
+
+func (c CommitCheckpoint) apply(st *store.Store, idx uint64) Result {
+	complete, err := st.CommitCheckpoint(idx, c.ID, c.Attempt, c.Rank, c.Step)
+	if complete {
+		return Result{IDs: []cluster.JobID{c.ID}, Err: err}
+	}
+	return Result{Err: err}
+}
+
 // UpdateJob changes a job's name and, while it is pending, its time limit;
 // nil fields stay as they are.
 type UpdateJob struct {

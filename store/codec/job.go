@@ -22,37 +22,39 @@ func Job(j *cluster.Job) (*statev1.Job, error) {
 
 func jobSpec(j *cluster.Job) *statev1.JobSpec {
 	return &statev1.JobSpec{
-		Name:         j.Name,
-		User:         j.User,
-		Uid:          int32(j.UID),
-		Gid:          int32(j.GID),
-		Account:      j.Account,
-		Partition:    j.Partition,
-		Priority:     j.Priority,
-		SubmitTime:   Time(j.SubmitTime),
-		TimeLimit:    int64(j.TimeLimit),
-		Image:        j.Image,
-		WorkDir:      j.WorkDir,
-		Output:       j.Output,
-		Error:        j.Error,
-		Nodes:        int32(j.Nodes),
-		GpusPerNode:  int32(j.GPUsPerNode),
-		GpuType:      j.GPUType,
-		CpusPerNode:  int32(j.CPUsPerNode),
-		MemoryMb:     j.MemoryMB,
-		Constraint:   j.Constraint,
-		Nodelist:     j.NodeList,
-		Exclude:      j.Exclude,
-		Exclusive:    j.Exclusive,
-		Switches:     int32(j.Switches),
-		SwitchesWait: int64(j.SwitchesWait),
-		Segment:      int32(j.Segment),
-		Qos:          j.QoS,
-		Nice:         int32(j.Nice),
-		Restart:      restartPolicy(j.Restart),
-		Signal:       int32(j.Signal.Signal),
-		SignalBefore: int64(j.Signal.Before),
-		SignalBatch:  j.Signal.Batch,
+		Name:           j.Name,
+		User:           j.User,
+		Uid:            int32(j.UID),
+		Gid:            int32(j.GID),
+		Account:        j.Account,
+		Partition:      j.Partition,
+		Priority:       j.Priority,
+		SubmitTime:     Time(j.SubmitTime),
+		TimeLimit:      int64(j.TimeLimit),
+		Image:          j.Image,
+		WorkDir:        j.WorkDir,
+		Output:         j.Output,
+		Error:          j.Error,
+		Nodes:          int32(j.Nodes),
+		GpusPerNode:    int32(j.GPUsPerNode),
+		GpuType:        j.GPUType,
+		CpusPerNode:    int32(j.CPUsPerNode),
+		MemoryMb:       j.MemoryMB,
+		Constraint:     j.Constraint,
+		Nodelist:       j.NodeList,
+		Exclude:        j.Exclude,
+		Exclusive:      j.Exclusive,
+		Switches:       int32(j.Switches),
+		SwitchesWait:   int64(j.SwitchesWait),
+		Segment:        int32(j.Segment),
+		Qos:            j.QoS,
+		Nice:           int32(j.Nice),
+		Restart:        restartPolicy(j.Restart),
+		Signal:         int32(j.Signal.Signal),
+		SignalBefore:   int64(j.Signal.Before),
+		SignalBatch:    j.Signal.Batch,
+		CheckpointDir:  j.Checkpoint.Dir,
+		CheckpointKeep: int32(j.Checkpoint.Keep),
 	}
 }
 
@@ -97,6 +99,16 @@ func jobStatus(j *cluster.Job) (*statev1.JobStatus, error) {
 			ExitCode: int32(a.ExitCode), ExitSignal: int32(a.ExitSignal),
 		})
 	}
+	if j.Checkpointed {
+		out.CheckpointStep = &j.CheckpointStep
+	}
+	for _, c := range j.CheckpointPending {
+		p := &statev1.CheckpointCommits{Step: c.Step}
+		for _, r := range c.Ranks {
+			p.Ranks = append(p.Ranks, int32(r))
+		}
+		out.CheckpointPending = append(out.CheckpointPending, p)
+	}
 	return out, nil
 }
 
@@ -136,6 +148,7 @@ func FromJob(r *statev1.Job) (*cluster.Job, error) {
 		Restart:      fromRestartPolicy(sp.GetRestart()),
 		Signal: cluster.JobSignal{Signal: int(sp.GetSignal()), Before: time.Duration(sp.GetSignalBefore()),
 			Batch: sp.GetSignalBatch()},
+		Checkpoint: cluster.CheckpointSpec{Dir: sp.GetCheckpointDir(), Keep: int(sp.GetCheckpointKeep())},
 	}
 	if err := fromJobStatus(j, r.GetStatus()); err != nil {
 		return nil, err
@@ -180,6 +193,16 @@ func fromJobStatus(j *cluster.Job, st *statev1.JobStatus) error {
 			Cause: fromRestartCause(a.GetCause()), FaultNode: a.GetFaultNode(), Unfenced: a.GetUnfenced(),
 			ExitCode: int(a.GetExitCode()), ExitSignal: int(a.GetExitSignal()),
 		})
+	}
+	if st.CheckpointStep != nil {
+		j.Checkpointed, j.CheckpointStep = true, st.GetCheckpointStep()
+	}
+	for _, c := range st.GetCheckpointPending() {
+		p := cluster.CheckpointCommits{Step: c.GetStep()}
+		for _, r := range c.GetRanks() {
+			p.Ranks = append(p.Ranks, int(r))
+		}
+		j.CheckpointPending = append(j.CheckpointPending, p)
 	}
 	return nil
 }

@@ -609,8 +609,13 @@ type JobSpec struct {
 	Signal        int32 `protobuf:"varint,33,opt,name=signal,proto3" json:"signal,omitempty"`
 	SignalSeconds int32 `protobuf:"varint,34,opt,name=signal_seconds,json=signalSeconds,proto3" json:"signal_seconds,omitempty"`
 	SignalBatch   bool  `protobuf:"varint,35,opt,name=signal_batch,json=signalBatch,proto3" json:"signal_batch,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// sbatch --checkpoint-dir=PATH: the job's checkpoint store, on storage
+	// every node shares (empty: none); --checkpoint-keep=K: the complete
+	// steps kept there (0: the default, 2).
+	CheckpointDir  string `protobuf:"bytes,36,opt,name=checkpoint_dir,json=checkpointDir,proto3" json:"checkpoint_dir,omitempty"`
+	CheckpointKeep int32  `protobuf:"varint,37,opt,name=checkpoint_keep,json=checkpointKeep,proto3" json:"checkpoint_keep,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -888,6 +893,20 @@ func (x *JobSpec) GetSignalBatch() bool {
 	return false
 }
 
+func (x *JobSpec) GetCheckpointDir() string {
+	if x != nil {
+		return x.CheckpointDir
+	}
+	return ""
+}
+
+func (x *JobSpec) GetCheckpointKeep() int32 {
+	if x != nil {
+		return x.CheckpointKeep
+	}
+	return 0
+}
+
 type NodeAlloc struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
@@ -1085,9 +1104,12 @@ type Job struct {
 	// preemption; attempt counts its requeues.
 	Requeued bool `protobuf:"varint,16,opt,name=requeued,proto3" json:"requeued,omitempty"`
 	// attempts: every placement of the job, oldest first.
-	Attempts      []*Attempt `protobuf:"bytes,17,rep,name=attempts,proto3" json:"attempts,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Attempts []*Attempt `protobuf:"bytes,17,rep,name=attempts,proto3" json:"attempts,omitempty"`
+	// checkpoint_step: the newest checkpoint step every rank has committed
+	// (unset: none); a relaunch resumes from it.
+	CheckpointStep *int64 `protobuf:"varint,18,opt,name=checkpoint_step,json=checkpointStep,proto3,oneof" json:"checkpoint_step,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Job) Reset() {
@@ -1237,6 +1259,13 @@ func (x *Job) GetAttempts() []*Attempt {
 		return x.Attempts
 	}
 	return nil
+}
+
+func (x *Job) GetCheckpointStep() int64 {
+	if x != nil && x.CheckpointStep != nil {
+		return *x.CheckpointStep
+	}
+	return 0
 }
 
 // Attempt is one placement of a job: what it held and how it ended. The
@@ -4420,6 +4449,118 @@ func (*ReportTaskStatusResponse) Descriptor() ([]byte, []int) {
 	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{59}
 }
 
+type ReportCheckpointRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	JobId         uint64                 `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Attempt       int32                  `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Rank          int32                  `protobuf:"varint,4,opt,name=rank,proto3" json:"rank,omitempty"`
+	Step          int64                  `protobuf:"varint,5,opt,name=step,proto3" json:"step,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportCheckpointRequest) Reset() {
+	*x = ReportCheckpointRequest{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportCheckpointRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportCheckpointRequest) ProtoMessage() {}
+
+func (x *ReportCheckpointRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportCheckpointRequest.ProtoReflect.Descriptor instead.
+func (*ReportCheckpointRequest) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *ReportCheckpointRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *ReportCheckpointRequest) GetJobId() uint64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *ReportCheckpointRequest) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *ReportCheckpointRequest) GetRank() int32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+func (x *ReportCheckpointRequest) GetStep() int64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+type ReportCheckpointResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportCheckpointResponse) Reset() {
+	*x = ReportCheckpointResponse{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportCheckpointResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportCheckpointResponse) ProtoMessage() {}
+
+func (x *ReportCheckpointResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportCheckpointResponse.ProtoReflect.Descriptor instead.
+func (*ReportCheckpointResponse) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{61}
+}
+
 var File_phalanx_v1_phalanx_proto protoreflect.FileDescriptor
 
 const file_phalanx_v1_phalanx_proto_rawDesc = "" +
@@ -4460,7 +4601,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x10lifespan_seconds\x18\x02 \x01(\x03R\x0flifespanSeconds\"a\n" +
 	"\x13CreateTokenResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x124\n" +
-	"\aexpires\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\"\xcb\b\n" +
+	"\aexpires\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\"\x9b\t\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -4501,7 +4642,9 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"restart_on\x18  \x01(\tR\trestartOn\x12\x16\n" +
 	"\x06signal\x18! \x01(\x05R\x06signal\x12%\n" +
 	"\x0esignal_seconds\x18\" \x01(\x05R\rsignalSeconds\x12!\n" +
-	"\fsignal_batch\x18# \x01(\bR\vsignalBatch\x1a6\n" +
+	"\fsignal_batch\x18# \x01(\bR\vsignalBatch\x12%\n" +
+	"\x0echeckpoint_dir\x18$ \x01(\tR\rcheckpointDir\x12'\n" +
+	"\x0fcheckpoint_keep\x18% \x01(\x05R\x0echeckpointKeep\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0f\n" +
@@ -4522,7 +4665,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x129\n" +
 	"\n" +
 	"start_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
-	"\bend_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"\xa7\x05\n" +
+	"\bend_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"\xe9\x05\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12'\n" +
 	"\x04spec\x18\x02 \x01(\v2\x13.phalanx.v1.JobSpecR\x04spec\x12\x14\n" +
@@ -4545,7 +4688,9 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x12time_limit_seconds\x18\x0e \x01(\x03R\x10timeLimitSeconds\x12A\n" +
 	"\x0eexpected_start\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\rexpectedStart\x12\x1a\n" +
 	"\brequeued\x18\x10 \x01(\bR\brequeued\x12/\n" +
-	"\battempts\x18\x11 \x03(\v2\x13.phalanx.v1.AttemptR\battempts\"\xef\x02\n" +
+	"\battempts\x18\x11 \x03(\v2\x13.phalanx.v1.AttemptR\battempts\x12,\n" +
+	"\x0fcheckpoint_step\x18\x12 \x01(\x03H\x00R\x0echeckpointStep\x88\x01\x01B\x12\n" +
+	"\x10_checkpoint_step\"\xef\x02\n" +
 	"\aAttempt\x12\x18\n" +
 	"\aattempt\x18\x01 \x01(\x05R\aattempt\x12+\n" +
 	"\x05alloc\x18\x02 \x03(\v2\x15.phalanx.v1.NodeAllocR\x05alloc\x129\n" +
@@ -4804,7 +4949,14 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"exitSignal\x12\x18\n" +
 	"\amessage\x18\b \x01(\tR\amessage\x12.\n" +
 	"\x04time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\x1a\n" +
-	"\x18ReportTaskStatusResponse2\xb3\v\n" +
+	"\x18ReportTaskStatusResponse\"\x86\x01\n" +
+	"\x17ReportCheckpointRequest\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12\x18\n" +
+	"\aattempt\x18\x03 \x01(\x05R\aattempt\x12\x12\n" +
+	"\x04rank\x18\x04 \x01(\x05R\x04rank\x12\x12\n" +
+	"\x04step\x18\x05 \x01(\x03R\x04step\"\x1a\n" +
+	"\x18ReportCheckpointResponse2\xb3\v\n" +
 	"\x11ControllerService\x12H\n" +
 	"\tSubmitJob\x12\x1c.phalanx.v1.SubmitJobRequest\x1a\x1d.phalanx.v1.SubmitJobResponse\x12H\n" +
 	"\tCancelJob\x12\x1c.phalanx.v1.CancelJobRequest\x1a\x1d.phalanx.v1.CancelJobResponse\x124\n" +
@@ -4825,12 +4977,13 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"UpdateNode\x12\x1d.phalanx.v1.UpdateNodeRequest\x1a\x1e.phalanx.v1.UpdateNodeResponse\x12H\n" +
 	"\tUpdateJob\x12\x1c.phalanx.v1.UpdateJobRequest\x1a\x1d.phalanx.v1.UpdateJobResponse\x12K\n" +
 	"\n" +
-	"ListEvents\x12\x1d.phalanx.v1.ListEventsRequest\x1a\x1e.phalanx.v1.ListEventsResponse2\xdd\x02\n" +
+	"ListEvents\x12\x1d.phalanx.v1.ListEventsRequest\x1a\x1e.phalanx.v1.ListEventsResponse2\xbc\x03\n" +
 	"\vNodeService\x12Q\n" +
 	"\fRegisterNode\x12\x1f.phalanx.v1.RegisterNodeRequest\x1a .phalanx.v1.RegisterNodeResponse\x12H\n" +
 	"\tHeartbeat\x12\x1c.phalanx.v1.HeartbeatRequest\x1a\x1d.phalanx.v1.HeartbeatResponse\x12R\n" +
 	"\x10WatchAssignments\x12#.phalanx.v1.WatchAssignmentsRequest\x1a\x17.phalanx.v1.Assignments0\x01\x12]\n" +
-	"\x10ReportTaskStatus\x12#.phalanx.v1.ReportTaskStatusRequest\x1a$.phalanx.v1.ReportTaskStatusResponseB9Z7github.com/phalanx-hpc/phalanx/api/phalanx/v1;phalanxv1b\x06proto3"
+	"\x10ReportTaskStatus\x12#.phalanx.v1.ReportTaskStatusRequest\x1a$.phalanx.v1.ReportTaskStatusResponse\x12]\n" +
+	"\x10ReportCheckpoint\x12#.phalanx.v1.ReportCheckpointRequest\x1a$.phalanx.v1.ReportCheckpointResponseB9Z7github.com/phalanx-hpc/phalanx/api/phalanx/v1;phalanxv1b\x06proto3"
 
 var (
 	file_phalanx_v1_phalanx_proto_rawDescOnce sync.Once
@@ -4844,7 +4997,7 @@ func file_phalanx_v1_phalanx_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_phalanx_proto_rawDescData
 }
 
-var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
+var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
 var file_phalanx_v1_phalanx_proto_goTypes = []any{
 	(*ListEventsRequest)(nil),          // 0: phalanx.v1.ListEventsRequest
 	(*ListEventsResponse)(nil),         // 1: phalanx.v1.ListEventsResponse
@@ -4906,53 +5059,55 @@ var file_phalanx_v1_phalanx_proto_goTypes = []any{
 	(*Assignments)(nil),                // 57: phalanx.v1.Assignments
 	(*ReportTaskStatusRequest)(nil),    // 58: phalanx.v1.ReportTaskStatusRequest
 	(*ReportTaskStatusResponse)(nil),   // 59: phalanx.v1.ReportTaskStatusResponse
-	nil,                                // 60: phalanx.v1.JobSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 61: google.protobuf.Timestamp
+	(*ReportCheckpointRequest)(nil),    // 60: phalanx.v1.ReportCheckpointRequest
+	(*ReportCheckpointResponse)(nil),   // 61: phalanx.v1.ReportCheckpointResponse
+	nil,                                // 62: phalanx.v1.JobSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil),      // 63: google.protobuf.Timestamp
 }
 var file_phalanx_v1_phalanx_proto_depIdxs = []int32{
-	61, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
+	63, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
 	2,  // 1: phalanx.v1.ListEventsResponse.events:type_name -> phalanx.v1.Event
-	61, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
-	61, // 3: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
-	60, // 4: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
-	61, // 5: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
-	61, // 6: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	63, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
+	63, // 3: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
+	62, // 4: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
+	63, // 5: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
+	63, // 6: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
 	9,  // 7: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
-	61, // 8: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
-	61, // 9: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
-	61, // 10: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
+	63, // 8: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
+	63, // 9: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
+	63, // 10: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
 	10, // 11: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
 	11, // 12: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
-	61, // 13: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
+	63, // 13: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
 	13, // 14: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
 	10, // 15: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
-	61, // 16: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
-	61, // 17: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
-	61, // 18: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
-	61, // 19: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	63, // 16: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
+	63, // 17: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
+	63, // 18: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
+	63, // 19: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
 	46, // 20: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
-	61, // 21: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
+	63, // 21: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
 	9,  // 22: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
-	61, // 23: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
-	61, // 24: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
-	61, // 25: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
+	63, // 23: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
+	63, // 24: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
+	63, // 25: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
 	12, // 26: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
 	14, // 27: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
 	15, // 28: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
-	61, // 29: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
+	63, // 29: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
 	32, // 30: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
 	28, // 31: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
 	47, // 32: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
 	46, // 33: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
 	51, // 34: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
 	50, // 35: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
-	61, // 36: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
-	61, // 37: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
+	63, // 36: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
+	63, // 37: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
 	53, // 38: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
 	12, // 39: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
 	56, // 40: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
 	55, // 41: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
-	61, // 42: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
+	63, // 42: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
 	16, // 43: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
 	18, // 44: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
 	20, // 45: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
@@ -4975,30 +5130,32 @@ var file_phalanx_v1_phalanx_proto_depIdxs = []int32{
 	49, // 62: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
 	54, // 63: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
 	58, // 64: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
-	17, // 65: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
-	19, // 66: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
-	12, // 67: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
-	22, // 68: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
-	24, // 69: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
-	26, // 70: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
-	31, // 71: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
-	28, // 72: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
-	34, // 73: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
-	36, // 74: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
-	38, // 75: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
-	40, // 76: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
-	42, // 77: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
-	44, // 78: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
-	8,  // 79: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
-	4,  // 80: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
-	6,  // 81: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
-	1,  // 82: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
-	48, // 83: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
-	52, // 84: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
-	57, // 85: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
-	59, // 86: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
-	65, // [65:87] is the sub-list for method output_type
-	43, // [43:65] is the sub-list for method input_type
+	60, // 65: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
+	17, // 66: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
+	19, // 67: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
+	12, // 68: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
+	22, // 69: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
+	24, // 70: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
+	26, // 71: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
+	31, // 72: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
+	28, // 73: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
+	34, // 74: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
+	36, // 75: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
+	38, // 76: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
+	40, // 77: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
+	42, // 78: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
+	44, // 79: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
+	8,  // 80: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
+	4,  // 81: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
+	6,  // 82: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
+	1,  // 83: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
+	48, // 84: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
+	52, // 85: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
+	57, // 86: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
+	59, // 87: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
+	61, // 88: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
+	66, // [66:89] is the sub-list for method output_type
+	43, // [43:66] is the sub-list for method input_type
 	43, // [43:43] is the sub-list for extension type_name
 	43, // [43:43] is the sub-list for extension extendee
 	0,  // [0:43] is the sub-list for field type_name
@@ -5011,13 +5168,14 @@ func file_phalanx_v1_phalanx_proto_init() {
 	}
 	file_phalanx_v1_phalanx_proto_msgTypes[5].OneofWrappers = []any{}
 	file_phalanx_v1_phalanx_proto_msgTypes[9].OneofWrappers = []any{}
+	file_phalanx_v1_phalanx_proto_msgTypes[12].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_phalanx_proto_rawDesc), len(file_phalanx_v1_phalanx_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   61,
+			NumMessages:   63,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

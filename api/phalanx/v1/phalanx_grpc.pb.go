@@ -841,6 +841,7 @@ const (
 	NodeService_Heartbeat_FullMethodName        = "/phalanx.v1.NodeService/Heartbeat"
 	NodeService_WatchAssignments_FullMethodName = "/phalanx.v1.NodeService/WatchAssignments"
 	NodeService_ReportTaskStatus_FullMethodName = "/phalanx.v1.NodeService/ReportTaskStatus"
+	NodeService_ReportCheckpoint_FullMethodName = "/phalanx.v1.NodeService/ReportCheckpoint"
 )
 
 // NodeServiceClient is the client API for NodeService service.
@@ -856,6 +857,9 @@ type NodeServiceClient interface {
 	WatchAssignments(ctx context.Context, in *WatchAssignmentsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Assignments], error)
 	// ReportTaskStatus reports a task's transition (running, exited, ...).
 	ReportTaskStatus(ctx context.Context, in *ReportTaskStatusRequest, opts ...grpc.CallOption) (*ReportTaskStatusResponse, error)
+	// ReportCheckpoint reports that a task has copied its files of a
+	// checkpoint step to the job's store.
+	ReportCheckpoint(ctx context.Context, in *ReportCheckpointRequest, opts ...grpc.CallOption) (*ReportCheckpointResponse, error)
 }
 
 type nodeServiceClient struct {
@@ -915,6 +919,16 @@ func (c *nodeServiceClient) ReportTaskStatus(ctx context.Context, in *ReportTask
 	return out, nil
 }
 
+func (c *nodeServiceClient) ReportCheckpoint(ctx context.Context, in *ReportCheckpointRequest, opts ...grpc.CallOption) (*ReportCheckpointResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReportCheckpointResponse)
+	err := c.cc.Invoke(ctx, NodeService_ReportCheckpoint_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NodeServiceServer is the server API for NodeService service.
 // All implementations must embed UnimplementedNodeServiceServer
 // for forward compatibility.
@@ -928,6 +942,9 @@ type NodeServiceServer interface {
 	WatchAssignments(*WatchAssignmentsRequest, grpc.ServerStreamingServer[Assignments]) error
 	// ReportTaskStatus reports a task's transition (running, exited, ...).
 	ReportTaskStatus(context.Context, *ReportTaskStatusRequest) (*ReportTaskStatusResponse, error)
+	// ReportCheckpoint reports that a task has copied its files of a
+	// checkpoint step to the job's store.
+	ReportCheckpoint(context.Context, *ReportCheckpointRequest) (*ReportCheckpointResponse, error)
 	mustEmbedUnimplementedNodeServiceServer()
 }
 
@@ -949,6 +966,9 @@ func (UnimplementedNodeServiceServer) WatchAssignments(*WatchAssignmentsRequest,
 }
 func (UnimplementedNodeServiceServer) ReportTaskStatus(context.Context, *ReportTaskStatusRequest) (*ReportTaskStatusResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReportTaskStatus not implemented")
+}
+func (UnimplementedNodeServiceServer) ReportCheckpoint(context.Context, *ReportCheckpointRequest) (*ReportCheckpointResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReportCheckpoint not implemented")
 }
 func (UnimplementedNodeServiceServer) mustEmbedUnimplementedNodeServiceServer() {}
 func (UnimplementedNodeServiceServer) testEmbeddedByValue()                     {}
@@ -1036,6 +1056,24 @@ func _NodeService_ReportTaskStatus_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _NodeService_ReportCheckpoint_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportCheckpointRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeServiceServer).ReportCheckpoint(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NodeService_ReportCheckpoint_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeServiceServer).ReportCheckpoint(ctx, req.(*ReportCheckpointRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // NodeService_ServiceDesc is the grpc.ServiceDesc for NodeService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1054,6 +1092,10 @@ var NodeService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReportTaskStatus",
 			Handler:    _NodeService_ReportTaskStatus_Handler,
+		},
+		{
+			MethodName: "ReportCheckpoint",
+			Handler:    _NodeService_ReportCheckpoint_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -489,11 +489,15 @@ type JobSpec struct {
 	Restart *RestartPolicy `protobuf:"bytes,28,opt,name=restart,proto3" json:"restart,omitempty"`
 	// sbatch --signal: the signal (0: none), how long before the time limit
 	// (nanoseconds), and whether to the batch script alone.
-	Signal        int32 `protobuf:"varint,29,opt,name=signal,proto3" json:"signal,omitempty"`
-	SignalBefore  int64 `protobuf:"varint,30,opt,name=signal_before,json=signalBefore,proto3" json:"signal_before,omitempty"`
-	SignalBatch   bool  `protobuf:"varint,31,opt,name=signal_batch,json=signalBatch,proto3" json:"signal_batch,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Signal       int32 `protobuf:"varint,29,opt,name=signal,proto3" json:"signal,omitempty"`
+	SignalBefore int64 `protobuf:"varint,30,opt,name=signal_before,json=signalBefore,proto3" json:"signal_before,omitempty"`
+	SignalBatch  bool  `protobuf:"varint,31,opt,name=signal_batch,json=signalBatch,proto3" json:"signal_batch,omitempty"`
+	// sbatch --checkpoint-dir: the job's checkpoint store (empty: none), and
+	// how many complete steps it keeps there (0: the default).
+	CheckpointDir  string `protobuf:"bytes,32,opt,name=checkpoint_dir,json=checkpointDir,proto3" json:"checkpoint_dir,omitempty"`
+	CheckpointKeep int32  `protobuf:"varint,33,opt,name=checkpoint_keep,json=checkpointKeep,proto3" json:"checkpoint_keep,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -743,6 +747,20 @@ func (x *JobSpec) GetSignalBatch() bool {
 	return false
 }
 
+func (x *JobSpec) GetCheckpointDir() string {
+	if x != nil {
+		return x.CheckpointDir
+	}
+	return ""
+}
+
+func (x *JobSpec) GetCheckpointKeep() int32 {
+	if x != nil {
+		return x.CheckpointKeep
+	}
+	return 0
+}
+
 type RestartPolicy struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	MaxRestarts   int32                  `protobuf:"varint,1,opt,name=max_restarts,json=maxRestarts,proto3" json:"max_restarts,omitempty"`
@@ -873,9 +891,13 @@ type JobStatus struct {
 	Requeued   bool                   `protobuf:"varint,11,opt,name=requeued,proto3" json:"requeued,omitempty"`
 	// attempts: every placement of the job, oldest first, the current one
 	// last.
-	Attempts      []*Attempt `protobuf:"bytes,12,rep,name=attempts,proto3" json:"attempts,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Attempts []*Attempt `protobuf:"bytes,12,rep,name=attempts,proto3" json:"attempts,omitempty"`
+	// The newest checkpoint step every rank has committed (unset: none), and
+	// the newer steps some ranks of the current attempt have committed.
+	CheckpointStep    *int64               `protobuf:"varint,13,opt,name=checkpoint_step,json=checkpointStep,proto3,oneof" json:"checkpoint_step,omitempty"`
+	CheckpointPending []*CheckpointCommits `protobuf:"bytes,14,rep,name=checkpoint_pending,json=checkpointPending,proto3" json:"checkpoint_pending,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *JobStatus) Reset() {
@@ -992,6 +1014,73 @@ func (x *JobStatus) GetAttempts() []*Attempt {
 	return nil
 }
 
+func (x *JobStatus) GetCheckpointStep() int64 {
+	if x != nil && x.CheckpointStep != nil {
+		return *x.CheckpointStep
+	}
+	return 0
+}
+
+func (x *JobStatus) GetCheckpointPending() []*CheckpointCommits {
+	if x != nil {
+		return x.CheckpointPending
+	}
+	return nil
+}
+
+// CheckpointCommits is the ranks that have committed one step.
+type CheckpointCommits struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Step          int64                  `protobuf:"varint,1,opt,name=step,proto3" json:"step,omitempty"`
+	Ranks         []int32                `protobuf:"varint,2,rep,packed,name=ranks,proto3" json:"ranks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointCommits) Reset() {
+	*x = CheckpointCommits{}
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointCommits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointCommits) ProtoMessage() {}
+
+func (x *CheckpointCommits) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointCommits.ProtoReflect.Descriptor instead.
+func (*CheckpointCommits) Descriptor() ([]byte, []int) {
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *CheckpointCommits) GetStep() int64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *CheckpointCommits) GetRanks() []int32 {
+	if x != nil {
+		return x.Ranks
+	}
+	return nil
+}
+
 type Allocation struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Nodes         []*NodeAlloc           `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
@@ -1001,7 +1090,7 @@ type Allocation struct {
 
 func (x *Allocation) Reset() {
 	*x = Allocation{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[5]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1013,7 +1102,7 @@ func (x *Allocation) String() string {
 func (*Allocation) ProtoMessage() {}
 
 func (x *Allocation) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[5]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1026,7 +1115,7 @@ func (x *Allocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
 func (*Allocation) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Allocation) GetNodes() []*NodeAlloc {
@@ -1048,7 +1137,7 @@ type NodeAlloc struct {
 
 func (x *NodeAlloc) Reset() {
 	*x = NodeAlloc{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1060,7 +1149,7 @@ func (x *NodeAlloc) String() string {
 func (*NodeAlloc) ProtoMessage() {}
 
 func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1073,7 +1162,7 @@ func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAlloc.ProtoReflect.Descriptor instead.
 func (*NodeAlloc) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *NodeAlloc) GetNode() string {
@@ -1120,7 +1209,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1132,7 +1221,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1145,7 +1234,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Task) GetRank() int32 {
@@ -1227,7 +1316,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1239,7 +1328,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1252,7 +1341,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Attempt) GetAttempt() int32 {
@@ -1377,7 +1466,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1389,7 +1478,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1402,7 +1491,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Node) GetName() string {
@@ -1544,7 +1633,7 @@ type NIC struct {
 
 func (x *NIC) Reset() {
 	*x = NIC{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1556,7 +1645,7 @@ func (x *NIC) String() string {
 func (*NIC) ProtoMessage() {}
 
 func (x *NIC) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1569,7 +1658,7 @@ func (x *NIC) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NIC.ProtoReflect.Descriptor instead.
 func (*NIC) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *NIC) GetDevice() string {
@@ -1667,7 +1756,7 @@ type Partition struct {
 
 func (x *Partition) Reset() {
 	*x = Partition{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1679,7 +1768,7 @@ func (x *Partition) String() string {
 func (*Partition) ProtoMessage() {}
 
 func (x *Partition) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1692,7 +1781,7 @@ func (x *Partition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Partition.ProtoReflect.Descriptor instead.
 func (*Partition) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{11}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Partition) GetName() string {
@@ -1780,7 +1869,7 @@ type SubmitRequest struct {
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1792,7 +1881,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1805,7 +1894,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{12}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SubmitRequest) GetJobId() uint64 {
@@ -1841,7 +1930,7 @@ type Controller struct {
 
 func (x *Controller) Reset() {
 	*x = Controller{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1853,7 +1942,7 @@ func (x *Controller) String() string {
 func (*Controller) ProtoMessage() {}
 
 func (x *Controller) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1866,7 +1955,7 @@ func (x *Controller) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Controller.ProtoReflect.Descriptor instead.
 func (*Controller) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{13}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Controller) GetId() string {
@@ -1907,7 +1996,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[14]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1919,7 +2008,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[14]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1932,7 +2021,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{14}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -1985,7 +2074,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12-\n" +
 	"\x04spec\x18\x02 \x01(\v2\x19.phalanx.state.v1.JobSpecR\x04spec\x123\n" +
-	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\xee\x06\n" +
+	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\xbe\a\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -2022,7 +2111,9 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\arestart\x18\x1c \x01(\v2\x1f.phalanx.state.v1.RestartPolicyR\arestart\x12\x16\n" +
 	"\x06signal\x18\x1d \x01(\x05R\x06signal\x12#\n" +
 	"\rsignal_before\x18\x1e \x01(\x03R\fsignalBefore\x12!\n" +
-	"\fsignal_batch\x18\x1f \x01(\bR\vsignalBatch\"b\n" +
+	"\fsignal_batch\x18\x1f \x01(\bR\vsignalBatch\x12%\n" +
+	"\x0echeckpoint_dir\x18  \x01(\tR\rcheckpointDir\x12'\n" +
+	"\x0fcheckpoint_keep\x18! \x01(\x05R\x0echeckpointKeep\"b\n" +
 	"\rRestartPolicy\x12!\n" +
 	"\fmax_restarts\x18\x01 \x01(\x05R\vmaxRestarts\x12.\n" +
 	"\x02on\x18\x02 \x03(\x0e2\x1e.phalanx.state.v1.RestartCauseR\x02on\"\xb7\x01\n" +
@@ -2033,7 +2124,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\venvironment\x18\x03 \x03(\tR\venvironment\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbd\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd3\x04\n" +
 	"\tJobStatus\x120\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x1a.phalanx.state.v1.JobStateR\x05state\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1b\n" +
@@ -2050,7 +2141,13 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x05tasks\x18\n" +
 	" \x03(\v2\x16.phalanx.state.v1.TaskR\x05tasks\x12\x1a\n" +
 	"\brequeued\x18\v \x01(\bR\brequeued\x125\n" +
-	"\battempts\x18\f \x03(\v2\x19.phalanx.state.v1.AttemptR\battempts\"?\n" +
+	"\battempts\x18\f \x03(\v2\x19.phalanx.state.v1.AttemptR\battempts\x12,\n" +
+	"\x0fcheckpoint_step\x18\r \x01(\x03H\x00R\x0echeckpointStep\x88\x01\x01\x12R\n" +
+	"\x12checkpoint_pending\x18\x0e \x03(\v2#.phalanx.state.v1.CheckpointCommitsR\x11checkpointPendingB\x12\n" +
+	"\x10_checkpoint_step\"=\n" +
+	"\x11CheckpointCommits\x12\x12\n" +
+	"\x04step\x18\x01 \x01(\x03R\x04step\x12\x14\n" +
+	"\x05ranks\x18\x02 \x03(\x05R\x05ranks\"?\n" +
 	"\n" +
 	"Allocation\x121\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x1b.phalanx.state.v1.NodeAllocR\x05nodes\"d\n" +
@@ -2215,55 +2312,57 @@ func file_phalanx_state_v1_records_proto_rawDescGZIP() []byte {
 }
 
 var file_phalanx_state_v1_records_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_phalanx_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_phalanx_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_phalanx_state_v1_records_proto_goTypes = []any{
-	(JobState)(0),         // 0: phalanx.state.v1.JobState
-	(TaskState)(0),        // 1: phalanx.state.v1.TaskState
-	(NodeState)(0),        // 2: phalanx.state.v1.NodeState
-	(EventKind)(0),        // 3: phalanx.state.v1.EventKind
-	(PartitionState)(0),   // 4: phalanx.state.v1.PartitionState
-	(RestartCause)(0),     // 5: phalanx.state.v1.RestartCause
-	(*Job)(nil),           // 6: phalanx.state.v1.Job
-	(*JobSpec)(nil),       // 7: phalanx.state.v1.JobSpec
-	(*RestartPolicy)(nil), // 8: phalanx.state.v1.RestartPolicy
-	(*JobPayload)(nil),    // 9: phalanx.state.v1.JobPayload
-	(*JobStatus)(nil),     // 10: phalanx.state.v1.JobStatus
-	(*Allocation)(nil),    // 11: phalanx.state.v1.Allocation
-	(*NodeAlloc)(nil),     // 12: phalanx.state.v1.NodeAlloc
-	(*Task)(nil),          // 13: phalanx.state.v1.Task
-	(*Attempt)(nil),       // 14: phalanx.state.v1.Attempt
-	(*Node)(nil),          // 15: phalanx.state.v1.Node
-	(*NIC)(nil),           // 16: phalanx.state.v1.NIC
-	(*Partition)(nil),     // 17: phalanx.state.v1.Partition
-	(*SubmitRequest)(nil), // 18: phalanx.state.v1.SubmitRequest
-	(*Controller)(nil),    // 19: phalanx.state.v1.Controller
-	(*Event)(nil),         // 20: phalanx.state.v1.Event
-	nil,                   // 21: phalanx.state.v1.JobPayload.EnvEntry
+	(JobState)(0),             // 0: phalanx.state.v1.JobState
+	(TaskState)(0),            // 1: phalanx.state.v1.TaskState
+	(NodeState)(0),            // 2: phalanx.state.v1.NodeState
+	(EventKind)(0),            // 3: phalanx.state.v1.EventKind
+	(PartitionState)(0),       // 4: phalanx.state.v1.PartitionState
+	(RestartCause)(0),         // 5: phalanx.state.v1.RestartCause
+	(*Job)(nil),               // 6: phalanx.state.v1.Job
+	(*JobSpec)(nil),           // 7: phalanx.state.v1.JobSpec
+	(*RestartPolicy)(nil),     // 8: phalanx.state.v1.RestartPolicy
+	(*JobPayload)(nil),        // 9: phalanx.state.v1.JobPayload
+	(*JobStatus)(nil),         // 10: phalanx.state.v1.JobStatus
+	(*CheckpointCommits)(nil), // 11: phalanx.state.v1.CheckpointCommits
+	(*Allocation)(nil),        // 12: phalanx.state.v1.Allocation
+	(*NodeAlloc)(nil),         // 13: phalanx.state.v1.NodeAlloc
+	(*Task)(nil),              // 14: phalanx.state.v1.Task
+	(*Attempt)(nil),           // 15: phalanx.state.v1.Attempt
+	(*Node)(nil),              // 16: phalanx.state.v1.Node
+	(*NIC)(nil),               // 17: phalanx.state.v1.NIC
+	(*Partition)(nil),         // 18: phalanx.state.v1.Partition
+	(*SubmitRequest)(nil),     // 19: phalanx.state.v1.SubmitRequest
+	(*Controller)(nil),        // 20: phalanx.state.v1.Controller
+	(*Event)(nil),             // 21: phalanx.state.v1.Event
+	nil,                       // 22: phalanx.state.v1.JobPayload.EnvEntry
 }
 var file_phalanx_state_v1_records_proto_depIdxs = []int32{
 	7,  // 0: phalanx.state.v1.Job.spec:type_name -> phalanx.state.v1.JobSpec
 	10, // 1: phalanx.state.v1.Job.status:type_name -> phalanx.state.v1.JobStatus
 	8,  // 2: phalanx.state.v1.JobSpec.restart:type_name -> phalanx.state.v1.RestartPolicy
 	5,  // 3: phalanx.state.v1.RestartPolicy.on:type_name -> phalanx.state.v1.RestartCause
-	21, // 4: phalanx.state.v1.JobPayload.env:type_name -> phalanx.state.v1.JobPayload.EnvEntry
+	22, // 4: phalanx.state.v1.JobPayload.env:type_name -> phalanx.state.v1.JobPayload.EnvEntry
 	0,  // 5: phalanx.state.v1.JobStatus.state:type_name -> phalanx.state.v1.JobState
-	11, // 6: phalanx.state.v1.JobStatus.alloc:type_name -> phalanx.state.v1.Allocation
-	13, // 7: phalanx.state.v1.JobStatus.tasks:type_name -> phalanx.state.v1.Task
-	14, // 8: phalanx.state.v1.JobStatus.attempts:type_name -> phalanx.state.v1.Attempt
-	12, // 9: phalanx.state.v1.Allocation.nodes:type_name -> phalanx.state.v1.NodeAlloc
-	1,  // 10: phalanx.state.v1.Task.state:type_name -> phalanx.state.v1.TaskState
-	11, // 11: phalanx.state.v1.Attempt.alloc:type_name -> phalanx.state.v1.Allocation
-	0,  // 12: phalanx.state.v1.Attempt.state:type_name -> phalanx.state.v1.JobState
-	5,  // 13: phalanx.state.v1.Attempt.cause:type_name -> phalanx.state.v1.RestartCause
-	2,  // 14: phalanx.state.v1.Node.state:type_name -> phalanx.state.v1.NodeState
-	16, // 15: phalanx.state.v1.Node.nics:type_name -> phalanx.state.v1.NIC
-	4,  // 16: phalanx.state.v1.Partition.state:type_name -> phalanx.state.v1.PartitionState
-	3,  // 17: phalanx.state.v1.Event.kind:type_name -> phalanx.state.v1.EventKind
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	12, // 6: phalanx.state.v1.JobStatus.alloc:type_name -> phalanx.state.v1.Allocation
+	14, // 7: phalanx.state.v1.JobStatus.tasks:type_name -> phalanx.state.v1.Task
+	15, // 8: phalanx.state.v1.JobStatus.attempts:type_name -> phalanx.state.v1.Attempt
+	11, // 9: phalanx.state.v1.JobStatus.checkpoint_pending:type_name -> phalanx.state.v1.CheckpointCommits
+	13, // 10: phalanx.state.v1.Allocation.nodes:type_name -> phalanx.state.v1.NodeAlloc
+	1,  // 11: phalanx.state.v1.Task.state:type_name -> phalanx.state.v1.TaskState
+	12, // 12: phalanx.state.v1.Attempt.alloc:type_name -> phalanx.state.v1.Allocation
+	0,  // 13: phalanx.state.v1.Attempt.state:type_name -> phalanx.state.v1.JobState
+	5,  // 14: phalanx.state.v1.Attempt.cause:type_name -> phalanx.state.v1.RestartCause
+	2,  // 15: phalanx.state.v1.Node.state:type_name -> phalanx.state.v1.NodeState
+	17, // 16: phalanx.state.v1.Node.nics:type_name -> phalanx.state.v1.NIC
+	4,  // 17: phalanx.state.v1.Partition.state:type_name -> phalanx.state.v1.PartitionState
+	3,  // 18: phalanx.state.v1.Event.kind:type_name -> phalanx.state.v1.EventKind
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_state_v1_records_proto_init() }
@@ -2271,13 +2370,14 @@ func file_phalanx_state_v1_records_proto_init() {
 	if File_phalanx_state_v1_records_proto != nil {
 		return
 	}
+	file_phalanx_state_v1_records_proto_msgTypes[4].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_state_v1_records_proto_rawDesc), len(file_phalanx_state_v1_records_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,224 @@
+package nodeagent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/checkpoint"
+	"github.com/phalanx-hpc/phalanx/runtime"
+)
+
+// Checkpoint staging (package checkpoint) for a job with a store
+// (sbatch --checkpoint-dir):
+//
+//   - before the task starts, the agent makes its node-local directory,
+//     <CheckpointRoot>/<job>.<attempt>.<rank>/ckpt ($PHX_CKPT_DIR), owned
+//     by the job's user, and, when the job has a complete step, stages this
+//     rank's files of the newest complete one in from the store into
+//     .../resume ($PHX_RESUME_FROM, $PHX_RESUME_STEP), checksums verified;
+//   - while the task runs (and once more after it ended), it finds the
+//     steps the task committed (phx ckpt commit N) and copies each to the
+//     store in the background, throttled, then reports it to the
+//     controller, which records the step complete once every rank has;
+//     after each copy the agent prunes the store to the job's last K
+//     complete steps.
+//
+// Every access to the store and to the node-local directories is made
+// with the job's user's file-system identity (runtime.AsUser): the store
+// is a path the user chose.
+
+// Checkpoint defaults.
+const (
+	// DefaultCheckpointPoll is how often a running task's committed steps
+	// are looked for.
+	DefaultCheckpointPoll = time.Second
+	// ckptFinalTimeout bounds the copy of the steps a task committed just
+	// before it ended; the end is reported after it.
+	ckptFinalTimeout = 10 * time.Minute
+)
+
+// ckptDirs are a task's node-local checkpoint directories.
+type ckptDirs struct {
+	base, local, resume string
+}
+
+func (a *Agent) ckptDirs(key taskKey) ckptDirs {
+	base := filepath.Join(a.cfg.CheckpointRoot, fmt.Sprintf("%d.%d.%d", key.job, key.attempt, key.rank))
+	return ckptDirs{base: base, local: filepath.Join(base, "ckpt"), resume: filepath.Join(base, "resume")}
+}
+
+// prepareCheckpoint makes the task's checkpoint directories and stages its
+// files of the job's newest complete step in. It returns the environment
+// the task gets. Its errors are the user's (a store it cannot read, a
+// corrupt step), one line each.
+func (a *Agent) prepareCheckpoint(key taskKey, job jobInfo) (env map[string]string, err error) {
+	d := a.ckptDirs(key)
+	if err := os.MkdirAll(d.base, 0o700); err != nil {
+		return nil, fmt.Errorf("checkpoint directory: %w", err)
+	}
+	if uid := idOrKeep(job.uid); uid >= 0 && os.Geteuid() == 0 {
+		if err := os.Chown(d.base, uid, max(idOrKeep(job.gid), 0)); err != nil {
+			return nil, fmt.Errorf("checkpoint directory: %w", err)
+		}
+	}
+	env = map[string]string{"PHX_CKPT_DIR": d.local, "PHX_CKPT_STORE": job.ckpt.dir}
+	err = runtime.AsUser(idOrKeep(job.uid), idOrKeep(job.gid), func() error {
+		if fi, err := os.Stat(job.ckpt.dir); err != nil || !fi.IsDir() {
+			return fmt.Errorf("checkpoint store %s is not a directory this node can reach: create it on shared storage, or mount it here", job.ckpt.dir)
+		}
+		if err := os.MkdirAll(d.local, 0o700); err != nil {
+			return fmt.Errorf("checkpoint directory: %w", err)
+		}
+		if !job.ckpt.complete {
+			return nil
+		}
+		step, ok, skipped, err := checkpoint.Latest(job.ckpt.dir, len(job.ranks), job.ckpt.step)
+		for _, s := range skipped {
+			a.log.Warn("checkpoint step skipped", "job", key.job, "step", s.Step, "why", s.Why)
+		}
+		if err != nil {
+			return fmt.Errorf("checkpoint store %s: %w", job.ckpt.dir, err)
+		}
+		if !ok {
+			a.log.Warn("no complete checkpoint step in the store: the task starts afresh", "job", key.job, "store", job.ckpt.dir, "recorded", job.ckpt.step)
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), ckptFinalTimeout)
+		defer cancel()
+		if _, err := checkpoint.Stage(ctx, job.ckpt.dir, step, int(key.rank), d.resume); err != nil {
+			return err
+		}
+		env["PHX_RESUME_FROM"], env["PHX_RESUME_STEP"] = d.resume, strconv.FormatInt(step, 10)
+		a.log.Info("checkpoint staged in", "job", key.job, "rank", key.rank, "step", step)
+		return nil
+	})
+	if err != nil {
+		os.RemoveAll(d.base)
+		return nil, err
+	}
+	return env, nil
+}
+
+// ckptWatcher copies the steps one task commits to its job's store.
+type ckptWatcher struct {
+	a        *Agent
+	key      taskKey
+	job      jobInfo
+	dirs     ckptDirs
+	uploaded int64 // the newest step copied; -1: none
+}
+
+func (a *Agent) newCkptWatcher(key taskKey, job jobInfo) *ckptWatcher {
+	return &ckptWatcher{a: a, key: key, job: job, dirs: a.ckptDirs(key), uploaded: -1}
+}
+
+// run copies committed steps every poll until ctx ends.
+func (w *ckptWatcher) run(ctx context.Context) {
+	for {
+		w.scan(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.a.cfg.Clock.After(w.a.cfg.CheckpointPoll):
+		}
+	}
+}
+
+// scan copies, oldest first, every committed step newer than the last one
+// copied, and reports each.
+func (w *ckptWatcher) scan(ctx context.Context) {
+	job, rank := w.job, int(w.key.rank)
+	var steps []int64
+	err := runtime.AsUser(idOrKeep(job.uid), idOrKeep(job.gid), func() error {
+		var err error
+		steps, err = checkpoint.Committed(w.dirs.local)
+		return err
+	})
+	if err != nil {
+		w.a.log.Warn("reading committed checkpoint steps", "task", w.key, "err", err)
+		return
+	}
+	for _, step := range steps {
+		if step <= w.uploaded || ctx.Err() != nil {
+			continue
+		}
+		start := time.Now()
+		var m checkpoint.Manifest
+		err := runtime.AsUser(idOrKeep(job.uid), idOrKeep(job.gid), func() error {
+			var err error
+			m, err = checkpoint.Upload(ctx, w.dirs.local, job.ckpt.dir, step, rank, checkpoint.WithRate(w.a.cfg.CheckpointRate))
+			return err
+		})
+		if err != nil {
+			w.a.log.Warn("copying a checkpoint step to the store", "task", w.key, "step", step, "err", err)
+			return // tried again at the next scan
+		}
+		w.uploaded = step
+		w.a.log.Info("checkpoint step copied", "task", w.key, "step", step, "files", len(m.Files), "took", time.Since(start).Round(time.Millisecond))
+		w.report(ctx, step)
+		// Every rank prunes: the last to copy a step is the one that sees
+		// it complete. Pruning is idempotent.
+		w.prune()
+	}
+}
+
+// report tells the controller, retrying until it answers or ctx ends.
+func (w *ckptWatcher) report(ctx context.Context, step int64) {
+	b := newBackoff()
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, rpcTimeout)
+		_, err := w.a.client.ReportCheckpoint(callCtx, &phalanxv1.ReportCheckpointRequest{
+			Node: w.a.cfg.Name, JobId: w.key.job, Attempt: w.key.attempt, Rank: w.key.rank, Step: step})
+		cancel()
+		if err == nil {
+			return
+		}
+		w.a.log.Warn("reporting a checkpoint step", "task", w.key, "step", step, "err", err)
+		if sleep(ctx, w.a.cfg.Clock, b.next()) != nil {
+			return
+		}
+	}
+}
+
+// prune keeps the job's last complete steps in the store.
+func (w *ckptWatcher) prune() {
+	job := w.job
+	err := runtime.AsUser(idOrKeep(job.uid), idOrKeep(job.gid), func() error {
+		removed, err := checkpoint.Prune(job.ckpt.dir, len(job.ranks), job.ckpt.keep)
+		if len(removed) > 0 {
+			w.a.log.Info("old checkpoint steps removed", "job", w.key.job, "steps", removed)
+		}
+		return err
+	})
+	if err != nil {
+		w.a.log.Warn("pruning the checkpoint store", "job", w.key.job, "err", err)
+	}
+}
+
+// watchCheckpoints starts the task's watcher; the function it returns
+// stops it and, when the task has ended (final), copies what it committed
+// last before returning.
+func (a *Agent) watchCheckpoints(key taskKey, job jobInfo) (stop func(final bool)) {
+	if job.ckpt.dir == "" {
+		return func(bool) {}
+	}
+	w := a.newCkptWatcher(key, job)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.run(ctx) }()
+	return func(final bool) {
+		cancel()
+		<-done
+		if !final {
+			return
+		}
+		fctx, cancel := context.WithTimeout(context.Background(), ckptFinalTimeout)
+		defer cancel()
+		w.scan(fctx)
+	}
+}

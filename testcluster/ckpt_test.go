@@ -1,0 +1,85 @@
+package testcluster_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/checkpoint"
+	"github.com/phalanx-hpc/phalanx/testcluster"
+)
+
+// A 2-node job commits checkpoint steps 1 to 3; its agents copy them to
+// the job's store and the controller records step 3 complete. Step 3 is
+// then torn in the store (a rank's manifest lost) and one of the job's
+// nodes is cut off: the job restarts on healthy nodes, each rank staged in
+// with its own files of step 2, the newest complete step, and step 1 was
+// pruned (the store keeps 2 steps).
+func TestRestartResumesFromLatestCompleteCheckpoint(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 3, LeafSize: 3, NodeTTL: 2 * time.Second})
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	if err := os.Mkdir(store, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := `#!/bin/sh
+if [ -n "$PHX_RESUME_STEP" ]; then
+	echo "step=$PHX_RESUME_STEP data=$(cat "$PHX_RESUME_FROM/model/state")" > ` + dir + `/resumed-$SLURM_PROCID
+	exec sleep 600
+fi
+for step in 1 2 3; do
+	mkdir -p "$PHX_CKPT_DIR/$step/model"
+	echo "rank$SLURM_PROCID-step$step" > "$PHX_CKPT_DIR/$step/model/state"
+	touch "$PHX_CKPT_DIR/$step/` + checkpoint.Marker + `"
+	sleep 0.2
+done
+exec sleep 600
+`
+	s := spec(dir, "ckpt", 2, 8, script)
+	s.CheckpointDir = store
+	id := submit(t, c, s)
+	job := c.WaitJob(id, 20*time.Second, "RUNNING")
+	c.Eventually(20*time.Second, func() error {
+		j, err := c.Client.GetJob(context.Background(), &phalanxv1.GetJobRequest{JobId: id})
+		if err != nil || j.CheckpointStep == nil || j.GetCheckpointStep() != 3 {
+			return fmt.Errorf("job %d: checkpoint step %v, %v; want 3", id, j.CheckpointStep, err)
+		}
+		return nil
+	})
+	c.Eventually(10*time.Second, func() error {
+		if steps, err := checkpoint.Steps(store); err != nil || fmt.Sprint(steps) != "[2 3]" {
+			return fmt.Errorf("steps in the store: %v, %v; want [2 3] (step 1 pruned)", steps, err)
+		}
+		return nil
+	})
+	if err := os.Remove(filepath.Join(store, "step-3", "rank-1", checkpoint.ManifestFile)); err != nil {
+		t.Fatal(err)
+	}
+	c.CutNode(job.Alloc[1].Node)
+	for rank := range 2 {
+		path := filepath.Join(dir, fmt.Sprintf("resumed-%d", rank))
+		want := fmt.Sprintf("step=2 data=rank%d-step2", rank)
+		c.Eventually(30*time.Second, func() error {
+			b, err := os.ReadFile(path)
+			if err != nil || strings.TrimSpace(string(b)) != want {
+				return fmt.Errorf("rank %d after the restart: %q, %v; want %q", rank, b, err, want)
+			}
+			return nil
+		})
+	}
+	c.Eventually(10*time.Second, func() error {
+		j, err := c.Client.GetJob(context.Background(), &phalanxv1.GetJobRequest{JobId: id})
+		if err != nil || j.Attempt != 1 || j.State != "RUNNING" {
+			return fmt.Errorf("job %d: %s attempt %d, %v; want RUNNING in attempt 1", id, j.GetState(), j.GetAttempt(), err)
+		}
+		return nil
+	})
+	if _, err := c.Client.CancelJob(context.Background(), &phalanxv1.CancelJobRequest{JobIds: []uint64{id}}); err != nil {
+		t.Fatal(err)
+	}
+}
