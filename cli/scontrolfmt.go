@@ -57,6 +57,9 @@ func FormatJob(j *phalanxv1.Job, now time.Time, loc *time.Location) string {
 	if topo := topologyRequest(s); len(topo) > 0 {
 		lines = append(lines, topo)
 	}
+	if h := s.GetHangTimeoutSeconds(); h > 0 {
+		lines = append(lines, []string{kv("HangTimeout", limitOrUnlimited(time.Duration(h)*time.Second))})
+	}
 	if dir := s.GetCheckpointDir(); dir != "" {
 		step := "none"
 		if j.CheckpointStep != nil {

@@ -26,6 +26,8 @@ type CheckpointSpec struct {
 const (
 	DefaultCheckpointKeep = 2
 	MaxCheckpointKeep     = 1000
+	// MaxPendingSteps bounds the steps kept waiting for their other ranks.
+	MaxPendingSteps = 16
 )
 
 // Validate says what is wrong with c.
@@ -73,6 +75,10 @@ func CommitCheckpoint(j *Job, attempt, rank int, step int64) (changed, complete 
 	}
 	i := slices.IndexFunc(j.CheckpointPending, func(c CheckpointCommits) bool { return c.Step == step })
 	if i < 0 {
+		if len(j.CheckpointPending) >= MaxPendingSteps {
+			// Ranks that never agree on their steps: forget the oldest.
+			j.CheckpointPending = slices.Delete(j.CheckpointPending, 0, 1)
+		}
 		j.CheckpointPending = append(j.CheckpointPending, CheckpointCommits{Step: step})
 		slices.SortFunc(j.CheckpointPending, func(a, b CheckpointCommits) int { return cmpInt64(a.Step, b.Step) })
 		i = slices.IndexFunc(j.CheckpointPending, func(c CheckpointCommits) bool { return c.Step == step })

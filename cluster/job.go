@@ -136,6 +136,9 @@ type Job struct {
 	Signal JobSignal
 	// Checkpoint is where the job keeps its checkpoints (checkpoint.go).
 	Checkpoint CheckpointSpec
+	// HangTimeout: a task with no progress for this long is a suspected
+	// hang (hang.go); 0: not watched.
+	HangTimeout time.Duration
 
 	State      JobState
 	Reason     string // pending reason, or why it ended
@@ -272,12 +275,13 @@ const (
 	TaskTimeout  TaskState = "TIMEOUT" // stopped at the time limit
 	TaskFailed   TaskState = "FAILED"  // could not be started
 	TaskLost     TaskState = "LOST"    // its node went down
+	TaskHung     TaskState = "HUNG"    // stopped by its agent: no progress for the job's hang timeout
 )
 
 // Ended reports whether the task no longer runs.
 func (s TaskState) Ended() bool {
 	switch s {
-	case TaskExited, TaskKilled, TaskTimeout, TaskFailed, TaskLost:
+	case TaskExited, TaskKilled, TaskTimeout, TaskFailed, TaskLost, TaskHung:
 		return true
 	}
 	return false

@@ -15,7 +15,9 @@ import (
 //   - RestartNode: an agent found its node at fault and ended the task
 //     (a failed pre-start check, a GPU or link verdict: the task was
 //     reported LOST by its agent);
-//   - RestartExit: a task exited non-zero (the user's failure).
+//   - RestartExit: a task exited non-zero (the user's failure);
+//   - RestartHang: a task's agent found it making no progress for the
+//     job's hang timeout and stopped it (hang.go).
 //
 // A node the controller declares lost while it is silent (NodeLost) is at
 // fault too (RestartNode) when it fences: its tasks stopped when its lease
@@ -37,9 +39,13 @@ const (
 	RestartNone RestartCause = iota // not a restartable failure
 	RestartNode                     // the node was at fault, by its agent's word
 	RestartExit                     // a task exited non-zero
+	RestartHang                     // a task made no progress for the job's hang timeout
 )
 
-var restartCauseNames = map[RestartCause]string{RestartNode: "node", RestartExit: "exit"}
+// AllRestartCauses lists the causes, in the order their names are printed.
+var AllRestartCauses = []RestartCause{RestartNode, RestartExit, RestartHang}
+
+var restartCauseNames = map[RestartCause]string{RestartNode: "node", RestartExit: "exit", RestartHang: "hang"}
 
 func (c RestartCause) String() string {
 	if n, ok := restartCauseNames[c]; ok {
@@ -59,7 +65,7 @@ func (s RestartCauses) With(c RestartCause) RestartCauses { return s | 1<<c }
 
 func (s RestartCauses) String() string {
 	var names []string
-	for _, c := range []RestartCause{RestartNode, RestartExit} {
+	for _, c := range AllRestartCauses {
 		if s.Has(c) {
 			names = append(names, c.String())
 		}
@@ -70,8 +76,8 @@ func (s RestartCauses) String() string {
 	return strings.Join(names, ",")
 }
 
-// ParseRestartCauses reads --restart-on's list: node, exit, separated by
-// commas; "none" for the empty set.
+// ParseRestartCauses reads --restart-on's list: node, exit, hang,
+// separated by commas; "none" for the empty set.
 func ParseRestartCauses(s string) (RestartCauses, error) {
 	var out RestartCauses
 	if strings.TrimSpace(s) == "none" {
@@ -79,11 +85,11 @@ func ParseRestartCauses(s string) (RestartCauses, error) {
 	}
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(strings.ToLower(f))
-		i := slices.IndexFunc([]RestartCause{RestartNode, RestartExit}, func(c RestartCause) bool { return c.String() == f })
+		i := slices.IndexFunc(AllRestartCauses, func(c RestartCause) bool { return c.String() == f })
 		if i < 0 {
-			return 0, Errorf(ErrInvalid, "%q is not a restart cause: use node, exit, or none, separated by commas", f)
+			return 0, Errorf(ErrInvalid, "%q is not a restart cause: use node, exit, hang, or none, separated by commas", f)
 		}
-		out = out.With([]RestartCause{RestartNode, RestartExit}[i])
+		out = out.With(AllRestartCauses[i])
 	}
 	return out, nil
 }

@@ -181,3 +181,31 @@ func TestParseRestartCauses(t *testing.T) {
 		t.Errorf("oom: %v", err)
 	}
 }
+
+// A task its agent stopped as hung fails the attempt with cause hang: the
+// job restarts when its policy names hang, and ends FAILED otherwise.
+func TestHangRestarts(t *testing.T) {
+	for _, tc := range []struct {
+		on      RestartCauses
+		restart bool
+	}{{DefaultRestartOn.With(RestartHang), true}, {DefaultRestartOn, false}} {
+		j := placedJob(t)
+		j.Restart = RestartPolicy{MaxRestarts: 3, On: tc.on}
+		ApplyTaskReport(j, attemptReport(j, 0, TaskRunning, 0, 1))
+		ApplyTaskReport(j, attemptReport(j, 1, TaskRunning, 0, 1))
+		ApplyTaskReport(j, withMessage(attemptReport(j, 1, TaskHung, 143, 2), "no output, no checkpoint and idle GPUs for 30m0s"))
+		if a := j.Attempts[0]; a.Cause != RestartHang || a.FaultNode != "" {
+			t.Errorf("%s: attempt 0 recorded as %+v", tc.on, a)
+		}
+		if !strings.HasPrefix(j.Reason, "Hang: no output") {
+			t.Errorf("%s: reason %q", tc.on, j.Reason)
+		}
+		ApplyTaskReport(j, attemptReport(j, 0, TaskKilled, 0, 3))
+		if restarted := j.State == JobPending && j.Attempt == 1; restarted != tc.restart {
+			t.Errorf("restart-on %s: %s attempt %d; restarted %v, want %v", tc.on, j.State, j.Attempt, restarted, tc.restart)
+		}
+	}
+	if on, err := ParseRestartCauses("hang,node"); err != nil || on.String() != "node,hang" {
+		t.Errorf("parse hang,node: %v, %v", on, err)
+	}
+}

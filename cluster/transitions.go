@@ -114,6 +114,14 @@ func jobAfterTaskEnd(j *Job, t *Task) {
 		finish(j, JobNodeFail, reason, t.EndTime)
 	case TaskTimeout:
 		finish(j, JobTimeout, ReasonTimeLimit, t.EndTime)
+	case TaskHung:
+		reason := ReasonHang
+		if t.Message != "" {
+			reason += ": " + t.Message
+		}
+		j.ExitCode, j.ExitSignal = t.ExitCode, t.ExitSignal
+		finish(j, JobFailed, reason, t.EndTime)
+		blame(j, RestartHang, "")
 	case TaskLost: // by its agent's word: a failed pre-start check, a shutdown
 		reason := t.Message
 		if reason == "" {

@@ -151,6 +151,15 @@ func (s *Server) admit(job *cluster.Job, st *store.State) error {
 		return cluster.Errorf(cluster.ErrNotFound, "invalid partition name specified: %s (phx sinfo lists the partitions)", job.Partition)
 	}
 	job.Partition = part.Name
+	switch job.HangTimeout {
+	case 0:
+		job.HangTimeout = s.cfg.DefaultHangTimeout
+	case hangOff:
+		job.HangTimeout = 0
+	}
+	if err := cluster.ValidateHangTimeout(job.HangTimeout, s.cfg.MinHangTimeout); err != nil {
+		return err
+	}
 	if job.TimeLimit == 0 {
 		job.TimeLimit = part.DefaultTime
 		if job.TimeLimit == 0 {

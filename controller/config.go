@@ -54,6 +54,11 @@ type Config struct {
 	// Topology maps nodes to leaf switches; may be nil.
 	Topology *topology.Tree
 
+	// DefaultHangTimeout is the hang timeout of jobs that give none (0:
+	// none); MinHangTimeout the shortest a job may give
+	// (cluster.MinHangTimeout; shorter only in tests).
+	DefaultHangTimeout, MinHangTimeout time.Duration
+
 	// NodeTTL: a node silent this long is declared DOWN (default 30s).
 	NodeTTL time.Duration
 	// HeartbeatInterval told to agents (default 5s).
@@ -211,6 +216,12 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if out.HeartbeatInterval == 0 {
 		out.HeartbeatInterval = 5 * time.Second
+	}
+	if out.MinHangTimeout == 0 {
+		out.MinHangTimeout = cluster.MinHangTimeout
+	}
+	if err := cluster.ValidateHangTimeout(out.DefaultHangTimeout, out.MinHangTimeout); err != nil {
+		return out, fmt.Errorf("controller: default %w", err)
 	}
 	if err := checkLeaseTiming(out.NodeTTL, out.HeartbeatInterval); err != nil {
 		return out, err

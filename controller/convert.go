@@ -28,6 +28,11 @@ func ts(t time.Time) *timestamppb.Timestamp {
 // jobFromSpec reads a submitted spec, without its environment, which
 // goes to the job's payload as it came (cluster.EnvironOf) once
 // checkSpecInput has passed it; maxScript bounds the script (MaxScriptSize).
+// hangOff marks a job that turned hang detection off (--hang-timeout=0)
+// between jobFromSpec and admit, which applies the cluster's default to
+// the jobs that gave none.
+const hangOff = -1
+
 func jobFromSpec(spec *phalanxv1.JobSpec, maxScript int) (*cluster.Job, error) {
 	if spec == nil {
 		return nil, cluster.Errorf(cluster.ErrInvalid, "a job spec is required")
@@ -72,6 +77,14 @@ func jobFromSpec(spec *phalanxv1.JobSpec, maxScript int) (*cluster.Job, error) {
 	j.Signal = cluster.JobSignal{Signal: int(spec.Signal), Before: time.Duration(spec.SignalSeconds) * time.Second, Batch: spec.SignalBatch}
 	if err := j.Signal.Validate(); err != nil {
 		return nil, err
+	}
+	switch h := spec.HangTimeoutSeconds; {
+	case h < -1 || h > int64(cluster.MaxHangTimeout/time.Second):
+		return nil, cluster.Errorf(cluster.ErrInvalid, "--hang-timeout: %d seconds: give %s to %s, or 0 for none", h, cluster.MinHangTimeout, cluster.MaxHangTimeout)
+	case h == -1:
+		j.HangTimeout = hangOff // admit turns it into 0
+	default:
+		j.HangTimeout = time.Duration(h) * time.Second
 	}
 	j.Checkpoint = cluster.CheckpointSpec{Dir: spec.CheckpointDir, Keep: int(spec.CheckpointKeep)}
 	if err := j.Checkpoint.Validate(); err != nil {
@@ -143,6 +156,7 @@ func specToProto(j *cluster.Job) *phalanxv1.JobSpec {
 		Signal:              int32(j.Signal.Signal),
 		SignalSeconds:       int32(j.Signal.Before / time.Second),
 		SignalBatch:         j.Signal.Batch,
+		HangTimeoutSeconds:  int64(j.HangTimeout / time.Second),
 		CheckpointDir:       j.Checkpoint.Dir,
 		CheckpointKeep:      int32(j.Checkpoint.Keep),
 	}

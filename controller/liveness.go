@@ -25,9 +25,9 @@ func (s *Server) startLivenessTerm() {
 }
 
 // seen records that node was heard from at t. It reports false when this
-// leader has found the node silent past the TTL since it last registered:
-// the node's tasks are (or are about to be) declared lost, and it must
-// get no lease before it registers again.
+// leader has found the node silent past the TTL and its DOWN is on its
+// way: the node's tasks are about to be declared lost, and it must get no
+// lease before it registers again.
 func (s *Server) seen(node string, t time.Time) (live bool) {
 	s.mu.Lock()
 	s.lastSeen[node] = t
@@ -42,18 +42,15 @@ func (s *Server) seen(node string, t time.Time) (live bool) {
 }
 
 // admitRegistration lets node register, and so have a lease again, unless
-// this leader found it silent and its DOWN is not applied yet: a lease
-// granted before the DOWN applies would let its tasks outlive their
-// declared end. Once applied, the node may register. It also refreshes
-// the node's silence, so that no verdict is reached while it registers.
+// this leader found it silent and its DOWN is on its way: a lease granted
+// before the DOWN applies would let its tasks outlive their declared end.
+// It also refreshes the node's silence, so that no verdict is reached
+// while it registers.
 func (s *Server) admitRegistration(node string, t time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.declaring[node] {
-		if n, err := s.store.Node(node); err == nil && n.State != cluster.NodeDown {
-			return cluster.Errorf(cluster.ErrConflict, "node %s is being declared down for its silence; register again in a moment", node)
-		}
-		delete(s.declaring, node)
+		return cluster.Errorf(cluster.ErrConflict, "node %s is being declared down for its silence; register again in a moment", node)
 	}
 	s.lastSeen[node] = t
 	return nil
@@ -100,11 +97,13 @@ func (s *Server) checkLiveness(ctx context.Context) {
 	_, err := s.propose(ctx, fsm.SetNodesDown{Names: silent, Reason: store.ReasonNotResponding, Time: now})
 	if err != nil {
 		s.log.Error("mark nodes down", "nodes", silent, "err", err)
-		s.mu.Lock()
-		for _, n := range silent {
-			delete(s.declaring, n) // judged again at the next check
-		}
-		s.mu.Unlock()
 	}
+	// Applied, the DOWN itself keeps the nodes from a lease until they
+	// register again; failed, they are judged again at the next check.
+	s.mu.Lock()
+	for _, n := range silent {
+		delete(s.declaring, n)
+	}
+	s.mu.Unlock()
 	s.kickScheduler()
 }

@@ -231,7 +231,7 @@ func (n *nodeService) ReportTaskStatus(ctx context.Context, req *phalanxv1.Repor
 func validTaskReportState(st cluster.TaskState) bool {
 	switch st {
 	case cluster.TaskStarting, cluster.TaskRunning, cluster.TaskExited, cluster.TaskKilled,
-		cluster.TaskTimeout, cluster.TaskFailed, cluster.TaskLost:
+		cluster.TaskTimeout, cluster.TaskFailed, cluster.TaskLost, cluster.TaskHung:
 		return true
 	}
 	return false

@@ -47,8 +47,8 @@ type Server struct {
 	inflight map[cluster.JobID]struct{} // IDs handed out whose submit is being committed
 	lastSeen map[string]time.Time       // leader only: last heartbeat per node
 	heard    map[string]bool            // leader only: nodes heard from since it took over
-	// declaring: leader only: nodes it found silent past the TTL, from that
-	// decision until they register again (liveness.go): they get no lease.
+	// declaring: leader only: nodes it found silent past the TTL, while
+	// their DOWN is being committed (liveness.go): they get no lease.
 	declaring map[string]bool
 	pending   pendingReasons // leader only: the scheduler's reasons
 	term      chan struct{}  // leader only: closed when leadership ends

@@ -152,7 +152,7 @@ func (a *Agent) superviseAdopted(t *task, rt runtime.Task, job jobInfo) {
 	defer a.taskWG.Done()
 	defer close(t.done)
 	a.log.Info("re-adopted a task an earlier run of the agent started", "task", t.key, "time_left", job.timeLimit)
-	if a.finish(t, rt, job, a.watchCheckpoints(t.key, job)) {
+	if a.finish(t, rt, job, a.watchCheckpoints(t.key, job), nil) {
 		a.removeJobDir(t.key)
 		os.RemoveAll(a.ckptDirs(t.key).base)
 	}

@@ -79,6 +79,10 @@ type Config struct {
 	CheckpointRoot string
 	CheckpointRate int64
 	CheckpointPoll time.Duration
+	// GPUBusy reports whether any of the GPUs (host indices) is busy, by
+	// NVML's utilisation: progress for hang detection (hang.go). nil: GPUs
+	// do not count.
+	GPUBusy func(gpus []int) bool
 	// StopTasksOnExit stops the tasks when Run returns. Otherwise tasks
 	// whose runtime can hand them over to the agent's next run
 	// (runtime.Recoverer) keep running, and the next run takes them over.

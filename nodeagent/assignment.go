@@ -34,8 +34,10 @@ type jobInfo struct {
 	signal                 cluster.JobSignal
 	masterPort             int
 	ckpt                   ckptInfo
-	ranks                  []rankSlot // by rank
-	startedRanks           []int      // ranks the controller has STARTING or RUNNING
+	hangTimeout            time.Duration         // zero: not watched
+	restartOn              cluster.RestartCauses // what restarts the job
+	ranks                  []rankSlot            // by rank
+	startedRanks           []int                 // ranks the controller has STARTING or RUNNING
 }
 
 // ckptInfo is the job's checkpoint store and its newest complete step.
@@ -80,6 +82,13 @@ func jobFromWire(j *phalanxv1.Job) jobInfo {
 			Batch: js.GetSignalBatch()},
 		ckpt: ckptInfo{dir: js.GetCheckpointDir(), keep: cluster.CheckpointSpec{Dir: js.GetCheckpointDir(), Keep: int(js.GetCheckpointKeep())}.KeepSteps(),
 			step: j.GetCheckpointStep(), complete: j != nil && j.CheckpointStep != nil},
+	}
+	out.hangTimeout = secondsDuration(max(js.GetHangTimeoutSeconds(), 0))
+	if js != nil && !js.NoRequeue && (js.MaxRestarts == nil || js.GetMaxRestarts() > 0) {
+		out.restartOn = cluster.DefaultRestartOn
+		if js.GetRestartOn() != "" {
+			out.restartOn, _ = cluster.ParseRestartCauses(js.GetRestartOn())
+		}
 	}
 	limit := j.GetTimeLimitSeconds()
 	if limit <= 0 {

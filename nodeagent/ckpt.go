@@ -40,6 +40,8 @@ const (
 	// ckptFinalTimeout bounds the copy of the steps a task committed just
 	// before it ended; the end is reported after it.
 	ckptFinalTimeout = 10 * time.Minute
+	// ckptReportTimeout bounds the retries of one step's report.
+	ckptReportTimeout = time.Minute
 )
 
 // ckptDirs are a task's node-local checkpoint directories.
@@ -58,11 +60,19 @@ func (a *Agent) ckptDirs(key taskKey) ckptDirs {
 // corrupt step), one line each.
 func (a *Agent) prepareCheckpoint(key taskKey, job jobInfo) (env map[string]string, err error) {
 	d := a.ckptDirs(key)
-	if err := os.MkdirAll(d.base, 0o700); err != nil {
+	if err := checkCkptRoot(a.cfg.CheckpointRoot); err != nil {
+		return nil, err
+	}
+	// The task's own directory, made afresh by root in a root it alone
+	// can write: nothing in it can be a user's link.
+	if err := os.RemoveAll(d.base); err != nil {
+		return nil, fmt.Errorf("checkpoint directory: %w", err)
+	}
+	if err := os.Mkdir(d.base, 0o700); err != nil {
 		return nil, fmt.Errorf("checkpoint directory: %w", err)
 	}
 	if uid := idOrKeep(job.uid); uid >= 0 && os.Geteuid() == 0 {
-		if err := os.Chown(d.base, uid, max(idOrKeep(job.gid), 0)); err != nil {
+		if err := os.Lchown(d.base, uid, max(idOrKeep(job.gid), 0)); err != nil {
 			return nil, fmt.Errorf("checkpoint directory: %w", err)
 		}
 	}
@@ -102,6 +112,29 @@ func (a *Agent) prepareCheckpoint(key taskKey, job jobInfo) (env map[string]stri
 		return nil, err
 	}
 	return env, nil
+}
+
+// checkCkptRoot makes the root of the tasks' checkpoint directories
+// (mode 0755, so that every job's user can reach its own directory in it)
+// and refuses one that others may write to: a user could plant links
+// where the agent, as root, makes and hands over directories.
+func checkCkptRoot(root string) error {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fmt.Errorf("checkpoint root %s: %w", root, err)
+	}
+	fi, err := os.Lstat(root)
+	if err != nil {
+		return fmt.Errorf("checkpoint root %s: %w", root, err)
+	}
+	switch {
+	case !fi.IsDir():
+		return fmt.Errorf("checkpoint root %s is not a directory (phalanx-agent --checkpoint-local)", root)
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("checkpoint root %s is writable by others (mode %v): give phalanx-agent --checkpoint-local a directory only root may write", root, fi.Mode().Perm())
+	case fi.Mode().Perm()&0o005 != 0o005:
+		return os.Chmod(root, 0o755) // made 0700 by an umask, or by hand
+	}
+	return nil
 }
 
 // ckptWatcher copies the steps one task commits to its job's store.
@@ -167,8 +200,12 @@ func (w *ckptWatcher) scan(ctx context.Context) {
 	}
 }
 
-// report tells the controller, retrying until it answers or ctx ends.
+// report tells the controller, retrying until it answers, ctx ends or
+// ckptReportTimeout passes: a step some rank never reported is not
+// complete, and the next one is.
 func (w *ckptWatcher) report(ctx context.Context, step int64) {
+	ctx, stop := context.WithTimeout(ctx, ckptReportTimeout)
+	defer stop()
 	b := newBackoff()
 	for {
 		callCtx, cancel := context.WithTimeout(ctx, rpcTimeout)

@@ -16,10 +16,14 @@ import (
 // declares such a node lost only after a longer silence, and then restarts
 // its jobs elsewhere: the old attempt is dead by then.
 
-// fences reports whether the agent's runtime fences its tasks.
+// fences reports whether the agent's runtime fences its tasks, all of
+// them: a task taken over from an agent before leases is not.
 func (a *Agent) fences() bool {
-	_, ok := a.cfg.Runtime.(runtime.Fencer)
-	return ok
+	if _, ok := a.cfg.Runtime.(runtime.Fencer); !ok {
+		return false
+	}
+	all, ok := a.cfg.Runtime.(interface{ FencesAll() bool })
+	return !ok || all.FencesAll()
 }
 
 // renewLease records a lease of ms milliseconds that the controller granted

@@ -107,16 +107,35 @@ func (a *Agent) runTask(t *task, as assignment) {
 	}
 	log.Info("task running", "id", spec.ID, "gpus", spec.GPUs, "stdout", spec.Stdout)
 	a.rep.report(a.taskReport(t.key, cluster.TaskRunning, ""))
-	keep = !a.finish(t, rt, as.job, a.watchCheckpoints(t.key, as.job))
+	keep = !a.finish(t, rt, as.job, a.watchCheckpoints(t.key, as.job), a.watchHang(t.key, as.job, spec))
+}
+
+// watchHang follows the task's progress when its job has a hang timeout
+// (hang.go); nil when it has none.
+func (a *Agent) watchHang(key taskKey, job jobInfo, spec runtime.Spec) *hangWatch {
+	if job.hangTimeout <= 0 {
+		return nil
+	}
+	probe := progressProbe{outputs: []string{spec.Stdout}, gpus: spec.GPUs, busy: a.cfg.GPUBusy}
+	if spec.Stderr != spec.Stdout {
+		probe.outputs = append(probe.outputs, spec.Stderr)
+	}
+	if job.ckpt.dir != "" {
+		probe.ckpt = a.ckptDirs(key).local
+	}
+	return newHangWatch(job.hangTimeout, probe, a.cfg.Clock.Now())
 }
 
 // finish supervises a started task to its end, releases it and reports
 // the end. It returns false when the agent let go of the task instead,
 // leaving it running for its next run.
-func (a *Agent) finish(t *task, rt runtime.Task, job jobInfo, stopCkpt func(final bool)) bool {
+func (a *Agent) finish(t *task, rt runtime.Task, job jobInfo, stopCkpt func(final bool), hang *hangWatch) bool {
 	log := a.log.With("task", t.key)
-	out := a.supervise(t, rt, job)
-	stopCkpt(!out.detached) // the steps committed last are copied before the end is reported
+	out := a.supervise(t, rt, job, hang)
+	// The steps committed last are copied before the end is reported;
+	// not those of a task lost or fenced: its job may run elsewhere now,
+	// writing the same steps.
+	stopCkpt(!out.detached && out.state != cluster.TaskLost)
 	if out.detached {
 		log.Info("leaving the task running for the next run of the agent", "id", rt.ID())
 		return false
@@ -133,8 +152,9 @@ func (a *Agent) finish(t *task, rt runtime.Task, job jobInfo, stopCkpt func(fina
 
 // supervise waits for the task to exit, stopping it when asked to or when
 // its time limit (if any) passes, and sending the job's --signal its lead
-// before that limit.
-func (a *Agent) supervise(t *task, rt runtime.Task, job jobInfo) outcome {
+// before that limit. With hang set, it samples the task's progress and
+// deals with a suspected hang (hang.go).
+func (a *Agent) supervise(t *task, rt runtime.Task, job jobInfo, hang *hangWatch) outcome {
 	limit := job.timeLimit
 	waitCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -158,10 +178,25 @@ func (a *Agent) supervise(t *task, rt runtime.Task, job jobInfo) outcome {
 			warn = a.cfg.Clock.After(max(limit-job.signal.Before, 0))
 		}
 	}
+	var sample <-chan time.Time
+	if hang != nil {
+		sample = a.cfg.Clock.After(hangPoll(hang.timeout))
+	}
 	for {
 		select {
 		case out := <-exited:
 			return out
+		case <-sample:
+			sample = a.cfg.Clock.After(hangPoll(hang.timeout))
+			idle, hung := hang.check(a.cfg.Clock.Now())
+			switch {
+			case hung && job.restartsOnHang():
+				a.log.Warn("suspected hang: stopping the task", "task", t.key, "idle", idle.Round(time.Second))
+				return a.terminate(rt, exited, stopRequest{state: cluster.TaskHung, grace: a.cfg.KillGrace, msg: hangMessage(idle)})
+			case hung && !hang.suspected:
+				hang.suspected = true
+				a.log.Warn("suspected hang (the job's --restart-on does not name hang: it runs on)", "task", t.key, "idle", idle.Round(time.Second))
+			}
 		case <-warn:
 			warn = nil
 			a.signalJob(rt, job.signal, "its time limit is near")

@@ -87,8 +87,9 @@ func (s *Store) ReportTask(idx uint64, r cluster.TaskReport) error {
 
 // CommitCheckpoint records that rank of the job's attempt committed a
 // checkpoint step (cluster.CommitCheckpoint). It reports whether the step
-// became the job's latest complete one. A commit for a job that ended,
-// another attempt, or an old step changes nothing.
+// became the job's latest complete one. A commit for a job gone to the
+// history, another attempt, or an old step changes nothing (a job that
+// ended but is still active records the steps its tasks committed last).
 func (s *Store) CommitCheckpoint(idx uint64, id cluster.JobID, attempt, rank int, step int64) (complete bool, err error) {
 	err = s.apply(idx, func(c *change) error {
 		j := c.job(id)

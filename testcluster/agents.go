@@ -130,6 +130,7 @@ func startAgent(t testing.TB, s agentSpec) *agentProc {
 	root := filepath.Join(s.stateDir, "sys")
 	nics := discoverNICs(t, root, gpus)
 	l := newLink()
+	gw := &gpu.Watcher{Lib: lib, Devices: gpus, Interval: 100 * time.Millisecond, Log: s.log}
 	a, err := nodeagent.New(nodeagent.Config{
 		Name:              s.name,
 		Addr:              "127.0.0.1",
@@ -141,7 +142,8 @@ func startAgent(t testing.TB, s agentSpec) *agentProc {
 		GPUs:              gpus,
 		NICs:              nics,
 		NICWatcher:        &rdma.Watcher{Root: root, Interval: 100 * time.Millisecond, Log: s.log},
-		GPUWatcher:        &gpu.Watcher{Lib: lib, Devices: gpus, Interval: 100 * time.Millisecond, Log: s.log},
+		GPUWatcher:        gw,
+		GPUBusy:           gw.Busy,
 		CPUs:              64,
 		MemoryMB:          512 * 1024,
 		HeartbeatInterval: 200 * time.Millisecond,

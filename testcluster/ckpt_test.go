@@ -21,7 +21,7 @@ import (
 // with its own files of step 2, the newest complete step, and step 1 was
 // pruned (the store keeps 2 steps).
 func TestRestartResumesFromLatestCompleteCheckpoint(t *testing.T) {
-	c := testcluster.New(t, testcluster.Options{Nodes: 3, LeafSize: 3, NodeTTL: 2 * time.Second})
+	c := testcluster.New(t, testcluster.Options{Nodes: 3, LeafSize: 3, NodeTTL: 4 * time.Second})
 	dir := t.TempDir()
 	store := filepath.Join(dir, "store")
 	if err := os.Mkdir(store, 0o755); err != nil {

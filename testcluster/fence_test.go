@@ -11,6 +11,7 @@ import (
 	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/controller"
 	"github.com/phalanx-hpc/phalanx/testcluster"
 )
 
@@ -59,7 +60,8 @@ func TestSilentNodeIsFencedBeforeItsJobRestarts(t *testing.T) {
 }
 
 func fencedRestart(t *testing.T, fault string) {
-	c := testcluster.New(t, testcluster.Options{Nodes: 3, LeafSize: 3, NodeTTL: 2 * time.Second, AgentsKeepTasks: true})
+	const ttl = 4 * time.Second // a lease of 3 s: a slow heartbeat under load does not fence a healthy node
+	c := testcluster.New(t, testcluster.Options{Nodes: 3, LeafSize: 3, NodeTTL: ttl, AgentsKeepTasks: true})
 	dir := t.TempDir()
 	ticks := filepath.Join(dir, "ticks")
 	script := "#!/bin/sh\nwhile true; do echo \"$PHX_ATTEMPT $SLURMD_NODENAME $(date +%s%N)\" >> " + ticks + "; sleep 0.02; done\n"
@@ -133,7 +135,7 @@ func fencedRestart(t *testing.T, fault string) {
 	}
 	fencedAfter := time.Duration(lastCut - cutAt.UnixNano())
 	t.Logf("%s %s: its task's last line %s after the cut (lease %s), job RUNNING again after %s; %s between the attempts",
-		fault, cut, fencedAfter.Round(time.Millisecond), 1500*time.Millisecond, restarted.Round(time.Millisecond),
+		fault, cut, fencedAfter.Round(time.Millisecond), controller.NodeLease(ttl), restarted.Round(time.Millisecond),
 		time.Duration(firstNew-lastOld).Round(time.Millisecond))
 
 	// Back on the network, the node registers again; nothing of attempt 0

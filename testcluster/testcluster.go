@@ -62,6 +62,9 @@ type Options struct {
 	RateLimit       controller.RateLimit
 	// Prolog: what the agents run before a job's task (Slurm's Prolog).
 	Prolog cluster.Prolog
+	// MinHangTimeout lets jobs give hang timeouts shorter than the
+	// product's 10 minutes (controller.Config).
+	MinHangTimeout time.Duration
 	// NodeConf are phalanx.conf's NodeName lines; with any, New waits only
 	// for the nodes they declare (the others are refused).
 	NodeConf []config.NodeConf
@@ -257,6 +260,7 @@ func (c *Cluster) StartController(i int) {
 		OperatorUsers:     c.opts.OperatorUsers,
 		PrivateJobs:       c.opts.PrivateJobs,
 		RateLimit:         c.opts.RateLimit,
+		MinHangTimeout:    c.opts.MinHangTimeout,
 		Logger:            c.logger("controller-" + r.id),
 	})
 	if err != nil {

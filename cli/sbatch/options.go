@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cli/getopt"
@@ -20,6 +21,7 @@ var Options = []getopt.Option{
 	{Long: "chdir", Short: 'D', HasArg: true, Usage: "working directory of the job"},
 	{Long: "checkpoint-dir", HasArg: true, Usage: "checkpoint store on shared storage: committed steps are copied there and a restart resumes from the latest complete one"},
 	{Long: "checkpoint-keep", HasArg: true, Usage: "complete checkpoint steps kept in the store (default 2)"},
+	{Long: "hang-timeout", HasArg: true, Usage: "TIME (10:00 to 12:00:00): no output, no checkpoint and idle GPUs for that long is a suspected hang, which restarts the job with --restart-on=...,hang; 0: off (default: the cluster's)"},
 	{Long: "constraint", Short: 'C', HasArg: true, Usage: "node features: FEATURE, a&b (all of them) or a|b (any of them)"},
 	{Long: "cpus-per-task", Short: 'c', HasArg: true, Usage: "CPUs per task (one task per node)"},
 	{Long: "error", Short: 'e', HasArg: true, Usage: "file for stderr (pattern: %j %x %u %N ...)"},
@@ -118,6 +120,8 @@ func (b *builder) apply(v getopt.Value) error {
 		s.CpusPerNode, err = positive(v.Value)
 	case "checkpoint-keep":
 		s.CheckpointKeep, err = positive(v.Value)
+	case "hang-timeout":
+		s.HangTimeoutSeconds, err = parseHangTimeout(v.Value)
 	case "exclude":
 		s.Exclude, err = hosts(v.Value)
 	case "exclusive":
@@ -317,4 +321,20 @@ func parseMem(v string) (int64, error) {
 		return 0, tooMuch
 	}
 	return n * mult, nil
+}
+
+// parseHangTimeout reads --hang-timeout: a Slurm time (minutes by
+// default), 0 to turn hang detection off (-1 on the wire).
+func parseHangTimeout(v string) (int64, error) {
+	secs, err := parseTime(v)
+	if err != nil {
+		return 0, err
+	}
+	if secs == 0 {
+		return -1, nil
+	}
+	if d := time.Duration(secs) * time.Second; d < cluster.MinHangTimeout || d > cluster.MaxHangTimeout {
+		return 0, fmt.Errorf("give 10:00 to 12:00:00, or 0 for none")
+	}
+	return secs, nil
 }

@@ -129,6 +129,12 @@ func writePlacement(b *strings.Builder, s *phalanxv1.JobSpec) {
 	if s.Signal != 0 {
 		fmt.Fprintf(b, "signal=%d seconds=%d batch=%v\n", s.Signal, s.SignalSeconds, s.SignalBatch)
 	}
+	if s.CheckpointDir != "" || s.CheckpointKeep != 0 {
+		fmt.Fprintf(b, "checkpoint-dir=%s keep=%d\n", s.CheckpointDir, s.CheckpointKeep)
+	}
+	if s.HangTimeoutSeconds != 0 {
+		fmt.Fprintf(b, "hang-timeout-s=%d\n", s.HangTimeoutSeconds)
+	}
 	if s.NoRequeue || s.MaxRestarts != nil || s.RestartOn != "" {
 		fmt.Fprintf(b, "no-requeue=%v max-restarts=%v restart-on=%q\n", s.NoRequeue, s.GetMaxRestarts(), s.RestartOn)
 	}

@@ -173,7 +173,8 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 		CheckpointRoot: f.ckptLocal, CheckpointRate: f.ckptRate,
 	}
 	if lib != nil {
-		cfg.GPUWatcher = &gpu.Watcher{Lib: lib, Devices: gpus, Interval: f.gpuPoll, Log: log}
+		gw := &gpu.Watcher{Lib: lib, Devices: gpus, Interval: f.gpuPoll, Log: log}
+		cfg.GPUWatcher, cfg.GPUBusy = gw, gw.Busy
 	}
 	cfg.NodeChecks = &nodeagent.NodeChecks{Dirs: []string{f.stateDir}, MinFreeMB: f.minFreeMB, ShmPath: "/dev/shm", MinShmMB: f.minShmMB,
 		Memlock: f.checkMemlock == "yes" || f.checkMemlock == "auto" && len(nics) > 0 && f.fakeNICs == 0}

@@ -64,7 +64,7 @@ type flags struct {
 	authKey, authSocket, admins, operators, tlsDir         string
 	bootstrap, debug, insecure, noRootJobs                 bool
 	nodeTTL, heartbeat, killGrace, preGrace, minJobAge     time.Duration
-	snapInterval                                           time.Duration
+	snapInterval, hangTimeout                              time.Duration
 	snapThreshold, trailingLogs                            uint64
 	set                                                    map[string]bool // flags given on the command line
 }
@@ -84,6 +84,7 @@ func parseFlags(args []string) (*flags, error) {
 	fs.StringVar(&f.peers, "peers", "", "voters of a new cluster, as id=host:raftport,... (default: the config's ControllerHost lines)")
 	fs.StringVar(&f.peerAPIs, "peer-apis", "", "with --peers: the other voters' API addresses, host:port,..., asked before bootstrapping whether a cluster already exists")
 	fs.DurationVar(&f.nodeTTL, "node-ttl", 30*time.Second, "declare a node DOWN after this long without a heartbeat")
+	fs.DurationVar(&f.hangTimeout, "default-hang-timeout", 0, "hang timeout of jobs that give no --hang-timeout (10m to 12h; 0: no hang detection)")
 	fs.DurationVar(&f.heartbeat, "heartbeat-interval", 5*time.Second, "heartbeat interval asked of the agents")
 	fs.DurationVar(&f.killGrace, "kill-grace", 10*time.Second, "time between SIGTERM and SIGKILL when a job is cancelled")
 	fs.DurationVar(&f.preGrace, "preempt-grace", 0, "time between SIGTERM and SIGKILL for a preempted job, to checkpoint (default: --kill-grace)")
@@ -187,7 +188,7 @@ func run(args []string) int {
 // the flags (which win).
 func configure(f *flags, log *slog.Logger) (controller.Config, error) {
 	cfg := controller.Config{
-		DataDir: f.dataDir, NodeTTL: f.nodeTTL, HeartbeatInterval: f.heartbeat,
+		DataDir: f.dataDir, NodeTTL: f.nodeTTL, HeartbeatInterval: f.heartbeat, DefaultHangTimeout: f.hangTimeout,
 		KillGrace: f.killGrace, PreemptGrace: f.preGrace, Logger: log,
 		SnapshotThreshold: f.snapThreshold, SnapshotInterval: f.snapInterval, TrailingLogs: f.trailingLogs,
 	}

@@ -286,3 +286,22 @@ func throttleNames(reasons uint64) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// Busy reports whether any of the GPUs of indices computes now, by NVML's
+// utilisation over its last sample period: progress, for hang detection.
+// A GPU NVML cannot read counts as idle.
+func (w *Watcher) Busy(indices []int) bool {
+	for _, d := range w.Devices {
+		if !slices.Contains(indices, d.Index) {
+			continue
+		}
+		h, ret := w.Lib.DeviceGetHandleByUUID(d.UUID)
+		if ret != nvml.SUCCESS {
+			continue
+		}
+		if u, ret := h.GetUtilizationRates(); ret == nvml.SUCCESS && u.Gpu > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -171,6 +171,9 @@ func (m *fakeGPUs) wireHealth(i int, d *mock.Device) {
 		})
 		return r, ret
 	}
+	d.GetUtilizationRatesFunc = func() (u nvml.Utilization, ret nvml.Return) {
+		return u, get(func(*fakeHealth) {}) // nothing runs on a fake GPU: idle
+	}
 	d.GetSupportedEventTypesFunc = func() (uint64, nvml.Return) { return mockSupportedEvents, nvml.SUCCESS }
 	d.RegisterEventsFunc = func(types uint64, _ nvml.EventSet) nvml.Return {
 		return get(func(h *fakeHealth) { h.events |= types })

@@ -47,6 +47,10 @@ func (r *Runtime) Lease(deadline runtime.BootTime) error {
 	if r.dir == "" {
 		return fmt.Errorf("lease: the process runtime has no state directory")
 	}
+	// From the first attempt on, every task is fenced, even if this write
+	// fails: a task whose lease cannot be read is killed, never left
+	// running unfenced on a node the controller takes as fencing.
+	r.leased.Store(true)
 	if err := os.MkdirAll(r.dir, 0o700); err != nil {
 		return fmt.Errorf("lease: %w", err)
 	}
@@ -71,7 +75,6 @@ func (r *Runtime) Lease(deadline runtime.BootTime) error {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("lease: %w", err)
 	}
-	r.leased.Store(true)
 	return nil
 }
 
@@ -118,3 +121,9 @@ func fence(path string, pgid int, fenced *atomic.Bool, done <-chan struct{}) {
 		}
 	}
 }
+
+// FencesAll reports whether every task of the runtime is fenced by the
+// lease: false once Recover found a task whose supervisor, of an agent
+// before leases, does not read it. The agent then does not claim to fence,
+// until it starts again with no such task.
+func (r *Runtime) FencesAll() bool { return !r.unfenced.Load() }

@@ -49,14 +49,14 @@ func waitFenced(t *testing.T, task runtime.Task, within time.Duration) runtime.E
 func TestLeaseEndKillsTask(t *testing.T) {
 	pids := filepath.Join(t.TempDir(), "pids")
 	start := time.Now()
-	_, task, _ := startLeased(t, t.TempDir(), 300*time.Millisecond, "sleep 600 & echo $! > "+pids+"; wait")
+	_, task, _ := startLeased(t, t.TempDir(), 2*time.Second, "sleep 600 & echo $! > "+pids+"; wait")
 	waitFor(t, "the child's PID", func() bool { b, _ := os.ReadFile(pids); return strings.HasSuffix(string(b), "\n") })
 	st := waitFenced(t, task, 10*time.Second)
 	if st.Signal != syscall.SIGKILL {
 		t.Errorf("exit %+v; want SIGKILL", st)
 	}
-	if took := time.Since(start); took < 300*time.Millisecond {
-		t.Errorf("killed after %s, before its lease of 300ms ended", took)
+	if took := time.Since(start); took < 2*time.Second {
+		t.Errorf("killed after %s, before its lease of 2s ended", took)
 	}
 	b, _ := os.ReadFile(pids)
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
@@ -72,9 +72,9 @@ func TestLeaseEndKillsTask(t *testing.T) {
 // Renewed in time, the lease lets the task run to its own end.
 func TestRenewedLeaseKeepsTask(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "gate")
-	r, task, _ := startLeased(t, t.TempDir(), 300*time.Millisecond, "while [ ! -e "+gate+" ]; do sleep 0.01; done; exit 4")
-	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if err := r.Lease(runtime.BootClock().Add(300 * time.Millisecond)); err != nil {
+	r, task, _ := startLeased(t, t.TempDir(), 2*time.Second, "while [ ! -e "+gate+" ]; do sleep 0.01; done; exit 4")
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if err := r.Lease(runtime.BootClock().Add(2 * time.Second)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -113,5 +113,25 @@ func TestNoLeaseNoFence(t *testing.T) {
 	task, _ := run(t, "sleep 0.5; exit 2")
 	if st := wait(t, task); st != (runtime.ExitStatus{Code: 2}) {
 		t.Errorf("exit %+v; want code 2", st)
+	}
+}
+
+// A runtime that took over a task its supervisor does not fence (started
+// with no lease, as by an agent before leases) does not claim to fence
+// all its tasks; one whose tasks all have the lease does.
+func TestFencesAll(t *testing.T) {
+	old, leased := t.TempDir(), t.TempDir()
+	startIn(t, old, "phx-4-0-0", "sleep 600")
+	startInLeased(t, leased, "phx-5-0-0", "sleep 600", time.Hour)
+	for dir, want := range map[string]bool{old: false, leased: true} {
+		r := process.New(dir)
+		tasks, err := r.Recover(context.Background())
+		if err != nil || len(tasks) != 1 {
+			t.Fatalf("Recover: %d tasks, %v", len(tasks), err)
+		}
+		if got := r.FencesAll(); got != want {
+			t.Errorf("FencesAll after taking over a task started with lease=%v: %v", want, got)
+		}
+		tasks[0].Signal(context.Background(), syscall.SIGKILL)
 	}
 }

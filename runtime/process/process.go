@@ -32,8 +32,9 @@ type Runtime struct {
 	shim    string
 	maxPoll time.Duration
 
-	leaseMu sync.Mutex  // one Lease at a time
-	leased  atomic.Bool // Lease was called: tasks started now are fenced
+	leaseMu  sync.Mutex  // one Lease at a time
+	leased   atomic.Bool // Lease was called: tasks started now are fenced
+	unfenced atomic.Bool // Recover found a task its supervisor does not fence
 }
 
 var (

@@ -51,6 +51,9 @@ type record struct {
 	// Boot is the kernel's boot ID: processes of an earlier boot are gone,
 	// and their IDs may name unrelated processes now.
 	Boot string `json:"boot"`
+	// Fenced: the supervisor kills the task when the node's lease ends
+	// (lease.go). Supervisors of agents before leases never do.
+	Fenced bool `json:"fenced,omitempty"`
 }
 
 // exitRecord is a task's <id>.exit file. Fenced: its supervisor killed it

@@ -43,6 +43,9 @@ func (r *Runtime) Recover(ctx context.Context) ([]runtime.Task, error) {
 			removeRecords(r.dir, id) // the task died with the boot it ran in
 			continue
 		}
+		if !rec.Fenced {
+			r.unfenced.Store(true)
+		}
 		tasks = append(tasks, r.recovered(rec))
 	}
 	return tasks, errors.Join(errs...)

@@ -100,7 +100,7 @@ func runShim() int {
 	}
 	pgid := cmd.Process.Pid
 	self, _ := startTime(os.Getpid())
-	rec := record{V: recordVersion, ID: spec.ID, PGID: pgid, ShimPID: os.Getpid(), ShimStart: self, Boot: runtime.BootID()}
+	rec := record{V: recordVersion, ID: spec.ID, PGID: pgid, ShimPID: os.Getpid(), ShimStart: self, Boot: runtime.BootID(), Fenced: spec.Lease != ""}
 	if err := writeJSON(recordPath(spec.RecordDir, spec.ID), rec); err != nil {
 		// Unrecorded, the task could not be found again after an agent
 		// restart: do not let it run.

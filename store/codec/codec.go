@@ -97,6 +97,7 @@ var (
 		cluster.TaskTimeout:  statev1.TaskState_TASK_STATE_TIMEOUT,
 		cluster.TaskFailed:   statev1.TaskState_TASK_STATE_FAILED,
 		cluster.TaskLost:     statev1.TaskState_TASK_STATE_LOST,
+		cluster.TaskHung:     statev1.TaskState_TASK_STATE_HUNG,
 	})
 	nodeStates = newEnum("node state", map[cluster.NodeState]statev1.NodeState{
 		cluster.NodeUp:    statev1.NodeState_NODE_STATE_UP,

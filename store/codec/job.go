@@ -55,6 +55,7 @@ func jobSpec(j *cluster.Job) *statev1.JobSpec {
 		SignalBatch:    j.Signal.Batch,
 		CheckpointDir:  j.Checkpoint.Dir,
 		CheckpointKeep: int32(j.Checkpoint.Keep),
+		HangTimeout:    int64(j.HangTimeout),
 	}
 }
 
@@ -148,7 +149,8 @@ func FromJob(r *statev1.Job) (*cluster.Job, error) {
 		Restart:      fromRestartPolicy(sp.GetRestart()),
 		Signal: cluster.JobSignal{Signal: int(sp.GetSignal()), Before: time.Duration(sp.GetSignalBefore()),
 			Batch: sp.GetSignalBatch()},
-		Checkpoint: cluster.CheckpointSpec{Dir: sp.GetCheckpointDir(), Keep: int(sp.GetCheckpointKeep())},
+		Checkpoint:  cluster.CheckpointSpec{Dir: sp.GetCheckpointDir(), Keep: int(sp.GetCheckpointKeep())},
+		HangTimeout: time.Duration(sp.GetHangTimeout()),
 	}
 	if err := fromJobStatus(j, r.GetStatus()); err != nil {
 		return nil, err

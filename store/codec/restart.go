@@ -10,6 +10,7 @@ import (
 var restartCauses = map[cluster.RestartCause]statev1.RestartCause{
 	cluster.RestartNode: statev1.RestartCause_RESTART_CAUSE_NODE,
 	cluster.RestartExit: statev1.RestartCause_RESTART_CAUSE_EXIT,
+	cluster.RestartHang: statev1.RestartCause_RESTART_CAUSE_HANG,
 }
 
 func restartCause(c cluster.RestartCause) statev1.RestartCause { return restartCauses[c] }
@@ -29,7 +30,7 @@ func restartPolicy(p cluster.RestartPolicy) *statev1.RestartPolicy {
 		return nil
 	}
 	out := &statev1.RestartPolicy{MaxRestarts: int32(p.MaxRestarts)}
-	for _, c := range []cluster.RestartCause{cluster.RestartNode, cluster.RestartExit} {
+	for _, c := range cluster.AllRestartCauses {
 		if p.On.Has(c) {
 			out.On = append(out.On, restartCause(c))
 		}

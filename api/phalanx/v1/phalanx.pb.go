@@ -614,8 +614,12 @@ type JobSpec struct {
 	// steps kept there (0: the default, 2).
 	CheckpointDir  string `protobuf:"bytes,36,opt,name=checkpoint_dir,json=checkpointDir,proto3" json:"checkpoint_dir,omitempty"`
 	CheckpointKeep int32  `protobuf:"varint,37,opt,name=checkpoint_keep,json=checkpointKeep,proto3" json:"checkpoint_keep,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// sbatch --hang-timeout: a task with no progress (no output, no
+	// checkpoint committed, its GPUs idle) for this long is a suspected hang
+	// (0: the cluster's default; -1: off).
+	HangTimeoutSeconds int64 `protobuf:"varint,38,opt,name=hang_timeout_seconds,json=hangTimeoutSeconds,proto3" json:"hang_timeout_seconds,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -903,6 +907,13 @@ func (x *JobSpec) GetCheckpointDir() string {
 func (x *JobSpec) GetCheckpointKeep() int32 {
 	if x != nil {
 		return x.CheckpointKeep
+	}
+	return 0
+}
+
+func (x *JobSpec) GetHangTimeoutSeconds() int64 {
+	if x != nil {
+		return x.HangTimeoutSeconds
 	}
 	return 0
 }
@@ -4601,7 +4612,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x10lifespan_seconds\x18\x02 \x01(\x03R\x0flifespanSeconds\"a\n" +
 	"\x13CreateTokenResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x124\n" +
-	"\aexpires\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\"\x9b\t\n" +
+	"\aexpires\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\"\xcd\t\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -4644,7 +4655,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x0esignal_seconds\x18\" \x01(\x05R\rsignalSeconds\x12!\n" +
 	"\fsignal_batch\x18# \x01(\bR\vsignalBatch\x12%\n" +
 	"\x0echeckpoint_dir\x18$ \x01(\tR\rcheckpointDir\x12'\n" +
-	"\x0fcheckpoint_keep\x18% \x01(\x05R\x0echeckpointKeep\x1a6\n" +
+	"\x0fcheckpoint_keep\x18% \x01(\x05R\x0echeckpointKeep\x120\n" +
+	"\x14hang_timeout_seconds\x18& \x01(\x03R\x12hangTimeoutSeconds\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0f\n" +

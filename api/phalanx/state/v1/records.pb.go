@@ -115,6 +115,7 @@ const (
 	TaskState_TASK_STATE_TIMEOUT     TaskState = 6
 	TaskState_TASK_STATE_FAILED      TaskState = 7
 	TaskState_TASK_STATE_LOST        TaskState = 8
+	TaskState_TASK_STATE_HUNG        TaskState = 9 // stopped by its agent: no progress for the job's hang timeout
 )
 
 // Enum value maps for TaskState.
@@ -129,6 +130,7 @@ var (
 		6: "TASK_STATE_TIMEOUT",
 		7: "TASK_STATE_FAILED",
 		8: "TASK_STATE_LOST",
+		9: "TASK_STATE_HUNG",
 	}
 	TaskState_value = map[string]int32{
 		"TASK_STATE_UNSPECIFIED": 0,
@@ -140,6 +142,7 @@ var (
 		"TASK_STATE_TIMEOUT":     6,
 		"TASK_STATE_FAILED":      7,
 		"TASK_STATE_LOST":        8,
+		"TASK_STATE_HUNG":        9,
 	}
 )
 
@@ -349,6 +352,7 @@ const (
 	RestartCause_RESTART_CAUSE_UNSPECIFIED RestartCause = 0 // not a restartable failure
 	RestartCause_RESTART_CAUSE_NODE        RestartCause = 1 // its node's agent found the node at fault
 	RestartCause_RESTART_CAUSE_EXIT        RestartCause = 2 // a task exited non-zero
+	RestartCause_RESTART_CAUSE_HANG        RestartCause = 3 // a task made no progress for the job's hang timeout
 )
 
 // Enum value maps for RestartCause.
@@ -357,11 +361,13 @@ var (
 		0: "RESTART_CAUSE_UNSPECIFIED",
 		1: "RESTART_CAUSE_NODE",
 		2: "RESTART_CAUSE_EXIT",
+		3: "RESTART_CAUSE_HANG",
 	}
 	RestartCause_value = map[string]int32{
 		"RESTART_CAUSE_UNSPECIFIED": 0,
 		"RESTART_CAUSE_NODE":        1,
 		"RESTART_CAUSE_EXIT":        2,
+		"RESTART_CAUSE_HANG":        3,
 	}
 )
 
@@ -496,8 +502,10 @@ type JobSpec struct {
 	// how many complete steps it keeps there (0: the default).
 	CheckpointDir  string `protobuf:"bytes,32,opt,name=checkpoint_dir,json=checkpointDir,proto3" json:"checkpoint_dir,omitempty"`
 	CheckpointKeep int32  `protobuf:"varint,33,opt,name=checkpoint_keep,json=checkpointKeep,proto3" json:"checkpoint_keep,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// sbatch --hang-timeout (nanoseconds; 0: no hang detection).
+	HangTimeout   int64 `protobuf:"varint,34,opt,name=hang_timeout,json=hangTimeout,proto3" json:"hang_timeout,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -757,6 +765,13 @@ func (x *JobSpec) GetCheckpointDir() string {
 func (x *JobSpec) GetCheckpointKeep() int32 {
 	if x != nil {
 		return x.CheckpointKeep
+	}
+	return 0
+}
+
+func (x *JobSpec) GetHangTimeout() int64 {
+	if x != nil {
+		return x.HangTimeout
 	}
 	return 0
 }
@@ -2074,7 +2089,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12-\n" +
 	"\x04spec\x18\x02 \x01(\v2\x19.phalanx.state.v1.JobSpecR\x04spec\x123\n" +
-	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\xbe\a\n" +
+	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\xe1\a\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -2113,7 +2128,8 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\rsignal_before\x18\x1e \x01(\x03R\fsignalBefore\x12!\n" +
 	"\fsignal_batch\x18\x1f \x01(\bR\vsignalBatch\x12%\n" +
 	"\x0echeckpoint_dir\x18  \x01(\tR\rcheckpointDir\x12'\n" +
-	"\x0fcheckpoint_keep\x18! \x01(\x05R\x0echeckpointKeep\"b\n" +
+	"\x0fcheckpoint_keep\x18! \x01(\x05R\x0echeckpointKeep\x12!\n" +
+	"\fhang_timeout\x18\" \x01(\x03R\vhangTimeout\"b\n" +
 	"\rRestartPolicy\x12!\n" +
 	"\fmax_restarts\x18\x01 \x01(\x05R\vmaxRestarts\x12.\n" +
 	"\x02on\x18\x02 \x03(\x0e2\x1e.phalanx.state.v1.RestartCauseR\x02on\"\xb7\x01\n" +
@@ -2263,7 +2279,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x11JOB_STATE_TIMEOUT\x10\b\x12\x17\n" +
 	"\x13JOB_STATE_NODE_FAIL\x10\t\x12\x17\n" +
 	"\x13JOB_STATE_PREEMPTED\x10\n" +
-	"*\xe3\x01\n" +
+	"*\xf8\x01\n" +
 	"\tTaskState\x12\x1a\n" +
 	"\x16TASK_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13TASK_STATE_ASSIGNED\x10\x01\x12\x17\n" +
@@ -2273,7 +2289,8 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x11TASK_STATE_KILLED\x10\x05\x12\x16\n" +
 	"\x12TASK_STATE_TIMEOUT\x10\x06\x12\x15\n" +
 	"\x11TASK_STATE_FAILED\x10\a\x12\x13\n" +
-	"\x0fTASK_STATE_LOST\x10\b*{\n" +
+	"\x0fTASK_STATE_LOST\x10\b\x12\x13\n" +
+	"\x0fTASK_STATE_HUNG\x10\t*{\n" +
 	"\tNodeState\x12\x1a\n" +
 	"\x16NODE_STATE_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rNODE_STATE_UP\x10\x01\x12\x13\n" +
@@ -2293,11 +2310,12 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x12PARTITION_STATE_UP\x10\x01\x12\x18\n" +
 	"\x14PARTITION_STATE_DOWN\x10\x02\x12\x19\n" +
 	"\x15PARTITION_STATE_DRAIN\x10\x03\x12\x1c\n" +
-	"\x18PARTITION_STATE_INACTIVE\x10\x04*]\n" +
+	"\x18PARTITION_STATE_INACTIVE\x10\x04*u\n" +
 	"\fRestartCause\x12\x1d\n" +
 	"\x19RESTART_CAUSE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12RESTART_CAUSE_NODE\x10\x01\x12\x16\n" +
-	"\x12RESTART_CAUSE_EXIT\x10\x02B=Z;github.com/phalanx-hpc/phalanx/api/phalanx/state/v1;statev1b\x06proto3"
+	"\x12RESTART_CAUSE_EXIT\x10\x02\x12\x16\n" +
+	"\x12RESTART_CAUSE_HANG\x10\x03B=Z;github.com/phalanx-hpc/phalanx/api/phalanx/state/v1;statev1b\x06proto3"
 
 var (
 	file_phalanx_state_v1_records_proto_rawDescOnce sync.Once
