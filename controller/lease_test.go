@@ -154,3 +154,27 @@ func TestReportCheckpoint(t *testing.T) {
 		t.Error("a relative --checkpoint-dir was accepted")
 	}
 }
+
+// The controllers check a job's hang timeout: 10 minutes to 12 hours, or
+// none; a job that gives none gets the cluster's default.
+func TestHangTimeoutAdmission(t *testing.T) {
+	s := newTestServer(t, Config{DefaultHangTimeout: 30 * time.Minute})
+	register(t, s, nil, "n1")
+	for secs, want := range map[int64]string{300: "--hang-timeout=5m: give 10m to 720m", 13 * 3600: "--hang-timeout", 600: "", 0: "", -1: ""} {
+		spec := testSpec(1, 1)
+		spec.HangTimeoutSeconds = secs
+		resp, err := s.submit(context.Background(), spec, false, nil)
+		if (err == nil) != (want == "") || err != nil && !strings.Contains(err.Error(), want) {
+			t.Errorf("hang timeout %d s: %v; want %q", secs, err, want)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		j, _ := s.store.Job(cluster.JobID(resp.JobId))
+		wantD := map[int64]time.Duration{600: 10 * time.Minute, 0: 30 * time.Minute, -1: 0}[secs]
+		if j.HangTimeout != wantD {
+			t.Errorf("hang timeout %d s: the job has %s; want %s", secs, j.HangTimeout, wantD)
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
-	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cli/getopt"
@@ -324,17 +323,13 @@ func parseMem(v string) (int64, error) {
 }
 
 // parseHangTimeout reads --hang-timeout: a Slurm time (minutes by
-// default), 0 to turn hang detection off (-1 on the wire).
+// default), 0 to turn hang detection off (-1 on the wire). Its range is
+// the controllers' to check (cluster.ValidateHangTimeout), with the rest
+// of the job.
 func parseHangTimeout(v string) (int64, error) {
 	secs, err := parseTime(v)
-	if err != nil {
-		return 0, err
+	if err != nil || secs != 0 {
+		return secs, err
 	}
-	if secs == 0 {
-		return -1, nil
-	}
-	if d := time.Duration(secs) * time.Second; d < cluster.MinHangTimeout || d > cluster.MaxHangTimeout {
-		return 0, fmt.Errorf("give 10:00 to 12:00:00, or 0 for none")
-	}
-	return secs, nil
+	return -1, nil
 }
