@@ -7,6 +7,7 @@ import (
 	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/nodeagent/gpu"
 	"github.com/phalanx-hpc/phalanx/nodeagent/rdma"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -121,6 +122,24 @@ func (a *Agent) gpuEvent(v gpu.Verdict) {
 	}
 	a.log.Error("GPU error: draining the node", "gpu", v.GPU, "uuid", v.UUID, "class", v.Class, "evidence", v.Evidence)
 	a.holdEvent(heldEvent{check: v.Check, message: v.Message(), gpu: v.GPU, at: v.At})
+	a.stopTasksOnGPU(v.GPU, v.Message()+"; node drained")
+}
+
+// stopTasksOnGPU stops the tasks that use GPU gpu (-1: every task; a task
+// whose GPUs are not known counts as using it) as their node's fault: they
+// are reported LOST, their attempts end NODE_FAIL with the node at fault,
+// and their jobs restart elsewhere (DESIGN: a reset-class or hardware XID
+// drains the node and requeues the job).
+func (a *Agent) stopTasksOnGPU(gpu int, why string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for key, t := range a.tasks {
+		if gpu >= 0 && t.gpus != nil && !slices.Contains(t.gpus, gpu) {
+			continue
+		}
+		a.log.Warn("stopping a task on a failed GPU", "task", key, "gpu", gpu)
+		t.stop(stopRequest{state: cluster.TaskLost, grace: a.cfg.KillGrace, msg: why})
+	}
 }
 
 // heldEvent is a failure seen once that keeps the node drained until an

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,6 +27,7 @@ const (
 // task is one task the agent started or is starting.
 type task struct {
 	key    taskKey
+	gpus   []int            // host GPU indices; nil: not known (taken over from an earlier run); a.mu guards it
 	stopCh chan stopRequest // buffered 1; the first stop request wins
 	once   sync.Once
 	done   chan struct{} // closed once the task ended and was reported
@@ -78,6 +80,12 @@ func (a *Agent) runTask(t *task, as assignment) {
 		a.end(t, outcome{state: cluster.TaskFailed, msg: err.Error()})
 		return
 	}
+	a.mu.Lock()
+	t.gpus = slices.Clone(spec.GPUs)
+	if t.gpus == nil {
+		t.gpus = []int{} // known: none
+	}
+	a.mu.Unlock()
 	keep := false // the task outlives this run of the agent: so do its files
 	defer func() {
 		if !keep {

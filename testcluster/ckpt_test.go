@@ -11,16 +11,25 @@ import (
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/checkpoint"
+	"github.com/phalanx-hpc/phalanx/internal/fakegpu"
 	"github.com/phalanx-hpc/phalanx/testcluster"
 )
 
 // A 2-node job commits checkpoint steps 1 to 3; its agents copy them to
 // the job's store and the controller records step 3 complete. Step 3 is
 // then torn in the store (a rank's manifest lost) and one of the job's
-// nodes is cut off: the job restarts on healthy nodes, each rank staged in
-// with its own files of step 2, the newest complete step, and step 1 was
-// pruned (the store keeps 2 steps).
+// nodes fails: it is cut off from the controllers, or one of its GPUs has
+// an XID that needs a reset. The job restarts on healthy nodes, each rank
+// staged in with its own files of step 2, the newest complete step, and
+// step 1 was pruned (the store keeps 2 steps). The test logs the time from
+// the fault to the job's first attempt ending, and to the second running.
 func TestRestartResumesFromLatestCompleteCheckpoint(t *testing.T) {
+	for _, fault := range []string{"cut", "xid"} {
+		t.Run(fault, func(t *testing.T) { resumeAfter(t, fault) })
+	}
+}
+
+func resumeAfter(t *testing.T, fault string) {
 	c := testcluster.New(t, testcluster.Options{Nodes: 3, LeafSize: 3, NodeTTL: 4 * time.Second})
 	dir := t.TempDir()
 	store := filepath.Join(dir, "store")
@@ -60,7 +69,21 @@ exec sleep 600
 	if err := os.Remove(filepath.Join(store, "step-3", "rank-1", checkpoint.ManifestFile)); err != nil {
 		t.Fatal(err)
 	}
-	c.CutNode(job.Alloc[1].Node)
+	faultAt := time.Now()
+	if fault == "cut" {
+		c.CutNode(job.Alloc[1].Node)
+	} else {
+		c.InjectGPUFault(job.Alloc[1].Node, fakegpu.Fault{Kind: fakegpu.XID, GPU: 2, XID: 48})
+	}
+	var detected time.Duration
+	c.Eventually(30*time.Second, func() error {
+		j, err := c.Client.GetJob(context.Background(), &phalanxv1.GetJobRequest{JobId: id})
+		if err != nil || j.State == "RUNNING" && j.Attempt == 0 {
+			return fmt.Errorf("job %d still %s in attempt 0, %v", id, j.GetState(), err)
+		}
+		detected = time.Since(faultAt)
+		return nil
+	})
 	for rank := range 2 {
 		path := filepath.Join(dir, fmt.Sprintf("resumed-%d", rank))
 		want := fmt.Sprintf("step=2 data=rank%d-step2", rank)
@@ -77,8 +100,13 @@ exec sleep 600
 		if err != nil || j.Attempt != 1 || j.State != "RUNNING" {
 			return fmt.Errorf("job %d: %s attempt %d, %v; want RUNNING in attempt 1", id, j.GetState(), j.GetAttempt(), err)
 		}
+		if a := j.Attempts[0]; a.Cause != "node" || a.FaultNode != job.Alloc[1].Node {
+			return fmt.Errorf("attempt 0: %v; want cause node on %s", a, job.Alloc[1].Node)
+		}
 		return nil
 	})
+	t.Logf("%s on %s: attempt 0 ended %s after the fault; attempt 1 running from step 2 %s after it",
+		fault, job.Alloc[1].Node, detected.Round(time.Millisecond), time.Since(faultAt).Round(time.Millisecond))
 	if _, err := c.Client.CancelJob(context.Background(), &phalanxv1.CancelJobRequest{JobIds: []uint64{id}}); err != nil {
 		t.Fatal(err)
 	}
