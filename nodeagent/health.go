@@ -78,9 +78,30 @@ func (a *Agent) nicsChanged(ports []rdma.Port) {
 			a.log.Info("RDMA port up", "port", p.Name(), "state", p.State, "phys_state", p.PhysState)
 		} else {
 			a.log.Warn("RDMA port down", "port", p.Name(), "state", p.State, "phys_state", p.PhysState)
+			a.stopTasksOnPort(p)
 		}
 	}
 	a.wakeHeartbeat()
+}
+
+// stopTasksOnPort stops, as their node's fault, the tasks of jobs across
+// nodes whose GPUs the port serves (every such task when the port is near
+// no GPU, or the task's GPUs are not known): their collectives cannot go
+// on. A job on this node alone does not need the port.
+func (a *Agent) stopTasksOnPort(p rdma.Port) {
+	why := fmt.Sprintf("rdma-link: %s %s (%s) under a job across nodes; node drained", p.Name(), p.State, p.PhysState)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for key, t := range a.tasks {
+		if t.nodes == 1 {
+			continue
+		}
+		if t.gpus != nil && len(p.GPUs) > 0 && !slices.ContainsFunc(p.GPUs, func(g int) bool { return slices.Contains(t.gpus, g) }) {
+			continue
+		}
+		a.log.Warn("stopping a task whose RDMA port went down", "task", key, "port", p.Name())
+		t.stop(stopRequest{state: cluster.TaskLost, grace: a.cfg.KillGrace, msg: why})
+	}
 }
 
 // watchGPUs runs the GPU watcher until ctx ends. A watcher that cannot

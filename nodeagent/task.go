@@ -28,6 +28,7 @@ const (
 type task struct {
 	key    taskKey
 	gpus   []int            // host GPU indices; nil: not known (taken over from an earlier run); a.mu guards it
+	nodes  int              // the job's node count; 0: not known
 	stopCh chan stopRequest // buffered 1; the first stop request wins
 	once   sync.Once
 	done   chan struct{} // closed once the task ended and was reported
@@ -81,7 +82,7 @@ func (a *Agent) runTask(t *task, as assignment) {
 		return
 	}
 	a.mu.Lock()
-	t.gpus = slices.Clone(spec.GPUs)
+	t.gpus, t.nodes = slices.Clone(spec.GPUs), len(as.job.ranks)
 	if t.gpus == nil {
 		t.gpus = []int{} // known: none
 	}

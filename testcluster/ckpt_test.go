@@ -18,13 +18,13 @@ import (
 // A 2-node job commits checkpoint steps 1 to 3; its agents copy them to
 // the job's store and the controller records step 3 complete. Step 3 is
 // then torn in the store (a rank's manifest lost) and one of the job's
-// nodes fails: it is cut off from the controllers, or one of its GPUs has
-// an XID that needs a reset. The job restarts on healthy nodes, each rank
+// nodes fails: it is cut off from the controllers, one of its GPUs has an
+// XID that needs a reset, or one of its RDMA links goes down. The job restarts on healthy nodes, each rank
 // staged in with its own files of step 2, the newest complete step, and
 // step 1 was pruned (the store keeps 2 steps). The test logs the time from
 // the fault to the job's first attempt ending, and to the second running.
 func TestRestartResumesFromLatestCompleteCheckpoint(t *testing.T) {
-	for _, fault := range []string{"cut", "xid"} {
+	for _, fault := range []string{"cut", "xid", "link"} {
 		t.Run(fault, func(t *testing.T) { resumeAfter(t, fault) })
 	}
 }
@@ -70,10 +70,13 @@ exec sleep 600
 		t.Fatal(err)
 	}
 	faultAt := time.Now()
-	if fault == "cut" {
+	switch fault {
+	case "cut":
 		c.CutNode(job.Alloc[1].Node)
-	} else {
+	case "xid":
 		c.InjectGPUFault(job.Alloc[1].Node, fakegpu.Fault{Kind: fakegpu.XID, GPU: 2, XID: 48})
+	case "link":
+		c.SetLink(job.Alloc[1].Node, "mlx5_1", false)
 	}
 	var detected time.Duration
 	c.Eventually(30*time.Second, func() error {
