@@ -8,7 +8,7 @@ PKGS     := ./...
 GOFLAGS  ?=
 export GOFLAGS
 
-.PHONY: all build proto proto-check fmt-check vet test test-short fuzz demo bench bench-scheduler bench-controller bench-sbatch bench-health chaos-controller lint clean tools
+.PHONY: all build proto proto-check fmt-check vet test test-short fuzz demo bench bench-scheduler bench-controller bench-sbatch bench-health chaos chaos-controller lint clean tools
 
 all: build
 
@@ -112,6 +112,13 @@ bench-health: build
 
 bench-controller:
 	$(GO) test -tags $(TAGS) -run '^$$' -bench 'Controller' -benchtime $(BENCHTIME) -timeout 60m ./testcluster/
+
+# Issue 10's chaos table: faults under a running 2-node job on phx dev
+# (real agent processes): kill -9 of an agent, an XID, a link down, a hang,
+# a user failure three times; the time to detect and to run again, and the
+# checkpoint step resumed from (scripts/chaos.sh).
+chaos: build
+	scripts/chaos.sh
 
 # The chaos test (it also runs, for 45s, in make test) for longer, with a
 # seed: CHAOS_DURATION=10m CHAOS_SEED=42 make chaos-controller. It prints

@@ -206,6 +206,7 @@ func (c *Cluster) startController(bin string, r Replica, o Options) error {
 		"--tls-dir", c.componentTLS(r.ID),
 		"--node-ttl", "15s",
 		"--heartbeat-interval", "1s",
+		"--min-hang-timeout", "10s", // so that a hang can be watched on a dev cluster
 		"--kill-grace", "5s",
 	}
 	return c.start(r.ID, filepath.Join(bin, "phalanx-controller"), args, o.Log)

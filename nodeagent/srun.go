@@ -45,8 +45,9 @@ exec "$@"
 `
 
 // slurmCommands are the Slurm commands a job finds on its PATH, as links
-// to the phx client (which acts as the command its name says).
-var slurmCommands = []string{"scontrol", "squeue", "sbatch", "scancel", "sinfo", "sacct"}
+// to the phx client (which acts as the command its name says), and phx
+// itself (phx ckpt commit).
+var slurmCommands = []string{"scontrol", "squeue", "sbatch", "scancel", "sinfo", "sacct", "phx"}
 
 // writeJobBin puts the srun shim in <jobDir>/bin, with links to client
 // (the phx binary; "": none) named as Slurm's commands, and returns that

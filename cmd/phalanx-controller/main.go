@@ -41,6 +41,7 @@ import (
 
 	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/auth"
+	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/config"
 	"github.com/phalanx-hpc/phalanx/controller"
 	"github.com/phalanx-hpc/phalanx/pki"
@@ -64,7 +65,7 @@ type flags struct {
 	authKey, authSocket, admins, operators, tlsDir         string
 	bootstrap, debug, insecure, noRootJobs                 bool
 	nodeTTL, heartbeat, killGrace, preGrace, minJobAge     time.Duration
-	snapInterval, hangTimeout                              time.Duration
+	snapInterval, hangTimeout, minHang                     time.Duration
 	snapThreshold, trailingLogs                            uint64
 	set                                                    map[string]bool // flags given on the command line
 }
@@ -85,6 +86,7 @@ func parseFlags(args []string) (*flags, error) {
 	fs.StringVar(&f.peerAPIs, "peer-apis", "", "with --peers: the other voters' API addresses, host:port,..., asked before bootstrapping whether a cluster already exists")
 	fs.DurationVar(&f.nodeTTL, "node-ttl", 30*time.Second, "declare a node DOWN after this long without a heartbeat")
 	fs.DurationVar(&f.hangTimeout, "default-hang-timeout", 0, "hang timeout of jobs that give no --hang-timeout (10m to 12h; 0: no hang detection)")
+	fs.DurationVar(&f.minHang, "min-hang-timeout", cluster.MinHangTimeout, "shortest --hang-timeout a job may give (shorter than 10m for test and dev clusters only)")
 	fs.DurationVar(&f.heartbeat, "heartbeat-interval", 5*time.Second, "heartbeat interval asked of the agents")
 	fs.DurationVar(&f.killGrace, "kill-grace", 10*time.Second, "time between SIGTERM and SIGKILL when a job is cancelled")
 	fs.DurationVar(&f.preGrace, "preempt-grace", 0, "time between SIGTERM and SIGKILL for a preempted job, to checkpoint (default: --kill-grace)")
@@ -188,7 +190,7 @@ func run(args []string) int {
 // the flags (which win).
 func configure(f *flags, log *slog.Logger) (controller.Config, error) {
 	cfg := controller.Config{
-		DataDir: f.dataDir, NodeTTL: f.nodeTTL, HeartbeatInterval: f.heartbeat, DefaultHangTimeout: f.hangTimeout,
+		DataDir: f.dataDir, NodeTTL: f.nodeTTL, HeartbeatInterval: f.heartbeat, DefaultHangTimeout: f.hangTimeout, MinHangTimeout: f.minHang,
 		KillGrace: f.killGrace, PreemptGrace: f.preGrace, Logger: log,
 		SnapshotThreshold: f.snapThreshold, SnapshotInterval: f.snapInterval, TrailingLogs: f.trailingLogs,
 	}
