@@ -28,7 +28,8 @@ func simCommand() *cli.Command {
 		Description: "Runs the scheduler on a virtual clock over simulated nodes. The cluster comes from " +
 			"--topology or is generated (--nodes, --leaf-size, ...); the workload from --workload or is " +
 			"generated (--jobs, --seed). The last line on stdout is a JSON summary; see docs/sim.md.",
-		Flags: simFlags(),
+		Flags:       simFlags(),
+		Subcommands: []*cli.Command{simETTRCommand()},
 		Action: func(c *cli.Context) error {
 			start := time.Now()
 			// A batch run of many short passes over a small live heap: let

@@ -87,3 +87,28 @@ func TestSimCommandGenerated(t *testing.T) {
 		t.Errorf("summary %+v", sum)
 	}
 }
+
+// phx sim ettr prints the failures by kind, a row per interval and the
+// best one; bad flags are one-line errors.
+func TestSimETTR(t *testing.T) {
+	out, err := runSim(t, "ettr", "--runs", "3", "--intervals", "10m,4h,1h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"16384 GPUs (2048 nodes)", "  gpu ", "  hang ", "10m0s ", "4h0m0s ", "best: a checkpoint every "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "<- best") != 1 || !strings.Contains(out, "best: a checkpoint every 10m0s") {
+		t.Errorf("want 10m marked best of 10m, 1h and 4h:\n%s", out)
+	}
+	for args, want := range map[string]string{
+		"--gpus 100":         "give a multiple of --gpus-per-node=8",
+		"--intervals 10m,xx": `--intervals: "xx" is not a positive duration`,
+	} {
+		if _, err := runSim(t, append([]string{"ettr"}, strings.Fields(args)...)...); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want %q", args, err, want)
+		}
+	}
+}
