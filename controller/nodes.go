@@ -151,6 +151,11 @@ func (n *nodeService) WatchAssignments(req *phalanxv1.WatchAssignmentsRequest, s
 // preemption grace period).
 func (s *Server) assignments(node string, jobs []*cluster.Job) *phalanxv1.Assignments {
 	out := &phalanxv1.Assignments{}
+	if n, err := s.store.Node(node); err == nil {
+		if t, ok := adminResumed(n); ok {
+			out.Resumed = timestamppb.New(t)
+		}
+	}
 	addrs := map[string]string{}
 	prolog := prologProto(s.cfg.Prolog)
 	for _, j := range jobs {

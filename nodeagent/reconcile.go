@@ -28,6 +28,9 @@ import (
 // same job, attempt and rank) until they leave the set, which happens once
 // the controller has recorded their end.
 func (a *Agent) reconcile(msg *phalanxv1.Assignments) {
+	if r := msg.GetResumed(); r != nil {
+		a.forgetEvents(r.AsTime()) // before the gate of any task it brings
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.stopping {

@@ -319,3 +319,27 @@ func TestPrologFailureRestartsTheJob(t *testing.T) {
 		t.Errorf("sinfo -R: %q", out)
 	}
 }
+
+// A job placed on a node just resumed after an XID runs: the assignment
+// carries the resume, so the agent's pre-start gate does not fail the job
+// on the XID the resume dealt with (it reaches the agent before the next
+// heartbeat's answer).
+func TestJobRightAfterResume(t *testing.T) {
+	c, phx := healthClusterWith(t, testcluster.Options{Runtime: "process"})
+	sick := c.Nodes[1]
+	c.InjectGPUFault(sick, fakegpu.Fault{Kind: fakegpu.XID, GPU: 2, XID: 48})
+	c.Eventually(10*time.Second, func() error {
+		if out := phx("sinfo", "-R", "-h"); !strings.Contains(out, "gpu-xid") {
+			return fmt.Errorf("sinfo -R: %q", out)
+		}
+		return nil
+	})
+	phx("scontrol", "update", "NodeName="+sick, "State=RESUME")
+	s := spec(t.TempDir(), "right-after", 1, 8, "#!/bin/sh\ntrue\n")
+	s.Nodelist = []string{sick}
+	id := submit(t, c, s)
+	j := c.WaitJob(id, 20*time.Second, "COMPLETED", "FAILED", "NODE_FAIL")
+	if j.State != "COMPLETED" || j.Attempt != 0 {
+		t.Fatalf("job on the node just resumed: %s attempt %d (%s); want COMPLETED in attempt 0", j.State, j.Attempt, j.Reason)
+	}
+}

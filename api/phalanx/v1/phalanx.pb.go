@@ -4273,8 +4273,13 @@ func (x *Prolog) GetTimeoutSeconds() int64 {
 }
 
 type Assignments struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Assignments   []*Assignment          `protobuf:"bytes,1,rep,name=assignments,proto3" json:"assignments,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Assignments []*Assignment          `protobuf:"bytes,1,rep,name=assignments,proto3" json:"assignments,omitempty"`
+	// resumed: as HeartbeatResponse.resumed. A job placed on a node just
+	// returned to service reaches its agent before the next heartbeat's
+	// answer; the agent forgets the events the resume dealt with first, so
+	// that its pre-start gate does not fail the job on them.
+	Resumed       *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=resumed,proto3" json:"resumed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4312,6 +4317,13 @@ func (*Assignments) Descriptor() ([]byte, []int) {
 func (x *Assignments) GetAssignments() []*Assignment {
 	if x != nil {
 		return x.Assignments
+	}
+	return nil
+}
+
+func (x *Assignments) GetResumed() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Resumed
 	}
 	return nil
 }
@@ -4947,9 +4959,10 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x06prolog\x18\b \x01(\v2\x12.phalanx.v1.PrologR\x06prolog\"M\n" +
 	"\x06Prolog\x12\x1a\n" +
 	"\bprograms\x18\x01 \x03(\tR\bprograms\x12'\n" +
-	"\x0ftimeout_seconds\x18\x02 \x01(\x03R\x0etimeoutSeconds\"G\n" +
+	"\x0ftimeout_seconds\x18\x02 \x01(\x03R\x0etimeoutSeconds\"}\n" +
 	"\vAssignments\x128\n" +
-	"\vassignments\x18\x01 \x03(\v2\x16.phalanx.v1.AssignmentR\vassignments\"\x90\x02\n" +
+	"\vassignments\x18\x01 \x03(\v2\x16.phalanx.v1.AssignmentR\vassignments\x124\n" +
+	"\aresumed\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aresumed\"\x90\x02\n" +
 	"\x17ReportTaskStatusRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12\x18\n" +
@@ -5119,58 +5132,59 @@ var file_phalanx_v1_phalanx_proto_depIdxs = []int32{
 	12, // 39: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
 	56, // 40: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
 	55, // 41: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
-	63, // 42: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
-	16, // 43: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
-	18, // 44: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
-	20, // 45: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
-	21, // 46: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
-	23, // 47: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
-	25, // 48: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
-	30, // 49: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
-	29, // 50: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
-	33, // 51: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
-	35, // 52: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
-	37, // 53: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
-	39, // 54: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
-	41, // 55: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
-	43, // 56: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
-	7,  // 57: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
-	3,  // 58: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
-	5,  // 59: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
-	0,  // 60: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
-	45, // 61: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
-	49, // 62: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
-	54, // 63: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
-	58, // 64: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
-	60, // 65: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
-	17, // 66: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
-	19, // 67: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
-	12, // 68: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
-	22, // 69: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
-	24, // 70: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
-	26, // 71: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
-	31, // 72: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
-	28, // 73: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
-	34, // 74: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
-	36, // 75: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
-	38, // 76: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
-	40, // 77: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
-	42, // 78: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
-	44, // 79: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
-	8,  // 80: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
-	4,  // 81: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
-	6,  // 82: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
-	1,  // 83: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
-	48, // 84: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
-	52, // 85: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
-	57, // 86: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
-	59, // 87: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
-	61, // 88: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
-	66, // [66:89] is the sub-list for method output_type
-	43, // [43:66] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	63, // 42: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
+	63, // 43: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
+	16, // 44: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
+	18, // 45: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
+	20, // 46: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
+	21, // 47: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
+	23, // 48: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
+	25, // 49: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
+	30, // 50: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
+	29, // 51: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
+	33, // 52: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
+	35, // 53: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
+	37, // 54: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
+	39, // 55: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
+	41, // 56: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
+	43, // 57: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
+	7,  // 58: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
+	3,  // 59: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
+	5,  // 60: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
+	0,  // 61: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
+	45, // 62: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
+	49, // 63: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
+	54, // 64: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
+	58, // 65: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
+	60, // 66: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
+	17, // 67: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
+	19, // 68: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
+	12, // 69: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
+	22, // 70: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
+	24, // 71: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
+	26, // 72: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
+	31, // 73: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
+	28, // 74: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
+	34, // 75: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
+	36, // 76: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
+	38, // 77: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
+	40, // 78: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
+	42, // 79: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
+	44, // 80: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
+	8,  // 81: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
+	4,  // 82: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
+	6,  // 83: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
+	1,  // 84: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
+	48, // 85: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
+	52, // 86: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
+	57, // 87: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
+	59, // 88: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
+	61, // 89: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
+	67, // [67:90] is the sub-list for method output_type
+	44, // [44:67] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_phalanx_proto_init() }
