@@ -133,5 +133,10 @@ func TestFencesAll(t *testing.T) {
 			t.Errorf("FencesAll after taking over a task started with lease=%v: %v", want, got)
 		}
 		tasks[0].Signal(context.Background(), syscall.SIGKILL)
+		// Its supervisor records the end in dir: wait for it, before the
+		// test removes dir.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		tasks[0].Wait(ctx)
+		cancel()
 	}
 }
