@@ -94,7 +94,7 @@ func ETTR(c ETTRConfig, interval time.Duration) (ETTRResult, error) {
 	out := ETTRResult{Interval: interval, ByKind: map[string]float64{}}
 	if r := c.rate(); r > 0 {
 		// Young and Daly's first-order optimum: sqrt(2 * cost * MTBF).
-		out.YoungDalyHint = time.Duration(math.Sqrt(2 * c.CheckpointCost.Seconds() / r) * float64(time.Second))
+		out.YoungDalyHint = time.Duration(math.Sqrt(2*c.CheckpointCost.Seconds()/r) * float64(time.Second))
 	}
 	for run := range c.Runs {
 		rng := rand.New(rand.NewPCG(c.Seed, uint64(run)))
