@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -14,6 +16,7 @@ import (
 
 var eventsOptions = []getopt.Option{
 	{Long: "help", Usage: "show this help"},
+	{Long: "job", Short: 'j', HasArg: true, Usage: "only these jobs' events (checkpoints): IDs, comma-separated; repeatable"},
 	{Long: "node", Short: 'n', HasArg: true, Usage: "only these nodes' events: a name or a hostlist (gpu[001-004],cpu01); repeatable"},
 	{Long: "noheader", Short: 'h', Usage: "no header line"},
 	{Long: "since", Short: 'S', HasArg: true, Usage: "only events at or after this time (default: every event kept)"},
@@ -55,6 +58,14 @@ func parseEvents(args []string, now time.Time, loc *time.Location) (*eventsQuery
 				return nil, fmt.Errorf("--node=%s: %w", v.Value, err)
 			}
 			q.req.Nodes = append(q.req.Nodes, names...)
+		case "job":
+			for _, f := range strings.Split(v.Value, ",") {
+				id, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+				if err != nil || id == 0 {
+					return nil, fmt.Errorf("--job=%s: %q is not a job ID", v.Value, f)
+				}
+				q.req.Jobs = append(q.req.Jobs, id)
+			}
 		case "noheader":
 			q.noHeader = true
 		case "since":

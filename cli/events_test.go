@@ -125,3 +125,19 @@ func TestEventsCommand(t *testing.T) {
 		}
 	}
 }
+
+// --job selects jobs' events; the NODE column names the job of a job's
+// event.
+func TestEventsJobs(t *testing.T) {
+	q, err := parseEvents([]string{"--job", "7,9", "-j", "12"}, testNow, time.UTC)
+	if err != nil || fmt.Sprint(q.req.Jobs) != "[7 9 12]" {
+		t.Fatalf("--job 7,9 -j 12: %v, %v", q, err)
+	}
+	if _, err := parseEvents([]string{"--job", "7,x"}, testNow, time.UTC); err == nil || !strings.Contains(err.Error(), `"x" is not a job ID`) {
+		t.Errorf("--job 7,x: %v", err)
+	}
+	out := FormatEvents([]*phalanxv1.Event{{Job: 7, Kind: "checkpoint", User: "phalanx", Message: "checkpoint step 40 complete"}}, true, time.UTC)
+	if !strings.Contains(out, "job 7  checkpoint  phalanx  checkpoint step 40 complete") {
+		t.Errorf("a job's event: %q", out)
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -24,7 +25,7 @@ func FormatEvents(events []*phalanxv1.Event, noHeader bool, loc *time.Location) 
 		rows = append(rows, eventColumns)
 	}
 	for _, e := range events {
-		rows = append(rows, []string{fmtTime(e.Time, loc, "Unknown"), e.Node, e.Kind, e.User, e.Message})
+		rows = append(rows, []string{fmtTime(e.Time, loc, "Unknown"), eventSubject(e), e.Kind, e.User, e.Message})
 	}
 	width := make([]int, len(eventColumns)-1)
 	for _, r := range rows {
@@ -45,4 +46,13 @@ func FormatEvents(events []*phalanxv1.Event, noHeader bool, loc *time.Location) 
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// eventSubject is what an event is about, in the NODE column: the node,
+// or "job N" for a job's event.
+func eventSubject(e *phalanxv1.Event) string {
+	if e.Node == "" && e.Job != 0 {
+		return fmt.Sprintf("job %d", e.Job)
+	}
+	return e.Node
 }

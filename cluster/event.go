@@ -16,6 +16,7 @@ type Event struct {
 	Seq     uint64
 	Time    time.Time
 	Node    string
+	Job     JobID // a job's event (EventCheckpoint); 0 for a node's
 	Kind    EventKind
 	User    string // who caused it: a user, or SystemUser
 	Message string // one line
@@ -41,6 +42,9 @@ const (
 	// EventHealthy: its health checks pass again, and there was no drain of
 	// theirs to lift.
 	EventHealthy EventKind = "healthy"
+	// EventCheckpoint: a job's checkpoint step was committed by every
+	// rank (a job's event: Job set, Node empty).
+	EventCheckpoint EventKind = "checkpoint"
 )
 
 // stateEvents is the event of setting each stored state.

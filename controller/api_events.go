@@ -45,6 +45,9 @@ func (c *controllerService) ListEvents(ctx context.Context, req *phalanxv1.ListE
 // eventQuery checks a request and turns it into the store's query.
 func (s *Server) eventQuery(req *phalanxv1.ListEventsRequest) (store.EventQuery, error) {
 	q := store.EventQuery{Nodes: req.Nodes, Limit: defaultEventPage}
+	for _, id := range req.Jobs {
+		q.Jobs = append(q.Jobs, cluster.JobID(id))
+	}
 	switch {
 	case req.PageSize < 0:
 		return q, cluster.Errorf(cluster.ErrInvalid, "page size %d must not be negative", req.PageSize)

@@ -467,5 +467,5 @@ func nicsFromProto(rs []*phalanxv1.NICInfo) ([]cluster.NIC, error) {
 }
 
 func eventToProto(e cluster.Event) *phalanxv1.Event {
-	return &phalanxv1.Event{Seq: e.Seq, Time: timestamppb.New(e.Time), Node: e.Node, Kind: string(e.Kind), User: e.User, Message: e.Message}
+	return &phalanxv1.Event{Seq: e.Seq, Time: timestamppb.New(e.Time), Node: e.Node, Job: uint64(e.Job), Kind: string(e.Kind), User: e.User, Message: e.Message}
 }

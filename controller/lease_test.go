@@ -150,6 +150,14 @@ func TestReportCheckpoint(t *testing.T) {
 	if stored, _ := s.store.Job(id); jobToProto(stored, nil, nil).CheckpointStep == nil {
 		t.Error("the API does not show the job's checkpoint step")
 	}
+	evs, err := (&controllerService{s: s}).ListEvents(context.Background(), &phalanxv1.ListEventsRequest{Jobs: []uint64{uint64(id)}})
+	if err != nil || len(evs.Events) != 1 || evs.Events[0].Kind != "checkpoint" || evs.Events[0].Job != uint64(id) ||
+		!strings.HasPrefix(evs.Events[0].Message, "checkpoint step 40 complete: committed by all 2 ranks of attempt 0") {
+		t.Errorf("the job's events: %v, %v; want its checkpoint", evs, err)
+	}
+	if evs, _ := (&controllerService{s: s}).ListEvents(context.Background(), &phalanxv1.ListEventsRequest{Nodes: []string{"n1"}}); len(evs.Events) != 1 || evs.Events[0].Kind != "registered" {
+		t.Errorf("n1's events: %v; want its registration alone", evs)
+	}
 	if _, err := jobFromSpec(&phalanxv1.JobSpec{Nodes: 1, CheckpointDir: "ckpt", Script: "x", WorkDir: "/tmp"}, 1<<20); err == nil {
 		t.Error("a relative --checkpoint-dir was accepted")
 	}

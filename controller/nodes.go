@@ -260,7 +260,7 @@ func (n *nodeService) ReportCheckpoint(ctx context.Context, req *phalanxv1.Repor
 	if int(req.Attempt) == j.Attempt && (req.Rank < 0 || int(req.Rank) >= len(j.Tasks) || j.Tasks[req.Rank].Node != req.Node) {
 		return nil, toStatus(cluster.Errorf(cluster.ErrPermission, "permission denied: rank %d of job %d does not run on %s", req.Rank, id, req.Node))
 	}
-	res, err := s.propose(ctx, fsm.CommitCheckpoint{ID: id, Attempt: int(req.Attempt), Rank: int(req.Rank), Step: req.Step})
+	res, err := s.propose(ctx, fsm.CommitCheckpoint{ID: id, Attempt: int(req.Attempt), Rank: int(req.Rank), Step: req.Step, Time: s.cfg.Clock.Now()})
 	if err != nil {
 		return nil, toStatus(err)
 	}

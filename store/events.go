@@ -59,8 +59,10 @@ func (c *change) expireEvents(r Retention) {
 
 // EventQuery selects node events.
 type EventQuery struct {
-	// Nodes: only these nodes' events (empty: every node's).
+	// Nodes and Jobs: only these nodes' and jobs' events (both empty:
+	// every event).
 	Nodes []string
+	Jobs  []cluster.JobID
 	// Since: only events at or after this time (zero: all).
 	Since time.Time
 	// After: only events numbered above this (where a page ended; 0: from
@@ -91,7 +93,7 @@ func (s *Store) Events(q EventQuery) ([]cluster.Event, error) {
 			if err != nil {
 				return fmt.Errorf("event %d: %w", binary.BigEndian.Uint64(k), err)
 			}
-			if e.Time.Before(q.Since) || len(q.Nodes) > 0 && !slices.Contains(q.Nodes, e.Node) {
+			if e.Time.Before(q.Since) || !q.selects(e) {
 				continue
 			}
 			out = append(out, e)
@@ -151,4 +153,12 @@ func loadEvents(tx *bolt.Tx, st *state) error {
 		st.events = append(st.events, eventStamp{seq: seq, time: r.GetTime()}) // keys come in order
 		return nil
 	})
+}
+
+// selects reports whether e is of one of the query's nodes or jobs.
+func (q EventQuery) selects(e cluster.Event) bool {
+	if len(q.Nodes) == 0 && len(q.Jobs) == 0 {
+		return true
+	}
+	return e.Node != "" && slices.Contains(q.Nodes, e.Node) || e.Job != 0 && slices.Contains(q.Jobs, e.Job)
 }

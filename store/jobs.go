@@ -90,7 +90,7 @@ func (s *Store) ReportTask(idx uint64, r cluster.TaskReport) error {
 // became the job's latest complete one. A commit for a job gone to the
 // history, another attempt, or an old step changes nothing (a job that
 // ended but is still active records the steps its tasks committed last).
-func (s *Store) CommitCheckpoint(idx uint64, id cluster.JobID, attempt, rank int, step int64) (complete bool, err error) {
+func (s *Store) CommitCheckpoint(idx uint64, id cluster.JobID, attempt, rank int, step int64, t time.Time) (complete bool, err error) {
 	err = s.apply(idx, func(c *change) error {
 		j := c.job(id)
 		if j == nil {
@@ -103,6 +103,10 @@ func (s *Store) CommitCheckpoint(idx uint64, id cluster.JobID, attempt, rank int
 		changed, done := cluster.CommitCheckpoint(u, attempt, rank, step)
 		if changed {
 			c.putJob(u)
+		}
+		if done {
+			c.event(cluster.Event{Time: t, Job: id, Kind: cluster.EventCheckpoint, User: cluster.SystemUser,
+				Message: fmt.Sprintf("checkpoint step %d complete: committed by all %d ranks of attempt %d", step, len(u.Tasks), attempt)})
 		}
 		complete = done
 		return nil

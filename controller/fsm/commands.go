@@ -183,10 +183,11 @@ type CommitCheckpoint struct {
 	Attempt int
 	Rank    int
 	Step    int64
+	Time    time.Time
 }
 
 func (c CommitCheckpoint) apply(st *store.Store, idx uint64) Result {
-	complete, err := st.CommitCheckpoint(idx, c.ID, c.Attempt, c.Rank, c.Step)
+	complete, err := st.CommitCheckpoint(idx, c.ID, c.Attempt, c.Rank, c.Step, c.Time)
 	if complete {
 		return Result{IDs: []cluster.JobID{c.ID}, Err: err}
 	}

@@ -73,7 +73,8 @@ func decode(m *statev1.Command) (Command, error) {
 		return SetNodeState{Name: r.GetName(), State: st, Reason: r.GetReason(), User: r.GetUser(), Time: codec.FromTime(r.GetTime())}, err
 	case *statev1.Command_CommitCheckpoint:
 		r := c.CommitCheckpoint
-		return CommitCheckpoint{ID: cluster.JobID(r.GetJobId()), Attempt: int(r.GetAttempt()), Rank: int(r.GetRank()), Step: r.GetStep()}, nil
+		return CommitCheckpoint{ID: cluster.JobID(r.GetJobId()), Attempt: int(r.GetAttempt()), Rank: int(r.GetRank()), Step: r.GetStep(),
+			Time: codec.FromTime(r.GetTime())}, nil
 	case *statev1.Command_SetNodeHealth:
 		r := c.SetNodeHealth
 		return SetNodeHealth{Name: r.GetName(), Problems: r.GetProblems(), Time: codec.FromTime(r.GetTime())}, nil
@@ -246,7 +247,7 @@ func (c SetNodeState) encode() (*statev1.Command, error) {
 
 func (c CommitCheckpoint) encode() (*statev1.Command, error) {
 	return &statev1.Command{Command: &statev1.Command_CommitCheckpoint{CommitCheckpoint: &statev1.CommitCheckpoint{
-		JobId: uint64(c.ID), Attempt: int32(c.Attempt), Rank: int32(c.Rank), Step: c.Step,
+		JobId: uint64(c.ID), Attempt: int32(c.Attempt), Rank: int32(c.Rank), Step: c.Step, Time: codec.Time(c.Time),
 	}}}, nil
 }
 

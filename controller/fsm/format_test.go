@@ -66,7 +66,7 @@ var commandFixtures = map[string]Command{
 	"12b-expire-events": Expire{Retention: store.Retention{RequestsBefore: t0, MaxRequests: 100000, HistoryBefore: t0.Add(-time.Hour), MaxHistory: 50000,
 		EventsBefore: t0.Add(-2 * time.Hour), MaxEvents: 100000}},
 	"14-set-node-health":   SetNodeHealth{Name: "gpu001", Problems: "rdma-link: mlx5_1/1 DOWN (Disabled); gpu-xid: GPU 2 XID 79", Time: t0.Add(6 * time.Hour)},
-	"15-commit-checkpoint": CommitCheckpoint{ID: 7, Attempt: 1, Rank: 3, Step: 1200},
+	"15-commit-checkpoint": CommitCheckpoint{ID: 7, Attempt: 1, Rank: 3, Step: 1200, Time: t0.Add(7 * time.Hour)},
 }
 
 func fullNode() *cluster.Node {

@@ -12,6 +12,7 @@ var eventKinds = newEnum("event kind", map[cluster.EventKind]statev1.EventKind{
 	cluster.EventDown:       statev1.EventKind_EVENT_KIND_DOWN,
 	cluster.EventUnhealthy:  statev1.EventKind_EVENT_KIND_UNHEALTHY,
 	cluster.EventHealthy:    statev1.EventKind_EVENT_KIND_HEALTHY,
+	cluster.EventCheckpoint: statev1.EventKind_EVENT_KIND_CHECKPOINT,
 })
 
 // Event encodes a node event.
@@ -20,7 +21,7 @@ func Event(e cluster.Event) (*statev1.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &statev1.Event{Seq: e.Seq, Time: Time(e.Time), Node: e.Node, Kind: kind, User: e.User, Message: e.Message}, nil
+	return &statev1.Event{Seq: e.Seq, Time: Time(e.Time), Node: e.Node, Job: uint64(e.Job), Kind: kind, User: e.User, Message: e.Message}, nil
 }
 
 // FromEvent decodes a node event.
@@ -29,5 +30,5 @@ func FromEvent(r *statev1.Event) (cluster.Event, error) {
 	if err != nil {
 		return cluster.Event{}, err
 	}
-	return cluster.Event{Seq: r.GetSeq(), Time: FromTime(r.GetTime()), Node: r.GetNode(), Kind: kind, User: r.GetUser(), Message: r.GetMessage()}, nil
+	return cluster.Event{Seq: r.GetSeq(), Time: FromTime(r.GetTime()), Node: r.GetNode(), Job: cluster.JobID(r.GetJob()), Kind: kind, User: r.GetUser(), Message: r.GetMessage()}, nil
 }

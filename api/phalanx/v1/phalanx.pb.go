@@ -43,9 +43,11 @@ type ListEventsRequest struct {
 	// every node's. An unknown name is NOT_FOUND.
 	Nodes []string `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
 	// since: only events at or after this time; unset: every event kept.
-	Since         *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=since,proto3" json:"since,omitempty"`
-	PageSize      int32                  `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"` // 0: the server's default (1000); at most 2000
-	PageToken     string                 `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	Since     *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=since,proto3" json:"since,omitempty"`
+	PageSize  int32                  `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"` // 0: the server's default (1000); at most 2000
+	PageToken string                 `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// jobs: only these jobs' events; with nodes, either's.
+	Jobs          []uint64 `protobuf:"varint,5,rep,packed,name=jobs,proto3" json:"jobs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -106,6 +108,13 @@ func (x *ListEventsRequest) GetPageToken() string {
 		return x.PageToken
 	}
 	return ""
+}
+
+func (x *ListEventsRequest) GetJobs() []uint64 {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
 }
 
 type ListEventsResponse struct {
@@ -169,9 +178,12 @@ type Event struct {
 	// kind: registered, drained, resumed, down, unhealthy (its health
 	// checks fail and its state was left as an administrator set it) or
 	// healthy (they pass again, with no drain to lift).
-	Kind          string `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
-	User          string `protobuf:"bytes,5,opt,name=user,proto3" json:"user,omitempty"`       // who caused it: a user, or "phalanx"
-	Message       string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"` // one line
+	Kind    string `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
+	User    string `protobuf:"bytes,5,opt,name=user,proto3" json:"user,omitempty"`       // who caused it: a user, or "phalanx"
+	Message string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"` // one line
+	// job: the job a job's event is about (kind checkpoint: a step every
+	// rank committed); node is then empty. 0: a node's event.
+	Job           uint64 `protobuf:"varint,7,opt,name=job,proto3" json:"job,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -246,6 +258,13 @@ func (x *Event) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *Event) GetJob() uint64 {
+	if x != nil {
+		return x.Job
+	}
+	return 0
 }
 
 type UpdateNodeRequest struct {
@@ -4589,23 +4608,25 @@ var File_phalanx_v1_phalanx_proto protoreflect.FileDescriptor
 const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\n" +
 	"\x18phalanx/v1/phalanx.proto\x12\n" +
-	"phalanx.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x97\x01\n" +
+	"phalanx.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xab\x01\n" +
 	"\x11ListEventsRequest\x12\x14\n" +
 	"\x05nodes\x18\x01 \x03(\tR\x05nodes\x120\n" +
 	"\x05since\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x12\x1b\n" +
 	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x04 \x01(\tR\tpageToken\"g\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\x12\x12\n" +
+	"\x04jobs\x18\x05 \x03(\x04R\x04jobs\"g\n" +
 	"\x12ListEventsResponse\x12)\n" +
 	"\x06events\x18\x01 \x03(\v2\x11.phalanx.v1.EventR\x06events\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x9f\x01\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xb1\x01\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x12\n" +
 	"\x04node\x18\x03 \x01(\tR\x04node\x12\x12\n" +
 	"\x04kind\x18\x04 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04user\x18\x05 \x01(\tR\x04user\x12\x18\n" +
-	"\amessage\x18\x06 \x01(\tR\amessage\"W\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\x12\x10\n" +
+	"\x03job\x18\a \x01(\x04R\x03job\"W\n" +
 	"\x11UpdateNodeRequest\x12\x14\n" +
 	"\x05names\x18\x01 \x03(\tR\x05names\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +

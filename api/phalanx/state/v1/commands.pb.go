@@ -326,6 +326,7 @@ type CommitCheckpoint struct {
 	Attempt       int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	Rank          int32                  `protobuf:"varint,3,opt,name=rank,proto3" json:"rank,omitempty"`
 	Step          int64                  `protobuf:"varint,4,opt,name=step,proto3" json:"step,omitempty"`
+	Time          int64                  `protobuf:"varint,5,opt,name=time,proto3" json:"time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -384,6 +385,13 @@ func (x *CommitCheckpoint) GetRank() int32 {
 func (x *CommitCheckpoint) GetStep() int64 {
 	if x != nil {
 		return x.Step
+	}
+	return 0
+}
+
+func (x *CommitCheckpoint) GetTime() int64 {
+	if x != nil {
+		return x.Time
 	}
 	return 0
 }
@@ -1363,12 +1371,13 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"update_job\x18\r \x01(\v2\x1b.phalanx.state.v1.UpdateJobH\x00R\tupdateJob\x12I\n" +
 	"\x0fset_node_health\x18\x0e \x01(\v2\x1f.phalanx.state.v1.SetNodeHealthH\x00R\rsetNodeHealth\x12Q\n" +
 	"\x11commit_checkpoint\x18\x0f \x01(\v2\".phalanx.state.v1.CommitCheckpointH\x00R\x10commitCheckpointB\t\n" +
-	"\acommand\"k\n" +
+	"\acommand\"\x7f\n" +
 	"\x10CommitCheckpoint\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x12\n" +
 	"\x04rank\x18\x03 \x01(\x05R\x04rank\x12\x12\n" +
-	"\x04step\x18\x04 \x01(\x03R\x04step\"w\n" +
+	"\x04step\x18\x04 \x01(\x03R\x04step\x12\x12\n" +
+	"\x04time\x18\x05 \x01(\x03R\x04time\"w\n" +
 	"\tUpdateJob\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x88\x01\x01\x12\"\n" +

@@ -239,6 +239,7 @@ const (
 	EventKind_EVENT_KIND_DOWN        EventKind = 4
 	EventKind_EVENT_KIND_UNHEALTHY   EventKind = 5
 	EventKind_EVENT_KIND_HEALTHY     EventKind = 6
+	EventKind_EVENT_KIND_CHECKPOINT  EventKind = 7 // a job's checkpoint step is complete (job set, node empty)
 )
 
 // Enum value maps for EventKind.
@@ -251,6 +252,7 @@ var (
 		4: "EVENT_KIND_DOWN",
 		5: "EVENT_KIND_UNHEALTHY",
 		6: "EVENT_KIND_HEALTHY",
+		7: "EVENT_KIND_CHECKPOINT",
 	}
 	EventKind_value = map[string]int32{
 		"EVENT_KIND_UNSPECIFIED": 0,
@@ -260,6 +262,7 @@ var (
 		"EVENT_KIND_DOWN":        4,
 		"EVENT_KIND_UNHEALTHY":   5,
 		"EVENT_KIND_HEALTHY":     6,
+		"EVENT_KIND_CHECKPOINT":  7,
 	}
 )
 
@@ -2005,6 +2008,7 @@ type Event struct {
 	Kind          EventKind              `protobuf:"varint,4,opt,name=kind,proto3,enum=phalanx.state.v1.EventKind" json:"kind,omitempty"`
 	User          string                 `protobuf:"bytes,5,opt,name=user,proto3" json:"user,omitempty"`       // who caused it: a user, or "phalanx"
 	Message       string                 `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"` // one line
+	Job           uint64                 `protobuf:"varint,7,opt,name=job,proto3" json:"job,omitempty"`        // the job a job's event is about (0: a node's event)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2079,6 +2083,13 @@ func (x *Event) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *Event) GetJob() uint64 {
+	if x != nil {
+		return x.Job
+	}
+	return 0
 }
 
 var File_phalanx_state_v1_records_proto protoreflect.FileDescriptor
@@ -2259,14 +2270,15 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"Controller\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
 	"\bapi_addr\x18\x02 \x01(\tR\aapiAddr\x12\x1b\n" +
-	"\traft_addr\x18\x03 \x01(\tR\braftAddr\"\xa0\x01\n" +
+	"\traft_addr\x18\x03 \x01(\tR\braftAddr\"\xb2\x01\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04time\x18\x02 \x01(\x03R\x04time\x12\x12\n" +
 	"\x04node\x18\x03 \x01(\tR\x04node\x12/\n" +
 	"\x04kind\x18\x04 \x01(\x0e2\x1b.phalanx.state.v1.EventKindR\x04kind\x12\x12\n" +
 	"\x04user\x18\x05 \x01(\tR\x04user\x12\x18\n" +
-	"\amessage\x18\x06 \x01(\tR\amessage*\x99\x02\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\x12\x10\n" +
+	"\x03job\x18\a \x01(\x04R\x03job*\x99\x02\n" +
 	"\bJobState\x12\x19\n" +
 	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11JOB_STATE_PENDING\x10\x01\x12\x19\n" +
@@ -2296,7 +2308,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\rNODE_STATE_UP\x10\x01\x12\x13\n" +
 	"\x0fNODE_STATE_DOWN\x10\x02\x12\x14\n" +
 	"\x10NODE_STATE_DRAIN\x10\x03\x12\x14\n" +
-	"\x10NODE_STATE_INVAL\x10\x04*\xb9\x01\n" +
+	"\x10NODE_STATE_INVAL\x10\x04*\xd4\x01\n" +
 	"\tEventKind\x12\x1a\n" +
 	"\x16EVENT_KIND_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15EVENT_KIND_REGISTERED\x10\x01\x12\x16\n" +
@@ -2304,7 +2316,8 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x12EVENT_KIND_RESUMED\x10\x03\x12\x13\n" +
 	"\x0fEVENT_KIND_DOWN\x10\x04\x12\x18\n" +
 	"\x14EVENT_KIND_UNHEALTHY\x10\x05\x12\x16\n" +
-	"\x12EVENT_KIND_HEALTHY\x10\x06*\x9c\x01\n" +
+	"\x12EVENT_KIND_HEALTHY\x10\x06\x12\x19\n" +
+	"\x15EVENT_KIND_CHECKPOINT\x10\a*\x9c\x01\n" +
 	"\x0ePartitionState\x12\x1f\n" +
 	"\x1bPARTITION_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12PARTITION_STATE_UP\x10\x01\x12\x18\n" +
