@@ -1,7 +1,7 @@
 package cluster
 
 import (
-	"fmt"
+	"cmp"
 	"path/filepath"
 	"slices"
 )
@@ -80,7 +80,7 @@ func CommitCheckpoint(j *Job, attempt, rank int, step int64) (changed, complete 
 			j.CheckpointPending = slices.Delete(j.CheckpointPending, 0, 1)
 		}
 		j.CheckpointPending = append(j.CheckpointPending, CheckpointCommits{Step: step})
-		slices.SortFunc(j.CheckpointPending, func(a, b CheckpointCommits) int { return cmpInt64(a.Step, b.Step) })
+		slices.SortFunc(j.CheckpointPending, func(a, b CheckpointCommits) int { return cmp.Compare(a.Step, b.Step) })
 		i = slices.IndexFunc(j.CheckpointPending, func(c CheckpointCommits) bool { return c.Step == step })
 	}
 	c := &j.CheckpointPending[i]
@@ -98,25 +98,6 @@ func CommitCheckpoint(j *Job, attempt, rank int, step int64) (changed, complete 
 		j.CheckpointPending = nil
 	}
 	return true, true
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// CheckpointString is the job's latest complete step as scontrol shows
-// it: the step, or "none".
-func (j *Job) CheckpointString() string {
-	if !j.Checkpointed {
-		return "none"
-	}
-	return fmt.Sprint(j.CheckpointStep)
 }
 
 // clonePending copies pending commits, their ranks included.
