@@ -45,7 +45,16 @@ const (
 	// EventCheckpoint: a job's checkpoint step was committed by every
 	// rank (a job's event: Job set, Node empty).
 	EventCheckpoint EventKind = "checkpoint"
+	// EventHang: an agent found a task of the job making no progress for
+	// its hang timeout (Job and Node set).
+	EventHang EventKind = "hang"
+	// EventCheckpointSkipped: an agent passed over a torn checkpoint step
+	// when it staged the job in (Job and Node set).
+	EventCheckpointSkipped EventKind = "checkpoint-skipped"
 )
+
+// AgentJobEvents are the kinds of job events agents report.
+var AgentJobEvents = []EventKind{EventHang, EventCheckpointSkipped}
 
 // stateEvents is the event of setting each stored state.
 var stateEvents = map[NodeState]EventKind{NodeUp: EventResumed, NodeDrain: EventDrained, NodeDown: EventDown}

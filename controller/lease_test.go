@@ -158,6 +158,20 @@ func TestReportCheckpoint(t *testing.T) {
 	if evs, _ := (&controllerService{s: s}).ListEvents(context.Background(), &phalanxv1.ListEventsRequest{Nodes: []string{"n1"}}); len(evs.Events) != 1 || evs.Events[0].Kind != "registered" {
 		t.Errorf("n1's events: %v; want its registration alone", evs)
 	}
+	ev := func(node, kind string) error {
+		_, err := ns.ReportJobEvent(context.Background(), &phalanxv1.ReportJobEventRequest{Node: node, JobId: uint64(id), Kind: kind, Message: "m"})
+		return err
+	}
+	if err := ev(other, "hang"); err != nil {
+		t.Errorf("a hang on %s: %v", other, err)
+	}
+	register(t, s, nil, "n3")
+	if err := ev("n3", "hang"); err == nil || !strings.Contains(err.Error(), "has no task on n3") {
+		t.Errorf("a node without a task of the job reported its hang: %v", err)
+	}
+	if err := ev(other, "drained"); err == nil || !strings.Contains(err.Error(), `job event kind "drained"`) {
+		t.Errorf("an agent reported a node's kind as a job event: %v", err)
+	}
 	if _, err := jobFromSpec(&phalanxv1.JobSpec{Nodes: 1, CheckpointDir: "ckpt", Script: "x", WorkDir: "/tmp"}, 1<<20); err == nil {
 		t.Error("a relative --checkpoint-dir was accepted")
 	}

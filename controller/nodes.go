@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -268,4 +269,31 @@ func (n *nodeService) ReportCheckpoint(ctx context.Context, req *phalanxv1.Repor
 		s.log.Info("checkpoint complete", "job", id, "step", req.Step)
 	}
 	return &phalanxv1.ReportCheckpointResponse{}, nil
+}
+
+// ReportJobEvent records what an agent saw about a task of a job on its
+// node (cluster.AgentJobEvents): a suspected hang, a torn checkpoint step
+// skipped.
+func (n *nodeService) ReportJobEvent(ctx context.Context, req *phalanxv1.ReportJobEventRequest) (*phalanxv1.ReportJobEventResponse, error) {
+	s := n.s
+	if err := s.actsFor(ctx, req.Node); err != nil {
+		return nil, toStatus(err)
+	}
+	kind := cluster.EventKind(req.Kind)
+	if !slices.Contains(cluster.AgentJobEvents, kind) {
+		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "job event kind %q: agents report %v", req.Kind, cluster.AgentJobEvents))
+	}
+	id := cluster.JobID(req.JobId)
+	j, err := s.store.Job(id)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if !slices.ContainsFunc(j.Tasks, func(t cluster.Task) bool { return t.Node == req.Node }) {
+		return nil, toStatus(cluster.Errorf(cluster.ErrPermission, "permission denied: job %d has no task on %s", id, req.Node))
+	}
+	e := cluster.Event{Time: s.cfg.Clock.Now(), Node: req.Node, Job: id, Kind: kind, User: cluster.SystemUser, Message: cutReason(req.Message)}
+	if _, err := s.propose(ctx, fsm.RecordEvent{Event: e}); err != nil {
+		return nil, toStatus(err)
+	}
+	return &phalanxv1.ReportJobEventResponse{}, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/checkpoint"
+	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/runtime"
 )
 
@@ -90,6 +91,7 @@ func (a *Agent) prepareCheckpoint(key taskKey, job jobInfo) (env map[string]stri
 		step, ok, skipped, err := checkpoint.Latest(job.ckpt.dir, len(job.ranks), job.ckpt.step)
 		for _, s := range skipped {
 			a.log.Warn("checkpoint step skipped", "job", key.job, "step", s.Step, "why", s.Why)
+			a.reportJobEvent(key.job, cluster.EventCheckpointSkipped, fmt.Sprintf("rank %d: step %d skipped: %s", key.rank, s.Step, s.Why))
 		}
 		if err != nil {
 			return fmt.Errorf("checkpoint store %s: %w", job.ckpt.dir, err)

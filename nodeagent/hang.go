@@ -1,10 +1,12 @@
 package nodeagent
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
 
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/checkpoint"
 	"github.com/phalanx-hpc/phalanx/cluster"
 )
@@ -80,3 +82,29 @@ func hangMessage(idle time.Duration) string {
 
 // restartsOnHang reports whether the job's policy restarts it after a hang.
 func (j jobInfo) restartsOnHang() bool { return j.restartOn.Has(cluster.RestartHang) }
+
+// jobEventTimeout bounds the retries of one job event's report.
+const jobEventTimeout = time.Minute
+
+// reportJobEvent tells the controllers, in the background, what the
+// agent saw about one of its tasks (cluster.AgentJobEvents); it retries
+// for a minute, then gives up (the agent's log has it too).
+func (a *Agent) reportJobEvent(job uint64, kind cluster.EventKind, msg string) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), jobEventTimeout)
+		defer cancel()
+		b := newBackoff()
+		for {
+			callCtx, stop := context.WithTimeout(ctx, rpcTimeout)
+			_, err := a.client.ReportJobEvent(callCtx, &phalanxv1.ReportJobEventRequest{Node: a.cfg.Name, JobId: job, Kind: string(kind), Message: msg})
+			stop()
+			if err == nil {
+				return
+			}
+			if sleep(ctx, a.cfg.Clock, b.next()) != nil {
+				a.log.Warn("job event not reported", "job", job, "kind", kind, "err", err)
+				return
+			}
+		}
+	}()
+}

@@ -201,10 +201,12 @@ func (a *Agent) supervise(t *task, rt runtime.Task, job jobInfo, hang *hangWatch
 			switch {
 			case hung && job.restartsOnHang():
 				a.log.Warn("suspected hang: stopping the task", "task", t.key, "idle", idle.Round(time.Second))
+				a.reportJobEvent(t.key.job, cluster.EventHang, fmt.Sprintf("rank %d: %s; stopped, the job restarts", t.key.rank, hangMessage(idle)))
 				return a.terminate(rt, exited, stopRequest{state: cluster.TaskHung, grace: a.cfg.KillGrace, msg: hangMessage(idle)})
 			case hung && !hang.suspected:
 				hang.suspected = true
 				a.log.Warn("suspected hang (the job's --restart-on does not name hang: it runs on)", "task", t.key, "idle", idle.Round(time.Second))
+				a.reportJobEvent(t.key.job, cluster.EventHang, fmt.Sprintf("rank %d: %s; it runs on (--restart-on does not name hang)", t.key.rank, hangMessage(idle)))
 			}
 		case <-warn:
 			warn = nil

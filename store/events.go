@@ -162,3 +162,12 @@ func (q EventQuery) selects(e cluster.Event) bool {
 	}
 	return e.Node != "" && slices.Contains(q.Nodes, e.Node) || e.Job != 0 && slices.Contains(q.Jobs, e.Job)
 }
+
+// RecordEvent records an event an agent saw (a job's suspected hang, a
+// torn checkpoint step skipped). Its number is given here.
+func (s *Store) RecordEvent(idx uint64, e cluster.Event) error {
+	return s.apply(idx, func(c *change) error {
+		c.event(e)
+		return nil
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -105,6 +106,22 @@ exec sleep 600
 		}
 		if a := j.Attempts[0]; a.Cause != "node" || a.FaultNode != job.Alloc[1].Node {
 			return fmt.Errorf("attempt 0: %v; want cause node on %s", a, job.Alloc[1].Node)
+		}
+		return nil
+	})
+	// The job's events: step 3 complete, then skipped as torn at the
+	// restart, by every rank's agent.
+	c.Eventually(10*time.Second, func() error {
+		evs, err := c.Client.ListEvents(context.Background(), &phalanxv1.ListEventsRequest{Jobs: []uint64{id}})
+		var kinds []string
+		for _, e := range evs.GetEvents() {
+			if e.Kind == "checkpoint-skipped" && !strings.Contains(e.Message, "step 3 skipped") {
+				return fmt.Errorf("skip event %q", e.Message)
+			}
+			kinds = append(kinds, e.Kind)
+		}
+		if err != nil || !slices.Contains(kinds, "checkpoint") || !slices.Contains(kinds, "checkpoint-skipped") {
+			return fmt.Errorf("job %d's events: %v, %v; want its checkpoints and the torn step skipped", id, kinds, err)
 		}
 		return nil
 	})

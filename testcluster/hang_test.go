@@ -42,6 +42,21 @@ func TestHungJobRestarts(t *testing.T) {
 	if len(j.Attempts) != 2 || j.Attempts[0].Cause != "hang" || j.Attempts[0].State != "FAILED" {
 		t.Errorf("attempts %v; want the first FAILED with cause hang", j.Attempts)
 	}
+	// Each rank's agent reported its suspicion, in each attempt: the
+	// job's events say so.
+	c.Eventually(10*time.Second, func() error {
+		evs, err := c.Client.ListEvents(context.Background(), &phalanxv1.ListEventsRequest{Jobs: []uint64{id}})
+		hangs := 0
+		for _, e := range evs.GetEvents() {
+			if e.Kind == "hang" && e.Node != "" && strings.Contains(e.Message, "no output, no checkpoint and idle GPUs") {
+				hangs++
+			}
+		}
+		if err != nil || hangs < 2 {
+			return fmt.Errorf("job %d's events: %v, %v; want its ranks' hang events", id, evs, err)
+		}
+		return nil
+	})
 	bad := spec(t.TempDir(), "too-long", 1, 1, "#!/bin/sh\ntrue\n")
 	bad.HangTimeoutSeconds = 13 * 3600
 	if _, err := c.Client.SubmitJob(context.Background(), &phalanxv1.SubmitJobRequest{Spec: bad}); err == nil || !strings.Contains(err.Error(), "--hang-timeout") {

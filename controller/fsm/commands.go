@@ -194,6 +194,15 @@ func (c CommitCheckpoint) apply(st *store.Store, idx uint64) Result {
 	return Result{Err: err}
 }
 
+// RecordEvent records an event an agent reported.
+type RecordEvent struct {
+	Event cluster.Event
+}
+
+func (c RecordEvent) apply(st *store.Store, idx uint64) Result {
+	return Result{Err: st.RecordEvent(idx, c.Event)}
+}
+
 // UpdateJob changes a job's name and, while it is pending, its time limit;
 // nil fields stay as they are.
 type UpdateJob struct {

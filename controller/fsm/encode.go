@@ -71,6 +71,12 @@ func decode(m *statev1.Command) (Command, error) {
 		r := c.SetNodeState
 		st, err := codec.FromNodeState(r.GetState())
 		return SetNodeState{Name: r.GetName(), State: st, Reason: r.GetReason(), User: r.GetUser(), Time: codec.FromTime(r.GetTime())}, err
+	case *statev1.Command_RecordEvent:
+		e, err := codec.FromEvent(c.RecordEvent.GetEvent())
+		if err != nil {
+			return nil, err
+		}
+		return RecordEvent{Event: e}, nil
 	case *statev1.Command_CommitCheckpoint:
 		r := c.CommitCheckpoint
 		return CommitCheckpoint{ID: cluster.JobID(r.GetJobId()), Attempt: int(r.GetAttempt()), Rank: int(r.GetRank()), Step: r.GetStep(),
@@ -243,6 +249,14 @@ func (c SetNodeState) encode() (*statev1.Command, error) {
 	return &statev1.Command{Command: &statev1.Command_SetNodeState{SetNodeState: &statev1.SetNodeState{
 		Name: c.Name, State: st, Reason: c.Reason, User: c.User, Time: codec.Time(c.Time),
 	}}}, nil
+}
+
+func (c RecordEvent) encode() (*statev1.Command, error) {
+	e, err := codec.Event(c.Event)
+	if err != nil {
+		return nil, err
+	}
+	return &statev1.Command{Command: &statev1.Command_RecordEvent{RecordEvent: &statev1.RecordEvent{Event: e}}}, nil
 }
 
 func (c CommitCheckpoint) encode() (*statev1.Command, error) {

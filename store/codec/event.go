@@ -6,13 +6,15 @@ import (
 )
 
 var eventKinds = newEnum("event kind", map[cluster.EventKind]statev1.EventKind{
-	cluster.EventRegistered: statev1.EventKind_EVENT_KIND_REGISTERED,
-	cluster.EventDrained:    statev1.EventKind_EVENT_KIND_DRAINED,
-	cluster.EventResumed:    statev1.EventKind_EVENT_KIND_RESUMED,
-	cluster.EventDown:       statev1.EventKind_EVENT_KIND_DOWN,
-	cluster.EventUnhealthy:  statev1.EventKind_EVENT_KIND_UNHEALTHY,
-	cluster.EventHealthy:    statev1.EventKind_EVENT_KIND_HEALTHY,
-	cluster.EventCheckpoint: statev1.EventKind_EVENT_KIND_CHECKPOINT,
+	cluster.EventRegistered:        statev1.EventKind_EVENT_KIND_REGISTERED,
+	cluster.EventDrained:           statev1.EventKind_EVENT_KIND_DRAINED,
+	cluster.EventResumed:           statev1.EventKind_EVENT_KIND_RESUMED,
+	cluster.EventDown:              statev1.EventKind_EVENT_KIND_DOWN,
+	cluster.EventUnhealthy:         statev1.EventKind_EVENT_KIND_UNHEALTHY,
+	cluster.EventHealthy:           statev1.EventKind_EVENT_KIND_HEALTHY,
+	cluster.EventCheckpoint:        statev1.EventKind_EVENT_KIND_CHECKPOINT,
+	cluster.EventHang:              statev1.EventKind_EVENT_KIND_HANG,
+	cluster.EventCheckpointSkipped: statev1.EventKind_EVENT_KIND_CHECKPOINT_SKIPPED,
 })
 
 // Event encodes a node event.

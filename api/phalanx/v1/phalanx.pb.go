@@ -4603,6 +4603,110 @@ func (*ReportCheckpointResponse) Descriptor() ([]byte, []int) {
 	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{61}
 }
 
+type ReportJobEventRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	JobId         uint64                 `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Kind          string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`       // hang or checkpoint-skipped
+	Message       string                 `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"` // one line
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportJobEventRequest) Reset() {
+	*x = ReportJobEventRequest{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportJobEventRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportJobEventRequest) ProtoMessage() {}
+
+func (x *ReportJobEventRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportJobEventRequest.ProtoReflect.Descriptor instead.
+func (*ReportJobEventRequest) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *ReportJobEventRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *ReportJobEventRequest) GetJobId() uint64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *ReportJobEventRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ReportJobEventRequest) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+type ReportJobEventResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportJobEventResponse) Reset() {
+	*x = ReportJobEventResponse{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportJobEventResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportJobEventResponse) ProtoMessage() {}
+
+func (x *ReportJobEventResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportJobEventResponse.ProtoReflect.Descriptor instead.
+func (*ReportJobEventResponse) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{63}
+}
+
 var File_phalanx_v1_phalanx_proto protoreflect.FileDescriptor
 
 const file_phalanx_v1_phalanx_proto_rawDesc = "" +
@@ -5002,7 +5106,13 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\aattempt\x18\x03 \x01(\x05R\aattempt\x12\x12\n" +
 	"\x04rank\x18\x04 \x01(\x05R\x04rank\x12\x12\n" +
 	"\x04step\x18\x05 \x01(\x03R\x04step\"\x1a\n" +
-	"\x18ReportCheckpointResponse2\xb3\v\n" +
+	"\x18ReportCheckpointResponse\"p\n" +
+	"\x15ReportJobEventRequest\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"\x18\n" +
+	"\x16ReportJobEventResponse2\xb3\v\n" +
 	"\x11ControllerService\x12H\n" +
 	"\tSubmitJob\x12\x1c.phalanx.v1.SubmitJobRequest\x1a\x1d.phalanx.v1.SubmitJobResponse\x12H\n" +
 	"\tCancelJob\x12\x1c.phalanx.v1.CancelJobRequest\x1a\x1d.phalanx.v1.CancelJobResponse\x124\n" +
@@ -5023,13 +5133,14 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"UpdateNode\x12\x1d.phalanx.v1.UpdateNodeRequest\x1a\x1e.phalanx.v1.UpdateNodeResponse\x12H\n" +
 	"\tUpdateJob\x12\x1c.phalanx.v1.UpdateJobRequest\x1a\x1d.phalanx.v1.UpdateJobResponse\x12K\n" +
 	"\n" +
-	"ListEvents\x12\x1d.phalanx.v1.ListEventsRequest\x1a\x1e.phalanx.v1.ListEventsResponse2\xbc\x03\n" +
+	"ListEvents\x12\x1d.phalanx.v1.ListEventsRequest\x1a\x1e.phalanx.v1.ListEventsResponse2\x95\x04\n" +
 	"\vNodeService\x12Q\n" +
 	"\fRegisterNode\x12\x1f.phalanx.v1.RegisterNodeRequest\x1a .phalanx.v1.RegisterNodeResponse\x12H\n" +
 	"\tHeartbeat\x12\x1c.phalanx.v1.HeartbeatRequest\x1a\x1d.phalanx.v1.HeartbeatResponse\x12R\n" +
 	"\x10WatchAssignments\x12#.phalanx.v1.WatchAssignmentsRequest\x1a\x17.phalanx.v1.Assignments0\x01\x12]\n" +
 	"\x10ReportTaskStatus\x12#.phalanx.v1.ReportTaskStatusRequest\x1a$.phalanx.v1.ReportTaskStatusResponse\x12]\n" +
-	"\x10ReportCheckpoint\x12#.phalanx.v1.ReportCheckpointRequest\x1a$.phalanx.v1.ReportCheckpointResponseB9Z7github.com/phalanx-hpc/phalanx/api/phalanx/v1;phalanxv1b\x06proto3"
+	"\x10ReportCheckpoint\x12#.phalanx.v1.ReportCheckpointRequest\x1a$.phalanx.v1.ReportCheckpointResponse\x12W\n" +
+	"\x0eReportJobEvent\x12!.phalanx.v1.ReportJobEventRequest\x1a\".phalanx.v1.ReportJobEventResponseB9Z7github.com/phalanx-hpc/phalanx/api/phalanx/v1;phalanxv1b\x06proto3"
 
 var (
 	file_phalanx_v1_phalanx_proto_rawDescOnce sync.Once
@@ -5043,7 +5154,7 @@ func file_phalanx_v1_phalanx_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_phalanx_proto_rawDescData
 }
 
-var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
+var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
 var file_phalanx_v1_phalanx_proto_goTypes = []any{
 	(*ListEventsRequest)(nil),          // 0: phalanx.v1.ListEventsRequest
 	(*ListEventsResponse)(nil),         // 1: phalanx.v1.ListEventsResponse
@@ -5107,54 +5218,56 @@ var file_phalanx_v1_phalanx_proto_goTypes = []any{
 	(*ReportTaskStatusResponse)(nil),   // 59: phalanx.v1.ReportTaskStatusResponse
 	(*ReportCheckpointRequest)(nil),    // 60: phalanx.v1.ReportCheckpointRequest
 	(*ReportCheckpointResponse)(nil),   // 61: phalanx.v1.ReportCheckpointResponse
-	nil,                                // 62: phalanx.v1.JobSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 63: google.protobuf.Timestamp
+	(*ReportJobEventRequest)(nil),      // 62: phalanx.v1.ReportJobEventRequest
+	(*ReportJobEventResponse)(nil),     // 63: phalanx.v1.ReportJobEventResponse
+	nil,                                // 64: phalanx.v1.JobSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil),      // 65: google.protobuf.Timestamp
 }
 var file_phalanx_v1_phalanx_proto_depIdxs = []int32{
-	63, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
+	65, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
 	2,  // 1: phalanx.v1.ListEventsResponse.events:type_name -> phalanx.v1.Event
-	63, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
-	63, // 3: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
-	62, // 4: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
-	63, // 5: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
-	63, // 6: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	65, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
+	65, // 3: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
+	64, // 4: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
+	65, // 5: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
+	65, // 6: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
 	9,  // 7: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
-	63, // 8: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
-	63, // 9: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
-	63, // 10: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
+	65, // 8: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
+	65, // 9: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
+	65, // 10: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
 	10, // 11: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
 	11, // 12: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
-	63, // 13: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
+	65, // 13: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
 	13, // 14: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
 	10, // 15: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
-	63, // 16: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
-	63, // 17: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
-	63, // 18: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
-	63, // 19: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	65, // 16: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
+	65, // 17: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
+	65, // 18: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
+	65, // 19: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
 	46, // 20: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
-	63, // 21: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
+	65, // 21: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
 	9,  // 22: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
-	63, // 23: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
-	63, // 24: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
-	63, // 25: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
+	65, // 23: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
+	65, // 24: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
+	65, // 25: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
 	12, // 26: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
 	14, // 27: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
 	15, // 28: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
-	63, // 29: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
+	65, // 29: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
 	32, // 30: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
 	28, // 31: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
 	47, // 32: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
 	46, // 33: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
 	51, // 34: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
 	50, // 35: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
-	63, // 36: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
-	63, // 37: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
+	65, // 36: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
+	65, // 37: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
 	53, // 38: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
 	12, // 39: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
 	56, // 40: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
 	55, // 41: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
-	63, // 42: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
-	63, // 43: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
+	65, // 42: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
+	65, // 43: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
 	16, // 44: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
 	18, // 45: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
 	20, // 46: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
@@ -5178,31 +5291,33 @@ var file_phalanx_v1_phalanx_proto_depIdxs = []int32{
 	54, // 64: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
 	58, // 65: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
 	60, // 66: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
-	17, // 67: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
-	19, // 68: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
-	12, // 69: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
-	22, // 70: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
-	24, // 71: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
-	26, // 72: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
-	31, // 73: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
-	28, // 74: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
-	34, // 75: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
-	36, // 76: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
-	38, // 77: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
-	40, // 78: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
-	42, // 79: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
-	44, // 80: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
-	8,  // 81: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
-	4,  // 82: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
-	6,  // 83: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
-	1,  // 84: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
-	48, // 85: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
-	52, // 86: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
-	57, // 87: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
-	59, // 88: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
-	61, // 89: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
-	67, // [67:90] is the sub-list for method output_type
-	44, // [44:67] is the sub-list for method input_type
+	62, // 67: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
+	17, // 68: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
+	19, // 69: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
+	12, // 70: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
+	22, // 71: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
+	24, // 72: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
+	26, // 73: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
+	31, // 74: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
+	28, // 75: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
+	34, // 76: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
+	36, // 77: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
+	38, // 78: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
+	40, // 79: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
+	42, // 80: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
+	44, // 81: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
+	8,  // 82: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
+	4,  // 83: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
+	6,  // 84: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
+	1,  // 85: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
+	48, // 86: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
+	52, // 87: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
+	57, // 88: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
+	59, // 89: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
+	61, // 90: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
+	63, // 91: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
+	68, // [68:92] is the sub-list for method output_type
+	44, // [44:68] is the sub-list for method input_type
 	44, // [44:44] is the sub-list for extension type_name
 	44, // [44:44] is the sub-list for extension extendee
 	0,  // [0:44] is the sub-list for field type_name
@@ -5222,7 +5337,7 @@ func file_phalanx_v1_phalanx_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_phalanx_proto_rawDesc), len(file_phalanx_v1_phalanx_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   63,
+			NumMessages:   65,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

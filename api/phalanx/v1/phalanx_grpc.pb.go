@@ -842,6 +842,7 @@ const (
 	NodeService_WatchAssignments_FullMethodName = "/phalanx.v1.NodeService/WatchAssignments"
 	NodeService_ReportTaskStatus_FullMethodName = "/phalanx.v1.NodeService/ReportTaskStatus"
 	NodeService_ReportCheckpoint_FullMethodName = "/phalanx.v1.NodeService/ReportCheckpoint"
+	NodeService_ReportJobEvent_FullMethodName   = "/phalanx.v1.NodeService/ReportJobEvent"
 )
 
 // NodeServiceClient is the client API for NodeService service.
@@ -860,6 +861,9 @@ type NodeServiceClient interface {
 	// ReportCheckpoint reports that a task has copied its files of a
 	// checkpoint step to the job's store.
 	ReportCheckpoint(ctx context.Context, in *ReportCheckpointRequest, opts ...grpc.CallOption) (*ReportCheckpointResponse, error)
+	// ReportJobEvent records what an agent saw about a task of a job: a
+	// suspected hang, a torn checkpoint step it skipped.
+	ReportJobEvent(ctx context.Context, in *ReportJobEventRequest, opts ...grpc.CallOption) (*ReportJobEventResponse, error)
 }
 
 type nodeServiceClient struct {
@@ -929,6 +933,16 @@ func (c *nodeServiceClient) ReportCheckpoint(ctx context.Context, in *ReportChec
 	return out, nil
 }
 
+func (c *nodeServiceClient) ReportJobEvent(ctx context.Context, in *ReportJobEventRequest, opts ...grpc.CallOption) (*ReportJobEventResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReportJobEventResponse)
+	err := c.cc.Invoke(ctx, NodeService_ReportJobEvent_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NodeServiceServer is the server API for NodeService service.
 // All implementations must embed UnimplementedNodeServiceServer
 // for forward compatibility.
@@ -945,6 +959,9 @@ type NodeServiceServer interface {
 	// ReportCheckpoint reports that a task has copied its files of a
 	// checkpoint step to the job's store.
 	ReportCheckpoint(context.Context, *ReportCheckpointRequest) (*ReportCheckpointResponse, error)
+	// ReportJobEvent records what an agent saw about a task of a job: a
+	// suspected hang, a torn checkpoint step it skipped.
+	ReportJobEvent(context.Context, *ReportJobEventRequest) (*ReportJobEventResponse, error)
 	mustEmbedUnimplementedNodeServiceServer()
 }
 
@@ -969,6 +986,9 @@ func (UnimplementedNodeServiceServer) ReportTaskStatus(context.Context, *ReportT
 }
 func (UnimplementedNodeServiceServer) ReportCheckpoint(context.Context, *ReportCheckpointRequest) (*ReportCheckpointResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReportCheckpoint not implemented")
+}
+func (UnimplementedNodeServiceServer) ReportJobEvent(context.Context, *ReportJobEventRequest) (*ReportJobEventResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReportJobEvent not implemented")
 }
 func (UnimplementedNodeServiceServer) mustEmbedUnimplementedNodeServiceServer() {}
 func (UnimplementedNodeServiceServer) testEmbeddedByValue()                     {}
@@ -1074,6 +1094,24 @@ func _NodeService_ReportCheckpoint_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _NodeService_ReportJobEvent_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportJobEventRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeServiceServer).ReportJobEvent(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NodeService_ReportJobEvent_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeServiceServer).ReportJobEvent(ctx, req.(*ReportJobEventRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // NodeService_ServiceDesc is the grpc.ServiceDesc for NodeService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1096,6 +1134,10 @@ var NodeService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReportCheckpoint",
 			Handler:    _NodeService_ReportCheckpoint_Handler,
+		},
+		{
+			MethodName: "ReportJobEvent",
+			Handler:    _NodeService_ReportJobEvent_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

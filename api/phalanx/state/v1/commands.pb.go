@@ -47,6 +47,7 @@ type Command struct {
 	//	*Command_UpdateJob
 	//	*Command_SetNodeHealth
 	//	*Command_CommitCheckpoint
+	//	*Command_RecordEvent
 	Command       isCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -224,6 +225,15 @@ func (x *Command) GetCommitCheckpoint() *CommitCheckpoint {
 	return nil
 }
 
+func (x *Command) GetRecordEvent() *RecordEvent {
+	if x != nil {
+		if x, ok := x.Command.(*Command_RecordEvent); ok {
+			return x.RecordEvent
+		}
+	}
+	return nil
+}
+
 type isCommand_Command interface {
 	isCommand_Command()
 }
@@ -288,6 +298,10 @@ type Command_CommitCheckpoint struct {
 	CommitCheckpoint *CommitCheckpoint `protobuf:"bytes,15,opt,name=commit_checkpoint,json=commitCheckpoint,proto3,oneof"`
 }
 
+type Command_RecordEvent struct {
+	RecordEvent *RecordEvent `protobuf:"bytes,16,opt,name=record_event,json=recordEvent,proto3,oneof"`
+}
+
 func (*Command_SubmitJob) isCommand_Command() {}
 
 func (*Command_PlaceJobs) isCommand_Command() {}
@@ -318,6 +332,54 @@ func (*Command_SetNodeHealth) isCommand_Command() {}
 
 func (*Command_CommitCheckpoint) isCommand_Command() {}
 
+func (*Command_RecordEvent) isCommand_Command() {}
+
+// RecordEvent records an event an agent saw about a job's task (a
+// suspected hang, a torn checkpoint step skipped).
+type RecordEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Event         *Event                 `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordEvent) Reset() {
+	*x = RecordEvent{}
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordEvent) ProtoMessage() {}
+
+func (x *RecordEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordEvent.ProtoReflect.Descriptor instead.
+func (*RecordEvent) Descriptor() ([]byte, []int) {
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RecordEvent) GetEvent() *Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
 // CommitCheckpoint records that a rank of a job's attempt has copied its
 // files of a checkpoint step to the job's store.
 type CommitCheckpoint struct {
@@ -333,7 +395,7 @@ type CommitCheckpoint struct {
 
 func (x *CommitCheckpoint) Reset() {
 	*x = CommitCheckpoint{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[1]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -345,7 +407,7 @@ func (x *CommitCheckpoint) String() string {
 func (*CommitCheckpoint) ProtoMessage() {}
 
 func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[1]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -358,7 +420,7 @@ func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitCheckpoint.ProtoReflect.Descriptor instead.
 func (*CommitCheckpoint) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{1}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CommitCheckpoint) GetJobId() uint64 {
@@ -409,7 +471,7 @@ type UpdateJob struct {
 
 func (x *UpdateJob) Reset() {
 	*x = UpdateJob{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[2]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -421,7 +483,7 @@ func (x *UpdateJob) String() string {
 func (*UpdateJob) ProtoMessage() {}
 
 func (x *UpdateJob) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[2]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -434,7 +496,7 @@ func (x *UpdateJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJob.ProtoReflect.Descriptor instead.
 func (*UpdateJob) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{2}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *UpdateJob) GetJobId() uint64 {
@@ -475,7 +537,7 @@ type SubmitJob struct {
 
 func (x *SubmitJob) Reset() {
 	*x = SubmitJob{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[3]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -487,7 +549,7 @@ func (x *SubmitJob) String() string {
 func (*SubmitJob) ProtoMessage() {}
 
 func (x *SubmitJob) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[3]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -500,7 +562,7 @@ func (x *SubmitJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJob.ProtoReflect.Descriptor instead.
 func (*SubmitJob) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{3}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SubmitJob) GetJob() *Job {
@@ -536,7 +598,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -548,7 +610,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -561,7 +623,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{4}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Placement) GetJobId() uint64 {
@@ -601,7 +663,7 @@ type PlaceJobs struct {
 
 func (x *PlaceJobs) Reset() {
 	*x = PlaceJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -613,7 +675,7 @@ func (x *PlaceJobs) String() string {
 func (*PlaceJobs) ProtoMessage() {}
 
 func (x *PlaceJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -626,7 +688,7 @@ func (x *PlaceJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlaceJobs.ProtoReflect.Descriptor instead.
 func (*PlaceJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PlaceJobs) GetPlacements() []*Placement {
@@ -653,7 +715,7 @@ type ReportTask struct {
 
 func (x *ReportTask) Reset() {
 	*x = ReportTask{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -665,7 +727,7 @@ func (x *ReportTask) String() string {
 func (*ReportTask) ProtoMessage() {}
 
 func (x *ReportTask) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -678,7 +740,7 @@ func (x *ReportTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTask.ProtoReflect.Descriptor instead.
 func (*ReportTask) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ReportTask) GetJobId() uint64 {
@@ -758,7 +820,7 @@ type CancelJobs struct {
 
 func (x *CancelJobs) Reset() {
 	*x = CancelJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -770,7 +832,7 @@ func (x *CancelJobs) String() string {
 func (*CancelJobs) ProtoMessage() {}
 
 func (x *CancelJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -783,7 +845,7 @@ func (x *CancelJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobs.ProtoReflect.Descriptor instead.
 func (*CancelJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CancelJobs) GetJobIds() []uint64 {
@@ -823,7 +885,7 @@ type RegisterNode struct {
 
 func (x *RegisterNode) Reset() {
 	*x = RegisterNode{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -835,7 +897,7 @@ func (x *RegisterNode) String() string {
 func (*RegisterNode) ProtoMessage() {}
 
 func (x *RegisterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -848,7 +910,7 @@ func (x *RegisterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNode.ProtoReflect.Descriptor instead.
 func (*RegisterNode) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RegisterNode) GetNode() *Node {
@@ -871,7 +933,7 @@ type SetNodeState struct {
 
 func (x *SetNodeState) Reset() {
 	*x = SetNodeState{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -883,7 +945,7 @@ func (x *SetNodeState) String() string {
 func (*SetNodeState) ProtoMessage() {}
 
 func (x *SetNodeState) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -896,7 +958,7 @@ func (x *SetNodeState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeState.ProtoReflect.Descriptor instead.
 func (*SetNodeState) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SetNodeState) GetName() string {
@@ -950,7 +1012,7 @@ type SetNodeHealth struct {
 
 func (x *SetNodeHealth) Reset() {
 	*x = SetNodeHealth{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -962,7 +1024,7 @@ func (x *SetNodeHealth) String() string {
 func (*SetNodeHealth) ProtoMessage() {}
 
 func (x *SetNodeHealth) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -975,7 +1037,7 @@ func (x *SetNodeHealth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeHealth.ProtoReflect.Descriptor instead.
 func (*SetNodeHealth) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SetNodeHealth) GetName() string {
@@ -1008,7 +1070,7 @@ type SetPartitions struct {
 
 func (x *SetPartitions) Reset() {
 	*x = SetPartitions{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1020,7 +1082,7 @@ func (x *SetPartitions) String() string {
 func (*SetPartitions) ProtoMessage() {}
 
 func (x *SetPartitions) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1033,7 +1095,7 @@ func (x *SetPartitions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPartitions.ProtoReflect.Descriptor instead.
 func (*SetPartitions) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{11}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SetPartitions) GetPartitions() []*Partition {
@@ -1056,7 +1118,7 @@ type PreemptJobs struct {
 
 func (x *PreemptJobs) Reset() {
 	*x = PreemptJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1068,7 +1130,7 @@ func (x *PreemptJobs) String() string {
 func (*PreemptJobs) ProtoMessage() {}
 
 func (x *PreemptJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1081,7 +1143,7 @@ func (x *PreemptJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreemptJobs.ProtoReflect.Descriptor instead.
 func (*PreemptJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{12}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PreemptJobs) GetJobIds() []uint64 {
@@ -1116,7 +1178,7 @@ type SetNodesDown struct {
 
 func (x *SetNodesDown) Reset() {
 	*x = SetNodesDown{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1128,7 +1190,7 @@ func (x *SetNodesDown) String() string {
 func (*SetNodesDown) ProtoMessage() {}
 
 func (x *SetNodesDown) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1141,7 +1203,7 @@ func (x *SetNodesDown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodesDown.ProtoReflect.Descriptor instead.
 func (*SetNodesDown) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{13}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SetNodesDown) GetNames() []string {
@@ -1176,7 +1238,7 @@ type SetController struct {
 
 func (x *SetController) Reset() {
 	*x = SetController{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1188,7 +1250,7 @@ func (x *SetController) String() string {
 func (*SetController) ProtoMessage() {}
 
 func (x *SetController) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1201,7 +1263,7 @@ func (x *SetController) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetController.ProtoReflect.Descriptor instead.
 func (*SetController) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{14}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SetController) GetController() *Controller {
@@ -1220,7 +1282,7 @@ type RemoveController struct {
 
 func (x *RemoveController) Reset() {
 	*x = RemoveController{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1232,7 +1294,7 @@ func (x *RemoveController) String() string {
 func (*RemoveController) ProtoMessage() {}
 
 func (x *RemoveController) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1245,7 +1307,7 @@ func (x *RemoveController) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveController.ProtoReflect.Descriptor instead.
 func (*RemoveController) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{15}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RemoveController) GetId() string {
@@ -1274,7 +1336,7 @@ type Expire struct {
 
 func (x *Expire) Reset() {
 	*x = Expire{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[16]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +1348,7 @@ func (x *Expire) String() string {
 func (*Expire) ProtoMessage() {}
 
 func (x *Expire) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[16]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,7 +1361,7 @@ func (x *Expire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expire.ProtoReflect.Descriptor instead.
 func (*Expire) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{16}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Expire) GetRequestsBefore() int64 {
@@ -1348,7 +1410,7 @@ var File_phalanx_state_v1_commands_proto protoreflect.FileDescriptor
 
 const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\n" +
-	"\x1fphalanx/state/v1/commands.proto\x12\x10phalanx.state.v1\x1a\x1ephalanx/state/v1/records.proto\"\xa4\b\n" +
+	"\x1fphalanx/state/v1/commands.proto\x12\x10phalanx.state.v1\x1a\x1ephalanx/state/v1/records.proto\"\xe8\b\n" +
 	"\aCommand\x12<\n" +
 	"\n" +
 	"submit_job\x18\x01 \x01(\v2\x1b.phalanx.state.v1.SubmitJobH\x00R\tsubmitJob\x12<\n" +
@@ -1370,8 +1432,11 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"update_job\x18\r \x01(\v2\x1b.phalanx.state.v1.UpdateJobH\x00R\tupdateJob\x12I\n" +
 	"\x0fset_node_health\x18\x0e \x01(\v2\x1f.phalanx.state.v1.SetNodeHealthH\x00R\rsetNodeHealth\x12Q\n" +
-	"\x11commit_checkpoint\x18\x0f \x01(\v2\".phalanx.state.v1.CommitCheckpointH\x00R\x10commitCheckpointB\t\n" +
-	"\acommand\"\x7f\n" +
+	"\x11commit_checkpoint\x18\x0f \x01(\v2\".phalanx.state.v1.CommitCheckpointH\x00R\x10commitCheckpoint\x12B\n" +
+	"\frecord_event\x18\x10 \x01(\v2\x1d.phalanx.state.v1.RecordEventH\x00R\vrecordEventB\t\n" +
+	"\acommand\"<\n" +
+	"\vRecordEvent\x12-\n" +
+	"\x05event\x18\x01 \x01(\v2\x17.phalanx.state.v1.EventR\x05event\"\x7f\n" +
 	"\x10CommitCheckpoint\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x12\n" +
@@ -1471,62 +1536,66 @@ func file_phalanx_state_v1_commands_proto_rawDescGZIP() []byte {
 	return file_phalanx_state_v1_commands_proto_rawDescData
 }
 
-var file_phalanx_state_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_phalanx_state_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_phalanx_state_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),          // 0: phalanx.state.v1.Command
-	(*CommitCheckpoint)(nil), // 1: phalanx.state.v1.CommitCheckpoint
-	(*UpdateJob)(nil),        // 2: phalanx.state.v1.UpdateJob
-	(*SubmitJob)(nil),        // 3: phalanx.state.v1.SubmitJob
-	(*Placement)(nil),        // 4: phalanx.state.v1.Placement
-	(*PlaceJobs)(nil),        // 5: phalanx.state.v1.PlaceJobs
-	(*ReportTask)(nil),       // 6: phalanx.state.v1.ReportTask
-	(*CancelJobs)(nil),       // 7: phalanx.state.v1.CancelJobs
-	(*RegisterNode)(nil),     // 8: phalanx.state.v1.RegisterNode
-	(*SetNodeState)(nil),     // 9: phalanx.state.v1.SetNodeState
-	(*SetNodeHealth)(nil),    // 10: phalanx.state.v1.SetNodeHealth
-	(*SetPartitions)(nil),    // 11: phalanx.state.v1.SetPartitions
-	(*PreemptJobs)(nil),      // 12: phalanx.state.v1.PreemptJobs
-	(*SetNodesDown)(nil),     // 13: phalanx.state.v1.SetNodesDown
-	(*SetController)(nil),    // 14: phalanx.state.v1.SetController
-	(*RemoveController)(nil), // 15: phalanx.state.v1.RemoveController
-	(*Expire)(nil),           // 16: phalanx.state.v1.Expire
-	(*Job)(nil),              // 17: phalanx.state.v1.Job
-	(*Allocation)(nil),       // 18: phalanx.state.v1.Allocation
-	(TaskState)(0),           // 19: phalanx.state.v1.TaskState
-	(*Node)(nil),             // 20: phalanx.state.v1.Node
-	(NodeState)(0),           // 21: phalanx.state.v1.NodeState
-	(*Partition)(nil),        // 22: phalanx.state.v1.Partition
-	(*Controller)(nil),       // 23: phalanx.state.v1.Controller
+	(*RecordEvent)(nil),      // 1: phalanx.state.v1.RecordEvent
+	(*CommitCheckpoint)(nil), // 2: phalanx.state.v1.CommitCheckpoint
+	(*UpdateJob)(nil),        // 3: phalanx.state.v1.UpdateJob
+	(*SubmitJob)(nil),        // 4: phalanx.state.v1.SubmitJob
+	(*Placement)(nil),        // 5: phalanx.state.v1.Placement
+	(*PlaceJobs)(nil),        // 6: phalanx.state.v1.PlaceJobs
+	(*ReportTask)(nil),       // 7: phalanx.state.v1.ReportTask
+	(*CancelJobs)(nil),       // 8: phalanx.state.v1.CancelJobs
+	(*RegisterNode)(nil),     // 9: phalanx.state.v1.RegisterNode
+	(*SetNodeState)(nil),     // 10: phalanx.state.v1.SetNodeState
+	(*SetNodeHealth)(nil),    // 11: phalanx.state.v1.SetNodeHealth
+	(*SetPartitions)(nil),    // 12: phalanx.state.v1.SetPartitions
+	(*PreemptJobs)(nil),      // 13: phalanx.state.v1.PreemptJobs
+	(*SetNodesDown)(nil),     // 14: phalanx.state.v1.SetNodesDown
+	(*SetController)(nil),    // 15: phalanx.state.v1.SetController
+	(*RemoveController)(nil), // 16: phalanx.state.v1.RemoveController
+	(*Expire)(nil),           // 17: phalanx.state.v1.Expire
+	(*Event)(nil),            // 18: phalanx.state.v1.Event
+	(*Job)(nil),              // 19: phalanx.state.v1.Job
+	(*Allocation)(nil),       // 20: phalanx.state.v1.Allocation
+	(TaskState)(0),           // 21: phalanx.state.v1.TaskState
+	(*Node)(nil),             // 22: phalanx.state.v1.Node
+	(NodeState)(0),           // 23: phalanx.state.v1.NodeState
+	(*Partition)(nil),        // 24: phalanx.state.v1.Partition
+	(*Controller)(nil),       // 25: phalanx.state.v1.Controller
 }
 var file_phalanx_state_v1_commands_proto_depIdxs = []int32{
-	3,  // 0: phalanx.state.v1.Command.submit_job:type_name -> phalanx.state.v1.SubmitJob
-	5,  // 1: phalanx.state.v1.Command.place_jobs:type_name -> phalanx.state.v1.PlaceJobs
-	6,  // 2: phalanx.state.v1.Command.report_task:type_name -> phalanx.state.v1.ReportTask
-	7,  // 3: phalanx.state.v1.Command.cancel_jobs:type_name -> phalanx.state.v1.CancelJobs
-	8,  // 4: phalanx.state.v1.Command.register_node:type_name -> phalanx.state.v1.RegisterNode
-	9,  // 5: phalanx.state.v1.Command.set_node_state:type_name -> phalanx.state.v1.SetNodeState
-	11, // 6: phalanx.state.v1.Command.set_partitions:type_name -> phalanx.state.v1.SetPartitions
-	12, // 7: phalanx.state.v1.Command.preempt_jobs:type_name -> phalanx.state.v1.PreemptJobs
-	13, // 8: phalanx.state.v1.Command.set_nodes_down:type_name -> phalanx.state.v1.SetNodesDown
-	14, // 9: phalanx.state.v1.Command.set_controller:type_name -> phalanx.state.v1.SetController
-	15, // 10: phalanx.state.v1.Command.remove_controller:type_name -> phalanx.state.v1.RemoveController
-	16, // 11: phalanx.state.v1.Command.expire:type_name -> phalanx.state.v1.Expire
-	2,  // 12: phalanx.state.v1.Command.update_job:type_name -> phalanx.state.v1.UpdateJob
-	10, // 13: phalanx.state.v1.Command.set_node_health:type_name -> phalanx.state.v1.SetNodeHealth
-	1,  // 14: phalanx.state.v1.Command.commit_checkpoint:type_name -> phalanx.state.v1.CommitCheckpoint
-	17, // 15: phalanx.state.v1.SubmitJob.job:type_name -> phalanx.state.v1.Job
-	18, // 16: phalanx.state.v1.Placement.alloc:type_name -> phalanx.state.v1.Allocation
-	4,  // 17: phalanx.state.v1.PlaceJobs.placements:type_name -> phalanx.state.v1.Placement
-	19, // 18: phalanx.state.v1.ReportTask.state:type_name -> phalanx.state.v1.TaskState
-	20, // 19: phalanx.state.v1.RegisterNode.node:type_name -> phalanx.state.v1.Node
-	21, // 20: phalanx.state.v1.SetNodeState.state:type_name -> phalanx.state.v1.NodeState
-	22, // 21: phalanx.state.v1.SetPartitions.partitions:type_name -> phalanx.state.v1.Partition
-	23, // 22: phalanx.state.v1.SetController.controller:type_name -> phalanx.state.v1.Controller
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	4,  // 0: phalanx.state.v1.Command.submit_job:type_name -> phalanx.state.v1.SubmitJob
+	6,  // 1: phalanx.state.v1.Command.place_jobs:type_name -> phalanx.state.v1.PlaceJobs
+	7,  // 2: phalanx.state.v1.Command.report_task:type_name -> phalanx.state.v1.ReportTask
+	8,  // 3: phalanx.state.v1.Command.cancel_jobs:type_name -> phalanx.state.v1.CancelJobs
+	9,  // 4: phalanx.state.v1.Command.register_node:type_name -> phalanx.state.v1.RegisterNode
+	10, // 5: phalanx.state.v1.Command.set_node_state:type_name -> phalanx.state.v1.SetNodeState
+	12, // 6: phalanx.state.v1.Command.set_partitions:type_name -> phalanx.state.v1.SetPartitions
+	13, // 7: phalanx.state.v1.Command.preempt_jobs:type_name -> phalanx.state.v1.PreemptJobs
+	14, // 8: phalanx.state.v1.Command.set_nodes_down:type_name -> phalanx.state.v1.SetNodesDown
+	15, // 9: phalanx.state.v1.Command.set_controller:type_name -> phalanx.state.v1.SetController
+	16, // 10: phalanx.state.v1.Command.remove_controller:type_name -> phalanx.state.v1.RemoveController
+	17, // 11: phalanx.state.v1.Command.expire:type_name -> phalanx.state.v1.Expire
+	3,  // 12: phalanx.state.v1.Command.update_job:type_name -> phalanx.state.v1.UpdateJob
+	11, // 13: phalanx.state.v1.Command.set_node_health:type_name -> phalanx.state.v1.SetNodeHealth
+	2,  // 14: phalanx.state.v1.Command.commit_checkpoint:type_name -> phalanx.state.v1.CommitCheckpoint
+	1,  // 15: phalanx.state.v1.Command.record_event:type_name -> phalanx.state.v1.RecordEvent
+	18, // 16: phalanx.state.v1.RecordEvent.event:type_name -> phalanx.state.v1.Event
+	19, // 17: phalanx.state.v1.SubmitJob.job:type_name -> phalanx.state.v1.Job
+	20, // 18: phalanx.state.v1.Placement.alloc:type_name -> phalanx.state.v1.Allocation
+	5,  // 19: phalanx.state.v1.PlaceJobs.placements:type_name -> phalanx.state.v1.Placement
+	21, // 20: phalanx.state.v1.ReportTask.state:type_name -> phalanx.state.v1.TaskState
+	22, // 21: phalanx.state.v1.RegisterNode.node:type_name -> phalanx.state.v1.Node
+	23, // 22: phalanx.state.v1.SetNodeState.state:type_name -> phalanx.state.v1.NodeState
+	24, // 23: phalanx.state.v1.SetPartitions.partitions:type_name -> phalanx.state.v1.Partition
+	25, // 24: phalanx.state.v1.SetController.controller:type_name -> phalanx.state.v1.Controller
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_state_v1_commands_proto_init() }
@@ -1551,15 +1620,16 @@ func file_phalanx_state_v1_commands_proto_init() {
 		(*Command_UpdateJob)(nil),
 		(*Command_SetNodeHealth)(nil),
 		(*Command_CommitCheckpoint)(nil),
+		(*Command_RecordEvent)(nil),
 	}
-	file_phalanx_state_v1_commands_proto_msgTypes[2].OneofWrappers = []any{}
+	file_phalanx_state_v1_commands_proto_msgTypes[3].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_state_v1_commands_proto_rawDesc), len(file_phalanx_state_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -232,14 +232,16 @@ func (NodeState) EnumDescriptor() ([]byte, []int) {
 type EventKind int32
 
 const (
-	EventKind_EVENT_KIND_UNSPECIFIED EventKind = 0
-	EventKind_EVENT_KIND_REGISTERED  EventKind = 1
-	EventKind_EVENT_KIND_DRAINED     EventKind = 2
-	EventKind_EVENT_KIND_RESUMED     EventKind = 3
-	EventKind_EVENT_KIND_DOWN        EventKind = 4
-	EventKind_EVENT_KIND_UNHEALTHY   EventKind = 5
-	EventKind_EVENT_KIND_HEALTHY     EventKind = 6
-	EventKind_EVENT_KIND_CHECKPOINT  EventKind = 7 // a job's checkpoint step is complete (job set, node empty)
+	EventKind_EVENT_KIND_UNSPECIFIED        EventKind = 0
+	EventKind_EVENT_KIND_REGISTERED         EventKind = 1
+	EventKind_EVENT_KIND_DRAINED            EventKind = 2
+	EventKind_EVENT_KIND_RESUMED            EventKind = 3
+	EventKind_EVENT_KIND_DOWN               EventKind = 4
+	EventKind_EVENT_KIND_UNHEALTHY          EventKind = 5
+	EventKind_EVENT_KIND_HEALTHY            EventKind = 6
+	EventKind_EVENT_KIND_CHECKPOINT         EventKind = 7 // a job's checkpoint step is complete (job set, node empty)
+	EventKind_EVENT_KIND_HANG               EventKind = 8 // a job's task made no progress for its hang timeout (job and node set)
+	EventKind_EVENT_KIND_CHECKPOINT_SKIPPED EventKind = 9 // a torn checkpoint step passed over at a restart (job and node set)
 )
 
 // Enum value maps for EventKind.
@@ -253,16 +255,20 @@ var (
 		5: "EVENT_KIND_UNHEALTHY",
 		6: "EVENT_KIND_HEALTHY",
 		7: "EVENT_KIND_CHECKPOINT",
+		8: "EVENT_KIND_HANG",
+		9: "EVENT_KIND_CHECKPOINT_SKIPPED",
 	}
 	EventKind_value = map[string]int32{
-		"EVENT_KIND_UNSPECIFIED": 0,
-		"EVENT_KIND_REGISTERED":  1,
-		"EVENT_KIND_DRAINED":     2,
-		"EVENT_KIND_RESUMED":     3,
-		"EVENT_KIND_DOWN":        4,
-		"EVENT_KIND_UNHEALTHY":   5,
-		"EVENT_KIND_HEALTHY":     6,
-		"EVENT_KIND_CHECKPOINT":  7,
+		"EVENT_KIND_UNSPECIFIED":        0,
+		"EVENT_KIND_REGISTERED":         1,
+		"EVENT_KIND_DRAINED":            2,
+		"EVENT_KIND_RESUMED":            3,
+		"EVENT_KIND_DOWN":               4,
+		"EVENT_KIND_UNHEALTHY":          5,
+		"EVENT_KIND_HEALTHY":            6,
+		"EVENT_KIND_CHECKPOINT":         7,
+		"EVENT_KIND_HANG":               8,
+		"EVENT_KIND_CHECKPOINT_SKIPPED": 9,
 	}
 )
 
@@ -2308,7 +2314,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\rNODE_STATE_UP\x10\x01\x12\x13\n" +
 	"\x0fNODE_STATE_DOWN\x10\x02\x12\x14\n" +
 	"\x10NODE_STATE_DRAIN\x10\x03\x12\x14\n" +
-	"\x10NODE_STATE_INVAL\x10\x04*\xd4\x01\n" +
+	"\x10NODE_STATE_INVAL\x10\x04*\x8c\x02\n" +
 	"\tEventKind\x12\x1a\n" +
 	"\x16EVENT_KIND_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15EVENT_KIND_REGISTERED\x10\x01\x12\x16\n" +
@@ -2317,7 +2323,9 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x0fEVENT_KIND_DOWN\x10\x04\x12\x18\n" +
 	"\x14EVENT_KIND_UNHEALTHY\x10\x05\x12\x16\n" +
 	"\x12EVENT_KIND_HEALTHY\x10\x06\x12\x19\n" +
-	"\x15EVENT_KIND_CHECKPOINT\x10\a*\x9c\x01\n" +
+	"\x15EVENT_KIND_CHECKPOINT\x10\a\x12\x13\n" +
+	"\x0fEVENT_KIND_HANG\x10\b\x12!\n" +
+	"\x1dEVENT_KIND_CHECKPOINT_SKIPPED\x10\t*\x9c\x01\n" +
 	"\x0ePartitionState\x12\x1f\n" +
 	"\x1bPARTITION_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12PARTITION_STATE_UP\x10\x01\x12\x18\n" +
