@@ -206,20 +206,32 @@ func (w *ckptWatcher) scan(ctx context.Context) {
 // ckptReportTimeout passes: a step some rank never reported is not
 // complete, and the next one is.
 func (w *ckptWatcher) report(ctx context.Context, step int64) {
-	ctx, stop := context.WithTimeout(ctx, ckptReportTimeout)
+	req := &phalanxv1.ReportCheckpointRequest{Node: w.a.cfg.Name, JobId: w.key.job, Attempt: w.key.attempt, Rank: w.key.rank, Step: step}
+	err := w.a.callFor(ctx, ckptReportTimeout, func(ctx context.Context) error {
+		_, err := w.a.client.ReportCheckpoint(ctx, req)
+		return err
+	})
+	if err != nil {
+		w.a.log.Warn("a checkpoint step not reported: it stays incomplete", "task", w.key, "step", step, "err", err)
+	}
+}
+
+// callFor makes call, each try bounded by rpcTimeout, retrying with
+// backoff until it succeeds, ctx ends or d has passed; it returns the last
+// error.
+func (a *Agent) callFor(ctx context.Context, d time.Duration, call func(context.Context) error) error {
+	ctx, stop := context.WithTimeout(ctx, d)
 	defer stop()
 	b := newBackoff()
 	for {
 		callCtx, cancel := context.WithTimeout(ctx, rpcTimeout)
-		_, err := w.a.client.ReportCheckpoint(callCtx, &phalanxv1.ReportCheckpointRequest{
-			Node: w.a.cfg.Name, JobId: w.key.job, Attempt: w.key.attempt, Rank: w.key.rank, Step: step})
+		err := call(callCtx)
 		cancel()
 		if err == nil {
-			return
+			return nil
 		}
-		w.a.log.Warn("reporting a checkpoint step", "task", w.key, "step", step, "err", err)
-		if sleep(ctx, w.a.cfg.Clock, b.next()) != nil {
-			return
+		if sleep(ctx, a.cfg.Clock, b.next()) != nil {
+			return err
 		}
 	}
 }

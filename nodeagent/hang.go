@@ -90,21 +90,14 @@ const jobEventTimeout = time.Minute
 // agent saw about one of its tasks (cluster.AgentJobEvents); it retries
 // for a minute, then gives up (the agent's log has it too).
 func (a *Agent) reportJobEvent(job uint64, kind cluster.EventKind, msg string) {
+	req := &phalanxv1.ReportJobEventRequest{Node: a.cfg.Name, JobId: job, Kind: string(kind), Message: msg}
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), jobEventTimeout)
-		defer cancel()
-		b := newBackoff()
-		for {
-			callCtx, stop := context.WithTimeout(ctx, rpcTimeout)
-			_, err := a.client.ReportJobEvent(callCtx, &phalanxv1.ReportJobEventRequest{Node: a.cfg.Name, JobId: job, Kind: string(kind), Message: msg})
-			stop()
-			if err == nil {
-				return
-			}
-			if sleep(ctx, a.cfg.Clock, b.next()) != nil {
-				a.log.Warn("job event not reported", "job", job, "kind", kind, "err", err)
-				return
-			}
+		err := a.callFor(context.Background(), jobEventTimeout, func(ctx context.Context) error {
+			_, err := a.client.ReportJobEvent(ctx, req)
+			return err
+		})
+		if err != nil {
+			a.log.Warn("job event not reported", "job", job, "kind", kind, "err", err)
 		}
 	}()
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -63,11 +62,6 @@ func printETTR(c *cli.Context, cfg sim.ETTRConfig, rs []sim.ETTRResult, best int
 	fmt.Fprintf(w, "job: %d GPUs (%d nodes) for %s; checkpoint cost %s; restart %s after detection; %d runs, seed %d\n",
 		cfg.Nodes*cfg.GPUsPerNode, cfg.Nodes, cfg.Duration, cfg.CheckpointCost, cfg.Kinds[0].Recover, cfg.Runs, cfg.Seed)
 	fmt.Fprintln(w, "failures (Llama 3's rates), per run:")
-	names := make([]string, 0, len(rs[best].ByKind))
-	for k := range rs[best].ByKind {
-		names = append(names, k)
-	}
-	sort.Strings(names)
 	for _, k := range cfg.Kinds {
 		fmt.Fprintf(w, "  %-9s %6.1f  (%.5f per node-day, detected in %s)\n", k.Name, rs[best].ByKind[k.Name], k.PerNodeDay, k.Detect)
 	}
