@@ -1,7 +1,11 @@
 package runtime
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -51,3 +55,80 @@ type Fencer interface {
 // node's lease ended: no controller had answered its agent for the length
 // of a lease.
 var ErrFenced = errors.New("killed when the node's lease ended (no controller answered its agent in time)")
+
+// The lease file. A runtime that fences keeps the node's lease in one
+// file, LeaseFile in its state directory: the boot it was granted in and
+// its end on the boot clock. WriteLease replaces it atomically (a new file
+// renamed over the old), so a reader sees one whole lease. It is not
+// synced: a lease is void after a reboot, and so are the tasks it fenced.
+// Whatever watches a task (a process's supervisor, a container's I/O
+// keeper) reads it every LeasePoll and kills the task once LeaseEnded says
+// so, whether the agent runs or not.
+
+// LeaseFile is the lease's file name in a runtime's state directory.
+const LeaseFile = "lease"
+
+// LeasePoll is how often a task's watcher reads the lease: the
+// controller's margin between a lease's end and its verdict on a silent
+// node (controller.LeaseMargin) must exceed it with room to spare.
+const LeasePoll = 100 * time.Millisecond
+
+// leaseVersion is the version of the lease file's format. Watchers of
+// tasks started by an earlier agent read the file a later agent writes.
+const leaseVersion = 1
+
+// leaseRecord is the lease file.
+type leaseRecord struct {
+	V     int    `json:"v"`
+	Boot  string `json:"boot"`
+	Until int64  `json:"until_ns"` // on the boot clock
+}
+
+// WriteLease records in dir's lease file that the node's lease ends at
+// deadline. Callers serialise their calls.
+func WriteLease(dir string, deadline BootTime) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("lease: %w", err)
+	}
+	b, err := json.Marshal(leaseRecord{V: leaseVersion, Boot: BootID(), Until: int64(deadline)})
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".lease-*")
+	if err != nil {
+		return fmt.Errorf("lease: %w", err)
+	}
+	_, err = tmp.Write(append(b, '\n'))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(dir, LeaseFile))
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("lease: %w", err)
+	}
+	return nil
+}
+
+// LeaseEnded reports whether the lease in the file at path has ended at
+// now, or cannot be read (why says which): a task the lease cannot be
+// proved for does not run.
+func LeaseEnded(path string, now BootTime) (ended bool, why string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return true, fmt.Sprintf("no lease (%v)", err)
+	}
+	var l leaseRecord
+	if err := json.Unmarshal(b, &l); err != nil || l.V != leaseVersion {
+		return true, fmt.Sprintf("unreadable lease %s (%v)", path, err)
+	}
+	if l.Boot != BootID() {
+		return true, "the lease is of an earlier boot"
+	}
+	if int64(now) >= l.Until {
+		return true, fmt.Sprintf("the lease ended %s ago", time.Duration(int64(now)-l.Until).Round(time.Millisecond))
+	}
+	return false, ""
+}
