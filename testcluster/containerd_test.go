@@ -8,10 +8,12 @@ package testcluster_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,4 +86,83 @@ func TestImageJobRunsInContainerd(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+func init() {
+	containerd.RunTaskIOIfAsked() // the containers' I/O keeper is this test binary
+}
+
+// containerRig runs the agents' tasks in containers on a private containerd
+// daemon, each node in a namespace of its own with its own state
+// directory, as if each had its own daemon: a restarted agent finds its
+// node's containers, and only those.
+func containerRig(t *testing.T) fenceRig {
+	d := containerdtest.Start(t) // skips only outside CI when containerd cannot run
+	const image = "phalanx.test/busybox:fence"
+	states := t.TempDir()
+	var mu sync.Mutex
+	imported := map[string]bool{}
+	return fenceRig{
+		opts: func(o *testcluster.Options) {
+			o.NewRuntime = func(node string) (runtime.Runtime, error) {
+				ns := d.Namespace + "-" + node
+				mu.Lock()
+				if !imported[ns] {
+					containerdtest.ImportBusyboxIn(t, d, ns, image)
+					imported[ns] = true
+				}
+				mu.Unlock()
+				return containerd.New(context.Background(), d.Address, ns,
+					containerd.WithHostname(node), containerd.WithStateDir(filepath.Join(states, node)))
+			}
+		},
+		image: image,
+		// busybox's date has no %N: the boot clock, in hundredths.
+		stamp: "read up _ < /proc/uptime; now=${up%.*}${up#*.}0000000",
+		now:   func() int64 { return int64(runtime.BootClock()) },
+	}
+}
+
+// TestSilentContainerNodeIsFenced is TestSilentNodeIsFencedBeforeItsJobRestarts
+// with the job in containers: their I/O keepers fence them.
+func TestSilentContainerNodeIsFenced(t *testing.T) {
+	for _, fault := range []string{"cut", "agent-gone"} {
+		t.Run(fault, func(t *testing.T) { fencedRestart(t, fault, containerRig(t)) })
+	}
+}
+
+// A container job goes on while its agent restarts: the new agent finds the
+// container through containerd, nothing the job wrote meanwhile is lost,
+// and the job completes in its first attempt.
+func TestContainerJobOutlivesItsAgent(t *testing.T) {
+	rig := containerRig(t)
+	opts := testcluster.Options{Nodes: 1, LeafSize: 1, NodeTTL: 6 * time.Second, AgentsKeepTasks: true}
+	rig.opts(&opts)
+	c := testcluster.New(t, opts)
+	dir := t.TempDir()
+	const lines = 40
+	js := spec(dir, "outlives", 1, 8, "#!/bin/sh\ni=0\nwhile [ $i -lt "+strconv.Itoa(lines)+" ]; do echo line $i; i=$((i+1)); sleep 0.1; done\n")
+	js.Image = rig.image
+	id := submit(t, c, js)
+	job := c.WaitJob(id, 30*time.Second, "RUNNING")
+	node := job.Alloc[0].Node
+	time.Sleep(time.Second)
+	c.StopAgent(node)
+	time.Sleep(1500 * time.Millisecond)
+	c.StartAgent(node)
+	job = c.WaitJob(id, 30*time.Second, "COMPLETED", "FAILED", "NODE_FAIL", "CANCELLED")
+	if job.State != "COMPLETED" || job.Attempt != 0 {
+		t.Fatalf("job %d ended %s in attempt %d (%s), want COMPLETED in attempt 0", id, job.State, job.Attempt, job.Reason)
+	}
+	out, err := os.ReadFile(filepath.Join(dir, "outlives-"+strconv.FormatUint(id, 10)+"-0.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	for i := range lines {
+		fmt.Fprintf(&want, "line %d\n", i)
+	}
+	if string(out) != want.String() {
+		t.Errorf("output = %q, want lines 0 to %d, each once", out, lines-1)
+	}
 }

@@ -55,17 +55,39 @@ func readTicks(t *testing.T, path string) []tick {
 // node comes back, nothing of the old attempt runs there.
 func TestSilentNodeIsFencedBeforeItsJobRestarts(t *testing.T) {
 	for _, fault := range []string{"cut", "agent-gone"} {
-		t.Run(fault, func(t *testing.T) { fencedRestart(t, fault) })
+		t.Run(fault, func(t *testing.T) { fencedRestart(t, fault, processRig) })
 	}
 }
 
-func fencedRestart(t *testing.T, fault string) {
+// fenceRig is how the fenced job's tasks run: as processes, or in
+// containers (containerd_test.go).
+type fenceRig struct {
+	opts  func(*testcluster.Options) // sets the agents' runtime, if not the default
+	image string                     // the job's image, if any
+	// stamp is shell code that sets $now to the time in nanoseconds on the
+	// clock that now reads.
+	stamp string
+	now   func() int64
+}
+
+var processRig = fenceRig{stamp: "now=$(date +%s%N)", now: func() int64 { return time.Now().UnixNano() }}
+
+func fencedRestart(t *testing.T, fault string, rig fenceRig) {
 	const ttl = 4 * time.Second // a lease of 3 s: a slow heartbeat under load does not fence a healthy node
-	c := testcluster.New(t, testcluster.Options{Nodes: 3, LeafSize: 3, NodeTTL: ttl, AgentsKeepTasks: true})
+	opts := testcluster.Options{Nodes: 3, LeafSize: 3, NodeTTL: ttl, AgentsKeepTasks: true}
+	if rig.opts != nil {
+		rig.opts(&opts)
+	}
+	c := testcluster.New(t, opts)
 	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	ticks := filepath.Join(dir, "ticks")
-	script := "#!/bin/sh\nwhile true; do echo \"$PHX_ATTEMPT $SLURMD_NODENAME $(date +%s%N)\" >> " + ticks + "; sleep 0.02; done\n"
-	id := submit(t, c, spec(dir, "fenced", 2, 8, script))
+	script := "#!/bin/sh\nwhile true; do " + rig.stamp + "; echo \"$PHX_ATTEMPT $SLURMD_NODENAME $now\" >> " + ticks + "; sleep 0.02; done\n"
+	js := spec(dir, "fenced", 2, 8, script)
+	js.Image = rig.image
+	id := submit(t, c, js)
 	job := c.WaitJob(id, 20*time.Second, "RUNNING")
 	cut := job.Alloc[1].Node
 	c.Eventually(10*time.Second, func() error {
@@ -76,7 +98,8 @@ func fencedRestart(t *testing.T, fault string) {
 		}
 		return fmt.Errorf("no line from %s yet", cut)
 	})
-	cutAt := time.Now()
+	cutAt := rig.now()
+	restartFrom := time.Now()
 	if fault == "cut" {
 		c.CutNode(cut)
 	} else {
@@ -90,7 +113,7 @@ func fencedRestart(t *testing.T, fault string) {
 		}
 		return nil
 	})
-	restarted := time.Since(cutAt)
+	restarted := time.Since(restartFrom)
 	j, err := c.Client.GetJob(context.Background(), &phalanxv1.GetJobRequest{JobId: id})
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +156,7 @@ func fencedRestart(t *testing.T, fault string) {
 	if lastOld == 0 || firstNew == 0 || lastOld >= firstNew {
 		t.Fatalf("attempt 0 wrote until %d, attempt 1 from %d: the attempts overlapped", lastOld, firstNew)
 	}
-	fencedAfter := time.Duration(lastCut - cutAt.UnixNano())
+	fencedAfter := time.Duration(lastCut - cutAt)
 	t.Logf("%s %s: its task's last line %s after the cut (lease %s), job RUNNING again after %s; %s between the attempts",
 		fault, cut, fencedAfter.Round(time.Millisecond), controller.NodeLease(ttl), restarted.Round(time.Millisecond),
 		time.Duration(firstNew-lastOld).Round(time.Millisecond))

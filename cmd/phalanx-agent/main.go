@@ -38,8 +38,11 @@ import (
 
 func main() {
 	// Plain-process tasks run under a supervisor: this binary again, under
-	// the name phalanx-shim (runtime/process).
+	// the name phalanx-shim (runtime/process). A container's output and
+	// fence are kept by this binary too, started by its shim
+	// (runtime/containerd).
 	process.RunShimIfAsked()
+	containerd.RunTaskIOIfAsked()
 	os.Exit(run(os.Args[1:]))
 }
 
@@ -390,7 +393,8 @@ func openRuntime(ctx context.Context, f *flags, cdiDirs []string, log *slog.Logg
 	case "process":
 		return process.New(filepath.Join(f.stateDir, "process")), func() {}, nil
 	case "containerd":
-		opts := []containerd.Option{containerd.WithLogger(log)}
+		opts := []containerd.Option{containerd.WithLogger(log), containerd.WithNode(f.name),
+			containerd.WithStateDir(filepath.Join(f.stateDir, "containerd"))}
 		if cdiDirs != nil {
 			opts = append(opts, containerd.WithCDISpecDirs(cdiDirs...))
 		}

@@ -23,17 +23,22 @@
 //
 // The image must already be in the runtime's namespace; Start tries to pull
 // a missing image and, failing, says how to import it. Output goes to the
-// Spec's host files, which the agent opens as the task's user and feeds
-// from the task's FIFOs (the two streams are separate pipes, so lines
-// written close together may interleave out of order). The shim is never
-// given a path to open as root; output written while the agent is down is
-// lost until a logger outlives it.
+// Spec's host files through the container's I/O keeper (taskio.go): this
+// executable again, started by the shim as a containerd logging binary,
+// which opens the files as the task's user and outlives the agent. The
+// shim is never given a path to open as root. The two streams are separate
+// pipes, so lines written close together may interleave out of order.
+//
+// Containers outlive the agent (runtime.Recoverer): a new run finds every
+// container of its namespace through containerd (recover.go). With a state
+// directory the runtime fences (runtime.Fencer): a container started once
+// the node holds a lease is killed by its keeper when the lease ends.
 //
 // Limits a runtime without CAP_SYS_RESOURCE could not grant are lowered to
 // the agent's own, with a warning.
 //
 // Signal reaches every process of the container (kill --all); Wait returns
-// the init process's status; Close deletes the task, the container and its
-// snapshot. A container left behind with the same ID by an earlier agent is
+// the init process's status; Close deletes the task (which ends its
+// keeper), the container and its snapshot. A container left behind with the same ID by an earlier agent is
 // deleted before a new one is created.
 package containerd

@@ -337,3 +337,8 @@ func e2eEventually(t *testing.T, d time.Duration, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+func TestMain(m *testing.M) {
+	containerd.RunTaskIOIfAsked() // the containers' I/O keeper is this test binary
+	os.Exit(m.Run())
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 
@@ -19,9 +20,9 @@ import (
 type task struct {
 	id        string
 	namespace string
+	dir       string // the runtime's state directory, or empty
 	container containerd.Container
 	task      containerd.Task
-	files     []*os.File // FIFO copy targets, closed on Close
 	stopWait  context.CancelFunc
 
 	done   chan struct{} // closed when the exit status arrived
@@ -35,34 +36,54 @@ type task struct {
 var _ runtime.Task = (*task)(nil)
 
 // startTask creates and starts container's task, subscribing to its exit
-// before it starts so that the exit cannot be missed.
-func (r *Runtime) startTask(ctx context.Context, spec runtime.Spec, c containerd.Container) (*task, error) {
-	creator, files, err := ioCreator(spec)
+// before it starts so that the exit cannot be missed. Its output goes
+// through an I/O keeper, which fences it when leased.
+func (r *Runtime) startTask(ctx context.Context, spec runtime.Spec, c containerd.Container, leased bool) (*task, error) {
+	if err := checkOutputs(spec); err != nil {
+		return nil, err
+	}
+	lease := ""
+	if leased {
+		lease = filepath.Join(r.dir, runtime.LeaseFile)
+	}
+	if r.dir != "" {
+		os.Remove(fencedPath(r.dir, spec.ID)) // an earlier task's with this ID
+	}
+	creator, err := r.taskIO(spec, lease)
 	if err != nil {
 		return nil, err
 	}
 	ct, err := c.NewTask(ctx, creator)
 	if err != nil {
-		closeFiles(files)
 		return nil, fmt.Errorf("task %q: create task: %w", spec.ID, err)
 	}
-	waitCtx, stopWait := context.WithCancel(context.WithoutCancel(ctx))
-	exitCh, err := ct.Wait(waitCtx)
+	t := r.newTask(spec.ID, c, ct)
+	exitCh, err := ct.Wait(t.waitCtx(ctx))
 	if err == nil {
 		err = ct.Start(ctx)
 	}
 	if err != nil {
-		stopWait()
+		t.stopWait()
 		ct.Delete(context.WithoutCancel(ctx), containerd.WithProcessKill)
-		closeFiles(files)
 		return nil, fmt.Errorf("task %q: start: %w", spec.ID, err)
-	}
-	t := &task{
-		id: spec.ID, namespace: r.namespace, container: c, task: ct, files: files,
-		stopWait: stopWait, done: make(chan struct{}), sent: make(map[syscall.Signal]bool),
 	}
 	go t.watch(exitCh)
 	return t, nil
+}
+
+func (r *Runtime) newTask(id string, c containerd.Container, ct containerd.Task) *task {
+	return &task{
+		id: id, namespace: r.namespace, dir: r.dir, container: c, task: ct,
+		stopWait: func() {}, done: make(chan struct{}), sent: make(map[syscall.Signal]bool),
+	}
+}
+
+// waitCtx returns the context of the task's exit subscription, which
+// Close cancels.
+func (t *task) waitCtx(ctx context.Context) context.Context {
+	waitCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	t.stopWait = stop
+	return waitCtx
 }
 
 func (t *task) watch(exitCh <-chan containerd.ExitStatus) {
@@ -77,11 +98,22 @@ func (t *task) watch(exitCh <-chan containerd.ExitStatus) {
 		t.err = fmt.Errorf("task %q: wait: %w", t.id, err)
 		return
 	}
+	t.exited(code)
+}
+
+// exited records the task's exit code: death by a signal the task was
+// sent, and a fence its keeper recorded.
+func (t *task) exited(code uint32) {
 	t.status = runtime.ExitStatus{Code: int(code)}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if sig := syscall.Signal(code - 128); code > 128 && t.sent[sig] {
 		t.status.Signal = sig
+	}
+	t.mu.Unlock()
+	if t.dir != "" {
+		if _, err := os.Stat(fencedPath(t.dir, t.id)); err == nil {
+			t.err = fmt.Errorf("task %q: %w", t.id, runtime.ErrFenced)
+		}
 	}
 }
 
@@ -95,7 +127,9 @@ func (t *task) ID() string { return t.id }
 // Wait returns the exit status of the container's first process. When it
 // has exited the shim has killed everything else the container ran.
 // An exit code of 128+n is reported as death by signal n when n was
-// delivered through Signal.
+// delivered through Signal. A task its keeper killed at the end of the
+// node's lease returns its status and an error wrapping
+// runtime.ErrFenced.
 func (t *task) Wait(ctx context.Context) (runtime.ExitStatus, error) {
 	select {
 	case <-t.done:
@@ -108,6 +142,9 @@ func (t *task) Wait(ctx context.Context) (runtime.ExitStatus, error) {
 // Signal delivers sig to every process of the container. Signalling a task
 // that has exited does nothing.
 func (t *task) SignalJob(ctx context.Context, sig syscall.Signal, batch bool) error {
+	if t.task == nil {
+		return nil // lost: nothing runs
+	}
 	ctx = t.ctx(ctx)
 	if batch {
 		if err := t.task.Kill(ctx, sig); err != nil && !errdefs.IsNotFound(err) {
@@ -135,9 +172,20 @@ func (t *task) SignalJob(ctx context.Context, sig syscall.Signal, batch bool) er
 }
 
 func (t *task) Signal(ctx context.Context, sig syscall.Signal) error {
+	if t.task == nil {
+		return nil // lost: nothing runs
+	}
 	t.mu.Lock()
+	first := !t.sent[sig]
 	t.sent[sig] = true
+	sent := formatSignals(t.sent)
 	t.mu.Unlock()
+	if first {
+		// Recorded before it is sent, for the agent's next run.
+		if _, err := t.container.SetLabels(t.ctx(ctx), map[string]string{labelSignals: sent}); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("task %q: record signal %v: %w", t.id, sig, err)
+		}
+	}
 	err := t.task.Kill(t.ctx(ctx), sig, containerd.WithKillAll)
 	if err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("task %q: signal %v: %w", t.id, sig, err)
@@ -145,20 +193,24 @@ func (t *task) Signal(ctx context.Context, sig syscall.Signal) error {
 	return nil
 }
 
-// Close deletes the task (killing it if it still runs), the container and
-// its snapshot. Deleting what is already gone is not an error.
+// Close deletes the task (killing it if it still runs, which ends its
+// keeper), the container and its snapshot, and the task's fence file. Deleting what is already gone is not an error.
 func (t *task) Close(ctx context.Context) error {
 	ctx = t.ctx(ctx)
-	_, err := t.task.Delete(ctx, containerd.WithProcessKill)
-	if err != nil && !errdefs.IsNotFound(err) {
-		return fmt.Errorf("task %q: delete task: %w", t.id, err)
+	if t.task != nil {
+		_, err := t.task.Delete(ctx, containerd.WithProcessKill)
+		if err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("task %q: delete task: %w", t.id, err)
+		}
 	}
 	t.stopWait()
-	closeFiles(t.files)
-	t.files = nil
-	err = t.container.Delete(ctx, containerd.WithSnapshotCleanup)
+	err := t.container.Delete(ctx, containerd.WithSnapshotCleanup)
 	if err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("task %q: delete container: %w", t.id, err)
+	}
+	if t.dir != "" {
+		os.Remove(fencedPath(t.dir, t.id))
+		os.Remove(filepath.Join(t.dir, t.id+".io.log"))
 	}
 	return nil
 }

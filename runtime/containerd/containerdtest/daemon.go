@@ -192,7 +192,11 @@ func (d *Daemon) stop(t testing.TB) {
 	}
 	unmountUnder(d.Dir)
 	os.RemoveAll(d.Dir)
-	os.RemoveAll(filepath.Join("/run/containerd/runc", d.Namespace)) // runc's per-namespace state
+	// runc's per-namespace state, of d.Namespace and those beginning with it.
+	states, _ := filepath.Glob(filepath.Join("/run/containerd/runc", d.Namespace+"*"))
+	for _, s := range states {
+		os.RemoveAll(s)
+	}
 }
 
 // unmountUnder detaches every mount below dir, deepest first.

@@ -4,13 +4,16 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"os"
 	goruntime "runtime"
+	"strings"
 	"testing"
 
 	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/images"
+	"github.com/containerd/containerd/namespaces"
 	digest "github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -26,12 +29,24 @@ var Applets = []string{"sh", "echo", "cat", "env", "sleep", "ls", "id", "hostnam
 // d.Namespace) and unpacks it for Snapshotter.
 func ImportBusybox(t testing.TB, d *Daemon, ref string) {
 	t.Helper()
+	ImportBusyboxIn(t, d, d.Namespace, ref)
+}
+
+// ImportBusyboxIn imports the busybox image as ImportBusybox does, into
+// namespace ns of d, which must begin with d.Namespace (so that the
+// daemon's cleanup finds it): a node of a test cluster keeps its
+// containers in a namespace of its own, as if it had its own daemon.
+func ImportBusyboxIn(t testing.TB, d *Daemon, ns, ref string) {
+	t.Helper()
+	if !strings.HasPrefix(ns, d.Namespace) {
+		t.Fatalf("namespace %q does not begin with the daemon's, %q", ns, d.Namespace)
+	}
 	archive, err := BusyboxArchive(ref)
 	if err != nil {
 		t.Fatalf("build busybox image: %v", err)
 	}
 	client := d.Client(t)
-	ctx := d.Context()
+	ctx := namespaces.WithNamespace(context.Background(), ns)
 	imgs, err := client.Import(ctx, bytes.NewReader(archive))
 	if err != nil {
 		t.Fatalf("import busybox image: %v", err)
