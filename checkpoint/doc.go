@@ -28,7 +28,8 @@
 //     with the size it lists. A step is complete when ranks 0..ranks-1 all
 //     are.
 //   - Torn: a step that is not complete. Its upload crashed, was cancelled
-//     or is still running, a rank never uploaded, or a file was lost.
+//     or is still running, a rank never uploaded, a file was lost, or a
+//     rank's copy was found corrupt when it was staged (CorruptMarker).
 //
 // # Layout
 //
@@ -41,6 +42,8 @@
 //	        rank-<R>/
 //	            ...            rank R's files of step N, as it wrote them
 //	            MANIFEST.json  written last, atomically
+//	            .phx-corrupt   CorruptMarker: staging found a file that does
+//	                           not match the manifest (why, in one line)
 //
 // Names beginning ".phx-" (the Marker among them) are phalanx's own and
 // are never copied. A task may not call a file MANIFEST.json or

@@ -8,6 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/phalanx-hpc/phalanx/internal/durable"
 )
 
 // Stage copies rank's files of step from store into dst, which it creates
@@ -15,7 +18,8 @@ import (
 // SHA-256 against the manifest. Files keep their mode. On any error (a
 // mismatch, a bad manifest, ctx ending) it removes what it wrote, and dst
 // too if it created it, and returns an error naming the step, the rank and
-// the file.
+// the file; a file whose data does not match its manifest gives one
+// wrapping ErrCorrupt.
 func Stage(ctx context.Context, store string, step int64, rank int, dst string) (Manifest, error) {
 	m, err := stage(ctx, store, step, rank, dst)
 	if err != nil {
@@ -117,11 +121,9 @@ func stageFile(ctx context.Context, from, to *os.Root, f File) error {
 	case err != nil:
 		return err
 	case n != f.Size:
-		return fmt.Errorf("the store holds %s bytes, the manifest says %d: the stored copy is damaged; restart from an earlier step",
-			sizeSeen(n, f.Size), f.Size)
+		return fmt.Errorf("the store holds %s bytes, the manifest says %d: %w", sizeSeen(n, f.Size), f.Size, ErrCorrupt)
 	case sum != f.SHA256:
-		return fmt.Errorf("SHA-256 %s, the manifest says %s: the stored copy is corrupt; restart from an earlier step",
-			sum, f.SHA256)
+		return fmt.Errorf("SHA-256 %s, the manifest says %s: %w", sum, f.SHA256, ErrCorrupt)
 	}
 	return nil
 }
@@ -132,4 +134,28 @@ func sizeSeen(n, want int64) string {
 		return fmt.Sprintf("more than %d", want)
 	}
 	return fmt.Sprint(n)
+}
+
+// ErrCorrupt is what Stage's error wraps when a stored file's data does
+// not match its manifest: the step cannot be resumed from, though it looks
+// complete. MarkCorrupt records that in the store.
+var ErrCorrupt = errors.New("the stored copy is corrupt")
+
+// CorruptMarker is the file, in a rank's directory of a step in the store,
+// that says the rank's copy was found corrupt: the step is torn from then
+// on (Complete says why), until the rank uploads that step again.
+const CorruptMarker = ".phx-corrupt"
+
+// MarkCorrupt records in store that rank's copy of step is corrupt, for
+// the reason why (one line), so that every rank's Latest passes over the
+// step from now on.
+func MarkCorrupt(store string, step int64, rank int, why string) error {
+	dir := rankDir(store, step, rank)
+	if _, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("checkpoint step %d rank %d: mark corrupt: %w", step, rank, err)
+	}
+	if err := durable.WriteFile(filepath.Join(dir, CorruptMarker), []byte(strings.TrimSpace(why)+"\n"), 0o644); err != nil {
+		return fmt.Errorf("checkpoint step %d rank %d: mark corrupt: %w", step, rank, err)
+	}
+	return nil
 }

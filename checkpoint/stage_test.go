@@ -135,3 +135,47 @@ func TestStageRefusesPathsOutOfTheRank(t *testing.T) {
 		})
 	}
 }
+
+// A rank that finds its copy corrupt marks it; from then on the step is
+// torn for every rank, and Latest falls back to the step before, until
+// the rank uploads the step again.
+func TestCorruptStepIsMarkedAndPassedOver(t *testing.T) {
+	store := t.TempDir()
+	uploadStep(t, store, 4, 2)
+	uploadStep(t, store, 5, 2)
+	corrupt(t, filepath.Join(rankDir(store, 5, 1), "w.bin"), 3)
+
+	if step, ok, _, err := Latest(store, 2, -1); err != nil || !ok || step != 5 {
+		t.Fatalf("Latest before staging = %d, %v, %v; want 5: the sizes are right", step, ok, err)
+	}
+	_, err := Stage(context.Background(), store, 5, 1, filepath.Join(t.TempDir(), "5"))
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Stage of a corrupt copy = %v, want ErrCorrupt", err)
+	}
+	if _, err := Stage(context.Background(), store, 5, 0, filepath.Join(t.TempDir(), "5")); err != nil {
+		t.Fatalf("Stage of the sound rank: %v", err)
+	}
+	if err := MarkCorrupt(store, 5, 1, "file w.bin: "+err.Error()+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	step, ok, skipped, err := Latest(store, 2, -1)
+	if err != nil || !ok || step != 4 {
+		t.Fatalf("Latest after the mark = %d, %v, %v; want 4", step, ok, err)
+	}
+	if len(skipped) != 1 || skipped[0].Step != 5 || !strings.Contains(skipped[0].Why, "rank 1: found corrupt (file w.bin") {
+		t.Errorf("skipped = %+v, want step 5, rank 1 found corrupt", skipped)
+	}
+	if err := MarkCorrupt(store, 9, 0, "no such step"); err == nil {
+		t.Error("MarkCorrupt of a step the store does not hold succeeded")
+	}
+
+	// The rank uploads step 5 again (a later attempt got there): the mark
+	// goes with the old copy.
+	local := commitStep(t, t.TempDir(), 5, map[string]entry{"model.bin": {bytesOf(100), 0o644}})
+	if _, err := Upload(context.Background(), local, store, 5, 1); err != nil {
+		t.Fatal(err)
+	}
+	if step, _, _, _ := Latest(store, 2, -1); step != 5 {
+		t.Errorf("Latest after a new upload of step 5 = %d, want 5", step)
+	}
+}

@@ -67,6 +67,9 @@ func checkRank(store string, step int64, rank int) error {
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return errors.New("not uploaded")
 	}
+	if b, err := os.ReadFile(filepath.Join(dir, CorruptMarker)); err == nil {
+		return fmt.Errorf("found corrupt (%s)", strings.TrimSpace(string(b)))
+	}
 	m, err := readManifest(dir, step, rank)
 	if errors.Is(err, fs.ErrNotExist) {
 		return errors.New("no " + ManifestFile + ": its upload did not finish")

@@ -17,7 +17,14 @@ import (
 //     reported LOST by its agent);
 //   - RestartExit: a task exited non-zero (the user's failure);
 //   - RestartHang: a task's agent found it making no progress for the
-//     job's hang timeout and stopped it (hang.go).
+//     job's hang timeout and stopped it (hang.go);
+//   - RestartCheckpoint: a rank found its copy of the checkpoint step the
+//     attempt was to resume from corrupt, and marked it so in the store.
+//     Its other ranks may have started from that step already, so the
+//     whole attempt ends and the next resumes from an earlier step, which
+//     every rank then agrees on. It restarts whatever the policy's causes,
+//     within MaxRestarts: the attempt only exists because an earlier one
+//     was restarted, and each such restart passes over one more step.
 //
 // A node the controller declares lost while it is silent (NodeLost) is at
 // fault too (RestartNode) when it fences: its tasks stopped when its lease
@@ -36,16 +43,19 @@ type RestartCause uint8
 
 // Restart causes.
 const (
-	RestartNone RestartCause = iota // not a restartable failure
-	RestartNode                     // the node was at fault, by its agent's word
-	RestartExit                     // a task exited non-zero
-	RestartHang                     // a task made no progress for the job's hang timeout
+	RestartNone       RestartCause = iota // not a restartable failure
+	RestartNode                           // the node was at fault, by its agent's word
+	RestartExit                           // a task exited non-zero
+	RestartHang                           // a task made no progress for the job's hang timeout
+	RestartCheckpoint                     // the step to resume from was corrupt
 )
 
-// AllRestartCauses lists the causes, in the order their names are printed.
+// AllRestartCauses lists the causes a policy names (--restart-on), in the
+// order their names are printed. RestartCheckpoint is not among them: it
+// restarts whatever the policy names.
 var AllRestartCauses = []RestartCause{RestartNode, RestartExit, RestartHang}
 
-var restartCauseNames = map[RestartCause]string{RestartNode: "node", RestartExit: "exit", RestartHang: "hang"}
+var restartCauseNames = map[RestartCause]string{RestartNode: "node", RestartExit: "exit", RestartHang: "hang", RestartCheckpoint: "checkpoint"}
 
 func (c RestartCause) String() string {
 	if n, ok := restartCauseNames[c]; ok {
@@ -150,7 +160,7 @@ func restartIfFailed(j *Job) {
 		return
 	}
 	last := j.Attempts[len(j.Attempts)-1]
-	if last.Attempt != j.Attempt || !last.Released() || last.Unfenced || !j.Restart.On.Has(last.Cause) {
+	if last.Attempt != j.Attempt || !last.Released() || last.Unfenced || (!j.Restart.On.Has(last.Cause) && last.Cause != RestartCheckpoint) {
 		return
 	}
 	if j.Attempt >= j.Restart.MaxRestarts {

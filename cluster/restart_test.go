@@ -209,3 +209,34 @@ func TestHangRestarts(t *testing.T) {
 		t.Errorf("parse hang,node: %v, %v", on, err)
 	}
 }
+
+// A rank that finds the step to resume from corrupt fails its launch; the
+// whole attempt ends and the job restarts whatever causes its policy
+// names (here none but node), blaming no node, within MaxRestarts. A
+// plain launch failure does not restart.
+func TestCorruptCheckpointRestarts(t *testing.T) {
+	j := placedJob(t)
+	j.Restart = RestartPolicy{MaxRestarts: 2, On: DefaultRestartOn}
+	ApplyTaskReport(j, attemptReport(j, 0, TaskRunning, 0, 1))
+	corrupt := withMessage(attemptReport(j, 1, TaskFailed, 0, 2), "checkpoint step 40 rank 1: corrupt")
+	corrupt.CheckpointCorrupt = true
+	ApplyTaskReport(j, corrupt)
+	ApplyTaskReport(j, attemptReport(j, 0, TaskKilled, 0, 3))
+	if j.State != JobPending || j.Attempt != 1 {
+		t.Fatalf("after a corrupt checkpoint: %s attempt %d (%s); want PENDING in attempt 1", j.State, j.Attempt, j.Reason)
+	}
+	if a := j.Attempts[0]; a.Cause != RestartCheckpoint || a.FaultNode != "" {
+		t.Errorf("attempt 0 recorded as cause %s, fault node %q; want checkpoint, none", a.Cause, a.FaultNode)
+	}
+	if got := j.Avoid(); len(got) != 0 {
+		t.Errorf("the next attempt avoids %v: no node was at fault", got)
+	}
+
+	replace(t, j, 4)
+	ApplyTaskReport(j, attemptReport(j, 0, TaskRunning, 0, 5))
+	ApplyTaskReport(j, withMessage(attemptReport(j, 1, TaskFailed, 0, 6), "prestart-workdir on n2: no such directory"))
+	ApplyTaskReport(j, attemptReport(j, 0, TaskKilled, 0, 7))
+	if j.State != JobFailed || j.Attempt != 1 {
+		t.Fatalf("after a plain launch failure: %s attempt %d; want FAILED in attempt 1", j.State, j.Attempt)
+	}
+}

@@ -30,6 +30,10 @@ type TaskReport struct {
 	ExitSignal int
 	Message    string
 	Time       time.Time
+	// CheckpointCorrupt, with TaskFailed: the launch failed because the
+	// rank's copy of the checkpoint step to resume from is corrupt
+	// (RestartCheckpoint).
+	CheckpointCorrupt bool
 }
 
 // ApplyTaskReport applies an agent's report to the job and derives the job's
@@ -68,6 +72,9 @@ func ApplyTaskReport(j *Job, r TaskReport) (changed bool) {
 		endTask(t, r)
 		if !j.State.Terminal() {
 			jobAfterTaskEnd(j, t)
+			if r.State == TaskFailed && r.CheckpointCorrupt {
+				blame(j, RestartCheckpoint, "")
+			}
 		}
 		releaseIfEnded(j)
 		requeueIfStopped(j)

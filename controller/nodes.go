@@ -220,6 +220,8 @@ func (n *nodeService) ReportTaskStatus(ctx context.Context, req *phalanxv1.Repor
 		ExitSignal: int(req.ExitSignal),
 		Message:    cutReason(req.Message), // it may become the job's reason
 		Time:       t,
+
+		CheckpointCorrupt: req.CheckpointCorrupt && cluster.TaskState(req.State) == cluster.TaskFailed,
 	}
 	if !validTaskReportState(r.State) {
 		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "task state %q", req.State))

@@ -2,6 +2,7 @@ package nodeagent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -103,7 +104,10 @@ func (a *Agent) prepareCheckpoint(key taskKey, job jobInfo) (env map[string]stri
 		ctx, cancel := context.WithTimeout(context.Background(), ckptFinalTimeout)
 		defer cancel()
 		if _, err := checkpoint.Stage(ctx, job.ckpt.dir, step, int(key.rank), d.resume); err != nil {
-			return err
+			if !errors.Is(err, checkpoint.ErrCorrupt) {
+				return err
+			}
+			return a.corruptStep(key, job, step, err)
 		}
 		env["PHX_RESUME_FROM"], env["PHX_RESUME_STEP"] = d.resume, strconv.FormatInt(step, 10)
 		a.log.Info("checkpoint staged in", "job", key.job, "rank", key.rank, "step", step)
@@ -114,6 +118,26 @@ func (a *Agent) prepareCheckpoint(key taskKey, job jobInfo) (env map[string]stri
 		return nil, err
 	}
 	return env, nil
+}
+
+// errCheckpointCorrupt is what a launch failure wraps when the rank's copy
+// of the step to resume from is corrupt and marked so: the controller then
+// restarts the job (cluster.RestartCheckpoint), and every rank of the next
+// attempt passes over the step.
+var errCheckpointCorrupt = errors.New("restarting from an earlier step")
+
+// corruptStep marks the rank's copy of step corrupt in the job's store, as
+// the job's user (the caller runs as it), reports the skip as an event of
+// the job, and returns the launch's error. A mark that cannot be written
+// fails the launch like any other error: without it the next attempt
+// would find the same step.
+func (a *Agent) corruptStep(key taskKey, job jobInfo, step int64, staged error) error {
+	if err := checkpoint.MarkCorrupt(job.ckpt.dir, step, int(key.rank), staged.Error()); err != nil {
+		return fmt.Errorf("%w; and marking it corrupt in the store failed: %v", staged, err)
+	}
+	a.log.Warn("checkpoint step corrupt; marked, the job restarts from an earlier step", "job", key.job, "step", step, "err", staged)
+	a.reportJobEvent(key.job, cluster.EventCheckpointSkipped, fmt.Sprintf("rank %d: step %d skipped: %v", key.rank, step, staged))
+	return fmt.Errorf("%w: %w", staged, errCheckpointCorrupt)
 }
 
 // checkCkptRoot makes the root of the tasks' checkpoint directories

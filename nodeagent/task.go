@@ -68,6 +68,9 @@ type outcome struct {
 	status   runtime.ExitStatus
 	msg      string
 	detached bool // not ended: let go of, still running (stopRequest.detach)
+	// ckptCorrupt: with TaskFailed, the launch failed on a corrupt copy of
+	// the checkpoint step to resume from (errCheckpointCorrupt).
+	ckptCorrupt bool
 }
 
 // runTask prepares, starts and supervises one task, then reports its end.
@@ -78,7 +81,7 @@ func (a *Agent) runTask(t *task, as assignment) {
 	spec, cleanup, err := a.prepare(t.key, as)
 	if err != nil {
 		log.Warn("task cannot be launched", "err", err)
-		a.end(t, outcome{state: cluster.TaskFailed, msg: err.Error()})
+		a.end(t, outcome{state: cluster.TaskFailed, msg: err.Error(), ckptCorrupt: errors.Is(err, errCheckpointCorrupt)})
 		return
 	}
 	a.mu.Lock()
@@ -308,6 +311,7 @@ func (a *Agent) gateUnlessStopped(t *task, as assignment, spec runtime.Spec) *ga
 func (a *Agent) end(t *task, out outcome) {
 	req := a.taskReport(t.key, out.state, oneLine(out.msg))
 	req.ExitCode, req.ExitSignal = int32(out.status.Code), int32(out.status.Signal)
+	req.CheckpointCorrupt = out.ckptCorrupt
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.tasks, t.key)

@@ -24,8 +24,14 @@ import (
 // staged in with its own files of step 2, the newest complete step, and
 // step 1 was pruned (the store keeps 2 steps). The test logs the time from
 // the fault to the job's first attempt ending, and to the second running.
+//
+// In "xid-corrupt", step 3 is not torn but corrupt: rank 1's file has its
+// size and a wrong byte, which only staging finds. Attempt 1 starts from
+// step 3; rank 1's agent finds the corruption, marks it in the store and
+// fails its launch; the attempt ends (cause checkpoint) and attempt 2
+// resumes every rank from step 2.
 func TestRestartResumesFromLatestCompleteCheckpoint(t *testing.T) {
-	for _, fault := range []string{"cut", "xid", "link"} {
+	for _, fault := range []string{"cut", "xid", "link", "xid-corrupt"} {
 		t.Run(fault, func(t *testing.T) { resumeAfter(t, fault) })
 	}
 }
@@ -67,14 +73,25 @@ exec sleep 600
 		}
 		return nil
 	})
-	if err := os.Remove(filepath.Join(store, "step-3", "rank-1", checkpoint.ManifestFile)); err != nil {
+	damaged, resumedIn := filepath.Join(store, "step-3", "rank-1", checkpoint.ManifestFile), int32(1)
+	if fault == "xid-corrupt" {
+		damaged, resumedIn = filepath.Join(store, "step-3", "rank-1", "model", "state"), 2
+		b, err := os.ReadFile(damaged)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[0] ^= 0x20 // same size: only the checksum tells
+		if err := os.WriteFile(damaged, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := os.Remove(damaged); err != nil {
 		t.Fatal(err)
 	}
 	faultAt := time.Now()
 	switch fault {
 	case "cut":
 		c.CutNode(job.Alloc[1].Node)
-	case "xid":
+	case "xid", "xid-corrupt":
 		c.InjectGPUFault(job.Alloc[1].Node, fakegpu.Fault{Kind: fakegpu.XID, GPU: 2, XID: 48})
 	case "link":
 		c.SetLink(job.Alloc[1].Node, "mlx5_1", false)
@@ -101,11 +118,16 @@ exec sleep 600
 	}
 	c.Eventually(10*time.Second, func() error {
 		j, err := c.Client.GetJob(context.Background(), &phalanxv1.GetJobRequest{JobId: id})
-		if err != nil || j.Attempt != 1 || j.State != "RUNNING" {
-			return fmt.Errorf("job %d: %s attempt %d, %v; want RUNNING in attempt 1", id, j.GetState(), j.GetAttempt(), err)
+		if err != nil || j.Attempt != resumedIn || j.State != "RUNNING" {
+			return fmt.Errorf("job %d: %s attempt %d, %v; want RUNNING in attempt %d", id, j.GetState(), j.GetAttempt(), err, resumedIn)
 		}
 		if a := j.Attempts[0]; a.Cause != "node" || a.FaultNode != job.Alloc[1].Node {
 			return fmt.Errorf("attempt 0: %v; want cause node on %s", a, job.Alloc[1].Node)
+		}
+		if resumedIn == 2 {
+			if a := j.Attempts[1]; a.Cause != "checkpoint" || a.FaultNode != "" {
+				return fmt.Errorf("attempt 1: %v; want cause checkpoint, no node at fault", a)
+			}
 		}
 		return nil
 	})
@@ -118,6 +140,9 @@ exec sleep 600
 			if e.Kind == "checkpoint-skipped" && !strings.Contains(e.Message, "step 3 skipped") {
 				return fmt.Errorf("skip event %q", e.Message)
 			}
+			if e.Kind == "checkpoint-skipped" && fault == "xid-corrupt" && !strings.Contains(e.Message, "corrupt") {
+				return fmt.Errorf("skip event %q does not say the step was corrupt", e.Message)
+			}
 			kinds = append(kinds, e.Kind)
 		}
 		if err != nil || !slices.Contains(kinds, "checkpoint") || !slices.Contains(kinds, "checkpoint-skipped") {
@@ -125,8 +150,8 @@ exec sleep 600
 		}
 		return nil
 	})
-	t.Logf("%s on %s: attempt 0 ended %s after the fault; attempt 1 running from step 2 %s after it",
-		fault, job.Alloc[1].Node, detected.Round(time.Millisecond), time.Since(faultAt).Round(time.Millisecond))
+	t.Logf("%s on %s: attempt 0 ended %s after the fault; attempt %d running from step 2 %s after it",
+		fault, job.Alloc[1].Node, detected.Round(time.Millisecond), resumedIn, time.Since(faultAt).Round(time.Millisecond))
 	if _, err := c.Client.CancelJob(context.Background(), &phalanxv1.CancelJobRequest{JobIds: []uint64{id}}); err != nil {
 		t.Fatal(err)
 	}

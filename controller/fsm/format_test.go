@@ -47,6 +47,8 @@ var commandFixtures = map[string]Command{
 	"02-place-jobs": PlaceJobs{Placements: []store.Placement{{Job: 7, Alloc: twoNodes(), MasterPort: 29500, Time: t0.Add(time.Minute)}}},
 	"03-report-task": ReportTask{Report: cluster.TaskReport{JobID: 7, Attempt: 2, Rank: 1, Node: "gpu002", State: cluster.TaskExited,
 		ExitCode: 1, ExitSignal: 9, Message: "exit status 1", Time: t0.Add(time.Hour)}},
+	"03b-report-task-checkpoint-corrupt": ReportTask{Report: cluster.TaskReport{JobID: 7, Attempt: 3, Rank: 2, Node: "gpu003",
+		State: cluster.TaskFailed, Message: "checkpoint step 1200 rank 2: file w.bin: corrupt", Time: t0.Add(time.Hour), CheckpointCorrupt: true}},
 	"04-cancel-jobs": CancelJobs{IDs: []cluster.JobID{7, 8}, Time: t0.Add(2 * time.Hour), Reason: "Cancelled by user"},
 	"04b-cancel-jobs-request": CancelJobs{IDs: []cluster.JobID{9}, Time: t0.Add(2 * time.Hour), Reason: "Cancelled by user",
 		RequestID: []byte("5e1f00ff")},

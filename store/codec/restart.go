@@ -8,9 +8,10 @@ import (
 // restartCauses maps restart causes to their persisted form; a cause not
 // in it is persisted as none (and none decodes as RestartNone).
 var restartCauses = map[cluster.RestartCause]statev1.RestartCause{
-	cluster.RestartNode: statev1.RestartCause_RESTART_CAUSE_NODE,
-	cluster.RestartExit: statev1.RestartCause_RESTART_CAUSE_EXIT,
-	cluster.RestartHang: statev1.RestartCause_RESTART_CAUSE_HANG,
+	cluster.RestartNode:       statev1.RestartCause_RESTART_CAUSE_NODE,
+	cluster.RestartExit:       statev1.RestartCause_RESTART_CAUSE_EXIT,
+	cluster.RestartHang:       statev1.RestartCause_RESTART_CAUSE_HANG,
+	cluster.RestartCheckpoint: statev1.RestartCause_RESTART_CAUSE_CHECKPOINT,
 }
 
 func restartCause(c cluster.RestartCause) statev1.RestartCause { return restartCauses[c] }

@@ -4348,18 +4348,22 @@ func (x *Assignments) GetResumed() *timestamppb.Timestamp {
 }
 
 type ReportTaskStatusRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
-	JobId         uint64                 `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Attempt       int32                  `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	Rank          int32                  `protobuf:"varint,4,opt,name=rank,proto3" json:"rank,omitempty"`
-	State         string                 `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"` // RUNNING, EXITED, KILLED, TIMEOUT, FAILED
-	ExitCode      int32                  `protobuf:"varint,6,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
-	ExitSignal    int32                  `protobuf:"varint,7,opt,name=exit_signal,json=exitSignal,proto3" json:"exit_signal,omitempty"`
-	Message       string                 `protobuf:"bytes,8,opt,name=message,proto3" json:"message,omitempty"`
-	Time          *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=time,proto3" json:"time,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Node       string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	JobId      uint64                 `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Attempt    int32                  `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Rank       int32                  `protobuf:"varint,4,opt,name=rank,proto3" json:"rank,omitempty"`
+	State      string                 `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"` // RUNNING, EXITED, KILLED, TIMEOUT, FAILED
+	ExitCode   int32                  `protobuf:"varint,6,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	ExitSignal int32                  `protobuf:"varint,7,opt,name=exit_signal,json=exitSignal,proto3" json:"exit_signal,omitempty"`
+	Message    string                 `protobuf:"bytes,8,opt,name=message,proto3" json:"message,omitempty"`
+	Time       *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=time,proto3" json:"time,omitempty"`
+	// checkpoint_corrupt: with FAILED, the launch failed because this rank's
+	// copy of the checkpoint step to resume from is corrupt; the agent has
+	// marked it in the store, and the job restarts from an earlier step.
+	CheckpointCorrupt bool `protobuf:"varint,10,opt,name=checkpoint_corrupt,json=checkpointCorrupt,proto3" json:"checkpoint_corrupt,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ReportTaskStatusRequest) Reset() {
@@ -4453,6 +4457,13 @@ func (x *ReportTaskStatusRequest) GetTime() *timestamppb.Timestamp {
 		return x.Time
 	}
 	return nil
+}
+
+func (x *ReportTaskStatusRequest) GetCheckpointCorrupt() bool {
+	if x != nil {
+		return x.CheckpointCorrupt
+	}
+	return false
 }
 
 type ReportTaskStatusResponse struct {
@@ -5087,7 +5098,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x0ftimeout_seconds\x18\x02 \x01(\x03R\x0etimeoutSeconds\"}\n" +
 	"\vAssignments\x128\n" +
 	"\vassignments\x18\x01 \x03(\v2\x16.phalanx.v1.AssignmentR\vassignments\x124\n" +
-	"\aresumed\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aresumed\"\x90\x02\n" +
+	"\aresumed\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aresumed\"\xbf\x02\n" +
 	"\x17ReportTaskStatusRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12\x18\n" +
@@ -5098,7 +5109,9 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\vexit_signal\x18\a \x01(\x05R\n" +
 	"exitSignal\x12\x18\n" +
 	"\amessage\x18\b \x01(\tR\amessage\x12.\n" +
-	"\x04time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\x1a\n" +
+	"\x04time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12-\n" +
+	"\x12checkpoint_corrupt\x18\n" +
+	" \x01(\bR\x11checkpointCorrupt\"\x1a\n" +
 	"\x18ReportTaskStatusResponse\"\x86\x01\n" +
 	"\x17ReportCheckpointRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x15\n" +

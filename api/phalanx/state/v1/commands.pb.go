@@ -699,18 +699,21 @@ func (x *PlaceJobs) GetPlacements() []*Placement {
 }
 
 type ReportTask struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Attempt       int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	Rank          int32                  `protobuf:"varint,3,opt,name=rank,proto3" json:"rank,omitempty"`
-	Node          string                 `protobuf:"bytes,4,opt,name=node,proto3" json:"node,omitempty"`
-	State         TaskState              `protobuf:"varint,5,opt,name=state,proto3,enum=phalanx.state.v1.TaskState" json:"state,omitempty"`
-	ExitCode      int32                  `protobuf:"varint,6,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
-	ExitSignal    int32                  `protobuf:"varint,7,opt,name=exit_signal,json=exitSignal,proto3" json:"exit_signal,omitempty"`
-	Message       string                 `protobuf:"bytes,8,opt,name=message,proto3" json:"message,omitempty"`
-	Time          int64                  `protobuf:"varint,9,opt,name=time,proto3" json:"time,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	JobId      uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Attempt    int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Rank       int32                  `protobuf:"varint,3,opt,name=rank,proto3" json:"rank,omitempty"`
+	Node       string                 `protobuf:"bytes,4,opt,name=node,proto3" json:"node,omitempty"`
+	State      TaskState              `protobuf:"varint,5,opt,name=state,proto3,enum=phalanx.state.v1.TaskState" json:"state,omitempty"`
+	ExitCode   int32                  `protobuf:"varint,6,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	ExitSignal int32                  `protobuf:"varint,7,opt,name=exit_signal,json=exitSignal,proto3" json:"exit_signal,omitempty"`
+	Message    string                 `protobuf:"bytes,8,opt,name=message,proto3" json:"message,omitempty"`
+	Time       int64                  `protobuf:"varint,9,opt,name=time,proto3" json:"time,omitempty"`
+	// checkpoint_corrupt: a FAILED task failed its launch because its copy of
+	// the checkpoint step to resume from was corrupt (and is now marked so).
+	CheckpointCorrupt bool `protobuf:"varint,10,opt,name=checkpoint_corrupt,json=checkpointCorrupt,proto3" json:"checkpoint_corrupt,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ReportTask) Reset() {
@@ -804,6 +807,13 @@ func (x *ReportTask) GetTime() int64 {
 		return x.Time
 	}
 	return 0
+}
+
+func (x *ReportTask) GetCheckpointCorrupt() bool {
+	if x != nil {
+		return x.CheckpointCorrupt
+	}
+	return false
 }
 
 type CancelJobs struct {
@@ -1464,7 +1474,7 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\tPlaceJobs\x12;\n" +
 	"\n" +
 	"placements\x18\x01 \x03(\v2\x1b.phalanx.state.v1.PlacementR\n" +
-	"placements\"\x84\x02\n" +
+	"placements\"\xb3\x02\n" +
 	"\n" +
 	"ReportTask\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x18\n" +
@@ -1476,7 +1486,9 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\vexit_signal\x18\a \x01(\x05R\n" +
 	"exitSignal\x12\x18\n" +
 	"\amessage\x18\b \x01(\tR\amessage\x12\x12\n" +
-	"\x04time\x18\t \x01(\x03R\x04time\"p\n" +
+	"\x04time\x18\t \x01(\x03R\x04time\x12-\n" +
+	"\x12checkpoint_corrupt\x18\n" +
+	" \x01(\bR\x11checkpointCorrupt\"p\n" +
 	"\n" +
 	"CancelJobs\x12\x17\n" +
 	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\x12\x12\n" +

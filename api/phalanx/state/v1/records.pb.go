@@ -362,6 +362,7 @@ const (
 	RestartCause_RESTART_CAUSE_NODE        RestartCause = 1 // its node's agent found the node at fault
 	RestartCause_RESTART_CAUSE_EXIT        RestartCause = 2 // a task exited non-zero
 	RestartCause_RESTART_CAUSE_HANG        RestartCause = 3 // a task made no progress for the job's hang timeout
+	RestartCause_RESTART_CAUSE_CHECKPOINT  RestartCause = 4 // a rank found its copy of the step to resume from corrupt
 )
 
 // Enum value maps for RestartCause.
@@ -371,12 +372,14 @@ var (
 		1: "RESTART_CAUSE_NODE",
 		2: "RESTART_CAUSE_EXIT",
 		3: "RESTART_CAUSE_HANG",
+		4: "RESTART_CAUSE_CHECKPOINT",
 	}
 	RestartCause_value = map[string]int32{
 		"RESTART_CAUSE_UNSPECIFIED": 0,
 		"RESTART_CAUSE_NODE":        1,
 		"RESTART_CAUSE_EXIT":        2,
 		"RESTART_CAUSE_HANG":        3,
+		"RESTART_CAUSE_CHECKPOINT":  4,
 	}
 )
 
@@ -2331,12 +2334,13 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x12PARTITION_STATE_UP\x10\x01\x12\x18\n" +
 	"\x14PARTITION_STATE_DOWN\x10\x02\x12\x19\n" +
 	"\x15PARTITION_STATE_DRAIN\x10\x03\x12\x1c\n" +
-	"\x18PARTITION_STATE_INACTIVE\x10\x04*u\n" +
+	"\x18PARTITION_STATE_INACTIVE\x10\x04*\x93\x01\n" +
 	"\fRestartCause\x12\x1d\n" +
 	"\x19RESTART_CAUSE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12RESTART_CAUSE_NODE\x10\x01\x12\x16\n" +
 	"\x12RESTART_CAUSE_EXIT\x10\x02\x12\x16\n" +
-	"\x12RESTART_CAUSE_HANG\x10\x03B=Z;github.com/phalanx-hpc/phalanx/api/phalanx/state/v1;statev1b\x06proto3"
+	"\x12RESTART_CAUSE_HANG\x10\x03\x12\x1c\n" +
+	"\x18RESTART_CAUSE_CHECKPOINT\x10\x04B=Z;github.com/phalanx-hpc/phalanx/api/phalanx/state/v1;statev1b\x06proto3"
 
 var (
 	file_phalanx_state_v1_records_proto_rawDescOnce sync.Once
