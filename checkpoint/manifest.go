@@ -54,6 +54,11 @@ type Manifest struct {
 	Version int   `json:"version"`
 	Step    int64 `json:"step"`
 	Rank    int   `json:"rank"`
+	// Attempt is the job's attempt that wrote the step (WithAttempt); 0
+	// in manifests written before attempts were recorded. A step whose
+	// ranks name different attempts is torn: a later attempt rewrote some
+	// of its ranks and not yet the others.
+	Attempt int `json:"attempt,omitempty"`
 	// Files is sorted by Path.
 	Files   []File    `json:"files"`
 	Created time.Time `json:"created"`
@@ -75,8 +80,8 @@ func (m Manifest) validate() error {
 	switch {
 	case m.Version != ManifestVersion:
 		return fmt.Errorf("manifest version %d, this phalanx reads version %d", m.Version, ManifestVersion)
-	case m.Step < 0 || m.Rank < 0:
-		return fmt.Errorf("manifest for step %d rank %d: neither may be negative", m.Step, m.Rank)
+	case m.Step < 0 || m.Rank < 0 || m.Attempt < 0:
+		return fmt.Errorf("manifest for step %d rank %d attempt %d: none may be negative", m.Step, m.Rank, m.Attempt)
 	}
 	files := make(map[string]bool, len(m.Files))
 	for i, f := range m.Files {

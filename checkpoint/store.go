@@ -53,30 +53,50 @@ func Complete(store string, step int64, ranks int) (ok bool, why string) {
 	if ranks < 1 {
 		return false, fmt.Sprintf("%d ranks: a job has at least one", ranks)
 	}
+	attempt := 0
 	for r := range ranks {
-		if err := checkRank(store, step, r); err != nil {
+		m, err := checkRank(store, step, r)
+		if err != nil {
 			return false, fmt.Sprintf("rank %d: %v", r, err)
 		}
+		if r > 0 && m.Attempt != attempt {
+			return false, fmt.Sprintf("rank %d was written by attempt %d, rank 0 by attempt %d: a later attempt has rewritten only some ranks", r, m.Attempt, attempt)
+		}
+		attempt = m.Attempt
 	}
 	return true, ""
 }
 
-// checkRank returns why rank's copy of step is not complete, or nil.
-func checkRank(store string, step int64, rank int) error {
+// checkRank returns rank's manifest of step, or why its copy is not
+// complete.
+func checkRank(store string, step int64, rank int) (Manifest, error) {
+	m, err := rankManifest(store, step, rank)
+	if err != nil {
+		return Manifest{}, err
+	}
+	return m, checkFiles(rankDir(store, step, rank), m)
+}
+
+// rankManifest reads rank's manifest of step, or says why there is no
+// usable one.
+func rankManifest(store string, step int64, rank int) (Manifest, error) {
 	dir := rankDir(store, step, rank)
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		return errors.New("not uploaded")
+		return Manifest{}, errors.New("not uploaded")
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, CorruptMarker)); err == nil {
-		return fmt.Errorf("found corrupt (%s)", strings.TrimSpace(string(b)))
+		return Manifest{}, fmt.Errorf("found corrupt (%s)", strings.TrimSpace(string(b)))
 	}
 	m, err := readManifest(dir, step, rank)
 	if errors.Is(err, fs.ErrNotExist) {
-		return errors.New("no " + ManifestFile + ": its upload did not finish")
+		return Manifest{}, errors.New("no " + ManifestFile + ": its upload did not finish")
 	}
-	if err != nil {
-		return err
-	}
+	return m, err
+}
+
+// checkFiles says which file the manifest lists is missing from dir, or
+// is not of the listed size.
+func checkFiles(dir string, m Manifest) error {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return err

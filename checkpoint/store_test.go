@@ -1,11 +1,13 @@
 package checkpoint
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -180,5 +182,38 @@ func TestPrune(t *testing.T) {
 	}
 	if _, err := Prune(store, 0, 1); err == nil {
 		t.Error("Prune for 0 ranks: no error")
+	}
+}
+
+// A step whose ranks were written by different attempts is torn: a later
+// attempt has rewritten some of its ranks and not yet the others. Uploaded
+// tells a rank's copy of this attempt from one of another.
+func TestStepOfMixedAttemptsIsTorn(t *testing.T) {
+	store := t.TempDir()
+	upload := func(step int64, rank, attempt int) {
+		t.Helper()
+		local := commitStep(t, t.TempDir(), step, map[string]entry{"w.bin": {"attempt " + strconv.Itoa(attempt), 0o644}})
+		if _, err := Upload(context.Background(), local, store, step, rank, WithAttempt(attempt)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	upload(6, 0, 0)
+	upload(6, 1, 0)
+	upload(7, 0, 0)
+	upload(7, 1, 0)
+	upload(7, 0, 1) // attempt 1 reached step 7 again; rank 1 has not copied it yet
+	ok, why := Complete(store, 7, 2)
+	if ok || !strings.Contains(why, "rank 1 was written by attempt 0, rank 0 by attempt 1") {
+		t.Fatalf("Complete of a step of two attempts = %v, %q", ok, why)
+	}
+	if step, _, _, _ := Latest(store, 2, -1); step != 6 {
+		t.Errorf("Latest = %d, want 6", step)
+	}
+	if !Uploaded(store, 7, 0, 1) || Uploaded(store, 7, 1, 1) || !Uploaded(store, 7, 1, 0) || Uploaded(store, 8, 0, 1) {
+		t.Error("Uploaded does not tell the attempts' copies apart")
+	}
+	upload(7, 1, 1)
+	if ok, why := Complete(store, 7, 2); !ok {
+		t.Errorf("Complete once every rank is of attempt 1 = false, %q", why)
 	}
 }

@@ -10,7 +10,8 @@ import (
 type Option func(*options)
 
 type options struct {
-	rate  int64 // bytes a second; <= 0: unlimited
+	attempt int   // the job's attempt, recorded in the manifest
+	rate    int64 // bytes a second; <= 0: unlimited
 	now   func() time.Time
 	sleep func(context.Context, time.Duration) error
 }
@@ -28,6 +29,12 @@ func newOptions(opts []Option) options {
 // share nothing.
 func WithRate(bytesPerSecond int64) Option {
 	return func(o *options) { o.rate = bytesPerSecond }
+}
+
+// WithAttempt records in the manifest that attempt (of the job) wrote the
+// step (default 0).
+func WithAttempt(attempt int) Option {
+	return func(o *options) { o.attempt = attempt }
 }
 
 // withClock replaces the wall clock and the sleep of the throttle (tests).

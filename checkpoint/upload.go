@@ -35,8 +35,8 @@ func Upload(ctx context.Context, local, store string, step int64, rank int, opts
 }
 
 func upload(ctx context.Context, local, store string, step int64, rank int, o options) (Manifest, error) {
-	if step < 0 || rank < 0 {
-		return Manifest{}, errors.New("neither the step nor the rank may be negative")
+	if step < 0 || rank < 0 || o.attempt < 0 {
+		return Manifest{}, errors.New("neither the step, the rank nor the attempt may be negative")
 	}
 	from, err := openStep(filepath.Join(local, strconv.FormatInt(step, 10)))
 	if err != nil {
@@ -54,7 +54,7 @@ func upload(ctx context.Context, local, store string, step int64, rank int, o op
 	if err := removeRank(dir); err != nil {
 		return Manifest{}, fmt.Errorf("removing the earlier upload: %w", err)
 	}
-	m := Manifest{Version: ManifestVersion, Step: step, Rank: rank}
+	m := Manifest{Version: ManifestVersion, Step: step, Rank: rank, Attempt: o.attempt}
 	m.Files, err = copyRank(ctx, from, dir, paths, newThrottle(o))
 	if err == nil {
 		m.Created = o.now().UTC()
@@ -196,4 +196,12 @@ func copyFile(ctx context.Context, from, to *os.Root, p string, t *throttle) (Fi
 		err = cerr
 	}
 	return File{Path: p, Size: n, SHA256: sum, Mode: mode}, err
+}
+
+// Uploaded reports whether rank's copy of step is in store, whole, and was
+// written by attempt: an agent that takes over a running task after a
+// restart need not copy it again.
+func Uploaded(store string, step int64, rank, attempt int) bool {
+	m, err := checkRank(store, step, rank)
+	return err == nil && m.Attempt == attempt
 }

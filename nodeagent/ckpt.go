@@ -208,9 +208,18 @@ func (w *ckptWatcher) scan(ctx context.Context) {
 		}
 		start := time.Now()
 		var m checkpoint.Manifest
+		copied := false
 		err := runtime.AsUser(idOrKeep(job.uid), idOrKeep(job.gid), func() error {
+			// A task taken over after an agent restart: its steps copied
+			// before are not copied again (but reported again: the report
+			// may be what the restart cut off).
+			if checkpoint.Uploaded(job.ckpt.dir, step, rank, int(w.key.attempt)) {
+				return nil
+			}
 			var err error
-			m, err = checkpoint.Upload(ctx, w.dirs.local, job.ckpt.dir, step, rank, checkpoint.WithRate(w.a.cfg.CheckpointRate))
+			m, err = checkpoint.Upload(ctx, w.dirs.local, job.ckpt.dir, step, rank,
+				checkpoint.WithRate(w.a.cfg.CheckpointRate), checkpoint.WithAttempt(int(w.key.attempt)))
+			copied = err == nil
 			return err
 		})
 		if err != nil {
@@ -218,7 +227,11 @@ func (w *ckptWatcher) scan(ctx context.Context) {
 			return // tried again at the next scan
 		}
 		w.uploaded = step
-		w.a.log.Info("checkpoint step copied", "task", w.key, "step", step, "files", len(m.Files), "took", time.Since(start).Round(time.Millisecond))
+		if copied {
+			w.a.log.Info("checkpoint step copied", "task", w.key, "step", step, "files", len(m.Files), "took", time.Since(start).Round(time.Millisecond))
+		} else {
+			w.a.log.Info("checkpoint step already in the store", "task", w.key, "step", step)
+		}
 		w.report(ctx, step)
 		// Every rank prunes: the last to copy a step is the one that sees
 		// it complete. Pruning is idempotent.

@@ -156,3 +156,53 @@ exec sleep 600
 		t.Fatal(err)
 	}
 }
+
+// An agent restarted under a running task takes over its checkpoint
+// copies: a step copied before the restart is not copied again (its
+// manifest is the one written before), the next step is copied, and the
+// controller records it.
+func TestRestartedAgentDoesNotCopyStepsAgain(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 1, LeafSize: 1, AgentsKeepTasks: true})
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	if err := os.Mkdir(store, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := `#!/bin/sh
+commit() { mkdir -p "$PHX_CKPT_DIR/$1"; echo "step $1" > "$PHX_CKPT_DIR/$1/w"; touch "$PHX_CKPT_DIR/$1/` + checkpoint.Marker + `"; }
+commit 1
+while [ ! -e ` + dir + `/go ]; do sleep 0.05; done
+commit 2
+exec sleep 600
+`
+	s := spec(dir, "ckpt-adopt", 1, 8, script)
+	s.CheckpointDir = store
+	id := submit(t, c, s)
+	job := c.WaitJob(id, 20*time.Second, "RUNNING")
+	manifest := filepath.Join(store, "step-1", "rank-0", checkpoint.ManifestFile)
+	var before []byte
+	c.Eventually(20*time.Second, func() error {
+		var err error
+		before, err = os.ReadFile(manifest)
+		return err
+	})
+	c.StopAgent(job.Alloc[0].Node)
+	c.StartAgent(job.Alloc[0].Node)
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.Eventually(20*time.Second, func() error {
+		j, err := c.Client.GetJob(context.Background(), &phalanxv1.GetJobRequest{JobId: id})
+		if err != nil || j.GetCheckpointStep() != 2 || j.State != "RUNNING" || j.Attempt != 0 {
+			return fmt.Errorf("job %d: %s attempt %d, checkpoint step %v, %v; want step 2 recorded in attempt 0", id, j.GetState(), j.GetAttempt(), j.CheckpointStep, err)
+		}
+		return nil
+	})
+	after, err := os.ReadFile(manifest)
+	if err != nil || string(after) != string(before) {
+		t.Errorf("step 1's manifest changed across the agent's restart (%v): copied again\nbefore %s\nafter  %s", err, before, after)
+	}
+	if _, err := c.Client.CancelJob(context.Background(), &phalanxv1.CancelJobRequest{JobIds: []uint64{id}}); err != nil {
+		t.Fatal(err)
+	}
+}
