@@ -12,8 +12,8 @@ type Option func(*options)
 type options struct {
 	attempt int   // the job's attempt, recorded in the manifest
 	rate    int64 // bytes a second; <= 0: unlimited
-	now   func() time.Time
-	sleep func(context.Context, time.Duration) error
+	now     func() time.Time
+	sleep   func(context.Context, time.Duration) error
 }
 
 func newOptions(opts []Option) options {
