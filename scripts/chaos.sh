@@ -109,7 +109,19 @@ wait_for() { # SECONDS COMMAND...: polls every 50 ms until COMMAND succeeds
 	done
 }
 running() { [ "$(field "$1" JobState)" = RUNNING ] && [ "$(field "$1" Restarts)" = "$2" ]; }
-ended0() { [ "$(field "$1" Restarts)" != 0 ] || [ "$(field "$1" JobState)" != RUNNING ]; }
+# ended0 ID: whether the job's attempt 0 has ended; while it runs, keeps in
+# recorded the newest checkpoint step the controller recorded for it (read
+# after the end, it could already be one of attempt 1).
+ended0() {
+	local out restarts state
+	out=$("$phx" scontrol show job "$1" | tr ' ' '\n')
+	restarts=$(sed -n 's/^Restarts=//p' <<<"$out" | head -1)
+	state=$(sed -n 's/^JobState=//p' <<<"$out" | head -1)
+	if [ "$restarts" = 0 ] && [ "$state" = RUNNING ]; then
+		recorded=$(sed -n 's/^CheckpointStep=//p' <<<"$out" | head -1)
+		return 1
+	fi
+}
 has_step() { local c; c=$(field "$1" CheckpointStep); [ "$c" != none ] && [ "$c" -ge "$2" ]; }
 final() { case $(field "$1" JobState) in FAILED | COMPLETED | CANCELLED | NODE_FAIL | TIMEOUT) return 0 ;; esac; return 1; }
 
@@ -137,7 +149,6 @@ for s in $scenarios; do
 	esac
 	wait_for 120 ended0 "$id" || true
 	t1=$(now)
-	recorded=$(field "$id" CheckpointStep)
 	if wait_for 120 running "$id" 1; then
 		t2=$(now)
 		resumed=$(grep -h '^attempt=1' "$work"/out/"$s"-"$id"-*.out | sed -n 's/.*resume=//p' | sort -u | tr '\n' ' ')
