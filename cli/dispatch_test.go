@@ -118,7 +118,7 @@ func TestScontrolShowJob(t *testing.T) {
 		t.Fatalf("code %d, stderr %q", code, stderr)
 	}
 	if !strings.HasPrefix(stdout.String(), "JobId=7 JobName=train\n   UserId=alice(0)") ||
-		!strings.Contains(stdout.String(), "   JobState=RUNNING Reason=None\n") {
+		!strings.Contains(stdout.String(), "   JobState=RUNNING Reason=None Dependency=(null)\n") {
 		t.Fatalf("stdout:\n%s", stdout)
 	}
 }

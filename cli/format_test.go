@@ -223,6 +223,7 @@ func parseJob(t *testing.T, a kvs) *phalanxv1.Job {
 		j.Spec.MaxRestarts = proto.Int32(int32(a.int(t, "max-restarts")))
 	}
 	j.Spec.RestartOn = a["restart-on"]
+	j.Spec.Dependency = a["dep"]
 	for _, n := range a.hosts(t, "nodes") {
 		alloc := &phalanxv1.NodeAlloc{Node: n, Cpus: j.Spec.CpusPerNode, MemoryMb: j.Spec.MemoryMb}
 		for g := int32(0); g < j.Spec.GpusPerNode; g++ {

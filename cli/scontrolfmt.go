@@ -26,6 +26,22 @@ func kvLines(b *strings.Builder, lines [][]string) {
 
 func kv(k string, v any) string { return fmt.Sprintf("%s=%v", k, v) }
 
+// dependency is the Dependency field as Slurm prints it: (null) once there
+// is none to wait for (never given, satisfied, or the job has left the
+// queue), else the conditions with (unfulfilled) or (failed).
+func dependency(j *phalanxv1.Job) string {
+	d := j.GetSpec().GetDependency()
+	switch {
+	case d == "" || j.State != "PENDING":
+		return "(null)"
+	case j.Reason == cluster.ReasonDependency:
+		return d + "(unfulfilled)"
+	case j.Reason == cluster.ReasonDependencyNever:
+		return d + "(failed)"
+	}
+	return "(null)"
+}
+
 // FormatJob prints a job as "scontrol show job" does.
 func FormatJob(j *phalanxv1.Job, now time.Time, loc *time.Location) string {
 	s := j.GetSpec()
@@ -34,7 +50,7 @@ func FormatJob(j *phalanxv1.Job, now time.Time, loc *time.Location) string {
 		{kv("JobId", j.Id), kv("JobName", s.GetName())},
 		{kv("UserId", fmt.Sprintf("%s(%d)", s.GetUser(), s.GetUid())), kv("GroupId", fmt.Sprintf("(%d)", s.GetGid()))},
 		{kv("Priority", s.GetPriority()), kv("Nice", s.GetNice()), kv("Account", orDefault(s.GetAccount(), "(null)")), kv("QOS", orDefault(s.GetQos(), "normal"))},
-		{kv("JobState", j.State), kv("Reason", reason(j))},
+		{kv("JobState", j.State), kv("Reason", reason(j)), kv("Dependency", dependency(j))},
 		{kv("Requeue", requeueFlag(s)), kv("Restarts", j.Attempt), kv("BatchFlag", 1), kv("ExitCode", fmt.Sprintf("%d:%d", j.ExitCode, j.ExitSignal))},
 		{kv("MaxRestarts", s.GetMaxRestarts()), kv("RestartOn", orDefault(s.GetRestartOn(), "none"))},
 		{kv("RunTime", runTime(elapsed(j, now))), kv("TimeLimit", limitOrUnlimited(jobLimit(j)))},

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -139,6 +140,11 @@ type Job struct {
 	// HangTimeout: a task with no progress for this long is a suspected
 	// hang (hang.go); 0: not watched.
 	HangTimeout time.Duration
+	// Dependency is sbatch --dependency (dependency.go): the job is not
+	// scheduled before it holds; KillOnInvalidDep cancels the job once it
+	// never can.
+	Dependency       Dependency
+	KillOnInvalidDep bool
 
 	State      JobState
 	Reason     string // pending reason, or why it ended
@@ -235,6 +241,7 @@ func (j *Job) Clone() *Job {
 		c.Attempts = nil
 	}
 	c.CheckpointPending = clonePending(j.CheckpointPending)
+	c.Dependency.Conds = slices.Clone(j.Dependency.Conds)
 	return &c
 }
 
@@ -247,6 +254,7 @@ func (j *Job) Update() *Job {
 	c.Tasks = append([]Task(nil), j.Tasks...)
 	c.Attempts = append([]Attempt(nil), j.Attempts...)
 	c.CheckpointPending = clonePending(j.CheckpointPending)
+	c.Dependency.Conds = slices.Clone(j.Dependency.Conds)
 	return &c
 }
 

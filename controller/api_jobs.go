@@ -79,6 +79,9 @@ func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly b
 	if err := s.admit(job, st); err != nil {
 		return nil, err
 	}
+	if err := s.checkDependency(job); err != nil {
+		return nil, err
+	}
 	if err := s.checkJobCount(); err != nil && !testOnly {
 		return nil, err
 	}

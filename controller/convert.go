@@ -90,6 +90,10 @@ func jobFromSpec(spec *phalanxv1.JobSpec, maxScript int) (*cluster.Job, error) {
 	if err := j.Checkpoint.Validate(); err != nil {
 		return nil, err
 	}
+	if j.Dependency, err = cluster.ParseDependency(spec.Dependency); err != nil {
+		return nil, err
+	}
+	j.KillOnInvalidDep = spec.KillOnInvalidDep
 	if j.Nodes == 0 {
 		j.Nodes = 1
 	}
@@ -159,6 +163,8 @@ func specToProto(j *cluster.Job) *phalanxv1.JobSpec {
 		HangTimeoutSeconds:  int64(j.HangTimeout / time.Second),
 		CheckpointDir:       j.Checkpoint.Dir,
 		CheckpointKeep:      int32(j.Checkpoint.Keep),
+		Dependency:          j.Dependency.String(),
+		KillOnInvalidDep:    j.KillOnInvalidDep,
 	}
 }
 

@@ -47,7 +47,7 @@ func (s *Server) schedulePass(ctx context.Context, head *queueHead, full bool) {
 		return
 	}
 	now := s.cfg.Clock.Now()
-	jobs := st.Active
+	jobs, deps := s.gateDependencies(st.Active, now)
 	snap := s.snapshot(st, jobs)
 	if !full {
 		snap.Options.QueueDepth = s.cfg.SchedQueueDepth
@@ -56,6 +56,10 @@ func (s *Server) schedulePass(ctx context.Context, head *queueHead, full bool) {
 	if full {
 		head.record(plan, max(committed, 1)-1, 2*s.cfg.SchedQueueDepth)
 	}
+	for id, info := range deps.waiting {
+		plan.Pending[id] = info
+	}
+	s.cancelNeverSatisfied(ctx, deps, now)
 
 	s.mu.Lock()
 	s.pending.record(plan.Pending, full) // fresh maps each pass, never written after

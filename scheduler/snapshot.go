@@ -89,10 +89,6 @@ const (
 	// ReasonPartitionNodeLimit: the job asks for more nodes than its
 	// partition's MaxNodes.
 	ReasonPartitionNodeLimit = "PartitionNodeLimit"
-	// ReasonDependency and ReasonJobHeldUser are Slurm's reasons for jobs
-	// waiting on another job or held by their user. Jobs carry neither
-	// dependencies nor holds yet, so Schedule does not give them; the
-	// controller may.
-	ReasonDependency  = "Dependency"
-	ReasonJobHeldUser = "JobHeldUser"
+	// A job waiting on a dependency never reaches the scheduler: the
+	// controller holds it back with cluster.ReasonDependency.
 )

@@ -23,6 +23,8 @@ var Options = []getopt.Option{
 	{Long: "hang-timeout", HasArg: true, Usage: "TIME (10:00 to 12:00:00): no output, no checkpoint and idle GPUs for that long is a suspected hang, which restarts the job with --restart-on=...,hang; 0: off (default: the cluster's)"},
 	{Long: "constraint", Short: 'C', HasArg: true, Usage: "node features: FEATURE, a&b (all of them) or a|b (any of them)"},
 	{Long: "cpus-per-task", Short: 'c', HasArg: true, Usage: "CPUs per task (one task per node)"},
+	{Long: "dependency", Short: 'd', HasArg: true, Usage: "start after other jobs: after[ok|notok|any]:ID[:ID...], after:ID+MINUTES, singleton; joined by , (all) or ? (any)"},
+	{Long: "kill-on-invalid-dep", HasArg: true, Usage: "yes: cancel the job once its dependency can never be satisfied; no (default): it waits, DependencyNeverSatisfied"},
 	{Long: "error", Short: 'e', HasArg: true, Usage: "file for stderr (pattern: %j %x %u %N ...)"},
 	{Long: "exclude", Short: 'x', HasArg: true, Usage: "nodes not to use: a hostlist, e.g. gpu[001-004,010]"},
 	{Long: "exclusive", OptionalArg: true, Usage: "whole nodes, shared with no other job"},
@@ -119,6 +121,23 @@ func (b *builder) apply(v getopt.Value) error {
 		s.CpusPerNode, err = positive(v.Value)
 	case "checkpoint-keep":
 		s.CheckpointKeep, err = positive(v.Value)
+	case "dependency":
+		// Checked here for a message before any contact; the controller
+		// parses it again, and checks that the jobs exist.
+		d, err := cluster.ParseDependency(v.Value)
+		if err != nil {
+			return err // it names the option
+		}
+		s.Dependency = d.String()
+	case "kill-on-invalid-dep":
+		switch strings.ToLower(v.Value) {
+		case "yes":
+			s.KillOnInvalidDep = true
+		case "no":
+			s.KillOnInvalidDep = false
+		default:
+			err = fmt.Errorf("want yes or no")
+		}
 	case "hang-timeout":
 		s.HangTimeoutSeconds, err = parseHangTimeout(v.Value)
 	case "exclude":

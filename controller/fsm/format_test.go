@@ -44,6 +44,13 @@ func twoNodes() cluster.Allocation {
 // file. A new command type adds a line here and a file (go test -update).
 var commandFixtures = map[string]Command{
 	"01-submit-job": SubmitJob{Job: fullJob(), RequestID: []byte{0x5e, 0x1f, 0, 0xff}},
+	"01b-submit-job-dependency": SubmitJob{Job: func() *cluster.Job {
+		j := fullJob()
+		j.ID, j.KillOnInvalidDep = 8, true
+		j.Dependency = cluster.Dependency{Any: true, Conds: []cluster.DepCond{
+			{Type: cluster.DepAfterOK, Job: 7}, {Type: cluster.DepAfter, Job: 6, Delay: 10 * time.Minute}, {Type: cluster.DepSingleton}}}
+		return j
+	}()},
 	"02-place-jobs": PlaceJobs{Placements: []store.Placement{{Job: 7, Alloc: twoNodes(), MasterPort: 29500, Time: t0.Add(time.Minute)}}},
 	"03-report-task": ReportTask{Report: cluster.TaskReport{JobID: 7, Attempt: 2, Rank: 1, Node: "gpu002", State: cluster.TaskExited,
 		ExitCode: 1, ExitSignal: 9, Message: "exit status 1", Time: t0.Add(time.Hour)}},

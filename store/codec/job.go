@@ -56,6 +56,10 @@ func jobSpec(j *cluster.Job) *statev1.JobSpec {
 		CheckpointDir:  j.Checkpoint.Dir,
 		CheckpointKeep: int32(j.Checkpoint.Keep),
 		HangTimeout:    int64(j.HangTimeout),
+
+		Dependency:       depConds(j.Dependency),
+		DependencyAny:    j.Dependency.Any,
+		KillOnInvalidDep: j.KillOnInvalidDep,
 	}
 }
 
@@ -151,6 +155,9 @@ func FromJob(r *statev1.Job) (*cluster.Job, error) {
 			Batch: sp.GetSignalBatch()},
 		Checkpoint:  cluster.CheckpointSpec{Dir: sp.GetCheckpointDir(), Keep: int(sp.GetCheckpointKeep())},
 		HangTimeout: time.Duration(sp.GetHangTimeout()),
+
+		Dependency:       fromDepConds(sp.GetDependency(), sp.GetDependencyAny()),
+		KillOnInvalidDep: sp.GetKillOnInvalidDep(),
 	}
 	if err := fromJobStatus(j, r.GetStatus()); err != nil {
 		return nil, err

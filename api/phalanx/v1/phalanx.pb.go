@@ -637,8 +637,14 @@ type JobSpec struct {
 	// checkpoint committed, its GPUs idle) for this long is a suspected hang
 	// (0: the cluster's default; -1: off).
 	HangTimeoutSeconds int64 `protobuf:"varint,38,opt,name=hang_timeout_seconds,json=hangTimeoutSeconds,proto3" json:"hang_timeout_seconds,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// sbatch --dependency, in Slurm's syntax (afterok:12:13,singleton ...);
+	// the controller parses it and answers it in its own canonical form.
+	Dependency string `protobuf:"bytes,39,opt,name=dependency,proto3" json:"dependency,omitempty"`
+	// sbatch --kill-on-invalid-dep=yes: cancel the job once its dependency
+	// can never be satisfied (else it waits, DependencyNeverSatisfied).
+	KillOnInvalidDep bool `protobuf:"varint,40,opt,name=kill_on_invalid_dep,json=killOnInvalidDep,proto3" json:"kill_on_invalid_dep,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -935,6 +941,20 @@ func (x *JobSpec) GetHangTimeoutSeconds() int64 {
 		return x.HangTimeoutSeconds
 	}
 	return 0
+}
+
+func (x *JobSpec) GetDependency() string {
+	if x != nil {
+		return x.Dependency
+	}
+	return ""
+}
+
+func (x *JobSpec) GetKillOnInvalidDep() bool {
+	if x != nil {
+		return x.KillOnInvalidDep
+	}
+	return false
 }
 
 type NodeAlloc struct {
@@ -4760,7 +4780,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x10lifespan_seconds\x18\x02 \x01(\x03R\x0flifespanSeconds\"a\n" +
 	"\x13CreateTokenResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x124\n" +
-	"\aexpires\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\"\xcd\t\n" +
+	"\aexpires\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\"\x9c\n" +
+	"\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -4804,7 +4825,11 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\fsignal_batch\x18# \x01(\bR\vsignalBatch\x12%\n" +
 	"\x0echeckpoint_dir\x18$ \x01(\tR\rcheckpointDir\x12'\n" +
 	"\x0fcheckpoint_keep\x18% \x01(\x05R\x0echeckpointKeep\x120\n" +
-	"\x14hang_timeout_seconds\x18& \x01(\x03R\x12hangTimeoutSeconds\x1a6\n" +
+	"\x14hang_timeout_seconds\x18& \x01(\x03R\x12hangTimeoutSeconds\x12\x1e\n" +
+	"\n" +
+	"dependency\x18' \x01(\tR\n" +
+	"dependency\x12-\n" +
+	"\x13kill_on_invalid_dep\x18( \x01(\bR\x10killOnInvalidDep\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0f\n" +

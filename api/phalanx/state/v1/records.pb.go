@@ -354,6 +354,67 @@ func (PartitionState) EnumDescriptor() ([]byte, []int) {
 	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{4}
 }
 
+type DepType int32
+
+const (
+	DepType_DEP_TYPE_UNSPECIFIED  DepType = 0
+	DepType_DEP_TYPE_AFTER        DepType = 1 // the job started, or was cancelled, delay ago
+	DepType_DEP_TYPE_AFTER_ANY    DepType = 2 // the job ended
+	DepType_DEP_TYPE_AFTER_OK     DepType = 3 // the job completed
+	DepType_DEP_TYPE_AFTER_NOT_OK DepType = 4 // the job ended otherwise
+	DepType_DEP_TYPE_AFTER_CORR   DepType = 5 // Slurm's array form; read as after_ok
+	DepType_DEP_TYPE_SINGLETON    DepType = 6 // no other job of the name and user runs or waits before
+)
+
+// Enum value maps for DepType.
+var (
+	DepType_name = map[int32]string{
+		0: "DEP_TYPE_UNSPECIFIED",
+		1: "DEP_TYPE_AFTER",
+		2: "DEP_TYPE_AFTER_ANY",
+		3: "DEP_TYPE_AFTER_OK",
+		4: "DEP_TYPE_AFTER_NOT_OK",
+		5: "DEP_TYPE_AFTER_CORR",
+		6: "DEP_TYPE_SINGLETON",
+	}
+	DepType_value = map[string]int32{
+		"DEP_TYPE_UNSPECIFIED":  0,
+		"DEP_TYPE_AFTER":        1,
+		"DEP_TYPE_AFTER_ANY":    2,
+		"DEP_TYPE_AFTER_OK":     3,
+		"DEP_TYPE_AFTER_NOT_OK": 4,
+		"DEP_TYPE_AFTER_CORR":   5,
+		"DEP_TYPE_SINGLETON":    6,
+	}
+)
+
+func (x DepType) Enum() *DepType {
+	p := new(DepType)
+	*p = x
+	return p
+}
+
+func (x DepType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DepType) Descriptor() protoreflect.EnumDescriptor {
+	return file_phalanx_state_v1_records_proto_enumTypes[5].Descriptor()
+}
+
+func (DepType) Type() protoreflect.EnumType {
+	return &file_phalanx_state_v1_records_proto_enumTypes[5]
+}
+
+func (x DepType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DepType.Descriptor instead.
+func (DepType) EnumDescriptor() ([]byte, []int) {
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{5}
+}
+
 // RestartCause is why an attempt failed, as restarts see it.
 type RestartCause int32
 
@@ -394,11 +455,11 @@ func (x RestartCause) String() string {
 }
 
 func (RestartCause) Descriptor() protoreflect.EnumDescriptor {
-	return file_phalanx_state_v1_records_proto_enumTypes[5].Descriptor()
+	return file_phalanx_state_v1_records_proto_enumTypes[6].Descriptor()
 }
 
 func (RestartCause) Type() protoreflect.EnumType {
-	return &file_phalanx_state_v1_records_proto_enumTypes[5]
+	return &file_phalanx_state_v1_records_proto_enumTypes[6]
 }
 
 func (x RestartCause) Number() protoreflect.EnumNumber {
@@ -407,7 +468,7 @@ func (x RestartCause) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RestartCause.Descriptor instead.
 func (RestartCause) EnumDescriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{6}
 }
 
 // Job is a job's record without its payload: what was asked for and what
@@ -515,9 +576,13 @@ type JobSpec struct {
 	CheckpointDir  string `protobuf:"bytes,32,opt,name=checkpoint_dir,json=checkpointDir,proto3" json:"checkpoint_dir,omitempty"`
 	CheckpointKeep int32  `protobuf:"varint,33,opt,name=checkpoint_keep,json=checkpointKeep,proto3" json:"checkpoint_keep,omitempty"`
 	// sbatch --hang-timeout (nanoseconds; 0: no hang detection).
-	HangTimeout   int64 `protobuf:"varint,34,opt,name=hang_timeout,json=hangTimeout,proto3" json:"hang_timeout,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	HangTimeout int64 `protobuf:"varint,34,opt,name=hang_timeout,json=hangTimeout,proto3" json:"hang_timeout,omitempty"`
+	// sbatch --dependency: its conditions, all needed unless dependency_any.
+	Dependency       []*DepCond `protobuf:"bytes,35,rep,name=dependency,proto3" json:"dependency,omitempty"`
+	DependencyAny    bool       `protobuf:"varint,36,opt,name=dependency_any,json=dependencyAny,proto3" json:"dependency_any,omitempty"`
+	KillOnInvalidDep bool       `protobuf:"varint,37,opt,name=kill_on_invalid_dep,json=killOnInvalidDep,proto3" json:"kill_on_invalid_dep,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -788,6 +853,88 @@ func (x *JobSpec) GetHangTimeout() int64 {
 	return 0
 }
 
+func (x *JobSpec) GetDependency() []*DepCond {
+	if x != nil {
+		return x.Dependency
+	}
+	return nil
+}
+
+func (x *JobSpec) GetDependencyAny() bool {
+	if x != nil {
+		return x.DependencyAny
+	}
+	return false
+}
+
+func (x *JobSpec) GetKillOnInvalidDep() bool {
+	if x != nil {
+		return x.KillOnInvalidDep
+	}
+	return false
+}
+
+// DepCond is one condition of a job's dependency.
+type DepCond struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          DepType                `protobuf:"varint,1,opt,name=type,proto3,enum=phalanx.state.v1.DepType" json:"type,omitempty"`
+	JobId         uint64                 `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`                      // none for singleton
+	DelaySeconds  int64                  `protobuf:"varint,3,opt,name=delay_seconds,json=delaySeconds,proto3" json:"delay_seconds,omitempty"` // after only
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DepCond) Reset() {
+	*x = DepCond{}
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DepCond) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DepCond) ProtoMessage() {}
+
+func (x *DepCond) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DepCond.ProtoReflect.Descriptor instead.
+func (*DepCond) Descriptor() ([]byte, []int) {
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *DepCond) GetType() DepType {
+	if x != nil {
+		return x.Type
+	}
+	return DepType_DEP_TYPE_UNSPECIFIED
+}
+
+func (x *DepCond) GetJobId() uint64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *DepCond) GetDelaySeconds() int64 {
+	if x != nil {
+		return x.DelaySeconds
+	}
+	return 0
+}
+
 type RestartPolicy struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	MaxRestarts   int32                  `protobuf:"varint,1,opt,name=max_restarts,json=maxRestarts,proto3" json:"max_restarts,omitempty"`
@@ -798,7 +945,7 @@ type RestartPolicy struct {
 
 func (x *RestartPolicy) Reset() {
 	*x = RestartPolicy{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[2]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -810,7 +957,7 @@ func (x *RestartPolicy) String() string {
 func (*RestartPolicy) ProtoMessage() {}
 
 func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[2]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -823,7 +970,7 @@ func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartPolicy.ProtoReflect.Descriptor instead.
 func (*RestartPolicy) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{2}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RestartPolicy) GetMaxRestarts() int32 {
@@ -853,7 +1000,7 @@ type JobPayload struct {
 
 func (x *JobPayload) Reset() {
 	*x = JobPayload{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[3]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -865,7 +1012,7 @@ func (x *JobPayload) String() string {
 func (*JobPayload) ProtoMessage() {}
 
 func (x *JobPayload) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[3]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -878,7 +1025,7 @@ func (x *JobPayload) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobPayload.ProtoReflect.Descriptor instead.
 func (*JobPayload) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{3}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *JobPayload) GetScript() string {
@@ -929,7 +1076,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[4]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -941,7 +1088,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[4]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -954,7 +1101,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{4}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *JobStatus) GetState() JobState {
@@ -1066,7 +1213,7 @@ type CheckpointCommits struct {
 
 func (x *CheckpointCommits) Reset() {
 	*x = CheckpointCommits{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[5]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1078,7 +1225,7 @@ func (x *CheckpointCommits) String() string {
 func (*CheckpointCommits) ProtoMessage() {}
 
 func (x *CheckpointCommits) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[5]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1091,7 +1238,7 @@ func (x *CheckpointCommits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCommits.ProtoReflect.Descriptor instead.
 func (*CheckpointCommits) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CheckpointCommits) GetStep() int64 {
@@ -1117,7 +1264,7 @@ type Allocation struct {
 
 func (x *Allocation) Reset() {
 	*x = Allocation{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1129,7 +1276,7 @@ func (x *Allocation) String() string {
 func (*Allocation) ProtoMessage() {}
 
 func (x *Allocation) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1142,7 +1289,7 @@ func (x *Allocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
 func (*Allocation) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Allocation) GetNodes() []*NodeAlloc {
@@ -1164,7 +1311,7 @@ type NodeAlloc struct {
 
 func (x *NodeAlloc) Reset() {
 	*x = NodeAlloc{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1176,7 +1323,7 @@ func (x *NodeAlloc) String() string {
 func (*NodeAlloc) ProtoMessage() {}
 
 func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1189,7 +1336,7 @@ func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAlloc.ProtoReflect.Descriptor instead.
 func (*NodeAlloc) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *NodeAlloc) GetNode() string {
@@ -1236,7 +1383,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1248,7 +1395,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1261,7 +1408,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Task) GetRank() int32 {
@@ -1343,7 +1490,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1355,7 +1502,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1368,7 +1515,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Attempt) GetAttempt() int32 {
@@ -1493,7 +1640,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1505,7 +1652,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1518,7 +1665,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Node) GetName() string {
@@ -1660,7 +1807,7 @@ type NIC struct {
 
 func (x *NIC) Reset() {
 	*x = NIC{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1672,7 +1819,7 @@ func (x *NIC) String() string {
 func (*NIC) ProtoMessage() {}
 
 func (x *NIC) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1685,7 +1832,7 @@ func (x *NIC) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NIC.ProtoReflect.Descriptor instead.
 func (*NIC) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{11}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *NIC) GetDevice() string {
@@ -1783,7 +1930,7 @@ type Partition struct {
 
 func (x *Partition) Reset() {
 	*x = Partition{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1795,7 +1942,7 @@ func (x *Partition) String() string {
 func (*Partition) ProtoMessage() {}
 
 func (x *Partition) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1808,7 +1955,7 @@ func (x *Partition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Partition.ProtoReflect.Descriptor instead.
 func (*Partition) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{12}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Partition) GetName() string {
@@ -1896,7 +2043,7 @@ type SubmitRequest struct {
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1908,7 +2055,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1921,7 +2068,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{13}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SubmitRequest) GetJobId() uint64 {
@@ -1957,7 +2104,7 @@ type Controller struct {
 
 func (x *Controller) Reset() {
 	*x = Controller{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[14]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1969,7 +2116,7 @@ func (x *Controller) String() string {
 func (*Controller) ProtoMessage() {}
 
 func (x *Controller) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[14]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1982,7 +2129,7 @@ func (x *Controller) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Controller.ProtoReflect.Descriptor instead.
 func (*Controller) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{14}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Controller) GetId() string {
@@ -2024,7 +2171,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[15]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2036,7 +2183,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[15]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2049,7 +2196,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{15}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -2109,7 +2256,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12-\n" +
 	"\x04spec\x18\x02 \x01(\v2\x19.phalanx.state.v1.JobSpecR\x04spec\x123\n" +
-	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\xe1\a\n" +
+	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\xf2\b\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -2149,7 +2296,16 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\fsignal_batch\x18\x1f \x01(\bR\vsignalBatch\x12%\n" +
 	"\x0echeckpoint_dir\x18  \x01(\tR\rcheckpointDir\x12'\n" +
 	"\x0fcheckpoint_keep\x18! \x01(\x05R\x0echeckpointKeep\x12!\n" +
-	"\fhang_timeout\x18\" \x01(\x03R\vhangTimeout\"b\n" +
+	"\fhang_timeout\x18\" \x01(\x03R\vhangTimeout\x129\n" +
+	"\n" +
+	"dependency\x18# \x03(\v2\x19.phalanx.state.v1.DepCondR\n" +
+	"dependency\x12%\n" +
+	"\x0edependency_any\x18$ \x01(\bR\rdependencyAny\x12-\n" +
+	"\x13kill_on_invalid_dep\x18% \x01(\bR\x10killOnInvalidDep\"t\n" +
+	"\aDepCond\x12-\n" +
+	"\x04type\x18\x01 \x01(\x0e2\x19.phalanx.state.v1.DepTypeR\x04type\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12#\n" +
+	"\rdelay_seconds\x18\x03 \x01(\x03R\fdelaySeconds\"b\n" +
 	"\rRestartPolicy\x12!\n" +
 	"\fmax_restarts\x18\x01 \x01(\x05R\vmaxRestarts\x12.\n" +
 	"\x02on\x18\x02 \x03(\x0e2\x1e.phalanx.state.v1.RestartCauseR\x02on\"\xb7\x01\n" +
@@ -2334,7 +2490,15 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x12PARTITION_STATE_UP\x10\x01\x12\x18\n" +
 	"\x14PARTITION_STATE_DOWN\x10\x02\x12\x19\n" +
 	"\x15PARTITION_STATE_DRAIN\x10\x03\x12\x1c\n" +
-	"\x18PARTITION_STATE_INACTIVE\x10\x04*\x93\x01\n" +
+	"\x18PARTITION_STATE_INACTIVE\x10\x04*\xb2\x01\n" +
+	"\aDepType\x12\x18\n" +
+	"\x14DEP_TYPE_UNSPECIFIED\x10\x00\x12\x12\n" +
+	"\x0eDEP_TYPE_AFTER\x10\x01\x12\x16\n" +
+	"\x12DEP_TYPE_AFTER_ANY\x10\x02\x12\x15\n" +
+	"\x11DEP_TYPE_AFTER_OK\x10\x03\x12\x19\n" +
+	"\x15DEP_TYPE_AFTER_NOT_OK\x10\x04\x12\x17\n" +
+	"\x13DEP_TYPE_AFTER_CORR\x10\x05\x12\x16\n" +
+	"\x12DEP_TYPE_SINGLETON\x10\x06*\x93\x01\n" +
 	"\fRestartCause\x12\x1d\n" +
 	"\x19RESTART_CAUSE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12RESTART_CAUSE_NODE\x10\x01\x12\x16\n" +
@@ -2354,58 +2518,62 @@ func file_phalanx_state_v1_records_proto_rawDescGZIP() []byte {
 	return file_phalanx_state_v1_records_proto_rawDescData
 }
 
-var file_phalanx_state_v1_records_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_phalanx_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_phalanx_state_v1_records_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_phalanx_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_phalanx_state_v1_records_proto_goTypes = []any{
 	(JobState)(0),             // 0: phalanx.state.v1.JobState
 	(TaskState)(0),            // 1: phalanx.state.v1.TaskState
 	(NodeState)(0),            // 2: phalanx.state.v1.NodeState
 	(EventKind)(0),            // 3: phalanx.state.v1.EventKind
 	(PartitionState)(0),       // 4: phalanx.state.v1.PartitionState
-	(RestartCause)(0),         // 5: phalanx.state.v1.RestartCause
-	(*Job)(nil),               // 6: phalanx.state.v1.Job
-	(*JobSpec)(nil),           // 7: phalanx.state.v1.JobSpec
-	(*RestartPolicy)(nil),     // 8: phalanx.state.v1.RestartPolicy
-	(*JobPayload)(nil),        // 9: phalanx.state.v1.JobPayload
-	(*JobStatus)(nil),         // 10: phalanx.state.v1.JobStatus
-	(*CheckpointCommits)(nil), // 11: phalanx.state.v1.CheckpointCommits
-	(*Allocation)(nil),        // 12: phalanx.state.v1.Allocation
-	(*NodeAlloc)(nil),         // 13: phalanx.state.v1.NodeAlloc
-	(*Task)(nil),              // 14: phalanx.state.v1.Task
-	(*Attempt)(nil),           // 15: phalanx.state.v1.Attempt
-	(*Node)(nil),              // 16: phalanx.state.v1.Node
-	(*NIC)(nil),               // 17: phalanx.state.v1.NIC
-	(*Partition)(nil),         // 18: phalanx.state.v1.Partition
-	(*SubmitRequest)(nil),     // 19: phalanx.state.v1.SubmitRequest
-	(*Controller)(nil),        // 20: phalanx.state.v1.Controller
-	(*Event)(nil),             // 21: phalanx.state.v1.Event
-	nil,                       // 22: phalanx.state.v1.JobPayload.EnvEntry
+	(DepType)(0),              // 5: phalanx.state.v1.DepType
+	(RestartCause)(0),         // 6: phalanx.state.v1.RestartCause
+	(*Job)(nil),               // 7: phalanx.state.v1.Job
+	(*JobSpec)(nil),           // 8: phalanx.state.v1.JobSpec
+	(*DepCond)(nil),           // 9: phalanx.state.v1.DepCond
+	(*RestartPolicy)(nil),     // 10: phalanx.state.v1.RestartPolicy
+	(*JobPayload)(nil),        // 11: phalanx.state.v1.JobPayload
+	(*JobStatus)(nil),         // 12: phalanx.state.v1.JobStatus
+	(*CheckpointCommits)(nil), // 13: phalanx.state.v1.CheckpointCommits
+	(*Allocation)(nil),        // 14: phalanx.state.v1.Allocation
+	(*NodeAlloc)(nil),         // 15: phalanx.state.v1.NodeAlloc
+	(*Task)(nil),              // 16: phalanx.state.v1.Task
+	(*Attempt)(nil),           // 17: phalanx.state.v1.Attempt
+	(*Node)(nil),              // 18: phalanx.state.v1.Node
+	(*NIC)(nil),               // 19: phalanx.state.v1.NIC
+	(*Partition)(nil),         // 20: phalanx.state.v1.Partition
+	(*SubmitRequest)(nil),     // 21: phalanx.state.v1.SubmitRequest
+	(*Controller)(nil),        // 22: phalanx.state.v1.Controller
+	(*Event)(nil),             // 23: phalanx.state.v1.Event
+	nil,                       // 24: phalanx.state.v1.JobPayload.EnvEntry
 }
 var file_phalanx_state_v1_records_proto_depIdxs = []int32{
-	7,  // 0: phalanx.state.v1.Job.spec:type_name -> phalanx.state.v1.JobSpec
-	10, // 1: phalanx.state.v1.Job.status:type_name -> phalanx.state.v1.JobStatus
-	8,  // 2: phalanx.state.v1.JobSpec.restart:type_name -> phalanx.state.v1.RestartPolicy
-	5,  // 3: phalanx.state.v1.RestartPolicy.on:type_name -> phalanx.state.v1.RestartCause
-	22, // 4: phalanx.state.v1.JobPayload.env:type_name -> phalanx.state.v1.JobPayload.EnvEntry
-	0,  // 5: phalanx.state.v1.JobStatus.state:type_name -> phalanx.state.v1.JobState
-	12, // 6: phalanx.state.v1.JobStatus.alloc:type_name -> phalanx.state.v1.Allocation
-	14, // 7: phalanx.state.v1.JobStatus.tasks:type_name -> phalanx.state.v1.Task
-	15, // 8: phalanx.state.v1.JobStatus.attempts:type_name -> phalanx.state.v1.Attempt
-	11, // 9: phalanx.state.v1.JobStatus.checkpoint_pending:type_name -> phalanx.state.v1.CheckpointCommits
-	13, // 10: phalanx.state.v1.Allocation.nodes:type_name -> phalanx.state.v1.NodeAlloc
-	1,  // 11: phalanx.state.v1.Task.state:type_name -> phalanx.state.v1.TaskState
-	12, // 12: phalanx.state.v1.Attempt.alloc:type_name -> phalanx.state.v1.Allocation
-	0,  // 13: phalanx.state.v1.Attempt.state:type_name -> phalanx.state.v1.JobState
-	5,  // 14: phalanx.state.v1.Attempt.cause:type_name -> phalanx.state.v1.RestartCause
-	2,  // 15: phalanx.state.v1.Node.state:type_name -> phalanx.state.v1.NodeState
-	17, // 16: phalanx.state.v1.Node.nics:type_name -> phalanx.state.v1.NIC
-	4,  // 17: phalanx.state.v1.Partition.state:type_name -> phalanx.state.v1.PartitionState
-	3,  // 18: phalanx.state.v1.Event.kind:type_name -> phalanx.state.v1.EventKind
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	8,  // 0: phalanx.state.v1.Job.spec:type_name -> phalanx.state.v1.JobSpec
+	12, // 1: phalanx.state.v1.Job.status:type_name -> phalanx.state.v1.JobStatus
+	10, // 2: phalanx.state.v1.JobSpec.restart:type_name -> phalanx.state.v1.RestartPolicy
+	9,  // 3: phalanx.state.v1.JobSpec.dependency:type_name -> phalanx.state.v1.DepCond
+	5,  // 4: phalanx.state.v1.DepCond.type:type_name -> phalanx.state.v1.DepType
+	6,  // 5: phalanx.state.v1.RestartPolicy.on:type_name -> phalanx.state.v1.RestartCause
+	24, // 6: phalanx.state.v1.JobPayload.env:type_name -> phalanx.state.v1.JobPayload.EnvEntry
+	0,  // 7: phalanx.state.v1.JobStatus.state:type_name -> phalanx.state.v1.JobState
+	14, // 8: phalanx.state.v1.JobStatus.alloc:type_name -> phalanx.state.v1.Allocation
+	16, // 9: phalanx.state.v1.JobStatus.tasks:type_name -> phalanx.state.v1.Task
+	17, // 10: phalanx.state.v1.JobStatus.attempts:type_name -> phalanx.state.v1.Attempt
+	13, // 11: phalanx.state.v1.JobStatus.checkpoint_pending:type_name -> phalanx.state.v1.CheckpointCommits
+	15, // 12: phalanx.state.v1.Allocation.nodes:type_name -> phalanx.state.v1.NodeAlloc
+	1,  // 13: phalanx.state.v1.Task.state:type_name -> phalanx.state.v1.TaskState
+	14, // 14: phalanx.state.v1.Attempt.alloc:type_name -> phalanx.state.v1.Allocation
+	0,  // 15: phalanx.state.v1.Attempt.state:type_name -> phalanx.state.v1.JobState
+	6,  // 16: phalanx.state.v1.Attempt.cause:type_name -> phalanx.state.v1.RestartCause
+	2,  // 17: phalanx.state.v1.Node.state:type_name -> phalanx.state.v1.NodeState
+	19, // 18: phalanx.state.v1.Node.nics:type_name -> phalanx.state.v1.NIC
+	4,  // 19: phalanx.state.v1.Partition.state:type_name -> phalanx.state.v1.PartitionState
+	3,  // 20: phalanx.state.v1.Event.kind:type_name -> phalanx.state.v1.EventKind
+	21, // [21:21] is the sub-list for method output_type
+	21, // [21:21] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_state_v1_records_proto_init() }
@@ -2413,14 +2581,14 @@ func file_phalanx_state_v1_records_proto_init() {
 	if File_phalanx_state_v1_records_proto != nil {
 		return
 	}
-	file_phalanx_state_v1_records_proto_msgTypes[4].OneofWrappers = []any{}
+	file_phalanx_state_v1_records_proto_msgTypes[5].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_state_v1_records_proto_rawDesc), len(file_phalanx_state_v1_records_proto_rawDesc)),
-			NumEnums:      6,
-			NumMessages:   17,
+			NumEnums:      7,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

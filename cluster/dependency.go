@@ -1,0 +1,303 @@
+package cluster
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Dependencies (sbatch --dependency, Slurm's syntax and meaning). A pending
+// job with a dependency is not scheduled until it is satisfied:
+//
+//	after:ID[+MIN][:ID[+MIN]...]  each job has started, or was cancelled,
+//	                              MIN minutes ago (default 0)
+//	afterany:ID[:ID...]           each job has ended, however
+//	afterok:ID[:ID...]            each job has completed (exit code 0)
+//	afternotok:ID[:ID...]         each job has ended some other way (failed,
+//	                              timed out, node failure, cancelled...)
+//	aftercorr:ID[:ID...]          for job arrays, the task of the same index
+//	                              completed; Phalanx has no arrays yet, and
+//	                              reads it as afterok
+//	singleton                     no other job of the same name and user
+//	                              runs, nor waits with a lower ID
+//
+// Conditions are joined by "," (all must hold) or "?" (one is enough), not
+// both. A condition that can no longer hold (afterok on a job that failed)
+// makes the dependency never satisfied when all were needed, or when it
+// was the last of the "?" ones; the job then waits with reason
+// DependencyNeverSatisfied, or is cancelled when it asked for that
+// (--kill-on-invalid-dep=yes). A job no longer known (purged from the
+// history) satisfies its conditions, as in Slurm.
+
+// DepType is the kind of one dependency condition.
+type DepType uint8
+
+// Dependency condition kinds.
+const (
+	DepAfter DepType = iota + 1
+	DepAfterAny
+	DepAfterOK
+	DepAfterNotOK
+	DepAfterCorr
+	DepSingleton
+)
+
+var depTypeNames = map[DepType]string{
+	DepAfter: "after", DepAfterAny: "afterany", DepAfterOK: "afterok",
+	DepAfterNotOK: "afternotok", DepAfterCorr: "aftercorr", DepSingleton: "singleton",
+}
+
+func (t DepType) String() string {
+	if n, ok := depTypeNames[t]; ok {
+		return n
+	}
+	return "unknown"
+}
+
+// DepCond is one condition: on Job (none for singleton), Delay after it
+// started (after only).
+type DepCond struct {
+	Type  DepType
+	Job   JobID
+	Delay time.Duration
+}
+
+// Dependency is a job's --dependency: its conditions, all needed unless
+// Any.
+type Dependency struct {
+	Conds []DepCond
+	Any   bool
+}
+
+// IsZero reports whether there is no dependency.
+func (d Dependency) IsZero() bool { return len(d.Conds) == 0 }
+
+// Jobs lists the jobs the conditions name, once each, ascending.
+func (d Dependency) Jobs() []JobID {
+	var ids []JobID
+	for _, c := range d.Conds {
+		if c.Type != DepSingleton && !slices.Contains(ids, c.Job) {
+			ids = append(ids, c.Job)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// MaxDepConds bounds a dependency's conditions.
+const MaxDepConds = 1000
+
+// ParseDependency reads --dependency's value; "" is no dependency.
+func ParseDependency(s string) (Dependency, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return Dependency{}, nil
+	}
+	var d Dependency
+	sep := ","
+	switch {
+	case strings.Contains(s, ",") && strings.Contains(s, "?"):
+		return Dependency{}, Errorf(ErrInvalid, "--dependency=%s: join the conditions with \",\" (all) or \"?\" (any), not both", s)
+	case strings.Contains(s, "?"):
+		sep, d.Any = "?", true
+	}
+	for _, part := range strings.Split(s, sep) {
+		conds, err := parseDepPart(part)
+		if err != nil {
+			return Dependency{}, Errorf(ErrInvalid, "--dependency=%s: %v", s, err)
+		}
+		d.Conds = append(d.Conds, conds...)
+	}
+	if len(d.Conds) > MaxDepConds {
+		return Dependency{}, Errorf(ErrInvalid, "--dependency: %d conditions, at most %d", len(d.Conds), MaxDepConds)
+	}
+	return d, nil
+}
+
+// parseDepPart reads one TYPE:ID[+MIN][:ID[+MIN]...], or singleton.
+func parseDepPart(part string) ([]DepCond, error) {
+	name, ids, hasIDs := strings.Cut(strings.TrimSpace(part), ":")
+	var typ DepType
+	for t, n := range depTypeNames {
+		if n == name {
+			typ = t
+		}
+	}
+	switch {
+	case typ == 0 && name == "expand":
+		return nil, Errorf(ErrInvalid, "expand (heterogeneous jobs) is not supported by Phalanx")
+	case typ == 0:
+		return nil, Errorf(ErrInvalid, "%q is not a dependency type: use after, afterany, afterok, afternotok, aftercorr or singleton", name)
+	case typ == DepSingleton && hasIDs:
+		return nil, Errorf(ErrInvalid, "singleton takes no job ID")
+	case typ == DepSingleton:
+		return []DepCond{{Type: DepSingleton}}, nil
+	case !hasIDs || ids == "":
+		return nil, Errorf(ErrInvalid, "%s needs job IDs: %s:ID[:ID...]", name, name)
+	}
+	var out []DepCond
+	for _, f := range strings.Split(ids, ":") {
+		idText, delay, hasDelay := strings.Cut(f, "+")
+		id, err := strconv.ParseUint(idText, 10, 64)
+		if err != nil || id == 0 {
+			return nil, Errorf(ErrInvalid, "%q is not a job ID", idText)
+		}
+		c := DepCond{Type: typ, Job: JobID(id)}
+		if hasDelay {
+			if typ != DepAfter {
+				return nil, Errorf(ErrInvalid, "+%s: only after takes a delay (after:ID+MINUTES)", delay)
+			}
+			m, err := strconv.ParseUint(delay, 10, 32)
+			if err != nil {
+				return nil, Errorf(ErrInvalid, "+%s: give the delay in whole minutes", delay)
+			}
+			c.Delay = time.Duration(m) * time.Minute
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// String writes the dependency in Slurm's syntax, conditions of one type
+// on consecutive jobs grouped as sbatch takes them.
+func (d Dependency) String() string {
+	sep := ","
+	if d.Any {
+		sep = "?"
+	}
+	var b strings.Builder
+	for i, c := range d.Conds {
+		switch {
+		case i > 0 && c.Type == d.Conds[i-1].Type && c.Type != DepSingleton:
+			b.WriteByte(':')
+		case i > 0:
+			b.WriteString(sep)
+			fallthrough
+		default:
+			b.WriteString(c.Type.String())
+			if c.Type != DepSingleton {
+				b.WriteByte(':')
+			}
+		}
+		if c.Type == DepSingleton {
+			continue
+		}
+		b.WriteString(strconv.FormatUint(uint64(c.Job), 10))
+		if c.Delay > 0 {
+			b.WriteString("+" + strconv.FormatInt(int64(c.Delay/time.Minute), 10))
+		}
+	}
+	return b.String()
+}
+
+// DepStatus is where a dependency stands.
+type DepStatus uint8
+
+// Dependency states.
+const (
+	DepSatisfied DepStatus = iota // the job may be scheduled
+	DepWaiting                    // not yet
+	DepNever                      // it can no longer be satisfied
+)
+
+// Pending reasons of jobs waiting on a dependency (Slurm's).
+const (
+	ReasonDependency      = "Dependency"
+	ReasonDependencyNever = "DependencyNeverSatisfied"
+)
+
+// DepView is what evaluating a dependency reads of the other jobs.
+type DepView struct {
+	// Job returns the job with id, active or finished; ok false when
+	// there is none (never was, or purged).
+	Job func(id JobID) (j *Job, ok bool)
+	// Singleton reports whether another job of j's name and user runs, or
+	// waits with a lower ID.
+	Singleton func(j *Job) bool
+}
+
+// Eval says where j's dependency stands at now: satisfied, waiting, or
+// never to be satisfied.
+func (d Dependency) Eval(j *Job, v DepView, now time.Time) DepStatus {
+	if d.IsZero() {
+		return DepSatisfied
+	}
+	never := 0
+	for _, c := range d.Conds {
+		switch evalCond(c, j, v, now) {
+		case DepSatisfied:
+			if d.Any {
+				return DepSatisfied
+			}
+		case DepNever:
+			if !d.Any {
+				return DepNever
+			}
+			never++
+		case DepWaiting:
+			if !d.Any {
+				return DepWaiting
+			}
+		}
+	}
+	switch {
+	case !d.Any:
+		return DepSatisfied
+	case never == len(d.Conds):
+		return DepNever
+	}
+	return DepWaiting
+}
+
+func evalCond(c DepCond, j *Job, v DepView, now time.Time) DepStatus {
+	if c.Type == DepSingleton {
+		if v.Singleton != nil && v.Singleton(j) {
+			return DepWaiting
+		}
+		return DepSatisfied
+	}
+	other, ok := v.Job(c.Job)
+	if !ok {
+		return DepSatisfied // purged: Slurm lifts the condition
+	}
+	// Ended once no task of it runs: a failed job whose policy restarts it
+	// is PENDING again by then.
+	ended := other.State.Terminal() && !other.Live()
+	ok0 := other.State == JobCompleted
+	switch c.Type {
+	case DepAfter:
+		var from time.Time
+		switch {
+		case other.State == JobCancelled && other.StartTime.IsZero():
+			from = other.EndTime
+		case other.State != JobPending && !other.StartTime.IsZero():
+			from = other.StartTime
+		default:
+			return DepWaiting
+		}
+		if now.Before(from.Add(c.Delay)) {
+			return DepWaiting
+		}
+		return DepSatisfied
+	case DepAfterAny:
+		if ended {
+			return DepSatisfied
+		}
+	case DepAfterOK, DepAfterCorr:
+		switch {
+		case ended && ok0:
+			return DepSatisfied
+		case ended:
+			return DepNever
+		}
+	case DepAfterNotOK:
+		switch {
+		case ended && !ok0:
+			return DepSatisfied
+		case ended:
+			return DepNever
+		}
+	}
+	return DepWaiting
+}

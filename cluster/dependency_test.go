@@ -1,0 +1,112 @@
+package cluster
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseDependency(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Dependency
+		out  string // String(); "" means in
+	}{
+		{in: "afterok:12", want: Dependency{Conds: []DepCond{{Type: DepAfterOK, Job: 12}}}},
+		{in: "afterok:12:13,afterany:14", want: Dependency{Conds: []DepCond{{Type: DepAfterOK, Job: 12}, {Type: DepAfterOK, Job: 13}, {Type: DepAfterAny, Job: 14}}}},
+		{in: "after:5+10:6", want: Dependency{Conds: []DepCond{{Type: DepAfter, Job: 5, Delay: 10 * time.Minute}, {Type: DepAfter, Job: 6}}}},
+		{in: "afternotok:7?singleton", want: Dependency{Any: true, Conds: []DepCond{{Type: DepAfterNotOK, Job: 7}, {Type: DepSingleton}}}},
+		{in: "singleton", want: Dependency{Conds: []DepCond{{Type: DepSingleton}}}},
+		{in: " aftercorr:3 ", want: Dependency{Conds: []DepCond{{Type: DepAfterCorr, Job: 3}}}, out: "aftercorr:3"},
+		{in: "", want: Dependency{}},
+	} {
+		got, err := ParseDependency(tc.in)
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("ParseDependency(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+			continue
+		}
+		out := tc.out
+		if out == "" {
+			out = tc.in
+		}
+		if got.String() != out {
+			t.Errorf("ParseDependency(%q).String() = %q, want %q", tc.in, got.String(), out)
+		}
+	}
+	for in, want := range map[string]string{
+		"afterok:1,afterany:2?afterok:3": "not both",
+		"afterwards:1":                   "not a dependency type",
+		"afterok":                        "needs job IDs",
+		"afterok:":                       "needs job IDs",
+		"afterok:x":                      `"x" is not a job ID`,
+		"afterok:0":                      `"0" is not a job ID`,
+		"afterok:1+5":                    "only after takes a delay",
+		"after:1+soon":                   "whole minutes",
+		"singleton:4":                    "takes no job ID",
+		"expand:4":                       "heterogeneous",
+	} {
+		_, err := ParseDependency(in)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--dependency=") {
+			t.Errorf("ParseDependency(%q) = %v, want an error saying %q", in, err, want)
+		}
+	}
+}
+
+func TestDependencyEval(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	jobs := map[JobID]*Job{
+		1: {ID: 1, State: JobPending},
+		2: {ID: 2, State: JobRunning, StartTime: now.Add(-5 * time.Minute), Alloc: &Allocation{}, Tasks: []Task{{State: TaskRunning}}},
+		3: {ID: 3, State: JobCompleted, StartTime: now.Add(-time.Hour), EndTime: now.Add(-time.Minute)},
+		4: {ID: 4, State: JobFailed, StartTime: now.Add(-time.Hour), EndTime: now.Add(-time.Minute), ExitCode: 1},
+		5: {ID: 5, State: JobCancelled, EndTime: now.Add(-2 * time.Minute)}, // before it started
+		// Failed, one task still ending: not ended yet (it may restart).
+		6: {ID: 6, State: JobNodeFail, StartTime: now.Add(-time.Hour), Alloc: &Allocation{}, Tasks: []Task{{State: TaskExited}, {State: TaskRunning}}},
+	}
+	v := DepView{Job: func(id JobID) (*Job, bool) { j, ok := jobs[id]; return j, ok }}
+	self := &Job{ID: 10, Name: "train", User: "alice"}
+	for _, tc := range []struct {
+		dep  string
+		want DepStatus
+	}{
+		{"afterok:3", DepSatisfied},
+		{"afterok:4", DepNever},
+		{"afterok:2", DepWaiting},
+		{"afterok:6", DepWaiting},
+		{"afternotok:4", DepSatisfied},
+		{"afternotok:3", DepNever},
+		{"afternotok:5", DepSatisfied},
+		{"afterany:4:3", DepSatisfied},
+		{"afterany:1", DepWaiting},
+		{"after:2", DepSatisfied},
+		{"after:2+10", DepWaiting},
+		{"after:2+5", DepSatisfied},
+		{"after:1", DepWaiting},
+		{"after:5+1", DepSatisfied},
+		{"after:5+3", DepWaiting},
+		{"afterok:99", DepSatisfied}, // purged
+		{"afterok:3,afterok:4", DepNever},
+		{"afterok:3,afterok:2", DepWaiting},
+		{"afterok:4?afterok:2", DepWaiting},
+		{"afterok:4?afterok:3", DepSatisfied},
+		{"afterok:4?afternotok:3", DepNever},
+	} {
+		d, err := ParseDependency(tc.dep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.Eval(self, v, now); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.dep, got, tc.want)
+		}
+	}
+	single, _ := ParseDependency("singleton")
+	busy := v
+	busy.Singleton = func(j *Job) bool { return j.Name == "train" && j.User == "alice" }
+	if got := single.Eval(self, busy, now); got != DepWaiting {
+		t.Errorf("singleton with another job of its name running: %v, want waiting", got)
+	}
+	if got := single.Eval(self, v, now); got != DepSatisfied {
+		t.Errorf("singleton alone: %v, want satisfied", got)
+	}
+}

@@ -1,0 +1,97 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/controller/fsm"
+	"github.com/phalanx-hpc/phalanx/scheduler"
+)
+
+// Dependencies (cluster/dependency.go) are the controller's business, not
+// the scheduler's: a pass first sets aside the pending jobs whose
+// dependency does not hold yet, giving them the reason Dependency (or
+// DependencyNeverSatisfied), and schedules the others. The scheduler stays
+// a function of resources; a dependency reads other jobs, finished ones
+// included, which only the store holds.
+
+// checkDependency refuses a submit whose dependency names a job the
+// cluster does not know, as Slurm does ("Job dependency problem").
+func (s *Server) checkDependency(j *cluster.Job) error {
+	for _, id := range j.Dependency.Jobs() {
+		if _, err := s.store.JobRecord(id); errors.Is(err, cluster.ErrNotFound) {
+			return cluster.Errorf(cluster.ErrInvalid, "Job dependency problem: job %d does not exist (--dependency=%s)", id, j.Dependency)
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// depGate is one pass's reading of the pending jobs' dependencies.
+type depGate struct {
+	view    cluster.DepView
+	waiting map[cluster.JobID]scheduler.PendingInfo
+	kill    []cluster.JobID // never satisfied, and asked to be cancelled then
+}
+
+// gateDependencies returns the jobs the scheduler may consider (every live
+// job, and the pending ones whose dependency holds) and the pending jobs
+// it holds back, with why.
+func (s *Server) gateDependencies(jobs []*cluster.Job, now time.Time) ([]*cluster.Job, *depGate) {
+	g := &depGate{waiting: map[cluster.JobID]scheduler.PendingInfo{}}
+	var singles map[string][]*cluster.Job // by user and name; built when needed
+	g.view = cluster.DepView{
+		Job: func(id cluster.JobID) (*cluster.Job, bool) {
+			j, err := s.store.JobRecord(id)
+			return j, err == nil
+		},
+		Singleton: func(j *cluster.Job) bool {
+			if singles == nil {
+				singles = map[string][]*cluster.Job{}
+				for _, a := range s.store.ActiveJobs() {
+					k := a.User + "\x00" + a.Name
+					singles[k] = append(singles[k], a)
+				}
+			}
+			for _, o := range singles[j.User+"\x00"+j.Name] {
+				if o.ID != j.ID && (o.Live() || o.State == cluster.JobRunning || (o.State == cluster.JobPending && o.ID < j.ID)) {
+					return true
+				}
+			}
+			return false
+		},
+	}
+	keep := jobs[:0:0]
+	for _, j := range jobs {
+		if j.State != cluster.JobPending || j.Dependency.IsZero() {
+			keep = append(keep, j)
+			continue
+		}
+		switch j.Dependency.Eval(j, g.view, now) {
+		case cluster.DepSatisfied:
+			keep = append(keep, j)
+		case cluster.DepWaiting:
+			g.waiting[j.ID] = scheduler.PendingInfo{Reason: cluster.ReasonDependency}
+		case cluster.DepNever:
+			g.waiting[j.ID] = scheduler.PendingInfo{Reason: cluster.ReasonDependencyNever}
+			if j.KillOnInvalidDep {
+				g.kill = append(g.kill, j.ID)
+			}
+		}
+	}
+	return keep, g
+}
+
+// cancelNeverSatisfied cancels the jobs whose dependency can never hold
+// and that asked for it (--kill-on-invalid-dep=yes).
+func (s *Server) cancelNeverSatisfied(ctx context.Context, g *depGate, now time.Time) {
+	if len(g.kill) == 0 {
+		return
+	}
+	if _, err := s.propose(ctx, fsm.CancelJobs{IDs: g.kill, Time: now, Reason: cluster.ReasonDependencyNever}); err != nil {
+		s.log.Error("cancel jobs whose dependency can never be satisfied", "jobs", g.kill, "err", err)
+	}
+}

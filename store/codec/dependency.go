@@ -1,0 +1,52 @@
+package codec
+
+import (
+	"time"
+
+	statev1 "github.com/phalanx-hpc/phalanx/api/phalanx/state/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+// depTypes maps dependency kinds to their persisted form.
+var depTypes = map[cluster.DepType]statev1.DepType{
+	cluster.DepAfter:      statev1.DepType_DEP_TYPE_AFTER,
+	cluster.DepAfterAny:   statev1.DepType_DEP_TYPE_AFTER_ANY,
+	cluster.DepAfterOK:    statev1.DepType_DEP_TYPE_AFTER_OK,
+	cluster.DepAfterNotOK: statev1.DepType_DEP_TYPE_AFTER_NOT_OK,
+	cluster.DepAfterCorr:  statev1.DepType_DEP_TYPE_AFTER_CORR,
+	cluster.DepSingleton:  statev1.DepType_DEP_TYPE_SINGLETON,
+}
+
+func depConds(d cluster.Dependency) []*statev1.DepCond {
+	if d.IsZero() {
+		return nil
+	}
+	out := make([]*statev1.DepCond, len(d.Conds))
+	for i, c := range d.Conds {
+		out[i] = &statev1.DepCond{Type: depTypes[c.Type], JobId: uint64(c.Job), DelaySeconds: int64(c.Delay / time.Second)}
+	}
+	return out
+}
+
+// fromDepConds decodes a dependency; a condition of a kind this version
+// does not know is kept as afterany on its job (it waits for the job's
+// end, the safest reading), or dropped when it names none.
+func fromDepConds(cs []*statev1.DepCond, anyOf bool) cluster.Dependency {
+	if len(cs) == 0 {
+		return cluster.Dependency{}
+	}
+	d := cluster.Dependency{Any: anyOf}
+	for _, c := range cs {
+		typ := cluster.DepAfterAny
+		for t, p := range depTypes {
+			if p == c.GetType() {
+				typ = t
+			}
+		}
+		if typ != cluster.DepSingleton && c.GetJobId() == 0 {
+			continue
+		}
+		d.Conds = append(d.Conds, cluster.DepCond{Type: typ, Job: cluster.JobID(c.GetJobId()), Delay: time.Duration(c.GetDelaySeconds()) * time.Second})
+	}
+	return d
+}
