@@ -19,7 +19,7 @@ const SqueueStartFormat = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
 
 // squeueHeaders are the column titles of squeue's format fields.
 var squeueHeaders = map[byte]string{
-	'a': "ACCOUNT", 'b': "TRES_PER_NODE", 'D': "NODES", 'i': "JOBID", 'j': "NAME",
+	'a': "ACCOUNT", 'b': "TRES_PER_NODE", 'D': "NODES", 'E': "DEPENDENCY", 'i': "JOBID", 'j': "NAME",
 	'l': "TIME_LIMIT", 'L': "TIME_LEFT", 'M': "TIME", 'N': "NODELIST", 'P': "PARTITION",
 	'Q': "PRIORITY", 'r': "REASON", 'R': "NODELIST(REASON)", 'S': "START_TIME",
 	't': "ST", 'T': "STATE", 'u': "USER", 'V': "SUBMIT_TIME", 'Y': "SCHEDNODES", 'Z': "WORK_DIR",
@@ -66,6 +66,8 @@ func jobField(j *phalanxv1.Job, c byte, v SqueueView) string {
 		return tresPerNode(s)
 	case 'D':
 		return fmt.Sprint(jobNodeCount(j))
+	case 'E':
+		return dependency(j)
 	case 'i':
 		return fmt.Sprint(j.Id)
 	case 'j':
