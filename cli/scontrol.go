@@ -24,7 +24,8 @@ const scontrolUsage = `Usage: scontrol show job [JOBID] | node [NAME] | partitio
        scontrol backup FILE | restore FILE [force]
        scontrol token [username=NAME] [lifespan=SECONDS]
        scontrol update NodeName=NODES State=DRAIN|RESUME|UNDRAIN|DOWN [Reason=WHY]
-       scontrol update JobId=ID [JobName=NAME] [TimeLimit=LIMIT]`
+       scontrol update JobId=ID [JobName=NAME] [TimeLimit=LIMIT]
+       scontrol hold|uhold|release JOBID[,JOBID...]`
 
 func (k *commands) scontrol() *ucli.Command {
 	return slurmCommand("scontrol", "show jobs, nodes, partitions and controllers; ping and change the controllers (scontrol show|ping|raft ...)", k.runScontrol)
@@ -53,8 +54,10 @@ func (k *commands) runScontrol(c *ucli.Context, args []string) error {
 		return k.token(c, args[1:])
 	case "update":
 		return k.update(c, args[1:])
+	case "hold", "uhold", "release":
+		return k.hold(c, strings.ToLower(args[0]), args[1:])
 	}
-	return fmt.Errorf("invalid command %q: phx supports scontrol show, ping, raft, backup, restore, token and update (scontrol --help)", args[0])
+	return fmt.Errorf("invalid command %q: phx supports scontrol show, ping, raft, backup, restore, token, update, hold, uhold and release (scontrol --help)", args[0])
 }
 
 func (k *commands) runShow(c *ucli.Context, args []string) error {

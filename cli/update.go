@@ -132,3 +132,39 @@ func jobUpdate(f map[string]string) (*phalanxv1.UpdateJobRequest, error) {
 	}
 	return req, nil
 }
+
+// holdRequests are the API's requests for scontrol hold, uhold and release.
+var holdRequests = map[string]phalanxv1.HoldRequest{
+	"hold":    phalanxv1.HoldRequest_HOLD_REQUEST_HOLD,
+	"uhold":   phalanxv1.HoldRequest_HOLD_REQUEST_USER_HOLD,
+	"release": phalanxv1.HoldRequest_HOLD_REQUEST_RELEASE,
+}
+
+// hold runs `scontrol hold|uhold|release JOBID[,JOBID...]` (the IDs may
+// also be separate arguments). Every job is tried; the errors are joined,
+// one line each.
+func (k *commands) hold(c *ucli.Context, verb string, args []string) error {
+	ids, err := parseJobIDs(strings.Join(args, ","))
+	if err == nil && len(ids) == 0 {
+		err = errors.New("no job ID given")
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w: write scontrol %s JOBID[,JOBID...]", verb, err, verb)
+	}
+	cn, err := k.dial(c)
+	if err != nil {
+		return err
+	}
+	defer cn.Close()
+	var errs []error
+	for _, id := range ids {
+		err := cn.call(c.Context, func(ctx context.Context) error {
+			_, err := cn.api.UpdateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: id, Hold: holdRequests[verb]})
+			return err
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s job %d: %w", verb, id, err))
+		}
+	}
+	return errors.Join(errs...)
+}

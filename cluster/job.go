@@ -145,6 +145,8 @@ type Job struct {
 	// never can.
 	Dependency       Dependency
 	KillOnInvalidDep bool
+	// Hold keeps a pending job from being scheduled (hold.go).
+	Hold Hold
 
 	State      JobState
 	Reason     string // pending reason, or why it ended

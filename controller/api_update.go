@@ -119,7 +119,14 @@ func (s *Server) updateJob(ctx context.Context, req *phalanxv1.UpdateJobRequest)
 		}
 		up.TimeLimit = &limit
 	}
-	if up.Name == nil && up.TimeLimit == nil {
+	if req.Hold != phalanxv1.HoldRequest_HOLD_REQUEST_UNSPECIFIED {
+		h, err := s.newHold(ctx, j, req.Hold)
+		if err != nil {
+			return err
+		}
+		up.Hold = &h
+	}
+	if up.Name == nil && up.TimeLimit == nil && up.Hold == nil {
 		return cluster.Errorf(cluster.ErrInvalid, "nothing to update: give JobName=... or TimeLimit=...")
 	}
 	if _, err := s.propose(ctx, up); err != nil {
@@ -127,6 +134,34 @@ func (s *Server) updateJob(ctx context.Context, req *phalanxv1.UpdateJobRequest)
 	}
 	s.kickScheduler()
 	return nil
+}
+
+// newHold says how job j is held after req, as Slurm's rules have it: a
+// hold by an operator is an admin hold (uhold: a user hold, whoever asks),
+// and only an operator releases an admin hold. Only a pending job is held
+// or released.
+func (s *Server) newHold(ctx context.Context, j *cluster.Job, req phalanxv1.HoldRequest) (cluster.Hold, error) {
+	if j.State != cluster.JobPending {
+		return 0, cluster.Errorf(cluster.ErrInvalid, "job %d is %s: only a pending job can be held or released (Job is no longer pending execution)", j.ID, j.State)
+	}
+	id, lvl, ok := s.caller(ctx)
+	operator := !ok || lvl >= levelOperator // no caller: an insecure test server's, all powerful
+	if j.Hold == cluster.HoldAdmin && !operator {
+		s.audit(ctx, "hold", "permission denied", "user", id.User, "uid", id.UID, "job", j.ID)
+		return 0, cluster.Errorf(cluster.ErrPermission, "permission denied: job %d was held by an operator (JobHeldAdmin): only an operator may release or change its hold", j.ID)
+	}
+	switch req {
+	case phalanxv1.HoldRequest_HOLD_REQUEST_HOLD:
+		if operator {
+			return cluster.HoldAdmin, nil
+		}
+		return cluster.HoldUser, nil
+	case phalanxv1.HoldRequest_HOLD_REQUEST_USER_HOLD:
+		return cluster.HoldUser, nil
+	case phalanxv1.HoldRequest_HOLD_REQUEST_RELEASE:
+		return cluster.HoldNone, nil
+	}
+	return 0, cluster.Errorf(cluster.ErrInvalid, "hold request %v: give hold, uhold or release", req)
 }
 
 // newTimeLimit checks a new time limit for job j (seconds; 0 lifts it).

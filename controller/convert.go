@@ -94,6 +94,9 @@ func jobFromSpec(spec *phalanxv1.JobSpec, maxScript int) (*cluster.Job, error) {
 		return nil, err
 	}
 	j.KillOnInvalidDep = spec.KillOnInvalidDep
+	if spec.Hold {
+		j.Hold = cluster.HoldUser
+	}
 	if j.Nodes == 0 {
 		j.Nodes = 1
 	}
@@ -165,6 +168,7 @@ func specToProto(j *cluster.Job) *phalanxv1.JobSpec {
 		CheckpointKeep:      int32(j.Checkpoint.Keep),
 		Dependency:          j.Dependency.String(),
 		KillOnInvalidDep:    j.KillOnInvalidDep,
+		Hold:                j.Hold != cluster.HoldNone,
 	}
 }
 

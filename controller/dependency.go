@@ -38,8 +38,9 @@ type depGate struct {
 }
 
 // gateDependencies returns the jobs the scheduler may consider (every live
-// job, and the pending ones whose dependency holds) and the pending jobs
-// it holds back, with why.
+// job, and the pending ones not held whose dependency holds) and the
+// pending jobs it holds back, with why: held (cluster/hold.go) or waiting
+// on their dependency.
 func (s *Server) gateDependencies(jobs []*cluster.Job, now time.Time) ([]*cluster.Job, *depGate) {
 	g := &depGate{waiting: map[cluster.JobID]scheduler.PendingInfo{}}
 	var singles map[string][]*cluster.Job // by user and name; built when needed
@@ -66,6 +67,10 @@ func (s *Server) gateDependencies(jobs []*cluster.Job, now time.Time) ([]*cluste
 	}
 	keep := jobs[:0:0]
 	for _, j := range jobs {
+		if j.State == cluster.JobPending && j.Hold != cluster.HoldNone {
+			g.waiting[j.ID] = scheduler.PendingInfo{Reason: j.Hold.Reason()}
+			continue
+		}
 		if j.State != cluster.JobPending || j.Dependency.IsZero() {
 			keep = append(keep, j)
 			continue

@@ -193,11 +193,13 @@ func (s *Store) PreemptJobs(idx uint64, ids []cluster.JobID, t time.Time) ([]clu
 type JobUpdate struct {
 	Name      *string
 	TimeLimit *time.Duration
+	Hold      *cluster.Hold
 }
 
 // UpdateJob changes an active job: its name at any time, its time limit
-// only while it is pending (a running job's tasks were started with their
-// limit). A job that has ended is history: ErrNotFound.
+// and its hold only while it is pending (a running job's tasks were
+// started with their limit; it is past holding). A job that has ended is
+// history: ErrNotFound.
 func (s *Store) UpdateJob(idx uint64, id cluster.JobID, up JobUpdate) error {
 	return s.apply(idx, func(c *change) error {
 		j := c.job(id)
@@ -210,12 +212,18 @@ func (s *Store) UpdateJob(idx uint64, id cluster.JobID, up JobUpdate) error {
 		if up.TimeLimit != nil && j.State != cluster.JobPending {
 			return cluster.Errorf(cluster.ErrInvalid, "job %d is %s: its time limit changes only while it is pending", id, j.State)
 		}
+		if up.Hold != nil && j.State != cluster.JobPending {
+			return cluster.Errorf(cluster.ErrInvalid, "job %d is %s: only a pending job can be held or released (Job is no longer pending execution)", id, j.State)
+		}
 		u := j.Update()
 		if up.Name != nil {
 			u.Name = *up.Name
 		}
 		if up.TimeLimit != nil {
 			u.TimeLimit = *up.TimeLimit
+		}
+		if up.Hold != nil {
+			u.Hold = *up.Hold
 		}
 		c.putJob(u)
 		return nil

@@ -34,6 +34,7 @@ var Options = []getopt.Option{
 	{Long: "gpus-per-task", HasArg: true, Usage: "GPUs per task: [TYPE:]N, times --ntasks-per-node (default 1) per node"},
 	{Long: "gres", HasArg: true, Usage: "generic resources: gpu[:TYPE][:N]"},
 	{Long: "help", Short: 'h', Usage: "show this help"},
+	{Long: "hold", Short: 'H', Usage: "submit the job held (JobHeldUser): it waits until scontrol release"},
 	{Long: "image", HasArg: true, Usage: "OCI image to run the job in (default: plain process)"},
 	{Long: "job-name", Short: 'J', HasArg: true, Usage: "name of the job"},
 	{Long: "mail-type", HasArg: true, Usage: "accepted and ignored (warning)"},
@@ -185,6 +186,8 @@ func (b *builder) apply(v getopt.Value) error {
 		b.total.set = err == nil
 	case "help":
 		b.help = true
+	case "hold":
+		s.Hold = true
 	case "mem":
 		s.MemoryMb, err = parseMem(v.Value)
 	case "nodes":

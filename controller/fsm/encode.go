@@ -111,6 +111,10 @@ func decode(m *statev1.Command) (Command, error) {
 			d := time.Duration(r.GetTimeLimit())
 			u.TimeLimit = &d
 		}
+		if r.Hold != nil {
+			h := codec.FromHoldRecord(r.GetHold())
+			u.Hold = &h
+		}
 		return u, nil
 	}
 	return nil, fmt.Errorf("command type %d: %w", unknownType(m), ErrUnknownCommand)
@@ -238,6 +242,10 @@ func (c UpdateJob) encode() (*statev1.Command, error) {
 	if c.TimeLimit != nil {
 		d := int64(*c.TimeLimit)
 		r.TimeLimit = &d
+	}
+	if c.Hold != nil {
+		h := codec.HoldRecord(*c.Hold)
+		r.Hold = &h
 	}
 	return &statev1.Command{Command: &statev1.Command_UpdateJob{UpdateJob: r}}, nil
 }

@@ -71,6 +71,7 @@ var commandFixtures = map[string]Command{
 	"10-set-controller":    SetController{Controller: store.Controller{ID: "ctl2", APIAddr: "10.0.0.2:7817", RaftAddr: "10.0.0.2:7819"}},
 	"11-remove-controller": RemoveController{ID: "ctl3"},
 	"13-update-job":        UpdateJob{ID: 7, Name: ptr("renamed"), TimeLimit: ptr(90 * time.Minute)},
+	"13b-update-job-hold":  UpdateJob{ID: 7, Hold: ptr(cluster.HoldAdmin)},
 	"12-expire":            Expire{Retention: store.Retention{RequestsBefore: t0, MaxRequests: 100000, HistoryBefore: t0.Add(-time.Hour), MaxHistory: 50000}},
 	"12b-expire-events": Expire{Retention: store.Retention{RequestsBefore: t0, MaxRequests: 100000, HistoryBefore: t0.Add(-time.Hour), MaxHistory: 50000,
 		EventsBefore: t0.Add(-2 * time.Hour), MaxEvents: 100000}},

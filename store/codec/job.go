@@ -107,6 +107,7 @@ func jobStatus(j *cluster.Job) (*statev1.JobStatus, error) {
 	if j.Checkpointed {
 		out.CheckpointStep = &j.CheckpointStep
 	}
+	out.Hold = HoldRecord(j.Hold)
 	for _, c := range j.CheckpointPending {
 		p := &statev1.CheckpointCommits{Step: c.Step}
 		for _, r := range c.Ranks {
@@ -206,6 +207,7 @@ func fromJobStatus(j *cluster.Job, st *statev1.JobStatus) error {
 	if st.CheckpointStep != nil {
 		j.Checkpointed, j.CheckpointStep = true, st.GetCheckpointStep()
 	}
+	j.Hold = FromHoldRecord(st.GetHold())
 	for _, c := range st.GetCheckpointPending() {
 		p := cluster.CheckpointCommits{Step: c.GetStep()}
 		for _, r := range c.GetRanks() {

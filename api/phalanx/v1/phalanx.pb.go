@@ -37,6 +37,58 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type HoldRequest int32
+
+const (
+	HoldRequest_HOLD_REQUEST_UNSPECIFIED HoldRequest = 0 // no change
+	HoldRequest_HOLD_REQUEST_HOLD        HoldRequest = 1 // scontrol hold
+	HoldRequest_HOLD_REQUEST_USER_HOLD   HoldRequest = 2 // scontrol uhold: a user hold, whoever asks
+	HoldRequest_HOLD_REQUEST_RELEASE     HoldRequest = 3 // scontrol release
+)
+
+// Enum value maps for HoldRequest.
+var (
+	HoldRequest_name = map[int32]string{
+		0: "HOLD_REQUEST_UNSPECIFIED",
+		1: "HOLD_REQUEST_HOLD",
+		2: "HOLD_REQUEST_USER_HOLD",
+		3: "HOLD_REQUEST_RELEASE",
+	}
+	HoldRequest_value = map[string]int32{
+		"HOLD_REQUEST_UNSPECIFIED": 0,
+		"HOLD_REQUEST_HOLD":        1,
+		"HOLD_REQUEST_USER_HOLD":   2,
+		"HOLD_REQUEST_RELEASE":     3,
+	}
+)
+
+func (x HoldRequest) Enum() *HoldRequest {
+	p := new(HoldRequest)
+	*p = x
+	return p
+}
+
+func (x HoldRequest) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (HoldRequest) Descriptor() protoreflect.EnumDescriptor {
+	return file_phalanx_v1_phalanx_proto_enumTypes[0].Descriptor()
+}
+
+func (HoldRequest) Type() protoreflect.EnumType {
+	return &file_phalanx_v1_phalanx_proto_enumTypes[0]
+}
+
+func (x HoldRequest) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use HoldRequest.Descriptor instead.
+func (HoldRequest) EnumDescriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{0}
+}
+
 type ListEventsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// nodes: only these nodes' events (a client expands hostlists); empty:
@@ -382,8 +434,12 @@ type UpdateJobRequest struct {
 	Name *string `protobuf:"bytes,2,opt,name=name,proto3,oneof" json:"name,omitempty"`
 	// time_limit_seconds: the new limit; 0 is no limit (operators only).
 	TimeLimitSeconds *int64 `protobuf:"varint,3,opt,name=time_limit_seconds,json=timeLimitSeconds,proto3,oneof" json:"time_limit_seconds,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// hold: hold the pending job back (scontrol hold, uhold) or release it
+	// (scontrol release). HOLD_REQUEST_HOLD holds it as the caller: an
+	// operator's hold is an admin hold, which only operators release.
+	Hold          HoldRequest `protobuf:"varint,4,opt,name=hold,proto3,enum=phalanx.v1.HoldRequest" json:"hold,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpdateJobRequest) Reset() {
@@ -435,6 +491,13 @@ func (x *UpdateJobRequest) GetTimeLimitSeconds() int64 {
 		return *x.TimeLimitSeconds
 	}
 	return 0
+}
+
+func (x *UpdateJobRequest) GetHold() HoldRequest {
+	if x != nil {
+		return x.Hold
+	}
+	return HoldRequest_HOLD_REQUEST_UNSPECIFIED
 }
 
 type UpdateJobResponse struct {
@@ -643,8 +706,10 @@ type JobSpec struct {
 	// sbatch --kill-on-invalid-dep=yes: cancel the job once its dependency
 	// can never be satisfied (else it waits, DependencyNeverSatisfied).
 	KillOnInvalidDep bool `protobuf:"varint,40,opt,name=kill_on_invalid_dep,json=killOnInvalidDep,proto3" json:"kill_on_invalid_dep,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// sbatch --hold: the job is submitted held (JobHeldUser) until released.
+	Hold          bool `protobuf:"varint,41,opt,name=hold,proto3" json:"hold,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -953,6 +1018,13 @@ func (x *JobSpec) GetDependency() string {
 func (x *JobSpec) GetKillOnInvalidDep() bool {
 	if x != nil {
 		return x.KillOnInvalidDep
+	}
+	return false
+}
+
+func (x *JobSpec) GetHold() bool {
+	if x != nil {
+		return x.Hold
 	}
 	return false
 }
@@ -4767,11 +4839,12 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"*\n" +
 	"\x12UpdateNodeResponse\x12\x14\n" +
-	"\x05names\x18\x01 \x03(\tR\x05names\"\x95\x01\n" +
+	"\x05names\x18\x01 \x03(\tR\x05names\"\xc2\x01\n" +
 	"\x10UpdateJobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x88\x01\x01\x121\n" +
-	"\x12time_limit_seconds\x18\x03 \x01(\x03H\x01R\x10timeLimitSeconds\x88\x01\x01B\a\n" +
+	"\x12time_limit_seconds\x18\x03 \x01(\x03H\x01R\x10timeLimitSeconds\x88\x01\x01\x12+\n" +
+	"\x04hold\x18\x04 \x01(\x0e2\x17.phalanx.v1.HoldRequestR\x04holdB\a\n" +
 	"\x05_nameB\x15\n" +
 	"\x13_time_limit_seconds\"\x13\n" +
 	"\x11UpdateJobResponse\"[\n" +
@@ -4780,7 +4853,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x10lifespan_seconds\x18\x02 \x01(\x03R\x0flifespanSeconds\"a\n" +
 	"\x13CreateTokenResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x124\n" +
-	"\aexpires\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\"\x9c\n" +
+	"\aexpires\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\"\xb0\n" +
 	"\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
@@ -4829,7 +4902,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\n" +
 	"dependency\x18' \x01(\tR\n" +
 	"dependency\x12-\n" +
-	"\x13kill_on_invalid_dep\x18( \x01(\bR\x10killOnInvalidDep\x1a6\n" +
+	"\x13kill_on_invalid_dep\x18( \x01(\bR\x10killOnInvalidDep\x12\x12\n" +
+	"\x04hold\x18) \x01(\bR\x04hold\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0f\n" +
@@ -5150,7 +5224,12 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12\x12\n" +
 	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\"\x18\n" +
-	"\x16ReportJobEventResponse2\xb3\v\n" +
+	"\x16ReportJobEventResponse*x\n" +
+	"\vHoldRequest\x12\x1c\n" +
+	"\x18HOLD_REQUEST_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11HOLD_REQUEST_HOLD\x10\x01\x12\x1a\n" +
+	"\x16HOLD_REQUEST_USER_HOLD\x10\x02\x12\x18\n" +
+	"\x14HOLD_REQUEST_RELEASE\x10\x032\xb3\v\n" +
 	"\x11ControllerService\x12H\n" +
 	"\tSubmitJob\x12\x1c.phalanx.v1.SubmitJobRequest\x1a\x1d.phalanx.v1.SubmitJobResponse\x12H\n" +
 	"\tCancelJob\x12\x1c.phalanx.v1.CancelJobRequest\x1a\x1d.phalanx.v1.CancelJobResponse\x124\n" +
@@ -5192,173 +5271,176 @@ func file_phalanx_v1_phalanx_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_phalanx_proto_rawDescData
 }
 
+var file_phalanx_v1_phalanx_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
 var file_phalanx_v1_phalanx_proto_goTypes = []any{
-	(*ListEventsRequest)(nil),          // 0: phalanx.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),         // 1: phalanx.v1.ListEventsResponse
-	(*Event)(nil),                      // 2: phalanx.v1.Event
-	(*UpdateNodeRequest)(nil),          // 3: phalanx.v1.UpdateNodeRequest
-	(*UpdateNodeResponse)(nil),         // 4: phalanx.v1.UpdateNodeResponse
-	(*UpdateJobRequest)(nil),           // 5: phalanx.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),          // 6: phalanx.v1.UpdateJobResponse
-	(*CreateTokenRequest)(nil),         // 7: phalanx.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),        // 8: phalanx.v1.CreateTokenResponse
-	(*JobSpec)(nil),                    // 9: phalanx.v1.JobSpec
-	(*NodeAlloc)(nil),                  // 10: phalanx.v1.NodeAlloc
-	(*Task)(nil),                       // 11: phalanx.v1.Task
-	(*Job)(nil),                        // 12: phalanx.v1.Job
-	(*Attempt)(nil),                    // 13: phalanx.v1.Attempt
-	(*Node)(nil),                       // 14: phalanx.v1.Node
-	(*Partition)(nil),                  // 15: phalanx.v1.Partition
-	(*SubmitJobRequest)(nil),           // 16: phalanx.v1.SubmitJobRequest
-	(*SubmitJobResponse)(nil),          // 17: phalanx.v1.SubmitJobResponse
-	(*CancelJobRequest)(nil),           // 18: phalanx.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),          // 19: phalanx.v1.CancelJobResponse
-	(*GetJobRequest)(nil),              // 20: phalanx.v1.GetJobRequest
-	(*ListJobsRequest)(nil),            // 21: phalanx.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),           // 22: phalanx.v1.ListJobsResponse
-	(*ListNodesRequest)(nil),           // 23: phalanx.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),          // 24: phalanx.v1.ListNodesResponse
-	(*ListPartitionsRequest)(nil),      // 25: phalanx.v1.ListPartitionsRequest
-	(*ListPartitionsResponse)(nil),     // 26: phalanx.v1.ListPartitionsResponse
-	(*NotLeader)(nil),                  // 27: phalanx.v1.NotLeader
-	(*ControllerStatus)(nil),           // 28: phalanx.v1.ControllerStatus
-	(*GetControllerStatusRequest)(nil), // 29: phalanx.v1.GetControllerStatusRequest
-	(*ListControllersRequest)(nil),     // 30: phalanx.v1.ListControllersRequest
-	(*ListControllersResponse)(nil),    // 31: phalanx.v1.ListControllersResponse
-	(*ControllerInfo)(nil),             // 32: phalanx.v1.ControllerInfo
-	(*AddControllerRequest)(nil),       // 33: phalanx.v1.AddControllerRequest
-	(*AddControllerResponse)(nil),      // 34: phalanx.v1.AddControllerResponse
-	(*RemoveControllerRequest)(nil),    // 35: phalanx.v1.RemoveControllerRequest
-	(*RemoveControllerResponse)(nil),   // 36: phalanx.v1.RemoveControllerResponse
-	(*RegisterControllerRequest)(nil),  // 37: phalanx.v1.RegisterControllerRequest
-	(*RegisterControllerResponse)(nil), // 38: phalanx.v1.RegisterControllerResponse
-	(*TransferLeadershipRequest)(nil),  // 39: phalanx.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 40: phalanx.v1.TransferLeadershipResponse
-	(*BackupRequest)(nil),              // 41: phalanx.v1.BackupRequest
-	(*Chunk)(nil),                      // 42: phalanx.v1.Chunk
-	(*RestoreRequest)(nil),             // 43: phalanx.v1.RestoreRequest
-	(*RestoreResponse)(nil),            // 44: phalanx.v1.RestoreResponse
-	(*RegisterNodeRequest)(nil),        // 45: phalanx.v1.RegisterNodeRequest
-	(*NICInfo)(nil),                    // 46: phalanx.v1.NICInfo
-	(*GPUInfo)(nil),                    // 47: phalanx.v1.GPUInfo
-	(*RegisterNodeResponse)(nil),       // 48: phalanx.v1.RegisterNodeResponse
-	(*HeartbeatRequest)(nil),           // 49: phalanx.v1.HeartbeatRequest
-	(*HealthProblem)(nil),              // 50: phalanx.v1.HealthProblem
-	(*TaskRef)(nil),                    // 51: phalanx.v1.TaskRef
-	(*HeartbeatResponse)(nil),          // 52: phalanx.v1.HeartbeatResponse
-	(*HealthCheck)(nil),                // 53: phalanx.v1.HealthCheck
-	(*WatchAssignmentsRequest)(nil),    // 54: phalanx.v1.WatchAssignmentsRequest
-	(*Assignment)(nil),                 // 55: phalanx.v1.Assignment
-	(*Prolog)(nil),                     // 56: phalanx.v1.Prolog
-	(*Assignments)(nil),                // 57: phalanx.v1.Assignments
-	(*ReportTaskStatusRequest)(nil),    // 58: phalanx.v1.ReportTaskStatusRequest
-	(*ReportTaskStatusResponse)(nil),   // 59: phalanx.v1.ReportTaskStatusResponse
-	(*ReportCheckpointRequest)(nil),    // 60: phalanx.v1.ReportCheckpointRequest
-	(*ReportCheckpointResponse)(nil),   // 61: phalanx.v1.ReportCheckpointResponse
-	(*ReportJobEventRequest)(nil),      // 62: phalanx.v1.ReportJobEventRequest
-	(*ReportJobEventResponse)(nil),     // 63: phalanx.v1.ReportJobEventResponse
-	nil,                                // 64: phalanx.v1.JobSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 65: google.protobuf.Timestamp
+	(HoldRequest)(0),                   // 0: phalanx.v1.HoldRequest
+	(*ListEventsRequest)(nil),          // 1: phalanx.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),         // 2: phalanx.v1.ListEventsResponse
+	(*Event)(nil),                      // 3: phalanx.v1.Event
+	(*UpdateNodeRequest)(nil),          // 4: phalanx.v1.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),         // 5: phalanx.v1.UpdateNodeResponse
+	(*UpdateJobRequest)(nil),           // 6: phalanx.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),          // 7: phalanx.v1.UpdateJobResponse
+	(*CreateTokenRequest)(nil),         // 8: phalanx.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),        // 9: phalanx.v1.CreateTokenResponse
+	(*JobSpec)(nil),                    // 10: phalanx.v1.JobSpec
+	(*NodeAlloc)(nil),                  // 11: phalanx.v1.NodeAlloc
+	(*Task)(nil),                       // 12: phalanx.v1.Task
+	(*Job)(nil),                        // 13: phalanx.v1.Job
+	(*Attempt)(nil),                    // 14: phalanx.v1.Attempt
+	(*Node)(nil),                       // 15: phalanx.v1.Node
+	(*Partition)(nil),                  // 16: phalanx.v1.Partition
+	(*SubmitJobRequest)(nil),           // 17: phalanx.v1.SubmitJobRequest
+	(*SubmitJobResponse)(nil),          // 18: phalanx.v1.SubmitJobResponse
+	(*CancelJobRequest)(nil),           // 19: phalanx.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),          // 20: phalanx.v1.CancelJobResponse
+	(*GetJobRequest)(nil),              // 21: phalanx.v1.GetJobRequest
+	(*ListJobsRequest)(nil),            // 22: phalanx.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),           // 23: phalanx.v1.ListJobsResponse
+	(*ListNodesRequest)(nil),           // 24: phalanx.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),          // 25: phalanx.v1.ListNodesResponse
+	(*ListPartitionsRequest)(nil),      // 26: phalanx.v1.ListPartitionsRequest
+	(*ListPartitionsResponse)(nil),     // 27: phalanx.v1.ListPartitionsResponse
+	(*NotLeader)(nil),                  // 28: phalanx.v1.NotLeader
+	(*ControllerStatus)(nil),           // 29: phalanx.v1.ControllerStatus
+	(*GetControllerStatusRequest)(nil), // 30: phalanx.v1.GetControllerStatusRequest
+	(*ListControllersRequest)(nil),     // 31: phalanx.v1.ListControllersRequest
+	(*ListControllersResponse)(nil),    // 32: phalanx.v1.ListControllersResponse
+	(*ControllerInfo)(nil),             // 33: phalanx.v1.ControllerInfo
+	(*AddControllerRequest)(nil),       // 34: phalanx.v1.AddControllerRequest
+	(*AddControllerResponse)(nil),      // 35: phalanx.v1.AddControllerResponse
+	(*RemoveControllerRequest)(nil),    // 36: phalanx.v1.RemoveControllerRequest
+	(*RemoveControllerResponse)(nil),   // 37: phalanx.v1.RemoveControllerResponse
+	(*RegisterControllerRequest)(nil),  // 38: phalanx.v1.RegisterControllerRequest
+	(*RegisterControllerResponse)(nil), // 39: phalanx.v1.RegisterControllerResponse
+	(*TransferLeadershipRequest)(nil),  // 40: phalanx.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 41: phalanx.v1.TransferLeadershipResponse
+	(*BackupRequest)(nil),              // 42: phalanx.v1.BackupRequest
+	(*Chunk)(nil),                      // 43: phalanx.v1.Chunk
+	(*RestoreRequest)(nil),             // 44: phalanx.v1.RestoreRequest
+	(*RestoreResponse)(nil),            // 45: phalanx.v1.RestoreResponse
+	(*RegisterNodeRequest)(nil),        // 46: phalanx.v1.RegisterNodeRequest
+	(*NICInfo)(nil),                    // 47: phalanx.v1.NICInfo
+	(*GPUInfo)(nil),                    // 48: phalanx.v1.GPUInfo
+	(*RegisterNodeResponse)(nil),       // 49: phalanx.v1.RegisterNodeResponse
+	(*HeartbeatRequest)(nil),           // 50: phalanx.v1.HeartbeatRequest
+	(*HealthProblem)(nil),              // 51: phalanx.v1.HealthProblem
+	(*TaskRef)(nil),                    // 52: phalanx.v1.TaskRef
+	(*HeartbeatResponse)(nil),          // 53: phalanx.v1.HeartbeatResponse
+	(*HealthCheck)(nil),                // 54: phalanx.v1.HealthCheck
+	(*WatchAssignmentsRequest)(nil),    // 55: phalanx.v1.WatchAssignmentsRequest
+	(*Assignment)(nil),                 // 56: phalanx.v1.Assignment
+	(*Prolog)(nil),                     // 57: phalanx.v1.Prolog
+	(*Assignments)(nil),                // 58: phalanx.v1.Assignments
+	(*ReportTaskStatusRequest)(nil),    // 59: phalanx.v1.ReportTaskStatusRequest
+	(*ReportTaskStatusResponse)(nil),   // 60: phalanx.v1.ReportTaskStatusResponse
+	(*ReportCheckpointRequest)(nil),    // 61: phalanx.v1.ReportCheckpointRequest
+	(*ReportCheckpointResponse)(nil),   // 62: phalanx.v1.ReportCheckpointResponse
+	(*ReportJobEventRequest)(nil),      // 63: phalanx.v1.ReportJobEventRequest
+	(*ReportJobEventResponse)(nil),     // 64: phalanx.v1.ReportJobEventResponse
+	nil,                                // 65: phalanx.v1.JobSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil),      // 66: google.protobuf.Timestamp
 }
 var file_phalanx_v1_phalanx_proto_depIdxs = []int32{
-	65, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
-	2,  // 1: phalanx.v1.ListEventsResponse.events:type_name -> phalanx.v1.Event
-	65, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
-	65, // 3: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
-	64, // 4: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
-	65, // 5: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
-	65, // 6: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
-	9,  // 7: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
-	65, // 8: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
-	65, // 9: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
-	65, // 10: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
-	10, // 11: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
-	11, // 12: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
-	65, // 13: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
-	13, // 14: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
-	10, // 15: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
-	65, // 16: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
-	65, // 17: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
-	65, // 18: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
-	65, // 19: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
-	46, // 20: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
-	65, // 21: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
-	9,  // 22: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
-	65, // 23: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
-	65, // 24: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
-	65, // 25: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
-	12, // 26: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
-	14, // 27: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
-	15, // 28: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
-	65, // 29: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
-	32, // 30: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
-	28, // 31: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
-	47, // 32: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
-	46, // 33: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
-	51, // 34: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
-	50, // 35: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
-	65, // 36: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
-	65, // 37: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
-	53, // 38: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
-	12, // 39: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
-	56, // 40: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
-	55, // 41: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
-	65, // 42: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
-	65, // 43: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
-	16, // 44: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
-	18, // 45: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
-	20, // 46: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
-	21, // 47: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
-	23, // 48: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
-	25, // 49: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
-	30, // 50: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
-	29, // 51: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
-	33, // 52: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
-	35, // 53: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
-	37, // 54: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
-	39, // 55: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
-	41, // 56: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
-	43, // 57: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
-	7,  // 58: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
-	3,  // 59: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
-	5,  // 60: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
-	0,  // 61: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
-	45, // 62: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
-	49, // 63: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
-	54, // 64: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
-	58, // 65: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
-	60, // 66: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
-	62, // 67: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
-	17, // 68: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
-	19, // 69: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
-	12, // 70: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
-	22, // 71: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
-	24, // 72: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
-	26, // 73: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
-	31, // 74: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
-	28, // 75: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
-	34, // 76: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
-	36, // 77: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
-	38, // 78: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
-	40, // 79: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
-	42, // 80: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
-	44, // 81: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
-	8,  // 82: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
-	4,  // 83: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
-	6,  // 84: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
-	1,  // 85: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
-	48, // 86: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
-	52, // 87: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
-	57, // 88: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
-	59, // 89: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
-	61, // 90: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
-	63, // 91: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
-	68, // [68:92] is the sub-list for method output_type
-	44, // [44:68] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	66, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
+	3,  // 1: phalanx.v1.ListEventsResponse.events:type_name -> phalanx.v1.Event
+	66, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
+	0,  // 3: phalanx.v1.UpdateJobRequest.hold:type_name -> phalanx.v1.HoldRequest
+	66, // 4: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
+	65, // 5: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
+	66, // 6: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
+	66, // 7: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	10, // 8: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
+	66, // 9: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
+	66, // 10: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
+	66, // 11: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
+	11, // 12: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
+	12, // 13: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
+	66, // 14: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
+	14, // 15: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
+	11, // 16: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
+	66, // 17: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
+	66, // 18: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
+	66, // 19: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
+	66, // 20: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	47, // 21: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
+	66, // 22: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
+	10, // 23: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
+	66, // 24: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
+	66, // 25: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
+	66, // 26: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
+	13, // 27: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
+	15, // 28: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
+	16, // 29: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
+	66, // 30: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
+	33, // 31: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
+	29, // 32: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
+	48, // 33: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
+	47, // 34: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
+	52, // 35: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
+	51, // 36: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
+	66, // 37: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
+	66, // 38: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
+	54, // 39: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
+	13, // 40: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
+	57, // 41: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
+	56, // 42: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
+	66, // 43: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
+	66, // 44: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
+	17, // 45: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
+	19, // 46: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
+	21, // 47: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
+	22, // 48: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
+	24, // 49: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
+	26, // 50: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
+	31, // 51: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
+	30, // 52: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
+	34, // 53: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
+	36, // 54: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
+	38, // 55: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
+	40, // 56: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
+	42, // 57: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
+	44, // 58: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
+	8,  // 59: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
+	4,  // 60: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
+	6,  // 61: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
+	1,  // 62: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
+	46, // 63: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
+	50, // 64: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
+	55, // 65: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
+	59, // 66: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
+	61, // 67: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
+	63, // 68: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
+	18, // 69: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
+	20, // 70: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
+	13, // 71: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
+	23, // 72: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
+	25, // 73: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
+	27, // 74: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
+	32, // 75: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
+	29, // 76: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
+	35, // 77: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
+	37, // 78: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
+	39, // 79: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
+	41, // 80: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
+	43, // 81: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
+	45, // 82: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
+	9,  // 83: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
+	5,  // 84: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
+	7,  // 85: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
+	2,  // 86: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
+	49, // 87: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
+	53, // 88: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
+	58, // 89: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
+	60, // 90: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
+	62, // 91: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
+	64, // 92: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
+	69, // [69:93] is the sub-list for method output_type
+	45, // [45:69] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_phalanx_proto_init() }
@@ -5374,13 +5456,14 @@ func file_phalanx_v1_phalanx_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_phalanx_proto_rawDesc), len(file_phalanx_v1_phalanx_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      1,
 			NumMessages:   65,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
 		GoTypes:           file_phalanx_v1_phalanx_proto_goTypes,
 		DependencyIndexes: file_phalanx_v1_phalanx_proto_depIdxs,
+		EnumInfos:         file_phalanx_v1_phalanx_proto_enumTypes,
 		MessageInfos:      file_phalanx_v1_phalanx_proto_msgTypes,
 	}.Build()
 	File_phalanx_v1_phalanx_proto = out.File

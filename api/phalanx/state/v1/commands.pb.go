@@ -465,6 +465,7 @@ type UpdateJob struct {
 	JobId         uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	Name          *string                `protobuf:"bytes,2,opt,name=name,proto3,oneof" json:"name,omitempty"`
 	TimeLimit     *int64                 `protobuf:"varint,3,opt,name=time_limit,json=timeLimit,proto3,oneof" json:"time_limit,omitempty"`
+	Hold          *Hold                  `protobuf:"varint,4,opt,name=hold,proto3,enum=phalanx.state.v1.Hold,oneof" json:"hold,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -518,6 +519,13 @@ func (x *UpdateJob) GetTimeLimit() int64 {
 		return *x.TimeLimit
 	}
 	return 0
+}
+
+func (x *UpdateJob) GetHold() Hold {
+	if x != nil && x.Hold != nil {
+		return *x.Hold
+	}
+	return Hold_HOLD_UNSPECIFIED
 }
 
 // SubmitJob adds a job. request_id, when set, makes it exactly-once: a
@@ -1452,14 +1460,16 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x12\n" +
 	"\x04rank\x18\x03 \x01(\x05R\x04rank\x12\x12\n" +
 	"\x04step\x18\x04 \x01(\x03R\x04step\x12\x12\n" +
-	"\x04time\x18\x05 \x01(\x03R\x04time\"w\n" +
+	"\x04time\x18\x05 \x01(\x03R\x04time\"\xb1\x01\n" +
 	"\tUpdateJob\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x88\x01\x01\x12\"\n" +
 	"\n" +
-	"time_limit\x18\x03 \x01(\x03H\x01R\ttimeLimit\x88\x01\x01B\a\n" +
+	"time_limit\x18\x03 \x01(\x03H\x01R\ttimeLimit\x88\x01\x01\x12/\n" +
+	"\x04hold\x18\x04 \x01(\x0e2\x16.phalanx.state.v1.HoldH\x02R\x04hold\x88\x01\x01B\a\n" +
 	"\x05_nameB\r\n" +
-	"\v_time_limit\"m\n" +
+	"\v_time_limitB\a\n" +
+	"\x05_hold\"m\n" +
 	"\tSubmitJob\x12'\n" +
 	"\x03job\x18\x01 \x01(\v2\x15.phalanx.state.v1.JobR\x03job\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12\x1d\n" +
@@ -1569,13 +1579,14 @@ var file_phalanx_state_v1_commands_proto_goTypes = []any{
 	(*RemoveController)(nil), // 16: phalanx.state.v1.RemoveController
 	(*Expire)(nil),           // 17: phalanx.state.v1.Expire
 	(*Event)(nil),            // 18: phalanx.state.v1.Event
-	(*Job)(nil),              // 19: phalanx.state.v1.Job
-	(*Allocation)(nil),       // 20: phalanx.state.v1.Allocation
-	(TaskState)(0),           // 21: phalanx.state.v1.TaskState
-	(*Node)(nil),             // 22: phalanx.state.v1.Node
-	(NodeState)(0),           // 23: phalanx.state.v1.NodeState
-	(*Partition)(nil),        // 24: phalanx.state.v1.Partition
-	(*Controller)(nil),       // 25: phalanx.state.v1.Controller
+	(Hold)(0),                // 19: phalanx.state.v1.Hold
+	(*Job)(nil),              // 20: phalanx.state.v1.Job
+	(*Allocation)(nil),       // 21: phalanx.state.v1.Allocation
+	(TaskState)(0),           // 22: phalanx.state.v1.TaskState
+	(*Node)(nil),             // 23: phalanx.state.v1.Node
+	(NodeState)(0),           // 24: phalanx.state.v1.NodeState
+	(*Partition)(nil),        // 25: phalanx.state.v1.Partition
+	(*Controller)(nil),       // 26: phalanx.state.v1.Controller
 }
 var file_phalanx_state_v1_commands_proto_depIdxs = []int32{
 	4,  // 0: phalanx.state.v1.Command.submit_job:type_name -> phalanx.state.v1.SubmitJob
@@ -1595,19 +1606,20 @@ var file_phalanx_state_v1_commands_proto_depIdxs = []int32{
 	2,  // 14: phalanx.state.v1.Command.commit_checkpoint:type_name -> phalanx.state.v1.CommitCheckpoint
 	1,  // 15: phalanx.state.v1.Command.record_event:type_name -> phalanx.state.v1.RecordEvent
 	18, // 16: phalanx.state.v1.RecordEvent.event:type_name -> phalanx.state.v1.Event
-	19, // 17: phalanx.state.v1.SubmitJob.job:type_name -> phalanx.state.v1.Job
-	20, // 18: phalanx.state.v1.Placement.alloc:type_name -> phalanx.state.v1.Allocation
-	5,  // 19: phalanx.state.v1.PlaceJobs.placements:type_name -> phalanx.state.v1.Placement
-	21, // 20: phalanx.state.v1.ReportTask.state:type_name -> phalanx.state.v1.TaskState
-	22, // 21: phalanx.state.v1.RegisterNode.node:type_name -> phalanx.state.v1.Node
-	23, // 22: phalanx.state.v1.SetNodeState.state:type_name -> phalanx.state.v1.NodeState
-	24, // 23: phalanx.state.v1.SetPartitions.partitions:type_name -> phalanx.state.v1.Partition
-	25, // 24: phalanx.state.v1.SetController.controller:type_name -> phalanx.state.v1.Controller
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	19, // 17: phalanx.state.v1.UpdateJob.hold:type_name -> phalanx.state.v1.Hold
+	20, // 18: phalanx.state.v1.SubmitJob.job:type_name -> phalanx.state.v1.Job
+	21, // 19: phalanx.state.v1.Placement.alloc:type_name -> phalanx.state.v1.Allocation
+	5,  // 20: phalanx.state.v1.PlaceJobs.placements:type_name -> phalanx.state.v1.Placement
+	22, // 21: phalanx.state.v1.ReportTask.state:type_name -> phalanx.state.v1.TaskState
+	23, // 22: phalanx.state.v1.RegisterNode.node:type_name -> phalanx.state.v1.Node
+	24, // 23: phalanx.state.v1.SetNodeState.state:type_name -> phalanx.state.v1.NodeState
+	25, // 24: phalanx.state.v1.SetPartitions.partitions:type_name -> phalanx.state.v1.Partition
+	26, // 25: phalanx.state.v1.SetController.controller:type_name -> phalanx.state.v1.Controller
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_state_v1_commands_proto_init() }

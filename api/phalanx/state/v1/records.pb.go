@@ -471,6 +471,56 @@ func (RestartCause) EnumDescriptor() ([]byte, []int) {
 	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{6}
 }
 
+// Hold is who holds a pending job back.
+type Hold int32
+
+const (
+	Hold_HOLD_UNSPECIFIED Hold = 0 // not held
+	Hold_HOLD_USER        Hold = 1 // its user (JobHeldUser): the user may release it
+	Hold_HOLD_ADMIN       Hold = 2 // an operator (JobHeldAdmin): only an operator may release it
+)
+
+// Enum value maps for Hold.
+var (
+	Hold_name = map[int32]string{
+		0: "HOLD_UNSPECIFIED",
+		1: "HOLD_USER",
+		2: "HOLD_ADMIN",
+	}
+	Hold_value = map[string]int32{
+		"HOLD_UNSPECIFIED": 0,
+		"HOLD_USER":        1,
+		"HOLD_ADMIN":       2,
+	}
+)
+
+func (x Hold) Enum() *Hold {
+	p := new(Hold)
+	*p = x
+	return p
+}
+
+func (x Hold) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Hold) Descriptor() protoreflect.EnumDescriptor {
+	return file_phalanx_state_v1_records_proto_enumTypes[7].Descriptor()
+}
+
+func (Hold) Type() protoreflect.EnumType {
+	return &file_phalanx_state_v1_records_proto_enumTypes[7]
+}
+
+func (x Hold) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Hold.Descriptor instead.
+func (Hold) EnumDescriptor() ([]byte, []int) {
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{7}
+}
+
 // Job is a job's record without its payload: what was asked for and what
 // happened. It is rewritten on every change, so it stays small.
 type Job struct {
@@ -1070,8 +1120,11 @@ type JobStatus struct {
 	// the newer steps some ranks of the current attempt have committed.
 	CheckpointStep    *int64               `protobuf:"varint,13,opt,name=checkpoint_step,json=checkpointStep,proto3,oneof" json:"checkpoint_step,omitempty"`
 	CheckpointPending []*CheckpointCommits `protobuf:"bytes,14,rep,name=checkpoint_pending,json=checkpointPending,proto3" json:"checkpoint_pending,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// hold: a pending job held back from scheduling (sbatch --hold,
+	// scontrol hold/uhold) until released.
+	Hold          Hold `protobuf:"varint,15,opt,name=hold,proto3,enum=phalanx.state.v1.Hold" json:"hold,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobStatus) Reset() {
@@ -1200,6 +1253,13 @@ func (x *JobStatus) GetCheckpointPending() []*CheckpointCommits {
 		return x.CheckpointPending
 	}
 	return nil
+}
+
+func (x *JobStatus) GetHold() Hold {
+	if x != nil {
+		return x.Hold
+	}
+	return Hold_HOLD_UNSPECIFIED
 }
 
 // CheckpointCommits is the ranks that have committed one step.
@@ -2316,7 +2376,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\venvironment\x18\x03 \x03(\tR\venvironment\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd3\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xff\x04\n" +
 	"\tJobStatus\x120\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x1a.phalanx.state.v1.JobStateR\x05state\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1b\n" +
@@ -2335,7 +2395,8 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\brequeued\x18\v \x01(\bR\brequeued\x125\n" +
 	"\battempts\x18\f \x03(\v2\x19.phalanx.state.v1.AttemptR\battempts\x12,\n" +
 	"\x0fcheckpoint_step\x18\r \x01(\x03H\x00R\x0echeckpointStep\x88\x01\x01\x12R\n" +
-	"\x12checkpoint_pending\x18\x0e \x03(\v2#.phalanx.state.v1.CheckpointCommitsR\x11checkpointPendingB\x12\n" +
+	"\x12checkpoint_pending\x18\x0e \x03(\v2#.phalanx.state.v1.CheckpointCommitsR\x11checkpointPending\x12*\n" +
+	"\x04hold\x18\x0f \x01(\x0e2\x16.phalanx.state.v1.HoldR\x04holdB\x12\n" +
 	"\x10_checkpoint_step\"=\n" +
 	"\x11CheckpointCommits\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\x03R\x04step\x12\x14\n" +
@@ -2504,7 +2565,12 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x12RESTART_CAUSE_NODE\x10\x01\x12\x16\n" +
 	"\x12RESTART_CAUSE_EXIT\x10\x02\x12\x16\n" +
 	"\x12RESTART_CAUSE_HANG\x10\x03\x12\x1c\n" +
-	"\x18RESTART_CAUSE_CHECKPOINT\x10\x04B=Z;github.com/phalanx-hpc/phalanx/api/phalanx/state/v1;statev1b\x06proto3"
+	"\x18RESTART_CAUSE_CHECKPOINT\x10\x04*;\n" +
+	"\x04Hold\x12\x14\n" +
+	"\x10HOLD_UNSPECIFIED\x10\x00\x12\r\n" +
+	"\tHOLD_USER\x10\x01\x12\x0e\n" +
+	"\n" +
+	"HOLD_ADMIN\x10\x02B=Z;github.com/phalanx-hpc/phalanx/api/phalanx/state/v1;statev1b\x06proto3"
 
 var (
 	file_phalanx_state_v1_records_proto_rawDescOnce sync.Once
@@ -2518,7 +2584,7 @@ func file_phalanx_state_v1_records_proto_rawDescGZIP() []byte {
 	return file_phalanx_state_v1_records_proto_rawDescData
 }
 
-var file_phalanx_state_v1_records_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_phalanx_state_v1_records_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
 var file_phalanx_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_phalanx_state_v1_records_proto_goTypes = []any{
 	(JobState)(0),             // 0: phalanx.state.v1.JobState
@@ -2528,52 +2594,54 @@ var file_phalanx_state_v1_records_proto_goTypes = []any{
 	(PartitionState)(0),       // 4: phalanx.state.v1.PartitionState
 	(DepType)(0),              // 5: phalanx.state.v1.DepType
 	(RestartCause)(0),         // 6: phalanx.state.v1.RestartCause
-	(*Job)(nil),               // 7: phalanx.state.v1.Job
-	(*JobSpec)(nil),           // 8: phalanx.state.v1.JobSpec
-	(*DepCond)(nil),           // 9: phalanx.state.v1.DepCond
-	(*RestartPolicy)(nil),     // 10: phalanx.state.v1.RestartPolicy
-	(*JobPayload)(nil),        // 11: phalanx.state.v1.JobPayload
-	(*JobStatus)(nil),         // 12: phalanx.state.v1.JobStatus
-	(*CheckpointCommits)(nil), // 13: phalanx.state.v1.CheckpointCommits
-	(*Allocation)(nil),        // 14: phalanx.state.v1.Allocation
-	(*NodeAlloc)(nil),         // 15: phalanx.state.v1.NodeAlloc
-	(*Task)(nil),              // 16: phalanx.state.v1.Task
-	(*Attempt)(nil),           // 17: phalanx.state.v1.Attempt
-	(*Node)(nil),              // 18: phalanx.state.v1.Node
-	(*NIC)(nil),               // 19: phalanx.state.v1.NIC
-	(*Partition)(nil),         // 20: phalanx.state.v1.Partition
-	(*SubmitRequest)(nil),     // 21: phalanx.state.v1.SubmitRequest
-	(*Controller)(nil),        // 22: phalanx.state.v1.Controller
-	(*Event)(nil),             // 23: phalanx.state.v1.Event
-	nil,                       // 24: phalanx.state.v1.JobPayload.EnvEntry
+	(Hold)(0),                 // 7: phalanx.state.v1.Hold
+	(*Job)(nil),               // 8: phalanx.state.v1.Job
+	(*JobSpec)(nil),           // 9: phalanx.state.v1.JobSpec
+	(*DepCond)(nil),           // 10: phalanx.state.v1.DepCond
+	(*RestartPolicy)(nil),     // 11: phalanx.state.v1.RestartPolicy
+	(*JobPayload)(nil),        // 12: phalanx.state.v1.JobPayload
+	(*JobStatus)(nil),         // 13: phalanx.state.v1.JobStatus
+	(*CheckpointCommits)(nil), // 14: phalanx.state.v1.CheckpointCommits
+	(*Allocation)(nil),        // 15: phalanx.state.v1.Allocation
+	(*NodeAlloc)(nil),         // 16: phalanx.state.v1.NodeAlloc
+	(*Task)(nil),              // 17: phalanx.state.v1.Task
+	(*Attempt)(nil),           // 18: phalanx.state.v1.Attempt
+	(*Node)(nil),              // 19: phalanx.state.v1.Node
+	(*NIC)(nil),               // 20: phalanx.state.v1.NIC
+	(*Partition)(nil),         // 21: phalanx.state.v1.Partition
+	(*SubmitRequest)(nil),     // 22: phalanx.state.v1.SubmitRequest
+	(*Controller)(nil),        // 23: phalanx.state.v1.Controller
+	(*Event)(nil),             // 24: phalanx.state.v1.Event
+	nil,                       // 25: phalanx.state.v1.JobPayload.EnvEntry
 }
 var file_phalanx_state_v1_records_proto_depIdxs = []int32{
-	8,  // 0: phalanx.state.v1.Job.spec:type_name -> phalanx.state.v1.JobSpec
-	12, // 1: phalanx.state.v1.Job.status:type_name -> phalanx.state.v1.JobStatus
-	10, // 2: phalanx.state.v1.JobSpec.restart:type_name -> phalanx.state.v1.RestartPolicy
-	9,  // 3: phalanx.state.v1.JobSpec.dependency:type_name -> phalanx.state.v1.DepCond
+	9,  // 0: phalanx.state.v1.Job.spec:type_name -> phalanx.state.v1.JobSpec
+	13, // 1: phalanx.state.v1.Job.status:type_name -> phalanx.state.v1.JobStatus
+	11, // 2: phalanx.state.v1.JobSpec.restart:type_name -> phalanx.state.v1.RestartPolicy
+	10, // 3: phalanx.state.v1.JobSpec.dependency:type_name -> phalanx.state.v1.DepCond
 	5,  // 4: phalanx.state.v1.DepCond.type:type_name -> phalanx.state.v1.DepType
 	6,  // 5: phalanx.state.v1.RestartPolicy.on:type_name -> phalanx.state.v1.RestartCause
-	24, // 6: phalanx.state.v1.JobPayload.env:type_name -> phalanx.state.v1.JobPayload.EnvEntry
+	25, // 6: phalanx.state.v1.JobPayload.env:type_name -> phalanx.state.v1.JobPayload.EnvEntry
 	0,  // 7: phalanx.state.v1.JobStatus.state:type_name -> phalanx.state.v1.JobState
-	14, // 8: phalanx.state.v1.JobStatus.alloc:type_name -> phalanx.state.v1.Allocation
-	16, // 9: phalanx.state.v1.JobStatus.tasks:type_name -> phalanx.state.v1.Task
-	17, // 10: phalanx.state.v1.JobStatus.attempts:type_name -> phalanx.state.v1.Attempt
-	13, // 11: phalanx.state.v1.JobStatus.checkpoint_pending:type_name -> phalanx.state.v1.CheckpointCommits
-	15, // 12: phalanx.state.v1.Allocation.nodes:type_name -> phalanx.state.v1.NodeAlloc
-	1,  // 13: phalanx.state.v1.Task.state:type_name -> phalanx.state.v1.TaskState
-	14, // 14: phalanx.state.v1.Attempt.alloc:type_name -> phalanx.state.v1.Allocation
-	0,  // 15: phalanx.state.v1.Attempt.state:type_name -> phalanx.state.v1.JobState
-	6,  // 16: phalanx.state.v1.Attempt.cause:type_name -> phalanx.state.v1.RestartCause
-	2,  // 17: phalanx.state.v1.Node.state:type_name -> phalanx.state.v1.NodeState
-	19, // 18: phalanx.state.v1.Node.nics:type_name -> phalanx.state.v1.NIC
-	4,  // 19: phalanx.state.v1.Partition.state:type_name -> phalanx.state.v1.PartitionState
-	3,  // 20: phalanx.state.v1.Event.kind:type_name -> phalanx.state.v1.EventKind
-	21, // [21:21] is the sub-list for method output_type
-	21, // [21:21] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	15, // 8: phalanx.state.v1.JobStatus.alloc:type_name -> phalanx.state.v1.Allocation
+	17, // 9: phalanx.state.v1.JobStatus.tasks:type_name -> phalanx.state.v1.Task
+	18, // 10: phalanx.state.v1.JobStatus.attempts:type_name -> phalanx.state.v1.Attempt
+	14, // 11: phalanx.state.v1.JobStatus.checkpoint_pending:type_name -> phalanx.state.v1.CheckpointCommits
+	7,  // 12: phalanx.state.v1.JobStatus.hold:type_name -> phalanx.state.v1.Hold
+	16, // 13: phalanx.state.v1.Allocation.nodes:type_name -> phalanx.state.v1.NodeAlloc
+	1,  // 14: phalanx.state.v1.Task.state:type_name -> phalanx.state.v1.TaskState
+	15, // 15: phalanx.state.v1.Attempt.alloc:type_name -> phalanx.state.v1.Allocation
+	0,  // 16: phalanx.state.v1.Attempt.state:type_name -> phalanx.state.v1.JobState
+	6,  // 17: phalanx.state.v1.Attempt.cause:type_name -> phalanx.state.v1.RestartCause
+	2,  // 18: phalanx.state.v1.Node.state:type_name -> phalanx.state.v1.NodeState
+	20, // 19: phalanx.state.v1.Node.nics:type_name -> phalanx.state.v1.NIC
+	4,  // 20: phalanx.state.v1.Partition.state:type_name -> phalanx.state.v1.PartitionState
+	3,  // 21: phalanx.state.v1.Event.kind:type_name -> phalanx.state.v1.EventKind
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_state_v1_records_proto_init() }
@@ -2587,7 +2655,7 @@ func file_phalanx_state_v1_records_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_state_v1_records_proto_rawDesc), len(file_phalanx_state_v1_records_proto_rawDesc)),
-			NumEnums:      7,
+			NumEnums:      8,
 			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,

@@ -1,0 +1,29 @@
+package codec
+
+import (
+	statev1 "github.com/phalanx-hpc/phalanx/api/phalanx/state/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+// HoldRecord is a hold's persisted form.
+func HoldRecord(h cluster.Hold) statev1.Hold {
+	switch h {
+	case cluster.HoldUser:
+		return statev1.Hold_HOLD_USER
+	case cluster.HoldAdmin:
+		return statev1.Hold_HOLD_ADMIN
+	}
+	return statev1.Hold_HOLD_UNSPECIFIED
+}
+
+// FromHoldRecord decodes a hold; one this version does not know holds the
+// job as an operator would (only an operator releases it).
+func FromHoldRecord(h statev1.Hold) cluster.Hold {
+	switch h {
+	case statev1.Hold_HOLD_UNSPECIFIED:
+		return cluster.HoldNone
+	case statev1.Hold_HOLD_USER:
+		return cluster.HoldUser
+	}
+	return cluster.HoldAdmin
+}

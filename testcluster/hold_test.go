@@ -1,0 +1,87 @@
+package testcluster_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/auth"
+	"github.com/phalanx-hpc/phalanx/runtime/runtimetest"
+	"github.com/phalanx-hpc/phalanx/testcluster"
+)
+
+// sbatch --hold and scontrol hold, uhold and release, with Slurm's rules:
+// a held job waits (JobHeldUser, or JobHeldAdmin when an operator held
+// it) though it could run; its user may release a user hold, not an
+// operator's; only a pending job is held.
+func TestHoldAndRelease(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 1, Runtime: "fake", OperatorUsers: []string{"carol"}})
+	alice := auth.Identity{User: "alice", UID: 1000, GID: 100, Kind: auth.KindLocal}
+	carol := auth.Identity{User: "carol", UID: 1002, GID: 100, Kind: auth.KindLocal}
+	ctx := context.Background()
+	asAlice, asCarol := c.ClientAs(alice), c.ClientAs(carol)
+	dir := runtimetest.SharedDir(t)
+	sub := func(name string, hold bool) uint64 {
+		s := spec(dir, name, 1, 0, "#!/bin/sh\nsleep 60\n")
+		s.Uid, s.Gid, s.User, s.Hold = int32(alice.UID), int32(alice.GID), alice.User, hold
+		resp, err := asAlice.SubmitJob(ctx, &phalanxv1.SubmitJobRequest{Spec: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.JobId
+	}
+	waitReason := func(id uint64, state, reason string) {
+		t.Helper()
+		c.Eventually(10*time.Second, func() error {
+			j, err := c.Client.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: id})
+			if err != nil || j.State != state || j.Reason != reason {
+				return fmt.Errorf("job %d: %s (%s), %v; want %s (%s)", id, j.GetState(), j.GetReason(), err, state, reason)
+			}
+			return nil
+		})
+	}
+	hold := func(api phalanxv1.ControllerServiceClient, id uint64, req phalanxv1.HoldRequest) error {
+		_, err := api.UpdateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: id, Hold: req})
+		return err
+	}
+
+	held := sub("held", true) // the node is free: only the hold keeps it
+	waitReason(held, "PENDING", "JobHeldUser")
+	time.Sleep(300 * time.Millisecond)
+	waitReason(held, "PENDING", "JobHeldUser")
+	if err := hold(asAlice, held, phalanxv1.HoldRequest_HOLD_REQUEST_RELEASE); err != nil {
+		t.Fatalf("alice releases her own hold: %v", err)
+	}
+	c.WaitJob(held, 10*time.Second, "RUNNING")
+	if err := hold(asAlice, held, phalanxv1.HoldRequest_HOLD_REQUEST_HOLD); err == nil || !strings.Contains(err.Error(), "only a pending job") {
+		t.Errorf("hold of a running job: %v", err)
+	}
+
+	next := sub("next", false) // waits for the node
+	if err := hold(asCarol, next, phalanxv1.HoldRequest_HOLD_REQUEST_HOLD); err != nil {
+		t.Fatalf("an operator holds alice's job: %v", err)
+	}
+	waitReason(next, "PENDING", "JobHeldAdmin")
+	for _, req := range []phalanxv1.HoldRequest{phalanxv1.HoldRequest_HOLD_REQUEST_RELEASE, phalanxv1.HoldRequest_HOLD_REQUEST_USER_HOLD} {
+		if err := hold(asAlice, next, req); status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "JobHeldAdmin") {
+			t.Errorf("alice %v on an operator's hold: %v; want permission denied", req, err)
+		}
+	}
+	if err := hold(asCarol, next, phalanxv1.HoldRequest_HOLD_REQUEST_USER_HOLD); err != nil {
+		t.Fatal(err)
+	}
+	waitReason(next, "PENDING", "JobHeldUser")
+	if err := hold(asAlice, next, phalanxv1.HoldRequest_HOLD_REQUEST_RELEASE); err != nil {
+		t.Fatalf("alice releases a user hold an operator set: %v", err)
+	}
+	if _, err := asAlice.CancelJob(ctx, &phalanxv1.CancelJobRequest{JobIds: []uint64{held}}); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitJob(next, 10*time.Second, "RUNNING")
+}
