@@ -67,10 +67,23 @@ func Run(ctx context.Context, sys *System, args []string, extra ...*ucli.Command
 	}
 	if err := app.RunContext(ctx, args); err != nil {
 		fmt.Fprintln(sys.Stderr, errorLine(err))
+		var st *exitStatus
+		if errors.As(err, &st) {
+			return st.code
+		}
 		return 1
 	}
 	return 0
 }
+
+// exitStatus is an error that sets phx's exit status (sbatch --wait exits
+// as its job did); its message is printed as it is.
+type exitStatus struct {
+	code int
+	msg  string
+}
+
+func (e *exitStatus) Error() string { return e.msg }
 
 func hasCommand(app *ucli.App, name string) bool {
 	for _, c := range app.Commands {
@@ -136,7 +149,10 @@ func (e *rawError) Error() string { return e.msg }
 func errorLine(err error) string {
 	var ce *cmdError
 	var re *rawError
+	var st *exitStatus
 	switch {
+	case errors.As(err, &st):
+		return st.msg
 	case errors.As(err, &re):
 		return re.msg
 	case errors.As(err, &ce):
@@ -156,7 +172,8 @@ func slurmCommand(name, usage string, run func(c *ucli.Context, args []string) e
 		Action: func(c *ucli.Context) error {
 			err := run(c, c.Args().Slice())
 			var re *rawError
-			if err == nil || errors.As(err, &re) {
+			var st *exitStatus
+			if err == nil || errors.As(err, &re) || errors.As(err, &st) {
 				return err
 			}
 			return &cmdError{cmd: name, err: err}

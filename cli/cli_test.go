@@ -399,3 +399,37 @@ func TestScontrolUsage(t *testing.T) {
 		t.Fatalf("ping extra: code %d, stderr %q", code, stderr)
 	}
 }
+
+// sbatch --begin sends the time read as Slurm reads it; sbatch --wait
+// waits for the job to end and exits with its exit code (1 for one that
+// ended badly with code 0, 0 for a completed one).
+func TestSbatchBeginAndWait(t *testing.T) {
+	f, addr := startFake(t)
+	sys, _, _ := testSystem(t, addr)
+	if code := Run(context.Background(), sys, []string{"phx", "sbatch", "--begin=now+90minutes", "--wrap", "hostname"}); code != 0 {
+		t.Fatalf("sbatch --begin: code %d", code)
+	}
+	if got := f.submits[0].Spec.BeginTime.AsTime(); !got.Equal(sys.Now().Add(90 * time.Minute)) {
+		t.Errorf("--begin=now+90minutes sent %v, want %v", got, sys.Now().Add(90*time.Minute))
+	}
+	if code, _, stderr := runOut(t, addr, "sbatch", "--begin=someday", "--wrap", "hostname"); code != 1 || !strings.Contains(stderr, "--begin=someday: invalid time") {
+		t.Errorf("bad --begin: code %d, %q", code, stderr)
+	}
+	for _, tc := range []struct {
+		job  *phalanxv1.Job
+		code int
+	}{
+		{&phalanxv1.Job{Id: 42, State: "FAILED", ExitCode: 3}, 3},
+		{&phalanxv1.Job{Id: 42, State: "COMPLETED"}, 0},
+		{&phalanxv1.Job{Id: 42, State: "CANCELLED"}, 1},
+		{&phalanxv1.Job{Id: 42, State: "FAILED", ExitSignal: 9}, 137},
+	} {
+		f.mu.Lock()
+		f.jobs = []*phalanxv1.Job{tc.job}
+		f.mu.Unlock()
+		code, stdout, stderr := runOut(t, addr, "sbatch", "--wait", "--wrap", "hostname")
+		if code != tc.code || stdout != "Submitted batch job 42\n" {
+			t.Errorf("sbatch --wait, job %s %d:%d: code %d, stdout %q, stderr %q; want code %d", tc.job.State, tc.job.ExitCode, tc.job.ExitSignal, code, stdout, stderr, tc.code)
+		}
+	}
+}

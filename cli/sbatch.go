@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -65,7 +66,49 @@ func (k *commands) runSbatch(c *ucli.Context, args []string) error {
 	default:
 		fmt.Fprintf(k.sys.Stdout, "Submitted batch job %d\n", resp.JobId)
 	}
+	if req.Wait && !req.TestOnly {
+		return k.waitJob(c, cn, resp.JobId)
+	}
 	return nil
+}
+
+// waitPoll is how often sbatch --wait asks how the job stands.
+const waitPoll = time.Second
+
+// waitJob waits for job id to end, as sbatch --wait does, and returns an
+// error carrying the exit status sbatch then has: the job's exit code, 0
+// for a job that completed, 1 for one that ended otherwise with code 0
+// (cancelled, timed out, its node lost), 128+N for one killed by signal N.
+// Each poll is bounded by --timeout; the wait is not.
+func (k *commands) waitJob(c *ucli.Context, cn *conn, id uint64) error {
+	for {
+		var j *phalanxv1.Job
+		err := cn.call(c.Context, func(ctx context.Context) (err error) {
+			j, err = cn.api.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: id})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if cluster.JobState(j.State).Terminal() {
+			code := int(j.ExitCode)
+			switch {
+			case j.ExitSignal != 0 && code == 0:
+				code = 128 + int(j.ExitSignal)
+			case code == 0 && j.State != string(cluster.JobCompleted):
+				code = 1
+			}
+			if code == 0 {
+				return nil
+			}
+			return &exitStatus{code: code, msg: fmt.Sprintf("sbatch: error: job %d ended %s (%s), exit code %d:%d", id, j.State, reason(j), j.ExitCode, j.ExitSignal)}
+		}
+		select {
+		case <-c.Context.Done():
+			return c.Context.Err()
+		case <-time.After(waitPoll):
+		}
+	}
 }
 
 // testOnlyLine is the analogue of Slurm's "Job N to start at T using ...".
@@ -109,6 +152,9 @@ func (k *commands) submitEnv() (sbatch.Env, error) {
 		Environ:       k.sys.Environ(),
 		ReadFile:      k.sys.ReadFile,
 		MaxScriptSize: limit,
+		ParseTime: func(s string) (time.Time, error) {
+			return parseSlurmTime(s, k.sys.Now(), time.Local)
+		},
 		ReadStdin: func() ([]byte, error) {
 			if k.sys.Stdin == nil {
 				return nil, fmt.Errorf("no standard input")

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/topology/hostlist"
@@ -25,6 +27,14 @@ func kvLines(b *strings.Builder, lines [][]string) {
 }
 
 func kv(k string, v any) string { return fmt.Sprintf("%s=%v", k, v) }
+
+// eligible is when the job may start: its --begin time, else its submit.
+func eligible(j *phalanxv1.Job) *timestamppb.Timestamp {
+	if b := j.GetSpec().GetBeginTime(); b != nil {
+		return b
+	}
+	return j.SubmitTime
+}
 
 // dependency is the Dependency field as Slurm prints it: (null) once there
 // is none to wait for (never given, satisfied, or the job has left the
@@ -54,7 +64,7 @@ func FormatJob(j *phalanxv1.Job, now time.Time, loc *time.Location) string {
 		{kv("Requeue", requeueFlag(s)), kv("Restarts", j.Attempt), kv("BatchFlag", 1), kv("ExitCode", fmt.Sprintf("%d:%d", j.ExitCode, j.ExitSignal))},
 		{kv("MaxRestarts", s.GetMaxRestarts()), kv("RestartOn", orDefault(s.GetRestartOn(), "none"))},
 		{kv("RunTime", runTime(elapsed(j, now))), kv("TimeLimit", limitOrUnlimited(jobLimit(j)))},
-		{kv("SubmitTime", fmtTime(j.SubmitTime, loc, "Unknown"))},
+		{kv("SubmitTime", fmtTime(j.SubmitTime, loc, "Unknown")), kv("EligibleTime", fmtTime(eligible(j), loc, "Unknown"))},
 		{kv("StartTime", startTime(j, loc)), kv("EndTime", fmtTime(j.EndTime, loc, "Unknown"))},
 		{kv("Partition", s.GetPartition())},
 		{kv("ReqNodeList", orDefault(hostlist.Compress(s.GetNodelist()), "(null)")), kv("ExcNodeList", orDefault(hostlist.Compress(s.GetExclude()), "(null)"))},

@@ -16,10 +16,12 @@ const (
 	HoldAdmin      // JobHeldAdmin
 )
 
-// Pending reasons of held jobs (Slurm's).
+// Pending reasons of held jobs (Slurm's), and of jobs whose --begin time
+// has not come.
 const (
 	ReasonJobHeldUser  = "JobHeldUser"
 	ReasonJobHeldAdmin = "JobHeldAdmin"
+	ReasonBeginTime    = "BeginTime"
 )
 
 // Reason is the pending reason of a job held so; "" for none.

@@ -147,6 +147,9 @@ type Job struct {
 	KillOnInvalidDep bool
 	// Hold keeps a pending job from being scheduled (hold.go).
 	Hold Hold
+	// BeginTime is sbatch --begin: the job is not scheduled before it
+	// (reason BeginTime); zero: at once.
+	BeginTime time.Time
 
 	State      JobState
 	Reason     string // pending reason, or why it ended

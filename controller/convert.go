@@ -97,6 +97,9 @@ func jobFromSpec(spec *phalanxv1.JobSpec, maxScript int) (*cluster.Job, error) {
 	if spec.Hold {
 		j.Hold = cluster.HoldUser
 	}
+	if spec.BeginTime != nil {
+		j.BeginTime = spec.BeginTime.AsTime()
+	}
 	if j.Nodes == 0 {
 		j.Nodes = 1
 	}
@@ -169,6 +172,7 @@ func specToProto(j *cluster.Job) *phalanxv1.JobSpec {
 		Dependency:          j.Dependency.String(),
 		KillOnInvalidDep:    j.KillOnInvalidDep,
 		Hold:                j.Hold != cluster.HoldNone,
+		BeginTime:           ts(j.BeginTime),
 	}
 }
 

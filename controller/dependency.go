@@ -39,8 +39,8 @@ type depGate struct {
 
 // gateDependencies returns the jobs the scheduler may consider (every live
 // job, and the pending ones not held whose dependency holds) and the
-// pending jobs it holds back, with why: held (cluster/hold.go) or waiting
-// on their dependency.
+// pending jobs it holds back, with why: held (cluster/hold.go), before
+// their --begin time, or waiting on their dependency.
 func (s *Server) gateDependencies(jobs []*cluster.Job, now time.Time) ([]*cluster.Job, *depGate) {
 	g := &depGate{waiting: map[cluster.JobID]scheduler.PendingInfo{}}
 	var singles map[string][]*cluster.Job // by user and name; built when needed
@@ -69,6 +69,10 @@ func (s *Server) gateDependencies(jobs []*cluster.Job, now time.Time) ([]*cluste
 	for _, j := range jobs {
 		if j.State == cluster.JobPending && j.Hold != cluster.HoldNone {
 			g.waiting[j.ID] = scheduler.PendingInfo{Reason: j.Hold.Reason()}
+			continue
+		}
+		if j.State == cluster.JobPending && now.Before(j.BeginTime) {
+			g.waiting[j.ID] = scheduler.PendingInfo{Reason: cluster.ReasonBeginTime, ExpectedStart: j.BeginTime}
 			continue
 		}
 		if j.State != cluster.JobPending || j.Dependency.IsZero() {

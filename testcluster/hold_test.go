@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/auth"
@@ -84,4 +85,25 @@ func TestHoldAndRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.WaitJob(next, 10*time.Second, "RUNNING")
+}
+
+// sbatch --begin: a job waits, reason BeginTime, until its time, then runs.
+func TestBeginTimeDefersAJob(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 1, Runtime: "fake"})
+	ctx := context.Background()
+	s := spec(t.TempDir(), "later", 1, 0, "#!/bin/sh\nsleep 60\n")
+	begin := time.Now().Add(1500 * time.Millisecond)
+	s.BeginTime = timestamppb.New(begin)
+	id := submit(t, c, s)
+	c.Eventually(5*time.Second, func() error {
+		j, err := c.Client.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: id})
+		if err != nil || j.State != "PENDING" || j.Reason != "BeginTime" {
+			return fmt.Errorf("job %d: %s (%s), %v; want PENDING (BeginTime)", id, j.GetState(), j.GetReason(), err)
+		}
+		return nil
+	})
+	c.WaitJob(id, 10*time.Second, "RUNNING")
+	if started := mustStart(t, c, id); started.Before(begin) {
+		t.Errorf("job %d started at %v, before its begin time %v", id, started, begin)
+	}
 }

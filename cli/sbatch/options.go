@@ -6,17 +6,20 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cli/getopt"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // Options is the table of sbatch options, shared by the command line and
 // #SBATCH directives.
 var Options = []getopt.Option{
 	{Long: "account", Short: 'A', HasArg: true, Usage: "charge the job to ACCOUNT"},
+	{Long: "begin", Short: 'b', HasArg: true, Usage: "start no earlier than TIME: YYYY-MM-DD[THH:MM[:SS]], HH:MM[:SS], now+COUNT[seconds|minutes|hours|days|weeks], today, noon, ..."},
 	{Long: "chdir", Short: 'D', HasArg: true, Usage: "working directory of the job"},
 	{Long: "checkpoint-dir", HasArg: true, Usage: "checkpoint store on shared storage: committed steps are copied there and a restart resumes from the latest complete one"},
 	{Long: "checkpoint-keep", HasArg: true, Usage: "complete checkpoint steps kept in the store (default 2)"},
@@ -59,6 +62,7 @@ var Options = []getopt.Option{
 	{Long: "switches", HasArg: true, Usage: "at most N leaf switches: N[@TIME], waiting up to TIME (e.g. 2@30:00) before relaxing"},
 	{Long: "test-only", Usage: "validate the job and print its expected start; submit nothing"},
 	{Long: "time", Short: 't', HasArg: true, Usage: "time limit: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S"},
+	{Long: "wait", Short: 'W', Usage: "wait for the job to end, and exit with its exit code"},
 	{Long: "wrap", HasArg: true, Usage: "wrap a command line in a /bin/sh script (command line only)"},
 	// Accepted for compatibility, ignored with a warning (see ignored).
 	{Long: "open-mode", HasArg: true, Usage: "accepted and ignored (warning): output files are appended"},
@@ -100,6 +104,9 @@ type builder struct {
 	// GPUs asked per task or in all, resolved to GPUs per node at the end.
 	perTask, total gpuRequest
 	tasksPerNode   int32
+
+	wait      bool
+	parseTime func(string) (time.Time, error)
 }
 
 // apply sets one option. Its error names the option, not the place.
@@ -186,6 +193,17 @@ func (b *builder) apply(v getopt.Value) error {
 		b.total.set = err == nil
 	case "help":
 		b.help = true
+	case "begin":
+		if b.parseTime == nil {
+			err = fmt.Errorf("no clock to read the time against")
+			break
+		}
+		var at time.Time
+		if at, err = b.parseTime(v.Value); err == nil {
+			s.BeginTime = timestamppb.New(at)
+		}
+	case "wait":
+		b.wait = true
 	case "hold":
 		s.Hold = true
 	case "mem":

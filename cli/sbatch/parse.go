@@ -7,6 +7,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
@@ -27,6 +28,9 @@ type Env struct {
 	// MaxScriptSize bounds the script, in bytes, as the controller will
 	// (MaxScriptSize in phalanx.conf); 0: cluster.DefaultMaxScriptSize.
 	MaxScriptSize int
+	// ParseTime reads a time as Slurm's commands take it (--begin); nil:
+	// --begin is refused.
+	ParseTime func(string) (time.Time, error)
 }
 
 // Request is a parsed sbatch invocation.
@@ -35,6 +39,7 @@ type Request struct {
 	Parsable bool
 	TestOnly bool
 	Help     bool     // --help: print Usage and submit nothing
+	Wait     bool     // --wait: wait for the job to end, and exit as it did
 	Warnings []string // accepted but ignored options
 }
 
@@ -48,7 +53,7 @@ func Parse(args []string, env Env) (*Request, error) {
 	if err := checkValues(cmdline); err != nil {
 		return nil, err
 	}
-	b := &builder{spec: &phalanxv1.JobSpec{}}
+	b := &builder{spec: &phalanxv1.JobSpec{}, parseTime: env.ParseTime}
 	for _, v := range cmdline {
 		if v.Name == "help" || v.Name == "wrap" {
 			if err := b.apply(v); err != nil {
@@ -164,7 +169,7 @@ func finish(b *builder, script, name string, env Env) (*Request, error) {
 	if err := cluster.CheckEnv(s.Environment); err != nil {
 		return nil, err
 	}
-	return &Request{Spec: s, Parsable: b.parsable, TestOnly: b.testOnly, Warnings: b.warnings.list()}, nil
+	return &Request{Spec: s, Parsable: b.parsable, TestOnly: b.testOnly, Wait: b.wait, Warnings: b.warnings.list()}, nil
 }
 
 // checkValues refuses a command-line option whose value is not UTF-8,

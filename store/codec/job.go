@@ -57,6 +57,7 @@ func jobSpec(j *cluster.Job) *statev1.JobSpec {
 		CheckpointKeep: int32(j.Checkpoint.Keep),
 		HangTimeout:    int64(j.HangTimeout),
 
+		BeginTime:        Time(j.BeginTime),
 		Dependency:       depConds(j.Dependency),
 		DependencyAny:    j.Dependency.Any,
 		KillOnInvalidDep: j.KillOnInvalidDep,
@@ -157,6 +158,7 @@ func FromJob(r *statev1.Job) (*cluster.Job, error) {
 		Checkpoint:  cluster.CheckpointSpec{Dir: sp.GetCheckpointDir(), Keep: int(sp.GetCheckpointKeep())},
 		HangTimeout: time.Duration(sp.GetHangTimeout()),
 
+		BeginTime:        FromTime(sp.GetBeginTime()),
 		Dependency:       fromDepConds(sp.GetDependency(), sp.GetDependencyAny()),
 		KillOnInvalidDep: sp.GetKillOnInvalidDep(),
 	}

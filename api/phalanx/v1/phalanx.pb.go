@@ -707,7 +707,10 @@ type JobSpec struct {
 	// can never be satisfied (else it waits, DependencyNeverSatisfied).
 	KillOnInvalidDep bool `protobuf:"varint,40,opt,name=kill_on_invalid_dep,json=killOnInvalidDep,proto3" json:"kill_on_invalid_dep,omitempty"`
 	// sbatch --hold: the job is submitted held (JobHeldUser) until released.
-	Hold          bool `protobuf:"varint,41,opt,name=hold,proto3" json:"hold,omitempty"`
+	Hold bool `protobuf:"varint,41,opt,name=hold,proto3" json:"hold,omitempty"`
+	// sbatch --begin: the job is not scheduled before this time (reason
+	// BeginTime); unset: at once.
+	BeginTime     *timestamppb.Timestamp `protobuf:"bytes,42,opt,name=begin_time,json=beginTime,proto3" json:"begin_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1027,6 +1030,13 @@ func (x *JobSpec) GetHold() bool {
 		return x.Hold
 	}
 	return false
+}
+
+func (x *JobSpec) GetBeginTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.BeginTime
+	}
+	return nil
 }
 
 type NodeAlloc struct {
@@ -4853,7 +4863,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x10lifespan_seconds\x18\x02 \x01(\x03R\x0flifespanSeconds\"a\n" +
 	"\x13CreateTokenResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x124\n" +
-	"\aexpires\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\"\xb0\n" +
+	"\aexpires\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\"\xeb\n" +
 	"\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
@@ -4903,7 +4913,9 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"dependency\x18' \x01(\tR\n" +
 	"dependency\x12-\n" +
 	"\x13kill_on_invalid_dep\x18( \x01(\bR\x10killOnInvalidDep\x12\x12\n" +
-	"\x04hold\x18) \x01(\bR\x04hold\x1a6\n" +
+	"\x04hold\x18) \x01(\bR\x04hold\x129\n" +
+	"\n" +
+	"begin_time\x18* \x01(\v2\x1a.google.protobuf.TimestampR\tbeginTime\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0f\n" +
@@ -5349,98 +5361,99 @@ var file_phalanx_v1_phalanx_proto_depIdxs = []int32{
 	0,  // 3: phalanx.v1.UpdateJobRequest.hold:type_name -> phalanx.v1.HoldRequest
 	66, // 4: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
 	65, // 5: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
-	66, // 6: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
-	66, // 7: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
-	10, // 8: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
-	66, // 9: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
-	66, // 10: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
-	66, // 11: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
-	11, // 12: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
-	12, // 13: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
-	66, // 14: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
-	14, // 15: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
-	11, // 16: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
-	66, // 17: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
-	66, // 18: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
-	66, // 19: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
-	66, // 20: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
-	47, // 21: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
-	66, // 22: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
-	10, // 23: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
-	66, // 24: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
-	66, // 25: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
-	66, // 26: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
-	13, // 27: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
-	15, // 28: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
-	16, // 29: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
-	66, // 30: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
-	33, // 31: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
-	29, // 32: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
-	48, // 33: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
-	47, // 34: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
-	52, // 35: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
-	51, // 36: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
-	66, // 37: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
-	66, // 38: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
-	54, // 39: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
-	13, // 40: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
-	57, // 41: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
-	56, // 42: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
-	66, // 43: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
-	66, // 44: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
-	17, // 45: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
-	19, // 46: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
-	21, // 47: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
-	22, // 48: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
-	24, // 49: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
-	26, // 50: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
-	31, // 51: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
-	30, // 52: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
-	34, // 53: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
-	36, // 54: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
-	38, // 55: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
-	40, // 56: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
-	42, // 57: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
-	44, // 58: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
-	8,  // 59: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
-	4,  // 60: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
-	6,  // 61: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
-	1,  // 62: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
-	46, // 63: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
-	50, // 64: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
-	55, // 65: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
-	59, // 66: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
-	61, // 67: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
-	63, // 68: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
-	18, // 69: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
-	20, // 70: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
-	13, // 71: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
-	23, // 72: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
-	25, // 73: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
-	27, // 74: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
-	32, // 75: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
-	29, // 76: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
-	35, // 77: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
-	37, // 78: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
-	39, // 79: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
-	41, // 80: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
-	43, // 81: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
-	45, // 82: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
-	9,  // 83: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
-	5,  // 84: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
-	7,  // 85: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
-	2,  // 86: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
-	49, // 87: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
-	53, // 88: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
-	58, // 89: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
-	60, // 90: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
-	62, // 91: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
-	64, // 92: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
-	69, // [69:93] is the sub-list for method output_type
-	45, // [45:69] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	66, // 6: phalanx.v1.JobSpec.begin_time:type_name -> google.protobuf.Timestamp
+	66, // 7: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
+	66, // 8: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	10, // 9: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
+	66, // 10: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
+	66, // 11: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
+	66, // 12: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
+	11, // 13: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
+	12, // 14: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
+	66, // 15: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
+	14, // 16: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
+	11, // 17: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
+	66, // 18: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
+	66, // 19: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
+	66, // 20: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
+	66, // 21: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	47, // 22: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
+	66, // 23: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
+	10, // 24: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
+	66, // 25: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
+	66, // 26: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
+	66, // 27: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
+	13, // 28: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
+	15, // 29: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
+	16, // 30: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
+	66, // 31: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
+	33, // 32: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
+	29, // 33: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
+	48, // 34: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
+	47, // 35: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
+	52, // 36: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
+	51, // 37: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
+	66, // 38: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
+	66, // 39: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
+	54, // 40: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
+	13, // 41: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
+	57, // 42: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
+	56, // 43: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
+	66, // 44: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
+	66, // 45: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
+	17, // 46: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
+	19, // 47: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
+	21, // 48: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
+	22, // 49: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
+	24, // 50: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
+	26, // 51: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
+	31, // 52: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
+	30, // 53: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
+	34, // 54: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
+	36, // 55: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
+	38, // 56: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
+	40, // 57: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
+	42, // 58: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
+	44, // 59: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
+	8,  // 60: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
+	4,  // 61: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
+	6,  // 62: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
+	1,  // 63: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
+	46, // 64: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
+	50, // 65: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
+	55, // 66: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
+	59, // 67: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
+	61, // 68: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
+	63, // 69: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
+	18, // 70: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
+	20, // 71: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
+	13, // 72: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
+	23, // 73: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
+	25, // 74: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
+	27, // 75: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
+	32, // 76: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
+	29, // 77: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
+	35, // 78: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
+	37, // 79: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
+	39, // 80: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
+	41, // 81: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
+	43, // 82: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
+	45, // 83: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
+	9,  // 84: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
+	5,  // 85: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
+	7,  // 86: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
+	2,  // 87: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
+	49, // 88: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
+	53, // 89: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
+	58, // 90: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
+	60, // 91: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
+	62, // 92: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
+	64, // 93: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
+	70, // [70:94] is the sub-list for method output_type
+	46, // [46:70] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_phalanx_proto_init() }

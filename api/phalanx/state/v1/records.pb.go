@@ -631,8 +631,10 @@ type JobSpec struct {
 	Dependency       []*DepCond `protobuf:"bytes,35,rep,name=dependency,proto3" json:"dependency,omitempty"`
 	DependencyAny    bool       `protobuf:"varint,36,opt,name=dependency_any,json=dependencyAny,proto3" json:"dependency_any,omitempty"`
 	KillOnInvalidDep bool       `protobuf:"varint,37,opt,name=kill_on_invalid_dep,json=killOnInvalidDep,proto3" json:"kill_on_invalid_dep,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// sbatch --begin (Unix nanoseconds; 0: none).
+	BeginTime     int64 `protobuf:"varint,38,opt,name=begin_time,json=beginTime,proto3" json:"begin_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -922,6 +924,13 @@ func (x *JobSpec) GetKillOnInvalidDep() bool {
 		return x.KillOnInvalidDep
 	}
 	return false
+}
+
+func (x *JobSpec) GetBeginTime() int64 {
+	if x != nil {
+		return x.BeginTime
+	}
+	return 0
 }
 
 // DepCond is one condition of a job's dependency.
@@ -2316,7 +2325,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12-\n" +
 	"\x04spec\x18\x02 \x01(\v2\x19.phalanx.state.v1.JobSpecR\x04spec\x123\n" +
-	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\xf2\b\n" +
+	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\x91\t\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -2361,7 +2370,9 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"dependency\x18# \x03(\v2\x19.phalanx.state.v1.DepCondR\n" +
 	"dependency\x12%\n" +
 	"\x0edependency_any\x18$ \x01(\bR\rdependencyAny\x12-\n" +
-	"\x13kill_on_invalid_dep\x18% \x01(\bR\x10killOnInvalidDep\"t\n" +
+	"\x13kill_on_invalid_dep\x18% \x01(\bR\x10killOnInvalidDep\x12\x1d\n" +
+	"\n" +
+	"begin_time\x18& \x01(\x03R\tbeginTime\"t\n" +
 	"\aDepCond\x12-\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x19.phalanx.state.v1.DepTypeR\x04type\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12#\n" +
