@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"time"
 	"strings"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
