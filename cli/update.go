@@ -4,17 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
+	"google.golang.org/protobuf/proto"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/topology/hostlist"
 )
 
-const updateUsage = "write scontrol update NodeName=NODES State=DRAIN|RESUME|UNDRAIN|DOWN [Reason=WHY], or scontrol update JobId=ID [JobName=NAME] [TimeLimit=LIMIT]"
+const updateUsage = "write scontrol update NodeName=NODES State=DRAIN|RESUME|UNDRAIN|DOWN [Reason=WHY], or scontrol update JobId=ID [JobName=NAME] [TimeLimit=LIMIT] [Partition=P] [NumNodes=N] [Dependency=DEP] [Nice=N] [QOS=Q] [Priority=N]"
 
 // update runs `scontrol update`: KEY=VALUE pairs, in any order, naming
 // either nodes (NodeName=) or a job (JobId=), as Slurm's.
@@ -71,14 +73,16 @@ func updateFields(args []string) (map[string]string, error) {
 			key = "nodename"
 		case "jobid", "job":
 			key = "jobid"
-		case "state", "reason", "jobname", "name", "timelimit":
+		case "numnodes", "nodecnt":
+			key = "numnodes"
+		case "state", "reason", "jobname", "name", "timelimit", "partition", "dependency", "nice", "qos", "priority":
 		default:
 			return nil, fmt.Errorf("update: unknown or unsupported field %q: %s", a, updateUsage)
 		}
 		if key == "name" {
 			key = "jobname"
 		}
-		if !ok || val == "" {
+		if !ok || (val == "" && key != "dependency") { // Dependency= removes it
 			return nil, fmt.Errorf("update: %s needs a value (%s=...)", strings.TrimSuffix(a, "="), key)
 		}
 		if _, dup := fields[key]; dup {
@@ -90,8 +94,10 @@ func updateFields(args []string) (map[string]string, error) {
 }
 
 func nodeUpdate(f map[string]string) (*phalanxv1.UpdateNodeRequest, error) {
-	if f["jobname"] != "" || f["timelimit"] != "" {
-		return nil, fmt.Errorf("JobName= and TimeLimit= update a job, not nodes: %s", updateUsage)
+	for _, k := range []string{"JobName", "TimeLimit", "Partition", "NumNodes", "Dependency", "Nice", "QOS", "Priority"} {
+		if _, ok := f[strings.ToLower(k)]; ok {
+			return nil, fmt.Errorf("%s= updates a job, not nodes: %s", k, updateUsage)
+		}
 	}
 	if f["state"] == "" {
 		return nil, fmt.Errorf("update NodeName=%s needs a State=DRAIN|RESUME|UNDRAIN|DOWN", f["nodename"])
@@ -127,10 +133,57 @@ func jobUpdate(f map[string]string) (*phalanxv1.UpdateJobRequest, error) {
 		secs := int64(d / time.Second)
 		req.TimeLimitSeconds = &secs
 	}
-	if req.Name == nil && req.TimeLimitSeconds == nil {
-		return nil, fmt.Errorf("update JobId=%d: nothing to change: give JobName=... or TimeLimit=...", id)
+	if err := jobRequestFields(f, req); err != nil {
+		return nil, err
+	}
+	if proto.Equal(req, &phalanxv1.UpdateJobRequest{JobId: id}) {
+		return nil, fmt.Errorf("update JobId=%d: nothing to change: give JobName=, TimeLimit=, Partition=, NumNodes=, Dependency=, Nice=, QOS= or Priority=", id)
 	}
 	return req, nil
+}
+
+// jobRequestFields reads the fields of a pending job's request: the
+// controller checks them as it checks a submit's.
+func jobRequestFields(f map[string]string, req *phalanxv1.UpdateJobRequest) error {
+	if v, ok := f["partition"]; ok {
+		req.Partition = &v
+	}
+	if v, ok := f["numnodes"]; ok {
+		min, _, _ := strings.Cut(v, "-") // MIN[-MAX]: MIN is used, as at submit
+		n, err := strconv.ParseInt(min, 10, 32)
+		if err != nil || n < 1 {
+			return fmt.Errorf("NumNodes=%s: give a node count of at least 1", v)
+		}
+		n32 := int32(n)
+		req.Nodes = &n32
+	}
+	if v, ok := f["dependency"]; ok {
+		d, err := cluster.ParseDependency(v)
+		if err != nil {
+			return err
+		}
+		s := d.String()
+		req.Dependency = &s
+	}
+	if v, ok := f["nice"]; ok {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return fmt.Errorf("Nice=%s: give a whole number", v)
+		}
+		n32 := int32(n)
+		req.Nice = &n32
+	}
+	if v, ok := f["qos"]; ok {
+		req.Qos = &v
+	}
+	if v, ok := f["priority"]; ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("Priority=%s: give a whole number, 0 or more", v)
+		}
+		req.Priority = &n
+	}
+	return nil
 }
 
 // holdRequests are the API's requests for scontrol hold, uhold and release.

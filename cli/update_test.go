@@ -23,21 +23,34 @@ func TestUpdateArguments(t *testing.T) {
 	if _, job, err := updateRequest([]string{"JobId=7", "TimeLimit=UNLIMITED"}); err != nil || job.TimeLimitSeconds == nil || *job.TimeLimitSeconds != 0 {
 		t.Errorf("TimeLimit=UNLIMITED: %v, %v; want 0 (no limit)", job, err)
 	}
+	_, job, err = updateRequest([]string{"JobId=7", "Partition=debug", "NumNodes=2-4", "Dependency=afterok:5:6", "Nice=10", "QOS=low", "Priority=900"})
+	if err != nil || job.GetPartition() != "debug" || job.GetNodes() != 2 || job.GetDependency() != "afterok:5:6" ||
+		job.GetNice() != 10 || job.GetQos() != "low" || job.GetPriority() != 900 {
+		t.Errorf("a pending job's request: %v, %v", job, err)
+	}
+	if _, job, err := updateRequest([]string{"JobId=7", "Dependency="}); err != nil || job.Dependency == nil || *job.Dependency != "" {
+		t.Errorf("Dependency= (remove it): %v, %v", job, err)
+	}
 
 	for _, bad := range [][]string{
-		{"NodeName=gpu001", "Weight=2"},                  // unsupported field
-		{"NodeName=gpu001", "State=DRAIN", "State=DOWN"}, // twice
-		{"NodeName=gpu001"},                              // no state
-		{"NodeName=gpu[3-1]", "State=DRAIN", "Reason=x"}, // bad hostlist
-		{"NodeName=gpu001", "TimeLimit=1:00"},            // a job's field
-		{"JobId=1"},                                      // nothing to change
-		{"JobId=x", "JobName=a"},                         // bad ID
-		{"JobId=1,2", "JobName=a"},                       // two jobs
-		{"JobId=1", "TimeLimit=soon"},                    // bad limit
-		{"JobId=1", "State=DRAIN"},                       // a node's field
-		{"JobId=1", "NodeName=gpu001", "State=DRAIN"},    // both
-		{"JobName="},                                     // empty value
-		{"Reason=x"},                                     // neither nodes nor job
+		{"NodeName=gpu001", "Weight=2"},                   // unsupported field
+		{"NodeName=gpu001", "State=DRAIN", "State=DOWN"},  // twice
+		{"NodeName=gpu001"},                               // no state
+		{"NodeName=gpu[3-1]", "State=DRAIN", "Reason=x"},  // bad hostlist
+		{"NodeName=gpu001", "TimeLimit=1:00"},             // a job's field
+		{"JobId=1"},                                       // nothing to change
+		{"JobId=x", "JobName=a"},                          // bad ID
+		{"JobId=1,2", "JobName=a"},                        // two jobs
+		{"JobId=1", "TimeLimit=soon"},                     // bad limit
+		{"JobId=1", "State=DRAIN"},                        // a node's field
+		{"JobId=1", "NodeName=gpu001", "State=DRAIN"},     // both
+		{"JobName="},                                      // empty value
+		{"Reason=x"},                                      // neither nodes nor job
+		{"JobId=1", "NumNodes=0"},                         // no nodes
+		{"JobId=1", "Dependency=afterwards:2"},            // bad dependency
+		{"JobId=1", "Nice=high"},                          // not a number
+		{"JobId=1", "Priority=-1"},                        // negative
+		{"NodeName=gpu001", "State=DRAIN", "Partition=x"}, // a job's field
 	} {
 		if _, _, err := updateRequest(bad); err == nil {
 			t.Errorf("update %v: no error", bad)

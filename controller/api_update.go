@@ -2,12 +2,14 @@ package controller
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/controller/fsm"
+	"github.com/phalanx-hpc/phalanx/store"
 )
 
 // Changes to nodes and jobs after the fact, as Slurm's `scontrol update`.
@@ -92,9 +94,12 @@ func (c *controllerService) UpdateJob(ctx context.Context, req *phalanxv1.Update
 	return &phalanxv1.UpdateJobResponse{}, nil
 }
 
-// updateJob renames a job or changes its time limit. Its owner may rename
-// it and shorten its limit (as Slurm lets users); operators and
-// administrators may change any job, and lengthen a limit or lift it.
+// updateJob renames a job, or changes what a pending job asks for. Its
+// owner may rename it, shorten its limit, hold and release it, and change
+// its partition, node count, dependency, QoS and (up only) nice value, as
+// Slurm lets users; operators and administrators may change any job,
+// lengthen a limit or lift it, and set its priority. The new request is
+// checked as a submit is (checkConstraints, admit).
 func (s *Server) updateJob(ctx context.Context, req *phalanxv1.UpdateJobRequest) error {
 	j, err := s.visible(cluster.JobID(req.JobId), false)
 	if err != nil {
@@ -106,7 +111,7 @@ func (s *Server) updateJob(ctx context.Context, req *phalanxv1.UpdateJobRequest)
 	if !j.InQueue() {
 		return cluster.Errorf(cluster.ErrInvalid, "job %d has ended (%s): there is nothing to update", j.ID, j.State)
 	}
-	up := fsm.UpdateJob{ID: j.ID, Name: req.Name}
+	up := fsm.UpdateJob{ID: j.ID, JobUpdate: store.JobUpdate{Name: req.Name}}
 	if req.Name != nil {
 		if name := *req.Name; name == "" || len(name) > maxJobNameLen || strings.ContainsAny(name, "\n\r") {
 			return cluster.Errorf(cluster.ErrInvalid, "job name %q: give one line of 1 to %d bytes", name, maxJobNameLen)
@@ -126,13 +131,104 @@ func (s *Server) updateJob(ctx context.Context, req *phalanxv1.UpdateJobRequest)
 		}
 		up.Hold = &h
 	}
-	if up.Name == nil && up.TimeLimit == nil && up.Hold == nil {
-		return cluster.Errorf(cluster.ErrInvalid, "nothing to update: give JobName=... or TimeLimit=...")
+	if err := s.updateRequest(ctx, j, req, &up.JobUpdate); err != nil {
+		return err
+	}
+	if up.JobUpdate == (store.JobUpdate{}) {
+		return cluster.Errorf(cluster.ErrInvalid, "nothing to update: give JobName=, TimeLimit=, Partition=, NumNodes=, Dependency=, Nice=, QOS= or Priority=")
 	}
 	if _, err := s.propose(ctx, up); err != nil {
 		return err
 	}
 	s.kickScheduler()
+	return nil
+}
+
+// updateRequest fills up with the partition, node count, dependency, nice,
+// QoS and priority req asks for pending job j, checked on a copy of the
+// job as a submit is.
+func (s *Server) updateRequest(ctx context.Context, j *cluster.Job, req *phalanxv1.UpdateJobRequest, up *store.JobUpdate) error {
+	if req.Partition == nil && req.Nodes == nil && req.Dependency == nil && req.Nice == nil && req.Qos == nil && req.Priority == nil {
+		return nil
+	}
+	if j.State != cluster.JobPending {
+		return cluster.Errorf(cluster.ErrInvalid, "job %d is %s: what it asks for changes only while it is pending (Job is no longer pending execution)", j.ID, j.State)
+	}
+	id, lvl, ok := s.caller(ctx)
+	operator := !ok || lvl >= levelOperator
+	c := j.Clone()
+	if req.Partition != nil {
+		c.Partition = *req.Partition
+		if c.Partition == "" {
+			return cluster.Errorf(cluster.ErrInvalid, "Partition= needs a partition name")
+		}
+	}
+	if req.Nodes != nil {
+		if c.Nodes = int(*req.Nodes); c.Nodes < 1 {
+			return cluster.Errorf(cluster.ErrInvalid, "NumNodes=%d: ask for at least 1 node", c.Nodes)
+		}
+	}
+	if req.Dependency != nil {
+		d, err := cluster.ParseDependency(*req.Dependency)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(d.Jobs(), j.ID) {
+			return cluster.Errorf(cluster.ErrInvalid, "Job dependency problem: job %d cannot depend on itself", j.ID)
+		}
+		c.Dependency = d
+		if err := s.checkDependency(c); err != nil {
+			return err
+		}
+	}
+	if req.Nice != nil {
+		c.Nice = int(*req.Nice)
+		if c.Nice < j.Nice && !operator {
+			s.audit(ctx, "update", "permission denied", "user", id.User, "uid", id.UID, "job", j.ID, "nice", c.Nice)
+			return cluster.Errorf(cluster.ErrPermission, "permission denied: %s may raise job %d's nice value (%d), not lower it: ask an operator", id, j.ID, j.Nice)
+		}
+	}
+	if req.Qos != nil {
+		c.QoS = *req.Qos
+	}
+	if req.Priority != nil {
+		if !operator {
+			s.audit(ctx, "update", "permission denied", "user", id.User, "uid", id.UID, "job", j.ID, "priority", *req.Priority)
+			return cluster.Errorf(cluster.ErrPermission, "permission denied: Priority= is for operators and administrators; lower your own job's priority with Nice=")
+		}
+		c.Priority = *req.Priority
+	}
+	if err := checkConstraints(c); err != nil {
+		return err
+	}
+	// admit resolves what a submit leaves to the cluster; a pending job
+	// has those already, and keeps its own hang timeout.
+	hang := c.HangTimeout
+	if c.HangTimeout == 0 {
+		c.HangTimeout = hangOff
+	}
+	if err := s.admit(c, s.store.Config()); err != nil {
+		return err
+	}
+	c.HangTimeout = hang
+	if req.Partition != nil {
+		up.Partition = &c.Partition
+	}
+	if req.Nodes != nil {
+		up.Nodes = &c.Nodes
+	}
+	if req.Dependency != nil {
+		up.Dependency = &c.Dependency
+	}
+	if req.Nice != nil {
+		up.Nice = &c.Nice
+	}
+	if req.Qos != nil {
+		up.QoS = &c.QoS
+	}
+	if req.Priority != nil {
+		up.Priority = &c.Priority
+	}
 	return nil
 }
 

@@ -194,6 +194,38 @@ type JobUpdate struct {
 	Name      *string
 	TimeLimit *time.Duration
 	Hold      *cluster.Hold
+	// What the job asks for, changed only while it is pending; the
+	// controller has checked the new values as it checks a submit's.
+	Partition  *string
+	Nodes      *int
+	Dependency *cluster.Dependency
+	Nice       *int
+	QoS        *string
+	Priority   *int64
+}
+
+// pendingOnly reports whether up changes what only a pending job may
+// change, and names one such field.
+func (up JobUpdate) pendingOnly() (string, bool) {
+	switch {
+	case up.TimeLimit != nil:
+		return "its time limit", true
+	case up.Hold != nil:
+		return "its hold", true
+	case up.Partition != nil:
+		return "its partition", true
+	case up.Nodes != nil:
+		return "its node count", true
+	case up.Dependency != nil:
+		return "its dependency", true
+	case up.Nice != nil:
+		return "its nice value", true
+	case up.QoS != nil:
+		return "its QoS", true
+	case up.Priority != nil:
+		return "its priority", true
+	}
+	return "", false
 }
 
 // UpdateJob changes an active job: its name at any time, its time limit
@@ -209,11 +241,8 @@ func (s *Store) UpdateJob(idx uint64, id cluster.JobID, up JobUpdate) error {
 		if !j.InQueue() {
 			return cluster.Errorf(cluster.ErrInvalid, "job %d has ended (%s): there is nothing to update", id, j.State)
 		}
-		if up.TimeLimit != nil && j.State != cluster.JobPending {
-			return cluster.Errorf(cluster.ErrInvalid, "job %d is %s: its time limit changes only while it is pending", id, j.State)
-		}
-		if up.Hold != nil && j.State != cluster.JobPending {
-			return cluster.Errorf(cluster.ErrInvalid, "job %d is %s: only a pending job can be held or released (Job is no longer pending execution)", id, j.State)
+		if what, ok := up.pendingOnly(); ok && j.State != cluster.JobPending {
+			return cluster.Errorf(cluster.ErrInvalid, "job %d is %s: %s changes only while it is pending (Job is no longer pending execution)", id, j.State, what)
 		}
 		u := j.Update()
 		if up.Name != nil {
@@ -224,6 +253,24 @@ func (s *Store) UpdateJob(idx uint64, id cluster.JobID, up JobUpdate) error {
 		}
 		if up.Hold != nil {
 			u.Hold = *up.Hold
+		}
+		if up.Partition != nil {
+			u.Partition = *up.Partition
+		}
+		if up.Nodes != nil {
+			u.Nodes = *up.Nodes
+		}
+		if up.Dependency != nil {
+			u.Dependency = *up.Dependency
+		}
+		if up.Nice != nil {
+			u.Nice = *up.Nice
+		}
+		if up.QoS != nil {
+			u.QoS = *up.QoS
+		}
+		if up.Priority != nil {
+			u.Priority = *up.Priority
 		}
 		c.putJob(u)
 		return nil

@@ -3,6 +3,7 @@ package testcluster_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,4 +95,84 @@ func TestUpdatesNeedOwnershipOrOperator(t *testing.T) {
 	})
 	_, err = asCarol.UpdateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: id, TimeLimitSeconds: &shorter})
 	code(err, codes.InvalidArgument, "the time limit of a running job")
+}
+
+// scontrol update of what a pending job asks for: checked as a submit is
+// (a node count the partition can never give is refused), by Slurm's rules
+// for who may change what (a user raises nice, not lowers it; only an
+// operator sets a priority), and only while the job is pending. A new
+// dependency holds the job back at once; Dependency= removes it.
+func TestUpdatePendingJobsRequest(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 1, Runtime: "fake", OperatorUsers: []string{"carol"}})
+	alice := auth.Identity{User: "alice", UID: 1000, GID: 100, Kind: auth.KindLocal}
+	carol := auth.Identity{User: "carol", UID: 1002, GID: 100, Kind: auth.KindLocal}
+	asAlice, asCarol := c.ClientAs(alice), c.ClientAs(carol)
+	ctx := context.Background()
+	dir := runtimetest.SharedDir(t)
+	sub := func(name string) uint64 {
+		s := spec(dir, name, 1, 8, "#!/bin/sh\nsleep 60\n") // the whole node
+		s.Uid, s.Gid, s.User = int32(alice.UID), int32(alice.GID), alice.User
+		resp, err := asAlice.SubmitJob(ctx, &phalanxv1.SubmitJobRequest{Spec: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.JobId
+	}
+	running := sub("running")
+	c.WaitJob(running, 10*time.Second, "RUNNING")
+	pending := sub("pending")
+	update := func(api phalanxv1.ControllerServiceClient, req *phalanxv1.UpdateJobRequest) error {
+		_, err := api.UpdateJob(ctx, req)
+		return err
+	}
+	i32 := func(n int32) *int32 { return &n }
+	i64 := func(n int64) *int64 { return &n }
+	str := func(s string) *string { return &s }
+
+	if err := update(asAlice, &phalanxv1.UpdateJobRequest{JobId: pending, Nodes: i32(2)}); status.Code(err) == codes.OK {
+		t.Error("NumNodes=2 on a 1-node cluster was accepted")
+	}
+	if err := update(asAlice, &phalanxv1.UpdateJobRequest{JobId: running, Nodes: i32(1)}); err == nil || !strings.Contains(err.Error(), "no longer pending") {
+		t.Errorf("NumNodes of a running job: %v", err)
+	}
+	if err := update(asAlice, &phalanxv1.UpdateJobRequest{JobId: pending, Priority: i64(900)}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("alice sets a priority: %v; want permission denied", err)
+	}
+	if err := update(asCarol, &phalanxv1.UpdateJobRequest{JobId: pending, Priority: i64(900)}); err != nil {
+		t.Errorf("an operator sets a priority: %v", err)
+	}
+	if err := update(asAlice, &phalanxv1.UpdateJobRequest{JobId: pending, Nice: i32(50)}); err != nil {
+		t.Errorf("alice raises her job's nice: %v", err)
+	}
+	if err := update(asAlice, &phalanxv1.UpdateJobRequest{JobId: pending, Nice: i32(10)}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("alice lowers her job's nice: %v; want permission denied", err)
+	}
+	if err := update(asAlice, &phalanxv1.UpdateJobRequest{JobId: pending, Qos: str("bogus")}); err == nil || !strings.Contains(err.Error(), "invalid qos") {
+		t.Errorf("QOS=bogus: %v", err)
+	}
+	if err := update(asAlice, &phalanxv1.UpdateJobRequest{JobId: pending, Dependency: str(fmt.Sprintf("afterok:%d", pending))}); err == nil || !strings.Contains(err.Error(), "cannot depend on itself") {
+		t.Errorf("a dependency on itself: %v", err)
+	}
+	if err := update(asAlice, &phalanxv1.UpdateJobRequest{JobId: pending, Dependency: str(fmt.Sprintf("afterok:%d", running))}); err != nil {
+		t.Fatal(err)
+	}
+	wantPending := func(reason string) {
+		t.Helper()
+		c.Eventually(10*time.Second, func() error {
+			j, err := c.Client.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: pending})
+			if err != nil || j.State != "PENDING" || j.Reason != reason {
+				return fmt.Errorf("job %d: %s (%s), %v; want PENDING (%s)", pending, j.GetState(), j.GetReason(), err, reason)
+			}
+			return nil
+		})
+	}
+	wantPending("Dependency")
+	j, _ := c.Client.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: pending})
+	if s := j.GetSpec(); s.GetPriority() != 900 || s.GetNice() != 50 || s.GetDependency() != fmt.Sprintf("afterok:%d", running) {
+		t.Errorf("after the updates: priority %d nice %d dependency %q", s.GetPriority(), s.GetNice(), s.GetDependency())
+	}
+	if err := update(asAlice, &phalanxv1.UpdateJobRequest{JobId: pending, Dependency: str("")}); err != nil {
+		t.Fatal(err)
+	}
+	wantPending("Resources")
 }

@@ -203,15 +203,13 @@ func (c RecordEvent) apply(st *store.Store, idx uint64) Result {
 	return Result{Err: st.RecordEvent(idx, c.Event)}
 }
 
-// UpdateJob changes a job's name and, while it is pending, its time limit
-// and its hold; nil fields stay as they are.
+// UpdateJob changes a job's name and, while it is pending, what it asks
+// for (store.JobUpdate); nil fields stay as they are.
 type UpdateJob struct {
-	ID        cluster.JobID
-	Name      *string
-	TimeLimit *time.Duration
-	Hold      *cluster.Hold
+	ID cluster.JobID
+	store.JobUpdate
 }
 
 func (c UpdateJob) apply(st *store.Store, idx uint64) Result {
-	return Result{Err: st.UpdateJob(idx, c.ID, store.JobUpdate{Name: c.Name, TimeLimit: c.TimeLimit, Hold: c.Hold})}
+	return Result{Err: st.UpdateJob(idx, c.ID, c.JobUpdate)}
 }

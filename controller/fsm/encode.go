@@ -105,17 +105,7 @@ func decode(m *statev1.Command) (Command, error) {
 			EventsBefore: codec.FromTime(r.GetEventsBefore()), MaxEvents: int(r.GetMaxEvents()),
 		}}, nil
 	case *statev1.Command_UpdateJob:
-		r := c.UpdateJob
-		u := UpdateJob{ID: cluster.JobID(r.GetJobId()), Name: r.Name}
-		if r.TimeLimit != nil {
-			d := time.Duration(r.GetTimeLimit())
-			u.TimeLimit = &d
-		}
-		if r.Hold != nil {
-			h := codec.FromHoldRecord(r.GetHold())
-			u.Hold = &h
-		}
-		return u, nil
+		return decodeUpdateJob(c.UpdateJob), nil
 	}
 	return nil, fmt.Errorf("command type %d: %w", unknownType(m), ErrUnknownCommand)
 }
@@ -238,16 +228,53 @@ func (c RegisterNode) encode() (*statev1.Command, error) {
 }
 
 func (c UpdateJob) encode() (*statev1.Command, error) {
-	r := &statev1.UpdateJob{JobId: uint64(c.ID), Name: c.Name}
-	if c.TimeLimit != nil {
-		d := int64(*c.TimeLimit)
+	u := c.JobUpdate
+	r := &statev1.UpdateJob{JobId: uint64(c.ID), Name: u.Name, Partition: u.Partition, Qos: u.QoS, Priority: u.Priority}
+	if u.TimeLimit != nil {
+		d := int64(*u.TimeLimit)
 		r.TimeLimit = &d
 	}
-	if c.Hold != nil {
-		h := codec.HoldRecord(*c.Hold)
+	if u.Hold != nil {
+		h := codec.HoldRecord(*u.Hold)
 		r.Hold = &h
 	}
+	if u.Nodes != nil {
+		n := int32(*u.Nodes)
+		r.Nodes = &n
+	}
+	if u.Nice != nil {
+		n := int32(*u.Nice)
+		r.Nice = &n
+	}
+	if u.Dependency != nil {
+		r.Dependency = codec.DependencyValue(*u.Dependency)
+	}
 	return &statev1.Command{Command: &statev1.Command_UpdateJob{UpdateJob: r}}, nil
+}
+
+func decodeUpdateJob(r *statev1.UpdateJob) UpdateJob {
+	u := store.JobUpdate{Name: r.Name, Partition: r.Partition, QoS: r.Qos, Priority: r.Priority}
+	if r.TimeLimit != nil {
+		d := time.Duration(r.GetTimeLimit())
+		u.TimeLimit = &d
+	}
+	if r.Hold != nil {
+		h := codec.FromHoldRecord(r.GetHold())
+		u.Hold = &h
+	}
+	if r.Nodes != nil {
+		n := int(r.GetNodes())
+		u.Nodes = &n
+	}
+	if r.Nice != nil {
+		n := int(r.GetNice())
+		u.Nice = &n
+	}
+	if r.Dependency != nil {
+		d := codec.FromDependencyValue(r.GetDependency())
+		u.Dependency = &d
+	}
+	return UpdateJob{ID: cluster.JobID(r.GetJobId()), JobUpdate: u}
 }
 
 func (c SetNodeState) encode() (*statev1.Command, error) {

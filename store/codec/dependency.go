@@ -50,3 +50,13 @@ func fromDepConds(cs []*statev1.DepCond, anyOf bool) cluster.Dependency {
 	}
 	return d
 }
+
+// DependencyValue is a whole dependency's persisted form, for commands.
+func DependencyValue(d cluster.Dependency) *statev1.DependencyValue {
+	return &statev1.DependencyValue{Conds: depConds(d), Any: d.Any}
+}
+
+// FromDependencyValue decodes DependencyValue's form.
+func FromDependencyValue(v *statev1.DependencyValue) cluster.Dependency {
+	return fromDepConds(v.GetConds(), v.GetAny())
+}

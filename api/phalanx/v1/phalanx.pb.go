@@ -437,7 +437,16 @@ type UpdateJobRequest struct {
 	// hold: hold the pending job back (scontrol hold, uhold) or release it
 	// (scontrol release). HOLD_REQUEST_HOLD holds it as the caller: an
 	// operator's hold is an admin hold, which only operators release.
-	Hold          HoldRequest `protobuf:"varint,4,opt,name=hold,proto3,enum=phalanx.v1.HoldRequest" json:"hold,omitempty"`
+	Hold HoldRequest `protobuf:"varint,4,opt,name=hold,proto3,enum=phalanx.v1.HoldRequest" json:"hold,omitempty"`
+	// While the job is pending, as at submit and checked the same way:
+	// partition, node count, dependency (Slurm's syntax; "" removes it),
+	// nice (negative: root only), QoS, and priority (operators only).
+	Partition     *string `protobuf:"bytes,5,opt,name=partition,proto3,oneof" json:"partition,omitempty"`
+	Nodes         *int32  `protobuf:"varint,6,opt,name=nodes,proto3,oneof" json:"nodes,omitempty"`
+	Dependency    *string `protobuf:"bytes,7,opt,name=dependency,proto3,oneof" json:"dependency,omitempty"`
+	Nice          *int32  `protobuf:"varint,8,opt,name=nice,proto3,oneof" json:"nice,omitempty"`
+	Qos           *string `protobuf:"bytes,9,opt,name=qos,proto3,oneof" json:"qos,omitempty"`
+	Priority      *int64  `protobuf:"varint,10,opt,name=priority,proto3,oneof" json:"priority,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -498,6 +507,48 @@ func (x *UpdateJobRequest) GetHold() HoldRequest {
 		return x.Hold
 	}
 	return HoldRequest_HOLD_REQUEST_UNSPECIFIED
+}
+
+func (x *UpdateJobRequest) GetPartition() string {
+	if x != nil && x.Partition != nil {
+		return *x.Partition
+	}
+	return ""
+}
+
+func (x *UpdateJobRequest) GetNodes() int32 {
+	if x != nil && x.Nodes != nil {
+		return *x.Nodes
+	}
+	return 0
+}
+
+func (x *UpdateJobRequest) GetDependency() string {
+	if x != nil && x.Dependency != nil {
+		return *x.Dependency
+	}
+	return ""
+}
+
+func (x *UpdateJobRequest) GetNice() int32 {
+	if x != nil && x.Nice != nil {
+		return *x.Nice
+	}
+	return 0
+}
+
+func (x *UpdateJobRequest) GetQos() string {
+	if x != nil && x.Qos != nil {
+		return *x.Qos
+	}
+	return ""
+}
+
+func (x *UpdateJobRequest) GetPriority() int64 {
+	if x != nil && x.Priority != nil {
+		return *x.Priority
+	}
+	return 0
 }
 
 type UpdateJobResponse struct {
@@ -4849,14 +4900,30 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"*\n" +
 	"\x12UpdateNodeResponse\x12\x14\n" +
-	"\x05names\x18\x01 \x03(\tR\x05names\"\xc2\x01\n" +
+	"\x05names\x18\x01 \x03(\tR\x05names\"\xbb\x03\n" +
 	"\x10UpdateJobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x88\x01\x01\x121\n" +
 	"\x12time_limit_seconds\x18\x03 \x01(\x03H\x01R\x10timeLimitSeconds\x88\x01\x01\x12+\n" +
-	"\x04hold\x18\x04 \x01(\x0e2\x17.phalanx.v1.HoldRequestR\x04holdB\a\n" +
+	"\x04hold\x18\x04 \x01(\x0e2\x17.phalanx.v1.HoldRequestR\x04hold\x12!\n" +
+	"\tpartition\x18\x05 \x01(\tH\x02R\tpartition\x88\x01\x01\x12\x19\n" +
+	"\x05nodes\x18\x06 \x01(\x05H\x03R\x05nodes\x88\x01\x01\x12#\n" +
+	"\n" +
+	"dependency\x18\a \x01(\tH\x04R\n" +
+	"dependency\x88\x01\x01\x12\x17\n" +
+	"\x04nice\x18\b \x01(\x05H\x05R\x04nice\x88\x01\x01\x12\x15\n" +
+	"\x03qos\x18\t \x01(\tH\x06R\x03qos\x88\x01\x01\x12\x1f\n" +
+	"\bpriority\x18\n" +
+	" \x01(\x03H\aR\bpriority\x88\x01\x01B\a\n" +
 	"\x05_nameB\x15\n" +
-	"\x13_time_limit_seconds\"\x13\n" +
+	"\x13_time_limit_secondsB\f\n" +
+	"\n" +
+	"_partitionB\b\n" +
+	"\x06_nodesB\r\n" +
+	"\v_dependencyB\a\n" +
+	"\x05_niceB\x06\n" +
+	"\x04_qosB\v\n" +
+	"\t_priority\"\x13\n" +
 	"\x11UpdateJobResponse\"[\n" +
 	"\x12CreateTokenRequest\x12\x1a\n" +
 	"\busername\x18\x01 \x01(\tR\busername\x12)\n" +

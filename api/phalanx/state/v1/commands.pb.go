@@ -461,11 +461,18 @@ func (x *CommitCheckpoint) GetTime() int64 {
 // UpdateJob changes a job's name and, while it is pending, its time limit
 // (nanoseconds, as Job.time_limit); unset fields stay as they are.
 type UpdateJob struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Name          *string                `protobuf:"bytes,2,opt,name=name,proto3,oneof" json:"name,omitempty"`
-	TimeLimit     *int64                 `protobuf:"varint,3,opt,name=time_limit,json=timeLimit,proto3,oneof" json:"time_limit,omitempty"`
-	Hold          *Hold                  `protobuf:"varint,4,opt,name=hold,proto3,enum=phalanx.state.v1.Hold,oneof" json:"hold,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	JobId     uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Name      *string                `protobuf:"bytes,2,opt,name=name,proto3,oneof" json:"name,omitempty"`
+	TimeLimit *int64                 `protobuf:"varint,3,opt,name=time_limit,json=timeLimit,proto3,oneof" json:"time_limit,omitempty"`
+	Hold      *Hold                  `protobuf:"varint,4,opt,name=hold,proto3,enum=phalanx.state.v1.Hold,oneof" json:"hold,omitempty"`
+	Partition *string                `protobuf:"bytes,5,opt,name=partition,proto3,oneof" json:"partition,omitempty"`
+	Nodes     *int32                 `protobuf:"varint,6,opt,name=nodes,proto3,oneof" json:"nodes,omitempty"`
+	// dependency, when set, replaces the job's (empty conds: none).
+	Dependency    *DependencyValue `protobuf:"bytes,7,opt,name=dependency,proto3" json:"dependency,omitempty"`
+	Nice          *int32           `protobuf:"varint,8,opt,name=nice,proto3,oneof" json:"nice,omitempty"`
+	Qos           *string          `protobuf:"bytes,9,opt,name=qos,proto3,oneof" json:"qos,omitempty"`
+	Priority      *int64           `protobuf:"varint,10,opt,name=priority,proto3,oneof" json:"priority,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -528,6 +535,102 @@ func (x *UpdateJob) GetHold() Hold {
 	return Hold_HOLD_UNSPECIFIED
 }
 
+func (x *UpdateJob) GetPartition() string {
+	if x != nil && x.Partition != nil {
+		return *x.Partition
+	}
+	return ""
+}
+
+func (x *UpdateJob) GetNodes() int32 {
+	if x != nil && x.Nodes != nil {
+		return *x.Nodes
+	}
+	return 0
+}
+
+func (x *UpdateJob) GetDependency() *DependencyValue {
+	if x != nil {
+		return x.Dependency
+	}
+	return nil
+}
+
+func (x *UpdateJob) GetNice() int32 {
+	if x != nil && x.Nice != nil {
+		return *x.Nice
+	}
+	return 0
+}
+
+func (x *UpdateJob) GetQos() string {
+	if x != nil && x.Qos != nil {
+		return *x.Qos
+	}
+	return ""
+}
+
+func (x *UpdateJob) GetPriority() int64 {
+	if x != nil && x.Priority != nil {
+		return *x.Priority
+	}
+	return 0
+}
+
+// DependencyValue is a whole dependency: its conditions, all needed unless
+// any.
+type DependencyValue struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Conds         []*DepCond             `protobuf:"bytes,1,rep,name=conds,proto3" json:"conds,omitempty"`
+	Any           bool                   `protobuf:"varint,2,opt,name=any,proto3" json:"any,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DependencyValue) Reset() {
+	*x = DependencyValue{}
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DependencyValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DependencyValue) ProtoMessage() {}
+
+func (x *DependencyValue) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DependencyValue.ProtoReflect.Descriptor instead.
+func (*DependencyValue) Descriptor() ([]byte, []int) {
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *DependencyValue) GetConds() []*DepCond {
+	if x != nil {
+		return x.Conds
+	}
+	return nil
+}
+
+func (x *DependencyValue) GetAny() bool {
+	if x != nil {
+		return x.Any
+	}
+	return false
+}
+
 // SubmitJob adds a job. request_id, when set, makes it exactly-once: a
 // second SubmitJob with the same request_id (a client's retry) creates
 // nothing and answers with the first one's job.
@@ -545,7 +648,7 @@ type SubmitJob struct {
 
 func (x *SubmitJob) Reset() {
 	*x = SubmitJob{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -557,7 +660,7 @@ func (x *SubmitJob) String() string {
 func (*SubmitJob) ProtoMessage() {}
 
 func (x *SubmitJob) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -570,7 +673,7 @@ func (x *SubmitJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJob.ProtoReflect.Descriptor instead.
 func (*SubmitJob) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{4}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SubmitJob) GetJob() *Job {
@@ -606,7 +709,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -618,7 +721,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -631,7 +734,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Placement) GetJobId() uint64 {
@@ -671,7 +774,7 @@ type PlaceJobs struct {
 
 func (x *PlaceJobs) Reset() {
 	*x = PlaceJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -683,7 +786,7 @@ func (x *PlaceJobs) String() string {
 func (*PlaceJobs) ProtoMessage() {}
 
 func (x *PlaceJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -696,7 +799,7 @@ func (x *PlaceJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlaceJobs.ProtoReflect.Descriptor instead.
 func (*PlaceJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PlaceJobs) GetPlacements() []*Placement {
@@ -726,7 +829,7 @@ type ReportTask struct {
 
 func (x *ReportTask) Reset() {
 	*x = ReportTask{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -738,7 +841,7 @@ func (x *ReportTask) String() string {
 func (*ReportTask) ProtoMessage() {}
 
 func (x *ReportTask) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -751,7 +854,7 @@ func (x *ReportTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTask.ProtoReflect.Descriptor instead.
 func (*ReportTask) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReportTask) GetJobId() uint64 {
@@ -838,7 +941,7 @@ type CancelJobs struct {
 
 func (x *CancelJobs) Reset() {
 	*x = CancelJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -850,7 +953,7 @@ func (x *CancelJobs) String() string {
 func (*CancelJobs) ProtoMessage() {}
 
 func (x *CancelJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -863,7 +966,7 @@ func (x *CancelJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobs.ProtoReflect.Descriptor instead.
 func (*CancelJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CancelJobs) GetJobIds() []uint64 {
@@ -903,7 +1006,7 @@ type RegisterNode struct {
 
 func (x *RegisterNode) Reset() {
 	*x = RegisterNode{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -915,7 +1018,7 @@ func (x *RegisterNode) String() string {
 func (*RegisterNode) ProtoMessage() {}
 
 func (x *RegisterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -928,7 +1031,7 @@ func (x *RegisterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNode.ProtoReflect.Descriptor instead.
 func (*RegisterNode) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RegisterNode) GetNode() *Node {
@@ -951,7 +1054,7 @@ type SetNodeState struct {
 
 func (x *SetNodeState) Reset() {
 	*x = SetNodeState{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -963,7 +1066,7 @@ func (x *SetNodeState) String() string {
 func (*SetNodeState) ProtoMessage() {}
 
 func (x *SetNodeState) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -976,7 +1079,7 @@ func (x *SetNodeState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeState.ProtoReflect.Descriptor instead.
 func (*SetNodeState) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SetNodeState) GetName() string {
@@ -1030,7 +1133,7 @@ type SetNodeHealth struct {
 
 func (x *SetNodeHealth) Reset() {
 	*x = SetNodeHealth{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1042,7 +1145,7 @@ func (x *SetNodeHealth) String() string {
 func (*SetNodeHealth) ProtoMessage() {}
 
 func (x *SetNodeHealth) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1055,7 +1158,7 @@ func (x *SetNodeHealth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeHealth.ProtoReflect.Descriptor instead.
 func (*SetNodeHealth) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{11}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SetNodeHealth) GetName() string {
@@ -1088,7 +1191,7 @@ type SetPartitions struct {
 
 func (x *SetPartitions) Reset() {
 	*x = SetPartitions{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1100,7 +1203,7 @@ func (x *SetPartitions) String() string {
 func (*SetPartitions) ProtoMessage() {}
 
 func (x *SetPartitions) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1113,7 +1216,7 @@ func (x *SetPartitions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPartitions.ProtoReflect.Descriptor instead.
 func (*SetPartitions) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{12}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SetPartitions) GetPartitions() []*Partition {
@@ -1136,7 +1239,7 @@ type PreemptJobs struct {
 
 func (x *PreemptJobs) Reset() {
 	*x = PreemptJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1148,7 +1251,7 @@ func (x *PreemptJobs) String() string {
 func (*PreemptJobs) ProtoMessage() {}
 
 func (x *PreemptJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1161,7 +1264,7 @@ func (x *PreemptJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreemptJobs.ProtoReflect.Descriptor instead.
 func (*PreemptJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{13}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PreemptJobs) GetJobIds() []uint64 {
@@ -1196,7 +1299,7 @@ type SetNodesDown struct {
 
 func (x *SetNodesDown) Reset() {
 	*x = SetNodesDown{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1208,7 +1311,7 @@ func (x *SetNodesDown) String() string {
 func (*SetNodesDown) ProtoMessage() {}
 
 func (x *SetNodesDown) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1221,7 +1324,7 @@ func (x *SetNodesDown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodesDown.ProtoReflect.Descriptor instead.
 func (*SetNodesDown) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{14}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SetNodesDown) GetNames() []string {
@@ -1256,7 +1359,7 @@ type SetController struct {
 
 func (x *SetController) Reset() {
 	*x = SetController{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1268,7 +1371,7 @@ func (x *SetController) String() string {
 func (*SetController) ProtoMessage() {}
 
 func (x *SetController) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1281,7 +1384,7 @@ func (x *SetController) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetController.ProtoReflect.Descriptor instead.
 func (*SetController) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{15}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SetController) GetController() *Controller {
@@ -1300,7 +1403,7 @@ type RemoveController struct {
 
 func (x *RemoveController) Reset() {
 	*x = RemoveController{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[16]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1312,7 +1415,7 @@ func (x *RemoveController) String() string {
 func (*RemoveController) ProtoMessage() {}
 
 func (x *RemoveController) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[16]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1325,7 +1428,7 @@ func (x *RemoveController) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveController.ProtoReflect.Descriptor instead.
 func (*RemoveController) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{16}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RemoveController) GetId() string {
@@ -1354,7 +1457,7 @@ type Expire struct {
 
 func (x *Expire) Reset() {
 	*x = Expire{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[17]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1366,7 +1469,7 @@ func (x *Expire) String() string {
 func (*Expire) ProtoMessage() {}
 
 func (x *Expire) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[17]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1379,7 +1482,7 @@ func (x *Expire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expire.ProtoReflect.Descriptor instead.
 func (*Expire) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{17}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Expire) GetRequestsBefore() int64 {
@@ -1460,16 +1563,34 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x12\n" +
 	"\x04rank\x18\x03 \x01(\x05R\x04rank\x12\x12\n" +
 	"\x04step\x18\x04 \x01(\x03R\x04step\x12\x12\n" +
-	"\x04time\x18\x05 \x01(\x03R\x04time\"\xb1\x01\n" +
+	"\x04time\x18\x05 \x01(\x03R\x04time\"\xb9\x03\n" +
 	"\tUpdateJob\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x88\x01\x01\x12\"\n" +
 	"\n" +
 	"time_limit\x18\x03 \x01(\x03H\x01R\ttimeLimit\x88\x01\x01\x12/\n" +
-	"\x04hold\x18\x04 \x01(\x0e2\x16.phalanx.state.v1.HoldH\x02R\x04hold\x88\x01\x01B\a\n" +
+	"\x04hold\x18\x04 \x01(\x0e2\x16.phalanx.state.v1.HoldH\x02R\x04hold\x88\x01\x01\x12!\n" +
+	"\tpartition\x18\x05 \x01(\tH\x03R\tpartition\x88\x01\x01\x12\x19\n" +
+	"\x05nodes\x18\x06 \x01(\x05H\x04R\x05nodes\x88\x01\x01\x12A\n" +
+	"\n" +
+	"dependency\x18\a \x01(\v2!.phalanx.state.v1.DependencyValueR\n" +
+	"dependency\x12\x17\n" +
+	"\x04nice\x18\b \x01(\x05H\x05R\x04nice\x88\x01\x01\x12\x15\n" +
+	"\x03qos\x18\t \x01(\tH\x06R\x03qos\x88\x01\x01\x12\x1f\n" +
+	"\bpriority\x18\n" +
+	" \x01(\x03H\aR\bpriority\x88\x01\x01B\a\n" +
 	"\x05_nameB\r\n" +
 	"\v_time_limitB\a\n" +
-	"\x05_hold\"m\n" +
+	"\x05_holdB\f\n" +
+	"\n" +
+	"_partitionB\b\n" +
+	"\x06_nodesB\a\n" +
+	"\x05_niceB\x06\n" +
+	"\x04_qosB\v\n" +
+	"\t_priority\"T\n" +
+	"\x0fDependencyValue\x12/\n" +
+	"\x05conds\x18\x01 \x03(\v2\x19.phalanx.state.v1.DepCondR\x05conds\x12\x10\n" +
+	"\x03any\x18\x02 \x01(\bR\x03any\"m\n" +
 	"\tSubmitJob\x12'\n" +
 	"\x03job\x18\x01 \x01(\v2\x15.phalanx.state.v1.JobR\x03job\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12\x1d\n" +
@@ -1558,68 +1679,72 @@ func file_phalanx_state_v1_commands_proto_rawDescGZIP() []byte {
 	return file_phalanx_state_v1_commands_proto_rawDescData
 }
 
-var file_phalanx_state_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_phalanx_state_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_phalanx_state_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),          // 0: phalanx.state.v1.Command
 	(*RecordEvent)(nil),      // 1: phalanx.state.v1.RecordEvent
 	(*CommitCheckpoint)(nil), // 2: phalanx.state.v1.CommitCheckpoint
 	(*UpdateJob)(nil),        // 3: phalanx.state.v1.UpdateJob
-	(*SubmitJob)(nil),        // 4: phalanx.state.v1.SubmitJob
-	(*Placement)(nil),        // 5: phalanx.state.v1.Placement
-	(*PlaceJobs)(nil),        // 6: phalanx.state.v1.PlaceJobs
-	(*ReportTask)(nil),       // 7: phalanx.state.v1.ReportTask
-	(*CancelJobs)(nil),       // 8: phalanx.state.v1.CancelJobs
-	(*RegisterNode)(nil),     // 9: phalanx.state.v1.RegisterNode
-	(*SetNodeState)(nil),     // 10: phalanx.state.v1.SetNodeState
-	(*SetNodeHealth)(nil),    // 11: phalanx.state.v1.SetNodeHealth
-	(*SetPartitions)(nil),    // 12: phalanx.state.v1.SetPartitions
-	(*PreemptJobs)(nil),      // 13: phalanx.state.v1.PreemptJobs
-	(*SetNodesDown)(nil),     // 14: phalanx.state.v1.SetNodesDown
-	(*SetController)(nil),    // 15: phalanx.state.v1.SetController
-	(*RemoveController)(nil), // 16: phalanx.state.v1.RemoveController
-	(*Expire)(nil),           // 17: phalanx.state.v1.Expire
-	(*Event)(nil),            // 18: phalanx.state.v1.Event
-	(Hold)(0),                // 19: phalanx.state.v1.Hold
-	(*Job)(nil),              // 20: phalanx.state.v1.Job
-	(*Allocation)(nil),       // 21: phalanx.state.v1.Allocation
-	(TaskState)(0),           // 22: phalanx.state.v1.TaskState
-	(*Node)(nil),             // 23: phalanx.state.v1.Node
-	(NodeState)(0),           // 24: phalanx.state.v1.NodeState
-	(*Partition)(nil),        // 25: phalanx.state.v1.Partition
-	(*Controller)(nil),       // 26: phalanx.state.v1.Controller
+	(*DependencyValue)(nil),  // 4: phalanx.state.v1.DependencyValue
+	(*SubmitJob)(nil),        // 5: phalanx.state.v1.SubmitJob
+	(*Placement)(nil),        // 6: phalanx.state.v1.Placement
+	(*PlaceJobs)(nil),        // 7: phalanx.state.v1.PlaceJobs
+	(*ReportTask)(nil),       // 8: phalanx.state.v1.ReportTask
+	(*CancelJobs)(nil),       // 9: phalanx.state.v1.CancelJobs
+	(*RegisterNode)(nil),     // 10: phalanx.state.v1.RegisterNode
+	(*SetNodeState)(nil),     // 11: phalanx.state.v1.SetNodeState
+	(*SetNodeHealth)(nil),    // 12: phalanx.state.v1.SetNodeHealth
+	(*SetPartitions)(nil),    // 13: phalanx.state.v1.SetPartitions
+	(*PreemptJobs)(nil),      // 14: phalanx.state.v1.PreemptJobs
+	(*SetNodesDown)(nil),     // 15: phalanx.state.v1.SetNodesDown
+	(*SetController)(nil),    // 16: phalanx.state.v1.SetController
+	(*RemoveController)(nil), // 17: phalanx.state.v1.RemoveController
+	(*Expire)(nil),           // 18: phalanx.state.v1.Expire
+	(*Event)(nil),            // 19: phalanx.state.v1.Event
+	(Hold)(0),                // 20: phalanx.state.v1.Hold
+	(*DepCond)(nil),          // 21: phalanx.state.v1.DepCond
+	(*Job)(nil),              // 22: phalanx.state.v1.Job
+	(*Allocation)(nil),       // 23: phalanx.state.v1.Allocation
+	(TaskState)(0),           // 24: phalanx.state.v1.TaskState
+	(*Node)(nil),             // 25: phalanx.state.v1.Node
+	(NodeState)(0),           // 26: phalanx.state.v1.NodeState
+	(*Partition)(nil),        // 27: phalanx.state.v1.Partition
+	(*Controller)(nil),       // 28: phalanx.state.v1.Controller
 }
 var file_phalanx_state_v1_commands_proto_depIdxs = []int32{
-	4,  // 0: phalanx.state.v1.Command.submit_job:type_name -> phalanx.state.v1.SubmitJob
-	6,  // 1: phalanx.state.v1.Command.place_jobs:type_name -> phalanx.state.v1.PlaceJobs
-	7,  // 2: phalanx.state.v1.Command.report_task:type_name -> phalanx.state.v1.ReportTask
-	8,  // 3: phalanx.state.v1.Command.cancel_jobs:type_name -> phalanx.state.v1.CancelJobs
-	9,  // 4: phalanx.state.v1.Command.register_node:type_name -> phalanx.state.v1.RegisterNode
-	10, // 5: phalanx.state.v1.Command.set_node_state:type_name -> phalanx.state.v1.SetNodeState
-	12, // 6: phalanx.state.v1.Command.set_partitions:type_name -> phalanx.state.v1.SetPartitions
-	13, // 7: phalanx.state.v1.Command.preempt_jobs:type_name -> phalanx.state.v1.PreemptJobs
-	14, // 8: phalanx.state.v1.Command.set_nodes_down:type_name -> phalanx.state.v1.SetNodesDown
-	15, // 9: phalanx.state.v1.Command.set_controller:type_name -> phalanx.state.v1.SetController
-	16, // 10: phalanx.state.v1.Command.remove_controller:type_name -> phalanx.state.v1.RemoveController
-	17, // 11: phalanx.state.v1.Command.expire:type_name -> phalanx.state.v1.Expire
+	5,  // 0: phalanx.state.v1.Command.submit_job:type_name -> phalanx.state.v1.SubmitJob
+	7,  // 1: phalanx.state.v1.Command.place_jobs:type_name -> phalanx.state.v1.PlaceJobs
+	8,  // 2: phalanx.state.v1.Command.report_task:type_name -> phalanx.state.v1.ReportTask
+	9,  // 3: phalanx.state.v1.Command.cancel_jobs:type_name -> phalanx.state.v1.CancelJobs
+	10, // 4: phalanx.state.v1.Command.register_node:type_name -> phalanx.state.v1.RegisterNode
+	11, // 5: phalanx.state.v1.Command.set_node_state:type_name -> phalanx.state.v1.SetNodeState
+	13, // 6: phalanx.state.v1.Command.set_partitions:type_name -> phalanx.state.v1.SetPartitions
+	14, // 7: phalanx.state.v1.Command.preempt_jobs:type_name -> phalanx.state.v1.PreemptJobs
+	15, // 8: phalanx.state.v1.Command.set_nodes_down:type_name -> phalanx.state.v1.SetNodesDown
+	16, // 9: phalanx.state.v1.Command.set_controller:type_name -> phalanx.state.v1.SetController
+	17, // 10: phalanx.state.v1.Command.remove_controller:type_name -> phalanx.state.v1.RemoveController
+	18, // 11: phalanx.state.v1.Command.expire:type_name -> phalanx.state.v1.Expire
 	3,  // 12: phalanx.state.v1.Command.update_job:type_name -> phalanx.state.v1.UpdateJob
-	11, // 13: phalanx.state.v1.Command.set_node_health:type_name -> phalanx.state.v1.SetNodeHealth
+	12, // 13: phalanx.state.v1.Command.set_node_health:type_name -> phalanx.state.v1.SetNodeHealth
 	2,  // 14: phalanx.state.v1.Command.commit_checkpoint:type_name -> phalanx.state.v1.CommitCheckpoint
 	1,  // 15: phalanx.state.v1.Command.record_event:type_name -> phalanx.state.v1.RecordEvent
-	18, // 16: phalanx.state.v1.RecordEvent.event:type_name -> phalanx.state.v1.Event
-	19, // 17: phalanx.state.v1.UpdateJob.hold:type_name -> phalanx.state.v1.Hold
-	20, // 18: phalanx.state.v1.SubmitJob.job:type_name -> phalanx.state.v1.Job
-	21, // 19: phalanx.state.v1.Placement.alloc:type_name -> phalanx.state.v1.Allocation
-	5,  // 20: phalanx.state.v1.PlaceJobs.placements:type_name -> phalanx.state.v1.Placement
-	22, // 21: phalanx.state.v1.ReportTask.state:type_name -> phalanx.state.v1.TaskState
-	23, // 22: phalanx.state.v1.RegisterNode.node:type_name -> phalanx.state.v1.Node
-	24, // 23: phalanx.state.v1.SetNodeState.state:type_name -> phalanx.state.v1.NodeState
-	25, // 24: phalanx.state.v1.SetPartitions.partitions:type_name -> phalanx.state.v1.Partition
-	26, // 25: phalanx.state.v1.SetController.controller:type_name -> phalanx.state.v1.Controller
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	19, // 16: phalanx.state.v1.RecordEvent.event:type_name -> phalanx.state.v1.Event
+	20, // 17: phalanx.state.v1.UpdateJob.hold:type_name -> phalanx.state.v1.Hold
+	4,  // 18: phalanx.state.v1.UpdateJob.dependency:type_name -> phalanx.state.v1.DependencyValue
+	21, // 19: phalanx.state.v1.DependencyValue.conds:type_name -> phalanx.state.v1.DepCond
+	22, // 20: phalanx.state.v1.SubmitJob.job:type_name -> phalanx.state.v1.Job
+	23, // 21: phalanx.state.v1.Placement.alloc:type_name -> phalanx.state.v1.Allocation
+	6,  // 22: phalanx.state.v1.PlaceJobs.placements:type_name -> phalanx.state.v1.Placement
+	24, // 23: phalanx.state.v1.ReportTask.state:type_name -> phalanx.state.v1.TaskState
+	25, // 24: phalanx.state.v1.RegisterNode.node:type_name -> phalanx.state.v1.Node
+	26, // 25: phalanx.state.v1.SetNodeState.state:type_name -> phalanx.state.v1.NodeState
+	27, // 26: phalanx.state.v1.SetPartitions.partitions:type_name -> phalanx.state.v1.Partition
+	28, // 27: phalanx.state.v1.SetController.controller:type_name -> phalanx.state.v1.Controller
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_state_v1_commands_proto_init() }
@@ -1653,7 +1778,7 @@ func file_phalanx_state_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_state_v1_commands_proto_rawDesc), len(file_phalanx_state_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
