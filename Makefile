@@ -24,8 +24,11 @@ build: $(BIN)/phx $(BIN)/phalanx-controller $(BIN)/phalanx-agent
 #     html/template it pulls in) and urfave/cli's man-page generator, which
 #     nothing uses and which every phx start would initialise.
 TAGS := no_dynamic_plugins,grpcnotrace,urfave_cli_no_docs
+# phx --version names the commit (also where the toolchain records none,
+# as with -buildvcs=false).
+COMMIT := $(shell git describe --always --dirty 2>/dev/null)
 $(BIN)/phx: FORCE
-	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -o $@ ./cmd/phx
+	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -ldflags "-X github.com/phalanx-hpc/phalanx/cli.commit=$(COMMIT)" -o $@ ./cmd/phx
 $(BIN)/phalanx-controller: FORCE
 	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -o $@ ./cmd/phalanx-controller
 $(BIN)/phalanx-agent: FORCE

@@ -433,3 +433,10 @@ func TestSbatchBeginAndWait(t *testing.T) {
 		}
 	}
 }
+
+func TestVersion(t *testing.T) {
+	code, stdout, _ := runOut(t, closedAddr(t), "--version")
+	if code != 0 || !strings.HasPrefix(stdout, "phx version ") || strings.TrimSpace(stdout) == "phx version" {
+		t.Errorf("phx --version: code %d, %q", code, stdout)
+	}
+}
