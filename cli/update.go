@@ -221,3 +221,24 @@ func (k *commands) hold(c *ucli.Context, verb string, args []string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// requeue runs `scontrol requeue JOBID[,JOBID...]`: the running jobs are
+// stopped and put back in the queue, same IDs.
+func (k *commands) requeue(c *ucli.Context, args []string) error {
+	ids, err := parseJobIDs(strings.Join(args, ","))
+	if err == nil && len(ids) == 0 {
+		err = errors.New("no job ID given")
+	}
+	if err != nil {
+		return fmt.Errorf("requeue: %w: write scontrol requeue JOBID[,JOBID...]", err)
+	}
+	cn, err := k.dial(c)
+	if err != nil {
+		return err
+	}
+	defer cn.Close()
+	return cn.call(c.Context, func(ctx context.Context) error {
+		_, err := cn.api.RequeueJob(ctx, &phalanxv1.RequeueJobRequest{JobIds: ids})
+		return err
+	})
+}

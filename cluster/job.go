@@ -26,16 +26,23 @@ const (
 	JobTimeout     JobState = "TIMEOUT"
 	JobNodeFail    JobState = "NODE_FAIL"
 	JobPreempted   JobState = "PREEMPTED"
+	// JobRequeued: scontrol requeue stopped it; once its tasks have ended
+	// it is PENDING again (Slurm's REQUEUED).
+	JobRequeued JobState = "REQUEUED"
 )
 
 // Terminal reports whether no further transition can happen.
 func (s JobState) Terminal() bool {
 	switch s {
-	case JobCompleted, JobFailed, JobCancelled, JobTimeout, JobNodeFail, JobPreempted:
+	case JobCompleted, JobFailed, JobCancelled, JobTimeout, JobNodeFail, JobPreempted, JobRequeued:
 		return true
 	}
 	return false
 }
+
+// ComingBack reports whether a job in this state is stopping only to go
+// back to the queue: preempted, or requeued.
+func (s JobState) ComingBack() bool { return s == JobPreempted || s == JobRequeued }
 
 // Short is the two-letter code squeue prints in its ST column.
 func (s JobState) Short() string {
@@ -60,6 +67,8 @@ func (s JobState) Short() string {
 		return "NF"
 	case JobPreempted:
 		return "PR"
+	case JobRequeued:
+		return "RQ"
 	}
 	return "??"
 }
@@ -77,7 +86,7 @@ func ParseJobState(s string) (JobState, error) {
 // AllJobStates lists every state in lifecycle order.
 var AllJobStates = []JobState{
 	JobPending, JobConfiguring, JobRunning, JobCompleting, JobCompleted,
-	JobFailed, JobCancelled, JobTimeout, JobNodeFail, JobPreempted,
+	JobFailed, JobCancelled, JobTimeout, JobNodeFail, JobPreempted, JobRequeued,
 }
 
 // Pending reasons, as squeue shows them.
@@ -215,10 +224,10 @@ func (j *Job) Live() bool {
 }
 
 // InQueue reports whether the job is still the queue's business: it has not
-// ended, or it is being preempted and will come back. squeue lists such jobs
+// ended, or it is being preempted or requeued and will come back. squeue lists such jobs
 // and scancel -u/-n cancels them.
 func (j *Job) InQueue() bool {
-	return !j.State.Terminal() || j.State == JobPreempted
+	return !j.State.Terminal() || j.State.ComingBack()
 }
 
 // Clone returns a deep copy.

@@ -240,3 +240,32 @@ func TestCorruptCheckpointRestarts(t *testing.T) {
 		t.Fatalf("after a plain launch failure: %s attempt %d; want FAILED in attempt 1", j.State, j.Attempt)
 	}
 }
+
+// scontrol requeue: a running job is REQUEUED until its tasks have ended,
+// then PENDING in its next attempt, first in its class; the attempt is
+// recorded as REQUEUED. A pending or ended job is not requeued.
+func TestRequestRequeue(t *testing.T) {
+	j := placedJob(t)
+	ApplyTaskReport(j, attemptReport(j, 0, TaskRunning, 0, 1))
+	ApplyTaskReport(j, attemptReport(j, 1, TaskRunning, 0, 1))
+	if !RequestRequeue(j, at(2)) || j.State != JobRequeued || !j.InQueue() {
+		t.Fatalf("after requeue: %s, in queue %v", j.State, j.InQueue())
+	}
+	ApplyTaskReport(j, attemptReport(j, 0, TaskKilled, 0, 3))
+	if j.State != JobRequeued {
+		t.Fatalf("one task still running: %s, want REQUEUED", j.State)
+	}
+	ApplyTaskReport(j, attemptReport(j, 1, TaskKilled, 0, 3))
+	if j.State != JobPending || j.Attempt != 1 || !j.Requeued || j.Reason != ReasonRequeued {
+		t.Fatalf("after every task ended: %s attempt %d requeued %v reason %q", j.State, j.Attempt, j.Requeued, j.Reason)
+	}
+	if a := j.Attempts[0]; a.State != JobRequeued {
+		t.Errorf("attempt 0 recorded as %s, want REQUEUED", a.State)
+	}
+	if RequestRequeue(j, at(4)) {
+		t.Error("a pending job was requeued")
+	}
+	if !Cancel(j, at(5), "x") || RequestRequeue(j, at(6)) {
+		t.Error("a cancelled job was requeued")
+	}
+}

@@ -216,7 +216,7 @@ func releaseIfEnded(j *Job) {
 // resources until their agents report them ended (the controller tells the
 // agents to stop them). It reports whether the job changed.
 func Cancel(j *Job, t time.Time, reason string) (changed bool) {
-	if j.State.Terminal() && j.State != JobPreempted {
+	if j.State.Terminal() && !j.State.ComingBack() {
 		return false
 	}
 	finish(j, JobCancelled, reason, t)
@@ -279,11 +279,33 @@ func Preempt(j *Job, t time.Time) (changed bool) {
 	return true
 }
 
-// requeueIfStopped requeues a preempted job whose tasks have all ended.
+// requeueIfStopped requeues a preempted or requeued job whose tasks have
+// all ended.
 func requeueIfStopped(j *Job) {
-	if j.State == JobPreempted && !j.Live() {
+	switch {
+	case j.Live():
+	case j.State == JobPreempted:
 		Requeue(j, ReasonPreempted)
+	case j.State == JobRequeued:
+		Requeue(j, ReasonRequeued)
 	}
+}
+
+// ReasonRequeued is the pending reason of a job scontrol requeue put back.
+const ReasonRequeued = "Requeued"
+
+// RequestRequeue stops a running job to put it back in the queue (scontrol
+// requeue): REQUEUED until its tasks have ended, then PENDING, same ID,
+// next attempt. It reports whether the job changed: only a placed job
+// that has not ended is requeued.
+func RequestRequeue(j *Job, t time.Time) (changed bool) {
+	if j.State != JobConfiguring && j.State != JobRunning {
+		return false
+	}
+	finish(j, JobRequeued, ReasonRequeued, t)
+	releaseIfEnded(j)
+	requeueIfStopped(j)
+	return true
 }
 
 // Requeue puts a job back in the queue for its next attempt: PENDING, with

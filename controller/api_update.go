@@ -298,3 +298,47 @@ func (s *Server) partition(name string) *cluster.Partition {
 	}
 	return nil
 }
+
+func (c *controllerService) RequeueJob(ctx context.Context, req *phalanxv1.RequeueJobRequest) (*phalanxv1.RequeueJobResponse, error) {
+	ids, err := c.s.requeue(ctx, req.JobIds)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &phalanxv1.RequeueJobResponse{}
+	for _, id := range ids {
+		out.Requeued = append(out.Requeued, uint64(id))
+	}
+	return out, nil
+}
+
+// requeue stops running jobs to put them back in the queue (scontrol
+// requeue): their owner or an operator may. A job that is not running is
+// refused with why: a pending one is in the queue already, and a finished
+// one is history (resubmit it).
+func (s *Server) requeue(ctx context.Context, ids []uint64) ([]cluster.JobID, error) {
+	if len(ids) == 0 {
+		return nil, cluster.Errorf(cluster.ErrInvalid, "requeue: name the jobs to requeue")
+	}
+	var jobs []cluster.JobID
+	for _, id := range ids {
+		j, err := s.visible(cluster.JobID(id), false)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.mayChange(ctx, j, "requeue"); err != nil {
+			return nil, err
+		}
+		switch {
+		case j.State == cluster.JobPending:
+			return nil, cluster.Errorf(cluster.ErrInvalid, "job %d is pending: it is in the queue already", j.ID)
+		case j.State.Terminal():
+			return nil, cluster.Errorf(cluster.ErrInvalid, "job %d has ended (%s): Phalanx requeues running jobs only; submit it again", j.ID, j.State)
+		}
+		jobs = append(jobs, j.ID)
+	}
+	res, err := s.propose(ctx, fsm.RequeueJobs{IDs: jobs, Time: s.cfg.Clock.Now()})
+	if err != nil {
+		return nil, err
+	}
+	return res.IDs, nil
+}

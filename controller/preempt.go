@@ -67,7 +67,7 @@ func (s *Server) preempt(ctx context.Context, plan *scheduler.Plan, active []*cl
 func preempting(active []*cluster.Job) map[cluster.JobID]bool {
 	out := map[cluster.JobID]bool{}
 	for _, j := range active {
-		if j.State == cluster.JobPreempted {
+		if j.State.ComingBack() { // stopping: never a victim again
 			out[j.ID] = true
 		}
 	}

@@ -189,6 +189,32 @@ func (s *Store) PreemptJobs(idx uint64, ids []cluster.JobID, t time.Time) ([]clu
 	return changed, nil
 }
 
+// RequeueJobs stops the named running jobs to put them back in the queue
+// (cluster.RequestRequeue). It returns the jobs that changed, in the order
+// given; unknown IDs and jobs that are not running are skipped.
+func (s *Store) RequeueJobs(idx uint64, ids []cluster.JobID, t time.Time) ([]cluster.JobID, error) {
+	var changed []cluster.JobID
+	err := s.apply(idx, func(c *change) error {
+		for _, id := range ids {
+			j := c.job(id)
+			if j == nil {
+				continue
+			}
+			u := j.Update()
+			if !cluster.RequestRequeue(u, t) {
+				continue
+			}
+			c.putJob(u)
+			changed = append(changed, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return changed, nil
+}
+
 // JobUpdate is what UpdateJob changes; nil fields stay as they are.
 type JobUpdate struct {
 	Name      *string

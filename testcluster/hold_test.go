@@ -107,3 +107,47 @@ func TestBeginTimeDefersAJob(t *testing.T) {
 		t.Errorf("job %d started at %v, before its begin time %v", id, started, begin)
 	}
 }
+
+// scontrol requeue: the running job's tasks are stopped, and it runs again
+// in its next attempt, same ID, the first attempt recorded REQUEUED; its
+// owner may, another user may not; a pending job is refused.
+func TestRequeueRunningJob(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 1, Runtime: "fake"})
+	alice := auth.Identity{User: "alice", UID: 1000, GID: 100, Kind: auth.KindLocal}
+	bob := auth.Identity{User: "bob", UID: 1001, GID: 100, Kind: auth.KindLocal}
+	ctx := context.Background()
+	asAlice := c.ClientAs(alice)
+	s := spec(runtimetest.SharedDir(t), "again", 1, 8, "#!/bin/sh\nsleep 60\n")
+	s.Uid, s.Gid, s.User = int32(alice.UID), int32(alice.GID), alice.User
+	resp, err := asAlice.SubmitJob(ctx, &phalanxv1.SubmitJobRequest{Spec: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.JobId
+	c.WaitJob(id, 10*time.Second, "RUNNING")
+	waiting := submit(t, c, spec(t.TempDir(), "waiting", 1, 8, "#!/bin/sh\nsleep 60\n"))
+	if _, err := c.Client.RequeueJob(ctx, &phalanxv1.RequeueJobRequest{JobIds: []uint64{waiting}}); err == nil || !strings.Contains(err.Error(), "pending") {
+		t.Errorf("requeue of a pending job: %v", err)
+	}
+	if _, err := c.ClientAs(bob).RequeueJob(ctx, &phalanxv1.RequeueJobRequest{JobIds: []uint64{id}}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("bob requeues alice's job: %v; want permission denied", err)
+	}
+	r, err := asAlice.RequeueJob(ctx, &phalanxv1.RequeueJobRequest{JobIds: []uint64{id}})
+	if err != nil || len(r.Requeued) != 1 {
+		t.Fatalf("alice requeues her job: %v, %v", r, err)
+	}
+	// Requeued first in its class, it runs again before the job that waited.
+	c.Eventually(20*time.Second, func() error {
+		j, err := c.Client.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: id})
+		if err != nil || j.State != "RUNNING" || j.Attempt != 1 {
+			return fmt.Errorf("job %d: %s attempt %d, %v; want RUNNING in attempt 1", id, j.GetState(), j.GetAttempt(), err)
+		}
+		if a := j.Attempts[0]; a.State != "REQUEUED" {
+			return fmt.Errorf("attempt 0 recorded as %s, want REQUEUED", a.State)
+		}
+		return nil
+	})
+	if j, _ := c.Client.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: waiting}); j.GetState() != "PENDING" {
+		t.Errorf("the waiting job is %s: the requeued job should have gone first", j.GetState())
+	}
+}

@@ -136,6 +136,18 @@ func (c PreemptJobs) apply(st *store.Store, idx uint64) Result {
 	return Result{IDs: ids, Err: err}
 }
 
+// RequeueJobs stops running jobs to put them back in the queue (scontrol
+// requeue).
+type RequeueJobs struct {
+	IDs  []cluster.JobID
+	Time time.Time
+}
+
+func (c RequeueJobs) apply(st *store.Store, idx uint64) Result {
+	ids, err := st.RequeueJobs(idx, c.IDs, c.Time)
+	return Result{IDs: ids, Err: err}
+}
+
 // SetNodesDown marks silent nodes DOWN together.
 type SetNodesDown struct {
 	Names  []string

@@ -89,6 +89,9 @@ func decode(m *statev1.Command) (Command, error) {
 	case *statev1.Command_PreemptJobs:
 		r := c.PreemptJobs
 		return PreemptJobs{IDs: jobIDs(r.GetJobIds()), For: jobIDs(r.GetForJobIds()), Time: codec.FromTime(r.GetTime())}, nil
+	case *statev1.Command_RequeueJobs:
+		r := c.RequeueJobs
+		return RequeueJobs{IDs: jobIDs(r.GetJobIds()), Time: codec.FromTime(r.GetTime())}, nil
 	case *statev1.Command_SetNodesDown:
 		r := c.SetNodesDown
 		return SetNodesDown{Names: r.GetNames(), Reason: r.GetReason(), Time: codec.FromTime(r.GetTime())}, nil
@@ -322,6 +325,12 @@ func (c SetPartitions) encode() (*statev1.Command, error) {
 func (c PreemptJobs) encode() (*statev1.Command, error) {
 	return &statev1.Command{Command: &statev1.Command_PreemptJobs{PreemptJobs: &statev1.PreemptJobs{
 		JobIds: wireIDs(c.IDs), ForJobIds: wireIDs(c.For), Time: codec.Time(c.Time),
+	}}}, nil
+}
+
+func (c RequeueJobs) encode() (*statev1.Command, error) {
+	return &statev1.Command{Command: &statev1.Command_RequeueJobs{RequeueJobs: &statev1.RequeueJobs{
+		JobIds: wireIDs(c.IDs), Time: codec.Time(c.Time),
 	}}}, nil
 }
 

@@ -551,6 +551,95 @@ func (x *UpdateJobRequest) GetPriority() int64 {
 	return 0
 }
 
+type RequeueJobRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobIds        []uint64               `protobuf:"varint,1,rep,packed,name=job_ids,json=jobIds,proto3" json:"job_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequeueJobRequest) Reset() {
+	*x = RequeueJobRequest{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequeueJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequeueJobRequest) ProtoMessage() {}
+
+func (x *RequeueJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequeueJobRequest.ProtoReflect.Descriptor instead.
+func (*RequeueJobRequest) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *RequeueJobRequest) GetJobIds() []uint64 {
+	if x != nil {
+		return x.JobIds
+	}
+	return nil
+}
+
+type RequeueJobResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// requeued: the jobs that were running and are now being requeued.
+	Requeued      []uint64 `protobuf:"varint,1,rep,packed,name=requeued,proto3" json:"requeued,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequeueJobResponse) Reset() {
+	*x = RequeueJobResponse{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequeueJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequeueJobResponse) ProtoMessage() {}
+
+func (x *RequeueJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequeueJobResponse.ProtoReflect.Descriptor instead.
+func (*RequeueJobResponse) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RequeueJobResponse) GetRequeued() []uint64 {
+	if x != nil {
+		return x.Requeued
+	}
+	return nil
+}
+
 type UpdateJobResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -559,7 +648,7 @@ type UpdateJobResponse struct {
 
 func (x *UpdateJobResponse) Reset() {
 	*x = UpdateJobResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[6]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -571,7 +660,7 @@ func (x *UpdateJobResponse) String() string {
 func (*UpdateJobResponse) ProtoMessage() {}
 
 func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[6]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -584,7 +673,7 @@ func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{8}
 }
 
 type CreateTokenRequest struct {
@@ -599,7 +688,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[7]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -611,7 +700,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[7]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -624,7 +713,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CreateTokenRequest) GetUsername() string {
@@ -651,7 +740,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[8]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -663,7 +752,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[8]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -676,7 +765,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CreateTokenResponse) GetToken() string {
@@ -768,7 +857,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[9]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -780,7 +869,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[9]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -793,7 +882,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *JobSpec) GetName() string {
@@ -1103,7 +1192,7 @@ type NodeAlloc struct {
 
 func (x *NodeAlloc) Reset() {
 	*x = NodeAlloc{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[10]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1115,7 +1204,7 @@ func (x *NodeAlloc) String() string {
 func (*NodeAlloc) ProtoMessage() {}
 
 func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[10]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1128,7 +1217,7 @@ func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAlloc.ProtoReflect.Descriptor instead.
 func (*NodeAlloc) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *NodeAlloc) GetNode() string {
@@ -1182,7 +1271,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[11]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1194,7 +1283,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[11]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1207,7 +1296,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{11}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Task) GetRank() int32 {
@@ -1297,7 +1386,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[12]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1309,7 +1398,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[12]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1322,7 +1411,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{12}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Job) GetId() uint64 {
@@ -1472,7 +1561,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[13]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1484,7 +1573,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[13]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1497,7 +1586,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{13}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Attempt) GetAttempt() int32 {
@@ -1601,7 +1690,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[14]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1613,7 +1702,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[14]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1626,7 +1715,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{14}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Node) GetName() string {
@@ -1793,7 +1882,7 @@ type Partition struct {
 
 func (x *Partition) Reset() {
 	*x = Partition{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[15]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1805,7 +1894,7 @@ func (x *Partition) String() string {
 func (*Partition) ProtoMessage() {}
 
 func (x *Partition) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[15]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1818,7 +1907,7 @@ func (x *Partition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Partition.ProtoReflect.Descriptor instead.
 func (*Partition) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{15}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Partition) GetName() string {
@@ -1898,7 +1987,7 @@ type SubmitJobRequest struct {
 
 func (x *SubmitJobRequest) Reset() {
 	*x = SubmitJobRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[16]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1910,7 +1999,7 @@ func (x *SubmitJobRequest) String() string {
 func (*SubmitJobRequest) ProtoMessage() {}
 
 func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[16]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1923,7 +2012,7 @@ func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobRequest.ProtoReflect.Descriptor instead.
 func (*SubmitJobRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{16}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SubmitJobRequest) GetSpec() *JobSpec {
@@ -1958,7 +2047,7 @@ type SubmitJobResponse struct {
 
 func (x *SubmitJobResponse) Reset() {
 	*x = SubmitJobResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[17]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1970,7 +2059,7 @@ func (x *SubmitJobResponse) String() string {
 func (*SubmitJobResponse) ProtoMessage() {}
 
 func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[17]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1983,7 +2072,7 @@ func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobResponse.ProtoReflect.Descriptor instead.
 func (*SubmitJobResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{17}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SubmitJobResponse) GetJobId() uint64 {
@@ -2027,7 +2116,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[18]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2039,7 +2128,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[18]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2052,7 +2141,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{18}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CancelJobRequest) GetJobIds() []uint64 {
@@ -2115,7 +2204,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[19]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2127,7 +2216,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[19]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2140,7 +2229,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{19}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CancelJobResponse) GetCancelled() []uint64 {
@@ -2159,7 +2248,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[20]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2171,7 +2260,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[20]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2184,7 +2273,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{20}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetJobRequest) GetJobId() uint64 {
@@ -2231,7 +2320,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[21]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2243,7 +2332,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[21]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2256,7 +2345,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{21}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListJobsRequest) GetJobIds() []uint64 {
@@ -2346,7 +2435,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[22]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2358,7 +2447,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[22]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2371,7 +2460,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{22}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -2399,7 +2488,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[23]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2411,7 +2500,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[23]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2424,7 +2513,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{23}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListNodesRequest) GetNames() []string {
@@ -2458,7 +2547,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[24]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2470,7 +2559,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[24]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2483,7 +2572,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{24}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -2508,7 +2597,7 @@ type ListPartitionsRequest struct {
 
 func (x *ListPartitionsRequest) Reset() {
 	*x = ListPartitionsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2520,7 +2609,7 @@ func (x *ListPartitionsRequest) String() string {
 func (*ListPartitionsRequest) ProtoMessage() {}
 
 func (x *ListPartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2533,7 +2622,7 @@ func (x *ListPartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPartitionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{25}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{27}
 }
 
 type ListPartitionsResponse struct {
@@ -2545,7 +2634,7 @@ type ListPartitionsResponse struct {
 
 func (x *ListPartitionsResponse) Reset() {
 	*x = ListPartitionsResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2557,7 +2646,7 @@ func (x *ListPartitionsResponse) String() string {
 func (*ListPartitionsResponse) ProtoMessage() {}
 
 func (x *ListPartitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2570,7 +2659,7 @@ func (x *ListPartitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPartitionsResponse.ProtoReflect.Descriptor instead.
 func (*ListPartitionsResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{26}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListPartitionsResponse) GetPartitions() []*Partition {
@@ -2593,7 +2682,7 @@ type NotLeader struct {
 
 func (x *NotLeader) Reset() {
 	*x = NotLeader{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2605,7 +2694,7 @@ func (x *NotLeader) String() string {
 func (*NotLeader) ProtoMessage() {}
 
 func (x *NotLeader) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2618,7 +2707,7 @@ func (x *NotLeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotLeader.ProtoReflect.Descriptor instead.
 func (*NotLeader) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{27}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *NotLeader) GetLeaderId() string {
@@ -2656,7 +2745,7 @@ type ControllerStatus struct {
 
 func (x *ControllerStatus) Reset() {
 	*x = ControllerStatus{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2668,7 +2757,7 @@ func (x *ControllerStatus) String() string {
 func (*ControllerStatus) ProtoMessage() {}
 
 func (x *ControllerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2681,7 +2770,7 @@ func (x *ControllerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControllerStatus.ProtoReflect.Descriptor instead.
 func (*ControllerStatus) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{28}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ControllerStatus) GetId() string {
@@ -2769,7 +2858,7 @@ type GetControllerStatusRequest struct {
 
 func (x *GetControllerStatusRequest) Reset() {
 	*x = GetControllerStatusRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2781,7 +2870,7 @@ func (x *GetControllerStatusRequest) String() string {
 func (*GetControllerStatusRequest) ProtoMessage() {}
 
 func (x *GetControllerStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2794,7 +2883,7 @@ func (x *GetControllerStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetControllerStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetControllerStatusRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{29}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{31}
 }
 
 type ListControllersRequest struct {
@@ -2805,7 +2894,7 @@ type ListControllersRequest struct {
 
 func (x *ListControllersRequest) Reset() {
 	*x = ListControllersRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2817,7 +2906,7 @@ func (x *ListControllersRequest) String() string {
 func (*ListControllersRequest) ProtoMessage() {}
 
 func (x *ListControllersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2830,7 +2919,7 @@ func (x *ListControllersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListControllersRequest.ProtoReflect.Descriptor instead.
 func (*ListControllersRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{30}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{32}
 }
 
 type ListControllersResponse struct {
@@ -2842,7 +2931,7 @@ type ListControllersResponse struct {
 
 func (x *ListControllersResponse) Reset() {
 	*x = ListControllersResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2854,7 +2943,7 @@ func (x *ListControllersResponse) String() string {
 func (*ListControllersResponse) ProtoMessage() {}
 
 func (x *ListControllersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2867,7 +2956,7 @@ func (x *ListControllersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListControllersResponse.ProtoReflect.Descriptor instead.
 func (*ListControllersResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{31}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListControllersResponse) GetControllers() []*ControllerInfo {
@@ -2893,7 +2982,7 @@ type ControllerInfo struct {
 
 func (x *ControllerInfo) Reset() {
 	*x = ControllerInfo{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2905,7 +2994,7 @@ func (x *ControllerInfo) String() string {
 func (*ControllerInfo) ProtoMessage() {}
 
 func (x *ControllerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2918,7 +3007,7 @@ func (x *ControllerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControllerInfo.ProtoReflect.Descriptor instead.
 func (*ControllerInfo) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{32}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ControllerInfo) GetId() string {
@@ -2981,7 +3070,7 @@ type AddControllerRequest struct {
 
 func (x *AddControllerRequest) Reset() {
 	*x = AddControllerRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2993,7 +3082,7 @@ func (x *AddControllerRequest) String() string {
 func (*AddControllerRequest) ProtoMessage() {}
 
 func (x *AddControllerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3006,7 +3095,7 @@ func (x *AddControllerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddControllerRequest.ProtoReflect.Descriptor instead.
 func (*AddControllerRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{33}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AddControllerRequest) GetId() string {
@@ -3038,7 +3127,7 @@ type AddControllerResponse struct {
 
 func (x *AddControllerResponse) Reset() {
 	*x = AddControllerResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3050,7 +3139,7 @@ func (x *AddControllerResponse) String() string {
 func (*AddControllerResponse) ProtoMessage() {}
 
 func (x *AddControllerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3063,7 +3152,7 @@ func (x *AddControllerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddControllerResponse.ProtoReflect.Descriptor instead.
 func (*AddControllerResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{34}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{36}
 }
 
 type RemoveControllerRequest struct {
@@ -3075,7 +3164,7 @@ type RemoveControllerRequest struct {
 
 func (x *RemoveControllerRequest) Reset() {
 	*x = RemoveControllerRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3087,7 +3176,7 @@ func (x *RemoveControllerRequest) String() string {
 func (*RemoveControllerRequest) ProtoMessage() {}
 
 func (x *RemoveControllerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3100,7 +3189,7 @@ func (x *RemoveControllerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveControllerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveControllerRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{35}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RemoveControllerRequest) GetId() string {
@@ -3118,7 +3207,7 @@ type RemoveControllerResponse struct {
 
 func (x *RemoveControllerResponse) Reset() {
 	*x = RemoveControllerResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3130,7 +3219,7 @@ func (x *RemoveControllerResponse) String() string {
 func (*RemoveControllerResponse) ProtoMessage() {}
 
 func (x *RemoveControllerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3143,7 +3232,7 @@ func (x *RemoveControllerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveControllerResponse.ProtoReflect.Descriptor instead.
 func (*RemoveControllerResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{36}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{38}
 }
 
 type RegisterControllerRequest struct {
@@ -3157,7 +3246,7 @@ type RegisterControllerRequest struct {
 
 func (x *RegisterControllerRequest) Reset() {
 	*x = RegisterControllerRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3169,7 +3258,7 @@ func (x *RegisterControllerRequest) String() string {
 func (*RegisterControllerRequest) ProtoMessage() {}
 
 func (x *RegisterControllerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3182,7 +3271,7 @@ func (x *RegisterControllerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterControllerRequest.ProtoReflect.Descriptor instead.
 func (*RegisterControllerRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{37}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RegisterControllerRequest) GetId() string {
@@ -3214,7 +3303,7 @@ type RegisterControllerResponse struct {
 
 func (x *RegisterControllerResponse) Reset() {
 	*x = RegisterControllerResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3226,7 +3315,7 @@ func (x *RegisterControllerResponse) String() string {
 func (*RegisterControllerResponse) ProtoMessage() {}
 
 func (x *RegisterControllerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3239,7 +3328,7 @@ func (x *RegisterControllerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterControllerResponse.ProtoReflect.Descriptor instead.
 func (*RegisterControllerResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{38}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{40}
 }
 
 type TransferLeadershipRequest struct {
@@ -3251,7 +3340,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3263,7 +3352,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3276,7 +3365,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{39}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *TransferLeadershipRequest) GetId() string {
@@ -3295,7 +3384,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3307,7 +3396,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3320,7 +3409,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{40}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -3338,7 +3427,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3350,7 +3439,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3363,7 +3452,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{41}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{43}
 }
 
 // Chunk is a piece of a backup file, in order.
@@ -3376,7 +3465,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3388,7 +3477,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3401,7 +3490,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{42}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Chunk) GetData() []byte {
@@ -3423,7 +3512,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3435,7 +3524,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3448,7 +3537,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{43}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RestoreRequest) GetData() []byte {
@@ -3475,7 +3564,7 @@ type RestoreResponse struct {
 
 func (x *RestoreResponse) Reset() {
 	*x = RestoreResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3487,7 +3576,7 @@ func (x *RestoreResponse) String() string {
 func (*RestoreResponse) ProtoMessage() {}
 
 func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3500,7 +3589,7 @@ func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreResponse.ProtoReflect.Descriptor instead.
 func (*RestoreResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{44}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RestoreResponse) GetJobs() uint64 {
@@ -3540,7 +3629,7 @@ type RegisterNodeRequest struct {
 
 func (x *RegisterNodeRequest) Reset() {
 	*x = RegisterNodeRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3552,7 +3641,7 @@ func (x *RegisterNodeRequest) String() string {
 func (*RegisterNodeRequest) ProtoMessage() {}
 
 func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3565,7 +3654,7 @@ func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeRequest.ProtoReflect.Descriptor instead.
 func (*RegisterNodeRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{45}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RegisterNodeRequest) GetName() string {
@@ -3658,7 +3747,7 @@ type NICInfo struct {
 
 func (x *NICInfo) Reset() {
 	*x = NICInfo{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3670,7 +3759,7 @@ func (x *NICInfo) String() string {
 func (*NICInfo) ProtoMessage() {}
 
 func (x *NICInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3683,7 +3772,7 @@ func (x *NICInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NICInfo.ProtoReflect.Descriptor instead.
 func (*NICInfo) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{46}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *NICInfo) GetDevice() string {
@@ -3776,7 +3865,7 @@ type GPUInfo struct {
 
 func (x *GPUInfo) Reset() {
 	*x = GPUInfo{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3788,7 +3877,7 @@ func (x *GPUInfo) String() string {
 func (*GPUInfo) ProtoMessage() {}
 
 func (x *GPUInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3801,7 +3890,7 @@ func (x *GPUInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GPUInfo.ProtoReflect.Descriptor instead.
 func (*GPUInfo) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{47}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GPUInfo) GetIndex() int32 {
@@ -3851,7 +3940,7 @@ type RegisterNodeResponse struct {
 
 func (x *RegisterNodeResponse) Reset() {
 	*x = RegisterNodeResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3863,7 +3952,7 @@ func (x *RegisterNodeResponse) String() string {
 func (*RegisterNodeResponse) ProtoMessage() {}
 
 func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3876,7 +3965,7 @@ func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeResponse.ProtoReflect.Descriptor instead.
 func (*RegisterNodeResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{48}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RegisterNodeResponse) GetHeartbeatIntervalMs() int64 {
@@ -3909,7 +3998,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3921,7 +4010,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3934,7 +4023,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{49}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *HeartbeatRequest) GetName() string {
@@ -3981,7 +4070,7 @@ type HealthProblem struct {
 
 func (x *HealthProblem) Reset() {
 	*x = HealthProblem{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3993,7 +4082,7 @@ func (x *HealthProblem) String() string {
 func (*HealthProblem) ProtoMessage() {}
 
 func (x *HealthProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4006,7 +4095,7 @@ func (x *HealthProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthProblem.ProtoReflect.Descriptor instead.
 func (*HealthProblem) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{50}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *HealthProblem) GetCheck() string {
@@ -4048,7 +4137,7 @@ type TaskRef struct {
 
 func (x *TaskRef) Reset() {
 	*x = TaskRef{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4060,7 +4149,7 @@ func (x *TaskRef) String() string {
 func (*TaskRef) ProtoMessage() {}
 
 func (x *TaskRef) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4073,7 +4162,7 @@ func (x *TaskRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskRef.ProtoReflect.Descriptor instead.
 func (*TaskRef) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{51}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *TaskRef) GetJobId() uint64 {
@@ -4117,7 +4206,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4129,7 +4218,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4142,7 +4231,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{52}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *HeartbeatResponse) GetReregister() bool {
@@ -4193,7 +4282,7 @@ type HealthCheck struct {
 
 func (x *HealthCheck) Reset() {
 	*x = HealthCheck{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4205,7 +4294,7 @@ func (x *HealthCheck) String() string {
 func (*HealthCheck) ProtoMessage() {}
 
 func (x *HealthCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4218,7 +4307,7 @@ func (x *HealthCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthCheck.ProtoReflect.Descriptor instead.
 func (*HealthCheck) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{53}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *HealthCheck) GetProgram() string {
@@ -4251,7 +4340,7 @@ type WatchAssignmentsRequest struct {
 
 func (x *WatchAssignmentsRequest) Reset() {
 	*x = WatchAssignmentsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4263,7 +4352,7 @@ func (x *WatchAssignmentsRequest) String() string {
 func (*WatchAssignmentsRequest) ProtoMessage() {}
 
 func (x *WatchAssignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4276,7 +4365,7 @@ func (x *WatchAssignmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchAssignmentsRequest.ProtoReflect.Descriptor instead.
 func (*WatchAssignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{54}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *WatchAssignmentsRequest) GetName() string {
@@ -4306,7 +4395,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4318,7 +4407,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4331,7 +4420,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{55}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Assignment) GetJobId() uint64 {
@@ -4402,7 +4491,7 @@ type Prolog struct {
 
 func (x *Prolog) Reset() {
 	*x = Prolog{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4414,7 +4503,7 @@ func (x *Prolog) String() string {
 func (*Prolog) ProtoMessage() {}
 
 func (x *Prolog) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4427,7 +4516,7 @@ func (x *Prolog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prolog.ProtoReflect.Descriptor instead.
 func (*Prolog) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{56}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *Prolog) GetPrograms() []string {
@@ -4458,7 +4547,7 @@ type Assignments struct {
 
 func (x *Assignments) Reset() {
 	*x = Assignments{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4470,7 +4559,7 @@ func (x *Assignments) String() string {
 func (*Assignments) ProtoMessage() {}
 
 func (x *Assignments) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4483,7 +4572,7 @@ func (x *Assignments) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignments.ProtoReflect.Descriptor instead.
 func (*Assignments) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{57}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *Assignments) GetAssignments() []*Assignment {
@@ -4521,7 +4610,7 @@ type ReportTaskStatusRequest struct {
 
 func (x *ReportTaskStatusRequest) Reset() {
 	*x = ReportTaskStatusRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4533,7 +4622,7 @@ func (x *ReportTaskStatusRequest) String() string {
 func (*ReportTaskStatusRequest) ProtoMessage() {}
 
 func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4546,7 +4635,7 @@ func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{58}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ReportTaskStatusRequest) GetNode() string {
@@ -4627,7 +4716,7 @@ type ReportTaskStatusResponse struct {
 
 func (x *ReportTaskStatusResponse) Reset() {
 	*x = ReportTaskStatusResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4639,7 +4728,7 @@ func (x *ReportTaskStatusResponse) String() string {
 func (*ReportTaskStatusResponse) ProtoMessage() {}
 
 func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4652,7 +4741,7 @@ func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusResponse.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{59}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{61}
 }
 
 type ReportCheckpointRequest struct {
@@ -4668,7 +4757,7 @@ type ReportCheckpointRequest struct {
 
 func (x *ReportCheckpointRequest) Reset() {
 	*x = ReportCheckpointRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4680,7 +4769,7 @@ func (x *ReportCheckpointRequest) String() string {
 func (*ReportCheckpointRequest) ProtoMessage() {}
 
 func (x *ReportCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4693,7 +4782,7 @@ func (x *ReportCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*ReportCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{60}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ReportCheckpointRequest) GetNode() string {
@@ -4739,7 +4828,7 @@ type ReportCheckpointResponse struct {
 
 func (x *ReportCheckpointResponse) Reset() {
 	*x = ReportCheckpointResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4751,7 +4840,7 @@ func (x *ReportCheckpointResponse) String() string {
 func (*ReportCheckpointResponse) ProtoMessage() {}
 
 func (x *ReportCheckpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4764,7 +4853,7 @@ func (x *ReportCheckpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCheckpointResponse.ProtoReflect.Descriptor instead.
 func (*ReportCheckpointResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{61}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{63}
 }
 
 type ReportJobEventRequest struct {
@@ -4779,7 +4868,7 @@ type ReportJobEventRequest struct {
 
 func (x *ReportJobEventRequest) Reset() {
 	*x = ReportJobEventRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4791,7 +4880,7 @@ func (x *ReportJobEventRequest) String() string {
 func (*ReportJobEventRequest) ProtoMessage() {}
 
 func (x *ReportJobEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4804,7 +4893,7 @@ func (x *ReportJobEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportJobEventRequest.ProtoReflect.Descriptor instead.
 func (*ReportJobEventRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{62}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ReportJobEventRequest) GetNode() string {
@@ -4843,7 +4932,7 @@ type ReportJobEventResponse struct {
 
 func (x *ReportJobEventResponse) Reset() {
 	*x = ReportJobEventResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4855,7 +4944,7 @@ func (x *ReportJobEventResponse) String() string {
 func (*ReportJobEventResponse) ProtoMessage() {}
 
 func (x *ReportJobEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4868,7 +4957,7 @@ func (x *ReportJobEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportJobEventResponse.ProtoReflect.Descriptor instead.
 func (*ReportJobEventResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{63}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{65}
 }
 
 var File_phalanx_v1_phalanx_proto protoreflect.FileDescriptor
@@ -4923,7 +5012,11 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\v_dependencyB\a\n" +
 	"\x05_niceB\x06\n" +
 	"\x04_qosB\v\n" +
-	"\t_priority\"\x13\n" +
+	"\t_priority\",\n" +
+	"\x11RequeueJobRequest\x12\x17\n" +
+	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\"0\n" +
+	"\x12RequeueJobResponse\x12\x1a\n" +
+	"\brequeued\x18\x01 \x03(\x04R\brequeued\"\x13\n" +
 	"\x11UpdateJobResponse\"[\n" +
 	"\x12CreateTokenRequest\x12\x1a\n" +
 	"\busername\x18\x01 \x01(\tR\busername\x12)\n" +
@@ -5308,7 +5401,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x18HOLD_REQUEST_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11HOLD_REQUEST_HOLD\x10\x01\x12\x1a\n" +
 	"\x16HOLD_REQUEST_USER_HOLD\x10\x02\x12\x18\n" +
-	"\x14HOLD_REQUEST_RELEASE\x10\x032\xb3\v\n" +
+	"\x14HOLD_REQUEST_RELEASE\x10\x032\x80\f\n" +
 	"\x11ControllerService\x12H\n" +
 	"\tSubmitJob\x12\x1c.phalanx.v1.SubmitJobRequest\x1a\x1d.phalanx.v1.SubmitJobResponse\x12H\n" +
 	"\tCancelJob\x12\x1c.phalanx.v1.CancelJobRequest\x1a\x1d.phalanx.v1.CancelJobResponse\x124\n" +
@@ -5328,6 +5421,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\n" +
 	"UpdateNode\x12\x1d.phalanx.v1.UpdateNodeRequest\x1a\x1e.phalanx.v1.UpdateNodeResponse\x12H\n" +
 	"\tUpdateJob\x12\x1c.phalanx.v1.UpdateJobRequest\x1a\x1d.phalanx.v1.UpdateJobResponse\x12K\n" +
+	"\n" +
+	"RequeueJob\x12\x1d.phalanx.v1.RequeueJobRequest\x1a\x1e.phalanx.v1.RequeueJobResponse\x12K\n" +
 	"\n" +
 	"ListEvents\x12\x1d.phalanx.v1.ListEventsRequest\x1a\x1e.phalanx.v1.ListEventsResponse2\x95\x04\n" +
 	"\vNodeService\x12Q\n" +
@@ -5351,7 +5446,7 @@ func file_phalanx_v1_phalanx_proto_rawDescGZIP() []byte {
 }
 
 var file_phalanx_v1_phalanx_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
+var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
 var file_phalanx_v1_phalanx_proto_goTypes = []any{
 	(HoldRequest)(0),                   // 0: phalanx.v1.HoldRequest
 	(*ListEventsRequest)(nil),          // 1: phalanx.v1.ListEventsRequest
@@ -5360,164 +5455,168 @@ var file_phalanx_v1_phalanx_proto_goTypes = []any{
 	(*UpdateNodeRequest)(nil),          // 4: phalanx.v1.UpdateNodeRequest
 	(*UpdateNodeResponse)(nil),         // 5: phalanx.v1.UpdateNodeResponse
 	(*UpdateJobRequest)(nil),           // 6: phalanx.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),          // 7: phalanx.v1.UpdateJobResponse
-	(*CreateTokenRequest)(nil),         // 8: phalanx.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),        // 9: phalanx.v1.CreateTokenResponse
-	(*JobSpec)(nil),                    // 10: phalanx.v1.JobSpec
-	(*NodeAlloc)(nil),                  // 11: phalanx.v1.NodeAlloc
-	(*Task)(nil),                       // 12: phalanx.v1.Task
-	(*Job)(nil),                        // 13: phalanx.v1.Job
-	(*Attempt)(nil),                    // 14: phalanx.v1.Attempt
-	(*Node)(nil),                       // 15: phalanx.v1.Node
-	(*Partition)(nil),                  // 16: phalanx.v1.Partition
-	(*SubmitJobRequest)(nil),           // 17: phalanx.v1.SubmitJobRequest
-	(*SubmitJobResponse)(nil),          // 18: phalanx.v1.SubmitJobResponse
-	(*CancelJobRequest)(nil),           // 19: phalanx.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),          // 20: phalanx.v1.CancelJobResponse
-	(*GetJobRequest)(nil),              // 21: phalanx.v1.GetJobRequest
-	(*ListJobsRequest)(nil),            // 22: phalanx.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),           // 23: phalanx.v1.ListJobsResponse
-	(*ListNodesRequest)(nil),           // 24: phalanx.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),          // 25: phalanx.v1.ListNodesResponse
-	(*ListPartitionsRequest)(nil),      // 26: phalanx.v1.ListPartitionsRequest
-	(*ListPartitionsResponse)(nil),     // 27: phalanx.v1.ListPartitionsResponse
-	(*NotLeader)(nil),                  // 28: phalanx.v1.NotLeader
-	(*ControllerStatus)(nil),           // 29: phalanx.v1.ControllerStatus
-	(*GetControllerStatusRequest)(nil), // 30: phalanx.v1.GetControllerStatusRequest
-	(*ListControllersRequest)(nil),     // 31: phalanx.v1.ListControllersRequest
-	(*ListControllersResponse)(nil),    // 32: phalanx.v1.ListControllersResponse
-	(*ControllerInfo)(nil),             // 33: phalanx.v1.ControllerInfo
-	(*AddControllerRequest)(nil),       // 34: phalanx.v1.AddControllerRequest
-	(*AddControllerResponse)(nil),      // 35: phalanx.v1.AddControllerResponse
-	(*RemoveControllerRequest)(nil),    // 36: phalanx.v1.RemoveControllerRequest
-	(*RemoveControllerResponse)(nil),   // 37: phalanx.v1.RemoveControllerResponse
-	(*RegisterControllerRequest)(nil),  // 38: phalanx.v1.RegisterControllerRequest
-	(*RegisterControllerResponse)(nil), // 39: phalanx.v1.RegisterControllerResponse
-	(*TransferLeadershipRequest)(nil),  // 40: phalanx.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 41: phalanx.v1.TransferLeadershipResponse
-	(*BackupRequest)(nil),              // 42: phalanx.v1.BackupRequest
-	(*Chunk)(nil),                      // 43: phalanx.v1.Chunk
-	(*RestoreRequest)(nil),             // 44: phalanx.v1.RestoreRequest
-	(*RestoreResponse)(nil),            // 45: phalanx.v1.RestoreResponse
-	(*RegisterNodeRequest)(nil),        // 46: phalanx.v1.RegisterNodeRequest
-	(*NICInfo)(nil),                    // 47: phalanx.v1.NICInfo
-	(*GPUInfo)(nil),                    // 48: phalanx.v1.GPUInfo
-	(*RegisterNodeResponse)(nil),       // 49: phalanx.v1.RegisterNodeResponse
-	(*HeartbeatRequest)(nil),           // 50: phalanx.v1.HeartbeatRequest
-	(*HealthProblem)(nil),              // 51: phalanx.v1.HealthProblem
-	(*TaskRef)(nil),                    // 52: phalanx.v1.TaskRef
-	(*HeartbeatResponse)(nil),          // 53: phalanx.v1.HeartbeatResponse
-	(*HealthCheck)(nil),                // 54: phalanx.v1.HealthCheck
-	(*WatchAssignmentsRequest)(nil),    // 55: phalanx.v1.WatchAssignmentsRequest
-	(*Assignment)(nil),                 // 56: phalanx.v1.Assignment
-	(*Prolog)(nil),                     // 57: phalanx.v1.Prolog
-	(*Assignments)(nil),                // 58: phalanx.v1.Assignments
-	(*ReportTaskStatusRequest)(nil),    // 59: phalanx.v1.ReportTaskStatusRequest
-	(*ReportTaskStatusResponse)(nil),   // 60: phalanx.v1.ReportTaskStatusResponse
-	(*ReportCheckpointRequest)(nil),    // 61: phalanx.v1.ReportCheckpointRequest
-	(*ReportCheckpointResponse)(nil),   // 62: phalanx.v1.ReportCheckpointResponse
-	(*ReportJobEventRequest)(nil),      // 63: phalanx.v1.ReportJobEventRequest
-	(*ReportJobEventResponse)(nil),     // 64: phalanx.v1.ReportJobEventResponse
-	nil,                                // 65: phalanx.v1.JobSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 66: google.protobuf.Timestamp
+	(*RequeueJobRequest)(nil),          // 7: phalanx.v1.RequeueJobRequest
+	(*RequeueJobResponse)(nil),         // 8: phalanx.v1.RequeueJobResponse
+	(*UpdateJobResponse)(nil),          // 9: phalanx.v1.UpdateJobResponse
+	(*CreateTokenRequest)(nil),         // 10: phalanx.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),        // 11: phalanx.v1.CreateTokenResponse
+	(*JobSpec)(nil),                    // 12: phalanx.v1.JobSpec
+	(*NodeAlloc)(nil),                  // 13: phalanx.v1.NodeAlloc
+	(*Task)(nil),                       // 14: phalanx.v1.Task
+	(*Job)(nil),                        // 15: phalanx.v1.Job
+	(*Attempt)(nil),                    // 16: phalanx.v1.Attempt
+	(*Node)(nil),                       // 17: phalanx.v1.Node
+	(*Partition)(nil),                  // 18: phalanx.v1.Partition
+	(*SubmitJobRequest)(nil),           // 19: phalanx.v1.SubmitJobRequest
+	(*SubmitJobResponse)(nil),          // 20: phalanx.v1.SubmitJobResponse
+	(*CancelJobRequest)(nil),           // 21: phalanx.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),          // 22: phalanx.v1.CancelJobResponse
+	(*GetJobRequest)(nil),              // 23: phalanx.v1.GetJobRequest
+	(*ListJobsRequest)(nil),            // 24: phalanx.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),           // 25: phalanx.v1.ListJobsResponse
+	(*ListNodesRequest)(nil),           // 26: phalanx.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),          // 27: phalanx.v1.ListNodesResponse
+	(*ListPartitionsRequest)(nil),      // 28: phalanx.v1.ListPartitionsRequest
+	(*ListPartitionsResponse)(nil),     // 29: phalanx.v1.ListPartitionsResponse
+	(*NotLeader)(nil),                  // 30: phalanx.v1.NotLeader
+	(*ControllerStatus)(nil),           // 31: phalanx.v1.ControllerStatus
+	(*GetControllerStatusRequest)(nil), // 32: phalanx.v1.GetControllerStatusRequest
+	(*ListControllersRequest)(nil),     // 33: phalanx.v1.ListControllersRequest
+	(*ListControllersResponse)(nil),    // 34: phalanx.v1.ListControllersResponse
+	(*ControllerInfo)(nil),             // 35: phalanx.v1.ControllerInfo
+	(*AddControllerRequest)(nil),       // 36: phalanx.v1.AddControllerRequest
+	(*AddControllerResponse)(nil),      // 37: phalanx.v1.AddControllerResponse
+	(*RemoveControllerRequest)(nil),    // 38: phalanx.v1.RemoveControllerRequest
+	(*RemoveControllerResponse)(nil),   // 39: phalanx.v1.RemoveControllerResponse
+	(*RegisterControllerRequest)(nil),  // 40: phalanx.v1.RegisterControllerRequest
+	(*RegisterControllerResponse)(nil), // 41: phalanx.v1.RegisterControllerResponse
+	(*TransferLeadershipRequest)(nil),  // 42: phalanx.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 43: phalanx.v1.TransferLeadershipResponse
+	(*BackupRequest)(nil),              // 44: phalanx.v1.BackupRequest
+	(*Chunk)(nil),                      // 45: phalanx.v1.Chunk
+	(*RestoreRequest)(nil),             // 46: phalanx.v1.RestoreRequest
+	(*RestoreResponse)(nil),            // 47: phalanx.v1.RestoreResponse
+	(*RegisterNodeRequest)(nil),        // 48: phalanx.v1.RegisterNodeRequest
+	(*NICInfo)(nil),                    // 49: phalanx.v1.NICInfo
+	(*GPUInfo)(nil),                    // 50: phalanx.v1.GPUInfo
+	(*RegisterNodeResponse)(nil),       // 51: phalanx.v1.RegisterNodeResponse
+	(*HeartbeatRequest)(nil),           // 52: phalanx.v1.HeartbeatRequest
+	(*HealthProblem)(nil),              // 53: phalanx.v1.HealthProblem
+	(*TaskRef)(nil),                    // 54: phalanx.v1.TaskRef
+	(*HeartbeatResponse)(nil),          // 55: phalanx.v1.HeartbeatResponse
+	(*HealthCheck)(nil),                // 56: phalanx.v1.HealthCheck
+	(*WatchAssignmentsRequest)(nil),    // 57: phalanx.v1.WatchAssignmentsRequest
+	(*Assignment)(nil),                 // 58: phalanx.v1.Assignment
+	(*Prolog)(nil),                     // 59: phalanx.v1.Prolog
+	(*Assignments)(nil),                // 60: phalanx.v1.Assignments
+	(*ReportTaskStatusRequest)(nil),    // 61: phalanx.v1.ReportTaskStatusRequest
+	(*ReportTaskStatusResponse)(nil),   // 62: phalanx.v1.ReportTaskStatusResponse
+	(*ReportCheckpointRequest)(nil),    // 63: phalanx.v1.ReportCheckpointRequest
+	(*ReportCheckpointResponse)(nil),   // 64: phalanx.v1.ReportCheckpointResponse
+	(*ReportJobEventRequest)(nil),      // 65: phalanx.v1.ReportJobEventRequest
+	(*ReportJobEventResponse)(nil),     // 66: phalanx.v1.ReportJobEventResponse
+	nil,                                // 67: phalanx.v1.JobSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil),      // 68: google.protobuf.Timestamp
 }
 var file_phalanx_v1_phalanx_proto_depIdxs = []int32{
-	66, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
+	68, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
 	3,  // 1: phalanx.v1.ListEventsResponse.events:type_name -> phalanx.v1.Event
-	66, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
+	68, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
 	0,  // 3: phalanx.v1.UpdateJobRequest.hold:type_name -> phalanx.v1.HoldRequest
-	66, // 4: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
-	65, // 5: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
-	66, // 6: phalanx.v1.JobSpec.begin_time:type_name -> google.protobuf.Timestamp
-	66, // 7: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
-	66, // 8: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
-	10, // 9: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
-	66, // 10: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
-	66, // 11: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
-	66, // 12: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
-	11, // 13: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
-	12, // 14: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
-	66, // 15: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
-	14, // 16: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
-	11, // 17: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
-	66, // 18: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
-	66, // 19: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
-	66, // 20: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
-	66, // 21: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
-	47, // 22: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
-	66, // 23: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
-	10, // 24: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
-	66, // 25: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
-	66, // 26: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
-	66, // 27: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
-	13, // 28: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
-	15, // 29: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
-	16, // 30: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
-	66, // 31: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
-	33, // 32: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
-	29, // 33: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
-	48, // 34: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
-	47, // 35: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
-	52, // 36: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
-	51, // 37: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
-	66, // 38: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
-	66, // 39: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
-	54, // 40: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
-	13, // 41: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
-	57, // 42: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
-	56, // 43: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
-	66, // 44: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
-	66, // 45: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
-	17, // 46: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
-	19, // 47: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
-	21, // 48: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
-	22, // 49: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
-	24, // 50: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
-	26, // 51: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
-	31, // 52: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
-	30, // 53: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
-	34, // 54: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
-	36, // 55: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
-	38, // 56: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
-	40, // 57: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
-	42, // 58: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
-	44, // 59: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
-	8,  // 60: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
+	68, // 4: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
+	67, // 5: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
+	68, // 6: phalanx.v1.JobSpec.begin_time:type_name -> google.protobuf.Timestamp
+	68, // 7: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
+	68, // 8: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	12, // 9: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
+	68, // 10: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
+	68, // 11: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
+	68, // 12: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
+	13, // 13: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
+	14, // 14: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
+	68, // 15: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
+	16, // 16: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
+	13, // 17: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
+	68, // 18: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
+	68, // 19: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
+	68, // 20: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
+	68, // 21: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	49, // 22: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
+	68, // 23: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
+	12, // 24: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
+	68, // 25: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
+	68, // 26: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
+	68, // 27: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
+	15, // 28: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
+	17, // 29: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
+	18, // 30: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
+	68, // 31: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
+	35, // 32: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
+	31, // 33: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
+	50, // 34: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
+	49, // 35: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
+	54, // 36: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
+	53, // 37: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
+	68, // 38: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
+	68, // 39: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
+	56, // 40: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
+	15, // 41: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
+	59, // 42: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
+	58, // 43: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
+	68, // 44: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
+	68, // 45: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
+	19, // 46: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
+	21, // 47: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
+	23, // 48: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
+	24, // 49: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
+	26, // 50: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
+	28, // 51: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
+	33, // 52: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
+	32, // 53: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
+	36, // 54: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
+	38, // 55: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
+	40, // 56: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
+	42, // 57: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
+	44, // 58: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
+	46, // 59: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
+	10, // 60: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
 	4,  // 61: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
 	6,  // 62: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
-	1,  // 63: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
-	46, // 64: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
-	50, // 65: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
-	55, // 66: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
-	59, // 67: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
-	61, // 68: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
-	63, // 69: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
-	18, // 70: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
-	20, // 71: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
-	13, // 72: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
-	23, // 73: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
-	25, // 74: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
-	27, // 75: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
-	32, // 76: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
-	29, // 77: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
-	35, // 78: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
-	37, // 79: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
-	39, // 80: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
-	41, // 81: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
-	43, // 82: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
-	45, // 83: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
-	9,  // 84: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
-	5,  // 85: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
-	7,  // 86: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
-	2,  // 87: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
-	49, // 88: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
-	53, // 89: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
-	58, // 90: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
-	60, // 91: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
-	62, // 92: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
-	64, // 93: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
-	70, // [70:94] is the sub-list for method output_type
-	46, // [46:70] is the sub-list for method input_type
+	7,  // 63: phalanx.v1.ControllerService.RequeueJob:input_type -> phalanx.v1.RequeueJobRequest
+	1,  // 64: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
+	48, // 65: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
+	52, // 66: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
+	57, // 67: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
+	61, // 68: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
+	63, // 69: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
+	65, // 70: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
+	20, // 71: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
+	22, // 72: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
+	15, // 73: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
+	25, // 74: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
+	27, // 75: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
+	29, // 76: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
+	34, // 77: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
+	31, // 78: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
+	37, // 79: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
+	39, // 80: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
+	41, // 81: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
+	43, // 82: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
+	45, // 83: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
+	47, // 84: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
+	11, // 85: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
+	5,  // 86: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
+	9,  // 87: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
+	8,  // 88: phalanx.v1.ControllerService.RequeueJob:output_type -> phalanx.v1.RequeueJobResponse
+	2,  // 89: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
+	51, // 90: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
+	55, // 91: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
+	60, // 92: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
+	62, // 93: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
+	64, // 94: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
+	66, // 95: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
+	71, // [71:96] is the sub-list for method output_type
+	46, // [46:71] is the sub-list for method input_type
 	46, // [46:46] is the sub-list for extension type_name
 	46, // [46:46] is the sub-list for extension extendee
 	0,  // [0:46] is the sub-list for field type_name
@@ -5529,15 +5628,15 @@ func file_phalanx_v1_phalanx_proto_init() {
 		return
 	}
 	file_phalanx_v1_phalanx_proto_msgTypes[5].OneofWrappers = []any{}
-	file_phalanx_v1_phalanx_proto_msgTypes[9].OneofWrappers = []any{}
-	file_phalanx_v1_phalanx_proto_msgTypes[12].OneofWrappers = []any{}
+	file_phalanx_v1_phalanx_proto_msgTypes[11].OneofWrappers = []any{}
+	file_phalanx_v1_phalanx_proto_msgTypes[14].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_phalanx_proto_rawDesc), len(file_phalanx_v1_phalanx_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   65,
+			NumMessages:   67,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

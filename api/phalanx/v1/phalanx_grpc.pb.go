@@ -51,6 +51,7 @@ const (
 	ControllerService_CreateToken_FullMethodName         = "/phalanx.v1.ControllerService/CreateToken"
 	ControllerService_UpdateNode_FullMethodName          = "/phalanx.v1.ControllerService/UpdateNode"
 	ControllerService_UpdateJob_FullMethodName           = "/phalanx.v1.ControllerService/UpdateJob"
+	ControllerService_RequeueJob_FullMethodName          = "/phalanx.v1.ControllerService/RequeueJob"
 	ControllerService_ListEvents_FullMethodName          = "/phalanx.v1.ControllerService/ListEvents"
 )
 
@@ -101,6 +102,9 @@ type ControllerServiceClient interface {
 	// owner may rename it and shorten its time limit; operators and
 	// administrators may change any job, and lengthen time limits.
 	UpdateJob(ctx context.Context, in *UpdateJobRequest, opts ...grpc.CallOption) (*UpdateJobResponse, error)
+	// RequeueJob stops running jobs and puts them back in the queue, same
+	// IDs, next attempt (scontrol requeue); owners and operators only.
+	RequeueJob(ctx context.Context, in *RequeueJobRequest, opts ...grpc.CallOption) (*RequeueJobResponse, error)
 	// ListEvents lists what happened to nodes (registrations, drains,
 	// resumes, downs, health verdicts), oldest first; any user may read
 	// them, as `phx events`.
@@ -297,6 +301,16 @@ func (c *controllerServiceClient) UpdateJob(ctx context.Context, in *UpdateJobRe
 	return out, nil
 }
 
+func (c *controllerServiceClient) RequeueJob(ctx context.Context, in *RequeueJobRequest, opts ...grpc.CallOption) (*RequeueJobResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RequeueJobResponse)
+	err := c.cc.Invoke(ctx, ControllerService_RequeueJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *controllerServiceClient) ListEvents(ctx context.Context, in *ListEventsRequest, opts ...grpc.CallOption) (*ListEventsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListEventsResponse)
@@ -354,6 +368,9 @@ type ControllerServiceServer interface {
 	// owner may rename it and shorten its time limit; operators and
 	// administrators may change any job, and lengthen time limits.
 	UpdateJob(context.Context, *UpdateJobRequest) (*UpdateJobResponse, error)
+	// RequeueJob stops running jobs and puts them back in the queue, same
+	// IDs, next attempt (scontrol requeue); owners and operators only.
+	RequeueJob(context.Context, *RequeueJobRequest) (*RequeueJobResponse, error)
 	// ListEvents lists what happened to nodes (registrations, drains,
 	// resumes, downs, health verdicts), oldest first; any user may read
 	// them, as `phx events`.
@@ -418,6 +435,9 @@ func (UnimplementedControllerServiceServer) UpdateNode(context.Context, *UpdateN
 }
 func (UnimplementedControllerServiceServer) UpdateJob(context.Context, *UpdateJobRequest) (*UpdateJobResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateJob not implemented")
+}
+func (UnimplementedControllerServiceServer) RequeueJob(context.Context, *RequeueJobRequest) (*RequeueJobResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RequeueJob not implemented")
 }
 func (UnimplementedControllerServiceServer) ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListEvents not implemented")
@@ -731,6 +751,24 @@ func _ControllerService_UpdateJob_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ControllerService_RequeueJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RequeueJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControllerServiceServer).RequeueJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControllerService_RequeueJob_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControllerServiceServer).RequeueJob(ctx, req.(*RequeueJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ControllerService_ListEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListEventsRequest)
 	if err := dec(in); err != nil {
@@ -815,6 +853,10 @@ var ControllerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateJob",
 			Handler:    _ControllerService_UpdateJob_Handler,
+		},
+		{
+			MethodName: "RequeueJob",
+			Handler:    _ControllerService_RequeueJob_Handler,
 		},
 		{
 			MethodName: "ListEvents",

@@ -48,6 +48,7 @@ type Command struct {
 	//	*Command_SetNodeHealth
 	//	*Command_CommitCheckpoint
 	//	*Command_RecordEvent
+	//	*Command_RequeueJobs
 	Command       isCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -234,6 +235,15 @@ func (x *Command) GetRecordEvent() *RecordEvent {
 	return nil
 }
 
+func (x *Command) GetRequeueJobs() *RequeueJobs {
+	if x != nil {
+		if x, ok := x.Command.(*Command_RequeueJobs); ok {
+			return x.RequeueJobs
+		}
+	}
+	return nil
+}
+
 type isCommand_Command interface {
 	isCommand_Command()
 }
@@ -302,6 +312,10 @@ type Command_RecordEvent struct {
 	RecordEvent *RecordEvent `protobuf:"bytes,16,opt,name=record_event,json=recordEvent,proto3,oneof"`
 }
 
+type Command_RequeueJobs struct {
+	RequeueJobs *RequeueJobs `protobuf:"bytes,17,opt,name=requeue_jobs,json=requeueJobs,proto3,oneof"`
+}
+
 func (*Command_SubmitJob) isCommand_Command() {}
 
 func (*Command_PlaceJobs) isCommand_Command() {}
@@ -334,6 +348,62 @@ func (*Command_CommitCheckpoint) isCommand_Command() {}
 
 func (*Command_RecordEvent) isCommand_Command() {}
 
+func (*Command_RequeueJobs) isCommand_Command() {}
+
+// RequeueJobs stops the named running jobs and puts them back in the
+// queue (scontrol requeue).
+type RequeueJobs struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobIds        []uint64               `protobuf:"varint,1,rep,packed,name=job_ids,json=jobIds,proto3" json:"job_ids,omitempty"`
+	Time          int64                  `protobuf:"varint,2,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequeueJobs) Reset() {
+	*x = RequeueJobs{}
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequeueJobs) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequeueJobs) ProtoMessage() {}
+
+func (x *RequeueJobs) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequeueJobs.ProtoReflect.Descriptor instead.
+func (*RequeueJobs) Descriptor() ([]byte, []int) {
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RequeueJobs) GetJobIds() []uint64 {
+	if x != nil {
+		return x.JobIds
+	}
+	return nil
+}
+
+func (x *RequeueJobs) GetTime() int64 {
+	if x != nil {
+		return x.Time
+	}
+	return 0
+}
+
 // RecordEvent records an event an agent saw about a job's task (a
 // suspected hang, a torn checkpoint step skipped).
 type RecordEvent struct {
@@ -345,7 +415,7 @@ type RecordEvent struct {
 
 func (x *RecordEvent) Reset() {
 	*x = RecordEvent{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[1]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -357,7 +427,7 @@ func (x *RecordEvent) String() string {
 func (*RecordEvent) ProtoMessage() {}
 
 func (x *RecordEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[1]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -370,7 +440,7 @@ func (x *RecordEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordEvent.ProtoReflect.Descriptor instead.
 func (*RecordEvent) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{1}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *RecordEvent) GetEvent() *Event {
@@ -395,7 +465,7 @@ type CommitCheckpoint struct {
 
 func (x *CommitCheckpoint) Reset() {
 	*x = CommitCheckpoint{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[2]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -407,7 +477,7 @@ func (x *CommitCheckpoint) String() string {
 func (*CommitCheckpoint) ProtoMessage() {}
 
 func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[2]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -420,7 +490,7 @@ func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitCheckpoint.ProtoReflect.Descriptor instead.
 func (*CommitCheckpoint) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{2}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CommitCheckpoint) GetJobId() uint64 {
@@ -479,7 +549,7 @@ type UpdateJob struct {
 
 func (x *UpdateJob) Reset() {
 	*x = UpdateJob{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[3]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -491,7 +561,7 @@ func (x *UpdateJob) String() string {
 func (*UpdateJob) ProtoMessage() {}
 
 func (x *UpdateJob) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[3]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -504,7 +574,7 @@ func (x *UpdateJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJob.ProtoReflect.Descriptor instead.
 func (*UpdateJob) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{3}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *UpdateJob) GetJobId() uint64 {
@@ -589,7 +659,7 @@ type DependencyValue struct {
 
 func (x *DependencyValue) Reset() {
 	*x = DependencyValue{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -601,7 +671,7 @@ func (x *DependencyValue) String() string {
 func (*DependencyValue) ProtoMessage() {}
 
 func (x *DependencyValue) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -614,7 +684,7 @@ func (x *DependencyValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DependencyValue.ProtoReflect.Descriptor instead.
 func (*DependencyValue) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{4}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *DependencyValue) GetConds() []*DepCond {
@@ -648,7 +718,7 @@ type SubmitJob struct {
 
 func (x *SubmitJob) Reset() {
 	*x = SubmitJob{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -660,7 +730,7 @@ func (x *SubmitJob) String() string {
 func (*SubmitJob) ProtoMessage() {}
 
 func (x *SubmitJob) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -673,7 +743,7 @@ func (x *SubmitJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJob.ProtoReflect.Descriptor instead.
 func (*SubmitJob) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SubmitJob) GetJob() *Job {
@@ -709,7 +779,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -721,7 +791,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -734,7 +804,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Placement) GetJobId() uint64 {
@@ -774,7 +844,7 @@ type PlaceJobs struct {
 
 func (x *PlaceJobs) Reset() {
 	*x = PlaceJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -786,7 +856,7 @@ func (x *PlaceJobs) String() string {
 func (*PlaceJobs) ProtoMessage() {}
 
 func (x *PlaceJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -799,7 +869,7 @@ func (x *PlaceJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlaceJobs.ProtoReflect.Descriptor instead.
 func (*PlaceJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PlaceJobs) GetPlacements() []*Placement {
@@ -829,7 +899,7 @@ type ReportTask struct {
 
 func (x *ReportTask) Reset() {
 	*x = ReportTask{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -841,7 +911,7 @@ func (x *ReportTask) String() string {
 func (*ReportTask) ProtoMessage() {}
 
 func (x *ReportTask) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -854,7 +924,7 @@ func (x *ReportTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTask.ProtoReflect.Descriptor instead.
 func (*ReportTask) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReportTask) GetJobId() uint64 {
@@ -941,7 +1011,7 @@ type CancelJobs struct {
 
 func (x *CancelJobs) Reset() {
 	*x = CancelJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -953,7 +1023,7 @@ func (x *CancelJobs) String() string {
 func (*CancelJobs) ProtoMessage() {}
 
 func (x *CancelJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -966,7 +1036,7 @@ func (x *CancelJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobs.ProtoReflect.Descriptor instead.
 func (*CancelJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CancelJobs) GetJobIds() []uint64 {
@@ -1006,7 +1076,7 @@ type RegisterNode struct {
 
 func (x *RegisterNode) Reset() {
 	*x = RegisterNode{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1018,7 +1088,7 @@ func (x *RegisterNode) String() string {
 func (*RegisterNode) ProtoMessage() {}
 
 func (x *RegisterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1031,7 +1101,7 @@ func (x *RegisterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNode.ProtoReflect.Descriptor instead.
 func (*RegisterNode) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RegisterNode) GetNode() *Node {
@@ -1054,7 +1124,7 @@ type SetNodeState struct {
 
 func (x *SetNodeState) Reset() {
 	*x = SetNodeState{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1066,7 +1136,7 @@ func (x *SetNodeState) String() string {
 func (*SetNodeState) ProtoMessage() {}
 
 func (x *SetNodeState) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1079,7 +1149,7 @@ func (x *SetNodeState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeState.ProtoReflect.Descriptor instead.
 func (*SetNodeState) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{11}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SetNodeState) GetName() string {
@@ -1133,7 +1203,7 @@ type SetNodeHealth struct {
 
 func (x *SetNodeHealth) Reset() {
 	*x = SetNodeHealth{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1145,7 +1215,7 @@ func (x *SetNodeHealth) String() string {
 func (*SetNodeHealth) ProtoMessage() {}
 
 func (x *SetNodeHealth) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1158,7 +1228,7 @@ func (x *SetNodeHealth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeHealth.ProtoReflect.Descriptor instead.
 func (*SetNodeHealth) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{12}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SetNodeHealth) GetName() string {
@@ -1191,7 +1261,7 @@ type SetPartitions struct {
 
 func (x *SetPartitions) Reset() {
 	*x = SetPartitions{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1203,7 +1273,7 @@ func (x *SetPartitions) String() string {
 func (*SetPartitions) ProtoMessage() {}
 
 func (x *SetPartitions) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1216,7 +1286,7 @@ func (x *SetPartitions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPartitions.ProtoReflect.Descriptor instead.
 func (*SetPartitions) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{13}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SetPartitions) GetPartitions() []*Partition {
@@ -1239,7 +1309,7 @@ type PreemptJobs struct {
 
 func (x *PreemptJobs) Reset() {
 	*x = PreemptJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1251,7 +1321,7 @@ func (x *PreemptJobs) String() string {
 func (*PreemptJobs) ProtoMessage() {}
 
 func (x *PreemptJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1264,7 +1334,7 @@ func (x *PreemptJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreemptJobs.ProtoReflect.Descriptor instead.
 func (*PreemptJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{14}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PreemptJobs) GetJobIds() []uint64 {
@@ -1299,7 +1369,7 @@ type SetNodesDown struct {
 
 func (x *SetNodesDown) Reset() {
 	*x = SetNodesDown{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1311,7 +1381,7 @@ func (x *SetNodesDown) String() string {
 func (*SetNodesDown) ProtoMessage() {}
 
 func (x *SetNodesDown) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1324,7 +1394,7 @@ func (x *SetNodesDown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodesDown.ProtoReflect.Descriptor instead.
 func (*SetNodesDown) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{15}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SetNodesDown) GetNames() []string {
@@ -1359,7 +1429,7 @@ type SetController struct {
 
 func (x *SetController) Reset() {
 	*x = SetController{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[16]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1371,7 +1441,7 @@ func (x *SetController) String() string {
 func (*SetController) ProtoMessage() {}
 
 func (x *SetController) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[16]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1384,7 +1454,7 @@ func (x *SetController) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetController.ProtoReflect.Descriptor instead.
 func (*SetController) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{16}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SetController) GetController() *Controller {
@@ -1403,7 +1473,7 @@ type RemoveController struct {
 
 func (x *RemoveController) Reset() {
 	*x = RemoveController{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[17]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1415,7 +1485,7 @@ func (x *RemoveController) String() string {
 func (*RemoveController) ProtoMessage() {}
 
 func (x *RemoveController) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[17]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1428,7 +1498,7 @@ func (x *RemoveController) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveController.ProtoReflect.Descriptor instead.
 func (*RemoveController) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{17}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RemoveController) GetId() string {
@@ -1457,7 +1527,7 @@ type Expire struct {
 
 func (x *Expire) Reset() {
 	*x = Expire{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[18]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1469,7 +1539,7 @@ func (x *Expire) String() string {
 func (*Expire) ProtoMessage() {}
 
 func (x *Expire) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[18]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1482,7 +1552,7 @@ func (x *Expire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expire.ProtoReflect.Descriptor instead.
 func (*Expire) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{18}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Expire) GetRequestsBefore() int64 {
@@ -1531,7 +1601,7 @@ var File_phalanx_state_v1_commands_proto protoreflect.FileDescriptor
 
 const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\n" +
-	"\x1fphalanx/state/v1/commands.proto\x12\x10phalanx.state.v1\x1a\x1ephalanx/state/v1/records.proto\"\xe8\b\n" +
+	"\x1fphalanx/state/v1/commands.proto\x12\x10phalanx.state.v1\x1a\x1ephalanx/state/v1/records.proto\"\xac\t\n" +
 	"\aCommand\x12<\n" +
 	"\n" +
 	"submit_job\x18\x01 \x01(\v2\x1b.phalanx.state.v1.SubmitJobH\x00R\tsubmitJob\x12<\n" +
@@ -1554,8 +1624,12 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"update_job\x18\r \x01(\v2\x1b.phalanx.state.v1.UpdateJobH\x00R\tupdateJob\x12I\n" +
 	"\x0fset_node_health\x18\x0e \x01(\v2\x1f.phalanx.state.v1.SetNodeHealthH\x00R\rsetNodeHealth\x12Q\n" +
 	"\x11commit_checkpoint\x18\x0f \x01(\v2\".phalanx.state.v1.CommitCheckpointH\x00R\x10commitCheckpoint\x12B\n" +
-	"\frecord_event\x18\x10 \x01(\v2\x1d.phalanx.state.v1.RecordEventH\x00R\vrecordEventB\t\n" +
-	"\acommand\"<\n" +
+	"\frecord_event\x18\x10 \x01(\v2\x1d.phalanx.state.v1.RecordEventH\x00R\vrecordEvent\x12B\n" +
+	"\frequeue_jobs\x18\x11 \x01(\v2\x1d.phalanx.state.v1.RequeueJobsH\x00R\vrequeueJobsB\t\n" +
+	"\acommand\":\n" +
+	"\vRequeueJobs\x12\x17\n" +
+	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\x12\x12\n" +
+	"\x04time\x18\x02 \x01(\x03R\x04time\"<\n" +
 	"\vRecordEvent\x12-\n" +
 	"\x05event\x18\x01 \x01(\v2\x17.phalanx.state.v1.EventR\x05event\"\x7f\n" +
 	"\x10CommitCheckpoint\x12\x15\n" +
@@ -1679,72 +1753,74 @@ func file_phalanx_state_v1_commands_proto_rawDescGZIP() []byte {
 	return file_phalanx_state_v1_commands_proto_rawDescData
 }
 
-var file_phalanx_state_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_phalanx_state_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_phalanx_state_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),          // 0: phalanx.state.v1.Command
-	(*RecordEvent)(nil),      // 1: phalanx.state.v1.RecordEvent
-	(*CommitCheckpoint)(nil), // 2: phalanx.state.v1.CommitCheckpoint
-	(*UpdateJob)(nil),        // 3: phalanx.state.v1.UpdateJob
-	(*DependencyValue)(nil),  // 4: phalanx.state.v1.DependencyValue
-	(*SubmitJob)(nil),        // 5: phalanx.state.v1.SubmitJob
-	(*Placement)(nil),        // 6: phalanx.state.v1.Placement
-	(*PlaceJobs)(nil),        // 7: phalanx.state.v1.PlaceJobs
-	(*ReportTask)(nil),       // 8: phalanx.state.v1.ReportTask
-	(*CancelJobs)(nil),       // 9: phalanx.state.v1.CancelJobs
-	(*RegisterNode)(nil),     // 10: phalanx.state.v1.RegisterNode
-	(*SetNodeState)(nil),     // 11: phalanx.state.v1.SetNodeState
-	(*SetNodeHealth)(nil),    // 12: phalanx.state.v1.SetNodeHealth
-	(*SetPartitions)(nil),    // 13: phalanx.state.v1.SetPartitions
-	(*PreemptJobs)(nil),      // 14: phalanx.state.v1.PreemptJobs
-	(*SetNodesDown)(nil),     // 15: phalanx.state.v1.SetNodesDown
-	(*SetController)(nil),    // 16: phalanx.state.v1.SetController
-	(*RemoveController)(nil), // 17: phalanx.state.v1.RemoveController
-	(*Expire)(nil),           // 18: phalanx.state.v1.Expire
-	(*Event)(nil),            // 19: phalanx.state.v1.Event
-	(Hold)(0),                // 20: phalanx.state.v1.Hold
-	(*DepCond)(nil),          // 21: phalanx.state.v1.DepCond
-	(*Job)(nil),              // 22: phalanx.state.v1.Job
-	(*Allocation)(nil),       // 23: phalanx.state.v1.Allocation
-	(TaskState)(0),           // 24: phalanx.state.v1.TaskState
-	(*Node)(nil),             // 25: phalanx.state.v1.Node
-	(NodeState)(0),           // 26: phalanx.state.v1.NodeState
-	(*Partition)(nil),        // 27: phalanx.state.v1.Partition
-	(*Controller)(nil),       // 28: phalanx.state.v1.Controller
+	(*RequeueJobs)(nil),      // 1: phalanx.state.v1.RequeueJobs
+	(*RecordEvent)(nil),      // 2: phalanx.state.v1.RecordEvent
+	(*CommitCheckpoint)(nil), // 3: phalanx.state.v1.CommitCheckpoint
+	(*UpdateJob)(nil),        // 4: phalanx.state.v1.UpdateJob
+	(*DependencyValue)(nil),  // 5: phalanx.state.v1.DependencyValue
+	(*SubmitJob)(nil),        // 6: phalanx.state.v1.SubmitJob
+	(*Placement)(nil),        // 7: phalanx.state.v1.Placement
+	(*PlaceJobs)(nil),        // 8: phalanx.state.v1.PlaceJobs
+	(*ReportTask)(nil),       // 9: phalanx.state.v1.ReportTask
+	(*CancelJobs)(nil),       // 10: phalanx.state.v1.CancelJobs
+	(*RegisterNode)(nil),     // 11: phalanx.state.v1.RegisterNode
+	(*SetNodeState)(nil),     // 12: phalanx.state.v1.SetNodeState
+	(*SetNodeHealth)(nil),    // 13: phalanx.state.v1.SetNodeHealth
+	(*SetPartitions)(nil),    // 14: phalanx.state.v1.SetPartitions
+	(*PreemptJobs)(nil),      // 15: phalanx.state.v1.PreemptJobs
+	(*SetNodesDown)(nil),     // 16: phalanx.state.v1.SetNodesDown
+	(*SetController)(nil),    // 17: phalanx.state.v1.SetController
+	(*RemoveController)(nil), // 18: phalanx.state.v1.RemoveController
+	(*Expire)(nil),           // 19: phalanx.state.v1.Expire
+	(*Event)(nil),            // 20: phalanx.state.v1.Event
+	(Hold)(0),                // 21: phalanx.state.v1.Hold
+	(*DepCond)(nil),          // 22: phalanx.state.v1.DepCond
+	(*Job)(nil),              // 23: phalanx.state.v1.Job
+	(*Allocation)(nil),       // 24: phalanx.state.v1.Allocation
+	(TaskState)(0),           // 25: phalanx.state.v1.TaskState
+	(*Node)(nil),             // 26: phalanx.state.v1.Node
+	(NodeState)(0),           // 27: phalanx.state.v1.NodeState
+	(*Partition)(nil),        // 28: phalanx.state.v1.Partition
+	(*Controller)(nil),       // 29: phalanx.state.v1.Controller
 }
 var file_phalanx_state_v1_commands_proto_depIdxs = []int32{
-	5,  // 0: phalanx.state.v1.Command.submit_job:type_name -> phalanx.state.v1.SubmitJob
-	7,  // 1: phalanx.state.v1.Command.place_jobs:type_name -> phalanx.state.v1.PlaceJobs
-	8,  // 2: phalanx.state.v1.Command.report_task:type_name -> phalanx.state.v1.ReportTask
-	9,  // 3: phalanx.state.v1.Command.cancel_jobs:type_name -> phalanx.state.v1.CancelJobs
-	10, // 4: phalanx.state.v1.Command.register_node:type_name -> phalanx.state.v1.RegisterNode
-	11, // 5: phalanx.state.v1.Command.set_node_state:type_name -> phalanx.state.v1.SetNodeState
-	13, // 6: phalanx.state.v1.Command.set_partitions:type_name -> phalanx.state.v1.SetPartitions
-	14, // 7: phalanx.state.v1.Command.preempt_jobs:type_name -> phalanx.state.v1.PreemptJobs
-	15, // 8: phalanx.state.v1.Command.set_nodes_down:type_name -> phalanx.state.v1.SetNodesDown
-	16, // 9: phalanx.state.v1.Command.set_controller:type_name -> phalanx.state.v1.SetController
-	17, // 10: phalanx.state.v1.Command.remove_controller:type_name -> phalanx.state.v1.RemoveController
-	18, // 11: phalanx.state.v1.Command.expire:type_name -> phalanx.state.v1.Expire
-	3,  // 12: phalanx.state.v1.Command.update_job:type_name -> phalanx.state.v1.UpdateJob
-	12, // 13: phalanx.state.v1.Command.set_node_health:type_name -> phalanx.state.v1.SetNodeHealth
-	2,  // 14: phalanx.state.v1.Command.commit_checkpoint:type_name -> phalanx.state.v1.CommitCheckpoint
-	1,  // 15: phalanx.state.v1.Command.record_event:type_name -> phalanx.state.v1.RecordEvent
-	19, // 16: phalanx.state.v1.RecordEvent.event:type_name -> phalanx.state.v1.Event
-	20, // 17: phalanx.state.v1.UpdateJob.hold:type_name -> phalanx.state.v1.Hold
-	4,  // 18: phalanx.state.v1.UpdateJob.dependency:type_name -> phalanx.state.v1.DependencyValue
-	21, // 19: phalanx.state.v1.DependencyValue.conds:type_name -> phalanx.state.v1.DepCond
-	22, // 20: phalanx.state.v1.SubmitJob.job:type_name -> phalanx.state.v1.Job
-	23, // 21: phalanx.state.v1.Placement.alloc:type_name -> phalanx.state.v1.Allocation
-	6,  // 22: phalanx.state.v1.PlaceJobs.placements:type_name -> phalanx.state.v1.Placement
-	24, // 23: phalanx.state.v1.ReportTask.state:type_name -> phalanx.state.v1.TaskState
-	25, // 24: phalanx.state.v1.RegisterNode.node:type_name -> phalanx.state.v1.Node
-	26, // 25: phalanx.state.v1.SetNodeState.state:type_name -> phalanx.state.v1.NodeState
-	27, // 26: phalanx.state.v1.SetPartitions.partitions:type_name -> phalanx.state.v1.Partition
-	28, // 27: phalanx.state.v1.SetController.controller:type_name -> phalanx.state.v1.Controller
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	6,  // 0: phalanx.state.v1.Command.submit_job:type_name -> phalanx.state.v1.SubmitJob
+	8,  // 1: phalanx.state.v1.Command.place_jobs:type_name -> phalanx.state.v1.PlaceJobs
+	9,  // 2: phalanx.state.v1.Command.report_task:type_name -> phalanx.state.v1.ReportTask
+	10, // 3: phalanx.state.v1.Command.cancel_jobs:type_name -> phalanx.state.v1.CancelJobs
+	11, // 4: phalanx.state.v1.Command.register_node:type_name -> phalanx.state.v1.RegisterNode
+	12, // 5: phalanx.state.v1.Command.set_node_state:type_name -> phalanx.state.v1.SetNodeState
+	14, // 6: phalanx.state.v1.Command.set_partitions:type_name -> phalanx.state.v1.SetPartitions
+	15, // 7: phalanx.state.v1.Command.preempt_jobs:type_name -> phalanx.state.v1.PreemptJobs
+	16, // 8: phalanx.state.v1.Command.set_nodes_down:type_name -> phalanx.state.v1.SetNodesDown
+	17, // 9: phalanx.state.v1.Command.set_controller:type_name -> phalanx.state.v1.SetController
+	18, // 10: phalanx.state.v1.Command.remove_controller:type_name -> phalanx.state.v1.RemoveController
+	19, // 11: phalanx.state.v1.Command.expire:type_name -> phalanx.state.v1.Expire
+	4,  // 12: phalanx.state.v1.Command.update_job:type_name -> phalanx.state.v1.UpdateJob
+	13, // 13: phalanx.state.v1.Command.set_node_health:type_name -> phalanx.state.v1.SetNodeHealth
+	3,  // 14: phalanx.state.v1.Command.commit_checkpoint:type_name -> phalanx.state.v1.CommitCheckpoint
+	2,  // 15: phalanx.state.v1.Command.record_event:type_name -> phalanx.state.v1.RecordEvent
+	1,  // 16: phalanx.state.v1.Command.requeue_jobs:type_name -> phalanx.state.v1.RequeueJobs
+	20, // 17: phalanx.state.v1.RecordEvent.event:type_name -> phalanx.state.v1.Event
+	21, // 18: phalanx.state.v1.UpdateJob.hold:type_name -> phalanx.state.v1.Hold
+	5,  // 19: phalanx.state.v1.UpdateJob.dependency:type_name -> phalanx.state.v1.DependencyValue
+	22, // 20: phalanx.state.v1.DependencyValue.conds:type_name -> phalanx.state.v1.DepCond
+	23, // 21: phalanx.state.v1.SubmitJob.job:type_name -> phalanx.state.v1.Job
+	24, // 22: phalanx.state.v1.Placement.alloc:type_name -> phalanx.state.v1.Allocation
+	7,  // 23: phalanx.state.v1.PlaceJobs.placements:type_name -> phalanx.state.v1.Placement
+	25, // 24: phalanx.state.v1.ReportTask.state:type_name -> phalanx.state.v1.TaskState
+	26, // 25: phalanx.state.v1.RegisterNode.node:type_name -> phalanx.state.v1.Node
+	27, // 26: phalanx.state.v1.SetNodeState.state:type_name -> phalanx.state.v1.NodeState
+	28, // 27: phalanx.state.v1.SetPartitions.partitions:type_name -> phalanx.state.v1.Partition
+	29, // 28: phalanx.state.v1.SetController.controller:type_name -> phalanx.state.v1.Controller
+	29, // [29:29] is the sub-list for method output_type
+	29, // [29:29] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_state_v1_commands_proto_init() }
@@ -1770,15 +1846,16 @@ func file_phalanx_state_v1_commands_proto_init() {
 		(*Command_SetNodeHealth)(nil),
 		(*Command_CommitCheckpoint)(nil),
 		(*Command_RecordEvent)(nil),
+		(*Command_RequeueJobs)(nil),
 	}
-	file_phalanx_state_v1_commands_proto_msgTypes[3].OneofWrappers = []any{}
+	file_phalanx_state_v1_commands_proto_msgTypes[4].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_state_v1_commands_proto_rawDesc), len(file_phalanx_state_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

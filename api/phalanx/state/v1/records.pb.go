@@ -44,6 +44,7 @@ const (
 	JobState_JOB_STATE_TIMEOUT     JobState = 8
 	JobState_JOB_STATE_NODE_FAIL   JobState = 9
 	JobState_JOB_STATE_PREEMPTED   JobState = 10
+	JobState_JOB_STATE_REQUEUED    JobState = 11 // scontrol requeue: its tasks are stopping; then PENDING
 )
 
 // Enum value maps for JobState.
@@ -60,6 +61,7 @@ var (
 		8:  "JOB_STATE_TIMEOUT",
 		9:  "JOB_STATE_NODE_FAIL",
 		10: "JOB_STATE_PREEMPTED",
+		11: "JOB_STATE_REQUEUED",
 	}
 	JobState_value = map[string]int32{
 		"JOB_STATE_UNSPECIFIED": 0,
@@ -73,6 +75,7 @@ var (
 		"JOB_STATE_TIMEOUT":     8,
 		"JOB_STATE_NODE_FAIL":   9,
 		"JOB_STATE_PREEMPTED":   10,
+		"JOB_STATE_REQUEUED":    11,
 	}
 )
 
@@ -2515,7 +2518,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x04kind\x18\x04 \x01(\x0e2\x1b.phalanx.state.v1.EventKindR\x04kind\x12\x12\n" +
 	"\x04user\x18\x05 \x01(\tR\x04user\x12\x18\n" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x12\x10\n" +
-	"\x03job\x18\a \x01(\x04R\x03job*\x99\x02\n" +
+	"\x03job\x18\a \x01(\x04R\x03job*\xb1\x02\n" +
 	"\bJobState\x12\x19\n" +
 	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11JOB_STATE_PENDING\x10\x01\x12\x19\n" +
@@ -2528,7 +2531,8 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x11JOB_STATE_TIMEOUT\x10\b\x12\x17\n" +
 	"\x13JOB_STATE_NODE_FAIL\x10\t\x12\x17\n" +
 	"\x13JOB_STATE_PREEMPTED\x10\n" +
-	"*\xf8\x01\n" +
+	"\x12\x16\n" +
+	"\x12JOB_STATE_REQUEUED\x10\v*\xf8\x01\n" +
 	"\tTaskState\x12\x1a\n" +
 	"\x16TASK_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13TASK_STATE_ASSIGNED\x10\x01\x12\x17\n" +
