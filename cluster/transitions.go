@@ -270,10 +270,17 @@ func NodeLost(j *Job, node string, t time.Time, reason string, fenced bool) (cha
 // every task has ended. A job that is not CONFIGURING or RUNNING is left
 // alone. It reports whether the job changed.
 func Preempt(j *Job, t time.Time) (changed bool) {
+	return stopToRequeue(j, JobPreempted, ReasonPreempted, t)
+}
+
+// stopToRequeue moves a placed job that has not ended to state (PREEMPTED
+// or REQUEUED), from which it goes back to the queue once its tasks have
+// ended (at once when none runs). It reports whether the job changed.
+func stopToRequeue(j *Job, state JobState, reason string, t time.Time) bool {
 	if j.State != JobConfiguring && j.State != JobRunning {
 		return false
 	}
-	finish(j, JobPreempted, ReasonPreempted, t)
+	finish(j, state, reason, t)
 	releaseIfEnded(j)
 	requeueIfStopped(j)
 	return true
@@ -299,13 +306,7 @@ const ReasonRequeued = "Requeued"
 // next attempt. It reports whether the job changed: only a placed job
 // that has not ended is requeued.
 func RequestRequeue(j *Job, t time.Time) (changed bool) {
-	if j.State != JobConfiguring && j.State != JobRunning {
-		return false
-	}
-	finish(j, JobRequeued, ReasonRequeued, t)
-	releaseIfEnded(j)
-	requeueIfStopped(j)
-	return true
+	return stopToRequeue(j, JobRequeued, ReasonRequeued, t)
 }
 
 // Requeue puts a job back in the queue for its next attempt: PENDING, with

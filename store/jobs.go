@@ -167,32 +167,20 @@ func (s *Store) CancelJobs(idx uint64, ids []cluster.JobID, t time.Time, reason 
 // they have ended. It returns the jobs that changed, in the order given;
 // unknown IDs and jobs that are not placed are skipped.
 func (s *Store) PreemptJobs(idx uint64, ids []cluster.JobID, t time.Time) ([]cluster.JobID, error) {
-	var changed []cluster.JobID
-	err := s.apply(idx, func(c *change) error {
-		for _, id := range ids {
-			j := c.job(id)
-			if j == nil {
-				continue
-			}
-			u := j.Update()
-			if !cluster.Preempt(u, t) {
-				continue
-			}
-			c.putJob(u)
-			changed = append(changed, id)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return changed, nil
+	return s.changeJobs(idx, ids, func(j *cluster.Job) bool { return cluster.Preempt(j, t) })
 }
 
 // RequeueJobs stops the named running jobs to put them back in the queue
 // (cluster.RequestRequeue). It returns the jobs that changed, in the order
 // given; unknown IDs and jobs that are not running are skipped.
 func (s *Store) RequeueJobs(idx uint64, ids []cluster.JobID, t time.Time) ([]cluster.JobID, error) {
+	return s.changeJobs(idx, ids, func(j *cluster.Job) bool { return cluster.RequestRequeue(j, t) })
+}
+
+// changeJobs applies transition to a copy of each named job, in one entry,
+// and keeps the copies it changed; it returns their IDs, in the order
+// given. Unknown IDs are skipped.
+func (s *Store) changeJobs(idx uint64, ids []cluster.JobID, transition func(*cluster.Job) bool) ([]cluster.JobID, error) {
 	var changed []cluster.JobID
 	err := s.apply(idx, func(c *change) error {
 		for _, id := range ids {
@@ -201,7 +189,7 @@ func (s *Store) RequeueJobs(idx uint64, ids []cluster.JobID, t time.Time) ([]clu
 				continue
 			}
 			u := j.Update()
-			if !cluster.RequestRequeue(u, t) {
+			if !transition(u) {
 				continue
 			}
 			c.putJob(u)
