@@ -9,6 +9,7 @@ import (
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cli/getopt"
+	"github.com/phalanx-hpc/phalanx/cli/sbatch"
 	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
@@ -19,17 +20,22 @@ var scancelOptions = []getopt.Option{
 	{Long: "partition", Short: 'p', HasArg: true, Usage: "cancel only jobs in these partitions (comma-separated)"},
 	{Long: "state", Short: 't', HasArg: true, Usage: "cancel only jobs in these states: PENDING, RUNNING, ... or PD, R, ... (comma-separated)"},
 	{Long: "user", Short: 'u', HasArg: true, Usage: "cancel this user's jobs"},
+	{Long: "signal", Short: 's', HasArg: true, Usage: "send this signal (USR1, 10, ...) to the running jobs instead of cancelling them"},
+	{Long: "batch", Short: 'b', Usage: "with --signal: to the batch script alone"},
+	{Long: "full", Short: 'f', Usage: "with --signal: to every process, the batch script included"},
 }
 
 // cancelFilter is what scancel's options say of the jobs to cancel.
 type cancelFilter struct {
 	user, name         string
 	states, partitions []string
+	signal             int32 // scancel --signal: signal instead of cancel
+	scope              phalanxv1.SignalScope
 }
 
 func (f cancelFilter) request(ids ...uint64) *phalanxv1.CancelJobRequest {
 	return &phalanxv1.CancelJobRequest{JobIds: ids, User: f.user, Name: f.name, States: f.states,
-		Partitions: f.partitions, RequestId: newRequestID()}
+		Partitions: f.partitions, RequestId: newRequestID(), Signal: f.signal, SignalScope: f.scope}
 }
 
 func (k *commands) scancel() *ucli.Command {
@@ -67,7 +73,20 @@ func (k *commands) runScancel(c *ucli.Context, args []string) error {
 			}
 		case "user":
 			f.user = v.Value
+		case "signal":
+			n, err := sbatch.SignalNumber(v.Value)
+			if err != nil {
+				return fmt.Errorf("--signal=%s: %w", v.Value, err)
+			}
+			f.signal = int32(n)
+		case "batch":
+			f.scope = phalanxv1.SignalScope_SIGNAL_SCOPE_BATCH
+		case "full":
+			f.scope = phalanxv1.SignalScope_SIGNAL_SCOPE_FULL
 		}
+	}
+	if f.scope != phalanxv1.SignalScope_SIGNAL_SCOPE_UNSPECIFIED && f.signal == 0 {
+		return fmt.Errorf("--batch and --full say where --signal sends its signal: give --signal=SIG too")
 	}
 	var ids []uint64
 	for _, op := range operands {
@@ -102,11 +121,14 @@ func cancelEach(ctx context.Context, cn *conn, ids []uint64, f cancelFilter) err
 	var lines []string
 	for _, id := range ids {
 		req := f.request(id)
-		err := cn.call(ctx, func(ctx context.Context) error {
-			_, err := cn.api.CancelJob(ctx, req)
+		var resp *phalanxv1.CancelJobResponse
+		err := cn.call(ctx, func(ctx context.Context) (err error) {
+			resp, err = cn.api.CancelJob(ctx, req)
 			return err
 		})
 		switch {
+		case err == nil && f.signal != 0 && len(resp.Cancelled) == 0:
+			lines = append(lines, fmt.Sprintf("scancel: error: Kill job error on job id %d: Job is not running (pending, or ended): nothing to signal", id))
 		case err == nil:
 		case isNotFound(err):
 			lines = append(lines, fmt.Sprintf("scancel: error: Kill job error on job id %d: Invalid job id specified", id))

@@ -156,6 +156,9 @@ type Job struct {
 	KillOnInvalidDep bool
 	// Hold keeps a pending job from being scheduled (hold.go).
 	Hold Hold
+	// SignalRequests are the scancel --signal requests of the current
+	// attempt, oldest first (signal.go).
+	SignalRequests []SignalRequest
 	// BeginTime is sbatch --begin: the job is not scheduled before it
 	// (reason BeginTime); zero: at once.
 	BeginTime time.Time
@@ -256,6 +259,7 @@ func (j *Job) Clone() *Job {
 	}
 	c.CheckpointPending = clonePending(j.CheckpointPending)
 	c.Dependency.Conds = slices.Clone(j.Dependency.Conds)
+	c.SignalRequests = slices.Clone(j.SignalRequests)
 	return &c
 }
 

@@ -269,3 +269,29 @@ func TestRequestRequeue(t *testing.T) {
 		t.Error("a cancelled job was requeued")
 	}
 }
+
+// scancel --signal requests are numbered in the attempt, at most
+// MaxSignalRequests kept, only for a placed job, and forgotten at a
+// requeue.
+func TestRequestSignal(t *testing.T) {
+	j := placedJob(t)
+	if RequestSignal(&Job{State: JobPending}, 10, SignalSteps) {
+		t.Error("a pending job was signalled")
+	}
+	for i := range MaxSignalRequests + 3 {
+		if !RequestSignal(j, 10+i%2, SignalBatch) {
+			t.Fatalf("request %d refused", i)
+		}
+	}
+	rs := j.SignalRequests
+	if len(rs) != MaxSignalRequests || rs[0].Seq != 4 || rs[len(rs)-1].Seq != MaxSignalRequests+3 || rs[0].Scope != SignalBatch {
+		t.Errorf("requests kept: %+v", rs)
+	}
+	if c := j.Clone(); &c.SignalRequests[0] == &j.SignalRequests[0] {
+		t.Error("Clone shares the requests")
+	}
+	Requeue(j, ReasonPreempted)
+	if len(j.SignalRequests) != 0 {
+		t.Errorf("a requeued job kept %d requests of its attempt", len(j.SignalRequests))
+	}
+}

@@ -1,6 +1,9 @@
 package cluster
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // JobSignal is sbatch's --signal=[B:]SIG[@SECONDS]: Signal is sent Before
 // the time limit, and at once when the job is preempted (Slurm's
@@ -29,4 +32,50 @@ func (s JobSignal) Validate() error {
 		return Errorf(ErrInvalid, "--signal: @%d: give 0 to 65535 seconds", s.Before/time.Second)
 	}
 	return nil
+}
+
+// Signals on request (scancel --signal). A request to signal a running job
+// is recorded in the job, numbered, and reaches its agents with their
+// assignments; each agent delivers each request once to its task, and
+// remembers the last one it delivered across its own restarts. Requests
+// belong to an attempt: a requeue forgets them.
+
+// SignalScope is which processes of a task a requested signal reaches.
+type SignalScope uint8
+
+// Signal scopes (scancel's).
+const (
+	SignalSteps SignalScope = iota // the job's processes but the batch script (the default)
+	SignalBatch                    // -b/--batch: the batch script alone
+	SignalFull                     // -f/--full: every process, the batch script included
+)
+
+// SignalRequest is one scancel --signal on a job: its number in the
+// attempt (from 1), the signal and its scope.
+type SignalRequest struct {
+	Seq    uint32
+	Signal int
+	Scope  SignalScope
+}
+
+// MaxSignalRequests is how many requests a job keeps; older ones are
+// forgotten (their agents have delivered them long since).
+const MaxSignalRequests = 16
+
+// RequestSignal records a request to send sig to a placed job that has not
+// ended. It reports whether the job changed: a pending or ended job has no
+// process to signal.
+func RequestSignal(j *Job, sig int, scope SignalScope) (changed bool) {
+	if j.State != JobConfiguring && j.State != JobRunning {
+		return false
+	}
+	var seq uint32 = 1
+	if n := len(j.SignalRequests); n > 0 {
+		seq = j.SignalRequests[n-1].Seq + 1
+	}
+	j.SignalRequests = append(j.SignalRequests, SignalRequest{Seq: seq, Signal: sig, Scope: scope})
+	if n := len(j.SignalRequests); n > MaxSignalRequests {
+		j.SignalRequests = slices.Delete(j.SignalRequests, 0, n-MaxSignalRequests)
+	}
+	return true
 }

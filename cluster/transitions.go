@@ -321,6 +321,7 @@ func Requeue(j *Job, reason string) {
 	j.StartTime, j.EndTime = time.Time{}, time.Time{}
 	j.ExitCode, j.ExitSignal = 0, 0
 	j.CheckpointPending = nil // the next attempt writes its own steps
+	j.SignalRequests = nil    // they were for the attempt that ended
 }
 
 // NodeUsage is what live jobs hold on one node. GPUs are sorted indices.

@@ -245,6 +245,9 @@ func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([
 			}
 		}
 	}
+	if req.Signal != 0 {
+		return s.signal(ctx, ids, req, requestID)
+	}
 	if len(ids) == 0 && len(requestID) > 0 {
 		cancelled, _ := s.store.RequestCancelled(requestID)
 		return cancelled, nil
@@ -269,6 +272,38 @@ func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([
 	}
 	s.kickScheduler()
 	return cancelled, nil
+}
+
+// signal records a scancel --signal for the running jobs among ids, in
+// batches as cancels are (each batch exactly-once under its own request
+// ID, derived from the request's), and returns those that will get it.
+func (s *Server) signal(ctx context.Context, ids []cluster.JobID, req *phalanxv1.CancelJobRequest, requestID []byte) ([]cluster.JobID, error) {
+	if req.Signal < 1 || req.Signal > cluster.MaxSignal {
+		return nil, cluster.Errorf(cluster.ErrInvalid, "signal %d: give 1 to %d, or a name such as USR1", req.Signal, cluster.MaxSignal)
+	}
+	scope := cluster.SignalSteps
+	switch req.SignalScope {
+	case phalanxv1.SignalScope_SIGNAL_SCOPE_BATCH:
+		scope = cluster.SignalBatch
+	case phalanxv1.SignalScope_SIGNAL_SCOPE_FULL:
+		scope = cluster.SignalFull
+	}
+	var signalled []cluster.JobID
+	now := s.cfg.Clock.Now()
+	for n := 0; len(ids) > 0; n++ {
+		batch := ids[:min(len(ids), maxCancelBatch)]
+		ids = ids[len(batch):]
+		var rid []byte
+		if len(requestID) > 0 {
+			rid = fmt.Appendf(nil, "%s/%d", requestID, n)
+		}
+		res, err := s.propose(ctx, fsm.SignalJobs{IDs: batch, Signal: int(req.Signal), Scope: scope, RequestID: rid, Time: now})
+		if err != nil {
+			return signalled, err
+		}
+		signalled = append(signalled, res.IDs...)
+	}
+	return signalled, nil
 }
 
 // cancelFilter is what a cancel's user, name, states and partitions

@@ -195,6 +195,9 @@ func (s *Server) assignments(node string, jobs []*cluster.Job) *phalanxv1.Assign
 			if j.State == cluster.JobPreempted {
 				a.GraceSeconds = int32(s.cfg.PreemptGrace / time.Second)
 			}
+			for _, r := range j.SignalRequests {
+				a.Signals = append(a.Signals, &phalanxv1.SignalRequest{Seq: r.Seq, Signal: int32(r.Signal), Scope: signalScopeProto(r.Scope)})
+			}
 			out.Assignments = append(out.Assignments, a)
 		}
 	}
@@ -298,4 +301,14 @@ func (n *nodeService) ReportJobEvent(ctx context.Context, req *phalanxv1.ReportJ
 		return nil, toStatus(err)
 	}
 	return &phalanxv1.ReportJobEventResponse{}, nil
+}
+
+func signalScopeProto(s cluster.SignalScope) phalanxv1.SignalScope {
+	switch s {
+	case cluster.SignalBatch:
+		return phalanxv1.SignalScope_SIGNAL_SCOPE_BATCH
+	case cluster.SignalFull:
+		return phalanxv1.SignalScope_SIGNAL_SCOPE_FULL
+	}
+	return phalanxv1.SignalScope_SIGNAL_SCOPE_UNSPECIFIED
 }

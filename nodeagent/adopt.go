@@ -140,6 +140,7 @@ func (a *Agent) adopt() map[attemptKey]bool {
 		}
 		adopted[attemptKey{job: key.job, attempt: key.attempt}] = true
 		t := newTask(key)
+		t.signalled = a.readSignalled(key)
 		a.tasks[key] = t
 		a.taskWG.Add(1)
 		go a.superviseAdopted(t, rt, job)

@@ -18,6 +18,7 @@ type assignment struct {
 	prolog     cluster.Prolog
 	hasJob     bool
 	job        jobInfo
+	signals    []cluster.SignalRequest // scancel --signal requests, oldest first
 }
 
 // jobInfo is what a task needs to know of its job.
@@ -63,7 +64,25 @@ func assignmentFromWire(as *phalanxv1.Assignment) assignment {
 		prolog:     prologFromWire(as.GetProlog()),
 		hasJob:     as.GetJob() != nil,
 		job:        jobFromWire(as.GetJob()),
+		signals:    signalsFromWire(as.GetSignals()),
 	}
+}
+
+func signalsFromWire(rs []*phalanxv1.SignalRequest) []cluster.SignalRequest {
+	var out []cluster.SignalRequest
+	for _, r := range rs {
+		scope := cluster.SignalSteps
+		switch r.GetScope() {
+		case phalanxv1.SignalScope_SIGNAL_SCOPE_BATCH:
+			scope = cluster.SignalBatch
+		case phalanxv1.SignalScope_SIGNAL_SCOPE_FULL:
+			scope = cluster.SignalFull
+		}
+		if sig := int(r.GetSignal()); sig > 0 && sig <= cluster.MaxSignal {
+			out = append(out, cluster.SignalRequest{Seq: r.GetSeq(), Signal: sig, Scope: scope})
+		}
+	}
+	return out
 }
 
 // jobFromWire reads the job an assignment carries (nil: an empty one,

@@ -58,6 +58,9 @@ func (a *Agent) reconcile(msg *phalanxv1.Assignments) {
 func (a *Agent) reconcileOne(as assignment) {
 	key := as.key
 	t, running := a.tasks[key]
+	if running && !as.stop {
+		a.queueSignals(t, as.signals)
+	}
 	switch {
 	case as.stop && running:
 		t.stop(a.stopRequest(as))
@@ -79,6 +82,7 @@ func (a *Agent) reconcileOne(as assignment) {
 	default:
 		t := newTask(key)
 		a.tasks[key] = t
+		a.queueSignals(t, as.signals) // requests made before it started: delivered once it runs
 		a.taskWG.Add(1)
 		go a.runTask(t, as)
 	}

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/internal/durable"
 	"github.com/phalanx-hpc/phalanx/runtime"
 )
 
@@ -32,6 +36,10 @@ type task struct {
 	stopCh chan stopRequest // buffered 1; the first stop request wins
 	once   sync.Once
 	done   chan struct{} // closed once the task ended and was reported
+	// sigCh carries scancel --signal requests to the task's supervisor;
+	// signalled is the newest one queued (a.mu guards it).
+	sigCh     chan cluster.SignalRequest
+	signalled uint32
 }
 
 // stopRequest says why and how to stop a task: the state to report, the
@@ -50,7 +58,8 @@ type stopRequest struct {
 }
 
 func newTask(key taskKey) *task {
-	return &task{key: key, stopCh: make(chan stopRequest, 1), done: make(chan struct{})}
+	return &task{key: key, stopCh: make(chan stopRequest, 1), done: make(chan struct{}),
+		sigCh: make(chan cluster.SignalRequest, cluster.MaxSignalRequests)}
 }
 
 // stop asks the task's goroutine to stop it; later requests are ignored.
@@ -198,6 +207,8 @@ func (a *Agent) supervise(t *task, rt runtime.Task, job jobInfo, hang *hangWatch
 		select {
 		case out := <-exited:
 			return out
+		case r := <-t.sigCh:
+			a.deliverSignal(t, rt, r)
 		case <-sample:
 			sample = a.cfg.Clock.After(hangPoll(hang.timeout))
 			idle, hung := hang.check(a.cfg.Clock.Now())
@@ -341,4 +352,64 @@ func secondsDuration(s int64) time.Duration {
 // tables and drain reasons.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ToValidUTF8(s, "?")), " ")
+}
+
+// queueSignals hands the task's supervisor the scancel --signal requests
+// newer than the last one it was given, oldest first; a.mu is held.
+func (a *Agent) queueSignals(t *task, rs []cluster.SignalRequest) {
+	for _, r := range rs {
+		if r.Seq <= t.signalled {
+			continue
+		}
+		select {
+		case t.sigCh <- r:
+			t.signalled = r.Seq
+		default:
+			return // the supervisor is behind: the rest come with a later assignment
+		}
+	}
+}
+
+// deliverSignal sends a scancel --signal request to the task's processes
+// its scope names, and records it delivered, for a later run of the agent.
+func (a *Agent) deliverSignal(t *task, rt runtime.Task, r cluster.SignalRequest) {
+	ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)
+	defer cancel()
+	sig := syscall.Signal(r.Signal)
+	var err error
+	switch r.Scope {
+	case cluster.SignalFull:
+		err = rt.Signal(ctx, sig)
+	default:
+		err = rt.SignalJob(ctx, sig, r.Scope == cluster.SignalBatch)
+	}
+	if err != nil {
+		a.log.Warn("scancel --signal not delivered", "task", t.key, "signal", sig, "err", err)
+	} else {
+		a.log.Info("scancel --signal delivered", "task", t.key, "signal", sig, "scope", r.Scope)
+	}
+	if err := a.writeSignalled(t.key, r.Seq); err != nil {
+		a.log.Warn("recording a delivered signal; a restart of the agent would send it again", "task", t.key, "err", err)
+	}
+}
+
+// The newest scancel --signal request delivered to a task is kept in
+// signalled.<rank> in its attempt folder, so that an agent that takes the
+// task over does not send it again.
+func (a *Agent) signalledPath(key taskKey) string {
+	return filepath.Join(a.jobDir(key), fmt.Sprintf("signalled.%d", key.rank))
+}
+
+func (a *Agent) writeSignalled(key taskKey, seq uint32) error {
+	return durable.WriteFile(a.signalledPath(key), []byte(strconv.FormatUint(uint64(seq), 10)), 0o600)
+}
+
+// readSignalled is the newest request delivered to the task; 0: none.
+func (a *Agent) readSignalled(key taskKey) uint32 {
+	b, err := os.ReadFile(a.signalledPath(key))
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
+	return uint32(n)
 }

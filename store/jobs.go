@@ -177,6 +177,45 @@ func (s *Store) RequeueJobs(idx uint64, ids []cluster.JobID, t time.Time) ([]clu
 	return s.changeJobs(idx, ids, func(j *cluster.Job) bool { return cluster.RequestRequeue(j, t) })
 }
 
+// SignalJobs records a request to send sig to each named running job
+// (cluster.RequestSignal) and returns the jobs it was recorded for, in the
+// order given. With a request ID it is exactly-once: a request seen
+// before records nothing and answers what it recorded then.
+func (s *Store) SignalJobs(idx uint64, ids []cluster.JobID, sig int, scope cluster.SignalScope, requestID []byte, t time.Time) ([]cluster.JobID, error) {
+	var changed []cluster.JobID
+	err := s.apply(idx, func(c *change) error {
+		if len(requestID) > 0 {
+			key := signalKey(requestID)
+			if r, ok := c.st.requests[key]; ok {
+				changed = slices.Clone(r.cancelled)
+				return nil
+			}
+			defer func() {
+				r := request{cancelled: changed, time: codec.Time(t)}
+				c.st.requests[key] = r
+				c.ops = append(c.ops, putRequestOp{key: key, r: r})
+			}()
+		}
+		for _, id := range ids {
+			j := c.job(id)
+			if j == nil {
+				continue
+			}
+			u := j.Update()
+			if !cluster.RequestSignal(u, sig, scope) {
+				continue
+			}
+			c.putJob(u)
+			changed = append(changed, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return changed, nil
+}
+
 // changeJobs applies transition to a copy of each named job, in one entry,
 // and keeps the copies it changed; it returns their IDs, in the order
 // given. Unknown IDs are skipped.

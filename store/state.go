@@ -29,6 +29,10 @@ type request struct {
 // the other's record. Request IDs hold no NUL (the API refuses them).
 func cancelKey(requestID []byte) string { return "cancel\x00" + string(requestID) }
 
+// signalKey is where a scancel --signal request is remembered, beside the
+// cancels.
+func signalKey(requestID []byte) string { return "signal\x00" + string(requestID) }
+
 // state is the in-memory copy of the store (see the package documentation).
 // Values reachable from it are immutable: changes replace pointers.
 type state struct {

@@ -101,11 +101,22 @@ func parseSignal(v string) (sig, seconds int32, batch bool, err error) {
 		}
 		seconds = int32(n)
 	}
-	if n, perr := strconv.Atoi(name); perr == nil {
+	n, err := SignalNumber(name)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	return int32(n), seconds, batch, nil
+}
+
+// SignalNumber reads a signal as Slurm's commands take it: a number from 1
+// to cluster.MaxSignal, or a name with or without SIG, in any case (USR1,
+// SIGUSR1, term).
+func SignalNumber(name string) (int, error) {
+	if n, err := strconv.Atoi(name); err == nil {
 		if n < 1 || n > cluster.MaxSignal {
-			return 0, 0, false, fmt.Errorf("signal %d: give 1 to %d, or a name such as USR1", n, cluster.MaxSignal)
+			return 0, fmt.Errorf("signal %d: give 1 to %d, or a name such as USR1", n, cluster.MaxSignal)
 		}
-		return int32(n), seconds, batch, nil
+		return n, nil
 	}
 	upper := strings.ToUpper(name)
 	if !strings.HasPrefix(upper, "SIG") {
@@ -113,7 +124,7 @@ func parseSignal(v string) (sig, seconds int32, batch bool, err error) {
 	}
 	n := unix.SignalNum(upper)
 	if n == 0 {
-		return 0, 0, false, fmt.Errorf("%s is not a signal: give a number or a name such as USR1", name)
+		return 0, fmt.Errorf("%s is not a signal: give a number or a name such as USR1", name)
 	}
-	return int32(n), seconds, batch, nil
+	return int(n), nil
 }

@@ -148,6 +148,20 @@ func (c RequeueJobs) apply(st *store.Store, idx uint64) Result {
 	return Result{IDs: ids, Err: err}
 }
 
+// SignalJobs records a scancel --signal for running jobs.
+type SignalJobs struct {
+	IDs       []cluster.JobID
+	Signal    int
+	Scope     cluster.SignalScope
+	RequestID []byte
+	Time      time.Time
+}
+
+func (c SignalJobs) apply(st *store.Store, idx uint64) Result {
+	ids, err := st.SignalJobs(idx, c.IDs, c.Signal, c.Scope, c.RequestID, c.Time)
+	return Result{IDs: ids, Err: err}
+}
+
 // SetNodesDown marks silent nodes DOWN together.
 type SetNodesDown struct {
 	Names  []string

@@ -89,6 +89,10 @@ func decode(m *statev1.Command) (Command, error) {
 	case *statev1.Command_PreemptJobs:
 		r := c.PreemptJobs
 		return PreemptJobs{IDs: jobIDs(r.GetJobIds()), For: jobIDs(r.GetForJobIds()), Time: codec.FromTime(r.GetTime())}, nil
+	case *statev1.Command_SignalJobs:
+		r := c.SignalJobs
+		return SignalJobs{IDs: jobIDs(r.GetJobIds()), Signal: int(r.GetSignal()), Scope: codec.FromSignalScopeRecord(r.GetScope()),
+			RequestID: r.GetRequestId(), Time: codec.FromTime(r.GetTime())}, nil
 	case *statev1.Command_RequeueJobs:
 		r := c.RequeueJobs
 		return RequeueJobs{IDs: jobIDs(r.GetJobIds()), Time: codec.FromTime(r.GetTime())}, nil
@@ -325,6 +329,12 @@ func (c SetPartitions) encode() (*statev1.Command, error) {
 func (c PreemptJobs) encode() (*statev1.Command, error) {
 	return &statev1.Command{Command: &statev1.Command_PreemptJobs{PreemptJobs: &statev1.PreemptJobs{
 		JobIds: wireIDs(c.IDs), ForJobIds: wireIDs(c.For), Time: codec.Time(c.Time),
+	}}}, nil
+}
+
+func (c SignalJobs) encode() (*statev1.Command, error) {
+	return &statev1.Command{Command: &statev1.Command_SignalJobs{SignalJobs: &statev1.SignalJobs{
+		JobIds: wireIDs(c.IDs), Signal: int32(c.Signal), Scope: codec.SignalScopeRecord(c.Scope), RequestId: c.RequestID, Time: codec.Time(c.Time),
 	}}}, nil
 }
 

@@ -27,3 +27,26 @@ func FromHoldRecord(h statev1.Hold) cluster.Hold {
 	}
 	return cluster.HoldAdmin
 }
+
+// SignalScopeRecord is a signal scope's persisted form.
+func SignalScopeRecord(s cluster.SignalScope) statev1.SignalScope {
+	switch s {
+	case cluster.SignalBatch:
+		return statev1.SignalScope_SIGNAL_SCOPE_BATCH
+	case cluster.SignalFull:
+		return statev1.SignalScope_SIGNAL_SCOPE_FULL
+	}
+	return statev1.SignalScope_SIGNAL_SCOPE_UNSPECIFIED
+}
+
+// FromSignalScopeRecord decodes a signal scope; one this version does not
+// know is the default (the job's processes but the batch script).
+func FromSignalScopeRecord(s statev1.SignalScope) cluster.SignalScope {
+	switch s {
+	case statev1.SignalScope_SIGNAL_SCOPE_BATCH:
+		return cluster.SignalBatch
+	case statev1.SignalScope_SIGNAL_SCOPE_FULL:
+		return cluster.SignalFull
+	}
+	return cluster.SignalSteps
+}

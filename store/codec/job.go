@@ -109,6 +109,9 @@ func jobStatus(j *cluster.Job) (*statev1.JobStatus, error) {
 		out.CheckpointStep = &j.CheckpointStep
 	}
 	out.Hold = HoldRecord(j.Hold)
+	for _, r := range j.SignalRequests {
+		out.SignalRequests = append(out.SignalRequests, &statev1.SignalRequest{Seq: r.Seq, Signal: int32(r.Signal), Scope: SignalScopeRecord(r.Scope)})
+	}
 	for _, c := range j.CheckpointPending {
 		p := &statev1.CheckpointCommits{Step: c.Step}
 		for _, r := range c.Ranks {
@@ -210,6 +213,9 @@ func fromJobStatus(j *cluster.Job, st *statev1.JobStatus) error {
 		j.Checkpointed, j.CheckpointStep = true, st.GetCheckpointStep()
 	}
 	j.Hold = FromHoldRecord(st.GetHold())
+	for _, r := range st.GetSignalRequests() {
+		j.SignalRequests = append(j.SignalRequests, cluster.SignalRequest{Seq: r.GetSeq(), Signal: int(r.GetSignal()), Scope: FromSignalScopeRecord(r.GetScope())})
+	}
 	for _, c := range st.GetCheckpointPending() {
 		p := cluster.CheckpointCommits{Step: c.GetStep()}
 		for _, r := range c.GetRanks() {

@@ -89,6 +89,55 @@ func (HoldRequest) EnumDescriptor() ([]byte, []int) {
 	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{0}
 }
 
+type SignalScope int32
+
+const (
+	SignalScope_SIGNAL_SCOPE_UNSPECIFIED SignalScope = 0 // every process but the batch script
+	SignalScope_SIGNAL_SCOPE_BATCH       SignalScope = 1 // the batch script alone (scancel -b)
+	SignalScope_SIGNAL_SCOPE_FULL        SignalScope = 2 // every process (scancel -f)
+)
+
+// Enum value maps for SignalScope.
+var (
+	SignalScope_name = map[int32]string{
+		0: "SIGNAL_SCOPE_UNSPECIFIED",
+		1: "SIGNAL_SCOPE_BATCH",
+		2: "SIGNAL_SCOPE_FULL",
+	}
+	SignalScope_value = map[string]int32{
+		"SIGNAL_SCOPE_UNSPECIFIED": 0,
+		"SIGNAL_SCOPE_BATCH":       1,
+		"SIGNAL_SCOPE_FULL":        2,
+	}
+)
+
+func (x SignalScope) Enum() *SignalScope {
+	p := new(SignalScope)
+	*p = x
+	return p
+}
+
+func (x SignalScope) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SignalScope) Descriptor() protoreflect.EnumDescriptor {
+	return file_phalanx_v1_phalanx_proto_enumTypes[1].Descriptor()
+}
+
+func (SignalScope) Type() protoreflect.EnumType {
+	return &file_phalanx_v1_phalanx_proto_enumTypes[1]
+}
+
+func (x SignalScope) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SignalScope.Descriptor instead.
+func (SignalScope) EnumDescriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{1}
+}
+
 type ListEventsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// nodes: only these nodes' events (a client expands hostlists); empty:
@@ -2108,8 +2157,11 @@ type CancelJobRequest struct {
 	RequestId string `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// states and partitions narrow the jobs named (scancel -t, -p): with
 	// job IDs, a job in another state or partition is left alone.
-	States        []string `protobuf:"bytes,6,rep,name=states,proto3" json:"states,omitempty"`
-	Partitions    []string `protobuf:"bytes,7,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	States     []string `protobuf:"bytes,6,rep,name=states,proto3" json:"states,omitempty"`
+	Partitions []string `protobuf:"bytes,7,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	// With signal: which processes of each task get it (scancel -b, -f);
+	// the default, the job's processes but the batch script.
+	SignalScope   SignalScope `protobuf:"varint,8,opt,name=signal_scope,json=signalScope,proto3,enum=phalanx.v1.SignalScope" json:"signal_scope,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2191,6 +2243,13 @@ func (x *CancelJobRequest) GetPartitions() []string {
 		return x.Partitions
 	}
 	return nil
+}
+
+func (x *CancelJobRequest) GetSignalScope() SignalScope {
+	if x != nil {
+		return x.SignalScope
+	}
+	return SignalScope_SIGNAL_SCOPE_UNSPECIFIED
 }
 
 type CancelJobResponse struct {
@@ -4388,7 +4447,10 @@ type Assignment struct {
 	GraceSeconds int32  `protobuf:"varint,6,opt,name=grace_seconds,json=graceSeconds,proto3" json:"grace_seconds,omitempty"`
 	StopReason   string `protobuf:"bytes,7,opt,name=stop_reason,json=stopReason,proto3" json:"stop_reason,omitempty"`
 	// prolog: what the agent runs as root before it starts the task.
-	Prolog        *Prolog `protobuf:"bytes,8,opt,name=prolog,proto3" json:"prolog,omitempty"`
+	Prolog *Prolog `protobuf:"bytes,8,opt,name=prolog,proto3" json:"prolog,omitempty"`
+	// signals: the scancel --signal requests of the job's attempt, oldest
+	// first; the agent delivers each it has not delivered yet, once.
+	Signals       []*SignalRequest `protobuf:"bytes,9,rep,name=signals,proto3" json:"signals,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4479,6 +4541,73 @@ func (x *Assignment) GetProlog() *Prolog {
 	return nil
 }
 
+func (x *Assignment) GetSignals() []*SignalRequest {
+	if x != nil {
+		return x.Signals
+	}
+	return nil
+}
+
+type SignalRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           uint32                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Signal        int32                  `protobuf:"varint,2,opt,name=signal,proto3" json:"signal,omitempty"`
+	Scope         SignalScope            `protobuf:"varint,3,opt,name=scope,proto3,enum=phalanx.v1.SignalScope" json:"scope,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignalRequest) Reset() {
+	*x = SignalRequest{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignalRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignalRequest) ProtoMessage() {}
+
+func (x *SignalRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignalRequest.ProtoReflect.Descriptor instead.
+func (*SignalRequest) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *SignalRequest) GetSeq() uint32 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *SignalRequest) GetSignal() int32 {
+	if x != nil {
+		return x.Signal
+	}
+	return 0
+}
+
+func (x *SignalRequest) GetScope() SignalScope {
+	if x != nil {
+		return x.Scope
+	}
+	return SignalScope_SIGNAL_SCOPE_UNSPECIFIED
+}
+
 // Prolog is the administrator's programs (Slurm's Prolog and
 // PrologEpilogTimeout keys).
 type Prolog struct {
@@ -4491,7 +4620,7 @@ type Prolog struct {
 
 func (x *Prolog) Reset() {
 	*x = Prolog{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4503,7 +4632,7 @@ func (x *Prolog) String() string {
 func (*Prolog) ProtoMessage() {}
 
 func (x *Prolog) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4516,7 +4645,7 @@ func (x *Prolog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prolog.ProtoReflect.Descriptor instead.
 func (*Prolog) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{58}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *Prolog) GetPrograms() []string {
@@ -4547,7 +4676,7 @@ type Assignments struct {
 
 func (x *Assignments) Reset() {
 	*x = Assignments{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4559,7 +4688,7 @@ func (x *Assignments) String() string {
 func (*Assignments) ProtoMessage() {}
 
 func (x *Assignments) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4572,7 +4701,7 @@ func (x *Assignments) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignments.ProtoReflect.Descriptor instead.
 func (*Assignments) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{59}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *Assignments) GetAssignments() []*Assignment {
@@ -4610,7 +4739,7 @@ type ReportTaskStatusRequest struct {
 
 func (x *ReportTaskStatusRequest) Reset() {
 	*x = ReportTaskStatusRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4622,7 +4751,7 @@ func (x *ReportTaskStatusRequest) String() string {
 func (*ReportTaskStatusRequest) ProtoMessage() {}
 
 func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4635,7 +4764,7 @@ func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{60}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ReportTaskStatusRequest) GetNode() string {
@@ -4716,7 +4845,7 @@ type ReportTaskStatusResponse struct {
 
 func (x *ReportTaskStatusResponse) Reset() {
 	*x = ReportTaskStatusResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4728,7 +4857,7 @@ func (x *ReportTaskStatusResponse) String() string {
 func (*ReportTaskStatusResponse) ProtoMessage() {}
 
 func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4741,7 +4870,7 @@ func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusResponse.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{61}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{62}
 }
 
 type ReportCheckpointRequest struct {
@@ -4757,7 +4886,7 @@ type ReportCheckpointRequest struct {
 
 func (x *ReportCheckpointRequest) Reset() {
 	*x = ReportCheckpointRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4769,7 +4898,7 @@ func (x *ReportCheckpointRequest) String() string {
 func (*ReportCheckpointRequest) ProtoMessage() {}
 
 func (x *ReportCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4782,7 +4911,7 @@ func (x *ReportCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*ReportCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{62}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ReportCheckpointRequest) GetNode() string {
@@ -4828,7 +4957,7 @@ type ReportCheckpointResponse struct {
 
 func (x *ReportCheckpointResponse) Reset() {
 	*x = ReportCheckpointResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4840,7 +4969,7 @@ func (x *ReportCheckpointResponse) String() string {
 func (*ReportCheckpointResponse) ProtoMessage() {}
 
 func (x *ReportCheckpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4853,7 +4982,7 @@ func (x *ReportCheckpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCheckpointResponse.ProtoReflect.Descriptor instead.
 func (*ReportCheckpointResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{63}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{64}
 }
 
 type ReportJobEventRequest struct {
@@ -4868,7 +4997,7 @@ type ReportJobEventRequest struct {
 
 func (x *ReportJobEventRequest) Reset() {
 	*x = ReportJobEventRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4880,7 +5009,7 @@ func (x *ReportJobEventRequest) String() string {
 func (*ReportJobEventRequest) ProtoMessage() {}
 
 func (x *ReportJobEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4893,7 +5022,7 @@ func (x *ReportJobEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportJobEventRequest.ProtoReflect.Descriptor instead.
 func (*ReportJobEventRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{64}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ReportJobEventRequest) GetNode() string {
@@ -4932,7 +5061,7 @@ type ReportJobEventResponse struct {
 
 func (x *ReportJobEventResponse) Reset() {
 	*x = ReportJobEventResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4944,7 +5073,7 @@ func (x *ReportJobEventResponse) String() string {
 func (*ReportJobEventResponse) ProtoMessage() {}
 
 func (x *ReportJobEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4957,7 +5086,7 @@ func (x *ReportJobEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportJobEventResponse.ProtoReflect.Descriptor instead.
 func (*ReportJobEventResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{65}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{66}
 }
 
 var File_phalanx_v1_phalanx_proto protoreflect.FileDescriptor
@@ -5183,7 +5312,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x11SubmitJobResponse\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12A\n" +
 	"\x0eexpected_start\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\rexpectedStart\x12\x1a\n" +
-	"\bwarnings\x18\x03 \x03(\tR\bwarnings\"\xc2\x01\n" +
+	"\bwarnings\x18\x03 \x03(\tR\bwarnings\"\xfe\x01\n" +
 	"\x10CancelJobRequest\x12\x17\n" +
 	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x12\n" +
@@ -5194,7 +5323,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x06states\x18\x06 \x03(\tR\x06states\x12\x1e\n" +
 	"\n" +
 	"partitions\x18\a \x03(\tR\n" +
-	"partitions\"1\n" +
+	"partitions\x12:\n" +
+	"\fsignal_scope\x18\b \x01(\x0e2\x17.phalanx.v1.SignalScopeR\vsignalScope\"1\n" +
 	"\x11CancelJobResponse\x12\x1c\n" +
 	"\tcancelled\x18\x01 \x03(\x04R\tcancelled\"&\n" +
 	"\rGetJobRequest\x12\x15\n" +
@@ -5352,7 +5482,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\n" +
 	"node_state\x18\x03 \x01(\tR\tnodeState\"-\n" +
 	"\x17WatchAssignmentsRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xfa\x01\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xaf\x02\n" +
 	"\n" +
 	"Assignment\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x18\n" +
@@ -5363,7 +5493,12 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\rgrace_seconds\x18\x06 \x01(\x05R\fgraceSeconds\x12\x1f\n" +
 	"\vstop_reason\x18\a \x01(\tR\n" +
 	"stopReason\x12*\n" +
-	"\x06prolog\x18\b \x01(\v2\x12.phalanx.v1.PrologR\x06prolog\"M\n" +
+	"\x06prolog\x18\b \x01(\v2\x12.phalanx.v1.PrologR\x06prolog\x123\n" +
+	"\asignals\x18\t \x03(\v2\x19.phalanx.v1.SignalRequestR\asignals\"h\n" +
+	"\rSignalRequest\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\rR\x03seq\x12\x16\n" +
+	"\x06signal\x18\x02 \x01(\x05R\x06signal\x12-\n" +
+	"\x05scope\x18\x03 \x01(\x0e2\x17.phalanx.v1.SignalScopeR\x05scope\"M\n" +
 	"\x06Prolog\x12\x1a\n" +
 	"\bprograms\x18\x01 \x03(\tR\bprograms\x12'\n" +
 	"\x0ftimeout_seconds\x18\x02 \x01(\x03R\x0etimeoutSeconds\"}\n" +
@@ -5401,7 +5536,11 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x18HOLD_REQUEST_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11HOLD_REQUEST_HOLD\x10\x01\x12\x1a\n" +
 	"\x16HOLD_REQUEST_USER_HOLD\x10\x02\x12\x18\n" +
-	"\x14HOLD_REQUEST_RELEASE\x10\x032\x80\f\n" +
+	"\x14HOLD_REQUEST_RELEASE\x10\x03*Z\n" +
+	"\vSignalScope\x12\x1c\n" +
+	"\x18SIGNAL_SCOPE_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12SIGNAL_SCOPE_BATCH\x10\x01\x12\x15\n" +
+	"\x11SIGNAL_SCOPE_FULL\x10\x022\x80\f\n" +
 	"\x11ControllerService\x12H\n" +
 	"\tSubmitJob\x12\x1c.phalanx.v1.SubmitJobRequest\x1a\x1d.phalanx.v1.SubmitJobResponse\x12H\n" +
 	"\tCancelJob\x12\x1c.phalanx.v1.CancelJobRequest\x1a\x1d.phalanx.v1.CancelJobResponse\x124\n" +
@@ -5445,181 +5584,186 @@ func file_phalanx_v1_phalanx_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_phalanx_proto_rawDescData
 }
 
-var file_phalanx_v1_phalanx_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
+var file_phalanx_v1_phalanx_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
 var file_phalanx_v1_phalanx_proto_goTypes = []any{
 	(HoldRequest)(0),                   // 0: phalanx.v1.HoldRequest
-	(*ListEventsRequest)(nil),          // 1: phalanx.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),         // 2: phalanx.v1.ListEventsResponse
-	(*Event)(nil),                      // 3: phalanx.v1.Event
-	(*UpdateNodeRequest)(nil),          // 4: phalanx.v1.UpdateNodeRequest
-	(*UpdateNodeResponse)(nil),         // 5: phalanx.v1.UpdateNodeResponse
-	(*UpdateJobRequest)(nil),           // 6: phalanx.v1.UpdateJobRequest
-	(*RequeueJobRequest)(nil),          // 7: phalanx.v1.RequeueJobRequest
-	(*RequeueJobResponse)(nil),         // 8: phalanx.v1.RequeueJobResponse
-	(*UpdateJobResponse)(nil),          // 9: phalanx.v1.UpdateJobResponse
-	(*CreateTokenRequest)(nil),         // 10: phalanx.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),        // 11: phalanx.v1.CreateTokenResponse
-	(*JobSpec)(nil),                    // 12: phalanx.v1.JobSpec
-	(*NodeAlloc)(nil),                  // 13: phalanx.v1.NodeAlloc
-	(*Task)(nil),                       // 14: phalanx.v1.Task
-	(*Job)(nil),                        // 15: phalanx.v1.Job
-	(*Attempt)(nil),                    // 16: phalanx.v1.Attempt
-	(*Node)(nil),                       // 17: phalanx.v1.Node
-	(*Partition)(nil),                  // 18: phalanx.v1.Partition
-	(*SubmitJobRequest)(nil),           // 19: phalanx.v1.SubmitJobRequest
-	(*SubmitJobResponse)(nil),          // 20: phalanx.v1.SubmitJobResponse
-	(*CancelJobRequest)(nil),           // 21: phalanx.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),          // 22: phalanx.v1.CancelJobResponse
-	(*GetJobRequest)(nil),              // 23: phalanx.v1.GetJobRequest
-	(*ListJobsRequest)(nil),            // 24: phalanx.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),           // 25: phalanx.v1.ListJobsResponse
-	(*ListNodesRequest)(nil),           // 26: phalanx.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),          // 27: phalanx.v1.ListNodesResponse
-	(*ListPartitionsRequest)(nil),      // 28: phalanx.v1.ListPartitionsRequest
-	(*ListPartitionsResponse)(nil),     // 29: phalanx.v1.ListPartitionsResponse
-	(*NotLeader)(nil),                  // 30: phalanx.v1.NotLeader
-	(*ControllerStatus)(nil),           // 31: phalanx.v1.ControllerStatus
-	(*GetControllerStatusRequest)(nil), // 32: phalanx.v1.GetControllerStatusRequest
-	(*ListControllersRequest)(nil),     // 33: phalanx.v1.ListControllersRequest
-	(*ListControllersResponse)(nil),    // 34: phalanx.v1.ListControllersResponse
-	(*ControllerInfo)(nil),             // 35: phalanx.v1.ControllerInfo
-	(*AddControllerRequest)(nil),       // 36: phalanx.v1.AddControllerRequest
-	(*AddControllerResponse)(nil),      // 37: phalanx.v1.AddControllerResponse
-	(*RemoveControllerRequest)(nil),    // 38: phalanx.v1.RemoveControllerRequest
-	(*RemoveControllerResponse)(nil),   // 39: phalanx.v1.RemoveControllerResponse
-	(*RegisterControllerRequest)(nil),  // 40: phalanx.v1.RegisterControllerRequest
-	(*RegisterControllerResponse)(nil), // 41: phalanx.v1.RegisterControllerResponse
-	(*TransferLeadershipRequest)(nil),  // 42: phalanx.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 43: phalanx.v1.TransferLeadershipResponse
-	(*BackupRequest)(nil),              // 44: phalanx.v1.BackupRequest
-	(*Chunk)(nil),                      // 45: phalanx.v1.Chunk
-	(*RestoreRequest)(nil),             // 46: phalanx.v1.RestoreRequest
-	(*RestoreResponse)(nil),            // 47: phalanx.v1.RestoreResponse
-	(*RegisterNodeRequest)(nil),        // 48: phalanx.v1.RegisterNodeRequest
-	(*NICInfo)(nil),                    // 49: phalanx.v1.NICInfo
-	(*GPUInfo)(nil),                    // 50: phalanx.v1.GPUInfo
-	(*RegisterNodeResponse)(nil),       // 51: phalanx.v1.RegisterNodeResponse
-	(*HeartbeatRequest)(nil),           // 52: phalanx.v1.HeartbeatRequest
-	(*HealthProblem)(nil),              // 53: phalanx.v1.HealthProblem
-	(*TaskRef)(nil),                    // 54: phalanx.v1.TaskRef
-	(*HeartbeatResponse)(nil),          // 55: phalanx.v1.HeartbeatResponse
-	(*HealthCheck)(nil),                // 56: phalanx.v1.HealthCheck
-	(*WatchAssignmentsRequest)(nil),    // 57: phalanx.v1.WatchAssignmentsRequest
-	(*Assignment)(nil),                 // 58: phalanx.v1.Assignment
-	(*Prolog)(nil),                     // 59: phalanx.v1.Prolog
-	(*Assignments)(nil),                // 60: phalanx.v1.Assignments
-	(*ReportTaskStatusRequest)(nil),    // 61: phalanx.v1.ReportTaskStatusRequest
-	(*ReportTaskStatusResponse)(nil),   // 62: phalanx.v1.ReportTaskStatusResponse
-	(*ReportCheckpointRequest)(nil),    // 63: phalanx.v1.ReportCheckpointRequest
-	(*ReportCheckpointResponse)(nil),   // 64: phalanx.v1.ReportCheckpointResponse
-	(*ReportJobEventRequest)(nil),      // 65: phalanx.v1.ReportJobEventRequest
-	(*ReportJobEventResponse)(nil),     // 66: phalanx.v1.ReportJobEventResponse
-	nil,                                // 67: phalanx.v1.JobSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 68: google.protobuf.Timestamp
+	(SignalScope)(0),                   // 1: phalanx.v1.SignalScope
+	(*ListEventsRequest)(nil),          // 2: phalanx.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),         // 3: phalanx.v1.ListEventsResponse
+	(*Event)(nil),                      // 4: phalanx.v1.Event
+	(*UpdateNodeRequest)(nil),          // 5: phalanx.v1.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),         // 6: phalanx.v1.UpdateNodeResponse
+	(*UpdateJobRequest)(nil),           // 7: phalanx.v1.UpdateJobRequest
+	(*RequeueJobRequest)(nil),          // 8: phalanx.v1.RequeueJobRequest
+	(*RequeueJobResponse)(nil),         // 9: phalanx.v1.RequeueJobResponse
+	(*UpdateJobResponse)(nil),          // 10: phalanx.v1.UpdateJobResponse
+	(*CreateTokenRequest)(nil),         // 11: phalanx.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),        // 12: phalanx.v1.CreateTokenResponse
+	(*JobSpec)(nil),                    // 13: phalanx.v1.JobSpec
+	(*NodeAlloc)(nil),                  // 14: phalanx.v1.NodeAlloc
+	(*Task)(nil),                       // 15: phalanx.v1.Task
+	(*Job)(nil),                        // 16: phalanx.v1.Job
+	(*Attempt)(nil),                    // 17: phalanx.v1.Attempt
+	(*Node)(nil),                       // 18: phalanx.v1.Node
+	(*Partition)(nil),                  // 19: phalanx.v1.Partition
+	(*SubmitJobRequest)(nil),           // 20: phalanx.v1.SubmitJobRequest
+	(*SubmitJobResponse)(nil),          // 21: phalanx.v1.SubmitJobResponse
+	(*CancelJobRequest)(nil),           // 22: phalanx.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),          // 23: phalanx.v1.CancelJobResponse
+	(*GetJobRequest)(nil),              // 24: phalanx.v1.GetJobRequest
+	(*ListJobsRequest)(nil),            // 25: phalanx.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),           // 26: phalanx.v1.ListJobsResponse
+	(*ListNodesRequest)(nil),           // 27: phalanx.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),          // 28: phalanx.v1.ListNodesResponse
+	(*ListPartitionsRequest)(nil),      // 29: phalanx.v1.ListPartitionsRequest
+	(*ListPartitionsResponse)(nil),     // 30: phalanx.v1.ListPartitionsResponse
+	(*NotLeader)(nil),                  // 31: phalanx.v1.NotLeader
+	(*ControllerStatus)(nil),           // 32: phalanx.v1.ControllerStatus
+	(*GetControllerStatusRequest)(nil), // 33: phalanx.v1.GetControllerStatusRequest
+	(*ListControllersRequest)(nil),     // 34: phalanx.v1.ListControllersRequest
+	(*ListControllersResponse)(nil),    // 35: phalanx.v1.ListControllersResponse
+	(*ControllerInfo)(nil),             // 36: phalanx.v1.ControllerInfo
+	(*AddControllerRequest)(nil),       // 37: phalanx.v1.AddControllerRequest
+	(*AddControllerResponse)(nil),      // 38: phalanx.v1.AddControllerResponse
+	(*RemoveControllerRequest)(nil),    // 39: phalanx.v1.RemoveControllerRequest
+	(*RemoveControllerResponse)(nil),   // 40: phalanx.v1.RemoveControllerResponse
+	(*RegisterControllerRequest)(nil),  // 41: phalanx.v1.RegisterControllerRequest
+	(*RegisterControllerResponse)(nil), // 42: phalanx.v1.RegisterControllerResponse
+	(*TransferLeadershipRequest)(nil),  // 43: phalanx.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 44: phalanx.v1.TransferLeadershipResponse
+	(*BackupRequest)(nil),              // 45: phalanx.v1.BackupRequest
+	(*Chunk)(nil),                      // 46: phalanx.v1.Chunk
+	(*RestoreRequest)(nil),             // 47: phalanx.v1.RestoreRequest
+	(*RestoreResponse)(nil),            // 48: phalanx.v1.RestoreResponse
+	(*RegisterNodeRequest)(nil),        // 49: phalanx.v1.RegisterNodeRequest
+	(*NICInfo)(nil),                    // 50: phalanx.v1.NICInfo
+	(*GPUInfo)(nil),                    // 51: phalanx.v1.GPUInfo
+	(*RegisterNodeResponse)(nil),       // 52: phalanx.v1.RegisterNodeResponse
+	(*HeartbeatRequest)(nil),           // 53: phalanx.v1.HeartbeatRequest
+	(*HealthProblem)(nil),              // 54: phalanx.v1.HealthProblem
+	(*TaskRef)(nil),                    // 55: phalanx.v1.TaskRef
+	(*HeartbeatResponse)(nil),          // 56: phalanx.v1.HeartbeatResponse
+	(*HealthCheck)(nil),                // 57: phalanx.v1.HealthCheck
+	(*WatchAssignmentsRequest)(nil),    // 58: phalanx.v1.WatchAssignmentsRequest
+	(*Assignment)(nil),                 // 59: phalanx.v1.Assignment
+	(*SignalRequest)(nil),              // 60: phalanx.v1.SignalRequest
+	(*Prolog)(nil),                     // 61: phalanx.v1.Prolog
+	(*Assignments)(nil),                // 62: phalanx.v1.Assignments
+	(*ReportTaskStatusRequest)(nil),    // 63: phalanx.v1.ReportTaskStatusRequest
+	(*ReportTaskStatusResponse)(nil),   // 64: phalanx.v1.ReportTaskStatusResponse
+	(*ReportCheckpointRequest)(nil),    // 65: phalanx.v1.ReportCheckpointRequest
+	(*ReportCheckpointResponse)(nil),   // 66: phalanx.v1.ReportCheckpointResponse
+	(*ReportJobEventRequest)(nil),      // 67: phalanx.v1.ReportJobEventRequest
+	(*ReportJobEventResponse)(nil),     // 68: phalanx.v1.ReportJobEventResponse
+	nil,                                // 69: phalanx.v1.JobSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil),      // 70: google.protobuf.Timestamp
 }
 var file_phalanx_v1_phalanx_proto_depIdxs = []int32{
-	68, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
-	3,  // 1: phalanx.v1.ListEventsResponse.events:type_name -> phalanx.v1.Event
-	68, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
+	70, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
+	4,  // 1: phalanx.v1.ListEventsResponse.events:type_name -> phalanx.v1.Event
+	70, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
 	0,  // 3: phalanx.v1.UpdateJobRequest.hold:type_name -> phalanx.v1.HoldRequest
-	68, // 4: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
-	67, // 5: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
-	68, // 6: phalanx.v1.JobSpec.begin_time:type_name -> google.protobuf.Timestamp
-	68, // 7: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
-	68, // 8: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
-	12, // 9: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
-	68, // 10: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
-	68, // 11: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
-	68, // 12: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
-	13, // 13: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
-	14, // 14: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
-	68, // 15: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
-	16, // 16: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
-	13, // 17: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
-	68, // 18: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
-	68, // 19: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
-	68, // 20: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
-	68, // 21: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
-	49, // 22: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
-	68, // 23: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
-	12, // 24: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
-	68, // 25: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
-	68, // 26: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
-	68, // 27: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
-	15, // 28: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
-	17, // 29: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
-	18, // 30: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
-	68, // 31: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
-	35, // 32: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
-	31, // 33: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
-	50, // 34: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
-	49, // 35: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
-	54, // 36: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
-	53, // 37: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
-	68, // 38: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
-	68, // 39: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
-	56, // 40: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
-	15, // 41: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
-	59, // 42: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
-	58, // 43: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
-	68, // 44: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
-	68, // 45: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
-	19, // 46: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
-	21, // 47: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
-	23, // 48: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
-	24, // 49: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
-	26, // 50: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
-	28, // 51: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
-	33, // 52: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
-	32, // 53: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
-	36, // 54: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
-	38, // 55: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
-	40, // 56: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
-	42, // 57: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
-	44, // 58: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
-	46, // 59: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
-	10, // 60: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
-	4,  // 61: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
-	6,  // 62: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
-	7,  // 63: phalanx.v1.ControllerService.RequeueJob:input_type -> phalanx.v1.RequeueJobRequest
-	1,  // 64: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
-	48, // 65: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
-	52, // 66: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
-	57, // 67: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
-	61, // 68: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
-	63, // 69: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
-	65, // 70: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
-	20, // 71: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
-	22, // 72: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
-	15, // 73: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
-	25, // 74: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
-	27, // 75: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
-	29, // 76: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
-	34, // 77: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
-	31, // 78: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
-	37, // 79: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
-	39, // 80: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
-	41, // 81: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
-	43, // 82: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
-	45, // 83: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
-	47, // 84: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
-	11, // 85: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
-	5,  // 86: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
-	9,  // 87: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
-	8,  // 88: phalanx.v1.ControllerService.RequeueJob:output_type -> phalanx.v1.RequeueJobResponse
-	2,  // 89: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
-	51, // 90: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
-	55, // 91: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
-	60, // 92: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
-	62, // 93: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
-	64, // 94: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
-	66, // 95: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
-	71, // [71:96] is the sub-list for method output_type
-	46, // [46:71] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	70, // 4: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
+	69, // 5: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
+	70, // 6: phalanx.v1.JobSpec.begin_time:type_name -> google.protobuf.Timestamp
+	70, // 7: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
+	70, // 8: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	13, // 9: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
+	70, // 10: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
+	70, // 11: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
+	70, // 12: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
+	14, // 13: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
+	15, // 14: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
+	70, // 15: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
+	17, // 16: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
+	14, // 17: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
+	70, // 18: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
+	70, // 19: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
+	70, // 20: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
+	70, // 21: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	50, // 22: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
+	70, // 23: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
+	13, // 24: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
+	70, // 25: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
+	1,  // 26: phalanx.v1.CancelJobRequest.signal_scope:type_name -> phalanx.v1.SignalScope
+	70, // 27: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
+	70, // 28: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
+	16, // 29: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
+	18, // 30: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
+	19, // 31: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
+	70, // 32: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
+	36, // 33: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
+	32, // 34: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
+	51, // 35: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
+	50, // 36: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
+	55, // 37: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
+	54, // 38: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
+	70, // 39: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
+	70, // 40: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
+	57, // 41: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
+	16, // 42: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
+	61, // 43: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
+	60, // 44: phalanx.v1.Assignment.signals:type_name -> phalanx.v1.SignalRequest
+	1,  // 45: phalanx.v1.SignalRequest.scope:type_name -> phalanx.v1.SignalScope
+	59, // 46: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
+	70, // 47: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
+	70, // 48: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
+	20, // 49: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
+	22, // 50: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
+	24, // 51: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
+	25, // 52: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
+	27, // 53: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
+	29, // 54: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
+	34, // 55: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
+	33, // 56: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
+	37, // 57: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
+	39, // 58: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
+	41, // 59: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
+	43, // 60: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
+	45, // 61: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
+	47, // 62: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
+	11, // 63: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
+	5,  // 64: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
+	7,  // 65: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
+	8,  // 66: phalanx.v1.ControllerService.RequeueJob:input_type -> phalanx.v1.RequeueJobRequest
+	2,  // 67: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
+	49, // 68: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
+	53, // 69: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
+	58, // 70: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
+	63, // 71: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
+	65, // 72: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
+	67, // 73: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
+	21, // 74: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
+	23, // 75: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
+	16, // 76: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
+	26, // 77: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
+	28, // 78: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
+	30, // 79: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
+	35, // 80: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
+	32, // 81: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
+	38, // 82: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
+	40, // 83: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
+	42, // 84: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
+	44, // 85: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
+	46, // 86: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
+	48, // 87: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
+	12, // 88: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
+	6,  // 89: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
+	10, // 90: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
+	9,  // 91: phalanx.v1.ControllerService.RequeueJob:output_type -> phalanx.v1.RequeueJobResponse
+	3,  // 92: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
+	52, // 93: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
+	56, // 94: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
+	62, // 95: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
+	64, // 96: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
+	66, // 97: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
+	68, // 98: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
+	74, // [74:99] is the sub-list for method output_type
+	49, // [49:74] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_phalanx_proto_init() }
@@ -5635,8 +5779,8 @@ func file_phalanx_v1_phalanx_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_phalanx_proto_rawDesc), len(file_phalanx_v1_phalanx_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   67,
+			NumEnums:      2,
+			NumMessages:   68,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -49,6 +49,7 @@ type Command struct {
 	//	*Command_CommitCheckpoint
 	//	*Command_RecordEvent
 	//	*Command_RequeueJobs
+	//	*Command_SignalJobs
 	Command       isCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -244,6 +245,15 @@ func (x *Command) GetRequeueJobs() *RequeueJobs {
 	return nil
 }
 
+func (x *Command) GetSignalJobs() *SignalJobs {
+	if x != nil {
+		if x, ok := x.Command.(*Command_SignalJobs); ok {
+			return x.SignalJobs
+		}
+	}
+	return nil
+}
+
 type isCommand_Command interface {
 	isCommand_Command()
 }
@@ -316,6 +326,10 @@ type Command_RequeueJobs struct {
 	RequeueJobs *RequeueJobs `protobuf:"bytes,17,opt,name=requeue_jobs,json=requeueJobs,proto3,oneof"`
 }
 
+type Command_SignalJobs struct {
+	SignalJobs *SignalJobs `protobuf:"bytes,18,opt,name=signal_jobs,json=signalJobs,proto3,oneof"`
+}
+
 func (*Command_SubmitJob) isCommand_Command() {}
 
 func (*Command_PlaceJobs) isCommand_Command() {}
@@ -350,6 +364,86 @@ func (*Command_RecordEvent) isCommand_Command() {}
 
 func (*Command_RequeueJobs) isCommand_Command() {}
 
+func (*Command_SignalJobs) isCommand_Command() {}
+
+// SignalJobs records a scancel --signal for each named running job.
+// request_id makes it exactly-once: a retry records nothing more.
+type SignalJobs struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobIds        []uint64               `protobuf:"varint,1,rep,packed,name=job_ids,json=jobIds,proto3" json:"job_ids,omitempty"`
+	Signal        int32                  `protobuf:"varint,2,opt,name=signal,proto3" json:"signal,omitempty"`
+	Scope         SignalScope            `protobuf:"varint,3,opt,name=scope,proto3,enum=phalanx.state.v1.SignalScope" json:"scope,omitempty"`
+	RequestId     []byte                 `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Time          int64                  `protobuf:"varint,5,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignalJobs) Reset() {
+	*x = SignalJobs{}
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignalJobs) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignalJobs) ProtoMessage() {}
+
+func (x *SignalJobs) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignalJobs.ProtoReflect.Descriptor instead.
+func (*SignalJobs) Descriptor() ([]byte, []int) {
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SignalJobs) GetJobIds() []uint64 {
+	if x != nil {
+		return x.JobIds
+	}
+	return nil
+}
+
+func (x *SignalJobs) GetSignal() int32 {
+	if x != nil {
+		return x.Signal
+	}
+	return 0
+}
+
+func (x *SignalJobs) GetScope() SignalScope {
+	if x != nil {
+		return x.Scope
+	}
+	return SignalScope_SIGNAL_SCOPE_UNSPECIFIED
+}
+
+func (x *SignalJobs) GetRequestId() []byte {
+	if x != nil {
+		return x.RequestId
+	}
+	return nil
+}
+
+func (x *SignalJobs) GetTime() int64 {
+	if x != nil {
+		return x.Time
+	}
+	return 0
+}
+
 // RequeueJobs stops the named running jobs and puts them back in the
 // queue (scontrol requeue).
 type RequeueJobs struct {
@@ -362,7 +456,7 @@ type RequeueJobs struct {
 
 func (x *RequeueJobs) Reset() {
 	*x = RequeueJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[1]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -374,7 +468,7 @@ func (x *RequeueJobs) String() string {
 func (*RequeueJobs) ProtoMessage() {}
 
 func (x *RequeueJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[1]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -387,7 +481,7 @@ func (x *RequeueJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequeueJobs.ProtoReflect.Descriptor instead.
 func (*RequeueJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{1}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *RequeueJobs) GetJobIds() []uint64 {
@@ -415,7 +509,7 @@ type RecordEvent struct {
 
 func (x *RecordEvent) Reset() {
 	*x = RecordEvent{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[2]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -427,7 +521,7 @@ func (x *RecordEvent) String() string {
 func (*RecordEvent) ProtoMessage() {}
 
 func (x *RecordEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[2]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -440,7 +534,7 @@ func (x *RecordEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordEvent.ProtoReflect.Descriptor instead.
 func (*RecordEvent) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{2}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RecordEvent) GetEvent() *Event {
@@ -465,7 +559,7 @@ type CommitCheckpoint struct {
 
 func (x *CommitCheckpoint) Reset() {
 	*x = CommitCheckpoint{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[3]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -477,7 +571,7 @@ func (x *CommitCheckpoint) String() string {
 func (*CommitCheckpoint) ProtoMessage() {}
 
 func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[3]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -490,7 +584,7 @@ func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitCheckpoint.ProtoReflect.Descriptor instead.
 func (*CommitCheckpoint) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{3}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CommitCheckpoint) GetJobId() uint64 {
@@ -549,7 +643,7 @@ type UpdateJob struct {
 
 func (x *UpdateJob) Reset() {
 	*x = UpdateJob{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -561,7 +655,7 @@ func (x *UpdateJob) String() string {
 func (*UpdateJob) ProtoMessage() {}
 
 func (x *UpdateJob) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -574,7 +668,7 @@ func (x *UpdateJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJob.ProtoReflect.Descriptor instead.
 func (*UpdateJob) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{4}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *UpdateJob) GetJobId() uint64 {
@@ -659,7 +753,7 @@ type DependencyValue struct {
 
 func (x *DependencyValue) Reset() {
 	*x = DependencyValue{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -671,7 +765,7 @@ func (x *DependencyValue) String() string {
 func (*DependencyValue) ProtoMessage() {}
 
 func (x *DependencyValue) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -684,7 +778,7 @@ func (x *DependencyValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DependencyValue.ProtoReflect.Descriptor instead.
 func (*DependencyValue) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DependencyValue) GetConds() []*DepCond {
@@ -718,7 +812,7 @@ type SubmitJob struct {
 
 func (x *SubmitJob) Reset() {
 	*x = SubmitJob{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -730,7 +824,7 @@ func (x *SubmitJob) String() string {
 func (*SubmitJob) ProtoMessage() {}
 
 func (x *SubmitJob) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -743,7 +837,7 @@ func (x *SubmitJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJob.ProtoReflect.Descriptor instead.
 func (*SubmitJob) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SubmitJob) GetJob() *Job {
@@ -779,7 +873,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -791,7 +885,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -804,7 +898,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Placement) GetJobId() uint64 {
@@ -844,7 +938,7 @@ type PlaceJobs struct {
 
 func (x *PlaceJobs) Reset() {
 	*x = PlaceJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -856,7 +950,7 @@ func (x *PlaceJobs) String() string {
 func (*PlaceJobs) ProtoMessage() {}
 
 func (x *PlaceJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -869,7 +963,7 @@ func (x *PlaceJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlaceJobs.ProtoReflect.Descriptor instead.
 func (*PlaceJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PlaceJobs) GetPlacements() []*Placement {
@@ -899,7 +993,7 @@ type ReportTask struct {
 
 func (x *ReportTask) Reset() {
 	*x = ReportTask{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -911,7 +1005,7 @@ func (x *ReportTask) String() string {
 func (*ReportTask) ProtoMessage() {}
 
 func (x *ReportTask) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -924,7 +1018,7 @@ func (x *ReportTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTask.ProtoReflect.Descriptor instead.
 func (*ReportTask) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ReportTask) GetJobId() uint64 {
@@ -1011,7 +1105,7 @@ type CancelJobs struct {
 
 func (x *CancelJobs) Reset() {
 	*x = CancelJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1023,7 +1117,7 @@ func (x *CancelJobs) String() string {
 func (*CancelJobs) ProtoMessage() {}
 
 func (x *CancelJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1036,7 +1130,7 @@ func (x *CancelJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobs.ProtoReflect.Descriptor instead.
 func (*CancelJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CancelJobs) GetJobIds() []uint64 {
@@ -1076,7 +1170,7 @@ type RegisterNode struct {
 
 func (x *RegisterNode) Reset() {
 	*x = RegisterNode{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1088,7 +1182,7 @@ func (x *RegisterNode) String() string {
 func (*RegisterNode) ProtoMessage() {}
 
 func (x *RegisterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1101,7 +1195,7 @@ func (x *RegisterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNode.ProtoReflect.Descriptor instead.
 func (*RegisterNode) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{11}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RegisterNode) GetNode() *Node {
@@ -1124,7 +1218,7 @@ type SetNodeState struct {
 
 func (x *SetNodeState) Reset() {
 	*x = SetNodeState{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1136,7 +1230,7 @@ func (x *SetNodeState) String() string {
 func (*SetNodeState) ProtoMessage() {}
 
 func (x *SetNodeState) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1149,7 +1243,7 @@ func (x *SetNodeState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeState.ProtoReflect.Descriptor instead.
 func (*SetNodeState) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{12}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SetNodeState) GetName() string {
@@ -1203,7 +1297,7 @@ type SetNodeHealth struct {
 
 func (x *SetNodeHealth) Reset() {
 	*x = SetNodeHealth{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1215,7 +1309,7 @@ func (x *SetNodeHealth) String() string {
 func (*SetNodeHealth) ProtoMessage() {}
 
 func (x *SetNodeHealth) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1228,7 +1322,7 @@ func (x *SetNodeHealth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeHealth.ProtoReflect.Descriptor instead.
 func (*SetNodeHealth) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{13}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SetNodeHealth) GetName() string {
@@ -1261,7 +1355,7 @@ type SetPartitions struct {
 
 func (x *SetPartitions) Reset() {
 	*x = SetPartitions{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1273,7 +1367,7 @@ func (x *SetPartitions) String() string {
 func (*SetPartitions) ProtoMessage() {}
 
 func (x *SetPartitions) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1286,7 +1380,7 @@ func (x *SetPartitions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPartitions.ProtoReflect.Descriptor instead.
 func (*SetPartitions) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{14}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SetPartitions) GetPartitions() []*Partition {
@@ -1309,7 +1403,7 @@ type PreemptJobs struct {
 
 func (x *PreemptJobs) Reset() {
 	*x = PreemptJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1321,7 +1415,7 @@ func (x *PreemptJobs) String() string {
 func (*PreemptJobs) ProtoMessage() {}
 
 func (x *PreemptJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1334,7 +1428,7 @@ func (x *PreemptJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreemptJobs.ProtoReflect.Descriptor instead.
 func (*PreemptJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{15}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PreemptJobs) GetJobIds() []uint64 {
@@ -1369,7 +1463,7 @@ type SetNodesDown struct {
 
 func (x *SetNodesDown) Reset() {
 	*x = SetNodesDown{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[16]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1381,7 +1475,7 @@ func (x *SetNodesDown) String() string {
 func (*SetNodesDown) ProtoMessage() {}
 
 func (x *SetNodesDown) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[16]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1394,7 +1488,7 @@ func (x *SetNodesDown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodesDown.ProtoReflect.Descriptor instead.
 func (*SetNodesDown) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{16}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SetNodesDown) GetNames() []string {
@@ -1429,7 +1523,7 @@ type SetController struct {
 
 func (x *SetController) Reset() {
 	*x = SetController{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[17]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1441,7 +1535,7 @@ func (x *SetController) String() string {
 func (*SetController) ProtoMessage() {}
 
 func (x *SetController) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[17]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1454,7 +1548,7 @@ func (x *SetController) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetController.ProtoReflect.Descriptor instead.
 func (*SetController) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{17}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SetController) GetController() *Controller {
@@ -1473,7 +1567,7 @@ type RemoveController struct {
 
 func (x *RemoveController) Reset() {
 	*x = RemoveController{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[18]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1485,7 +1579,7 @@ func (x *RemoveController) String() string {
 func (*RemoveController) ProtoMessage() {}
 
 func (x *RemoveController) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[18]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1498,7 +1592,7 @@ func (x *RemoveController) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveController.ProtoReflect.Descriptor instead.
 func (*RemoveController) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{18}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RemoveController) GetId() string {
@@ -1527,7 +1621,7 @@ type Expire struct {
 
 func (x *Expire) Reset() {
 	*x = Expire{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[19]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1539,7 +1633,7 @@ func (x *Expire) String() string {
 func (*Expire) ProtoMessage() {}
 
 func (x *Expire) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[19]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1552,7 +1646,7 @@ func (x *Expire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expire.ProtoReflect.Descriptor instead.
 func (*Expire) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{19}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Expire) GetRequestsBefore() int64 {
@@ -1601,7 +1695,7 @@ var File_phalanx_state_v1_commands_proto protoreflect.FileDescriptor
 
 const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\n" +
-	"\x1fphalanx/state/v1/commands.proto\x12\x10phalanx.state.v1\x1a\x1ephalanx/state/v1/records.proto\"\xac\t\n" +
+	"\x1fphalanx/state/v1/commands.proto\x12\x10phalanx.state.v1\x1a\x1ephalanx/state/v1/records.proto\"\xed\t\n" +
 	"\aCommand\x12<\n" +
 	"\n" +
 	"submit_job\x18\x01 \x01(\v2\x1b.phalanx.state.v1.SubmitJobH\x00R\tsubmitJob\x12<\n" +
@@ -1625,8 +1719,18 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\x0fset_node_health\x18\x0e \x01(\v2\x1f.phalanx.state.v1.SetNodeHealthH\x00R\rsetNodeHealth\x12Q\n" +
 	"\x11commit_checkpoint\x18\x0f \x01(\v2\".phalanx.state.v1.CommitCheckpointH\x00R\x10commitCheckpoint\x12B\n" +
 	"\frecord_event\x18\x10 \x01(\v2\x1d.phalanx.state.v1.RecordEventH\x00R\vrecordEvent\x12B\n" +
-	"\frequeue_jobs\x18\x11 \x01(\v2\x1d.phalanx.state.v1.RequeueJobsH\x00R\vrequeueJobsB\t\n" +
-	"\acommand\":\n" +
+	"\frequeue_jobs\x18\x11 \x01(\v2\x1d.phalanx.state.v1.RequeueJobsH\x00R\vrequeueJobs\x12?\n" +
+	"\vsignal_jobs\x18\x12 \x01(\v2\x1c.phalanx.state.v1.SignalJobsH\x00R\n" +
+	"signalJobsB\t\n" +
+	"\acommand\"\xa5\x01\n" +
+	"\n" +
+	"SignalJobs\x12\x17\n" +
+	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\x12\x16\n" +
+	"\x06signal\x18\x02 \x01(\x05R\x06signal\x123\n" +
+	"\x05scope\x18\x03 \x01(\x0e2\x1d.phalanx.state.v1.SignalScopeR\x05scope\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\fR\trequestId\x12\x12\n" +
+	"\x04time\x18\x05 \x01(\x03R\x04time\":\n" +
 	"\vRequeueJobs\x12\x17\n" +
 	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\x12\x12\n" +
 	"\x04time\x18\x02 \x01(\x03R\x04time\"<\n" +
@@ -1753,74 +1857,78 @@ func file_phalanx_state_v1_commands_proto_rawDescGZIP() []byte {
 	return file_phalanx_state_v1_commands_proto_rawDescData
 }
 
-var file_phalanx_state_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_phalanx_state_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_phalanx_state_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),          // 0: phalanx.state.v1.Command
-	(*RequeueJobs)(nil),      // 1: phalanx.state.v1.RequeueJobs
-	(*RecordEvent)(nil),      // 2: phalanx.state.v1.RecordEvent
-	(*CommitCheckpoint)(nil), // 3: phalanx.state.v1.CommitCheckpoint
-	(*UpdateJob)(nil),        // 4: phalanx.state.v1.UpdateJob
-	(*DependencyValue)(nil),  // 5: phalanx.state.v1.DependencyValue
-	(*SubmitJob)(nil),        // 6: phalanx.state.v1.SubmitJob
-	(*Placement)(nil),        // 7: phalanx.state.v1.Placement
-	(*PlaceJobs)(nil),        // 8: phalanx.state.v1.PlaceJobs
-	(*ReportTask)(nil),       // 9: phalanx.state.v1.ReportTask
-	(*CancelJobs)(nil),       // 10: phalanx.state.v1.CancelJobs
-	(*RegisterNode)(nil),     // 11: phalanx.state.v1.RegisterNode
-	(*SetNodeState)(nil),     // 12: phalanx.state.v1.SetNodeState
-	(*SetNodeHealth)(nil),    // 13: phalanx.state.v1.SetNodeHealth
-	(*SetPartitions)(nil),    // 14: phalanx.state.v1.SetPartitions
-	(*PreemptJobs)(nil),      // 15: phalanx.state.v1.PreemptJobs
-	(*SetNodesDown)(nil),     // 16: phalanx.state.v1.SetNodesDown
-	(*SetController)(nil),    // 17: phalanx.state.v1.SetController
-	(*RemoveController)(nil), // 18: phalanx.state.v1.RemoveController
-	(*Expire)(nil),           // 19: phalanx.state.v1.Expire
-	(*Event)(nil),            // 20: phalanx.state.v1.Event
-	(Hold)(0),                // 21: phalanx.state.v1.Hold
-	(*DepCond)(nil),          // 22: phalanx.state.v1.DepCond
-	(*Job)(nil),              // 23: phalanx.state.v1.Job
-	(*Allocation)(nil),       // 24: phalanx.state.v1.Allocation
-	(TaskState)(0),           // 25: phalanx.state.v1.TaskState
-	(*Node)(nil),             // 26: phalanx.state.v1.Node
-	(NodeState)(0),           // 27: phalanx.state.v1.NodeState
-	(*Partition)(nil),        // 28: phalanx.state.v1.Partition
-	(*Controller)(nil),       // 29: phalanx.state.v1.Controller
+	(*SignalJobs)(nil),       // 1: phalanx.state.v1.SignalJobs
+	(*RequeueJobs)(nil),      // 2: phalanx.state.v1.RequeueJobs
+	(*RecordEvent)(nil),      // 3: phalanx.state.v1.RecordEvent
+	(*CommitCheckpoint)(nil), // 4: phalanx.state.v1.CommitCheckpoint
+	(*UpdateJob)(nil),        // 5: phalanx.state.v1.UpdateJob
+	(*DependencyValue)(nil),  // 6: phalanx.state.v1.DependencyValue
+	(*SubmitJob)(nil),        // 7: phalanx.state.v1.SubmitJob
+	(*Placement)(nil),        // 8: phalanx.state.v1.Placement
+	(*PlaceJobs)(nil),        // 9: phalanx.state.v1.PlaceJobs
+	(*ReportTask)(nil),       // 10: phalanx.state.v1.ReportTask
+	(*CancelJobs)(nil),       // 11: phalanx.state.v1.CancelJobs
+	(*RegisterNode)(nil),     // 12: phalanx.state.v1.RegisterNode
+	(*SetNodeState)(nil),     // 13: phalanx.state.v1.SetNodeState
+	(*SetNodeHealth)(nil),    // 14: phalanx.state.v1.SetNodeHealth
+	(*SetPartitions)(nil),    // 15: phalanx.state.v1.SetPartitions
+	(*PreemptJobs)(nil),      // 16: phalanx.state.v1.PreemptJobs
+	(*SetNodesDown)(nil),     // 17: phalanx.state.v1.SetNodesDown
+	(*SetController)(nil),    // 18: phalanx.state.v1.SetController
+	(*RemoveController)(nil), // 19: phalanx.state.v1.RemoveController
+	(*Expire)(nil),           // 20: phalanx.state.v1.Expire
+	(SignalScope)(0),         // 21: phalanx.state.v1.SignalScope
+	(*Event)(nil),            // 22: phalanx.state.v1.Event
+	(Hold)(0),                // 23: phalanx.state.v1.Hold
+	(*DepCond)(nil),          // 24: phalanx.state.v1.DepCond
+	(*Job)(nil),              // 25: phalanx.state.v1.Job
+	(*Allocation)(nil),       // 26: phalanx.state.v1.Allocation
+	(TaskState)(0),           // 27: phalanx.state.v1.TaskState
+	(*Node)(nil),             // 28: phalanx.state.v1.Node
+	(NodeState)(0),           // 29: phalanx.state.v1.NodeState
+	(*Partition)(nil),        // 30: phalanx.state.v1.Partition
+	(*Controller)(nil),       // 31: phalanx.state.v1.Controller
 }
 var file_phalanx_state_v1_commands_proto_depIdxs = []int32{
-	6,  // 0: phalanx.state.v1.Command.submit_job:type_name -> phalanx.state.v1.SubmitJob
-	8,  // 1: phalanx.state.v1.Command.place_jobs:type_name -> phalanx.state.v1.PlaceJobs
-	9,  // 2: phalanx.state.v1.Command.report_task:type_name -> phalanx.state.v1.ReportTask
-	10, // 3: phalanx.state.v1.Command.cancel_jobs:type_name -> phalanx.state.v1.CancelJobs
-	11, // 4: phalanx.state.v1.Command.register_node:type_name -> phalanx.state.v1.RegisterNode
-	12, // 5: phalanx.state.v1.Command.set_node_state:type_name -> phalanx.state.v1.SetNodeState
-	14, // 6: phalanx.state.v1.Command.set_partitions:type_name -> phalanx.state.v1.SetPartitions
-	15, // 7: phalanx.state.v1.Command.preempt_jobs:type_name -> phalanx.state.v1.PreemptJobs
-	16, // 8: phalanx.state.v1.Command.set_nodes_down:type_name -> phalanx.state.v1.SetNodesDown
-	17, // 9: phalanx.state.v1.Command.set_controller:type_name -> phalanx.state.v1.SetController
-	18, // 10: phalanx.state.v1.Command.remove_controller:type_name -> phalanx.state.v1.RemoveController
-	19, // 11: phalanx.state.v1.Command.expire:type_name -> phalanx.state.v1.Expire
-	4,  // 12: phalanx.state.v1.Command.update_job:type_name -> phalanx.state.v1.UpdateJob
-	13, // 13: phalanx.state.v1.Command.set_node_health:type_name -> phalanx.state.v1.SetNodeHealth
-	3,  // 14: phalanx.state.v1.Command.commit_checkpoint:type_name -> phalanx.state.v1.CommitCheckpoint
-	2,  // 15: phalanx.state.v1.Command.record_event:type_name -> phalanx.state.v1.RecordEvent
-	1,  // 16: phalanx.state.v1.Command.requeue_jobs:type_name -> phalanx.state.v1.RequeueJobs
-	20, // 17: phalanx.state.v1.RecordEvent.event:type_name -> phalanx.state.v1.Event
-	21, // 18: phalanx.state.v1.UpdateJob.hold:type_name -> phalanx.state.v1.Hold
-	5,  // 19: phalanx.state.v1.UpdateJob.dependency:type_name -> phalanx.state.v1.DependencyValue
-	22, // 20: phalanx.state.v1.DependencyValue.conds:type_name -> phalanx.state.v1.DepCond
-	23, // 21: phalanx.state.v1.SubmitJob.job:type_name -> phalanx.state.v1.Job
-	24, // 22: phalanx.state.v1.Placement.alloc:type_name -> phalanx.state.v1.Allocation
-	7,  // 23: phalanx.state.v1.PlaceJobs.placements:type_name -> phalanx.state.v1.Placement
-	25, // 24: phalanx.state.v1.ReportTask.state:type_name -> phalanx.state.v1.TaskState
-	26, // 25: phalanx.state.v1.RegisterNode.node:type_name -> phalanx.state.v1.Node
-	27, // 26: phalanx.state.v1.SetNodeState.state:type_name -> phalanx.state.v1.NodeState
-	28, // 27: phalanx.state.v1.SetPartitions.partitions:type_name -> phalanx.state.v1.Partition
-	29, // 28: phalanx.state.v1.SetController.controller:type_name -> phalanx.state.v1.Controller
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	7,  // 0: phalanx.state.v1.Command.submit_job:type_name -> phalanx.state.v1.SubmitJob
+	9,  // 1: phalanx.state.v1.Command.place_jobs:type_name -> phalanx.state.v1.PlaceJobs
+	10, // 2: phalanx.state.v1.Command.report_task:type_name -> phalanx.state.v1.ReportTask
+	11, // 3: phalanx.state.v1.Command.cancel_jobs:type_name -> phalanx.state.v1.CancelJobs
+	12, // 4: phalanx.state.v1.Command.register_node:type_name -> phalanx.state.v1.RegisterNode
+	13, // 5: phalanx.state.v1.Command.set_node_state:type_name -> phalanx.state.v1.SetNodeState
+	15, // 6: phalanx.state.v1.Command.set_partitions:type_name -> phalanx.state.v1.SetPartitions
+	16, // 7: phalanx.state.v1.Command.preempt_jobs:type_name -> phalanx.state.v1.PreemptJobs
+	17, // 8: phalanx.state.v1.Command.set_nodes_down:type_name -> phalanx.state.v1.SetNodesDown
+	18, // 9: phalanx.state.v1.Command.set_controller:type_name -> phalanx.state.v1.SetController
+	19, // 10: phalanx.state.v1.Command.remove_controller:type_name -> phalanx.state.v1.RemoveController
+	20, // 11: phalanx.state.v1.Command.expire:type_name -> phalanx.state.v1.Expire
+	5,  // 12: phalanx.state.v1.Command.update_job:type_name -> phalanx.state.v1.UpdateJob
+	14, // 13: phalanx.state.v1.Command.set_node_health:type_name -> phalanx.state.v1.SetNodeHealth
+	4,  // 14: phalanx.state.v1.Command.commit_checkpoint:type_name -> phalanx.state.v1.CommitCheckpoint
+	3,  // 15: phalanx.state.v1.Command.record_event:type_name -> phalanx.state.v1.RecordEvent
+	2,  // 16: phalanx.state.v1.Command.requeue_jobs:type_name -> phalanx.state.v1.RequeueJobs
+	1,  // 17: phalanx.state.v1.Command.signal_jobs:type_name -> phalanx.state.v1.SignalJobs
+	21, // 18: phalanx.state.v1.SignalJobs.scope:type_name -> phalanx.state.v1.SignalScope
+	22, // 19: phalanx.state.v1.RecordEvent.event:type_name -> phalanx.state.v1.Event
+	23, // 20: phalanx.state.v1.UpdateJob.hold:type_name -> phalanx.state.v1.Hold
+	6,  // 21: phalanx.state.v1.UpdateJob.dependency:type_name -> phalanx.state.v1.DependencyValue
+	24, // 22: phalanx.state.v1.DependencyValue.conds:type_name -> phalanx.state.v1.DepCond
+	25, // 23: phalanx.state.v1.SubmitJob.job:type_name -> phalanx.state.v1.Job
+	26, // 24: phalanx.state.v1.Placement.alloc:type_name -> phalanx.state.v1.Allocation
+	8,  // 25: phalanx.state.v1.PlaceJobs.placements:type_name -> phalanx.state.v1.Placement
+	27, // 26: phalanx.state.v1.ReportTask.state:type_name -> phalanx.state.v1.TaskState
+	28, // 27: phalanx.state.v1.RegisterNode.node:type_name -> phalanx.state.v1.Node
+	29, // 28: phalanx.state.v1.SetNodeState.state:type_name -> phalanx.state.v1.NodeState
+	30, // 29: phalanx.state.v1.SetPartitions.partitions:type_name -> phalanx.state.v1.Partition
+	31, // 30: phalanx.state.v1.SetController.controller:type_name -> phalanx.state.v1.Controller
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_state_v1_commands_proto_init() }
@@ -1847,15 +1955,16 @@ func file_phalanx_state_v1_commands_proto_init() {
 		(*Command_CommitCheckpoint)(nil),
 		(*Command_RecordEvent)(nil),
 		(*Command_RequeueJobs)(nil),
+		(*Command_SignalJobs)(nil),
 	}
-	file_phalanx_state_v1_commands_proto_msgTypes[4].OneofWrappers = []any{}
+	file_phalanx_state_v1_commands_proto_msgTypes[5].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_state_v1_commands_proto_rawDesc), len(file_phalanx_state_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -474,6 +474,55 @@ func (RestartCause) EnumDescriptor() ([]byte, []int) {
 	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{6}
 }
 
+type SignalScope int32
+
+const (
+	SignalScope_SIGNAL_SCOPE_UNSPECIFIED SignalScope = 0 // the job's processes but the batch script
+	SignalScope_SIGNAL_SCOPE_BATCH       SignalScope = 1 // the batch script alone
+	SignalScope_SIGNAL_SCOPE_FULL        SignalScope = 2 // every process of the task
+)
+
+// Enum value maps for SignalScope.
+var (
+	SignalScope_name = map[int32]string{
+		0: "SIGNAL_SCOPE_UNSPECIFIED",
+		1: "SIGNAL_SCOPE_BATCH",
+		2: "SIGNAL_SCOPE_FULL",
+	}
+	SignalScope_value = map[string]int32{
+		"SIGNAL_SCOPE_UNSPECIFIED": 0,
+		"SIGNAL_SCOPE_BATCH":       1,
+		"SIGNAL_SCOPE_FULL":        2,
+	}
+)
+
+func (x SignalScope) Enum() *SignalScope {
+	p := new(SignalScope)
+	*p = x
+	return p
+}
+
+func (x SignalScope) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SignalScope) Descriptor() protoreflect.EnumDescriptor {
+	return file_phalanx_state_v1_records_proto_enumTypes[7].Descriptor()
+}
+
+func (SignalScope) Type() protoreflect.EnumType {
+	return &file_phalanx_state_v1_records_proto_enumTypes[7]
+}
+
+func (x SignalScope) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SignalScope.Descriptor instead.
+func (SignalScope) EnumDescriptor() ([]byte, []int) {
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{7}
+}
+
 // Hold is who holds a pending job back.
 type Hold int32
 
@@ -508,11 +557,11 @@ func (x Hold) String() string {
 }
 
 func (Hold) Descriptor() protoreflect.EnumDescriptor {
-	return file_phalanx_state_v1_records_proto_enumTypes[7].Descriptor()
+	return file_phalanx_state_v1_records_proto_enumTypes[8].Descriptor()
 }
 
 func (Hold) Type() protoreflect.EnumType {
-	return &file_phalanx_state_v1_records_proto_enumTypes[7]
+	return &file_phalanx_state_v1_records_proto_enumTypes[8]
 }
 
 func (x Hold) Number() protoreflect.EnumNumber {
@@ -521,7 +570,7 @@ func (x Hold) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Hold.Descriptor instead.
 func (Hold) EnumDescriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{8}
 }
 
 // Job is a job's record without its payload: what was asked for and what
@@ -1134,9 +1183,12 @@ type JobStatus struct {
 	CheckpointPending []*CheckpointCommits `protobuf:"bytes,14,rep,name=checkpoint_pending,json=checkpointPending,proto3" json:"checkpoint_pending,omitempty"`
 	// hold: a pending job held back from scheduling (sbatch --hold,
 	// scontrol hold/uhold) until released.
-	Hold          Hold `protobuf:"varint,15,opt,name=hold,proto3,enum=phalanx.state.v1.Hold" json:"hold,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Hold Hold `protobuf:"varint,15,opt,name=hold,proto3,enum=phalanx.state.v1.Hold" json:"hold,omitempty"`
+	// signal_requests: the scancel --signal requests of the current
+	// attempt, oldest first.
+	SignalRequests []*SignalRequest `protobuf:"bytes,16,rep,name=signal_requests,json=signalRequests,proto3" json:"signal_requests,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *JobStatus) Reset() {
@@ -1274,6 +1326,73 @@ func (x *JobStatus) GetHold() Hold {
 	return Hold_HOLD_UNSPECIFIED
 }
 
+func (x *JobStatus) GetSignalRequests() []*SignalRequest {
+	if x != nil {
+		return x.SignalRequests
+	}
+	return nil
+}
+
+type SignalRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           uint32                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Signal        int32                  `protobuf:"varint,2,opt,name=signal,proto3" json:"signal,omitempty"`
+	Scope         SignalScope            `protobuf:"varint,3,opt,name=scope,proto3,enum=phalanx.state.v1.SignalScope" json:"scope,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignalRequest) Reset() {
+	*x = SignalRequest{}
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignalRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignalRequest) ProtoMessage() {}
+
+func (x *SignalRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignalRequest.ProtoReflect.Descriptor instead.
+func (*SignalRequest) Descriptor() ([]byte, []int) {
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *SignalRequest) GetSeq() uint32 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *SignalRequest) GetSignal() int32 {
+	if x != nil {
+		return x.Signal
+	}
+	return 0
+}
+
+func (x *SignalRequest) GetScope() SignalScope {
+	if x != nil {
+		return x.Scope
+	}
+	return SignalScope_SIGNAL_SCOPE_UNSPECIFIED
+}
+
 // CheckpointCommits is the ranks that have committed one step.
 type CheckpointCommits struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1285,7 +1404,7 @@ type CheckpointCommits struct {
 
 func (x *CheckpointCommits) Reset() {
 	*x = CheckpointCommits{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1297,7 +1416,7 @@ func (x *CheckpointCommits) String() string {
 func (*CheckpointCommits) ProtoMessage() {}
 
 func (x *CheckpointCommits) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1310,7 +1429,7 @@ func (x *CheckpointCommits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCommits.ProtoReflect.Descriptor instead.
 func (*CheckpointCommits) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CheckpointCommits) GetStep() int64 {
@@ -1336,7 +1455,7 @@ type Allocation struct {
 
 func (x *Allocation) Reset() {
 	*x = Allocation{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1348,7 +1467,7 @@ func (x *Allocation) String() string {
 func (*Allocation) ProtoMessage() {}
 
 func (x *Allocation) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1361,7 +1480,7 @@ func (x *Allocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
 func (*Allocation) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Allocation) GetNodes() []*NodeAlloc {
@@ -1383,7 +1502,7 @@ type NodeAlloc struct {
 
 func (x *NodeAlloc) Reset() {
 	*x = NodeAlloc{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1395,7 +1514,7 @@ func (x *NodeAlloc) String() string {
 func (*NodeAlloc) ProtoMessage() {}
 
 func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1408,7 +1527,7 @@ func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAlloc.ProtoReflect.Descriptor instead.
 func (*NodeAlloc) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *NodeAlloc) GetNode() string {
@@ -1455,7 +1574,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1467,7 +1586,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1480,7 +1599,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Task) GetRank() int32 {
@@ -1562,7 +1681,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1574,7 +1693,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1587,7 +1706,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Attempt) GetAttempt() int32 {
@@ -1712,7 +1831,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1724,7 +1843,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1737,7 +1856,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{11}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Node) GetName() string {
@@ -1879,7 +1998,7 @@ type NIC struct {
 
 func (x *NIC) Reset() {
 	*x = NIC{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1891,7 +2010,7 @@ func (x *NIC) String() string {
 func (*NIC) ProtoMessage() {}
 
 func (x *NIC) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1904,7 +2023,7 @@ func (x *NIC) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NIC.ProtoReflect.Descriptor instead.
 func (*NIC) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{12}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *NIC) GetDevice() string {
@@ -2002,7 +2121,7 @@ type Partition struct {
 
 func (x *Partition) Reset() {
 	*x = Partition{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2014,7 +2133,7 @@ func (x *Partition) String() string {
 func (*Partition) ProtoMessage() {}
 
 func (x *Partition) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2027,7 +2146,7 @@ func (x *Partition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Partition.ProtoReflect.Descriptor instead.
 func (*Partition) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{13}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Partition) GetName() string {
@@ -2115,7 +2234,7 @@ type SubmitRequest struct {
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[14]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2127,7 +2246,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[14]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2140,7 +2259,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{14}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SubmitRequest) GetJobId() uint64 {
@@ -2176,7 +2295,7 @@ type Controller struct {
 
 func (x *Controller) Reset() {
 	*x = Controller{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[15]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2188,7 +2307,7 @@ func (x *Controller) String() string {
 func (*Controller) ProtoMessage() {}
 
 func (x *Controller) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[15]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2201,7 +2320,7 @@ func (x *Controller) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Controller.ProtoReflect.Descriptor instead.
 func (*Controller) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{15}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Controller) GetId() string {
@@ -2243,7 +2362,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[16]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2255,7 +2374,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[16]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2268,7 +2387,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{16}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -2390,7 +2509,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\venvironment\x18\x03 \x03(\tR\venvironment\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xff\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc9\x05\n" +
 	"\tJobStatus\x120\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x1a.phalanx.state.v1.JobStateR\x05state\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1b\n" +
@@ -2410,8 +2529,13 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\battempts\x18\f \x03(\v2\x19.phalanx.state.v1.AttemptR\battempts\x12,\n" +
 	"\x0fcheckpoint_step\x18\r \x01(\x03H\x00R\x0echeckpointStep\x88\x01\x01\x12R\n" +
 	"\x12checkpoint_pending\x18\x0e \x03(\v2#.phalanx.state.v1.CheckpointCommitsR\x11checkpointPending\x12*\n" +
-	"\x04hold\x18\x0f \x01(\x0e2\x16.phalanx.state.v1.HoldR\x04holdB\x12\n" +
-	"\x10_checkpoint_step\"=\n" +
+	"\x04hold\x18\x0f \x01(\x0e2\x16.phalanx.state.v1.HoldR\x04hold\x12H\n" +
+	"\x0fsignal_requests\x18\x10 \x03(\v2\x1f.phalanx.state.v1.SignalRequestR\x0esignalRequestsB\x12\n" +
+	"\x10_checkpoint_step\"n\n" +
+	"\rSignalRequest\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\rR\x03seq\x12\x16\n" +
+	"\x06signal\x18\x02 \x01(\x05R\x06signal\x123\n" +
+	"\x05scope\x18\x03 \x01(\x0e2\x1d.phalanx.state.v1.SignalScopeR\x05scope\"=\n" +
 	"\x11CheckpointCommits\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\x03R\x04step\x12\x14\n" +
 	"\x05ranks\x18\x02 \x03(\x05R\x05ranks\"?\n" +
@@ -2580,7 +2704,11 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x12RESTART_CAUSE_NODE\x10\x01\x12\x16\n" +
 	"\x12RESTART_CAUSE_EXIT\x10\x02\x12\x16\n" +
 	"\x12RESTART_CAUSE_HANG\x10\x03\x12\x1c\n" +
-	"\x18RESTART_CAUSE_CHECKPOINT\x10\x04*;\n" +
+	"\x18RESTART_CAUSE_CHECKPOINT\x10\x04*Z\n" +
+	"\vSignalScope\x12\x1c\n" +
+	"\x18SIGNAL_SCOPE_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12SIGNAL_SCOPE_BATCH\x10\x01\x12\x15\n" +
+	"\x11SIGNAL_SCOPE_FULL\x10\x02*;\n" +
 	"\x04Hold\x12\x14\n" +
 	"\x10HOLD_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tHOLD_USER\x10\x01\x12\x0e\n" +
@@ -2599,8 +2727,8 @@ func file_phalanx_state_v1_records_proto_rawDescGZIP() []byte {
 	return file_phalanx_state_v1_records_proto_rawDescData
 }
 
-var file_phalanx_state_v1_records_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_phalanx_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_phalanx_state_v1_records_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
+var file_phalanx_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_phalanx_state_v1_records_proto_goTypes = []any{
 	(JobState)(0),             // 0: phalanx.state.v1.JobState
 	(TaskState)(0),            // 1: phalanx.state.v1.TaskState
@@ -2609,54 +2737,58 @@ var file_phalanx_state_v1_records_proto_goTypes = []any{
 	(PartitionState)(0),       // 4: phalanx.state.v1.PartitionState
 	(DepType)(0),              // 5: phalanx.state.v1.DepType
 	(RestartCause)(0),         // 6: phalanx.state.v1.RestartCause
-	(Hold)(0),                 // 7: phalanx.state.v1.Hold
-	(*Job)(nil),               // 8: phalanx.state.v1.Job
-	(*JobSpec)(nil),           // 9: phalanx.state.v1.JobSpec
-	(*DepCond)(nil),           // 10: phalanx.state.v1.DepCond
-	(*RestartPolicy)(nil),     // 11: phalanx.state.v1.RestartPolicy
-	(*JobPayload)(nil),        // 12: phalanx.state.v1.JobPayload
-	(*JobStatus)(nil),         // 13: phalanx.state.v1.JobStatus
-	(*CheckpointCommits)(nil), // 14: phalanx.state.v1.CheckpointCommits
-	(*Allocation)(nil),        // 15: phalanx.state.v1.Allocation
-	(*NodeAlloc)(nil),         // 16: phalanx.state.v1.NodeAlloc
-	(*Task)(nil),              // 17: phalanx.state.v1.Task
-	(*Attempt)(nil),           // 18: phalanx.state.v1.Attempt
-	(*Node)(nil),              // 19: phalanx.state.v1.Node
-	(*NIC)(nil),               // 20: phalanx.state.v1.NIC
-	(*Partition)(nil),         // 21: phalanx.state.v1.Partition
-	(*SubmitRequest)(nil),     // 22: phalanx.state.v1.SubmitRequest
-	(*Controller)(nil),        // 23: phalanx.state.v1.Controller
-	(*Event)(nil),             // 24: phalanx.state.v1.Event
-	nil,                       // 25: phalanx.state.v1.JobPayload.EnvEntry
+	(SignalScope)(0),          // 7: phalanx.state.v1.SignalScope
+	(Hold)(0),                 // 8: phalanx.state.v1.Hold
+	(*Job)(nil),               // 9: phalanx.state.v1.Job
+	(*JobSpec)(nil),           // 10: phalanx.state.v1.JobSpec
+	(*DepCond)(nil),           // 11: phalanx.state.v1.DepCond
+	(*RestartPolicy)(nil),     // 12: phalanx.state.v1.RestartPolicy
+	(*JobPayload)(nil),        // 13: phalanx.state.v1.JobPayload
+	(*JobStatus)(nil),         // 14: phalanx.state.v1.JobStatus
+	(*SignalRequest)(nil),     // 15: phalanx.state.v1.SignalRequest
+	(*CheckpointCommits)(nil), // 16: phalanx.state.v1.CheckpointCommits
+	(*Allocation)(nil),        // 17: phalanx.state.v1.Allocation
+	(*NodeAlloc)(nil),         // 18: phalanx.state.v1.NodeAlloc
+	(*Task)(nil),              // 19: phalanx.state.v1.Task
+	(*Attempt)(nil),           // 20: phalanx.state.v1.Attempt
+	(*Node)(nil),              // 21: phalanx.state.v1.Node
+	(*NIC)(nil),               // 22: phalanx.state.v1.NIC
+	(*Partition)(nil),         // 23: phalanx.state.v1.Partition
+	(*SubmitRequest)(nil),     // 24: phalanx.state.v1.SubmitRequest
+	(*Controller)(nil),        // 25: phalanx.state.v1.Controller
+	(*Event)(nil),             // 26: phalanx.state.v1.Event
+	nil,                       // 27: phalanx.state.v1.JobPayload.EnvEntry
 }
 var file_phalanx_state_v1_records_proto_depIdxs = []int32{
-	9,  // 0: phalanx.state.v1.Job.spec:type_name -> phalanx.state.v1.JobSpec
-	13, // 1: phalanx.state.v1.Job.status:type_name -> phalanx.state.v1.JobStatus
-	11, // 2: phalanx.state.v1.JobSpec.restart:type_name -> phalanx.state.v1.RestartPolicy
-	10, // 3: phalanx.state.v1.JobSpec.dependency:type_name -> phalanx.state.v1.DepCond
+	10, // 0: phalanx.state.v1.Job.spec:type_name -> phalanx.state.v1.JobSpec
+	14, // 1: phalanx.state.v1.Job.status:type_name -> phalanx.state.v1.JobStatus
+	12, // 2: phalanx.state.v1.JobSpec.restart:type_name -> phalanx.state.v1.RestartPolicy
+	11, // 3: phalanx.state.v1.JobSpec.dependency:type_name -> phalanx.state.v1.DepCond
 	5,  // 4: phalanx.state.v1.DepCond.type:type_name -> phalanx.state.v1.DepType
 	6,  // 5: phalanx.state.v1.RestartPolicy.on:type_name -> phalanx.state.v1.RestartCause
-	25, // 6: phalanx.state.v1.JobPayload.env:type_name -> phalanx.state.v1.JobPayload.EnvEntry
+	27, // 6: phalanx.state.v1.JobPayload.env:type_name -> phalanx.state.v1.JobPayload.EnvEntry
 	0,  // 7: phalanx.state.v1.JobStatus.state:type_name -> phalanx.state.v1.JobState
-	15, // 8: phalanx.state.v1.JobStatus.alloc:type_name -> phalanx.state.v1.Allocation
-	17, // 9: phalanx.state.v1.JobStatus.tasks:type_name -> phalanx.state.v1.Task
-	18, // 10: phalanx.state.v1.JobStatus.attempts:type_name -> phalanx.state.v1.Attempt
-	14, // 11: phalanx.state.v1.JobStatus.checkpoint_pending:type_name -> phalanx.state.v1.CheckpointCommits
-	7,  // 12: phalanx.state.v1.JobStatus.hold:type_name -> phalanx.state.v1.Hold
-	16, // 13: phalanx.state.v1.Allocation.nodes:type_name -> phalanx.state.v1.NodeAlloc
-	1,  // 14: phalanx.state.v1.Task.state:type_name -> phalanx.state.v1.TaskState
-	15, // 15: phalanx.state.v1.Attempt.alloc:type_name -> phalanx.state.v1.Allocation
-	0,  // 16: phalanx.state.v1.Attempt.state:type_name -> phalanx.state.v1.JobState
-	6,  // 17: phalanx.state.v1.Attempt.cause:type_name -> phalanx.state.v1.RestartCause
-	2,  // 18: phalanx.state.v1.Node.state:type_name -> phalanx.state.v1.NodeState
-	20, // 19: phalanx.state.v1.Node.nics:type_name -> phalanx.state.v1.NIC
-	4,  // 20: phalanx.state.v1.Partition.state:type_name -> phalanx.state.v1.PartitionState
-	3,  // 21: phalanx.state.v1.Event.kind:type_name -> phalanx.state.v1.EventKind
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	17, // 8: phalanx.state.v1.JobStatus.alloc:type_name -> phalanx.state.v1.Allocation
+	19, // 9: phalanx.state.v1.JobStatus.tasks:type_name -> phalanx.state.v1.Task
+	20, // 10: phalanx.state.v1.JobStatus.attempts:type_name -> phalanx.state.v1.Attempt
+	16, // 11: phalanx.state.v1.JobStatus.checkpoint_pending:type_name -> phalanx.state.v1.CheckpointCommits
+	8,  // 12: phalanx.state.v1.JobStatus.hold:type_name -> phalanx.state.v1.Hold
+	15, // 13: phalanx.state.v1.JobStatus.signal_requests:type_name -> phalanx.state.v1.SignalRequest
+	7,  // 14: phalanx.state.v1.SignalRequest.scope:type_name -> phalanx.state.v1.SignalScope
+	18, // 15: phalanx.state.v1.Allocation.nodes:type_name -> phalanx.state.v1.NodeAlloc
+	1,  // 16: phalanx.state.v1.Task.state:type_name -> phalanx.state.v1.TaskState
+	17, // 17: phalanx.state.v1.Attempt.alloc:type_name -> phalanx.state.v1.Allocation
+	0,  // 18: phalanx.state.v1.Attempt.state:type_name -> phalanx.state.v1.JobState
+	6,  // 19: phalanx.state.v1.Attempt.cause:type_name -> phalanx.state.v1.RestartCause
+	2,  // 20: phalanx.state.v1.Node.state:type_name -> phalanx.state.v1.NodeState
+	22, // 21: phalanx.state.v1.Node.nics:type_name -> phalanx.state.v1.NIC
+	4,  // 22: phalanx.state.v1.Partition.state:type_name -> phalanx.state.v1.PartitionState
+	3,  // 23: phalanx.state.v1.Event.kind:type_name -> phalanx.state.v1.EventKind
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_state_v1_records_proto_init() }
@@ -2670,8 +2802,8 @@ func file_phalanx_state_v1_records_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_state_v1_records_proto_rawDesc), len(file_phalanx_state_v1_records_proto_rawDesc)),
-			NumEnums:      8,
-			NumMessages:   18,
+			NumEnums:      9,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
