@@ -29,7 +29,7 @@ func TestHoldAndRelease(t *testing.T) {
 	asAlice, asCarol := c.ClientAs(alice), c.ClientAs(carol)
 	dir := runtimetest.SharedDir(t)
 	sub := func(name string, hold bool) uint64 {
-		s := spec(dir, name, 1, 0, "#!/bin/sh\nsleep 60\n")
+		s := spec(dir, name, 1, 8, "#!/bin/sh\nsleep 60\n") // the whole node: one runs at a time
 		s.Uid, s.Gid, s.User, s.Hold = int32(alice.UID), int32(alice.GID), alice.User, hold
 		resp, err := asAlice.SubmitJob(ctx, &phalanxv1.SubmitJobRequest{Spec: s})
 		if err != nil {
