@@ -215,7 +215,14 @@ func TestGateFindsALostGPU(t *testing.T) {
 	// (The fake GPUs play the fault file when NVML is next called: by the
 	// gate, here.)
 	h.srv.set(wireAssignment(34, t.TempDir(), script)) // GPUs 2 and 3
+	// NVML tells the loss twice: the gate's query answers GPU_IS_LOST, and
+	// the event stream raises XID 79. Which the agent hears first depends
+	// on whose NVML call plays the fault; either names the fault, and the
+	// drain and the report must agree on it.
 	msg := "GPU 3 is gone from the bus (NVML: ERROR_GPU_IS_LOST): repair the node"
+	if r := h.srv.waitReport(t, 34, "LOST"); strings.Contains(r.Message, "XID 79") {
+		msg = "GPU 3 XID 79 (GPU has fallen off the bus): repair the node"
+	}
 	h.lostAfterDrain(t, 34, "prestart-gpu on gpu001: "+msg+"; node drained", "prestart-gpu|"+msg+"|true")
 	if n := len(h.rt.Specs()); n != 0 {
 		t.Errorf("%d tasks started on a lost GPU", n)
