@@ -62,7 +62,8 @@ for _ in $(seq 600); do [ "$(idle_nodes)" = "$nodes" ] && break; sleep 0.2; done
 now() { date +%s%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (b - a) / 1e9 }'; }
 field() { "$phx" scontrol show job "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1; }
-reason() { "$phx" scontrol show job "$1" | sed -n 's/.*JobState=[A-Z_]* Reason=//p' | head -1; }
+# reason ID: the job's Reason (it may hold spaces; Dependency= follows it).
+reason() { "$phx" scontrol show job "$1" | sed -n 's/.*JobState=[A-Z_]* Reason=\(.*\) Dependency=.*/\1/p' | head -1; }
 
 # job SCENARIO: submits the scenario's job, prints its ID.
 job() {
