@@ -1,5 +1,7 @@
 package cluster
 
+import "time"
+
 // Holds (sbatch --hold, scontrol hold, uhold, release). A held job stays
 // PENDING and is never scheduled until released: with reason JobHeldUser
 // when its user held it (the user may release it), JobHeldAdmin when an
@@ -33,4 +35,27 @@ func (h Hold) Reason() string {
 		return ReasonJobHeldAdmin
 	}
 	return ""
+}
+
+// ReasonDeadline is the reason of a job ended by its --deadline (Slurm's).
+const ReasonDeadline = "DeadLine"
+
+// MissedDeadline reports whether pending job j, started at t, could not
+// end before its --deadline: t plus its time limit is past it (a job
+// without a limit never ends in time).
+func MissedDeadline(j *Job, t time.Time) bool {
+	if j.State != JobPending || j.Deadline.IsZero() {
+		return false
+	}
+	return j.TimeLimit <= 0 || t.Add(j.TimeLimit).After(j.Deadline)
+}
+
+// MissDeadline ends pending job j as DEADLINE when it could no longer end
+// before its --deadline at t. It reports whether the job changed.
+func MissDeadline(j *Job, t time.Time) (changed bool) {
+	if !MissedDeadline(j, t) {
+		return false
+	}
+	finish(j, JobDeadline, ReasonDeadline, t)
+	return true
 }

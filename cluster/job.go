@@ -29,12 +29,14 @@ const (
 	// JobRequeued: scontrol requeue stopped it; once its tasks have ended
 	// it is PENDING again (Slurm's REQUEUED).
 	JobRequeued JobState = "REQUEUED"
+	// JobDeadline: sbatch --deadline came before the job could end.
+	JobDeadline JobState = "DEADLINE"
 )
 
 // Terminal reports whether no further transition can happen.
 func (s JobState) Terminal() bool {
 	switch s {
-	case JobCompleted, JobFailed, JobCancelled, JobTimeout, JobNodeFail, JobPreempted, JobRequeued:
+	case JobCompleted, JobFailed, JobCancelled, JobTimeout, JobNodeFail, JobPreempted, JobRequeued, JobDeadline:
 		return true
 	}
 	return false
@@ -69,6 +71,8 @@ func (s JobState) Short() string {
 		return "PR"
 	case JobRequeued:
 		return "RQ"
+	case JobDeadline:
+		return "DL"
 	}
 	return "??"
 }
@@ -86,7 +90,7 @@ func ParseJobState(s string) (JobState, error) {
 // AllJobStates lists every state in lifecycle order.
 var AllJobStates = []JobState{
 	JobPending, JobConfiguring, JobRunning, JobCompleting, JobCompleted,
-	JobFailed, JobCancelled, JobTimeout, JobNodeFail, JobPreempted, JobRequeued,
+	JobFailed, JobCancelled, JobTimeout, JobNodeFail, JobPreempted, JobRequeued, JobDeadline,
 }
 
 // Pending reasons, as squeue shows them.
@@ -162,6 +166,9 @@ type Job struct {
 	// BeginTime is sbatch --begin: the job is not scheduled before it
 	// (reason BeginTime); zero: at once.
 	BeginTime time.Time
+	// Deadline is sbatch --deadline: a pending job that could not end by
+	// then ends DEADLINE (MissDeadline); zero: none.
+	Deadline time.Time
 
 	State      JobState
 	Reason     string // pending reason, or why it ended

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // attemptReport is rep for the job's current attempt.
@@ -293,5 +294,30 @@ func TestRequestSignal(t *testing.T) {
 	Requeue(j, ReasonPreempted)
 	if len(j.SignalRequests) != 0 {
 		t.Errorf("a requeued job kept %d requests of its attempt", len(j.SignalRequests))
+	}
+}
+
+// sbatch --deadline: a pending job whose start now plus its time limit
+// passes its deadline ends DEADLINE; one that can still end in time, or
+// that runs, is left alone.
+func TestMissDeadline(t *testing.T) {
+	now := at(0)
+	j := &Job{State: JobPending, TimeLimit: time.Hour, Deadline: now.Add(2 * time.Hour)}
+	if MissDeadline(j, now) || MissDeadline(j, now.Add(time.Hour)) {
+		t.Fatal("a job that can still end by its deadline was ended")
+	}
+	if !MissDeadline(j, now.Add(time.Hour+time.Second)) || j.State != JobDeadline || j.Reason != ReasonDeadline || !j.State.Terminal() {
+		t.Fatalf("past its deadline: %s (%s)", j.State, j.Reason)
+	}
+	unlimited := &Job{State: JobPending, Deadline: now.Add(24 * time.Hour)}
+	if !MissedDeadline(unlimited, now) {
+		t.Error("a job with no time limit cannot promise to end by a deadline")
+	}
+	running := &Job{State: JobRunning, TimeLimit: time.Hour, Deadline: now}
+	if MissDeadline(running, now.Add(time.Hour)) {
+		t.Error("a running job was ended by its deadline")
+	}
+	if MissedDeadline(&Job{State: JobPending, TimeLimit: time.Hour}, now) {
+		t.Error("a job without a deadline missed it")
 	}
 }

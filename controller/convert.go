@@ -100,6 +100,9 @@ func jobFromSpec(spec *phalanxv1.JobSpec, maxScript int) (*cluster.Job, error) {
 	if spec.BeginTime != nil {
 		j.BeginTime = spec.BeginTime.AsTime()
 	}
+	if spec.Deadline != nil {
+		j.Deadline = spec.Deadline.AsTime()
+	}
 	if j.Nodes == 0 {
 		j.Nodes = 1
 	}
@@ -173,6 +176,7 @@ func specToProto(j *cluster.Job) *phalanxv1.JobSpec {
 		KillOnInvalidDep:    j.KillOnInvalidDep,
 		Hold:                j.Hold != cluster.HoldNone,
 		BeginTime:           ts(j.BeginTime),
+		Deadline:            ts(j.Deadline),
 	}
 }
 

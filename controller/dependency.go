@@ -35,6 +35,7 @@ type depGate struct {
 	view    cluster.DepView
 	waiting map[cluster.JobID]scheduler.PendingInfo
 	kill    []cluster.JobID // never satisfied, and asked to be cancelled then
+	missed  []cluster.JobID // could no longer end before their --deadline
 }
 
 // gateDependencies returns the jobs the scheduler may consider (every live
@@ -67,6 +68,10 @@ func (s *Server) gateDependencies(jobs []*cluster.Job, now time.Time) ([]*cluste
 	}
 	keep := jobs[:0:0]
 	for _, j := range jobs {
+		if cluster.MissedDeadline(j, now) {
+			g.missed = append(g.missed, j.ID)
+			continue
+		}
 		if j.State == cluster.JobPending && j.Hold != cluster.HoldNone {
 			g.waiting[j.ID] = scheduler.PendingInfo{Reason: j.Hold.Reason()}
 			continue
@@ -95,12 +100,17 @@ func (s *Server) gateDependencies(jobs []*cluster.Job, now time.Time) ([]*cluste
 }
 
 // cancelNeverSatisfied cancels the jobs whose dependency can never hold
-// and that asked for it (--kill-on-invalid-dep=yes).
+// and that asked for it (--kill-on-invalid-dep=yes), and ends those that
+// could no longer end before their --deadline.
 func (s *Server) cancelNeverSatisfied(ctx context.Context, g *depGate, now time.Time) {
-	if len(g.kill) == 0 {
-		return
+	if len(g.kill) > 0 {
+		if _, err := s.propose(ctx, fsm.CancelJobs{IDs: g.kill, Time: now, Reason: cluster.ReasonDependencyNever}); err != nil {
+			s.log.Error("cancel jobs whose dependency can never be satisfied", "jobs", g.kill, "err", err)
+		}
 	}
-	if _, err := s.propose(ctx, fsm.CancelJobs{IDs: g.kill, Time: now, Reason: cluster.ReasonDependencyNever}); err != nil {
-		s.log.Error("cancel jobs whose dependency can never be satisfied", "jobs", g.kill, "err", err)
+	if len(g.missed) > 0 {
+		if _, err := s.propose(ctx, fsm.MissDeadlines{IDs: g.missed, Time: now}); err != nil {
+			s.log.Error("end jobs past their deadline", "jobs", g.missed, "err", err)
+		}
 	}
 }

@@ -216,6 +216,12 @@ func (s *Store) SignalJobs(idx uint64, ids []cluster.JobID, sig int, scope clust
 	return changed, nil
 }
 
+// MissDeadlines ends the named pending jobs that could no longer end
+// before their --deadline at t (cluster.MissDeadline), and returns them.
+func (s *Store) MissDeadlines(idx uint64, ids []cluster.JobID, t time.Time) ([]cluster.JobID, error) {
+	return s.changeJobs(idx, ids, func(j *cluster.Job) bool { return cluster.MissDeadline(j, t) })
+}
+
 // changeJobs applies transition to a copy of each named job, in one entry,
 // and keeps the copies it changed; it returns their IDs, in the order
 // given. Unknown IDs are skipped.

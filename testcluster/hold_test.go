@@ -151,3 +151,27 @@ func TestRequeueRunningJob(t *testing.T) {
 		t.Errorf("the waiting job is %s: the requeued job should have gone first", j.GetState())
 	}
 }
+
+// sbatch --deadline: a job that waits for the node until it could no
+// longer end in time ends DEADLINE, reason DeadLine; one that can, runs.
+func TestDeadlineEndsAJobThatCannotEndInTime(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 1, Runtime: "fake"})
+	ctx := context.Background()
+	busy := submit(t, c, spec(t.TempDir(), "busy", 1, 8, "#!/bin/sh\nsleep 60\n"))
+	c.WaitJob(busy, 10*time.Second, "RUNNING")
+	late := spec(t.TempDir(), "late", 1, 8, "#!/bin/sh\nsleep 60\n")
+	late.TimeLimitSeconds = 60
+	late.Deadline = timestamppb.New(time.Now().Add(61 * time.Second)) // a second to start in
+	id := submit(t, c, late)
+	j := c.WaitJob(id, 10*time.Second, "DEADLINE", "RUNNING", "CANCELLED")
+	if j.State != "DEADLINE" || j.Reason != "DeadLine" {
+		t.Fatalf("job %d: %s (%s); want DEADLINE (DeadLine)", id, j.State, j.Reason)
+	}
+	if _, err := c.Client.CancelJob(ctx, &phalanxv1.CancelJobRequest{JobIds: []uint64{busy}}); err != nil {
+		t.Fatal(err)
+	}
+	inTime := spec(t.TempDir(), "in-time", 1, 8, "#!/bin/sh\nsleep 60\n")
+	inTime.TimeLimitSeconds = 60
+	inTime.Deadline = timestamppb.New(time.Now().Add(time.Hour))
+	c.WaitJob(submit(t, c, inTime), 10*time.Second, "RUNNING")
+}

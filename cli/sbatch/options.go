@@ -26,6 +26,7 @@ var Options = []getopt.Option{
 	{Long: "hang-timeout", HasArg: true, Usage: "TIME (10:00 to 12:00:00): no output, no checkpoint and idle GPUs for that long is a suspected hang, which restarts the job with --restart-on=...,hang; 0: off (default: the cluster's)"},
 	{Long: "constraint", Short: 'C', HasArg: true, Usage: "node features: FEATURE, a&b (all of them) or a|b (any of them)"},
 	{Long: "cpus-per-task", Short: 'c', HasArg: true, Usage: "CPUs per task (one task per node)"},
+	{Long: "deadline", HasArg: true, Usage: "end the job (DEADLINE) if it could not end by TIME: its start plus its time limit (times as --begin)"},
 	{Long: "dependency", Short: 'd', HasArg: true, Usage: "start after other jobs: after[ok|notok|any]:ID[:ID...], after:ID+MINUTES, singleton; joined by , (all) or ? (any)"},
 	{Long: "kill-on-invalid-dep", HasArg: true, Usage: "yes: cancel the job once its dependency can never be satisfied; no (default): it waits, DependencyNeverSatisfied"},
 	{Long: "error", Short: 'e', HasArg: true, Usage: "file for stderr (pattern: %j %x %u %N ...)"},
@@ -193,14 +194,16 @@ func (b *builder) apply(v getopt.Value) error {
 		b.total.set = err == nil
 	case "help":
 		b.help = true
-	case "begin":
+	case "begin", "deadline":
 		if b.parseTime == nil {
 			err = fmt.Errorf("no clock to read the time against")
 			break
 		}
 		var at time.Time
-		if at, err = b.parseTime(v.Value); err == nil {
+		if at, err = b.parseTime(v.Value); err == nil && v.Name == "begin" {
 			s.BeginTime = timestamppb.New(at)
+		} else if err == nil {
+			s.Deadline = timestamppb.New(at)
 		}
 	case "wait":
 		b.wait = true

@@ -162,6 +162,18 @@ func (c SignalJobs) apply(st *store.Store, idx uint64) Result {
 	return Result{IDs: ids, Err: err}
 }
 
+// MissDeadlines ends pending jobs that could no longer end before their
+// --deadline.
+type MissDeadlines struct {
+	IDs  []cluster.JobID
+	Time time.Time
+}
+
+func (c MissDeadlines) apply(st *store.Store, idx uint64) Result {
+	ids, err := st.MissDeadlines(idx, c.IDs, c.Time)
+	return Result{IDs: ids, Err: err}
+}
+
 // SetNodesDown marks silent nodes DOWN together.
 type SetNodesDown struct {
 	Names  []string

@@ -93,6 +93,9 @@ func decode(m *statev1.Command) (Command, error) {
 		r := c.SignalJobs
 		return SignalJobs{IDs: jobIDs(r.GetJobIds()), Signal: int(r.GetSignal()), Scope: codec.FromSignalScopeRecord(r.GetScope()),
 			RequestID: r.GetRequestId(), Time: codec.FromTime(r.GetTime())}, nil
+	case *statev1.Command_MissDeadlines:
+		r := c.MissDeadlines
+		return MissDeadlines{IDs: jobIDs(r.GetJobIds()), Time: codec.FromTime(r.GetTime())}, nil
 	case *statev1.Command_RequeueJobs:
 		r := c.RequeueJobs
 		return RequeueJobs{IDs: jobIDs(r.GetJobIds()), Time: codec.FromTime(r.GetTime())}, nil
@@ -335,6 +338,12 @@ func (c PreemptJobs) encode() (*statev1.Command, error) {
 func (c SignalJobs) encode() (*statev1.Command, error) {
 	return &statev1.Command{Command: &statev1.Command_SignalJobs{SignalJobs: &statev1.SignalJobs{
 		JobIds: wireIDs(c.IDs), Signal: int32(c.Signal), Scope: codec.SignalScopeRecord(c.Scope), RequestId: c.RequestID, Time: codec.Time(c.Time),
+	}}}, nil
+}
+
+func (c MissDeadlines) encode() (*statev1.Command, error) {
+	return &statev1.Command{Command: &statev1.Command_MissDeadlines{MissDeadlines: &statev1.MissDeadlines{
+		JobIds: wireIDs(c.IDs), Time: codec.Time(c.Time),
 	}}}, nil
 }
 

@@ -88,6 +88,7 @@ var (
 		cluster.JobNodeFail:    statev1.JobState_JOB_STATE_NODE_FAIL,
 		cluster.JobPreempted:   statev1.JobState_JOB_STATE_PREEMPTED,
 		cluster.JobRequeued:    statev1.JobState_JOB_STATE_REQUEUED,
+		cluster.JobDeadline:    statev1.JobState_JOB_STATE_DEADLINE,
 	})
 	taskStates = newEnum("task state", map[cluster.TaskState]statev1.TaskState{
 		cluster.TaskAssigned: statev1.TaskState_TASK_STATE_ASSIGNED,

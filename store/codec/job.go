@@ -58,6 +58,7 @@ func jobSpec(j *cluster.Job) *statev1.JobSpec {
 		HangTimeout:    int64(j.HangTimeout),
 
 		BeginTime:        Time(j.BeginTime),
+		Deadline:         Time(j.Deadline),
 		Dependency:       depConds(j.Dependency),
 		DependencyAny:    j.Dependency.Any,
 		KillOnInvalidDep: j.KillOnInvalidDep,
@@ -162,6 +163,7 @@ func FromJob(r *statev1.Job) (*cluster.Job, error) {
 		HangTimeout: time.Duration(sp.GetHangTimeout()),
 
 		BeginTime:        FromTime(sp.GetBeginTime()),
+		Deadline:         FromTime(sp.GetDeadline()),
 		Dependency:       fromDepConds(sp.GetDependency(), sp.GetDependencyAny()),
 		KillOnInvalidDep: sp.GetKillOnInvalidDep(),
 	}

@@ -899,7 +899,10 @@ type JobSpec struct {
 	Hold bool `protobuf:"varint,41,opt,name=hold,proto3" json:"hold,omitempty"`
 	// sbatch --begin: the job is not scheduled before this time (reason
 	// BeginTime); unset: at once.
-	BeginTime     *timestamppb.Timestamp `protobuf:"bytes,42,opt,name=begin_time,json=beginTime,proto3" json:"begin_time,omitempty"`
+	BeginTime *timestamppb.Timestamp `protobuf:"bytes,42,opt,name=begin_time,json=beginTime,proto3" json:"begin_time,omitempty"`
+	// sbatch --deadline: a pending job that could no longer end by then
+	// (its start plus its time limit) ends DEADLINE; unset: none.
+	Deadline      *timestamppb.Timestamp `protobuf:"bytes,43,opt,name=deadline,proto3" json:"deadline,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1224,6 +1227,13 @@ func (x *JobSpec) GetHold() bool {
 func (x *JobSpec) GetBeginTime() *timestamppb.Timestamp {
 	if x != nil {
 		return x.BeginTime
+	}
+	return nil
+}
+
+func (x *JobSpec) GetDeadline() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Deadline
 	}
 	return nil
 }
@@ -5152,8 +5162,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x10lifespan_seconds\x18\x02 \x01(\x03R\x0flifespanSeconds\"a\n" +
 	"\x13CreateTokenResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x124\n" +
-	"\aexpires\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\"\xeb\n" +
-	"\n" +
+	"\aexpires\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\"\xa3\v\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -5204,7 +5213,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x13kill_on_invalid_dep\x18( \x01(\bR\x10killOnInvalidDep\x12\x12\n" +
 	"\x04hold\x18) \x01(\bR\x04hold\x129\n" +
 	"\n" +
-	"begin_time\x18* \x01(\v2\x1a.google.protobuf.TimestampR\tbeginTime\x1a6\n" +
+	"begin_time\x18* \x01(\v2\x1a.google.protobuf.TimestampR\tbeginTime\x126\n" +
+	"\bdeadline\x18+ \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0f\n" +
@@ -5667,103 +5677,104 @@ var file_phalanx_v1_phalanx_proto_depIdxs = []int32{
 	70, // 4: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
 	69, // 5: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
 	70, // 6: phalanx.v1.JobSpec.begin_time:type_name -> google.protobuf.Timestamp
-	70, // 7: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
-	70, // 8: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
-	13, // 9: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
-	70, // 10: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
-	70, // 11: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
-	70, // 12: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
-	14, // 13: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
-	15, // 14: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
-	70, // 15: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
-	17, // 16: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
-	14, // 17: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
-	70, // 18: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
-	70, // 19: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
-	70, // 20: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
-	70, // 21: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
-	50, // 22: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
-	70, // 23: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
-	13, // 24: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
-	70, // 25: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
-	1,  // 26: phalanx.v1.CancelJobRequest.signal_scope:type_name -> phalanx.v1.SignalScope
-	70, // 27: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
-	70, // 28: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
-	16, // 29: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
-	18, // 30: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
-	19, // 31: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
-	70, // 32: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
-	36, // 33: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
-	32, // 34: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
-	51, // 35: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
-	50, // 36: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
-	55, // 37: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
-	54, // 38: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
-	70, // 39: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
-	70, // 40: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
-	57, // 41: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
-	16, // 42: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
-	61, // 43: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
-	60, // 44: phalanx.v1.Assignment.signals:type_name -> phalanx.v1.SignalRequest
-	1,  // 45: phalanx.v1.SignalRequest.scope:type_name -> phalanx.v1.SignalScope
-	59, // 46: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
-	70, // 47: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
-	70, // 48: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
-	20, // 49: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
-	22, // 50: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
-	24, // 51: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
-	25, // 52: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
-	27, // 53: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
-	29, // 54: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
-	34, // 55: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
-	33, // 56: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
-	37, // 57: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
-	39, // 58: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
-	41, // 59: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
-	43, // 60: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
-	45, // 61: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
-	47, // 62: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
-	11, // 63: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
-	5,  // 64: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
-	7,  // 65: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
-	8,  // 66: phalanx.v1.ControllerService.RequeueJob:input_type -> phalanx.v1.RequeueJobRequest
-	2,  // 67: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
-	49, // 68: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
-	53, // 69: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
-	58, // 70: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
-	63, // 71: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
-	65, // 72: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
-	67, // 73: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
-	21, // 74: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
-	23, // 75: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
-	16, // 76: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
-	26, // 77: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
-	28, // 78: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
-	30, // 79: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
-	35, // 80: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
-	32, // 81: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
-	38, // 82: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
-	40, // 83: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
-	42, // 84: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
-	44, // 85: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
-	46, // 86: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
-	48, // 87: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
-	12, // 88: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
-	6,  // 89: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
-	10, // 90: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
-	9,  // 91: phalanx.v1.ControllerService.RequeueJob:output_type -> phalanx.v1.RequeueJobResponse
-	3,  // 92: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
-	52, // 93: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
-	56, // 94: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
-	62, // 95: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
-	64, // 96: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
-	66, // 97: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
-	68, // 98: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
-	74, // [74:99] is the sub-list for method output_type
-	49, // [49:74] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	70, // 7: phalanx.v1.JobSpec.deadline:type_name -> google.protobuf.Timestamp
+	70, // 8: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
+	70, // 9: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	13, // 10: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
+	70, // 11: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
+	70, // 12: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
+	70, // 13: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
+	14, // 14: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
+	15, // 15: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
+	70, // 16: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
+	17, // 17: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
+	14, // 18: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
+	70, // 19: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
+	70, // 20: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
+	70, // 21: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
+	70, // 22: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	50, // 23: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
+	70, // 24: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
+	13, // 25: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
+	70, // 26: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
+	1,  // 27: phalanx.v1.CancelJobRequest.signal_scope:type_name -> phalanx.v1.SignalScope
+	70, // 28: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
+	70, // 29: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
+	16, // 30: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
+	18, // 31: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
+	19, // 32: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
+	70, // 33: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
+	36, // 34: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
+	32, // 35: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
+	51, // 36: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
+	50, // 37: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
+	55, // 38: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
+	54, // 39: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
+	70, // 40: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
+	70, // 41: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
+	57, // 42: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
+	16, // 43: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
+	61, // 44: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
+	60, // 45: phalanx.v1.Assignment.signals:type_name -> phalanx.v1.SignalRequest
+	1,  // 46: phalanx.v1.SignalRequest.scope:type_name -> phalanx.v1.SignalScope
+	59, // 47: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
+	70, // 48: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
+	70, // 49: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
+	20, // 50: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
+	22, // 51: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
+	24, // 52: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
+	25, // 53: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
+	27, // 54: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
+	29, // 55: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
+	34, // 56: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
+	33, // 57: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
+	37, // 58: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
+	39, // 59: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
+	41, // 60: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
+	43, // 61: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
+	45, // 62: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
+	47, // 63: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
+	11, // 64: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
+	5,  // 65: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
+	7,  // 66: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
+	8,  // 67: phalanx.v1.ControllerService.RequeueJob:input_type -> phalanx.v1.RequeueJobRequest
+	2,  // 68: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
+	49, // 69: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
+	53, // 70: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
+	58, // 71: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
+	63, // 72: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
+	65, // 73: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
+	67, // 74: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
+	21, // 75: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
+	23, // 76: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
+	16, // 77: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
+	26, // 78: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
+	28, // 79: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
+	30, // 80: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
+	35, // 81: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
+	32, // 82: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
+	38, // 83: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
+	40, // 84: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
+	42, // 85: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
+	44, // 86: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
+	46, // 87: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
+	48, // 88: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
+	12, // 89: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
+	6,  // 90: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
+	10, // 91: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
+	9,  // 92: phalanx.v1.ControllerService.RequeueJob:output_type -> phalanx.v1.RequeueJobResponse
+	3,  // 93: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
+	52, // 94: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
+	56, // 95: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
+	62, // 96: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
+	64, // 97: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
+	66, // 98: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
+	68, // 99: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
+	75, // [75:100] is the sub-list for method output_type
+	50, // [50:75] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_phalanx_proto_init() }

@@ -50,6 +50,7 @@ type Command struct {
 	//	*Command_RecordEvent
 	//	*Command_RequeueJobs
 	//	*Command_SignalJobs
+	//	*Command_MissDeadlines
 	Command       isCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -254,6 +255,15 @@ func (x *Command) GetSignalJobs() *SignalJobs {
 	return nil
 }
 
+func (x *Command) GetMissDeadlines() *MissDeadlines {
+	if x != nil {
+		if x, ok := x.Command.(*Command_MissDeadlines); ok {
+			return x.MissDeadlines
+		}
+	}
+	return nil
+}
+
 type isCommand_Command interface {
 	isCommand_Command()
 }
@@ -330,6 +340,10 @@ type Command_SignalJobs struct {
 	SignalJobs *SignalJobs `protobuf:"bytes,18,opt,name=signal_jobs,json=signalJobs,proto3,oneof"`
 }
 
+type Command_MissDeadlines struct {
+	MissDeadlines *MissDeadlines `protobuf:"bytes,19,opt,name=miss_deadlines,json=missDeadlines,proto3,oneof"`
+}
+
 func (*Command_SubmitJob) isCommand_Command() {}
 
 func (*Command_PlaceJobs) isCommand_Command() {}
@@ -366,6 +380,62 @@ func (*Command_RequeueJobs) isCommand_Command() {}
 
 func (*Command_SignalJobs) isCommand_Command() {}
 
+func (*Command_MissDeadlines) isCommand_Command() {}
+
+// MissDeadlines ends the named pending jobs that can no longer end before
+// their --deadline at time (state DEADLINE).
+type MissDeadlines struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobIds        []uint64               `protobuf:"varint,1,rep,packed,name=job_ids,json=jobIds,proto3" json:"job_ids,omitempty"`
+	Time          int64                  `protobuf:"varint,2,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MissDeadlines) Reset() {
+	*x = MissDeadlines{}
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MissDeadlines) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MissDeadlines) ProtoMessage() {}
+
+func (x *MissDeadlines) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MissDeadlines.ProtoReflect.Descriptor instead.
+func (*MissDeadlines) Descriptor() ([]byte, []int) {
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *MissDeadlines) GetJobIds() []uint64 {
+	if x != nil {
+		return x.JobIds
+	}
+	return nil
+}
+
+func (x *MissDeadlines) GetTime() int64 {
+	if x != nil {
+		return x.Time
+	}
+	return 0
+}
+
 // SignalJobs records a scancel --signal for each named running job.
 // request_id makes it exactly-once: a retry records nothing more.
 type SignalJobs struct {
@@ -381,7 +451,7 @@ type SignalJobs struct {
 
 func (x *SignalJobs) Reset() {
 	*x = SignalJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[1]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -393,7 +463,7 @@ func (x *SignalJobs) String() string {
 func (*SignalJobs) ProtoMessage() {}
 
 func (x *SignalJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[1]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -406,7 +476,7 @@ func (x *SignalJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalJobs.ProtoReflect.Descriptor instead.
 func (*SignalJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{1}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *SignalJobs) GetJobIds() []uint64 {
@@ -456,7 +526,7 @@ type RequeueJobs struct {
 
 func (x *RequeueJobs) Reset() {
 	*x = RequeueJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[2]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -468,7 +538,7 @@ func (x *RequeueJobs) String() string {
 func (*RequeueJobs) ProtoMessage() {}
 
 func (x *RequeueJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[2]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -481,7 +551,7 @@ func (x *RequeueJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequeueJobs.ProtoReflect.Descriptor instead.
 func (*RequeueJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{2}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RequeueJobs) GetJobIds() []uint64 {
@@ -509,7 +579,7 @@ type RecordEvent struct {
 
 func (x *RecordEvent) Reset() {
 	*x = RecordEvent{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[3]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -521,7 +591,7 @@ func (x *RecordEvent) String() string {
 func (*RecordEvent) ProtoMessage() {}
 
 func (x *RecordEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[3]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -534,7 +604,7 @@ func (x *RecordEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordEvent.ProtoReflect.Descriptor instead.
 func (*RecordEvent) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{3}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RecordEvent) GetEvent() *Event {
@@ -559,7 +629,7 @@ type CommitCheckpoint struct {
 
 func (x *CommitCheckpoint) Reset() {
 	*x = CommitCheckpoint{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -571,7 +641,7 @@ func (x *CommitCheckpoint) String() string {
 func (*CommitCheckpoint) ProtoMessage() {}
 
 func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -584,7 +654,7 @@ func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitCheckpoint.ProtoReflect.Descriptor instead.
 func (*CommitCheckpoint) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{4}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CommitCheckpoint) GetJobId() uint64 {
@@ -643,7 +713,7 @@ type UpdateJob struct {
 
 func (x *UpdateJob) Reset() {
 	*x = UpdateJob{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -655,7 +725,7 @@ func (x *UpdateJob) String() string {
 func (*UpdateJob) ProtoMessage() {}
 
 func (x *UpdateJob) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -668,7 +738,7 @@ func (x *UpdateJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJob.ProtoReflect.Descriptor instead.
 func (*UpdateJob) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *UpdateJob) GetJobId() uint64 {
@@ -753,7 +823,7 @@ type DependencyValue struct {
 
 func (x *DependencyValue) Reset() {
 	*x = DependencyValue{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -765,7 +835,7 @@ func (x *DependencyValue) String() string {
 func (*DependencyValue) ProtoMessage() {}
 
 func (x *DependencyValue) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -778,7 +848,7 @@ func (x *DependencyValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DependencyValue.ProtoReflect.Descriptor instead.
 func (*DependencyValue) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DependencyValue) GetConds() []*DepCond {
@@ -812,7 +882,7 @@ type SubmitJob struct {
 
 func (x *SubmitJob) Reset() {
 	*x = SubmitJob{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -824,7 +894,7 @@ func (x *SubmitJob) String() string {
 func (*SubmitJob) ProtoMessage() {}
 
 func (x *SubmitJob) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -837,7 +907,7 @@ func (x *SubmitJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJob.ProtoReflect.Descriptor instead.
 func (*SubmitJob) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SubmitJob) GetJob() *Job {
@@ -873,7 +943,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -885,7 +955,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -898,7 +968,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Placement) GetJobId() uint64 {
@@ -938,7 +1008,7 @@ type PlaceJobs struct {
 
 func (x *PlaceJobs) Reset() {
 	*x = PlaceJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -950,7 +1020,7 @@ func (x *PlaceJobs) String() string {
 func (*PlaceJobs) ProtoMessage() {}
 
 func (x *PlaceJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -963,7 +1033,7 @@ func (x *PlaceJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlaceJobs.ProtoReflect.Descriptor instead.
 func (*PlaceJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PlaceJobs) GetPlacements() []*Placement {
@@ -993,7 +1063,7 @@ type ReportTask struct {
 
 func (x *ReportTask) Reset() {
 	*x = ReportTask{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1005,7 +1075,7 @@ func (x *ReportTask) String() string {
 func (*ReportTask) ProtoMessage() {}
 
 func (x *ReportTask) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1018,7 +1088,7 @@ func (x *ReportTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTask.ProtoReflect.Descriptor instead.
 func (*ReportTask) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ReportTask) GetJobId() uint64 {
@@ -1105,7 +1175,7 @@ type CancelJobs struct {
 
 func (x *CancelJobs) Reset() {
 	*x = CancelJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1117,7 +1187,7 @@ func (x *CancelJobs) String() string {
 func (*CancelJobs) ProtoMessage() {}
 
 func (x *CancelJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1130,7 +1200,7 @@ func (x *CancelJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobs.ProtoReflect.Descriptor instead.
 func (*CancelJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{11}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CancelJobs) GetJobIds() []uint64 {
@@ -1170,7 +1240,7 @@ type RegisterNode struct {
 
 func (x *RegisterNode) Reset() {
 	*x = RegisterNode{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1182,7 +1252,7 @@ func (x *RegisterNode) String() string {
 func (*RegisterNode) ProtoMessage() {}
 
 func (x *RegisterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1195,7 +1265,7 @@ func (x *RegisterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNode.ProtoReflect.Descriptor instead.
 func (*RegisterNode) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{12}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RegisterNode) GetNode() *Node {
@@ -1218,7 +1288,7 @@ type SetNodeState struct {
 
 func (x *SetNodeState) Reset() {
 	*x = SetNodeState{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1230,7 +1300,7 @@ func (x *SetNodeState) String() string {
 func (*SetNodeState) ProtoMessage() {}
 
 func (x *SetNodeState) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1243,7 +1313,7 @@ func (x *SetNodeState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeState.ProtoReflect.Descriptor instead.
 func (*SetNodeState) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{13}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SetNodeState) GetName() string {
@@ -1297,7 +1367,7 @@ type SetNodeHealth struct {
 
 func (x *SetNodeHealth) Reset() {
 	*x = SetNodeHealth{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1309,7 +1379,7 @@ func (x *SetNodeHealth) String() string {
 func (*SetNodeHealth) ProtoMessage() {}
 
 func (x *SetNodeHealth) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1322,7 +1392,7 @@ func (x *SetNodeHealth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeHealth.ProtoReflect.Descriptor instead.
 func (*SetNodeHealth) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{14}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SetNodeHealth) GetName() string {
@@ -1355,7 +1425,7 @@ type SetPartitions struct {
 
 func (x *SetPartitions) Reset() {
 	*x = SetPartitions{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1367,7 +1437,7 @@ func (x *SetPartitions) String() string {
 func (*SetPartitions) ProtoMessage() {}
 
 func (x *SetPartitions) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1380,7 +1450,7 @@ func (x *SetPartitions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPartitions.ProtoReflect.Descriptor instead.
 func (*SetPartitions) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{15}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SetPartitions) GetPartitions() []*Partition {
@@ -1403,7 +1473,7 @@ type PreemptJobs struct {
 
 func (x *PreemptJobs) Reset() {
 	*x = PreemptJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[16]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1415,7 +1485,7 @@ func (x *PreemptJobs) String() string {
 func (*PreemptJobs) ProtoMessage() {}
 
 func (x *PreemptJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[16]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1428,7 +1498,7 @@ func (x *PreemptJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreemptJobs.ProtoReflect.Descriptor instead.
 func (*PreemptJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{16}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PreemptJobs) GetJobIds() []uint64 {
@@ -1463,7 +1533,7 @@ type SetNodesDown struct {
 
 func (x *SetNodesDown) Reset() {
 	*x = SetNodesDown{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[17]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1475,7 +1545,7 @@ func (x *SetNodesDown) String() string {
 func (*SetNodesDown) ProtoMessage() {}
 
 func (x *SetNodesDown) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[17]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1488,7 +1558,7 @@ func (x *SetNodesDown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodesDown.ProtoReflect.Descriptor instead.
 func (*SetNodesDown) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{17}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SetNodesDown) GetNames() []string {
@@ -1523,7 +1593,7 @@ type SetController struct {
 
 func (x *SetController) Reset() {
 	*x = SetController{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[18]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1535,7 +1605,7 @@ func (x *SetController) String() string {
 func (*SetController) ProtoMessage() {}
 
 func (x *SetController) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[18]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1548,7 +1618,7 @@ func (x *SetController) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetController.ProtoReflect.Descriptor instead.
 func (*SetController) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{18}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SetController) GetController() *Controller {
@@ -1567,7 +1637,7 @@ type RemoveController struct {
 
 func (x *RemoveController) Reset() {
 	*x = RemoveController{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[19]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1579,7 +1649,7 @@ func (x *RemoveController) String() string {
 func (*RemoveController) ProtoMessage() {}
 
 func (x *RemoveController) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[19]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1592,7 +1662,7 @@ func (x *RemoveController) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveController.ProtoReflect.Descriptor instead.
 func (*RemoveController) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{19}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RemoveController) GetId() string {
@@ -1621,7 +1691,7 @@ type Expire struct {
 
 func (x *Expire) Reset() {
 	*x = Expire{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[20]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1633,7 +1703,7 @@ func (x *Expire) String() string {
 func (*Expire) ProtoMessage() {}
 
 func (x *Expire) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[20]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1646,7 +1716,7 @@ func (x *Expire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expire.ProtoReflect.Descriptor instead.
 func (*Expire) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{20}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Expire) GetRequestsBefore() int64 {
@@ -1695,7 +1765,8 @@ var File_phalanx_state_v1_commands_proto protoreflect.FileDescriptor
 
 const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\n" +
-	"\x1fphalanx/state/v1/commands.proto\x12\x10phalanx.state.v1\x1a\x1ephalanx/state/v1/records.proto\"\xed\t\n" +
+	"\x1fphalanx/state/v1/commands.proto\x12\x10phalanx.state.v1\x1a\x1ephalanx/state/v1/records.proto\"\xb7\n" +
+	"\n" +
 	"\aCommand\x12<\n" +
 	"\n" +
 	"submit_job\x18\x01 \x01(\v2\x1b.phalanx.state.v1.SubmitJobH\x00R\tsubmitJob\x12<\n" +
@@ -1721,8 +1792,12 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\frecord_event\x18\x10 \x01(\v2\x1d.phalanx.state.v1.RecordEventH\x00R\vrecordEvent\x12B\n" +
 	"\frequeue_jobs\x18\x11 \x01(\v2\x1d.phalanx.state.v1.RequeueJobsH\x00R\vrequeueJobs\x12?\n" +
 	"\vsignal_jobs\x18\x12 \x01(\v2\x1c.phalanx.state.v1.SignalJobsH\x00R\n" +
-	"signalJobsB\t\n" +
-	"\acommand\"\xa5\x01\n" +
+	"signalJobs\x12H\n" +
+	"\x0emiss_deadlines\x18\x13 \x01(\v2\x1f.phalanx.state.v1.MissDeadlinesH\x00R\rmissDeadlinesB\t\n" +
+	"\acommand\"<\n" +
+	"\rMissDeadlines\x12\x17\n" +
+	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\x12\x12\n" +
+	"\x04time\x18\x02 \x01(\x03R\x04time\"\xa5\x01\n" +
 	"\n" +
 	"SignalJobs\x12\x17\n" +
 	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\x12\x16\n" +
@@ -1857,78 +1932,80 @@ func file_phalanx_state_v1_commands_proto_rawDescGZIP() []byte {
 	return file_phalanx_state_v1_commands_proto_rawDescData
 }
 
-var file_phalanx_state_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_phalanx_state_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_phalanx_state_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),          // 0: phalanx.state.v1.Command
-	(*SignalJobs)(nil),       // 1: phalanx.state.v1.SignalJobs
-	(*RequeueJobs)(nil),      // 2: phalanx.state.v1.RequeueJobs
-	(*RecordEvent)(nil),      // 3: phalanx.state.v1.RecordEvent
-	(*CommitCheckpoint)(nil), // 4: phalanx.state.v1.CommitCheckpoint
-	(*UpdateJob)(nil),        // 5: phalanx.state.v1.UpdateJob
-	(*DependencyValue)(nil),  // 6: phalanx.state.v1.DependencyValue
-	(*SubmitJob)(nil),        // 7: phalanx.state.v1.SubmitJob
-	(*Placement)(nil),        // 8: phalanx.state.v1.Placement
-	(*PlaceJobs)(nil),        // 9: phalanx.state.v1.PlaceJobs
-	(*ReportTask)(nil),       // 10: phalanx.state.v1.ReportTask
-	(*CancelJobs)(nil),       // 11: phalanx.state.v1.CancelJobs
-	(*RegisterNode)(nil),     // 12: phalanx.state.v1.RegisterNode
-	(*SetNodeState)(nil),     // 13: phalanx.state.v1.SetNodeState
-	(*SetNodeHealth)(nil),    // 14: phalanx.state.v1.SetNodeHealth
-	(*SetPartitions)(nil),    // 15: phalanx.state.v1.SetPartitions
-	(*PreemptJobs)(nil),      // 16: phalanx.state.v1.PreemptJobs
-	(*SetNodesDown)(nil),     // 17: phalanx.state.v1.SetNodesDown
-	(*SetController)(nil),    // 18: phalanx.state.v1.SetController
-	(*RemoveController)(nil), // 19: phalanx.state.v1.RemoveController
-	(*Expire)(nil),           // 20: phalanx.state.v1.Expire
-	(SignalScope)(0),         // 21: phalanx.state.v1.SignalScope
-	(*Event)(nil),            // 22: phalanx.state.v1.Event
-	(Hold)(0),                // 23: phalanx.state.v1.Hold
-	(*DepCond)(nil),          // 24: phalanx.state.v1.DepCond
-	(*Job)(nil),              // 25: phalanx.state.v1.Job
-	(*Allocation)(nil),       // 26: phalanx.state.v1.Allocation
-	(TaskState)(0),           // 27: phalanx.state.v1.TaskState
-	(*Node)(nil),             // 28: phalanx.state.v1.Node
-	(NodeState)(0),           // 29: phalanx.state.v1.NodeState
-	(*Partition)(nil),        // 30: phalanx.state.v1.Partition
-	(*Controller)(nil),       // 31: phalanx.state.v1.Controller
+	(*MissDeadlines)(nil),    // 1: phalanx.state.v1.MissDeadlines
+	(*SignalJobs)(nil),       // 2: phalanx.state.v1.SignalJobs
+	(*RequeueJobs)(nil),      // 3: phalanx.state.v1.RequeueJobs
+	(*RecordEvent)(nil),      // 4: phalanx.state.v1.RecordEvent
+	(*CommitCheckpoint)(nil), // 5: phalanx.state.v1.CommitCheckpoint
+	(*UpdateJob)(nil),        // 6: phalanx.state.v1.UpdateJob
+	(*DependencyValue)(nil),  // 7: phalanx.state.v1.DependencyValue
+	(*SubmitJob)(nil),        // 8: phalanx.state.v1.SubmitJob
+	(*Placement)(nil),        // 9: phalanx.state.v1.Placement
+	(*PlaceJobs)(nil),        // 10: phalanx.state.v1.PlaceJobs
+	(*ReportTask)(nil),       // 11: phalanx.state.v1.ReportTask
+	(*CancelJobs)(nil),       // 12: phalanx.state.v1.CancelJobs
+	(*RegisterNode)(nil),     // 13: phalanx.state.v1.RegisterNode
+	(*SetNodeState)(nil),     // 14: phalanx.state.v1.SetNodeState
+	(*SetNodeHealth)(nil),    // 15: phalanx.state.v1.SetNodeHealth
+	(*SetPartitions)(nil),    // 16: phalanx.state.v1.SetPartitions
+	(*PreemptJobs)(nil),      // 17: phalanx.state.v1.PreemptJobs
+	(*SetNodesDown)(nil),     // 18: phalanx.state.v1.SetNodesDown
+	(*SetController)(nil),    // 19: phalanx.state.v1.SetController
+	(*RemoveController)(nil), // 20: phalanx.state.v1.RemoveController
+	(*Expire)(nil),           // 21: phalanx.state.v1.Expire
+	(SignalScope)(0),         // 22: phalanx.state.v1.SignalScope
+	(*Event)(nil),            // 23: phalanx.state.v1.Event
+	(Hold)(0),                // 24: phalanx.state.v1.Hold
+	(*DepCond)(nil),          // 25: phalanx.state.v1.DepCond
+	(*Job)(nil),              // 26: phalanx.state.v1.Job
+	(*Allocation)(nil),       // 27: phalanx.state.v1.Allocation
+	(TaskState)(0),           // 28: phalanx.state.v1.TaskState
+	(*Node)(nil),             // 29: phalanx.state.v1.Node
+	(NodeState)(0),           // 30: phalanx.state.v1.NodeState
+	(*Partition)(nil),        // 31: phalanx.state.v1.Partition
+	(*Controller)(nil),       // 32: phalanx.state.v1.Controller
 }
 var file_phalanx_state_v1_commands_proto_depIdxs = []int32{
-	7,  // 0: phalanx.state.v1.Command.submit_job:type_name -> phalanx.state.v1.SubmitJob
-	9,  // 1: phalanx.state.v1.Command.place_jobs:type_name -> phalanx.state.v1.PlaceJobs
-	10, // 2: phalanx.state.v1.Command.report_task:type_name -> phalanx.state.v1.ReportTask
-	11, // 3: phalanx.state.v1.Command.cancel_jobs:type_name -> phalanx.state.v1.CancelJobs
-	12, // 4: phalanx.state.v1.Command.register_node:type_name -> phalanx.state.v1.RegisterNode
-	13, // 5: phalanx.state.v1.Command.set_node_state:type_name -> phalanx.state.v1.SetNodeState
-	15, // 6: phalanx.state.v1.Command.set_partitions:type_name -> phalanx.state.v1.SetPartitions
-	16, // 7: phalanx.state.v1.Command.preempt_jobs:type_name -> phalanx.state.v1.PreemptJobs
-	17, // 8: phalanx.state.v1.Command.set_nodes_down:type_name -> phalanx.state.v1.SetNodesDown
-	18, // 9: phalanx.state.v1.Command.set_controller:type_name -> phalanx.state.v1.SetController
-	19, // 10: phalanx.state.v1.Command.remove_controller:type_name -> phalanx.state.v1.RemoveController
-	20, // 11: phalanx.state.v1.Command.expire:type_name -> phalanx.state.v1.Expire
-	5,  // 12: phalanx.state.v1.Command.update_job:type_name -> phalanx.state.v1.UpdateJob
-	14, // 13: phalanx.state.v1.Command.set_node_health:type_name -> phalanx.state.v1.SetNodeHealth
-	4,  // 14: phalanx.state.v1.Command.commit_checkpoint:type_name -> phalanx.state.v1.CommitCheckpoint
-	3,  // 15: phalanx.state.v1.Command.record_event:type_name -> phalanx.state.v1.RecordEvent
-	2,  // 16: phalanx.state.v1.Command.requeue_jobs:type_name -> phalanx.state.v1.RequeueJobs
-	1,  // 17: phalanx.state.v1.Command.signal_jobs:type_name -> phalanx.state.v1.SignalJobs
-	21, // 18: phalanx.state.v1.SignalJobs.scope:type_name -> phalanx.state.v1.SignalScope
-	22, // 19: phalanx.state.v1.RecordEvent.event:type_name -> phalanx.state.v1.Event
-	23, // 20: phalanx.state.v1.UpdateJob.hold:type_name -> phalanx.state.v1.Hold
-	6,  // 21: phalanx.state.v1.UpdateJob.dependency:type_name -> phalanx.state.v1.DependencyValue
-	24, // 22: phalanx.state.v1.DependencyValue.conds:type_name -> phalanx.state.v1.DepCond
-	25, // 23: phalanx.state.v1.SubmitJob.job:type_name -> phalanx.state.v1.Job
-	26, // 24: phalanx.state.v1.Placement.alloc:type_name -> phalanx.state.v1.Allocation
-	8,  // 25: phalanx.state.v1.PlaceJobs.placements:type_name -> phalanx.state.v1.Placement
-	27, // 26: phalanx.state.v1.ReportTask.state:type_name -> phalanx.state.v1.TaskState
-	28, // 27: phalanx.state.v1.RegisterNode.node:type_name -> phalanx.state.v1.Node
-	29, // 28: phalanx.state.v1.SetNodeState.state:type_name -> phalanx.state.v1.NodeState
-	30, // 29: phalanx.state.v1.SetPartitions.partitions:type_name -> phalanx.state.v1.Partition
-	31, // 30: phalanx.state.v1.SetController.controller:type_name -> phalanx.state.v1.Controller
-	31, // [31:31] is the sub-list for method output_type
-	31, // [31:31] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	8,  // 0: phalanx.state.v1.Command.submit_job:type_name -> phalanx.state.v1.SubmitJob
+	10, // 1: phalanx.state.v1.Command.place_jobs:type_name -> phalanx.state.v1.PlaceJobs
+	11, // 2: phalanx.state.v1.Command.report_task:type_name -> phalanx.state.v1.ReportTask
+	12, // 3: phalanx.state.v1.Command.cancel_jobs:type_name -> phalanx.state.v1.CancelJobs
+	13, // 4: phalanx.state.v1.Command.register_node:type_name -> phalanx.state.v1.RegisterNode
+	14, // 5: phalanx.state.v1.Command.set_node_state:type_name -> phalanx.state.v1.SetNodeState
+	16, // 6: phalanx.state.v1.Command.set_partitions:type_name -> phalanx.state.v1.SetPartitions
+	17, // 7: phalanx.state.v1.Command.preempt_jobs:type_name -> phalanx.state.v1.PreemptJobs
+	18, // 8: phalanx.state.v1.Command.set_nodes_down:type_name -> phalanx.state.v1.SetNodesDown
+	19, // 9: phalanx.state.v1.Command.set_controller:type_name -> phalanx.state.v1.SetController
+	20, // 10: phalanx.state.v1.Command.remove_controller:type_name -> phalanx.state.v1.RemoveController
+	21, // 11: phalanx.state.v1.Command.expire:type_name -> phalanx.state.v1.Expire
+	6,  // 12: phalanx.state.v1.Command.update_job:type_name -> phalanx.state.v1.UpdateJob
+	15, // 13: phalanx.state.v1.Command.set_node_health:type_name -> phalanx.state.v1.SetNodeHealth
+	5,  // 14: phalanx.state.v1.Command.commit_checkpoint:type_name -> phalanx.state.v1.CommitCheckpoint
+	4,  // 15: phalanx.state.v1.Command.record_event:type_name -> phalanx.state.v1.RecordEvent
+	3,  // 16: phalanx.state.v1.Command.requeue_jobs:type_name -> phalanx.state.v1.RequeueJobs
+	2,  // 17: phalanx.state.v1.Command.signal_jobs:type_name -> phalanx.state.v1.SignalJobs
+	1,  // 18: phalanx.state.v1.Command.miss_deadlines:type_name -> phalanx.state.v1.MissDeadlines
+	22, // 19: phalanx.state.v1.SignalJobs.scope:type_name -> phalanx.state.v1.SignalScope
+	23, // 20: phalanx.state.v1.RecordEvent.event:type_name -> phalanx.state.v1.Event
+	24, // 21: phalanx.state.v1.UpdateJob.hold:type_name -> phalanx.state.v1.Hold
+	7,  // 22: phalanx.state.v1.UpdateJob.dependency:type_name -> phalanx.state.v1.DependencyValue
+	25, // 23: phalanx.state.v1.DependencyValue.conds:type_name -> phalanx.state.v1.DepCond
+	26, // 24: phalanx.state.v1.SubmitJob.job:type_name -> phalanx.state.v1.Job
+	27, // 25: phalanx.state.v1.Placement.alloc:type_name -> phalanx.state.v1.Allocation
+	9,  // 26: phalanx.state.v1.PlaceJobs.placements:type_name -> phalanx.state.v1.Placement
+	28, // 27: phalanx.state.v1.ReportTask.state:type_name -> phalanx.state.v1.TaskState
+	29, // 28: phalanx.state.v1.RegisterNode.node:type_name -> phalanx.state.v1.Node
+	30, // 29: phalanx.state.v1.SetNodeState.state:type_name -> phalanx.state.v1.NodeState
+	31, // 30: phalanx.state.v1.SetPartitions.partitions:type_name -> phalanx.state.v1.Partition
+	32, // 31: phalanx.state.v1.SetController.controller:type_name -> phalanx.state.v1.Controller
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_state_v1_commands_proto_init() }
@@ -1956,15 +2033,16 @@ func file_phalanx_state_v1_commands_proto_init() {
 		(*Command_RecordEvent)(nil),
 		(*Command_RequeueJobs)(nil),
 		(*Command_SignalJobs)(nil),
+		(*Command_MissDeadlines)(nil),
 	}
-	file_phalanx_state_v1_commands_proto_msgTypes[5].OneofWrappers = []any{}
+	file_phalanx_state_v1_commands_proto_msgTypes[6].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_state_v1_commands_proto_rawDesc), len(file_phalanx_state_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -45,6 +45,7 @@ const (
 	JobState_JOB_STATE_NODE_FAIL   JobState = 9
 	JobState_JOB_STATE_PREEMPTED   JobState = 10
 	JobState_JOB_STATE_REQUEUED    JobState = 11 // scontrol requeue: its tasks are stopping; then PENDING
+	JobState_JOB_STATE_DEADLINE    JobState = 12 // sbatch --deadline: it could no longer end in time
 )
 
 // Enum value maps for JobState.
@@ -62,6 +63,7 @@ var (
 		9:  "JOB_STATE_NODE_FAIL",
 		10: "JOB_STATE_PREEMPTED",
 		11: "JOB_STATE_REQUEUED",
+		12: "JOB_STATE_DEADLINE",
 	}
 	JobState_value = map[string]int32{
 		"JOB_STATE_UNSPECIFIED": 0,
@@ -76,6 +78,7 @@ var (
 		"JOB_STATE_NODE_FAIL":   9,
 		"JOB_STATE_PREEMPTED":   10,
 		"JOB_STATE_REQUEUED":    11,
+		"JOB_STATE_DEADLINE":    12,
 	}
 )
 
@@ -684,7 +687,9 @@ type JobSpec struct {
 	DependencyAny    bool       `protobuf:"varint,36,opt,name=dependency_any,json=dependencyAny,proto3" json:"dependency_any,omitempty"`
 	KillOnInvalidDep bool       `protobuf:"varint,37,opt,name=kill_on_invalid_dep,json=killOnInvalidDep,proto3" json:"kill_on_invalid_dep,omitempty"`
 	// sbatch --begin (Unix nanoseconds; 0: none).
-	BeginTime     int64 `protobuf:"varint,38,opt,name=begin_time,json=beginTime,proto3" json:"begin_time,omitempty"`
+	BeginTime int64 `protobuf:"varint,38,opt,name=begin_time,json=beginTime,proto3" json:"begin_time,omitempty"`
+	// sbatch --deadline (Unix nanoseconds; 0: none).
+	Deadline      int64 `protobuf:"varint,39,opt,name=deadline,proto3" json:"deadline,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -981,6 +986,13 @@ func (x *JobSpec) GetKillOnInvalidDep() bool {
 func (x *JobSpec) GetBeginTime() int64 {
 	if x != nil {
 		return x.BeginTime
+	}
+	return 0
+}
+
+func (x *JobSpec) GetDeadline() int64 {
+	if x != nil {
+		return x.Deadline
 	}
 	return 0
 }
@@ -2447,7 +2459,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12-\n" +
 	"\x04spec\x18\x02 \x01(\v2\x19.phalanx.state.v1.JobSpecR\x04spec\x123\n" +
-	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\x91\t\n" +
+	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\xad\t\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -2494,7 +2506,8 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x0edependency_any\x18$ \x01(\bR\rdependencyAny\x12-\n" +
 	"\x13kill_on_invalid_dep\x18% \x01(\bR\x10killOnInvalidDep\x12\x1d\n" +
 	"\n" +
-	"begin_time\x18& \x01(\x03R\tbeginTime\"t\n" +
+	"begin_time\x18& \x01(\x03R\tbeginTime\x12\x1a\n" +
+	"\bdeadline\x18' \x01(\x03R\bdeadline\"t\n" +
 	"\aDepCond\x12-\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x19.phalanx.state.v1.DepTypeR\x04type\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12#\n" +
@@ -2642,7 +2655,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x04kind\x18\x04 \x01(\x0e2\x1b.phalanx.state.v1.EventKindR\x04kind\x12\x12\n" +
 	"\x04user\x18\x05 \x01(\tR\x04user\x12\x18\n" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x12\x10\n" +
-	"\x03job\x18\a \x01(\x04R\x03job*\xb1\x02\n" +
+	"\x03job\x18\a \x01(\x04R\x03job*\xc9\x02\n" +
 	"\bJobState\x12\x19\n" +
 	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11JOB_STATE_PENDING\x10\x01\x12\x19\n" +
@@ -2656,7 +2669,8 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x13JOB_STATE_NODE_FAIL\x10\t\x12\x17\n" +
 	"\x13JOB_STATE_PREEMPTED\x10\n" +
 	"\x12\x16\n" +
-	"\x12JOB_STATE_REQUEUED\x10\v*\xf8\x01\n" +
+	"\x12JOB_STATE_REQUEUED\x10\v\x12\x16\n" +
+	"\x12JOB_STATE_DEADLINE\x10\f*\xf8\x01\n" +
 	"\tTaskState\x12\x1a\n" +
 	"\x16TASK_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13TASK_STATE_ASSIGNED\x10\x01\x12\x17\n" +
