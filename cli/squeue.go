@@ -15,6 +15,8 @@ import (
 )
 
 var squeueOptions = []getopt.Option{
+	{Long: "Format", Short: 'O', HasArg: true, Usage: "fields by name, NAME[:[.][WIDTH][SUFFIX]],..., e.g. \"JobID:.10 ,UserName:10,ReasonList\""},
+	{Long: "long", Short: 'l', Usage: "more columns: long state names and time limits"},
 	{Long: "format", Short: 'o', HasArg: true, Usage: "output format, e.g. \"%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R\""},
 	{Long: "help", Usage: "show this help"},
 	{Long: "jobs", Short: 'j', HasArg: true, Usage: "comma-separated job IDs"},
@@ -53,6 +55,12 @@ func parseSqueue(args []string) (*squeueQuery, error) {
 		switch v.Name {
 		case "format":
 			q.view.Format = v.Value
+		case "Format":
+			if q.view.Format, err = squeueLongFormat(v.Value); err != nil {
+				return nil, err
+			}
+		case "long":
+			q.view.Format = orDefault(q.view.Format, SqueueLongFormat)
 		case "help":
 			q.help = true
 		case "jobs":

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -13,6 +14,68 @@ import (
 
 // SqueueDefaultFormat is squeue's default output format.
 const SqueueDefaultFormat = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
+
+// SqueueLongFormat is the format of squeue -l, as Slurm's.
+const SqueueLongFormat = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
+
+// squeueNames are squeue -O's field names (Slurm's), by -o letter.
+var squeueNames = []struct {
+	name   string
+	letter byte
+}{
+	{"Account", 'a'}, {"Dependency", 'E'}, {"JobID", 'i'}, {"Name", 'j'}, {"NodeList", 'N'},
+	{"NumNodes", 'D'}, {"Partition", 'P'}, {"Priority", 'Q'}, {"Reason", 'r'}, {"ReasonList", 'R'},
+	{"SchedNodes", 'Y'}, {"StartTime", 'S'}, {"State", 'T'}, {"StateCompact", 't'}, {"SubmitTime", 'V'},
+	{"TimeLeft", 'L'}, {"TimeLimit", 'l'}, {"TimeUsed", 'M'}, {"tres-per-node", 'b'}, {"UserName", 'u'},
+	{"WorkDir", 'Z'},
+}
+
+// squeueLongFormat turns -O's comma-separated NAME[:[.][WIDTH][SUFFIX]]
+// (names in any case) into the -o format that prints the same: without a
+// colon a field is 20 wide, with one and no width as wide as its value;
+// "." aligns right; the suffix follows the field (Slurm puts nothing
+// between -O fields).
+func squeueLongFormat(spec string) (string, error) {
+	var b strings.Builder
+	for _, tok := range strings.Split(spec, ",") {
+		name, rest, hasSpec := strings.Cut(tok, ":")
+		if name = strings.TrimSpace(name); name == "" && !hasSpec {
+			continue
+		}
+		i := slices.IndexFunc(squeueNames, func(n struct {
+			name   string
+			letter byte
+		}) bool {
+			return strings.EqualFold(n.name, name)
+		})
+		if i < 0 {
+			names := make([]string, len(squeueNames))
+			for j, n := range squeueNames {
+				names[j] = n.name
+			}
+			return "", fmt.Errorf("--Format: invalid field %q: the fields are %s", name, strings.Join(names, ", "))
+		}
+		width, right := "20", ""
+		if hasSpec {
+			var dot bool
+			rest, dot = strings.CutPrefix(rest, ".")
+			digits := len(rest) - len(strings.TrimLeft(rest, "0123456789"))
+			if dot && digits == 0 {
+				return "", fmt.Errorf("--Format: %q: a right-aligned field needs a width (NAME:.WIDTH)", tok)
+			}
+			if dot {
+				right = "."
+			}
+			width, rest = rest[:digits], rest[digits:]
+		}
+		b.WriteString("%" + right + width + string(squeueNames[i].letter))
+		b.WriteString(strings.ReplaceAll(rest, "%", "%%"))
+	}
+	if b.Len() == 0 {
+		return "", fmt.Errorf("--Format: no fields: write NAME[:[.][WIDTH][SUFFIX]],...")
+	}
+	return b.String(), nil
+}
 
 // SqueueStartFormat is the format of squeue --start, as Slurm's.
 const SqueueStartFormat = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
