@@ -160,6 +160,8 @@ type Job struct {
 	KillOnInvalidDep bool
 	// Hold keeps a pending job from being scheduled (hold.go).
 	Hold Hold
+	// Array is set on the tasks of a job array (array.go).
+	Array *ArrayTask
 	// SignalRequests are the scancel --signal requests of the current
 	// attempt, oldest first (signal.go).
 	SignalRequests []SignalRequest
@@ -267,6 +269,10 @@ func (j *Job) Clone() *Job {
 	c.CheckpointPending = clonePending(j.CheckpointPending)
 	c.Dependency.Conds = slices.Clone(j.Dependency.Conds)
 	c.SignalRequests = slices.Clone(j.SignalRequests)
+	if j.Array != nil {
+		a := *j.Array
+		c.Array = &a
+	}
 	return &c
 }
 

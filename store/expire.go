@@ -107,6 +107,6 @@ func (c *change) expireHistory(r Retention) {
 	}
 	for _, e := range expired(len(c.st.finished), each, r.HistoryBefore, r.MaxHistory) {
 		delete(c.st.finished, e.id)
-		c.ops = append(c.ops, forgetJobOp{id: e.id})
+		c.ops = append(c.ops, forgetJobOp{id: e.id, payload: c.st.forgetArrayTask(e.id)})
 	}
 }

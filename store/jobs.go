@@ -17,6 +17,14 @@ import (
 // request created. Otherwise the job's ID must be non-zero (else
 // ErrInvalid) and unused (else ErrConflict).
 func (s *Store) SubmitJob(idx uint64, j *cluster.Job, payload, requestID []byte) (cluster.JobID, error) {
+	return s.SubmitArray(idx, j, payload, requestID, cluster.ArraySpec{})
+}
+
+// SubmitArray is SubmitJob for a job array when array has tasks: one job
+// per index, IDs j.ID onwards (all unused, else ErrConflict), each with
+// its cluster.ArrayTask, sharing the payload stored under j.ID. It returns
+// the array's ID, j.ID. Without tasks it is SubmitJob.
+func (s *Store) SubmitArray(idx uint64, j *cluster.Job, payload, requestID []byte, array cluster.ArraySpec) (cluster.JobID, error) {
 	var id cluster.JobID
 	if payload == nil && j != nil {
 		var err error
@@ -39,21 +47,34 @@ func (s *Store) SubmitJob(idx uint64, j *cluster.Job, payload, requestID []byte)
 		switch {
 		case j == nil || j.ID == 0:
 			return fmt.Errorf("submit: a job with a non-zero ID is required: %w", cluster.ErrInvalid)
-		case c.known(j.ID):
-			return fmt.Errorf("submit job %d: ID already used: %w", j.ID, cluster.ErrConflict)
 		case j.State != cluster.JobPending:
 			return fmt.Errorf("submit job %d: a new job is PENDING, not %s: %w", j.ID, j.State, cluster.ErrInvalid)
 		}
+		last := j.ID + cluster.JobID(max(len(array.Tasks), 1)) - 1
+		for t := j.ID; t <= last; t++ {
+			if c.known(t) {
+				return fmt.Errorf("submit job %d: ID %d already used: %w", j.ID, t, cluster.ErrConflict)
+			}
+		}
 		id = j.ID
-		if j.ID >= c.st.nextJob {
-			c.st.nextJob = j.ID + 1
+		if last >= c.st.nextJob {
+			c.st.nextJob = last + 1
 		}
 		if len(requestID) > 0 {
 			r := request{job: j.ID, time: codec.Time(j.SubmitTime)}
 			c.st.requests[string(requestID)] = r
 			c.ops = append(c.ops, putRequestOp{key: string(requestID), r: r})
 		}
-		c.putJob(j)
+		if len(array.Tasks) == 0 {
+			c.putJob(j)
+		}
+		for i, a := range cluster.NewArrayTasks(j.ID, array) {
+			t := *j
+			t.ID = j.ID + cluster.JobID(i)
+			t.Array = &a
+			c.putJob(&t)
+			c.st.addArrayTask(t.ID, j.ID)
+		}
 		c.ops = append(c.ops, putPayloadOp{id: j.ID, payload: payload})
 		c.payloads = append(c.payloads, putPayloadOp{id: j.ID, payload: payload})
 		return nil

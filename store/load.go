@@ -48,6 +48,9 @@ func loadJobs(tx *bolt.Tx, st *state) error {
 			return fmt.Errorf("job under key %d has ID %d", id, j.ID)
 		}
 		st.jobs[id] = j
+		if j.Array != nil {
+			st.addArrayTask(id, j.Array.JobID)
+		}
 		st.active = append(st.active, j) // keys come in ID order
 		st.indexLive(j)
 		return nil
@@ -62,6 +65,9 @@ func loadHistory(tx *bolt.Tx, st *state) error {
 			return fmt.Errorf("finished job %d: %w", id, err)
 		}
 		st.finished[id] = r.GetStatus().GetEndTime()
+		if base, ok := codec.ArrayBase(&r); ok {
+			st.addArrayTask(id, base)
+		}
 		return nil
 	})
 }

@@ -160,7 +160,7 @@ func (s *Store) lookup(id cluster.JobID, withPayload bool) (*cluster.Job, error)
 		if j, err = codec.FromJob(&r); err != nil || !withPayload {
 			return err
 		}
-		return codec.DecodePayload(j, tx.Bucket(bucketPayloads).Get(jobKey(id)))
+		return codec.DecodePayload(j, tx.Bucket(bucketPayloads).Get(jobKey(j.PayloadID())))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("job %d: %w", id, err)
@@ -199,7 +199,7 @@ func (s *Store) Partitions() []*cluster.Partition {
 // WithPayload returns a copy of a job with its script and environment
 // (what launching or showing it needs).
 func (s *Store) WithPayload(j *cluster.Job) (*cluster.Job, error) {
-	payload, err := s.payload(j.ID)
+	payload, err := s.payload(j.PayloadID())
 	if err != nil {
 		return nil, err
 	}

@@ -62,6 +62,11 @@ type state struct {
 	// (they hold, or are about to release, resources), or pending after a
 	// requeue. Every scheduling pass must see them; see QueueState.
 	unqueued map[cluster.JobID]*cluster.Job
+	// arrays counts, by array, the tasks stored (active or finished): the
+	// array's shared payload, under its ID, goes with the last of them.
+	// arrayOf is each stored task's array.
+	arrays  map[cluster.JobID]int
+	arrayOf map[cluster.JobID]cluster.JobID
 }
 
 func newState() *state {
@@ -75,7 +80,30 @@ func newState() *state {
 		ctls:       map[string]Controller{},
 		liveOnNode: map[string]map[cluster.JobID]struct{}{},
 		unqueued:   map[cluster.JobID]*cluster.Job{},
+		arrays:     map[cluster.JobID]int{},
+		arrayOf:    map[cluster.JobID]cluster.JobID{},
 	}
+}
+
+// addArrayTask counts task id of array base as stored.
+func (st *state) addArrayTask(id, base cluster.JobID) {
+	st.arrayOf[id] = base
+	st.arrays[base]++
+}
+
+// forgetArrayTask forgets a stored job, and returns the payload that goes
+// with it: its own, the array's once its last task goes, else none (0).
+func (st *state) forgetArrayTask(id cluster.JobID) (payload cluster.JobID) {
+	base, ok := st.arrayOf[id]
+	if !ok {
+		return id
+	}
+	delete(st.arrayOf, id)
+	if st.arrays[base]--; st.arrays[base] > 0 {
+		return 0
+	}
+	delete(st.arrays, base)
+	return base
 }
 
 // isActive reports whether a job belongs in the active set: not terminal,

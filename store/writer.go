@@ -237,15 +237,18 @@ func (o putPayloadOp) write(tx *bolt.Tx) error {
 	return tx.Bucket(bucketPayloads).Put(jobKey(o.id), o.payload)
 }
 
-// forgetJobOp deletes a finished job and its payload.
-type forgetJobOp struct{ id cluster.JobID }
+// forgetJobOp deletes a finished job and the payload that goes with it
+// (its own; its array's with the array's last task; 0: none).
+type forgetJobOp struct{ id, payload cluster.JobID }
 
 func (o forgetJobOp) write(tx *bolt.Tx) error {
-	key := jobKey(o.id)
-	if err := tx.Bucket(bucketHistory).Delete(key); err != nil {
+	if err := tx.Bucket(bucketHistory).Delete(jobKey(o.id)); err != nil {
 		return err
 	}
-	return tx.Bucket(bucketPayloads).Delete(key)
+	if o.payload == 0 {
+		return nil
+	}
+	return tx.Bucket(bucketPayloads).Delete(jobKey(o.payload))
 }
 
 type putNodeOp struct{ n *cluster.Node }

@@ -34,10 +34,13 @@ type SubmitJob struct {
 	Job       *cluster.Job
 	Payload   []byte
 	RequestID []byte
+	// Array, when it has tasks, makes the job an array: one job per index,
+	// IDs Job.ID onwards.
+	Array cluster.ArraySpec
 }
 
 func (c SubmitJob) apply(st *store.Store, idx uint64) Result {
-	id, err := st.SubmitJob(idx, c.Job, c.Payload, c.RequestID)
+	id, err := st.SubmitArray(idx, c.Job, c.Payload, c.RequestID, c.Array)
 	if err != nil || id == 0 {
 		return Result{Err: err}
 	}

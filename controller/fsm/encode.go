@@ -55,8 +55,13 @@ func Decode(data []byte) (Command, error) {
 func decode(m *statev1.Command) (Command, error) {
 	switch c := m.Command.(type) {
 	case *statev1.Command_SubmitJob:
-		j, err := codec.FromJob(c.SubmitJob.GetJob())
-		return SubmitJob{Job: j, Payload: c.SubmitJob.GetPayload(), RequestID: c.SubmitJob.GetRequestId()}, err
+		r := c.SubmitJob
+		j, err := codec.FromJob(r.GetJob())
+		out := SubmitJob{Job: j, Payload: r.GetPayload(), RequestID: r.GetRequestId(), Array: cluster.ArraySpec{Throttle: int(r.GetArrayThrottle())}}
+		for _, t := range r.GetArrayTasks() {
+			out.Array.Tasks = append(out.Array.Tasks, int(t))
+		}
+		return out, err
 	case *statev1.Command_PlaceJobs:
 		return decodePlaceJobs(c.PlaceJobs), nil
 	case *statev1.Command_ReportTask:
@@ -195,9 +200,11 @@ func (c SubmitJob) encode() (*statev1.Command, error) {
 			return nil, err
 		}
 	}
-	return &statev1.Command{Command: &statev1.Command_SubmitJob{SubmitJob: &statev1.SubmitJob{
-		Job: j, Payload: payload, RequestId: c.RequestID,
-	}}}, nil
+	r := &statev1.SubmitJob{Job: j, Payload: payload, RequestId: c.RequestID, ArrayThrottle: int32(c.Array.Throttle)}
+	for _, t := range c.Array.Tasks {
+		r.ArrayTasks = append(r.ArrayTasks, int32(t))
+	}
+	return &statev1.Command{Command: &statev1.Command_SubmitJob{SubmitJob: r}}, nil
 }
 
 func (c PlaceJobs) encode() (*statev1.Command, error) {

@@ -60,3 +60,26 @@ func DependencyValue(d cluster.Dependency) *statev1.DependencyValue {
 func FromDependencyValue(v *statev1.DependencyValue) cluster.Dependency {
 	return fromDepConds(v.GetConds(), v.GetAny())
 }
+
+func arrayRecord(a *cluster.ArrayTask) *statev1.ArrayTask {
+	if a == nil {
+		return nil
+	}
+	return &statev1.ArrayTask{JobId: uint64(a.JobID), TaskId: int32(a.TaskID), Count: int32(a.Count), Min: int32(a.Min),
+		Max: int32(a.Max), Step: int32(a.Step), Throttle: int32(a.Throttle)}
+}
+
+func fromArrayRecord(r *statev1.ArrayTask) *cluster.ArrayTask {
+	if r == nil {
+		return nil
+	}
+	return &cluster.ArrayTask{JobID: cluster.JobID(r.GetJobId()), TaskID: int(r.GetTaskId()), Count: int(r.GetCount()),
+		Min: int(r.GetMin()), Max: int(r.GetMax()), Step: int(r.GetStep()), Throttle: int(r.GetThrottle())}
+}
+
+// ArrayBase is the array a stored job record belongs to, and whether it
+// belongs to one (for the store's reference count of shared payloads).
+func ArrayBase(r *statev1.Job) (cluster.JobID, bool) {
+	a := r.GetSpec().GetArray()
+	return cluster.JobID(a.GetJobId()), a != nil
+}

@@ -59,6 +59,7 @@ func jobSpec(j *cluster.Job) *statev1.JobSpec {
 
 		BeginTime:        Time(j.BeginTime),
 		Deadline:         Time(j.Deadline),
+		Array:            arrayRecord(j.Array),
 		Dependency:       depConds(j.Dependency),
 		DependencyAny:    j.Dependency.Any,
 		KillOnInvalidDep: j.KillOnInvalidDep,
@@ -164,6 +165,7 @@ func FromJob(r *statev1.Job) (*cluster.Job, error) {
 
 		BeginTime:        FromTime(sp.GetBeginTime()),
 		Deadline:         FromTime(sp.GetDeadline()),
+		Array:            fromArrayRecord(sp.GetArray()),
 		Dependency:       fromDepConds(sp.GetDependency(), sp.GetDependencyAny()),
 		KillOnInvalidDep: sp.GetKillOnInvalidDep(),
 	}

@@ -874,8 +874,13 @@ type SubmitJob struct {
 	// payload is an encoded JobPayload (the job's script and environment).
 	// It is bytes, not the message, so that replicas store it as it comes
 	// without decoding it; on the wire the two are the same.
-	Payload       []byte `protobuf:"bytes,2,opt,name=payload,proto3" json:"payload,omitempty"`
-	RequestId     []byte `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Payload   []byte `protobuf:"bytes,2,opt,name=payload,proto3" json:"payload,omitempty"`
+	RequestId []byte `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// array_tasks, when set, makes the submit a job array: one job per
+	// index, IDs job.id onwards, sharing the payload; array_throttle is its
+	// %N (0: none).
+	ArrayTasks    []int32 `protobuf:"varint,4,rep,packed,name=array_tasks,json=arrayTasks,proto3" json:"array_tasks,omitempty"`
+	ArrayThrottle int32   `protobuf:"varint,5,opt,name=array_throttle,json=arrayThrottle,proto3" json:"array_throttle,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -929,6 +934,20 @@ func (x *SubmitJob) GetRequestId() []byte {
 		return x.RequestId
 	}
 	return nil
+}
+
+func (x *SubmitJob) GetArrayTasks() []int32 {
+	if x != nil {
+		return x.ArrayTasks
+	}
+	return nil
+}
+
+func (x *SubmitJob) GetArrayThrottle() int32 {
+	if x != nil {
+		return x.ArrayThrottle
+	}
+	return 0
 }
 
 type Placement struct {
@@ -1843,12 +1862,15 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\t_priority\"T\n" +
 	"\x0fDependencyValue\x12/\n" +
 	"\x05conds\x18\x01 \x03(\v2\x19.phalanx.state.v1.DepCondR\x05conds\x12\x10\n" +
-	"\x03any\x18\x02 \x01(\bR\x03any\"m\n" +
+	"\x03any\x18\x02 \x01(\bR\x03any\"\xb5\x01\n" +
 	"\tSubmitJob\x12'\n" +
 	"\x03job\x18\x01 \x01(\v2\x15.phalanx.state.v1.JobR\x03job\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x03 \x01(\fR\trequestId\"\x8b\x01\n" +
+	"request_id\x18\x03 \x01(\fR\trequestId\x12\x1f\n" +
+	"\varray_tasks\x18\x04 \x03(\x05R\n" +
+	"arrayTasks\x12%\n" +
+	"\x0earray_throttle\x18\x05 \x01(\x05R\rarrayThrottle\"\x8b\x01\n" +
 	"\tPlacement\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x122\n" +
 	"\x05alloc\x18\x02 \x01(\v2\x1c.phalanx.state.v1.AllocationR\x05alloc\x12\x1f\n" +

@@ -689,7 +689,9 @@ type JobSpec struct {
 	// sbatch --begin (Unix nanoseconds; 0: none).
 	BeginTime int64 `protobuf:"varint,38,opt,name=begin_time,json=beginTime,proto3" json:"begin_time,omitempty"`
 	// sbatch --deadline (Unix nanoseconds; 0: none).
-	Deadline      int64 `protobuf:"varint,39,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	Deadline int64 `protobuf:"varint,39,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	// array: set on the tasks of a job array.
+	Array         *ArrayTask `protobuf:"bytes,40,opt,name=array,proto3" json:"array,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -997,6 +999,107 @@ func (x *JobSpec) GetDeadline() int64 {
 	return 0
 }
 
+func (x *JobSpec) GetArray() *ArrayTask {
+	if x != nil {
+		return x.Array
+	}
+	return nil
+}
+
+// ArrayTask is what a task of a job array knows of its array. The array's
+// tasks share the payload of its first job (job_id).
+type ArrayTask struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	TaskId        int32                  `protobuf:"varint,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Count         int32                  `protobuf:"varint,3,opt,name=count,proto3" json:"count,omitempty"`
+	Min           int32                  `protobuf:"varint,4,opt,name=min,proto3" json:"min,omitempty"`
+	Max           int32                  `protobuf:"varint,5,opt,name=max,proto3" json:"max,omitempty"`
+	Step          int32                  `protobuf:"varint,6,opt,name=step,proto3" json:"step,omitempty"`
+	Throttle      int32                  `protobuf:"varint,7,opt,name=throttle,proto3" json:"throttle,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ArrayTask) Reset() {
+	*x = ArrayTask{}
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ArrayTask) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ArrayTask) ProtoMessage() {}
+
+func (x *ArrayTask) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ArrayTask.ProtoReflect.Descriptor instead.
+func (*ArrayTask) Descriptor() ([]byte, []int) {
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ArrayTask) GetJobId() uint64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *ArrayTask) GetTaskId() int32 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+func (x *ArrayTask) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *ArrayTask) GetMin() int32 {
+	if x != nil {
+		return x.Min
+	}
+	return 0
+}
+
+func (x *ArrayTask) GetMax() int32 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+func (x *ArrayTask) GetStep() int32 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *ArrayTask) GetThrottle() int32 {
+	if x != nil {
+		return x.Throttle
+	}
+	return 0
+}
+
 // DepCond is one condition of a job's dependency.
 type DepCond struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1009,7 +1112,7 @@ type DepCond struct {
 
 func (x *DepCond) Reset() {
 	*x = DepCond{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[2]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1021,7 +1124,7 @@ func (x *DepCond) String() string {
 func (*DepCond) ProtoMessage() {}
 
 func (x *DepCond) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[2]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1034,7 +1137,7 @@ func (x *DepCond) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DepCond.ProtoReflect.Descriptor instead.
 func (*DepCond) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{2}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *DepCond) GetType() DepType {
@@ -1068,7 +1171,7 @@ type RestartPolicy struct {
 
 func (x *RestartPolicy) Reset() {
 	*x = RestartPolicy{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[3]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1080,7 +1183,7 @@ func (x *RestartPolicy) String() string {
 func (*RestartPolicy) ProtoMessage() {}
 
 func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[3]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1093,7 +1196,7 @@ func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartPolicy.ProtoReflect.Descriptor instead.
 func (*RestartPolicy) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{3}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RestartPolicy) GetMaxRestarts() int32 {
@@ -1123,7 +1226,7 @@ type JobPayload struct {
 
 func (x *JobPayload) Reset() {
 	*x = JobPayload{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[4]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1135,7 +1238,7 @@ func (x *JobPayload) String() string {
 func (*JobPayload) ProtoMessage() {}
 
 func (x *JobPayload) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[4]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1148,7 +1251,7 @@ func (x *JobPayload) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobPayload.ProtoReflect.Descriptor instead.
 func (*JobPayload) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{4}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *JobPayload) GetScript() string {
@@ -1205,7 +1308,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[5]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1217,7 +1320,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[5]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1230,7 +1333,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *JobStatus) GetState() JobState {
@@ -1356,7 +1459,7 @@ type SignalRequest struct {
 
 func (x *SignalRequest) Reset() {
 	*x = SignalRequest{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1368,7 +1471,7 @@ func (x *SignalRequest) String() string {
 func (*SignalRequest) ProtoMessage() {}
 
 func (x *SignalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1381,7 +1484,7 @@ func (x *SignalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalRequest.ProtoReflect.Descriptor instead.
 func (*SignalRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SignalRequest) GetSeq() uint32 {
@@ -1416,7 +1519,7 @@ type CheckpointCommits struct {
 
 func (x *CheckpointCommits) Reset() {
 	*x = CheckpointCommits{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1428,7 +1531,7 @@ func (x *CheckpointCommits) String() string {
 func (*CheckpointCommits) ProtoMessage() {}
 
 func (x *CheckpointCommits) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1441,7 +1544,7 @@ func (x *CheckpointCommits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCommits.ProtoReflect.Descriptor instead.
 func (*CheckpointCommits) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CheckpointCommits) GetStep() int64 {
@@ -1467,7 +1570,7 @@ type Allocation struct {
 
 func (x *Allocation) Reset() {
 	*x = Allocation{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1479,7 +1582,7 @@ func (x *Allocation) String() string {
 func (*Allocation) ProtoMessage() {}
 
 func (x *Allocation) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1492,7 +1595,7 @@ func (x *Allocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
 func (*Allocation) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Allocation) GetNodes() []*NodeAlloc {
@@ -1514,7 +1617,7 @@ type NodeAlloc struct {
 
 func (x *NodeAlloc) Reset() {
 	*x = NodeAlloc{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1526,7 +1629,7 @@ func (x *NodeAlloc) String() string {
 func (*NodeAlloc) ProtoMessage() {}
 
 func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1539,7 +1642,7 @@ func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAlloc.ProtoReflect.Descriptor instead.
 func (*NodeAlloc) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *NodeAlloc) GetNode() string {
@@ -1586,7 +1689,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1598,7 +1701,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1611,7 +1714,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Task) GetRank() int32 {
@@ -1693,7 +1796,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1705,7 +1808,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1718,7 +1821,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{11}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Attempt) GetAttempt() int32 {
@@ -1843,7 +1946,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1855,7 +1958,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1868,7 +1971,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{12}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Node) GetName() string {
@@ -2010,7 +2113,7 @@ type NIC struct {
 
 func (x *NIC) Reset() {
 	*x = NIC{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2022,7 +2125,7 @@ func (x *NIC) String() string {
 func (*NIC) ProtoMessage() {}
 
 func (x *NIC) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2035,7 +2138,7 @@ func (x *NIC) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NIC.ProtoReflect.Descriptor instead.
 func (*NIC) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{13}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *NIC) GetDevice() string {
@@ -2133,7 +2236,7 @@ type Partition struct {
 
 func (x *Partition) Reset() {
 	*x = Partition{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[14]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2145,7 +2248,7 @@ func (x *Partition) String() string {
 func (*Partition) ProtoMessage() {}
 
 func (x *Partition) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[14]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2158,7 +2261,7 @@ func (x *Partition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Partition.ProtoReflect.Descriptor instead.
 func (*Partition) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{14}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Partition) GetName() string {
@@ -2246,7 +2349,7 @@ type SubmitRequest struct {
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[15]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2258,7 +2361,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[15]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2271,7 +2374,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{15}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SubmitRequest) GetJobId() uint64 {
@@ -2307,7 +2410,7 @@ type Controller struct {
 
 func (x *Controller) Reset() {
 	*x = Controller{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[16]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2319,7 +2422,7 @@ func (x *Controller) String() string {
 func (*Controller) ProtoMessage() {}
 
 func (x *Controller) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[16]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2332,7 +2435,7 @@ func (x *Controller) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Controller.ProtoReflect.Descriptor instead.
 func (*Controller) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{16}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Controller) GetId() string {
@@ -2374,7 +2477,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[17]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2386,7 +2489,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[17]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2399,7 +2502,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{17}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -2459,7 +2562,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12-\n" +
 	"\x04spec\x18\x02 \x01(\v2\x19.phalanx.state.v1.JobSpecR\x04spec\x123\n" +
-	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\xad\t\n" +
+	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\xe0\t\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -2507,7 +2610,16 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x13kill_on_invalid_dep\x18% \x01(\bR\x10killOnInvalidDep\x12\x1d\n" +
 	"\n" +
 	"begin_time\x18& \x01(\x03R\tbeginTime\x12\x1a\n" +
-	"\bdeadline\x18' \x01(\x03R\bdeadline\"t\n" +
+	"\bdeadline\x18' \x01(\x03R\bdeadline\x121\n" +
+	"\x05array\x18( \x01(\v2\x1b.phalanx.state.v1.ArrayTaskR\x05array\"\xa5\x01\n" +
+	"\tArrayTask\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\x05R\x06taskId\x12\x14\n" +
+	"\x05count\x18\x03 \x01(\x05R\x05count\x12\x10\n" +
+	"\x03min\x18\x04 \x01(\x05R\x03min\x12\x10\n" +
+	"\x03max\x18\x05 \x01(\x05R\x03max\x12\x12\n" +
+	"\x04step\x18\x06 \x01(\x05R\x04step\x12\x1a\n" +
+	"\bthrottle\x18\a \x01(\x05R\bthrottle\"t\n" +
 	"\aDepCond\x12-\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x19.phalanx.state.v1.DepTypeR\x04type\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12#\n" +
@@ -2742,7 +2854,7 @@ func file_phalanx_state_v1_records_proto_rawDescGZIP() []byte {
 }
 
 var file_phalanx_state_v1_records_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_phalanx_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_phalanx_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_phalanx_state_v1_records_proto_goTypes = []any{
 	(JobState)(0),             // 0: phalanx.state.v1.JobState
 	(TaskState)(0),            // 1: phalanx.state.v1.TaskState
@@ -2755,54 +2867,56 @@ var file_phalanx_state_v1_records_proto_goTypes = []any{
 	(Hold)(0),                 // 8: phalanx.state.v1.Hold
 	(*Job)(nil),               // 9: phalanx.state.v1.Job
 	(*JobSpec)(nil),           // 10: phalanx.state.v1.JobSpec
-	(*DepCond)(nil),           // 11: phalanx.state.v1.DepCond
-	(*RestartPolicy)(nil),     // 12: phalanx.state.v1.RestartPolicy
-	(*JobPayload)(nil),        // 13: phalanx.state.v1.JobPayload
-	(*JobStatus)(nil),         // 14: phalanx.state.v1.JobStatus
-	(*SignalRequest)(nil),     // 15: phalanx.state.v1.SignalRequest
-	(*CheckpointCommits)(nil), // 16: phalanx.state.v1.CheckpointCommits
-	(*Allocation)(nil),        // 17: phalanx.state.v1.Allocation
-	(*NodeAlloc)(nil),         // 18: phalanx.state.v1.NodeAlloc
-	(*Task)(nil),              // 19: phalanx.state.v1.Task
-	(*Attempt)(nil),           // 20: phalanx.state.v1.Attempt
-	(*Node)(nil),              // 21: phalanx.state.v1.Node
-	(*NIC)(nil),               // 22: phalanx.state.v1.NIC
-	(*Partition)(nil),         // 23: phalanx.state.v1.Partition
-	(*SubmitRequest)(nil),     // 24: phalanx.state.v1.SubmitRequest
-	(*Controller)(nil),        // 25: phalanx.state.v1.Controller
-	(*Event)(nil),             // 26: phalanx.state.v1.Event
-	nil,                       // 27: phalanx.state.v1.JobPayload.EnvEntry
+	(*ArrayTask)(nil),         // 11: phalanx.state.v1.ArrayTask
+	(*DepCond)(nil),           // 12: phalanx.state.v1.DepCond
+	(*RestartPolicy)(nil),     // 13: phalanx.state.v1.RestartPolicy
+	(*JobPayload)(nil),        // 14: phalanx.state.v1.JobPayload
+	(*JobStatus)(nil),         // 15: phalanx.state.v1.JobStatus
+	(*SignalRequest)(nil),     // 16: phalanx.state.v1.SignalRequest
+	(*CheckpointCommits)(nil), // 17: phalanx.state.v1.CheckpointCommits
+	(*Allocation)(nil),        // 18: phalanx.state.v1.Allocation
+	(*NodeAlloc)(nil),         // 19: phalanx.state.v1.NodeAlloc
+	(*Task)(nil),              // 20: phalanx.state.v1.Task
+	(*Attempt)(nil),           // 21: phalanx.state.v1.Attempt
+	(*Node)(nil),              // 22: phalanx.state.v1.Node
+	(*NIC)(nil),               // 23: phalanx.state.v1.NIC
+	(*Partition)(nil),         // 24: phalanx.state.v1.Partition
+	(*SubmitRequest)(nil),     // 25: phalanx.state.v1.SubmitRequest
+	(*Controller)(nil),        // 26: phalanx.state.v1.Controller
+	(*Event)(nil),             // 27: phalanx.state.v1.Event
+	nil,                       // 28: phalanx.state.v1.JobPayload.EnvEntry
 }
 var file_phalanx_state_v1_records_proto_depIdxs = []int32{
 	10, // 0: phalanx.state.v1.Job.spec:type_name -> phalanx.state.v1.JobSpec
-	14, // 1: phalanx.state.v1.Job.status:type_name -> phalanx.state.v1.JobStatus
-	12, // 2: phalanx.state.v1.JobSpec.restart:type_name -> phalanx.state.v1.RestartPolicy
-	11, // 3: phalanx.state.v1.JobSpec.dependency:type_name -> phalanx.state.v1.DepCond
-	5,  // 4: phalanx.state.v1.DepCond.type:type_name -> phalanx.state.v1.DepType
-	6,  // 5: phalanx.state.v1.RestartPolicy.on:type_name -> phalanx.state.v1.RestartCause
-	27, // 6: phalanx.state.v1.JobPayload.env:type_name -> phalanx.state.v1.JobPayload.EnvEntry
-	0,  // 7: phalanx.state.v1.JobStatus.state:type_name -> phalanx.state.v1.JobState
-	17, // 8: phalanx.state.v1.JobStatus.alloc:type_name -> phalanx.state.v1.Allocation
-	19, // 9: phalanx.state.v1.JobStatus.tasks:type_name -> phalanx.state.v1.Task
-	20, // 10: phalanx.state.v1.JobStatus.attempts:type_name -> phalanx.state.v1.Attempt
-	16, // 11: phalanx.state.v1.JobStatus.checkpoint_pending:type_name -> phalanx.state.v1.CheckpointCommits
-	8,  // 12: phalanx.state.v1.JobStatus.hold:type_name -> phalanx.state.v1.Hold
-	15, // 13: phalanx.state.v1.JobStatus.signal_requests:type_name -> phalanx.state.v1.SignalRequest
-	7,  // 14: phalanx.state.v1.SignalRequest.scope:type_name -> phalanx.state.v1.SignalScope
-	18, // 15: phalanx.state.v1.Allocation.nodes:type_name -> phalanx.state.v1.NodeAlloc
-	1,  // 16: phalanx.state.v1.Task.state:type_name -> phalanx.state.v1.TaskState
-	17, // 17: phalanx.state.v1.Attempt.alloc:type_name -> phalanx.state.v1.Allocation
-	0,  // 18: phalanx.state.v1.Attempt.state:type_name -> phalanx.state.v1.JobState
-	6,  // 19: phalanx.state.v1.Attempt.cause:type_name -> phalanx.state.v1.RestartCause
-	2,  // 20: phalanx.state.v1.Node.state:type_name -> phalanx.state.v1.NodeState
-	22, // 21: phalanx.state.v1.Node.nics:type_name -> phalanx.state.v1.NIC
-	4,  // 22: phalanx.state.v1.Partition.state:type_name -> phalanx.state.v1.PartitionState
-	3,  // 23: phalanx.state.v1.Event.kind:type_name -> phalanx.state.v1.EventKind
-	24, // [24:24] is the sub-list for method output_type
-	24, // [24:24] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	15, // 1: phalanx.state.v1.Job.status:type_name -> phalanx.state.v1.JobStatus
+	13, // 2: phalanx.state.v1.JobSpec.restart:type_name -> phalanx.state.v1.RestartPolicy
+	12, // 3: phalanx.state.v1.JobSpec.dependency:type_name -> phalanx.state.v1.DepCond
+	11, // 4: phalanx.state.v1.JobSpec.array:type_name -> phalanx.state.v1.ArrayTask
+	5,  // 5: phalanx.state.v1.DepCond.type:type_name -> phalanx.state.v1.DepType
+	6,  // 6: phalanx.state.v1.RestartPolicy.on:type_name -> phalanx.state.v1.RestartCause
+	28, // 7: phalanx.state.v1.JobPayload.env:type_name -> phalanx.state.v1.JobPayload.EnvEntry
+	0,  // 8: phalanx.state.v1.JobStatus.state:type_name -> phalanx.state.v1.JobState
+	18, // 9: phalanx.state.v1.JobStatus.alloc:type_name -> phalanx.state.v1.Allocation
+	20, // 10: phalanx.state.v1.JobStatus.tasks:type_name -> phalanx.state.v1.Task
+	21, // 11: phalanx.state.v1.JobStatus.attempts:type_name -> phalanx.state.v1.Attempt
+	17, // 12: phalanx.state.v1.JobStatus.checkpoint_pending:type_name -> phalanx.state.v1.CheckpointCommits
+	8,  // 13: phalanx.state.v1.JobStatus.hold:type_name -> phalanx.state.v1.Hold
+	16, // 14: phalanx.state.v1.JobStatus.signal_requests:type_name -> phalanx.state.v1.SignalRequest
+	7,  // 15: phalanx.state.v1.SignalRequest.scope:type_name -> phalanx.state.v1.SignalScope
+	19, // 16: phalanx.state.v1.Allocation.nodes:type_name -> phalanx.state.v1.NodeAlloc
+	1,  // 17: phalanx.state.v1.Task.state:type_name -> phalanx.state.v1.TaskState
+	18, // 18: phalanx.state.v1.Attempt.alloc:type_name -> phalanx.state.v1.Allocation
+	0,  // 19: phalanx.state.v1.Attempt.state:type_name -> phalanx.state.v1.JobState
+	6,  // 20: phalanx.state.v1.Attempt.cause:type_name -> phalanx.state.v1.RestartCause
+	2,  // 21: phalanx.state.v1.Node.state:type_name -> phalanx.state.v1.NodeState
+	23, // 22: phalanx.state.v1.Node.nics:type_name -> phalanx.state.v1.NIC
+	4,  // 23: phalanx.state.v1.Partition.state:type_name -> phalanx.state.v1.PartitionState
+	3,  // 24: phalanx.state.v1.Event.kind:type_name -> phalanx.state.v1.EventKind
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_state_v1_records_proto_init() }
@@ -2810,14 +2924,14 @@ func file_phalanx_state_v1_records_proto_init() {
 	if File_phalanx_state_v1_records_proto != nil {
 		return
 	}
-	file_phalanx_state_v1_records_proto_msgTypes[5].OneofWrappers = []any{}
+	file_phalanx_state_v1_records_proto_msgTypes[6].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_state_v1_records_proto_rawDesc), len(file_phalanx_state_v1_records_proto_rawDesc)),
 			NumEnums:      9,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
