@@ -51,6 +51,8 @@ var commandFixtures = map[string]Command{
 			{Type: cluster.DepAfterOK, Job: 7}, {Type: cluster.DepAfter, Job: 6, Delay: 10 * time.Minute}, {Type: cluster.DepSingleton}}}
 		return j
 	}()},
+	"01c-submit-array": SubmitJob{Job: func() *cluster.Job { j := fullJob(); j.ID = 20; return j }(), RequestID: []byte("a1"),
+		Array: cluster.ArraySpec{Tasks: []int{0, 4, 8, 12}, Throttle: 2}},
 	"02-place-jobs": PlaceJobs{Placements: []store.Placement{{Job: 7, Alloc: twoNodes(), MasterPort: 29500, Time: t0.Add(time.Minute)}}},
 	"03-report-task": ReportTask{Report: cluster.TaskReport{JobID: 7, Attempt: 2, Rank: 1, Node: "gpu002", State: cluster.TaskExited,
 		ExitCode: 1, ExitSignal: 9, Message: "exit status 1", Time: t0.Add(time.Hour)}},
@@ -121,7 +123,7 @@ func TestCommandFormat(t *testing.T) {
 			if err := codec.DecodePayload(&full, sub.Payload); err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			got = SubmitJob{Job: &full, RequestID: sub.RequestID}
+			got = SubmitJob{Job: &full, RequestID: sub.RequestID, Array: sub.Array}
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s decodes to\n%+v\nwant\n%+v", name, got, want)
