@@ -440,3 +440,26 @@ func TestVersion(t *testing.T) {
 		t.Errorf("phx --version: code %d, %q", code, stdout)
 	}
 }
+
+// scancel ARRAYID_INDEX and ARRAYID_[LIST] name tasks of job arrays.
+func TestScancelArrayTasks(t *testing.T) {
+	f, addr := startFake(t)
+	if code, _, stderr := runOut(t, addr, "scancel", "40_3", "40_[1-2,5]", "7"); code != 0 {
+		t.Fatalf("code %d, %q", code, stderr)
+	}
+	want := &phalanxv1.CancelJobRequest{JobIds: []uint64{7}, ArrayTasks: []*phalanxv1.ArrayTasks{
+		{ArrayJobId: 40, TaskIds: []int32{3}}, {ArrayJobId: 40, TaskIds: []int32{1, 2, 5}}}}
+	if len(f.cancels) != 1 {
+		t.Fatalf("sent %v", f.cancels)
+	}
+	got := proto.Clone(f.cancels[0]).(*phalanxv1.CancelJobRequest)
+	got.RequestId = ""
+	if !proto.Equal(got, want) {
+		t.Errorf("sent %v, want %v", got, want)
+	}
+	for _, bad := range []string{"40_x", "x_1", "40_[1-3%2]"} {
+		if code, _, stderr := runOut(t, addr, "scancel", bad); code != 1 || !strings.Contains(stderr, "invalid job id") {
+			t.Errorf("scancel %s: code %d, %q", bad, code, stderr)
+		}
+	}
+}

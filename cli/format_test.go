@@ -224,6 +224,9 @@ func parseJob(t *testing.T, a kvs) *phalanxv1.Job {
 	}
 	j.Spec.RestartOn = a["restart-on"]
 	j.Spec.Dependency = a["dep"]
+	if a["array-job"] != "" {
+		j.ArrayTask = &phalanxv1.ArrayTask{ArrayJobId: a.uint(t, "array-job"), TaskId: int32(a.int(t, "array-task")), Throttle: int32(a.int(t, "throttle"))}
+	}
 	for _, n := range a.hosts(t, "nodes") {
 		alloc := &phalanxv1.NodeAlloc{Node: n, Cpus: j.Spec.CpusPerNode, MemoryMb: j.Spec.MemoryMb}
 		for g := int32(0); g < j.Spec.GpusPerNode; g++ {

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -89,14 +91,23 @@ func (k *commands) runScancel(c *ucli.Context, args []string) error {
 		return fmt.Errorf("--batch and --full say where --signal sends its signal: give --signal=SIG too")
 	}
 	var ids []uint64
+	var tasks []*phalanxv1.ArrayTasks
 	for _, op := range operands {
+		if base, idx, ok := strings.Cut(op, "_"); ok { // an array's tasks: 40_3, 40_[1-3,7]
+			at, err := parseArrayTasks(base, idx)
+			if err != nil {
+				return err
+			}
+			tasks = append(tasks, at)
+			continue
+		}
 		more, err := parseJobIDs(op)
 		if err != nil {
 			return err
 		}
 		ids = append(ids, more...)
 	}
-	if len(ids) == 0 && f.user == "" && f.name == "" && len(f.states) == 0 && len(f.partitions) == 0 {
+	if len(ids) == 0 && len(tasks) == 0 && f.user == "" && f.name == "" && len(f.states) == 0 && len(f.partitions) == 0 {
 		return fmt.Errorf("No job identification provided")
 	}
 	cn, err := k.dial(c)
@@ -104,6 +115,14 @@ func (k *commands) runScancel(c *ucli.Context, args []string) error {
 		return err
 	}
 	defer cn.Close()
+	if len(tasks) > 0 {
+		req := f.request(ids...)
+		req.ArrayTasks = tasks
+		return cn.call(c.Context, func(ctx context.Context) error {
+			_, err := cn.api.CancelJob(ctx, req)
+			return err
+		})
+	}
 	if len(ids) == 0 {
 		req := f.request()
 		return cn.call(c.Context, func(ctx context.Context) error {
@@ -140,4 +159,23 @@ func cancelEach(ctx context.Context, cn *conn, ids []uint64, f cancelFilter) err
 		return &rawError{msg: strings.Join(lines, "\n")}
 	}
 	return nil
+}
+
+// parseArrayTasks reads scancel's ARRAYID_INDEX, ARRAYID_[LIST]: the list
+// as sbatch --array writes indices (ranges, steps), without a throttle.
+func parseArrayTasks(base, idx string) (*phalanxv1.ArrayTasks, error) {
+	id, err := strconv.ParseUint(base, 10, 64)
+	if err != nil || id == 0 {
+		return nil, fmt.Errorf("invalid job id %q", base+"_"+idx)
+	}
+	list := strings.TrimSuffix(strings.TrimPrefix(idx, "["), "]")
+	spec, err := cluster.ParseArray(list, math.MaxInt32)
+	if err != nil || strings.Contains(list, "%") {
+		return nil, fmt.Errorf("invalid job id %q: write ARRAYID_INDEX or ARRAYID_[LIST]", base+"_"+idx)
+	}
+	out := &phalanxv1.ArrayTasks{ArrayJobId: id}
+	for _, t := range spec.Tasks {
+		out.TaskIds = append(out.TaskIds, int32(t))
+	}
+	return out, nil
 }

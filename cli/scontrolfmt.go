@@ -56,8 +56,15 @@ func dependency(j *phalanxv1.Job) string {
 func FormatJob(j *phalanxv1.Job, now time.Time, loc *time.Location) string {
 	s := j.GetSpec()
 	var b strings.Builder
+	first := []string{kv("JobId", j.Id)}
+	if a := j.ArrayTask; a != nil { // as Slurm prints a task of an array
+		first = append(first, kv("ArrayJobId", a.ArrayJobId), kv("ArrayTaskId", a.TaskId))
+		if a.Throttle > 0 {
+			first = append(first, kv("ArrayTaskThrottle", a.Throttle))
+		}
+	}
 	lines := [][]string{
-		{kv("JobId", j.Id), kv("JobName", s.GetName())},
+		append(first, kv("JobName", s.GetName())),
 		{kv("UserId", fmt.Sprintf("%s(%d)", s.GetUser(), s.GetUid())), kv("GroupId", fmt.Sprintf("(%d)", s.GetGid()))},
 		{kv("Priority", s.GetPriority()), kv("Nice", s.GetNice()), kv("Account", orDefault(s.GetAccount(), "(null)")), kv("QOS", orDefault(s.GetQos(), "normal"))},
 		{kv("JobState", j.State), kv("Reason", reason(j)), kv("Dependency", dependency(j))},

@@ -23,7 +23,7 @@ var squeueNames = []struct {
 	name   string
 	letter byte
 }{
-	{"Account", 'a'}, {"Dependency", 'E'}, {"JobID", 'i'}, {"Name", 'j'}, {"NodeList", 'N'},
+	{"Account", 'a'}, {"ArrayJobID", 'F'}, {"ArrayTaskID", 'K'}, {"Dependency", 'E'}, {"JobID", 'i'}, {"Name", 'j'}, {"NodeList", 'N'},
 	{"NumNodes", 'D'}, {"Partition", 'P'}, {"Priority", 'Q'}, {"Reason", 'r'}, {"ReasonList", 'R'},
 	{"SchedNodes", 'Y'}, {"StartTime", 'S'}, {"State", 'T'}, {"StateCompact", 't'}, {"SubmitTime", 'V'},
 	{"TimeLeft", 'L'}, {"TimeLimit", 'l'}, {"TimeUsed", 'M'}, {"tres-per-node", 'b'}, {"UserName", 'u'},
@@ -82,7 +82,7 @@ const SqueueStartFormat = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
 
 // squeueHeaders are the column titles of squeue's format fields.
 var squeueHeaders = map[byte]string{
-	'a': "ACCOUNT", 'b': "TRES_PER_NODE", 'D': "NODES", 'E': "DEPENDENCY", 'i': "JOBID", 'j': "NAME",
+	'a': "ACCOUNT", 'A': "JOBID", 'b': "TRES_PER_NODE", 'F': "ARRAY_JOB_ID", 'K': "ARRAY_TASK_ID", 'D': "NODES", 'E': "DEPENDENCY", 'i': "JOBID", 'j': "NAME",
 	'l': "TIME_LIMIT", 'L': "TIME_LEFT", 'M': "TIME", 'N': "NODELIST", 'P': "PARTITION",
 	'Q': "PRIORITY", 'r': "REASON", 'R': "NODELIST(REASON)", 'S': "START_TIME",
 	't': "ST", 'T': "STATE", 'u': "USER", 'V': "SUBMIT_TIME", 'Y': "SCHEDNODES", 'Z': "WORK_DIR",
@@ -114,10 +114,52 @@ func FormatSqueue(jobs []*phalanxv1.Job, v SqueueView) (string, error) {
 	if !v.NoHeader {
 		render(&b, fields, func(c byte) string { return squeueHeaders[c] })
 	}
-	for _, j := range jobs {
-		render(&b, fields, func(c byte) string { return jobField(j, c, v) })
+	rows, ids := arrayRows(jobs)
+	for _, j := range rows {
+		render(&b, fields, func(c byte) string {
+			switch c {
+			case 'i':
+				return ids[j]
+			case 'K':
+				if j.ArrayTask == nil {
+					return "N/A"
+				}
+				return strings.TrimPrefix(ids[j], fmt.Sprintf("%d_", j.ArrayTask.ArrayJobId))
+			}
+			return jobField(j, c, v)
+		})
 	}
 	return b.String(), nil
+}
+
+// arrayRows folds the pending tasks of each job array into the row of the
+// first, as squeue does, and names every row's job: "42", a task "40_3",
+// the folded pending tasks "40_[4-15%2]".
+func arrayRows(jobs []*phalanxv1.Job) ([]*phalanxv1.Job, map[*phalanxv1.Job]string) {
+	ids := make(map[*phalanxv1.Job]string, len(jobs))
+	pending := map[uint64][]int{} // by array: its pending tasks' indices
+	first := map[uint64]*phalanxv1.Job{}
+	var rows []*phalanxv1.Job
+	for _, j := range jobs {
+		a := j.ArrayTask
+		switch {
+		case a == nil:
+			ids[j] = fmt.Sprint(j.Id)
+		case j.State == string(cluster.JobPending):
+			pending[a.ArrayJobId] = append(pending[a.ArrayJobId], int(a.TaskId))
+			if first[a.ArrayJobId] != nil {
+				continue // folded into the first's row
+			}
+			first[a.ArrayJobId] = j
+		default:
+			ids[j] = fmt.Sprintf("%d_%d", a.ArrayJobId, a.TaskId)
+		}
+		rows = append(rows, j)
+	}
+	for base, j := range first {
+		ids[j] = fmt.Sprintf("%d_%s", base, cluster.FormatTaskIDs(pending[base], int(j.ArrayTask.Throttle)))
+	}
+	return rows, ids
 }
 
 func jobField(j *phalanxv1.Job, c byte, v SqueueView) string {
@@ -132,6 +174,13 @@ func jobField(j *phalanxv1.Job, c byte, v SqueueView) string {
 	case 'E':
 		return dependency(j)
 	case 'i':
+		return fmt.Sprint(j.Id) // arrays: see arrayRows
+	case 'A': // unique for each task of an array
+		return fmt.Sprint(j.Id)
+	case 'F':
+		if j.ArrayTask != nil {
+			return fmt.Sprint(j.ArrayTask.ArrayJobId)
+		}
 		return fmt.Sprint(j.Id)
 	case 'j':
 		return s.GetName()

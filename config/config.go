@@ -58,6 +58,9 @@ type Config struct {
 	// not finished (pending, running, ending); a submit beyond it is
 	// refused. Zero: no cap, the default.
 	MaxJobCount int
+	// MaxArraySize is Slurm's: a job array's indices run below it (default
+	// cluster.DefaultMaxArraySize, 1001; at most 4000001, Slurm's ceiling).
+	MaxArraySize int
 	// MaxScriptSize bounds a batch script, in bytes (Slurm's
 	// SchedulerParameters=max_script_size); default
 	// cluster.DefaultMaxScriptSize, at most cluster.MaxScriptSizeCeiling.
@@ -258,6 +261,8 @@ func (p *parser) global(file string, num int, kv pair) {
 		p.purgeAfter(file, num, kv, &p.cfg.PurgeEventAfter)
 	case "maxjobcount":
 		p.count(file, num, kv, "jobs not yet finished to hold", &p.cfg.MaxJobCount)
+	case "maxarraysize":
+		p.arraySize(file, num, kv)
 	case "maxjobhistory":
 		p.count(file, num, kv, "finished jobs to keep", &p.cfg.MaxJobHistory)
 	case "maxscriptsize":
@@ -390,6 +395,22 @@ func (p *parser) count(file string, num int, kv pair, what string, dst *int) {
 		return
 	}
 	*dst = n
+}
+
+// MaxArraySizeCeiling is Slurm's largest MaxArraySize.
+const MaxArraySizeCeiling = 4000001
+
+// arraySize parses MaxArraySize=N, from 1 to Slurm's ceiling.
+func (p *parser) arraySize(file string, num int, kv pair) {
+	if !p.once(file, num, kv, kv.lower) {
+		return
+	}
+	n, err := strconv.Atoi(kv.Value)
+	if err != nil || n < 1 || n > MaxArraySizeCeiling {
+		p.errorf(file, num, "%s=%s: want 1 to %d (array indices run below it; Slurm's default is %d)", kv.Key, kv.Value, MaxArraySizeCeiling, cluster.DefaultMaxArraySize)
+		return
+	}
+	p.cfg.MaxArraySize = n
 }
 
 // scriptSize parses MaxScriptSize=BYTES, from 1 to the ceiling.

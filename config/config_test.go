@@ -185,3 +185,15 @@ func TestParseErrorLimit(t *testing.T) {
 		t.Errorf("error does not say how many were left out: %s", msg)
 	}
 }
+
+func TestMaxArraySize(t *testing.T) {
+	cfg, err := Parse(strings.NewReader("MaxArraySize=10001\n"), "phalanx.conf")
+	if err != nil || cfg.MaxArraySize != 10001 {
+		t.Errorf("MaxArraySize=10001: %d, %v", cfg.MaxArraySize, err)
+	}
+	for _, bad := range []string{"MaxArraySize=0\n", "MaxArraySize=4000002\n", "MaxArraySize=many\n"} {
+		if _, err := Parse(strings.NewReader(bad), "phalanx.conf"); err == nil || !strings.Contains(err.Error(), "phalanx.conf:1: MaxArraySize=") {
+			t.Errorf("%q: %v, want an error naming the line", bad, err)
+		}
+	}
+}

@@ -30,6 +30,8 @@
 //	                                long, default 30days; as PurgeJobAfter
 //	MaxJobHistory=N                 the most finished jobs kept for accounting
 //	                                (the oldest go first); default 0, no cap
+//	MaxArraySize=N                  Slurm's: job array indices run below N
+//	                                (default 1001, at most 4000001)
 //	MaxJobCount=N                   Slurm's: the most jobs not yet finished
 //	                                (pending, running, ending) the controllers
 //	                                hold; a submit that finds it reached is

@@ -82,7 +82,13 @@ func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly b
 	if err := s.checkDependency(job); err != nil {
 		return nil, err
 	}
-	if err := s.checkJobCount(); err != nil && !testOnly {
+	var array cluster.ArraySpec
+	if spec.Array != "" {
+		if array, err = cluster.ParseArray(spec.Array, s.cfg.MaxArraySize); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.checkJobCount(len(array.Tasks)); err != nil && !testOnly {
 		return nil, err
 	}
 	now := s.cfg.Clock.Now()
@@ -99,7 +105,7 @@ func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly b
 		return nil, s.notLeader()
 	}
 	job.ID = s.nextID
-	s.nextID++
+	s.nextID += cluster.JobID(max(len(array.Tasks), 1)) // an array's tasks take the IDs after its own
 	s.inflight[job.ID] = struct{}{}
 	s.mu.Unlock()
 	defer func() {
@@ -117,7 +123,7 @@ func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly b
 		return nil, err
 	}
 	job.Script = ""
-	res, err := s.propose(ctx, fsm.SubmitJob{Job: job, Payload: payload, RequestID: requestID})
+	res, err := s.propose(ctx, fsm.SubmitJob{Job: job, Payload: payload, RequestID: requestID, Array: array})
 	if err != nil {
 		return nil, err
 	}
@@ -125,12 +131,13 @@ func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly b
 	return &phalanxv1.SubmitJobResponse{JobId: uint64(res.IDs[0])}, nil
 }
 
-// checkJobCount refuses a submit when MaxJobCount jobs are not finished.
-func (s *Server) checkJobCount() error {
+// checkJobCount refuses a submit when MaxJobCount jobs are not finished,
+// or would not be with the tasks of an array (tasks: 0 for a plain job).
+func (s *Server) checkJobCount(tasks int) error {
 	if s.cfg.MaxJobCount == 0 {
 		return nil
 	}
-	if active, _, _ := s.store.Counts(); active >= s.cfg.MaxJobCount {
+	if active, _, _ := s.store.Counts(); active+max(tasks, 1) > s.cfg.MaxJobCount {
 		return cluster.Errorf(cluster.ErrLimit, "the cluster holds MaxJobCount=%d jobs that have not finished: submit again once some have ended, or raise MaxJobCount", s.cfg.MaxJobCount)
 	}
 	return nil
@@ -214,20 +221,20 @@ func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([
 		return nil, err
 	}
 	var ids []cluster.JobID
-	for _, id := range req.JobIds {
-		j, err := s.visible(cluster.JobID(id), false)
-		if err != nil {
-			return nil, err
-		}
+	named, err := s.arrayTasksNamed(req)
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range named {
 		if !match(j) { // scancel -t PENDING 42: left alone unless pending
 			continue
 		}
 		if err := s.mayChange(ctx, j, "cancel"); err != nil {
 			return nil, err
 		}
-		ids = append(ids, cluster.JobID(id))
+		ids = append(ids, j.ID)
 	}
-	if len(req.JobIds) == 0 {
+	if len(req.JobIds) == 0 && len(req.ArrayTasks) == 0 {
 		if req.User == "" && req.Name == "" && len(req.States) == 0 && len(req.Partitions) == 0 {
 			return nil, cluster.Errorf(cluster.ErrInvalid, "name jobs by ID, user, name, state or partition")
 		}
@@ -272,6 +279,49 @@ func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([
 	}
 	s.kickScheduler()
 	return cancelled, nil
+}
+
+// arrayTasksNamed returns the jobs a cancel names: each job ID (an array's
+// ID stands for all its active tasks, as in Slurm) and each array task
+// (ID_INDEX). A job or task that does not exist is ErrNotFound.
+func (s *Server) arrayTasksNamed(req *phalanxv1.CancelJobRequest) ([]*cluster.Job, error) {
+	var out []*cluster.Job
+	var byArray map[cluster.JobID][]*cluster.Job // built when an array is named
+	tasksOf := func(base cluster.JobID) []*cluster.Job {
+		if byArray == nil {
+			byArray = map[cluster.JobID][]*cluster.Job{}
+			for _, a := range s.store.ActiveJobs() {
+				if a.Array != nil {
+					byArray[a.Array.JobID] = append(byArray[a.Array.JobID], a)
+				}
+			}
+		}
+		return byArray[base]
+	}
+	for _, id := range req.JobIds {
+		j, err := s.visible(cluster.JobID(id), false)
+		if err != nil {
+			return nil, err
+		}
+		if j.Array != nil && j.Array.JobID == j.ID {
+			if tasks := tasksOf(j.ID); len(tasks) > 0 {
+				out = append(out, tasks...)
+				continue
+			}
+		}
+		out = append(out, j)
+	}
+	for _, at := range req.ArrayTasks {
+		tasks := tasksOf(cluster.JobID(at.ArrayJobId))
+		for _, want := range at.TaskIds {
+			i := slices.IndexFunc(tasks, func(j *cluster.Job) bool { return j.Array.TaskID == int(want) })
+			if i < 0 {
+				return nil, cluster.Errorf(cluster.ErrNotFound, "job %d_%d: invalid job id specified (no such array task, or it has ended)", at.ArrayJobId, want)
+			}
+			out = append(out, tasks[i])
+		}
+	}
+	return out, nil
 }
 
 // signal records a scancel --signal for the running jobs among ids, in

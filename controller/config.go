@@ -105,6 +105,9 @@ type Config struct {
 	// ending) the cluster holds; a submit beyond it is refused until some
 	// end (Slurm's MaxJobCount). Zero: no cap.
 	MaxJobCount int
+	// MaxArraySize: job array indices run below it (Slurm's MaxArraySize;
+	// default cluster.DefaultMaxArraySize).
+	MaxArraySize int
 	// MaxScriptSize: the largest batch script a submit may carry, in bytes
 	// (phalanx.conf's MaxScriptSize, Slurm's max_script_size; default
 	// cluster.DefaultMaxScriptSize, at most cluster.MaxScriptSizeCeiling).
@@ -225,6 +228,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if err := checkLeaseTiming(out.NodeTTL, out.HeartbeatInterval); err != nil {
 		return out, err
+	}
+	if out.MaxArraySize == 0 {
+		out.MaxArraySize = cluster.DefaultMaxArraySize
 	}
 	if out.SchedInterval == 0 {
 		out.SchedInterval = time.Second

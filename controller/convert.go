@@ -220,6 +220,10 @@ func jobToProto(j *cluster.Job, addrs map[string]string, pending *scheduler.Pend
 	if j.Checkpointed {
 		out.CheckpointStep = proto.Int64(j.CheckpointStep)
 	}
+	if a := j.Array; a != nil {
+		out.ArrayTask = &phalanxv1.ArrayTask{ArrayJobId: uint64(a.JobID), TaskId: int32(a.TaskID), Count: int32(a.Count),
+			Min: int32(a.Min), Max: int32(a.Max), Step: int32(a.Step), Throttle: int32(a.Throttle)}
+	}
 	if j.State == cluster.JobPending && pending != nil {
 		setPending(out, *pending)
 	}

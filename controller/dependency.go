@@ -41,7 +41,8 @@ type depGate struct {
 // gateDependencies returns the jobs the scheduler may consider (every live
 // job, and the pending ones not held whose dependency holds) and the
 // pending jobs it holds back, with why: held (cluster/hold.go), before
-// their --begin time, or waiting on their dependency.
+// their --begin time, waiting on their dependency, or on their array's
+// throttle (the lowest task IDs go first).
 func (s *Server) gateDependencies(jobs []*cluster.Job, now time.Time) ([]*cluster.Job, *depGate) {
 	g := &depGate{waiting: map[cluster.JobID]scheduler.PendingInfo{}}
 	var singles map[string][]*cluster.Job // by user and name; built when needed
@@ -67,6 +68,7 @@ func (s *Server) gateDependencies(jobs []*cluster.Job, now time.Time) ([]*cluste
 		},
 	}
 	keep := jobs[:0:0]
+	var room map[cluster.JobID]int // by array: how many more of its tasks may start; built when needed
 	for _, j := range jobs {
 		if cluster.MissedDeadline(j, now) {
 			g.missed = append(g.missed, j.ID)
@@ -80,12 +82,25 @@ func (s *Server) gateDependencies(jobs []*cluster.Job, now time.Time) ([]*cluste
 			g.waiting[j.ID] = scheduler.PendingInfo{Reason: cluster.ReasonBeginTime, ExpectedStart: j.BeginTime}
 			continue
 		}
-		if j.State != cluster.JobPending || j.Dependency.IsZero() {
+		if j.State != cluster.JobPending || (j.Dependency.IsZero() && (j.Array == nil || j.Array.Throttle == 0)) {
 			keep = append(keep, j)
 			continue
 		}
 		switch j.Dependency.Eval(j, g.view, now) {
 		case cluster.DepSatisfied:
+			if a := j.Array; a != nil && a.Throttle > 0 {
+				if room == nil {
+					room = s.arrayRoom()
+				}
+				if _, ok := room[a.JobID]; !ok {
+					room[a.JobID] = a.Throttle
+				}
+				if room[a.JobID] <= 0 {
+					g.waiting[j.ID] = scheduler.PendingInfo{Reason: cluster.ReasonArrayTaskLimit}
+					continue
+				}
+				room[a.JobID]--
+			}
 			keep = append(keep, j)
 		case cluster.DepWaiting:
 			g.waiting[j.ID] = scheduler.PendingInfo{Reason: cluster.ReasonDependency}
@@ -97,6 +112,22 @@ func (s *Server) gateDependencies(jobs []*cluster.Job, now time.Time) ([]*cluste
 		}
 	}
 	return keep, g
+}
+
+// arrayRoom is, for each throttled array with tasks running, how many more
+// of its tasks may start: its throttle less its live tasks. Arrays without
+// a live task are not in it (all their throttle is free).
+func (s *Server) arrayRoom() map[cluster.JobID]int {
+	room := map[cluster.JobID]int{}
+	for _, j := range s.store.ActiveJobs() {
+		if a := j.Array; a != nil && a.Throttle > 0 && j.State != cluster.JobPending {
+			if _, ok := room[a.JobID]; !ok {
+				room[a.JobID] = a.Throttle
+			}
+			room[a.JobID]--
+		}
+	}
+	return room
 }
 
 // cancelNeverSatisfied cancels the jobs whose dependency can never hold

@@ -39,6 +39,7 @@ type jobInfo struct {
 	restartOn              cluster.RestartCauses // what restarts the job
 	ranks                  []rankSlot            // by rank
 	startedRanks           []int                 // ranks the controller has STARTING or RUNNING
+	array                  *cluster.ArrayTask    // a task of a job array; nil: not one
 }
 
 // ckptInfo is the job's checkpoint store and its newest complete step.
@@ -99,6 +100,7 @@ func jobFromWire(j *phalanxv1.Job) jobInfo {
 		masterPort: int(j.GetMasterPort()),
 		signal: cluster.JobSignal{Signal: int(js.GetSignal()), Before: secondsDuration(int64(js.GetSignalSeconds())),
 			Batch: js.GetSignalBatch()},
+		array: arrayFromWire(j.GetArrayTask()),
 		ckpt: ckptInfo{dir: js.GetCheckpointDir(), keep: cluster.CheckpointSpec{Dir: js.GetCheckpointDir(), Keep: int(js.GetCheckpointKeep())}.KeepSteps(),
 			step: j.GetCheckpointStep(), complete: j != nil && j.CheckpointStep != nil},
 	}
@@ -141,4 +143,12 @@ func (j jobInfo) nodeNames() []string {
 		names[i] = r.node
 	}
 	return names
+}
+
+func arrayFromWire(a *phalanxv1.ArrayTask) *cluster.ArrayTask {
+	if a == nil {
+		return nil
+	}
+	return &cluster.ArrayTask{JobID: cluster.JobID(a.GetArrayJobId()), TaskID: int(a.GetTaskId()), Count: int(a.GetCount()),
+		Min: int(a.GetMin()), Max: int(a.GetMax()), Step: int(a.GetStep()), Throttle: int(a.GetThrottle())}
 }

@@ -85,6 +85,15 @@ func launchVars(in envInput) []string {
 	if in.cluster != "" {
 		vars = append(vars, "SLURM_CLUSTER_NAME="+in.cluster)
 	}
+	if a := job.array; a != nil {
+		vars = append(vars,
+			"SLURM_ARRAY_JOB_ID="+strconv.FormatUint(uint64(a.JobID), 10),
+			"SLURM_ARRAY_TASK_ID="+strconv.Itoa(a.TaskID),
+			"SLURM_ARRAY_TASK_COUNT="+strconv.Itoa(a.Count),
+			"SLURM_ARRAY_TASK_MIN="+strconv.Itoa(a.Min),
+			"SLURM_ARRAY_TASK_MAX="+strconv.Itoa(a.Max),
+			"SLURM_ARRAY_TASK_STEP="+strconv.Itoa(a.Step))
+	}
 	return append(vars,
 		"MASTER_ADDR="+master,
 		"MASTER_PORT="+port,

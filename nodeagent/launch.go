@@ -73,6 +73,7 @@ func (a *Agent) prepare(key taskKey, as assignment) (spec runtime.Spec, cleanup 
 		spec.Env = append(spec.Env, k+"="+ckptEnv[k])
 	}
 	spec.Stdout, spec.Stderr = outputPaths(job.output, job.errPattern, workDir, patternVars{
+		array: job.array,
 		jobID: key.job, name: job.name, user: job.user, node: a.cfg.Name, rank: rank,
 	})
 	if container {

@@ -5,18 +5,24 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
 // DefaultOutput is the output pattern of a job that sets none, as sbatch's.
 const DefaultOutput = "slurm-%j.out"
 
+// DefaultArrayOutput is a job array task's output without -o, Slurm's.
+const DefaultArrayOutput = "slurm-%A_%a.out"
+
 // patternVars are the values sbatch filename patterns refer to.
 type patternVars struct {
 	jobID uint64
-	name  string // %x
-	user  string // %u
-	node  string // %N: the node's short hostname
-	rank  int    // %n and %t (one task per node)
+	array *cluster.ArrayTask // %A, %a; nil: not an array task
+	name  string             // %x
+	user  string             // %u
+	node  string             // %N: the node's short hostname
+	rank  int                // %n and %t (one task per node)
 }
 
 // outputPaths resolves a task's stdout and stderr files from the job's -o
@@ -25,6 +31,9 @@ type patternVars struct {
 func outputPaths(output, errPattern, workDir string, v patternVars) (stdout, stderr string) {
 	if output == "" {
 		output = DefaultOutput
+		if v.array != nil {
+			output = DefaultArrayOutput
+		}
 	}
 	stdout = resolvePath(expandPattern(output, v), workDir)
 	if errPattern == "" {
@@ -42,10 +51,10 @@ func resolvePath(p, workDir string) string {
 
 // expandPattern replaces sbatch's filename patterns: %j job ID, %x job
 // name, %u user, %N short hostname, %n node ID and %t task ID (both the
-// rank), %A the job ID (arrays are not supported yet: the array master is
-// the job itself), %% a percent sign. A width between % and the letter
-// zero-pads numbers (%4j → 0042) and is ignored for names, as Slurm does.
-// Anything else, including %a until arrays exist, is kept as written.
+// rank), %A the array's ID (the job's own outside an array), %a the array
+// index (4294967294 outside an array, as Slurm writes it), %% a percent
+// sign. A width between % and the letter zero-pads numbers (%4j → 0042) and
+// is ignored for names, as Slurm does. Anything else is kept as written.
 func expandPattern(p string, v patternVars) string {
 	var b strings.Builder
 	for i := 0; i < len(p); i++ {
@@ -76,8 +85,18 @@ func expandPattern(p string, v patternVars) string {
 func (v patternVars) expand(letter byte, width int) (string, bool) {
 	num := func(n uint64) string { return fmt.Sprintf("%0*d", width, n) }
 	switch letter {
-	case 'j', 'A':
+	case 'j':
 		return num(v.jobID), true
+	case 'A':
+		if v.array != nil {
+			return num(uint64(v.array.JobID)), true
+		}
+		return num(v.jobID), true
+	case 'a':
+		if v.array != nil {
+			return num(uint64(v.array.TaskID)), true
+		}
+		return num(4294967294), true
 	case 'n', 't':
 		return num(uint64(v.rank)), true
 	case 'x':

@@ -1,6 +1,10 @@
 package nodeagent
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
 
 func TestExpandPattern(t *testing.T) {
 	v := patternVars{jobID: 42, name: "train", user: "alice", node: "gpu007.cluster.local", rank: 3}
@@ -16,7 +20,7 @@ func TestExpandPattern(t *testing.T) {
 		{"100%%", "100%"},
 		{"%%j", "%j"},
 		{"%A", "42"},
-		{"%A_%a", "42_%a"},
+		{"%A_%a", "42_4294967294"}, // outside an array %a is Slurm's NO_VAL
 		{"%q %Z", "%q %Z"},
 		{"%3q", "%3q"},
 		{"trailing %", "trailing %"},
@@ -27,6 +31,18 @@ func TestExpandPattern(t *testing.T) {
 		if got := expandPattern(tc.in, v); got != tc.want {
 			t.Errorf("expandPattern(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// A task of a job array names its files by the array's ID and its index;
+// without -o, Slurm's slurm-%A_%a.out.
+func TestArrayOutputPatterns(t *testing.T) {
+	v := patternVars{jobID: 45, name: "sweep", array: &cluster.ArrayTask{JobID: 42, TaskID: 3}}
+	if got := expandPattern("%A_%a-%j.%3a", v); got != "42_3-45.003" {
+		t.Errorf("expandPattern = %q", got)
+	}
+	if out, _ := outputPaths("", "", "/w", v); out != "/w/slurm-42_3.out" {
+		t.Errorf("default output of an array task = %q", out)
 	}
 }
 

@@ -59,7 +59,9 @@ type Options struct {
 	DisableRootJobs bool
 	OperatorUsers   []string
 	PrivateJobs     bool
-	RateLimit       controller.RateLimit
+	// MaxArraySize is the controllers' (0: their default, 1001).
+	MaxArraySize int
+	RateLimit    controller.RateLimit
 	// Prolog: what the agents run before a job's task (Slurm's Prolog).
 	Prolog cluster.Prolog
 	// MinHangTimeout lets jobs give hang timeouts shorter than the
@@ -259,6 +261,7 @@ func (c *Cluster) StartController(i int) {
 		Nodes:             c.opts.NodeConf,
 		OperatorUsers:     c.opts.OperatorUsers,
 		PrivateJobs:       c.opts.PrivateJobs,
+		MaxArraySize:      c.opts.MaxArraySize,
 		RateLimit:         c.opts.RateLimit,
 		MinHangTimeout:    c.opts.MinHangTimeout,
 		Logger:            c.logger("controller-" + r.id),

@@ -72,8 +72,7 @@ var Options = []getopt.Option{
 	{Long: "cpu-bind", HasArg: true, Usage: "accepted and ignored (warning)"},
 	{Long: "distribution", Short: 'm', HasArg: true, Usage: "accepted and ignored (warning)"},
 	{Long: "comment", HasArg: true, Usage: "accepted and ignored (warning)"},
-	// Known, and refused with a way out (see apply).
-	{Long: "array", Short: 'a', HasArg: true, Usage: "not supported yet: submit one job per index"},
+	{Long: "array", Short: 'a', HasArg: true, Usage: "a job array, one job per index: 0-15, 1,3,7, 0-31:4, with %N to run at most N at once"},
 }
 
 // ignored options are accepted for compatibility with existing scripts; each
@@ -224,8 +223,12 @@ func (b *builder) apply(v getopt.Value) error {
 	case "wrap":
 		b.wrap, b.hasWrap = v.Value, true
 	case "array":
-		err = fmt.Errorf("job arrays are not supported yet: submit one job per index, " +
-			"e.g. for i in $(seq 0 9); do sbatch --export=ALL,SLURM_ARRAY_TASK_ID=$i job.sh; done")
+		// Checked here for a message before any contact; the controller
+		// checks the indices against its MaxArraySize.
+		if _, err := cluster.ParseArray(v.Value, math.MaxInt32); err != nil {
+			return err // it names the option
+		}
+		s.Array = v.Value
 	default:
 		return fmt.Errorf("option --%s is not handled", v.Name)
 	}

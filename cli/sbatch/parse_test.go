@@ -135,6 +135,9 @@ func writePlacement(b *strings.Builder, s *phalanxv1.JobSpec) {
 	if s.HangTimeoutSeconds != 0 {
 		fmt.Fprintf(b, "hang-timeout-s=%d\n", s.HangTimeoutSeconds)
 	}
+	if s.Array != "" || s.Dependency != "" || s.Hold {
+		fmt.Fprintf(b, "array=%q dependency=%q hold=%v\n", s.Array, s.Dependency, s.Hold)
+	}
 	if s.NoRequeue || s.MaxRestarts != nil || s.RestartOn != "" {
 		fmt.Fprintf(b, "no-requeue=%v max-restarts=%v restart-on=%q\n", s.NoRequeue, s.GetMaxRestarts(), s.RestartOn)
 	}

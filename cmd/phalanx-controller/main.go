@@ -442,7 +442,7 @@ func loadConfig(cfg *controller.Config, confPath, topoPath string, log *slog.Log
 		}
 		cfg.Nodes = c.Nodes
 		cfg.MinJobAge, cfg.PurgeJobAfter, cfg.PurgeEventAfter = minJobAge(c.MinJobAge), c.PurgeJobAfter, c.PurgeEventAfter
-		cfg.MaxJobHistory, cfg.MaxJobCount = c.MaxJobHistory, c.MaxJobCount
+		cfg.MaxJobHistory, cfg.MaxJobCount, cfg.MaxArraySize = c.MaxJobHistory, c.MaxJobCount, c.MaxArraySize
 		cfg.MaxScriptSize = c.MaxScriptSize
 		cfg.DisableRootJobs, cfg.AdminUsers, cfg.OperatorUsers = c.DisableRootJobs, c.AdminUsers, c.OperatorUsers
 		cfg.PrivateJobs = c.PrivateJobs

@@ -2282,7 +2282,10 @@ type CancelJobRequest struct {
 	Partitions []string `protobuf:"bytes,7,rep,name=partitions,proto3" json:"partitions,omitempty"`
 	// With signal: which processes of each task get it (scancel -b, -f);
 	// the default, the job's processes but the batch script.
-	SignalScope   SignalScope `protobuf:"varint,8,opt,name=signal_scope,json=signalScope,proto3,enum=phalanx.v1.SignalScope" json:"signal_scope,omitempty"`
+	SignalScope SignalScope `protobuf:"varint,8,opt,name=signal_scope,json=signalScope,proto3,enum=phalanx.v1.SignalScope" json:"signal_scope,omitempty"`
+	// array_tasks names tasks of job arrays (scancel 40_3, 40_[1-3]); a
+	// job_id that is an array's ID names all its tasks.
+	ArrayTasks    []*ArrayTasks `protobuf:"bytes,9,rep,name=array_tasks,json=arrayTasks,proto3" json:"array_tasks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2373,6 +2376,65 @@ func (x *CancelJobRequest) GetSignalScope() SignalScope {
 	return SignalScope_SIGNAL_SCOPE_UNSPECIFIED
 }
 
+func (x *CancelJobRequest) GetArrayTasks() []*ArrayTasks {
+	if x != nil {
+		return x.ArrayTasks
+	}
+	return nil
+}
+
+type ArrayTasks struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ArrayJobId    uint64                 `protobuf:"varint,1,opt,name=array_job_id,json=arrayJobId,proto3" json:"array_job_id,omitempty"`
+	TaskIds       []int32                `protobuf:"varint,2,rep,packed,name=task_ids,json=taskIds,proto3" json:"task_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ArrayTasks) Reset() {
+	*x = ArrayTasks{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ArrayTasks) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ArrayTasks) ProtoMessage() {}
+
+func (x *ArrayTasks) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ArrayTasks.ProtoReflect.Descriptor instead.
+func (*ArrayTasks) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ArrayTasks) GetArrayJobId() uint64 {
+	if x != nil {
+		return x.ArrayJobId
+	}
+	return 0
+}
+
+func (x *ArrayTasks) GetTaskIds() []int32 {
+	if x != nil {
+		return x.TaskIds
+	}
+	return nil
+}
+
 type CancelJobResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// cancelled: the jobs this request cancelled; a job named that had
@@ -2384,7 +2446,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[22]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2396,7 +2458,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[22]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2409,7 +2471,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{22}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CancelJobResponse) GetCancelled() []uint64 {
@@ -2428,7 +2490,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[23]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2440,7 +2502,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[23]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2453,7 +2515,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{23}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetJobRequest) GetJobId() uint64 {
@@ -2500,7 +2562,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[24]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2512,7 +2574,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[24]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2525,7 +2587,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{24}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListJobsRequest) GetJobIds() []uint64 {
@@ -2615,7 +2677,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2627,7 +2689,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2640,7 +2702,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{25}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -2668,7 +2730,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2680,7 +2742,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2693,7 +2755,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{26}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListNodesRequest) GetNames() []string {
@@ -2727,7 +2789,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2739,7 +2801,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2752,7 +2814,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{27}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -2777,7 +2839,7 @@ type ListPartitionsRequest struct {
 
 func (x *ListPartitionsRequest) Reset() {
 	*x = ListPartitionsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2789,7 +2851,7 @@ func (x *ListPartitionsRequest) String() string {
 func (*ListPartitionsRequest) ProtoMessage() {}
 
 func (x *ListPartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2802,7 +2864,7 @@ func (x *ListPartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPartitionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{28}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{29}
 }
 
 type ListPartitionsResponse struct {
@@ -2814,7 +2876,7 @@ type ListPartitionsResponse struct {
 
 func (x *ListPartitionsResponse) Reset() {
 	*x = ListPartitionsResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2826,7 +2888,7 @@ func (x *ListPartitionsResponse) String() string {
 func (*ListPartitionsResponse) ProtoMessage() {}
 
 func (x *ListPartitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2839,7 +2901,7 @@ func (x *ListPartitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPartitionsResponse.ProtoReflect.Descriptor instead.
 func (*ListPartitionsResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{29}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListPartitionsResponse) GetPartitions() []*Partition {
@@ -2862,7 +2924,7 @@ type NotLeader struct {
 
 func (x *NotLeader) Reset() {
 	*x = NotLeader{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2874,7 +2936,7 @@ func (x *NotLeader) String() string {
 func (*NotLeader) ProtoMessage() {}
 
 func (x *NotLeader) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2887,7 +2949,7 @@ func (x *NotLeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotLeader.ProtoReflect.Descriptor instead.
 func (*NotLeader) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{30}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *NotLeader) GetLeaderId() string {
@@ -2925,7 +2987,7 @@ type ControllerStatus struct {
 
 func (x *ControllerStatus) Reset() {
 	*x = ControllerStatus{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2937,7 +2999,7 @@ func (x *ControllerStatus) String() string {
 func (*ControllerStatus) ProtoMessage() {}
 
 func (x *ControllerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2950,7 +3012,7 @@ func (x *ControllerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControllerStatus.ProtoReflect.Descriptor instead.
 func (*ControllerStatus) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{31}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ControllerStatus) GetId() string {
@@ -3038,7 +3100,7 @@ type GetControllerStatusRequest struct {
 
 func (x *GetControllerStatusRequest) Reset() {
 	*x = GetControllerStatusRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3050,7 +3112,7 @@ func (x *GetControllerStatusRequest) String() string {
 func (*GetControllerStatusRequest) ProtoMessage() {}
 
 func (x *GetControllerStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3063,7 +3125,7 @@ func (x *GetControllerStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetControllerStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetControllerStatusRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{32}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{33}
 }
 
 type ListControllersRequest struct {
@@ -3074,7 +3136,7 @@ type ListControllersRequest struct {
 
 func (x *ListControllersRequest) Reset() {
 	*x = ListControllersRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3086,7 +3148,7 @@ func (x *ListControllersRequest) String() string {
 func (*ListControllersRequest) ProtoMessage() {}
 
 func (x *ListControllersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3099,7 +3161,7 @@ func (x *ListControllersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListControllersRequest.ProtoReflect.Descriptor instead.
 func (*ListControllersRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{33}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{34}
 }
 
 type ListControllersResponse struct {
@@ -3111,7 +3173,7 @@ type ListControllersResponse struct {
 
 func (x *ListControllersResponse) Reset() {
 	*x = ListControllersResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3123,7 +3185,7 @@ func (x *ListControllersResponse) String() string {
 func (*ListControllersResponse) ProtoMessage() {}
 
 func (x *ListControllersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3136,7 +3198,7 @@ func (x *ListControllersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListControllersResponse.ProtoReflect.Descriptor instead.
 func (*ListControllersResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{34}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListControllersResponse) GetControllers() []*ControllerInfo {
@@ -3162,7 +3224,7 @@ type ControllerInfo struct {
 
 func (x *ControllerInfo) Reset() {
 	*x = ControllerInfo{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3174,7 +3236,7 @@ func (x *ControllerInfo) String() string {
 func (*ControllerInfo) ProtoMessage() {}
 
 func (x *ControllerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3187,7 +3249,7 @@ func (x *ControllerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControllerInfo.ProtoReflect.Descriptor instead.
 func (*ControllerInfo) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{35}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ControllerInfo) GetId() string {
@@ -3250,7 +3312,7 @@ type AddControllerRequest struct {
 
 func (x *AddControllerRequest) Reset() {
 	*x = AddControllerRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3262,7 +3324,7 @@ func (x *AddControllerRequest) String() string {
 func (*AddControllerRequest) ProtoMessage() {}
 
 func (x *AddControllerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3275,7 +3337,7 @@ func (x *AddControllerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddControllerRequest.ProtoReflect.Descriptor instead.
 func (*AddControllerRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{36}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *AddControllerRequest) GetId() string {
@@ -3307,7 +3369,7 @@ type AddControllerResponse struct {
 
 func (x *AddControllerResponse) Reset() {
 	*x = AddControllerResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3319,7 +3381,7 @@ func (x *AddControllerResponse) String() string {
 func (*AddControllerResponse) ProtoMessage() {}
 
 func (x *AddControllerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3332,7 +3394,7 @@ func (x *AddControllerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddControllerResponse.ProtoReflect.Descriptor instead.
 func (*AddControllerResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{37}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{38}
 }
 
 type RemoveControllerRequest struct {
@@ -3344,7 +3406,7 @@ type RemoveControllerRequest struct {
 
 func (x *RemoveControllerRequest) Reset() {
 	*x = RemoveControllerRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3356,7 +3418,7 @@ func (x *RemoveControllerRequest) String() string {
 func (*RemoveControllerRequest) ProtoMessage() {}
 
 func (x *RemoveControllerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3369,7 +3431,7 @@ func (x *RemoveControllerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveControllerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveControllerRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{38}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RemoveControllerRequest) GetId() string {
@@ -3387,7 +3449,7 @@ type RemoveControllerResponse struct {
 
 func (x *RemoveControllerResponse) Reset() {
 	*x = RemoveControllerResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3399,7 +3461,7 @@ func (x *RemoveControllerResponse) String() string {
 func (*RemoveControllerResponse) ProtoMessage() {}
 
 func (x *RemoveControllerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3412,7 +3474,7 @@ func (x *RemoveControllerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveControllerResponse.ProtoReflect.Descriptor instead.
 func (*RemoveControllerResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{39}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{40}
 }
 
 type RegisterControllerRequest struct {
@@ -3426,7 +3488,7 @@ type RegisterControllerRequest struct {
 
 func (x *RegisterControllerRequest) Reset() {
 	*x = RegisterControllerRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3438,7 +3500,7 @@ func (x *RegisterControllerRequest) String() string {
 func (*RegisterControllerRequest) ProtoMessage() {}
 
 func (x *RegisterControllerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3451,7 +3513,7 @@ func (x *RegisterControllerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterControllerRequest.ProtoReflect.Descriptor instead.
 func (*RegisterControllerRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{40}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RegisterControllerRequest) GetId() string {
@@ -3483,7 +3545,7 @@ type RegisterControllerResponse struct {
 
 func (x *RegisterControllerResponse) Reset() {
 	*x = RegisterControllerResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3495,7 +3557,7 @@ func (x *RegisterControllerResponse) String() string {
 func (*RegisterControllerResponse) ProtoMessage() {}
 
 func (x *RegisterControllerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3508,7 +3570,7 @@ func (x *RegisterControllerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterControllerResponse.ProtoReflect.Descriptor instead.
 func (*RegisterControllerResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{41}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{42}
 }
 
 type TransferLeadershipRequest struct {
@@ -3520,7 +3582,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3532,7 +3594,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3545,7 +3607,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{42}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *TransferLeadershipRequest) GetId() string {
@@ -3564,7 +3626,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3576,7 +3638,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3589,7 +3651,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{43}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -3607,7 +3669,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3619,7 +3681,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3632,7 +3694,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{44}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{45}
 }
 
 // Chunk is a piece of a backup file, in order.
@@ -3645,7 +3707,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3657,7 +3719,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3670,7 +3732,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{45}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Chunk) GetData() []byte {
@@ -3692,7 +3754,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3704,7 +3766,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3717,7 +3779,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{46}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RestoreRequest) GetData() []byte {
@@ -3744,7 +3806,7 @@ type RestoreResponse struct {
 
 func (x *RestoreResponse) Reset() {
 	*x = RestoreResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3756,7 +3818,7 @@ func (x *RestoreResponse) String() string {
 func (*RestoreResponse) ProtoMessage() {}
 
 func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3769,7 +3831,7 @@ func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreResponse.ProtoReflect.Descriptor instead.
 func (*RestoreResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{47}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RestoreResponse) GetJobs() uint64 {
@@ -3809,7 +3871,7 @@ type RegisterNodeRequest struct {
 
 func (x *RegisterNodeRequest) Reset() {
 	*x = RegisterNodeRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3821,7 +3883,7 @@ func (x *RegisterNodeRequest) String() string {
 func (*RegisterNodeRequest) ProtoMessage() {}
 
 func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3834,7 +3896,7 @@ func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeRequest.ProtoReflect.Descriptor instead.
 func (*RegisterNodeRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{48}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *RegisterNodeRequest) GetName() string {
@@ -3927,7 +3989,7 @@ type NICInfo struct {
 
 func (x *NICInfo) Reset() {
 	*x = NICInfo{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3939,7 +4001,7 @@ func (x *NICInfo) String() string {
 func (*NICInfo) ProtoMessage() {}
 
 func (x *NICInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3952,7 +4014,7 @@ func (x *NICInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NICInfo.ProtoReflect.Descriptor instead.
 func (*NICInfo) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{49}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *NICInfo) GetDevice() string {
@@ -4045,7 +4107,7 @@ type GPUInfo struct {
 
 func (x *GPUInfo) Reset() {
 	*x = GPUInfo{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4057,7 +4119,7 @@ func (x *GPUInfo) String() string {
 func (*GPUInfo) ProtoMessage() {}
 
 func (x *GPUInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4070,7 +4132,7 @@ func (x *GPUInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GPUInfo.ProtoReflect.Descriptor instead.
 func (*GPUInfo) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{50}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *GPUInfo) GetIndex() int32 {
@@ -4120,7 +4182,7 @@ type RegisterNodeResponse struct {
 
 func (x *RegisterNodeResponse) Reset() {
 	*x = RegisterNodeResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4132,7 +4194,7 @@ func (x *RegisterNodeResponse) String() string {
 func (*RegisterNodeResponse) ProtoMessage() {}
 
 func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4145,7 +4207,7 @@ func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeResponse.ProtoReflect.Descriptor instead.
 func (*RegisterNodeResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{51}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RegisterNodeResponse) GetHeartbeatIntervalMs() int64 {
@@ -4178,7 +4240,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4190,7 +4252,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4203,7 +4265,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{52}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *HeartbeatRequest) GetName() string {
@@ -4250,7 +4312,7 @@ type HealthProblem struct {
 
 func (x *HealthProblem) Reset() {
 	*x = HealthProblem{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4262,7 +4324,7 @@ func (x *HealthProblem) String() string {
 func (*HealthProblem) ProtoMessage() {}
 
 func (x *HealthProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4275,7 +4337,7 @@ func (x *HealthProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthProblem.ProtoReflect.Descriptor instead.
 func (*HealthProblem) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{53}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *HealthProblem) GetCheck() string {
@@ -4317,7 +4379,7 @@ type TaskRef struct {
 
 func (x *TaskRef) Reset() {
 	*x = TaskRef{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4329,7 +4391,7 @@ func (x *TaskRef) String() string {
 func (*TaskRef) ProtoMessage() {}
 
 func (x *TaskRef) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4342,7 +4404,7 @@ func (x *TaskRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskRef.ProtoReflect.Descriptor instead.
 func (*TaskRef) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{54}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *TaskRef) GetJobId() uint64 {
@@ -4386,7 +4448,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4398,7 +4460,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4411,7 +4473,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{55}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *HeartbeatResponse) GetReregister() bool {
@@ -4462,7 +4524,7 @@ type HealthCheck struct {
 
 func (x *HealthCheck) Reset() {
 	*x = HealthCheck{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4474,7 +4536,7 @@ func (x *HealthCheck) String() string {
 func (*HealthCheck) ProtoMessage() {}
 
 func (x *HealthCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4487,7 +4549,7 @@ func (x *HealthCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthCheck.ProtoReflect.Descriptor instead.
 func (*HealthCheck) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{56}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *HealthCheck) GetProgram() string {
@@ -4520,7 +4582,7 @@ type WatchAssignmentsRequest struct {
 
 func (x *WatchAssignmentsRequest) Reset() {
 	*x = WatchAssignmentsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4532,7 +4594,7 @@ func (x *WatchAssignmentsRequest) String() string {
 func (*WatchAssignmentsRequest) ProtoMessage() {}
 
 func (x *WatchAssignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4545,7 +4607,7 @@ func (x *WatchAssignmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchAssignmentsRequest.ProtoReflect.Descriptor instead.
 func (*WatchAssignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{57}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *WatchAssignmentsRequest) GetName() string {
@@ -4578,7 +4640,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4590,7 +4652,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4603,7 +4665,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{58}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *Assignment) GetJobId() uint64 {
@@ -4680,7 +4742,7 @@ type SignalRequest struct {
 
 func (x *SignalRequest) Reset() {
 	*x = SignalRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4692,7 +4754,7 @@ func (x *SignalRequest) String() string {
 func (*SignalRequest) ProtoMessage() {}
 
 func (x *SignalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4705,7 +4767,7 @@ func (x *SignalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalRequest.ProtoReflect.Descriptor instead.
 func (*SignalRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{59}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *SignalRequest) GetSeq() uint32 {
@@ -4741,7 +4803,7 @@ type Prolog struct {
 
 func (x *Prolog) Reset() {
 	*x = Prolog{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4753,7 +4815,7 @@ func (x *Prolog) String() string {
 func (*Prolog) ProtoMessage() {}
 
 func (x *Prolog) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4766,7 +4828,7 @@ func (x *Prolog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prolog.ProtoReflect.Descriptor instead.
 func (*Prolog) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{60}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *Prolog) GetPrograms() []string {
@@ -4797,7 +4859,7 @@ type Assignments struct {
 
 func (x *Assignments) Reset() {
 	*x = Assignments{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4809,7 +4871,7 @@ func (x *Assignments) String() string {
 func (*Assignments) ProtoMessage() {}
 
 func (x *Assignments) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4822,7 +4884,7 @@ func (x *Assignments) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignments.ProtoReflect.Descriptor instead.
 func (*Assignments) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{61}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *Assignments) GetAssignments() []*Assignment {
@@ -4860,7 +4922,7 @@ type ReportTaskStatusRequest struct {
 
 func (x *ReportTaskStatusRequest) Reset() {
 	*x = ReportTaskStatusRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4872,7 +4934,7 @@ func (x *ReportTaskStatusRequest) String() string {
 func (*ReportTaskStatusRequest) ProtoMessage() {}
 
 func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4885,7 +4947,7 @@ func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{62}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ReportTaskStatusRequest) GetNode() string {
@@ -4966,7 +5028,7 @@ type ReportTaskStatusResponse struct {
 
 func (x *ReportTaskStatusResponse) Reset() {
 	*x = ReportTaskStatusResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4978,7 +5040,7 @@ func (x *ReportTaskStatusResponse) String() string {
 func (*ReportTaskStatusResponse) ProtoMessage() {}
 
 func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4991,7 +5053,7 @@ func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusResponse.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{63}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{64}
 }
 
 type ReportCheckpointRequest struct {
@@ -5007,7 +5069,7 @@ type ReportCheckpointRequest struct {
 
 func (x *ReportCheckpointRequest) Reset() {
 	*x = ReportCheckpointRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5019,7 +5081,7 @@ func (x *ReportCheckpointRequest) String() string {
 func (*ReportCheckpointRequest) ProtoMessage() {}
 
 func (x *ReportCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5032,7 +5094,7 @@ func (x *ReportCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*ReportCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{64}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ReportCheckpointRequest) GetNode() string {
@@ -5078,7 +5140,7 @@ type ReportCheckpointResponse struct {
 
 func (x *ReportCheckpointResponse) Reset() {
 	*x = ReportCheckpointResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5090,7 +5152,7 @@ func (x *ReportCheckpointResponse) String() string {
 func (*ReportCheckpointResponse) ProtoMessage() {}
 
 func (x *ReportCheckpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5103,7 +5165,7 @@ func (x *ReportCheckpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCheckpointResponse.ProtoReflect.Descriptor instead.
 func (*ReportCheckpointResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{65}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{66}
 }
 
 type ReportJobEventRequest struct {
@@ -5118,7 +5180,7 @@ type ReportJobEventRequest struct {
 
 func (x *ReportJobEventRequest) Reset() {
 	*x = ReportJobEventRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[66]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5130,7 +5192,7 @@ func (x *ReportJobEventRequest) String() string {
 func (*ReportJobEventRequest) ProtoMessage() {}
 
 func (x *ReportJobEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[66]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5143,7 +5205,7 @@ func (x *ReportJobEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportJobEventRequest.ProtoReflect.Descriptor instead.
 func (*ReportJobEventRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{66}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ReportJobEventRequest) GetNode() string {
@@ -5182,7 +5244,7 @@ type ReportJobEventResponse struct {
 
 func (x *ReportJobEventResponse) Reset() {
 	*x = ReportJobEventResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[67]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5194,7 +5256,7 @@ func (x *ReportJobEventResponse) String() string {
 func (*ReportJobEventResponse) ProtoMessage() {}
 
 func (x *ReportJobEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[67]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5207,7 +5269,7 @@ func (x *ReportJobEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportJobEventResponse.ProtoReflect.Descriptor instead.
 func (*ReportJobEventResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{67}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{68}
 }
 
 var File_phalanx_v1_phalanx_proto protoreflect.FileDescriptor
@@ -5445,7 +5507,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x11SubmitJobResponse\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12A\n" +
 	"\x0eexpected_start\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\rexpectedStart\x12\x1a\n" +
-	"\bwarnings\x18\x03 \x03(\tR\bwarnings\"\xfe\x01\n" +
+	"\bwarnings\x18\x03 \x03(\tR\bwarnings\"\xb7\x02\n" +
 	"\x10CancelJobRequest\x12\x17\n" +
 	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x12\n" +
@@ -5457,7 +5519,14 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\n" +
 	"partitions\x18\a \x03(\tR\n" +
 	"partitions\x12:\n" +
-	"\fsignal_scope\x18\b \x01(\x0e2\x17.phalanx.v1.SignalScopeR\vsignalScope\"1\n" +
+	"\fsignal_scope\x18\b \x01(\x0e2\x17.phalanx.v1.SignalScopeR\vsignalScope\x127\n" +
+	"\varray_tasks\x18\t \x03(\v2\x16.phalanx.v1.ArrayTasksR\n" +
+	"arrayTasks\"I\n" +
+	"\n" +
+	"ArrayTasks\x12 \n" +
+	"\farray_job_id\x18\x01 \x01(\x04R\n" +
+	"arrayJobId\x12\x19\n" +
+	"\btask_ids\x18\x02 \x03(\x05R\ataskIds\"1\n" +
 	"\x11CancelJobResponse\x12\x1c\n" +
 	"\tcancelled\x18\x01 \x03(\x04R\tcancelled\"&\n" +
 	"\rGetJobRequest\x12\x15\n" +
@@ -5718,7 +5787,7 @@ func file_phalanx_v1_phalanx_proto_rawDescGZIP() []byte {
 }
 
 var file_phalanx_v1_phalanx_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
+var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 70)
 var file_phalanx_v1_phalanx_proto_goTypes = []any{
 	(HoldRequest)(0),                   // 0: phalanx.v1.HoldRequest
 	(SignalScope)(0),                   // 1: phalanx.v1.SignalScope
@@ -5744,162 +5813,164 @@ var file_phalanx_v1_phalanx_proto_goTypes = []any{
 	(*SubmitJobRequest)(nil),           // 21: phalanx.v1.SubmitJobRequest
 	(*SubmitJobResponse)(nil),          // 22: phalanx.v1.SubmitJobResponse
 	(*CancelJobRequest)(nil),           // 23: phalanx.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),          // 24: phalanx.v1.CancelJobResponse
-	(*GetJobRequest)(nil),              // 25: phalanx.v1.GetJobRequest
-	(*ListJobsRequest)(nil),            // 26: phalanx.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),           // 27: phalanx.v1.ListJobsResponse
-	(*ListNodesRequest)(nil),           // 28: phalanx.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),          // 29: phalanx.v1.ListNodesResponse
-	(*ListPartitionsRequest)(nil),      // 30: phalanx.v1.ListPartitionsRequest
-	(*ListPartitionsResponse)(nil),     // 31: phalanx.v1.ListPartitionsResponse
-	(*NotLeader)(nil),                  // 32: phalanx.v1.NotLeader
-	(*ControllerStatus)(nil),           // 33: phalanx.v1.ControllerStatus
-	(*GetControllerStatusRequest)(nil), // 34: phalanx.v1.GetControllerStatusRequest
-	(*ListControllersRequest)(nil),     // 35: phalanx.v1.ListControllersRequest
-	(*ListControllersResponse)(nil),    // 36: phalanx.v1.ListControllersResponse
-	(*ControllerInfo)(nil),             // 37: phalanx.v1.ControllerInfo
-	(*AddControllerRequest)(nil),       // 38: phalanx.v1.AddControllerRequest
-	(*AddControllerResponse)(nil),      // 39: phalanx.v1.AddControllerResponse
-	(*RemoveControllerRequest)(nil),    // 40: phalanx.v1.RemoveControllerRequest
-	(*RemoveControllerResponse)(nil),   // 41: phalanx.v1.RemoveControllerResponse
-	(*RegisterControllerRequest)(nil),  // 42: phalanx.v1.RegisterControllerRequest
-	(*RegisterControllerResponse)(nil), // 43: phalanx.v1.RegisterControllerResponse
-	(*TransferLeadershipRequest)(nil),  // 44: phalanx.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 45: phalanx.v1.TransferLeadershipResponse
-	(*BackupRequest)(nil),              // 46: phalanx.v1.BackupRequest
-	(*Chunk)(nil),                      // 47: phalanx.v1.Chunk
-	(*RestoreRequest)(nil),             // 48: phalanx.v1.RestoreRequest
-	(*RestoreResponse)(nil),            // 49: phalanx.v1.RestoreResponse
-	(*RegisterNodeRequest)(nil),        // 50: phalanx.v1.RegisterNodeRequest
-	(*NICInfo)(nil),                    // 51: phalanx.v1.NICInfo
-	(*GPUInfo)(nil),                    // 52: phalanx.v1.GPUInfo
-	(*RegisterNodeResponse)(nil),       // 53: phalanx.v1.RegisterNodeResponse
-	(*HeartbeatRequest)(nil),           // 54: phalanx.v1.HeartbeatRequest
-	(*HealthProblem)(nil),              // 55: phalanx.v1.HealthProblem
-	(*TaskRef)(nil),                    // 56: phalanx.v1.TaskRef
-	(*HeartbeatResponse)(nil),          // 57: phalanx.v1.HeartbeatResponse
-	(*HealthCheck)(nil),                // 58: phalanx.v1.HealthCheck
-	(*WatchAssignmentsRequest)(nil),    // 59: phalanx.v1.WatchAssignmentsRequest
-	(*Assignment)(nil),                 // 60: phalanx.v1.Assignment
-	(*SignalRequest)(nil),              // 61: phalanx.v1.SignalRequest
-	(*Prolog)(nil),                     // 62: phalanx.v1.Prolog
-	(*Assignments)(nil),                // 63: phalanx.v1.Assignments
-	(*ReportTaskStatusRequest)(nil),    // 64: phalanx.v1.ReportTaskStatusRequest
-	(*ReportTaskStatusResponse)(nil),   // 65: phalanx.v1.ReportTaskStatusResponse
-	(*ReportCheckpointRequest)(nil),    // 66: phalanx.v1.ReportCheckpointRequest
-	(*ReportCheckpointResponse)(nil),   // 67: phalanx.v1.ReportCheckpointResponse
-	(*ReportJobEventRequest)(nil),      // 68: phalanx.v1.ReportJobEventRequest
-	(*ReportJobEventResponse)(nil),     // 69: phalanx.v1.ReportJobEventResponse
-	nil,                                // 70: phalanx.v1.JobSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 71: google.protobuf.Timestamp
+	(*ArrayTasks)(nil),                 // 24: phalanx.v1.ArrayTasks
+	(*CancelJobResponse)(nil),          // 25: phalanx.v1.CancelJobResponse
+	(*GetJobRequest)(nil),              // 26: phalanx.v1.GetJobRequest
+	(*ListJobsRequest)(nil),            // 27: phalanx.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),           // 28: phalanx.v1.ListJobsResponse
+	(*ListNodesRequest)(nil),           // 29: phalanx.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),          // 30: phalanx.v1.ListNodesResponse
+	(*ListPartitionsRequest)(nil),      // 31: phalanx.v1.ListPartitionsRequest
+	(*ListPartitionsResponse)(nil),     // 32: phalanx.v1.ListPartitionsResponse
+	(*NotLeader)(nil),                  // 33: phalanx.v1.NotLeader
+	(*ControllerStatus)(nil),           // 34: phalanx.v1.ControllerStatus
+	(*GetControllerStatusRequest)(nil), // 35: phalanx.v1.GetControllerStatusRequest
+	(*ListControllersRequest)(nil),     // 36: phalanx.v1.ListControllersRequest
+	(*ListControllersResponse)(nil),    // 37: phalanx.v1.ListControllersResponse
+	(*ControllerInfo)(nil),             // 38: phalanx.v1.ControllerInfo
+	(*AddControllerRequest)(nil),       // 39: phalanx.v1.AddControllerRequest
+	(*AddControllerResponse)(nil),      // 40: phalanx.v1.AddControllerResponse
+	(*RemoveControllerRequest)(nil),    // 41: phalanx.v1.RemoveControllerRequest
+	(*RemoveControllerResponse)(nil),   // 42: phalanx.v1.RemoveControllerResponse
+	(*RegisterControllerRequest)(nil),  // 43: phalanx.v1.RegisterControllerRequest
+	(*RegisterControllerResponse)(nil), // 44: phalanx.v1.RegisterControllerResponse
+	(*TransferLeadershipRequest)(nil),  // 45: phalanx.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 46: phalanx.v1.TransferLeadershipResponse
+	(*BackupRequest)(nil),              // 47: phalanx.v1.BackupRequest
+	(*Chunk)(nil),                      // 48: phalanx.v1.Chunk
+	(*RestoreRequest)(nil),             // 49: phalanx.v1.RestoreRequest
+	(*RestoreResponse)(nil),            // 50: phalanx.v1.RestoreResponse
+	(*RegisterNodeRequest)(nil),        // 51: phalanx.v1.RegisterNodeRequest
+	(*NICInfo)(nil),                    // 52: phalanx.v1.NICInfo
+	(*GPUInfo)(nil),                    // 53: phalanx.v1.GPUInfo
+	(*RegisterNodeResponse)(nil),       // 54: phalanx.v1.RegisterNodeResponse
+	(*HeartbeatRequest)(nil),           // 55: phalanx.v1.HeartbeatRequest
+	(*HealthProblem)(nil),              // 56: phalanx.v1.HealthProblem
+	(*TaskRef)(nil),                    // 57: phalanx.v1.TaskRef
+	(*HeartbeatResponse)(nil),          // 58: phalanx.v1.HeartbeatResponse
+	(*HealthCheck)(nil),                // 59: phalanx.v1.HealthCheck
+	(*WatchAssignmentsRequest)(nil),    // 60: phalanx.v1.WatchAssignmentsRequest
+	(*Assignment)(nil),                 // 61: phalanx.v1.Assignment
+	(*SignalRequest)(nil),              // 62: phalanx.v1.SignalRequest
+	(*Prolog)(nil),                     // 63: phalanx.v1.Prolog
+	(*Assignments)(nil),                // 64: phalanx.v1.Assignments
+	(*ReportTaskStatusRequest)(nil),    // 65: phalanx.v1.ReportTaskStatusRequest
+	(*ReportTaskStatusResponse)(nil),   // 66: phalanx.v1.ReportTaskStatusResponse
+	(*ReportCheckpointRequest)(nil),    // 67: phalanx.v1.ReportCheckpointRequest
+	(*ReportCheckpointResponse)(nil),   // 68: phalanx.v1.ReportCheckpointResponse
+	(*ReportJobEventRequest)(nil),      // 69: phalanx.v1.ReportJobEventRequest
+	(*ReportJobEventResponse)(nil),     // 70: phalanx.v1.ReportJobEventResponse
+	nil,                                // 71: phalanx.v1.JobSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil),      // 72: google.protobuf.Timestamp
 }
 var file_phalanx_v1_phalanx_proto_depIdxs = []int32{
-	71, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
+	72, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
 	4,  // 1: phalanx.v1.ListEventsResponse.events:type_name -> phalanx.v1.Event
-	71, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
+	72, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
 	0,  // 3: phalanx.v1.UpdateJobRequest.hold:type_name -> phalanx.v1.HoldRequest
-	71, // 4: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
-	70, // 5: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
-	71, // 6: phalanx.v1.JobSpec.begin_time:type_name -> google.protobuf.Timestamp
-	71, // 7: phalanx.v1.JobSpec.deadline:type_name -> google.protobuf.Timestamp
-	71, // 8: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
-	71, // 9: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	72, // 4: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
+	71, // 5: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
+	72, // 6: phalanx.v1.JobSpec.begin_time:type_name -> google.protobuf.Timestamp
+	72, // 7: phalanx.v1.JobSpec.deadline:type_name -> google.protobuf.Timestamp
+	72, // 8: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
+	72, // 9: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
 	13, // 10: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
-	71, // 11: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
-	71, // 12: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
-	71, // 13: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
+	72, // 11: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
+	72, // 12: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
+	72, // 13: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
 	14, // 14: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
 	15, // 15: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
-	71, // 16: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
+	72, // 16: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
 	18, // 17: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
 	17, // 18: phalanx.v1.Job.array_task:type_name -> phalanx.v1.ArrayTask
 	14, // 19: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
-	71, // 20: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
-	71, // 21: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
-	71, // 22: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
-	71, // 23: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
-	51, // 24: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
-	71, // 25: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
+	72, // 20: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
+	72, // 21: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
+	72, // 22: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
+	72, // 23: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	52, // 24: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
+	72, // 25: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
 	13, // 26: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
-	71, // 27: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
+	72, // 27: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
 	1,  // 28: phalanx.v1.CancelJobRequest.signal_scope:type_name -> phalanx.v1.SignalScope
-	71, // 29: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
-	71, // 30: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
-	16, // 31: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
-	19, // 32: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
-	20, // 33: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
-	71, // 34: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
-	37, // 35: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
-	33, // 36: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
-	52, // 37: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
-	51, // 38: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
-	56, // 39: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
-	55, // 40: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
-	71, // 41: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
-	71, // 42: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
-	58, // 43: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
-	16, // 44: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
-	62, // 45: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
-	61, // 46: phalanx.v1.Assignment.signals:type_name -> phalanx.v1.SignalRequest
-	1,  // 47: phalanx.v1.SignalRequest.scope:type_name -> phalanx.v1.SignalScope
-	60, // 48: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
-	71, // 49: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
-	71, // 50: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
-	21, // 51: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
-	23, // 52: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
-	25, // 53: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
-	26, // 54: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
-	28, // 55: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
-	30, // 56: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
-	35, // 57: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
-	34, // 58: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
-	38, // 59: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
-	40, // 60: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
-	42, // 61: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
-	44, // 62: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
-	46, // 63: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
-	48, // 64: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
-	11, // 65: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
-	5,  // 66: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
-	7,  // 67: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
-	8,  // 68: phalanx.v1.ControllerService.RequeueJob:input_type -> phalanx.v1.RequeueJobRequest
-	2,  // 69: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
-	50, // 70: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
-	54, // 71: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
-	59, // 72: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
-	64, // 73: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
-	66, // 74: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
-	68, // 75: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
-	22, // 76: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
-	24, // 77: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
-	16, // 78: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
-	27, // 79: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
-	29, // 80: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
-	31, // 81: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
-	36, // 82: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
-	33, // 83: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
-	39, // 84: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
-	41, // 85: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
-	43, // 86: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
-	45, // 87: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
-	47, // 88: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
-	49, // 89: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
-	12, // 90: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
-	6,  // 91: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
-	10, // 92: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
-	9,  // 93: phalanx.v1.ControllerService.RequeueJob:output_type -> phalanx.v1.RequeueJobResponse
-	3,  // 94: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
-	53, // 95: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
-	57, // 96: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
-	63, // 97: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
-	65, // 98: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
-	67, // 99: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
-	69, // 100: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
-	76, // [76:101] is the sub-list for method output_type
-	51, // [51:76] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	24, // 29: phalanx.v1.CancelJobRequest.array_tasks:type_name -> phalanx.v1.ArrayTasks
+	72, // 30: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
+	72, // 31: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
+	16, // 32: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
+	19, // 33: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
+	20, // 34: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
+	72, // 35: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
+	38, // 36: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
+	34, // 37: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
+	53, // 38: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
+	52, // 39: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
+	57, // 40: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
+	56, // 41: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
+	72, // 42: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
+	72, // 43: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
+	59, // 44: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
+	16, // 45: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
+	63, // 46: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
+	62, // 47: phalanx.v1.Assignment.signals:type_name -> phalanx.v1.SignalRequest
+	1,  // 48: phalanx.v1.SignalRequest.scope:type_name -> phalanx.v1.SignalScope
+	61, // 49: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
+	72, // 50: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
+	72, // 51: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
+	21, // 52: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
+	23, // 53: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
+	26, // 54: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
+	27, // 55: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
+	29, // 56: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
+	31, // 57: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
+	36, // 58: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
+	35, // 59: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
+	39, // 60: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
+	41, // 61: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
+	43, // 62: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
+	45, // 63: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
+	47, // 64: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
+	49, // 65: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
+	11, // 66: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
+	5,  // 67: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
+	7,  // 68: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
+	8,  // 69: phalanx.v1.ControllerService.RequeueJob:input_type -> phalanx.v1.RequeueJobRequest
+	2,  // 70: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
+	51, // 71: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
+	55, // 72: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
+	60, // 73: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
+	65, // 74: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
+	67, // 75: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
+	69, // 76: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
+	22, // 77: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
+	25, // 78: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
+	16, // 79: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
+	28, // 80: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
+	30, // 81: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
+	32, // 82: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
+	37, // 83: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
+	34, // 84: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
+	40, // 85: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
+	42, // 86: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
+	44, // 87: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
+	46, // 88: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
+	48, // 89: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
+	50, // 90: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
+	12, // 91: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
+	6,  // 92: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
+	10, // 93: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
+	9,  // 94: phalanx.v1.ControllerService.RequeueJob:output_type -> phalanx.v1.RequeueJobResponse
+	3,  // 95: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
+	54, // 96: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
+	58, // 97: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
+	64, // 98: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
+	66, // 99: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
+	68, // 100: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
+	70, // 101: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
+	77, // [77:102] is the sub-list for method output_type
+	52, // [52:77] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_phalanx_proto_init() }
@@ -5916,7 +5987,7 @@ func file_phalanx_v1_phalanx_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_phalanx_proto_rawDesc), len(file_phalanx_v1_phalanx_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   69,
+			NumMessages:   70,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
