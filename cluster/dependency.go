@@ -16,16 +16,20 @@ import (
 //	afterok:ID[:ID...]            each job has completed (exit code 0)
 //	afternotok:ID[:ID...]         each job has ended some other way (failed,
 //	                              timed out, node failure, cancelled...)
-//	aftercorr:ID[:ID...]          for job arrays, the task of the same index
-//	                              completed; Phalanx has no arrays yet, and
-//	                              reads it as afterok
+//	aftercorr:ID[:ID...]          for a task of an array on another array:
+//	                              that array's task of the same index
+//	                              completed (none: satisfied); otherwise as
+//	                              afterok
 //	singleton                     no other job of the same name and user
 //	                              runs, nor waits with a lower ID
 //
 // Conditions are joined by "," (all must hold) or "?" (one is enough), not
 // both. A condition that can no longer hold (afterok on a job that failed)
 // makes the dependency never satisfied when all were needed, or when it
-// was the last of the "?" ones; the job then waits with reason
+// was the last of the "?" ones. A condition on a job array's ID (its first
+// task's) is on all its tasks, as in Slurm: afterok holds once every task
+// completed, afternotok once every task ended and one did not complete.
+// The job then waits with reason
 // DependencyNeverSatisfied, or is cancelled when it asked for that
 // (--kill-on-invalid-dep=yes). A job no longer known (purged from the
 // history) satisfies its conditions, as in Slurm.
@@ -212,6 +216,9 @@ type DepView struct {
 	// Job returns the job with id, active or finished; ok false when
 	// there is none (never was, or purged).
 	Job func(id JobID) (j *Job, ok bool)
+	// ArrayTasks returns the tasks of the job array whose ID is id, active
+	// or finished; nil when id is not an array's.
+	ArrayTasks func(id JobID) []*Job
 	// Singleton reports whether another job of j's name and user runs, or
 	// waits with a lower ID.
 	Singleton func(j *Job) bool
@@ -261,6 +268,45 @@ func evalCond(c DepCond, j *Job, v DepView, now time.Time) DepStatus {
 	if !ok {
 		return DepSatisfied // purged: Slurm lifts the condition
 	}
+	if a := other.Array; a != nil && a.JobID == other.ID && v.ArrayTasks != nil {
+		return evalOnArray(c, j, v.ArrayTasks(other.ID), now)
+	}
+	return evalOnJob(c, other, now)
+}
+
+// evalOnArray is a condition on every task of an array (aftercorr: on the
+// task of j's index).
+func evalOnArray(c DepCond, j *Job, tasks []*Job, now time.Time) DepStatus {
+	if c.Type == DepAfterCorr && j.Array != nil {
+		for _, t := range tasks {
+			if t.Array != nil && t.Array.TaskID == j.Array.TaskID {
+				return evalOnJob(c, t, now)
+			}
+		}
+		return DepSatisfied // no task of that index
+	}
+	waiting, satisfied := false, false
+	for _, t := range tasks {
+		switch st := evalOnJob(c, t, now); {
+		case st == DepWaiting:
+			waiting = true
+		case st == DepSatisfied:
+			satisfied = true
+		case c.Type != DepAfterNotOK: // one that never holds fails the whole array
+			return DepNever
+		}
+	}
+	switch {
+	case waiting:
+		return DepWaiting
+	case c.Type == DepAfterNotOK && !satisfied: // every task completed
+		return DepNever
+	}
+	return DepSatisfied
+}
+
+// evalOnJob is a condition on one job.
+func evalOnJob(c DepCond, other *Job, now time.Time) DepStatus {
 	// Ended once no task of it runs: a failed job whose policy restarts it
 	// is PENDING again by then.
 	ended := other.State.Terminal() && !other.Live()

@@ -110,3 +110,36 @@ func TestDependencyEval(t *testing.T) {
 		t.Errorf("singleton alone: %v, want satisfied", got)
 	}
 }
+
+// A condition on an array's ID is on all its tasks; aftercorr pairs tasks
+// of the same index.
+func TestDependencyOnAnArray(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	task := func(id JobID, idx int, st JobState) *Job {
+		return &Job{ID: id, State: st, StartTime: now.Add(-time.Hour), EndTime: now.Add(-time.Minute), Array: &ArrayTask{JobID: 50, TaskID: idx, Count: 3}}
+	}
+	arrays := map[string][]*Job{
+		"all ok":     {task(50, 0, JobCompleted), task(51, 1, JobCompleted), task(52, 2, JobCompleted)},
+		"one failed": {task(50, 0, JobCompleted), task(51, 1, JobFailed), task(52, 2, JobCompleted)},
+		"one runs":   {task(50, 0, JobCompleted), task(51, 1, JobFailed), {ID: 52, State: JobRunning, Alloc: &Allocation{}, Tasks: []Task{{State: TaskRunning}}, Array: &ArrayTask{JobID: 50, TaskID: 2}}},
+	}
+	for name, tasks := range arrays {
+		v := DepView{
+			Job:        func(id JobID) (*Job, bool) { return tasks[id-50], id >= 50 && id <= 52 },
+			ArrayTasks: func(id JobID) []*Job { return tasks },
+		}
+		mine := &Job{ID: 60, Array: &ArrayTask{JobID: 60, TaskID: 1}}
+		for dep, want := range map[string]map[string]DepStatus{
+			"afterok:50":    {"all ok": DepSatisfied, "one failed": DepNever, "one runs": DepNever},
+			"afterany:50":   {"all ok": DepSatisfied, "one failed": DepSatisfied, "one runs": DepWaiting},
+			"afternotok:50": {"all ok": DepNever, "one failed": DepSatisfied, "one runs": DepWaiting},
+			"aftercorr:50":  {"all ok": DepSatisfied, "one failed": DepNever, "one runs": DepNever},
+			"afterok:52":    {"all ok": DepSatisfied, "one failed": DepSatisfied, "one runs": DepWaiting},
+		} {
+			d, _ := ParseDependency(dep)
+			if got := d.Eval(mine, v, now); got != want[name] {
+				t.Errorf("%s on an array where %s: %v, want %v", dep, name, got, want[name])
+			}
+		}
+	}
+}

@@ -51,6 +51,19 @@ func (s *Server) gateDependencies(jobs []*cluster.Job, now time.Time) ([]*cluste
 			j, err := s.store.JobRecord(id)
 			return j, err == nil
 		},
+		ArrayTasks: func(id cluster.JobID) []*cluster.Job {
+			base, err := s.store.JobRecord(id)
+			if err != nil || base.Array == nil || base.Array.JobID != id {
+				return nil
+			}
+			tasks := make([]*cluster.Job, 0, base.Array.Count)
+			for t := id; t < id+cluster.JobID(base.Array.Count); t++ {
+				if j, err := s.store.JobRecord(t); err == nil && j.Array != nil && j.Array.JobID == id {
+					tasks = append(tasks, j)
+				}
+			}
+			return tasks
+		},
 		Singleton: func(j *cluster.Job) bool {
 			if singles == nil {
 				singles = map[string][]*cluster.Job{}
