@@ -447,6 +447,24 @@ func (s *Server) nodeAddrs() map[string]string {
 	return addrs
 }
 
+// withArrayTasks adds to ids the tasks of each job array one of them names
+// by the array's ID, as squeue -j does.
+func (s *Server) withArrayTasks(ids []cluster.JobID) []cluster.JobID {
+	out := ids
+	for _, id := range ids {
+		j, err := s.store.JobRecord(id)
+		if err != nil || j.Array == nil || j.Array.JobID != id {
+			continue
+		}
+		for t := id + 1; t < id+cluster.JobID(j.Array.Count); t++ {
+			if !slices.Contains(ids, t) {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
 // ListJobs answers one page, bounded by count and by encoded size: the
 // store offers each selected job to a listPage, which converts it and
 // ends the page before it would pass maxPageBytes.
@@ -457,6 +475,7 @@ func (c *controllerService) ListJobs(ctx context.Context, req *phalanxv1.ListJob
 		return nil, toStatus(err)
 	}
 	s.hidePrivate(ctx, &q)
+	q.IDs = s.withArrayTasks(q.IDs)
 	page := &listPage{addrs: s.nodeAddrs()}
 	q.Take = page.take
 	_, next, err := s.store.Jobs(q)

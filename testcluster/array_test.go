@@ -41,6 +41,11 @@ func TestJobArrayRunsEachIndexWithinItsThrottle(t *testing.T) {
 			t.Errorf("task %d: output %q, %v; want %q", task, out, err, want)
 		}
 	}
+	// squeue -j with the array's ID lists all its tasks, as Slurm's.
+	list, err := c.Client.ListJobs(context.Background(), &phalanxv1.ListJobsRequest{JobIds: []uint64{base}})
+	if err != nil || len(list.Jobs) != 6 {
+		t.Errorf("jobs listed for the array's ID: %d, %v; want its 6 tasks", len(list.GetJobs()), err)
+	}
 	// At no moment were more than 2 tasks running.
 	b, err := os.ReadFile(log)
 	if err != nil {
