@@ -31,9 +31,12 @@ type System struct {
 	Now            func() time.Time
 	Getwd          func() (string, error)
 	CurrentUser    func() (*user.User, error)
-	ReadFile       func(string) ([]byte, error)
-	Executable     func() (string, error)
-	ConfigPath     string
+	// LookupUser finds a user by name (squeue -u checks names with it, as
+	// Slurm's squeue does).
+	LookupUser func(string) (*user.User, error)
+	ReadFile   func(string) ([]byte, error)
+	Executable func() (string, error)
+	ConfigPath string
 	// CacheDir is where phx keeps what it learned for its next run (the
 	// controller that leads); nil: nothing is kept.
 	CacheDir func() (string, error)
@@ -44,7 +47,7 @@ func OSSystem() *System {
 	return &System{
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		Getenv: os.Getenv, Environ: os.Environ, Now: time.Now, Getwd: os.Getwd,
-		CurrentUser: user.Current, ReadFile: os.ReadFile, Executable: os.Executable,
+		CurrentUser: user.Current, LookupUser: user.Lookup, ReadFile: os.ReadFile, Executable: os.Executable,
 		ConfigPath: DefaultConfigPath, CacheDir: os.UserCacheDir,
 	}
 }

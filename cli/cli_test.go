@@ -64,6 +64,11 @@ func (f *fakeController) ListJobs(_ context.Context, req *phalanxv1.ListJobsRequ
 	return &phalanxv1.ListJobsResponse{Jobs: out}, nil
 }
 
+// ListPartitions answers the one partition the fake knows, gpu.
+func (f *fakeController) ListPartitions(context.Context, *phalanxv1.ListPartitionsRequest) (*phalanxv1.ListPartitionsResponse, error) {
+	return &phalanxv1.ListPartitionsResponse{Partitions: []*phalanxv1.Partition{{Name: "gpu"}}}, nil
+}
+
 func (f *fakeController) GetJob(_ context.Context, req *phalanxv1.GetJobRequest) (*phalanxv1.Job, error) {
 	for _, j := range f.jobs {
 		if j.Id == req.JobId {
@@ -170,9 +175,15 @@ func testSystem(t *testing.T, addr string) (*System, *bytes.Buffer, *bytes.Buffe
 		Now:         func() time.Time { return testNow },
 		Getwd:       func() (string, error) { return dir, nil },
 		CurrentUser: func() (*user.User, error) { return &user.User{Username: "alice", Uid: "1000", Gid: "100"}, nil },
-		ReadFile:    os.ReadFile,
-		Executable:  func() (string, error) { return "/opt/phalanx/bin/phx", nil },
-		ConfigPath:  filepath.Join(dir, "no-such.conf"),
+		LookupUser: func(name string) (*user.User, error) {
+			if name == "alice" || name == "bob" {
+				return &user.User{Username: name}, nil
+			}
+			return nil, user.UnknownUserError(name)
+		},
+		ReadFile:   os.ReadFile,
+		Executable: func() (string, error) { return "/opt/phalanx/bin/phx", nil },
+		ConfigPath: filepath.Join(dir, "no-such.conf"),
 	}, &stdout, &stderr
 }
 
@@ -460,6 +471,22 @@ func TestScancelArrayTasks(t *testing.T) {
 	for _, bad := range []string{"40_x", "x_1", "40_[1-3%2]"} {
 		if code, _, stderr := runOut(t, addr, "scancel", bad); code != 1 || !strings.Contains(stderr, "invalid job id") {
 			t.Errorf("scancel %s: code %d, %q", bad, code, stderr)
+		}
+	}
+}
+
+// squeue refuses a user or a partition that does not exist, as Slurm's
+// does, instead of printing an empty table.
+func TestSqueueRefusesUnknownUserAndPartition(t *testing.T) {
+	_, addr := startFake(t)
+	for args, want := range map[string]string{
+		"-u carol":      "squeue: error: Invalid user: carol\n",
+		"-p nope":       "squeue: error: Invalid partition name specified: nope\n",
+		"-u bob -p gpu": "",
+	} {
+		code, _, stderr := runOut(t, addr, append([]string{"squeue"}, strings.Fields(args)...)...)
+		if stderr != want || (code == 0) != (want == "") {
+			t.Errorf("squeue %s: code %d, stderr %q; want %q", args, code, stderr, want)
 		}
 	}
 }

@@ -83,6 +83,9 @@ func (k *commands) runSinfo(c *ucli.Context, args []string) error {
 		return err
 	}
 	if len(q.only) > 0 {
+		if err := knownPartitions(q.only, parts); err != nil {
+			return err
+		}
 		parts, nodes = onlyPartitions(parts, nodes, q.only)
 	}
 	q.view.Now, q.view.Loc = k.sys.Now(), time.Local
@@ -92,6 +95,17 @@ func (k *commands) runSinfo(c *ucli.Context, args []string) error {
 	}
 	_, err = fmt.Fprint(k.sys.Stdout, out)
 	return err
+}
+
+// knownPartitions refuses a partition name the cluster does not have, as
+// Slurm's squeue and sinfo do, instead of printing an empty table.
+func knownPartitions(names []string, parts []*phalanxv1.Partition) error {
+	for _, n := range names {
+		if !slices.ContainsFunc(parts, func(p *phalanxv1.Partition) bool { return p.Name == n }) {
+			return &rawError{msg: fmt.Sprintf("%s: error: Invalid partition name specified: %s", "sinfo", n)}
+		}
+	}
+	return nil
 }
 
 // onlyPartitions keeps the partitions named and their nodes, each node

@@ -47,11 +47,22 @@ func TestSinfoNICs(t *testing.T) {
 		{[]string{"sinfo", "-h", "--Format=NodeList:13,NICCount:.3 ,NICsUp:"},
 			"gpu[001-002]   2 2/2\n" +
 				"gpu003         2 1/2\n"},
+		{[]string{"sinfo", "-h", "-p", "gpu", "-o", "%P %D"}, "gpu* 3\n"},
 	} {
 		code, stdout, stderr := runOut(t, addr, tc.args...)
 		if code != 0 || stdout != tc.want || stderr != "" {
 			t.Errorf("%q: code %d, stderr %q, stdout:\n%s\nwant:\n%s", tc.args, code, stderr, stdout, tc.want)
 		}
+	}
+}
+
+// sinfo -p of a partition the cluster does not have is an error, not an
+// empty table.
+func TestSinfoUnknownPartition(t *testing.T) {
+	addr := serveFake(t, &sinfoFake{parts: []*phalanxv1.Partition{{Name: "gpu"}}})
+	code, stdout, stderr := runOut(t, addr, "sinfo", "-p", "nope")
+	if code != 1 || stdout != "" || stderr != "sinfo: error: Invalid partition name specified: nope\n" {
+		t.Errorf("sinfo -p nope: code %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
 

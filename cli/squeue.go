@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strconv"
@@ -130,11 +131,29 @@ func (k *commands) runSqueue(c *ucli.Context, args []string) error {
 	if _, err := parseFormat(orDefault(q.view.Format, SqueueDefaultFormat), func(c byte) bool { _, ok := squeueHeaders[c]; return ok }); err != nil {
 		return err
 	}
+	for _, u := range q.req.Users {
+		if _, err := k.sys.LookupUser(u); err != nil {
+			return &rawError{msg: "squeue: error: Invalid user: " + u}
+		}
+	}
 	cn, err := k.dial(c)
 	if err != nil {
 		return err
 	}
 	defer cn.Close()
+	if len(q.req.Partitions) > 0 {
+		var parts *phalanxv1.ListPartitionsResponse
+		err := cn.call(c.Context, func(ctx context.Context) (err error) {
+			parts, err = cn.api.ListPartitions(ctx, &phalanxv1.ListPartitionsRequest{})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if err := knownPartitions(q.req.Partitions, parts.Partitions); err != nil {
+			return &rawError{msg: strings.Replace(err.Error(), "sinfo:", "squeue:", 1)}
+		}
+	}
 	jobs, err := cn.listJobs(c.Context, q.req)
 	if err != nil {
 		return err
