@@ -332,3 +332,25 @@ func TestSacctFormatOptions(t *testing.T) {
 		}
 	}
 }
+
+// A restarted job has a row per attempt, the ended ones as they ended; a
+// task of an array is ARRAYID_INDEX (JobIDRaw its own ID); GPUHours is the
+// GPUs held times the time held.
+func TestSacctAttemptsArraysAndGPUHours(t *testing.T) {
+	jobs := parseObjects(t, `
+job id=20 name=train user=alice part=gpu state=RUNNING submit=-3h start=-1h failed-on=gpu009 attempt=1 nodes=gpu[001-002] gpus=8
+job id=41 array-job=40 array-task=3 name=sweep user=bob part=gpu state=COMPLETED submit=-2h start=-2h end=-90m nodes=gpu005 gpus=2
+`).jobs
+	got, err := FormatSacct(jobs, SacctView{Parsable: true, Format: "JobID,JobIDRaw,Restarts,State,NodeList,GPUHours", Now: testNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `JobID|JobIDRaw|Restarts|State|NodeList|GPUHours
+20|20|0|NODE_FAIL|gpu009|0.00
+20|20|1|RUNNING|gpu[001-002]|16.00
+40_3|41|0|COMPLETED|gpu005|1.00
+`
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}

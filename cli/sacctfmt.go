@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 )
 
@@ -55,7 +57,15 @@ var sacctFields = []sacctField{
 	{"End", 19, '.', func(j *phalanxv1.Job, v *SacctView) string { return fmtTime(j.EndTime, v.Loc, "Unknown") }},
 	{"ExitCode", 8, '+', func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprintf("%d:%d", j.ExitCode, j.ExitSignal) }},
 	{"GID", 6, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(j.GetSpec().GetGid()) }},
-	{"JobID", -12, '+', func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(j.Id) }},
+	{"GPUHours", 10, 0, func(j *phalanxv1.Job, v *SacctView) string {
+		return fmt.Sprintf("%.2f", elapsed(j, v.Now).Hours()*float64(allocGPUs(j)))
+	}},
+	{"JobID", -12, '+', func(j *phalanxv1.Job, _ *SacctView) string {
+		if a := j.ArrayTask; a != nil {
+			return fmt.Sprintf("%d_%d", a.ArrayJobId, a.TaskId)
+		}
+		return fmt.Sprint(j.Id)
+	}},
 	{"JobIDRaw", -12, '+', func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(j.Id) }},
 	{"JobName", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.GetSpec().GetName() }},
 	{"NCPUS", 10, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(allocCPUs(j)) }},
@@ -158,10 +168,40 @@ func FormatSacct(jobs []*phalanxv1.Job, v SacctView) (string, error) {
 			b.WriteByte('\n')
 		}
 	}
-	for _, j := range jobs {
+	for _, j := range attemptRows(jobs) {
 		v.line(&b, cols, func(c sacctColumn) (string, byte) { return c.f.value(j, &v), c.f.cut })
 	}
 	return b.String(), nil
+}
+
+// attemptRows gives a job that was restarted or requeued one row per
+// attempt, oldest first: each earlier attempt as it ended (its state,
+// reason, times and nodes), then the job as it stands.
+func attemptRows(jobs []*phalanxv1.Job) []*phalanxv1.Job {
+	var out []*phalanxv1.Job
+	for _, j := range jobs {
+		for _, a := range j.Attempts {
+			if a.Attempt >= j.Attempt || a.State == "" {
+				continue // the current attempt is the job's own row
+			}
+			row := proto.Clone(j).(*phalanxv1.Job)
+			row.Attempt, row.State, row.Reason = a.Attempt, a.State, a.Reason
+			row.StartTime, row.EndTime, row.Alloc = a.StartTime, a.EndTime, a.Alloc
+			row.ExitCode, row.ExitSignal = 0, 0
+			out = append(out, row)
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// allocGPUs is how many GPUs the job (or attempt) holds.
+func allocGPUs(j *phalanxv1.Job) int64 {
+	var n int64
+	for _, a := range j.Alloc {
+		n += int64(len(a.Gpus))
+	}
+	return n
 }
 
 // line writes one line; cell gives a column's text and how to cut it.
