@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -21,6 +22,8 @@ var sinfoOptions = []getopt.Option{
 	{Long: "long", Short: 'l', Usage: "more columns (long node states, job size, weight, features, reason)"},
 	{Long: "noheader", Short: 'h', Usage: "no header line"},
 	{Long: "partition", Short: 'p', HasArg: true, Usage: "comma-separated partitions"},
+	{Long: "summarize", Short: 's', Usage: "one line per partition: nodes allocated/idle/other/total"},
+	{Long: "states", Short: 't', HasArg: true, Usage: "only nodes in these states: idle, mix, alloc, drain, drng, down, inval (or long names), comma-separated"},
 }
 
 func (k *commands) sinfo() *ucli.Command {
@@ -29,9 +32,10 @@ func (k *commands) sinfo() *ucli.Command {
 
 // sinfoQuery is a parsed sinfo command line.
 type sinfoQuery struct {
-	view SinfoView
-	only []string // -p
-	help bool
+	view   SinfoView
+	only   []string // -p
+	states []string // -t, lower case
+	help   bool
 }
 
 func parseSinfo(args []string) (*sinfoQuery, error) {
@@ -61,6 +65,16 @@ func parseSinfo(args []string) (*sinfoQuery, error) {
 			q.view.NoHeader = true
 		case "partition":
 			q.only = splitList(v.Value)
+		case "summarize":
+			q.view.Format = orDefault(q.view.Format, SinfoSummarizeFormat)
+		case "states":
+			for _, st := range splitList(v.Value) {
+				st = strings.ToLower(st)
+				if !slices.Contains(sinfoStates, st) {
+					return nil, fmt.Errorf("--states=%s: invalid node state %q: use %s", v.Value, st, strings.Join(sinfoStates, ", "))
+				}
+				q.states = append(q.states, st)
+			}
 		}
 	}
 	if _, err := q.view.columns(); err != nil {
@@ -82,6 +96,12 @@ func (k *commands) runSinfo(c *ucli.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if len(q.states) > 0 {
+		nodes = slices.DeleteFunc(nodes, func(n *phalanxv1.Node) bool {
+			long := strings.ToLower(n.State)
+			return !slices.Contains(q.states, long) && !slices.Contains(q.states, ShortNodeState(n.State))
+		})
+	}
 	if len(q.only) > 0 {
 		if err := knownPartitions(q.only, parts); err != nil {
 			return err
@@ -96,6 +116,12 @@ func (k *commands) runSinfo(c *ucli.Context, args []string) error {
 	_, err = fmt.Fprint(k.sys.Stdout, out)
 	return err
 }
+
+// SinfoSummarizeFormat is sinfo -s's, Slurm's.
+const SinfoSummarizeFormat = "%9P %.5a %.10l %.16F  %N"
+
+// sinfoStates are the node states sinfo -t takes, short and long.
+var sinfoStates = []string{"idle", "mix", "mixed", "alloc", "allocated", "drng", "draining", "drain", "drained", "down", "inval"}
 
 // knownPartitions refuses a partition name the cluster does not have, as
 // Slurm's squeue and sinfo do, instead of printing an empty table.

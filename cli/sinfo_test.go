@@ -48,6 +48,10 @@ func TestSinfoNICs(t *testing.T) {
 			"gpu[001-002]   2 2/2\n" +
 				"gpu003         2 1/2\n"},
 		{[]string{"sinfo", "-h", "-p", "gpu", "-o", "%P %D"}, "gpu* 3\n"},
+		{[]string{"sinfo", "-h", "-t", "drain", "-o", "%P %D %t %N"}, "gpu* 1 drain gpu003\n"},
+		{[]string{"sinfo", "-h", "--states=IDLE,down", "-o", "%D %t"}, "2 idle\n"},
+		{[]string{"sinfo", "-s"}, "PARTITION AVAIL  TIMELIMIT   NODES(A/I/O/T)  NODELIST\n" +
+			"gpu*         up   infinite          0/2/1/3  gpu[001-003]\n"},
 	} {
 		code, stdout, stderr := runOut(t, addr, tc.args...)
 		if code != 0 || stdout != tc.want || stderr != "" {
@@ -78,6 +82,7 @@ func TestSinfoFormatErrors(t *testing.T) {
 		{[]string{"sinfo", "-O", "NodeList,Bogus:10"}, `sinfo: error: --Format: invalid field "Bogus": the fields are AllocMem, Available, `},
 		{[]string{"sinfo", "-o", "%N %Q"}, "sinfo: error: --format: invalid field %Q: the fields are %a %A "},
 		{[]string{"sinfo", "-N", "-o", "%N", "-O", "NICs"}, "sinfo: error: -o and -O both give the columns: use one"},
+		{[]string{"sinfo", "-t", "sleepy"}, `sinfo: error: --states=sleepy: invalid node state "sleepy": use idle, mix, `},
 	} {
 		code, stdout, stderr := runOut(t, dead, tc.args...)
 		if code != 1 || stdout != "" || !strings.HasPrefix(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
