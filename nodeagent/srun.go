@@ -22,14 +22,16 @@ import (
 //   - asking for more than one task per node gets a warning;
 //   - --container-image and the other Pyxis options are refused: the job
 //     is in its image already (sbatch --image), or is not in one;
-//   - -K/--kill-on-bad-exit, -l/--label, --mpi and the rest are accepted.
+//   - -l/--label begins every line of the command's output (stdout and
+//     stderr, merged) with the task's number, "0: ...";
+//   - -K/--kill-on-bad-exit, --mpi and the rest are accepted.
 const srunShim = `#!/bin/sh
 # srun inside a Phalanx job: the batch script already runs on every node
 # (one task per node), so srun runs its command here, on the nodes its
 # -N, -n and -w options select.
 warn() { echo "srun: warning: $*" >&2; }
 die() { echo "srun: error: $*" >&2; exit 1; }
-nodes='' ntasks='' nodelist=''
+nodes='' ntasks='' nodelist='' label=''
 count() { # OPTION VALUE: a positive count, MIN[-MAX] (MIN is used)
 	case "${2%%-*}" in ''|*[!0-9]*|0) die "$1=$2: give a positive count" ;; esac
 	echo "${2%%-*}"
@@ -64,6 +66,7 @@ while [ $# -gt 0 ]; do
 	-N|--nodes) nodes=$(count "$o" "$v") || exit 1 ;;
 	-n|--ntasks) ntasks=$(count "$o" "$v") || exit 1 ;;
 	-w|--nodelist) nodelist=$v ;;
+	-l|--label) label=1 ;;
 	--ntasks-per-node) case "$v" in 1|'') ;; *) warn "Phalanx runs one task per node; $o=$v is ignored (start per-GPU processes with torchrun --nproc-per-node or mpirun)" ;; esac ;;
 	esac
 	shift
@@ -85,7 +88,11 @@ if [ -n "$nodelist" ]; then
 elif [ "$me" -ge "$k" ]; then
 	exit 0 # not one of the first $k nodes: srun runs nothing here
 fi
-exec "$@"
+[ -n "$label" ] || exec "$@"
+# -l: every line of the command's output begins with this task's number,
+# as "0: ..."; the exit status is the command's.
+rc=$( { { "$@"; echo $? >&3; } 2>&1 | while IFS= read -r line || [ -n "$line" ]; do printf '%s: %s\n' "$me" "$line"; done >&4; } 3>&1 ) 4>&1
+exit "$rc"
 `
 
 // slurmCommands are the Slurm commands a job finds on its PATH, as links

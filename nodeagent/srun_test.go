@@ -25,12 +25,13 @@ func TestSrunShimRunsItsCommandHere(t *testing.T) {
 		code           int
 	}{
 		{[]string{"echo", "hi"}, "hi\n", "", 0},
-		{[]string{"-N", "2", "--ntasks-per-node=1", "--mpi=pmix", "-l", "echo", "a", "-n", "b"}, "a -n b\n", "", 0},
+		{[]string{"-N", "2", "--ntasks-per-node=1", "--mpi=pmix", "-l", "echo", "a", "-n", "b"}, "0: a -n b\n", "", 0},
 		{[]string{"-N2", "--gpus-per-node", "8", "--", "echo", "x"}, "x\n", "", 0},
 		{[]string{"--ntasks-per-node=8", "echo", "y"}, "y\n", "srun: warning: Phalanx runs one task per node; --ntasks-per-node=8 is ignored", 0},
 		{[]string{"-n", "4", "echo", "z"}, "z\n", "srun: warning: Phalanx runs one task per node; -n 4 over 1 nodes runs one per node", 0},
 		{[]string{"-K", "echo", "k"}, "k\n", "", 0}, // -K takes no word: echo is the command
-		{[]string{"-K1", "--kill-on-bad-exit=1", "-l", "echo", "k1"}, "k1\n", "", 0},
+		{[]string{"-K1", "--kill-on-bad-exit=1", "echo", "k1"}, "k1\n", "", 0},
+		{[]string{"-l", "sh", "-c", "echo a; echo b >&2; printf c; exit 4"}, "0: a\n0: b\n0: c\n", "", 4},
 		{[]string{"--container-image=nvcr.io/nvidia/pytorch:24.05", "python", "x.py"}, "", "srun: error: --container-image is not supported inside a Phalanx job", 1},
 		{[]string{"-N"}, "", "srun: error: -N needs a value", 1},
 		{[]string{"-N", "0", "echo"}, "", "srun: error: -N=0: give a positive count", 1},
