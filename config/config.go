@@ -162,10 +162,13 @@ type parser struct {
 
 	nodeDefaults []pair // from NodeName=DEFAULT
 	partDefaults []pair // from PartitionName=DEFAULT
-	nodeLine     map[string]string
-	partLine     map[string]string
-	globalLine   map[string]string // non-repeatable key → where it was set
-	defaultPart  string            // "name (file:line)" of the Default=YES partition
+	// The global PreemptMode (OFF, REQUEUE; empty: unset) and PreemptType=preempt/none.
+	preemptMode string
+	preemptNone bool
+	nodeLine    map[string]string
+	partLine    map[string]string
+	globalLine  map[string]string // non-repeatable key → where it was set
+	defaultPart string            // "name (file:line)" of the Default=YES partition
 }
 
 func newParser() *parser {
@@ -263,6 +266,10 @@ func (p *parser) global(file string, num int, kv pair) {
 		p.count(file, num, kv, "jobs not yet finished to hold", &p.cfg.MaxJobCount)
 	case "maxarraysize":
 		p.arraySize(file, num, kv)
+	case "preemptmode":
+		p.globalPreemptMode(file, num, kv)
+	case "preempttype":
+		p.preemptType(file, num, kv)
 	case "maxjobhistory":
 		p.count(file, num, kv, "finished jobs to keep", &p.cfg.MaxJobHistory)
 	case "maxscriptsize":
@@ -462,6 +469,7 @@ func (p *parser) controller(file string, num int, kv pair) {
 // finish checks what needs the whole file.
 func (p *parser) finish() {
 	p.finishHealthCheck()
+	p.finishPreemption()
 	if len(p.cfg.Nodes) == 0 {
 		return
 	}

@@ -197,3 +197,25 @@ func TestMaxArraySize(t *testing.T) {
 		}
 	}
 }
+
+// The global PreemptMode is the default of partitions that set none (as
+// in Slurm); PreemptType=preempt/none turns preemption off, with a warning
+// for a partition that asked for it.
+func TestGlobalPreemption(t *testing.T) {
+	cfg, err := Parse(strings.NewReader("PartitionName=a Nodes=ALL\nPartitionName=b Nodes=ALL PreemptMode=OFF\nPreemptMode=requeue\nPreemptType=preempt/qos\n"), "phalanx.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := cfg.Partitions[0].PreemptMode, cfg.Partitions[1].PreemptMode; a != "REQUEUE" || b != "OFF" {
+		t.Errorf("PreemptMode of a, b = %q, %q; want REQUEUE (inherited), OFF (its own)", a, b)
+	}
+	cfg, err = Parse(strings.NewReader("PartitionName=a Nodes=ALL PreemptMode=REQUEUE\nPreemptType=preempt/none\n"), "phalanx.conf")
+	if err != nil || cfg.Partitions[0].PreemptMode != "OFF" || len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "preempt/none") {
+		t.Errorf("preempt/none: %v, mode %q, warnings %q", err, cfg.Partitions[0].PreemptMode, cfg.Warnings)
+	}
+	for _, bad := range []string{"PreemptMode=SUSPEND\n", "PreemptType=preempt/magic\n"} {
+		if _, err := Parse(strings.NewReader(bad), "phalanx.conf"); err == nil || !strings.Contains(err.Error(), "phalanx.conf:1: Preempt") {
+			t.Errorf("%q: %v, want an error naming the line", bad, err)
+		}
+	}
+}

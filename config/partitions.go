@@ -171,3 +171,46 @@ func (s *partSpec) check() {
 			part.Name, cluster.FormatDuration(part.DefaultTime), cluster.FormatDuration(part.MaxTime))
 	}
 }
+
+// Preemption, globally: PreemptMode is what a partition without its own
+// takes (Slurm's inheritance); PreemptType=preempt/none turns preemption
+// off everywhere, preempt/partition_prio and preempt/qos leave it on
+// (Phalanx weighs a partition's tier and a job's QoS both).
+
+func (p *parser) globalPreemptMode(file string, num int, kv pair) {
+	if !p.once(file, num, kv, kv.lower) {
+		return
+	}
+	switch v := strings.ToUpper(kv.Value); v {
+	case "OFF", "REQUEUE":
+		p.preemptMode = v
+	default:
+		p.errorf(file, num, "PreemptMode=%s is not supported: write OFF or REQUEUE (Phalanx requeues; it does not suspend, cancel or gang)", kv.Value)
+	}
+}
+
+func (p *parser) preemptType(file string, num int, kv pair) {
+	if !p.once(file, num, kv, kv.lower) {
+		return
+	}
+	switch v := strings.ToLower(kv.Value); v {
+	case "preempt/none", "preempt/partition_prio", "preempt/qos":
+		p.preemptNone = v == "preempt/none"
+	default:
+		p.errorf(file, num, "PreemptType=%s is not supported: write preempt/none, preempt/partition_prio or preempt/qos", kv.Value)
+	}
+}
+
+// finishPreemption gives partitions the global PreemptMode, and turns
+// preemption off for PreemptType=preempt/none.
+func (p *parser) finishPreemption() {
+	for _, part := range p.cfg.Partitions {
+		if part.PreemptMode == "" {
+			part.PreemptMode = p.preemptMode
+		}
+		if p.preemptNone && part.PreemptMode == "REQUEUE" {
+			p.cfg.Warnings = append(p.cfg.Warnings, fmt.Sprintf("partition %s: PreemptMode=REQUEUE, but PreemptType=preempt/none turns preemption off", part.Name))
+			part.PreemptMode = "OFF"
+		}
+	}
+}
