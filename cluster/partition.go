@@ -1,6 +1,9 @@
 package cluster
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // PartitionState is a partition's state, as in slurm.conf.
 type PartitionState string
@@ -27,6 +30,19 @@ type Partition struct {
 	// PreemptMode is "OFF" (default) or "REQUEUE": whether this partition's
 	// jobs may be preempted (requeued) for jobs of a higher tier or QoS.
 	PreemptMode string
+	// AllowAccounts, when set, are the only accounts whose jobs the
+	// partition takes; DenyAccounts are accounts whose jobs it refuses
+	// (Slurm's keys).
+	AllowAccounts, DenyAccounts []string
+}
+
+// Admits reports whether the partition takes jobs of account (its
+// AllowAccounts and DenyAccounts).
+func (p *Partition) Admits(account string) bool {
+	if len(p.AllowAccounts) > 0 && !slices.Contains(p.AllowAccounts, account) {
+		return false
+	}
+	return !slices.Contains(p.DenyAccounts, account)
 }
 
 // Contains reports whether the partition includes the node.

@@ -84,6 +84,7 @@
 //	         NodeName lines every node that registers is taken.
 //	PartitionName=NAME Nodes=HOSTLIST|ALL Default=YES|NO State=UP|DOWN|DRAIN|INACTIVE
 //	         MaxTime=T DefaultTime=T MaxNodes=N|UNLIMITED PriorityTier=N
+//	         PreemptMode=OFF|REQUEUE AllowAccounts=A,B|ALL DenyAccounts=A,B
 //
 // Each global key but SlurmctldHost may be set once. Parse stores the default of an absent
 // key in Config (see DefaultControllerPort and the other Default

@@ -85,6 +85,10 @@ func (s *partSpec) set(kv pair) {
 			s.errorf("PriorityTier=%s: want a whole number, e.g. PriorityTier=10 (higher runs first)", kv.Value)
 		}
 		part.PriorityTier = n
+	case "allowaccounts":
+		s.part.AllowAccounts = accountList(kv.Value)
+	case "denyaccounts":
+		s.part.DenyAccounts = accountList(kv.Value)
 	case "preemptmode":
 		s.preemptMode(kv)
 	default:
@@ -213,4 +217,19 @@ func (p *parser) finishPreemption() {
 			part.PreemptMode = "OFF"
 		}
 	}
+}
+
+// accountList reads AllowAccounts= or DenyAccounts=: comma-separated
+// names; ALL (AllowAccounts' default) is no list.
+func accountList(v string) []string {
+	if strings.EqualFold(strings.TrimSpace(v), "ALL") {
+		return nil
+	}
+	var out []string
+	for _, a := range strings.Split(v, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }

@@ -132,3 +132,28 @@ func TestMaxJobCount(t *testing.T) {
 		t.Errorf("submit after a job ended: %v", err)
 	}
 }
+
+// A partition's AllowAccounts and DenyAccounts (Slurm's keys) decide whose
+// jobs it takes, at submit (and when scontrol update moves a job, which
+// runs the same checks).
+func TestPartitionAccounts(t *testing.T) {
+	s := newTestServer(t, Config{Partitions: []*cluster.Partition{
+		{Name: "gpu", AllNodes: true, Default: true, State: cluster.PartitionUp, AllowAccounts: []string{"ml", "vision"}},
+		{Name: "open", AllNodes: true, State: cluster.PartitionUp, DenyAccounts: []string{"guest"}},
+	}})
+	register(t, s, nil, "n1")
+	for _, tc := range []struct {
+		part, account string
+		ok            bool
+	}{
+		{"gpu", "ml", true}, {"gpu", "", false}, {"gpu", "guest", false},
+		{"open", "", true}, {"open", "ml", true}, {"open", "guest", false},
+	} {
+		spec := testSpec(1, 1)
+		spec.Partition, spec.Account = tc.part, tc.account
+		_, err := s.submit(context.Background(), spec, true, nil)
+		if tc.ok != (err == nil) || (err != nil && (!strings.Contains(err.Error(), "Invalid account or account/partition combination specified") || !errors.Is(err, cluster.ErrPermission))) {
+			t.Errorf("account %q in partition %s: %v; want ok=%v", tc.account, tc.part, err, tc.ok)
+		}
+	}
+}

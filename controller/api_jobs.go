@@ -161,6 +161,9 @@ func (s *Server) admit(job *cluster.Job, st *store.State) error {
 		return cluster.Errorf(cluster.ErrNotFound, "invalid partition name specified: %s (phx sinfo lists the partitions)", job.Partition)
 	}
 	job.Partition = part.Name
+	if !part.Admits(job.Account) {
+		return cluster.Errorf(cluster.ErrPermission, "Invalid account or account/partition combination specified: partition %s does not take jobs of account %q (AllowAccounts, DenyAccounts)", part.Name, job.Account)
+	}
 	switch job.HangTimeout {
 	case 0:
 		job.HangTimeout = s.cfg.DefaultHangTimeout

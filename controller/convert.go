@@ -310,6 +310,8 @@ func partitionToProto(p *cluster.Partition, nodes []*cluster.Node) *phalanxv1.Pa
 		MaxNodes:           int32(p.MaxNodes),
 		PriorityTier:       int32(p.PriorityTier),
 		PreemptMode:        preemptOff,
+		AllowAccounts:      p.AllowAccounts,
+		DenyAccounts:       p.DenyAccounts,
 	}
 	if p.PreemptMode != "" {
 		out.PreemptMode = p.PreemptMode

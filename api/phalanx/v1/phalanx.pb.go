@@ -2045,7 +2045,9 @@ type Partition struct {
 	DefaultTimeSeconds int64                  `protobuf:"varint,6,opt,name=default_time_seconds,json=defaultTimeSeconds,proto3" json:"default_time_seconds,omitempty"`
 	MaxNodes           int32                  `protobuf:"varint,7,opt,name=max_nodes,json=maxNodes,proto3" json:"max_nodes,omitempty"`
 	PriorityTier       int32                  `protobuf:"varint,8,opt,name=priority_tier,json=priorityTier,proto3" json:"priority_tier,omitempty"`
-	PreemptMode        string                 `protobuf:"bytes,9,opt,name=preempt_mode,json=preemptMode,proto3" json:"preempt_mode,omitempty"` // OFF or REQUEUE
+	PreemptMode        string                 `protobuf:"bytes,9,opt,name=preempt_mode,json=preemptMode,proto3" json:"preempt_mode,omitempty"`        // OFF or REQUEUE
+	AllowAccounts      []string               `protobuf:"bytes,10,rep,name=allow_accounts,json=allowAccounts,proto3" json:"allow_accounts,omitempty"` // empty: any account
+	DenyAccounts       []string               `protobuf:"bytes,11,rep,name=deny_accounts,json=denyAccounts,proto3" json:"deny_accounts,omitempty"`
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
 }
@@ -2141,6 +2143,20 @@ func (x *Partition) GetPreemptMode() string {
 		return x.PreemptMode
 	}
 	return ""
+}
+
+func (x *Partition) GetAllowAccounts() []string {
+	if x != nil {
+		return x.AllowAccounts
+	}
+	return nil
+}
+
+func (x *Partition) GetDenyAccounts() []string {
+	if x != nil {
+		return x.DenyAccounts
+	}
+	return nil
 }
 
 type SubmitJobRequest struct {
@@ -5488,7 +5504,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"reasonUser\x12;\n" +
 	"\vreason_time\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"reasonTime\x12%\n" +
-	"\x0enot_responding\x18\x15 \x01(\bR\rnotResponding\"\xa6\x02\n" +
+	"\x0enot_responding\x18\x15 \x01(\bR\rnotResponding\"\xf2\x02\n" +
 	"\tPartition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05nodes\x18\x02 \x03(\tR\x05nodes\x12\x18\n" +
@@ -5498,7 +5514,10 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x14default_time_seconds\x18\x06 \x01(\x03R\x12defaultTimeSeconds\x12\x1b\n" +
 	"\tmax_nodes\x18\a \x01(\x05R\bmaxNodes\x12#\n" +
 	"\rpriority_tier\x18\b \x01(\x05R\fpriorityTier\x12!\n" +
-	"\fpreempt_mode\x18\t \x01(\tR\vpreemptMode\"w\n" +
+	"\fpreempt_mode\x18\t \x01(\tR\vpreemptMode\x12%\n" +
+	"\x0eallow_accounts\x18\n" +
+	" \x03(\tR\rallowAccounts\x12#\n" +
+	"\rdeny_accounts\x18\v \x03(\tR\fdenyAccounts\"w\n" +
 	"\x10SubmitJobRequest\x12'\n" +
 	"\x04spec\x18\x01 \x01(\v2\x13.phalanx.v1.JobSpecR\x04spec\x12\x1b\n" +
 	"\ttest_only\x18\x02 \x01(\bR\btestOnly\x12\x1d\n" +

@@ -2219,17 +2219,21 @@ func (x *NIC) GetAffinity() string {
 }
 
 type Partition struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Nodes         []string               `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
-	AllNodes      bool                   `protobuf:"varint,3,opt,name=all_nodes,json=allNodes,proto3" json:"all_nodes,omitempty"`
-	Default       bool                   `protobuf:"varint,4,opt,name=default,proto3" json:"default,omitempty"`
-	State         PartitionState         `protobuf:"varint,5,opt,name=state,proto3,enum=phalanx.state.v1.PartitionState" json:"state,omitempty"`
-	MaxTime       int64                  `protobuf:"varint,6,opt,name=max_time,json=maxTime,proto3" json:"max_time,omitempty"`
-	DefaultTime   int64                  `protobuf:"varint,7,opt,name=default_time,json=defaultTime,proto3" json:"default_time,omitempty"`
-	MaxNodes      int32                  `protobuf:"varint,8,opt,name=max_nodes,json=maxNodes,proto3" json:"max_nodes,omitempty"`
-	PriorityTier  int32                  `protobuf:"varint,9,opt,name=priority_tier,json=priorityTier,proto3" json:"priority_tier,omitempty"`
-	PreemptMode   string                 `protobuf:"bytes,10,opt,name=preempt_mode,json=preemptMode,proto3" json:"preempt_mode,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Name         string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Nodes        []string               `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	AllNodes     bool                   `protobuf:"varint,3,opt,name=all_nodes,json=allNodes,proto3" json:"all_nodes,omitempty"`
+	Default      bool                   `protobuf:"varint,4,opt,name=default,proto3" json:"default,omitempty"`
+	State        PartitionState         `protobuf:"varint,5,opt,name=state,proto3,enum=phalanx.state.v1.PartitionState" json:"state,omitempty"`
+	MaxTime      int64                  `protobuf:"varint,6,opt,name=max_time,json=maxTime,proto3" json:"max_time,omitempty"`
+	DefaultTime  int64                  `protobuf:"varint,7,opt,name=default_time,json=defaultTime,proto3" json:"default_time,omitempty"`
+	MaxNodes     int32                  `protobuf:"varint,8,opt,name=max_nodes,json=maxNodes,proto3" json:"max_nodes,omitempty"`
+	PriorityTier int32                  `protobuf:"varint,9,opt,name=priority_tier,json=priorityTier,proto3" json:"priority_tier,omitempty"`
+	PreemptMode  string                 `protobuf:"bytes,10,opt,name=preempt_mode,json=preemptMode,proto3" json:"preempt_mode,omitempty"`
+	// allow_accounts: only jobs of these accounts (empty: any);
+	// deny_accounts: never jobs of these.
+	AllowAccounts []string `protobuf:"bytes,11,rep,name=allow_accounts,json=allowAccounts,proto3" json:"allow_accounts,omitempty"`
+	DenyAccounts  []string `protobuf:"bytes,12,rep,name=deny_accounts,json=denyAccounts,proto3" json:"deny_accounts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2332,6 +2336,20 @@ func (x *Partition) GetPreemptMode() string {
 		return x.PreemptMode
 	}
 	return ""
+}
+
+func (x *Partition) GetAllowAccounts() []string {
+	if x != nil {
+		return x.AllowAccounts
+	}
+	return nil
+}
+
+func (x *Partition) GetDenyAccounts() []string {
+	if x != nil {
+		return x.DenyAccounts
+	}
+	return nil
 }
 
 // SubmitRequest remembers what a client's request did, so that a retry of
@@ -2738,7 +2756,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\tnuma_node\x18\t \x01(\x05R\bnumaNode\x12\x12\n" +
 	"\x04gpus\x18\n" +
 	" \x03(\x05R\x04gpus\x12\x1a\n" +
-	"\baffinity\x18\v \x01(\tR\baffinity\"\xc7\x02\n" +
+	"\baffinity\x18\v \x01(\tR\baffinity\"\x93\x03\n" +
 	"\tPartition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05nodes\x18\x02 \x03(\tR\x05nodes\x12\x1b\n" +
@@ -2750,7 +2768,9 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\tmax_nodes\x18\b \x01(\x05R\bmaxNodes\x12#\n" +
 	"\rpriority_tier\x18\t \x01(\x05R\fpriorityTier\x12!\n" +
 	"\fpreempt_mode\x18\n" +
-	" \x01(\tR\vpreemptMode\"X\n" +
+	" \x01(\tR\vpreemptMode\x12%\n" +
+	"\x0eallow_accounts\x18\v \x03(\tR\rallowAccounts\x12#\n" +
+	"\rdeny_accounts\x18\f \x03(\tR\fdenyAccounts\"X\n" +
 	"\rSubmitRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x12\n" +
 	"\x04time\x18\x02 \x01(\x03R\x04time\x12\x1c\n" +
