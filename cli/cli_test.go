@@ -490,3 +490,36 @@ func TestSqueueRefusesUnknownUserAndPartition(t *testing.T) {
 		}
 	}
 }
+
+// arrayFake answers for a job array of two tasks, 40 and 41.
+type arrayFake struct {
+	phalanxv1.UnimplementedControllerServiceServer
+}
+
+func arrayTask(id uint64, idx int32) *phalanxv1.Job {
+	return &phalanxv1.Job{Id: id, State: "PENDING", Spec: &phalanxv1.JobSpec{Name: "sweep", WorkDir: "/w"},
+		ArrayTask: &phalanxv1.ArrayTask{ArrayJobId: 40, TaskId: idx, Count: 2}}
+}
+
+func (arrayFake) GetJob(_ context.Context, req *phalanxv1.GetJobRequest) (*phalanxv1.Job, error) {
+	return arrayTask(req.JobId, int32(req.JobId-40)), nil
+}
+
+func (arrayFake) ListJobs(_ context.Context, req *phalanxv1.ListJobsRequest) (*phalanxv1.ListJobsResponse, error) {
+	return &phalanxv1.ListJobsResponse{Jobs: []*phalanxv1.Job{arrayTask(40, 0), arrayTask(41, 1)}}, nil
+}
+
+// scontrol show job ARRAYID shows every task of the array; a task's own
+// ID shows that task.
+func TestScontrolShowArray(t *testing.T) {
+	addr := serveFake(t, arrayFake{})
+	records := func(out string) int { return strings.Count("\n"+out, "\nJobId=") }
+	_, stdout, stderr := runOut(t, addr, "scontrol", "show", "job", "40")
+	if records(stdout) != 2 || !strings.Contains(stdout, "JobId=41 ArrayJobId=40 ArrayTaskId=1") {
+		t.Errorf("scontrol show job 40:\n%s%s", stdout, stderr)
+	}
+	_, stdout, _ = runOut(t, addr, "scontrol", "show", "job", "41")
+	if records(stdout) != 1 {
+		t.Errorf("scontrol show job 41 shows %d jobs, want the task alone", records(stdout))
+	}
+}

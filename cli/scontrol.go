@@ -116,6 +116,10 @@ func (k *commands) showJobs(c *ucli.Context, id string) error {
 		if isNotFound(err) {
 			return &rawError{msg: "slurm_load_jobs error: Invalid job id specified"}
 		}
+		// An array's ID shows every task of the array, as Slurm's does.
+		if a := jobs[0].GetArrayTask(); err == nil && a != nil && a.ArrayJobId == n && a.Count > 1 {
+			jobs, err = cn.listJobs(c.Context, &phalanxv1.ListJobsRequest{JobIds: []uint64{n}})
+		}
 	}
 	if err != nil {
 		return err
