@@ -47,7 +47,7 @@ func (s *Server) schedulePass(ctx context.Context, head *queueHead, full bool) {
 		return
 	}
 	now := s.cfg.Clock.Now()
-	jobs, deps := s.gateDependencies(st.Active, now)
+	jobs, gate := s.gatePending(st.Active, now)
 	snap := s.snapshot(st, jobs)
 	if !full {
 		snap.Options.QueueDepth = s.cfg.SchedQueueDepth
@@ -56,10 +56,10 @@ func (s *Server) schedulePass(ctx context.Context, head *queueHead, full bool) {
 	if full {
 		head.record(plan, max(committed, 1)-1, 2*s.cfg.SchedQueueDepth)
 	}
-	for id, info := range deps.waiting {
+	for id, info := range gate.waiting {
 		plan.Pending[id] = info
 	}
-	s.cancelNeverSatisfied(ctx, deps, now)
+	s.endHeldBack(ctx, gate, now)
 
 	s.mu.Lock()
 	s.pending.record(plan.Pending, full) // fresh maps each pass, never written after

@@ -10,12 +10,15 @@ import (
 	"github.com/phalanx-hpc/phalanx/scheduler"
 )
 
-// Dependencies (cluster/dependency.go) are the controller's business, not
-// the scheduler's: a pass first sets aside the pending jobs whose
-// dependency does not hold yet, giving them the reason Dependency (or
-// DependencyNeverSatisfied), and schedules the others. The scheduler stays
-// a function of resources; a dependency reads other jobs, finished ones
-// included, which only the store holds.
+// The pending gate. Before each scheduling pass the controller sets aside
+// the pending jobs that may not start whatever the resources, each with
+// Slurm's reason: held (JobHeldUser, JobHeldAdmin), before its --begin
+// time (BeginTime), waiting on its dependency (Dependency,
+// DependencyNeverSatisfied), or on its array's throttle
+// (JobArrayTaskLimit); and it ends those that can no longer end before
+// their --deadline. The scheduler stays a function of resources: these
+// rules read other jobs, finished ones included, which only the store
+// holds.
 
 // checkDependency refuses a submit whose dependency names a job the
 // cluster does not know, as Slurm does ("Job dependency problem").
@@ -30,21 +33,21 @@ func (s *Server) checkDependency(j *cluster.Job) error {
 	return nil
 }
 
-// depGate is one pass's reading of the pending jobs' dependencies.
-type depGate struct {
+// pendingGate is one pass's verdict on the pending jobs it holds back.
+type pendingGate struct {
 	view    cluster.DepView
 	waiting map[cluster.JobID]scheduler.PendingInfo
 	kill    []cluster.JobID // never satisfied, and asked to be cancelled then
 	missed  []cluster.JobID // could no longer end before their --deadline
 }
 
-// gateDependencies returns the jobs the scheduler may consider (every live
+// gatePending returns the jobs the scheduler may consider (every live
 // job, and the pending ones not held whose dependency holds) and the
 // pending jobs it holds back, with why: held (cluster/hold.go), before
 // their --begin time, waiting on their dependency, or on their array's
 // throttle (the lowest task IDs go first).
-func (s *Server) gateDependencies(jobs []*cluster.Job, now time.Time) ([]*cluster.Job, *depGate) {
-	g := &depGate{waiting: map[cluster.JobID]scheduler.PendingInfo{}}
+func (s *Server) gatePending(jobs []*cluster.Job, now time.Time) ([]*cluster.Job, *pendingGate) {
+	g := &pendingGate{waiting: map[cluster.JobID]scheduler.PendingInfo{}}
 	var singles map[string][]*cluster.Job // by user and name; built when needed
 	g.view = cluster.DepView{
 		Job: func(id cluster.JobID) (*cluster.Job, bool) {
@@ -143,10 +146,10 @@ func (s *Server) arrayRoom() map[cluster.JobID]int {
 	return room
 }
 
-// cancelNeverSatisfied cancels the jobs whose dependency can never hold
+// endHeldBack cancels the jobs whose dependency can never hold
 // and that asked for it (--kill-on-invalid-dep=yes), and ends those that
 // could no longer end before their --deadline.
-func (s *Server) cancelNeverSatisfied(ctx context.Context, g *depGate, now time.Time) {
+func (s *Server) endHeldBack(ctx context.Context, g *pendingGate, now time.Time) {
 	if len(g.kill) > 0 {
 		if _, err := s.propose(ctx, fsm.CancelJobs{IDs: g.kill, Time: now, Reason: cluster.ReasonDependencyNever}); err != nil {
 			s.log.Error("cancel jobs whose dependency can never be satisfied", "jobs", g.kill, "err", err)
