@@ -8,7 +8,7 @@ PKGS     := ./...
 GOFLAGS  ?=
 export GOFLAGS
 
-.PHONY: all build proto proto-check fmt-check vet test test-short fuzz demo bench bench-scheduler bench-controller bench-sbatch bench-health chaos chaos-controller lint clean tools
+.PHONY: all build proto proto-check fmt-check vet test test-short fuzz demo bench bench-scheduler bench-controller bench-sbatch bench-health gpu-check chaos chaos-controller lint clean tools
 
 all: build
 
@@ -115,6 +115,13 @@ bench-health: build
 
 bench-controller:
 	$(GO) test -tags $(TAGS) -run '^$$' -bench 'Controller' -benchtime $(BENCHTIME) -timeout 60m ./testcluster/
+
+# On a GPU host, as root: a one-host cluster on the real NVIDIA driver,
+# secured as README's real cluster, and the checks of
+# scripts/gpu-host-check.sh (docs/health.md#checking-a-gpu-host).
+gpu-check: build
+	CGO_ENABLED=1 $(GO) test -c -tags $(TAGS) -o $(BIN)/gpu.test ./nodeagent/gpu
+	scripts/gpu-host-check.sh $(GPU_CHECK_REPORT)
 
 # Issue 10's chaos table: faults under a running 2-node job on phx dev
 # (real agent processes): kill -9 of an agent, an XID, a link down, a hang,

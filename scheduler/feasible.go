@@ -162,15 +162,21 @@ func stages(r request, cs *candSet, inSet map[*cluster.Node]bool) []stage {
 		})
 	}
 	out = append(out,
-		limit(r.gpus > 0, "GPUs", int64(r.gpus), func(n *cluster.Node) int64 { return int64(n.GPUs) }),
-		limit(r.cpus > 0, "CPUs", int64(r.cpus), func(n *cluster.Node) int64 { return int64(n.CPUs) }),
-		limit(r.mem > 0, "MB of memory", r.mem, func(n *cluster.Node) int64 { return n.MemoryMB }))
+		limit(r.gpus > 0, "GPU", "GPUs", int64(r.gpus), func(n *cluster.Node) int64 { return int64(n.GPUs) }),
+		limit(r.cpus > 0, "CPU", "CPUs", int64(r.cpus), func(n *cluster.Node) int64 { return int64(n.CPUs) }),
+		limit(r.mem > 0, "MB of memory", "MB of memory", r.mem, func(n *cluster.Node) int64 { return n.MemoryMB }))
 	return out
 }
 
 // limit is a stage for a countable per-node resource; when the job does not
-// ask for it, every node passes.
-func limit(asked bool, unit string, want int64, has func(*cluster.Node) int64) stage {
+// ask for it, every node passes. one and many name one unit and several.
+func limit(asked bool, one, many string, want int64, has func(*cluster.Node) int64) stage {
+	unit := func(n int64) string {
+		if n == 1 {
+			return one
+		}
+		return many
+	}
 	return stage{
 		ok: func(n *cluster.Node) bool { return !asked || has(n) >= want },
 		have: func(count int, nodes []*cluster.Node) string {
@@ -180,11 +186,11 @@ func limit(asked bool, unit string, want int64, has func(*cluster.Node) int64) s
 			}
 			enough := len(keep(nodes, func(n *cluster.Node) bool { return has(n) >= want }))
 			if enough == 0 {
-				return fmt.Sprintf("%s with at most %d %s", plural(count, "node"), most, unit)
+				return fmt.Sprintf("%s with at most %d %s", plural(count, "node"), most, unit(most))
 			}
-			return fmt.Sprintf("only %s with %d or more %s", plural(enough, "node"), want, unit)
+			return fmt.Sprintf("only %s with %d or more %s", plural(enough, "node"), want, many)
 		},
-		want: fmt.Sprintf("%d %s", want, unit),
+		want: fmt.Sprintf("%d %s", want, unit(want)),
 	}
 }
 
