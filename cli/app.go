@@ -36,6 +36,9 @@ type System struct {
 	LookupUser func(string) (*user.User, error)
 	ReadFile   func(string) ([]byte, error)
 	Executable func() (string, error)
+	// Hostname names this host (sbatch records it as the job's
+	// SLURM_SUBMIT_HOST); nil: none is recorded.
+	Hostname   func() (string, error)
 	ConfigPath string
 	// CacheDir is where phx keeps what it learned for its next run (the
 	// controller that leads); nil: nothing is kept.
@@ -48,6 +51,7 @@ func OSSystem() *System {
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		Getenv: os.Getenv, Environ: os.Environ, Now: time.Now, Getwd: os.Getwd,
 		CurrentUser: user.Current, LookupUser: user.Lookup, ReadFile: os.ReadFile, Executable: os.Executable,
+		Hostname:   os.Hostname,
 		ConfigPath: DefaultConfigPath, CacheDir: os.UserCacheDir,
 	}
 }

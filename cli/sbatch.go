@@ -147,8 +147,12 @@ func (k *commands) submitEnv() (sbatch.Env, error) {
 	}
 	conf, _ := k.sys.ReadFile(k.sys.ConfigPath) // a missing config is normal
 	limit := confScriptLimit(conf)
+	host := ""
+	if k.sys.Hostname != nil {
+		host, _ = k.sys.Hostname() // none recorded when the host has no name
+	}
 	return sbatch.Env{
-		User: name, UID: int32(uid), GID: int32(gid), Cwd: cwd,
+		User: name, UID: int32(uid), GID: int32(gid), Cwd: cwd, Host: host,
 		Environ:       k.sys.Environ(),
 		ReadFile:      k.sys.ReadFile,
 		MaxScriptSize: limit,

@@ -76,8 +76,9 @@ func FormatJob(j *phalanxv1.Job, now time.Time, loc *time.Location) string {
 		{kv("Partition", s.GetPartition())},
 		{kv("ReqNodeList", orDefault(hostlist.Compress(s.GetNodelist()), "(null)")), kv("ExcNodeList", orDefault(hostlist.Compress(s.GetExclude()), "(null)"))},
 		{kv("NodeList", orDefault(jobNodeList(j), "(null)"))},
-		{kv("NumNodes", jobNodeCount(j)), kv("NumTasks", jobNodeCount(j)), kv("CPUs/Task", orNA(int64(s.GetCpusPerNode())))},
+		{kv("NumNodes", jobNodeCount(j)), kv("NumTasks", jobTaskCount(j)), kv("CPUs/Task", cpusPerTask(s))},
 		{kv("TRES", jobTRES(j))},
+		{kv("Socks/Node", "*"), kv("NtasksPerN:B:S:C", fmt.Sprintf("%d:0:*:*", max(1, s.GetTasksPerNode()))), kv("CoreSpec", "*")},
 		{kv("TresPerNode", tresPerNode(s)), kv("MinMemoryNode", memOrZero(s.GetMemoryMb()))},
 		{kv("Features", orDefault(s.GetConstraint(), "(null)")), kv("OverSubscribe", overSubscribe(s))},
 		{kv("Image", orDefault(s.GetImage(), "(null)")), kv("MasterPort", orNA(int64(j.MasterPort)))},
@@ -183,6 +184,20 @@ func limitOrUnlimited(d time.Duration) string {
 		return "UNLIMITED"
 	}
 	return slurmTime(d)
+}
+
+// jobTaskCount is NumTasks: the tasks on each node times the nodes.
+func jobTaskCount(j *phalanxv1.Job) int {
+	return jobNodeCount(j) * int(max(1, j.GetSpec().GetTasksPerNode()))
+}
+
+// cpusPerTask is CPUs/Task: -c, else the node's CPUs over its tasks, else
+// N/A.
+func cpusPerTask(s *phalanxv1.JobSpec) string {
+	if c := s.GetCpusPerTask(); c > 0 {
+		return fmt.Sprint(c)
+	}
+	return orNA(int64(s.GetCpusPerNode() / max(1, s.GetTasksPerNode())))
 }
 
 func orNA(n int64) string {

@@ -127,6 +127,13 @@ type Job struct {
 	GPUType     string // from --gres=gpu:TYPE:N; empty: any
 	CPUsPerNode int
 	MemoryMB    int64
+	// Tasks (tasks.go): srun in the batch script starts TasksPerNode tasks
+	// on each node (0: 1), each with GPUsPerTask of the node's GPUs (0: all
+	// of them) and CPUsPerTask CPUs (0: not given).
+	TasksPerNode int
+	GPUsPerTask  int
+	CPUsPerTask  int
+	SubmitHost   string // the host sbatch ran on (SLURM_SUBMIT_HOST)
 
 	// Placement constraints.
 	Constraint   string        // --constraint: node features, "a&b" (all) or "a|b" (any)

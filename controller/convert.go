@@ -60,6 +60,11 @@ func jobFromSpec(spec *phalanxv1.JobSpec, maxScript int) (*cluster.Job, error) {
 		CPUsPerNode: int(spec.CpusPerNode),
 		MemoryMB:    spec.MemoryMb,
 
+		TasksPerNode: int(spec.TasksPerNode),
+		GPUsPerTask:  int(spec.GpusPerTask),
+		CPUsPerTask:  int(spec.CpusPerTask),
+		SubmitHost:   spec.SubmitHost,
+
 		Constraint:   spec.Constraint,
 		NodeList:     spec.Nodelist,
 		Exclude:      spec.Exclude,
@@ -153,6 +158,10 @@ func specToProto(j *cluster.Job) *phalanxv1.JobSpec {
 		CpusPerNode:      int32(j.CPUsPerNode),
 		MemoryMb:         j.MemoryMB,
 		Priority:         j.Priority,
+		TasksPerNode:     int32(j.TasksPerNode),
+		GpusPerTask:      int32(j.GPUsPerTask),
+		CpusPerTask:      int32(j.CPUsPerTask),
+		SubmitHost:       j.SubmitHost,
 
 		Constraint:          j.Constraint,
 		Nodelist:            j.NodeList,

@@ -52,6 +52,9 @@ func checkConstraints(j *cluster.Job) error {
 	if err := checkNodeNames(j); err != nil {
 		return err
 	}
+	if err := j.CheckTasks(); err != nil {
+		return err
+	}
 	return checkConstraintSyntax(j.Constraint)
 }
 

@@ -40,6 +40,10 @@ type jobInfo struct {
 	ranks                  []rankSlot            // by rank
 	startedRanks           []int                 // ranks the controller has STARTING or RUNNING
 	array                  *cluster.ArrayTask    // a task of a job array; nil: not one
+	// Tasks srun starts on each node (at least 1), each with gpusPerTask
+	// of the node's GPUs (0: all) and cpusPerTask CPUs (0: not given).
+	tasksPerNode, gpusPerTask, cpusPerTask int
+	submitHost                             string // "": unknown
 }
 
 // ckptInfo is the job's checkpoint store and its newest complete step.
@@ -100,7 +104,9 @@ func jobFromWire(j *phalanxv1.Job) jobInfo {
 		masterPort: int(j.GetMasterPort()),
 		signal: cluster.JobSignal{Signal: int(js.GetSignal()), Before: secondsDuration(int64(js.GetSignalSeconds())),
 			Batch: js.GetSignalBatch()},
-		array: arrayFromWire(j.GetArrayTask()),
+		array:        arrayFromWire(j.GetArrayTask()),
+		tasksPerNode: max(1, int(js.GetTasksPerNode())), gpusPerTask: max(0, int(js.GetGpusPerTask())),
+		cpusPerTask: max(0, int(js.GetCpusPerTask())), submitHost: js.GetSubmitHost(),
 		ckpt: ckptInfo{dir: js.GetCheckpointDir(), keep: cluster.CheckpointSpec{Dir: js.GetCheckpointDir(), Keep: int(js.GetCheckpointKeep())}.KeepSteps(),
 			step: j.GetCheckpointStep(), complete: j != nil && j.CheckpointStep != nil},
 	}

@@ -57,6 +57,7 @@ func launchVars(in envInput) []string {
 	job := in.job
 	nodes := strconv.Itoa(len(job.ranks))
 	rank := strconv.Itoa(in.rank)
+	perNode := max(1, job.tasksPerNode)
 	jobID := strconv.FormatUint(job.id, 10)
 	nodelist := hostlist.Compress(job.nodeNames())
 	gpus := localGPUs(job.ranks, in.rank, in.container)
@@ -72,9 +73,13 @@ func launchVars(in envInput) []string {
 		"SLURM_NNODES=" + nodes,
 		"SLURM_JOB_NUM_NODES=" + nodes,
 		"SLURM_NODEID=" + rank,
-		"SLURM_PROCID=" + rank,
+		// The batch script is its node's first task; srun numbers the rest.
+		"SLURM_PROCID=" + strconv.Itoa(in.rank*perNode),
 		"SLURM_LOCALID=0",
-		"SLURM_NTASKS=" + nodes,
+		"SLURM_NTASKS=" + strconv.Itoa(len(job.ranks)*perNode),
+		"SLURM_NPROCS=" + strconv.Itoa(len(job.ranks)*perNode),
+		"SLURM_NTASKS_PER_NODE=" + strconv.Itoa(perNode),
+		"SLURM_TASKS_PER_NODE=" + tasksPerNode(perNode, len(job.ranks)),
 		"SLURM_GPUS_ON_NODE=" + strconv.Itoa(len(gpus)),
 		"SLURM_JOB_PARTITION=" + job.partition,
 		"SLURM_SUBMIT_DIR=" + job.workDir,
@@ -84,6 +89,19 @@ func launchVars(in envInput) []string {
 	}
 	if in.cluster != "" {
 		vars = append(vars, "SLURM_CLUSTER_NAME="+in.cluster)
+	}
+	if job.submitHost != "" {
+		vars = append(vars, "SLURM_SUBMIT_HOST="+job.submitHost)
+	}
+	if job.cpusPerTask > 0 {
+		vars = append(vars, "SLURM_CPUS_PER_TASK="+strconv.Itoa(job.cpusPerTask))
+	}
+	if len(gpus) > 0 {
+		// The node's GPUs as the host numbers them, as slurmd sets it.
+		vars = append(vars, "SLURM_JOB_GPUS="+joinInts(job.ranks[in.rank].gpus))
+	}
+	if job.gpusPerTask > 0 {
+		vars = append(vars, "SLURM_GPUS_PER_TASK="+strconv.Itoa(job.gpusPerTask))
 	}
 	if a := job.array; a != nil {
 		vars = append(vars,
@@ -109,6 +127,15 @@ func launchVars(in envInput) []string {
 		"PHX_JOB_ID="+jobID,
 		"PHX_ATTEMPT="+attempt,
 	)
+}
+
+// tasksPerNode is SLURM_TASKS_PER_NODE: "8(x2)" for 8 tasks on each of 2
+// nodes, "8" on one.
+func tasksPerNode(perNode, nodes int) string {
+	if nodes == 1 {
+		return strconv.Itoa(perNode)
+	}
+	return strconv.Itoa(perNode) + "(x" + strconv.Itoa(nodes) + ")"
 }
 
 // masterAddr is rank 0's address, or its node name when it has none.

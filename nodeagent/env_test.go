@@ -44,12 +44,16 @@ func TestTaskEnvTwoNodesEightGPUs(t *testing.T) {
 			"SLURM_PROCID=" + r,
 			"SLURM_LOCALID=0",
 			"SLURM_NTASKS=2",
+			"SLURM_NPROCS=2",
+			"SLURM_NTASKS_PER_NODE=1",
+			"SLURM_TASKS_PER_NODE=1(x2)",
 			"SLURM_GPUS_ON_NODE=8",
 			"SLURM_JOB_PARTITION=gpu",
 			"SLURM_SUBMIT_DIR=/home/alice/run",
 			"SLURM_RESTART_COUNT=2",
 			"SLURM_JOB_USER=alice",
 			"SLURMD_NODENAME=" + []string{"gpu001", "gpu002"}[rank],
+			"SLURM_JOB_GPUS=0,1,2,3,4,5,6,7",
 			"MASTER_ADDR=10.0.0.1",
 			"MASTER_PORT=29500",
 			"WORLD_SIZE=2",
@@ -82,6 +86,13 @@ func TestTaskEnvVariants(t *testing.T) {
 	}
 	noGPUs := partial()
 	noGPUs.Alloc[1].Gpus = nil
+	tasks := func() *phalanxv1.Job {
+		j := twoByEight()
+		j.Spec.TasksPerNode, j.Spec.GpusPerTask, j.Spec.CpusPerTask, j.Spec.SubmitHost = 4, 2, 6, "login1"
+		return j
+	}
+	oneNode := tasks()
+	oneNode.Alloc = oneNode.Alloc[:1]
 	for _, tc := range []struct {
 		name string
 		in   envInput
@@ -98,6 +109,16 @@ func TestTaskEnvVariants(t *testing.T) {
 			map[string]string{"CUDA_VISIBLE_DEVICES": "", "SLURM_GPUS_ON_NODE": "0", "LOCAL_WORLD_SIZE": "1"}},
 		{"cluster name", envInput{job: jobFromWire(partial()), rank: 0, cluster: "dgx"},
 			map[string]string{"SLURM_CLUSTER_NAME": "dgx"}},
+		{"no tasks or submit host given", envInput{job: jobFromWire(partial()), rank: 0},
+			map[string]string{"SLURM_SUBMIT_HOST": "", "SLURM_CPUS_PER_TASK": "", "SLURM_GPUS_PER_TASK": "", "SLURM_JOB_GPUS": "4,5,6,7"}},
+		{"container: SLURM_JOB_GPUS keeps the host's indices", envInput{job: jobFromWire(partial()), rank: 1, container: true},
+			map[string]string{"SLURM_JOB_GPUS": "2,6", "CUDA_VISIBLE_DEVICES": "0,1"}},
+		{"four tasks per node, rank 1", envInput{job: jobFromWire(tasks()), rank: 1},
+			map[string]string{"SLURM_PROCID": "4", "SLURM_LOCALID": "0", "SLURM_NTASKS": "8", "SLURM_NPROCS": "8",
+				"SLURM_NTASKS_PER_NODE": "4", "SLURM_TASKS_PER_NODE": "4(x2)", "SLURM_CPUS_PER_TASK": "6",
+				"SLURM_GPUS_PER_TASK": "2", "SLURM_SUBMIT_HOST": "login1", "RANK": "1", "WORLD_SIZE": "2"}},
+		{"one node", envInput{job: jobFromWire(oneNode), rank: 0},
+			map[string]string{"SLURM_TASKS_PER_NODE": "4", "SLURM_NTASKS": "4"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := map[string]string{}

@@ -45,6 +45,10 @@ func (a *Agent) prepare(key taskKey, as assignment) (spec runtime.Spec, cleanup 
 	if err != nil {
 		return runtime.Spec{}, nil, err
 	}
+	steps, err := stepDir(jobDir, job)
+	if err != nil {
+		return runtime.Spec{}, nil, err
+	}
 	var ckptEnv map[string]string
 	if job.ckpt.dir != "" {
 		if ckptEnv, err = a.prepareCheckpoint(key, job); err != nil {
@@ -69,6 +73,7 @@ func (a *Agent) prepare(key taskKey, as assignment) (spec runtime.Spec, cleanup 
 		UID:     idOrKeep(job.uid),
 		GID:     idOrKeep(job.gid),
 	}
+	spec.Env = append(spec.Env, "PHX_STEP_DIR="+steps)
 	for _, k := range slices.Sorted(maps.Keys(ckptEnv)) {
 		spec.Env = append(spec.Env, k+"="+ckptEnv[k])
 	}
@@ -80,6 +85,7 @@ func (a *Agent) prepare(key taskKey, as assignment) (spec runtime.Spec, cleanup 
 		spec.Devices = a.cfg.RDMADevices
 		spec.Mounts = []runtime.Mount{
 			{Source: jobDir, Target: jobDir, ReadOnly: true},
+			{Source: steps, Target: steps}, // over the read-only job directory
 			{Source: workDir, Target: workDir},
 		}
 		if job.ckpt.dir != "" {

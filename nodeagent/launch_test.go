@@ -38,7 +38,11 @@ func TestContainerTaskSpec(t *testing.T) {
 	if want := []string{"/bin/sh", filepath.Join(jobDir, "script")}; !reflect.DeepEqual(spec.Argv, want) {
 		t.Errorf("Argv = %v, want %v", spec.Argv, want)
 	}
-	wantMounts := []runtime.Mount{{Source: jobDir, Target: jobDir, ReadOnly: true}, {Source: work, Target: work}}
+	steps := filepath.Join(jobDir, "steps") // srun's, writable by the job's user
+	wantMounts := []runtime.Mount{{Source: jobDir, Target: jobDir, ReadOnly: true}, {Source: steps, Target: steps}, {Source: work, Target: work}}
+	if fi, err := os.Stat(steps); err != nil || (os.Geteuid() == 0 && fi.Sys().(*syscall.Stat_t).Uid != 1000) || fi.Mode().Perm() != 0o700 {
+		t.Errorf("step directory: %v, %v; want mode 0700, owned by uid 1000", fi, err)
+	}
 	if !reflect.DeepEqual(spec.Mounts, wantMounts) {
 		t.Errorf("Mounts = %v, want %v", spec.Mounts, wantMounts)
 	}

@@ -1,99 +1,55 @@
 package nodeagent
 
 import (
+	_ "embed"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 )
 
-// srunShim is the `srun` a task finds first on its PATH. Phalanx runs the
-// batch script once on every allocated node, one task per node, so `srun
-// CMD` inside it runs CMD right here: what Slurm's srun does for a job with
-// one task per node. It parses srun's options as srun does (getopt: an
-// option that takes a value takes the next word, -K takes one only when
-// attached, the first word that is not an option is the command):
+// srunShim is the `srun` a task finds first on its PATH (srun.sh, a POSIX
+// shell script, so that it runs in any image). Phalanx runs the batch
+// script once on every allocated node, so `srun CMD` inside it starts
+// this node's share of the step's tasks, as Slurm's srun would have placed
+// them, here. It parses srun's options as srun does (getopt: an option
+// that takes a value takes the next word, -K takes one only when attached,
+// the first word that is not an option is the command):
 //
-//   - -N/--nodes K, or -n/--ntasks K with K below the job's node count, run
-//     CMD on the first K nodes only (SLURM_NODEID < K); the others skip it
-//     and succeed, so that `srun -N1 cmd` runs cmd once, as in Slurm;
-//   - -w/--nodelist LIST runs CMD on the nodes it names (expanded by the
-//     `scontrol show hostnames` beside it);
-//   - asking for more than one task per node gets a warning;
+//   - the step's nodes: -w/--nodelist LIST names them (expanded by the
+//     `scontrol show hostnames` beside it); -N/--nodes K takes the job's
+//     first K; -n/--ntasks K alone takes as many as K tasks fill; else all
+//     of the job's. The others run nothing, successfully, so that `srun -N1
+//     cmd` runs cmd once, as in Slurm;
+//   - tasks per node: --ntasks-per-node, else the job's
+//     (SLURM_NTASKS_PER_NODE); with -n and a node count they spread evenly,
+//     the first nodes taking one more (Slurm's block distribution);
+//   - each task gets SLURM_PROCID (numbered node by node), SLURM_LOCALID,
+//     SLURM_STEP_ID, SLURM_NTASKS, RANK, LOCAL_RANK and WORLD_SIZE, and with
+//     SLURM_GPUS_PER_TASK its own GPUs out of CUDA_VISIBLE_DEVICES;
 //   - --container-image and the other Pyxis options are refused: the job
 //     is in its image already (sbatch --image), or is not in one;
-//   - -l/--label begins every line of the command's output (stdout and
-//     stderr, merged) with the task's number, "0: ...";
+//   - -l/--label begins every line of a task's output (stdout and stderr,
+//     merged) with its number, "0: ...";
 //   - -K/--kill-on-bad-exit, --mpi and the rest are accepted.
-const srunShim = `#!/bin/sh
-# srun inside a Phalanx job: the batch script already runs on every node
-# (one task per node), so srun runs its command here, on the nodes its
-# -N, -n and -w options select.
-warn() { echo "srun: warning: $*" >&2; }
-die() { echo "srun: error: $*" >&2; exit 1; }
-nodes='' ntasks='' nodelist='' label=''
-count() { # OPTION VALUE: a positive count, MIN[-MAX] (MIN is used)
-	case "${2%%-*}" in ''|*[!0-9]*|0) die "$1=$2: give a positive count" ;; esac
-	echo "${2%%-*}"
+//
+//go:embed srun.sh
+var srunShim string
+
+// stepDir makes <jobDir>/steps, the task's own directory where srun
+// numbers its steps (PHX_STEP_DIR), owned by the job's user.
+func stepDir(jobDir string, job jobInfo) (string, error) {
+	dir := filepath.Join(jobDir, "steps")
+	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
+		return "", fmt.Errorf("srun step directory: %w", err)
+	}
+	if uid := idOrKeep(job.uid); uid >= 0 && os.Geteuid() == 0 {
+		if err := os.Lchown(dir, uid, max(idOrKeep(job.gid), 0)); err != nil {
+			return "", fmt.Errorf("srun step directory: %w", err)
+		}
+	}
+	return dir, nil
 }
-while [ $# -gt 0 ]; do
-	o=$1 v=''
-	case "$o" in
-	--) shift; break ;;
-	--*=*) v=${o#*=}; o=${o%%=*} ;;
-	esac
-	case "$o" in
-	--container-image|--container-mounts|--container-workdir|--container-name|--container-writable|--container-remap-root|--container-env|--no-container-mount-home|--container-mount-home)
-		die "$o is not supported inside a Phalanx job: submit the job in its image with sbatch --image" ;;
-	# Options that take a value: attached (--opt=v, -Nv) or the next word.
-	-N|--nodes|-n|--ntasks|-w|--nodelist|\
-	-c|-t|-p|-J|-o|-e|-i|-x|-G|-A|-q|-D|-C|-m|-d|-W|-r|-T|-s|-S|\
-	--cpus-per-task|--gpus|--gpus-per-node|--gpus-per-task|--gres|--time|--partition|\
-	--job-name|--output|--error|--input|--exclude|--chdir|--export|--mem|--mem-per-cpu|\
-	--mem-per-gpu|--cpu-bind|--gpu-bind|--mpi|--distribution|--constraint|--account|--qos|\
-	--dependency|--wait|--signal|--ntasks-per-node|--cpus-per-gpu|--threads-per-core|\
-	--relative|--nodefile|--network|--propagate|--accel-bind|--hint|--time-min|--open-mode)
-		if [ "${1#*=}" = "$1" ]; then # not --opt=v: the value is the next word
-			[ $# -ge 2 ] || die "$o needs a value"
-			v=$2; shift
-		fi ;;
-	-N*|-n*|-w*|-c*|-t*|-p*|-J*|-o*|-e*|-i*|-x*|-G*|-A*|-q*|-D*|-C*|-m*|-d*|-W*)
-		v=${o#??}; o=${o%"$v"} ;;
-	-*) ;; # a flag: -l, -u, -v, -K[0|1], --kill-on-bad-exit[=0|1], --label, ...
-	*) break ;;
-	esac
-	case "$o" in
-	-N|--nodes) nodes=$(count "$o" "$v") || exit 1 ;;
-	-n|--ntasks) ntasks=$(count "$o" "$v") || exit 1 ;;
-	-w|--nodelist) nodelist=$v ;;
-	-l|--label) label=1 ;;
-	--ntasks-per-node) case "$v" in 1|'') ;; *) warn "Phalanx runs one task per node; $o=$v is ignored (start per-GPU processes with torchrun --nproc-per-node or mpirun)" ;; esac ;;
-	esac
-	shift
-done
-[ $# -gt 0 ] || die "no command to run"
-all=${SLURM_NNODES:-1} me=${SLURM_NODEID:-0}
-if [ -n "$ntasks" ] && [ "$ntasks" -gt "${nodes:-$all}" ]; then
-	warn "Phalanx runs one task per node; -n $ntasks over ${nodes:-$all} nodes runs one per node"
-	ntasks=''
-fi
-k=${nodes:-${ntasks:-$all}}
-[ -n "$nodes" ] && [ -n "$ntasks" ] && [ "$ntasks" -lt "$nodes" ] && k=$ntasks
-if [ -n "$nodelist" ]; then
-	if names=$(scontrol show hostnames "$nodelist" 2>/dev/null); then
-		printf '%s\n' "$names" | grep -qx "${SLURMD_NODENAME:-$(hostname)}" || exit 0
-	else
-		warn "cannot expand -w $nodelist here (no scontrol on PATH): running on this node"
-	fi
-elif [ "$me" -ge "$k" ]; then
-	exit 0 # not one of the first $k nodes: srun runs nothing here
-fi
-[ -n "$label" ] || exec "$@"
-# -l: every line of the command's output begins with this task's number,
-# as "0: ..."; the exit status is the command's.
-rc=$( { { "$@"; echo $? >&3; } 2>&1 | while IFS= read -r line || [ -n "$line" ]; do printf '%s: %s\n' "$me" "$line"; done >&4; } 3>&1 ) 4>&1
-exit "$rc"
-`
 
 // slurmCommands are the Slurm commands a job finds on its PATH, as links
 // to the phx client (which acts as the command its name says), and phx

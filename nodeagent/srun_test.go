@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,10 +26,12 @@ func TestSrunShimRunsItsCommandHere(t *testing.T) {
 		code           int
 	}{
 		{[]string{"echo", "hi"}, "hi\n", "", 0},
-		{[]string{"-N", "2", "--ntasks-per-node=1", "--mpi=pmix", "-l", "echo", "a", "-n", "b"}, "0: a -n b\n", "", 0},
-		{[]string{"-N2", "--gpus-per-node", "8", "--", "echo", "x"}, "x\n", "", 0},
-		{[]string{"--ntasks-per-node=8", "echo", "y"}, "y\n", "srun: warning: Phalanx runs one task per node; --ntasks-per-node=8 is ignored", 0},
-		{[]string{"-n", "4", "echo", "z"}, "z\n", "srun: warning: Phalanx runs one task per node; -n 4 over 1 nodes runs one per node", 0},
+		{[]string{"-N", "1", "--ntasks-per-node=1", "--mpi=pmix", "-l", "echo", "a", "-n", "b"}, "0: a -n b\n", "", 0},
+		{[]string{"-N1", "--gpus-per-node", "8", "--", "echo", "x"}, "x\n", "", 0},
+		{[]string{"-N", "2", "echo", "x"}, "", "srun: error: -N 2: the job has 1 node(s)", 1},
+		{[]string{"--ntasks-per-node=3", "echo", "y"}, "y\ny\ny\n", "", 0},
+		{[]string{"-n", "2", "echo", "z"}, "z\nz\n", "", 0},
+		{[]string{"--gpus-per-task=1", "echo", "g"}, "", "srun: error: 1 task(s) of 1 GPU(s) on this node, which has 0 for the job", 1},
 		{[]string{"-K", "echo", "k"}, "k\n", "", 0}, // -K takes no word: echo is the command
 		{[]string{"-K1", "--kill-on-bad-exit=1", "echo", "k1"}, "k1\n", "", 0},
 		{[]string{"-l", "sh", "-c", "echo a; echo b >&2; printf c; exit 4"}, "0: a\n0: b\n0: c\n", "", 4},
@@ -107,6 +110,62 @@ func TestSrunShimSelectsNodes(t *testing.T) {
 		}
 		if got.String() != tc.runs {
 			t.Errorf("srun %v ran on nodes %q, want %q", tc.args, got.String(), tc.runs)
+		}
+	}
+}
+
+// srun starts this node's share of the step's tasks, each numbered and
+// with its own GPUs, and exits with the highest status of them.
+func TestSrunShimStartsTasks(t *testing.T) {
+	bin, err := writeJobBin(t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	// run runs srun on node (of 2, 4 tasks of 2 GPUs each) and returns its
+	// tasks' lines, sorted, and its exit status.
+	run := func(node int, args ...string) (string, int) {
+		t.Helper()
+		cmd := exec.Command("/bin/sh", append([]string{filepath.Join(bin, "srun")}, args...)...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + tmp, "SLURM_JOB_ID=7", "SLURM_NNODES=2", "SLURM_NODEID=" + strconv.Itoa(node),
+			"SLURM_NTASKS_PER_NODE=4", "SLURM_GPUS_PER_TASK=2", "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7"}
+		out, err := cmd.Output()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		slices.Sort(lines)
+		return strings.Join(lines, "|"), code
+	}
+	show := []string{"sh", "-c", "echo $SLURM_PROCID $SLURM_LOCALID $CUDA_VISIBLE_DEVICES $SLURM_NTASKS $RANK $LOCAL_RANK $WORLD_SIZE"}
+	for _, tc := range []struct {
+		args         []string
+		node0, node1 string
+	}{
+		{nil, "0 0 0,1 8 0 0 8|1 1 2,3 8 1 1 8|2 2 4,5 8 2 2 8|3 3 6,7 8 3 3 8", "4 0 0,1 8 4 0 8|5 1 2,3 8 5 1 8|6 2 4,5 8 6 2 8|7 3 6,7 8 7 3 8"},
+		{[]string{"--ntasks-per-node=1"}, "0 0 0,1 2 0 0 2", "1 0 0,1 2 1 0 2"},
+		{[]string{"-n", "3"}, "0 0 0,1 3 0 0 3|1 1 2,3 3 1 1 3|2 2 4,5 3 2 2 3", ""},           // -n alone fills the first node
+		{[]string{"-N", "2", "-n", "3"}, "0 0 0,1 3 0 0 3|1 1 2,3 3 1 1 3", "2 0 0,1 3 2 0 3"}, // spread, the first node one more
+		{[]string{"-N1", "--gpus-per-task=4", "-n2"}, "0 0 0,1,2,3 2 0 0 2|1 1 4,5,6,7 2 1 1 2", ""},
+	} {
+		for node, want := range []string{tc.node0, tc.node1} {
+			got, code := run(node, append(slices.Clone(tc.args), show...)...)
+			if got != want || code != 0 {
+				t.Errorf("srun %v on node %d: %q (exit %d), want %q", tc.args, node, got, code, want)
+			}
+		}
+	}
+	if out, code := run(0, "sh", "-c", "exit $SLURM_LOCALID"); code != 3 {
+		t.Errorf("tasks exiting 0 to 3: srun exit %d (%q), want the highest, 3", code, out)
+	}
+	// Steps are numbered on each node from 0, one per srun, whether the
+	// node takes part or not: node 1 has seen 5 so far.
+	for want := 5; want < 7; want++ {
+		if got, _ := run(1, "--ntasks-per-node=1", "sh", "-c", "echo $SLURM_STEP_ID"); got != strconv.Itoa(want) {
+			t.Errorf("step %q, want %d", got, want)
 		}
 	}
 }

@@ -25,7 +25,7 @@ var Options = []getopt.Option{
 	{Long: "checkpoint-keep", HasArg: true, Usage: "complete checkpoint steps kept in the store (default 2)"},
 	{Long: "hang-timeout", HasArg: true, Usage: "TIME (10:00 to 12:00:00): no output, no checkpoint and idle GPUs for that long is a suspected hang, which restarts the job with --restart-on=...,hang; 0: off (default: the cluster's)"},
 	{Long: "constraint", Short: 'C', HasArg: true, Usage: "node features: FEATURE, a&b (all of them) or a|b (any of them)"},
-	{Long: "cpus-per-task", Short: 'c', HasArg: true, Usage: "CPUs per task (one task per node)"},
+	{Long: "cpus-per-task", Short: 'c', HasArg: true, Usage: "CPUs per task (times the tasks per node)"},
 	{Long: "deadline", HasArg: true, Usage: "end the job (DEADLINE) if it could not end by TIME: its start plus its time limit (times as --begin)"},
 	{Long: "dependency", Short: 'd', HasArg: true, Usage: "start after other jobs: after[ok|notok|any]:ID[:ID...], after:ID+MINUTES, singleton; joined by , (all) or ? (any)"},
 	{Long: "kill-on-invalid-dep", HasArg: true, Usage: "yes: cancel the job once its dependency can never be satisfied; no (default): it waits, DependencyNeverSatisfied"},
@@ -44,11 +44,13 @@ var Options = []getopt.Option{
 	{Long: "mail-type", HasArg: true, Usage: "accepted and ignored (warning)"},
 	{Long: "mail-user", HasArg: true, Usage: "accepted and ignored (warning)"},
 	{Long: "mem", HasArg: true, Usage: "memory per node: N[K|M|G|T], default unit M"},
+	{Long: "mem-per-cpu", HasArg: true, Usage: "memory per CPU (times the node's CPUs): N[K|M|G|T]"},
+	{Long: "mem-per-gpu", HasArg: true, Usage: "memory per GPU (times the node's GPUs): N[K|M|G|T]"},
 	{Long: "nice", OptionalArg: true, Usage: "lower the priority by N (default 100); a negative N (root only) raises it"},
 	{Long: "nodelist", Short: 'w', HasArg: true, Usage: "nodes the job must use: a hostlist, e.g. gpu[001-002]"},
 	{Long: "nodes", Short: 'N', HasArg: true, Usage: "number of nodes: N or MIN-MAX (MIN is used)"},
-	{Long: "ntasks", Short: 'n', HasArg: true, Usage: "accepted and ignored (warning): one task per node"},
-	{Long: "ntasks-per-node", HasArg: true, Usage: "accepted and ignored (warning): one task per node"},
+	{Long: "ntasks", Short: 'n', HasArg: true, Usage: "tasks in all, the same number on every node (srun starts them)"},
+	{Long: "ntasks-per-node", HasArg: true, Usage: "tasks on each node (srun starts them; the batch script runs once per node)"},
 	{Long: "output", Short: 'o', HasArg: true, Usage: "file for stdout (pattern: %j %x %u %N ...)"},
 	{Long: "parsable", Usage: "print only the job ID"},
 	{Long: "partition", Short: 'p', HasArg: true, Usage: "partition (default: the cluster's default)"},
@@ -78,16 +80,14 @@ var Options = []getopt.Option{
 // ignored options are accepted for compatibility with existing scripts; each
 // use adds a warning.
 var ignored = map[string]string{
-	"mail-type":       "Phalanx sends no mail",
-	"mail-user":       "Phalanx sends no mail",
-	"ntasks":          "Phalanx runs one task per node; start ranks with torchrun or mpirun",
-	"ntasks-per-node": "Phalanx runs one task per node; start ranks with torchrun or mpirun",
-	"open-mode":       "output files are always appended",
-	"hint":            "no CPU binding",
-	"gpu-bind":        "the task sees its node's allocated GPUs",
-	"cpu-bind":        "no CPU binding",
-	"distribution":    "one task per node",
-	"comment":         "comments are not stored",
+	"mail-type":    "Phalanx sends no mail",
+	"mail-user":    "Phalanx sends no mail",
+	"open-mode":    "output files are always appended",
+	"hint":         "no CPU binding",
+	"gpu-bind":     "the task sees its node's allocated GPUs",
+	"cpu-bind":     "no CPU binding",
+	"distribution": "a node's tasks are numbered in a block",
+	"comment":      "comments are not stored",
 }
 
 // builder collects option values into a spec.
@@ -103,7 +103,11 @@ type builder struct {
 
 	// GPUs asked per task or in all, resolved to GPUs per node at the end.
 	perTask, total gpuRequest
-	tasksPerNode   int32
+	// Tasks and what they ask, resolved to per-node totals at the end
+	// (tasks.go).
+	tasksPerNode, ntasks, cpusPerTask int32
+	nodesSet                          bool
+	memPerCPU, memPerGPU              int64
 
 	wait      bool
 	parseTime func(string) (time.Time, error)
@@ -112,9 +116,6 @@ type builder struct {
 // apply sets one option. Its error names the option, not the place.
 func (b *builder) apply(v getopt.Value) error {
 	s := b.spec
-	if v.Name == "ntasks-per-node" { // ignored, but it scales --gpus-per-task
-		b.tasksPerNode, _ = positive(v.Value)
-	}
 	if why, ok := ignored[v.Name]; ok {
 		b.warnings.add(fmt.Sprintf("--%s is ignored: %s", v.Name, why))
 		return nil
@@ -126,7 +127,15 @@ func (b *builder) apply(v getopt.Value) error {
 	var err error
 	switch v.Name {
 	case "cpus-per-task":
-		s.CpusPerNode, err = positive(v.Value)
+		b.cpusPerTask, err = positive(v.Value)
+	case "ntasks":
+		b.ntasks, err = positive(v.Value)
+	case "ntasks-per-node":
+		b.tasksPerNode, err = positive(v.Value)
+	case "mem-per-cpu":
+		b.memPerCPU, err = parseMem(v.Value)
+	case "mem-per-gpu":
+		b.memPerGPU, err = parseMem(v.Value)
 	case "checkpoint-keep":
 		s.CheckpointKeep, err = positive(v.Value)
 	case "dependency":
@@ -212,6 +221,7 @@ func (b *builder) apply(v getopt.Value) error {
 		s.MemoryMb, err = parseMem(v.Value)
 	case "nodes":
 		s.Nodes, err = parseNodes(v.Value)
+		b.nodesSet = true
 	case "parsable":
 		b.parsable = true
 	case "priority":

@@ -20,6 +20,7 @@ type Env struct {
 	User     string
 	UID, GID int32
 	Cwd      string   // absolute
+	Host     string   // this host's name, SLURM_SUBMIT_HOST ("": none)
 	Environ  []string // KEY=VALUE, as os.Environ
 	// ReadFile reads the batch script; relative paths are relative to Cwd.
 	ReadFile func(name string) ([]byte, error)
@@ -152,7 +153,16 @@ func finish(b *builder, script, name string, env Env) (*Request, error) {
 	if s.Nodes == 0 {
 		s.Nodes = 1
 	}
+	if utf8.ValidString(env.Host) && len(env.Host) <= cluster.MaxHostName {
+		s.SubmitHost = env.Host
+	}
+	if err := b.resolveTasks(); err != nil {
+		return nil, err
+	}
 	if err := b.resolveGPUs(); err != nil {
+		return nil, err
+	}
+	if err := b.resolveMemory(); err != nil {
 		return nil, err
 	}
 	s.WorkDir = abs(env.Cwd, s.WorkDir)

@@ -21,7 +21,11 @@ func TestParse(t *testing.T) {
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
 			case "sbatch":
-				return runParse(t, d.Input)
+				host := ""
+				if d.HasArg("host") {
+					d.ScanArgs(t, "host", &host)
+				}
+				return runParse(t, d.Input, host)
 			case "split":
 				words, err := Split(d.Input)
 				if err != nil {
@@ -35,7 +39,7 @@ func TestParse(t *testing.T) {
 	})
 }
 
-func runParse(t *testing.T, input string) string {
+func runParse(t *testing.T, input, host string) string {
 	line, script, _ := strings.Cut(input, "\n")
 	args, err := Split(line)
 	if err != nil {
@@ -43,7 +47,7 @@ func runParse(t *testing.T, input string) string {
 	}
 	var read []string
 	env := Env{
-		User: "alice", UID: 1000, GID: 100, Cwd: "/home/alice/run",
+		User: "alice", UID: 1000, GID: 100, Cwd: "/home/alice/run", Host: host,
 		Environ: []string{"HOME=/home/alice", "PATH=/usr/bin", "EMPTY="},
 		ReadFile: func(name string) ([]byte, error) {
 			read = append(read, name)
@@ -90,6 +94,12 @@ func writeSpec(b *strings.Builder, s *phalanxv1.JobSpec) {
 	}
 	if s.Priority != 0 {
 		fmt.Fprintf(b, "priority=%d\n", s.Priority)
+	}
+	if s.TasksPerNode != 0 || s.GpusPerTask != 0 || s.CpusPerTask != 0 {
+		fmt.Fprintf(b, "tasks-per-node=%d gpus-per-task=%d cpus-per-task=%d\n", s.TasksPerNode, s.GpusPerTask, s.CpusPerTask)
+	}
+	if s.SubmitHost != "" {
+		fmt.Fprintf(b, "submit-host=%s\n", s.SubmitHost)
 	}
 	writePlacement(b, s)
 	if s.Env != nil {

@@ -53,6 +53,11 @@ var commandFixtures = map[string]Command{
 	}()},
 	"01c-submit-array": SubmitJob{Job: func() *cluster.Job { j := fullJob(); j.ID = 20; return j }(), RequestID: []byte("a1"),
 		Array: cluster.ArraySpec{Tasks: []int{0, 4, 8, 12}, Throttle: 2}},
+	"01d-submit-job-tasks": SubmitJob{Job: func() *cluster.Job {
+		j := fullJob()
+		j.ID, j.TasksPerNode, j.GPUsPerTask, j.CPUsPerTask, j.SubmitHost = 21, 8, 1, 4, "login1"
+		return j
+	}()},
 	"02-place-jobs": PlaceJobs{Placements: []store.Placement{{Job: 7, Alloc: twoNodes(), MasterPort: 29500, Time: t0.Add(time.Minute)}}},
 	"03-report-task": ReportTask{Report: cluster.TaskReport{JobID: 7, Attempt: 2, Rank: 1, Node: "gpu002", State: cluster.TaskExited,
 		ExitCode: 1, ExitSignal: 9, Message: "exit status 1", Time: t0.Add(time.Hour)}},

@@ -905,7 +905,17 @@ type JobSpec struct {
 	Deadline *timestamppb.Timestamp `protobuf:"bytes,43,opt,name=deadline,proto3" json:"deadline,omitempty"`
 	// sbatch --array (Slurm's syntax: 0-15, 1,3,7, 0-31:4, %N): one job per
 	// index; the submit answers the array's ID, its first job's.
-	Array         string `protobuf:"bytes,44,opt,name=array,proto3" json:"array,omitempty"`
+	Array string `protobuf:"bytes,44,opt,name=array,proto3" json:"array,omitempty"`
+	// Tasks (Slurm's --ntasks-per-node, -n): the batch script runs once on
+	// each node, and srun in it starts tasks_per_node tasks there (0: 1).
+	// gpus_per_task: each task's share of the node's GPUs (0: every task
+	// sees them all); cpus_per_task: -c (0: not given). gpus_per_node and
+	// cpus_per_node are the node's totals either way.
+	TasksPerNode int32 `protobuf:"varint,45,opt,name=tasks_per_node,json=tasksPerNode,proto3" json:"tasks_per_node,omitempty"`
+	GpusPerTask  int32 `protobuf:"varint,46,opt,name=gpus_per_task,json=gpusPerTask,proto3" json:"gpus_per_task,omitempty"`
+	CpusPerTask  int32 `protobuf:"varint,47,opt,name=cpus_per_task,json=cpusPerTask,proto3" json:"cpus_per_task,omitempty"`
+	// The host sbatch ran on (SLURM_SUBMIT_HOST).
+	SubmitHost    string `protobuf:"bytes,48,opt,name=submit_host,json=submitHost,proto3" json:"submit_host,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1244,6 +1254,34 @@ func (x *JobSpec) GetDeadline() *timestamppb.Timestamp {
 func (x *JobSpec) GetArray() string {
 	if x != nil {
 		return x.Array
+	}
+	return ""
+}
+
+func (x *JobSpec) GetTasksPerNode() int32 {
+	if x != nil {
+		return x.TasksPerNode
+	}
+	return 0
+}
+
+func (x *JobSpec) GetGpusPerTask() int32 {
+	if x != nil {
+		return x.GpusPerTask
+	}
+	return 0
+}
+
+func (x *JobSpec) GetCpusPerTask() int32 {
+	if x != nil {
+		return x.CpusPerTask
+	}
+	return 0
+}
+
+func (x *JobSpec) GetSubmitHost() string {
+	if x != nil {
+		return x.SubmitHost
 	}
 	return ""
 }
@@ -5351,7 +5389,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x10lifespan_seconds\x18\x02 \x01(\x03R\x0flifespanSeconds\"a\n" +
 	"\x13CreateTokenResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x124\n" +
-	"\aexpires\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\"\xb9\v\n" +
+	"\aexpires\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\"\xc8\f\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -5404,7 +5442,12 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\n" +
 	"begin_time\x18* \x01(\v2\x1a.google.protobuf.TimestampR\tbeginTime\x126\n" +
 	"\bdeadline\x18+ \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x14\n" +
-	"\x05array\x18, \x01(\tR\x05array\x1a6\n" +
+	"\x05array\x18, \x01(\tR\x05array\x12$\n" +
+	"\x0etasks_per_node\x18- \x01(\x05R\ftasksPerNode\x12\"\n" +
+	"\rgpus_per_task\x18. \x01(\x05R\vgpusPerTask\x12\"\n" +
+	"\rcpus_per_task\x18/ \x01(\x05R\vcpusPerTask\x12\x1f\n" +
+	"\vsubmit_host\x180 \x01(\tR\n" +
+	"submitHost\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0f\n" +

@@ -691,7 +691,13 @@ type JobSpec struct {
 	// sbatch --deadline (Unix nanoseconds; 0: none).
 	Deadline int64 `protobuf:"varint,39,opt,name=deadline,proto3" json:"deadline,omitempty"`
 	// array: set on the tasks of a job array.
-	Array         *ArrayTask `protobuf:"bytes,40,opt,name=array,proto3" json:"array,omitempty"`
+	Array *ArrayTask `protobuf:"bytes,40,opt,name=array,proto3" json:"array,omitempty"`
+	// Tasks per node (0: 1), GPUs and CPUs per task (0: not given), and the
+	// submit host, as the API's JobSpec has them.
+	TasksPerNode  int32  `protobuf:"varint,41,opt,name=tasks_per_node,json=tasksPerNode,proto3" json:"tasks_per_node,omitempty"`
+	GpusPerTask   int32  `protobuf:"varint,42,opt,name=gpus_per_task,json=gpusPerTask,proto3" json:"gpus_per_task,omitempty"`
+	CpusPerTask   int32  `protobuf:"varint,43,opt,name=cpus_per_task,json=cpusPerTask,proto3" json:"cpus_per_task,omitempty"`
+	SubmitHost    string `protobuf:"bytes,44,opt,name=submit_host,json=submitHost,proto3" json:"submit_host,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1004,6 +1010,34 @@ func (x *JobSpec) GetArray() *ArrayTask {
 		return x.Array
 	}
 	return nil
+}
+
+func (x *JobSpec) GetTasksPerNode() int32 {
+	if x != nil {
+		return x.TasksPerNode
+	}
+	return 0
+}
+
+func (x *JobSpec) GetGpusPerTask() int32 {
+	if x != nil {
+		return x.GpusPerTask
+	}
+	return 0
+}
+
+func (x *JobSpec) GetCpusPerTask() int32 {
+	if x != nil {
+		return x.CpusPerTask
+	}
+	return 0
+}
+
+func (x *JobSpec) GetSubmitHost() string {
+	if x != nil {
+		return x.SubmitHost
+	}
+	return ""
 }
 
 // ArrayTask is what a task of a job array knows of its array. The array's
@@ -2580,7 +2614,8 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12-\n" +
 	"\x04spec\x18\x02 \x01(\v2\x19.phalanx.state.v1.JobSpecR\x04spec\x123\n" +
-	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\xe0\t\n" +
+	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\xef\n" +
+	"\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -2629,7 +2664,12 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\n" +
 	"begin_time\x18& \x01(\x03R\tbeginTime\x12\x1a\n" +
 	"\bdeadline\x18' \x01(\x03R\bdeadline\x121\n" +
-	"\x05array\x18( \x01(\v2\x1b.phalanx.state.v1.ArrayTaskR\x05array\"\xa5\x01\n" +
+	"\x05array\x18( \x01(\v2\x1b.phalanx.state.v1.ArrayTaskR\x05array\x12$\n" +
+	"\x0etasks_per_node\x18) \x01(\x05R\ftasksPerNode\x12\"\n" +
+	"\rgpus_per_task\x18* \x01(\x05R\vgpusPerTask\x12\"\n" +
+	"\rcpus_per_task\x18+ \x01(\x05R\vcpusPerTask\x12\x1f\n" +
+	"\vsubmit_host\x18, \x01(\tR\n" +
+	"submitHost\"\xa5\x01\n" +
 	"\tArrayTask\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\x05R\x06taskId\x12\x14\n" +
