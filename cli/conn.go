@@ -180,16 +180,36 @@ const streamTimeout = time.Hour
 // answers NotLeader, which teaches the connection who leads, and the call
 // starts again there.
 func (cn *conn) callStream(ctx context.Context, rpc func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, max(cn.timeout, streamTimeout))
-	defer cancel()
+	return cn.streamWithin(ctx, false, rpc)
+}
+
+// streamWithin is callStream, without a time limit when endless (phx logs
+// -f follows a task as long as it runs). rpc stops the retries by
+// returning a noRetry.
+func (cn *conn) streamWithin(ctx context.Context, endless bool, rpc func(ctx context.Context) error) error {
+	if !endless {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, max(cn.timeout, streamTimeout))
+		defer cancel()
+	}
 	var err error
 	for attempt := 0; attempt < 4; attempt++ {
 		if err = rpc(ctx); err == nil || apiclient.NotLeader(err) == nil || ctx.Err() != nil {
 			break
 		}
 	}
+	var nr *noRetry
+	if errors.As(err, &nr) {
+		err = nr.err
+	}
 	return cn.userError(err)
 }
+
+// noRetry is an error a stream's rpc returns when trying again would do
+// harm (output already printed).
+type noRetry struct{ err error }
+
+func (e *noRetry) Error() string { return e.err.Error() }
 
 // APIError is an error the controller returned about the request itself
 // (invalid, not found, not satisfiable); its message is the server's.

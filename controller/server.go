@@ -41,6 +41,7 @@ type Server struct {
 
 	kick     chan struct{}
 	feasible feasibility
+	logs     *logHub // agents' log streams (phx logs)
 
 	mu       sync.Mutex
 	nextID   cluster.JobID              // 0 unless this replica leads and has taken over
@@ -93,6 +94,7 @@ func New(cfg Config) (*Server, error) {
 		kick:      make(chan struct{}, 1),
 		lastSeen:  map[string]time.Time{},
 		inflight:  map[cluster.JobID]struct{}{},
+		logs:      newLogHub(),
 		heard:     map[string]bool{},
 		stop:      make(chan struct{}),
 	}

@@ -13,7 +13,8 @@ import (
 
 // session keeps the node known to the controller until ctx ends: register,
 // heartbeat until told to register again, repeat; beside it, once the node
-// first registered, a WatchAssignments stream kept open.
+// first registered, a WatchAssignments stream and a ServeLogs stream
+// (logs.go) kept open.
 func (a *Agent) session(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -25,8 +26,9 @@ func (a *Agent) session(ctx context.Context) {
 		}
 		if !registered {
 			registered = true
-			wg.Add(1)
+			wg.Add(2)
 			go func() { defer wg.Done(); a.watch(ctx) }()
+			go func() { defer wg.Done(); a.serveLogs(ctx) }()
 		}
 		if !a.heartbeat(ctx, interval) {
 			return

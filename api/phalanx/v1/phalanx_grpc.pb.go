@@ -53,6 +53,7 @@ const (
 	ControllerService_UpdateJob_FullMethodName           = "/phalanx.v1.ControllerService/UpdateJob"
 	ControllerService_RequeueJob_FullMethodName          = "/phalanx.v1.ControllerService/RequeueJob"
 	ControllerService_ListEvents_FullMethodName          = "/phalanx.v1.ControllerService/ListEvents"
+	ControllerService_JobLogs_FullMethodName             = "/phalanx.v1.ControllerService/JobLogs"
 )
 
 // ControllerServiceClient is the client API for ControllerService service.
@@ -109,6 +110,9 @@ type ControllerServiceClient interface {
 	// resumes, downs, health verdicts), oldest first; any user may read
 	// them, as `phx events`.
 	ListEvents(ctx context.Context, in *ListEventsRequest, opts ...grpc.CallOption) (*ListEventsResponse, error)
+	// JobLogs streams a task's output file as its node's agent reads it
+	// (phx logs): the job's owner, operators and administrators only.
+	JobLogs(ctx context.Context, in *JobLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogChunk], error)
 }
 
 type controllerServiceClient struct {
@@ -321,6 +325,25 @@ func (c *controllerServiceClient) ListEvents(ctx context.Context, in *ListEvents
 	return out, nil
 }
 
+func (c *controllerServiceClient) JobLogs(ctx context.Context, in *JobLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ControllerService_ServiceDesc.Streams[2], ControllerService_JobLogs_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[JobLogsRequest, LogChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ControllerService_JobLogsClient = grpc.ServerStreamingClient[LogChunk]
+
 // ControllerServiceServer is the server API for ControllerService service.
 // All implementations must embed UnimplementedControllerServiceServer
 // for forward compatibility.
@@ -375,6 +398,9 @@ type ControllerServiceServer interface {
 	// resumes, downs, health verdicts), oldest first; any user may read
 	// them, as `phx events`.
 	ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error)
+	// JobLogs streams a task's output file as its node's agent reads it
+	// (phx logs): the job's owner, operators and administrators only.
+	JobLogs(*JobLogsRequest, grpc.ServerStreamingServer[LogChunk]) error
 	mustEmbedUnimplementedControllerServiceServer()
 }
 
@@ -441,6 +467,9 @@ func (UnimplementedControllerServiceServer) RequeueJob(context.Context, *Requeue
 }
 func (UnimplementedControllerServiceServer) ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListEvents not implemented")
+}
+func (UnimplementedControllerServiceServer) JobLogs(*JobLogsRequest, grpc.ServerStreamingServer[LogChunk]) error {
+	return status.Error(codes.Unimplemented, "method JobLogs not implemented")
 }
 func (UnimplementedControllerServiceServer) mustEmbedUnimplementedControllerServiceServer() {}
 func (UnimplementedControllerServiceServer) testEmbeddedByValue()                           {}
@@ -787,6 +816,17 @@ func _ControllerService_ListEvents_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ControllerService_JobLogs_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(JobLogsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ControllerServiceServer).JobLogs(m, &grpc.GenericServerStream[JobLogsRequest, LogChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ControllerService_JobLogsServer = grpc.ServerStreamingServer[LogChunk]
+
 // ControllerService_ServiceDesc is the grpc.ServiceDesc for ControllerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -874,6 +914,11 @@ var ControllerService_ServiceDesc = grpc.ServiceDesc{
 			Handler:       _ControllerService_Restore_Handler,
 			ClientStreams: true,
 		},
+		{
+			StreamName:    "JobLogs",
+			Handler:       _ControllerService_JobLogs_Handler,
+			ServerStreams: true,
+		},
 	},
 	Metadata: "phalanx/v1/phalanx.proto",
 }
@@ -885,6 +930,7 @@ const (
 	NodeService_ReportTaskStatus_FullMethodName = "/phalanx.v1.NodeService/ReportTaskStatus"
 	NodeService_ReportCheckpoint_FullMethodName = "/phalanx.v1.NodeService/ReportCheckpoint"
 	NodeService_ReportJobEvent_FullMethodName   = "/phalanx.v1.NodeService/ReportJobEvent"
+	NodeService_ServeLogs_FullMethodName        = "/phalanx.v1.NodeService/ServeLogs"
 )
 
 // NodeServiceClient is the client API for NodeService service.
@@ -906,6 +952,10 @@ type NodeServiceClient interface {
 	// ReportJobEvent records what an agent saw about a task of a job: a
 	// suspected hang, a torn checkpoint step it skipped.
 	ReportJobEvent(ctx context.Context, in *ReportJobEventRequest, opts ...grpc.CallOption) (*ReportJobEventResponse, error)
+	// ServeLogs carries phx logs to the agent: the agent opens it (its first
+	// reply names its node) and the leader sends it what to read; the agent
+	// answers each read with the file's bytes.
+	ServeLogs(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ServeLogsRequest, LogRead], error)
 }
 
 type nodeServiceClient struct {
@@ -985,6 +1035,19 @@ func (c *nodeServiceClient) ReportJobEvent(ctx context.Context, in *ReportJobEve
 	return out, nil
 }
 
+func (c *nodeServiceClient) ServeLogs(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ServeLogsRequest, LogRead], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &NodeService_ServiceDesc.Streams[1], NodeService_ServeLogs_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ServeLogsRequest, LogRead]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type NodeService_ServeLogsClient = grpc.BidiStreamingClient[ServeLogsRequest, LogRead]
+
 // NodeServiceServer is the server API for NodeService service.
 // All implementations must embed UnimplementedNodeServiceServer
 // for forward compatibility.
@@ -1004,6 +1067,10 @@ type NodeServiceServer interface {
 	// ReportJobEvent records what an agent saw about a task of a job: a
 	// suspected hang, a torn checkpoint step it skipped.
 	ReportJobEvent(context.Context, *ReportJobEventRequest) (*ReportJobEventResponse, error)
+	// ServeLogs carries phx logs to the agent: the agent opens it (its first
+	// reply names its node) and the leader sends it what to read; the agent
+	// answers each read with the file's bytes.
+	ServeLogs(grpc.BidiStreamingServer[ServeLogsRequest, LogRead]) error
 	mustEmbedUnimplementedNodeServiceServer()
 }
 
@@ -1031,6 +1098,9 @@ func (UnimplementedNodeServiceServer) ReportCheckpoint(context.Context, *ReportC
 }
 func (UnimplementedNodeServiceServer) ReportJobEvent(context.Context, *ReportJobEventRequest) (*ReportJobEventResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReportJobEvent not implemented")
+}
+func (UnimplementedNodeServiceServer) ServeLogs(grpc.BidiStreamingServer[ServeLogsRequest, LogRead]) error {
+	return status.Error(codes.Unimplemented, "method ServeLogs not implemented")
 }
 func (UnimplementedNodeServiceServer) mustEmbedUnimplementedNodeServiceServer() {}
 func (UnimplementedNodeServiceServer) testEmbeddedByValue()                     {}
@@ -1154,6 +1224,13 @@ func _NodeService_ReportJobEvent_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _NodeService_ServeLogs_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(NodeServiceServer).ServeLogs(&grpc.GenericServerStream[ServeLogsRequest, LogRead]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type NodeService_ServeLogsServer = grpc.BidiStreamingServer[ServeLogsRequest, LogRead]
+
 // NodeService_ServiceDesc is the grpc.ServiceDesc for NodeService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1187,6 +1264,12 @@ var NodeService_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "WatchAssignments",
 			Handler:       _NodeService_WatchAssignments_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "ServeLogs",
+			Handler:       _NodeService_ServeLogs_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "phalanx/v1/phalanx.proto",
