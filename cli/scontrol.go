@@ -26,7 +26,8 @@ const scontrolUsage = `Usage: scontrol show job [JOBID] | node [NAME] | partitio
        scontrol update NodeName=NODES State=DRAIN|RESUME|UNDRAIN|DOWN [Reason=WHY]
        scontrol update JobId=ID [JobName=NAME] [TimeLimit=LIMIT]
        scontrol hold|uhold|release JOBID[,JOBID...]
-       scontrol requeue JOBID[,JOBID...]`
+       scontrol requeue JOBID[,JOBID...]
+       scontrol top JOBID[,JOBID...]`
 
 func (k *commands) scontrol() *ucli.Command {
 	return slurmCommand("scontrol", "show jobs, nodes, partitions and controllers; ping and change the controllers (scontrol show|ping|raft ...)", k.runScontrol)
@@ -59,8 +60,10 @@ func (k *commands) runScontrol(c *ucli.Context, args []string) error {
 		return k.hold(c, strings.ToLower(args[0]), args[1:])
 	case "requeue":
 		return k.requeue(c, args[1:])
+	case "top":
+		return k.top(c, args[1:])
 	}
-	return fmt.Errorf("invalid command %q: phx supports scontrol show, ping, raft, backup, restore, token, update, hold, uhold, release and requeue (scontrol --help)", args[0])
+	return fmt.Errorf("invalid command %q: phx supports scontrol show, ping, raft, backup, restore, token, update, hold, uhold, release, requeue and top (scontrol --help)", args[0])
 }
 
 func (k *commands) runShow(c *ucli.Context, args []string) error {

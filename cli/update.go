@@ -242,3 +242,24 @@ func (k *commands) requeue(c *ucli.Context, args []string) error {
 		return err
 	})
 }
+
+// top puts pending jobs first among their owner's pending jobs of the
+// same partition, account and QoS, in the order given (scontrol top).
+func (k *commands) top(c *ucli.Context, args []string) error {
+	ids, err := parseJobIDs(strings.Join(args, ","))
+	if err == nil && len(ids) == 0 {
+		err = errors.New("no job ID given")
+	}
+	if err != nil {
+		return fmt.Errorf("top: %w: write scontrol top JOBID[,JOBID...]", err)
+	}
+	cn, err := k.dial(c)
+	if err != nil {
+		return err
+	}
+	defer cn.Close()
+	return cn.call(c.Context, func(ctx context.Context) error {
+		_, err := cn.api.TopJobs(ctx, &phalanxv1.TopJobsRequest{JobIds: ids})
+		return err
+	})
+}

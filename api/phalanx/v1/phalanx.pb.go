@@ -138,6 +138,95 @@ func (SignalScope) EnumDescriptor() ([]byte, []int) {
 	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{1}
 }
 
+type TopJobsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobIds        []uint64               `protobuf:"varint,1,rep,packed,name=job_ids,json=jobIds,proto3" json:"job_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopJobsRequest) Reset() {
+	*x = TopJobsRequest{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopJobsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopJobsRequest) ProtoMessage() {}
+
+func (x *TopJobsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopJobsRequest.ProtoReflect.Descriptor instead.
+func (*TopJobsRequest) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *TopJobsRequest) GetJobIds() []uint64 {
+	if x != nil {
+		return x.JobIds
+	}
+	return nil
+}
+
+type TopJobsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// reniced: the jobs whose nice value changed.
+	Reniced       []uint64 `protobuf:"varint,1,rep,packed,name=reniced,proto3" json:"reniced,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopJobsResponse) Reset() {
+	*x = TopJobsResponse{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopJobsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopJobsResponse) ProtoMessage() {}
+
+func (x *TopJobsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopJobsResponse.ProtoReflect.Descriptor instead.
+func (*TopJobsResponse) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *TopJobsResponse) GetReniced() []uint64 {
+	if x != nil {
+		return x.Reniced
+	}
+	return nil
+}
+
 type JobLogsRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	JobId  uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
@@ -153,7 +242,7 @@ type JobLogsRequest struct {
 
 func (x *JobLogsRequest) Reset() {
 	*x = JobLogsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[0]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -165,7 +254,7 @@ func (x *JobLogsRequest) String() string {
 func (*JobLogsRequest) ProtoMessage() {}
 
 func (x *JobLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[0]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -178,7 +267,7 @@ func (x *JobLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobLogsRequest.ProtoReflect.Descriptor instead.
 func (*JobLogsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{0}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *JobLogsRequest) GetJobId() uint64 {
@@ -229,7 +318,7 @@ type LogChunk struct {
 
 func (x *LogChunk) Reset() {
 	*x = LogChunk{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[1]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -241,7 +330,7 @@ func (x *LogChunk) String() string {
 func (*LogChunk) ProtoMessage() {}
 
 func (x *LogChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[1]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -254,7 +343,7 @@ func (x *LogChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogChunk.ProtoReflect.Descriptor instead.
 func (*LogChunk) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{1}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *LogChunk) GetData() []byte {
@@ -295,7 +384,7 @@ type ListEventsRequest struct {
 
 func (x *ListEventsRequest) Reset() {
 	*x = ListEventsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[2]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -307,7 +396,7 @@ func (x *ListEventsRequest) String() string {
 func (*ListEventsRequest) ProtoMessage() {}
 
 func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[2]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -320,7 +409,7 @@ func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListEventsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{2}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ListEventsRequest) GetNodes() []string {
@@ -368,7 +457,7 @@ type ListEventsResponse struct {
 
 func (x *ListEventsResponse) Reset() {
 	*x = ListEventsResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[3]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -380,7 +469,7 @@ func (x *ListEventsResponse) String() string {
 func (*ListEventsResponse) ProtoMessage() {}
 
 func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[3]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -393,7 +482,7 @@ func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListEventsResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{3}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListEventsResponse) GetEvents() []*Event {
@@ -431,7 +520,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[4]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -443,7 +532,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[4]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -456,7 +545,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{4}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -523,7 +612,7 @@ type UpdateNodeRequest struct {
 
 func (x *UpdateNodeRequest) Reset() {
 	*x = UpdateNodeRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[5]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -535,7 +624,7 @@ func (x *UpdateNodeRequest) String() string {
 func (*UpdateNodeRequest) ProtoMessage() {}
 
 func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[5]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -548,7 +637,7 @@ func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeRequest.ProtoReflect.Descriptor instead.
 func (*UpdateNodeRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *UpdateNodeRequest) GetNames() []string {
@@ -581,7 +670,7 @@ type UpdateNodeResponse struct {
 
 func (x *UpdateNodeResponse) Reset() {
 	*x = UpdateNodeResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[6]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -593,7 +682,7 @@ func (x *UpdateNodeResponse) String() string {
 func (*UpdateNodeResponse) ProtoMessage() {}
 
 func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[6]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -606,7 +695,7 @@ func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeResponse.ProtoReflect.Descriptor instead.
 func (*UpdateNodeResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *UpdateNodeResponse) GetNames() []string {
@@ -642,7 +731,7 @@ type UpdateJobRequest struct {
 
 func (x *UpdateJobRequest) Reset() {
 	*x = UpdateJobRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[7]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -654,7 +743,7 @@ func (x *UpdateJobRequest) String() string {
 func (*UpdateJobRequest) ProtoMessage() {}
 
 func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[7]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -667,7 +756,7 @@ func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *UpdateJobRequest) GetJobId() uint64 {
@@ -749,7 +838,7 @@ type RequeueJobRequest struct {
 
 func (x *RequeueJobRequest) Reset() {
 	*x = RequeueJobRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[8]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -761,7 +850,7 @@ func (x *RequeueJobRequest) String() string {
 func (*RequeueJobRequest) ProtoMessage() {}
 
 func (x *RequeueJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[8]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -774,7 +863,7 @@ func (x *RequeueJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequeueJobRequest.ProtoReflect.Descriptor instead.
 func (*RequeueJobRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RequeueJobRequest) GetJobIds() []uint64 {
@@ -794,7 +883,7 @@ type RequeueJobResponse struct {
 
 func (x *RequeueJobResponse) Reset() {
 	*x = RequeueJobResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[9]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -806,7 +895,7 @@ func (x *RequeueJobResponse) String() string {
 func (*RequeueJobResponse) ProtoMessage() {}
 
 func (x *RequeueJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[9]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -819,7 +908,7 @@ func (x *RequeueJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequeueJobResponse.ProtoReflect.Descriptor instead.
 func (*RequeueJobResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RequeueJobResponse) GetRequeued() []uint64 {
@@ -837,7 +926,7 @@ type UpdateJobResponse struct {
 
 func (x *UpdateJobResponse) Reset() {
 	*x = UpdateJobResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[10]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -849,7 +938,7 @@ func (x *UpdateJobResponse) String() string {
 func (*UpdateJobResponse) ProtoMessage() {}
 
 func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[10]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -862,7 +951,7 @@ func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{12}
 }
 
 type CreateTokenRequest struct {
@@ -877,7 +966,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[11]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -889,7 +978,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[11]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -902,7 +991,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{11}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CreateTokenRequest) GetUsername() string {
@@ -929,7 +1018,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[12]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -941,7 +1030,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[12]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -954,7 +1043,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{12}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CreateTokenResponse) GetToken() string {
@@ -988,7 +1077,7 @@ type LogRead struct {
 
 func (x *LogRead) Reset() {
 	*x = LogRead{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[13]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1000,7 +1089,7 @@ func (x *LogRead) String() string {
 func (*LogRead) ProtoMessage() {}
 
 func (x *LogRead) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[13]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1013,7 +1102,7 @@ func (x *LogRead) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogRead.ProtoReflect.Descriptor instead.
 func (*LogRead) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{13}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *LogRead) GetId() uint64 {
@@ -1080,7 +1169,7 @@ type ServeLogsRequest struct {
 
 func (x *ServeLogsRequest) Reset() {
 	*x = ServeLogsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[14]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1092,7 +1181,7 @@ func (x *ServeLogsRequest) String() string {
 func (*ServeLogsRequest) ProtoMessage() {}
 
 func (x *ServeLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[14]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1105,7 +1194,7 @@ func (x *ServeLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServeLogsRequest.ProtoReflect.Descriptor instead.
 func (*ServeLogsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{14}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ServeLogsRequest) GetId() uint64 {
@@ -1241,7 +1330,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[15]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1253,7 +1342,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[15]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1266,7 +1355,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{15}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *JobSpec) GetName() string {
@@ -1618,7 +1707,7 @@ type NodeAlloc struct {
 
 func (x *NodeAlloc) Reset() {
 	*x = NodeAlloc{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[16]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1630,7 +1719,7 @@ func (x *NodeAlloc) String() string {
 func (*NodeAlloc) ProtoMessage() {}
 
 func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[16]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1643,7 +1732,7 @@ func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAlloc.ProtoReflect.Descriptor instead.
 func (*NodeAlloc) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{16}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *NodeAlloc) GetNode() string {
@@ -1697,7 +1786,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[17]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1709,7 +1798,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[17]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1722,7 +1811,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{17}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Task) GetRank() int32 {
@@ -1814,7 +1903,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[18]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1826,7 +1915,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[18]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1839,7 +1928,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{18}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Job) GetId() uint64 {
@@ -1990,7 +2079,7 @@ type ArrayTask struct {
 
 func (x *ArrayTask) Reset() {
 	*x = ArrayTask{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[19]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2002,7 +2091,7 @@ func (x *ArrayTask) String() string {
 func (*ArrayTask) ProtoMessage() {}
 
 func (x *ArrayTask) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[19]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2015,7 +2104,7 @@ func (x *ArrayTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArrayTask.ProtoReflect.Descriptor instead.
 func (*ArrayTask) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{19}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ArrayTask) GetArrayJobId() uint64 {
@@ -2088,7 +2177,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[20]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2100,7 +2189,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[20]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2113,7 +2202,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{20}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Attempt) GetAttempt() int32 {
@@ -2217,7 +2306,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[21]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2229,7 +2318,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[21]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2242,7 +2331,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{21}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Node) GetName() string {
@@ -2411,7 +2500,7 @@ type Partition struct {
 
 func (x *Partition) Reset() {
 	*x = Partition{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[22]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2423,7 +2512,7 @@ func (x *Partition) String() string {
 func (*Partition) ProtoMessage() {}
 
 func (x *Partition) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[22]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2436,7 +2525,7 @@ func (x *Partition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Partition.ProtoReflect.Descriptor instead.
 func (*Partition) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{22}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Partition) GetName() string {
@@ -2530,7 +2619,7 @@ type SubmitJobRequest struct {
 
 func (x *SubmitJobRequest) Reset() {
 	*x = SubmitJobRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[23]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2542,7 +2631,7 @@ func (x *SubmitJobRequest) String() string {
 func (*SubmitJobRequest) ProtoMessage() {}
 
 func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[23]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2555,7 +2644,7 @@ func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobRequest.ProtoReflect.Descriptor instead.
 func (*SubmitJobRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{23}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SubmitJobRequest) GetSpec() *JobSpec {
@@ -2590,7 +2679,7 @@ type SubmitJobResponse struct {
 
 func (x *SubmitJobResponse) Reset() {
 	*x = SubmitJobResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[24]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2602,7 +2691,7 @@ func (x *SubmitJobResponse) String() string {
 func (*SubmitJobResponse) ProtoMessage() {}
 
 func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[24]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2615,7 +2704,7 @@ func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobResponse.ProtoReflect.Descriptor instead.
 func (*SubmitJobResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{24}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SubmitJobResponse) GetJobId() uint64 {
@@ -2665,7 +2754,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2677,7 +2766,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2690,7 +2779,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{25}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CancelJobRequest) GetJobIds() []uint64 {
@@ -2766,7 +2855,7 @@ type ArrayTasks struct {
 
 func (x *ArrayTasks) Reset() {
 	*x = ArrayTasks{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2778,7 +2867,7 @@ func (x *ArrayTasks) String() string {
 func (*ArrayTasks) ProtoMessage() {}
 
 func (x *ArrayTasks) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2791,7 +2880,7 @@ func (x *ArrayTasks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArrayTasks.ProtoReflect.Descriptor instead.
 func (*ArrayTasks) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{26}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ArrayTasks) GetArrayJobId() uint64 {
@@ -2819,7 +2908,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2831,7 +2920,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2844,7 +2933,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{27}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CancelJobResponse) GetCancelled() []uint64 {
@@ -2863,7 +2952,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2875,7 +2964,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2888,7 +2977,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{28}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetJobRequest) GetJobId() uint64 {
@@ -2935,7 +3024,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2947,7 +3036,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2960,7 +3049,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{29}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListJobsRequest) GetJobIds() []uint64 {
@@ -3050,7 +3139,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3062,7 +3151,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3075,7 +3164,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{30}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -3103,7 +3192,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3115,7 +3204,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3128,7 +3217,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{31}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListNodesRequest) GetNames() []string {
@@ -3162,7 +3251,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3174,7 +3263,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3187,7 +3276,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{32}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -3212,7 +3301,7 @@ type ListPartitionsRequest struct {
 
 func (x *ListPartitionsRequest) Reset() {
 	*x = ListPartitionsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3224,7 +3313,7 @@ func (x *ListPartitionsRequest) String() string {
 func (*ListPartitionsRequest) ProtoMessage() {}
 
 func (x *ListPartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3237,7 +3326,7 @@ func (x *ListPartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPartitionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{33}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{35}
 }
 
 type ListPartitionsResponse struct {
@@ -3249,7 +3338,7 @@ type ListPartitionsResponse struct {
 
 func (x *ListPartitionsResponse) Reset() {
 	*x = ListPartitionsResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3261,7 +3350,7 @@ func (x *ListPartitionsResponse) String() string {
 func (*ListPartitionsResponse) ProtoMessage() {}
 
 func (x *ListPartitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3274,7 +3363,7 @@ func (x *ListPartitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPartitionsResponse.ProtoReflect.Descriptor instead.
 func (*ListPartitionsResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{34}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListPartitionsResponse) GetPartitions() []*Partition {
@@ -3297,7 +3386,7 @@ type NotLeader struct {
 
 func (x *NotLeader) Reset() {
 	*x = NotLeader{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3309,7 +3398,7 @@ func (x *NotLeader) String() string {
 func (*NotLeader) ProtoMessage() {}
 
 func (x *NotLeader) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3322,7 +3411,7 @@ func (x *NotLeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotLeader.ProtoReflect.Descriptor instead.
 func (*NotLeader) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{35}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *NotLeader) GetLeaderId() string {
@@ -3360,7 +3449,7 @@ type ControllerStatus struct {
 
 func (x *ControllerStatus) Reset() {
 	*x = ControllerStatus{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3372,7 +3461,7 @@ func (x *ControllerStatus) String() string {
 func (*ControllerStatus) ProtoMessage() {}
 
 func (x *ControllerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3385,7 +3474,7 @@ func (x *ControllerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControllerStatus.ProtoReflect.Descriptor instead.
 func (*ControllerStatus) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{36}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ControllerStatus) GetId() string {
@@ -3473,7 +3562,7 @@ type GetControllerStatusRequest struct {
 
 func (x *GetControllerStatusRequest) Reset() {
 	*x = GetControllerStatusRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3485,7 +3574,7 @@ func (x *GetControllerStatusRequest) String() string {
 func (*GetControllerStatusRequest) ProtoMessage() {}
 
 func (x *GetControllerStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3498,7 +3587,7 @@ func (x *GetControllerStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetControllerStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetControllerStatusRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{37}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{39}
 }
 
 type ListControllersRequest struct {
@@ -3509,7 +3598,7 @@ type ListControllersRequest struct {
 
 func (x *ListControllersRequest) Reset() {
 	*x = ListControllersRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3521,7 +3610,7 @@ func (x *ListControllersRequest) String() string {
 func (*ListControllersRequest) ProtoMessage() {}
 
 func (x *ListControllersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3534,7 +3623,7 @@ func (x *ListControllersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListControllersRequest.ProtoReflect.Descriptor instead.
 func (*ListControllersRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{38}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{40}
 }
 
 type ListControllersResponse struct {
@@ -3546,7 +3635,7 @@ type ListControllersResponse struct {
 
 func (x *ListControllersResponse) Reset() {
 	*x = ListControllersResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3558,7 +3647,7 @@ func (x *ListControllersResponse) String() string {
 func (*ListControllersResponse) ProtoMessage() {}
 
 func (x *ListControllersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3571,7 +3660,7 @@ func (x *ListControllersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListControllersResponse.ProtoReflect.Descriptor instead.
 func (*ListControllersResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{39}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListControllersResponse) GetControllers() []*ControllerInfo {
@@ -3597,7 +3686,7 @@ type ControllerInfo struct {
 
 func (x *ControllerInfo) Reset() {
 	*x = ControllerInfo{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3609,7 +3698,7 @@ func (x *ControllerInfo) String() string {
 func (*ControllerInfo) ProtoMessage() {}
 
 func (x *ControllerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3622,7 +3711,7 @@ func (x *ControllerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControllerInfo.ProtoReflect.Descriptor instead.
 func (*ControllerInfo) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{40}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ControllerInfo) GetId() string {
@@ -3685,7 +3774,7 @@ type AddControllerRequest struct {
 
 func (x *AddControllerRequest) Reset() {
 	*x = AddControllerRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3697,7 +3786,7 @@ func (x *AddControllerRequest) String() string {
 func (*AddControllerRequest) ProtoMessage() {}
 
 func (x *AddControllerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3710,7 +3799,7 @@ func (x *AddControllerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddControllerRequest.ProtoReflect.Descriptor instead.
 func (*AddControllerRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{41}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *AddControllerRequest) GetId() string {
@@ -3742,7 +3831,7 @@ type AddControllerResponse struct {
 
 func (x *AddControllerResponse) Reset() {
 	*x = AddControllerResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3754,7 +3843,7 @@ func (x *AddControllerResponse) String() string {
 func (*AddControllerResponse) ProtoMessage() {}
 
 func (x *AddControllerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3767,7 +3856,7 @@ func (x *AddControllerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddControllerResponse.ProtoReflect.Descriptor instead.
 func (*AddControllerResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{42}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{44}
 }
 
 type RemoveControllerRequest struct {
@@ -3779,7 +3868,7 @@ type RemoveControllerRequest struct {
 
 func (x *RemoveControllerRequest) Reset() {
 	*x = RemoveControllerRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3791,7 +3880,7 @@ func (x *RemoveControllerRequest) String() string {
 func (*RemoveControllerRequest) ProtoMessage() {}
 
 func (x *RemoveControllerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3804,7 +3893,7 @@ func (x *RemoveControllerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveControllerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveControllerRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{43}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RemoveControllerRequest) GetId() string {
@@ -3822,7 +3911,7 @@ type RemoveControllerResponse struct {
 
 func (x *RemoveControllerResponse) Reset() {
 	*x = RemoveControllerResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3834,7 +3923,7 @@ func (x *RemoveControllerResponse) String() string {
 func (*RemoveControllerResponse) ProtoMessage() {}
 
 func (x *RemoveControllerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3847,7 +3936,7 @@ func (x *RemoveControllerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveControllerResponse.ProtoReflect.Descriptor instead.
 func (*RemoveControllerResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{44}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{46}
 }
 
 type RegisterControllerRequest struct {
@@ -3861,7 +3950,7 @@ type RegisterControllerRequest struct {
 
 func (x *RegisterControllerRequest) Reset() {
 	*x = RegisterControllerRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3873,7 +3962,7 @@ func (x *RegisterControllerRequest) String() string {
 func (*RegisterControllerRequest) ProtoMessage() {}
 
 func (x *RegisterControllerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3886,7 +3975,7 @@ func (x *RegisterControllerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterControllerRequest.ProtoReflect.Descriptor instead.
 func (*RegisterControllerRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{45}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RegisterControllerRequest) GetId() string {
@@ -3918,7 +4007,7 @@ type RegisterControllerResponse struct {
 
 func (x *RegisterControllerResponse) Reset() {
 	*x = RegisterControllerResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3930,7 +4019,7 @@ func (x *RegisterControllerResponse) String() string {
 func (*RegisterControllerResponse) ProtoMessage() {}
 
 func (x *RegisterControllerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3943,7 +4032,7 @@ func (x *RegisterControllerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterControllerResponse.ProtoReflect.Descriptor instead.
 func (*RegisterControllerResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{46}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{48}
 }
 
 type TransferLeadershipRequest struct {
@@ -3955,7 +4044,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3967,7 +4056,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3980,7 +4069,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{47}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *TransferLeadershipRequest) GetId() string {
@@ -3999,7 +4088,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4011,7 +4100,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4024,7 +4113,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{48}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -4042,7 +4131,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4054,7 +4143,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4067,7 +4156,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{49}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{51}
 }
 
 // Chunk is a piece of a backup file, in order.
@@ -4080,7 +4169,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4092,7 +4181,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4105,7 +4194,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{50}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Chunk) GetData() []byte {
@@ -4127,7 +4216,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4139,7 +4228,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4152,7 +4241,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{51}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RestoreRequest) GetData() []byte {
@@ -4179,7 +4268,7 @@ type RestoreResponse struct {
 
 func (x *RestoreResponse) Reset() {
 	*x = RestoreResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4191,7 +4280,7 @@ func (x *RestoreResponse) String() string {
 func (*RestoreResponse) ProtoMessage() {}
 
 func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4204,7 +4293,7 @@ func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreResponse.ProtoReflect.Descriptor instead.
 func (*RestoreResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{52}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RestoreResponse) GetJobs() uint64 {
@@ -4244,7 +4333,7 @@ type RegisterNodeRequest struct {
 
 func (x *RegisterNodeRequest) Reset() {
 	*x = RegisterNodeRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4256,7 +4345,7 @@ func (x *RegisterNodeRequest) String() string {
 func (*RegisterNodeRequest) ProtoMessage() {}
 
 func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4269,7 +4358,7 @@ func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeRequest.ProtoReflect.Descriptor instead.
 func (*RegisterNodeRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{53}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *RegisterNodeRequest) GetName() string {
@@ -4362,7 +4451,7 @@ type NICInfo struct {
 
 func (x *NICInfo) Reset() {
 	*x = NICInfo{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4374,7 +4463,7 @@ func (x *NICInfo) String() string {
 func (*NICInfo) ProtoMessage() {}
 
 func (x *NICInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4387,7 +4476,7 @@ func (x *NICInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NICInfo.ProtoReflect.Descriptor instead.
 func (*NICInfo) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{54}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *NICInfo) GetDevice() string {
@@ -4480,7 +4569,7 @@ type GPUInfo struct {
 
 func (x *GPUInfo) Reset() {
 	*x = GPUInfo{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4492,7 +4581,7 @@ func (x *GPUInfo) String() string {
 func (*GPUInfo) ProtoMessage() {}
 
 func (x *GPUInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4505,7 +4594,7 @@ func (x *GPUInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GPUInfo.ProtoReflect.Descriptor instead.
 func (*GPUInfo) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{55}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GPUInfo) GetIndex() int32 {
@@ -4555,7 +4644,7 @@ type RegisterNodeResponse struct {
 
 func (x *RegisterNodeResponse) Reset() {
 	*x = RegisterNodeResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4567,7 +4656,7 @@ func (x *RegisterNodeResponse) String() string {
 func (*RegisterNodeResponse) ProtoMessage() {}
 
 func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4580,7 +4669,7 @@ func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeResponse.ProtoReflect.Descriptor instead.
 func (*RegisterNodeResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{56}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *RegisterNodeResponse) GetHeartbeatIntervalMs() int64 {
@@ -4613,7 +4702,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4625,7 +4714,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4638,7 +4727,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{57}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *HeartbeatRequest) GetName() string {
@@ -4685,7 +4774,7 @@ type HealthProblem struct {
 
 func (x *HealthProblem) Reset() {
 	*x = HealthProblem{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4697,7 +4786,7 @@ func (x *HealthProblem) String() string {
 func (*HealthProblem) ProtoMessage() {}
 
 func (x *HealthProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4710,7 +4799,7 @@ func (x *HealthProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthProblem.ProtoReflect.Descriptor instead.
 func (*HealthProblem) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{58}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *HealthProblem) GetCheck() string {
@@ -4752,7 +4841,7 @@ type TaskRef struct {
 
 func (x *TaskRef) Reset() {
 	*x = TaskRef{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4764,7 +4853,7 @@ func (x *TaskRef) String() string {
 func (*TaskRef) ProtoMessage() {}
 
 func (x *TaskRef) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4777,7 +4866,7 @@ func (x *TaskRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskRef.ProtoReflect.Descriptor instead.
 func (*TaskRef) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{59}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *TaskRef) GetJobId() uint64 {
@@ -4821,7 +4910,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4833,7 +4922,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4846,7 +4935,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{60}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *HeartbeatResponse) GetReregister() bool {
@@ -4897,7 +4986,7 @@ type HealthCheck struct {
 
 func (x *HealthCheck) Reset() {
 	*x = HealthCheck{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4909,7 +4998,7 @@ func (x *HealthCheck) String() string {
 func (*HealthCheck) ProtoMessage() {}
 
 func (x *HealthCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4922,7 +5011,7 @@ func (x *HealthCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthCheck.ProtoReflect.Descriptor instead.
 func (*HealthCheck) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{61}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *HealthCheck) GetProgram() string {
@@ -4955,7 +5044,7 @@ type WatchAssignmentsRequest struct {
 
 func (x *WatchAssignmentsRequest) Reset() {
 	*x = WatchAssignmentsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4967,7 +5056,7 @@ func (x *WatchAssignmentsRequest) String() string {
 func (*WatchAssignmentsRequest) ProtoMessage() {}
 
 func (x *WatchAssignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4980,7 +5069,7 @@ func (x *WatchAssignmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchAssignmentsRequest.ProtoReflect.Descriptor instead.
 func (*WatchAssignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{62}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *WatchAssignmentsRequest) GetName() string {
@@ -5013,7 +5102,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5025,7 +5114,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5038,7 +5127,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{63}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *Assignment) GetJobId() uint64 {
@@ -5115,7 +5204,7 @@ type SignalRequest struct {
 
 func (x *SignalRequest) Reset() {
 	*x = SignalRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5127,7 +5216,7 @@ func (x *SignalRequest) String() string {
 func (*SignalRequest) ProtoMessage() {}
 
 func (x *SignalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5140,7 +5229,7 @@ func (x *SignalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalRequest.ProtoReflect.Descriptor instead.
 func (*SignalRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{64}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *SignalRequest) GetSeq() uint32 {
@@ -5176,7 +5265,7 @@ type Prolog struct {
 
 func (x *Prolog) Reset() {
 	*x = Prolog{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5188,7 +5277,7 @@ func (x *Prolog) String() string {
 func (*Prolog) ProtoMessage() {}
 
 func (x *Prolog) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5201,7 +5290,7 @@ func (x *Prolog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prolog.ProtoReflect.Descriptor instead.
 func (*Prolog) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{65}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *Prolog) GetPrograms() []string {
@@ -5232,7 +5321,7 @@ type Assignments struct {
 
 func (x *Assignments) Reset() {
 	*x = Assignments{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[66]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5244,7 +5333,7 @@ func (x *Assignments) String() string {
 func (*Assignments) ProtoMessage() {}
 
 func (x *Assignments) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[66]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5257,7 +5346,7 @@ func (x *Assignments) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignments.ProtoReflect.Descriptor instead.
 func (*Assignments) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{66}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *Assignments) GetAssignments() []*Assignment {
@@ -5295,7 +5384,7 @@ type ReportTaskStatusRequest struct {
 
 func (x *ReportTaskStatusRequest) Reset() {
 	*x = ReportTaskStatusRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[67]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5307,7 +5396,7 @@ func (x *ReportTaskStatusRequest) String() string {
 func (*ReportTaskStatusRequest) ProtoMessage() {}
 
 func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[67]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5320,7 +5409,7 @@ func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{67}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ReportTaskStatusRequest) GetNode() string {
@@ -5401,7 +5490,7 @@ type ReportTaskStatusResponse struct {
 
 func (x *ReportTaskStatusResponse) Reset() {
 	*x = ReportTaskStatusResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[68]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5413,7 +5502,7 @@ func (x *ReportTaskStatusResponse) String() string {
 func (*ReportTaskStatusResponse) ProtoMessage() {}
 
 func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[68]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5426,7 +5515,7 @@ func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusResponse.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{68}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{70}
 }
 
 type ReportCheckpointRequest struct {
@@ -5442,7 +5531,7 @@ type ReportCheckpointRequest struct {
 
 func (x *ReportCheckpointRequest) Reset() {
 	*x = ReportCheckpointRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[69]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5454,7 +5543,7 @@ func (x *ReportCheckpointRequest) String() string {
 func (*ReportCheckpointRequest) ProtoMessage() {}
 
 func (x *ReportCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[69]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5467,7 +5556,7 @@ func (x *ReportCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*ReportCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{69}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ReportCheckpointRequest) GetNode() string {
@@ -5513,7 +5602,7 @@ type ReportCheckpointResponse struct {
 
 func (x *ReportCheckpointResponse) Reset() {
 	*x = ReportCheckpointResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[70]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5525,7 +5614,7 @@ func (x *ReportCheckpointResponse) String() string {
 func (*ReportCheckpointResponse) ProtoMessage() {}
 
 func (x *ReportCheckpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[70]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5538,7 +5627,7 @@ func (x *ReportCheckpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCheckpointResponse.ProtoReflect.Descriptor instead.
 func (*ReportCheckpointResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{70}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{72}
 }
 
 type ReportJobEventRequest struct {
@@ -5553,7 +5642,7 @@ type ReportJobEventRequest struct {
 
 func (x *ReportJobEventRequest) Reset() {
 	*x = ReportJobEventRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[71]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5565,7 +5654,7 @@ func (x *ReportJobEventRequest) String() string {
 func (*ReportJobEventRequest) ProtoMessage() {}
 
 func (x *ReportJobEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[71]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5578,7 +5667,7 @@ func (x *ReportJobEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportJobEventRequest.ProtoReflect.Descriptor instead.
 func (*ReportJobEventRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{71}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ReportJobEventRequest) GetNode() string {
@@ -5617,7 +5706,7 @@ type ReportJobEventResponse struct {
 
 func (x *ReportJobEventResponse) Reset() {
 	*x = ReportJobEventResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[72]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5629,7 +5718,7 @@ func (x *ReportJobEventResponse) String() string {
 func (*ReportJobEventResponse) ProtoMessage() {}
 
 func (x *ReportJobEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[72]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5642,7 +5731,7 @@ func (x *ReportJobEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportJobEventResponse.ProtoReflect.Descriptor instead.
 func (*ReportJobEventResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{72}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{74}
 }
 
 var File_phalanx_v1_phalanx_proto protoreflect.FileDescriptor
@@ -5650,7 +5739,11 @@ var File_phalanx_v1_phalanx_proto protoreflect.FileDescriptor
 const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\n" +
 	"\x18phalanx/v1/phalanx.proto\x12\n" +
-	"phalanx.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x83\x01\n" +
+	"phalanx.v1\x1a\x1fgoogle/protobuf/timestamp.proto\")\n" +
+	"\x0eTopJobsRequest\x12\x17\n" +
+	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\"+\n" +
+	"\x0fTopJobsResponse\x12\x18\n" +
+	"\areniced\x18\x01 \x03(\x04R\areniced\"\x83\x01\n" +
 	"\x0eJobLogsRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x12\n" +
 	"\x04rank\x18\x02 \x01(\x05R\x04rank\x12\x16\n" +
@@ -6148,7 +6241,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\vSignalScope\x12\x1c\n" +
 	"\x18SIGNAL_SCOPE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12SIGNAL_SCOPE_BATCH\x10\x01\x12\x15\n" +
-	"\x11SIGNAL_SCOPE_FULL\x10\x022\xbf\f\n" +
+	"\x11SIGNAL_SCOPE_FULL\x10\x022\x83\r\n" +
 	"\x11ControllerService\x12H\n" +
 	"\tSubmitJob\x12\x1c.phalanx.v1.SubmitJobRequest\x1a\x1d.phalanx.v1.SubmitJobResponse\x12H\n" +
 	"\tCancelJob\x12\x1c.phalanx.v1.CancelJobRequest\x1a\x1d.phalanx.v1.CancelJobResponse\x124\n" +
@@ -6172,7 +6265,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"RequeueJob\x12\x1d.phalanx.v1.RequeueJobRequest\x1a\x1e.phalanx.v1.RequeueJobResponse\x12K\n" +
 	"\n" +
 	"ListEvents\x12\x1d.phalanx.v1.ListEventsRequest\x1a\x1e.phalanx.v1.ListEventsResponse\x12=\n" +
-	"\aJobLogs\x12\x1a.phalanx.v1.JobLogsRequest\x1a\x14.phalanx.v1.LogChunk0\x012\xd9\x04\n" +
+	"\aJobLogs\x12\x1a.phalanx.v1.JobLogsRequest\x1a\x14.phalanx.v1.LogChunk0\x01\x12B\n" +
+	"\aTopJobs\x12\x1a.phalanx.v1.TopJobsRequest\x1a\x1b.phalanx.v1.TopJobsResponse2\xd9\x04\n" +
 	"\vNodeService\x12Q\n" +
 	"\fRegisterNode\x12\x1f.phalanx.v1.RegisterNodeRequest\x1a .phalanx.v1.RegisterNodeResponse\x12H\n" +
 	"\tHeartbeat\x12\x1c.phalanx.v1.HeartbeatRequest\x1a\x1d.phalanx.v1.HeartbeatResponse\x12R\n" +
@@ -6195,196 +6289,200 @@ func file_phalanx_v1_phalanx_proto_rawDescGZIP() []byte {
 }
 
 var file_phalanx_v1_phalanx_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 74)
+var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
 var file_phalanx_v1_phalanx_proto_goTypes = []any{
 	(HoldRequest)(0),                   // 0: phalanx.v1.HoldRequest
 	(SignalScope)(0),                   // 1: phalanx.v1.SignalScope
-	(*JobLogsRequest)(nil),             // 2: phalanx.v1.JobLogsRequest
-	(*LogChunk)(nil),                   // 3: phalanx.v1.LogChunk
-	(*ListEventsRequest)(nil),          // 4: phalanx.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),         // 5: phalanx.v1.ListEventsResponse
-	(*Event)(nil),                      // 6: phalanx.v1.Event
-	(*UpdateNodeRequest)(nil),          // 7: phalanx.v1.UpdateNodeRequest
-	(*UpdateNodeResponse)(nil),         // 8: phalanx.v1.UpdateNodeResponse
-	(*UpdateJobRequest)(nil),           // 9: phalanx.v1.UpdateJobRequest
-	(*RequeueJobRequest)(nil),          // 10: phalanx.v1.RequeueJobRequest
-	(*RequeueJobResponse)(nil),         // 11: phalanx.v1.RequeueJobResponse
-	(*UpdateJobResponse)(nil),          // 12: phalanx.v1.UpdateJobResponse
-	(*CreateTokenRequest)(nil),         // 13: phalanx.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),        // 14: phalanx.v1.CreateTokenResponse
-	(*LogRead)(nil),                    // 15: phalanx.v1.LogRead
-	(*ServeLogsRequest)(nil),           // 16: phalanx.v1.ServeLogsRequest
-	(*JobSpec)(nil),                    // 17: phalanx.v1.JobSpec
-	(*NodeAlloc)(nil),                  // 18: phalanx.v1.NodeAlloc
-	(*Task)(nil),                       // 19: phalanx.v1.Task
-	(*Job)(nil),                        // 20: phalanx.v1.Job
-	(*ArrayTask)(nil),                  // 21: phalanx.v1.ArrayTask
-	(*Attempt)(nil),                    // 22: phalanx.v1.Attempt
-	(*Node)(nil),                       // 23: phalanx.v1.Node
-	(*Partition)(nil),                  // 24: phalanx.v1.Partition
-	(*SubmitJobRequest)(nil),           // 25: phalanx.v1.SubmitJobRequest
-	(*SubmitJobResponse)(nil),          // 26: phalanx.v1.SubmitJobResponse
-	(*CancelJobRequest)(nil),           // 27: phalanx.v1.CancelJobRequest
-	(*ArrayTasks)(nil),                 // 28: phalanx.v1.ArrayTasks
-	(*CancelJobResponse)(nil),          // 29: phalanx.v1.CancelJobResponse
-	(*GetJobRequest)(nil),              // 30: phalanx.v1.GetJobRequest
-	(*ListJobsRequest)(nil),            // 31: phalanx.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),           // 32: phalanx.v1.ListJobsResponse
-	(*ListNodesRequest)(nil),           // 33: phalanx.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),          // 34: phalanx.v1.ListNodesResponse
-	(*ListPartitionsRequest)(nil),      // 35: phalanx.v1.ListPartitionsRequest
-	(*ListPartitionsResponse)(nil),     // 36: phalanx.v1.ListPartitionsResponse
-	(*NotLeader)(nil),                  // 37: phalanx.v1.NotLeader
-	(*ControllerStatus)(nil),           // 38: phalanx.v1.ControllerStatus
-	(*GetControllerStatusRequest)(nil), // 39: phalanx.v1.GetControllerStatusRequest
-	(*ListControllersRequest)(nil),     // 40: phalanx.v1.ListControllersRequest
-	(*ListControllersResponse)(nil),    // 41: phalanx.v1.ListControllersResponse
-	(*ControllerInfo)(nil),             // 42: phalanx.v1.ControllerInfo
-	(*AddControllerRequest)(nil),       // 43: phalanx.v1.AddControllerRequest
-	(*AddControllerResponse)(nil),      // 44: phalanx.v1.AddControllerResponse
-	(*RemoveControllerRequest)(nil),    // 45: phalanx.v1.RemoveControllerRequest
-	(*RemoveControllerResponse)(nil),   // 46: phalanx.v1.RemoveControllerResponse
-	(*RegisterControllerRequest)(nil),  // 47: phalanx.v1.RegisterControllerRequest
-	(*RegisterControllerResponse)(nil), // 48: phalanx.v1.RegisterControllerResponse
-	(*TransferLeadershipRequest)(nil),  // 49: phalanx.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 50: phalanx.v1.TransferLeadershipResponse
-	(*BackupRequest)(nil),              // 51: phalanx.v1.BackupRequest
-	(*Chunk)(nil),                      // 52: phalanx.v1.Chunk
-	(*RestoreRequest)(nil),             // 53: phalanx.v1.RestoreRequest
-	(*RestoreResponse)(nil),            // 54: phalanx.v1.RestoreResponse
-	(*RegisterNodeRequest)(nil),        // 55: phalanx.v1.RegisterNodeRequest
-	(*NICInfo)(nil),                    // 56: phalanx.v1.NICInfo
-	(*GPUInfo)(nil),                    // 57: phalanx.v1.GPUInfo
-	(*RegisterNodeResponse)(nil),       // 58: phalanx.v1.RegisterNodeResponse
-	(*HeartbeatRequest)(nil),           // 59: phalanx.v1.HeartbeatRequest
-	(*HealthProblem)(nil),              // 60: phalanx.v1.HealthProblem
-	(*TaskRef)(nil),                    // 61: phalanx.v1.TaskRef
-	(*HeartbeatResponse)(nil),          // 62: phalanx.v1.HeartbeatResponse
-	(*HealthCheck)(nil),                // 63: phalanx.v1.HealthCheck
-	(*WatchAssignmentsRequest)(nil),    // 64: phalanx.v1.WatchAssignmentsRequest
-	(*Assignment)(nil),                 // 65: phalanx.v1.Assignment
-	(*SignalRequest)(nil),              // 66: phalanx.v1.SignalRequest
-	(*Prolog)(nil),                     // 67: phalanx.v1.Prolog
-	(*Assignments)(nil),                // 68: phalanx.v1.Assignments
-	(*ReportTaskStatusRequest)(nil),    // 69: phalanx.v1.ReportTaskStatusRequest
-	(*ReportTaskStatusResponse)(nil),   // 70: phalanx.v1.ReportTaskStatusResponse
-	(*ReportCheckpointRequest)(nil),    // 71: phalanx.v1.ReportCheckpointRequest
-	(*ReportCheckpointResponse)(nil),   // 72: phalanx.v1.ReportCheckpointResponse
-	(*ReportJobEventRequest)(nil),      // 73: phalanx.v1.ReportJobEventRequest
-	(*ReportJobEventResponse)(nil),     // 74: phalanx.v1.ReportJobEventResponse
-	nil,                                // 75: phalanx.v1.JobSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 76: google.protobuf.Timestamp
+	(*TopJobsRequest)(nil),             // 2: phalanx.v1.TopJobsRequest
+	(*TopJobsResponse)(nil),            // 3: phalanx.v1.TopJobsResponse
+	(*JobLogsRequest)(nil),             // 4: phalanx.v1.JobLogsRequest
+	(*LogChunk)(nil),                   // 5: phalanx.v1.LogChunk
+	(*ListEventsRequest)(nil),          // 6: phalanx.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),         // 7: phalanx.v1.ListEventsResponse
+	(*Event)(nil),                      // 8: phalanx.v1.Event
+	(*UpdateNodeRequest)(nil),          // 9: phalanx.v1.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),         // 10: phalanx.v1.UpdateNodeResponse
+	(*UpdateJobRequest)(nil),           // 11: phalanx.v1.UpdateJobRequest
+	(*RequeueJobRequest)(nil),          // 12: phalanx.v1.RequeueJobRequest
+	(*RequeueJobResponse)(nil),         // 13: phalanx.v1.RequeueJobResponse
+	(*UpdateJobResponse)(nil),          // 14: phalanx.v1.UpdateJobResponse
+	(*CreateTokenRequest)(nil),         // 15: phalanx.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),        // 16: phalanx.v1.CreateTokenResponse
+	(*LogRead)(nil),                    // 17: phalanx.v1.LogRead
+	(*ServeLogsRequest)(nil),           // 18: phalanx.v1.ServeLogsRequest
+	(*JobSpec)(nil),                    // 19: phalanx.v1.JobSpec
+	(*NodeAlloc)(nil),                  // 20: phalanx.v1.NodeAlloc
+	(*Task)(nil),                       // 21: phalanx.v1.Task
+	(*Job)(nil),                        // 22: phalanx.v1.Job
+	(*ArrayTask)(nil),                  // 23: phalanx.v1.ArrayTask
+	(*Attempt)(nil),                    // 24: phalanx.v1.Attempt
+	(*Node)(nil),                       // 25: phalanx.v1.Node
+	(*Partition)(nil),                  // 26: phalanx.v1.Partition
+	(*SubmitJobRequest)(nil),           // 27: phalanx.v1.SubmitJobRequest
+	(*SubmitJobResponse)(nil),          // 28: phalanx.v1.SubmitJobResponse
+	(*CancelJobRequest)(nil),           // 29: phalanx.v1.CancelJobRequest
+	(*ArrayTasks)(nil),                 // 30: phalanx.v1.ArrayTasks
+	(*CancelJobResponse)(nil),          // 31: phalanx.v1.CancelJobResponse
+	(*GetJobRequest)(nil),              // 32: phalanx.v1.GetJobRequest
+	(*ListJobsRequest)(nil),            // 33: phalanx.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),           // 34: phalanx.v1.ListJobsResponse
+	(*ListNodesRequest)(nil),           // 35: phalanx.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),          // 36: phalanx.v1.ListNodesResponse
+	(*ListPartitionsRequest)(nil),      // 37: phalanx.v1.ListPartitionsRequest
+	(*ListPartitionsResponse)(nil),     // 38: phalanx.v1.ListPartitionsResponse
+	(*NotLeader)(nil),                  // 39: phalanx.v1.NotLeader
+	(*ControllerStatus)(nil),           // 40: phalanx.v1.ControllerStatus
+	(*GetControllerStatusRequest)(nil), // 41: phalanx.v1.GetControllerStatusRequest
+	(*ListControllersRequest)(nil),     // 42: phalanx.v1.ListControllersRequest
+	(*ListControllersResponse)(nil),    // 43: phalanx.v1.ListControllersResponse
+	(*ControllerInfo)(nil),             // 44: phalanx.v1.ControllerInfo
+	(*AddControllerRequest)(nil),       // 45: phalanx.v1.AddControllerRequest
+	(*AddControllerResponse)(nil),      // 46: phalanx.v1.AddControllerResponse
+	(*RemoveControllerRequest)(nil),    // 47: phalanx.v1.RemoveControllerRequest
+	(*RemoveControllerResponse)(nil),   // 48: phalanx.v1.RemoveControllerResponse
+	(*RegisterControllerRequest)(nil),  // 49: phalanx.v1.RegisterControllerRequest
+	(*RegisterControllerResponse)(nil), // 50: phalanx.v1.RegisterControllerResponse
+	(*TransferLeadershipRequest)(nil),  // 51: phalanx.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 52: phalanx.v1.TransferLeadershipResponse
+	(*BackupRequest)(nil),              // 53: phalanx.v1.BackupRequest
+	(*Chunk)(nil),                      // 54: phalanx.v1.Chunk
+	(*RestoreRequest)(nil),             // 55: phalanx.v1.RestoreRequest
+	(*RestoreResponse)(nil),            // 56: phalanx.v1.RestoreResponse
+	(*RegisterNodeRequest)(nil),        // 57: phalanx.v1.RegisterNodeRequest
+	(*NICInfo)(nil),                    // 58: phalanx.v1.NICInfo
+	(*GPUInfo)(nil),                    // 59: phalanx.v1.GPUInfo
+	(*RegisterNodeResponse)(nil),       // 60: phalanx.v1.RegisterNodeResponse
+	(*HeartbeatRequest)(nil),           // 61: phalanx.v1.HeartbeatRequest
+	(*HealthProblem)(nil),              // 62: phalanx.v1.HealthProblem
+	(*TaskRef)(nil),                    // 63: phalanx.v1.TaskRef
+	(*HeartbeatResponse)(nil),          // 64: phalanx.v1.HeartbeatResponse
+	(*HealthCheck)(nil),                // 65: phalanx.v1.HealthCheck
+	(*WatchAssignmentsRequest)(nil),    // 66: phalanx.v1.WatchAssignmentsRequest
+	(*Assignment)(nil),                 // 67: phalanx.v1.Assignment
+	(*SignalRequest)(nil),              // 68: phalanx.v1.SignalRequest
+	(*Prolog)(nil),                     // 69: phalanx.v1.Prolog
+	(*Assignments)(nil),                // 70: phalanx.v1.Assignments
+	(*ReportTaskStatusRequest)(nil),    // 71: phalanx.v1.ReportTaskStatusRequest
+	(*ReportTaskStatusResponse)(nil),   // 72: phalanx.v1.ReportTaskStatusResponse
+	(*ReportCheckpointRequest)(nil),    // 73: phalanx.v1.ReportCheckpointRequest
+	(*ReportCheckpointResponse)(nil),   // 74: phalanx.v1.ReportCheckpointResponse
+	(*ReportJobEventRequest)(nil),      // 75: phalanx.v1.ReportJobEventRequest
+	(*ReportJobEventResponse)(nil),     // 76: phalanx.v1.ReportJobEventResponse
+	nil,                                // 77: phalanx.v1.JobSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil),      // 78: google.protobuf.Timestamp
 }
 var file_phalanx_v1_phalanx_proto_depIdxs = []int32{
-	76, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
-	6,  // 1: phalanx.v1.ListEventsResponse.events:type_name -> phalanx.v1.Event
-	76, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
+	78, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
+	8,  // 1: phalanx.v1.ListEventsResponse.events:type_name -> phalanx.v1.Event
+	78, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
 	0,  // 3: phalanx.v1.UpdateJobRequest.hold:type_name -> phalanx.v1.HoldRequest
-	76, // 4: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
-	20, // 5: phalanx.v1.LogRead.job:type_name -> phalanx.v1.Job
-	75, // 6: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
-	76, // 7: phalanx.v1.JobSpec.begin_time:type_name -> google.protobuf.Timestamp
-	76, // 8: phalanx.v1.JobSpec.deadline:type_name -> google.protobuf.Timestamp
-	76, // 9: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
-	76, // 10: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
-	17, // 11: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
-	76, // 12: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
-	76, // 13: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
-	76, // 14: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
-	18, // 15: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
-	19, // 16: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
-	76, // 17: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
-	22, // 18: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
-	21, // 19: phalanx.v1.Job.array_task:type_name -> phalanx.v1.ArrayTask
-	18, // 20: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
-	76, // 21: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
-	76, // 22: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
-	76, // 23: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
-	76, // 24: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
-	56, // 25: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
-	76, // 26: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
-	17, // 27: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
-	76, // 28: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
+	78, // 4: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
+	22, // 5: phalanx.v1.LogRead.job:type_name -> phalanx.v1.Job
+	77, // 6: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
+	78, // 7: phalanx.v1.JobSpec.begin_time:type_name -> google.protobuf.Timestamp
+	78, // 8: phalanx.v1.JobSpec.deadline:type_name -> google.protobuf.Timestamp
+	78, // 9: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
+	78, // 10: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	19, // 11: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
+	78, // 12: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
+	78, // 13: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
+	78, // 14: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
+	20, // 15: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
+	21, // 16: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
+	78, // 17: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
+	24, // 18: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
+	23, // 19: phalanx.v1.Job.array_task:type_name -> phalanx.v1.ArrayTask
+	20, // 20: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
+	78, // 21: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
+	78, // 22: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
+	78, // 23: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
+	78, // 24: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	58, // 25: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
+	78, // 26: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
+	19, // 27: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
+	78, // 28: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
 	1,  // 29: phalanx.v1.CancelJobRequest.signal_scope:type_name -> phalanx.v1.SignalScope
-	28, // 30: phalanx.v1.CancelJobRequest.array_tasks:type_name -> phalanx.v1.ArrayTasks
-	76, // 31: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
-	76, // 32: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
-	20, // 33: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
-	23, // 34: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
-	24, // 35: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
-	76, // 36: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
-	42, // 37: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
-	38, // 38: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
-	57, // 39: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
-	56, // 40: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
-	61, // 41: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
-	60, // 42: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
-	76, // 43: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
-	76, // 44: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
-	63, // 45: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
-	20, // 46: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
-	67, // 47: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
-	66, // 48: phalanx.v1.Assignment.signals:type_name -> phalanx.v1.SignalRequest
+	30, // 30: phalanx.v1.CancelJobRequest.array_tasks:type_name -> phalanx.v1.ArrayTasks
+	78, // 31: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
+	78, // 32: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
+	22, // 33: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
+	25, // 34: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
+	26, // 35: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
+	78, // 36: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
+	44, // 37: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
+	40, // 38: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
+	59, // 39: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
+	58, // 40: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
+	63, // 41: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
+	62, // 42: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
+	78, // 43: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
+	78, // 44: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
+	65, // 45: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
+	22, // 46: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
+	69, // 47: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
+	68, // 48: phalanx.v1.Assignment.signals:type_name -> phalanx.v1.SignalRequest
 	1,  // 49: phalanx.v1.SignalRequest.scope:type_name -> phalanx.v1.SignalScope
-	65, // 50: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
-	76, // 51: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
-	76, // 52: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
-	25, // 53: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
-	27, // 54: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
-	30, // 55: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
-	31, // 56: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
-	33, // 57: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
-	35, // 58: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
-	40, // 59: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
-	39, // 60: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
-	43, // 61: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
-	45, // 62: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
-	47, // 63: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
-	49, // 64: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
-	51, // 65: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
-	53, // 66: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
-	13, // 67: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
-	7,  // 68: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
-	9,  // 69: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
-	10, // 70: phalanx.v1.ControllerService.RequeueJob:input_type -> phalanx.v1.RequeueJobRequest
-	4,  // 71: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
-	2,  // 72: phalanx.v1.ControllerService.JobLogs:input_type -> phalanx.v1.JobLogsRequest
-	55, // 73: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
-	59, // 74: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
-	64, // 75: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
-	69, // 76: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
-	71, // 77: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
-	73, // 78: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
-	16, // 79: phalanx.v1.NodeService.ServeLogs:input_type -> phalanx.v1.ServeLogsRequest
-	26, // 80: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
-	29, // 81: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
-	20, // 82: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
-	32, // 83: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
-	34, // 84: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
-	36, // 85: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
-	41, // 86: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
-	38, // 87: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
-	44, // 88: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
-	46, // 89: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
-	48, // 90: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
-	50, // 91: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
-	52, // 92: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
-	54, // 93: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
-	14, // 94: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
-	8,  // 95: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
-	12, // 96: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
-	11, // 97: phalanx.v1.ControllerService.RequeueJob:output_type -> phalanx.v1.RequeueJobResponse
-	5,  // 98: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
-	3,  // 99: phalanx.v1.ControllerService.JobLogs:output_type -> phalanx.v1.LogChunk
-	58, // 100: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
-	62, // 101: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
-	68, // 102: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
-	70, // 103: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
-	72, // 104: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
-	74, // 105: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
-	15, // 106: phalanx.v1.NodeService.ServeLogs:output_type -> phalanx.v1.LogRead
-	80, // [80:107] is the sub-list for method output_type
-	53, // [53:80] is the sub-list for method input_type
+	67, // 50: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
+	78, // 51: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
+	78, // 52: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
+	27, // 53: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
+	29, // 54: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
+	32, // 55: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
+	33, // 56: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
+	35, // 57: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
+	37, // 58: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
+	42, // 59: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
+	41, // 60: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
+	45, // 61: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
+	47, // 62: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
+	49, // 63: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
+	51, // 64: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
+	53, // 65: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
+	55, // 66: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
+	15, // 67: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
+	9,  // 68: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
+	11, // 69: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
+	12, // 70: phalanx.v1.ControllerService.RequeueJob:input_type -> phalanx.v1.RequeueJobRequest
+	6,  // 71: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
+	4,  // 72: phalanx.v1.ControllerService.JobLogs:input_type -> phalanx.v1.JobLogsRequest
+	2,  // 73: phalanx.v1.ControllerService.TopJobs:input_type -> phalanx.v1.TopJobsRequest
+	57, // 74: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
+	61, // 75: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
+	66, // 76: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
+	71, // 77: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
+	73, // 78: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
+	75, // 79: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
+	18, // 80: phalanx.v1.NodeService.ServeLogs:input_type -> phalanx.v1.ServeLogsRequest
+	28, // 81: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
+	31, // 82: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
+	22, // 83: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
+	34, // 84: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
+	36, // 85: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
+	38, // 86: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
+	43, // 87: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
+	40, // 88: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
+	46, // 89: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
+	48, // 90: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
+	50, // 91: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
+	52, // 92: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
+	54, // 93: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
+	56, // 94: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
+	16, // 95: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
+	10, // 96: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
+	14, // 97: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
+	13, // 98: phalanx.v1.ControllerService.RequeueJob:output_type -> phalanx.v1.RequeueJobResponse
+	7,  // 99: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
+	5,  // 100: phalanx.v1.ControllerService.JobLogs:output_type -> phalanx.v1.LogChunk
+	3,  // 101: phalanx.v1.ControllerService.TopJobs:output_type -> phalanx.v1.TopJobsResponse
+	60, // 102: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
+	64, // 103: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
+	70, // 104: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
+	72, // 105: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
+	74, // 106: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
+	76, // 107: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
+	17, // 108: phalanx.v1.NodeService.ServeLogs:output_type -> phalanx.v1.LogRead
+	81, // [81:109] is the sub-list for method output_type
+	53, // [53:81] is the sub-list for method input_type
 	53, // [53:53] is the sub-list for extension type_name
 	53, // [53:53] is the sub-list for extension extendee
 	0,  // [0:53] is the sub-list for field type_name
@@ -6395,16 +6493,16 @@ func file_phalanx_v1_phalanx_proto_init() {
 	if File_phalanx_v1_phalanx_proto != nil {
 		return
 	}
-	file_phalanx_v1_phalanx_proto_msgTypes[7].OneofWrappers = []any{}
-	file_phalanx_v1_phalanx_proto_msgTypes[15].OneofWrappers = []any{}
-	file_phalanx_v1_phalanx_proto_msgTypes[18].OneofWrappers = []any{}
+	file_phalanx_v1_phalanx_proto_msgTypes[9].OneofWrappers = []any{}
+	file_phalanx_v1_phalanx_proto_msgTypes[17].OneofWrappers = []any{}
+	file_phalanx_v1_phalanx_proto_msgTypes[20].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_phalanx_proto_rawDesc), len(file_phalanx_v1_phalanx_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   74,
+			NumMessages:   76,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

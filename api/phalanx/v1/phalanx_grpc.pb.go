@@ -54,6 +54,7 @@ const (
 	ControllerService_RequeueJob_FullMethodName          = "/phalanx.v1.ControllerService/RequeueJob"
 	ControllerService_ListEvents_FullMethodName          = "/phalanx.v1.ControllerService/ListEvents"
 	ControllerService_JobLogs_FullMethodName             = "/phalanx.v1.ControllerService/JobLogs"
+	ControllerService_TopJobs_FullMethodName             = "/phalanx.v1.ControllerService/TopJobs"
 )
 
 // ControllerServiceClient is the client API for ControllerService service.
@@ -113,6 +114,10 @@ type ControllerServiceClient interface {
 	// JobLogs streams a task's output file as its node's agent reads it
 	// (phx logs): the job's owner, operators and administrators only.
 	JobLogs(ctx context.Context, in *JobLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogChunk], error)
+	// TopJobs puts pending jobs first among their owner's pending jobs of
+	// the same partition, account and QoS, in the order given (scontrol
+	// top), by raising the nice values of the others.
+	TopJobs(ctx context.Context, in *TopJobsRequest, opts ...grpc.CallOption) (*TopJobsResponse, error)
 }
 
 type controllerServiceClient struct {
@@ -344,6 +349,16 @@ func (c *controllerServiceClient) JobLogs(ctx context.Context, in *JobLogsReques
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ControllerService_JobLogsClient = grpc.ServerStreamingClient[LogChunk]
 
+func (c *controllerServiceClient) TopJobs(ctx context.Context, in *TopJobsRequest, opts ...grpc.CallOption) (*TopJobsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TopJobsResponse)
+	err := c.cc.Invoke(ctx, ControllerService_TopJobs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ControllerServiceServer is the server API for ControllerService service.
 // All implementations must embed UnimplementedControllerServiceServer
 // for forward compatibility.
@@ -401,6 +416,10 @@ type ControllerServiceServer interface {
 	// JobLogs streams a task's output file as its node's agent reads it
 	// (phx logs): the job's owner, operators and administrators only.
 	JobLogs(*JobLogsRequest, grpc.ServerStreamingServer[LogChunk]) error
+	// TopJobs puts pending jobs first among their owner's pending jobs of
+	// the same partition, account and QoS, in the order given (scontrol
+	// top), by raising the nice values of the others.
+	TopJobs(context.Context, *TopJobsRequest) (*TopJobsResponse, error)
 	mustEmbedUnimplementedControllerServiceServer()
 }
 
@@ -470,6 +489,9 @@ func (UnimplementedControllerServiceServer) ListEvents(context.Context, *ListEve
 }
 func (UnimplementedControllerServiceServer) JobLogs(*JobLogsRequest, grpc.ServerStreamingServer[LogChunk]) error {
 	return status.Error(codes.Unimplemented, "method JobLogs not implemented")
+}
+func (UnimplementedControllerServiceServer) TopJobs(context.Context, *TopJobsRequest) (*TopJobsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TopJobs not implemented")
 }
 func (UnimplementedControllerServiceServer) mustEmbedUnimplementedControllerServiceServer() {}
 func (UnimplementedControllerServiceServer) testEmbeddedByValue()                           {}
@@ -827,6 +849,24 @@ func _ControllerService_JobLogs_Handler(srv interface{}, stream grpc.ServerStrea
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ControllerService_JobLogsServer = grpc.ServerStreamingServer[LogChunk]
 
+func _ControllerService_TopJobs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TopJobsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControllerServiceServer).TopJobs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControllerService_TopJobs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControllerServiceServer).TopJobs(ctx, req.(*TopJobsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ControllerService_ServiceDesc is the grpc.ServiceDesc for ControllerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -901,6 +941,10 @@ var ControllerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListEvents",
 			Handler:    _ControllerService_ListEvents_Handler,
+		},
+		{
+			MethodName: "TopJobs",
+			Handler:    _ControllerService_TopJobs_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
