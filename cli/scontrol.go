@@ -25,6 +25,8 @@ const scontrolUsage = `Usage: scontrol show job [JOBID] | node [NAME] | partitio
        scontrol token [username=NAME] [lifespan=SECONDS]
        scontrol update NodeName=NODES State=DRAIN|RESUME|UNDRAIN|DOWN [Reason=WHY]
        scontrol update JobId=ID [JobName=NAME] [TimeLimit=LIMIT]
+       scontrol update PartitionName=P [State=UP|DOWN|DRAIN|INACTIVE] [MaxTime=T] [DefaultTime=T] [MaxNodes=N] [PriorityTier=N] [Default=YES]
+       scontrol reconfigure
        scontrol hold|uhold|release JOBID[,JOBID...]
        scontrol requeue JOBID[,JOBID...]
        scontrol top JOBID[,JOBID...]`
@@ -62,8 +64,10 @@ func (k *commands) runScontrol(c *ucli.Context, args []string) error {
 		return k.requeue(c, args[1:])
 	case "top":
 		return k.top(c, args[1:])
+	case "reconfigure":
+		return k.reconfigure(c, args[1:])
 	}
-	return fmt.Errorf("invalid command %q: phx supports scontrol show, ping, raft, backup, restore, token, update, hold, uhold, release, requeue and top (scontrol --help)", args[0])
+	return fmt.Errorf("invalid command %q: phx supports scontrol show, ping, raft, backup, restore, token, update, hold, uhold, release, requeue, top and reconfigure (scontrol --help)", args[0])
 }
 
 func (k *commands) runShow(c *ucli.Context, args []string) error {

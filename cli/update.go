@@ -16,11 +16,14 @@ import (
 	"github.com/phalanx-hpc/phalanx/topology/hostlist"
 )
 
-const updateUsage = "write scontrol update NodeName=NODES State=DRAIN|RESUME|UNDRAIN|DOWN [Reason=WHY], or scontrol update JobId=ID [JobName=NAME] [TimeLimit=LIMIT] [Partition=P] [NumNodes=N] [Dependency=DEP] [Nice=N] [QOS=Q] [Priority=N]"
+const updateUsage = "write scontrol update NodeName=NODES State=DRAIN|RESUME|UNDRAIN|DOWN [Reason=WHY], or scontrol update JobId=ID [JobName=NAME] [TimeLimit=LIMIT] [Partition=P] [NumNodes=N] [Dependency=DEP] [Nice=N] [QOS=Q] [Priority=N], or scontrol update PartitionName=P [State=UP|DOWN|DRAIN|INACTIVE] [MaxTime=T] [DefaultTime=T] [MaxNodes=N] [PriorityTier=N] [Default=YES]"
 
 // update runs `scontrol update`: KEY=VALUE pairs, in any order, naming
 // either nodes (NodeName=) or a job (JobId=), as Slurm's.
 func (k *commands) update(c *ucli.Context, args []string) error {
+	if fields, err := updateFields(args); err == nil && fields["partitionname"] != "" {
+		return k.updatePartition(c, fields)
+	}
 	nodeReq, jobReq, err := updateRequest(args)
 	if err != nil {
 		return err
@@ -46,6 +49,11 @@ func updateRequest(args []string) (*phalanxv1.UpdateNodeRequest, *phalanxv1.Upda
 	fields, err := updateFields(args)
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, k := range partitionKeys[2:] { // a partition's own: MaxTime=, ...
+		if _, ok := fields[k]; ok {
+			return nil, nil, fmt.Errorf("update: %s= is a partition's (PartitionName=P %s=...): %s", k, k, updateUsage)
+		}
 	}
 	switch {
 	case fields["nodename"] != "" && fields["jobid"] != "":
@@ -75,7 +83,8 @@ func updateFields(args []string) (map[string]string, error) {
 			key = "jobid"
 		case "numnodes", "nodecnt":
 			key = "numnodes"
-		case "state", "reason", "jobname", "name", "timelimit", "partition", "dependency", "nice", "qos", "priority":
+		case "state", "reason", "jobname", "name", "timelimit", "partition", "dependency", "nice", "qos", "priority",
+			"partitionname", "maxtime", "defaulttime", "maxnodes", "prioritytier", "default":
 		default:
 			return nil, fmt.Errorf("update: unknown or unsupported field %q: %s", a, updateUsage)
 		}

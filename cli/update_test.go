@@ -51,8 +51,39 @@ func TestUpdateArguments(t *testing.T) {
 		{"JobId=1", "Nice=high"},                          // not a number
 		{"JobId=1", "Priority=-1"},                        // negative
 		{"NodeName=gpu001", "State=DRAIN", "Partition=x"}, // a job's field
+		{"JobId=1", "MaxTime=1:00"},                       // a partition's field
 	} {
 		if _, _, err := updateRequest(bad); err == nil {
+			t.Errorf("update %v: no error", bad)
+		}
+	}
+}
+
+func TestPartitionUpdateRequest(t *testing.T) {
+	f, err := updateFields([]string{"PartitionName=gpu", "State=down", "MaxTime=1-00:00:00", "DefaultTime=30", "MaxNodes=UNLIMITED", "PriorityTier=3", "Default=yes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := partitionUpdate(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Name != "gpu" || req.GetState() != "DOWN" || req.GetMaxTimeSeconds() != 86400 || req.GetDefaultTimeSeconds() != 1800 ||
+		req.MaxNodes == nil || req.GetMaxNodes() != 0 || req.GetPriorityTier() != 3 || !req.GetDefault() {
+		t.Errorf("request %v", req)
+	}
+	for _, bad := range [][]string{
+		{"PartitionName=gpu"},                 // nothing to change
+		{"PartitionName=gpu", "Nice=3"},       // a job's field
+		{"PartitionName=gpu", "MaxNodes=-1"},  // negative
+		{"PartitionName=gpu", "MaxTime=soon"}, // bad time
+		{"PartitionName=gpu", "Default=maybe"},
+	} {
+		f, err := updateFields(bad)
+		if err == nil {
+			_, err = partitionUpdate(f)
+		}
+		if err == nil {
 			t.Errorf("update %v: no error", bad)
 		}
 	}

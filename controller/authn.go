@@ -205,6 +205,8 @@ var adminCalls = map[string]string{
 	phalanxv1.ControllerService_TransferLeadership_FullMethodName: "moving leadership (scontrol raft transfer)",
 	phalanxv1.ControllerService_Backup_FullMethodName:             "backing up the state (scontrol backup)",
 	phalanxv1.ControllerService_Restore_FullMethodName:            "restoring the state (scontrol restore)",
+	phalanxv1.ControllerService_UpdatePartition_FullMethodName:    "changing a partition (scontrol update PartitionName=...)",
+	phalanxv1.ControllerService_Reconfigure_FullMethodName:        "applying the config file again (scontrol reconfigure)",
 }
 
 // controllerIdentity is who a controller is when it calls a peer.

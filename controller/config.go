@@ -45,12 +45,16 @@ type Config struct {
 	// refuses a bootstrap with fewer addresses than other voters.
 	PeerAPIs []string
 
-	// Partitions replace the replicated ones when the leader starts; nil
-	// keeps what is stored, or creates the default partition.
+	// Partitions replace the replicated ones when the leader starts and
+	// they differ from those last applied (reconfigure.go); nil keeps what
+	// is stored, or creates the default partition.
 	Partitions []*cluster.Partition
 	// Nodes are the NodeName lines of phalanx.conf: their Weight and
 	// Features are merged into what each node's agent registers.
 	Nodes []config.NodeConf
+	// Reload reads the config file again, as the controller was configured
+	// from it (phx scontrol reconfigure, SIGHUP); nil: there is no file.
+	Reload func() (Config, error)
 	// Topology maps nodes to leaf switches; may be nil.
 	Topology *topology.Tree
 

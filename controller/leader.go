@@ -2,11 +2,9 @@ package controller
 
 import (
 	"context"
-	"reflect"
 	"time"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
-	"github.com/phalanx-hpc/phalanx/controller/fsm"
 )
 
 // leadership runs the leader's duties while this replica leads.
@@ -181,21 +179,16 @@ func (s *Server) NextJobID() cluster.JobID {
 	return s.nextID
 }
 
-// adoptPartitions makes the replicated partitions match the configured ones
-// (or creates the default partition on an empty cluster).
+// adoptPartitions makes the replicated partitions the configured ones when
+// the config's changed since they were last applied (reconfigure.go), or
+// creates the default partition on an empty cluster.
 func (s *Server) adoptPartitions(ctx context.Context) error {
-	want := s.cfg.Partitions
-	have := s.store.Partitions()
-	if want == nil {
-		if len(have) > 0 {
-			return nil
+	if s.cfg.Reload != nil { // another replica may have applied a newer file
+		if fixed, err := s.reread(); err != nil || len(fixed) > 0 {
+			s.log.Warn("taking over with the config as it was read at start", "err", err, "needs a restart", fixed)
 		}
-		want = []*cluster.Partition{DefaultPartition()}
 	}
-	if reflect.DeepEqual(normalizePartitions(want), normalizePartitions(have)) {
-		return nil
-	}
-	_, err := s.propose(ctx, fsm.SetPartitions{Partitions: want})
+	_, err := s.applyConfigPartitions(ctx, false)
 	return err
 }
 

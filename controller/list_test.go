@@ -79,7 +79,7 @@ func nodeNames(t testing.TB, st *store.Store, next func() uint64, n int, at time
 		must(t, st.RegisterNode(next(), &cluster.Node{Name: name, Addr: fmt.Sprintf("10.11.%d.%d:7818", i/250, i%250), CPUs: 128, MemoryMB: 1 << 20, GPUs: 8, Registered: at}))
 		names = append(names, name)
 	}
-	must(t, st.SetPartitions(next(), []*cluster.Partition{{Name: "gpu", Nodes: names, Default: true, State: cluster.PartitionUp}}))
+	must(t, st.SetPartitions(next(), []*cluster.Partition{{Name: "gpu", Nodes: names, Default: true, State: cluster.PartitionUp}}, ""))
 	return names
 }
 

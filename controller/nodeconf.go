@@ -23,12 +23,13 @@ import (
 // declared returns node name's NodeName line; ok is also true when the
 // config declares no nodes at all.
 func (s *Server) declared(name string) (conf config.NodeConf, found, ok bool) {
-	for _, c := range s.cfg.Nodes {
+	nodes := s.conf().Nodes
+	for _, c := range nodes {
 		if c.Name == name {
 			return c, true, true
 		}
 	}
-	return config.NodeConf{}, false, len(s.cfg.Nodes) == 0
+	return config.NodeConf{}, false, len(nodes) == 0
 }
 
 // errUndeclared is what a node that is not in the config is told.
@@ -59,7 +60,7 @@ func shortfall(conf config.NodeConf, n *cluster.Node) string {
 func (s *Server) withUnregistered(registered []*cluster.Node) []*cluster.Node {
 	byName := func(n *cluster.Node, name string) int { return strings.Compare(n.Name, name) }
 	var out []*cluster.Node
-	for _, c := range s.cfg.Nodes {
+	for _, c := range s.conf().Nodes {
 		if _, found := slices.BinarySearchFunc(registered, c.Name, byName); found {
 			continue
 		}
@@ -82,7 +83,7 @@ func (s *Server) withUnregistered(registered []*cluster.Node) []*cluster.Node {
 // the configured Weight, and the configured Features added to those the
 // agent reported. A node without a NodeName line is returned unchanged.
 func (s *Server) withNodeConf(n *cluster.Node) *cluster.Node {
-	for _, c := range s.cfg.Nodes {
+	for _, c := range s.conf().Nodes {
 		if c.Name != n.Name {
 			continue
 		}
@@ -101,7 +102,7 @@ func (s *Server) withNodeConf(n *cluster.Node) *cluster.Node {
 // adoptNodeConf brings the registered nodes in line with the configured
 // weights and features, for nodes that registered under an older config.
 func (s *Server) adoptNodeConf(ctx context.Context) error {
-	if len(s.cfg.Nodes) == 0 {
+	if len(s.conf().Nodes) == 0 {
 		return nil
 	}
 	for _, n := range s.store.Nodes() {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -42,6 +43,7 @@ type Server struct {
 	kick     chan struct{}
 	feasible feasibility
 	logs     *logHub // agents' log streams (phx logs)
+	live     atomic.Pointer[liveConfig]
 
 	mu       sync.Mutex
 	nextID   cluster.JobID              // 0 unless this replica leads and has taken over
@@ -98,6 +100,7 @@ func New(cfg Config) (*Server, error) {
 		heard:     map[string]bool{},
 		stop:      make(chan struct{}),
 	}
+	s.live.Store(&liveConfig{Partitions: c.Partitions, Nodes: c.Nodes})
 	s.lis, err = net.Listen("tcp", c.APIAddr)
 	if err != nil {
 		st.Close()

@@ -208,7 +208,7 @@ func writeSnapshotFixture(t *testing.T, path string) {
 	must(s.SetPartitions(next(), []*cluster.Partition{
 		{Name: "gpu", AllNodes: true, Default: true, State: cluster.PartitionUp, MaxTime: 48 * time.Hour, DefaultTime: time.Hour, PriorityTier: 2, PreemptMode: "REQUEUE"},
 		{Name: "debug", Nodes: []string{"n1"}, State: cluster.PartitionDrain, MaxNodes: 1},
-	}))
+	}, "sha256:5e1f"))
 	for _, n := range []string{"n1", "n2", "n3"} {
 		node := gpuNode(n)
 		node.Features, node.Weight, node.Leaf = []string{"ib", "a100"}, 3, "leaf1"

@@ -20,6 +20,7 @@ func load(db *bolt.DB) (*state, error) {
 		meta := tx.Bucket(bucketMeta)
 		st.applied = getUint64(meta, keyApplied)
 		st.nextJob = cluster.JobID(max(getUint64(meta, keyNextJob), 1))
+		st.partsConfig = string(meta.Get(keyPartsConfig))
 		for _, step := range []func(*bolt.Tx, *state) error{loadJobs, loadHistory, loadNodes, loadPartitions, loadRequests, loadControllers, loadEvents} {
 			if err := step(tx, st); err != nil {
 				return err

@@ -161,9 +161,11 @@ func (c *change) loseNodes(names []string, t time.Time, reason string, fenced bo
 	}
 }
 
-// SetPartitions replaces every partition; their order is kept. Names must
+// SetPartitions replaces every partition; their order is kept. A
+// configDigest other than "" records that they are the config file's, as
+// PartitionsConfig returns it. Names must
 // be non-empty and distinct.
-func (s *Store) SetPartitions(idx uint64, ps []*cluster.Partition) error {
+func (s *Store) SetPartitions(idx uint64, ps []*cluster.Partition, configDigest string) error {
 	return s.apply(idx, func(c *change) error {
 		seen := map[string]bool{}
 		for _, p := range ps {
@@ -179,6 +181,10 @@ func (s *Store) SetPartitions(idx uint64, ps []*cluster.Partition) error {
 		c.st.parts = parts
 		c.st.configVersion++
 		c.ops = append(c.ops, partitionsOp{ps: parts})
+		if configDigest != "" {
+			c.st.partsConfig = configDigest
+			c.ops = append(c.ops, partsConfigOp{digest: configDigest})
+		}
 		return nil
 	})
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -128,31 +129,40 @@ func TestNodesSorted(t *testing.T) {
 }
 
 func TestSetPartitions(t *testing.T) {
-	s := openTest(t, "")
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := openTest(t, path)
 	first := []*cluster.Partition{
 		{Name: "zeta", AllNodes: true, Default: true, State: cluster.PartitionUp},
 		{Name: "alpha", Nodes: []string{"n1", "n2"}, State: cluster.PartitionDrain, MaxTime: 3600e9, MaxNodes: 4, PriorityTier: 2},
 		{Name: "mid", Nodes: []string{"n3"}, State: cluster.PartitionUp},
 	}
-	if err := s.SetPartitions(1, first); err != nil {
+	if err := s.SetPartitions(1, first, "d1"); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.Partitions(); !reflect.DeepEqual(got, first) {
 		t.Errorf("Partitions() = %+v; want the configured order %+v", got, first)
 	}
 	second := []*cluster.Partition{{Name: "only", AllNodes: true, State: cluster.PartitionUp}}
-	if err := s.SetPartitions(2, second); err != nil {
+	if err := s.SetPartitions(2, second, ""); err != nil { // an administrator's change
 		t.Fatal(err)
 	}
 	if got := s.Partitions(); !reflect.DeepEqual(got, second) {
 		t.Errorf("after replace: %+v", got)
 	}
+	if d := s.PartitionsConfig(); d != "d1" {
+		t.Errorf("an administrator's change set the config digest to %q; want the config's, d1", d)
+	}
 	dup := []*cluster.Partition{{Name: "a"}, {Name: "a"}}
-	if err := s.SetPartitions(3, dup); !errors.Is(err, cluster.ErrInvalid) {
+	if err := s.SetPartitions(3, dup, "d2"); !errors.Is(err, cluster.ErrInvalid) {
 		t.Errorf("duplicate names: %v; want ErrInvalid", err)
 	}
-	if got := s.Partitions(); !reflect.DeepEqual(got, second) {
-		t.Errorf("a rejected SetPartitions changed the partitions: %+v", got)
+	if got := s.Partitions(); !reflect.DeepEqual(got, second) || s.PartitionsConfig() != "d1" {
+		t.Errorf("a rejected SetPartitions changed the partitions: %+v, digest %q", got, s.PartitionsConfig())
+	}
+	s.Close()
+	s = openTest(t, path)
+	if got := s.Partitions(); !reflect.DeepEqual(got, second) || s.PartitionsConfig() != "d1" {
+		t.Errorf("reopened: %+v, digest %q; want what was stored", got, s.PartitionsConfig())
 	}
 }
 

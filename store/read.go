@@ -189,6 +189,14 @@ func (s *Store) Node(name string) (*cluster.Node, error) {
 	return n, nil
 }
 
+// PartitionsConfig is the digest of the config file's partitions as last
+// applied ("" before any was recorded).
+func (s *Store) PartitionsConfig() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.st.partsConfig
+}
+
 // Partitions returns every partition, in configuration order.
 func (s *Store) Partitions() []*cluster.Partition {
 	s.mu.RLock()

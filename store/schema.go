@@ -26,6 +26,9 @@ var (
 	keyApplied   = []byte("applied")
 	keyNextJob   = []byte("nextjob")
 	keyNextEvent = []byte("nextevent")
+	// keyPartsConfig holds the digest of the config's partitions as last
+	// applied (SetPartitions).
+	keyPartsConfig = []byte("partsconfig")
 )
 
 // v2Buckets are the buckets of schema version 2.

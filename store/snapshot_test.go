@@ -18,7 +18,7 @@ import (
 func populate(t *testing.T, s *Store) uint64 {
 	t.Helper()
 	mustRegister(t, s, 1, "n1", "n2")
-	if err := s.SetPartitions(3, []*cluster.Partition{{Name: "gpu", AllNodes: true, Default: true, State: cluster.PartitionUp}}); err != nil {
+	if err := s.SetPartitions(3, []*cluster.Partition{{Name: "gpu", AllNodes: true, Default: true, State: cluster.PartitionUp}}, ""); err != nil {
 		t.Fatal(err)
 	}
 	mustSubmit(t, s, 4, 1)

@@ -50,9 +50,12 @@ type state struct {
 	nodes         map[string]*cluster.Node
 	nodeList      []*cluster.Node      // by name; replaced on change, never changed in place
 	parts         []*cluster.Partition // replaced on change, never changed in place
-	requests      map[string]request
-	ctls          map[string]Controller
-	liveOnNode    map[string]map[cluster.JobID]struct{} // live jobs with a task on the node
+	// partsConfig is the digest of the config file's partitions as last
+	// applied; administrators' changes since are in parts, not in it.
+	partsConfig string
+	requests    map[string]request
+	ctls        map[string]Controller
+	liveOnNode  map[string]map[cluster.JobID]struct{} // live jobs with a task on the node
 	// nextEvent is the number the next node event takes; events holds the
 	// number and time of every event kept, in order (the events
 	// themselves are on disk only).

@@ -284,6 +284,12 @@ func (o partitionsOp) write(tx *bolt.Tx) error {
 	return nil
 }
 
+type partsConfigOp struct{ digest string }
+
+func (o partsConfigOp) write(tx *bolt.Tx) error {
+	return tx.Bucket(bucketMeta).Put(keyPartsConfig, []byte(o.digest))
+}
+
 type putRequestOp struct {
 	key string
 	r   request

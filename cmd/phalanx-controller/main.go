@@ -19,6 +19,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -175,6 +176,9 @@ func run(args []string) int {
 	if f.debugAddr != "" {
 		serveDebug(f.debugAddr, log)
 	}
+	if cfg.Reload != nil {
+		go reloadOnHangup(srv, log)
+	}
 	log.Info("controller started", "id", srv.ID(), "api", srv.APIAddr(), "raft", srv.RaftAddr(), "data_dir", cfg.DataDir)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
@@ -184,6 +188,24 @@ func run(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// reloadOnHangup reads the config file again at each SIGHUP, as Slurm's
+// controller does: the leader applies it (phx scontrol reconfigure), a
+// follower keeps it for when it leads.
+func reloadOnHangup(srv *controller.Server, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	for range hup {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		changes, err := srv.Reload(ctx)
+		cancel()
+		if err != nil {
+			log.Error("SIGHUP: config not applied", "err", err)
+			continue
+		}
+		log.Info("SIGHUP: config read again", "changes", changes)
+	}
 }
 
 // configure builds the replica's configuration from the config files and
@@ -200,6 +222,9 @@ func configure(f *flags, log *slog.Logger) (controller.Config, error) {
 	conf, err := loadConfig(&cfg, f.confPath, f.topoPath, log)
 	if err != nil {
 		return cfg, err
+	}
+	if conf != nil { // phx scontrol reconfigure and SIGHUP read it again
+		cfg.Reload = func() (controller.Config, error) { return configure(f, log) }
 	}
 	if err := placeReplica(&cfg, f, conf); err != nil {
 		return cfg, err

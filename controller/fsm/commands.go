@@ -117,13 +117,15 @@ func (c SetNodeHealth) apply(st *store.Store, idx uint64) Result {
 	return Result{Err: st.SetNodeHealth(idx, c.Name, c.Problems, c.Time)}
 }
 
-// SetPartitions replaces every partition.
+// SetPartitions replaces every partition. ConfigDigest, when set, says
+// they are the config file's (store.PartitionsConfig).
 type SetPartitions struct {
-	Partitions []*cluster.Partition
+	Partitions   []*cluster.Partition
+	ConfigDigest string
 }
 
 func (c SetPartitions) apply(st *store.Store, idx uint64) Result {
-	return Result{Err: st.SetPartitions(idx, c.Partitions)}
+	return Result{Err: st.SetPartitions(idx, c.Partitions, c.ConfigDigest)}
 }
 
 // PreemptJobs preempts each of IDs; For names, by position, the job it

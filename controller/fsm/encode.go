@@ -156,7 +156,7 @@ func decodeReportTask(r *statev1.ReportTask) (Command, error) {
 }
 
 func decodeSetPartitions(r *statev1.SetPartitions) (Command, error) {
-	out := SetPartitions{}
+	out := SetPartitions{ConfigDigest: r.GetConfigDigest()}
 	for _, p := range r.GetPartitions() {
 		part, err := codec.FromPartition(p)
 		if err != nil {
@@ -325,7 +325,7 @@ func (c SetNodeHealth) encode() (*statev1.Command, error) {
 }
 
 func (c SetPartitions) encode() (*statev1.Command, error) {
-	r := &statev1.SetPartitions{}
+	r := &statev1.SetPartitions{ConfigDigest: c.ConfigDigest}
 	for _, p := range c.Partitions {
 		m, err := codec.Partition(p)
 		if err != nil {

@@ -73,6 +73,9 @@ var commandFixtures = map[string]Command{
 			MaxNodes: 64, PriorityTier: 2, PreemptMode: "REQUEUE"},
 		{Name: "debug", Nodes: []string{"gpu001", "gpu002"}, State: cluster.PartitionDrain},
 	}},
+	"07b-set-partitions-config": SetPartitions{Partitions: []*cluster.Partition{
+		{Name: "gpu", AllNodes: true, Default: true, State: cluster.PartitionUp},
+	}, ConfigDigest: "sha256:5e1f00ff"},
 	"08-preempt-jobs":      PreemptJobs{IDs: []cluster.JobID{7}, For: []cluster.JobID{9}, Time: t0.Add(4 * time.Hour)},
 	"09-set-nodes-down":    SetNodesDown{Names: []string{"gpu001", "gpu002"}, Reason: "Not responding", Time: t0.Add(5 * time.Hour)},
 	"10-set-controller":    SetController{Controller: store.Controller{ID: "ctl2", APIAddr: "10.0.0.2:7817", RaftAddr: "10.0.0.2:7819"}},

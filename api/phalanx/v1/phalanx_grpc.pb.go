@@ -55,6 +55,8 @@ const (
 	ControllerService_ListEvents_FullMethodName          = "/phalanx.v1.ControllerService/ListEvents"
 	ControllerService_JobLogs_FullMethodName             = "/phalanx.v1.ControllerService/JobLogs"
 	ControllerService_TopJobs_FullMethodName             = "/phalanx.v1.ControllerService/TopJobs"
+	ControllerService_UpdatePartition_FullMethodName     = "/phalanx.v1.ControllerService/UpdatePartition"
+	ControllerService_Reconfigure_FullMethodName         = "/phalanx.v1.ControllerService/Reconfigure"
 )
 
 // ControllerServiceClient is the client API for ControllerService service.
@@ -118,6 +120,15 @@ type ControllerServiceClient interface {
 	// the same partition, account and QoS, in the order given (scontrol
 	// top), by raising the nice values of the others.
 	TopJobs(ctx context.Context, in *TopJobsRequest, opts ...grpc.CallOption) (*TopJobsResponse, error)
+	// UpdatePartition changes a partition, as Slurm's `scontrol update
+	// PartitionName=...`: administrators only. The change lasts until the
+	// config's partitions change (phx scontrol reconfigure applies them).
+	UpdatePartition(ctx context.Context, in *UpdatePartitionRequest, opts ...grpc.CallOption) (*UpdatePartitionResponse, error)
+	// Reconfigure makes the leader read its config file again and apply its
+	// partitions and NodeName lines (scontrol reconfigure): administrators
+	// only. A change that cannot apply while the controllers run is refused,
+	// and nothing is applied.
+	Reconfigure(ctx context.Context, in *ReconfigureRequest, opts ...grpc.CallOption) (*ReconfigureResponse, error)
 }
 
 type controllerServiceClient struct {
@@ -359,6 +370,26 @@ func (c *controllerServiceClient) TopJobs(ctx context.Context, in *TopJobsReques
 	return out, nil
 }
 
+func (c *controllerServiceClient) UpdatePartition(ctx context.Context, in *UpdatePartitionRequest, opts ...grpc.CallOption) (*UpdatePartitionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdatePartitionResponse)
+	err := c.cc.Invoke(ctx, ControllerService_UpdatePartition_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controllerServiceClient) Reconfigure(ctx context.Context, in *ReconfigureRequest, opts ...grpc.CallOption) (*ReconfigureResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReconfigureResponse)
+	err := c.cc.Invoke(ctx, ControllerService_Reconfigure_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ControllerServiceServer is the server API for ControllerService service.
 // All implementations must embed UnimplementedControllerServiceServer
 // for forward compatibility.
@@ -420,6 +451,15 @@ type ControllerServiceServer interface {
 	// the same partition, account and QoS, in the order given (scontrol
 	// top), by raising the nice values of the others.
 	TopJobs(context.Context, *TopJobsRequest) (*TopJobsResponse, error)
+	// UpdatePartition changes a partition, as Slurm's `scontrol update
+	// PartitionName=...`: administrators only. The change lasts until the
+	// config's partitions change (phx scontrol reconfigure applies them).
+	UpdatePartition(context.Context, *UpdatePartitionRequest) (*UpdatePartitionResponse, error)
+	// Reconfigure makes the leader read its config file again and apply its
+	// partitions and NodeName lines (scontrol reconfigure): administrators
+	// only. A change that cannot apply while the controllers run is refused,
+	// and nothing is applied.
+	Reconfigure(context.Context, *ReconfigureRequest) (*ReconfigureResponse, error)
 	mustEmbedUnimplementedControllerServiceServer()
 }
 
@@ -492,6 +532,12 @@ func (UnimplementedControllerServiceServer) JobLogs(*JobLogsRequest, grpc.Server
 }
 func (UnimplementedControllerServiceServer) TopJobs(context.Context, *TopJobsRequest) (*TopJobsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TopJobs not implemented")
+}
+func (UnimplementedControllerServiceServer) UpdatePartition(context.Context, *UpdatePartitionRequest) (*UpdatePartitionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdatePartition not implemented")
+}
+func (UnimplementedControllerServiceServer) Reconfigure(context.Context, *ReconfigureRequest) (*ReconfigureResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Reconfigure not implemented")
 }
 func (UnimplementedControllerServiceServer) mustEmbedUnimplementedControllerServiceServer() {}
 func (UnimplementedControllerServiceServer) testEmbeddedByValue()                           {}
@@ -867,6 +913,42 @@ func _ControllerService_TopJobs_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ControllerService_UpdatePartition_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdatePartitionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControllerServiceServer).UpdatePartition(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControllerService_UpdatePartition_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControllerServiceServer).UpdatePartition(ctx, req.(*UpdatePartitionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ControllerService_Reconfigure_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReconfigureRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControllerServiceServer).Reconfigure(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControllerService_Reconfigure_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControllerServiceServer).Reconfigure(ctx, req.(*ReconfigureRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ControllerService_ServiceDesc is the grpc.ServiceDesc for ControllerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -945,6 +1027,14 @@ var ControllerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "TopJobs",
 			Handler:    _ControllerService_TopJobs_Handler,
+		},
+		{
+			MethodName: "UpdatePartition",
+			Handler:    _ControllerService_UpdatePartition_Handler,
+		},
+		{
+			MethodName: "Reconfigure",
+			Handler:    _ControllerService_Reconfigure_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1436,8 +1436,13 @@ func (x *SetNodeHealth) GetTime() int64 {
 }
 
 type SetPartitions struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Partitions    []*Partition           `protobuf:"bytes,1,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Partitions []*Partition           `protobuf:"bytes,1,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	// config_digest: set when the partitions are the config file's, as a
+	// leader taking over or phx scontrol reconfigure applies them: the
+	// digest of what was applied, kept until the next. Empty (an
+	// administrator's scontrol update) keeps the digest as it is.
+	ConfigDigest  string `protobuf:"bytes,2,opt,name=config_digest,json=configDigest,proto3" json:"config_digest,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1477,6 +1482,13 @@ func (x *SetPartitions) GetPartitions() []*Partition {
 		return x.Partitions
 	}
 	return nil
+}
+
+func (x *SetPartitions) GetConfigDigest() string {
+	if x != nil {
+		return x.ConfigDigest
+	}
+	return ""
 }
 
 // PreemptJobs preempts each victim; for_job_ids names, by position, the job
@@ -1913,11 +1925,12 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\rSetNodeHealth\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bproblems\x18\x02 \x01(\tR\bproblems\x12\x12\n" +
-	"\x04time\x18\x03 \x01(\x03R\x04time\"L\n" +
+	"\x04time\x18\x03 \x01(\x03R\x04time\"q\n" +
 	"\rSetPartitions\x12;\n" +
 	"\n" +
 	"partitions\x18\x01 \x03(\v2\x1b.phalanx.state.v1.PartitionR\n" +
-	"partitions\"Z\n" +
+	"partitions\x12#\n" +
+	"\rconfig_digest\x18\x02 \x01(\tR\fconfigDigest\"Z\n" +
 	"\vPreemptJobs\x12\x17\n" +
 	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\x12\x1e\n" +
 	"\vfor_job_ids\x18\x02 \x03(\x04R\tforJobIds\x12\x12\n" +

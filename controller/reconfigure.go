@@ -1,0 +1,274 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/config"
+	"github.com/phalanx-hpc/phalanx/controller/fsm"
+	"github.com/phalanx-hpc/phalanx/store/codec"
+)
+
+// Changing the configuration of a running cluster. The config file's
+// partitions and NodeName lines can change live; everything else needs
+// the controllers restarted.
+//
+//   - A leader applies the config's partitions when they differ from those
+//     it last applied (the store keeps their digest), so that an
+//     administrator's scontrol update PartitionName=... lasts across
+//     leader changes until the config's partitions change. It reads its
+//     config file again first (Config.Reload), so that a replica started
+//     before a reconfigure does not bring back the old partitions.
+//   - phx scontrol reconfigure (and SIGHUP on the leader) reads the file
+//     again and applies its partitions, whatever an administrator changed,
+//     and its NodeName lines. A change that cannot apply live (a port, a
+//     limit, the topology, a NodeName line removed) is refused with what
+//     it is, and nothing is applied. SIGHUP on a follower only reads its
+//     file again, for when it leads.
+
+// liveConfig is the part of the configuration that changes live.
+type liveConfig struct {
+	Partitions []*cluster.Partition // nil: the store's, else the default partition
+	Nodes      []config.NodeConf
+}
+
+// conf is the live configuration.
+func (s *Server) conf() *liveConfig { return s.live.Load() }
+
+// partitionsDigest identifies a list of partitions, for the store.
+func partitionsDigest(ps []*cluster.Partition) string {
+	h := sha256.New()
+	opts := proto.MarshalOptions{Deterministic: true}
+	for _, p := range ps {
+		r, err := codec.Partition(p)
+		if err != nil {
+			return "" // never applied as the config's
+		}
+		b, _ := opts.Marshal(r)
+		fmt.Fprintf(h, "%d:", len(b))
+		h.Write(b)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// applyConfigPartitions makes the replicated partitions the config's:
+// when the config's differ from those last applied, or always when force.
+// It returns what changed.
+func (s *Server) applyConfigPartitions(ctx context.Context, force bool) ([]string, error) {
+	want := s.conf().Partitions
+	have := s.store.Partitions()
+	if want == nil {
+		if len(have) > 0 {
+			return nil, nil
+		}
+		want = []*cluster.Partition{DefaultPartition()}
+	}
+	digest := partitionsDigest(want)
+	same := reflect.DeepEqual(normalizePartitions(want), normalizePartitions(have))
+	applied := s.store.PartitionsConfig() == digest
+	if applied && (same || !force) {
+		return nil, nil // the config's, or an administrator's changes to them
+	}
+	if _, err := s.propose(ctx, fsm.SetPartitions{Partitions: want, ConfigDigest: digest}); err != nil {
+		return nil, err
+	}
+	s.kickScheduler()
+	return partitionChanges(have, want), nil
+}
+
+// partitionChanges says what replacing have with want does, a line each.
+func partitionChanges(have, want []*cluster.Partition) []string {
+	var out []string
+	for _, w := range want {
+		i := slices.IndexFunc(have, func(h *cluster.Partition) bool { return h.Name == w.Name })
+		switch {
+		case i < 0:
+			out = append(out, "partition "+w.Name+" added")
+		case !reflect.DeepEqual(normalizePartitions(have[i:i+1]), normalizePartitions([]*cluster.Partition{w})):
+			out = append(out, "partition "+w.Name+" changed")
+		}
+	}
+	for _, h := range have {
+		if !slices.ContainsFunc(want, func(w *cluster.Partition) bool { return w.Name == h.Name }) {
+			out = append(out, "partition "+h.Name+" removed")
+		}
+	}
+	return out
+}
+
+// reread reads the config file again into the live configuration, and
+// returns what in it cannot change live. Without Config.Reload (no config
+// file) it changes nothing.
+func (s *Server) reread() (fixed []string, err error) {
+	if s.cfg.Reload == nil {
+		return nil, cluster.Errorf(cluster.ErrInvalid, "this controller was started without a config file: there is nothing to read again")
+	}
+	next, err := s.cfg.Reload()
+	if err == nil {
+		next, err = next.withDefaults()
+	}
+	if err != nil {
+		return nil, cluster.Errorf(cluster.ErrInvalid, "reading the config again: %v", err)
+	}
+	fixed = fixedChanges(s.cfg, next)
+	cur := s.conf()
+	for _, n := range cur.Nodes {
+		if !slices.ContainsFunc(next.Nodes, func(c config.NodeConf) bool { return c.Name == n.Name }) {
+			fixed = append(fixed, fmt.Sprintf("the NodeName line of %s is gone: nodes are not removed live (drain it, then restart the controllers)", n.Name))
+		}
+	}
+	if len(fixed) == 0 {
+		s.live.Store(&liveConfig{Partitions: next.Partitions, Nodes: next.Nodes})
+	}
+	return fixed, nil
+}
+
+// reconfigure is scontrol reconfigure on the leader: read the file again,
+// refuse what cannot change live, apply the rest. It returns what changed.
+func (s *Server) reconfigure(ctx context.Context) ([]string, error) {
+	before := s.conf()
+	fixed, err := s.reread()
+	if err != nil {
+		return nil, err
+	}
+	if len(fixed) > 0 {
+		return nil, cluster.Errorf(cluster.ErrInvalid, "nothing applied: %s", strings.Join(fixed, "; "))
+	}
+	changes, err := s.applyConfigPartitions(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range s.conf().Nodes {
+		if !slices.ContainsFunc(before.Nodes, func(c config.NodeConf) bool { return c.Name == n.Name }) {
+			changes = append(changes, "node "+n.Name+" added")
+		}
+	}
+	if err := s.adoptNodeConf(ctx); err != nil {
+		return changes, err
+	}
+	return changes, nil
+}
+
+// liveFields are the Config fields reconfigure changes; the others must
+// stay as they are. ignoredFields are not the config file's.
+var (
+	liveFields    = []string{"Partitions", "Nodes"}
+	ignoredFields = []string{"Fatal", "AuthKeys", "TLS", "Clock", "Logger", "Reload", "Bootstrap", "PeerAPIs", "FastRaft", "NoSync"}
+)
+
+// fixedChanges lists the changes from cur to next that need a restart.
+func fixedChanges(cur, next Config) []string {
+	var out []string
+	cv, nv := reflect.ValueOf(cur), reflect.ValueOf(next)
+	for i := 0; i < cv.NumField(); i++ {
+		name := cv.Type().Field(i).Name
+		if slices.Contains(liveFields, name) || slices.Contains(ignoredFields, name) || reflect.DeepEqual(cv.Field(i).Interface(), nv.Field(i).Interface()) {
+			continue
+		}
+		switch name {
+		case "Peers":
+			out = append(out, "the ControllerHost lines changed: change the replicas with phx scontrol raft add|remove")
+		case "Topology":
+			out = append(out, "the topology changed: restart the controllers to apply it")
+		default:
+			out = append(out, fmt.Sprintf("%s changed (%v to %v): restart the controllers to apply it", name, shown(cv.Field(i)), shown(nv.Field(i))))
+		}
+	}
+	return out
+}
+
+// shown prints a config value for a message.
+func shown(v reflect.Value) any {
+	if d, ok := v.Interface().(time.Duration); ok {
+		return d.String()
+	}
+	return v.Interface()
+}
+
+func (c *controllerService) Reconfigure(ctx context.Context, _ *phalanxv1.ReconfigureRequest) (*phalanxv1.ReconfigureResponse, error) {
+	changes, err := c.s.reconfigure(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &phalanxv1.ReconfigureResponse{Changes: changes}, nil
+}
+
+// Reload is SIGHUP: read the config file again; the leader applies it as
+// reconfigure does, a follower keeps it for when it leads.
+func (s *Server) Reload(ctx context.Context) ([]string, error) {
+	if s.leaderTerm() != nil {
+		return s.reconfigure(ctx)
+	}
+	fixed, err := s.reread()
+	if err == nil && len(fixed) > 0 {
+		err = cluster.Errorf(cluster.ErrInvalid, "not read: %s", strings.Join(fixed, "; "))
+	}
+	return nil, err
+}
+
+// UpdatePartition is scontrol update PartitionName=...: the change is
+// made to the replicated partitions only, and lasts until the config's
+// partitions change.
+func (c *controllerService) UpdatePartition(ctx context.Context, req *phalanxv1.UpdatePartitionRequest) (*phalanxv1.UpdatePartitionResponse, error) {
+	s := c.s
+	parts := s.store.Partitions()
+	i := slices.IndexFunc(parts, func(p *cluster.Partition) bool { return p.Name == req.Name })
+	if i < 0 {
+		return nil, toStatus(cluster.Errorf(cluster.ErrNotFound, "Invalid partition name specified: %q", req.Name))
+	}
+	next := make([]*cluster.Partition, len(parts))
+	for j, p := range parts {
+		next[j] = p.Clone()
+	}
+	p := next[i]
+	if req.State != nil {
+		st := cluster.PartitionState(strings.ToUpper(*req.State))
+		switch st {
+		case cluster.PartitionUp, cluster.PartitionDown, cluster.PartitionDrain, cluster.PartitionInactive:
+		default:
+			return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "State=%s: give UP, DOWN, DRAIN or INACTIVE", *req.State))
+		}
+		p.State = st
+	}
+	if req.MaxTimeSeconds != nil {
+		p.MaxTime = time.Duration(*req.MaxTimeSeconds) * time.Second
+	}
+	if req.DefaultTimeSeconds != nil {
+		p.DefaultTime = time.Duration(*req.DefaultTimeSeconds) * time.Second
+	}
+	if req.MaxNodes != nil {
+		p.MaxNodes = int(*req.MaxNodes)
+	}
+	if req.PriorityTier != nil {
+		p.PriorityTier = int(*req.PriorityTier)
+	}
+	switch {
+	case p.MaxTime < 0 || p.DefaultTime < 0 || p.MaxNodes < 0 || p.PriorityTier < 0:
+		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "MaxTime, DefaultTime, MaxNodes and PriorityTier must not be negative"))
+	case p.MaxTime > 0 && p.DefaultTime > p.MaxTime:
+		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "DefaultTime %s is over MaxTime %s", p.DefaultTime, p.MaxTime))
+	}
+	if req.Default != nil {
+		if !*req.Default {
+			return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "Default=NO: make another partition the default instead (Default=YES on it)"))
+		}
+		for _, q := range next {
+			q.Default = q == p
+		}
+	}
+	if _, err := s.propose(ctx, fsm.SetPartitions{Partitions: next}); err != nil {
+		return nil, toStatus(err)
+	}
+	s.kickScheduler()
+	return &phalanxv1.UpdatePartitionResponse{}, nil
+}
