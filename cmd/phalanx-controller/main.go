@@ -24,6 +24,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -453,6 +454,7 @@ func loadConfig(cfg *controller.Config, confPath, topoPath string, log *slog.Log
 		}
 	}
 	var conf *config.Config
+	beside := false // topoPath is topology.conf beside the config, by TopologyPlugin
 	if confPath != "" {
 		c, err := config.Load(confPath)
 		if err != nil {
@@ -474,15 +476,16 @@ func loadConfig(cfg *controller.Config, confPath, topoPath string, log *slog.Log
 		cfg.HealthCheck, cfg.Prolog = c.HealthCheck, c.Prolog
 		rl := c.RateLimit
 		cfg.RateLimit = controller.RateLimit{Bucket: rl.Bucket, Refill: rl.Refill, Period: rl.Period, Table: rl.Table}
-		if topoPath == "" && c.TopologyFile != "" {
-			topoPath = c.TopologyFile
-			if !filepath.IsAbs(topoPath) {
-				topoPath = filepath.Join(filepath.Dir(confPath), topoPath)
-			}
+		if topoPath == "" {
+			topoPath = c.TopologyPath(confPath) // TopologyFile, else topology.conf beside it
+			beside = c.TopologyFile == "" && topoPath != ""
 		}
 	}
 	if topoPath != "" {
 		t, err := topology.Load(topoPath)
+		if errors.Is(err, fs.ErrNotExist) && beside {
+			err = fmt.Errorf("%w: TopologyPlugin=%s reads topology.conf beside %s (or give TopologyFile= or --topology)", err, conf.TopologyPlugin, confPath)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/phalanx-hpc/phalanx/auth"
+	"github.com/phalanx-hpc/phalanx/controller"
 	"github.com/phalanx-hpc/phalanx/pki"
 )
 
@@ -301,5 +302,31 @@ func TestCACommand(t *testing.T) {
 	}
 	if _, err := pki.Load(pki.DirFiles(out, pki.KindNode)); !errors.Is(err, pki.ErrRevoked) {
 		t.Errorf("a daemon with its revoked certificate: %v", err)
+	}
+}
+
+// With TopologyPlugin=topology/tree and no TopologyFile, topology.conf
+// beside the config is read, as Slurm reads it; missing, it is an error
+// that says where it was looked for.
+func TestTopologyBesideTheConfig(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "slurm.conf")
+	if err := os.WriteFile(conf, []byte("TopologyPlugin=topology/tree\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var cfg controller.Config
+	_, err := loadConfig(&cfg, conf, "", log)
+	if err == nil || !strings.Contains(err.Error(), "reads topology.conf beside "+conf) {
+		t.Errorf("without topology.conf: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "topology.conf"), []byte("SwitchName=leaf1 Nodes=gpu[001-002]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadConfig(&cfg, conf, "", log); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Topology == nil || cfg.Topology.LeafOf("gpu002") != "leaf1" {
+		t.Errorf("topology %+v: want gpu002 under leaf1", cfg.Topology)
 	}
 }
