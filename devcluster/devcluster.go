@@ -62,6 +62,13 @@ type Options struct {
 	APIAddr string
 	// Log receives the components' log lines (they also go to Dir/logs).
 	Log io.Writer
+	// Config makes the cluster from a real phalanx.conf or slurm.conf: one
+	// fake node per NodeName line (at most MaxConfigNodes), the file's
+	// partitions and keys; Topology is its topology.conf (default: the
+	// config's TopologyFile, or topology.conf beside it). Nodes,
+	// GPUsPerNode and LeafSize must not be given with it; GPUModel, CPUs
+	// and MemoryMB are for the lines that do not say.
+	Config, Topology string
 }
 
 // Cluster is a running dev cluster.
@@ -114,7 +121,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err := c.prepare(o); err != nil {
 		return nil, err
 	}
-	if err := writeHealthCheck(c.Dir); err != nil {
+	if err := writeHealthCheck(c.Dir, c.Layout.Config); err != nil {
 		return nil, err
 	}
 	if err := c.serveAuth(); err != nil {
@@ -199,7 +206,6 @@ func (c *Cluster) startController(bin string, r Replica, o Options) error {
 		"--listen", r.API,
 		"--raft-addr", r.Raft,
 		"--bootstrap", "--peers", strings.Join(peers, ","), "--peer-apis", strings.Join(apis, ","),
-		"--topology", filepath.Join(c.Dir, "topology.conf"),
 		"--config", configFile(c.Dir), // dev clusters ignore /etc/phalanx
 		"--auth-key", c.keyFile(),
 		"--auth-socket", "", // served by the dev process
@@ -209,24 +215,31 @@ func (c *Cluster) startController(bin string, r Replica, o Options) error {
 		"--min-hang-timeout", "10s", // so that a hang can be watched on a dev cluster
 		"--kill-grace", "5s",
 	}
+	switch {
+	case c.Layout.Config == "":
+		args = append(args, "--topology", filepath.Join(c.Dir, "topology.conf"))
+	case c.Layout.Topology != "":
+		args = append(args, "--topology", c.Layout.Topology)
+	}
 	return c.start(r.ID, filepath.Join(bin, "phalanx-controller"), args, o.Log)
 }
 
 func (c *Cluster) startAgent(bin, name string, o Options) error {
+	hw := c.Layout.hardware(name)
 	args := []string{
 		"--name", name,
 		"--addr", "127.0.0.1",
 		"--controller", strings.Join(c.APIAddrs(), ","),
 		"--state-dir", filepath.Join(c.Dir, "agents", name),
 		"--runtime", o.Runtime,
-		"--fake-gpus", fmt.Sprint(c.Layout.GPUsPerNode),
-		"--fake-gpu-model", c.Layout.GPUModel,
+		"--fake-gpus", fmt.Sprint(hw.GPUs),
+		"--fake-gpu-model", hw.GPUModel,
 		"--sysfs-root", sysfsRoot(c.Dir, name),
-		"--fake-nics", fmt.Sprint(nicsPerNode(c.Layout.GPUsPerNode)),
+		"--fake-nics", fmt.Sprint(nicsPerNode(hw.GPUs)),
 		// A laptop or a container (64 MiB /dev/shm) must still run the demo.
 		"--min-free-mb", "100", "--min-shm-mb", "0",
-		"--cpus", fmt.Sprint(c.Layout.CPUs),
-		"--memory-mb", fmt.Sprint(c.Layout.MemoryMB),
+		"--cpus", fmt.Sprint(hw.CPUs),
+		"--memory-mb", fmt.Sprint(hw.MemoryMB),
 		"--heartbeat", "1s",
 		"--kill-grace", "5s",
 		// A dev cluster that stops leaves nothing running.
@@ -235,7 +248,7 @@ func (c *Cluster) startAgent(bin, name string, o Options) error {
 		"--auth-socket", "", // served by the dev process
 		"--tls-dir", c.componentTLS(name),
 	}
-	if c.Layout.GPUsPerNode > 0 {
+	if hw.GPUs > 0 {
 		args = append(args, "--fake-gpu-faults", gpuFaults(c.Dir, name))
 	}
 	if o.Runtime == "containerd" && o.ContainerdAddress != "" {

@@ -98,7 +98,7 @@ func InjectFault(dir, node, kind string, where Where) error {
 	default:
 		return fmt.Errorf("fault %q: use %s: %w", kind, faultKinds, cluster.ErrInvalid)
 	}
-	gpus, err := nodeGPUs(dir)
+	gpus, err := nodeGPUs(dir, node)
 	if err != nil {
 		return err
 	}
@@ -127,8 +127,8 @@ func parseNIC(s string) (dev string, port int, err error) {
 	return dev, port, nil
 }
 
-// nodeGPUs reads how many GPUs each node of the dev cluster in dir has.
-func nodeGPUs(dir string) (int, error) {
+// nodeGPUs reads how many GPUs node of the dev cluster in dir has.
+func nodeGPUs(dir, node string) (int, error) {
 	path := filepath.Join(dir, "cluster.json")
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -138,5 +138,5 @@ func nodeGPUs(dir string) (int, error) {
 	if err := json.Unmarshal(data, &l); err != nil {
 		return 0, fmt.Errorf("%s: %w", path, err)
 	}
-	return l.GPUsPerNode, nil
+	return l.hardware(node).GPUs, nil
 }

@@ -73,7 +73,7 @@ func TestInjectGPUFaults(t *testing.T) {
 // and health-pass mends it.
 func TestHealthFailDrill(t *testing.T) {
 	dir := fakeDevDir(t, 8)
-	if err := writeHealthCheck(dir); err != nil {
+	if err := writeHealthCheck(dir, ""); err != nil {
 		t.Fatal(err)
 	}
 	run := func() (string, error) {

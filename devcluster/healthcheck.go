@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/phalanx-hpc/phalanx/config"
 )
 
 // The dev cluster's node health program. Its controllers read
@@ -24,7 +26,10 @@ func healthFail(dir, node string) string { return filepath.Join(dir, "agents", n
 
 // writeHealthCheck writes the health program and the config that names
 // it (again at every start: they follow the directory if it moved).
-func writeHealthCheck(dir string) error {
+// With include (a config the cluster was made from: phx dev --config),
+// the config includes it, and names the dev health program only when it
+// names none of its own.
+func writeHealthCheck(dir, include string) error {
 	prog := filepath.Join(dir, "healthcheck")
 	script := fmt.Sprintf(`#!/bin/sh
 # phx dev's node health program: the node fails while
@@ -38,6 +43,18 @@ fi
 	if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
 		return err
 	}
-	conf := fmt.Sprintf("# Written by phx dev at every start.\nHealthCheckProgram=%s\nHealthCheckInterval=%d\n", prog, healthCheckInterval)
+	conf := "# Written by phx dev at every start.\n"
+	own := false
+	if include != "" {
+		c, err := config.Load(include)
+		if err != nil {
+			return fmt.Errorf("--config: %w", err)
+		}
+		own = c.HealthCheck.Program != ""
+		conf += "Include " + include + "\n"
+	}
+	if !own {
+		conf += fmt.Sprintf("HealthCheckProgram=%s\nHealthCheckInterval=%d\n", prog, healthCheckInterval)
+	}
 	return os.WriteFile(configFile(dir), []byte(conf), 0o644)
 }

@@ -25,6 +25,11 @@ type Layout struct {
 	GPUModel    string
 	CPUs        int
 	MemoryMB    int64
+	// From --config (fromconfig.go): the config file and its topology
+	// ("": none), absolute, and each node's hardware; empty otherwise.
+	Config   string                  `json:",omitempty"`
+	Topology string                  `json:",omitempty"`
+	Hardware map[string]NodeHardware `json:",omitempty"`
 }
 
 // prepare makes the directory, takes its lock (one phx dev per
@@ -67,11 +72,15 @@ func (c *Cluster) create(path string, o Options) error {
 	if c.Layout.Controllers, err = pickPorts(o.APIAddr, o.Controllers); err != nil {
 		return err
 	}
-	c.Layout.Nodes, err = writeTopology(c.Dir, o)
+	c.Layout.GPUsPerNode, c.Layout.GPUModel, c.Layout.CPUs, c.Layout.MemoryMB = o.GPUsPerNode, o.GPUModel, o.CPUs, o.MemoryMB
+	if o.Config != "" {
+		err = c.fromConfig(o)
+	} else {
+		c.Layout.Nodes, err = writeTopology(c.Dir, o)
+	}
 	if err != nil {
 		return err
 	}
-	c.Layout.GPUsPerNode, c.Layout.GPUModel, c.Layout.CPUs, c.Layout.MemoryMB = o.GPUsPerNode, o.GPUModel, o.CPUs, o.MemoryMB
 	data, err := json.MarshalIndent(c.Layout, "", "  ")
 	if err != nil {
 		return err
@@ -91,6 +100,11 @@ func (l Layout) checkResume(dir string, o Options) error {
 		}
 	}
 	first := l.Controllers[0].API
+	if o.Config != "" {
+		if abs, err := filepath.Abs(o.Config); err != nil || abs != l.Config {
+			return fmt.Errorf("%s holds a cluster made from --config %q, not %s: leave --config out to resume it, or give another --dir (or remove %s) to start a new one", dir, l.Config, o.Config, dir)
+		}
+	}
 	for _, f := range []struct {
 		flag        string
 		given, held any

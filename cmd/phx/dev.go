@@ -34,6 +34,8 @@ func devCommand() *cli.Command {
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7817", Usage: "first controller's API address; the others take the next ports by tens (port 0 picks free ones)"},
 			&cli.StringFlag{Name: "dir", Usage: "state directory, created if needed; an existing cluster there is resumed (default: a new temporary directory, removed at exit)"},
 			&cli.BoolFlag{Name: "verbose", Usage: "show the components' logs"},
+			&cli.StringFlag{Name: "config", Usage: "make the cluster from a real phalanx.conf or slurm.conf: one fake node per NodeName line (CPUs, RealMemory, Gres=gpu:TYPE:N, Feature), its partitions and keys as written"},
+			&cli.StringFlag{Name: "topology", Usage: "with --config: its topology.conf (default: the config's TopologyFile, or topology.conf beside it)"},
 		},
 		Subcommands: []*cli.Command{faultCommand()},
 		Action: func(c *cli.Context) error {
@@ -45,6 +47,15 @@ func devCommand() *cli.Command {
 			default:
 				return fmt.Errorf("--controllers %d: use 1, 3 or 5 (a Raft group needs an odd number to keep a majority)", n)
 			}
+			if c.IsSet("config") {
+				for _, f := range []string{"nodes", "gpus-per-node", "leaf-size"} {
+					if c.IsSet(f) {
+						return fmt.Errorf("--%s with --config: the config's NodeName lines and topology say that; leave --%s out", f, f)
+					}
+				}
+			} else if c.IsSet("topology") {
+				return fmt.Errorf("--topology goes with --config (phx dev writes its own topology otherwise)")
+			}
 			o := devOptions(c)
 			if c.Bool("verbose") {
 				o.Log = os.Stderr
@@ -55,8 +66,11 @@ func devCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.App.Writer, "phx dev: %d controller(s), %d nodes × %d GPUs, state and logs in %s\n",
-				len(cl.Layout.Controllers), len(cl.Layout.Nodes), cl.Layout.GPUsPerNode, cl.Dir)
+			shape := fmt.Sprintf("%d nodes × %d GPUs", len(cl.Layout.Nodes), cl.Layout.GPUsPerNode)
+			if cl.Layout.Config != "" {
+				shape = fmt.Sprintf("%d nodes from %s", len(cl.Layout.Nodes), cl.Layout.Config)
+			}
+			fmt.Fprintf(c.App.Writer, "phx dev: %d controller(s), %s, state and logs in %s\n", len(cl.Layout.Controllers), shape, cl.Dir)
 			fmt.Fprintf(c.App.Writer, "export PHX_AUTH_SOCKET=%s\n", cl.AuthSocket())
 			fmt.Fprintf(c.App.Writer, "export PHX_CA_CERT=%s\n", cl.CACert())
 			fmt.Fprintf(c.App.Writer, "export PHX_SERVER=%s\n", strings.Join(cl.APIAddrs(), ","))
@@ -77,6 +91,8 @@ func devOptions(c *cli.Context) devcluster.Options {
 		Runtime:           c.String("runtime"),
 		ContainerdAddress: c.String("containerd-address"),
 		Dir:               c.String("dir"),
+		Config:            c.String("config"),
+		Topology:          c.String("topology"),
 	}
 	for name, dst := range map[string]*int{"controllers": &o.Controllers, "nodes": &o.Nodes, "gpus-per-node": &o.GPUsPerNode,
 		"leaf-size": &o.LeafSize, "cpus-per-node": &o.CPUs} {
