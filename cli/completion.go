@@ -21,7 +21,7 @@ import (
 func completionOptions() map[string][]getopt.Option {
 	return map[string][]getopt.Option{
 		"sbatch": sbatch.Options, "squeue": squeueOptions, "sinfo": sinfoOptions, "scancel": scancelOptions,
-		"sacct": sacctOptions, "events": eventsOptions, "logs": logsOptions,
+		"sacct": sacctOptions, "events": eventsOptions, "logs": logsOptions, "srun": srunOptions(),
 	}
 }
 

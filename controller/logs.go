@@ -190,7 +190,7 @@ func (c *controllerService) JobLogs(req *phalanxv1.JobLogsRequest, stream phalan
 	}
 	node := nodes[req.Rank].Node
 	view := s.jobView(j, s.nodeAddrs())
-	read := &phalanxv1.LogRead{Job: view, Rank: req.Rank, Stderr: req.Stderr, Follow: req.Follow, Offset: req.Offset}
+	read := &phalanxv1.LogRead{Job: view, Rank: req.Rank, Stderr: req.Stderr, Follow: req.Follow, Offset: req.Offset, Remove: req.Remove}
 	replies, agentGone, end, err := s.logs.open(ctx, node, read)
 	if err != nil {
 		return toStatus(err)

@@ -129,6 +129,9 @@ func (a *Agent) readLog(ctx context.Context, req *phalanxv1.LogRead, send func(*
 			}
 		}
 		if !running {
+			if req.GetRemove() && !a.runsTask(req.GetJob().GetId(), int(req.GetRank())) {
+				a.removeLog(req, path)
+			}
 			r := &phalanxv1.ServeLogsRequest{Id: id, Eof: true}
 			if first {
 				r.Path = path
@@ -185,6 +188,16 @@ func (a *Agent) openLog(req *phalanxv1.LogRead) (*os.File, string, error) {
 		return nil, path, fmt.Errorf("job %d's output on %s: %w", job.id, a.cfg.Name, err)
 	}
 	return f, path, nil
+}
+
+// removeLog deletes a file read to its end, as the job's user (it may
+// delete only what that user may).
+func (a *Agent) removeLog(req *phalanxv1.LogRead, path string) {
+	job := jobFromWire(req.GetJob())
+	err := runtime.AsUser(idOrKeep(job.uid), idOrKeep(job.gid), func() error { return os.Remove(path) })
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		a.log.Warn("removing a read output file", "job", job.id, "path", path, "err", err)
+	}
 }
 
 // runsTask reports whether a task of the job's rank runs on this node.

@@ -444,7 +444,10 @@ type JobLogsRequest struct {
 	Follow bool                   `protobuf:"varint,4,opt,name=follow,proto3" json:"follow,omitempty"` // go on sending what is written while the task runs
 	// Where to start: from the file's start when 0 or more; that many bytes
 	// before its end when negative.
-	Offset        int64 `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"`
+	Offset int64 `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"`
+	// remove: delete the file once it was read to its end after the task
+	// ended (phx srun's own output files).
+	Remove        bool `protobuf:"varint,6,opt,name=remove,proto3" json:"remove,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -512,6 +515,13 @@ func (x *JobLogsRequest) GetOffset() int64 {
 		return x.Offset
 	}
 	return 0
+}
+
+func (x *JobLogsRequest) GetRemove() bool {
+	if x != nil {
+		return x.Remove
+	}
+	return false
 }
 
 // LogChunk is the next piece of a task's output file. The first names the
@@ -1280,6 +1290,7 @@ type LogRead struct {
 	Stderr        bool                   `protobuf:"varint,5,opt,name=stderr,proto3" json:"stderr,omitempty"`
 	Follow        bool                   `protobuf:"varint,6,opt,name=follow,proto3" json:"follow,omitempty"`
 	Offset        int64                  `protobuf:"varint,7,opt,name=offset,proto3" json:"offset,omitempty"` // as JobLogsRequest's
+	Remove        bool                   `protobuf:"varint,8,opt,name=remove,proto3" json:"remove,omitempty"` // as JobLogsRequest's
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1361,6 +1372,13 @@ func (x *LogRead) GetOffset() int64 {
 		return x.Offset
 	}
 	return 0
+}
+
+func (x *LogRead) GetRemove() bool {
+	if x != nil {
+		return x.Remove
+	}
+	return false
 }
 
 // ServeLogsRequest answers a LogRead: data, then eof or an error, which end it.
@@ -5972,13 +5990,14 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x0eTopJobsRequest\x12\x17\n" +
 	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\"+\n" +
 	"\x0fTopJobsResponse\x12\x18\n" +
-	"\areniced\x18\x01 \x03(\x04R\areniced\"\x83\x01\n" +
+	"\areniced\x18\x01 \x03(\x04R\areniced\"\x9b\x01\n" +
 	"\x0eJobLogsRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x12\n" +
 	"\x04rank\x18\x02 \x01(\x05R\x04rank\x12\x16\n" +
 	"\x06stderr\x18\x03 \x01(\bR\x06stderr\x12\x16\n" +
 	"\x06follow\x18\x04 \x01(\bR\x06follow\x12\x16\n" +
-	"\x06offset\x18\x05 \x01(\x03R\x06offset\"F\n" +
+	"\x06offset\x18\x05 \x01(\x03R\x06offset\x12\x16\n" +
+	"\x06remove\x18\x06 \x01(\bR\x06remove\"F\n" +
 	"\bLogChunk\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12\x12\n" +
@@ -6040,7 +6059,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x10lifespan_seconds\x18\x02 \x01(\x03R\x0flifespanSeconds\"a\n" +
 	"\x13CreateTokenResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x124\n" +
-	"\aexpires\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\"\xb0\x01\n" +
+	"\aexpires\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\"\xc8\x01\n" +
 	"\aLogRead\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x16\n" +
 	"\x06cancel\x18\x02 \x01(\bR\x06cancel\x12!\n" +
@@ -6048,7 +6067,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x04rank\x18\x04 \x01(\x05R\x04rank\x12\x16\n" +
 	"\x06stderr\x18\x05 \x01(\bR\x06stderr\x12\x16\n" +
 	"\x06follow\x18\x06 \x01(\bR\x06follow\x12\x16\n" +
-	"\x06offset\x18\a \x01(\x03R\x06offset\"\x86\x01\n" +
+	"\x06offset\x18\a \x01(\x03R\x06offset\x12\x16\n" +
+	"\x06remove\x18\b \x01(\bR\x06remove\"\x86\x01\n" +
 	"\x10ServeLogsRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\x12\x12\n" +
