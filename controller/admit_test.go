@@ -69,7 +69,9 @@ func TestSubmitValidatesConstraintsAgainstThePartition(t *testing.T) {
 		{"nodelist and exclude overlap", func(j *phalanxv1.JobSpec) { j.Nodelist, j.Exclude = []string{"n1"}, []string{"n1"} }, "both in --nodelist and in --exclude", cluster.ErrInvalid},
 		{"exclude leaves too few", func(j *phalanxv1.JobSpec) { j.Nodes, j.Exclude = 3, []string{"n1", "n2"} }, "2 nodes left after --exclude", cluster.ErrUnsatisfiable},
 		{"unknown feature", func(j *phalanxv1.JobSpec) { j.Constraint = "h100&nvl72" }, `no node of partition gpu has feature "nvl72"`, cluster.ErrInvalid},
-		{"mixed operators", func(j *phalanxv1.JobSpec) { j.Constraint = "a&b|c" }, "mix of & and |", cluster.ErrInvalid},
+		{"mixed operators, as Slurm reads them", func(j *phalanxv1.JobSpec) { j.Constraint = "h100&ib|h100" }, "", nil},
+		{"matching OR", func(j *phalanxv1.JobSpec) { j.Constraint = "[h100|ib]" }, "matching OR ([a|b]) is not supported", cluster.ErrInvalid},
+		{"node counts", func(j *phalanxv1.JobSpec) { j.Constraint = "ib*2" }, "node counts (a*2) are not supported", cluster.ErrInvalid},
 		{"features all present", func(j *phalanxv1.JobSpec) { j.Constraint = "h100&ib" }, "", nil},
 		{"nodelist and exclude fine", func(j *phalanxv1.JobSpec) { j.Nodes, j.Nodelist, j.Exclude = 2, []string{"n1"}, []string{"n4"} }, "", nil},
 	} {

@@ -55,7 +55,8 @@ func checkConstraints(j *cluster.Job) error {
 	if err := j.CheckTasks(); err != nil {
 		return err
 	}
-	return checkConstraintSyntax(j.Constraint)
+	_, err := cluster.ParseConstraint(j.Constraint)
+	return err
 }
 
 // checkNodeNames refuses duplicates and a node both required and excluded.
@@ -73,28 +74,6 @@ func checkNodeNames(j *cluster.Job) error {
 		}
 	}
 	return nil
-}
-
-// checkConstraintSyntax accepts "f", "a&b&c" or "a|b|c": features joined by
-// one kind of operator.
-func checkConstraintSyntax(c string) error {
-	if c == "" {
-		return nil
-	}
-	if strings.Contains(c, "&") && strings.Contains(c, "|") {
-		return cluster.Errorf(cluster.ErrInvalid, "--constraint=%s: mix of & and | is not supported: use a&b (all) or a|b (any)", c)
-	}
-	for _, f := range constraintFeatures(c) {
-		if f == "" || strings.ContainsAny(f, "[]()*,! ") {
-			return cluster.Errorf(cluster.ErrInvalid, "--constraint=%s: invalid feature specification: write a feature name, a&b or a|b", c)
-		}
-	}
-	return nil
-}
-
-// constraintFeatures lists the feature names in a constraint.
-func constraintFeatures(c string) []string {
-	return strings.FieldsFunc(c, func(r rune) bool { return r == '&' || r == '|' }) // "" yields none
 }
 
 // checkAgainstPartition validates the job's node names and features against
@@ -124,7 +103,8 @@ func checkAgainstPartition(j *cluster.Job, part *cluster.Partition, nodes []*clu
 			}
 		}
 	}
-	for _, f := range constraintFeatures(j.Constraint) {
+	c, _ := cluster.ParseConstraint(j.Constraint) // checkConstraints has parsed it
+	for _, f := range c.Features() {
 		if !features[f] {
 			return cluster.Errorf(cluster.ErrInvalid, "invalid feature specification: no node of partition %s has feature %q", part.Name, f)
 		}

@@ -86,7 +86,7 @@ func (p *pass) buildSet(j *cluster.Job, k setKey) *candSet {
 		cs.bad = fmt.Errorf("partition %q: %w", k.part, cluster.ErrNotFound)
 		return cs
 	}
-	feat, err := parseConstraint(j.Constraint)
+	feat, err := cluster.ParseConstraint(j.Constraint)
 	if err != nil {
 		cs.bad = err
 		return cs
@@ -97,7 +97,7 @@ func (p *pass) buildSet(j *cluster.Job, k setKey) *candSet {
 		excluded[n] = true
 	}
 	isCand := func(n *cluster.Node) bool {
-		return modelOK(k.gpuType, n) && feat.match(n.Features) && !excluded[n.Name]
+		return modelOK(k.gpuType, n) && feat.Match(n.Features) && !excluded[n.Name]
 	}
 	cs.static = make([]int32, 0, len(cs.part.members))
 	for _, i := range cs.part.members {
@@ -115,13 +115,13 @@ func (p *pass) buildSet(j *cluster.Job, k setKey) *candSet {
 
 // staticError explains filters that leave no way to run: an unknown
 // feature, everything excluded, a --nodelist node outside the candidates.
-func (p *pass) staticError(cs *candSet, j *cluster.Job, feat features, excluded map[string]bool) error {
-	if len(feat) > 0 {
+func (p *pass) staticError(cs *candSet, j *cluster.Job, feat cluster.Constraint, excluded map[string]bool) error {
+	if len(feat.Terms) > 0 {
 		members := make([]*cluster.Node, len(cs.part.members))
 		for k, i := range cs.part.members {
 			members[k] = p.nodes[i].node
 		}
-		if f := feat.unknown(members); f != "" {
+		if f := unknownFeature(feat, members); f != "" {
 			return fmt.Errorf("%w: no node of partition %s has feature %q", cluster.ErrUnsatisfiable, cs.part.Name, f)
 		}
 	}

@@ -54,8 +54,8 @@ func (o *oracle) nodeOK(n *cluster.Node, now bool) bool {
 			part = p
 		}
 	}
-	feat, _ := parseConstraint(j.Constraint)
-	if part == nil || !part.Contains(n.Name) || !modelOK(strings.ToLower(j.GPUType), n) || !feat.match(n.Features) || contains(j.Exclude, n.Name) {
+	feat, _ := cluster.ParseConstraint(j.Constraint)
+	if part == nil || !part.Contains(n.Name) || !modelOK(strings.ToLower(j.GPUType), n) || !feat.Match(n.Features) || contains(j.Exclude, n.Name) {
 		return false
 	}
 	gpus, cpus, mem := n.GPUs, n.CPUs, n.MemoryMB

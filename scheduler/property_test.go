@@ -247,10 +247,10 @@ func checkGang(t *rapid.T, s *Snapshot, j *cluster.Job, alloc cluster.Allocation
 		}
 	}
 	seen := map[string]bool{}
-	feat, _ := parseConstraint(j.Constraint)
+	feat, _ := cluster.ParseConstraint(j.Constraint)
 	for _, a := range alloc.Nodes {
 		n := nodes[a.Node]
-		if n == nil || seen[a.Node] || n.State != cluster.NodeUp || !part.Contains(a.Node) || !modelOK(strings.ToLower(j.GPUType), n) || !feat.match(n.Features) {
+		if n == nil || seen[a.Node] || n.State != cluster.NodeUp || !part.Contains(a.Node) || !modelOK(strings.ToLower(j.GPUType), n) || !feat.Match(n.Features) {
 			t.Fatalf("job %d: node %s is unknown, repeated, not UP, outside %s, the wrong model or lacks features %q", j.ID, a.Node, part.Name, j.Constraint)
 		}
 		seen[a.Node] = true

@@ -3,7 +3,6 @@ package scheduler
 import (
 	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -147,33 +146,6 @@ func TestPriorityFormula(t *testing.T) {
 	}
 	if got := Priority(j, epoch.Add(30*24*time.Hour), Options{}); got != 2_000_000+7-3+ageCapMin+16 {
 		t.Fatalf("age is not capped: %d", got)
-	}
-}
-
-func TestConstraint(t *testing.T) {
-	tests := []struct {
-		expr string
-		have []string
-		want bool
-	}{
-		{"", nil, true},
-		{"ib", []string{"ib", "nvme"}, true},
-		{"ib&nvme", []string{"ib"}, false},
-		{"ib&nvme", []string{"nvme", "ib"}, true},
-		{"h100|a100", []string{"a100"}, true},
-		{"h100|a100", []string{"v100"}, false},
-		{"ib&h100|a100", []string{"a100"}, true},
-	}
-	for _, tt := range tests {
-		c, err := parseConstraint(tt.expr)
-		if err != nil || c.match(tt.have) != tt.want {
-			t.Errorf("constraint %q on %v = %v, %v; want %v", tt.expr, tt.have, c.match(tt.have), err, tt.want)
-		}
-	}
-	for _, bad := range []string{"a&", "|b", "a&&b"} {
-		if _, err := parseConstraint(bad); err == nil || !strings.Contains(err.Error(), "empty feature") {
-			t.Errorf("constraint %q: err = %v, want empty feature", bad, err)
-		}
 	}
 }
 

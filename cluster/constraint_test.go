@@ -1,0 +1,51 @@
+package cluster
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseConstraint(t *testing.T) {
+	for _, tc := range []struct {
+		in, err string
+		match   [][]string // feature sets that match
+		miss    [][]string // feature sets that do not
+	}{
+		{in: "", match: [][]string{nil, {"x"}}},
+		{in: "ib", match: [][]string{{"ib"}, {"a100", "ib"}}, miss: [][]string{nil, {"IB"}}},
+		{in: "a100&ib", match: [][]string{{"ib", "a100"}}, miss: [][]string{{"a100"}, {"ib"}}},
+		{in: "a100|h100", match: [][]string{{"a100"}, {"h100"}}, miss: [][]string{{"v100"}}},
+		{in: "a100&ib|h100", match: [][]string{{"a100", "ib"}, {"h100"}}, miss: [][]string{{"a100"}}},
+		{in: " a & b ", match: [][]string{{"a", "b"}}},
+		{in: "[a|b]", err: "matching OR ([a|b]) is not supported"},
+		{in: "a*2", err: "node counts (a*2) are not supported"},
+		{in: "a&&b", err: "invalid feature specification"},
+		{in: "!a", err: "invalid feature specification"},
+		{in: "a|", err: "invalid feature specification"},
+	} {
+		c, err := ParseConstraint(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) || !errors.Is(err, ErrInvalid) {
+				t.Errorf("%q: %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tc.in, err)
+		}
+		for _, m := range tc.match {
+			if !c.Match(m) {
+				t.Errorf("%q does not match %v", tc.in, m)
+			}
+		}
+		for _, m := range tc.miss {
+			if c.Match(m) {
+				t.Errorf("%q matches %v", tc.in, m)
+			}
+		}
+	}
+	if c, _ := ParseConstraint("a&b|c&a"); strings.Join(c.Features(), ",") != "a,b,c" {
+		t.Errorf("Features = %v", c.Features())
+	}
+}
