@@ -147,23 +147,6 @@ func (s *Server) checkJobCount(tasks int) error {
 // resolves the default partition and time limit and refuses what can never
 // run, as Slurm does at submit.
 func (s *Server) admit(job *cluster.Job, st *store.State) error {
-	var part *cluster.Partition
-	for _, p := range st.Partitions {
-		if (job.Partition == "" && p.Default) || p.Name == job.Partition {
-			part = p
-			break
-		}
-	}
-	if part == nil {
-		if job.Partition == "" {
-			return cluster.Errorf(cluster.ErrInvalid, "no default partition: name one with -p")
-		}
-		return cluster.Errorf(cluster.ErrNotFound, "invalid partition name specified: %s (phx sinfo lists the partitions)", job.Partition)
-	}
-	job.Partition = part.Name
-	if !part.Admits(job.Account) {
-		return cluster.Errorf(cluster.ErrPermission, "Invalid account or account/partition combination specified: partition %s does not take jobs of account %q (AllowAccounts, DenyAccounts)", part.Name, job.Account)
-	}
 	switch job.HangTimeout {
 	case 0:
 		job.HangTimeout = s.cfg.DefaultHangTimeout
@@ -173,27 +156,13 @@ func (s *Server) admit(job *cluster.Job, st *store.State) error {
 	if err := cluster.ValidateHangTimeout(job.HangTimeout, s.cfg.MinHangTimeout); err != nil {
 		return err
 	}
-	if job.TimeLimit == 0 {
-		job.TimeLimit = part.DefaultTime
-		if job.TimeLimit == 0 {
-			job.TimeLimit = part.MaxTime
-		}
-	}
-	if part.MaxTime > 0 && job.TimeLimit > part.MaxTime {
-		return cluster.Errorf(cluster.ErrInvalid, "requested time limit %s exceeds partition %s's MaxTime %s", cluster.FormatDuration(job.TimeLimit), part.Name, cluster.FormatDuration(part.MaxTime))
-	}
-	if part.MaxNodes > 0 && job.Nodes > part.MaxNodes {
-		return cluster.Errorf(cluster.ErrInvalid, "%d nodes exceed partition %s's MaxNodes %d", job.Nodes, part.Name, part.MaxNodes)
-	}
-	if err := checkAgainstPartition(job, part, st.Nodes); err != nil {
-		return err
-	}
 	// Whether the job can ever run depends on the configuration only: no
 	// jobs, no liveness, so a submit costs the same whatever the queue,
 	// and the answer is remembered by request shape until the nodes or
 	// partitions change.
-	return s.feasible.check(st, job, func() error {
-		return scheduler.Feasible(&scheduler.Snapshot{Nodes: st.Nodes, Partitions: st.Partitions, Topology: s.cfg.Topology}, job)
+	snap := &scheduler.Snapshot{Nodes: st.Nodes, Partitions: st.Partitions, Topology: s.cfg.Topology}
+	return scheduler.Admit(snap, job, func(snap *scheduler.Snapshot, job *cluster.Job) error {
+		return s.feasible.check(st, job, func() error { return scheduler.Feasible(snap, job) })
 	})
 }
 

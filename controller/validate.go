@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
@@ -72,46 +71,6 @@ func checkNodeNames(j *cluster.Job) error {
 		if seen[n] {
 			return cluster.Errorf(cluster.ErrInvalid, "node %s is both in --nodelist and in --exclude", n)
 		}
-	}
-	return nil
-}
-
-// checkAgainstPartition validates the job's node names and features against
-// its partition: --nodelist and --exclude name registered nodes of the
-// partition, and every feature in --constraint exists on one of them.
-func checkAgainstPartition(j *cluster.Job, part *cluster.Partition, nodes []*cluster.Node) error {
-	if len(j.NodeList) == 0 && len(j.Exclude) == 0 && j.Constraint == "" {
-		return nil // nothing to check: no need to walk every node
-	}
-	known := map[string]*cluster.Node{}
-	features := map[string]bool{}
-	for _, n := range nodes {
-		if part.Contains(n.Name) {
-			known[n.Name] = n
-			for _, f := range n.Features {
-				features[f] = true
-			}
-		}
-	}
-	for _, list := range []struct {
-		opt   string
-		names []string
-	}{{"--nodelist", j.NodeList}, {"--exclude", j.Exclude}} {
-		for _, name := range list.names {
-			if known[name] == nil {
-				return cluster.Errorf(cluster.ErrInvalid, "%s: node %s is not in partition %s (or has not registered)", list.opt, name, part.Name)
-			}
-		}
-	}
-	c, _ := cluster.ParseConstraint(j.Constraint) // checkConstraints has parsed it
-	for _, f := range c.Features() {
-		if !features[f] {
-			return cluster.Errorf(cluster.ErrInvalid, "invalid feature specification: no node of partition %s has feature %q", part.Name, f)
-		}
-	}
-	if avail := len(known) - len(j.Exclude); len(j.Exclude) > 0 && avail < j.Nodes {
-		return fmt.Errorf("%w: partition %s has %d nodes left after --exclude; the job asks for %d",
-			cluster.ErrUnsatisfiable, part.Name, avail, j.Nodes)
 	}
 	return nil
 }

@@ -6,8 +6,10 @@ import (
 )
 
 // admit turns the specs into jobs and queues their arrivals. A job that
-// could never run on its partition (scheduler.Feasible) is rejected, as the
-// controller would reject it at submit; it is reported, not queued.
+// could never run (scheduler.Admit, the controller's own admission: its
+// partition, the partition's limits, a placement that fits) is rejected,
+// as the controller would reject it at submit; it is reported, not
+// queued.
 func (s *sim) admit(specs []JobSpec) {
 	feasible := newFeasibility(s)
 	s.jobs = make([]*simJob, len(specs))
@@ -63,12 +65,16 @@ func newFeasibility(s *sim) *feasibility {
 		memo: map[shapeKey]error{}}
 }
 
+// check admits j as the controller would, remembering Feasible's answer
+// by request shape.
 func (f *feasibility) check(j *cluster.Job) error {
-	k := shapeKey{j.Partition, j.Nodes, j.GPUsPerNode, j.CPUsPerNode, j.Segment, j.MemoryMB}
-	err, ok := f.memo[k]
-	if !ok {
-		err = scheduler.Feasible(f.snap, j)
-		f.memo[k] = err
-	}
-	return err
+	return scheduler.Admit(f.snap, j, func(snap *scheduler.Snapshot, j *cluster.Job) error {
+		k := shapeKey{j.Partition, j.Nodes, j.GPUsPerNode, j.CPUsPerNode, j.Segment, j.MemoryMB}
+		err, ok := f.memo[k]
+		if !ok {
+			err = scheduler.Feasible(snap, j)
+			f.memo[k] = err
+		}
+		return err
+	})
 }
