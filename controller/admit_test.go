@@ -74,6 +74,9 @@ func TestSubmitValidatesConstraintsAgainstThePartition(t *testing.T) {
 		{"node counts", func(j *phalanxv1.JobSpec) { j.Constraint = "ib*2" }, "node counts (a*2) are not supported", cluster.ErrInvalid},
 		{"features all present", func(j *phalanxv1.JobSpec) { j.Constraint = "h100&ib" }, "", nil},
 		{"nodelist and exclude fine", func(j *phalanxv1.JobSpec) { j.Nodes, j.Nodelist, j.Exclude = 2, []string{"n1"}, []string{"n4"} }, "", nil},
+		{"more GPUs per node than any node has", func(j *phalanxv1.JobSpec) { j.GpusPerNode = 9 }, "at most 8 GPUs", cluster.ErrUnsatisfiable},
+		{"tasks' GPUs over the node's", func(j *phalanxv1.JobSpec) { j.GpusPerNode, j.TasksPerNode, j.GpusPerTask = 4, 4, 2 }, "is 8 GPUs per node, but the job asks for 4", cluster.ErrInvalid},
+		{"tasks of their own GPUs", func(j *phalanxv1.JobSpec) { j.GpusPerNode, j.TasksPerNode, j.GpusPerTask = 8, 4, 2 }, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := testSpec(1, 1)
