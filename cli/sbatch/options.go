@@ -106,7 +106,7 @@ type builder struct {
 	// Tasks and what they ask, resolved to per-node totals at the end
 	// (tasks.go).
 	tasksPerNode, ntasks, cpusPerTask int32
-	nodesSet                          bool
+	nodesSet, memWhole                bool // memWhole: --mem=0
 	memPerCPU, memPerGPU              int64
 
 	wait      bool
@@ -219,6 +219,7 @@ func (b *builder) apply(v getopt.Value) error {
 		s.Hold = true
 	case "mem":
 		s.MemoryMb, err = parseMem(v.Value)
+		b.memWhole = err == nil && s.MemoryMb == 0
 	case "nodes":
 		s.Nodes, err = parseNodes(v.Value)
 		b.nodesSet = true

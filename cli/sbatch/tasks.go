@@ -55,8 +55,16 @@ func (b *builder) resolveMemory() error {
 			given++
 		}
 	}
+	if b.memWhole {
+		given++
+	}
 	if given > 1 {
 		return fmt.Errorf("--mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive")
+	}
+	if b.memWhole { // all of each node's memory: the node itself
+		s.Exclusive = true
+		b.warnings.add("--mem=0 asks for all of each node's memory: the job gets whole nodes (--exclusive)")
+		return nil
 	}
 	per, count, what := b.memPerCPU, int64(s.CpusPerNode), "CPUs"
 	if count == 0 {
