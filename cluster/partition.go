@@ -34,6 +34,9 @@ type Partition struct {
 	// partition takes; DenyAccounts are accounts whose jobs it refuses
 	// (Slurm's keys).
 	AllowAccounts, DenyAccounts []string
+	// Exclusive is OverSubscribe=EXCLUSIVE: every job of the partition gets
+	// whole nodes, as with --exclusive (scheduler.Admit sets it).
+	Exclusive bool
 }
 
 // Admits reports whether the partition takes jobs of account (its

@@ -85,6 +85,7 @@
 //	PartitionName=NAME Nodes=HOSTLIST|ALL Default=YES|NO State=UP|DOWN|DRAIN|INACTIVE
 //	         MaxTime=T DefaultTime=T MaxNodes=N|UNLIMITED PriorityTier=N
 //	         PreemptMode=OFF|REQUEUE AllowAccounts=A,B|ALL DenyAccounts=A,B
+//	         OverSubscribe=NO|EXCLUSIVE (Shared=; YES and FORCE are refused)
 //
 // Each global key but SlurmctldHost may be set once. Parse stores the default of an absent
 // key in Config (see DefaultControllerPort and the other Default

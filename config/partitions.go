@@ -91,6 +91,8 @@ func (s *partSpec) set(kv pair) {
 		s.part.DenyAccounts = accountList(kv.Value)
 	case "preemptmode":
 		s.preemptMode(kv)
+	case "oversubscribe", "shared":
+		s.overSubscribe(kv)
 	default:
 		s.p.warnOnce("partition:"+kv.lower, s.file, s.num, "PartitionName key %s is not used by Phalanx; ignored", kv.Key)
 	}
@@ -110,6 +112,22 @@ func (s *partSpec) nodes(kv pair) {
 			return
 		}
 		part.Nodes = hosts
+	}
+}
+
+// overSubscribe reads OverSubscribe (Shared, its old name): NO, the
+// default (jobs share a node's GPUs, CPUs and memory, never more than it
+// has), or EXCLUSIVE (whole nodes for every job). YES and FORCE, which let
+// jobs share the same resources in turn, are refused.
+func (s *partSpec) overSubscribe(kv pair) {
+	v := strings.ToUpper(kv.Value)
+	switch {
+	case v == "NO":
+		s.part.Exclusive = false
+	case v == "EXCLUSIVE":
+		s.part.Exclusive = true
+	default:
+		s.errorf("%s=%s is not supported: Phalanx never gives two jobs the same GPU, CPU or memory; write NO (the default) or EXCLUSIVE (whole nodes)", kv.Key, kv.Value)
 	}
 }
 

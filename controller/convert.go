@@ -321,6 +321,7 @@ func partitionToProto(p *cluster.Partition, nodes []*cluster.Node) *phalanxv1.Pa
 		PreemptMode:        preemptOff,
 		AllowAccounts:      p.AllowAccounts,
 		DenyAccounts:       p.DenyAccounts,
+		Exclusive:          p.Exclusive,
 	}
 	if p.PreemptMode != "" {
 		out.PreemptMode = p.PreemptMode

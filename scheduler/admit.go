@@ -33,6 +33,9 @@ func Admit(snap *Snapshot, job *cluster.Job, feasible func(*Snapshot, *cluster.J
 		return cluster.Errorf(cluster.ErrNotFound, "invalid partition name specified: %s (phx sinfo lists the partitions)", job.Partition)
 	}
 	job.Partition = part.Name
+	if part.Exclusive { // OverSubscribe=EXCLUSIVE
+		job.Exclusive = true
+	}
 	if !part.Admits(job.Account) {
 		return cluster.Errorf(cluster.ErrPermission, "Invalid account or account/partition combination specified: partition %s does not take jobs of account %q (AllowAccounts, DenyAccounts)", part.Name, job.Account)
 	}

@@ -73,7 +73,7 @@ func Partition(p *cluster.Partition) (*statev1.Partition, error) {
 		Name: p.Name, Nodes: p.Nodes, AllNodes: p.AllNodes, Default: p.Default, State: st,
 		MaxTime: int64(p.MaxTime), DefaultTime: int64(p.DefaultTime), MaxNodes: int32(p.MaxNodes),
 		PriorityTier: int32(p.PriorityTier), PreemptMode: p.PreemptMode,
-		AllowAccounts: p.AllowAccounts, DenyAccounts: p.DenyAccounts,
+		AllowAccounts: p.AllowAccounts, DenyAccounts: p.DenyAccounts, Exclusive: p.Exclusive,
 	}, nil
 }
 
@@ -87,6 +87,6 @@ func FromPartition(r *statev1.Partition) (*cluster.Partition, error) {
 		Name: r.GetName(), Nodes: r.GetNodes(), AllNodes: r.GetAllNodes(), Default: r.GetDefault(), State: st,
 		MaxTime: time.Duration(r.GetMaxTime()), DefaultTime: time.Duration(r.GetDefaultTime()),
 		MaxNodes: int(r.GetMaxNodes()), PriorityTier: int(r.GetPriorityTier()), PreemptMode: r.GetPreemptMode(),
-		AllowAccounts: r.GetAllowAccounts(), DenyAccounts: r.GetDenyAccounts(),
+		AllowAccounts: r.GetAllowAccounts(), DenyAccounts: r.GetDenyAccounts(), Exclusive: r.GetExclusive(),
 	}, nil
 }

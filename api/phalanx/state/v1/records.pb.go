@@ -2268,6 +2268,8 @@ type Partition struct {
 	// deny_accounts: never jobs of these.
 	AllowAccounts []string `protobuf:"bytes,11,rep,name=allow_accounts,json=allowAccounts,proto3" json:"allow_accounts,omitempty"`
 	DenyAccounts  []string `protobuf:"bytes,12,rep,name=deny_accounts,json=denyAccounts,proto3" json:"deny_accounts,omitempty"`
+	// exclusive: OverSubscribe=EXCLUSIVE, every job gets whole nodes.
+	Exclusive     bool `protobuf:"varint,13,opt,name=exclusive,proto3" json:"exclusive,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2384,6 +2386,13 @@ func (x *Partition) GetDenyAccounts() []string {
 		return x.DenyAccounts
 	}
 	return nil
+}
+
+func (x *Partition) GetExclusive() bool {
+	if x != nil {
+		return x.Exclusive
+	}
+	return false
 }
 
 // SubmitRequest remembers what a client's request did, so that a retry of
@@ -2796,7 +2805,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\tnuma_node\x18\t \x01(\x05R\bnumaNode\x12\x12\n" +
 	"\x04gpus\x18\n" +
 	" \x03(\x05R\x04gpus\x12\x1a\n" +
-	"\baffinity\x18\v \x01(\tR\baffinity\"\x93\x03\n" +
+	"\baffinity\x18\v \x01(\tR\baffinity\"\xb1\x03\n" +
 	"\tPartition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05nodes\x18\x02 \x03(\tR\x05nodes\x12\x1b\n" +
@@ -2810,7 +2819,8 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\fpreempt_mode\x18\n" +
 	" \x01(\tR\vpreemptMode\x12%\n" +
 	"\x0eallow_accounts\x18\v \x03(\tR\rallowAccounts\x12#\n" +
-	"\rdeny_accounts\x18\f \x03(\tR\fdenyAccounts\"X\n" +
+	"\rdeny_accounts\x18\f \x03(\tR\fdenyAccounts\x12\x1c\n" +
+	"\texclusive\x18\r \x01(\bR\texclusive\"X\n" +
 	"\rSubmitRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x12\n" +
 	"\x04time\x18\x02 \x01(\x03R\x04time\x12\x1c\n" +
