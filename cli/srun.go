@@ -184,7 +184,11 @@ func (k *commands) runSrun(c *ucli.Context, args []string) error {
 	defer stop()
 	job, err := k.srunStarted(ctx, cn, id, r.quiet)
 	if err == nil && job != nil {
-		err = k.srunOutput(ctx, cn, job, r)
+		// A task that never started has no output to read: the job's end
+		// says why, below.
+		if oerr := k.srunOutput(ctx, cn, job, r); oerr != nil && ctx.Err() == nil {
+			fmt.Fprintf(k.sys.Stderr, "srun: warning: %v\n", oerr)
+		}
 	}
 	if ctx.Err() != nil && c.Context.Err() == nil { // interrupted: the job goes too
 		fmt.Fprintf(k.sys.Stderr, "srun: interrupted: cancelling job %d\n", id)
@@ -215,8 +219,8 @@ func (k *commands) srunStarted(ctx context.Context, cn *conn, id uint64, quiet b
 		}); err != nil {
 			return nil, err
 		}
-		st := cluster.JobState(j.State)
-		if st == cluster.JobRunning || st.Terminal() || (st != cluster.JobPending && len(j.Alloc) > 0) {
+		// Running, its tasks have opened their output files (or have ended).
+		if st := cluster.JobState(j.State); st == cluster.JobRunning || st.Terminal() {
 			if said && !quiet {
 				fmt.Fprintf(k.sys.Stderr, "srun: job %d has been allocated resources\n", id)
 			}
