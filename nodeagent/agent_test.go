@@ -306,10 +306,9 @@ func TestControllerLateAndStreamBroken(t *testing.T) {
 		}
 	}()
 
-	srv := startFakeNodeServiceAt(t, addr)
-	srv.mu.Lock()
-	srv.failWatches = 2
-	srv.mu.Unlock()
+	// The agent retries all along: the failures are set before the first
+	// call can come.
+	srv := startFakeNodeServiceAt(t, addr, func(f *fakeNodeService) { f.failWatches = 2 })
 	srv.set(wireAssignment(12, t.TempDir(), script))
 	waitStarted(t, rt, "phx-12-0-0")
 	if regs, _, watches, _ := srv.counts(); regs != 1 || watches != 3 {

@@ -55,14 +55,18 @@ func startFakeNodeService(t *testing.T) (*fakeNodeService, string) {
 	return f, f.addr
 }
 
-// startFakeNodeServiceAt serves a fakeNodeService on addr.
-func startFakeNodeServiceAt(t *testing.T, addr string) *fakeNodeService {
+// startFakeNodeServiceAt serves a fakeNodeService on addr, set up by the
+// setup functions before it serves its first call.
+func startFakeNodeServiceAt(t *testing.T, addr string, setup ...func(*fakeNodeService)) *fakeNodeService {
 	t.Helper()
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := &fakeNodeService{addr: lis.Addr().String(), assignments: &phalanxv1.Assignments{}, changed: make(chan struct{})}
+	for _, s := range setup {
+		s(f)
+	}
 	srv := grpc.NewServer()
 	phalanxv1.RegisterNodeServiceServer(srv, f)
 	go srv.Serve(lis)

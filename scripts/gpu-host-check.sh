@@ -11,7 +11,9 @@
 #      given (CUDA_VISIBLE_DEVICES, nvidia-smi and PyTorch inside the job);
 #   5. a job asking more GPUs than the cluster has is refused at submit;
 #   6. a GPU job survives kill -9 of its agent: the restarted agent takes
-#      it over and it completes in its first attempt with all its output.
+#      it over and it completes in its first attempt with all its output;
+#   7. phx srun --gpus=1 runs on the GPU from outside a job and prints what
+#      its task saw; phx logs reads a job's output through the agent.
 #
 # Usage: scripts/gpu-host-check.sh [REPORT_DIR]
 #   PHX_BIN   directory with phx, phalanx-controller, phalanx-agent and,
@@ -236,5 +238,19 @@ restarts=$("$phx" scontrol show job "$id" | tr ' ' '\n' | sed -n 's/^Restarts=//
 [ "$restarts" = 0 ] && pass "in its first attempt" || fail "it restarted $restarts times"
 [ "$(grep -c '^step' "$w/jobs/long-$id.out")" = 15 ] && grep -qx done "$w/jobs/long-$id.out" &&
 	pass "all 15 steps and the end in its output" || fail "output incomplete: $(tr '\n' ' ' <"$w/jobs/long-$id.out")"
+
+say "== 7. srun and phx logs of the user's GPU job"
+if [ "$fake" = 0 ]; then
+	out=$(cd "$w/jobs" && as_user "$phx" srun --gpus=1 -Q nvidia-smi --query-gpu=uuid --format=csv,noheader 2>&1)
+	want=$(head -1 "$w/smi.csv" | cut -d, -f2 | sed 's/^ *//')
+else
+	out=$(cd "$w/jobs" && as_user "$phx" srun --gpus=1 -Q sh -c 'echo "$CUDA_VISIBLE_DEVICES"' 2>&1)
+	want=0
+fi
+say "  srun: $out"
+[ "$out" = "$want" ] && pass "phx srun --gpus=1 on this host printed the GPU its task saw" || fail "phx srun printed $out, want $want"
+first=$(as_user "$phx" logs 1 2>&1 | head -1)
+[ "$first" = "uid=$uid user=$user" ] && pass "phx logs 1 reads the job's output through the agent" || fail "phx logs 1: $first"
+ls /tmp/phx-srun-"$user"-* >/dev/null 2>&1 && fail "srun's output files were left in /tmp" || pass "srun's output files were removed"
 
 [ "$fails" = 0 ]
