@@ -127,26 +127,35 @@ func (k *commands) runLogs(c *ucli.Context, args []string) error {
 		return fmt.Errorf("job %d has tasks 0 to %d: no task %d", q.req.JobId, tasks-1, q.task)
 	}
 	q.req.Rank = int32(q.task / perNode) // a node's tasks share its output file
+	return cn.readLog(c.Context, q.req, func(data []byte) error {
+		_, err := k.sys.Stdout.Write(data)
+		return err
+	})
+}
+
+// readLog streams a task's output file (JobLogs) to write, a chunk at a
+// time; a read that follows has no time limit. It is tried again on
+// another controller (a failover) only while nothing was written: a retry
+// would write it twice.
+func (cn *conn) readLog(ctx context.Context, req *phalanxv1.JobLogsRequest, write func([]byte) error) error {
 	written := false
-	return cn.streamWithin(c.Context, q.req.Follow, func(ctx context.Context) error {
-		stream, err := cn.api.JobLogs(ctx, q.req)
+	return cn.streamWithin(ctx, req.Follow, func(ctx context.Context) error {
+		stream, err := cn.api.JobLogs(ctx, req)
 		if err != nil {
 			return err
 		}
 		for {
 			chunk, err := stream.Recv()
-			if errors.Is(err, io.EOF) {
+			switch {
+			case errors.Is(err, io.EOF):
 				return nil
-			}
-			if err != nil {
-				if written { // printed already: a retry would print it again
-					return &noRetry{err}
-				}
+			case err != nil && written:
+				return &noRetry{err}
+			case err != nil:
 				return err
-			}
-			if len(chunk.Data) > 0 {
+			case len(chunk.Data) > 0:
 				written = true
-				if _, err := k.sys.Stdout.Write(chunk.Data); err != nil {
+				if err := write(chunk.Data); err != nil {
 					return &noRetry{err}
 				}
 			}

@@ -44,14 +44,7 @@ func (k *commands) runSbatch(c *ucli.Context, args []string) error {
 		return err
 	}
 	defer cn.Close()
-	// One ID for this submission, whatever the retries and failovers: the
-	// controllers create the job once.
-	requestID := newRequestID()
-	var resp *phalanxv1.SubmitJobResponse
-	err = cn.call(c.Context, func(ctx context.Context) (err error) {
-		resp, err = cn.api.SubmitJob(ctx, &phalanxv1.SubmitJobRequest{Spec: req.Spec, TestOnly: req.TestOnly, RequestId: requestID})
-		return err
-	})
+	resp, err := cn.submitOnce(c.Context, req.Spec, req.TestOnly)
 	if err != nil {
 		return err
 	}
@@ -70,6 +63,18 @@ func (k *commands) runSbatch(c *ucli.Context, args []string) error {
 		return k.waitJob(c, cn, resp.JobId)
 	}
 	return nil
+}
+
+// submitOnce submits spec under one request ID, whatever the retries and
+// failovers: the controllers create the job once.
+func (cn *conn) submitOnce(ctx context.Context, spec *phalanxv1.JobSpec, testOnly bool) (*phalanxv1.SubmitJobResponse, error) {
+	requestID := newRequestID()
+	var resp *phalanxv1.SubmitJobResponse
+	err := cn.call(ctx, func(ctx context.Context) (err error) {
+		resp, err = cn.api.SubmitJob(ctx, &phalanxv1.SubmitJobRequest{Spec: spec, TestOnly: testOnly, RequestId: requestID})
+		return err
+	})
+	return resp, err
 }
 
 // waitPoll is how often sbatch --wait asks how the job stands.

@@ -171,12 +171,8 @@ func (k *commands) runSrun(c *ucli.Context, args []string) error {
 		return err
 	}
 	defer cn.Close()
-	requestID := newRequestID()
-	var resp *phalanxv1.SubmitJobResponse
-	if err := cn.call(c.Context, func(ctx context.Context) (err error) {
-		resp, err = cn.api.SubmitJob(ctx, &phalanxv1.SubmitJobRequest{Spec: r.req.Spec, RequestId: requestID})
-		return err
-	}); err != nil {
+	resp, err := cn.submitOnce(c.Context, r.req.Spec, false)
+	if err != nil {
 		return err
 	}
 	id := resp.JobId
@@ -255,21 +251,10 @@ func (k *commands) srunOutput(ctx context.Context, cn *conn, job *phalanxv1.Job,
 		defer wg.Done()
 		lw := &lineWriter{w: w, mu: &mu}
 		defer lw.flush()
-		err := cn.streamWithin(ctx, true, func(ctx context.Context) error {
-			stream, err := cn.api.JobLogs(ctx, &phalanxv1.JobLogsRequest{JobId: job.Id, Rank: rank, Stderr: stderr, Follow: true, Remove: true})
-			if err != nil {
-				return err
-			}
-			for {
-				chunk, err := stream.Recv()
-				if errors.Is(err, io.EOF) {
-					return nil
-				}
-				if err != nil {
-					return &noRetry{err}
-				}
-				lw.Write(chunk.Data)
-			}
+		req := &phalanxv1.JobLogsRequest{JobId: job.Id, Rank: rank, Stderr: stderr, Follow: true, Remove: true}
+		err := cn.readLog(ctx, req, func(data []byte) error {
+			lw.Write(data)
+			return nil
 		})
 		if err != nil && ctx.Err() == nil {
 			mu.Lock()
