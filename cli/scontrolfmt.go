@@ -367,7 +367,7 @@ func FormatPartition(p *phalanxv1.Partition) string {
 		{kv("MaxNodes", maxNodes), kv("MaxTime", limitOrUnlimited(time.Duration(p.MaxTimeSeconds)*time.Second))},
 		{kv("PriorityTier", p.PriorityTier), kv("State", orDefault(p.State, string(cluster.PartitionUp)))},
 		{kv("AllowAccounts", orDefault(strings.Join(p.AllowAccounts, ","), "ALL")), kv("DenyAccounts", orDefault(strings.Join(p.DenyAccounts, ","), "(null)"))},
-		{kv("OverSubscribe", map[bool]string{true: "EXCLUSIVE", false: "NO"}[p.Exclusive])},
+		{kv("AllowGroups", orDefault(strings.Join(p.AllowGroups, ","), "ALL")), kv("OverSubscribe", map[bool]string{true: "EXCLUSIVE", false: "NO"}[p.Exclusive])},
 		{kv("PreemptMode", orDefault(p.PreemptMode, "OFF"))},
 		{kv("TotalNodes", len(p.Nodes))},
 		{kv("DefaultTime", defTime)},

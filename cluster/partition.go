@@ -34,6 +34,9 @@ type Partition struct {
 	// partition takes; DenyAccounts are accounts whose jobs it refuses
 	// (Slurm's keys).
 	AllowAccounts, DenyAccounts []string
+	// AllowGroups, when set, are the only groups whose members' jobs the
+	// partition takes (Slurm's key; the controller checks membership).
+	AllowGroups []string
 	// Exclusive is OverSubscribe=EXCLUSIVE: every job of the partition gets
 	// whole nodes, as with --exclusive (scheduler.Admit sets it).
 	Exclusive bool

@@ -86,6 +86,7 @@
 //	         MaxTime=T DefaultTime=T MaxNodes=N|UNLIMITED PriorityTier=N
 //	         PreemptMode=OFF|REQUEUE AllowAccounts=A,B|ALL DenyAccounts=A,B
 //	         OverSubscribe=NO|EXCLUSIVE (Shared=; YES and FORCE are refused)
+//	         AllowGroups=G,H|ALL (members of these groups only)
 //
 // Each global key but SlurmctldHost may be set once. Parse stores the default of an absent
 // key in Config (see DefaultControllerPort and the other Default

@@ -89,6 +89,8 @@ func (s *partSpec) set(kv pair) {
 		s.part.AllowAccounts = accountList(kv.Value)
 	case "denyaccounts":
 		s.part.DenyAccounts = accountList(kv.Value)
+	case "allowgroups":
+		s.part.AllowGroups = accountList(kv.Value)
 	case "preemptmode":
 		s.preemptMode(kv)
 	case "oversubscribe", "shared":
@@ -237,8 +239,8 @@ func (p *parser) finishPreemption() {
 	}
 }
 
-// accountList reads AllowAccounts= or DenyAccounts=: comma-separated
-// names; ALL (AllowAccounts' default) is no list.
+// accountList reads AllowAccounts=, DenyAccounts= or AllowGroups=:
+// comma-separated names; ALL (the Allow keys' default) is no list.
 func accountList(v string) []string {
 	if strings.EqualFold(strings.TrimSpace(v), "ALL") {
 		return nil

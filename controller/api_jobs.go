@@ -161,9 +161,13 @@ func (s *Server) admit(job *cluster.Job, st *store.State) error {
 	// and the answer is remembered by request shape until the nodes or
 	// partitions change.
 	snap := &scheduler.Snapshot{Nodes: st.Nodes, Partitions: st.Partitions, Topology: s.cfg.Topology}
-	return scheduler.Admit(snap, job, func(snap *scheduler.Snapshot, job *cluster.Job) error {
+	err := scheduler.Admit(snap, job, func(snap *scheduler.Snapshot, job *cluster.Job) error {
 		return s.feasible.check(st, job, func() error { return scheduler.Feasible(snap, job) })
 	})
+	if err != nil {
+		return err
+	}
+	return s.checkGroups(job, st.Partitions)
 }
 
 func (c *controllerService) GetJob(ctx context.Context, req *phalanxv1.GetJobRequest) (*phalanxv1.Job, error) {

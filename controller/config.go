@@ -52,6 +52,9 @@ type Config struct {
 	// Nodes are the NodeName lines of phalanx.conf: their Weight and
 	// Features are merged into what each node's agent registers.
 	Nodes []config.NodeConf
+	// LookupGroups names the groups of a job's user (uid, primary gid), for
+	// partitions' AllowGroups; nil: this host's user and group database.
+	LookupGroups func(uid, gid int) ([]string, error)
 	// Reload reads the config file again, as the controller was configured
 	// from it (phx scontrol reconfigure, SIGHUP); nil: there is no file.
 	Reload func() (Config, error)

@@ -322,6 +322,7 @@ func partitionToProto(p *cluster.Partition, nodes []*cluster.Node) *phalanxv1.Pa
 		AllowAccounts:      p.AllowAccounts,
 		DenyAccounts:       p.DenyAccounts,
 		Exclusive:          p.Exclusive,
+		AllowGroups:        p.AllowGroups,
 	}
 	if p.PreemptMode != "" {
 		out.PreemptMode = p.PreemptMode

@@ -80,4 +80,18 @@ echo "oops $SLURM_NODEID" >&2
 	if code == 0 || !strings.Contains(errOut, "permission denied") {
 		t.Errorf("bob's phx logs of alice's job: exit %d, %q; want permission denied", code, errOut)
 	}
+
+	// The agent opens the file as the job's owner: a job that names a
+	// file its owner may not read gets no byte of it.
+	code, out, errOut = phxAs(t, c, alice, dir, nil, "sbatch", "--parsable", "-N", "1", "--gpus-per-node=8", "-o", "/etc/shadow", "--wrap", "true")
+	if code != 0 {
+		t.Fatalf("sbatch -o /etc/shadow: exit %d: %s", code, errOut)
+	}
+	shadow := strings.TrimSpace(out)
+	shadowID, _ := strconv.ParseUint(shadow, 10, 64)
+	c.WaitJob(shadowID, 20*time.Second, "FAILED", "COMPLETED", "NODE_FAIL", "CANCELLED")
+	code, out, errOut = phxAs(t, c, alice, dir, nil, "logs", shadow)
+	if code == 0 || out != "" || !strings.Contains(errOut, "permission denied") {
+		t.Errorf("phx logs of a job with -o /etc/shadow: exit %d, stdout %q, stderr %q; want permission denied and nothing", code, out, errOut)
+	}
 }

@@ -74,6 +74,7 @@ func Partition(p *cluster.Partition) (*statev1.Partition, error) {
 		MaxTime: int64(p.MaxTime), DefaultTime: int64(p.DefaultTime), MaxNodes: int32(p.MaxNodes),
 		PriorityTier: int32(p.PriorityTier), PreemptMode: p.PreemptMode,
 		AllowAccounts: p.AllowAccounts, DenyAccounts: p.DenyAccounts, Exclusive: p.Exclusive,
+		AllowGroups: p.AllowGroups,
 	}, nil
 }
 
@@ -88,5 +89,6 @@ func FromPartition(r *statev1.Partition) (*cluster.Partition, error) {
 		MaxTime: time.Duration(r.GetMaxTime()), DefaultTime: time.Duration(r.GetDefaultTime()),
 		MaxNodes: int(r.GetMaxNodes()), PriorityTier: int(r.GetPriorityTier()), PreemptMode: r.GetPreemptMode(),
 		AllowAccounts: r.GetAllowAccounts(), DenyAccounts: r.GetDenyAccounts(), Exclusive: r.GetExclusive(),
+		AllowGroups: r.GetAllowGroups(),
 	}, nil
 }

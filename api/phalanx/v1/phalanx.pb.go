@@ -2721,7 +2721,8 @@ type Partition struct {
 	PreemptMode        string                 `protobuf:"bytes,9,opt,name=preempt_mode,json=preemptMode,proto3" json:"preempt_mode,omitempty"`        // OFF or REQUEUE
 	AllowAccounts      []string               `protobuf:"bytes,10,rep,name=allow_accounts,json=allowAccounts,proto3" json:"allow_accounts,omitempty"` // empty: any account
 	DenyAccounts       []string               `protobuf:"bytes,11,rep,name=deny_accounts,json=denyAccounts,proto3" json:"deny_accounts,omitempty"`
-	Exclusive          bool                   `protobuf:"varint,12,opt,name=exclusive,proto3" json:"exclusive,omitempty"` // OverSubscribe=EXCLUSIVE: whole nodes for every job
+	Exclusive          bool                   `protobuf:"varint,12,opt,name=exclusive,proto3" json:"exclusive,omitempty"`                       // OverSubscribe=EXCLUSIVE: whole nodes for every job
+	AllowGroups        []string               `protobuf:"bytes,13,rep,name=allow_groups,json=allowGroups,proto3" json:"allow_groups,omitempty"` // empty: any group
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
 }
@@ -2838,6 +2839,13 @@ func (x *Partition) GetExclusive() bool {
 		return x.Exclusive
 	}
 	return false
+}
+
+func (x *Partition) GetAllowGroups() []string {
+	if x != nil {
+		return x.AllowGroups
+	}
+	return nil
 }
 
 type SubmitJobRequest struct {
@@ -6241,7 +6249,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"reasonUser\x12;\n" +
 	"\vreason_time\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"reasonTime\x12%\n" +
-	"\x0enot_responding\x18\x15 \x01(\bR\rnotResponding\"\x90\x03\n" +
+	"\x0enot_responding\x18\x15 \x01(\bR\rnotResponding\"\xb3\x03\n" +
 	"\tPartition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05nodes\x18\x02 \x03(\tR\x05nodes\x12\x18\n" +
@@ -6255,7 +6263,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x0eallow_accounts\x18\n" +
 	" \x03(\tR\rallowAccounts\x12#\n" +
 	"\rdeny_accounts\x18\v \x03(\tR\fdenyAccounts\x12\x1c\n" +
-	"\texclusive\x18\f \x01(\bR\texclusive\"w\n" +
+	"\texclusive\x18\f \x01(\bR\texclusive\x12!\n" +
+	"\fallow_groups\x18\r \x03(\tR\vallowGroups\"w\n" +
 	"\x10SubmitJobRequest\x12'\n" +
 	"\x04spec\x18\x01 \x01(\v2\x13.phalanx.v1.JobSpecR\x04spec\x12\x1b\n" +
 	"\ttest_only\x18\x02 \x01(\bR\btestOnly\x12\x1d\n" +
