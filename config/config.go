@@ -128,14 +128,22 @@ const maxErrors = 20
 // maxIncludeDepth bounds nested Include directives.
 const maxIncludeDepth = 8
 
-// Load reads and parses the config file at path.
+// Load reads and parses the config file at path, and checks the
+// gres.conf beside it, when there is one, against its NodeName lines.
 func Load(path string) (*Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
 	defer f.Close()
-	return Parse(f, path)
+	c, err := Parse(f, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.loadGres(path); err != nil { // gres.conf beside it, as Slurm reads it
+		return nil, err
+	}
+	return c, nil
 }
 
 // Parse parses a config in slurm.conf syntax; name is used in messages and
@@ -288,8 +296,21 @@ func (p *parser) global(file string, num int, kv pair) {
 		p.healthCheck(file, num, kv)
 	case "prolog", "prologepilogtimeout":
 		p.prolog(file, num, kv)
+	case "grestypes":
+		p.gresTypes(file, num, kv)
 	default:
 		p.warnOnce("global:"+kv.lower, file, num, "%s is not used by Phalanx; ignored", kv.Key)
+	}
+}
+
+// gresTypes reads GresTypes: gpu is the GRES Phalanx schedules (NodeName
+// Gres=gpu:..., gres.conf); any other is a warning, as its Gres= entries
+// are.
+func (p *parser) gresTypes(file string, num int, kv pair) {
+	for _, t := range strings.Split(kv.Value, ",") {
+		if t = strings.TrimSpace(t); t != "" && !strings.EqualFold(t, "gpu") {
+			p.warnOnce("grestypes:"+strings.ToLower(t), file, num, "GresTypes %s is not scheduled by Phalanx (only gpu); ignored", t)
+		}
 	}
 }
 

@@ -87,6 +87,10 @@
 //	         PreemptMode=OFF|REQUEUE AllowAccounts=A,B|ALL DenyAccounts=A,B
 //	         OverSubscribe=NO|EXCLUSIVE (Shared=; YES and FORCE are refused)
 //	         AllowGroups=G,H|ALL (members of these groups only)
+//	GresTypes=gpu                   other types are warnings
+//
+// Load also checks the gres.conf beside the file, when there is one: its
+// GPU lines must agree with the NodeName lines' Gres= (gres.go).
 //
 // Each global key but SlurmctldHost may be set once. Parse stores the default of an absent
 // key in Config (see DefaultControllerPort and the other Default

@@ -1,0 +1,55 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// gres.conf beside the config must agree with the NodeName lines' Gres=.
+func TestGresConf(t *testing.T) {
+	conf := "GresTypes=gpu,mps\nNodeName=gpu[001-002] CPUs=64 Gres=gpu:a100:8\nNodeName=cpu01 CPUs=32\n"
+	for _, tc := range []struct {
+		name, gres string
+		err        string   // "" when it loads
+		warnings   []string // substrings
+	}{
+		{"absent", "", "", []string{"GresTypes mps is not scheduled"}},
+		{"agrees by files", "AutoDetect=nvml\nNodeName=gpu[001-002] Name=gpu Type=a100 File=/dev/nvidia[0-7]\n", "", nil},
+		{"agrees by count, split", "NodeName=gpu001 Name=gpu Type=a100 Count=4\nNodeName=gpu001 Name=gpu Type=a100 Count=4\nNodeName=gpu002 Name=gpu Count=8 Cores=0-31\nName=mps Count=100\n", "",
+			[]string{"gres.conf key Cores is not used", "Name=mps is not scheduled"}},
+		{"too few", "NodeName=gpu002 Name=gpu Type=a100 File=/dev/nvidia[0-3]\n", "node gpu002 has Gres=gpu:a100:4 here, but its NodeName line says Gres=gpu:a100:8", nil},
+		{"another type", "NodeName=gpu001 Name=gpu Type=h100 Count=8\n", "node gpu001 has Gres=gpu:h100:8 here", nil},
+		{"a node without GPUs", "NodeName=cpu01 Name=gpu Count=1\n", "node cpu01 has Gres=gpu:1 here, but its NodeName line says no GPUs", nil},
+		{"an undeclared node", "NodeName=gpu009 Name=gpu Count=8\n", "node gpu009 has no NodeName line", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "slurm.conf")
+			if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if tc.gres != "" {
+				if err := os.WriteFile(filepath.Join(dir, "gres.conf"), []byte(tc.gres), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c, err := Load(path)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "gres.conf:") {
+					t.Fatalf("err = %v, want %q naming gres.conf's line", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.warnings {
+				if !strings.Contains(strings.Join(c.Warnings, "\n"), w) {
+					t.Errorf("warnings %q lack %q", c.Warnings, w)
+				}
+			}
+		})
+	}
+}
