@@ -5,7 +5,7 @@
 # the highest exit status of its tasks.
 warn() { echo "srun: warning: $*" >&2; }
 die() { echo "srun: error: $*" >&2; exit 1; }
-nodes='' ntasks='' pernode='' nodelist='' label='' gpt=''
+nodes='' ntasks='' pernode='' nodelist='' label='' gpt='' out='' err=''
 count() { # OPTION VALUE: a positive count, MIN[-MAX] (MIN is used)
 	case "${2%%-*}" in ''|*[!0-9]*|0) die "$1=$2: give a positive count" ;; esac
 	echo "${2%%-*}"
@@ -43,6 +43,8 @@ while [ $# -gt 0 ]; do
 	--gpus-per-task) gpt=$(count "$o" "${v##*:}") || exit 1 ;;
 	-w|--nodelist) nodelist=$v ;;
 	-l|--label) label=1 ;;
+	-o|--output) out=$v ;;
+	-e|--error) err=$v ;;
 	esac
 	shift
 done
@@ -107,6 +109,12 @@ if [ "$gpt" -gt 0 ]; then
 	[ $((c * gpt)) -le "$have" ] || die "$c task(s) of $gpt GPU(s) on this node, which has $have for the job"
 fi
 
+# pattern P: srun's file name pattern P for the task of $id.
+pattern() {
+	printf '%s' "$1" | sed -e 's/%%/@PHX_PCT@/g' -e "s/%t/$id/g" -e "s/%n/$j/g" -e "s/%[jJ]/${SLURM_JOB_ID:-0}/g" \
+		-e "s/%s/$s/g" -e "s/%N/${SLURMD_NODENAME:-$(hostname)}/g" -e "s/%u/$(id -un)/g" -e 's/@PHX_PCT@/%/g'
+}
+
 # task L CMD...: runs CMD as this node's task L.
 task() {
 	tl=$1
@@ -120,6 +128,11 @@ task() {
 			sed -n "$((tl * gpt + 1)),$((tl * gpt + gpt))p" | paste -sd, -)
 		export CUDA_VISIBLE_DEVICES
 	fi
+	# -o, -e: the task's output and errors to its own file, appended (%t
+	# the task, %n the node, %j the job, %s the step, %N the host, %u the
+	# user, %% a percent sign).
+	if [ -n "$out" ]; then exec >>"$(pattern "$out")" || exit 1; fi
+	if [ -n "$err" ]; then exec 2>>"$(pattern "$err")" || exit 1; elif [ -n "$out" ]; then exec 2>&1; fi
 	[ -n "$label" ] || exec "$@"
 	# -l: every line of the command's output (stdout and stderr, merged)
 	# begins with the task's number, as "0: ..."; the status is the command's.

@@ -158,12 +158,26 @@ func TestSrunShimStartsTasks(t *testing.T) {
 			}
 		}
 	}
+	// -o: each task's output to its own file (%t the task, %n the node);
+	// -e apart, or merged.
+	if out, code := run(1, "-o", tmp+"/out-%t-%n-%%.txt", "-e", tmp+"/err-%t.txt", "sh", "-c", "echo o$SLURM_PROCID; echo e$SLURM_PROCID >&2"); code != 0 || out != "" {
+		t.Errorf("srun -o -e: exit %d, stdout %q; want 0 and nothing", code, out)
+	}
+	for l := range 4 {
+		id := strconv.Itoa(4 + l)
+		if b, err := os.ReadFile(tmp + "/out-" + id + "-1-%.txt"); err != nil || string(b) != "o"+id+"\n" {
+			t.Errorf("task %s's -o file: %q, %v", id, b, err)
+		}
+		if b, err := os.ReadFile(tmp + "/err-" + id + ".txt"); err != nil || string(b) != "e"+id+"\n" {
+			t.Errorf("task %s's -e file: %q, %v", id, b, err)
+		}
+	}
 	if out, code := run(0, "sh", "-c", "exit $SLURM_LOCALID"); code != 3 {
 		t.Errorf("tasks exiting 0 to 3: srun exit %d (%q), want the highest, 3", code, out)
 	}
 	// Steps are numbered on each node from 0, one per srun, whether the
-	// node takes part or not: node 1 has seen 5 so far.
-	for want := 5; want < 7; want++ {
+	// node takes part or not: node 1 has seen 6 so far.
+	for want := 6; want < 8; want++ {
 		if got, _ := run(1, "--ntasks-per-node=1", "sh", "-c", "echo $SLURM_STEP_ID"); got != strconv.Itoa(want) {
 			t.Errorf("step %q, want %d", got, want)
 		}
