@@ -64,8 +64,8 @@ func (k *commands) srun() *ucli.Command {
 
 // srunRequest is a parsed srun command line.
 type srunRequest struct {
-	req                   *sbatch.Request
-	quiet, stdout, stderr bool // stdout, stderr: stream them (no -o or -e given)
+	req   *sbatch.Request
+	quiet bool
 }
 
 // parseSrun reads srun's command line into the job that runs it.
@@ -74,7 +74,7 @@ func parseSrun(args []string, env sbatch.Env) (*srunRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &srunRequest{stdout: true, stderr: true}
+	out := &srunRequest{}
 	var batch, inner []string
 	named, help := false, false
 	for _, v := range vals {
@@ -85,18 +85,15 @@ func parseSrun(args []string, env sbatch.Env) (*srunRequest, error) {
 			inner = append(inner, "-l")
 		case "kill-on-bad-exit", "unbuffered":
 		case "mpi":
-			inner = append(inner, "--mpi="+v.Value)
+			inner = append(inner, shellQuote("--mpi="+v.Value))
+		case "output", "error": // each task's own file, as srun's in a job
+			inner = append(inner, shellQuote("--"+v.Name+"="+v.Value))
 		case "quiet":
 			out.quiet = true
 		case "help":
 			help = true
 		default:
-			switch v.Name {
-			case "output":
-				out.stdout = false
-			case "error":
-				out.stderr = false
-			case "job-name":
+			if v.Name == "job-name" {
 				named = true
 			}
 			if opt := findOption(v.Name); opt.HasArg || (opt.OptionalArg && v.Value != "") {
@@ -119,12 +116,7 @@ func parseSrun(args []string, env sbatch.Env) (*srunRequest, error) {
 	// once read): node-local files of the user's, named afresh so that no
 	// file of another cluster's job of the same ID is appended to.
 	tag := newRequestID()[:8]
-	if out.stdout {
-		batch = append(batch, "--output=/tmp/phx-srun-%u-%j-"+tag+"-%n.out")
-	}
-	if out.stderr {
-		batch = append(batch, "--error=/tmp/phx-srun-%u-%j-"+tag+"-%n.err")
-	}
+	batch = append(batch, "--output=/tmp/phx-srun-%u-%j-"+tag+"-%n.out", "--error=/tmp/phx-srun-%u-%j-"+tag+"-%n.err")
 	line := append(append([]string{"exec", "srun"}, inner...), "--")
 	for _, w := range cmd {
 		line = append(line, shellQuote(w))
@@ -182,7 +174,7 @@ func (k *commands) runSrun(c *ucli.Context, args []string) error {
 	if err == nil && job != nil {
 		// A task that never started has no output to read: the job's end
 		// says why, below.
-		if oerr := k.srunOutput(ctx, cn, job, r); oerr != nil && ctx.Err() == nil {
+		if oerr := k.srunOutput(ctx, cn, job); oerr != nil && ctx.Err() == nil {
 			fmt.Fprintf(k.sys.Stderr, "srun: warning: %v\n", oerr)
 		}
 	}
@@ -243,7 +235,7 @@ const (
 
 // srunOutput prints every node's output and errors as they come, line by
 // line, until the tasks end.
-func (k *commands) srunOutput(ctx context.Context, cn *conn, job *phalanxv1.Job, r *srunRequest) error {
+func (k *commands) srunOutput(ctx context.Context, cn *conn, job *phalanxv1.Job) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex // one line at a time on the terminal
 	errs := make([]error, 0)
@@ -263,14 +255,9 @@ func (k *commands) srunOutput(ctx context.Context, cn *conn, job *phalanxv1.Job,
 		}
 	}
 	for rank := range int32(len(job.Alloc)) {
-		if r.stdout {
-			wg.Add(1)
-			go follow(rank, false, k.sys.Stdout)
-		}
-		if r.stderr {
-			wg.Add(1)
-			go follow(rank, true, k.sys.Stderr)
-		}
+		wg.Add(2)
+		go follow(rank, false, k.sys.Stdout)
+		go follow(rank, true, k.sys.Stderr)
 	}
 	wg.Wait()
 	return errors.Join(errs...)

@@ -16,18 +16,20 @@ func TestParseSrun(t *testing.T) {
 	s := r.req.Spec
 	if s.Nodes != 2 || s.GpusPerNode != 8 || s.TasksPerNode != 8 || s.Name != "python" ||
 		!strings.HasPrefix(s.Output, "/tmp/phx-srun-%u-%j-") || !strings.HasSuffix(s.Output, "-%n.out") ||
-		s.Error != strings.TrimSuffix(s.Output, ".out")+".err" || !r.stdout || !r.stderr {
+		s.Error != strings.TrimSuffix(s.Output, ".out")+".err" {
 		t.Errorf("spec %+v", s)
 	}
-	if want := "exec srun -l --mpi=pmix -- 'python' 'train.py' '--lr' '0.1'"; !strings.Contains(s.Script, want) {
+	if want := "exec srun -l '--mpi=pmix' -- 'python' 'train.py' '--lr' '0.1'"; !strings.Contains(s.Script, want) {
 		t.Errorf("script %q, want it to run %q", s.Script, want)
 	}
-	r, err = parseSrun([]string{"-o", "out.txt", "-J", "x", "sh", "-c", "echo 'it''s'"}, env)
+	// -o and -e name each task's files, as srun in a job takes them.
+	r, err = parseSrun([]string{"-o", "out %t.txt", "-J", "x", "sh", "-c", "echo 'it''s'"}, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.stdout || !r.stderr || r.req.Spec.Output != "out.txt" || r.req.Spec.Name != "x" || !strings.Contains(r.req.Spec.Script, `'echo '\''it'\'''\''s'\'''`) {
-		t.Errorf("-o out.txt: stdout %v stderr %v spec %+v", r.stdout, r.stderr, r.req.Spec)
+	want := `exec srun '--output=out %t.txt' -- 'sh' '-c' 'echo '\''it'\'''\''s'\'''`
+	if !strings.HasPrefix(r.req.Spec.Output, "/tmp/phx-srun-") || r.req.Spec.Name != "x" || !strings.Contains(r.req.Spec.Script, want) {
+		t.Errorf("-o 'out %%t.txt': spec %+v, want a script with %s", r.req.Spec, want)
 	}
 	for _, tc := range []struct {
 		args []string
