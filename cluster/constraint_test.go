@@ -18,7 +18,13 @@ func TestParseConstraint(t *testing.T) {
 		{in: "a100|h100", match: [][]string{{"a100"}, {"h100"}}, miss: [][]string{{"v100"}}},
 		{in: "a100&ib|h100", match: [][]string{{"a100", "ib"}, {"h100"}}, miss: [][]string{{"a100"}}},
 		{in: " a & b ", match: [][]string{{"a", "b"}}},
-		{in: "[a|b]", err: "matching OR ([a|b]) is not supported"},
+		{in: "[a100|h100]", match: [][]string{{"a100"}, {"h100"}}, miss: [][]string{{"v100"}}},
+		{in: "ib&[a100|h100]", match: [][]string{{"ib", "a100"}}, miss: [][]string{{"a100"}}},
+		{in: "[a|b", err: "unbalanced brackets"},
+		{in: "[a]", err: "one alternative"},
+		{in: "x|[a|b]", err: "| outside the brackets"},
+		{in: "x[a|b]", err: "features must join the brackets with &"},
+		{in: "[a*2|b]", err: "node counts"},
 		{in: "a*2", err: "node counts (a*2) are not supported"},
 		{in: "a&&b", err: "invalid feature specification"},
 		{in: "!a", err: "invalid feature specification"},
@@ -44,6 +50,12 @@ func TestParseConstraint(t *testing.T) {
 				t.Errorf("%q matches %v", tc.in, m)
 			}
 		}
+	}
+	if c, _ := ParseConstraint("ib&[a100|h100&nvl]"); strings.Join(c.Alternatives(), " ") != "ib&a100 ib&h100&nvl" || !c.Matching {
+		t.Errorf("Alternatives = %q", c.Alternatives())
+	}
+	if c, _ := ParseConstraint("a|b"); c.Alternatives() != nil {
+		t.Errorf("a|b has alternatives %q", c.Alternatives())
 	}
 	if c, _ := ParseConstraint("a&b|c&a"); strings.Join(c.Features(), ",") != "a,b,c" {
 		t.Errorf("Features = %v", c.Features())

@@ -17,6 +17,9 @@ import (
 // of the segment) and cluster.ErrUnsatisfiable, with the limiting
 // requirement, otherwise.
 func Feasible(s *Snapshot, j *cluster.Job) error {
+	if alts := alternatives(j); alts != nil {
+		return feasibleAny(s, alts)
+	}
 	p := newPass(&Snapshot{Nodes: s.Nodes, Partitions: s.Partitions, Topology: s.Topology, Options: s.Options}, time.Time{})
 	cs := p.set(j)
 	if cs.bad != nil {

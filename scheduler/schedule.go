@@ -22,7 +22,7 @@ func Schedule(s *Snapshot, now time.Time) *Plan {
 	plan.Queue = make([]cluster.JobID, len(q))
 	for i, rj := range q {
 		plan.Queue[i] = rj.job.ID
-		p.decide(plan, rj.job)
+		p.decideAny(plan, rj.job)
 	}
 	return plan
 }

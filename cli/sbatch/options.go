@@ -24,7 +24,7 @@ var Options = []getopt.Option{
 	{Long: "checkpoint-dir", HasArg: true, Usage: "checkpoint store on shared storage: committed steps are copied there and a restart resumes from the latest complete one"},
 	{Long: "checkpoint-keep", HasArg: true, Usage: "complete checkpoint steps kept in the store (default 2)"},
 	{Long: "hang-timeout", HasArg: true, Usage: "TIME (10:00 to 12:00:00): no output, no checkpoint and idle GPUs for that long is a suspected hang, which restarts the job with --restart-on=...,hang; 0: off (default: the cluster's)"},
-	{Long: "constraint", Short: 'C', HasArg: true, Usage: "node features: FEATURE, a&b (all of them), a|b (any of them), a&b|c (& binds tighter)"},
+	{Long: "constraint", Short: 'C', HasArg: true, Usage: "node features: FEATURE, a&b (all of them), a|b (any of them), a&b|c (& binds tighter), [a|b] (every node the same one)"},
 	{Long: "cpus-per-task", Short: 'c', HasArg: true, Usage: "CPUs per task (times the tasks per node)"},
 	{Long: "deadline", HasArg: true, Usage: "end the job (DEADLINE) if it could not end by TIME: its start plus its time limit (times as --begin)"},
 	{Long: "dependency", Short: 'd', HasArg: true, Usage: "start after other jobs: after[ok|notok|any]:ID[:ID...], after:ID+MINUTES, singleton; joined by , (all) or ? (any)"},
