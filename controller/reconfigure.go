@@ -160,10 +160,11 @@ func (s *Server) reconfigure(ctx context.Context) ([]string, error) {
 }
 
 // liveFields are the Config fields reconfigure changes; the others must
-// stay as they are. ignoredFields are not the config file's.
+// stay as they are. ignoredFields, and functions (never equal to
+// another), are not the config file's.
 var (
 	liveFields    = []string{"Partitions", "Nodes"}
-	ignoredFields = []string{"Fatal", "AuthKeys", "TLS", "Clock", "Logger", "Reload", "Bootstrap", "PeerAPIs", "FastRaft", "NoSync"}
+	ignoredFields = []string{"Fatal", "AuthKeys", "TLS", "Clock", "Logger", "Bootstrap", "PeerAPIs", "FastRaft", "NoSync"}
 )
 
 // fixedChanges lists the changes from cur to next that need a restart.
@@ -172,7 +173,8 @@ func fixedChanges(cur, next Config) []string {
 	cv, nv := reflect.ValueOf(cur), reflect.ValueOf(next)
 	for i := 0; i < cv.NumField(); i++ {
 		name := cv.Type().Field(i).Name
-		if slices.Contains(liveFields, name) || slices.Contains(ignoredFields, name) || reflect.DeepEqual(cv.Field(i).Interface(), nv.Field(i).Interface()) {
+		if slices.Contains(liveFields, name) || slices.Contains(ignoredFields, name) || cv.Field(i).Kind() == reflect.Func ||
+			reflect.DeepEqual(cv.Field(i).Interface(), nv.Field(i).Interface()) {
 			continue
 		}
 		switch name {

@@ -96,3 +96,17 @@ func TestPartitionUpdateAndReconfigure(t *testing.T) {
 		t.Error("a refused reconfigure applied the partitions")
 	}
 }
+
+// Every field of Config that holds a function (or runtime state) is
+// ignored when a reread config is compared with the running one: a func
+// never equals another, so a new such field would refuse every reconfigure.
+func TestFixedChangesIgnoresRuntimeFields(t *testing.T) {
+	cur := Config{LookupGroups: func(int, int) ([]string, error) { return nil, nil }, Fatal: func(error) {},
+		Reload: func() (Config, error) { return Config{}, nil }}
+	next := cur
+	next.LookupGroups = func(int, int) ([]string, error) { return nil, nil }
+	next.Fatal, next.Reload = func(error) {}, func() (Config, error) { return Config{}, nil }
+	if fixed := fixedChanges(cur, next); len(fixed) > 0 {
+		t.Errorf("fixedChanges = %q, want none", fixed)
+	}
+}
