@@ -303,17 +303,6 @@ func (p *parser) global(file string, num int, kv pair) {
 	}
 }
 
-// gresTypes reads GresTypes: gpu is the GRES Phalanx schedules (NodeName
-// Gres=gpu:..., gres.conf); any other is a warning, as its Gres= entries
-// are.
-func (p *parser) gresTypes(file string, num int, kv pair) {
-	for _, t := range strings.Split(kv.Value, ",") {
-		if t = strings.TrimSpace(t); t != "" && !strings.EqualFold(t, "gpu") {
-			p.warnOnce("grestypes:"+strings.ToLower(t), file, num, "GresTypes %s is not scheduled by Phalanx (only gpu); ignored", t)
-		}
-	}
-}
-
 // single sets a key that may appear once; a repeat is an error.
 func (p *parser) single(file string, num int, kv pair, dst *string) {
 	if p.once(file, num, kv, kv.lower) {

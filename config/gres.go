@@ -143,3 +143,14 @@ func gresText(typ string, n int) string {
 	}
 	return "Gres=gpu:" + typ + ":" + strconv.Itoa(n)
 }
+
+// gresTypes reads GresTypes: gpu is the GRES Phalanx schedules (NodeName
+// Gres=gpu:..., gres.conf); any other is a warning, as its Gres= entries
+// are.
+func (p *parser) gresTypes(file string, num int, kv pair) {
+	for _, t := range strings.Split(kv.Value, ",") {
+		if t = strings.TrimSpace(t); t != "" && !strings.EqualFold(t, "gpu") {
+			p.warnOnce("grestypes:"+strings.ToLower(t), file, num, "GresTypes %s is not scheduled by Phalanx (only gpu); ignored", t)
+		}
+	}
+}
