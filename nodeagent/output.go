@@ -22,7 +22,7 @@ type patternVars struct {
 	name  string             // %x
 	user  string             // %u
 	node  string             // %N: the node's short hostname
-	rank  int                // %n and %t (one task per node)
+	rank  int                // %n and %t: the node's rank (its batch script is its first task)
 }
 
 // outputPaths resolves a task's stdout and stderr files from the job's -o
