@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -29,6 +30,10 @@ type logsQuery struct {
 	req  *phalanxv1.JobLogsRequest
 	task int
 	help bool
+	// arrayTask is set for ARRAYID_INDEX (req.JobId the array's ID): the
+	// job is that task of the array.
+	arrayTask  bool
+	arrayIndex int32
 }
 
 func parseLogs(args []string) (*logsQuery, error) {
@@ -65,9 +70,17 @@ func parseLogs(args []string) (*logsQuery, error) {
 	if len(operands) != 1 {
 		return nil, fmt.Errorf("give one job ID: phx logs [-f] JOBID [--task N] [--err]")
 	}
-	id, err := strconv.ParseUint(operands[0], 10, 64)
+	base, index, isTask := strings.Cut(operands[0], "_") // a task of an array: 40_3
+	id, err := strconv.ParseUint(base, 10, 64)
 	if err != nil || id == 0 {
 		return nil, fmt.Errorf("invalid job id %q", operands[0])
+	}
+	if isTask {
+		i, err := strconv.ParseInt(index, 10, 32)
+		if err != nil || i < 0 {
+			return nil, fmt.Errorf("invalid job id %q: write JOBID or ARRAYID_INDEX", operands[0])
+		}
+		q.arrayTask, q.arrayIndex = true, int32(i)
 	}
 	q.req.JobId = id
 	return q, nil
@@ -114,13 +127,11 @@ func (k *commands) runLogs(c *ucli.Context, args []string) error {
 		return err
 	}
 	defer cn.Close()
-	var job *phalanxv1.Job
-	if err := cn.call(c.Context, func(ctx context.Context) (err error) {
-		job, err = cn.api.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: q.req.JobId})
-		return err
-	}); err != nil {
+	job, err := k.logsJob(c.Context, cn, q)
+	if err != nil {
 		return err
 	}
+	q.req.JobId = job.Id
 	perNode := int(max(1, job.GetSpec().GetTasksPerNode()))
 	tasks := jobNodeCount(job) * perNode
 	if q.task >= tasks {
@@ -131,6 +142,29 @@ func (k *commands) runLogs(c *ucli.Context, args []string) error {
 		_, err := k.sys.Stdout.Write(data)
 		return err
 	})
+}
+
+// logsJob finds the job a logs command names: by ID, or a task of an
+// array by ARRAYID_INDEX.
+func (k *commands) logsJob(ctx context.Context, cn *conn, q *logsQuery) (*phalanxv1.Job, error) {
+	if !q.arrayTask {
+		var job *phalanxv1.Job
+		err := cn.call(ctx, func(ctx context.Context) (err error) {
+			job, err = cn.api.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: q.req.JobId})
+			return err
+		})
+		return job, err
+	}
+	jobs, err := cn.listJobs(ctx, &phalanxv1.ListJobsRequest{JobIds: []uint64{q.req.JobId}, IncludeFinished: true})
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range jobs {
+		if a := j.GetArrayTask(); a != nil && a.ArrayJobId == q.req.JobId && a.TaskId == q.arrayIndex {
+			return j, nil
+		}
+	}
+	return nil, fmt.Errorf("invalid job id %d_%d: no such task of array %d", q.req.JobId, q.arrayIndex, q.req.JobId)
 }
 
 // readLog streams a task's output file (JobLogs) to write, a chunk at a

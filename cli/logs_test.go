@@ -17,6 +17,7 @@ func TestParseLogs(t *testing.T) {
 		{[]string{}, "give one job ID: phx logs [-f] JOBID [--task N] [--err]"},
 		{[]string{"1", "2"}, "give one job ID: phx logs [-f] JOBID [--task N] [--err]"},
 		{[]string{"x"}, `invalid job id "x"`},
+		{[]string{"40_x"}, `invalid job id "40_x": write JOBID or ARRAYID_INDEX`},
 		{[]string{"42", "--task=-1"}, "--task=-1: give a task number, 0 or more"},
 		{[]string{"42", "--tail=0"}, "--tail=0: want a positive size such as 4096, 64K or 1M"},
 		{[]string{"42", "--tail=9999999999G"}, "--tail=9999999999G: want a positive size such as 4096, 64K or 1M"},
@@ -33,5 +34,12 @@ func TestParseLogs(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("phx logs %q: %s, want %s", tc.args, got, tc.want)
 		}
+	}
+}
+
+func TestParseLogsArrayTask(t *testing.T) {
+	q, err := parseLogs([]string{"40_3", "-f"})
+	if err != nil || q.req.JobId != 40 || !q.arrayTask || q.arrayIndex != 3 || !q.req.Follow {
+		t.Errorf("40_3: %+v, %v", q, err)
 	}
 }

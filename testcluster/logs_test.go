@@ -81,6 +81,18 @@ echo "oops $SLURM_NODEID" >&2
 		t.Errorf("bob's phx logs of alice's job: exit %d, %q; want permission denied", code, errOut)
 	}
 
+	// A task of an array, by ARRAYID_INDEX.
+	code, out, errOut = phxAs(t, c, alice, dir, nil, "sbatch", "--parsable", "--array=0-1", "-N", "1", "--gpus-per-node=8", "-o", "arr-%A_%a.out", "--wrap", "echo task $SLURM_ARRAY_TASK_ID")
+	if code != 0 {
+		t.Fatalf("sbatch --array: exit %d: %s", code, errOut)
+	}
+	array := strings.TrimSpace(out)
+	arrayID, _ := strconv.ParseUint(array, 10, 64)
+	c.WaitJob(arrayID+1, 20*time.Second, "COMPLETED")
+	if code, out, errOut = phxAs(t, c, alice, dir, nil, "logs", array+"_1"); code != 0 || out != "task 1\n" {
+		t.Errorf("phx logs %s_1: exit %d, stdout %q, stderr %q; want task 1", array, code, out, errOut)
+	}
+
 	// The agent opens the file as the job's owner: a job that names a
 	// file its owner may not read gets no byte of it.
 	code, out, errOut = phxAs(t, c, alice, dir, nil, "sbatch", "--parsable", "-N", "1", "--gpus-per-node=8", "-o", "/etc/shadow", "--wrap", "true")
