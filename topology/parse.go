@@ -25,6 +25,10 @@ func Load(path string) (*Tree, error) {
 	return t, nil
 }
 
+// maxLine bounds one line: the most names a hostlist expands to, a comma
+// each, and room for the key.
+const maxLine = hostlist.MaxBytes + hostlist.MaxHosts + 64<<10
+
 // Parse reads Slurm topology.conf syntax:
 //
 //	# comment
@@ -39,7 +43,10 @@ func Load(path string) (*Tree, error) {
 func Parse(r io.Reader) (*Tree, error) {
 	b := newBuilder()
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	// A line may hold as many names as one hostlist may expand to, written
+	// out with commas (what Conf writes for a list it cannot compress):
+	// whatever Parse accepts, Conf writes and Parse reads back.
+	sc.Buffer(make([]byte, 64*1024), maxLine)
 	lineNo, start, pending := 0, 0, ""
 	for sc.Scan() {
 		lineNo++
