@@ -45,6 +45,8 @@ var srunOwn = []getopt.Option{
 	{Long: "unbuffered", Short: 'u', Usage: "accepted: output is passed on as it comes"},
 	{Long: "quiet", Short: 'Q', Usage: "no messages about the job's allocation"},
 	{Long: "pty", Usage: "refused: Phalanx has no interactive steps"},
+	{Long: "jobid", HasArg: true, Usage: "run the command as a step of this running job of yours, beside its tasks, on its nodes (-w, -N choose among them)"},
+	{Long: "overlap", Usage: "accepted: a step run with --jobid shares the job's resources"},
 }
 
 // srunOptions is srun's table: the options passed to sbatch, then its own.
@@ -83,7 +85,7 @@ func parseSrun(args []string, env sbatch.Env) (*srunRequest, error) {
 			return nil, fmt.Errorf("--pty: Phalanx has no interactive steps: run the command, or submit a job and read its output with phx logs -f")
 		case "label":
 			inner = append(inner, "-l")
-		case "kill-on-bad-exit", "unbuffered":
+		case "kill-on-bad-exit", "unbuffered", "overlap":
 		case "mpi":
 			inner = append(inner, shellQuote("--mpi="+v.Value))
 		case "output", "error": // each task's own file, as srun's in a job
@@ -140,6 +142,12 @@ func findOption(long string) getopt.Option {
 }
 
 func (k *commands) runSrun(c *ucli.Context, args []string) error {
+	if st, ok, err := parseSrunStep(args); err != nil || ok {
+		if err != nil {
+			return err
+		}
+		return k.runSrunStep(c, st)
+	}
 	if id := k.sys.Getenv("PHX_JOB_ID"); id != "" {
 		return fmt.Errorf("inside job %s, the job's own srun (first on its PATH) starts its tasks; phx srun would submit another job: unset PHX_JOB_ID to do that", id)
 	}
@@ -266,27 +274,39 @@ func (k *commands) srunOutput(ctx context.Context, cn *conn, job *phalanxv1.Job)
 // lineWriter passes whole lines on, under a shared lock, so that nodes'
 // lines do not mix.
 type lineWriter struct {
-	w    io.Writer
-	mu   *sync.Mutex
-	part []byte
+	w      io.Writer
+	mu     *sync.Mutex
+	part   []byte
+	prefix string // before each line (srun -l)
 }
 
 func (l *lineWriter) Write(p []byte) {
 	l.part = append(l.part, p...)
 	if i := strings.LastIndexByte(string(l.part), '\n'); i >= 0 {
-		l.mu.Lock()
-		l.w.Write(l.part[:i+1])
-		l.mu.Unlock()
+		l.write(l.part[:i+1])
 		l.part = append(l.part[:0], l.part[i+1:]...)
 	}
 }
 
 func (l *lineWriter) flush() {
 	if len(l.part) > 0 {
-		l.mu.Lock()
-		l.w.Write(l.part)
-		l.mu.Unlock()
+		l.write(l.part)
+		l.part = l.part[:0]
 	}
+}
+
+// write writes whole lines (and a last part line), each after the prefix.
+func (l *lineWriter) write(b []byte) {
+	if l.prefix != "" {
+		var out []byte
+		for line := range strings.Lines(string(b)) {
+			out = append(append(out, l.prefix...), line...)
+		}
+		b = out
+	}
+	l.mu.Lock()
+	l.w.Write(b)
+	l.mu.Unlock()
 }
 
 // srunExit waits for the job to end and exits as its tasks did: the

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,6 +43,36 @@ func TestParseSrun(t *testing.T) {
 	} {
 		if _, err := parseSrun(tc.args, env); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("srun %q: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestParseSrunStep(t *testing.T) {
+	st, ok, err := parseSrunStep([]string{"--jobid=42", "--overlap", "-w", "gpu[1-2]", "-N1", "-l", "nvidia-smi", "-L"})
+	if err != nil || !ok {
+		t.Fatalf("parse: ok %v, %v", ok, err)
+	}
+	if st.job != 42 || !slices.Equal(st.nodes, []string{"gpu1", "gpu2"}) || st.count != 1 || !st.label || !slices.Equal(st.cmd, []string{"nvidia-smi", "-L"}) {
+		t.Errorf("parsed %+v", st)
+	}
+	if _, ok, err := parseSrunStep([]string{"-N2", "hostname"}); ok || err != nil {
+		t.Errorf("without --jobid: ok %v, %v; want the allocating srun", ok, err)
+	}
+	if _, ok, _ := parseSrunStep([]string{"--jobid", "4", "--help"}); ok {
+		t.Error("--jobid --help: want the usage")
+	}
+	for args, want := range map[string]string{
+		"--jobid=x id":             "--jobid=x: not a job ID",
+		"--jobid=0 id":             "--jobid=0: not a job ID",
+		"--jobid=4":                "no command to run",
+		"--jobid=4 -n2 id":         "--ntasks does not apply with --jobid",
+		"--jobid=4 -p gpu id":      "--partition does not apply with --jobid",
+		"--jobid=4 -N0 id":         "--nodes=0: with --jobid",
+		"--jobid=4 -w gpu[2-1] id": "--nodelist=gpu[2-1]",
+	} {
+		_, ok, err := parseSrunStep(strings.Fields(args))
+		if !ok || err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("srun %s: ok %v, %v; want an error saying %q", args, ok, err, want)
 		}
 	}
 }

@@ -42,7 +42,8 @@ type Server struct {
 
 	kick     chan struct{}
 	feasible feasibility
-	logs     *logHub // agents' log streams (phx logs)
+	logs     *logHub     // agents' log streams (phx logs)
+	steps    stepNumbers // steps started from outside their jobs (RunStep)
 	live     atomic.Pointer[liveConfig]
 
 	mu       sync.Mutex

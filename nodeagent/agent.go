@@ -17,6 +17,7 @@ import (
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/nodeagent/gpu"
 	"github.com/phalanx-hpc/phalanx/nodeagent/rdma"
+	"github.com/phalanx-hpc/phalanx/pki"
 	"github.com/phalanx-hpc/phalanx/runtime"
 )
 
@@ -87,8 +88,12 @@ type Config struct {
 	// whose runtime can hand them over to the agent's next run
 	// (runtime.Recoverer) keep running, and the next run takes them over.
 	StopTasksOnExit bool
-	Clock           Clock
-	Logger          *slog.Logger
+	// TLS is the node's certificate material, whose CA bundle checks the
+	// step credentials of steps started from outside a job (step.go);
+	// nil (--insecure): they are not checked.
+	TLS    *pki.Material
+	Clock  Clock
+	Logger *slog.Logger
 }
 
 // Agent runs one node's tasks as the controller assigns them.
@@ -127,6 +132,8 @@ type Agent struct {
 	// agent left (leftover.go): their tasks are reported LOST, not started.
 	leftover map[attemptKey]bool
 	taskWG   sync.WaitGroup
+	// usedSteps are the step credentials used, when (step.go).
+	usedSteps map[string]time.Time
 	// healthChanged wakes the heartbeat loop: a check's result changed.
 	healthChanged chan struct{}
 }

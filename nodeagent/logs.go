@@ -84,7 +84,11 @@ func (a *Agent) serveLogsOnce(ctx context.Context, b *backoff) error {
 		go func() {
 			defer wg.Done()
 			defer stop()
-			a.readLog(rctx, req, send)
+			if req.GetStep() != nil {
+				a.runStep(rctx, req, send)
+			} else {
+				a.readLog(rctx, req, send)
+			}
 			mu.Lock()
 			delete(reads, id)
 			mu.Unlock()

@@ -148,6 +148,7 @@ func startAgent(t testing.TB, s agentSpec) *agentProc {
 		MemoryMB:          512 * 1024,
 		HeartbeatInterval: 200 * time.Millisecond,
 		KillGrace:         s.killGrace,
+		TLS:               s.tls,
 		Logger:            s.log,
 	})
 	if err != nil {

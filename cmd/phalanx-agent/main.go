@@ -173,7 +173,7 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 		GPUs: gpus, NICs: nics, NICWatcher: &rdma.Watcher{Root: f.sysfsRoot, Netlink: f.sysfsRoot == "/sys", Log: log},
 		RDMADevices: rdmaDevices, ClientBinary: clientBinary(f.client, log), CPUs: f.cpus, MemoryMB: f.memoryMB, ClusterName: f.clusterID,
 		HeartbeatInterval: f.heartbeat, KillGrace: f.killGrace, StopTasksOnExit: f.stopTasksOnExit, Logger: log,
-		CheckpointRoot: f.ckptLocal, CheckpointRate: f.ckptRate,
+		CheckpointRoot: f.ckptLocal, CheckpointRate: f.ckptRate, TLS: certs,
 	}
 	if lib != nil {
 		gw := &gpu.Watcher{Lib: lib, Devices: gpus, Interval: f.gpuPoll, Log: log}

@@ -138,6 +138,162 @@ func (SignalScope) EnumDescriptor() ([]byte, []int) {
 	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{1}
 }
 
+type RunStepRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	JobId uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Argv  []string               `protobuf:"bytes,2,rep,name=argv,proto3" json:"argv,omitempty"` // the command; argv[0] is looked up in the job's PATH
+	// nodes: the job's nodes to run on (names, expanded by the client);
+	// empty: every node of the job.
+	Nodes         []string `protobuf:"bytes,3,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunStepRequest) Reset() {
+	*x = RunStepRequest{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunStepRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunStepRequest) ProtoMessage() {}
+
+func (x *RunStepRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunStepRequest.ProtoReflect.Descriptor instead.
+func (*RunStepRequest) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *RunStepRequest) GetJobId() uint64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *RunStepRequest) GetArgv() []string {
+	if x != nil {
+		return x.Argv
+	}
+	return nil
+}
+
+func (x *RunStepRequest) GetNodes() []string {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+// StepOutput is a piece of one node's output (stdout and stderr, in the
+// order written), or, with exited, how the command ended there.
+type StepOutput struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Rank          int32                  `protobuf:"varint,2,opt,name=rank,proto3" json:"rank,omitempty"` // the node's place among the step's nodes
+	Data          []byte                 `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	Exited        bool                   `protobuf:"varint,4,opt,name=exited,proto3" json:"exited,omitempty"`
+	ExitCode      int32                  `protobuf:"varint,5,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"` // 128+signal when killed, as a shell says
+	Signal        int32                  `protobuf:"varint,6,opt,name=signal,proto3" json:"signal,omitempty"`
+	StepId        uint32                 `protobuf:"varint,7,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"` // the step's number (SLURM_STEP_ID), in each node's first message
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StepOutput) Reset() {
+	*x = StepOutput{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StepOutput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StepOutput) ProtoMessage() {}
+
+func (x *StepOutput) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StepOutput.ProtoReflect.Descriptor instead.
+func (*StepOutput) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *StepOutput) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *StepOutput) GetRank() int32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+func (x *StepOutput) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *StepOutput) GetExited() bool {
+	if x != nil {
+		return x.Exited
+	}
+	return false
+}
+
+func (x *StepOutput) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
+func (x *StepOutput) GetSignal() int32 {
+	if x != nil {
+		return x.Signal
+	}
+	return 0
+}
+
+func (x *StepOutput) GetStepId() uint32 {
+	if x != nil {
+		return x.StepId
+	}
+	return 0
+}
+
 type UpdatePartitionRequest struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
 	Name               string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -153,7 +309,7 @@ type UpdatePartitionRequest struct {
 
 func (x *UpdatePartitionRequest) Reset() {
 	*x = UpdatePartitionRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[0]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -165,7 +321,7 @@ func (x *UpdatePartitionRequest) String() string {
 func (*UpdatePartitionRequest) ProtoMessage() {}
 
 func (x *UpdatePartitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[0]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -178,7 +334,7 @@ func (x *UpdatePartitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePartitionRequest.ProtoReflect.Descriptor instead.
 func (*UpdatePartitionRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{0}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *UpdatePartitionRequest) GetName() string {
@@ -238,7 +394,7 @@ type UpdatePartitionResponse struct {
 
 func (x *UpdatePartitionResponse) Reset() {
 	*x = UpdatePartitionResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[1]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -250,7 +406,7 @@ func (x *UpdatePartitionResponse) String() string {
 func (*UpdatePartitionResponse) ProtoMessage() {}
 
 func (x *UpdatePartitionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[1]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -263,7 +419,7 @@ func (x *UpdatePartitionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePartitionResponse.ProtoReflect.Descriptor instead.
 func (*UpdatePartitionResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{1}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{3}
 }
 
 type ReconfigureRequest struct {
@@ -274,7 +430,7 @@ type ReconfigureRequest struct {
 
 func (x *ReconfigureRequest) Reset() {
 	*x = ReconfigureRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[2]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -286,7 +442,7 @@ func (x *ReconfigureRequest) String() string {
 func (*ReconfigureRequest) ProtoMessage() {}
 
 func (x *ReconfigureRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[2]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -299,7 +455,7 @@ func (x *ReconfigureRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconfigureRequest.ProtoReflect.Descriptor instead.
 func (*ReconfigureRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{2}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{4}
 }
 
 type ReconfigureResponse struct {
@@ -312,7 +468,7 @@ type ReconfigureResponse struct {
 
 func (x *ReconfigureResponse) Reset() {
 	*x = ReconfigureResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[3]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -324,7 +480,7 @@ func (x *ReconfigureResponse) String() string {
 func (*ReconfigureResponse) ProtoMessage() {}
 
 func (x *ReconfigureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[3]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -337,7 +493,7 @@ func (x *ReconfigureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconfigureResponse.ProtoReflect.Descriptor instead.
 func (*ReconfigureResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{3}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReconfigureResponse) GetChanges() []string {
@@ -356,7 +512,7 @@ type TopJobsRequest struct {
 
 func (x *TopJobsRequest) Reset() {
 	*x = TopJobsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[4]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -368,7 +524,7 @@ func (x *TopJobsRequest) String() string {
 func (*TopJobsRequest) ProtoMessage() {}
 
 func (x *TopJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[4]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -381,7 +537,7 @@ func (x *TopJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopJobsRequest.ProtoReflect.Descriptor instead.
 func (*TopJobsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{4}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *TopJobsRequest) GetJobIds() []uint64 {
@@ -401,7 +557,7 @@ type TopJobsResponse struct {
 
 func (x *TopJobsResponse) Reset() {
 	*x = TopJobsResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[5]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -413,7 +569,7 @@ func (x *TopJobsResponse) String() string {
 func (*TopJobsResponse) ProtoMessage() {}
 
 func (x *TopJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[5]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -426,7 +582,7 @@ func (x *TopJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopJobsResponse.ProtoReflect.Descriptor instead.
 func (*TopJobsResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *TopJobsResponse) GetReniced() []uint64 {
@@ -454,7 +610,7 @@ type JobLogsRequest struct {
 
 func (x *JobLogsRequest) Reset() {
 	*x = JobLogsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[6]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -466,7 +622,7 @@ func (x *JobLogsRequest) String() string {
 func (*JobLogsRequest) ProtoMessage() {}
 
 func (x *JobLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[6]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -479,7 +635,7 @@ func (x *JobLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobLogsRequest.ProtoReflect.Descriptor instead.
 func (*JobLogsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *JobLogsRequest) GetJobId() uint64 {
@@ -537,7 +693,7 @@ type LogChunk struct {
 
 func (x *LogChunk) Reset() {
 	*x = LogChunk{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[7]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -549,7 +705,7 @@ func (x *LogChunk) String() string {
 func (*LogChunk) ProtoMessage() {}
 
 func (x *LogChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[7]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -562,7 +718,7 @@ func (x *LogChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogChunk.ProtoReflect.Descriptor instead.
 func (*LogChunk) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *LogChunk) GetData() []byte {
@@ -603,7 +759,7 @@ type ListEventsRequest struct {
 
 func (x *ListEventsRequest) Reset() {
 	*x = ListEventsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[8]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -615,7 +771,7 @@ func (x *ListEventsRequest) String() string {
 func (*ListEventsRequest) ProtoMessage() {}
 
 func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[8]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -628,7 +784,7 @@ func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListEventsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListEventsRequest) GetNodes() []string {
@@ -676,7 +832,7 @@ type ListEventsResponse struct {
 
 func (x *ListEventsResponse) Reset() {
 	*x = ListEventsResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[9]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -688,7 +844,7 @@ func (x *ListEventsResponse) String() string {
 func (*ListEventsResponse) ProtoMessage() {}
 
 func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[9]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -701,7 +857,7 @@ func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListEventsResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListEventsResponse) GetEvents() []*Event {
@@ -739,7 +895,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[10]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -751,7 +907,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[10]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -764,7 +920,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -831,7 +987,7 @@ type UpdateNodeRequest struct {
 
 func (x *UpdateNodeRequest) Reset() {
 	*x = UpdateNodeRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[11]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -843,7 +999,7 @@ func (x *UpdateNodeRequest) String() string {
 func (*UpdateNodeRequest) ProtoMessage() {}
 
 func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[11]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -856,7 +1012,7 @@ func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeRequest.ProtoReflect.Descriptor instead.
 func (*UpdateNodeRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{11}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *UpdateNodeRequest) GetNames() []string {
@@ -889,7 +1045,7 @@ type UpdateNodeResponse struct {
 
 func (x *UpdateNodeResponse) Reset() {
 	*x = UpdateNodeResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[12]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -901,7 +1057,7 @@ func (x *UpdateNodeResponse) String() string {
 func (*UpdateNodeResponse) ProtoMessage() {}
 
 func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[12]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -914,7 +1070,7 @@ func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeResponse.ProtoReflect.Descriptor instead.
 func (*UpdateNodeResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{12}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *UpdateNodeResponse) GetNames() []string {
@@ -950,7 +1106,7 @@ type UpdateJobRequest struct {
 
 func (x *UpdateJobRequest) Reset() {
 	*x = UpdateJobRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[13]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -962,7 +1118,7 @@ func (x *UpdateJobRequest) String() string {
 func (*UpdateJobRequest) ProtoMessage() {}
 
 func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[13]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -975,7 +1131,7 @@ func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{13}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *UpdateJobRequest) GetJobId() uint64 {
@@ -1057,7 +1213,7 @@ type RequeueJobRequest struct {
 
 func (x *RequeueJobRequest) Reset() {
 	*x = RequeueJobRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[14]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1069,7 +1225,7 @@ func (x *RequeueJobRequest) String() string {
 func (*RequeueJobRequest) ProtoMessage() {}
 
 func (x *RequeueJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[14]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1082,7 +1238,7 @@ func (x *RequeueJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequeueJobRequest.ProtoReflect.Descriptor instead.
 func (*RequeueJobRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{14}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RequeueJobRequest) GetJobIds() []uint64 {
@@ -1102,7 +1258,7 @@ type RequeueJobResponse struct {
 
 func (x *RequeueJobResponse) Reset() {
 	*x = RequeueJobResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[15]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1114,7 +1270,7 @@ func (x *RequeueJobResponse) String() string {
 func (*RequeueJobResponse) ProtoMessage() {}
 
 func (x *RequeueJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[15]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1127,7 +1283,7 @@ func (x *RequeueJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequeueJobResponse.ProtoReflect.Descriptor instead.
 func (*RequeueJobResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{15}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RequeueJobResponse) GetRequeued() []uint64 {
@@ -1145,7 +1301,7 @@ type UpdateJobResponse struct {
 
 func (x *UpdateJobResponse) Reset() {
 	*x = UpdateJobResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[16]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1157,7 +1313,7 @@ func (x *UpdateJobResponse) String() string {
 func (*UpdateJobResponse) ProtoMessage() {}
 
 func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[16]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1170,7 +1326,7 @@ func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{16}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{18}
 }
 
 type CreateTokenRequest struct {
@@ -1185,7 +1341,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[17]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1197,7 +1353,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[17]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1210,7 +1366,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{17}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CreateTokenRequest) GetUsername() string {
@@ -1237,7 +1393,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[18]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1249,7 +1405,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[18]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1262,7 +1418,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{18}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CreateTokenResponse) GetToken() string {
@@ -1282,22 +1438,25 @@ func (x *CreateTokenResponse) GetExpires() *timestamppb.Timestamp {
 // LogRead asks an agent for a task's output file, or (cancel) to stop
 // sending it.
 type LogRead struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"` // the read's number, chosen by the controller
-	Cancel        bool                   `protobuf:"varint,2,opt,name=cancel,proto3" json:"cancel,omitempty"`
-	Job           *Job                   `protobuf:"bytes,3,opt,name=job,proto3" json:"job,omitempty"` // the job, as assignments carry it (no payload)
-	Rank          int32                  `protobuf:"varint,4,opt,name=rank,proto3" json:"rank,omitempty"`
-	Stderr        bool                   `protobuf:"varint,5,opt,name=stderr,proto3" json:"stderr,omitempty"`
-	Follow        bool                   `protobuf:"varint,6,opt,name=follow,proto3" json:"follow,omitempty"`
-	Offset        int64                  `protobuf:"varint,7,opt,name=offset,proto3" json:"offset,omitempty"` // as JobLogsRequest's
-	Remove        bool                   `protobuf:"varint,8,opt,name=remove,proto3" json:"remove,omitempty"` // as JobLogsRequest's
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Id     uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"` // the read's number, chosen by the controller
+	Cancel bool                   `protobuf:"varint,2,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	Job    *Job                   `protobuf:"bytes,3,opt,name=job,proto3" json:"job,omitempty"` // the job, as assignments carry it (no payload)
+	Rank   int32                  `protobuf:"varint,4,opt,name=rank,proto3" json:"rank,omitempty"`
+	Stderr bool                   `protobuf:"varint,5,opt,name=stderr,proto3" json:"stderr,omitempty"`
+	Follow bool                   `protobuf:"varint,6,opt,name=follow,proto3" json:"follow,omitempty"`
+	Offset int64                  `protobuf:"varint,7,opt,name=offset,proto3" json:"offset,omitempty"` // as JobLogsRequest's
+	Remove bool                   `protobuf:"varint,8,opt,name=remove,proto3" json:"remove,omitempty"` // as JobLogsRequest's
+	// step, when set, asks the agent to run a command in the job (RunStep)
+	// and to send its output as the read's data, then its exit status.
+	Step          *StepLaunch `protobuf:"bytes,9,opt,name=step,proto3" json:"step,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LogRead) Reset() {
 	*x = LogRead{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[19]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1309,7 +1468,7 @@ func (x *LogRead) String() string {
 func (*LogRead) ProtoMessage() {}
 
 func (x *LogRead) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[19]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1322,7 +1481,7 @@ func (x *LogRead) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogRead.ProtoReflect.Descriptor instead.
 func (*LogRead) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{19}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *LogRead) GetId() uint64 {
@@ -1381,22 +1540,114 @@ func (x *LogRead) GetRemove() bool {
 	return false
 }
 
+func (x *LogRead) GetStep() *StepLaunch {
+	if x != nil {
+		return x.Step
+	}
+	return nil
+}
+
+// StepLaunch is a command for a job's node. credential is a JWT (ES256)
+// the leader signed with its controller certificate's key, which travels
+// in its x5c header: the agent checks the certificate against the
+// cluster CA, then that the claims name this job, node, user and argv.
+type StepLaunch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Credential    string                 `protobuf:"bytes,1,opt,name=credential,proto3" json:"credential,omitempty"`
+	Argv          []string               `protobuf:"bytes,2,rep,name=argv,proto3" json:"argv,omitempty"`
+	StepId        uint32                 `protobuf:"varint,3,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	StepRank      int32                  `protobuf:"varint,4,opt,name=step_rank,json=stepRank,proto3" json:"step_rank,omitempty"`    // SLURM_PROCID and SLURM_NODEID of the step
+	StepNodes     int32                  `protobuf:"varint,5,opt,name=step_nodes,json=stepNodes,proto3" json:"step_nodes,omitempty"` // SLURM_NTASKS and SLURM_STEP_NUM_NODES
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StepLaunch) Reset() {
+	*x = StepLaunch{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StepLaunch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StepLaunch) ProtoMessage() {}
+
+func (x *StepLaunch) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StepLaunch.ProtoReflect.Descriptor instead.
+func (*StepLaunch) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *StepLaunch) GetCredential() string {
+	if x != nil {
+		return x.Credential
+	}
+	return ""
+}
+
+func (x *StepLaunch) GetArgv() []string {
+	if x != nil {
+		return x.Argv
+	}
+	return nil
+}
+
+func (x *StepLaunch) GetStepId() uint32 {
+	if x != nil {
+		return x.StepId
+	}
+	return 0
+}
+
+func (x *StepLaunch) GetStepRank() int32 {
+	if x != nil {
+		return x.StepRank
+	}
+	return 0
+}
+
+func (x *StepLaunch) GetStepNodes() int32 {
+	if x != nil {
+		return x.StepNodes
+	}
+	return 0
+}
+
 // ServeLogsRequest answers a LogRead: data, then eof or an error, which end it.
 type ServeLogsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
-	Path          string                 `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"` // the file, in a read's first reply
-	Eof           bool                   `protobuf:"varint,4,opt,name=eof,proto3" json:"eof,omitempty"`
-	Error         string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"` // why the file cannot be read, one line
-	Node          string                 `protobuf:"bytes,6,opt,name=node,proto3" json:"node,omitempty"`   // the agent's first message on a stream: its node
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Data  []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	Path  string                 `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"` // the file, in a read's first reply
+	Eof   bool                   `protobuf:"varint,4,opt,name=eof,proto3" json:"eof,omitempty"`
+	Error string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"` // why the file cannot be read, one line
+	Node  string                 `protobuf:"bytes,6,opt,name=node,proto3" json:"node,omitempty"`   // the agent's first message on a stream: its node
+	// A step's end (LogRead.step), with eof: its exit code (128+signal when
+	// killed) and the signal that killed it.
+	Exited        bool  `protobuf:"varint,7,opt,name=exited,proto3" json:"exited,omitempty"`
+	ExitCode      int32 `protobuf:"varint,8,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	ExitSignal    int32 `protobuf:"varint,9,opt,name=exit_signal,json=exitSignal,proto3" json:"exit_signal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ServeLogsRequest) Reset() {
 	*x = ServeLogsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[20]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1408,7 +1659,7 @@ func (x *ServeLogsRequest) String() string {
 func (*ServeLogsRequest) ProtoMessage() {}
 
 func (x *ServeLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[20]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1421,7 +1672,7 @@ func (x *ServeLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServeLogsRequest.ProtoReflect.Descriptor instead.
 func (*ServeLogsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{20}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ServeLogsRequest) GetId() uint64 {
@@ -1464,6 +1715,27 @@ func (x *ServeLogsRequest) GetNode() string {
 		return x.Node
 	}
 	return ""
+}
+
+func (x *ServeLogsRequest) GetExited() bool {
+	if x != nil {
+		return x.Exited
+	}
+	return false
+}
+
+func (x *ServeLogsRequest) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
+func (x *ServeLogsRequest) GetExitSignal() int32 {
+	if x != nil {
+		return x.ExitSignal
+	}
+	return 0
 }
 
 type JobSpec struct {
@@ -1557,7 +1829,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[21]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1569,7 +1841,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[21]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1582,7 +1854,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{21}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *JobSpec) GetName() string {
@@ -1934,7 +2206,7 @@ type NodeAlloc struct {
 
 func (x *NodeAlloc) Reset() {
 	*x = NodeAlloc{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[22]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1946,7 +2218,7 @@ func (x *NodeAlloc) String() string {
 func (*NodeAlloc) ProtoMessage() {}
 
 func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[22]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1959,7 +2231,7 @@ func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAlloc.ProtoReflect.Descriptor instead.
 func (*NodeAlloc) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{22}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *NodeAlloc) GetNode() string {
@@ -2013,7 +2285,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[23]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2025,7 +2297,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[23]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2038,7 +2310,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{23}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Task) GetRank() int32 {
@@ -2130,7 +2402,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[24]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2142,7 +2414,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[24]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2155,7 +2427,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{24}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Job) GetId() uint64 {
@@ -2306,7 +2578,7 @@ type ArrayTask struct {
 
 func (x *ArrayTask) Reset() {
 	*x = ArrayTask{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2318,7 +2590,7 @@ func (x *ArrayTask) String() string {
 func (*ArrayTask) ProtoMessage() {}
 
 func (x *ArrayTask) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2331,7 +2603,7 @@ func (x *ArrayTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArrayTask.ProtoReflect.Descriptor instead.
 func (*ArrayTask) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{25}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ArrayTask) GetArrayJobId() uint64 {
@@ -2404,7 +2676,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2416,7 +2688,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2429,7 +2701,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{26}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Attempt) GetAttempt() int32 {
@@ -2533,7 +2805,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2545,7 +2817,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2558,7 +2830,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{27}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Node) GetName() string {
@@ -2729,7 +3001,7 @@ type Partition struct {
 
 func (x *Partition) Reset() {
 	*x = Partition{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2741,7 +3013,7 @@ func (x *Partition) String() string {
 func (*Partition) ProtoMessage() {}
 
 func (x *Partition) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2754,7 +3026,7 @@ func (x *Partition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Partition.ProtoReflect.Descriptor instead.
 func (*Partition) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{28}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Partition) GetName() string {
@@ -2862,7 +3134,7 @@ type SubmitJobRequest struct {
 
 func (x *SubmitJobRequest) Reset() {
 	*x = SubmitJobRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2874,7 +3146,7 @@ func (x *SubmitJobRequest) String() string {
 func (*SubmitJobRequest) ProtoMessage() {}
 
 func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2887,7 +3159,7 @@ func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobRequest.ProtoReflect.Descriptor instead.
 func (*SubmitJobRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{29}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SubmitJobRequest) GetSpec() *JobSpec {
@@ -2922,7 +3194,7 @@ type SubmitJobResponse struct {
 
 func (x *SubmitJobResponse) Reset() {
 	*x = SubmitJobResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2934,7 +3206,7 @@ func (x *SubmitJobResponse) String() string {
 func (*SubmitJobResponse) ProtoMessage() {}
 
 func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2947,7 +3219,7 @@ func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobResponse.ProtoReflect.Descriptor instead.
 func (*SubmitJobResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{30}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SubmitJobResponse) GetJobId() uint64 {
@@ -2997,7 +3269,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3009,7 +3281,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3022,7 +3294,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{31}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CancelJobRequest) GetJobIds() []uint64 {
@@ -3098,7 +3370,7 @@ type ArrayTasks struct {
 
 func (x *ArrayTasks) Reset() {
 	*x = ArrayTasks{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3110,7 +3382,7 @@ func (x *ArrayTasks) String() string {
 func (*ArrayTasks) ProtoMessage() {}
 
 func (x *ArrayTasks) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3123,7 +3395,7 @@ func (x *ArrayTasks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArrayTasks.ProtoReflect.Descriptor instead.
 func (*ArrayTasks) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{32}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ArrayTasks) GetArrayJobId() uint64 {
@@ -3151,7 +3423,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3163,7 +3435,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3176,7 +3448,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{33}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CancelJobResponse) GetCancelled() []uint64 {
@@ -3195,7 +3467,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3207,7 +3479,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3220,7 +3492,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{34}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GetJobRequest) GetJobId() uint64 {
@@ -3267,7 +3539,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3279,7 +3551,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3292,7 +3564,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{35}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListJobsRequest) GetJobIds() []uint64 {
@@ -3382,7 +3654,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3394,7 +3666,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3407,7 +3679,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{36}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -3435,7 +3707,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3447,7 +3719,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3460,7 +3732,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{37}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListNodesRequest) GetNames() []string {
@@ -3494,7 +3766,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3506,7 +3778,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3519,7 +3791,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{38}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -3544,7 +3816,7 @@ type ListPartitionsRequest struct {
 
 func (x *ListPartitionsRequest) Reset() {
 	*x = ListPartitionsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3556,7 +3828,7 @@ func (x *ListPartitionsRequest) String() string {
 func (*ListPartitionsRequest) ProtoMessage() {}
 
 func (x *ListPartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3569,7 +3841,7 @@ func (x *ListPartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPartitionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{39}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{42}
 }
 
 type ListPartitionsResponse struct {
@@ -3581,7 +3853,7 @@ type ListPartitionsResponse struct {
 
 func (x *ListPartitionsResponse) Reset() {
 	*x = ListPartitionsResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3593,7 +3865,7 @@ func (x *ListPartitionsResponse) String() string {
 func (*ListPartitionsResponse) ProtoMessage() {}
 
 func (x *ListPartitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3606,7 +3878,7 @@ func (x *ListPartitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPartitionsResponse.ProtoReflect.Descriptor instead.
 func (*ListPartitionsResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{40}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListPartitionsResponse) GetPartitions() []*Partition {
@@ -3629,7 +3901,7 @@ type NotLeader struct {
 
 func (x *NotLeader) Reset() {
 	*x = NotLeader{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3641,7 +3913,7 @@ func (x *NotLeader) String() string {
 func (*NotLeader) ProtoMessage() {}
 
 func (x *NotLeader) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3654,7 +3926,7 @@ func (x *NotLeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotLeader.ProtoReflect.Descriptor instead.
 func (*NotLeader) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{41}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *NotLeader) GetLeaderId() string {
@@ -3692,7 +3964,7 @@ type ControllerStatus struct {
 
 func (x *ControllerStatus) Reset() {
 	*x = ControllerStatus{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3704,7 +3976,7 @@ func (x *ControllerStatus) String() string {
 func (*ControllerStatus) ProtoMessage() {}
 
 func (x *ControllerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3717,7 +3989,7 @@ func (x *ControllerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControllerStatus.ProtoReflect.Descriptor instead.
 func (*ControllerStatus) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{42}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ControllerStatus) GetId() string {
@@ -3805,7 +4077,7 @@ type GetControllerStatusRequest struct {
 
 func (x *GetControllerStatusRequest) Reset() {
 	*x = GetControllerStatusRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3817,7 +4089,7 @@ func (x *GetControllerStatusRequest) String() string {
 func (*GetControllerStatusRequest) ProtoMessage() {}
 
 func (x *GetControllerStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3830,7 +4102,7 @@ func (x *GetControllerStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetControllerStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetControllerStatusRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{43}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{46}
 }
 
 type ListControllersRequest struct {
@@ -3841,7 +4113,7 @@ type ListControllersRequest struct {
 
 func (x *ListControllersRequest) Reset() {
 	*x = ListControllersRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3853,7 +4125,7 @@ func (x *ListControllersRequest) String() string {
 func (*ListControllersRequest) ProtoMessage() {}
 
 func (x *ListControllersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3866,7 +4138,7 @@ func (x *ListControllersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListControllersRequest.ProtoReflect.Descriptor instead.
 func (*ListControllersRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{44}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{47}
 }
 
 type ListControllersResponse struct {
@@ -3878,7 +4150,7 @@ type ListControllersResponse struct {
 
 func (x *ListControllersResponse) Reset() {
 	*x = ListControllersResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3890,7 +4162,7 @@ func (x *ListControllersResponse) String() string {
 func (*ListControllersResponse) ProtoMessage() {}
 
 func (x *ListControllersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3903,7 +4175,7 @@ func (x *ListControllersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListControllersResponse.ProtoReflect.Descriptor instead.
 func (*ListControllersResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{45}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListControllersResponse) GetControllers() []*ControllerInfo {
@@ -3929,7 +4201,7 @@ type ControllerInfo struct {
 
 func (x *ControllerInfo) Reset() {
 	*x = ControllerInfo{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3941,7 +4213,7 @@ func (x *ControllerInfo) String() string {
 func (*ControllerInfo) ProtoMessage() {}
 
 func (x *ControllerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3954,7 +4226,7 @@ func (x *ControllerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControllerInfo.ProtoReflect.Descriptor instead.
 func (*ControllerInfo) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{46}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ControllerInfo) GetId() string {
@@ -4017,7 +4289,7 @@ type AddControllerRequest struct {
 
 func (x *AddControllerRequest) Reset() {
 	*x = AddControllerRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4029,7 +4301,7 @@ func (x *AddControllerRequest) String() string {
 func (*AddControllerRequest) ProtoMessage() {}
 
 func (x *AddControllerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4042,7 +4314,7 @@ func (x *AddControllerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddControllerRequest.ProtoReflect.Descriptor instead.
 func (*AddControllerRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{47}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *AddControllerRequest) GetId() string {
@@ -4074,7 +4346,7 @@ type AddControllerResponse struct {
 
 func (x *AddControllerResponse) Reset() {
 	*x = AddControllerResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4086,7 +4358,7 @@ func (x *AddControllerResponse) String() string {
 func (*AddControllerResponse) ProtoMessage() {}
 
 func (x *AddControllerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4099,7 +4371,7 @@ func (x *AddControllerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddControllerResponse.ProtoReflect.Descriptor instead.
 func (*AddControllerResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{48}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{51}
 }
 
 type RemoveControllerRequest struct {
@@ -4111,7 +4383,7 @@ type RemoveControllerRequest struct {
 
 func (x *RemoveControllerRequest) Reset() {
 	*x = RemoveControllerRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4123,7 +4395,7 @@ func (x *RemoveControllerRequest) String() string {
 func (*RemoveControllerRequest) ProtoMessage() {}
 
 func (x *RemoveControllerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4136,7 +4408,7 @@ func (x *RemoveControllerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveControllerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveControllerRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{49}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RemoveControllerRequest) GetId() string {
@@ -4154,7 +4426,7 @@ type RemoveControllerResponse struct {
 
 func (x *RemoveControllerResponse) Reset() {
 	*x = RemoveControllerResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4166,7 +4438,7 @@ func (x *RemoveControllerResponse) String() string {
 func (*RemoveControllerResponse) ProtoMessage() {}
 
 func (x *RemoveControllerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4179,7 +4451,7 @@ func (x *RemoveControllerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveControllerResponse.ProtoReflect.Descriptor instead.
 func (*RemoveControllerResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{50}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{53}
 }
 
 type RegisterControllerRequest struct {
@@ -4193,7 +4465,7 @@ type RegisterControllerRequest struct {
 
 func (x *RegisterControllerRequest) Reset() {
 	*x = RegisterControllerRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4205,7 +4477,7 @@ func (x *RegisterControllerRequest) String() string {
 func (*RegisterControllerRequest) ProtoMessage() {}
 
 func (x *RegisterControllerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4218,7 +4490,7 @@ func (x *RegisterControllerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterControllerRequest.ProtoReflect.Descriptor instead.
 func (*RegisterControllerRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{51}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RegisterControllerRequest) GetId() string {
@@ -4250,7 +4522,7 @@ type RegisterControllerResponse struct {
 
 func (x *RegisterControllerResponse) Reset() {
 	*x = RegisterControllerResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4262,7 +4534,7 @@ func (x *RegisterControllerResponse) String() string {
 func (*RegisterControllerResponse) ProtoMessage() {}
 
 func (x *RegisterControllerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4275,7 +4547,7 @@ func (x *RegisterControllerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterControllerResponse.ProtoReflect.Descriptor instead.
 func (*RegisterControllerResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{52}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{55}
 }
 
 type TransferLeadershipRequest struct {
@@ -4287,7 +4559,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4299,7 +4571,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4312,7 +4584,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{53}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *TransferLeadershipRequest) GetId() string {
@@ -4331,7 +4603,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4343,7 +4615,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4356,7 +4628,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{54}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -4374,7 +4646,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4386,7 +4658,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4399,7 +4671,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{55}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{58}
 }
 
 // Chunk is a piece of a backup file, in order.
@@ -4412,7 +4684,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4424,7 +4696,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4437,7 +4709,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{56}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *Chunk) GetData() []byte {
@@ -4459,7 +4731,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4471,7 +4743,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4484,7 +4756,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{57}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *RestoreRequest) GetData() []byte {
@@ -4511,7 +4783,7 @@ type RestoreResponse struct {
 
 func (x *RestoreResponse) Reset() {
 	*x = RestoreResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4523,7 +4795,7 @@ func (x *RestoreResponse) String() string {
 func (*RestoreResponse) ProtoMessage() {}
 
 func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4536,7 +4808,7 @@ func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreResponse.ProtoReflect.Descriptor instead.
 func (*RestoreResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{58}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *RestoreResponse) GetJobs() uint64 {
@@ -4576,7 +4848,7 @@ type RegisterNodeRequest struct {
 
 func (x *RegisterNodeRequest) Reset() {
 	*x = RegisterNodeRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4588,7 +4860,7 @@ func (x *RegisterNodeRequest) String() string {
 func (*RegisterNodeRequest) ProtoMessage() {}
 
 func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4601,7 +4873,7 @@ func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeRequest.ProtoReflect.Descriptor instead.
 func (*RegisterNodeRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{59}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *RegisterNodeRequest) GetName() string {
@@ -4694,7 +4966,7 @@ type NICInfo struct {
 
 func (x *NICInfo) Reset() {
 	*x = NICInfo{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4706,7 +4978,7 @@ func (x *NICInfo) String() string {
 func (*NICInfo) ProtoMessage() {}
 
 func (x *NICInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4719,7 +4991,7 @@ func (x *NICInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NICInfo.ProtoReflect.Descriptor instead.
 func (*NICInfo) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{60}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *NICInfo) GetDevice() string {
@@ -4812,7 +5084,7 @@ type GPUInfo struct {
 
 func (x *GPUInfo) Reset() {
 	*x = GPUInfo{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4824,7 +5096,7 @@ func (x *GPUInfo) String() string {
 func (*GPUInfo) ProtoMessage() {}
 
 func (x *GPUInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4837,7 +5109,7 @@ func (x *GPUInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GPUInfo.ProtoReflect.Descriptor instead.
 func (*GPUInfo) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{61}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *GPUInfo) GetIndex() int32 {
@@ -4887,7 +5159,7 @@ type RegisterNodeResponse struct {
 
 func (x *RegisterNodeResponse) Reset() {
 	*x = RegisterNodeResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4899,7 +5171,7 @@ func (x *RegisterNodeResponse) String() string {
 func (*RegisterNodeResponse) ProtoMessage() {}
 
 func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4912,7 +5184,7 @@ func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeResponse.ProtoReflect.Descriptor instead.
 func (*RegisterNodeResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{62}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *RegisterNodeResponse) GetHeartbeatIntervalMs() int64 {
@@ -4945,7 +5217,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4957,7 +5229,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4970,7 +5242,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{63}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *HeartbeatRequest) GetName() string {
@@ -5017,7 +5289,7 @@ type HealthProblem struct {
 
 func (x *HealthProblem) Reset() {
 	*x = HealthProblem{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5029,7 +5301,7 @@ func (x *HealthProblem) String() string {
 func (*HealthProblem) ProtoMessage() {}
 
 func (x *HealthProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5042,7 +5314,7 @@ func (x *HealthProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthProblem.ProtoReflect.Descriptor instead.
 func (*HealthProblem) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{64}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *HealthProblem) GetCheck() string {
@@ -5084,7 +5356,7 @@ type TaskRef struct {
 
 func (x *TaskRef) Reset() {
 	*x = TaskRef{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5096,7 +5368,7 @@ func (x *TaskRef) String() string {
 func (*TaskRef) ProtoMessage() {}
 
 func (x *TaskRef) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5109,7 +5381,7 @@ func (x *TaskRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskRef.ProtoReflect.Descriptor instead.
 func (*TaskRef) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{65}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *TaskRef) GetJobId() uint64 {
@@ -5153,7 +5425,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[66]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5165,7 +5437,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[66]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5178,7 +5450,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{66}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *HeartbeatResponse) GetReregister() bool {
@@ -5229,7 +5501,7 @@ type HealthCheck struct {
 
 func (x *HealthCheck) Reset() {
 	*x = HealthCheck{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[67]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5241,7 +5513,7 @@ func (x *HealthCheck) String() string {
 func (*HealthCheck) ProtoMessage() {}
 
 func (x *HealthCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[67]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5254,7 +5526,7 @@ func (x *HealthCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthCheck.ProtoReflect.Descriptor instead.
 func (*HealthCheck) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{67}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *HealthCheck) GetProgram() string {
@@ -5287,7 +5559,7 @@ type WatchAssignmentsRequest struct {
 
 func (x *WatchAssignmentsRequest) Reset() {
 	*x = WatchAssignmentsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[68]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5299,7 +5571,7 @@ func (x *WatchAssignmentsRequest) String() string {
 func (*WatchAssignmentsRequest) ProtoMessage() {}
 
 func (x *WatchAssignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[68]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5312,7 +5584,7 @@ func (x *WatchAssignmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchAssignmentsRequest.ProtoReflect.Descriptor instead.
 func (*WatchAssignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{68}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *WatchAssignmentsRequest) GetName() string {
@@ -5345,7 +5617,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[69]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5357,7 +5629,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[69]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5370,7 +5642,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{69}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *Assignment) GetJobId() uint64 {
@@ -5447,7 +5719,7 @@ type SignalRequest struct {
 
 func (x *SignalRequest) Reset() {
 	*x = SignalRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[70]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5459,7 +5731,7 @@ func (x *SignalRequest) String() string {
 func (*SignalRequest) ProtoMessage() {}
 
 func (x *SignalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[70]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5472,7 +5744,7 @@ func (x *SignalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalRequest.ProtoReflect.Descriptor instead.
 func (*SignalRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{70}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *SignalRequest) GetSeq() uint32 {
@@ -5508,7 +5780,7 @@ type Prolog struct {
 
 func (x *Prolog) Reset() {
 	*x = Prolog{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[71]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5520,7 +5792,7 @@ func (x *Prolog) String() string {
 func (*Prolog) ProtoMessage() {}
 
 func (x *Prolog) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[71]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5533,7 +5805,7 @@ func (x *Prolog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prolog.ProtoReflect.Descriptor instead.
 func (*Prolog) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{71}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *Prolog) GetPrograms() []string {
@@ -5564,7 +5836,7 @@ type Assignments struct {
 
 func (x *Assignments) Reset() {
 	*x = Assignments{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[72]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5576,7 +5848,7 @@ func (x *Assignments) String() string {
 func (*Assignments) ProtoMessage() {}
 
 func (x *Assignments) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[72]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5589,7 +5861,7 @@ func (x *Assignments) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignments.ProtoReflect.Descriptor instead.
 func (*Assignments) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{72}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *Assignments) GetAssignments() []*Assignment {
@@ -5627,7 +5899,7 @@ type ReportTaskStatusRequest struct {
 
 func (x *ReportTaskStatusRequest) Reset() {
 	*x = ReportTaskStatusRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[73]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5639,7 +5911,7 @@ func (x *ReportTaskStatusRequest) String() string {
 func (*ReportTaskStatusRequest) ProtoMessage() {}
 
 func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[73]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5652,7 +5924,7 @@ func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{73}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ReportTaskStatusRequest) GetNode() string {
@@ -5733,7 +6005,7 @@ type ReportTaskStatusResponse struct {
 
 func (x *ReportTaskStatusResponse) Reset() {
 	*x = ReportTaskStatusResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[74]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5745,7 +6017,7 @@ func (x *ReportTaskStatusResponse) String() string {
 func (*ReportTaskStatusResponse) ProtoMessage() {}
 
 func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[74]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5758,7 +6030,7 @@ func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusResponse.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{74}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{77}
 }
 
 type ReportCheckpointRequest struct {
@@ -5774,7 +6046,7 @@ type ReportCheckpointRequest struct {
 
 func (x *ReportCheckpointRequest) Reset() {
 	*x = ReportCheckpointRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[75]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5786,7 +6058,7 @@ func (x *ReportCheckpointRequest) String() string {
 func (*ReportCheckpointRequest) ProtoMessage() {}
 
 func (x *ReportCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[75]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5799,7 +6071,7 @@ func (x *ReportCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*ReportCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{75}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ReportCheckpointRequest) GetNode() string {
@@ -5845,7 +6117,7 @@ type ReportCheckpointResponse struct {
 
 func (x *ReportCheckpointResponse) Reset() {
 	*x = ReportCheckpointResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[76]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5857,7 +6129,7 @@ func (x *ReportCheckpointResponse) String() string {
 func (*ReportCheckpointResponse) ProtoMessage() {}
 
 func (x *ReportCheckpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[76]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5870,7 +6142,7 @@ func (x *ReportCheckpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCheckpointResponse.ProtoReflect.Descriptor instead.
 func (*ReportCheckpointResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{76}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{79}
 }
 
 type ReportJobEventRequest struct {
@@ -5885,7 +6157,7 @@ type ReportJobEventRequest struct {
 
 func (x *ReportJobEventRequest) Reset() {
 	*x = ReportJobEventRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[77]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5897,7 +6169,7 @@ func (x *ReportJobEventRequest) String() string {
 func (*ReportJobEventRequest) ProtoMessage() {}
 
 func (x *ReportJobEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[77]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5910,7 +6182,7 @@ func (x *ReportJobEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportJobEventRequest.ProtoReflect.Descriptor instead.
 func (*ReportJobEventRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{77}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ReportJobEventRequest) GetNode() string {
@@ -5949,7 +6221,7 @@ type ReportJobEventResponse struct {
 
 func (x *ReportJobEventResponse) Reset() {
 	*x = ReportJobEventResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[78]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5961,7 +6233,7 @@ func (x *ReportJobEventResponse) String() string {
 func (*ReportJobEventResponse) ProtoMessage() {}
 
 func (x *ReportJobEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[78]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5974,7 +6246,7 @@ func (x *ReportJobEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportJobEventResponse.ProtoReflect.Descriptor instead.
 func (*ReportJobEventResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{78}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{81}
 }
 
 var File_phalanx_v1_phalanx_proto protoreflect.FileDescriptor
@@ -5982,7 +6254,20 @@ var File_phalanx_v1_phalanx_proto protoreflect.FileDescriptor
 const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\n" +
 	"\x18phalanx/v1/phalanx.proto\x12\n" +
-	"phalanx.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfc\x02\n" +
+	"phalanx.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"Q\n" +
+	"\x0eRunStepRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x12\n" +
+	"\x04argv\x18\x02 \x03(\tR\x04argv\x12\x14\n" +
+	"\x05nodes\x18\x03 \x03(\tR\x05nodes\"\xae\x01\n" +
+	"\n" +
+	"StepOutput\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x12\n" +
+	"\x04rank\x18\x02 \x01(\x05R\x04rank\x12\x12\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\x12\x16\n" +
+	"\x06exited\x18\x04 \x01(\bR\x06exited\x12\x1b\n" +
+	"\texit_code\x18\x05 \x01(\x05R\bexitCode\x12\x16\n" +
+	"\x06signal\x18\x06 \x01(\x05R\x06signal\x12\x17\n" +
+	"\astep_id\x18\a \x01(\rR\x06stepId\"\xfc\x02\n" +
 	"\x16UpdatePartitionRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x19\n" +
 	"\x05state\x18\x02 \x01(\tH\x00R\x05state\x88\x01\x01\x12-\n" +
@@ -6075,7 +6360,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x10lifespan_seconds\x18\x02 \x01(\x03R\x0flifespanSeconds\"a\n" +
 	"\x13CreateTokenResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x124\n" +
-	"\aexpires\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\"\xc8\x01\n" +
+	"\aexpires\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\"\xf4\x01\n" +
 	"\aLogRead\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x16\n" +
 	"\x06cancel\x18\x02 \x01(\bR\x06cancel\x12!\n" +
@@ -6084,14 +6369,29 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x06stderr\x18\x05 \x01(\bR\x06stderr\x12\x16\n" +
 	"\x06follow\x18\x06 \x01(\bR\x06follow\x12\x16\n" +
 	"\x06offset\x18\a \x01(\x03R\x06offset\x12\x16\n" +
-	"\x06remove\x18\b \x01(\bR\x06remove\"\x86\x01\n" +
+	"\x06remove\x18\b \x01(\bR\x06remove\x12*\n" +
+	"\x04step\x18\t \x01(\v2\x16.phalanx.v1.StepLaunchR\x04step\"\x95\x01\n" +
+	"\n" +
+	"StepLaunch\x12\x1e\n" +
+	"\n" +
+	"credential\x18\x01 \x01(\tR\n" +
+	"credential\x12\x12\n" +
+	"\x04argv\x18\x02 \x03(\tR\x04argv\x12\x17\n" +
+	"\astep_id\x18\x03 \x01(\rR\x06stepId\x12\x1b\n" +
+	"\tstep_rank\x18\x04 \x01(\x05R\bstepRank\x12\x1d\n" +
+	"\n" +
+	"step_nodes\x18\x05 \x01(\x05R\tstepNodes\"\xdc\x01\n" +
 	"\x10ServeLogsRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\x12\x12\n" +
 	"\x04path\x18\x03 \x01(\tR\x04path\x12\x10\n" +
 	"\x03eof\x18\x04 \x01(\bR\x03eof\x12\x14\n" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12\x12\n" +
-	"\x04node\x18\x06 \x01(\tR\x04node\"\xc8\f\n" +
+	"\x04node\x18\x06 \x01(\tR\x04node\x12\x16\n" +
+	"\x06exited\x18\a \x01(\bR\x06exited\x12\x1b\n" +
+	"\texit_code\x18\b \x01(\x05R\bexitCode\x12\x1f\n" +
+	"\vexit_signal\x18\t \x01(\x05R\n" +
+	"exitSignal\"\xc8\f\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -6508,7 +6808,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\vSignalScope\x12\x1c\n" +
 	"\x18SIGNAL_SCOPE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12SIGNAL_SCOPE_BATCH\x10\x01\x12\x15\n" +
-	"\x11SIGNAL_SCOPE_FULL\x10\x022\xaf\x0e\n" +
+	"\x11SIGNAL_SCOPE_FULL\x10\x022\xf0\x0e\n" +
 	"\x11ControllerService\x12H\n" +
 	"\tSubmitJob\x12\x1c.phalanx.v1.SubmitJobRequest\x1a\x1d.phalanx.v1.SubmitJobResponse\x12H\n" +
 	"\tCancelJob\x12\x1c.phalanx.v1.CancelJobRequest\x1a\x1d.phalanx.v1.CancelJobResponse\x124\n" +
@@ -6535,7 +6835,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\aJobLogs\x12\x1a.phalanx.v1.JobLogsRequest\x1a\x14.phalanx.v1.LogChunk0\x01\x12B\n" +
 	"\aTopJobs\x12\x1a.phalanx.v1.TopJobsRequest\x1a\x1b.phalanx.v1.TopJobsResponse\x12Z\n" +
 	"\x0fUpdatePartition\x12\".phalanx.v1.UpdatePartitionRequest\x1a#.phalanx.v1.UpdatePartitionResponse\x12N\n" +
-	"\vReconfigure\x12\x1e.phalanx.v1.ReconfigureRequest\x1a\x1f.phalanx.v1.ReconfigureResponse2\xd9\x04\n" +
+	"\vReconfigure\x12\x1e.phalanx.v1.ReconfigureRequest\x1a\x1f.phalanx.v1.ReconfigureResponse\x12?\n" +
+	"\aRunStep\x12\x1a.phalanx.v1.RunStepRequest\x1a\x16.phalanx.v1.StepOutput0\x012\xd9\x04\n" +
 	"\vNodeService\x12Q\n" +
 	"\fRegisterNode\x12\x1f.phalanx.v1.RegisterNodeRequest\x1a .phalanx.v1.RegisterNodeResponse\x12H\n" +
 	"\tHeartbeat\x12\x1c.phalanx.v1.HeartbeatRequest\x1a\x1d.phalanx.v1.HeartbeatResponse\x12R\n" +
@@ -6558,211 +6859,217 @@ func file_phalanx_v1_phalanx_proto_rawDescGZIP() []byte {
 }
 
 var file_phalanx_v1_phalanx_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
+var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 83)
 var file_phalanx_v1_phalanx_proto_goTypes = []any{
 	(HoldRequest)(0),                   // 0: phalanx.v1.HoldRequest
 	(SignalScope)(0),                   // 1: phalanx.v1.SignalScope
-	(*UpdatePartitionRequest)(nil),     // 2: phalanx.v1.UpdatePartitionRequest
-	(*UpdatePartitionResponse)(nil),    // 3: phalanx.v1.UpdatePartitionResponse
-	(*ReconfigureRequest)(nil),         // 4: phalanx.v1.ReconfigureRequest
-	(*ReconfigureResponse)(nil),        // 5: phalanx.v1.ReconfigureResponse
-	(*TopJobsRequest)(nil),             // 6: phalanx.v1.TopJobsRequest
-	(*TopJobsResponse)(nil),            // 7: phalanx.v1.TopJobsResponse
-	(*JobLogsRequest)(nil),             // 8: phalanx.v1.JobLogsRequest
-	(*LogChunk)(nil),                   // 9: phalanx.v1.LogChunk
-	(*ListEventsRequest)(nil),          // 10: phalanx.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),         // 11: phalanx.v1.ListEventsResponse
-	(*Event)(nil),                      // 12: phalanx.v1.Event
-	(*UpdateNodeRequest)(nil),          // 13: phalanx.v1.UpdateNodeRequest
-	(*UpdateNodeResponse)(nil),         // 14: phalanx.v1.UpdateNodeResponse
-	(*UpdateJobRequest)(nil),           // 15: phalanx.v1.UpdateJobRequest
-	(*RequeueJobRequest)(nil),          // 16: phalanx.v1.RequeueJobRequest
-	(*RequeueJobResponse)(nil),         // 17: phalanx.v1.RequeueJobResponse
-	(*UpdateJobResponse)(nil),          // 18: phalanx.v1.UpdateJobResponse
-	(*CreateTokenRequest)(nil),         // 19: phalanx.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),        // 20: phalanx.v1.CreateTokenResponse
-	(*LogRead)(nil),                    // 21: phalanx.v1.LogRead
-	(*ServeLogsRequest)(nil),           // 22: phalanx.v1.ServeLogsRequest
-	(*JobSpec)(nil),                    // 23: phalanx.v1.JobSpec
-	(*NodeAlloc)(nil),                  // 24: phalanx.v1.NodeAlloc
-	(*Task)(nil),                       // 25: phalanx.v1.Task
-	(*Job)(nil),                        // 26: phalanx.v1.Job
-	(*ArrayTask)(nil),                  // 27: phalanx.v1.ArrayTask
-	(*Attempt)(nil),                    // 28: phalanx.v1.Attempt
-	(*Node)(nil),                       // 29: phalanx.v1.Node
-	(*Partition)(nil),                  // 30: phalanx.v1.Partition
-	(*SubmitJobRequest)(nil),           // 31: phalanx.v1.SubmitJobRequest
-	(*SubmitJobResponse)(nil),          // 32: phalanx.v1.SubmitJobResponse
-	(*CancelJobRequest)(nil),           // 33: phalanx.v1.CancelJobRequest
-	(*ArrayTasks)(nil),                 // 34: phalanx.v1.ArrayTasks
-	(*CancelJobResponse)(nil),          // 35: phalanx.v1.CancelJobResponse
-	(*GetJobRequest)(nil),              // 36: phalanx.v1.GetJobRequest
-	(*ListJobsRequest)(nil),            // 37: phalanx.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),           // 38: phalanx.v1.ListJobsResponse
-	(*ListNodesRequest)(nil),           // 39: phalanx.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),          // 40: phalanx.v1.ListNodesResponse
-	(*ListPartitionsRequest)(nil),      // 41: phalanx.v1.ListPartitionsRequest
-	(*ListPartitionsResponse)(nil),     // 42: phalanx.v1.ListPartitionsResponse
-	(*NotLeader)(nil),                  // 43: phalanx.v1.NotLeader
-	(*ControllerStatus)(nil),           // 44: phalanx.v1.ControllerStatus
-	(*GetControllerStatusRequest)(nil), // 45: phalanx.v1.GetControllerStatusRequest
-	(*ListControllersRequest)(nil),     // 46: phalanx.v1.ListControllersRequest
-	(*ListControllersResponse)(nil),    // 47: phalanx.v1.ListControllersResponse
-	(*ControllerInfo)(nil),             // 48: phalanx.v1.ControllerInfo
-	(*AddControllerRequest)(nil),       // 49: phalanx.v1.AddControllerRequest
-	(*AddControllerResponse)(nil),      // 50: phalanx.v1.AddControllerResponse
-	(*RemoveControllerRequest)(nil),    // 51: phalanx.v1.RemoveControllerRequest
-	(*RemoveControllerResponse)(nil),   // 52: phalanx.v1.RemoveControllerResponse
-	(*RegisterControllerRequest)(nil),  // 53: phalanx.v1.RegisterControllerRequest
-	(*RegisterControllerResponse)(nil), // 54: phalanx.v1.RegisterControllerResponse
-	(*TransferLeadershipRequest)(nil),  // 55: phalanx.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 56: phalanx.v1.TransferLeadershipResponse
-	(*BackupRequest)(nil),              // 57: phalanx.v1.BackupRequest
-	(*Chunk)(nil),                      // 58: phalanx.v1.Chunk
-	(*RestoreRequest)(nil),             // 59: phalanx.v1.RestoreRequest
-	(*RestoreResponse)(nil),            // 60: phalanx.v1.RestoreResponse
-	(*RegisterNodeRequest)(nil),        // 61: phalanx.v1.RegisterNodeRequest
-	(*NICInfo)(nil),                    // 62: phalanx.v1.NICInfo
-	(*GPUInfo)(nil),                    // 63: phalanx.v1.GPUInfo
-	(*RegisterNodeResponse)(nil),       // 64: phalanx.v1.RegisterNodeResponse
-	(*HeartbeatRequest)(nil),           // 65: phalanx.v1.HeartbeatRequest
-	(*HealthProblem)(nil),              // 66: phalanx.v1.HealthProblem
-	(*TaskRef)(nil),                    // 67: phalanx.v1.TaskRef
-	(*HeartbeatResponse)(nil),          // 68: phalanx.v1.HeartbeatResponse
-	(*HealthCheck)(nil),                // 69: phalanx.v1.HealthCheck
-	(*WatchAssignmentsRequest)(nil),    // 70: phalanx.v1.WatchAssignmentsRequest
-	(*Assignment)(nil),                 // 71: phalanx.v1.Assignment
-	(*SignalRequest)(nil),              // 72: phalanx.v1.SignalRequest
-	(*Prolog)(nil),                     // 73: phalanx.v1.Prolog
-	(*Assignments)(nil),                // 74: phalanx.v1.Assignments
-	(*ReportTaskStatusRequest)(nil),    // 75: phalanx.v1.ReportTaskStatusRequest
-	(*ReportTaskStatusResponse)(nil),   // 76: phalanx.v1.ReportTaskStatusResponse
-	(*ReportCheckpointRequest)(nil),    // 77: phalanx.v1.ReportCheckpointRequest
-	(*ReportCheckpointResponse)(nil),   // 78: phalanx.v1.ReportCheckpointResponse
-	(*ReportJobEventRequest)(nil),      // 79: phalanx.v1.ReportJobEventRequest
-	(*ReportJobEventResponse)(nil),     // 80: phalanx.v1.ReportJobEventResponse
-	nil,                                // 81: phalanx.v1.JobSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 82: google.protobuf.Timestamp
+	(*RunStepRequest)(nil),             // 2: phalanx.v1.RunStepRequest
+	(*StepOutput)(nil),                 // 3: phalanx.v1.StepOutput
+	(*UpdatePartitionRequest)(nil),     // 4: phalanx.v1.UpdatePartitionRequest
+	(*UpdatePartitionResponse)(nil),    // 5: phalanx.v1.UpdatePartitionResponse
+	(*ReconfigureRequest)(nil),         // 6: phalanx.v1.ReconfigureRequest
+	(*ReconfigureResponse)(nil),        // 7: phalanx.v1.ReconfigureResponse
+	(*TopJobsRequest)(nil),             // 8: phalanx.v1.TopJobsRequest
+	(*TopJobsResponse)(nil),            // 9: phalanx.v1.TopJobsResponse
+	(*JobLogsRequest)(nil),             // 10: phalanx.v1.JobLogsRequest
+	(*LogChunk)(nil),                   // 11: phalanx.v1.LogChunk
+	(*ListEventsRequest)(nil),          // 12: phalanx.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),         // 13: phalanx.v1.ListEventsResponse
+	(*Event)(nil),                      // 14: phalanx.v1.Event
+	(*UpdateNodeRequest)(nil),          // 15: phalanx.v1.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),         // 16: phalanx.v1.UpdateNodeResponse
+	(*UpdateJobRequest)(nil),           // 17: phalanx.v1.UpdateJobRequest
+	(*RequeueJobRequest)(nil),          // 18: phalanx.v1.RequeueJobRequest
+	(*RequeueJobResponse)(nil),         // 19: phalanx.v1.RequeueJobResponse
+	(*UpdateJobResponse)(nil),          // 20: phalanx.v1.UpdateJobResponse
+	(*CreateTokenRequest)(nil),         // 21: phalanx.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),        // 22: phalanx.v1.CreateTokenResponse
+	(*LogRead)(nil),                    // 23: phalanx.v1.LogRead
+	(*StepLaunch)(nil),                 // 24: phalanx.v1.StepLaunch
+	(*ServeLogsRequest)(nil),           // 25: phalanx.v1.ServeLogsRequest
+	(*JobSpec)(nil),                    // 26: phalanx.v1.JobSpec
+	(*NodeAlloc)(nil),                  // 27: phalanx.v1.NodeAlloc
+	(*Task)(nil),                       // 28: phalanx.v1.Task
+	(*Job)(nil),                        // 29: phalanx.v1.Job
+	(*ArrayTask)(nil),                  // 30: phalanx.v1.ArrayTask
+	(*Attempt)(nil),                    // 31: phalanx.v1.Attempt
+	(*Node)(nil),                       // 32: phalanx.v1.Node
+	(*Partition)(nil),                  // 33: phalanx.v1.Partition
+	(*SubmitJobRequest)(nil),           // 34: phalanx.v1.SubmitJobRequest
+	(*SubmitJobResponse)(nil),          // 35: phalanx.v1.SubmitJobResponse
+	(*CancelJobRequest)(nil),           // 36: phalanx.v1.CancelJobRequest
+	(*ArrayTasks)(nil),                 // 37: phalanx.v1.ArrayTasks
+	(*CancelJobResponse)(nil),          // 38: phalanx.v1.CancelJobResponse
+	(*GetJobRequest)(nil),              // 39: phalanx.v1.GetJobRequest
+	(*ListJobsRequest)(nil),            // 40: phalanx.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),           // 41: phalanx.v1.ListJobsResponse
+	(*ListNodesRequest)(nil),           // 42: phalanx.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),          // 43: phalanx.v1.ListNodesResponse
+	(*ListPartitionsRequest)(nil),      // 44: phalanx.v1.ListPartitionsRequest
+	(*ListPartitionsResponse)(nil),     // 45: phalanx.v1.ListPartitionsResponse
+	(*NotLeader)(nil),                  // 46: phalanx.v1.NotLeader
+	(*ControllerStatus)(nil),           // 47: phalanx.v1.ControllerStatus
+	(*GetControllerStatusRequest)(nil), // 48: phalanx.v1.GetControllerStatusRequest
+	(*ListControllersRequest)(nil),     // 49: phalanx.v1.ListControllersRequest
+	(*ListControllersResponse)(nil),    // 50: phalanx.v1.ListControllersResponse
+	(*ControllerInfo)(nil),             // 51: phalanx.v1.ControllerInfo
+	(*AddControllerRequest)(nil),       // 52: phalanx.v1.AddControllerRequest
+	(*AddControllerResponse)(nil),      // 53: phalanx.v1.AddControllerResponse
+	(*RemoveControllerRequest)(nil),    // 54: phalanx.v1.RemoveControllerRequest
+	(*RemoveControllerResponse)(nil),   // 55: phalanx.v1.RemoveControllerResponse
+	(*RegisterControllerRequest)(nil),  // 56: phalanx.v1.RegisterControllerRequest
+	(*RegisterControllerResponse)(nil), // 57: phalanx.v1.RegisterControllerResponse
+	(*TransferLeadershipRequest)(nil),  // 58: phalanx.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 59: phalanx.v1.TransferLeadershipResponse
+	(*BackupRequest)(nil),              // 60: phalanx.v1.BackupRequest
+	(*Chunk)(nil),                      // 61: phalanx.v1.Chunk
+	(*RestoreRequest)(nil),             // 62: phalanx.v1.RestoreRequest
+	(*RestoreResponse)(nil),            // 63: phalanx.v1.RestoreResponse
+	(*RegisterNodeRequest)(nil),        // 64: phalanx.v1.RegisterNodeRequest
+	(*NICInfo)(nil),                    // 65: phalanx.v1.NICInfo
+	(*GPUInfo)(nil),                    // 66: phalanx.v1.GPUInfo
+	(*RegisterNodeResponse)(nil),       // 67: phalanx.v1.RegisterNodeResponse
+	(*HeartbeatRequest)(nil),           // 68: phalanx.v1.HeartbeatRequest
+	(*HealthProblem)(nil),              // 69: phalanx.v1.HealthProblem
+	(*TaskRef)(nil),                    // 70: phalanx.v1.TaskRef
+	(*HeartbeatResponse)(nil),          // 71: phalanx.v1.HeartbeatResponse
+	(*HealthCheck)(nil),                // 72: phalanx.v1.HealthCheck
+	(*WatchAssignmentsRequest)(nil),    // 73: phalanx.v1.WatchAssignmentsRequest
+	(*Assignment)(nil),                 // 74: phalanx.v1.Assignment
+	(*SignalRequest)(nil),              // 75: phalanx.v1.SignalRequest
+	(*Prolog)(nil),                     // 76: phalanx.v1.Prolog
+	(*Assignments)(nil),                // 77: phalanx.v1.Assignments
+	(*ReportTaskStatusRequest)(nil),    // 78: phalanx.v1.ReportTaskStatusRequest
+	(*ReportTaskStatusResponse)(nil),   // 79: phalanx.v1.ReportTaskStatusResponse
+	(*ReportCheckpointRequest)(nil),    // 80: phalanx.v1.ReportCheckpointRequest
+	(*ReportCheckpointResponse)(nil),   // 81: phalanx.v1.ReportCheckpointResponse
+	(*ReportJobEventRequest)(nil),      // 82: phalanx.v1.ReportJobEventRequest
+	(*ReportJobEventResponse)(nil),     // 83: phalanx.v1.ReportJobEventResponse
+	nil,                                // 84: phalanx.v1.JobSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil),      // 85: google.protobuf.Timestamp
 }
 var file_phalanx_v1_phalanx_proto_depIdxs = []int32{
-	82, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
-	12, // 1: phalanx.v1.ListEventsResponse.events:type_name -> phalanx.v1.Event
-	82, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
+	85, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
+	14, // 1: phalanx.v1.ListEventsResponse.events:type_name -> phalanx.v1.Event
+	85, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
 	0,  // 3: phalanx.v1.UpdateJobRequest.hold:type_name -> phalanx.v1.HoldRequest
-	82, // 4: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
-	26, // 5: phalanx.v1.LogRead.job:type_name -> phalanx.v1.Job
-	81, // 6: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
-	82, // 7: phalanx.v1.JobSpec.begin_time:type_name -> google.protobuf.Timestamp
-	82, // 8: phalanx.v1.JobSpec.deadline:type_name -> google.protobuf.Timestamp
-	82, // 9: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
-	82, // 10: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
-	23, // 11: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
-	82, // 12: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
-	82, // 13: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
-	82, // 14: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
-	24, // 15: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
-	25, // 16: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
-	82, // 17: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
-	28, // 18: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
-	27, // 19: phalanx.v1.Job.array_task:type_name -> phalanx.v1.ArrayTask
-	24, // 20: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
-	82, // 21: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
-	82, // 22: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
-	82, // 23: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
-	82, // 24: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
-	62, // 25: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
-	82, // 26: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
-	23, // 27: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
-	82, // 28: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
-	1,  // 29: phalanx.v1.CancelJobRequest.signal_scope:type_name -> phalanx.v1.SignalScope
-	34, // 30: phalanx.v1.CancelJobRequest.array_tasks:type_name -> phalanx.v1.ArrayTasks
-	82, // 31: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
-	82, // 32: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
-	26, // 33: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
-	29, // 34: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
-	30, // 35: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
-	82, // 36: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
-	48, // 37: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
-	44, // 38: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
-	63, // 39: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
-	62, // 40: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
-	67, // 41: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
-	66, // 42: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
-	82, // 43: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
-	82, // 44: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
-	69, // 45: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
-	26, // 46: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
-	73, // 47: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
-	72, // 48: phalanx.v1.Assignment.signals:type_name -> phalanx.v1.SignalRequest
-	1,  // 49: phalanx.v1.SignalRequest.scope:type_name -> phalanx.v1.SignalScope
-	71, // 50: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
-	82, // 51: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
-	82, // 52: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
-	31, // 53: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
-	33, // 54: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
-	36, // 55: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
-	37, // 56: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
-	39, // 57: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
-	41, // 58: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
-	46, // 59: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
-	45, // 60: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
-	49, // 61: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
-	51, // 62: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
-	53, // 63: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
-	55, // 64: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
-	57, // 65: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
-	59, // 66: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
-	19, // 67: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
-	13, // 68: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
-	15, // 69: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
-	16, // 70: phalanx.v1.ControllerService.RequeueJob:input_type -> phalanx.v1.RequeueJobRequest
-	10, // 71: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
-	8,  // 72: phalanx.v1.ControllerService.JobLogs:input_type -> phalanx.v1.JobLogsRequest
-	6,  // 73: phalanx.v1.ControllerService.TopJobs:input_type -> phalanx.v1.TopJobsRequest
-	2,  // 74: phalanx.v1.ControllerService.UpdatePartition:input_type -> phalanx.v1.UpdatePartitionRequest
-	4,  // 75: phalanx.v1.ControllerService.Reconfigure:input_type -> phalanx.v1.ReconfigureRequest
-	61, // 76: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
-	65, // 77: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
-	70, // 78: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
-	75, // 79: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
-	77, // 80: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
-	79, // 81: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
-	22, // 82: phalanx.v1.NodeService.ServeLogs:input_type -> phalanx.v1.ServeLogsRequest
-	32, // 83: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
-	35, // 84: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
-	26, // 85: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
-	38, // 86: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
-	40, // 87: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
-	42, // 88: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
-	47, // 89: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
-	44, // 90: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
-	50, // 91: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
-	52, // 92: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
-	54, // 93: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
-	56, // 94: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
-	58, // 95: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
-	60, // 96: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
-	20, // 97: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
-	14, // 98: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
-	18, // 99: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
-	17, // 100: phalanx.v1.ControllerService.RequeueJob:output_type -> phalanx.v1.RequeueJobResponse
-	11, // 101: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
-	9,  // 102: phalanx.v1.ControllerService.JobLogs:output_type -> phalanx.v1.LogChunk
-	7,  // 103: phalanx.v1.ControllerService.TopJobs:output_type -> phalanx.v1.TopJobsResponse
-	3,  // 104: phalanx.v1.ControllerService.UpdatePartition:output_type -> phalanx.v1.UpdatePartitionResponse
-	5,  // 105: phalanx.v1.ControllerService.Reconfigure:output_type -> phalanx.v1.ReconfigureResponse
-	64, // 106: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
-	68, // 107: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
-	74, // 108: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
-	76, // 109: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
-	78, // 110: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
-	80, // 111: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
-	21, // 112: phalanx.v1.NodeService.ServeLogs:output_type -> phalanx.v1.LogRead
-	83, // [83:113] is the sub-list for method output_type
-	53, // [53:83] is the sub-list for method input_type
-	53, // [53:53] is the sub-list for extension type_name
-	53, // [53:53] is the sub-list for extension extendee
-	0,  // [0:53] is the sub-list for field type_name
+	85, // 4: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
+	29, // 5: phalanx.v1.LogRead.job:type_name -> phalanx.v1.Job
+	24, // 6: phalanx.v1.LogRead.step:type_name -> phalanx.v1.StepLaunch
+	84, // 7: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
+	85, // 8: phalanx.v1.JobSpec.begin_time:type_name -> google.protobuf.Timestamp
+	85, // 9: phalanx.v1.JobSpec.deadline:type_name -> google.protobuf.Timestamp
+	85, // 10: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
+	85, // 11: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	26, // 12: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
+	85, // 13: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
+	85, // 14: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
+	85, // 15: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
+	27, // 16: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
+	28, // 17: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
+	85, // 18: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
+	31, // 19: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
+	30, // 20: phalanx.v1.Job.array_task:type_name -> phalanx.v1.ArrayTask
+	27, // 21: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
+	85, // 22: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
+	85, // 23: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
+	85, // 24: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
+	85, // 25: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	65, // 26: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
+	85, // 27: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
+	26, // 28: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
+	85, // 29: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
+	1,  // 30: phalanx.v1.CancelJobRequest.signal_scope:type_name -> phalanx.v1.SignalScope
+	37, // 31: phalanx.v1.CancelJobRequest.array_tasks:type_name -> phalanx.v1.ArrayTasks
+	85, // 32: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
+	85, // 33: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
+	29, // 34: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
+	32, // 35: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
+	33, // 36: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
+	85, // 37: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
+	51, // 38: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
+	47, // 39: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
+	66, // 40: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
+	65, // 41: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
+	70, // 42: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
+	69, // 43: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
+	85, // 44: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
+	85, // 45: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
+	72, // 46: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
+	29, // 47: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
+	76, // 48: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
+	75, // 49: phalanx.v1.Assignment.signals:type_name -> phalanx.v1.SignalRequest
+	1,  // 50: phalanx.v1.SignalRequest.scope:type_name -> phalanx.v1.SignalScope
+	74, // 51: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
+	85, // 52: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
+	85, // 53: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
+	34, // 54: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
+	36, // 55: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
+	39, // 56: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
+	40, // 57: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
+	42, // 58: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
+	44, // 59: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
+	49, // 60: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
+	48, // 61: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
+	52, // 62: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
+	54, // 63: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
+	56, // 64: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
+	58, // 65: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
+	60, // 66: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
+	62, // 67: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
+	21, // 68: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
+	15, // 69: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
+	17, // 70: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
+	18, // 71: phalanx.v1.ControllerService.RequeueJob:input_type -> phalanx.v1.RequeueJobRequest
+	12, // 72: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
+	10, // 73: phalanx.v1.ControllerService.JobLogs:input_type -> phalanx.v1.JobLogsRequest
+	8,  // 74: phalanx.v1.ControllerService.TopJobs:input_type -> phalanx.v1.TopJobsRequest
+	4,  // 75: phalanx.v1.ControllerService.UpdatePartition:input_type -> phalanx.v1.UpdatePartitionRequest
+	6,  // 76: phalanx.v1.ControllerService.Reconfigure:input_type -> phalanx.v1.ReconfigureRequest
+	2,  // 77: phalanx.v1.ControllerService.RunStep:input_type -> phalanx.v1.RunStepRequest
+	64, // 78: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
+	68, // 79: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
+	73, // 80: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
+	78, // 81: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
+	80, // 82: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
+	82, // 83: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
+	25, // 84: phalanx.v1.NodeService.ServeLogs:input_type -> phalanx.v1.ServeLogsRequest
+	35, // 85: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
+	38, // 86: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
+	29, // 87: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
+	41, // 88: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
+	43, // 89: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
+	45, // 90: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
+	50, // 91: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
+	47, // 92: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
+	53, // 93: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
+	55, // 94: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
+	57, // 95: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
+	59, // 96: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
+	61, // 97: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
+	63, // 98: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
+	22, // 99: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
+	16, // 100: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
+	20, // 101: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
+	19, // 102: phalanx.v1.ControllerService.RequeueJob:output_type -> phalanx.v1.RequeueJobResponse
+	13, // 103: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
+	11, // 104: phalanx.v1.ControllerService.JobLogs:output_type -> phalanx.v1.LogChunk
+	9,  // 105: phalanx.v1.ControllerService.TopJobs:output_type -> phalanx.v1.TopJobsResponse
+	5,  // 106: phalanx.v1.ControllerService.UpdatePartition:output_type -> phalanx.v1.UpdatePartitionResponse
+	7,  // 107: phalanx.v1.ControllerService.Reconfigure:output_type -> phalanx.v1.ReconfigureResponse
+	3,  // 108: phalanx.v1.ControllerService.RunStep:output_type -> phalanx.v1.StepOutput
+	67, // 109: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
+	71, // 110: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
+	77, // 111: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
+	79, // 112: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
+	81, // 113: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
+	83, // 114: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
+	23, // 115: phalanx.v1.NodeService.ServeLogs:output_type -> phalanx.v1.LogRead
+	85, // [85:116] is the sub-list for method output_type
+	54, // [54:85] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_phalanx_proto_init() }
@@ -6770,17 +7077,17 @@ func file_phalanx_v1_phalanx_proto_init() {
 	if File_phalanx_v1_phalanx_proto != nil {
 		return
 	}
-	file_phalanx_v1_phalanx_proto_msgTypes[0].OneofWrappers = []any{}
-	file_phalanx_v1_phalanx_proto_msgTypes[13].OneofWrappers = []any{}
-	file_phalanx_v1_phalanx_proto_msgTypes[21].OneofWrappers = []any{}
+	file_phalanx_v1_phalanx_proto_msgTypes[2].OneofWrappers = []any{}
+	file_phalanx_v1_phalanx_proto_msgTypes[15].OneofWrappers = []any{}
 	file_phalanx_v1_phalanx_proto_msgTypes[24].OneofWrappers = []any{}
+	file_phalanx_v1_phalanx_proto_msgTypes[27].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_phalanx_proto_rawDesc), len(file_phalanx_v1_phalanx_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   80,
+			NumMessages:   83,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -57,6 +57,7 @@ const (
 	ControllerService_TopJobs_FullMethodName             = "/phalanx.v1.ControllerService/TopJobs"
 	ControllerService_UpdatePartition_FullMethodName     = "/phalanx.v1.ControllerService/UpdatePartition"
 	ControllerService_Reconfigure_FullMethodName         = "/phalanx.v1.ControllerService/Reconfigure"
+	ControllerService_RunStep_FullMethodName             = "/phalanx.v1.ControllerService/RunStep"
 )
 
 // ControllerServiceClient is the client API for ControllerService service.
@@ -129,6 +130,12 @@ type ControllerServiceClient interface {
 	// only. A change that cannot apply while the controllers run is refused,
 	// and nothing is applied.
 	Reconfigure(ctx context.Context, in *ReconfigureRequest, opts ...grpc.CallOption) (*ReconfigureResponse, error)
+	// RunStep runs a command on nodes of a running job, as Slurm's `srun
+	// --jobid=ID --overlap` from outside the job: the job's owner and
+	// administrators only. The leader signs a step credential for each node,
+	// which that node's agent checks before it starts anything; the output
+	// and each node's exit status stream back.
+	RunStep(ctx context.Context, in *RunStepRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StepOutput], error)
 }
 
 type controllerServiceClient struct {
@@ -390,6 +397,25 @@ func (c *controllerServiceClient) Reconfigure(ctx context.Context, in *Reconfigu
 	return out, nil
 }
 
+func (c *controllerServiceClient) RunStep(ctx context.Context, in *RunStepRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StepOutput], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ControllerService_ServiceDesc.Streams[3], ControllerService_RunStep_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[RunStepRequest, StepOutput]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ControllerService_RunStepClient = grpc.ServerStreamingClient[StepOutput]
+
 // ControllerServiceServer is the server API for ControllerService service.
 // All implementations must embed UnimplementedControllerServiceServer
 // for forward compatibility.
@@ -460,6 +486,12 @@ type ControllerServiceServer interface {
 	// only. A change that cannot apply while the controllers run is refused,
 	// and nothing is applied.
 	Reconfigure(context.Context, *ReconfigureRequest) (*ReconfigureResponse, error)
+	// RunStep runs a command on nodes of a running job, as Slurm's `srun
+	// --jobid=ID --overlap` from outside the job: the job's owner and
+	// administrators only. The leader signs a step credential for each node,
+	// which that node's agent checks before it starts anything; the output
+	// and each node's exit status stream back.
+	RunStep(*RunStepRequest, grpc.ServerStreamingServer[StepOutput]) error
 	mustEmbedUnimplementedControllerServiceServer()
 }
 
@@ -538,6 +570,9 @@ func (UnimplementedControllerServiceServer) UpdatePartition(context.Context, *Up
 }
 func (UnimplementedControllerServiceServer) Reconfigure(context.Context, *ReconfigureRequest) (*ReconfigureResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Reconfigure not implemented")
+}
+func (UnimplementedControllerServiceServer) RunStep(*RunStepRequest, grpc.ServerStreamingServer[StepOutput]) error {
+	return status.Error(codes.Unimplemented, "method RunStep not implemented")
 }
 func (UnimplementedControllerServiceServer) mustEmbedUnimplementedControllerServiceServer() {}
 func (UnimplementedControllerServiceServer) testEmbeddedByValue()                           {}
@@ -949,6 +984,17 @@ func _ControllerService_Reconfigure_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ControllerService_RunStep_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(RunStepRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ControllerServiceServer).RunStep(m, &grpc.GenericServerStream[RunStepRequest, StepOutput]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ControllerService_RunStepServer = grpc.ServerStreamingServer[StepOutput]
+
 // ControllerService_ServiceDesc is the grpc.ServiceDesc for ControllerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1051,6 +1097,11 @@ var ControllerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "JobLogs",
 			Handler:       _ControllerService_JobLogs_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "RunStep",
+			Handler:       _ControllerService_RunStep_Handler,
 			ServerStreams: true,
 		},
 	},

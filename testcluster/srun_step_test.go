@@ -1,0 +1,85 @@
+package testcluster_test
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/phalanx-hpc/phalanx/testcluster"
+)
+
+// srun --jobid: a command run from a login node beside a running job's
+// tasks (nvidia-smi on a training job's nodes), through the agents, with a
+// step credential the leader signs for each node. Only the job's owner may;
+// the command runs as that owner, with the job's environment and GPUs, and
+// srun exits as it did.
+func TestSrunStepInRunningJob(t *testing.T) {
+	alice, bob := localUser(t, "phxstepa"), localUser(t, "phxstepb")
+	c := testcluster.New(t, testcluster.Options{Nodes: 2, LeafSize: 2, Runtime: "process"})
+	dir := userDir(t, alice)
+	code, out, errOut := phxAs(t, c, alice, dir, nil, "sbatch", "--parsable", "-N2", "--gpus-per-node=8", "--wrap", "sleep 300")
+	if code != 0 {
+		t.Fatalf("sbatch: exit %d: %s", code, errOut)
+	}
+	id := strings.TrimSpace(out)
+	jobID, _ := strconv.ParseUint(id, 10, 64)
+	job := c.WaitJob(jobID, 20*time.Second, "RUNNING")
+
+	show := `echo "$SLURM_JOB_ID $SLURM_STEP_ID $SLURM_PROCID/$SLURM_NTASKS $SLURMD_NODENAME $(id -un) gpus=$CUDA_VISIBLE_DEVICES"`
+	code, out, errOut = phxAs(t, c, alice, dir, nil, "srun", "--jobid", id, "--overlap", "-l", "sh", "-c", show)
+	if code != 0 {
+		t.Fatalf("srun --jobid: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	slices.Sort(lines)
+	if len(lines) != 2 {
+		t.Fatalf("srun --jobid %s on 2 nodes: %q", id, lines)
+	}
+	for rank, line := range lines {
+		f := strings.Fields(line)
+		want := []string{fmt.Sprintf("%d:", rank), id, "100000", fmt.Sprintf("%d/2", rank), job.Alloc[rank].Node, "phxstepa", "gpus=0,1,2,3,4,5,6,7"}
+		if !slices.Equal(f, want) {
+			t.Errorf("line %q, want %q", line, strings.Join(want, " "))
+		}
+	}
+
+	// -w one node, the next step's number, and the command's exit status.
+	node := job.Alloc[1].Node
+	code, out, errOut = phxAs(t, c, alice, dir, nil, "srun", "--jobid="+id, "-w", node, "sh", "-c", `echo "$SLURMD_NODENAME $SLURM_STEP_ID"; exit 4`)
+	if code != 4 || out != node+" 100001\n" {
+		t.Errorf("srun --jobid -w %s exiting 4: exit %d, stdout %q, stderr %q", node, code, out, errOut)
+	}
+
+	for _, tc := range []struct {
+		user  string
+		args  []string
+		error string
+	}{
+		{"bob", []string{"srun", "--jobid", id, "id"}, "permission denied: job " + id + " belongs to phxstepa"},
+		{"alice", []string{"srun", "--jobid", id, "-w", "nosuchnode", "id"}, "nosuchnode is not one of job " + id + "'s nodes"},
+		{"alice", []string{"srun", "--jobid", id, "--gpus=1", "id"}, "--gpus does not apply with --jobid"},
+		{"alice", []string{"srun", "--jobid", "999999", "id"}, "Invalid job id specified"},
+	} {
+		as := alice
+		if tc.user == "bob" {
+			as = bob
+		}
+		code, out, errOut := phxAs(t, c, as, dir, nil, tc.args...)
+		if code == 0 || !strings.Contains(errOut, tc.error) {
+			t.Errorf("%s: phx %s: exit %d, stdout %q, stderr %q; want an error saying %q", tc.user, strings.Join(tc.args, " "), code, out, errOut, tc.error)
+		}
+	}
+
+	// Once the job has ended, no step runs in it.
+	if code, _, errOut := phxAs(t, c, alice, dir, nil, "scancel", id); code != 0 {
+		t.Fatalf("scancel: %s", errOut)
+	}
+	c.WaitJob(jobID, 20*time.Second, "CANCELLED")
+	code, _, errOut = phxAs(t, c, alice, dir, nil, "srun", "--jobid", id, "true")
+	if code == 0 || !strings.Contains(errOut, "steps run only in a running job") {
+		t.Errorf("srun --jobid into an ended job: exit %d, %q", code, errOut)
+	}
+}
