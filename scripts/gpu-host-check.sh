@@ -13,7 +13,9 @@
 #   6. a GPU job survives kill -9 of its agent: the restarted agent takes
 #      it over and it completes in its first attempt with all its output;
 #   7. phx srun --gpus=1 runs on the GPU from outside a job and prints what
-#      its task saw; phx logs reads a job's output through the agent.
+#      its task saw; phx logs reads a job's output through the agent;
+#   8. phx srun --jobid runs a step beside a running GPU job, through the
+#      agent with a step credential: as the job's user, on the job's GPU.
 #
 # Usage: scripts/gpu-host-check.sh [REPORT_DIR]
 #   PHX_BIN   directory with phx, phalanx-controller, phalanx-agent and,
@@ -252,5 +254,21 @@ say "  srun: $out"
 first=$(as_user "$phx" logs 1 2>&1 | head -1)
 [ "$first" = "uid=$uid user=$user" ] && pass "phx logs 1 reads the job's output through the agent" || fail "phx logs 1: $first"
 ls /tmp/phx-srun-"$user"-* >/dev/null 2>&1 && fail "srun's output files were left in /tmp" || pass "srun's output files were removed"
+
+say "== 8. srun --jobid: a step beside a running GPU job"
+id=$(cd "$w/jobs" && as_user "$phx" sbatch --parsable --gpus=1 -o step-%j.out --wrap 'sleep 120' 2>&1)
+for _ in $(seq 1 100); do [ "$("$phx" squeue -h -j "$id" -o %T 2>/dev/null)" = RUNNING ] && break; sleep 0.2; done
+if [ "$fake" = 0 ]; then
+	out=$(cd "$w/jobs" && as_user "$phx" srun --jobid "$id" nvidia-smi --query-gpu=uuid --format=csv,noheader 2>&1)
+	want=$(head -1 "$w/smi.csv" | cut -d, -f2 | sed 's/^ *//')
+else
+	out=$(cd "$w/jobs" && as_user "$phx" srun --jobid "$id" sh -c 'echo "$CUDA_VISIBLE_DEVICES"' 2>&1)
+	want=0
+fi
+say "  srun --jobid $id: $out"
+[ "$out" = "$want" ] && pass "srun --jobid $id ran beside the job on its GPU" || fail "srun --jobid $id printed $out, want $want"
+out=$(cd "$w/jobs" && as_user "$phx" srun --jobid "$id" sh -c 'echo "$(id -un) $SLURM_STEP_ID"' 2>&1)
+[ "$out" = "$user 100001" ] && pass "as $user, step 100001" || fail "srun --jobid $id: $out, want $user 100001"
+"$phx" scancel "$id"
 
 [ "$fails" = 0 ]
