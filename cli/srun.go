@@ -40,7 +40,7 @@ var srunPassed = []string{"account", "begin", "chdir", "comment", "constraint", 
 // refused.
 var srunOwn = []getopt.Option{
 	{Long: "label", Short: 'l', Usage: "begin each line of output with its task's number"},
-	{Long: "kill-on-bad-exit", Short: 'K', OptionalArg: true, Usage: "accepted"},
+	{Long: "kill-on-bad-exit", Short: 'K', OptionalArg: true, Usage: "once a task exits non-zero, stop the step's other tasks (SIGTERM)"},
 	{Long: "mpi", HasArg: true, Usage: "accepted (pmix, pmi2: the tasks get Slurm's environment, no PMI server)"},
 	{Long: "unbuffered", Short: 'u', Usage: "accepted: output is passed on as it comes"},
 	{Long: "quiet", Short: 'Q', Usage: "no messages about the job's allocation"},
@@ -85,7 +85,11 @@ func parseSrun(args []string, env sbatch.Env) (*srunRequest, error) {
 			return nil, fmt.Errorf("--pty: Phalanx has no interactive steps: run the command, or submit a job and read its output with phx logs -f")
 		case "label":
 			inner = append(inner, "-l")
-		case "kill-on-bad-exit", "unbuffered", "overlap":
+		case "kill-on-bad-exit":
+			if v.Value != "0" {
+				inner = append(inner, "-K")
+			}
+		case "unbuffered", "overlap":
 		case "mpi":
 			inner = append(inner, shellQuote("--mpi="+v.Value))
 		case "output", "error": // each task's own file, as srun's in a job

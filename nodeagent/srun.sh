@@ -5,7 +5,7 @@
 # the highest exit status of its tasks.
 warn() { echo "srun: warning: $*" >&2; }
 die() { echo "srun: error: $*" >&2; exit 1; }
-nodes='' ntasks='' pernode='' nodelist='' label='' gpt='' out='' err=''
+nodes='' ntasks='' pernode='' nodelist='' label='' gpt='' out='' err='' killbad=''
 count() { # OPTION VALUE: a positive count, MIN[-MAX] (MIN is used)
 	case "${2%%-*}" in ''|*[!0-9]*|0) die "$1=$2: give a positive count" ;; esac
 	echo "${2%%-*}"
@@ -43,6 +43,8 @@ while [ $# -gt 0 ]; do
 	--gpus-per-task) gpt=$(count "$o" "${v##*:}") || exit 1 ;;
 	-w|--nodelist) nodelist=$v ;;
 	-l|--label) label=1 ;;
+	-K|-K1|--kill-on-bad-exit) [ "$v" = 0 ] && killbad='' || killbad=1 ;;
+	-K0) killbad='' ;;
 	-o|--output) out=$v ;;
 	-e|--error) err=$v ;;
 	esac
@@ -140,16 +142,52 @@ task() {
 	exit "$rc"
 }
 [ "$c" -gt 0 ] || exit 0
-[ "$c" -gt 1 ] || task 0 "$@"
+[ "$c" -gt 1 ] || [ -n "$killbad" ] || task 0 "$@"
+# -K: once a task exits non-zero, the step's other tasks get SIGTERM: this
+# node's from here, the other nodes' through scancel --signal (which spares
+# the batch scripts). srun and the tasks' watchers outlive that SIGTERM
+# (a trap: the tasks themselves get the default action back), to exit with
+# the tasks' statuses.
+# The first bad exit on a node stops the step (mkdir: one of them); tasks
+# that die of that SIGTERM stop nothing more.
+trapped=''
+if [ -n "$killbad" ]; then
+	trap 'trapped=1' TERM
+	trap 'trapped=1; for p in $pids; do pkill -TERM -P "$p" 2>/dev/null; done' USR1
+fi
 pids='' l=0
 while [ "$l" -lt "$c" ]; do
-	(task "$l" "$@") &
+	if [ -n "$killbad" ]; then
+		(
+			stopped=''
+			trap 'stopped=1' TERM
+			(task "$l" "$@")
+			r=$?
+			if [ "$r" -ne 0 ] && [ -z "$stopped" ] && { mkdir "$steps/$s/killed" 2>/dev/null || ! [ -d "$steps/$s" ]; }; then
+				echo "srun: error: task $((first + l)) exited with status $r: stopping the step's tasks (--kill-on-bad-exit)" >&2
+				kill -USR1 $$ 2>/dev/null
+				if command -v scancel >/dev/null 2>&1; then
+					scancel --signal=TERM "${SLURM_JOB_ID:-0}" >/dev/null 2>&1 ||
+						echo "srun: warning: scancel could not signal the step's tasks on the other nodes" >&2
+				fi
+			fi
+			exit "$r"
+		) &
+	else
+		(task "$l" "$@") &
+	fi
 	pids="$pids $!" l=$((l + 1))
 done
 rc=0
 for pid in $pids; do
-	wait "$pid"
-	r=$?
+	while :; do
+		trapped=''
+		wait "$pid"
+		r=$?
+		# A trapped signal interrupts wait: the task is waited for again.
+		[ "$r" -gt 128 ] && [ -n "$trapped" ] && continue
+		break
+	done
 	[ "$r" -le "$rc" ] || rc=$r
 done
 exit "$rc"

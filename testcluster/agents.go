@@ -42,7 +42,7 @@ func (c *Cluster) StartAgent(name string) {
 	}
 	p := startAgent(c.t, agentSpec{tls: c.Material(c.t, pki.KindNode, name), secrets: &c.Secrets,
 		name: name, controllers: c.APIAddrs(), stateDir: filepath.Join(c.Dir, "agents", name), runtime: rt,
-		gpus: c.opts.GPUsPerNode, model: c.opts.GPUModel, killGrace: c.opts.KillGrace, keepTasks: c.opts.AgentsKeepTasks,
+		gpus: c.opts.GPUsPerNode, model: c.opts.GPUModel, killGrace: c.opts.KillGrace, keepTasks: c.opts.AgentsKeepTasks, client: c.opts.ClientBinary,
 		log: c.logger("agent-" + name),
 	})
 	c.mu.Lock()
@@ -63,6 +63,7 @@ type agentSpec struct {
 	log         *slog.Logger
 	tls         *pki.Material // the node's certificate
 	secrets     *Secrets
+	client      string // Config.ClientBinary
 }
 
 // nicsPerNode is how many RDMA NICs each test node has, in its fake sysfs
@@ -149,6 +150,7 @@ func startAgent(t testing.TB, s agentSpec) *agentProc {
 		HeartbeatInterval: 200 * time.Millisecond,
 		KillGrace:         s.killGrace,
 		TLS:               s.tls,
+		ClientBinary:      s.client,
 		Logger:            s.log,
 	})
 	if err != nil {

@@ -2,6 +2,8 @@ package testcluster_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,5 +83,42 @@ func TestSrunStepInRunningJob(t *testing.T) {
 	code, _, errOut = phxAs(t, c, alice, dir, nil, "srun", "--jobid", id, "true")
 	if code == 0 || !strings.Contains(errOut, "steps run only in a running job") {
 		t.Errorf("srun --jobid into an ended job: exit %d, %q", code, errOut)
+	}
+}
+
+// srun -K in a batch script: a task that exits non-zero stops the step's
+// other tasks, on its node and on the job's other nodes (through the job's
+// scancel --signal), and the script goes on after srun.
+func TestSrunKillOnBadExit(t *testing.T) {
+	user := localUser(t, "phxkillbad")
+	c := testcluster.New(t, testcluster.Options{Nodes: 2, LeafSize: 2, Runtime: "process", ClientBinary: buildPhx(t)})
+	dir := userDir(t, user)
+	script := `#!/bin/sh
+#SBATCH -N 2 --gpus-per-node=8 --ntasks-per-node=2 -o out-%j-%n
+srun -K sh -c 'if [ "$SLURM_PROCID" = 3 ]; then sleep 1; exit 3; fi; sleep 60; echo "task $SLURM_PROCID survived"'
+echo "srun exited $?"
+`
+	code, out, errOut := phxAs(t, c, user, dir, nil, "sbatch", "--parsable", "--wrap", script)
+	if code != 0 {
+		t.Fatalf("sbatch: exit %d: %s", code, errOut)
+	}
+	id := strings.TrimSpace(out)
+	jobID, _ := strconv.ParseUint(id, 10, 64)
+	// Well before the tasks' 60 s: the bad exit stopped them.
+	if job := c.WaitJob(jobID, 30*time.Second, "COMPLETED", "FAILED", "CANCELLED"); job.State != "COMPLETED" {
+		t.Fatalf("job ended %s (%s): the script goes on after srun", job.State, job.Reason)
+	}
+	for rank := range 2 {
+		raw, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("out-%s-%d", id, rank)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := string(raw)
+		if strings.Contains(data, "survived") || !strings.Contains(data, "srun exited 143") {
+			t.Errorf("node %d's output %q: want no task surviving and srun exiting 143 (a task killed by SIGTERM)", rank, data)
+		}
+		if rank == 1 && !strings.Contains(data, "task 3 exited with status 3: stopping the step's tasks") {
+			t.Errorf("node 1's output %q: want srun saying why it stopped the step", data)
+		}
 	}
 }

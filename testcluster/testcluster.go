@@ -70,6 +70,9 @@ type Options struct {
 	// NodeConf are phalanx.conf's NodeName lines; with any, New waits only
 	// for the nodes they declare (the others are refused).
 	NodeConf []config.NodeConf
+	// ClientBinary is the phx binary the agents put on jobs' PATH under
+	// Slurm's command names (scancel, scontrol, ...); "": srun alone.
+	ClientBinary string
 }
 
 // Cluster is a running test cluster.
