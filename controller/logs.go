@@ -220,22 +220,29 @@ func (c *controllerService) JobLogs(req *phalanxv1.JobLogsRequest, stream phalan
 				return err
 			}
 		case <-agentGone:
-			for { // what it sent before it went
-				select {
-				case r := <-replies:
-					if done, err := pass(r); done {
-						return err
-					}
-					continue
-				default:
-				}
-				break
+			if done, err := drained(replies, pass); done { // what it sent before it went
+				return err
 			}
 			return toStatus(cluster.Errorf(cluster.ErrConflict, "node %s's agent went away while its output was read: run phx logs again", node))
 		case <-ctx.Done():
 			return nil
 		case <-s.stop:
 			return toStatus(fmt.Errorf("the controller is stopping"))
+		}
+	}
+}
+
+// drained passes on the replies an agent sent before its stream ended;
+// done when one of them ended the read.
+func drained(replies <-chan *phalanxv1.ServeLogsRequest, pass func(*phalanxv1.ServeLogsRequest) (bool, error)) (done bool, err error) {
+	for {
+		select {
+		case r := <-replies:
+			if done, err := pass(r); done {
+				return true, err
+			}
+		default:
+			return false, nil
 		}
 	}
 }

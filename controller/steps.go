@@ -187,16 +187,8 @@ func relayStep(ctx context.Context, node string, rank int32, step uint32, replie
 				return err
 			}
 		case <-agentGone:
-			for {
-				select {
-				case r := <-replies:
-					if done, err := pass(r); done {
-						return err
-					}
-					continue
-				default:
-				}
-				break
+			if done, err := drained(replies, pass); done {
+				return err
 			}
 			return cluster.Errorf(cluster.ErrConflict, "node %s's agent went away while the step ran: its processes may still run there", node)
 		case <-ctx.Done():
