@@ -70,26 +70,42 @@ func (a *Agent) runStep(ctx context.Context, req *phalanxv1.LogRead, send func(*
 			}
 		}
 	}
+	// stop ends the step: SIGTERM, then SIGKILL stepKill later.
+	stop := func() runtime.ExitStatus {
+		a.signal(rt, syscall.SIGTERM)
+		select {
+		case st := <-exited:
+			return st
+		case <-a.cfg.Clock.After(stepKill):
+			a.signal(rt, syscall.SIGKILL)
+			return <-exited
+		}
+	}
+	end := func(st runtime.ExitStatus) {
+		if drain() {
+			send(&phalanxv1.ServeLogsRequest{Id: id, Eof: true, Exited: true, ExitCode: int32(st.Code), ExitSignal: int32(st.Signal)})
+		}
+	}
+	job, rank := req.GetJob().GetId(), int(req.GetRank())
 	for {
 		select {
 		case st := <-exited:
-			if drain() {
-				send(&phalanxv1.ServeLogsRequest{Id: id, Eof: true, Exited: true, ExitCode: int32(st.Code), ExitSignal: int32(st.Signal)})
-			}
+			end(st)
 			return
 		case <-ctx.Done():
 			// The caller went away (Ctrl-C, a lost leader): the step
 			// ends with it, as srun's does.
-			a.signal(rt, syscall.SIGTERM)
-			select {
-			case <-exited:
-			case <-time.After(stepKill):
-				a.signal(rt, syscall.SIGKILL)
-				<-exited
-			}
+			stop()
 			return
 		case <-a.cfg.Clock.After(logPoll):
 			if !drain() {
+				stop()
+				return
+			}
+			if !a.runsTask(job, rank) {
+				// The job's task here ended: its steps end with it.
+				send(&phalanxv1.ServeLogsRequest{Id: id, Data: []byte(fmt.Sprintf("srun: job %d's task on %s ended: stopping the step\n", job, a.cfg.Name))})
+				end(stop())
 				return
 			}
 		}

@@ -75,11 +75,29 @@ func TestSrunStepInRunningJob(t *testing.T) {
 		}
 	}
 
-	// Once the job has ended, no step runs in it.
+	// A step ends with its job; once the job has ended, no step runs in it.
+	type result struct {
+		code     int
+		out, err string
+	}
+	running := make(chan result, 1)
+	go func() {
+		code, out, errOut := phxAs(t, c, alice, dir, nil, "srun", "--jobid", id, "-w", node, "sh", "-c", "echo started; exec sleep 60")
+		running <- result{code, out, errOut}
+	}()
+	time.Sleep(2 * time.Second)
 	if code, _, errOut := phxAs(t, c, alice, dir, nil, "scancel", id); code != 0 {
 		t.Fatalf("scancel: %s", errOut)
 	}
 	c.WaitJob(jobID, 20*time.Second, "CANCELLED")
+	select {
+	case r := <-running:
+		if r.code != 143 || !strings.Contains(r.out, "started\n") || !strings.Contains(r.out, "ended: stopping the step") {
+			t.Errorf("a step whose job was cancelled: exit %d, stdout %q, stderr %q; want 143 and why", r.code, r.out, r.err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a step went on 20 s after its job was cancelled")
+	}
 	code, _, errOut = phxAs(t, c, alice, dir, nil, "srun", "--jobid", id, "true")
 	if code == 0 || !strings.Contains(errOut, "steps run only in a running job") {
 		t.Errorf("srun --jobid into an ended job: exit %d, %q", code, errOut)
