@@ -85,7 +85,7 @@ func (a *Agent) serveLogsOnce(ctx context.Context, b *backoff) error {
 			defer wg.Done()
 			defer stop()
 			if req.GetStep() != nil {
-				a.runStep(rctx, req, send)
+				a.runStep(rctx, stepFromWire(req), send)
 			} else {
 				a.readLog(rctx, req, send)
 			}

@@ -26,17 +26,35 @@ import (
 // job's user, with the task's environment, GPUs and image; the output and
 // exit status go back on the stream, as a read's.
 
+// stepLaunch is a step as the agent reads it off the wire (stepFromWire).
+type stepLaunch struct {
+	id         uint64 // the read's number on the stream
+	job        jobInfo
+	rank       int // the job's rank on this node
+	credential string
+	argv       []string
+	step       uint32
+	stepRank   int // SLURM_PROCID, SLURM_NODEID
+	stepNodes  int // SLURM_NTASKS, SLURM_STEP_NUM_NODES
+}
+
+func stepFromWire(r *phalanxv1.LogRead) stepLaunch {
+	st := r.GetStep()
+	return stepLaunch{id: r.GetId(), job: jobFromWire(r.GetJob()), rank: int(r.GetRank()), credential: st.GetCredential(),
+		argv: st.GetArgv(), step: st.GetStepId(), stepRank: int(st.GetStepRank()), stepNodes: int(st.GetStepNodes())}
+}
+
 // stepKill is how long a step whose caller went away has between SIGTERM
 // and SIGKILL.
 const stepKill = 5 * time.Second
 
 // runStep answers a LogRead that carries a step.
-func (a *Agent) runStep(ctx context.Context, req *phalanxv1.LogRead, send func(*phalanxv1.ServeLogsRequest) error) {
-	id := req.GetId()
+func (a *Agent) runStep(ctx context.Context, sl stepLaunch, send func(*phalanxv1.ServeLogsRequest) error) {
+	id := sl.id
 	fail := func(err error) { send(&phalanxv1.ServeLogsRequest{Id: id, Error: err.Error()}) }
-	rt, out, err := a.startStep(ctx, req)
+	rt, out, err := a.startStep(ctx, sl)
 	if err != nil {
-		a.log.Warn("step refused", "job", req.GetJob().GetId(), "err", err)
+		a.log.Warn("step refused", "job", sl.job.id, "err", err)
 		fail(err)
 		return
 	}
@@ -86,7 +104,7 @@ func (a *Agent) runStep(ctx context.Context, req *phalanxv1.LogRead, send func(*
 			send(&phalanxv1.ServeLogsRequest{Id: id, Eof: true, Exited: true, ExitCode: int32(st.Code), ExitSignal: int32(st.Signal)})
 		}
 	}
-	job, rank := req.GetJob().GetId(), int(req.GetRank())
+	job, rank := sl.job.id, sl.rank
 	for {
 		select {
 		case st := <-exited:
@@ -114,10 +132,8 @@ func (a *Agent) runStep(ctx context.Context, req *phalanxv1.LogRead, send func(*
 
 // startStep checks a step and starts it; it returns the file its output
 // goes to.
-func (a *Agent) startStep(ctx context.Context, req *phalanxv1.LogRead) (runtime.Task, string, error) {
-	job := jobFromWire(req.GetJob())
-	rank := int(req.GetRank())
-	st := req.GetStep()
+func (a *Agent) startStep(ctx context.Context, sl stepLaunch) (runtime.Task, string, error) {
+	job, rank := sl.job, sl.rank
 	if rank < 0 || rank >= len(job.ranks) || job.ranks[rank].node != a.cfg.Name {
 		return nil, "", fmt.Errorf("job %d has no rank %d on node %s", job.id, rank, a.cfg.Name)
 	}
@@ -125,33 +141,33 @@ func (a *Agent) startStep(ctx context.Context, req *phalanxv1.LogRead) (runtime.
 	if !ok {
 		return nil, "", fmt.Errorf("job %d runs no task on %s: a step runs only beside a running task", job.id, a.cfg.Name)
 	}
-	if len(st.GetArgv()) == 0 {
+	if len(sl.argv) == 0 {
 		return nil, "", errors.New("step has no command")
 	}
 	if a.cfg.TLS != nil {
-		g := pki.StepGrant{Job: job.id, Step: st.GetStepId(), Node: a.cfg.Name, UID: job.uid, GID: job.gid, Argv: st.GetArgv()}
-		if _, err := a.cfg.TLS.VerifyStep(st.GetCredential(), g, a.cfg.Clock.Now()); err != nil {
+		g := pki.StepGrant{Job: job.id, Step: sl.step, Node: a.cfg.Name, UID: job.uid, GID: job.gid, Argv: sl.argv}
+		if _, err := a.cfg.TLS.VerifyStep(sl.credential, g, a.cfg.Clock.Now()); err != nil {
 			return nil, "", fmt.Errorf("node %s: %w", a.cfg.Name, err)
 		}
 	}
-	if !a.firstUse(st.GetCredential()) {
+	if !a.firstUse(sl.credential) {
 		return nil, "", fmt.Errorf("node %s: step credential refused: it was used already", a.cfg.Name)
 	}
 	container := job.image != ""
 	jobDir := a.jobDir(key)
 	// Unique on the node even when a new leader numbers steps again.
-	name := fmt.Sprintf("%s-s%d-%s", key.id(), st.GetStepId(), strconv.FormatInt(a.cfg.Clock.Now().UnixNano(), 36))
+	name := fmt.Sprintf("%s-s%d-%s", key.id(), sl.step, strconv.FormatInt(a.cfg.Clock.Now().UnixNano(), 36))
 	out := filepath.Join(jobDir, "steps", name+".out")
 	env := prependPath(taskEnv(envInput{job: job, rank: rank, container: container, cluster: a.cfg.ClusterName}), filepath.Join(jobDir, "bin"))
-	n, r := strconv.Itoa(int(st.GetStepNodes())), strconv.Itoa(int(st.GetStepRank()))
+	n, r := strconv.Itoa(sl.stepNodes), strconv.Itoa(sl.stepRank)
 	env = setEnv(env, "PHX_STEP_DIR", filepath.Join(jobDir, "steps"),
-		"SLURM_STEP_ID", strconv.Itoa(int(st.GetStepId())), "SLURM_STEPID", strconv.Itoa(int(st.GetStepId())),
+		"SLURM_STEP_ID", strconv.Itoa(int(sl.step)), "SLURM_STEPID", strconv.Itoa(int(sl.step)),
 		"SLURM_PROCID", r, "SLURM_LOCALID", "0", "SLURM_NTASKS", n, "SLURM_NPROCS", n,
 		"SLURM_STEP_NUM_TASKS", n, "SLURM_STEP_NUM_NODES", n)
 	spec := runtime.Spec{
 		ID: name,
 		// The shell finds the command on the job's PATH, as srun does.
-		Argv:    append([]string{"/bin/sh", "-c", `exec "$@"`, "srun"}, st.GetArgv()...),
+		Argv:    append([]string{"/bin/sh", "-c", `exec "$@"`, "srun"}, sl.argv...),
 		Env:     env,
 		WorkDir: job.workDir,
 		Image:   job.image,

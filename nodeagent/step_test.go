@@ -56,7 +56,7 @@ func TestStartStepChecksCredential(t *testing.T) {
 	ctx := context.Background()
 
 	// No task of the job here: nothing starts, whatever the credential.
-	if _, _, err := a.startStep(ctx, read(sign(ctl, good), argv)); err == nil || !strings.Contains(err.Error(), "runs no task") {
+	if _, _, err := a.startStep(ctx, stepFromWire(read(sign(ctl, good), argv))); err == nil || !strings.Contains(err.Error(), "runs no task") {
 		t.Errorf("a step beside no task: %v", err)
 	}
 	a.mu.Lock()
@@ -71,7 +71,7 @@ func TestStartStepChecksCredential(t *testing.T) {
 		"for another command":     read(sign(ctl, good), []string{"rm", "-rf", "/"}),
 		"not a credential at all": read("x.y.z", argv),
 	} {
-		if _, _, err := a.startStep(ctx, r); err == nil || !strings.Contains(err.Error(), "step credential refused") {
+		if _, _, err := a.startStep(ctx, stepFromWire(r)); err == nil || !strings.Contains(err.Error(), "step credential refused") {
 			t.Errorf("%s: %v, want the credential refused", name, err)
 		}
 	}
@@ -80,7 +80,7 @@ func TestStartStepChecksCredential(t *testing.T) {
 	}
 
 	cred := sign(ctl, good)
-	task, out, err := a.startStep(ctx, read(cred, argv))
+	task, out, err := a.startStep(ctx, stepFromWire(read(cred, argv)))
 	if err != nil {
 		t.Fatalf("a good credential: %v", err)
 	}
@@ -95,7 +95,7 @@ func TestStartStepChecksCredential(t *testing.T) {
 			t.Errorf("step env lacks %s", want)
 		}
 	}
-	if _, _, err := a.startStep(ctx, read(cred, argv)); err == nil || !strings.Contains(err.Error(), "used already") {
+	if _, _, err := a.startStep(ctx, stepFromWire(read(cred, argv))); err == nil || !strings.Contains(err.Error(), "used already") {
 		t.Errorf("the same credential again: %v", err)
 	}
 }
