@@ -74,6 +74,8 @@
 //	NodeName=HOSTLIST [NodeAddr=HOSTLIST] CPUs=N RealMemory=MB
 //	         Gres=gpu[:TYPE][:N] Features=a,b Weight=N
 //	         (Sockets, CoresPerSocket, ThreadsPerCore give CPUs when CPUs is absent)
+//	         State=UNKNOWN is accepted (a node's state comes from its agent);
+//	         any other State is refused
 //	         The controller applies Weight and Features (merged into what
 //	         the node's agent reports). With NodeName lines the config is
 //	         the cluster: a node no line names is refused at registration;

@@ -108,6 +108,13 @@ func (s *nodeSpec) set(kv pair) {
 		s.gres(kv)
 	case "nodeaddr":
 		s.addrs = kv.Value
+	case "state":
+		// A node's state comes from its agent and from scontrol update:
+		// UNKNOWN, Slurm's default, says just that. A node listed DOWN or
+		// DRAIN would run jobs here, so those are refused, not ignored.
+		if !strings.EqualFold(kv.Value, "UNKNOWN") {
+			s.errorf("NodeName State=%s is not supported: a node's state comes from its agent (State=UNKNOWN, Slurm's default, is accepted); take a node out with `phx scontrol update NodeName=NAME State=DRAIN Reason=...` once it has registered", kv.Value)
+		}
 	default:
 		s.p.warnOnce("node:"+kv.lower, s.file, s.num, "NodeName key %s is not used by Phalanx; ignored", kv.Key)
 	}
