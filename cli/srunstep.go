@@ -103,7 +103,7 @@ func (k *commands) runSrunStep(c *ucli.Context, st *srunStep) error {
 	defer stop()
 	var mu sync.Mutex
 	writers := map[int32]*lineWriter{}
-	code, exited := 0, 0
+	code := 0
 	err = cn.streamWithin(ctx, true, func(ctx context.Context) error {
 		stream, err := cn.api.RunStep(ctx, req)
 		if err != nil {
@@ -134,7 +134,6 @@ func (k *commands) runSrunStep(c *ucli.Context, st *srunStep) error {
 			}
 			if o.Exited {
 				w.flush()
-				exited++
 				code = max(code, int(o.ExitCode))
 			}
 		}

@@ -2,7 +2,7 @@ package controller
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"sync"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
@@ -213,36 +213,43 @@ func (c *controllerService) JobLogs(req *phalanxv1.JobLogsRequest, stream phalan
 		}
 		return r.Eof, nil
 	}
-	for {
-		select {
-		case r := <-replies:
-			if done, err := pass(r); done {
-				return err
-			}
-		case <-agentGone:
-			if done, err := drained(replies, pass); done { // what it sent before it went
-				return err
-			}
-			return toStatus(cluster.Errorf(cluster.ErrConflict, "node %s's agent went away while its output was read: run phx logs again", node))
-		case <-ctx.Done():
-			return nil
-		case <-s.stop:
-			return toStatus(fmt.Errorf("the controller is stopping"))
-		}
+	gone, err := relay(ctx, s.stop, replies, agentGone, pass)
+	if gone {
+		return toStatus(cluster.Errorf(cluster.ErrConflict, "node %s's agent went away while its output was read: run phx logs again", node))
 	}
+	return toStatus(err)
 }
 
-// drained passes on the replies an agent sent before its stream ended;
-// done when one of them ended the read.
-func drained(replies <-chan *phalanxv1.ServeLogsRequest, pass func(*phalanxv1.ServeLogsRequest) (bool, error)) (done bool, err error) {
+// errStopping ends a read when the controller stops.
+var errStopping = errors.New("the controller is stopping")
+
+// relay hands an agent's replies to a read to pass until pass says the
+// read is done (with its error), ctx ends (nil), the controller stops
+// (errStopping), or the agent's stream ends first (gone, after what it
+// sent before it went).
+func relay(ctx context.Context, stop <-chan struct{}, replies <-chan *phalanxv1.ServeLogsRequest, agentGone <-chan struct{},
+	pass func(*phalanxv1.ServeLogsRequest) (bool, error)) (gone bool, err error) {
 	for {
 		select {
 		case r := <-replies:
 			if done, err := pass(r); done {
-				return true, err
+				return false, err
 			}
-		default:
+		case <-agentGone:
+			for {
+				select {
+				case r := <-replies:
+					if done, err := pass(r); done {
+						return false, err
+					}
+				default:
+					return true, nil
+				}
+			}
+		case <-ctx.Done():
 			return false, nil
+		case <-stop:
+			return false, errStopping
 		}
 	}
 }

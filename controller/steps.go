@@ -93,7 +93,7 @@ func (c *controllerService) RunStep(req *phalanxv1.RunStepRequest, stream phalan
 		go func() {
 			defer wg.Done()
 			defer end()
-			errs <- relayStep(ctx, node, int32(i), step, replies, agentGone, out)
+			errs <- relayStep(ctx, s.stop, node, int32(i), step, replies, agentGone, out)
 		}()
 	}
 	go func() { wg.Wait(); close(out) }()
@@ -149,8 +149,8 @@ func stepRanks(j *cluster.Job, nodes []string) ([]int, error) {
 }
 
 // relayStep passes one node's replies on as StepOutput until its exit
-// status (nil), an error, or ctx's end.
-func relayStep(ctx context.Context, node string, rank int32, step uint32, replies <-chan *phalanxv1.ServeLogsRequest, agentGone <-chan struct{}, out chan<- *phalanxv1.StepOutput) error {
+// status (nil), an error, ctx's end or the controller's stop.
+func relayStep(ctx context.Context, stop <-chan struct{}, node string, rank int32, step uint32, replies <-chan *phalanxv1.ServeLogsRequest, agentGone <-chan struct{}, out chan<- *phalanxv1.StepOutput) error {
 	first := true
 	send := func(o *phalanxv1.StepOutput) bool {
 		o.Node, o.Rank = node, rank
@@ -180,19 +180,9 @@ func relayStep(ctx context.Context, node string, rank int32, step uint32, replie
 		}
 		return false, nil
 	}
-	for {
-		select {
-		case r := <-replies:
-			if done, err := pass(r); done {
-				return err
-			}
-		case <-agentGone:
-			if done, err := drained(replies, pass); done {
-				return err
-			}
-			return cluster.Errorf(cluster.ErrConflict, "node %s's agent went away while the step ran: its processes may still run there", node)
-		case <-ctx.Done():
-			return nil
-		}
+	gone, err := relay(ctx, stop, replies, agentGone, pass)
+	if gone {
+		return cluster.Errorf(cluster.ErrConflict, "node %s's agent went away while the step ran: its processes may still run there", node)
 	}
+	return err
 }

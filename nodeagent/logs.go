@@ -206,12 +206,6 @@ func (a *Agent) removeLog(req *phalanxv1.LogRead, path string) {
 
 // runsTask reports whether a task of the job's rank runs on this node.
 func (a *Agent) runsTask(job uint64, rank int) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for k := range a.tasks {
-		if k.job == job && int(k.rank) == rank {
-			return true
-		}
-	}
-	return false
+	_, ok := a.runningTask(job, rank)
+	return ok
 }
