@@ -24,8 +24,17 @@ func TestParseConstraint(t *testing.T) {
 		{in: "[a]", err: "one alternative"},
 		{in: "x|[a|b]", err: "| outside the brackets"},
 		{in: "x[a|b]", err: "features must join the brackets with &"},
-		{in: "[a*2|b]", err: "node counts"},
-		{in: "a*2", err: "node counts (a*2) are not supported"},
+		{in: "a*2", match: [][]string{nil, {"b"}, {"a"}}},
+		{in: "[a*2&b*4]", match: [][]string{nil, {"a"}}},
+		{in: "[a*2|b]", err: "a count in an OR"},
+		{in: "[a*2|b*2]", err: "a count in an OR"},
+		{in: "a*2&b", err: "a count beside other features"},
+		{in: "ib&[a*2&b*4]", err: "a count beside other features"},
+		{in: "[a*2&b]", err: `feature "b" has no count`},
+		{in: "a*0", err: `count "0" of feature "a" is not a whole number of nodes`},
+		{in: "a*x", err: `count "x"`},
+		{in: "*2", err: `feature name ""`},
+		{in: "[a*1&a*2]", err: `feature "a" counted twice`},
 		{in: "a&&b", err: "invalid feature specification"},
 		{in: "!a", err: "invalid feature specification"},
 		{in: "a|", err: "invalid feature specification"},
@@ -53,6 +62,10 @@ func TestParseConstraint(t *testing.T) {
 	}
 	if c, _ := ParseConstraint("ib&[a100|h100&nvl]"); strings.Join(c.Alternatives(), " ") != "ib&a100 ib&h100&nvl" || !c.Matching {
 		t.Errorf("Alternatives = %q", c.Alternatives())
+	}
+	if c, _ := ParseConstraint(" [rack1*2 & rack2*4] "); c.CountedNodes() != 6 || len(c.Terms) != 0 ||
+		strings.Join(c.Features(), ",") != "rack1,rack2" || c.Counts[1] != (FeatureCount{Feature: "rack2", Nodes: 4}) {
+		t.Errorf("[rack1*2&rack2*4] = %+v", c)
 	}
 	if c, _ := ParseConstraint("a|b"); c.Alternatives() != nil {
 		t.Errorf("a|b has alternatives %q", c.Alternatives())

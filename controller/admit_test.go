@@ -73,7 +73,12 @@ func TestSubmitValidatesConstraintsAgainstThePartition(t *testing.T) {
 		{"matching OR", func(j *phalanxv1.JobSpec) { j.Constraint = "ib&[h100|a100]" }, `no node of partition gpu has feature "a100"`, cluster.ErrInvalid},
 		{"matching OR, features present", func(j *phalanxv1.JobSpec) { j.Constraint = "[h100|ib]" }, "", nil},
 		{"matching OR, malformed", func(j *phalanxv1.JobSpec) { j.Constraint = "[h100|ib" }, "unbalanced brackets", cluster.ErrInvalid},
-		{"node counts", func(j *phalanxv1.JobSpec) { j.Constraint = "ib*2" }, "node counts (a*2) are not supported", cluster.ErrInvalid},
+		{"node counts", func(j *phalanxv1.JobSpec) { j.Nodes, j.Constraint = 3, "[h100*1&ib*2]" }, "", nil},
+		{"node counts, no -N", func(j *phalanxv1.JobSpec) { j.Nodes, j.Constraint = 0, "[h100*1&ib*2]" }, "", nil},
+		{"node counts over -N", func(j *phalanxv1.JobSpec) { j.Nodes, j.Constraint = 1, "ib*2" }, "counts 2 nodes; the job asks for 1 node: ask for at least 2 (-N)", cluster.ErrUnsatisfiable},
+		{"node counts over the partition", func(j *phalanxv1.JobSpec) { j.Nodes, j.Constraint = 0, "[h100*2&ib*3]" }, "partition gpu has 4 nodes; the job asks for 5", cluster.ErrUnsatisfiable},
+		{"node count of an unknown feature", func(j *phalanxv1.JobSpec) { j.Nodes, j.Constraint = 2, "nvl72*1" }, `no node of partition gpu has feature "nvl72"`, cluster.ErrInvalid},
+		{"node counts in an OR", func(j *phalanxv1.JobSpec) { j.Nodes, j.Constraint = 2, "[h100*1|ib*1]" }, "a count in an OR", cluster.ErrInvalid},
 		{"features all present", func(j *phalanxv1.JobSpec) { j.Constraint = "h100&ib" }, "", nil},
 		{"nodelist and exclude fine", func(j *phalanxv1.JobSpec) { j.Nodes, j.Nodelist, j.Exclude = 2, []string{"n1"}, []string{"n4"} }, "", nil},
 		{"more GPUs per node than any node has", func(j *phalanxv1.JobSpec) { j.GpusPerNode = 9 }, "at most 8 GPUs", cluster.ErrUnsatisfiable},
@@ -93,6 +98,16 @@ func TestSubmitValidatesConstraintsAgainstThePartition(t *testing.T) {
 				t.Fatalf("error %v does not wrap %v", err, tc.is)
 			}
 		})
+	}
+	// As in Slurm, node counts raise a node count the job did not give.
+	spec := testSpec(0, 1)
+	spec.Constraint = "[h100*1&ib*2]"
+	resp, err := s.submit(context.Background(), spec, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err := s.store.Job(cluster.JobID(resp.GetJobId())); err != nil || j.Nodes != 3 {
+		t.Fatalf("job = %+v, %v; want 3 nodes", j, err)
 	}
 }
 

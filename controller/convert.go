@@ -106,8 +106,11 @@ func jobFromSpec(spec *phalanxv1.JobSpec, maxScript int) (*cluster.Job, error) {
 	if spec.Deadline != nil {
 		j.Deadline = spec.Deadline.AsTime()
 	}
-	if j.Nodes == 0 {
+	if j.Nodes == 0 { // as in Slurm, node counts in --constraint raise the default
 		j.Nodes = 1
+		if c, err := cluster.ParseConstraint(j.Constraint); err == nil {
+			j.Nodes = max(1, c.CountedNodes())
+		}
 	}
 	switch {
 	case j.Nodes < 0:

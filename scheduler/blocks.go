@@ -16,10 +16,19 @@ import "sort"
 // best fit (the fewest spare nodes), then order; inside it, the leaf rules
 // pick the nodes.
 
-// pickGang chooses the nodes for r: the required ones (already checked to
+// pickGang chooses the nodes for r among the groups: with node counts in
+// the job's constraint, by pickCounted; otherwise by pickPlain.
+func (p *pass) pickGang(groups []group, cs *candSet, r *request) ([]int32, bool) {
+	if len(cs.counts) > 0 {
+		return p.pickCounted(groups, cs, r)
+	}
+	return p.pickPlain(groups, cs.required, r, cs.mixed)
+}
+
+// pickPlain chooses the nodes for r: the required ones (already checked to
 // fit), then the rest from the groups, by the block and leaf rules, within
 // r.maxLeaves.
-func (p *pass) pickGang(groups []group, required []int32, r *request, mixed bool) ([]int32, bool) {
+func (p *pass) pickPlain(groups []group, required []int32, r *request, mixed bool) ([]int32, bool) {
 	need := r.nodes - len(required)
 	var out []int32
 	var ok bool

@@ -48,11 +48,12 @@ func keyOf(j *cluster.Job) setKey {
 type candSet struct {
 	k        setKey
 	part     *partition
-	bad      error      // the filters themselves can never be met
-	static   []int32    // candidates in any state, name order
-	leaves   []candLeaf // UP candidates by leaf (leaf order), required ones left out
-	required []int32    // --nodelist nodes, name order
-	mixed    bool       // node weights differ: weight sums decide between leaves
+	bad      error                  // the filters themselves can never be met
+	static   []int32                // candidates in any state, name order
+	leaves   []candLeaf             // UP candidates by leaf (leaf order), required ones left out
+	required []int32                // --nodelist nodes, name order
+	counts   []cluster.FeatureCount // node counts of the constraint (counts.go)
+	mixed    bool                   // node weights differ: weight sums decide between leaves
 	never    map[request]error
 	idle     map[request]bool
 	failed   map[failKey][]failure
@@ -109,6 +110,7 @@ func (p *pass) buildSet(j *cluster.Job, k setKey) *candSet {
 		return cs
 	}
 	cs.required = p.requiredOf(j.NodeList)
+	cs.counts = feat.Counts
 	p.groupCandidates(cs)
 	return cs
 }
@@ -116,7 +118,7 @@ func (p *pass) buildSet(j *cluster.Job, k setKey) *candSet {
 // staticError explains filters that leave no way to run: an unknown
 // feature, everything excluded, a --nodelist node outside the candidates.
 func (p *pass) staticError(cs *candSet, j *cluster.Job, feat cluster.Constraint, excluded map[string]bool) error {
-	if len(feat.Terms) > 0 {
+	if len(feat.Terms) > 0 || len(feat.Counts) > 0 {
 		members := make([]*cluster.Node, len(cs.part.members))
 		for k, i := range cs.part.members {
 			members[k] = p.nodes[i].node

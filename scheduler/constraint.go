@@ -5,17 +5,22 @@ import (
 )
 
 // unknownFeature returns a feature no node has, when every term of the
-// constraint names one (so no node could ever match); else "". The
-// grammar is cluster.ParseConstraint's.
+// constraint names one (so no node could ever match) or a node count names
+// one; else "". The grammar is cluster.ParseConstraint's.
 func unknownFeature(c cluster.Constraint, nodes []*cluster.Node) string {
-	if len(c.Terms) == 0 {
-		return ""
-	}
 	seen := map[string]bool{}
 	for _, n := range nodes {
 		for _, f := range n.Features {
 			seen[f] = true
 		}
+	}
+	for _, fc := range c.Counts {
+		if !seen[fc.Feature] {
+			return fc.Feature
+		}
+	}
+	if len(c.Terms) == 0 {
+		return ""
 	}
 	first := ""
 	for _, term := range c.Terms {

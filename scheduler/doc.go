@@ -19,7 +19,9 @@
 //     GPU model and --constraint features, not --exclude'd. Built once per
 //     pass for each distinct set of those filters (candidates.go).
 //   - Gang: the Nodes nodes a job gets, all at once or not at all,
-//     including its --nodelist nodes.
+//     including its --nodelist nodes and, for node counts in its
+//     constraint (gpu*2), that many nodes with each counted feature
+//     (counts.go).
 //   - Leaf span: how many leaf switches a gang touches; fewer is better,
 //     since traffic between leaves crosses the spine.
 //   - Best fit: among places that could host a gang, the tightest, leaving

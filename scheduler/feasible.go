@@ -60,16 +60,14 @@ func (p *pass) neverFits(cs *candSet, r request) error {
 // reports the first that leaves fewer than the requested node count, then
 // checks the --nodelist nodes and the segments.
 func (p *pass) whyNever(cs *candSet, r request) error {
-	if r.segment == 0 && len(cs.required) == 0 {
-		fit := 0
-		for _, i := range cs.static {
-			if p.nodes[i].wholeFits(&r) {
-				fit++
-			}
+	fit := make([]int32, 0, len(cs.static))
+	for _, i := range cs.static {
+		if p.nodes[i].wholeFits(&r) {
+			fit = append(fit, i)
 		}
-		if fit >= r.nodes {
-			return nil // the usual case, without building messages
-		}
+	}
+	if r.segment == 0 && len(cs.required) == 0 && len(fit) >= r.nodes {
+		return p.countsNever(cs, r, fit) // the usual case, without building messages
 	}
 	if r.segment > 0 {
 		if r.nodes%r.segment != 0 {
@@ -77,6 +75,9 @@ func (p *pass) whyNever(cs *candSet, r request) error {
 		}
 		if len(cs.required) > 0 {
 			return fmt.Errorf("%w: --segment cannot be combined with --nodelist", cluster.ErrInvalid)
+		}
+		if len(cs.counts) > 0 {
+			return fmt.Errorf("%w: --segment cannot be combined with node counts in --constraint (%s)", cluster.ErrInvalid, cs.k.constraint)
 		}
 	}
 	nodes := make([]*cluster.Node, len(cs.part.members))
@@ -104,7 +105,10 @@ func (p *pass) whyNever(cs *candSet, r request) error {
 			return fmt.Errorf("%w: --nodelist node %s is too small for the per-node request", cluster.ErrUnsatisfiable, p.nodes[i].node.Name)
 		}
 	}
-	return p.segmentsNever(nodes, r)
+	if err := p.segmentsNever(nodes, r); err != nil {
+		return err
+	}
+	return p.countsNever(cs, r, fit)
 }
 
 // segmentsNever checks that enough groups of r.segment nodes fit inside

@@ -105,6 +105,9 @@ func (o *oracle) setOK(set []*cluster.Node, now bool) bool {
 			}
 		}
 	}
+	if feat, _ := cluster.ParseConstraint(j.Constraint); !hallCounts(set, feat.Counts) {
+		return false
+	}
 	waiting := j.Switches > 0 && epoch.Before(j.SubmitTime.Add(switchWait(j)))
 	return !now || !waiting || o.count(set, o.s.Topology.LeafOf) <= j.Switches
 }

@@ -161,16 +161,16 @@ func (p *pass) tryPreempt(plan *Plan, j *cluster.Job, cs *candSet, r *request, m
 }
 
 // cheapestGang picks the gang among nodes that preemption can free: by the
-// block and leaf rules for segments and --nodelist, otherwise on the fewest
-// leaves and, among leaf sets of that size, the least cost.
+// block and leaf rules for segments, --nodelist and node counts, otherwise
+// on the fewest leaves and, among leaf sets of that size, the least cost.
 func (p *pass) cheapestGang(groups []group, costs map[int32]int64, cs *candSet, r *request) ([]int32, bool) {
-	if r.segment > 0 || len(cs.required) > 0 || len(p.blocks) > 0 {
+	if r.segment > 0 || len(cs.required) > 0 || len(cs.counts) > 0 || len(p.blocks) > 0 {
 		for _, i := range cs.required {
 			if _, ok := costs[i]; !ok {
 				return nil, false
 			}
 		}
-		return p.pickGang(groups, cs.required, r, cs.mixed)
+		return p.pickGang(groups, cs, r)
 	}
 	k := r.nodes
 	sum := func(g group, n int) int64 {

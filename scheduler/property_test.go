@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,7 +74,7 @@ func genJobs(t *rapid.T, firstID, maxNodes int, label string) []*cluster.Job {
 			SubmitTime:  epoch.Add(time.Duration(rapid.IntRange(0, 3).Draw(t, "submit")) * time.Second),
 			TimeLimit:   time.Duration(rapid.IntRange(0, 3).Draw(t, "limit")) * time.Hour,
 			Exclusive:   rapid.IntRange(0, 4).Draw(t, "exclusive") == 0,
-			Constraint:  rapid.SampledFrom([]string{"", "", "ib", "ib&nvme", "nvme|ib"}).Draw(t, "constraint"),
+			Constraint:  rapid.SampledFrom([]string{"", "", "ib", "ib&nvme", "nvme|ib", "ib*1", "nvme*2", "[ib*1&nvme*1]"}).Draw(t, "constraint"),
 			QoS:         rapid.SampledFrom([]string{"", "low", "high"}).Draw(t, "qos"),
 			Requeued:    rapid.IntRange(0, 4).Draw(t, "requeued") == 0,
 		})
@@ -248,7 +249,9 @@ func checkGang(t *rapid.T, s *Snapshot, j *cluster.Job, alloc cluster.Allocation
 	}
 	seen := map[string]bool{}
 	feat, _ := cluster.ParseConstraint(j.Constraint)
+	var gang []*cluster.Node
 	for _, a := range alloc.Nodes {
+		gang = append(gang, nodes[a.Node])
 		n := nodes[a.Node]
 		if n == nil || seen[a.Node] || n.State != cluster.NodeUp || !part.Contains(a.Node) || !modelOK(strings.ToLower(j.GPUType), n) || !feat.Match(n.Features) {
 			t.Fatalf("job %d: node %s is unknown, repeated, not UP, outside %s, the wrong model or lacks features %q", j.ID, a.Node, part.Name, j.Constraint)
@@ -258,4 +261,33 @@ func checkGang(t *rapid.T, s *Snapshot, j *cluster.Job, alloc cluster.Allocation
 			t.Fatalf("job %d: %+v does not match the request", j.ID, a)
 		}
 	}
+	if !hallCounts(gang, feat.Counts) {
+		t.Fatalf("job %d: gang %v does not hold the node counts of %q", j.ID, alloc.Nodes, j.Constraint)
+	}
+}
+
+// hallCounts checks node counts the slow way (Hall's condition): for every
+// subset of the counts, the nodes with one of their features are at least
+// as many as the subset asks for together.
+func hallCounts(nodes []*cluster.Node, counts []cluster.FeatureCount) bool {
+	for set := 1; set < 1<<len(counts); set++ {
+		want, have := 0, 0
+		for c, fc := range counts {
+			if set&(1<<c) != 0 {
+				want += fc.Nodes
+			}
+		}
+		for _, n := range nodes {
+			for c, fc := range counts {
+				if set&(1<<c) != 0 && slices.Contains(n.Features, fc.Feature) {
+					have++
+					break
+				}
+			}
+		}
+		if have < want {
+			return false
+		}
+	}
+	return true
 }

@@ -139,7 +139,7 @@ func (p *pass) gangNow(cs *candSet, r *request, end int64) (nodes []int32, byRes
 		}
 	}
 	groups, rejected := p.collectNow(cs, r, end)
-	if nodes, ok := p.pickGang(groups, cs.required, r, cs.mixed); ok {
+	if nodes, ok := p.pickGang(groups, cs, r); ok {
 		return nodes, false
 	}
 	if !rejected {
@@ -274,7 +274,7 @@ func (p *pass) idleFits(cs *candSet, r request) bool {
 		ok = ok && p.nodes[i].up && p.nodes[i].wholeFits(&r)
 	}
 	if ok {
-		_, ok = p.pickGang(groups, cs.required, &r, cs.mixed)
+		_, ok = p.pickGang(groups, cs, &r)
 	}
 	cs.idle[r] = ok
 	return ok

@@ -145,6 +145,18 @@ func (p *pass) reserve(cs *candSet, r *request, j *cluster.Job, dur time.Duratio
 	// The first start worth trying is when need nodes are free in number;
 	// later ones are the next distinct times, in case topology refuses.
 	t := p.nthTime(cands, need)
+	for _, fc := range cs.counts { // and when each count's nodes are
+		var with []timed
+		for _, c := range cands {
+			if p.hasFeature(c.i, fc.Feature) {
+				with = append(with, c)
+			}
+		}
+		if len(with) < fc.Nodes {
+			return 0, nil, false
+		}
+		t = max(t, p.nthTime(with, fc.Nodes))
+	}
 	for tries := 0; tries < maxReserveTries && t != forever; tries++ {
 		start := max(t, reqT)
 		if nodes, ok := p.gangAt(cs, r, j, cands, t, start, dur); ok {
@@ -237,7 +249,7 @@ func (p *pass) gangAt(cs *candSet, r *request, j *cluster.Job, cands []timed, up
 	}
 	rr := *r
 	rr.maxLeaves = p.maxLeavesAt(j, start)
-	return p.pickGang(p.byLeaf(ok), cs.required, &rr, cs.mixed)
+	return p.pickGang(p.byLeaf(ok), cs, &rr)
 }
 
 // maxLeavesAt is the job's leaf limit at instant t: Switches until

@@ -150,8 +150,11 @@ func finish(b *builder, script, name string, env Env) (*Request, error) {
 	if s.Name == "" {
 		s.Name = name
 	}
-	if s.Nodes == 0 {
+	if s.Nodes == 0 { // as in Slurm, node counts in --constraint raise the default
 		s.Nodes = 1
+		if c, err := cluster.ParseConstraint(s.Constraint); err == nil {
+			s.Nodes = int32(max(1, c.CountedNodes()))
+		}
 	}
 	if utf8.ValidString(env.Host) && len(env.Host) <= cluster.MaxHostName {
 		s.SubmitHost = env.Host
