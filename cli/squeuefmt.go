@@ -23,8 +23,8 @@ var squeueNames = []struct {
 	name   string
 	letter byte
 }{
-	{"Account", 'a'}, {"ArrayJobID", 'F'}, {"ArrayTaskID", 'K'}, {"Dependency", 'E'}, {"JobID", 'i'}, {"Name", 'j'}, {"NodeList", 'N'},
-	{"NumNodes", 'D'}, {"Partition", 'P'}, {"Priority", 'Q'}, {"Reason", 'r'}, {"ReasonList", 'R'},
+	{"Account", 'a'}, {"ArrayJobID", 'F'}, {"ArrayTaskID", 'K'}, {"Dependency", 'E'}, {"Feature", 'f'}, {"JobID", 'i'}, {"Name", 'j'},
+	{"Nice", 'y'}, {"NodeList", 'N'}, {"NumNodes", 'D'}, {"Partition", 'P'}, {"Priority", 'Q'}, {"QOS", 'q'}, {"Reason", 'r'}, {"ReasonList", 'R'},
 	{"SchedNodes", 'Y'}, {"StartTime", 'S'}, {"State", 'T'}, {"StateCompact", 't'}, {"SubmitTime", 'V'},
 	{"TimeLeft", 'L'}, {"TimeLimit", 'l'}, {"TimeUsed", 'M'}, {"tres-per-node", 'b'}, {"UserName", 'u'},
 	{"WorkDir", 'Z'},
@@ -82,7 +82,8 @@ const SqueueStartFormat = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
 
 // squeueHeaders are the column titles of squeue's format fields.
 var squeueHeaders = map[byte]string{
-	'a': "ACCOUNT", 'A': "JOBID", 'b': "TRES_PER_NODE", 'F': "ARRAY_JOB_ID", 'K': "ARRAY_TASK_ID", 'D': "NODES", 'E': "DEPENDENCY", 'i': "JOBID", 'j': "NAME",
+	'a': "ACCOUNT", 'A': "JOBID", 'b': "TRES_PER_NODE", 'F': "ARRAY_JOB_ID", 'K': "ARRAY_TASK_ID", 'D': "NODES", 'E': "DEPENDENCY", 'f': "FEATURES", 'i': "JOBID", 'j': "NAME",
+	'q': "QOS", 'y': "NICE",
 	'l': "TIME_LIMIT", 'L': "TIME_LEFT", 'M': "TIME", 'N': "NODELIST", 'P': "PARTITION",
 	'Q': "PRIORITY", 'r': "REASON", 'R': "NODELIST(REASON)", 'S': "START_TIME",
 	't': "ST", 'T': "STATE", 'u': "USER", 'V': "SUBMIT_TIME", 'Y': "SCHEDNODES", 'Z': "WORK_DIR",
@@ -173,6 +174,12 @@ func jobField(j *phalanxv1.Job, c byte, v SqueueView) string {
 		return fmt.Sprint(jobNodeCount(j))
 	case 'E':
 		return dependency(j)
+	case 'f':
+		return orDefault(s.GetConstraint(), "(null)")
+	case 'q':
+		return orDefault(s.GetQos(), "normal")
+	case 'y':
+		return fmt.Sprint(s.GetNice())
 	case 'i':
 		return fmt.Sprint(j.Id) // arrays: see arrayRows
 	case 'A': // unique for each task of an array
