@@ -51,10 +51,14 @@ const (
 	// EventCheckpointSkipped: an agent passed over a torn checkpoint step
 	// when it staged the job in (Job and Node set).
 	EventCheckpointSkipped EventKind = "checkpoint-skipped"
+	// EventOutputAppended: an agent could not empty the job's output file
+	// once for all its nodes, as its open mode asks, and appended to it
+	// (Job and Node set).
+	EventOutputAppended EventKind = "output-appended"
 )
 
 // AgentJobEvents are the kinds of job events agents report.
-var AgentJobEvents = []EventKind{EventHang, EventCheckpointSkipped}
+var AgentJobEvents = []EventKind{EventHang, EventCheckpointSkipped, EventOutputAppended}
 
 // stateEvents is the event of setting each stored state.
 var stateEvents = map[NodeState]EventKind{NodeUp: EventResumed, NodeDrain: EventDrained, NodeDown: EventDown}

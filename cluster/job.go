@@ -121,6 +121,8 @@ type Job struct {
 	WorkDir string            // the submit directory, or -D
 	Output  string            // -o pattern; empty: slurm-%j.out
 	Error   string            // -e pattern; empty: with the output
+	// OpenMode is sbatch --open-mode (openmode.go).
+	OpenMode OpenMode
 
 	Nodes       int
 	GPUsPerNode int

@@ -97,6 +97,15 @@ func jobFromSpec(spec *phalanxv1.JobSpec, maxScript int) (*cluster.Job, error) {
 		return nil, err
 	}
 	j.KillOnInvalidDep = spec.KillOnInvalidDep
+	switch spec.OpenMode {
+	case phalanxv1.OpenMode_OPEN_MODE_UNSPECIFIED:
+	case phalanxv1.OpenMode_OPEN_MODE_APPEND:
+		j.OpenMode = cluster.OpenAppend
+	case phalanxv1.OpenMode_OPEN_MODE_TRUNCATE:
+		j.OpenMode = cluster.OpenTruncate
+	default:
+		return nil, cluster.Errorf(cluster.ErrInvalid, "open mode %d: use append or truncate (a newer phx than this controller?)", spec.OpenMode)
+	}
 	if spec.Hold {
 		j.Hold = cluster.HoldUser
 	}
@@ -185,9 +194,21 @@ func specToProto(j *cluster.Job) *phalanxv1.JobSpec {
 		Dependency:          j.Dependency.String(),
 		KillOnInvalidDep:    j.KillOnInvalidDep,
 		Hold:                j.Hold != cluster.HoldNone,
+		OpenMode:            openModeToWire(j.OpenMode),
 		BeginTime:           ts(j.BeginTime),
 		Deadline:            ts(j.Deadline),
 	}
+}
+
+// openModeToWire is an open mode as the API carries it.
+func openModeToWire(m cluster.OpenMode) phalanxv1.OpenMode {
+	switch m {
+	case cluster.OpenAppend:
+		return phalanxv1.OpenMode_OPEN_MODE_APPEND
+	case cluster.OpenTruncate:
+		return phalanxv1.OpenMode_OPEN_MODE_TRUNCATE
+	}
+	return phalanxv1.OpenMode_OPEN_MODE_UNSPECIFIED
 }
 
 // restartFromSpec reads a submit's restart policy, with the defaults.

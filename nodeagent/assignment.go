@@ -30,6 +30,8 @@ type jobInfo struct {
 	uid, gid               int // zero or less: the agent's own
 	script, image, workDir string
 	output, errPattern     string
+	openMode               cluster.OpenMode // sbatch --open-mode
+	submitTime             int64            // Unix nanoseconds: with id, names the job on its files
 	env                    map[string]string
 	timeLimit              time.Duration // zero: none
 	signal                 cluster.JobSignal
@@ -99,7 +101,8 @@ func jobFromWire(j *phalanxv1.Job) jobInfo {
 		name: js.GetName(), user: js.GetUser(), account: js.GetAccount(), partition: js.GetPartition(),
 		uid: int(js.GetUid()), gid: int(js.GetGid()),
 		script: js.GetScript(), image: js.GetImage(), workDir: js.GetWorkDir(),
-		output: js.GetOutput(), errPattern: js.GetError(),
+		output: js.GetOutput(), errPattern: js.GetError(), openMode: openModeFromWire(js.GetOpenMode()),
+		submitTime: j.GetSubmitTime().AsTime().UnixNano(),
 		env:        cluster.EnvOf(js.GetEnvironment(), js.GetEnv()), // an older controller sends the map
 		masterPort: int(j.GetMasterPort()),
 		signal: cluster.JobSignal{Signal: int(js.GetSignal()), Before: secondsDuration(int64(js.GetSignalSeconds())),
@@ -135,6 +138,18 @@ func jobFromWire(j *phalanxv1.Job) jobInfo {
 		}
 	}
 	return out
+}
+
+// openModeFromWire reads an open mode; one this agent does not know is the
+// default.
+func openModeFromWire(m phalanxv1.OpenMode) cluster.OpenMode {
+	switch m {
+	case phalanxv1.OpenMode_OPEN_MODE_APPEND:
+		return cluster.OpenAppend
+	case phalanxv1.OpenMode_OPEN_MODE_TRUNCATE:
+		return cluster.OpenTruncate
+	}
+	return cluster.OpenDefault
 }
 
 // prologFromWire reads the prolog an assignment carries.

@@ -97,6 +97,7 @@ func (a *Agent) gateChecks(ctx context.Context, key taskKey, as assignment, spec
 	if f := checkWorkDir(spec); f != nil {
 		return f
 	}
+	a.emptyOutputs(key, as.job, spec)
 	return checkOutputs(spec)
 }
 

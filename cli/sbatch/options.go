@@ -67,8 +67,8 @@ var Options = []getopt.Option{
 	{Long: "time", Short: 't', HasArg: true, Usage: "time limit: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S"},
 	{Long: "wait", Short: 'W', Usage: "wait for the job to end, and exit with its exit code"},
 	{Long: "wrap", HasArg: true, Usage: "wrap a command line in a /bin/sh script (command line only)"},
+	{Long: "open-mode", HasArg: true, Usage: "append or truncate (the default) the output and error files when the job first starts"},
 	// Accepted for compatibility, ignored with a warning (see ignored).
-	{Long: "open-mode", HasArg: true, Usage: "accepted and ignored (warning): output files are appended"},
 	{Long: "hint", HasArg: true, Usage: "accepted and ignored (warning)"},
 	{Long: "gpu-bind", HasArg: true, Usage: "accepted and ignored (warning)"},
 	{Long: "cpu-bind", HasArg: true, Usage: "accepted and ignored (warning)"},
@@ -82,7 +82,6 @@ var Options = []getopt.Option{
 var ignored = map[string]string{
 	"mail-type":    "Phalanx sends no mail",
 	"mail-user":    "Phalanx sends no mail",
-	"open-mode":    "output files are always appended",
 	"hint":         "no CPU binding",
 	"gpu-bind":     "the task sees its node's allocated GPUs",
 	"cpu-bind":     "no CPU binding",
@@ -154,6 +153,15 @@ func (b *builder) apply(v getopt.Value) error {
 			s.KillOnInvalidDep = false
 		default:
 			err = fmt.Errorf("want yes or no")
+		}
+	case "open-mode":
+		var m cluster.OpenMode
+		if m, err = cluster.ParseOpenMode(v.Value); err != nil {
+			return err // it names the option
+		}
+		s.OpenMode = phalanxv1.OpenMode_OPEN_MODE_TRUNCATE
+		if m == cluster.OpenAppend {
+			s.OpenMode = phalanxv1.OpenMode_OPEN_MODE_APPEND
 		}
 	case "hang-timeout":
 		s.HangTimeoutSeconds, err = parseHangTimeout(v.Value)

@@ -145,6 +145,9 @@ func writePlacement(b *strings.Builder, s *phalanxv1.JobSpec) {
 	if s.HangTimeoutSeconds != 0 {
 		fmt.Fprintf(b, "hang-timeout-s=%d\n", s.HangTimeoutSeconds)
 	}
+	if s.OpenMode != phalanxv1.OpenMode_OPEN_MODE_UNSPECIFIED {
+		fmt.Fprintf(b, "open-mode=%s\n", s.OpenMode)
+	}
 	if s.Array != "" || s.Dependency != "" || s.Hold {
 		fmt.Fprintf(b, "array=%q dependency=%q hold=%v\n", s.Array, s.Dependency, s.Hold)
 	}

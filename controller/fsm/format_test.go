@@ -58,7 +58,8 @@ var commandFixtures = map[string]Command{
 		j.ID, j.TasksPerNode, j.GPUsPerTask, j.CPUsPerTask, j.SubmitHost = 21, 8, 1, 4, "login1"
 		return j
 	}()},
-	"02-place-jobs": PlaceJobs{Placements: []store.Placement{{Job: 7, Alloc: twoNodes(), MasterPort: 29500, Time: t0.Add(time.Minute)}}},
+	"01e-submit-job-open-mode": SubmitJob{Job: func() *cluster.Job { j := fullJob(); j.ID, j.OpenMode = 22, cluster.OpenAppend; return j }()},
+	"02-place-jobs":            PlaceJobs{Placements: []store.Placement{{Job: 7, Alloc: twoNodes(), MasterPort: 29500, Time: t0.Add(time.Minute)}}},
 	"03-report-task": ReportTask{Report: cluster.TaskReport{JobID: 7, Attempt: 2, Rank: 1, Node: "gpu002", State: cluster.TaskExited,
 		ExitCode: 1, ExitSignal: 9, Message: "exit status 1", Time: t0.Add(time.Hour)}},
 	"03b-report-task-checkpoint-corrupt": ReportTask{Report: cluster.TaskReport{JobID: 7, Attempt: 3, Rank: 2, Node: "gpu003",

@@ -15,6 +15,7 @@ var eventKinds = newEnum("event kind", map[cluster.EventKind]statev1.EventKind{
 	cluster.EventCheckpoint:        statev1.EventKind_EVENT_KIND_CHECKPOINT,
 	cluster.EventHang:              statev1.EventKind_EVENT_KIND_HANG,
 	cluster.EventCheckpointSkipped: statev1.EventKind_EVENT_KIND_CHECKPOINT_SKIPPED,
+	cluster.EventOutputAppended:    statev1.EventKind_EVENT_KIND_OUTPUT_APPENDED,
 })
 
 // Event encodes a node event.

@@ -67,7 +67,30 @@ func jobSpec(j *cluster.Job) *statev1.JobSpec {
 		Dependency:       depConds(j.Dependency),
 		DependencyAny:    j.Dependency.Any,
 		KillOnInvalidDep: j.KillOnInvalidDep,
+		OpenMode:         openModeRecord(j.OpenMode),
 	}
+}
+
+func openModeRecord(m cluster.OpenMode) statev1.OpenMode {
+	switch m {
+	case cluster.OpenAppend:
+		return statev1.OpenMode_OPEN_MODE_APPEND
+	case cluster.OpenTruncate:
+		return statev1.OpenMode_OPEN_MODE_TRUNCATE
+	}
+	return statev1.OpenMode_OPEN_MODE_UNSPECIFIED
+}
+
+// fromOpenModeRecord decodes an open mode; one this version does not know
+// is the default.
+func fromOpenModeRecord(m statev1.OpenMode) cluster.OpenMode {
+	switch m {
+	case statev1.OpenMode_OPEN_MODE_APPEND:
+		return cluster.OpenAppend
+	case statev1.OpenMode_OPEN_MODE_TRUNCATE:
+		return cluster.OpenTruncate
+	}
+	return cluster.OpenDefault
 }
 
 func jobStatus(j *cluster.Job) (*statev1.JobStatus, error) {
@@ -176,6 +199,7 @@ func FromJob(r *statev1.Job) (*cluster.Job, error) {
 		Array:            fromArrayRecord(sp.GetArray()),
 		Dependency:       fromDepConds(sp.GetDependency(), sp.GetDependencyAny()),
 		KillOnInvalidDep: sp.GetKillOnInvalidDep(),
+		OpenMode:         fromOpenModeRecord(sp.GetOpenMode()),
 	}
 	if err := fromJobStatus(j, r.GetStatus()); err != nil {
 		return nil, err

@@ -89,6 +89,56 @@ func (HoldRequest) EnumDescriptor() ([]byte, []int) {
 	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{0}
 }
 
+// OpenMode is sbatch --open-mode.
+type OpenMode int32
+
+const (
+	OpenMode_OPEN_MODE_UNSPECIFIED OpenMode = 0 // truncate, Slurm's default
+	OpenMode_OPEN_MODE_APPEND      OpenMode = 1
+	OpenMode_OPEN_MODE_TRUNCATE    OpenMode = 2
+)
+
+// Enum value maps for OpenMode.
+var (
+	OpenMode_name = map[int32]string{
+		0: "OPEN_MODE_UNSPECIFIED",
+		1: "OPEN_MODE_APPEND",
+		2: "OPEN_MODE_TRUNCATE",
+	}
+	OpenMode_value = map[string]int32{
+		"OPEN_MODE_UNSPECIFIED": 0,
+		"OPEN_MODE_APPEND":      1,
+		"OPEN_MODE_TRUNCATE":    2,
+	}
+)
+
+func (x OpenMode) Enum() *OpenMode {
+	p := new(OpenMode)
+	*p = x
+	return p
+}
+
+func (x OpenMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OpenMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_phalanx_v1_phalanx_proto_enumTypes[1].Descriptor()
+}
+
+func (OpenMode) Type() protoreflect.EnumType {
+	return &file_phalanx_v1_phalanx_proto_enumTypes[1]
+}
+
+func (x OpenMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OpenMode.Descriptor instead.
+func (OpenMode) EnumDescriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{1}
+}
+
 type SignalScope int32
 
 const (
@@ -122,11 +172,11 @@ func (x SignalScope) String() string {
 }
 
 func (SignalScope) Descriptor() protoreflect.EnumDescriptor {
-	return file_phalanx_v1_phalanx_proto_enumTypes[1].Descriptor()
+	return file_phalanx_v1_phalanx_proto_enumTypes[2].Descriptor()
 }
 
 func (SignalScope) Type() protoreflect.EnumType {
-	return &file_phalanx_v1_phalanx_proto_enumTypes[1]
+	return &file_phalanx_v1_phalanx_proto_enumTypes[2]
 }
 
 func (x SignalScope) Number() protoreflect.EnumNumber {
@@ -135,7 +185,7 @@ func (x SignalScope) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SignalScope.Descriptor instead.
 func (SignalScope) EnumDescriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{1}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{2}
 }
 
 type RunStepRequest struct {
@@ -1822,7 +1872,10 @@ type JobSpec struct {
 	GpusPerTask  int32 `protobuf:"varint,46,opt,name=gpus_per_task,json=gpusPerTask,proto3" json:"gpus_per_task,omitempty"`
 	CpusPerTask  int32 `protobuf:"varint,47,opt,name=cpus_per_task,json=cpusPerTask,proto3" json:"cpus_per_task,omitempty"`
 	// The host sbatch ran on (SLURM_SUBMIT_HOST).
-	SubmitHost    string `protobuf:"bytes,48,opt,name=submit_host,json=submitHost,proto3" json:"submit_host,omitempty"`
+	SubmitHost string `protobuf:"bytes,48,opt,name=submit_host,json=submitHost,proto3" json:"submit_host,omitempty"`
+	// sbatch --open-mode: how the output and error files are opened when
+	// the job first starts (unspecified: truncated, Slurm's default).
+	OpenMode      OpenMode `protobuf:"varint,49,opt,name=open_mode,json=openMode,proto3,enum=phalanx.v1.OpenMode" json:"open_mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2191,6 +2244,13 @@ func (x *JobSpec) GetSubmitHost() string {
 		return x.SubmitHost
 	}
 	return ""
+}
+
+func (x *JobSpec) GetOpenMode() OpenMode {
+	if x != nil {
+		return x.OpenMode
+	}
+	return OpenMode_OPEN_MODE_UNSPECIFIED
 }
 
 type NodeAlloc struct {
@@ -6149,7 +6209,7 @@ type ReportJobEventRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
 	JobId         uint64                 `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Kind          string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`       // hang or checkpoint-skipped
+	Kind          string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`       // hang, checkpoint-skipped or output-appended
 	Message       string                 `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"` // one line
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -6391,7 +6451,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x06exited\x18\a \x01(\bR\x06exited\x12\x1b\n" +
 	"\texit_code\x18\b \x01(\x05R\bexitCode\x12\x1f\n" +
 	"\vexit_signal\x18\t \x01(\x05R\n" +
-	"exitSignal\"\xc8\f\n" +
+	"exitSignal\"\xfb\f\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -6449,7 +6509,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\rgpus_per_task\x18. \x01(\x05R\vgpusPerTask\x12\"\n" +
 	"\rcpus_per_task\x18/ \x01(\x05R\vcpusPerTask\x12\x1f\n" +
 	"\vsubmit_host\x180 \x01(\tR\n" +
-	"submitHost\x1a6\n" +
+	"submitHost\x121\n" +
+	"\topen_mode\x181 \x01(\x0e2\x14.phalanx.v1.OpenModeR\bopenMode\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0f\n" +
@@ -6804,7 +6865,11 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x18HOLD_REQUEST_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11HOLD_REQUEST_HOLD\x10\x01\x12\x1a\n" +
 	"\x16HOLD_REQUEST_USER_HOLD\x10\x02\x12\x18\n" +
-	"\x14HOLD_REQUEST_RELEASE\x10\x03*Z\n" +
+	"\x14HOLD_REQUEST_RELEASE\x10\x03*S\n" +
+	"\bOpenMode\x12\x19\n" +
+	"\x15OPEN_MODE_UNSPECIFIED\x10\x00\x12\x14\n" +
+	"\x10OPEN_MODE_APPEND\x10\x01\x12\x16\n" +
+	"\x12OPEN_MODE_TRUNCATE\x10\x02*Z\n" +
 	"\vSignalScope\x12\x1c\n" +
 	"\x18SIGNAL_SCOPE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12SIGNAL_SCOPE_BATCH\x10\x01\x12\x15\n" +
@@ -6858,218 +6923,220 @@ func file_phalanx_v1_phalanx_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_phalanx_proto_rawDescData
 }
 
-var file_phalanx_v1_phalanx_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_phalanx_v1_phalanx_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 83)
 var file_phalanx_v1_phalanx_proto_goTypes = []any{
 	(HoldRequest)(0),                   // 0: phalanx.v1.HoldRequest
-	(SignalScope)(0),                   // 1: phalanx.v1.SignalScope
-	(*RunStepRequest)(nil),             // 2: phalanx.v1.RunStepRequest
-	(*StepOutput)(nil),                 // 3: phalanx.v1.StepOutput
-	(*UpdatePartitionRequest)(nil),     // 4: phalanx.v1.UpdatePartitionRequest
-	(*UpdatePartitionResponse)(nil),    // 5: phalanx.v1.UpdatePartitionResponse
-	(*ReconfigureRequest)(nil),         // 6: phalanx.v1.ReconfigureRequest
-	(*ReconfigureResponse)(nil),        // 7: phalanx.v1.ReconfigureResponse
-	(*TopJobsRequest)(nil),             // 8: phalanx.v1.TopJobsRequest
-	(*TopJobsResponse)(nil),            // 9: phalanx.v1.TopJobsResponse
-	(*JobLogsRequest)(nil),             // 10: phalanx.v1.JobLogsRequest
-	(*LogChunk)(nil),                   // 11: phalanx.v1.LogChunk
-	(*ListEventsRequest)(nil),          // 12: phalanx.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),         // 13: phalanx.v1.ListEventsResponse
-	(*Event)(nil),                      // 14: phalanx.v1.Event
-	(*UpdateNodeRequest)(nil),          // 15: phalanx.v1.UpdateNodeRequest
-	(*UpdateNodeResponse)(nil),         // 16: phalanx.v1.UpdateNodeResponse
-	(*UpdateJobRequest)(nil),           // 17: phalanx.v1.UpdateJobRequest
-	(*RequeueJobRequest)(nil),          // 18: phalanx.v1.RequeueJobRequest
-	(*RequeueJobResponse)(nil),         // 19: phalanx.v1.RequeueJobResponse
-	(*UpdateJobResponse)(nil),          // 20: phalanx.v1.UpdateJobResponse
-	(*CreateTokenRequest)(nil),         // 21: phalanx.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),        // 22: phalanx.v1.CreateTokenResponse
-	(*LogRead)(nil),                    // 23: phalanx.v1.LogRead
-	(*StepLaunch)(nil),                 // 24: phalanx.v1.StepLaunch
-	(*ServeLogsRequest)(nil),           // 25: phalanx.v1.ServeLogsRequest
-	(*JobSpec)(nil),                    // 26: phalanx.v1.JobSpec
-	(*NodeAlloc)(nil),                  // 27: phalanx.v1.NodeAlloc
-	(*Task)(nil),                       // 28: phalanx.v1.Task
-	(*Job)(nil),                        // 29: phalanx.v1.Job
-	(*ArrayTask)(nil),                  // 30: phalanx.v1.ArrayTask
-	(*Attempt)(nil),                    // 31: phalanx.v1.Attempt
-	(*Node)(nil),                       // 32: phalanx.v1.Node
-	(*Partition)(nil),                  // 33: phalanx.v1.Partition
-	(*SubmitJobRequest)(nil),           // 34: phalanx.v1.SubmitJobRequest
-	(*SubmitJobResponse)(nil),          // 35: phalanx.v1.SubmitJobResponse
-	(*CancelJobRequest)(nil),           // 36: phalanx.v1.CancelJobRequest
-	(*ArrayTasks)(nil),                 // 37: phalanx.v1.ArrayTasks
-	(*CancelJobResponse)(nil),          // 38: phalanx.v1.CancelJobResponse
-	(*GetJobRequest)(nil),              // 39: phalanx.v1.GetJobRequest
-	(*ListJobsRequest)(nil),            // 40: phalanx.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),           // 41: phalanx.v1.ListJobsResponse
-	(*ListNodesRequest)(nil),           // 42: phalanx.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),          // 43: phalanx.v1.ListNodesResponse
-	(*ListPartitionsRequest)(nil),      // 44: phalanx.v1.ListPartitionsRequest
-	(*ListPartitionsResponse)(nil),     // 45: phalanx.v1.ListPartitionsResponse
-	(*NotLeader)(nil),                  // 46: phalanx.v1.NotLeader
-	(*ControllerStatus)(nil),           // 47: phalanx.v1.ControllerStatus
-	(*GetControllerStatusRequest)(nil), // 48: phalanx.v1.GetControllerStatusRequest
-	(*ListControllersRequest)(nil),     // 49: phalanx.v1.ListControllersRequest
-	(*ListControllersResponse)(nil),    // 50: phalanx.v1.ListControllersResponse
-	(*ControllerInfo)(nil),             // 51: phalanx.v1.ControllerInfo
-	(*AddControllerRequest)(nil),       // 52: phalanx.v1.AddControllerRequest
-	(*AddControllerResponse)(nil),      // 53: phalanx.v1.AddControllerResponse
-	(*RemoveControllerRequest)(nil),    // 54: phalanx.v1.RemoveControllerRequest
-	(*RemoveControllerResponse)(nil),   // 55: phalanx.v1.RemoveControllerResponse
-	(*RegisterControllerRequest)(nil),  // 56: phalanx.v1.RegisterControllerRequest
-	(*RegisterControllerResponse)(nil), // 57: phalanx.v1.RegisterControllerResponse
-	(*TransferLeadershipRequest)(nil),  // 58: phalanx.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 59: phalanx.v1.TransferLeadershipResponse
-	(*BackupRequest)(nil),              // 60: phalanx.v1.BackupRequest
-	(*Chunk)(nil),                      // 61: phalanx.v1.Chunk
-	(*RestoreRequest)(nil),             // 62: phalanx.v1.RestoreRequest
-	(*RestoreResponse)(nil),            // 63: phalanx.v1.RestoreResponse
-	(*RegisterNodeRequest)(nil),        // 64: phalanx.v1.RegisterNodeRequest
-	(*NICInfo)(nil),                    // 65: phalanx.v1.NICInfo
-	(*GPUInfo)(nil),                    // 66: phalanx.v1.GPUInfo
-	(*RegisterNodeResponse)(nil),       // 67: phalanx.v1.RegisterNodeResponse
-	(*HeartbeatRequest)(nil),           // 68: phalanx.v1.HeartbeatRequest
-	(*HealthProblem)(nil),              // 69: phalanx.v1.HealthProblem
-	(*TaskRef)(nil),                    // 70: phalanx.v1.TaskRef
-	(*HeartbeatResponse)(nil),          // 71: phalanx.v1.HeartbeatResponse
-	(*HealthCheck)(nil),                // 72: phalanx.v1.HealthCheck
-	(*WatchAssignmentsRequest)(nil),    // 73: phalanx.v1.WatchAssignmentsRequest
-	(*Assignment)(nil),                 // 74: phalanx.v1.Assignment
-	(*SignalRequest)(nil),              // 75: phalanx.v1.SignalRequest
-	(*Prolog)(nil),                     // 76: phalanx.v1.Prolog
-	(*Assignments)(nil),                // 77: phalanx.v1.Assignments
-	(*ReportTaskStatusRequest)(nil),    // 78: phalanx.v1.ReportTaskStatusRequest
-	(*ReportTaskStatusResponse)(nil),   // 79: phalanx.v1.ReportTaskStatusResponse
-	(*ReportCheckpointRequest)(nil),    // 80: phalanx.v1.ReportCheckpointRequest
-	(*ReportCheckpointResponse)(nil),   // 81: phalanx.v1.ReportCheckpointResponse
-	(*ReportJobEventRequest)(nil),      // 82: phalanx.v1.ReportJobEventRequest
-	(*ReportJobEventResponse)(nil),     // 83: phalanx.v1.ReportJobEventResponse
-	nil,                                // 84: phalanx.v1.JobSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 85: google.protobuf.Timestamp
+	(OpenMode)(0),                      // 1: phalanx.v1.OpenMode
+	(SignalScope)(0),                   // 2: phalanx.v1.SignalScope
+	(*RunStepRequest)(nil),             // 3: phalanx.v1.RunStepRequest
+	(*StepOutput)(nil),                 // 4: phalanx.v1.StepOutput
+	(*UpdatePartitionRequest)(nil),     // 5: phalanx.v1.UpdatePartitionRequest
+	(*UpdatePartitionResponse)(nil),    // 6: phalanx.v1.UpdatePartitionResponse
+	(*ReconfigureRequest)(nil),         // 7: phalanx.v1.ReconfigureRequest
+	(*ReconfigureResponse)(nil),        // 8: phalanx.v1.ReconfigureResponse
+	(*TopJobsRequest)(nil),             // 9: phalanx.v1.TopJobsRequest
+	(*TopJobsResponse)(nil),            // 10: phalanx.v1.TopJobsResponse
+	(*JobLogsRequest)(nil),             // 11: phalanx.v1.JobLogsRequest
+	(*LogChunk)(nil),                   // 12: phalanx.v1.LogChunk
+	(*ListEventsRequest)(nil),          // 13: phalanx.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),         // 14: phalanx.v1.ListEventsResponse
+	(*Event)(nil),                      // 15: phalanx.v1.Event
+	(*UpdateNodeRequest)(nil),          // 16: phalanx.v1.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),         // 17: phalanx.v1.UpdateNodeResponse
+	(*UpdateJobRequest)(nil),           // 18: phalanx.v1.UpdateJobRequest
+	(*RequeueJobRequest)(nil),          // 19: phalanx.v1.RequeueJobRequest
+	(*RequeueJobResponse)(nil),         // 20: phalanx.v1.RequeueJobResponse
+	(*UpdateJobResponse)(nil),          // 21: phalanx.v1.UpdateJobResponse
+	(*CreateTokenRequest)(nil),         // 22: phalanx.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),        // 23: phalanx.v1.CreateTokenResponse
+	(*LogRead)(nil),                    // 24: phalanx.v1.LogRead
+	(*StepLaunch)(nil),                 // 25: phalanx.v1.StepLaunch
+	(*ServeLogsRequest)(nil),           // 26: phalanx.v1.ServeLogsRequest
+	(*JobSpec)(nil),                    // 27: phalanx.v1.JobSpec
+	(*NodeAlloc)(nil),                  // 28: phalanx.v1.NodeAlloc
+	(*Task)(nil),                       // 29: phalanx.v1.Task
+	(*Job)(nil),                        // 30: phalanx.v1.Job
+	(*ArrayTask)(nil),                  // 31: phalanx.v1.ArrayTask
+	(*Attempt)(nil),                    // 32: phalanx.v1.Attempt
+	(*Node)(nil),                       // 33: phalanx.v1.Node
+	(*Partition)(nil),                  // 34: phalanx.v1.Partition
+	(*SubmitJobRequest)(nil),           // 35: phalanx.v1.SubmitJobRequest
+	(*SubmitJobResponse)(nil),          // 36: phalanx.v1.SubmitJobResponse
+	(*CancelJobRequest)(nil),           // 37: phalanx.v1.CancelJobRequest
+	(*ArrayTasks)(nil),                 // 38: phalanx.v1.ArrayTasks
+	(*CancelJobResponse)(nil),          // 39: phalanx.v1.CancelJobResponse
+	(*GetJobRequest)(nil),              // 40: phalanx.v1.GetJobRequest
+	(*ListJobsRequest)(nil),            // 41: phalanx.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),           // 42: phalanx.v1.ListJobsResponse
+	(*ListNodesRequest)(nil),           // 43: phalanx.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),          // 44: phalanx.v1.ListNodesResponse
+	(*ListPartitionsRequest)(nil),      // 45: phalanx.v1.ListPartitionsRequest
+	(*ListPartitionsResponse)(nil),     // 46: phalanx.v1.ListPartitionsResponse
+	(*NotLeader)(nil),                  // 47: phalanx.v1.NotLeader
+	(*ControllerStatus)(nil),           // 48: phalanx.v1.ControllerStatus
+	(*GetControllerStatusRequest)(nil), // 49: phalanx.v1.GetControllerStatusRequest
+	(*ListControllersRequest)(nil),     // 50: phalanx.v1.ListControllersRequest
+	(*ListControllersResponse)(nil),    // 51: phalanx.v1.ListControllersResponse
+	(*ControllerInfo)(nil),             // 52: phalanx.v1.ControllerInfo
+	(*AddControllerRequest)(nil),       // 53: phalanx.v1.AddControllerRequest
+	(*AddControllerResponse)(nil),      // 54: phalanx.v1.AddControllerResponse
+	(*RemoveControllerRequest)(nil),    // 55: phalanx.v1.RemoveControllerRequest
+	(*RemoveControllerResponse)(nil),   // 56: phalanx.v1.RemoveControllerResponse
+	(*RegisterControllerRequest)(nil),  // 57: phalanx.v1.RegisterControllerRequest
+	(*RegisterControllerResponse)(nil), // 58: phalanx.v1.RegisterControllerResponse
+	(*TransferLeadershipRequest)(nil),  // 59: phalanx.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 60: phalanx.v1.TransferLeadershipResponse
+	(*BackupRequest)(nil),              // 61: phalanx.v1.BackupRequest
+	(*Chunk)(nil),                      // 62: phalanx.v1.Chunk
+	(*RestoreRequest)(nil),             // 63: phalanx.v1.RestoreRequest
+	(*RestoreResponse)(nil),            // 64: phalanx.v1.RestoreResponse
+	(*RegisterNodeRequest)(nil),        // 65: phalanx.v1.RegisterNodeRequest
+	(*NICInfo)(nil),                    // 66: phalanx.v1.NICInfo
+	(*GPUInfo)(nil),                    // 67: phalanx.v1.GPUInfo
+	(*RegisterNodeResponse)(nil),       // 68: phalanx.v1.RegisterNodeResponse
+	(*HeartbeatRequest)(nil),           // 69: phalanx.v1.HeartbeatRequest
+	(*HealthProblem)(nil),              // 70: phalanx.v1.HealthProblem
+	(*TaskRef)(nil),                    // 71: phalanx.v1.TaskRef
+	(*HeartbeatResponse)(nil),          // 72: phalanx.v1.HeartbeatResponse
+	(*HealthCheck)(nil),                // 73: phalanx.v1.HealthCheck
+	(*WatchAssignmentsRequest)(nil),    // 74: phalanx.v1.WatchAssignmentsRequest
+	(*Assignment)(nil),                 // 75: phalanx.v1.Assignment
+	(*SignalRequest)(nil),              // 76: phalanx.v1.SignalRequest
+	(*Prolog)(nil),                     // 77: phalanx.v1.Prolog
+	(*Assignments)(nil),                // 78: phalanx.v1.Assignments
+	(*ReportTaskStatusRequest)(nil),    // 79: phalanx.v1.ReportTaskStatusRequest
+	(*ReportTaskStatusResponse)(nil),   // 80: phalanx.v1.ReportTaskStatusResponse
+	(*ReportCheckpointRequest)(nil),    // 81: phalanx.v1.ReportCheckpointRequest
+	(*ReportCheckpointResponse)(nil),   // 82: phalanx.v1.ReportCheckpointResponse
+	(*ReportJobEventRequest)(nil),      // 83: phalanx.v1.ReportJobEventRequest
+	(*ReportJobEventResponse)(nil),     // 84: phalanx.v1.ReportJobEventResponse
+	nil,                                // 85: phalanx.v1.JobSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil),      // 86: google.protobuf.Timestamp
 }
 var file_phalanx_v1_phalanx_proto_depIdxs = []int32{
-	85, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
-	14, // 1: phalanx.v1.ListEventsResponse.events:type_name -> phalanx.v1.Event
-	85, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
+	86, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
+	15, // 1: phalanx.v1.ListEventsResponse.events:type_name -> phalanx.v1.Event
+	86, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
 	0,  // 3: phalanx.v1.UpdateJobRequest.hold:type_name -> phalanx.v1.HoldRequest
-	85, // 4: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
-	29, // 5: phalanx.v1.LogRead.job:type_name -> phalanx.v1.Job
-	24, // 6: phalanx.v1.LogRead.step:type_name -> phalanx.v1.StepLaunch
-	84, // 7: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
-	85, // 8: phalanx.v1.JobSpec.begin_time:type_name -> google.protobuf.Timestamp
-	85, // 9: phalanx.v1.JobSpec.deadline:type_name -> google.protobuf.Timestamp
-	85, // 10: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
-	85, // 11: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
-	26, // 12: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
-	85, // 13: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
-	85, // 14: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
-	85, // 15: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
-	27, // 16: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
-	28, // 17: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
-	85, // 18: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
-	31, // 19: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
-	30, // 20: phalanx.v1.Job.array_task:type_name -> phalanx.v1.ArrayTask
-	27, // 21: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
-	85, // 22: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
-	85, // 23: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
-	85, // 24: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
-	85, // 25: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
-	65, // 26: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
-	85, // 27: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
-	26, // 28: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
-	85, // 29: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
-	1,  // 30: phalanx.v1.CancelJobRequest.signal_scope:type_name -> phalanx.v1.SignalScope
-	37, // 31: phalanx.v1.CancelJobRequest.array_tasks:type_name -> phalanx.v1.ArrayTasks
-	85, // 32: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
-	85, // 33: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
-	29, // 34: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
-	32, // 35: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
-	33, // 36: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
-	85, // 37: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
-	51, // 38: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
-	47, // 39: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
-	66, // 40: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
-	65, // 41: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
-	70, // 42: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
-	69, // 43: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
-	85, // 44: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
-	85, // 45: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
-	72, // 46: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
-	29, // 47: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
-	76, // 48: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
-	75, // 49: phalanx.v1.Assignment.signals:type_name -> phalanx.v1.SignalRequest
-	1,  // 50: phalanx.v1.SignalRequest.scope:type_name -> phalanx.v1.SignalScope
-	74, // 51: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
-	85, // 52: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
-	85, // 53: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
-	34, // 54: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
-	36, // 55: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
-	39, // 56: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
-	40, // 57: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
-	42, // 58: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
-	44, // 59: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
-	49, // 60: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
-	48, // 61: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
-	52, // 62: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
-	54, // 63: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
-	56, // 64: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
-	58, // 65: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
-	60, // 66: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
-	62, // 67: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
-	21, // 68: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
-	15, // 69: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
-	17, // 70: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
-	18, // 71: phalanx.v1.ControllerService.RequeueJob:input_type -> phalanx.v1.RequeueJobRequest
-	12, // 72: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
-	10, // 73: phalanx.v1.ControllerService.JobLogs:input_type -> phalanx.v1.JobLogsRequest
-	8,  // 74: phalanx.v1.ControllerService.TopJobs:input_type -> phalanx.v1.TopJobsRequest
-	4,  // 75: phalanx.v1.ControllerService.UpdatePartition:input_type -> phalanx.v1.UpdatePartitionRequest
-	6,  // 76: phalanx.v1.ControllerService.Reconfigure:input_type -> phalanx.v1.ReconfigureRequest
-	2,  // 77: phalanx.v1.ControllerService.RunStep:input_type -> phalanx.v1.RunStepRequest
-	64, // 78: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
-	68, // 79: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
-	73, // 80: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
-	78, // 81: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
-	80, // 82: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
-	82, // 83: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
-	25, // 84: phalanx.v1.NodeService.ServeLogs:input_type -> phalanx.v1.ServeLogsRequest
-	35, // 85: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
-	38, // 86: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
-	29, // 87: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
-	41, // 88: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
-	43, // 89: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
-	45, // 90: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
-	50, // 91: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
-	47, // 92: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
-	53, // 93: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
-	55, // 94: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
-	57, // 95: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
-	59, // 96: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
-	61, // 97: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
-	63, // 98: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
-	22, // 99: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
-	16, // 100: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
-	20, // 101: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
-	19, // 102: phalanx.v1.ControllerService.RequeueJob:output_type -> phalanx.v1.RequeueJobResponse
-	13, // 103: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
-	11, // 104: phalanx.v1.ControllerService.JobLogs:output_type -> phalanx.v1.LogChunk
-	9,  // 105: phalanx.v1.ControllerService.TopJobs:output_type -> phalanx.v1.TopJobsResponse
-	5,  // 106: phalanx.v1.ControllerService.UpdatePartition:output_type -> phalanx.v1.UpdatePartitionResponse
-	7,  // 107: phalanx.v1.ControllerService.Reconfigure:output_type -> phalanx.v1.ReconfigureResponse
-	3,  // 108: phalanx.v1.ControllerService.RunStep:output_type -> phalanx.v1.StepOutput
-	67, // 109: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
-	71, // 110: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
-	77, // 111: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
-	79, // 112: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
-	81, // 113: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
-	83, // 114: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
-	23, // 115: phalanx.v1.NodeService.ServeLogs:output_type -> phalanx.v1.LogRead
-	85, // [85:116] is the sub-list for method output_type
-	54, // [54:85] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	86, // 4: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
+	30, // 5: phalanx.v1.LogRead.job:type_name -> phalanx.v1.Job
+	25, // 6: phalanx.v1.LogRead.step:type_name -> phalanx.v1.StepLaunch
+	85, // 7: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
+	86, // 8: phalanx.v1.JobSpec.begin_time:type_name -> google.protobuf.Timestamp
+	86, // 9: phalanx.v1.JobSpec.deadline:type_name -> google.protobuf.Timestamp
+	1,  // 10: phalanx.v1.JobSpec.open_mode:type_name -> phalanx.v1.OpenMode
+	86, // 11: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
+	86, // 12: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	27, // 13: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
+	86, // 14: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
+	86, // 15: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
+	86, // 16: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
+	28, // 17: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
+	29, // 18: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
+	86, // 19: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
+	32, // 20: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
+	31, // 21: phalanx.v1.Job.array_task:type_name -> phalanx.v1.ArrayTask
+	28, // 22: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
+	86, // 23: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
+	86, // 24: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
+	86, // 25: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
+	86, // 26: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	66, // 27: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
+	86, // 28: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
+	27, // 29: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
+	86, // 30: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
+	2,  // 31: phalanx.v1.CancelJobRequest.signal_scope:type_name -> phalanx.v1.SignalScope
+	38, // 32: phalanx.v1.CancelJobRequest.array_tasks:type_name -> phalanx.v1.ArrayTasks
+	86, // 33: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
+	86, // 34: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
+	30, // 35: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
+	33, // 36: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
+	34, // 37: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
+	86, // 38: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
+	52, // 39: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
+	48, // 40: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
+	67, // 41: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
+	66, // 42: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
+	71, // 43: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
+	70, // 44: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
+	86, // 45: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
+	86, // 46: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
+	73, // 47: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
+	30, // 48: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
+	77, // 49: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
+	76, // 50: phalanx.v1.Assignment.signals:type_name -> phalanx.v1.SignalRequest
+	2,  // 51: phalanx.v1.SignalRequest.scope:type_name -> phalanx.v1.SignalScope
+	75, // 52: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
+	86, // 53: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
+	86, // 54: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
+	35, // 55: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
+	37, // 56: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
+	40, // 57: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
+	41, // 58: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
+	43, // 59: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
+	45, // 60: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
+	50, // 61: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
+	49, // 62: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
+	53, // 63: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
+	55, // 64: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
+	57, // 65: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
+	59, // 66: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
+	61, // 67: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
+	63, // 68: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
+	22, // 69: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
+	16, // 70: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
+	18, // 71: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
+	19, // 72: phalanx.v1.ControllerService.RequeueJob:input_type -> phalanx.v1.RequeueJobRequest
+	13, // 73: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
+	11, // 74: phalanx.v1.ControllerService.JobLogs:input_type -> phalanx.v1.JobLogsRequest
+	9,  // 75: phalanx.v1.ControllerService.TopJobs:input_type -> phalanx.v1.TopJobsRequest
+	5,  // 76: phalanx.v1.ControllerService.UpdatePartition:input_type -> phalanx.v1.UpdatePartitionRequest
+	7,  // 77: phalanx.v1.ControllerService.Reconfigure:input_type -> phalanx.v1.ReconfigureRequest
+	3,  // 78: phalanx.v1.ControllerService.RunStep:input_type -> phalanx.v1.RunStepRequest
+	65, // 79: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
+	69, // 80: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
+	74, // 81: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
+	79, // 82: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
+	81, // 83: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
+	83, // 84: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
+	26, // 85: phalanx.v1.NodeService.ServeLogs:input_type -> phalanx.v1.ServeLogsRequest
+	36, // 86: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
+	39, // 87: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
+	30, // 88: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
+	42, // 89: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
+	44, // 90: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
+	46, // 91: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
+	51, // 92: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
+	48, // 93: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
+	54, // 94: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
+	56, // 95: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
+	58, // 96: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
+	60, // 97: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
+	62, // 98: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
+	64, // 99: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
+	23, // 100: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
+	17, // 101: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
+	21, // 102: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
+	20, // 103: phalanx.v1.ControllerService.RequeueJob:output_type -> phalanx.v1.RequeueJobResponse
+	14, // 104: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
+	12, // 105: phalanx.v1.ControllerService.JobLogs:output_type -> phalanx.v1.LogChunk
+	10, // 106: phalanx.v1.ControllerService.TopJobs:output_type -> phalanx.v1.TopJobsResponse
+	6,  // 107: phalanx.v1.ControllerService.UpdatePartition:output_type -> phalanx.v1.UpdatePartitionResponse
+	8,  // 108: phalanx.v1.ControllerService.Reconfigure:output_type -> phalanx.v1.ReconfigureResponse
+	4,  // 109: phalanx.v1.ControllerService.RunStep:output_type -> phalanx.v1.StepOutput
+	68, // 110: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
+	72, // 111: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
+	78, // 112: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
+	80, // 113: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
+	82, // 114: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
+	84, // 115: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
+	24, // 116: phalanx.v1.NodeService.ServeLogs:output_type -> phalanx.v1.LogRead
+	86, // [86:117] is the sub-list for method output_type
+	55, // [55:86] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_phalanx_proto_init() }
@@ -7086,7 +7153,7 @@ func file_phalanx_v1_phalanx_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_phalanx_proto_rawDesc), len(file_phalanx_v1_phalanx_proto_rawDesc)),
-			NumEnums:      2,
+			NumEnums:      3,
 			NumMessages:   83,
 			NumExtensions: 0,
 			NumServices:   2,

@@ -245,24 +245,26 @@ const (
 	EventKind_EVENT_KIND_DOWN               EventKind = 4
 	EventKind_EVENT_KIND_UNHEALTHY          EventKind = 5
 	EventKind_EVENT_KIND_HEALTHY            EventKind = 6
-	EventKind_EVENT_KIND_CHECKPOINT         EventKind = 7 // a job's checkpoint step is complete (job set, node empty)
-	EventKind_EVENT_KIND_HANG               EventKind = 8 // a job's task made no progress for its hang timeout (job and node set)
-	EventKind_EVENT_KIND_CHECKPOINT_SKIPPED EventKind = 9 // a torn checkpoint step passed over at a restart (job and node set)
+	EventKind_EVENT_KIND_CHECKPOINT         EventKind = 7  // a job's checkpoint step is complete (job set, node empty)
+	EventKind_EVENT_KIND_HANG               EventKind = 8  // a job's task made no progress for its hang timeout (job and node set)
+	EventKind_EVENT_KIND_CHECKPOINT_SKIPPED EventKind = 9  // a torn checkpoint step passed over at a restart (job and node set)
+	EventKind_EVENT_KIND_OUTPUT_APPENDED    EventKind = 10 // a job's output file kept, not emptied as its open mode asks (job and node set)
 )
 
 // Enum value maps for EventKind.
 var (
 	EventKind_name = map[int32]string{
-		0: "EVENT_KIND_UNSPECIFIED",
-		1: "EVENT_KIND_REGISTERED",
-		2: "EVENT_KIND_DRAINED",
-		3: "EVENT_KIND_RESUMED",
-		4: "EVENT_KIND_DOWN",
-		5: "EVENT_KIND_UNHEALTHY",
-		6: "EVENT_KIND_HEALTHY",
-		7: "EVENT_KIND_CHECKPOINT",
-		8: "EVENT_KIND_HANG",
-		9: "EVENT_KIND_CHECKPOINT_SKIPPED",
+		0:  "EVENT_KIND_UNSPECIFIED",
+		1:  "EVENT_KIND_REGISTERED",
+		2:  "EVENT_KIND_DRAINED",
+		3:  "EVENT_KIND_RESUMED",
+		4:  "EVENT_KIND_DOWN",
+		5:  "EVENT_KIND_UNHEALTHY",
+		6:  "EVENT_KIND_HEALTHY",
+		7:  "EVENT_KIND_CHECKPOINT",
+		8:  "EVENT_KIND_HANG",
+		9:  "EVENT_KIND_CHECKPOINT_SKIPPED",
+		10: "EVENT_KIND_OUTPUT_APPENDED",
 	}
 	EventKind_value = map[string]int32{
 		"EVENT_KIND_UNSPECIFIED":        0,
@@ -275,6 +277,7 @@ var (
 		"EVENT_KIND_CHECKPOINT":         7,
 		"EVENT_KIND_HANG":               8,
 		"EVENT_KIND_CHECKPOINT_SKIPPED": 9,
+		"EVENT_KIND_OUTPUT_APPENDED":    10,
 	}
 )
 
@@ -360,6 +363,56 @@ func (PartitionState) EnumDescriptor() ([]byte, []int) {
 	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{4}
 }
 
+// OpenMode is sbatch --open-mode.
+type OpenMode int32
+
+const (
+	OpenMode_OPEN_MODE_UNSPECIFIED OpenMode = 0
+	OpenMode_OPEN_MODE_APPEND      OpenMode = 1
+	OpenMode_OPEN_MODE_TRUNCATE    OpenMode = 2
+)
+
+// Enum value maps for OpenMode.
+var (
+	OpenMode_name = map[int32]string{
+		0: "OPEN_MODE_UNSPECIFIED",
+		1: "OPEN_MODE_APPEND",
+		2: "OPEN_MODE_TRUNCATE",
+	}
+	OpenMode_value = map[string]int32{
+		"OPEN_MODE_UNSPECIFIED": 0,
+		"OPEN_MODE_APPEND":      1,
+		"OPEN_MODE_TRUNCATE":    2,
+	}
+)
+
+func (x OpenMode) Enum() *OpenMode {
+	p := new(OpenMode)
+	*p = x
+	return p
+}
+
+func (x OpenMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OpenMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_phalanx_state_v1_records_proto_enumTypes[5].Descriptor()
+}
+
+func (OpenMode) Type() protoreflect.EnumType {
+	return &file_phalanx_state_v1_records_proto_enumTypes[5]
+}
+
+func (x OpenMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OpenMode.Descriptor instead.
+func (OpenMode) EnumDescriptor() ([]byte, []int) {
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{5}
+}
+
 type DepType int32
 
 const (
@@ -405,11 +458,11 @@ func (x DepType) String() string {
 }
 
 func (DepType) Descriptor() protoreflect.EnumDescriptor {
-	return file_phalanx_state_v1_records_proto_enumTypes[5].Descriptor()
+	return file_phalanx_state_v1_records_proto_enumTypes[6].Descriptor()
 }
 
 func (DepType) Type() protoreflect.EnumType {
-	return &file_phalanx_state_v1_records_proto_enumTypes[5]
+	return &file_phalanx_state_v1_records_proto_enumTypes[6]
 }
 
 func (x DepType) Number() protoreflect.EnumNumber {
@@ -418,7 +471,7 @@ func (x DepType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use DepType.Descriptor instead.
 func (DepType) EnumDescriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{6}
 }
 
 // RestartCause is why an attempt failed, as restarts see it.
@@ -461,11 +514,11 @@ func (x RestartCause) String() string {
 }
 
 func (RestartCause) Descriptor() protoreflect.EnumDescriptor {
-	return file_phalanx_state_v1_records_proto_enumTypes[6].Descriptor()
+	return file_phalanx_state_v1_records_proto_enumTypes[7].Descriptor()
 }
 
 func (RestartCause) Type() protoreflect.EnumType {
-	return &file_phalanx_state_v1_records_proto_enumTypes[6]
+	return &file_phalanx_state_v1_records_proto_enumTypes[7]
 }
 
 func (x RestartCause) Number() protoreflect.EnumNumber {
@@ -474,7 +527,7 @@ func (x RestartCause) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RestartCause.Descriptor instead.
 func (RestartCause) EnumDescriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{7}
 }
 
 type SignalScope int32
@@ -510,11 +563,11 @@ func (x SignalScope) String() string {
 }
 
 func (SignalScope) Descriptor() protoreflect.EnumDescriptor {
-	return file_phalanx_state_v1_records_proto_enumTypes[7].Descriptor()
+	return file_phalanx_state_v1_records_proto_enumTypes[8].Descriptor()
 }
 
 func (SignalScope) Type() protoreflect.EnumType {
-	return &file_phalanx_state_v1_records_proto_enumTypes[7]
+	return &file_phalanx_state_v1_records_proto_enumTypes[8]
 }
 
 func (x SignalScope) Number() protoreflect.EnumNumber {
@@ -523,7 +576,7 @@ func (x SignalScope) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SignalScope.Descriptor instead.
 func (SignalScope) EnumDescriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{8}
 }
 
 // Hold is who holds a pending job back.
@@ -560,11 +613,11 @@ func (x Hold) String() string {
 }
 
 func (Hold) Descriptor() protoreflect.EnumDescriptor {
-	return file_phalanx_state_v1_records_proto_enumTypes[8].Descriptor()
+	return file_phalanx_state_v1_records_proto_enumTypes[9].Descriptor()
 }
 
 func (Hold) Type() protoreflect.EnumType {
-	return &file_phalanx_state_v1_records_proto_enumTypes[8]
+	return &file_phalanx_state_v1_records_proto_enumTypes[9]
 }
 
 func (x Hold) Number() protoreflect.EnumNumber {
@@ -573,7 +626,7 @@ func (x Hold) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Hold.Descriptor instead.
 func (Hold) EnumDescriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{9}
 }
 
 // Job is a job's record without its payload: what was asked for and what
@@ -694,10 +747,13 @@ type JobSpec struct {
 	Array *ArrayTask `protobuf:"bytes,40,opt,name=array,proto3" json:"array,omitempty"`
 	// Tasks per node (0: 1), GPUs and CPUs per task (0: not given), and the
 	// submit host, as the API's JobSpec has them.
-	TasksPerNode  int32  `protobuf:"varint,41,opt,name=tasks_per_node,json=tasksPerNode,proto3" json:"tasks_per_node,omitempty"`
-	GpusPerTask   int32  `protobuf:"varint,42,opt,name=gpus_per_task,json=gpusPerTask,proto3" json:"gpus_per_task,omitempty"`
-	CpusPerTask   int32  `protobuf:"varint,43,opt,name=cpus_per_task,json=cpusPerTask,proto3" json:"cpus_per_task,omitempty"`
-	SubmitHost    string `protobuf:"bytes,44,opt,name=submit_host,json=submitHost,proto3" json:"submit_host,omitempty"`
+	TasksPerNode int32  `protobuf:"varint,41,opt,name=tasks_per_node,json=tasksPerNode,proto3" json:"tasks_per_node,omitempty"`
+	GpusPerTask  int32  `protobuf:"varint,42,opt,name=gpus_per_task,json=gpusPerTask,proto3" json:"gpus_per_task,omitempty"`
+	CpusPerTask  int32  `protobuf:"varint,43,opt,name=cpus_per_task,json=cpusPerTask,proto3" json:"cpus_per_task,omitempty"`
+	SubmitHost   string `protobuf:"bytes,44,opt,name=submit_host,json=submitHost,proto3" json:"submit_host,omitempty"`
+	// sbatch --open-mode (unspecified: jobs from before it, and jobs that
+	// gave none: truncate).
+	OpenMode      OpenMode `protobuf:"varint,45,opt,name=open_mode,json=openMode,proto3,enum=phalanx.state.v1.OpenMode" json:"open_mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1038,6 +1094,13 @@ func (x *JobSpec) GetSubmitHost() string {
 		return x.SubmitHost
 	}
 	return ""
+}
+
+func (x *JobSpec) GetOpenMode() OpenMode {
+	if x != nil {
+		return x.OpenMode
+	}
+	return OpenMode_OPEN_MODE_UNSPECIFIED
 }
 
 // ArrayTask is what a task of a job array knows of its array. The array's
@@ -2632,8 +2695,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12-\n" +
 	"\x04spec\x18\x02 \x01(\v2\x19.phalanx.state.v1.JobSpecR\x04spec\x123\n" +
-	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\xef\n" +
-	"\n" +
+	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\xa8\v\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -2687,7 +2749,8 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\rgpus_per_task\x18* \x01(\x05R\vgpusPerTask\x12\"\n" +
 	"\rcpus_per_task\x18+ \x01(\x05R\vcpusPerTask\x12\x1f\n" +
 	"\vsubmit_host\x18, \x01(\tR\n" +
-	"submitHost\"\xa5\x01\n" +
+	"submitHost\x127\n" +
+	"\topen_mode\x18- \x01(\x0e2\x1a.phalanx.state.v1.OpenModeR\bopenMode\"\xa5\x01\n" +
 	"\tArrayTask\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\x05R\x06taskId\x12\x14\n" +
@@ -2879,7 +2942,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\rNODE_STATE_UP\x10\x01\x12\x13\n" +
 	"\x0fNODE_STATE_DOWN\x10\x02\x12\x14\n" +
 	"\x10NODE_STATE_DRAIN\x10\x03\x12\x14\n" +
-	"\x10NODE_STATE_INVAL\x10\x04*\x8c\x02\n" +
+	"\x10NODE_STATE_INVAL\x10\x04*\xac\x02\n" +
 	"\tEventKind\x12\x1a\n" +
 	"\x16EVENT_KIND_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15EVENT_KIND_REGISTERED\x10\x01\x12\x16\n" +
@@ -2890,13 +2953,19 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x12EVENT_KIND_HEALTHY\x10\x06\x12\x19\n" +
 	"\x15EVENT_KIND_CHECKPOINT\x10\a\x12\x13\n" +
 	"\x0fEVENT_KIND_HANG\x10\b\x12!\n" +
-	"\x1dEVENT_KIND_CHECKPOINT_SKIPPED\x10\t*\x9c\x01\n" +
+	"\x1dEVENT_KIND_CHECKPOINT_SKIPPED\x10\t\x12\x1e\n" +
+	"\x1aEVENT_KIND_OUTPUT_APPENDED\x10\n" +
+	"*\x9c\x01\n" +
 	"\x0ePartitionState\x12\x1f\n" +
 	"\x1bPARTITION_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12PARTITION_STATE_UP\x10\x01\x12\x18\n" +
 	"\x14PARTITION_STATE_DOWN\x10\x02\x12\x19\n" +
 	"\x15PARTITION_STATE_DRAIN\x10\x03\x12\x1c\n" +
-	"\x18PARTITION_STATE_INACTIVE\x10\x04*\xb2\x01\n" +
+	"\x18PARTITION_STATE_INACTIVE\x10\x04*S\n" +
+	"\bOpenMode\x12\x19\n" +
+	"\x15OPEN_MODE_UNSPECIFIED\x10\x00\x12\x14\n" +
+	"\x10OPEN_MODE_APPEND\x10\x01\x12\x16\n" +
+	"\x12OPEN_MODE_TRUNCATE\x10\x02*\xb2\x01\n" +
 	"\aDepType\x12\x18\n" +
 	"\x14DEP_TYPE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eDEP_TYPE_AFTER\x10\x01\x12\x16\n" +
@@ -2933,7 +3002,7 @@ func file_phalanx_state_v1_records_proto_rawDescGZIP() []byte {
 	return file_phalanx_state_v1_records_proto_rawDescData
 }
 
-var file_phalanx_state_v1_records_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
+var file_phalanx_state_v1_records_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
 var file_phalanx_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_phalanx_state_v1_records_proto_goTypes = []any{
 	(JobState)(0),             // 0: phalanx.state.v1.JobState
@@ -2941,62 +3010,64 @@ var file_phalanx_state_v1_records_proto_goTypes = []any{
 	(NodeState)(0),            // 2: phalanx.state.v1.NodeState
 	(EventKind)(0),            // 3: phalanx.state.v1.EventKind
 	(PartitionState)(0),       // 4: phalanx.state.v1.PartitionState
-	(DepType)(0),              // 5: phalanx.state.v1.DepType
-	(RestartCause)(0),         // 6: phalanx.state.v1.RestartCause
-	(SignalScope)(0),          // 7: phalanx.state.v1.SignalScope
-	(Hold)(0),                 // 8: phalanx.state.v1.Hold
-	(*Job)(nil),               // 9: phalanx.state.v1.Job
-	(*JobSpec)(nil),           // 10: phalanx.state.v1.JobSpec
-	(*ArrayTask)(nil),         // 11: phalanx.state.v1.ArrayTask
-	(*DepCond)(nil),           // 12: phalanx.state.v1.DepCond
-	(*RestartPolicy)(nil),     // 13: phalanx.state.v1.RestartPolicy
-	(*JobPayload)(nil),        // 14: phalanx.state.v1.JobPayload
-	(*JobStatus)(nil),         // 15: phalanx.state.v1.JobStatus
-	(*SignalRequest)(nil),     // 16: phalanx.state.v1.SignalRequest
-	(*CheckpointCommits)(nil), // 17: phalanx.state.v1.CheckpointCommits
-	(*Allocation)(nil),        // 18: phalanx.state.v1.Allocation
-	(*NodeAlloc)(nil),         // 19: phalanx.state.v1.NodeAlloc
-	(*Task)(nil),              // 20: phalanx.state.v1.Task
-	(*Attempt)(nil),           // 21: phalanx.state.v1.Attempt
-	(*Node)(nil),              // 22: phalanx.state.v1.Node
-	(*NIC)(nil),               // 23: phalanx.state.v1.NIC
-	(*Partition)(nil),         // 24: phalanx.state.v1.Partition
-	(*SubmitRequest)(nil),     // 25: phalanx.state.v1.SubmitRequest
-	(*Controller)(nil),        // 26: phalanx.state.v1.Controller
-	(*Event)(nil),             // 27: phalanx.state.v1.Event
-	nil,                       // 28: phalanx.state.v1.JobPayload.EnvEntry
+	(OpenMode)(0),             // 5: phalanx.state.v1.OpenMode
+	(DepType)(0),              // 6: phalanx.state.v1.DepType
+	(RestartCause)(0),         // 7: phalanx.state.v1.RestartCause
+	(SignalScope)(0),          // 8: phalanx.state.v1.SignalScope
+	(Hold)(0),                 // 9: phalanx.state.v1.Hold
+	(*Job)(nil),               // 10: phalanx.state.v1.Job
+	(*JobSpec)(nil),           // 11: phalanx.state.v1.JobSpec
+	(*ArrayTask)(nil),         // 12: phalanx.state.v1.ArrayTask
+	(*DepCond)(nil),           // 13: phalanx.state.v1.DepCond
+	(*RestartPolicy)(nil),     // 14: phalanx.state.v1.RestartPolicy
+	(*JobPayload)(nil),        // 15: phalanx.state.v1.JobPayload
+	(*JobStatus)(nil),         // 16: phalanx.state.v1.JobStatus
+	(*SignalRequest)(nil),     // 17: phalanx.state.v1.SignalRequest
+	(*CheckpointCommits)(nil), // 18: phalanx.state.v1.CheckpointCommits
+	(*Allocation)(nil),        // 19: phalanx.state.v1.Allocation
+	(*NodeAlloc)(nil),         // 20: phalanx.state.v1.NodeAlloc
+	(*Task)(nil),              // 21: phalanx.state.v1.Task
+	(*Attempt)(nil),           // 22: phalanx.state.v1.Attempt
+	(*Node)(nil),              // 23: phalanx.state.v1.Node
+	(*NIC)(nil),               // 24: phalanx.state.v1.NIC
+	(*Partition)(nil),         // 25: phalanx.state.v1.Partition
+	(*SubmitRequest)(nil),     // 26: phalanx.state.v1.SubmitRequest
+	(*Controller)(nil),        // 27: phalanx.state.v1.Controller
+	(*Event)(nil),             // 28: phalanx.state.v1.Event
+	nil,                       // 29: phalanx.state.v1.JobPayload.EnvEntry
 }
 var file_phalanx_state_v1_records_proto_depIdxs = []int32{
-	10, // 0: phalanx.state.v1.Job.spec:type_name -> phalanx.state.v1.JobSpec
-	15, // 1: phalanx.state.v1.Job.status:type_name -> phalanx.state.v1.JobStatus
-	13, // 2: phalanx.state.v1.JobSpec.restart:type_name -> phalanx.state.v1.RestartPolicy
-	12, // 3: phalanx.state.v1.JobSpec.dependency:type_name -> phalanx.state.v1.DepCond
-	11, // 4: phalanx.state.v1.JobSpec.array:type_name -> phalanx.state.v1.ArrayTask
-	5,  // 5: phalanx.state.v1.DepCond.type:type_name -> phalanx.state.v1.DepType
-	6,  // 6: phalanx.state.v1.RestartPolicy.on:type_name -> phalanx.state.v1.RestartCause
-	28, // 7: phalanx.state.v1.JobPayload.env:type_name -> phalanx.state.v1.JobPayload.EnvEntry
-	0,  // 8: phalanx.state.v1.JobStatus.state:type_name -> phalanx.state.v1.JobState
-	18, // 9: phalanx.state.v1.JobStatus.alloc:type_name -> phalanx.state.v1.Allocation
-	20, // 10: phalanx.state.v1.JobStatus.tasks:type_name -> phalanx.state.v1.Task
-	21, // 11: phalanx.state.v1.JobStatus.attempts:type_name -> phalanx.state.v1.Attempt
-	17, // 12: phalanx.state.v1.JobStatus.checkpoint_pending:type_name -> phalanx.state.v1.CheckpointCommits
-	8,  // 13: phalanx.state.v1.JobStatus.hold:type_name -> phalanx.state.v1.Hold
-	16, // 14: phalanx.state.v1.JobStatus.signal_requests:type_name -> phalanx.state.v1.SignalRequest
-	7,  // 15: phalanx.state.v1.SignalRequest.scope:type_name -> phalanx.state.v1.SignalScope
-	19, // 16: phalanx.state.v1.Allocation.nodes:type_name -> phalanx.state.v1.NodeAlloc
-	1,  // 17: phalanx.state.v1.Task.state:type_name -> phalanx.state.v1.TaskState
-	18, // 18: phalanx.state.v1.Attempt.alloc:type_name -> phalanx.state.v1.Allocation
-	0,  // 19: phalanx.state.v1.Attempt.state:type_name -> phalanx.state.v1.JobState
-	6,  // 20: phalanx.state.v1.Attempt.cause:type_name -> phalanx.state.v1.RestartCause
-	2,  // 21: phalanx.state.v1.Node.state:type_name -> phalanx.state.v1.NodeState
-	23, // 22: phalanx.state.v1.Node.nics:type_name -> phalanx.state.v1.NIC
-	4,  // 23: phalanx.state.v1.Partition.state:type_name -> phalanx.state.v1.PartitionState
-	3,  // 24: phalanx.state.v1.Event.kind:type_name -> phalanx.state.v1.EventKind
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	11, // 0: phalanx.state.v1.Job.spec:type_name -> phalanx.state.v1.JobSpec
+	16, // 1: phalanx.state.v1.Job.status:type_name -> phalanx.state.v1.JobStatus
+	14, // 2: phalanx.state.v1.JobSpec.restart:type_name -> phalanx.state.v1.RestartPolicy
+	13, // 3: phalanx.state.v1.JobSpec.dependency:type_name -> phalanx.state.v1.DepCond
+	12, // 4: phalanx.state.v1.JobSpec.array:type_name -> phalanx.state.v1.ArrayTask
+	5,  // 5: phalanx.state.v1.JobSpec.open_mode:type_name -> phalanx.state.v1.OpenMode
+	6,  // 6: phalanx.state.v1.DepCond.type:type_name -> phalanx.state.v1.DepType
+	7,  // 7: phalanx.state.v1.RestartPolicy.on:type_name -> phalanx.state.v1.RestartCause
+	29, // 8: phalanx.state.v1.JobPayload.env:type_name -> phalanx.state.v1.JobPayload.EnvEntry
+	0,  // 9: phalanx.state.v1.JobStatus.state:type_name -> phalanx.state.v1.JobState
+	19, // 10: phalanx.state.v1.JobStatus.alloc:type_name -> phalanx.state.v1.Allocation
+	21, // 11: phalanx.state.v1.JobStatus.tasks:type_name -> phalanx.state.v1.Task
+	22, // 12: phalanx.state.v1.JobStatus.attempts:type_name -> phalanx.state.v1.Attempt
+	18, // 13: phalanx.state.v1.JobStatus.checkpoint_pending:type_name -> phalanx.state.v1.CheckpointCommits
+	9,  // 14: phalanx.state.v1.JobStatus.hold:type_name -> phalanx.state.v1.Hold
+	17, // 15: phalanx.state.v1.JobStatus.signal_requests:type_name -> phalanx.state.v1.SignalRequest
+	8,  // 16: phalanx.state.v1.SignalRequest.scope:type_name -> phalanx.state.v1.SignalScope
+	20, // 17: phalanx.state.v1.Allocation.nodes:type_name -> phalanx.state.v1.NodeAlloc
+	1,  // 18: phalanx.state.v1.Task.state:type_name -> phalanx.state.v1.TaskState
+	19, // 19: phalanx.state.v1.Attempt.alloc:type_name -> phalanx.state.v1.Allocation
+	0,  // 20: phalanx.state.v1.Attempt.state:type_name -> phalanx.state.v1.JobState
+	7,  // 21: phalanx.state.v1.Attempt.cause:type_name -> phalanx.state.v1.RestartCause
+	2,  // 22: phalanx.state.v1.Node.state:type_name -> phalanx.state.v1.NodeState
+	24, // 23: phalanx.state.v1.Node.nics:type_name -> phalanx.state.v1.NIC
+	4,  // 24: phalanx.state.v1.Partition.state:type_name -> phalanx.state.v1.PartitionState
+	3,  // 25: phalanx.state.v1.Event.kind:type_name -> phalanx.state.v1.EventKind
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_state_v1_records_proto_init() }
@@ -3010,7 +3081,7 @@ func file_phalanx_state_v1_records_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_state_v1_records_proto_rawDesc), len(file_phalanx_state_v1_records_proto_rawDesc)),
-			NumEnums:      9,
+			NumEnums:      10,
 			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
