@@ -18,17 +18,17 @@ import "sort"
 
 // pickGang chooses the nodes for r among the groups: with node counts in
 // the job's constraint, by pickCounted; otherwise by pickPlain.
-func (p *pass) pickGang(groups []group, cs *candSet, r *request) ([]int32, bool) {
+func (f *fabric) pickGang(groups []group, cs *candSet, r *request) ([]int32, bool) {
 	if len(cs.counts) > 0 {
-		return p.pickCounted(groups, cs, r)
+		return f.pickCounted(groups, cs, r)
 	}
-	return p.pickPlain(groups, cs.required, r, cs.mixed)
+	return f.pickPlain(groups, cs.required, r, cs.mixed)
 }
 
 // pickPlain chooses the nodes for r: the required ones (already checked to
 // fit), then the rest from the groups, by the block and leaf rules, within
 // r.maxLeaves.
-func (p *pass) pickPlain(groups []group, required []int32, r *request, mixed bool) ([]int32, bool) {
+func (f *fabric) pickPlain(groups []group, required []int32, r *request, mixed bool) ([]int32, bool) {
 	need := r.nodes - len(required)
 	var out []int32
 	var ok bool
@@ -36,19 +36,19 @@ func (p *pass) pickPlain(groups []group, required []int32, r *request, mixed boo
 	case need < 0:
 		return nil, false
 	case r.segment > 0:
-		out, ok = p.pickDomains(p.domains(groups), need, r.segment, 0, mixed)
-	case len(p.blocks) > 0 && need > 1:
-		if out, ok = p.pickDomains(p.domains(groups), need, need, r.maxLeaves, mixed); !ok {
-			out, ok = p.pickLeaves(groups, need, r.maxLeaves, mixed)
+		out, ok = f.pickDomains(f.domains(groups), need, r.segment, 0, mixed)
+	case len(f.blocks) > 0 && need > 1:
+		if out, ok = f.pickDomains(f.domains(groups), need, need, r.maxLeaves, mixed); !ok {
+			out, ok = f.pickLeaves(groups, need, r.maxLeaves, mixed)
 		}
 	default:
-		out, ok = p.pickLeaves(groups, need, r.maxLeaves, mixed)
+		out, ok = f.pickLeaves(groups, need, r.maxLeaves, mixed)
 	}
 	if !ok {
 		return nil, false
 	}
 	out = append(append([]int32(nil), required...), out...)
-	if r.maxLeaves > 0 && p.leafSpan(out) > r.maxLeaves {
+	if r.maxLeaves > 0 && f.leafSpan(out) > r.maxLeaves {
 		return nil, false
 	}
 	return out, true
@@ -56,20 +56,20 @@ func (p *pass) pickPlain(groups []group, required []int32, r *request, mixed boo
 
 // domains regroups leaf groups by block, or returns them as they are when
 // the topology has no blocks. Nodes outside every block are left out.
-func (p *pass) domains(groups []group) []group {
-	if len(p.blocks) == 0 {
+func (f *fabric) domains(groups []group) []group {
+	if len(f.blocks) == 0 {
 		return groups
 	}
 	var all []int32
 	for _, g := range groups {
 		all = append(all, g.nodes...)
 	}
-	sort.SliceStable(all, func(a, b int) bool { return p.nodes[all[a]].block < p.nodes[all[b]].block })
+	sort.SliceStable(all, func(a, b int) bool { return f.nodes[all[a]].block < f.nodes[all[b]].block })
 	var out []group
 	for start := 0; start < len(all); {
-		b := p.nodes[all[start]].block
+		b := f.nodes[all[start]].block
 		end := start
-		for end < len(all) && p.nodes[all[end]].block == b {
+		for end < len(all) && f.nodes[all[end]].block == b {
 			end++
 		}
 		if b >= 0 {
@@ -84,14 +84,14 @@ func (p *pass) domains(groups []group) []group {
 // domain, from as few domains as possible. With unit == need it only
 // succeeds inside a single domain. A single domain is only chosen if its
 // share fits on maxLeaves leaves (when positive).
-func (p *pass) pickDomains(doms []group, need, unit, maxLeaves int, mixed bool) ([]int32, bool) {
+func (f *fabric) pickDomains(doms []group, need, unit, maxLeaves int, mixed bool) ([]int32, bool) {
 	units := need / unit
 	best, bestLeaves := -1, 0
 	for i := range doms {
 		if len(doms[i].nodes)/unit < units {
 			continue
 		}
-		l := p.leavesNeeded(doms[i].nodes, need)
+		l := f.leavesNeeded(doms[i].nodes, need)
 		if maxLeaves > 0 && l > maxLeaves {
 			continue
 		}
@@ -100,7 +100,7 @@ func (p *pass) pickDomains(doms []group, need, unit, maxLeaves int, mixed bool) 
 		}
 	}
 	if best >= 0 {
-		return p.pickLeaves(p.byLeaf(doms[best].nodes), need, 0, mixed)
+		return f.pickLeaves(f.byLeaf(doms[best].nodes), need, 0, mixed)
 	}
 	if unit == need {
 		return nil, false
@@ -114,11 +114,11 @@ func (p *pass) pickDomains(doms []group, need, unit, maxLeaves int, mixed bool) 
 			break
 		}
 		if have >= units { // the remainder fits: add the fewest new leaves, then best fit
-			j := p.remainderDomain(order[i:], units, unit, out)
-			nodes, _ := p.pickLeaves(p.byLeaf(j.nodes), units*unit, 0, mixed)
+			j := f.remainderDomain(order[i:], units, unit, out)
+			nodes, _ := f.pickLeaves(f.byLeaf(j.nodes), units*unit, 0, mixed)
 			return append(out, nodes...), true
 		}
-		nodes, _ := p.pickLeaves(p.byLeaf(order[i].nodes), have*unit, 0, mixed)
+		nodes, _ := f.pickLeaves(f.byLeaf(order[i].nodes), have*unit, 0, mixed)
 		out = append(out, nodes...)
 		units -= have
 	}
@@ -126,24 +126,24 @@ func (p *pass) pickDomains(doms []group, need, unit, maxLeaves int, mixed bool) 
 }
 
 // byLeaf groups nodes by leaf, keeping their order inside each leaf.
-func (p *pass) byLeaf(nodes []int32) []group {
+func (f *fabric) byLeaf(nodes []int32) []group {
 	sorted := append([]int32(nil), nodes...)
-	sort.SliceStable(sorted, func(a, b int) bool { return p.nodes[sorted[a]].leaf < p.nodes[sorted[b]].leaf })
+	sort.SliceStable(sorted, func(a, b int) bool { return f.nodes[sorted[a]].leaf < f.nodes[sorted[b]].leaf })
 	var out []group
 	for start := 0; start < len(sorted); {
 		end := start
-		for end < len(sorted) && p.nodes[sorted[end]].leaf == p.nodes[sorted[start]].leaf {
+		for end < len(sorted) && f.nodes[sorted[end]].leaf == f.nodes[sorted[start]].leaf {
 			end++
 		}
-		out = append(out, group{leaf: p.nodes[sorted[start]].leaf, nodes: sorted[start:end]})
+		out = append(out, group{leaf: f.nodes[sorted[start]].leaf, nodes: sorted[start:end]})
 		start = end
 	}
 	return out
 }
 
 // leavesNeeded is the fewest leaves among nodes that hold n of them.
-func (p *pass) leavesNeeded(nodes []int32, n int) int {
-	groups := p.byLeaf(nodes)
+func (f *fabric) leavesNeeded(nodes []int32, n int) int {
+	groups := f.byLeaf(nodes)
 	sort.Slice(groups, func(a, b int) bool { return len(groups[a].nodes) > len(groups[b].nodes) })
 	m := 0
 	for _, g := range groups {
@@ -158,10 +158,10 @@ func (p *pass) leavesNeeded(nodes []int32, n int) int {
 // remainderDomain picks, among domains that hold units more units, the one
 // that adds the fewest leaves to those of the nodes already taken, then the
 // one with the fewest units (best fit), then the first.
-func (p *pass) remainderDomain(doms []group, units, unit int, taken []int32) group {
+func (f *fabric) remainderDomain(doms []group, units, unit int, taken []int32) group {
 	used := map[int32]bool{}
 	for _, i := range taken {
-		used[p.nodes[i].leaf] = true
+		used[f.nodes[i].leaf] = true
 	}
 	best, bestNew := -1, 0
 	for k := range doms {
@@ -171,7 +171,7 @@ func (p *pass) remainderDomain(doms []group, units, unit int, taken []int32) gro
 		}
 		fresh := map[int32]bool{}
 		for _, i := range doms[k].nodes {
-			if l := p.nodes[i].leaf; !used[l] {
+			if l := f.nodes[i].leaf; !used[l] {
 				fresh[l] = true
 			}
 		}

@@ -30,15 +30,15 @@ import (
 // countsHeld reports whether the counts hold among nodes: a matching that
 // gives each count its number of nodes with its feature, a node to one
 // count at most.
-func (p *pass) countsHeld(nodes []int32, counts []cluster.FeatureCount) bool {
-	return p.countedNodes(nodes, nil, 0, counts) != nil
+func (f *fabric) countsHeld(nodes []int32, counts []cluster.FeatureCount) bool {
+	return f.countedNodes(nodes, nil, 0, counts) != nil
 }
 
 // countedNodes is a matching of the counts over the nodes of must, and of
 // at most spare of others besides (the --nodelist nodes are in the gang
 // anyway, and spare is the room left beside them): its nodes, or nil when
 // there is none. Nodes earlier in their list are tried first.
-func (p *pass) countedNodes(must, others []int32, spare int, counts []cluster.FeatureCount) []int32 {
+func (f *fabric) countedNodes(must, others []int32, spare int, counts []cluster.FeatureCount) []int32 {
 	if len(counts) == 0 {
 		return []int32{}
 	}
@@ -53,7 +53,7 @@ func (p *pass) countedNodes(must, others []int32, spare int, counts []cluster.Fe
 			row := make([]bool, len(counts))
 			any := false
 			for c, fc := range counts {
-				row[c] = p.hasFeature(i, fc.Feature)
+				row[c] = f.hasFeature(i, fc.Feature)
 				any = any || row[c]
 			}
 			if any {
@@ -124,8 +124,8 @@ func matchCounts(has [][]bool, free []bool, spare int, counts []cluster.FeatureC
 }
 
 // pickCounted is pickGang for a job with node counts (see above).
-func (p *pass) pickCounted(groups []group, cs *candSet, r *request) ([]int32, bool) {
-	if out, ok := p.pickPlain(groups, cs.required, r, cs.mixed); ok && p.countsHeld(out, cs.counts) {
+func (f *fabric) pickCounted(groups []group, cs *candSet, r *request) ([]int32, bool) {
+	if out, ok := f.pickPlain(groups, cs.required, r, cs.mixed); ok && f.countsHeld(out, cs.counts) {
 		return out, true
 	}
 	if r.segment > 0 {
@@ -133,18 +133,18 @@ func (p *pass) pickCounted(groups []group, cs *candSet, r *request) ([]int32, bo
 	}
 	var best []int32
 	for a := range groups {
-		out := p.countedAround(groups, a, cs, r)
+		out := f.countedAround(groups, a, cs, r)
 		if out == nil {
 			continue
 		}
-		if best == nil || p.leafSpan(out) < p.leafSpan(best) {
+		if best == nil || f.leafSpan(out) < f.leafSpan(best) {
 			best = out
 		}
-		if p.leafSpan(best) == 1 {
+		if f.leafSpan(best) == 1 {
 			break
 		}
 	}
-	if best == nil || (r.maxLeaves > 0 && p.leafSpan(best) > r.maxLeaves) {
+	if best == nil || (r.maxLeaves > 0 && f.leafSpan(best) > r.maxLeaves) {
 		return nil, false
 	}
 	return best, true
@@ -156,7 +156,7 @@ func (p *pass) pickCounted(groups []group, cs *candSet, r *request) ([]int32, bo
 // shortest in it next, else the largest); the counted nodes are a matching
 // in the pool, nearest leaves first, and the rest is taken near them. It
 // returns nil when even every leaf together cannot.
-func (p *pass) countedAround(groups []group, anchor int, cs *candSet, r *request) []int32 {
+func (f *fabric) countedAround(groups []group, anchor int, cs *candSet, r *request) []int32 {
 	pool := slices.Clone(cs.required)
 	used := make([]bool, len(groups))
 	add := func(g int) {
@@ -165,12 +165,12 @@ func (p *pass) countedAround(groups []group, anchor int, cs *candSet, r *request
 	}
 	add(anchor)
 	for g := range groups {
-		if !used[g] && slices.ContainsFunc(cs.required, func(i int32) bool { return p.nodes[i].leaf == groups[g].leaf }) {
+		if !used[g] && slices.ContainsFunc(cs.required, func(i int32) bool { return f.nodes[i].leaf == groups[g].leaf }) {
 			add(g)
 		}
 	}
-	for len(pool) < r.nodes || p.countedNodes(cs.required, pool, r.nodes-len(cs.required), cs.counts) == nil {
-		short := p.shortestCount(pool, cs.counts)
+	for len(pool) < r.nodes || f.countedNodes(cs.required, pool, r.nodes-len(cs.required), cs.counts) == nil {
+		short := f.shortestCount(pool, cs.counts)
 		next, nextScore := -1, -1
 		for g := range groups {
 			if used[g] {
@@ -180,7 +180,7 @@ func (p *pass) countedAround(groups []group, anchor int, cs *candSet, r *request
 			if short != "" {
 				score = 0
 				for _, i := range groups[g].nodes {
-					if p.hasFeature(i, short) {
+					if f.hasFeature(i, short) {
 						score++
 					}
 				}
@@ -195,7 +195,7 @@ func (p *pass) countedAround(groups []group, anchor int, cs *candSet, r *request
 		add(next)
 	}
 	spare := r.nodes - len(cs.required)
-	counted := p.countedNodes(cs.required, pool, spare, cs.counts)
+	counted := f.countedNodes(cs.required, pool, spare, cs.counts)
 	if counted == nil {
 		return nil
 	}
@@ -207,7 +207,7 @@ func (p *pass) countedAround(groups []group, anchor int, cs *candSet, r *request
 	}
 	inGang, near := map[int32]bool{}, map[int32]bool{}
 	for _, i := range taken {
-		inGang[i], near[p.nodes[i].leaf] = true, true
+		inGang[i], near[f.nodes[i].leaf] = true, true
 	}
 	var rest []int32
 	for _, i := range pool {
@@ -215,7 +215,7 @@ func (p *pass) countedAround(groups []group, anchor int, cs *candSet, r *request
 			rest = append(rest, i)
 		}
 	}
-	more, ok := p.pickNear(p.byLeaf(rest), r.nodes-len(taken), near, cs.mixed)
+	more, ok := f.pickNear(f.byLeaf(rest), r.nodes-len(taken), near, cs.mixed)
 	if !ok {
 		return nil
 	}
@@ -225,12 +225,12 @@ func (p *pass) countedAround(groups []group, anchor int, cs *candSet, r *request
 // shortestCount is the feature of the count furthest from holding among
 // nodes (by nodes with the feature, against its count), or "" when every
 // count has enough nodes alone.
-func (p *pass) shortestCount(nodes []int32, counts []cluster.FeatureCount) string {
+func (f *fabric) shortestCount(nodes []int32, counts []cluster.FeatureCount) string {
 	worst, gap := "", 0
 	for _, fc := range counts {
 		n := 0
 		for _, i := range nodes {
-			if p.hasFeature(i, fc.Feature) {
+			if f.hasFeature(i, fc.Feature) {
 				n++
 			}
 		}
@@ -250,7 +250,7 @@ func sortedCopy(xs []int32) []int32 {
 // pickNear takes k nodes of the groups: on the leaves in near first (by
 // the leaf rules among them), then the remainder by the leaf rules on the
 // others, so that a gang built in parts spans few leaves.
-func (p *pass) pickNear(groups []group, k int, near map[int32]bool, mixed bool) ([]int32, bool) {
+func (f *fabric) pickNear(groups []group, k int, near map[int32]bool, mixed bool) ([]int32, bool) {
 	var in, out []group
 	n := 0
 	for _, g := range groups {
@@ -262,21 +262,21 @@ func (p *pass) pickNear(groups []group, k int, near map[int32]bool, mixed bool) 
 		}
 	}
 	if n >= k {
-		return p.pickLeaves(in, k, 0, mixed)
+		return f.pickLeaves(in, k, 0, mixed)
 	}
 	var picked []int32
 	for _, g := range in {
 		picked = append(picked, g.nodes...)
 	}
-	more, ok := p.pickLeaves(out, k-n, 0, mixed)
+	more, ok := f.pickLeaves(out, k-n, 0, mixed)
 	if !ok {
 		return nil, false
 	}
 	return append(picked, more...), true
 }
 
-func (p *pass) hasFeature(i int32, f string) bool {
-	return slices.Contains(p.nodes[i].node.Features, f)
+func (f *fabric) hasFeature(i int32, feature string) bool {
+	return slices.Contains(f.nodes[i].node.Features, feature)
 }
 
 // countsNever explains why the counts can never hold among the nodes that

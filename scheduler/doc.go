@@ -57,10 +57,12 @@
 //     what the node can hold. Per request shape each leaf's list is cached
 //     and recomputed only when the leaf changed; a shape that failed is
 //     remembered, and any larger shape fails without a scan;
-//  4. gang assembly (gang.go, blocks.go): --segment groups inside blocks;
-//     inside one block when the job fits one; otherwise fewest leaves (at
-//     most --switches=N until submit+T), one spine when possible, best fit,
-//     node weight before best fit, fullest nodes first;
+//  4. gang assembly, by the pass's fabric (the nodes, leaves, spines and
+//     blocks: gang.go, blocks.go, counts.go): --segment groups inside
+//     blocks; inside one block when the job fits one; otherwise fewest
+//     leaves (at most --switches=N until submit+T), one spine when
+//     possible, best fit, node weight before best fit, fullest nodes
+//     first; node counts of the constraint held by a matching;
 //  5. choice: take the gang's capacity (lowest GPU indices) and record a
 //     Placement; or, when it cannot start,
 //  6. preemption (preempt.go): if running jobs of a lower class in REQUEUE

@@ -22,23 +22,23 @@ type group struct {
 //
 // Inside a leaf, nodes go by weight, then fewest free GPUs, then name. The
 // result is by leaf as chosen, then name.
-func (p *pass) pickLeaves(groups []group, k, maxLeaves int, mixed bool) ([]int32, bool) {
+func (f *fabric) pickLeaves(groups []group, k, maxLeaves int, mixed bool) ([]int32, bool) {
 	if k <= 0 {
 		return nil, true
 	}
 	best := -1
 	for i := range groups {
-		if len(groups[i].nodes) >= k && (best < 0 || p.leafBefore(&groups[i], &groups[best], k, mixed)) {
+		if len(groups[i].nodes) >= k && (best < 0 || f.leafBefore(&groups[i], &groups[best], k, mixed)) {
 			best = i
 		}
 	}
 	if best >= 0 {
-		return p.bestNodes(groups[best].nodes, k), true
+		return f.bestNodes(groups[best].nodes, k), true
 	}
 	if maxLeaves == 1 {
 		return nil, false
 	}
-	order := p.bySize(groups)
+	order := f.bySize(groups)
 	m, sum := 0, 0
 	for _, g := range order {
 		if sum >= k {
@@ -49,7 +49,7 @@ func (p *pass) pickLeaves(groups []group, k, maxLeaves int, mixed bool) ([]int32
 	if sum < k || (maxLeaves > 0 && m > maxLeaves) {
 		return nil, false
 	}
-	order = p.oneSpine(order, k, m)
+	order = f.oneSpine(order, k, m)
 	var out []int32
 	need := k
 	for i := 0; need > 0; i++ {
@@ -60,18 +60,18 @@ func (p *pass) pickLeaves(groups []group, k, maxLeaves int, mixed bool) ([]int32
 					g = h // the smallest that still holds the remainder
 				}
 			}
-			return append(out, p.bestNodes(g.nodes, need)...), true
+			return append(out, f.bestNodes(g.nodes, need)...), true
 		}
-		out = append(out, p.bestNodes(g.nodes, len(g.nodes))...)
+		out = append(out, f.bestNodes(g.nodes, len(g.nodes))...)
 		need -= len(g.nodes)
 	}
 	return out, true
 }
 
 // leafBefore orders leaves that each hold k nodes.
-func (p *pass) leafBefore(a, b *group, k int, mixed bool) bool {
+func (f *fabric) leafBefore(a, b *group, k int, mixed bool) bool {
 	if mixed {
-		if wa, wb := p.weight(a.nodes[:k]), p.weight(b.nodes[:k]); wa != wb {
+		if wa, wb := f.weight(a.nodes[:k]), f.weight(b.nodes[:k]); wa != wb {
 			return wa < wb
 		}
 	}
@@ -81,38 +81,38 @@ func (p *pass) leafBefore(a, b *group, k int, mixed bool) bool {
 	return a.leaf < b.leaf
 }
 
-func (p *pass) weight(nodes []int32) int {
+func (f *fabric) weight(nodes []int32) int {
 	w := 0
 	for _, i := range nodes {
-		w += p.nodes[i].node.Weight
+		w += f.nodes[i].node.Weight
 	}
 	return w
 }
 
 // bySize returns the groups by size, largest first, then leaf order.
-func (p *pass) bySize(groups []group) []group {
-	order := append(p.groupOrder[:0], groups...)
+func (f *fabric) bySize(groups []group) []group {
+	order := append(f.groupOrder[:0], groups...)
 	sort.Slice(order, func(i, j int) bool {
 		if len(order[i].nodes) != len(order[j].nodes) {
 			return len(order[i].nodes) > len(order[j].nodes)
 		}
 		return order[i].leaf < order[j].leaf
 	})
-	p.groupOrder = order
+	f.groupOrder = order
 	return order
 }
 
 // oneSpine keeps, of the groups sorted by size, those under the spine whose
 // m largest leaves hold k with the least room to spare; all of them when no
 // spine can.
-func (p *pass) oneSpine(order []group, k, m int) []group {
-	if p.spines < 2 {
+func (f *fabric) oneSpine(order []group, k, m int) []group {
+	if f.spines < 2 {
 		return order
 	}
-	count := make([]int, p.spines)
-	sum := make([]int, p.spines)
+	count := make([]int, f.spines)
+	sum := make([]int, f.spines)
 	for _, g := range order {
-		s := p.leaves[g.leaf].spine
+		s := f.leaves[g.leaf].spine
 		if count[s] < m {
 			count[s]++
 			sum[s] += len(g.nodes)
@@ -129,7 +129,7 @@ func (p *pass) oneSpine(order []group, k, m int) []group {
 	}
 	var kept []group
 	for _, g := range order {
-		if p.leaves[g.leaf].spine == int32(best) {
+		if f.leaves[g.leaf].spine == int32(best) {
 			kept = append(kept, g)
 		}
 	}
@@ -138,11 +138,11 @@ func (p *pass) oneSpine(order []group, k, m int) []group {
 
 // bestNodes takes n nodes of one group: lowest weight, then fewest free
 // GPUs, then fewest free CPUs, then name; returned in name order.
-func (p *pass) bestNodes(nodes []int32, n int) []int32 {
+func (f *fabric) bestNodes(nodes []int32, n int) []int32 {
 	out := append([]int32(nil), nodes...)
 	if n < len(out) {
 		sort.SliceStable(out, func(a, b int) bool {
-			x, y := &p.nodes[out[a]], &p.nodes[out[b]]
+			x, y := &f.nodes[out[a]], &f.nodes[out[b]]
 			if x.node.Weight != y.node.Weight {
 				return x.node.Weight < y.node.Weight
 			}
@@ -158,10 +158,10 @@ func (p *pass) bestNodes(nodes []int32, n int) []int32 {
 }
 
 // leafSpan counts the distinct leaves of a set of nodes.
-func (p *pass) leafSpan(nodes []int32) int {
+func (f *fabric) leafSpan(nodes []int32) int {
 	seen := map[int32]bool{}
 	for _, i := range nodes {
-		seen[p.nodes[i].leaf] = true
+		seen[f.nodes[i].leaf] = true
 	}
 	return len(seen)
 }

@@ -69,21 +69,33 @@ func (l *leafInfo) anyFree(g int) bool {
 	return false
 }
 
-// pass is the working state of one Schedule call.
+// pass is the working state of one Schedule call: the queue's order,
+// candidate sets, the timeline of uses and preemption; the fabric picks
+// gangs' nodes.
 type pass struct {
-	s      *Snapshot
-	now    time.Time
-	nowNs  int64
-	opt    Options
-	nodes  []nodeCap // in hostlist name order
-	index  map[string]int32
-	leaves []leafInfo
-	spines int
-	blocks []string
-	parts  map[string]*partition
-	sets   map[setKey]*candSet
-	uses   []use // the timeline, linked per node from nodeCap.head
+	s     *Snapshot
+	now   time.Time
+	nowNs int64
+	opt   Options
+	fabric
+	index map[string]int32
+	parts map[string]*partition
+	sets  map[setKey]*candSet
+	uses  []use // the timeline, linked per node from nodeCap.head
 	scratch
+}
+
+// fabric is the cluster's shape as a pass sees it: the nodes in name order
+// with what is free on them, their leaves, spines and blocks. Its methods
+// choose a gang's nodes among candidates by the topology rules and node
+// counts (gang.go, blocks.go, counts.go); the order of jobs, time and
+// preemption are the pass's.
+type fabric struct {
+	nodes      []nodeCap // in hostlist name order
+	leaves     []leafInfo
+	spines     int
+	blocks     []string
+	groupOrder []group // bySize's buffer
 }
 
 // partition is a partition with its member nodes in name order.

@@ -29,16 +29,15 @@ func Schedule(s *Snapshot, now time.Time) *Plan {
 
 // scratch is reused buffers of one pass.
 type scratch struct {
-	groups     []group
-	groupOrder []group
-	nodeBuf    []int32
-	cands      []timed
-	times      []int64
-	reserved   int             // reservations made so far
-	blocked    map[string]bool // partitions with a blocked job already
-	live       []liveJob       // for preemption, built on first use
-	onNode     [][]holder      // by node index
-	lowest     *class          // lowest class of a preemptible live job
+	groups   []group
+	nodeBuf  []int32
+	cands    []timed
+	times    []int64
+	reserved int             // reservations made so far
+	blocked  map[string]bool // partitions with a blocked job already
+	live     []liveJob       // for preemption, built on first use
+	onNode   [][]holder      // by node index
+	lowest   *class          // lowest class of a preemptible live job
 }
 
 // decide places one job or records why it waits.
