@@ -37,21 +37,12 @@ func TestOpenMode(t *testing.T) {
 	again := spec(dir, "again", 2, 1, line+"[ \"$PHX_ATTEMPT\" -ge 1 ]\n") // attempt 0 fails
 	again.Output, again.RestartOn, again.MaxRestarts = "again.out", "exit", proto.Int32(1)
 
-	ids := []uint64{submit(t, c, shared), submit(t, c, kept), submit(t, c, again)}
-	for _, id := range ids {
-		if job := c.WaitJob(id, 60*time.Second, "COMPLETED", "FAILED", "CANCELLED"); job.State != "COMPLETED" {
-			t.Fatalf("job %d ended %s (%s)", id, job.State, job.Reason)
-		}
-	}
-	for name, want := range map[string]string{
+	runAll(t, c, shared, kept, again)
+	checkLines(t, dir, map[string]string{
 		"shared.out": "attempt 0 rank 0; attempt 0 rank 1; attempt 0 rank 2; attempt 0 rank 3",
 		"kept.out":   "an earlier job; attempt 0 rank 0; attempt 0 rank 1",
 		"again.out":  "attempt 0 rank 0; attempt 0 rank 1; attempt 1 rank 0; attempt 1 rank 1",
-	} {
-		if got := sortedLines(t, filepath.Join(dir, name)); got != want {
-			t.Errorf("%s holds %q; want %q", name, got, want)
-		}
-	}
+	})
 }
 
 // On a file system that keeps no user extended attributes (ramfs here),
@@ -78,21 +69,12 @@ func TestOpenModeWithoutMarks(t *testing.T) {
 	shared.Output = "shared.out"
 	own := spec(dir, "own", 2, 1, line)
 	own.Output = "own-%n.out"
-	ids := []uint64{submit(t, c, shared), submit(t, c, own)}
-	for _, id := range ids {
-		if job := c.WaitJob(id, 30*time.Second, "COMPLETED", "FAILED", "CANCELLED"); job.State != "COMPLETED" {
-			t.Fatalf("job %d ended %s (%s)", id, job.State, job.Reason)
-		}
-	}
-	for name, want := range map[string]string{
+	ids := runAll(t, c, shared, own)
+	checkLines(t, dir, map[string]string{
 		"shared.out": "an earlier job; rank 0; rank 1",
 		"own-0.out":  "rank 0",
 		"own-1.out":  "rank 1",
-	} {
-		if got := sortedLines(t, filepath.Join(dir, name)); got != want {
-			t.Errorf("%s holds %q; want %q", name, got, want)
-		}
-	}
+	})
 	c.Eventually(10*time.Second, func() error {
 		evs, err := c.Client.ListEvents(context.Background(), &phalanxv1.ListEventsRequest{Jobs: ids})
 		appended := map[uint64]int{}
@@ -108,14 +90,34 @@ func TestOpenModeWithoutMarks(t *testing.T) {
 	})
 }
 
-// sortedLines is a file's lines, sorted, joined by "; ".
-func sortedLines(t *testing.T, path string) string {
+// runAll submits the jobs and waits for each to complete.
+func runAll(t *testing.T, c *testcluster.Cluster, specs ...*phalanxv1.JobSpec) []uint64 {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	var ids []uint64
+	for _, s := range specs {
+		ids = append(ids, submit(t, c, s))
 	}
-	l := strings.Split(strings.TrimSpace(string(b)), "\n")
-	slices.Sort(l)
-	return strings.Join(l, "; ")
+	for _, id := range ids {
+		if job := c.WaitJob(id, 60*time.Second, "COMPLETED", "FAILED", "CANCELLED"); job.State != "COMPLETED" {
+			t.Fatalf("job %d ended %s (%s)", id, job.State, job.Reason)
+		}
+	}
+	return ids
+}
+
+// checkLines checks the files of dir: each file's lines, sorted, joined
+// by "; ".
+func checkLines(t *testing.T, dir string, want map[string]string) {
+	t.Helper()
+	for name, w := range want {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := strings.Split(strings.TrimSpace(string(b)), "\n")
+		slices.Sort(l)
+		if got := strings.Join(l, "; "); got != w {
+			t.Errorf("%s holds %q; want %q", name, got, w)
+		}
+	}
 }
