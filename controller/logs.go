@@ -181,7 +181,10 @@ func (c *controllerService) JobLogs(req *phalanxv1.JobLogsRequest, stream phalan
 	if err := s.mayChange(ctx, j, "read the output of"); err != nil {
 		return toStatus(err)
 	}
-	nodes := j.Alloc.Nodes
+	var nodes []cluster.NodeAlloc
+	if j.Alloc != nil { // a job that never ran has none
+		nodes = j.Alloc.Nodes
+	}
 	switch {
 	case len(nodes) == 0:
 		return toStatus(cluster.Errorf(cluster.ErrNotFound, "job %d has not run yet (it is %s): it has no output", j.ID, j.State))

@@ -123,7 +123,7 @@ func New(cfg Config) (*Server, error) {
 		srvOpts = append(srvOpts, grpc.Creds(credentials.NewTLS(c.TLS.ServerConfig(0, c.Logger))))
 	}
 	s.grpc = grpc.NewServer(append(srvOpts,
-		grpc.ChainUnaryInterceptor(s.routeUnary), grpc.ChainStreamInterceptor(s.routeStream))...)
+		grpc.ChainUnaryInterceptor(s.recoverUnary, s.routeUnary), grpc.ChainStreamInterceptor(s.recoverStream, s.routeStream))...)
 	phalanxv1.RegisterControllerServiceServer(s.grpc, &controllerService{s: s})
 	phalanxv1.RegisterNodeServiceServer(s.grpc, &nodeService{s: s})
 	s.wg.Add(3)
