@@ -18,12 +18,14 @@ import (
 
 // sacctJobs are the jobs of the formatting tests, in format_test.go's
 // notation: one of each state, a name and an ID too wide for their columns.
+// Job 11 was killed by signal 9 (the agent reports 137, as a shell would):
+// Slurm prints 0:9.
 const sacctJobs = `
 job id=7 name=pretrain-llama-70b user=alexandria account=ml part=gpu-long state=RUNNING submit=-2h start=-65m nodes=gpu[001-004] gpus=8 cpus=32 mem=65536 limit=1-00:00:00
 job id=8 name=eval user=bob part=gpu state=PENDING reason=Resources submit=-10m req-nodes=2
 job id=9 name=sweep user=bob part=gpu state=COMPLETED submit=-3h start=-3h end=-2h nodes=gpu005 cpus=8 mem=1000
 job id=10 name=big user=carol part=gpu state=FAILED reason=NonZeroExitCode exit=1:0 submit=-50h start=-50h end=-1h nodes=gpu[010-011] cpus=4
-job id=11 name=x user=d part=gpu state=NODE_FAIL exit=0:9 submit=-5m start=-4m end=-1m nodes=gpu012
+job id=11 name=x user=d part=gpu state=NODE_FAIL exit=137:9 submit=-5m start=-4m end=-1m nodes=gpu012
 job id=12 name=c user=d part=gpu state=CANCELLED reason=Cancelled submit=-5m end=-1m
 job id=123456789012345 name=t user=d part=gpu state=TIMEOUT submit=-5h start=-5h end=-1h nodes=gpu013 limit=4:00:00
 `

@@ -55,7 +55,7 @@ var sacctFields = []sacctField{
 	{"ElapsedRaw", 10, 0, func(j *phalanxv1.Job, v *SacctView) string { return fmt.Sprint(int64(elapsed(j, v.Now).Seconds())) }},
 	{"Eligible", 19, '.', func(j *phalanxv1.Job, v *SacctView) string { return fmtTime(j.SubmitTime, v.Loc, "Unknown") }},
 	{"End", 19, '.', func(j *phalanxv1.Job, v *SacctView) string { return fmtTime(j.EndTime, v.Loc, "Unknown") }},
-	{"ExitCode", 8, '+', func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprintf("%d:%d", j.ExitCode, j.ExitSignal) }},
+	{"ExitCode", 8, '+', func(j *phalanxv1.Job, _ *SacctView) string { return exitCode(j.ExitCode, j.ExitSignal) }},
 	{"GID", 6, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(j.GetSpec().GetGid()) }},
 	{"GPUHours", 10, 0, func(j *phalanxv1.Job, v *SacctView) string {
 		return fmt.Sprintf("%.2f", elapsed(j, v.Now).Hours()*float64(allocGPUs(j)))
@@ -177,6 +177,16 @@ func FormatSacct(jobs []*phalanxv1.Job, v SacctView) (string, error) {
 // attemptRows gives a job that was restarted or requeued one row per
 // attempt, oldest first: each earlier attempt as it ended (its state,
 // reason, times and nodes), then the job as it stands.
+// exitCode prints an exit status as Slurm does, code:signal, where a
+// process killed by a signal exited with no code of its own: 0:9, where a
+// shell reports 137.
+func exitCode(code, signal int32) string {
+	if signal != 0 {
+		code = 0
+	}
+	return fmt.Sprintf("%d:%d", code, signal)
+}
+
 func attemptRows(jobs []*phalanxv1.Job) []*phalanxv1.Job {
 	var out []*phalanxv1.Job
 	for _, j := range jobs {
@@ -187,7 +197,7 @@ func attemptRows(jobs []*phalanxv1.Job) []*phalanxv1.Job {
 			row := proto.Clone(j).(*phalanxv1.Job)
 			row.Attempt, row.State, row.Reason = a.Attempt, a.State, a.Reason
 			row.StartTime, row.EndTime, row.Alloc = a.StartTime, a.EndTime, a.Alloc
-			row.ExitCode, row.ExitSignal = 0, 0
+			row.ExitCode, row.ExitSignal = a.ExitCode, a.ExitSignal
 			out = append(out, row)
 		}
 		out = append(out, j)

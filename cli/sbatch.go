@@ -106,7 +106,7 @@ func (k *commands) waitJob(c *ucli.Context, cn *conn, id uint64) error {
 			if code == 0 {
 				return nil
 			}
-			return &exitStatus{code: code, msg: fmt.Sprintf("sbatch: error: job %d ended %s (%s), exit code %d:%d", id, j.State, reason(j), j.ExitCode, j.ExitSignal)}
+			return &exitStatus{code: code, msg: fmt.Sprintf("sbatch: error: job %d ended %s (%s), exit code %s", id, j.State, reason(j), exitCode(j.ExitCode, j.ExitSignal))}
 		}
 		select {
 		case <-c.Context.Done():

@@ -214,14 +214,23 @@ func releaseIfEnded(j *Job) {
 // Cancel cancels a job that has not ended, or one being preempted (which
 // then stays cancelled instead of going back to the queue). A placed job's tasks keep their
 // resources until their agents report them ended (the controller tells the
-// agents to stop them). It reports whether the job changed.
+// agents to stop them). A job whose tasks ran ends with Slurm's exit
+// status of a cancelled job, 0:15 (the SIGTERM its tasks are sent); one
+// that never ran keeps 0:0. It reports whether the job changed.
 func Cancel(j *Job, t time.Time, reason string) (changed bool) {
 	if j.State.Terminal() && !j.State.ComingBack() {
 		return false
 	}
+	if j.Live() {
+		j.ExitCode, j.ExitSignal = 0, SigTerm
+	}
 	finish(j, JobCancelled, reason, t)
 	return true
 }
+
+// SigTerm is SIGTERM's number on Linux: what a cancelled job's tasks are
+// sent first.
+const SigTerm = 15
 
 // NodeLost records that node went down: the job's unended tasks on it are
 // LOST, and a job that has not ended and was allocated on the node ends in

@@ -158,7 +158,8 @@ func TestApplyTaskReport(t *testing.T) {
 		mutateFirst: func(j *Job) { Cancel(j, at(30), "Cancelled by user") },
 		reports:     []TaskReport{rep(0, TaskKilled, 0, 15, 31), rep(1, TaskKilled, 0, 15, 32)},
 		changed:     []bool{true, true},
-		state:       JobCancelled, reason: "Cancelled by user",
+		state:       JobCancelled, reason: "Cancelled by user", sig: SigTerm, // Slurm's 0:15
+
 		tasks: []TaskState{TaskKilled, TaskKilled}, start: at(0), end: at(30),
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -272,6 +273,9 @@ func TestCancel(t *testing.T) {
 			}
 			if tc.changed && (!j.EndTime.Equal(at(9)) || j.Reason != "Cancelled by user") {
 				t.Errorf("end %v reason %q; want %v, the cancel reason", j.EndTime, j.Reason, at(9))
+			}
+			if wantSig := map[bool]int{true: SigTerm}[tc.live && tc.changed]; j.ExitCode != 0 || j.ExitSignal != wantSig {
+				t.Errorf("exit %d:%d; want 0:%d (Slurm's 0:15 for a job cancelled while its tasks ran)", j.ExitCode, j.ExitSignal, wantSig)
 			}
 		})
 	}
