@@ -115,6 +115,9 @@ type Config struct {
 	// MaxArraySize: job array indices run below it (Slurm's MaxArraySize;
 	// default cluster.DefaultMaxArraySize).
 	MaxArraySize int
+	// ClusterName is the config's ClusterName; agents learn it when they
+	// register and export it to tasks as SLURM_CLUSTER_NAME.
+	ClusterName string
 	// MaxScriptSize: the largest batch script a submit may carry, in bytes
 	// (phalanx.conf's MaxScriptSize, Slurm's max_script_size; default
 	// cluster.DefaultMaxScriptSize, at most cluster.MaxScriptSizeCeiling).

@@ -70,7 +70,8 @@ func (n *nodeService) RegisterNode(ctx context.Context, req *phalanxv1.RegisterN
 	}
 	s.log.Info("node registered", "node", req.Name, "addr", req.Addr, "gpus", req.Gpus, "model", req.GpuModel)
 	s.kickScheduler()
-	return &phalanxv1.RegisterNodeResponse{HeartbeatIntervalMs: s.cfg.HeartbeatInterval.Milliseconds(), LeaseMs: s.leaseMs(node.Fences)}, nil
+	return &phalanxv1.RegisterNodeResponse{HeartbeatIntervalMs: s.cfg.HeartbeatInterval.Milliseconds(), LeaseMs: s.leaseMs(node.Fences),
+		ClusterName: s.cfg.ClusterName}, nil
 }
 
 func (n *nodeService) Heartbeat(ctx context.Context, req *phalanxv1.HeartbeatRequest) (*phalanxv1.HeartbeatResponse, error) {

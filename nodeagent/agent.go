@@ -64,7 +64,8 @@ type Config struct {
 	// ClientBinary is the phx client; a job finds it on its PATH under
 	// Slurm's command names (scontrol, squeue, ...). "": srun alone.
 	ClientBinary string
-	// ClusterName is exported as SLURM_CLUSTER_NAME when set.
+	// ClusterName is exported as SLURM_CLUSTER_NAME; empty: the
+	// controllers' ClusterName, learnt when the node registers.
 	ClusterName string
 	// HeartbeatInterval is the longest time between heartbeats; a shorter
 	// interval asked for by the controller wins.
@@ -103,6 +104,9 @@ type Agent struct {
 	client phalanxv1.NodeServiceClient
 	rep    *reporter
 	conn   atomic.Pointer[apiclient.Conn] // while Run runs
+	// clusterName is the controllers' ClusterName, as the last
+	// registration answered.
+	clusterName atomic.Pointer[string]
 
 	mu        sync.Mutex
 	tasks     map[taskKey]*task // started or starting, not yet ended

@@ -148,7 +148,7 @@ func (a *Agent) gateRDMA(gpus []int) *gateFailure {
 // runProlog runs the administrator's prolog programs in order.
 func (a *Agent) runProlog(ctx context.Context, key taskKey, as assignment, spec runtime.Spec) *gateFailure {
 	prolog := as.prolog
-	env := prologEnv(as.job, int(key.rank), a.cfg.Name, a.cfg.ClusterName, spec)
+	env := prologEnv(as.job, int(key.rank), a.cfg.Name, a.cluster(), spec)
 	for _, prog := range prolog.Programs {
 		out, err, timedOut := runProgram(ctx, prog, prolog.TimeoutOrDefault(), env)
 		if ctx.Err() != nil && !timedOut {

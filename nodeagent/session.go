@@ -52,6 +52,8 @@ func (a *Agent) register(ctx context.Context) (interval time.Duration, ok bool) 
 		cancel()
 		if err == nil {
 			a.renewLease(sent, resp.GetLeaseMs())
+			name := resp.GetClusterName()
+			a.clusterName.Store(&name)
 			interval = a.cfg.HeartbeatInterval
 			if ms := resp.GetHeartbeatIntervalMs(); ms > 0 {
 				interval = min(interval, time.Duration(ms)*time.Millisecond)
@@ -70,6 +72,18 @@ func (a *Agent) register(ctx context.Context) (interval time.Duration, ok bool) 
 			return 0, false
 		}
 	}
+}
+
+// cluster is the cluster's name for SLURM_CLUSTER_NAME: the agent's own
+// setting, else the controllers'.
+func (a *Agent) cluster() string {
+	if a.cfg.ClusterName != "" {
+		return a.cfg.ClusterName
+	}
+	if name := a.clusterName.Load(); name != nil {
+		return *name
+	}
+	return ""
 }
 
 // registration describes the node as discovered.

@@ -300,3 +300,17 @@ func TestExportedEnvironmentReachesTheTask(t *testing.T) {
 		}
 	}
 }
+
+// Agents export the config's ClusterName, which they learn from the
+// controllers when they register, as SLURM_CLUSTER_NAME.
+func TestClusterNameReachesTasks(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 1, ClusterName: "mycluster"})
+	dir := t.TempDir()
+	id := submit(t, c, spec(dir, "name", 1, 1, "#!/bin/sh\necho SLURM_CLUSTER_NAME=${SLURM_CLUSTER_NAME-UNSET}\n"))
+	if job := c.WaitJob(id, 20*time.Second, "COMPLETED", "FAILED"); job.State != "COMPLETED" {
+		t.Fatalf("job ended %s (%s)", job.State, job.Reason)
+	}
+	if env := readEnv(t, filepath.Join(dir, "name-"+strconv.FormatUint(id, 10)+"-0.out")); env["SLURM_CLUSTER_NAME"] != "mycluster" {
+		t.Errorf("SLURM_CLUSTER_NAME=%q; want mycluster, the controllers' ClusterName", env["SLURM_CLUSTER_NAME"])
+	}
+}

@@ -61,7 +61,9 @@ type Options struct {
 	PrivateJobs     bool
 	// MaxArraySize is the controllers' (0: their default, 1001).
 	MaxArraySize int
-	RateLimit    controller.RateLimit
+	// ClusterName is the controllers' (the config's ClusterName).
+	ClusterName string
+	RateLimit   controller.RateLimit
 	// Prolog: what the agents run before a job's task (Slurm's Prolog).
 	Prolog cluster.Prolog
 	// MinHangTimeout lets jobs give hang timeouts shorter than the
@@ -254,6 +256,7 @@ func (c *Cluster) StartController(i int) {
 		SchedInterval:     200 * time.Millisecond,
 		KillGrace:         c.opts.KillGrace,
 		Partitions:        c.opts.Partitions,
+		ClusterName:       c.opts.ClusterName,
 		SnapshotThreshold: c.opts.SnapshotThreshold,
 		SnapshotInterval:  200 * time.Millisecond,
 		TrailingLogs:      c.opts.TrailingLogs,

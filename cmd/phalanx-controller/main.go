@@ -470,7 +470,7 @@ func loadConfig(cfg *controller.Config, confPath, topoPath string, log *slog.Log
 		cfg.Nodes = c.Nodes
 		cfg.MinJobAge, cfg.PurgeJobAfter, cfg.PurgeEventAfter = minJobAge(c.MinJobAge), c.PurgeJobAfter, c.PurgeEventAfter
 		cfg.MaxJobHistory, cfg.MaxJobCount, cfg.MaxArraySize = c.MaxJobHistory, c.MaxJobCount, c.MaxArraySize
-		cfg.MaxScriptSize = c.MaxScriptSize
+		cfg.MaxScriptSize, cfg.ClusterName = c.MaxScriptSize, c.ClusterName
 		cfg.DisableRootJobs, cfg.AdminUsers, cfg.OperatorUsers = c.DisableRootJobs, c.AdminUsers, c.OperatorUsers
 		cfg.PrivateJobs = c.PrivateJobs
 		cfg.HealthCheck, cfg.Prolog = c.HealthCheck, c.Prolog

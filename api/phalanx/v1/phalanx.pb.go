@@ -5229,7 +5229,10 @@ type RegisterNodeResponse struct {
 	HeartbeatIntervalMs int64                  `protobuf:"varint,1,opt,name=heartbeat_interval_ms,json=heartbeatIntervalMs,proto3" json:"heartbeat_interval_ms,omitempty"`
 	// lease_ms, to a node that fences: how long from when the agent sent
 	// the call its tasks may run without another answer (0: no lease).
-	LeaseMs       int64 `protobuf:"varint,2,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
+	LeaseMs int64 `protobuf:"varint,2,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
+	// cluster_name: the config's ClusterName, which agents export to tasks
+	// as SLURM_CLUSTER_NAME (unless their own --cluster-name says otherwise).
+	ClusterName   string `protobuf:"bytes,3,opt,name=cluster_name,json=clusterName,proto3" json:"cluster_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5276,6 +5279,13 @@ func (x *RegisterNodeResponse) GetLeaseMs() int64 {
 		return x.LeaseMs
 	}
 	return 0
+}
+
+func (x *RegisterNodeResponse) GetClusterName() string {
+	if x != nil {
+		return x.ClusterName
+	}
+	return ""
 }
 
 type HeartbeatRequest struct {
@@ -6799,10 +6809,11 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x05model\x18\x03 \x01(\tR\x05model\x12\x1b\n" +
 	"\tmemory_mb\x18\x04 \x01(\x03R\bmemoryMb\x12\x1c\n" +
 	"\n" +
-	"pci_bus_id\x18\x05 \x01(\tR\bpciBusId\"e\n" +
+	"pci_bus_id\x18\x05 \x01(\tR\bpciBusId\"\x88\x01\n" +
 	"\x14RegisterNodeResponse\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\x12\x19\n" +
-	"\blease_ms\x18\x02 \x01(\x03R\aleaseMs\"\xa4\x01\n" +
+	"\blease_ms\x18\x02 \x01(\x03R\aleaseMs\x12!\n" +
+	"\fcluster_name\x18\x03 \x01(\tR\vclusterName\"\xa4\x01\n" +
 	"\x10HeartbeatRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12-\n" +
 	"\arunning\x18\x02 \x03(\v2\x13.phalanx.v1.TaskRefR\arunning\x12\x16\n" +
