@@ -100,6 +100,9 @@ const (
 	ReasonPriority  = "Priority"
 	ReasonPartDown  = "PartitionDown"
 	ReasonNodeAvail = "ReqNodeNotAvail"
+	// ReasonPartInactive: its partition is INACTIVE (Slurm's
+	// PartitionInactive); a DOWN one is PartitionDown.
+	ReasonPartInactive = "PartitionInactive"
 )
 
 // Job is what a user submitted plus what happened to it.

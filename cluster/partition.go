@@ -42,6 +42,16 @@ type Partition struct {
 	Exclusive bool
 }
 
+// TakesJobs refuses new jobs into a DRAIN or INACTIVE partition, as
+// Slurm's submit does (their queued jobs stay: a DRAIN partition still
+// runs them); DOWN and UP take them.
+func (p *Partition) TakesJobs() error {
+	if p.State == PartitionDrain || p.State == PartitionInactive {
+		return Errorf(ErrConflict, "Required partition not available (inactive or drain): partition %s is %s", p.Name, p.State)
+	}
+	return nil
+}
+
 // Admits reports whether the partition takes jobs of account (its
 // AllowAccounts and DenyAccounts).
 func (p *Partition) Admits(account string) bool {

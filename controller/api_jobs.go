@@ -79,6 +79,9 @@ func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly b
 	if err := s.admit(job, st); err != nil {
 		return nil, err
 	}
+	if err := takesJobs(st.Partitions, job.Partition); err != nil {
+		return nil, err
+	}
 	if err := s.checkDependency(job); err != nil {
 		return nil, err
 	}
@@ -168,6 +171,17 @@ func (s *Server) admit(job *cluster.Job, st *store.State) error {
 		return err
 	}
 	return s.checkGroups(job, st.Partitions)
+}
+
+// takesJobs refuses a new job, or a job moved, into a partition that takes
+// none (Partition.TakesJobs).
+func takesJobs(parts []*cluster.Partition, name string) error {
+	for _, p := range parts {
+		if p.Name == name {
+			return p.TakesJobs()
+		}
+	}
+	return nil
 }
 
 func (c *controllerService) GetJob(ctx context.Context, req *phalanxv1.GetJobRequest) (*phalanxv1.Job, error) {

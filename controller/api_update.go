@@ -118,7 +118,11 @@ func (s *Server) updateJob(ctx context.Context, req *phalanxv1.UpdateJobRequest)
 		}
 	}
 	if req.TimeLimitSeconds != nil {
-		limit, err := s.newTimeLimit(ctx, j, *req.TimeLimitSeconds)
+		part := j.Partition // the partition the job will be in: checked together
+		if req.Partition != nil {
+			part = *req.Partition
+		}
+		limit, err := s.newTimeLimit(ctx, j, *req.TimeLimitSeconds, part)
 		if err != nil {
 			return err
 		}
@@ -157,6 +161,9 @@ func (s *Server) updateRequest(ctx context.Context, j *cluster.Job, req *phalanx
 	id, lvl, ok := s.caller(ctx)
 	operator := !ok || lvl >= levelOperator
 	c := j.Clone()
+	if up.TimeLimit != nil { // a new limit is checked with the new partition
+		c.TimeLimit = *up.TimeLimit
+	}
 	if req.Partition != nil {
 		c.Partition = *req.Partition
 		if c.Partition == "" {
@@ -207,8 +214,14 @@ func (s *Server) updateRequest(ctx context.Context, j *cluster.Job, req *phalanx
 	if c.HangTimeout == 0 {
 		c.HangTimeout = hangOff
 	}
-	if err := s.admit(c, s.store.Config()); err != nil {
+	st := s.store.Config()
+	if err := s.admit(c, st); err != nil {
 		return err
+	}
+	if req.Partition != nil && c.Partition != j.Partition {
+		if err := takesJobs(st.Partitions, c.Partition); err != nil {
+			return err
+		}
 	}
 	c.HangTimeout = hang
 	if req.Partition != nil {
@@ -261,7 +274,7 @@ func (s *Server) newHold(ctx context.Context, j *cluster.Job, req phalanxv1.Hold
 }
 
 // newTimeLimit checks a new time limit for job j (seconds; 0 lifts it).
-func (s *Server) newTimeLimit(ctx context.Context, j *cluster.Job, secs int64) (time.Duration, error) {
+func (s *Server) newTimeLimit(ctx context.Context, j *cluster.Job, secs int64, partition string) (time.Duration, error) {
 	const most = int64(cluster.MaxTimeLimit / time.Second)
 	switch {
 	case secs < 0:
@@ -278,7 +291,7 @@ func (s *Server) newTimeLimit(ctx context.Context, j *cluster.Job, secs int64) (
 		return 0, cluster.Errorf(cluster.ErrPermission, "permission denied: %s may shorten job %d's time limit (%s), not lengthen it: ask an operator",
 			id, j.ID, cluster.FormatLimit(j.TimeLimit))
 	}
-	if part := s.partition(j.Partition); part != nil && part.MaxTime > 0 && (limit == 0 || limit > part.MaxTime) {
+	if part := s.partition(partition); part != nil && part.MaxTime > 0 && (limit == 0 || limit > part.MaxTime) {
 		return 0, cluster.Errorf(cluster.ErrInvalid, "time limit %s exceeds partition %s's MaxTime %s",
 			cluster.FormatLimit(limit), part.Name, cluster.FormatLimit(part.MaxTime))
 	}
@@ -333,6 +346,8 @@ func (s *Server) requeue(ctx context.Context, ids []uint64) ([]cluster.JobID, er
 			return nil, cluster.Errorf(cluster.ErrInvalid, "job %d is pending: it is in the queue already", j.ID)
 		case j.State.Terminal():
 			return nil, cluster.Errorf(cluster.ErrInvalid, "job %d has ended (%s): Phalanx requeues running jobs only; submit it again", j.ID, j.State)
+		case j.Restart.MaxRestarts == 0:
+			return nil, cluster.Errorf(cluster.ErrConflict, "Requested operation is presently disabled for job %d: it was submitted with --no-requeue (or --max-restarts=0)", j.ID)
 		}
 		jobs = append(jobs, j.ID)
 	}

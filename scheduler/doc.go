@@ -45,8 +45,9 @@
 // Priority), submit time, ID. Each job then goes through decide
 // (schedule.go):
 //
-//  1. partition checks: unknown (BadConstraints), DOWN or INACTIVE
-//     (PartitionDown), time limit over MaxTime (PartitionTimeLimit), more
+//  1. partition checks: unknown (BadConstraints), DOWN (PartitionDown) or
+//     INACTIVE (PartitionInactive), time limit over MaxTime
+//     (PartitionTimeLimit), more
 //     nodes than MaxNodes (PartitionNodeLimit);
 //  2. static checks, once per request shape (feasible.go): can the gang
 //     ever fit the candidates (else BadConstraints), and would it fit the UP

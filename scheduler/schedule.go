@@ -48,6 +48,9 @@ func (p *pass) decide(plan *Plan, j *cluster.Job) {
 	case part == nil:
 		wait(ReasonBadConstraints)
 		return
+	case part.State == cluster.PartitionInactive:
+		wait(cluster.ReasonPartInactive)
+		return
 	case !schedulable(part.Partition):
 		wait(cluster.ReasonPartDown)
 		return

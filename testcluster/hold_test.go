@@ -150,6 +150,18 @@ func TestRequeueRunningJob(t *testing.T) {
 	if j, _ := c.Client.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: waiting}); j.GetState() != "PENDING" {
 		t.Errorf("the waiting job is %s: the requeued job should have gone first", j.GetState())
 	}
+	// A job submitted with --no-requeue is not requeued by hand either, as
+	// in Slurm.
+	if _, err := c.Client.CancelJob(ctx, &phalanxv1.CancelJobRequest{JobIds: []uint64{id, waiting}}); err != nil {
+		t.Fatal(err)
+	}
+	once := spec(t.TempDir(), "once", 1, 8, "#!/bin/sh\nsleep 60\n")
+	once.NoRequeue = true
+	onceID := submit(t, c, once)
+	c.WaitJob(onceID, 20*time.Second, "RUNNING")
+	if _, err := c.Client.RequeueJob(ctx, &phalanxv1.RequeueJobRequest{JobIds: []uint64{onceID}}); err == nil || !strings.Contains(err.Error(), "Requested operation is presently disabled") {
+		t.Errorf("requeue of a --no-requeue job: %v; want Slurm's refusal", err)
+	}
 }
 
 // sbatch --deadline: a job that waits for the node until it could no

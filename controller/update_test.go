@@ -1,0 +1,82 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+// scontrol update checks a new time limit with the partition the same
+// update moves the job to, not the one it leaves.
+func TestUpdateChecksLimitAndPartitionTogether(t *testing.T) {
+	parts := []*cluster.Partition{
+		{Name: "gpu", AllNodes: true, Default: true, State: cluster.PartitionUp},
+		{Name: "debug", AllNodes: true, State: cluster.PartitionUp, MaxTime: time.Hour},
+	}
+	s := newTestServer(t, Config{Partitions: parts})
+	register(t, s, nil, "n1")
+	spec := testSpec(1, 8)
+	spec.Hold, spec.TimeLimitSeconds = true, 7200
+	resp, err := s.submit(context.Background(), spec, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.JobId
+	err = s.updateJob(context.Background(), &phalanxv1.UpdateJobRequest{JobId: id, TimeLimitSeconds: proto.Int64(7200), Partition: proto.String("debug")})
+	if err == nil || !strings.Contains(err.Error(), "exceeds partition debug's MaxTime") {
+		t.Fatalf("2 h into debug (MaxTime 1 h): %v; want refused", err)
+	}
+	if err := s.updateJob(context.Background(), &phalanxv1.UpdateJobRequest{JobId: id, TimeLimitSeconds: proto.Int64(1800), Partition: proto.String("debug")}); err != nil {
+		t.Fatalf("30 min into debug: %v", err)
+	}
+	if j, _ := s.store.Job(cluster.JobID(id)); j.Partition != "debug" || j.TimeLimit != 30*time.Minute {
+		t.Fatalf("job = %s, %v; want debug, 30m", j.Partition, j.TimeLimit)
+	}
+}
+
+// A DRAIN or INACTIVE partition takes no new job, by submit or by update,
+// with Slurm's message; a DOWN one does (its jobs wait).
+func TestDrainedPartitionTakesNoNewJobs(t *testing.T) {
+	parts := []*cluster.Partition{
+		{Name: "gpu", AllNodes: true, Default: true, State: cluster.PartitionUp},
+		{Name: "drained", AllNodes: true, State: cluster.PartitionDrain},
+		{Name: "off", AllNodes: true, State: cluster.PartitionInactive},
+		{Name: "down", AllNodes: true, State: cluster.PartitionDown},
+	}
+	s := newTestServer(t, Config{Partitions: parts})
+	register(t, s, nil, "n1")
+	for _, p := range []string{"drained", "off"} {
+		spec := testSpec(1, 8)
+		spec.Partition = p
+		for _, testOnly := range []bool{false, true} {
+			_, err := s.submit(context.Background(), spec, testOnly, nil)
+			if !errors.Is(err, cluster.ErrConflict) || !strings.Contains(err.Error(), "Required partition not available (inactive or drain)") {
+				t.Errorf("submit to %s (test-only %v): %v; want Slurm's refusal", p, testOnly, err)
+			}
+		}
+	}
+	spec := testSpec(1, 8)
+	spec.Partition, spec.Hold = "down", true
+	if _, err := s.submit(context.Background(), spec, false, nil); err != nil {
+		t.Errorf("submit to a DOWN partition: %v; want it queued", err)
+	}
+	spec.Partition = "gpu"
+	resp, err := s.submit(context.Background(), spec, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.updateJob(context.Background(), &phalanxv1.UpdateJobRequest{JobId: resp.JobId, Partition: proto.String("drained")})
+	if !errors.Is(err, cluster.ErrConflict) {
+		t.Errorf("moving a job into a DRAIN partition: %v; want refused", err)
+	}
+	if err := s.updateJob(context.Background(), &phalanxv1.UpdateJobRequest{JobId: resp.JobId, Nice: proto.Int32(10)}); err != nil {
+		t.Errorf("an update that moves nothing: %v", err)
+	}
+}
