@@ -89,6 +89,20 @@ func (n *Node) Clone() *Node {
 func DisplayState(n *Node, usedGPUs, usedCPUs int) string {
 	busy := usedGPUs > 0 || usedCPUs > 0
 	full := (n.GPUs > 0 && usedGPUs >= n.GPUs) || (n.GPUs == 0 && n.CPUs > 0 && usedCPUs >= n.CPUs)
+	return displayState(n, busy, full)
+}
+
+// DisplayState is the node's displayed state (the function of that name)
+// by what its live jobs hold: a node with a live job is at least MIXED,
+// even one that asked for no GPU and no CPU (Slurm gives every task a
+// CPU); one held by an exclusive job (--exclusive, --mem=0) is ALLOCATED.
+func (u NodeUsage) DisplayState(n *Node) string {
+	busy := u.Jobs > 0 || len(u.GPUs) > 0 || u.CPUs > 0
+	full := u.Exclusive || (n.GPUs > 0 && len(u.GPUs) >= n.GPUs) || (n.GPUs == 0 && n.CPUs > 0 && u.CPUs >= n.CPUs)
+	return displayState(n, busy, full)
+}
+
+func displayState(n *Node, busy, full bool) string {
 	switch n.State {
 	case NodeDown:
 		return "DOWN"

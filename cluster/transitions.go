@@ -338,6 +338,10 @@ type NodeUsage struct {
 	GPUs     []int
 	CPUs     int
 	MemoryMB int64
+	// Jobs counts the live jobs on the node; Exclusive: one of them holds
+	// it whole.
+	Jobs      int
+	Exclusive bool
 }
 
 // Usage sums the resources held by live jobs (see Job.Live), per node. A
@@ -353,6 +357,8 @@ func Usage(jobs []*Job) map[string]NodeUsage {
 			u.GPUs = append(u.GPUs, a.GPUs...)
 			u.CPUs += a.CPUs
 			u.MemoryMB += a.MemoryMB
+			u.Jobs++
+			u.Exclusive = u.Exclusive || j.Exclusive
 			out[a.Node] = u
 		}
 	}

@@ -324,15 +324,31 @@ func TestUsage(t *testing.T) {
 	failed := placedJob(t) // failed, but rank 1 still runs: still holds everything
 	ApplyTaskReport(failed, rep(0, TaskExited, 1, 0, 1))
 	failed.Alloc.Nodes[0].Node, failed.Tasks[0].Node = "n3", "n3"
+	whole := &Job{ID: 9, Nodes: 1, State: JobPending, Exclusive: true} // --exclusive, no GPU, no CPU asked
+	if err := Place(whole, Allocation{Nodes: []NodeAlloc{{Node: "n4"}}}, 1, at(0)); err != nil {
+		t.Fatal(err)
+	}
 
-	got := Usage([]*Job{a, b, done, failed, {State: JobPending}})
+	got := Usage([]*Job{a, b, done, failed, whole, {State: JobPending}})
 	want := map[string]NodeUsage{
-		"n1": {GPUs: []int{0, 1, 4, 5}, CPUs: 10, MemoryMB: 1010},
-		"n2": {GPUs: []int{2, 2, 3, 3}, CPUs: 16, MemoryMB: 2000},
-		"n3": {GPUs: []int{0, 1}, CPUs: 8, MemoryMB: 1000},
+		"n1": {GPUs: []int{0, 1, 4, 5}, CPUs: 10, MemoryMB: 1010, Jobs: 2},
+		"n2": {GPUs: []int{2, 2, 3, 3}, CPUs: 16, MemoryMB: 2000, Jobs: 2},
+		"n3": {GPUs: []int{0, 1}, CPUs: 8, MemoryMB: 1000, Jobs: 1},
+		"n4": {Jobs: 1, Exclusive: true},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Usage = %+v\nwant    %+v", got, want)
+	}
+	// As sinfo shows them: an exclusive job's node is ALLOCATED, one with a
+	// job that holds no GPU or CPU is MIXED, not IDLE.
+	node := &Node{State: NodeUp, GPUs: 8, CPUs: 64}
+	for use, state := range map[*NodeUsage]string{
+		{Jobs: 1, Exclusive: true}: "ALLOCATED", {Jobs: 1}: "MIXED", {}: "IDLE",
+		{Jobs: 1, GPUs: []int{0, 1, 2, 3, 4, 5, 6, 7}}: "ALLOCATED",
+	} {
+		if got := use.DisplayState(node); got != state {
+			t.Errorf("%+v: %s; want %s", *use, got, state)
+		}
 	}
 }
 

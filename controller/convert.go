@@ -309,7 +309,7 @@ func nodeToProto(n *cluster.Node, use cluster.NodeUsage, parts []*cluster.Partit
 		GpuModel:      n.GPUModel,
 		Features:      n.Features,
 		Leaf:          n.Leaf,
-		State:         cluster.DisplayState(n, len(use.GPUs), use.CPUs),
+		State:         use.DisplayState(n),
 		Reason:        n.Reason,
 		GpusUsed:      int32(len(use.GPUs)),
 		CpusUsed:      int32(use.CPUs),
