@@ -100,6 +100,14 @@ const completionFuncs = `_phx() {
 _phx_jobs() { _phx squeue --me -h -o %i; }
 _phx_parts() { _phx sinfo -h -o %R | sort -u; }
 _phx_nodes() { _phx sinfo -N -h -o %N | sort -u; }
+_phx_update_keys() { # $1: the word after update, naming what is updated
+	case "$1" in
+	[Jj]ob[Ii]d|[Jj]ob[Ii]d=*) echo 'JobName= TimeLimit= Partition= NumNodes= Dependency= Nice= QOS= Priority=' ;;
+	[Nn]ode[Nn]ame|[Nn]ode[Nn]ame=*) echo 'State= Reason=' ;;
+	[Pp]artition[Nn]ame|[Pp]artition[Nn]ame=*) echo 'State= MaxTime= DefaultTime= MaxNodes= PriorityTier= Default=' ;;
+	*) echo 'JobId= NodeName= PartitionName= JobName= TimeLimit= Partition= NumNodes= Dependency= Nice= QOS= Priority= State= Reason= MaxTime= DefaultTime= MaxNodes= PriorityTier= Default=' ;;
+	esac
+}
 _phx_complete() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=
 	[ "$COMP_CWORD" -gt 0 ] && prev=${COMP_WORDS[COMP_CWORD-1]}
@@ -118,7 +126,7 @@ _phx_complete() {
 	scontrol:*)
 		local sub=${COMP_WORDS[at]}
 		if [ "$COMP_CWORD" -eq "$at" ]; then
-			words='show ping raft backup restore token update hold uhold release requeue top'
+			words='show ping raft backup restore token update hold uhold release requeue top reconfigure'
 		else
 			case "$sub:$prev" in
 			show:show) words='job node partition controllers hostnames hostlist hostlistsorted' ;;
@@ -126,7 +134,10 @@ _phx_complete() {
 			show:node) words=$(_phx_nodes) ;;
 			show:partition) words=$(_phx_parts) ;;
 			hold:*|uhold:*|release:*|requeue:*|top:*) words=$(_phx_jobs) ;;
-			update:*) words='JobId= NodeName= JobName= TimeLimit= Partition= NumNodes= Dependency= Nice= QOS= Priority= State= Reason=' ;;
+			update:*)
+				local first=
+				[ "$COMP_CWORD" -gt $((at + 1)) ] && first=${COMP_WORDS[at+1]}
+				words=$(_phx_update_keys "$first") ;;
 			raft:raft) words='add remove transfer' ;;
 			esac
 		fi ;;

@@ -43,11 +43,19 @@ func TestCompletionScript(t *testing.T) {
 		{"squeue -w gpu", "gpu001 gpu002"},
 		{"scancel ", "41 42"},
 		{"phx logs -f 4", "41 42"},
-		{"scontrol ", "show ping raft backup restore token update hold uhold release requeue top"},
+		{"scontrol ", "show ping raft backup restore token update hold uhold release requeue top reconfigure"},
+		{"phx scontrol rec", "reconfigure"},
 		{"scontrol show j", "job"},
 		{"scontrol show node ", "gpu001 gpu002"},
 		{"phx scontrol top ", "41 42"},
 		{"scontrol update Job", "JobId= JobName="},
+		{"scontrol update Part", "PartitionName= Partition="},
+		{"scontrol update PartitionName=gpu ", "State= MaxTime= DefaultTime= MaxNodes= PriorityTier= Default="},
+		{"scontrol update PartitionName=gpu Max", "MaxTime= MaxNodes="},
+		{"phx scontrol update NodeName=gpu001 ", "State= Reason="},
+		{"scontrol update JobId=41 Time", "TimeLimit="},
+		{"scontrol update JobId 41 Time", "TimeLimit="}, // bash splits words at =
+		{"scontrol update St", "State="},
 		{"sinfo --s", "--states --summarize"},
 	} {
 		words := strings.Split(tc.line, " ")

@@ -21,9 +21,9 @@ import (
 var testNow = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 
 // TestFormat runs testdata/*: the input lists wire objects, one per line
-// ("job k=v ...", "node ...", "partition ...", plus "format STRING" for
-// squeue, "args ..." for sinfo's command line, and "noheader"); the command
-// picks the output.
+// ("job k=v ...", "node ...", "partition ...", plus "format STRING" and
+// "long" (-l) for squeue, "args ..." for sinfo's command line, and
+// "noheader"); the command picks the output.
 func TestFormat(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		if strings.HasPrefix(path, "testdata/fuzz/") {
@@ -33,7 +33,7 @@ func TestFormat(t *testing.T) {
 			in := parseObjects(t, d.Input)
 			switch d.Cmd {
 			case "squeue":
-				out, err := FormatSqueue(in.jobs, SqueueView{Format: in.format, NoHeader: in.noHeader, Now: testNow, Loc: time.UTC})
+				out, err := FormatSqueue(in.jobs, SqueueView{Format: in.format, NoHeader: in.noHeader, Long: in.long, Now: testNow, Loc: time.UTC})
 				if err != nil {
 					return "error: " + err.Error() + "\n"
 				}
@@ -102,6 +102,7 @@ type objects struct {
 	format   string
 	args     []string // sinfo's command line
 	noHeader bool
+	long     bool // squeue -l
 }
 
 func parseObjects(t *testing.T, input string) objects {
@@ -121,6 +122,8 @@ func parseObjects(t *testing.T, input string) objects {
 			o.args = words
 		case "noheader":
 			o.noHeader = true
+		case "long":
+			o.long = true
 		case "job":
 			o.jobs = append(o.jobs, parseJob(t, attrs(t, rest)))
 		case "node":
@@ -312,11 +315,17 @@ func parsePartition(t *testing.T, a kvs) *phalanxv1.Partition {
 		return int64(d.Seconds())
 	}
 	_, isDefault := a["default"]
-	return &phalanxv1.Partition{
+	_, exclusive := a["exclusive"]
+	p := &phalanxv1.Partition{
 		Name: a["name"], Nodes: a.hosts(t, "nodes"), Default: isDefault, State: a["state"],
 		MaxTimeSeconds: secs("max"), DefaultTimeSeconds: secs("deftime"),
 		MaxNodes: int32(a.int(t, "max-nodes")), PriorityTier: int32(a.int(t, "tier")), PreemptMode: a["preempt"],
+		Exclusive: exclusive,
 	}
+	if a["groups"] != "" {
+		p.AllowGroups = strings.Split(a["groups"], ",")
+	}
+	return p
 }
 
 func TestPad(t *testing.T) {

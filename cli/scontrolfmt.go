@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"os/user"
 	"path"
 	"strconv"
 	"strings"
@@ -65,7 +66,7 @@ func FormatJob(j *phalanxv1.Job, now time.Time, loc *time.Location) string {
 	}
 	lines := [][]string{
 		append(first, kv("JobName", s.GetName())),
-		{kv("UserId", fmt.Sprintf("%s(%d)", s.GetUser(), s.GetUid())), kv("GroupId", fmt.Sprintf("(%d)", s.GetGid()))},
+		{kv("UserId", fmt.Sprintf("%s(%d)", s.GetUser(), s.GetUid())), kv("GroupId", fmt.Sprintf("%s(%d)", groupName(s.GetGid()), s.GetGid()))},
 		{kv("Priority", s.GetPriority()), kv("Nice", s.GetNice()), kv("Account", orDefault(s.GetAccount(), "(null)")), kv("QOS", orDefault(s.GetQos(), "normal"))},
 		{kv("JobState", j.State), kv("Reason", reason(j)), kv("Dependency", dependency(j))},
 		{kv("Requeue", requeueFlag(s)), kv("Restarts", j.Attempt), kv("BatchFlag", 1), kv("ExitCode", exitCode(j.ExitCode, j.ExitSignal))},
@@ -76,7 +77,7 @@ func FormatJob(j *phalanxv1.Job, now time.Time, loc *time.Location) string {
 		{kv("Partition", s.GetPartition())},
 		{kv("ReqNodeList", orDefault(hostlist.Compress(s.GetNodelist()), "(null)")), kv("ExcNodeList", orDefault(hostlist.Compress(s.GetExclude()), "(null)"))},
 		{kv("NodeList", orDefault(jobNodeList(j), "(null)"))},
-		{kv("NumNodes", jobNodeCount(j)), kv("NumTasks", jobTaskCount(j)), kv("CPUs/Task", cpusPerTask(s))},
+		{kv("NumNodes", jobNodeCount(j)), kv("NumCPUs", jobCPUs(j)), kv("NumTasks", jobTaskCount(j)), kv("CPUs/Task", cpusPerTask(s))},
 		{kv("TRES", jobTRES(j))},
 		{kv("Socks/Node", "*"), kv("NtasksPerN:B:S:C", fmt.Sprintf("%d:0:*:*", max(1, s.GetTasksPerNode()))), kv("CoreSpec", "*")},
 		{kv("TresPerNode", tresPerNode(s)), kv("MinMemoryNode", memOrZero(s.GetMemoryMb()))},
@@ -161,7 +162,7 @@ func topologyRequest(s *phalanxv1.JobSpec) []string {
 	if s.GetSwitches() > 0 {
 		sw := fmt.Sprint(s.GetSwitches())
 		if s.GetSwitchesWaitSeconds() > 0 {
-			sw += "@" + slurmTime(time.Duration(s.GetSwitchesWaitSeconds())*time.Second)
+			sw += "@" + runTime(time.Duration(s.GetSwitchesWaitSeconds())*time.Second)
 		}
 		out = append(out, kv("Switches", sw))
 	}
@@ -179,11 +180,28 @@ func startTime(j *phalanxv1.Job, loc *time.Location) string {
 	return fmtTime(j.StartTime, loc, "Unknown")
 }
 
+// limitOrUnlimited prints a time limit as scontrol and sacct do (Slurm's
+// mins2time_str): "UNLIMITED" for none, else "HH:MM:SS" or "D-HH:MM:SS",
+// as runTime prints every duration of scontrol.
 func limitOrUnlimited(d time.Duration) string {
 	if d == 0 {
 		return "UNLIMITED"
 	}
-	return slurmTime(d)
+	return runTime(d)
+}
+
+// lookupGroup finds a group by ID; tests replace it so that their output
+// does not depend on the host's groups.
+var lookupGroup = user.LookupGroupId
+
+// groupName is GroupId's name, as Slurm 22.05's gid_to_string: the
+// group's, or "nobody" when the system does not know the ID.
+func groupName(gid int32) string {
+	g, err := lookupGroup(strconv.Itoa(int(gid)))
+	if err != nil {
+		return "nobody"
+	}
+	return g.Name
 }
 
 // jobTaskCount is NumTasks: the tasks on each node times the nodes.
@@ -214,17 +232,31 @@ func memOrZero(mb int64) string {
 	return fmt.Sprintf("%dM", mb)
 }
 
-// jobTRES sums what the job holds, or for a pending job what it asks for.
-func jobTRES(j *phalanxv1.Job) string {
+// jobHolds sums what the job holds, or for a pending job what it asks
+// for.
+func jobHolds(j *phalanxv1.Job) (cpus, mem, gpus int64) {
 	s := j.GetSpec()
 	nodes := int64(jobNodeCount(j))
-	cpus, mem, gpus := int64(s.GetCpusPerNode())*nodes, s.GetMemoryMb()*nodes, int64(s.GetGpusPerNode())*nodes
-	if len(j.Alloc) > 0 {
-		cpus, mem, gpus = 0, 0, 0
-		for _, a := range j.Alloc {
-			cpus, mem, gpus = cpus+int64(a.Cpus), mem+a.MemoryMb, gpus+int64(len(a.Gpus))
-		}
+	if len(j.Alloc) == 0 {
+		return int64(s.GetCpusPerNode()) * nodes, s.GetMemoryMb() * nodes, int64(s.GetGpusPerNode()) * nodes
 	}
+	for _, a := range j.Alloc {
+		cpus, mem, gpus = cpus+int64(a.Cpus), mem+a.MemoryMb, gpus+int64(len(a.Gpus))
+	}
+	return cpus, mem, gpus
+}
+
+// jobCPUs is NumCPUs: the CPUs the job holds, or asks for while pending
+// (0 when it asked for none: Phalanx then reserves none).
+func jobCPUs(j *phalanxv1.Job) int64 {
+	cpus, _, _ := jobHolds(j)
+	return cpus
+}
+
+// jobTRES is TRES: what the job holds, or asks for while pending.
+func jobTRES(j *phalanxv1.Job) string {
+	nodes := int64(jobNodeCount(j))
+	cpus, mem, gpus := jobHolds(j)
 	parts := []string{}
 	if cpus > 0 {
 		parts = append(parts, fmt.Sprintf("cpu=%d", cpus))
@@ -267,7 +299,7 @@ func FormatNode(n *phalanxv1.Node, loc *time.Location) string {
 		{kv("Gres", gres(n, n.Gpus)), kv("GresUsed", gres(n, n.GpusUsed))},
 		{kv("NodeAddr", n.Addr), kv("NodeHostName", n.Name)},
 		{kv("RealMemory", n.MemoryMb), kv("AllocMem", n.MemoryUsedMb)},
-		{kv("State", n.State+notResponding(n)), kv("Weight", n.Weight)},
+		{kv("State", n.State+notResponding(n)), kv("Weight", nodeWeight(n))},
 		{kv("Partitions", orDefault(strings.Join(n.Partitions, ","), "(null)"))},
 		{kv("Switch", orDefault(n.Leaf, "(null)"))},
 		{kv("RegisterTime", fmtTime(n.Registered, loc, "None")), kv("LastHeartbeat", fmtTime(n.LastHeartbeat, loc, "None"))},
@@ -358,7 +390,7 @@ func FormatPartition(p *phalanxv1.Partition) string {
 	}
 	defTime := "NONE"
 	if p.DefaultTimeSeconds > 0 {
-		defTime = slurmTime(time.Duration(p.DefaultTimeSeconds) * time.Second)
+		defTime = runTime(time.Duration(p.DefaultTimeSeconds) * time.Second)
 	}
 	var b strings.Builder
 	kvLines(&b, [][]string{

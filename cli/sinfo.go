@@ -16,10 +16,11 @@ import (
 var sinfoOptions = []getopt.Option{
 	{Long: "Format", Short: 'O', HasArg: true, Usage: "fields by name, NAME[:[.][WIDTH][SUFFIX]],..., e.g. \"NodeList:20,StateCompact:8,NICsUp:8,NICs:0\""},
 	{Long: "Node", Short: 'N', Usage: "one line per node"},
+	{Long: "exact", Short: 'e', Usage: "a row only for nodes whose CPUs, memory, weight... are equal too (default: the least, with +, e.g. 64+)"},
 	{Long: "format", Short: 'o', HasArg: true, Usage: "fields by letter, e.g. \"%9P %.6t %N %k\""},
 	{Long: "help", Usage: "show this help"},
 	{Long: "list-reasons", Short: 'R', Usage: "why nodes are down or drained: reason, who set it, when"},
-	{Long: "long", Short: 'l', Usage: "more columns (long node states, job size, weight, features, reason)"},
+	{Long: "long", Short: 'l', Usage: "the date, then Slurm's long layout: long node states, job size, root, oversubscribe, groups (-N: S:C:T, disk, weight, features, reason)"},
 	{Long: "noheader", Short: 'h', Usage: "no header line"},
 	{Long: "partition", Short: 'p', HasArg: true, Usage: "comma-separated partitions"},
 	{Long: "summarize", Short: 's', Usage: "one line per partition: nodes allocated/idle/other/total"},
@@ -53,6 +54,8 @@ func parseSinfo(args []string) (*sinfoQuery, error) {
 			q.view.LongFormat = v.Value
 		case "Node":
 			q.view.Node = true
+		case "exact":
+			q.view.Exact = true
 		case "format":
 			q.view.Format = v.Value
 		case "help":

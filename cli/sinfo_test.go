@@ -93,9 +93,34 @@ func TestSinfoFormatErrors(t *testing.T) {
 
 func TestSinfoHelpListsFields(t *testing.T) {
 	code, stdout, _ := runOut(t, closedAddr(t), "sinfo", "--help")
-	for _, want := range []string{"-O, --Format=VALUE", "-o, --format=VALUE", "-l, --long", "%k  NICs ", "%K  NICsUp ", "    NICCount ", "%t  StateCompact "} {
+	for _, want := range []string{"-O, --Format=VALUE", "-o, --format=VALUE", "-l, --long", "-e, --exact", "%z  SocketCoreThread ", "%k  NICs ", "%K  NICsUp ", "    NICCount ", "%t  StateCompact "} {
 		if code != 0 || !strings.Contains(stdout, want) {
 			t.Errorf("sinfo --help: code %d, no %q in:\n%s", code, want, stdout)
+		}
+	}
+}
+
+// sinfo -e (--exact), refused before, gives nodes whose CPUs differ rows
+// of their own; without it they share one that prints the least, "64+".
+func TestSinfoExact(t *testing.T) {
+	addr := serveFake(t, &sinfoFake{
+		parts: []*phalanxv1.Partition{{Name: "gpu", Default: true, Nodes: []string{"gpu001", "gpu002"}}},
+		nodes: []*phalanxv1.Node{
+			{Name: "gpu001", State: "IDLE", Cpus: 64, Partitions: []string{"gpu"}},
+			{Name: "gpu002", State: "IDLE", Cpus: 128, Partitions: []string{"gpu"}},
+		},
+	})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sinfo", "-h", "-o", "%c %N"}, "64+ gpu[001-002]\n"},
+		{[]string{"sinfo", "-h", "-e", "-o", "%c %N"}, "64 gpu001\n128 gpu002\n"},
+		{[]string{"sinfo", "-h", "--exact", "-o", "%c %N"}, "64 gpu001\n128 gpu002\n"},
+	} {
+		code, stdout, stderr := runOut(t, addr, tc.args...)
+		if code != 0 || stdout != tc.want || stderr != "" {
+			t.Errorf("%q: code %d, stderr %q, stdout:\n%s\nwant:\n%s", tc.args, code, stderr, stdout, tc.want)
 		}
 	}
 }

@@ -19,6 +19,10 @@ import (
 //   - part: the row's partition ("n/a" for nodes in none);
 //   - node: each node of the row. Rows split where a printed node field
 //     differs, so every node of a row has the same value;
+//   - count: a number of each node (CPUs, memory, weight, ...). As in
+//     Slurm, nodes whose counts differ share a row unless -e (exact) is
+//     given; the row prints the least, with "+" when a node has more
+//     ("250+"), then tail;
 //   - row: the row's nodes together (count, hostlist, sums).
 type sinfoField struct {
 	name   string
@@ -27,6 +31,8 @@ type sinfoField struct {
 	doc    string
 	part   func(p *phalanxv1.Partition) string
 	node   func(n *phalanxv1.Node, loc *time.Location) string
+	count  func(n *phalanxv1.Node) int64
+	tail   string
 	row    func(nodes []*phalanxv1.Node) string
 }
 
@@ -37,8 +43,10 @@ var sinfoFields = []sinfoField{
 		node: func(n *phalanxv1.Node, _ *time.Location) string { return fmt.Sprint(n.MemoryUsedMb) }},
 	{name: "Available", letter: 'a', header: "AVAIL", doc: "partition state: up, down, drain, inact",
 		part: func(p *phalanxv1.Partition) string { return partitionAvail(p.State) }},
-	{name: "CPUs", letter: 'c', header: "CPUS", doc: "CPUs per node",
-		node: func(n *phalanxv1.Node, _ *time.Location) string { return fmt.Sprint(n.Cpus) }},
+	{name: "Cores", letter: 'Y', header: "CORES", doc: "cores per socket: 1 (Phalanx counts CPUs only)",
+		count: func(*phalanxv1.Node) int64 { return 1 }},
+	{name: "CPUs", letter: 'c', header: "CPUS", doc: "CPUs per node; MIN+ for a row of nodes that differ (-e: a row each)",
+		count: func(n *phalanxv1.Node) int64 { return int64(n.Cpus) }},
 	{name: "CPUsState", letter: 'C', header: "CPUS(A/I/O/T)", doc: "CPUs allocated/idle/other (down, drained)/total",
 		row: cpusState},
 	{name: "DefaultTime", letter: 'L', header: "DEFAULTTIME", doc: "a job's default time limit, n/a when it is MaxTime",
@@ -48,6 +56,8 @@ var sinfoFields = []sinfoField{
 			}
 			return sinfoLimit(p.DefaultTimeSeconds)
 		}},
+	{name: "Disk", letter: 'd', header: "TMP_DISK", doc: "temporary disk, MB: 0 (Phalanx does not track it)",
+		count: func(*phalanxv1.Node) int64 { return 0 }},
 	{name: "Features", letter: 'f', header: "AVAIL_FEATURES", doc: "node features",
 		node: func(n *phalanxv1.Node, _ *time.Location) string {
 			return orDefault(strings.Join(n.Features, ","), "(null)")
@@ -56,8 +66,10 @@ var sinfoFields = []sinfoField{
 		node: func(n *phalanxv1.Node, _ *time.Location) string { return gres(n, n.Gpus) }},
 	{name: "GresUsed", header: "GRES_USED", doc: "GPUs in use as gres",
 		node: func(n *phalanxv1.Node, _ *time.Location) string { return gres(n, n.GpusUsed) }},
-	{name: "Memory", letter: 'm', header: "MEMORY", doc: "memory per node, MB",
-		node: func(n *phalanxv1.Node, _ *time.Location) string { return fmt.Sprint(n.MemoryMb) }},
+	{name: "Groups", letter: 'g', header: "GROUPS", doc: "partition's AllowGroups, all when any group may use it",
+		part: func(p *phalanxv1.Partition) string { return orDefault(strings.Join(p.AllowGroups, ","), "all") }},
+	{name: "Memory", letter: 'm', header: "MEMORY", doc: "memory per node, MB; MIN+ as CPUs",
+		count: func(n *phalanxv1.Node) int64 { return n.MemoryMb }},
 	{name: "NodeAI", letter: 'A', header: "NODES(A/I)", doc: "nodes allocated (or mixed)/idle", row: func(nodes []*phalanxv1.Node) string {
 		a, i, _ := nodesByState(nodes)
 		return fmt.Sprintf("%d/%d", a, i)
@@ -72,6 +84,10 @@ var sinfoFields = []sinfoField{
 		row: func(nodes []*phalanxv1.Node) string { return hostlist.Compress(nodeNames(nodes)) }},
 	{name: "Nodes", letter: 'D', header: "NODES", doc: "number of nodes",
 		row: func(nodes []*phalanxv1.Node) string { return fmt.Sprint(len(nodes)) }},
+	{name: "OverSubscribe", letter: 'h', header: "OVERSUBSCRIBE", doc: "partition's OverSubscribe: NO, or EXCLUSIVE (whole nodes)",
+		part: func(p *phalanxv1.Partition) string {
+			return map[bool]string{true: "EXCLUSIVE", false: "NO"}[p.Exclusive]
+		}},
 	{name: "Partition", letter: 'P', header: "PARTITION", doc: "partition, * for the default",
 		part: func(p *phalanxv1.Partition) string {
 			if p.Default {
@@ -87,6 +103,8 @@ var sinfoFields = []sinfoField{
 		part: func(p *phalanxv1.Partition) string { return fmt.Sprint(p.PriorityTier) }},
 	{name: "Reason", letter: 'E', header: "REASON", doc: "why the node is down or drained, none without a reason",
 		node: func(n *phalanxv1.Node, _ *time.Location) string { return orDefault(n.Reason, "none") }},
+	{name: "Root", letter: 'r', header: "ROOT", doc: "partition only for root: no (Phalanx has no RootOnly)",
+		part: func(*phalanxv1.Partition) string { return "no" }},
 	{name: "Size", letter: 's', header: "JOB_SIZE", doc: "nodes a job may have: 1-MaxNodes",
 		part: func(p *phalanxv1.Partition) string {
 			switch {
@@ -97,10 +115,16 @@ var sinfoFields = []sinfoField{
 			}
 			return fmt.Sprintf("1-%d", p.MaxNodes)
 		}},
+	{name: "SocketCoreThread", letter: 'z', header: "S:C:T", doc: "sockets:cores:threads, CPUS:1:1 (what Slurm infers from CPUs alone)",
+		count: func(n *phalanxv1.Node) int64 { return int64(n.Cpus) }, tail: ":1:1"},
+	{name: "Sockets", letter: 'X', header: "SOCKETS", doc: "sockets per node: the CPUs, as Slurm infers from CPUs alone",
+		count: func(n *phalanxv1.Node) int64 { return int64(n.Cpus) }},
 	{name: "StateCompact", letter: 't', header: "STATE", doc: "idle, mix, alloc, drng, drain, down, inval; * after it: not responding",
 		node: func(n *phalanxv1.Node, _ *time.Location) string { return ShortNodeState(n.State) + notResponding(n) }},
 	{name: "StateLong", letter: 'T', header: "STATE", doc: "idle, mixed, allocated, draining, drained, down, inval; * after it: not responding",
 		node: func(n *phalanxv1.Node, _ *time.Location) string { return strings.ToLower(n.State) + notResponding(n) }},
+	{name: "Threads", letter: 'Z', header: "THREADS", doc: "threads per core: 1 (Phalanx counts CPUs only)",
+		count: func(*phalanxv1.Node) int64 { return 1 }},
 	{name: "Time", letter: 'l', header: "TIMELIMIT", doc: "partition's MaxTime, infinite when unlimited",
 		part: func(p *phalanxv1.Partition) string { return sinfoLimit(p.MaxTimeSeconds) }},
 	{name: "TimeStamp", letter: 'H', header: "TIMESTAMP", doc: "when the reason was set, Unknown without one",
@@ -112,8 +136,8 @@ var sinfoFields = []sinfoField{
 			}
 			return orDefault(n.ReasonUser, "root")
 		}},
-	{name: "Weight", letter: 'w', header: "WEIGHT", doc: "scheduling weight, lower first",
-		node: func(n *phalanxv1.Node, _ *time.Location) string { return fmt.Sprint(n.Weight) }},
+	{name: "Weight", letter: 'w', header: "WEIGHT", doc: "scheduling weight, lower first; 1 when not set, as Slurm's; MIN+ as CPUs",
+		count: func(n *phalanxv1.Node) int64 { return int64(nodeWeight(n)) }},
 
 	{name: "GPUs", header: "GPUS", doc: "Phalanx: GPUs per node",
 		node: func(n *phalanxv1.Node, _ *time.Location) string { return fmt.Sprint(n.Gpus) }},
@@ -154,8 +178,33 @@ func (f *sinfoField) value(r *sinfoRow, loc *time.Location) string {
 		return f.part(r.part)
 	case f.node != nil:
 		return f.node(r.nodes[0], loc)
+	case f.count != nil:
+		return leastPlus(r.nodes, f.count) + f.tail
 	}
 	return f.row(r.nodes)
+}
+
+// leastPlus prints a count of a row's nodes as Slurm's sinfo does: the
+// least, with "+" after it when some node has more.
+func leastPlus(nodes []*phalanxv1.Node, count func(*phalanxv1.Node) int64) string {
+	least, most := count(nodes[0]), count(nodes[0])
+	for _, n := range nodes[1:] {
+		c := count(n)
+		least, most = min(least, c), max(most, c)
+	}
+	if most > least {
+		return fmt.Sprintf("%d+", least)
+	}
+	return fmt.Sprint(least)
+}
+
+// nodeWeight is a node's Weight as Slurm prints it: Phalanx keeps 0 for a
+// node whose NodeName line sets none, which is Slurm's default, 1.
+func nodeWeight(n *phalanxv1.Node) int32 {
+	if n.Weight == 0 {
+		return 1
+	}
+	return n.Weight
 }
 
 // sinfoColumn is a field with its width (0: as wide as the value; a wider
@@ -273,7 +322,7 @@ func sinfoFieldHelp() string {
 		if f.letter != 0 {
 			letter = "%" + string(f.letter)
 		}
-		fmt.Fprintf(&b, "  %s  %-14s %-17s %s\n", letter, f.name, f.header, f.doc)
+		fmt.Fprintf(&b, "  %s  %-16s %-17s %s\n", letter, f.name, f.header, f.doc)
 	}
 	return b.String()
 }

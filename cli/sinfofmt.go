@@ -13,27 +13,35 @@ import (
 // default is Slurm's "%9P %.5a %.10l %.6D %.6t %N" plus the GPUs free and
 // total of the row's nodes, last so that Slurm's columns keep their
 // positions. -N's is Phalanx's own (node, partition, state, CPUs, memory,
-// GPUs); -R's and -l's are Slurm's with the fields Phalanx has, GPU
-// columns last.
+// GPUs). -l's are Slurm's, "%9P %.5a %.10l %.10s %.4r %.8h %.10g %.6D
+// %.11T %N" and, with -N, "%N %.6D %.9P %.11T %.4c %.8z %.6m %.8d %.6w
+// %.8f %20E" (memory 8 wide, so that a node's MB are not cut), GPU
+// columns last; -R's are Slurm's.
 const (
 	SinfoDefaultFormat     = "Partition:9 ,Available:.5 ,Time:.10 ,Nodes:.6 ,StateCompact:.6 ,NodeList: ,GPUsFreeTotal:"
-	SinfoLongFormat        = "Partition:9 ,Available:.5 ,Time:.10 ,Size:.10 ,Nodes:.6 ,StateLong:.11 ,NodeList: ,GPUsFreeTotal:"
+	SinfoLongFormat        = "Partition:9 ,Available:.5 ,Time:.10 ,Size:.10 ,Root:.4 ,OverSubscribe:.8 ,Groups:.10 ,Nodes:.6 ,StateLong:.11 ,NodeList: ,GPUsFreeTotal:"
 	SinfoNodeFormat        = "NodeList:10 ,Nodes:.5 ,Partition:9 ,StateCompact:.5 ,CPUs:.4 ,Memory:.8 ,GPUs:.4 ,GPUsFree:.9 ,GPUModel:"
-	SinfoNodeLongFormat    = "NodeList:10 ,Nodes:.6 ,Partition:9 ,StateLong:.11 ,CPUs:.4 ,Memory:.8 ,Weight:.6 ,Features:.8 ,Reason:20 ,GPUs:.4 ,GPUsFree:.9 ,GPUModel:"
+	SinfoNodeLongFormat    = "NodeList:10 ,Nodes:.6 ,Partition:9 ,StateLong:.11 ,CPUs:.4 ,SocketCoreThread:.8 ,Memory:.8 ,Disk:.8 ,Weight:.6 ,Features:.8 ,Reason:20 ,GPUs:.4 ,GPUsFree:.9 ,GPUModel:"
 	SinfoReasonsFormat     = "Reason:20 ,User:9 ,TimeStamp:19 ,NodeList:"
 	SinfoReasonsLongFormat = "Reason:20 ,User:12 ,TimeStamp:19 ,StateCompact:6 ,NodeList:"
 )
 
+// ctimeLayout is how Slurm's commands print the date line of -l (and
+// squeue's): C's ctime, "Thu Nov 26 23:50:00 2026".
+const ctimeLayout = "Mon Jan _2 15:04:05 2006"
+
 // SinfoView says how sinfo prints: the columns (-o in Slurm's letters or
 // -O by name; neither: the layout's own), the layout (-N: a row per node
-// and partition; -R: only nodes with a reason; -l: longer), the header,
-// and the time and zone of dates.
+// and partition; -R: only nodes with a reason; -l: longer), whether rows
+// group only nodes whose counts are equal too (-e), the header, and the
+// time and zone of dates.
 type SinfoView struct {
 	Format     string // -o
 	LongFormat string // -O
 	Node       bool
 	Reasons    bool
 	Long       bool
+	Exact      bool // -e
 	NoHeader   bool
 	Now        time.Time // -l's first line
 	Loc        *time.Location
@@ -83,6 +91,8 @@ type sinfoRow struct {
 // partition and node fields printed (a row per partition and state by
 // default; nodes whose printed NICs differ get rows of their own), rows in
 // partition order and then by state (idle, mix, alloc, drng, drain, down).
+// Counts (CPUs, memory, weight, ...) split rows only with -e; otherwise a
+// row prints its least, "250+".
 // -R rows, of the nodes with a reason, come in the order of their first
 // node.
 func FormatSinfo(parts []*phalanxv1.Partition, nodes []*phalanxv1.Node, v SinfoView) (string, error) {
@@ -96,7 +106,7 @@ func FormatSinfo(parts []*phalanxv1.Partition, nodes []*phalanxv1.Node, v SinfoV
 	var b strings.Builder
 	if !v.NoHeader {
 		if v.Long {
-			b.WriteString(v.Now.In(v.Loc).Format("Mon Jan _2 15:04:05 2006") + "\n")
+			b.WriteString(v.Now.In(v.Loc).Format(ctimeLayout) + "\n")
 		}
 		renderSinfo(&b, cols, func(f *sinfoField) string { return f.header })
 	}
@@ -113,14 +123,8 @@ func sinfoRows(parts []*phalanxv1.Partition, nodes []*phalanxv1.Node, cols []sin
 	if v.Node && !v.Reasons {
 		return entries
 	}
-	var keys []*sinfoField
-	byState := false
-	for _, c := range cols {
-		if c.f != nil && c.f.row == nil {
-			keys = append(keys, c.f)
-			byState = byState || c.f.name == "StateCompact" || c.f.name == "StateLong"
-		}
-	}
+	keys := groupKeys(cols, v.Exact)
+	byState := slices.ContainsFunc(keys, func(f *sinfoField) bool { return f.name == "StateCompact" || f.name == "StateLong" })
 	groups := map[string]*sinfoRow{}
 	var rows []*sinfoRow
 	for _, e := range entries {
@@ -153,6 +157,18 @@ func sinfoRows(parts []*phalanxv1.Partition, nodes []*phalanxv1.Node, cols []sin
 		})
 	}
 	return rows
+}
+
+// groupKeys are the fields whose values tell rows apart: those of the
+// partition and of each node, and with exact (-e) the counts too.
+func groupKeys(cols []sinfoColumn, exact bool) []*sinfoField {
+	var keys []*sinfoField
+	for _, c := range cols {
+		if c.f != nil && c.f.row == nil && (c.f.count == nil || exact) {
+			keys = append(keys, c.f)
+		}
+	}
+	return keys
 }
 
 // sinfoEntries lists every node with each partition it is in: partition by

@@ -90,10 +90,13 @@ var squeueHeaders = map[byte]string{
 }
 
 // SqueueView says how squeue prints: the -o format, whether to print the
-// header, the time elapsed times are measured to and the zone for dates.
+// header (and, with -l, the date line before it, as Slurm's squeue does
+// whatever the format), the time elapsed times are measured to and the
+// zone for dates.
 type SqueueView struct {
 	Format   string // empty: SqueueDefaultFormat
 	NoHeader bool
+	Long     bool // -l
 	Now      time.Time
 	Loc      *time.Location
 }
@@ -113,6 +116,9 @@ func FormatSqueue(jobs []*phalanxv1.Job, v SqueueView) (string, error) {
 	}
 	var b strings.Builder
 	if !v.NoHeader {
+		if v.Long {
+			b.WriteString(v.Now.In(v.Loc).Format(ctimeLayout) + "\n")
+		}
 		render(&b, fields, func(c byte) string { return squeueHeaders[c] })
 	}
 	rows, ids := arrayRows(jobs)
@@ -167,7 +173,7 @@ func jobField(j *phalanxv1.Job, c byte, v SqueueView) string {
 	s := j.GetSpec()
 	switch c {
 	case 'a':
-		return s.GetAccount()
+		return orDefault(s.GetAccount(), "(null)")
 	case 'b':
 		return tresPerNode(s)
 	case 'D':
