@@ -254,7 +254,8 @@ func TestErrors(t *testing.T) {
 		{"scancel nothing", addr, []string{"phx", "scancel"}, "scancel: error: No job identification provided"},
 		{"scontrol unknown", addr, []string{"phx", "scontrol", "show", "job", "999"}, "slurm_load_jobs error: Invalid job id specified"},
 		{"squeue bad state", addr, []string{"phx", "squeue", "-t", "XX"},
-			`squeue: error: unknown job state "XX" (use PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL, ... or PD, R, CD, F, CA, TO, NF)`},
+			"squeue: error: Invalid job state specified: XX\nsqueue: error: Valid job states include: " +
+				"PENDING,CONFIGURING,RUNNING,COMPLETING,COMPLETED,FAILED,CANCELLED,TIMEOUT,NODE_FAIL,PREEMPTED,REQUEUED,DEADLINE"},
 		{"unknown command", addr, []string{"phx", "frob"}, `phx: error: unknown command "frob": run phx --help`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -449,29 +450,6 @@ func TestVersion(t *testing.T) {
 	code, stdout, _ := runOut(t, closedAddr(t), "--version")
 	if code != 0 || !strings.HasPrefix(stdout, "phx version ") || strings.TrimSpace(stdout) == "phx version" {
 		t.Errorf("phx --version: code %d, %q", code, stdout)
-	}
-}
-
-// scancel ARRAYID_INDEX and ARRAYID_[LIST] name tasks of job arrays.
-func TestScancelArrayTasks(t *testing.T) {
-	f, addr := startFake(t)
-	if code, _, stderr := runOut(t, addr, "scancel", "40_3", "40_[1-2,5]", "7"); code != 0 {
-		t.Fatalf("code %d, %q", code, stderr)
-	}
-	want := &phalanxv1.CancelJobRequest{JobIds: []uint64{7}, ArrayTasks: []*phalanxv1.ArrayTasks{
-		{ArrayJobId: 40, TaskIds: []int32{3}}, {ArrayJobId: 40, TaskIds: []int32{1, 2, 5}}}}
-	if len(f.cancels) != 1 {
-		t.Fatalf("sent %v", f.cancels)
-	}
-	got := proto.Clone(f.cancels[0]).(*phalanxv1.CancelJobRequest)
-	got.RequestId = ""
-	if !proto.Equal(got, want) {
-		t.Errorf("sent %v, want %v", got, want)
-	}
-	for _, bad := range []string{"40_x", "x_1", "40_[1-3%2]"} {
-		if code, _, stderr := runOut(t, addr, "scancel", bad); code != 1 || !strings.Contains(stderr, "invalid job id") {
-			t.Errorf("scancel %s: code %d, %q", bad, code, stderr)
-		}
 	}
 }
 

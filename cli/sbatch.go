@@ -80,33 +80,24 @@ func (cn *conn) submitOnce(ctx context.Context, spec *phalanxv1.JobSpec, testOnl
 // waitPoll is how often sbatch --wait asks how the job stands.
 const waitPoll = time.Second
 
-// waitJob waits for job id to end, as sbatch --wait does, and returns an
-// error carrying the exit status sbatch then has: the job's exit code, 0
-// for a job that completed, 1 for one that ended otherwise with code 0
-// (cancelled, timed out, its node lost), 128+N for one killed by signal N.
-// Each poll is bounded by --timeout; the wait is not.
+// waitJob waits for job id to end, as sbatch --wait does, or for every
+// task of the array id is the ID of, and returns an error carrying the
+// exit status sbatch then has: the highest of the jobs' (waitCode). Each
+// poll is bounded by --timeout; the wait is not.
 func (k *commands) waitJob(c *ucli.Context, cn *conn, id uint64) error {
+	var w jobWait
+	open := []uint64{id} // the array's ID lists all its tasks
 	for {
-		var j *phalanxv1.Job
-		err := cn.call(c.Context, func(ctx context.Context) (err error) {
-			j, err = cn.api.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: id})
-			return err
-		})
+		// History: an ended task is listed whatever MinJobAge says.
+		jobs, err := cn.listJobs(c.Context, &phalanxv1.ListJobsRequest{JobIds: open, History: true})
 		if err != nil {
 			return err
 		}
-		if cluster.JobState(j.State).Terminal() {
-			code := int(j.ExitCode)
-			switch {
-			case j.ExitSignal != 0 && code == 0:
-				code = 128 + int(j.ExitSignal)
-			case code == 0 && j.State != string(cluster.JobCompleted):
-				code = 1
-			}
-			if code == 0 {
-				return nil
-			}
-			return &exitStatus{code: code, msg: fmt.Sprintf("sbatch: error: job %d ended %s (%s), exit code %s", id, j.State, reason(j), exitCode(j.ExitCode, j.ExitSignal))}
+		if len(jobs) == 0 {
+			return fmt.Errorf("job %d: Invalid job id specified", id)
+		}
+		if open = w.add(jobs); len(open) == 0 {
+			return w.status()
 		}
 		select {
 		case <-c.Context.Done():
@@ -114,6 +105,51 @@ func (k *commands) waitJob(c *ucli.Context, cn *conn, id uint64) error {
 		case <-time.After(waitPoll):
 		}
 	}
+}
+
+// jobWait is what sbatch --wait has seen end: the job with the highest
+// exit status so far.
+type jobWait struct {
+	worst *phalanxv1.Job
+	code  int
+}
+
+// add records the jobs that have ended, and returns the IDs of the others.
+func (w *jobWait) add(jobs []*phalanxv1.Job) (open []uint64) {
+	for _, j := range jobs {
+		if !cluster.JobState(j.State).Terminal() {
+			open = append(open, j.Id)
+			continue
+		}
+		if code := waitCode(j); w.worst == nil || code > w.code {
+			w.worst, w.code = j, code
+		}
+	}
+	return open
+}
+
+// status is the error sbatch --wait returns: nil when every job exited 0.
+func (w *jobWait) status() error {
+	if w.code == 0 {
+		return nil
+	}
+	j := w.worst
+	return &exitStatus{code: w.code, msg: fmt.Sprintf("sbatch: error: job %s ended %s (%s), exit code %s", jobName(j), j.State, reason(j), exitCode(j.ExitCode, j.ExitSignal))}
+}
+
+// waitCode is the exit status sbatch --wait has for an ended job: its exit
+// code, 0 for a job that completed, 1 for one that ended otherwise with
+// code 0 (cancelled, timed out, its node lost), 128+N for one killed by
+// signal N.
+func waitCode(j *phalanxv1.Job) int {
+	code := int(j.ExitCode)
+	switch {
+	case j.ExitSignal != 0 && code == 0:
+		code = 128 + int(j.ExitSignal)
+	case code == 0 && j.State != string(cluster.JobCompleted):
+		code = 1
+	}
+	return code
 }
 
 // testOnlyLine is the analogue of Slurm's "Job N to start at T using ...".

@@ -4,8 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 )
 
 // TestSbatchRefusesBeforeSending is the regression test for input the
@@ -89,5 +93,56 @@ func TestConfScriptLimit(t *testing.T) {
 		if got := confScriptLimit([]byte(conf)); got != want {
 			t.Errorf("confScriptLimit(%q) = %d, want %d", conf, got, want)
 		}
+	}
+}
+
+// arrayWaitFake answers sbatch for array 87 of three tasks: task 0
+// completed, task 1 failed with code 3, task 2 running until it has been
+// listed twice, then failed with code 7.
+type arrayWaitFake struct {
+	phalanxv1.UnimplementedControllerServiceServer
+	mu    sync.Mutex
+	lists int
+}
+
+func (f *arrayWaitFake) SubmitJob(context.Context, *phalanxv1.SubmitJobRequest) (*phalanxv1.SubmitJobResponse, error) {
+	return &phalanxv1.SubmitJobResponse{JobId: 87}, nil
+}
+
+// GetJob answers for task 0, the array's ID.
+func (f *arrayWaitFake) GetJob(context.Context, *phalanxv1.GetJobRequest) (*phalanxv1.Job, error) {
+	return &phalanxv1.Job{Id: 87, State: "COMPLETED", ArrayTask: &phalanxv1.ArrayTask{ArrayJobId: 87, Count: 3}}, nil
+}
+
+func (f *arrayWaitFake) ListJobs(_ context.Context, req *phalanxv1.ListJobsRequest) (*phalanxv1.ListJobsResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lists++
+	last := &phalanxv1.Job{Id: 89, State: "RUNNING"}
+	if f.lists > 2 {
+		last = &phalanxv1.Job{Id: 89, State: "FAILED", ExitCode: 7, Reason: "NonZeroExitCode"}
+	}
+	jobs := []*phalanxv1.Job{{Id: 87, State: "COMPLETED"}, {Id: 88, State: "FAILED", ExitCode: 3}, last}
+	out := &phalanxv1.ListJobsResponse{}
+	for i, j := range jobs {
+		j.ArrayTask = &phalanxv1.ArrayTask{ArrayJobId: 87, TaskId: int32(i), Count: 3}
+		if slices.Contains(req.JobIds, j.Id) || slices.Contains(req.JobIds, 87) {
+			out.Jobs = append(out.Jobs, j)
+		}
+	}
+	return out, nil
+}
+
+// sbatch --wait of an array waits for every task, and exits with the
+// highest exit code, as Slurm's does.
+func TestSbatchWaitsForEveryArrayTask(t *testing.T) {
+	f := &arrayWaitFake{}
+	addr := serveFake(t, f)
+	code, stdout, stderr := runOut(t, addr, "sbatch", "-W", "-a", "0-2", "--wrap", "true")
+	if code != 7 || stdout != "Submitted batch job 87\n" || stderr != "sbatch: error: job 87_2 ended FAILED (NonZeroExitCode), exit code 7:0\n" {
+		t.Errorf("code %d, stdout %q, stderr %q; want 7, after task 2 ended", code, stdout, stderr)
+	}
+	if f.lists != 3 {
+		t.Errorf("listed %d times; want 3 (until task 2 ended)", f.lists)
 	}
 }

@@ -3,8 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
-	"math"
-	"strconv"
+	"slices"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -90,24 +89,11 @@ func (k *commands) runScancel(c *ucli.Context, args []string) error {
 	if f.scope != phalanxv1.SignalScope_SIGNAL_SCOPE_UNSPECIFIED && f.signal == 0 {
 		return fmt.Errorf("--batch and --full say where --signal sends its signal: give --signal=SIG too")
 	}
-	var ids []uint64
-	var tasks []*phalanxv1.ArrayTasks
-	for _, op := range operands {
-		if base, idx, ok := strings.Cut(op, "_"); ok { // an array's tasks: 40_3, 40_[1-3,7]
-			at, err := parseArrayTasks(base, idx)
-			if err != nil {
-				return err
-			}
-			tasks = append(tasks, at)
-			continue
-		}
-		more, err := parseJobIDs(op)
-		if err != nil {
-			return err
-		}
-		ids = append(ids, more...)
+	refs, err := parseJobRefs(operands...)
+	if err != nil {
+		return err
 	}
-	if len(ids) == 0 && len(tasks) == 0 && f.user == "" && f.name == "" && len(f.states) == 0 && len(f.partitions) == 0 {
+	if len(refs) == 0 && f.user == "" && f.name == "" && len(f.states) == 0 && len(f.partitions) == 0 {
 		return fmt.Errorf("No job identification provided")
 	}
 	cn, err := k.dial(c)
@@ -115,44 +101,49 @@ func (k *commands) runScancel(c *ucli.Context, args []string) error {
 		return err
 	}
 	defer cn.Close()
-	if len(tasks) > 0 {
-		req := f.request(ids...)
-		req.ArrayTasks = tasks
-		return cn.call(c.Context, func(ctx context.Context) error {
-			_, err := cn.api.CancelJob(ctx, req)
-			return err
-		})
-	}
-	if len(ids) == 0 {
+	if len(refs) == 0 {
 		req := f.request()
 		return cn.call(c.Context, func(ctx context.Context) error {
 			_, err := cn.api.CancelJob(ctx, req)
 			return err
 		})
 	}
-	return cancelEach(c.Context, cn, ids, f)
+	return cancelEach(c.Context, cn, refs, f)
 }
 
-// cancelEach cancels jobs one at a time, as Slurm does, so that one unknown
-// ID does not stop the others; every unknown ID gets its own error line.
-// Each cancel has its own request ID, kept across retries and failovers.
-func cancelEach(ctx context.Context, cn *conn, ids []uint64, f cancelFilter) error {
+// cancelEach cancels the jobs refs name one reference at a time, as Slurm
+// does, so that one unknown ID does not stop the others; each unknown one
+// gets its own error line. Array tasks are looked up first: the tasks an
+// array does not have are reported, the others cancelled. Each cancel has
+// its own request ID, kept across retries and failovers.
+func cancelEach(ctx context.Context, cn *conn, refs []jobRef, f cancelFilter) error {
+	var listed []*phalanxv1.Job
+	if tasks := slices.DeleteFunc(slices.Clone(refs), func(r jobRef) bool { return r.tasks == nil }); len(tasks) > 0 {
+		var err error
+		if listed, err = cn.lookupRefs(ctx, tasks); err != nil {
+			return err
+		}
+	}
 	var lines []string
-	for _, id := range ids {
-		req := f.request(id)
-		var resp *phalanxv1.CancelJobResponse
-		err := cn.call(ctx, func(ctx context.Context) (err error) {
-			resp, err = cn.api.CancelJob(ctx, req)
+	for _, r := range refs {
+		req, name := f.request(r.id), r.String()
+		if r.tasks != nil {
+			named, missing := r.pick(listed)
+			if len(missing) > 0 {
+				lines = append(lines, killError(taskSetName(r.id, missing), "Invalid job id specified"))
+			}
+			if len(named) == 0 {
+				continue
+			}
+			req, name = f.request(), taskSetName(r.id, taskIDs(named))
+			req.ArrayTasks = []*phalanxv1.ArrayTasks{{ArrayJobId: r.id, TaskIds: taskIDs(named)}}
+		}
+		line, err := cancelOne(ctx, cn, req, name)
+		if err != nil {
 			return err
-		})
-		switch {
-		case err == nil && f.signal != 0 && len(resp.Cancelled) == 0:
-			lines = append(lines, fmt.Sprintf("scancel: error: Kill job error on job id %d: Job is not running (pending, or ended): nothing to signal", id))
-		case err == nil:
-		case isNotFound(err):
-			lines = append(lines, fmt.Sprintf("scancel: error: Kill job error on job id %d: Invalid job id specified", id))
-		default:
-			return err
+		}
+		if line != "" {
+			lines = append(lines, line)
 		}
 	}
 	if len(lines) > 0 {
@@ -161,21 +152,35 @@ func cancelEach(ctx context.Context, cn *conn, ids []uint64, f cancelFilter) err
 	return nil
 }
 
-// parseArrayTasks reads scancel's ARRAYID_INDEX, ARRAYID_[LIST]: the list
-// as sbatch --array writes indices (ranges, steps), without a throttle.
-func parseArrayTasks(base, idx string) (*phalanxv1.ArrayTasks, error) {
-	id, err := strconv.ParseUint(base, 10, 64)
-	if err != nil || id == 0 {
-		return nil, fmt.Errorf("invalid job id %q", base+"_"+idx)
+// cancelOne sends one cancel, or signal, of the jobs name names, and
+// returns the error line it is worth: none when it went through.
+func cancelOne(ctx context.Context, cn *conn, req *phalanxv1.CancelJobRequest, name string) (string, error) {
+	var resp *phalanxv1.CancelJobResponse
+	err := cn.call(ctx, func(ctx context.Context) (err error) {
+		resp, err = cn.api.CancelJob(ctx, req)
+		return err
+	})
+	switch {
+	case err == nil && req.Signal != 0 && len(resp.Cancelled) == 0:
+		return killError(name, "Job is not running (pending, or ended): nothing to signal"), nil
+	case err == nil:
+		return "", nil
+	case isNotFound(err):
+		return killError(name, "Invalid job id specified"), nil
 	}
-	list := strings.TrimSuffix(strings.TrimPrefix(idx, "["), "]")
-	spec, err := cluster.ParseArray(list, math.MaxInt32)
-	if err != nil || strings.Contains(list, "%") {
-		return nil, fmt.Errorf("invalid job id %q: write ARRAYID_INDEX or ARRAYID_[LIST]", base+"_"+idx)
+	return "", err
+}
+
+// killError is scancel's error line for the jobs name names.
+func killError(name, why string) string {
+	return fmt.Sprintf("scancel: error: Kill job error on job id %s: %s", name, why)
+}
+
+// taskIDs are the indices of jobs, tasks of one array.
+func taskIDs(jobs []*phalanxv1.Job) []int32 {
+	ids := make([]int32, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.GetArrayTask().GetTaskId()
 	}
-	out := &phalanxv1.ArrayTasks{ArrayJobId: id}
-	for _, t := range spec.Tasks {
-		out.TaskIds = append(out.TaskIds, int32(t))
-	}
-	return out, nil
+	return ids
 }

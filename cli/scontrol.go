@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,12 +23,13 @@ const scontrolUsage = `Usage: scontrol show job [JOBID] | node [NAME] | partitio
        scontrol backup FILE | restore FILE [force]
        scontrol token [username=NAME] [lifespan=SECONDS]
        scontrol update NodeName=NODES State=DRAIN|RESUME|UNDRAIN|DOWN [Reason=WHY]
-       scontrol update JobId=ID [JobName=NAME] [TimeLimit=LIMIT]
+       scontrol update JobId=JOBID[,JOBID...] [JobName=NAME] [TimeLimit=LIMIT]
        scontrol update PartitionName=P [State=UP|DOWN|DRAIN|INACTIVE] [MaxTime=T] [DefaultTime=T] [MaxNodes=N] [PriorityTier=N] [Default=YES]
        scontrol reconfigure
        scontrol hold|uhold|release JOBID[,JOBID...]
        scontrol requeue JOBID[,JOBID...]
-       scontrol top JOBID[,JOBID...]`
+       scontrol top JOBID[,JOBID...]
+A JOBID is a job's ID, a job array's (all its tasks), ARRAYID_TASKID or ARRAYID_[LIST].`
 
 func (k *commands) scontrol() *ucli.Command {
 	return slurmCommand("scontrol", "show jobs, nodes, partitions and controllers; ping and change the controllers (scontrol show|ping|raft ...)", k.runScontrol)
@@ -111,22 +111,7 @@ func (k *commands) showJobs(c *ucli.Context, id string) error {
 			return nil
 		}
 	} else {
-		n, perr := strconv.ParseUint(id, 10, 64)
-		if perr != nil {
-			return &rawError{msg: "slurm_load_jobs error: Invalid job id specified"}
-		}
-		err = cn.call(c.Context, func(ctx context.Context) error {
-			j, err := cn.api.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: n})
-			jobs = []*phalanxv1.Job{j}
-			return err
-		})
-		if isNotFound(err) {
-			return &rawError{msg: "slurm_load_jobs error: Invalid job id specified"}
-		}
-		// An array's ID shows every task of the array, as Slurm's does.
-		if a := jobs[0].GetArrayTask(); err == nil && a != nil && a.ArrayJobId == n && a.Count > 1 {
-			jobs, err = cn.listJobs(c.Context, &phalanxv1.ListJobsRequest{JobIds: []uint64{n}})
-		}
+		jobs, err = cn.jobsNamed(c.Context, id)
 	}
 	if err != nil {
 		return err
@@ -134,6 +119,37 @@ func (k *commands) showJobs(c *ucli.Context, id string) error {
 	now := k.sys.Now()
 	k.printRecords(len(jobs), func(i int) string { return FormatJob(jobs[i], now, time.Local) })
 	return nil
+}
+
+// jobsNamed returns the jobs `scontrol show job ID` shows: the job, every
+// task of an array named by its ID, or the tasks ARRAYID_TASKID or
+// ARRAYID_[LIST] names. None is Slurm's error.
+func (cn *conn) jobsNamed(ctx context.Context, id string) ([]*phalanxv1.Job, error) {
+	invalid := &rawError{msg: "slurm_load_jobs error: Invalid job id specified"}
+	refs, err := parseJobRefs(id)
+	if err != nil || len(refs) != 1 {
+		return nil, invalid
+	}
+	r := refs[0]
+	if r.tasks == nil {
+		var j *phalanxv1.Job
+		err := cn.call(ctx, func(ctx context.Context) (err error) {
+			j, err = cn.api.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: r.id})
+			return err
+		})
+		if isNotFound(err) {
+			return nil, invalid
+		}
+		if a := j.GetArrayTask(); err != nil || a == nil || a.ArrayJobId != r.id || a.Count < 2 {
+			return []*phalanxv1.Job{j}, err
+		}
+	}
+	listed, err := cn.lookupRefs(ctx, refs)
+	jobs, _ := r.pick(listed)
+	if err == nil && len(jobs) == 0 {
+		return nil, invalid
+	}
+	return jobs, err
 }
 
 func (k *commands) showNodes(c *ucli.Context, name string) error {

@@ -3,8 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,7 +20,7 @@ var squeueOptions = []getopt.Option{
 	{Long: "long", Short: 'l', Usage: "more columns: long state names and time limits"},
 	{Long: "format", Short: 'o', HasArg: true, Usage: "output format, e.g. \"%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R\""},
 	{Long: "help", Usage: "show this help"},
-	{Long: "jobs", Short: 'j', HasArg: true, Usage: "comma-separated job IDs"},
+	{Long: "jobs", Short: 'j', HasArg: true, Usage: "comma-separated job IDs: JOBID, ARRAYID_TASKID, ARRAYID_[LIST]"},
 	{Long: "me", Usage: "only my jobs"},
 	{Long: "name", Short: 'n', HasArg: true, Usage: "comma-separated job names"},
 	{Long: "noheader", Short: 'h', Usage: "no header line"},
@@ -37,6 +37,7 @@ func (k *commands) squeue() *ucli.Command {
 // squeueQuery is a parsed squeue command line.
 type squeueQuery struct {
 	req   *phalanxv1.ListJobsRequest
+	refs  []jobRef // -j: the jobs, arrays and tasks to list
 	view  SqueueView
 	me    bool
 	help  bool
@@ -61,13 +62,15 @@ func parseSqueue(args []string) (*squeueQuery, error) {
 				return nil, err
 			}
 		case "long":
+			q.view.Long = true
 			q.view.Format = orDefault(q.view.Format, SqueueLongFormat)
 		case "help":
 			q.help = true
 		case "jobs":
-			if q.req.JobIds, err = parseJobIDs(v.Value); err != nil {
+			if q.refs, err = parseJobRefs(v.Value); err != nil {
 				return nil, err
 			}
+			q.req.JobIds = refIDs(q.refs)
 		case "me":
 			q.me = true
 		case "name":
@@ -93,6 +96,17 @@ func parseSqueue(args []string) (*squeueQuery, error) {
 	return q, nil
 }
 
+// invalidState is squeue's error for -t with a state it does not know:
+// Slurm's two lines.
+func invalidState(s string) error {
+	names := make([]string, len(cluster.AllJobStates))
+	for i, st := range cluster.AllJobStates {
+		names[i] = string(st)
+	}
+	return &rawError{msg: "squeue: error: Invalid job state specified: " + s +
+		"\nsqueue: error: Valid job states include: " + strings.Join(names, ",")}
+}
+
 // setStates reads -t: state names or codes, or "all".
 func (q *squeueQuery) setStates(list string) error {
 	q.req.States = nil
@@ -104,7 +118,7 @@ func (q *squeueQuery) setStates(list string) error {
 		}
 		st, err := cluster.ParseJobState(s)
 		if err != nil {
-			return err
+			return invalidState(s)
 		}
 		q.req.States = append(q.req.States, string(st))
 		q.req.IncludeFinished = q.req.IncludeFinished || st.Terminal()
@@ -158,7 +172,8 @@ func (k *commands) runSqueue(c *ucli.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(q.req.JobIds) > 0 && len(jobs) == 0 {
+	jobs = q.named(jobs)
+	if len(q.refs) > 0 && len(jobs) == 0 {
 		return &rawError{msg: "slurm_load_jobs error: Invalid job id specified"}
 	}
 	sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].Id < jobs[b].Id })
@@ -172,6 +187,17 @@ func (k *commands) runSqueue(c *ucli.Context, args []string) error {
 	}
 	_, err = fmt.Fprint(k.sys.Stdout, out)
 	return err
+}
+
+// named keeps the jobs -j names: squeue -j 40_3 lists task 3 alone of
+// the array's tasks the controller answers for ID 40.
+func (q *squeueQuery) named(jobs []*phalanxv1.Job) []*phalanxv1.Job {
+	if len(q.refs) == 0 {
+		return jobs
+	}
+	return slices.DeleteFunc(jobs, func(j *phalanxv1.Job) bool {
+		return !slices.ContainsFunc(q.refs, func(r jobRef) bool { return r.names(j) })
+	})
 }
 
 func orDefault(s, def string) string {
@@ -189,16 +215,4 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-func parseJobIDs(list string) ([]uint64, error) {
-	var ids []uint64
-	for _, s := range splitList(list) {
-		id, err := strconv.ParseUint(s, 10, 64)
-		if err != nil || id == 0 {
-			return nil, fmt.Errorf("invalid job id %q", s)
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/phalanx-hpc/phalanx/topology/hostlist"
 )
 
-const updateUsage = "write scontrol update NodeName=NODES State=DRAIN|RESUME|UNDRAIN|DOWN [Reason=WHY], or scontrol update JobId=ID [JobName=NAME] [TimeLimit=LIMIT] [Partition=P] [NumNodes=N] [Dependency=DEP] [Nice=N] [QOS=Q] [Priority=N], or scontrol update PartitionName=P [State=UP|DOWN|DRAIN|INACTIVE] [MaxTime=T] [DefaultTime=T] [MaxNodes=N] [PriorityTier=N] [Default=YES]"
+const updateUsage = "write scontrol update NodeName=NODES State=DRAIN|RESUME|UNDRAIN|DOWN [Reason=WHY], or scontrol update JobId=JOBID[,JOBID...] [JobName=NAME] [TimeLimit=LIMIT] [Partition=P] [NumNodes=N] [Dependency=DEP] [Nice=N] [QOS=Q] [Priority=N], or scontrol update PartitionName=P [State=UP|DOWN|DRAIN|INACTIVE] [MaxTime=T] [DefaultTime=T] [MaxNodes=N] [PriorityTier=N] [Default=YES]"
 
 // update runs `scontrol update`: KEY=VALUE pairs, in any order, naming
 // either nodes (NodeName=) or a job (JobId=), as Slurm's.
@@ -24,7 +24,7 @@ func (k *commands) update(c *ucli.Context, args []string) error {
 	if fields, err := updateFields(args); err == nil && fields["partitionname"] != "" {
 		return k.updatePartition(c, fields)
 	}
-	nodeReq, jobReq, err := updateRequest(args)
+	nodeReq, change, err := updateRequest(args)
 	if err != nil {
 		return err
 	}
@@ -33,19 +33,31 @@ func (k *commands) update(c *ucli.Context, args []string) error {
 		return err
 	}
 	defer cn.Close()
-	return cn.call(c.Context, func(ctx context.Context) error {
-		if nodeReq != nil {
+	if nodeReq != nil {
+		return cn.call(c.Context, func(ctx context.Context) error {
 			_, err := cn.api.UpdateNode(ctx, nodeReq)
 			return err
-		}
-		_, err := cn.api.UpdateJob(ctx, jobReq)
+		})
+	}
+	return cn.eachJob(c.Context, "update", change.refs, nil, func(ctx context.Context, id uint64) error {
+		req := proto.Clone(change.req).(*phalanxv1.UpdateJobRequest)
+		req.JobId = id
+		_, err := cn.api.UpdateJob(ctx, req)
 		return err
 	})
 }
 
+// jobChange is a scontrol update of jobs: the jobs JobId= names (an
+// array's ID: each of its tasks in the queue) and the change, which each
+// gets with its own ID.
+type jobChange struct {
+	refs []jobRef
+	req  *phalanxv1.UpdateJobRequest
+}
+
 // updateRequest reads the arguments of `scontrol update` into the request
-// for nodes or the one for a job.
-func updateRequest(args []string) (*phalanxv1.UpdateNodeRequest, *phalanxv1.UpdateJobRequest, error) {
+// for nodes or the change of jobs.
+func updateRequest(args []string) (*phalanxv1.UpdateNodeRequest, *jobChange, error) {
 	fields, err := updateFields(args)
 	if err != nil {
 		return nil, nil, err
@@ -118,19 +130,18 @@ func nodeUpdate(f map[string]string) (*phalanxv1.UpdateNodeRequest, error) {
 	return &phalanxv1.UpdateNodeRequest{Names: names, State: strings.ToUpper(f["state"]), Reason: f["reason"]}, nil
 }
 
-func jobUpdate(f map[string]string) (*phalanxv1.UpdateJobRequest, error) {
+func jobUpdate(f map[string]string) (*jobChange, error) {
 	if f["state"] != "" || f["reason"] != "" {
 		return nil, fmt.Errorf("State= and Reason= update nodes, not a job: %s", updateUsage)
 	}
-	ids, err := parseJobIDs(f["jobid"])
+	refs, err := parseJobRefs(f["jobid"])
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("JobId=%s: %w", f["jobid"], err)
 	}
-	if len(ids) != 1 {
-		return nil, fmt.Errorf("JobId=%s: update one job at a time", f["jobid"])
+	if len(refs) == 0 {
+		return nil, fmt.Errorf("update: JobId= needs a value (JobId=ID, ARRAYID_TASKID or ARRAYID_[LIST])")
 	}
-	id := ids[0]
-	req := &phalanxv1.UpdateJobRequest{JobId: id}
+	req := &phalanxv1.UpdateJobRequest{}
 	if name, ok := f["jobname"]; ok {
 		req.Name = &name
 	}
@@ -145,10 +156,10 @@ func jobUpdate(f map[string]string) (*phalanxv1.UpdateJobRequest, error) {
 	if err := jobRequestFields(f, req); err != nil {
 		return nil, err
 	}
-	if proto.Equal(req, &phalanxv1.UpdateJobRequest{JobId: id}) {
-		return nil, fmt.Errorf("update JobId=%d: nothing to change: give JobName=, TimeLimit=, Partition=, NumNodes=, Dependency=, Nice=, QOS= or Priority=", id)
+	if proto.Equal(req, &phalanxv1.UpdateJobRequest{}) {
+		return nil, fmt.Errorf("update JobId=%s: nothing to change: give JobName=, TimeLimit=, Partition=, NumNodes=, Dependency=, Nice=, QOS= or Priority=", f["jobid"])
 	}
-	return req, nil
+	return &jobChange{refs: refs, req: req}, nil
 }
 
 // jobRequestFields reads the fields of a pending job's request: the
@@ -193,82 +204,4 @@ func jobRequestFields(f map[string]string, req *phalanxv1.UpdateJobRequest) erro
 		req.Priority = &n
 	}
 	return nil
-}
-
-// holdRequests are the API's requests for scontrol hold, uhold and release.
-var holdRequests = map[string]phalanxv1.HoldRequest{
-	"hold":    phalanxv1.HoldRequest_HOLD_REQUEST_HOLD,
-	"uhold":   phalanxv1.HoldRequest_HOLD_REQUEST_USER_HOLD,
-	"release": phalanxv1.HoldRequest_HOLD_REQUEST_RELEASE,
-}
-
-// hold runs `scontrol hold|uhold|release JOBID[,JOBID...]` (the IDs may
-// also be separate arguments). Every job is tried; the errors are joined,
-// one line each.
-func (k *commands) hold(c *ucli.Context, verb string, args []string) error {
-	ids, err := parseJobIDs(strings.Join(args, ","))
-	if err == nil && len(ids) == 0 {
-		err = errors.New("no job ID given")
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w: write scontrol %s JOBID[,JOBID...]", verb, err, verb)
-	}
-	cn, err := k.dial(c)
-	if err != nil {
-		return err
-	}
-	defer cn.Close()
-	var errs []error
-	for _, id := range ids {
-		err := cn.call(c.Context, func(ctx context.Context) error {
-			_, err := cn.api.UpdateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: id, Hold: holdRequests[verb]})
-			return err
-		})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s job %d: %w", verb, id, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// requeue runs `scontrol requeue JOBID[,JOBID...]`: the running jobs are
-// stopped and put back in the queue, same IDs.
-func (k *commands) requeue(c *ucli.Context, args []string) error {
-	ids, err := parseJobIDs(strings.Join(args, ","))
-	if err == nil && len(ids) == 0 {
-		err = errors.New("no job ID given")
-	}
-	if err != nil {
-		return fmt.Errorf("requeue: %w: write scontrol requeue JOBID[,JOBID...]", err)
-	}
-	cn, err := k.dial(c)
-	if err != nil {
-		return err
-	}
-	defer cn.Close()
-	return cn.call(c.Context, func(ctx context.Context) error {
-		_, err := cn.api.RequeueJob(ctx, &phalanxv1.RequeueJobRequest{JobIds: ids})
-		return err
-	})
-}
-
-// top puts pending jobs first among their owner's pending jobs of the
-// same partition, account and QoS, in the order given (scontrol top).
-func (k *commands) top(c *ucli.Context, args []string) error {
-	ids, err := parseJobIDs(strings.Join(args, ","))
-	if err == nil && len(ids) == 0 {
-		err = errors.New("no job ID given")
-	}
-	if err != nil {
-		return fmt.Errorf("top: %w: write scontrol top JOBID[,JOBID...]", err)
-	}
-	cn, err := k.dial(c)
-	if err != nil {
-		return err
-	}
-	defer cn.Close()
-	return cn.call(c.Context, func(ctx context.Context) error {
-		_, err := cn.api.TopJobs(ctx, &phalanxv1.TopJobsRequest{JobIds: ids})
-		return err
-	})
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -17,19 +18,24 @@ func TestUpdateArguments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if job.JobId != 42 || job.GetName() != "long run" || job.GetTimeLimitSeconds() != 86400 {
-		t.Errorf("job update = %v", job)
+	if len(job.refs) != 1 || job.refs[0].String() != "42" || job.req.GetName() != "long run" || job.req.GetTimeLimitSeconds() != 86400 {
+		t.Errorf("job update = %v %v", job.refs, job.req)
 	}
-	if _, job, err := updateRequest([]string{"JobId=7", "TimeLimit=UNLIMITED"}); err != nil || job.TimeLimitSeconds == nil || *job.TimeLimitSeconds != 0 {
+	if _, job, err := updateRequest([]string{"JobId=7", "TimeLimit=UNLIMITED"}); err != nil || job.req.TimeLimitSeconds == nil || *job.req.TimeLimitSeconds != 0 {
 		t.Errorf("TimeLimit=UNLIMITED: %v, %v; want 0 (no limit)", job, err)
 	}
 	_, job, err = updateRequest([]string{"JobId=7", "Partition=debug", "NumNodes=2-4", "Dependency=afterok:5:6", "Nice=10", "QOS=low", "Priority=900"})
-	if err != nil || job.GetPartition() != "debug" || job.GetNodes() != 2 || job.GetDependency() != "afterok:5:6" ||
-		job.GetNice() != 10 || job.GetQos() != "low" || job.GetPriority() != 900 {
+	if err != nil || job.req.GetPartition() != "debug" || job.req.GetNodes() != 2 || job.req.GetDependency() != "afterok:5:6" ||
+		job.req.GetNice() != 10 || job.req.GetQos() != "low" || job.req.GetPriority() != 900 {
 		t.Errorf("a pending job's request: %v, %v", job, err)
 	}
-	if _, job, err := updateRequest([]string{"JobId=7", "Dependency="}); err != nil || job.Dependency == nil || *job.Dependency != "" {
+	if _, job, err := updateRequest([]string{"JobId=7", "Dependency="}); err != nil || job.req.Dependency == nil || *job.req.Dependency != "" {
 		t.Errorf("Dependency= (remove it): %v, %v", job, err)
+	}
+	// JobId= takes Slurm's job lists: array tasks, several jobs.
+	_, job, err = updateRequest([]string{"JobId=87_3,87_[5-6],90", "Nice=5"})
+	if err != nil || fmt.Sprint(job.refs) != "[87_3 87_[5-6] 90]" || job.req.JobId != 0 {
+		t.Errorf("JobId=87_3,87_[5-6],90: %v, %v", job, err)
 	}
 
 	for _, bad := range [][]string{
@@ -40,7 +46,7 @@ func TestUpdateArguments(t *testing.T) {
 		{"NodeName=gpu001", "TimeLimit=1:00"},             // a job's field
 		{"JobId=1"},                                       // nothing to change
 		{"JobId=x", "JobName=a"},                          // bad ID
-		{"JobId=1,2", "JobName=a"},                        // two jobs
+		{"JobId=1_x", "JobName=a"},                        // bad task
 		{"JobId=1", "TimeLimit=soon"},                     // bad limit
 		{"JobId=1", "State=DRAIN"},                        // a node's field
 		{"JobId=1", "NodeName=gpu001", "State=DRAIN"},     // both

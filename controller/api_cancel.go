@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
@@ -102,7 +103,10 @@ func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([
 
 // arrayTasksNamed returns the jobs a cancel names: each job ID (an array's
 // ID stands for all its active tasks, as in Slurm) and each array task
-// (ID_INDEX). A job or task that does not exist is ErrNotFound.
+// (ID_INDEX). A job ID that does not exist is ErrNotFound. Of a list of
+// tasks, those the array does not have (or no longer shows) are skipped,
+// as Slurm cancels the valid ones: only when it names none that exist is
+// it ErrNotFound. A task that has ended is named, and left as it is.
 func (s *Server) arrayTasksNamed(req *phalanxv1.CancelJobRequest) ([]*cluster.Job, error) {
 	var out []*cluster.Job
 	var byArray map[cluster.JobID][]*cluster.Job // built when an array is named
@@ -131,16 +135,40 @@ func (s *Server) arrayTasksNamed(req *phalanxv1.CancelJobRequest) ([]*cluster.Jo
 		out = append(out, j)
 	}
 	for _, at := range req.ArrayTasks {
-		tasks := tasksOf(cluster.JobID(at.ArrayJobId))
+		base := cluster.JobID(at.ArrayJobId)
+		tasks := s.tasksByIndex(base, tasksOf(base))
+		n := len(out)
 		for _, want := range at.TaskIds {
-			i := slices.IndexFunc(tasks, func(j *cluster.Job) bool { return j.Array.TaskID == int(want) })
-			if i < 0 {
-				return nil, cluster.Errorf(cluster.ErrNotFound, "job %d_%d: invalid job id specified (no such array task, or it has ended)", at.ArrayJobId, want)
+			if j := tasks[int(want)]; j != nil {
+				out = append(out, j)
 			}
-			out = append(out, tasks[i])
+		}
+		if len(out) == n {
+			return nil, cluster.Errorf(cluster.ErrNotFound, "job %d_%s: invalid job id specified (no such array task, or it ended more than MinJobAge ago)",
+				at.ArrayJobId, strings.Join(strings.Fields(fmt.Sprint(at.TaskIds)), ","))
 		}
 	}
 	return out, nil
+}
+
+// tasksByIndex returns the tasks of array base the controller shows, in the
+// queue or ended (s.visible), by index. An array's tasks have the IDs
+// from its own on, one each; how many, its records say (its first task's,
+// or one still active when that one is gone).
+func (s *Server) tasksByIndex(base cluster.JobID, active []*cluster.Job) map[int]*cluster.Job {
+	count := 0
+	if j, err := s.store.JobRecord(base); err == nil && j.Array != nil && j.Array.JobID == base {
+		count = j.Array.Count
+	} else if len(active) > 0 {
+		count = active[0].Array.Count
+	}
+	tasks := make(map[int]*cluster.Job, count)
+	for id := base; id < base+cluster.JobID(count); id++ {
+		if j, err := s.visible(id, false); err == nil && j.Array != nil && j.Array.JobID == base {
+			tasks[j.Array.TaskID] = j
+		}
+	}
+	return tasks
 }
 
 // signal records a scancel --signal for the running jobs among ids, in

@@ -1,0 +1,145 @@
+package cli
+
+// scontrol hold, uhold, release, requeue and top: commands that act on a
+// list of jobs. Each takes job IDs as Slurm's do (jobids.go): an array's
+// ID acts on its tasks, ARRAYID_TASKID and ARRAYID_[LIST] on those tasks.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	ucli "github.com/urfave/cli/v2"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+// holdRequests are the API's requests for scontrol hold, uhold and release.
+var holdRequests = map[string]phalanxv1.HoldRequest{
+	"hold":    phalanxv1.HoldRequest_HOLD_REQUEST_HOLD,
+	"uhold":   phalanxv1.HoldRequest_HOLD_REQUEST_USER_HOLD,
+	"release": phalanxv1.HoldRequest_HOLD_REQUEST_RELEASE,
+}
+
+// isPending: what an array's ID stands for in hold, release and top.
+func isPending(j *phalanxv1.Job) bool { return j.State == string(cluster.JobPending) }
+
+// isStarted: what an array's ID stands for in requeue (the tasks in the
+// queue that are not pending).
+func isStarted(j *phalanxv1.Job) bool { return !isPending(j) }
+
+// hold runs `scontrol hold|uhold|release JOBID[,JOBID...]` (the IDs may
+// also be separate arguments). An array's ID holds or releases its pending
+// tasks. Every job is tried; the errors are joined, one line each.
+func (k *commands) hold(c *ucli.Context, verb string, args []string) error {
+	refs, err := jobListArgs(verb, args)
+	if err != nil {
+		return err
+	}
+	cn, err := k.dial(c)
+	if err != nil {
+		return err
+	}
+	defer cn.Close()
+	return cn.eachJob(c.Context, verb, refs, isPending, func(ctx context.Context, id uint64) error {
+		_, err := cn.api.UpdateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: id, Hold: holdRequests[verb]})
+		return err
+	})
+}
+
+// requeue runs `scontrol requeue JOBID[,JOBID...]`: the running jobs are
+// stopped and put back in the queue, same IDs. An array's ID requeues its
+// running tasks. Every job is tried; the errors are joined, one line each.
+func (k *commands) requeue(c *ucli.Context, args []string) error {
+	refs, err := jobListArgs("requeue", args)
+	if err != nil {
+		return err
+	}
+	cn, err := k.dial(c)
+	if err != nil {
+		return err
+	}
+	defer cn.Close()
+	return cn.eachJob(c.Context, "requeue", refs, isStarted, func(ctx context.Context, id uint64) error {
+		_, err := cn.api.RequeueJob(ctx, &phalanxv1.RequeueJobRequest{JobIds: []uint64{id}})
+		return err
+	})
+}
+
+// top puts pending jobs first among their owner's pending jobs of the
+// same partition, account and QoS, in the order given (scontrol top); an
+// array's ID stands for its pending tasks, in index order. The jobs go in
+// one request: their order is the point.
+func (k *commands) top(c *ucli.Context, args []string) error {
+	refs, err := jobListArgs("top", args)
+	if err != nil {
+		return err
+	}
+	cn, err := k.dial(c)
+	if err != nil {
+		return err
+	}
+	defer cn.Close()
+	targets, err := cn.jobTargets(c.Context, refs, isPending)
+	if err != nil {
+		return err
+	}
+	var ids []uint64
+	var errs []error
+	for _, t := range targets {
+		if t.id == 0 {
+			errs = append(errs, invalidTarget("top", t))
+			continue
+		}
+		ids = append(ids, t.id)
+	}
+	if len(ids) > 0 {
+		err := cn.call(c.Context, func(ctx context.Context) error {
+			_, err := cn.api.TopJobs(ctx, &phalanxv1.TopJobsRequest{JobIds: ids})
+			return err
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("top: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// jobListArgs reads the JOBID[,JOBID...] arguments of scontrol VERB.
+func jobListArgs(verb string, args []string) ([]jobRef, error) {
+	refs, err := parseJobRefs(args...)
+	if err == nil && len(refs) == 0 {
+		err = errors.New("no job ID given")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: write scontrol %s JOBID[,JOBID...]", verb, err, verb)
+	}
+	return refs, nil
+}
+
+// eachJob calls do with each job refs name (jobTargets; applies picks an
+// array's tasks), one at a time, and joins the errors, one line per job:
+// "VERB job NAME: why".
+func (cn *conn) eachJob(ctx context.Context, verb string, refs []jobRef, applies func(*phalanxv1.Job) bool, do func(ctx context.Context, id uint64) error) error {
+	targets, err := cn.jobTargets(ctx, refs, applies)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, t := range targets {
+		if t.id == 0 {
+			errs = append(errs, invalidTarget(verb, t))
+			continue
+		}
+		if err := cn.call(ctx, func(ctx context.Context) error { return do(ctx, t.id) }); err != nil {
+			errs = append(errs, fmt.Errorf("%s job %s: %w", verb, t.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// invalidTarget is the error of a target that names no job.
+func invalidTarget(verb string, t jobTarget) error {
+	return fmt.Errorf("%s job %s: Invalid job id specified", verb, t.name)
+}

@@ -1,0 +1,251 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+)
+
+func TestParseJobRefs(t *testing.T) {
+	refs, err := parseJobRefs("87", "87_2,87_[1-3,7], 9_[0-8:4]", "88_5-6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(refs); got != "[87 87_2 87_[1-3,7] 9_[0,4,8] 88_[5-6]]" {
+		t.Errorf("refs %s", got)
+	}
+	if got := refIDs(refs); !slices.Equal(got, []uint64{87, 9, 88}) {
+		t.Errorf("IDs to list %v; want each once, in order", got)
+	}
+	for _, bad := range []string{"x", "0", "40_x", "x_1", "40_", "40_[1-3%2]", "40_[1-3", "40_1]", "40_[[1]]", "40_-1", "40_4000001"} {
+		if _, err := parseJobRefs(bad); err == nil || !strings.Contains(err.Error(), "invalid job id") {
+			t.Errorf("%q: %v; want invalid job id", bad, err)
+		}
+	}
+	if got := splitJobList(" 1_[1,3],2,,3_[4-5] "); !slices.Equal(got, []string{"1_[1,3]", "2", "3_[4-5]"}) {
+		t.Errorf("split %q", got)
+	}
+}
+
+// queueFake is a controller holding two arrays and a job: array 87, tasks
+// 0-5 (jobs 87-92), task 0 running; array 20, tasks 1, 3, 5 (jobs 20-22,
+// pending); job 30, pending; and array 40, tasks 0-1, ended. Like the
+// controllers it lists an array's tasks for the array's ID, and changes
+// one job per UpdateJob; it records each change asked.
+type queueFake struct {
+	phalanxv1.UnimplementedControllerServiceServer
+	mu      sync.Mutex
+	jobs    []*phalanxv1.Job
+	changes []string
+	cancels []*phalanxv1.CancelJobRequest
+}
+
+func newQueueFake() *queueFake {
+	f := &queueFake{}
+	task := func(id, base uint64, idx int32, state string, count int32) {
+		f.jobs = append(f.jobs, &phalanxv1.Job{Id: id, State: state, Spec: &phalanxv1.JobSpec{Name: "sweep"},
+			ArrayTask: &phalanxv1.ArrayTask{ArrayJobId: base, TaskId: idx, Count: count}})
+	}
+	for i := range uint64(6) {
+		task(87+i, 87, int32(i), map[bool]string{true: "RUNNING", false: "PENDING"}[i == 0], 6)
+	}
+	for i, idx := range []int32{1, 3, 5} {
+		task(20+uint64(i), 20, idx, "PENDING", 3)
+	}
+	f.jobs = append(f.jobs, &phalanxv1.Job{Id: 30, State: "PENDING", Spec: &phalanxv1.JobSpec{Name: "one"}})
+	task(40, 40, 0, "COMPLETED", 2)
+	task(41, 40, 1, "COMPLETED", 2)
+	return f
+}
+
+func (f *queueFake) job(id uint64) *phalanxv1.Job {
+	for _, j := range f.jobs {
+		if j.Id == id {
+			return j
+		}
+	}
+	return nil
+}
+
+func (f *queueFake) ListJobs(_ context.Context, req *phalanxv1.ListJobsRequest) (*phalanxv1.ListJobsResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := &phalanxv1.ListJobsResponse{}
+	for _, j := range f.jobs {
+		if len(req.JobIds) == 0 || slices.Contains(req.JobIds, j.Id) || slices.Contains(req.JobIds, j.GetArrayTask().GetArrayJobId()) {
+			out.Jobs = append(out.Jobs, j)
+		}
+	}
+	return out, nil
+}
+
+func (f *queueFake) GetJob(_ context.Context, req *phalanxv1.GetJobRequest) (*phalanxv1.Job, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if j := f.job(req.JobId); j != nil {
+		return j, nil
+	}
+	return nil, status.Errorf(codes.NotFound, "Invalid job id specified: %d", req.JobId)
+}
+
+// change records what is asked of job id, refused as the controllers
+// would: an unknown job, one that has ended, or one in the wrong state.
+func (f *queueFake) change(what string, id uint64, wantState string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	j := f.job(id)
+	switch {
+	case j == nil:
+		return status.Errorf(codes.NotFound, "Invalid job id specified: %d", id)
+	case j.State == "COMPLETED":
+		return status.Errorf(codes.InvalidArgument, "job %d has ended (COMPLETED)", id)
+	case wantState != "" && j.State != wantState:
+		return status.Errorf(codes.InvalidArgument, "job %d is %s", id, j.State)
+	}
+	f.changes = append(f.changes, fmt.Sprintf("%s %d", what, id))
+	return nil
+}
+
+func (f *queueFake) UpdateJob(_ context.Context, req *phalanxv1.UpdateJobRequest) (*phalanxv1.UpdateJobResponse, error) {
+	what, state := "update", ""
+	if req.Hold != phalanxv1.HoldRequest_HOLD_REQUEST_UNSPECIFIED {
+		what, state = strings.ToLower(strings.TrimPrefix(req.Hold.String(), "HOLD_REQUEST_")), "PENDING"
+	}
+	return &phalanxv1.UpdateJobResponse{}, f.change(what, req.JobId, state)
+}
+
+func (f *queueFake) RequeueJob(_ context.Context, req *phalanxv1.RequeueJobRequest) (*phalanxv1.RequeueJobResponse, error) {
+	for _, id := range req.JobIds {
+		if err := f.change("requeue", id, "RUNNING"); err != nil {
+			return nil, err
+		}
+	}
+	return &phalanxv1.RequeueJobResponse{Requeued: req.JobIds}, nil
+}
+
+func (f *queueFake) TopJobs(_ context.Context, req *phalanxv1.TopJobsRequest) (*phalanxv1.TopJobsResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.changes = append(f.changes, fmt.Sprint("top ", req.JobIds))
+	return &phalanxv1.TopJobsResponse{}, nil
+}
+
+func (f *queueFake) CancelJob(_ context.Context, req *phalanxv1.CancelJobRequest) (*phalanxv1.CancelJobResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cancels = append(f.cancels, req)
+	for _, id := range req.JobIds {
+		if f.job(id) == nil {
+			return nil, status.Errorf(codes.NotFound, "Invalid job id specified: %d", id)
+		}
+	}
+	return &phalanxv1.CancelJobResponse{}, nil
+}
+
+// takeChanges returns the changes asked since the last call.
+func (f *queueFake) takeChanges() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.changes
+	f.changes = nil
+	return out
+}
+
+// scontrol's job commands take Slurm's job IDs: an array's ID acts on its
+// tasks (hold and release: the pending ones; requeue: the running ones;
+// update: all in the queue), ARRAYID_TASKID and ARRAYID_[LIST] on those
+// tasks, by their own job IDs; a task the array does not have is an error
+// line, and the others are still changed.
+func TestScontrolArrayIDs(t *testing.T) {
+	f := newQueueFake()
+	addr := serveFake(t, f)
+	for _, tc := range []struct {
+		args    string
+		changes string
+		stderr  string
+	}{
+		{"release 87", "release 88,release 89,release 90,release 91,release 92", ""},
+		{"hold 87_2 87_[4-5],30", "hold 89,hold 91,hold 92,hold 30", ""},
+		{"uhold 20_3", "user_hold 21", ""},
+		{"hold 87_0", "", "scontrol: error: hold job 87_0: job 87 is RUNNING\n"},
+		{"release 20_[1-5] 9999", "release 20,release 21,release 22",
+			"scontrol: error: release job 20_[2,4]: Invalid job id specified\nrelease job 9999: Invalid job id specified: 9999\n"},
+		{"hold 40", "", "scontrol: error: hold job 40: job 40 has ended (COMPLETED)\n"},
+		{"requeue 87", "requeue 87", ""},
+		{"requeue 20_1,87_0", "requeue 87", "scontrol: error: requeue job 20_1: job 20 is PENDING\n"},
+		{"top 87 20_5", "top [88 89 90 91 92 22]", ""},
+		{"top 9_7", "", "scontrol: error: top job 9_7: Invalid job id specified\n"},
+		{"update JobId=87_3 Nice=5", "update 90", ""},
+		{"update JobId=87 TimeLimit=10", "update 87,update 88,update 89,update 90,update 91,update 92", ""},
+		{"update JobId=20_7 Nice=1", "", "scontrol: error: update job 20_7: Invalid job id specified\n"},
+	} {
+		code, _, stderr := runOut(t, addr, append([]string{"scontrol"}, strings.Fields(tc.args)...)...)
+		if got := strings.Join(f.takeChanges(), ","); got != tc.changes || stderr != tc.stderr || (code == 0) != (tc.stderr == "") {
+			t.Errorf("scontrol %s: changed %q, code %d, stderr %q\nwant changes %q, stderr %q", tc.args, got, code, stderr, tc.changes, tc.stderr)
+		}
+	}
+}
+
+// scontrol show job and squeue -j take ARRAYID_TASKID: the task, whatever
+// its own job ID.
+func TestShowAndListArrayTasks(t *testing.T) {
+	addr := serveFake(t, newQueueFake())
+	_, stdout, stderr := runOut(t, addr, "scontrol", "show", "job", "20_3")
+	if !strings.HasPrefix(stdout, "JobId=21 ArrayJobId=20 ArrayTaskId=3 ") || strings.Count(stdout, "JobId=") != 2 {
+		t.Errorf("scontrol show job 20_3:\n%s%s", stdout, stderr)
+	}
+	for _, bad := range []string{"20_7", "9_7", "20_x"} {
+		if code, _, stderr := runOut(t, addr, "scontrol", "show", "job", bad); code != 1 || stderr != "slurm_load_jobs error: Invalid job id specified\n" {
+			t.Errorf("scontrol show job %s: code %d, %q", bad, code, stderr)
+		}
+	}
+	for args, want := range map[string]string{
+		"-j 20_3":           "20_3\n",
+		"-j 87_[1-2],20_5":  "20_5\n87_[1-2]\n", // pending tasks folded, as always
+		"-j 87_0,30 -t all": "30\n87_0\n",
+	} {
+		code, stdout, stderr := runOut(t, addr, append([]string{"squeue", "-h", "-o", "%i"}, strings.Fields(args)...)...)
+		if code != 0 || stdout != want {
+			t.Errorf("squeue %s: code %d, stdout %q, stderr %q; want %q", args, code, stdout, stderr, want)
+		}
+	}
+	if code, _, stderr := runOut(t, addr, "squeue", "-j", "20_7"); code != 1 || stderr != "slurm_load_jobs error: Invalid job id specified\n" {
+		t.Errorf("squeue -j 20_7: code %d, %q", code, stderr)
+	}
+}
+
+// scancel cancels every valid job of its list and reports each invalid
+// one, task IDs included: the tasks an array does not have are named, the
+// others cancelled.
+func TestScancelReportsEachInvalidID(t *testing.T) {
+	f := newQueueFake()
+	addr := serveFake(t, f)
+	code, _, stderr := runOut(t, addr, "scancel", "20_3", "9_7", "9999", "20_[1-5]", "30,87")
+	want := "scancel: error: Kill job error on job id 9_7: Invalid job id specified\n" +
+		"scancel: error: Kill job error on job id 9999: Invalid job id specified\n" +
+		"scancel: error: Kill job error on job id 20_[2,4]: Invalid job id specified\n"
+	if code != 1 || stderr != want {
+		t.Errorf("code %d, stderr %q; want 1, %q", code, stderr, want)
+	}
+	var sent []string
+	for _, r := range f.cancels {
+		if len(r.RequestId) != 32 {
+			t.Errorf("cancel %v: no request ID of its own", r)
+		}
+		for _, at := range r.ArrayTasks {
+			sent = append(sent, taskSetName(at.ArrayJobId, at.TaskIds))
+		}
+		sent = append(sent, fmt.Sprint(r.JobIds))
+	}
+	if got := strings.Join(sent, " "); got != "20_3 [] [9999] 20_[1,3,5] [] [30] [87]" {
+		t.Errorf("sent %s", got)
+	}
+}
