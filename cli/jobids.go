@@ -135,19 +135,6 @@ func splitJobList(s string) []string {
 	return out
 }
 
-// parseJobIDs reads a comma-separated list of plain job IDs (sacct -j).
-func parseJobIDs(list string) ([]uint64, error) {
-	var ids []uint64
-	for _, s := range splitList(list) {
-		id, err := strconv.ParseUint(s, 10, 64)
-		if err != nil || id == 0 {
-			return nil, fmt.Errorf("invalid job id %q", s)
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
-}
-
 // refIDs are the distinct job and array IDs of refs, in order.
 func refIDs(refs []jobRef) []uint64 {
 	var ids []uint64

@@ -3,6 +3,8 @@ package cli
 import (
 	"fmt"
 	"os/user"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,7 +25,7 @@ var sacctOptions = []getopt.Option{
 	{Long: "format", Short: 'o', HasArg: true, Usage: "comma-separated fields, each with an optional %WIDTH (%-WIDTH: left-aligned)"},
 	{Long: "help", Short: 'h', Usage: "show this help"},
 	{Long: "helpformat", Short: 'e', Usage: "list the fields of --format"},
-	{Long: "jobs", Short: 'j', HasArg: true, Usage: "comma-separated job IDs"},
+	{Long: "jobs", Short: 'j', HasArg: true, Usage: "comma-separated job IDs: JOBID, ARRAYID_TASKID, ARRAYID_[LIST]"},
 	{Long: "name", HasArg: true, Usage: "comma-separated job names"},
 	{Long: "noheader", Short: 'n', Usage: "no header lines"},
 	{Long: "parsable", Short: 'p', Usage: "fields separated by |, with a | at the end"},
@@ -32,7 +34,7 @@ var sacctOptions = []getopt.Option{
 	{Long: "starttime", Short: 'S', HasArg: true, Usage: "jobs not ended before this time (default midnight today; with -s: now; with -j: any time)"},
 	{Long: "state", Short: 's', HasArg: true, Usage: "comma-separated states the jobs were in during the window (CD,F,CA,TO,NF,PR,PD,R or long names)"},
 	{Long: "uid", HasArg: true, Usage: "the same as --user"},
-	{Long: "user", Short: 'u', HasArg: true, Usage: "comma-separated user names (default: yours; root: everyone's)"},
+	{Long: "user", Short: 'u', HasArg: true, Usage: "comma-separated user names or UIDs (default: yours; root: everyone's)"},
 }
 
 // sacctTimes is the help's note on -S and -E.
@@ -45,9 +47,13 @@ func (k *commands) sacct() *ucli.Command {
 	return slurmCommand("sacct", "list jobs from the accounting history, finished ones included", k.runSacct)
 }
 
-// sacctQuery is a parsed sacct command line.
+// sacctQuery is a parsed sacct command line: the request, which selects
+// jobs by user, partition, name, ID and time window; the jobs, arrays and
+// tasks -j names; and the view, whose Select picks the rows (attempts) by
+// state and window as Slurm picks its records.
 type sacctQuery struct {
 	req                          *phalanxv1.ListJobsRequest
+	refs                         []jobRef
 	view                         SacctView
 	all, brief, help, helpFormat bool
 	starttime, endtime           string
@@ -56,8 +62,8 @@ type sacctQuery struct {
 // slurmStateCodes are the job state codes of Slurm that Phalanx never
 // reaches; sacct -s accepts them (and finds no job in them).
 var slurmStateCodes = map[string]string{
-	"BF": "BOOT_FAIL", "DL": "DEADLINE", "OOM": "OUT_OF_MEMORY", "RQ": "REQUEUED",
-	"RS": "RESIZING", "RV": "REVOKED", "S": "SUSPENDED", "SE": "SPECIAL_EXIT",
+	"BF": "BOOT_FAIL", "OOM": "OUT_OF_MEMORY", "RS": "RESIZING", "RV": "REVOKED",
+	"S": "SUSPENDED", "SE": "SPECIAL_EXIT",
 }
 
 func parseSacct(args []string, envFormat string) (*sacctQuery, error) {
@@ -97,8 +103,10 @@ func (q *sacctQuery) set(v getopt.Value) (err error) {
 		q.help = true
 	case "helpformat":
 		q.helpFormat = true
-	case "jobs":
-		q.req.JobIds, err = parseJobIDs(v.Value)
+	case "jobs": // the server is asked for the arrays of the tasks named
+		if q.refs, err = parseJobRefs(v.Value); err == nil {
+			q.req.JobIds = refIDs(q.refs)
+		}
 	case "name":
 		q.req.Names = append(q.req.Names, splitList(v.Value)...)
 	case "noheader":
@@ -120,18 +128,53 @@ func (q *sacctQuery) set(v getopt.Value) (err error) {
 	return err
 }
 
-// addStates reads -s: Slurm's state names and codes, in any case.
+// addStates reads -s: Slurm's state names and codes, in any case. The
+// rows are picked by state here (SacctSelect), not by the server, which
+// picks whole jobs: a job's earlier attempts have states of their own.
 func (q *sacctQuery) addStates(list string) error {
 	for _, s := range splitList(list) {
 		if name, ok := slurmStateCodes[strings.ToUpper(s)]; ok {
-			q.req.States = append(q.req.States, name)
+			q.view.Select.States = append(q.view.Select.States, name)
 			continue
 		}
 		st, err := cluster.ParseJobState(s)
 		if err != nil {
 			return err
 		}
-		q.req.States = append(q.req.States, string(st))
+		q.view.Select.States = append(q.view.Select.States, string(st))
+	}
+	return nil
+}
+
+// named keeps the jobs -j names: sacct -j 40_3 prints task 3 alone of
+// the array's tasks the controller answers for ID 40.
+func (q *sacctQuery) named(jobs []*phalanxv1.Job) []*phalanxv1.Job {
+	if len(q.refs) == 0 {
+		return jobs
+	}
+	return slices.DeleteFunc(jobs, func(j *phalanxv1.Job) bool {
+		return !slices.ContainsFunc(q.refs, func(r jobRef) bool { return r.names(j) })
+	})
+}
+
+// lookupUserID finds a user by UID; tests replace it.
+var lookupUserID = user.LookupId
+
+// checkUsers resolves the users -u names as Slurm's sacct does: a name
+// the system does not know is refused; a UID stands for its user's name,
+// or for itself when the system does not know it.
+func (q *sacctQuery) checkUsers(byName func(string) (*user.User, error)) error {
+	for i, name := range q.req.Users {
+		u, err := byName(name)
+		if _, nerr := strconv.ParseUint(name, 10, 32); err != nil && nerr == nil {
+			if u, err = lookupUserID(name); err != nil {
+				continue
+			}
+		}
+		if err != nil {
+			return &rawError{msg: "sacct: error: Invalid user id: " + name}
+		}
+		q.req.Users[i] = u.Username
 	}
 	return nil
 }
@@ -163,11 +206,12 @@ func (q *sacctQuery) resolve(now time.Time, loc *time.Location, current func() (
 		q.req.WindowStart = timestamppb.New(start)
 	}
 	q.req.WindowEnd = timestamppb.New(end)
+	q.view.Select.Start, q.view.Select.End = start, end
 	return nil
 }
 
 func (q *sacctQuery) window(now time.Time, loc *time.Location) (start, end time.Time, err error) {
-	states, jobs := len(q.req.States) > 0, len(q.req.JobIds) > 0
+	states, jobs := len(q.view.Select.States) > 0, len(q.req.JobIds) > 0
 	switch {
 	case q.starttime != "":
 		if start, err = parseSlurmTime(q.starttime, now, loc); err != nil {
@@ -207,6 +251,9 @@ func (k *commands) runSacct(c *ucli.Context, args []string) error {
 	if _, err := sacctColumns(q.view.Format); err != nil {
 		return err
 	}
+	if err := q.checkUsers(k.sys.LookupUser); err != nil {
+		return err
+	}
 	now := k.sys.Now()
 	if err := q.resolve(now, time.Local, k.sys.CurrentUser); err != nil {
 		return err
@@ -221,7 +268,7 @@ func (k *commands) runSacct(c *ucli.Context, args []string) error {
 		return err
 	}
 	q.view.Now, q.view.Loc = now, time.Local
-	out, err := FormatSacct(jobs, q.view)
+	out, err := FormatSacct(q.named(jobs), q.view)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os/user"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -141,9 +143,13 @@ func TestParseSacct(t *testing.T) {
 		{[]string{"-a", "-X"}, false, &phalanxv1.ListJobsRequest{WindowStart: midnight, WindowEnd: now}},
 		{[]string{"-j", "7,8"}, false, &phalanxv1.ListJobsRequest{JobIds: []uint64{7, 8}, WindowEnd: now}},
 		{[]string{"-j7", "-u", "bob"}, false, &phalanxv1.ListJobsRequest{JobIds: []uint64{7}, Users: []string{"bob"}, WindowEnd: now}},
-		{[]string{"-s", "CD,f,timeout,bf"}, false, &phalanxv1.ListJobsRequest{Users: alice, States: []string{"COMPLETED", "FAILED", "TIMEOUT", "BOOT_FAIL"}, WindowStart: now, WindowEnd: now}},
-		{[]string{"--state=R", "-S", "2024-04-30"}, false, &phalanxv1.ListJobsRequest{Users: alice, States: []string{"RUNNING"}, WindowStart: at("2024-04-30T00:00:00"), WindowEnd: at("2024-04-30T00:00:00")}},
-		{[]string{"-s", "PD", "-j", "3"}, false, &phalanxv1.ListJobsRequest{JobIds: []uint64{3}, States: []string{"PENDING"}, WindowEnd: now}},
+		// -s picks rows here, each attempt by its own state: the server,
+		// which picks whole jobs by theirs, is asked for the window alone.
+		{[]string{"-s", "CD,f,timeout,bf"}, false, &phalanxv1.ListJobsRequest{Users: alice, WindowStart: now, WindowEnd: now}},
+		{[]string{"--state=R", "-S", "2024-04-30"}, false, &phalanxv1.ListJobsRequest{Users: alice, WindowStart: at("2024-04-30T00:00:00"), WindowEnd: at("2024-04-30T00:00:00")}},
+		{[]string{"-s", "PD", "-j", "3"}, false, &phalanxv1.ListJobsRequest{JobIds: []uint64{3}, WindowEnd: now}},
+		// A task of an array: the array is asked for, the task picked here.
+		{[]string{"-j", "9_7,12,9_3,9"}, false, &phalanxv1.ListJobsRequest{JobIds: []uint64{9, 12}, WindowEnd: now}},
 		{[]string{"-S", "2024-04-30T10:00", "-E", "now-1hours", "--uid=bob,carol"}, false, &phalanxv1.ListJobsRequest{Users: []string{"bob", "carol"}, WindowStart: at("2024-04-30T10:00:00"), WindowEnd: at("2024-05-01T11:00:00")}},
 		{[]string{"-u", "-1", "-r", "gpu,cpu", "--name", "a,b", "--partition=x"}, false, &phalanxv1.ListJobsRequest{Partitions: []string{"gpu", "cpu", "x"}, Names: []string{"a", "b"}, WindowStart: midnight, WindowEnd: now}},
 	} {
@@ -161,20 +167,36 @@ func TestParseSacct(t *testing.T) {
 			t.Errorf("%q: %v, %v\nwant %v", tc.args, q.req, err, tc.want)
 		}
 	}
+	for _, tc := range []struct {
+		args []string
+		want SacctSelect
+	}{
+		{[]string{"-s", "CD,f,timeout,bf,rq,NF"}, SacctSelect{States: []string{"COMPLETED", "FAILED", "TIMEOUT", "BOOT_FAIL", "REQUEUED", "NODE_FAIL"}, Start: testNow, End: testNow}},
+		{[]string{"-s", "R", "-S", "2024-04-30T10:00", "-E", "2024-04-30T11:00"}, SacctSelect{States: []string{"RUNNING"}, Start: at("2024-04-30T10:00:00").AsTime(), End: at("2024-04-30T11:00:00").AsTime()}},
+	} {
+		q, err := parseSacct(tc.args, "")
+		if err == nil {
+			err = q.resolve(testNow, time.UTC, func() (*user.User, error) { return &user.User{Username: "alice", Uid: "1000"}, nil })
+		}
+		if err != nil || !reflect.DeepEqual(q.view.Select, tc.want) {
+			t.Errorf("%q: rows picked by %+v, %v; want %+v", tc.args, q.view.Select, err, tc.want)
+		}
+	}
 }
 
 func TestParseSlurmTime(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"2024-04-30", "2024-04-30T00:00:00"}, {"2024-04-30T13:45", "2024-04-30T13:45:00"},
 		{"2024-4-3T01:02:03", "2024-04-03T01:02:03"}, {"2014-07-03-11:40", "2014-07-03T11:40:00"},
-		{"14:30", "2024-05-01T14:30:00"}, {"9:05:06", "2024-05-01T09:05:06"},
-		{"12am", "error"}, {"12:00am", "2024-05-01T00:00:00"}, {"1:15PM", "2024-05-01T13:15:00"},
+		// A time of day is its last occurrence: sacct looks back.
+		{"14:30", "2024-04-30T14:30:00"}, {"9:05:06", "2024-05-01T09:05:06"},
+		{"12am", "error"}, {"12:00am", "2024-05-01T00:00:00"}, {"1:15PM", "2024-04-30T13:15:00"},
 		{"04/30", "2024-04-30T00:00:00"}, {"04/30/23-10:00", "2023-04-30T10:00:00"}, {"4.30.23", "2023-04-30T00:00:00"},
 		{"0430", "2024-04-30T00:00:00"}, {"043023-08:00:01", "2023-04-30T08:00:01"},
 		{"now", "2024-05-01T12:00:00"}, {"now-1hours", "2024-05-01T11:00:00"}, {"now+30", "2024-05-01T12:00:30"},
 		{"NOW-2days", "2024-04-29T12:00:00"}, {"now-1week", "2024-04-24T12:00:00"}, {"now-90minutes", "2024-05-01T10:30:00"},
 		{"today", "2024-05-01T00:00:00"}, {"midnight", "2024-05-01T00:00:00"}, {"noon", "2024-05-01T12:00:00"},
-		{"teatime", "2024-05-01T16:00:00"}, {"fika", "2024-05-01T15:00:00"},
+		{"teatime", "2024-04-30T16:00:00"}, {"fika", "2024-04-30T15:00:00"},
 		{"yesterday", "error"}, {"2024-02-30", "error"}, {"25:00", "error"}, {"now-1fortnight", "error"}, {"", "error"},
 	} {
 		got, err := parseSlurmTime(tc.in, testNow, time.UTC)
@@ -216,6 +238,9 @@ func TestSacctErrors(t *testing.T) {
 		{[]string{"sacct", "-S", "2024-05-02", "-E", "05/01"}, "sacct: error: the end time 2024-05-01T00:00:00 is before the start time 2024-05-02T00:00:00"},
 		{[]string{"sacct", "-o", "jobid,maxrss"}, `sacct: error: invalid field requested: "maxrss" (sacct --helpformat lists the fields)`},
 		{[]string{"sacct", "-j", "x"}, `sacct: error: invalid job id "x"`},
+		{[]string{"sacct", "-j", "_7"}, `sacct: error: invalid job id "_7"`},
+		{[]string{"sacct", "-u", "nosuchuser"}, "sacct: error: Invalid user id: nosuchuser"},
+		{[]string{"sacct", "--uid=bob,nosuchuser"}, "sacct: error: Invalid user id: nosuchuser"},
 		{[]string{"sacct", "7"}, `sacct: error: unexpected argument "7": name jobs with -j`},
 	} {
 		code, stdout, stderr := runOut(t, addr, tc.args...)
@@ -354,5 +379,102 @@ job id=41 array-job=40 array-task=3 name=sweep user=bob part=gpu state=COMPLETED
 `
 	if got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// requeuedJob was requeued twice: attempt 0 ran 11:00-11:20 and failed
+// with its node, attempt 1 ran 11:25-11:47:45 until scontrol requeue, and
+// attempt 2 runs since 11:48 (testNow is 12:00). Job 21 ran 11:30-11:45.
+func requeuedJobs() []*phalanxv1.Job {
+	clock := func(s string) *timestamppb.Timestamp { return at("2024-05-01T" + s) }
+	spec := &phalanxv1.JobSpec{Name: "train", User: "alice", Partition: "gpu"}
+	return []*phalanxv1.Job{{
+		Id: 20, Spec: spec, State: "RUNNING", Attempt: 2, SubmitTime: clock("11:00:00"), StartTime: clock("11:48:00"),
+		Attempts: []*phalanxv1.Attempt{
+			{Attempt: 0, StartTime: clock("11:00:00"), EndTime: clock("11:20:00"), State: "NODE_FAIL"},
+			{Attempt: 1, StartTime: clock("11:25:00"), EndTime: clock("11:47:45"), State: "REQUEUED"},
+			{Attempt: 2, StartTime: clock("11:48:00")},
+		},
+	}, {
+		Id: 21, Spec: spec, State: "COMPLETED", SubmitTime: clock("11:30:00"), StartTime: clock("11:30:00"), EndTime: clock("11:45:00"),
+		Attempts: []*phalanxv1.Attempt{{Attempt: 0, StartTime: clock("11:30:00"), EndTime: clock("11:45:00"), State: "COMPLETED"}},
+	}}
+}
+
+// Each row, an attempt of a job, is picked by its own state and times, as
+// Slurm picks its records: -s R now is the running attempt alone, -s NF
+// and -s RQ the attempts that ended so, a window the attempts that were in
+// the queue or ran in it.
+func TestSacctPicksRowsByTheirOwnStateAndTimes(t *testing.T) {
+	clock := func(s string) time.Time { return at("2024-05-01T" + s).AsTime() }
+	for _, tc := range []struct {
+		name string
+		sel  SacctSelect
+		want string
+	}{
+		{"everything", SacctSelect{}, "20|0|NODE_FAIL 20|1|REQUEUED 20|2|RUNNING 21|0|COMPLETED"},
+		{"-s R, now", SacctSelect{States: []string{"RUNNING"}, Start: testNow, End: testNow}, "20|2|RUNNING"},
+		{"-s NF,RQ", SacctSelect{States: []string{"NODE_FAIL", "REQUEUED"}, Start: clock("11:00:00"), End: testNow}, "20|0|NODE_FAIL 20|1|REQUEUED"},
+		{"-s CD", SacctSelect{States: []string{"COMPLETED"}, Start: clock("11:00:00"), End: testNow}, "21|0|COMPLETED"},
+		{"-s NF, ended before the window", SacctSelect{States: []string{"NODE_FAIL"}, Start: clock("11:21:00"), End: testNow}, ""},
+		{"-s R, when attempt 0 ran", SacctSelect{States: []string{"RUNNING"}, Start: clock("11:10:00"), End: clock("11:15:00")}, "20|0|NODE_FAIL"},
+		{"-s PD, between attempts 0 and 1", SacctSelect{States: []string{"PENDING"}, Start: clock("11:21:00"), End: clock("11:24:00")}, "20|1|REQUEUED"},
+		{"-S 11:47 -E 11:47:30", SacctSelect{Start: clock("11:47:00"), End: clock("11:47:30")}, "20|1|REQUEUED"},
+		{"-S 11:47:50 -E 11:47:55", SacctSelect{Start: clock("11:47:50"), End: clock("11:47:55")}, "20|2|RUNNING"},
+		{"-S 11:46", SacctSelect{Start: clock("11:46:00"), End: testNow}, "20|1|REQUEUED 20|2|RUNNING"},
+	} {
+		got, err := FormatSacct(requeuedJobs(), SacctView{Format: "JobID,Restarts,State", Parsable: true, NoHeader: true, Now: testNow, Select: tc.sel})
+		if got = strings.TrimSpace(strings.ReplaceAll(got, "\n", " ")); err != nil || got != tc.want {
+			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+// sacct -j ARRAYID_TASKID prints that task; -j ARRAYID every task.
+func TestSacctJobsByArrayTask(t *testing.T) {
+	task := func(id uint64, idx int32) *phalanxv1.Job {
+		return &phalanxv1.Job{Id: id, State: "COMPLETED", SubmitTime: at("2024-05-01T11:00:00"), ArrayTask: &phalanxv1.ArrayTask{ArrayJobId: 9, TaskId: idx},
+			Spec: &phalanxv1.JobSpec{Name: "sweep", User: "alice"}}
+	}
+	// The fake answers every job whatever the IDs asked, as the controller
+	// answers every task of array 9 for -j 9.
+	addr := serveFake(t, &pagedFake{jobs: []*phalanxv1.Job{task(9, 1), task(10, 3), task(11, 7), {Id: 12, State: "PENDING", Spec: &phalanxv1.JobSpec{User: "alice"}}}})
+	for args, want := range map[string]string{
+		"9_7":     "9_7\n",
+		"9_1,9_7": "9_1\n9_7\n",
+		"9":       "9_1\n9_3\n9_7\n",
+		"9_3,12":  "9_3\n12\n",
+		"9_[1-3]": "9_1\n9_3\n",
+		"9_4":     "",
+	} {
+		code, stdout, stderr := runOut(t, addr, "sacct", "-j", args, "-n", "-P", "-o", "JobID")
+		if code != 0 || stdout != want {
+			t.Errorf("sacct -j %s: code %d, stdout %q, stderr %q; want %q", args, code, stdout, stderr, want)
+		}
+	}
+}
+
+// -u takes names the system knows, and UIDs: a known one stands for its
+// user's name, an unknown one for itself.
+func TestSacctUsers(t *testing.T) {
+	lookupUserID = func(uid string) (*user.User, error) {
+		if uid == "1001" {
+			return &user.User{Username: "bob", Uid: uid}, nil
+		}
+		return nil, user.UnknownUserIdError(0)
+	}
+	t.Cleanup(func() { lookupUserID = user.LookupId })
+	sys, _, _ := testSystem(t, "127.0.0.1:1")
+	for args, want := range map[string][]string{
+		"alice,1001": {"alice", "bob"},
+		"4242":       {"4242"},
+	} {
+		q, err := parseSacct([]string{"-u", args}, "")
+		if err == nil {
+			err = q.checkUsers(sys.LookupUser)
+		}
+		if err != nil || !slices.Equal(q.req.Users, want) {
+			t.Errorf("-u %s: users %q, %v; want %q", args, q.req.GetUsers(), err, want)
+		}
 	}
 }

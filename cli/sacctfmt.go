@@ -2,13 +2,16 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
 // SacctDefaultFormat is sacct's default --format.
@@ -17,7 +20,8 @@ const SacctDefaultFormat = "JobID,JobName,Partition,Account,AllocCPUS,State,Exit
 // SacctView says how sacct prints: the --format fields (empty:
 // SacctDefaultFormat), the header, parsable output (fields separated by
 // Delimiter, default |, and ended by one when Trailing), the time running
-// jobs' elapsed times run to and the zone of dates.
+// jobs' elapsed times run to, the zone of dates, and which rows (zero:
+// every one).
 type SacctView struct {
 	Format             string
 	NoHeader           bool
@@ -25,6 +29,7 @@ type SacctView struct {
 	Delimiter          string
 	Now                time.Time
 	Loc                *time.Location
+	Select             SacctSelect
 }
 
 // sacctField is a --format field: Slurm's name and default width
@@ -168,15 +173,14 @@ func FormatSacct(jobs []*phalanxv1.Job, v SacctView) (string, error) {
 			b.WriteByte('\n')
 		}
 	}
-	for _, j := range attemptRows(jobs) {
-		v.line(&b, cols, func(c sacctColumn) (string, byte) { return c.f.value(j, &v), c.f.cut })
+	for _, r := range attemptRows(jobs) {
+		if v.Select.keeps(r) {
+			v.line(&b, cols, func(c sacctColumn) (string, byte) { return c.f.value(r.Job, &v), c.f.cut })
+		}
 	}
 	return b.String(), nil
 }
 
-// attemptRows gives a job that was restarted or requeued one row per
-// attempt, oldest first: each earlier attempt as it ended (its state,
-// reason, times and nodes), then the job as it stands.
 // exitCode prints an exit status as Slurm does, code:signal, where a
 // process killed by a signal exited with no code of its own: 0:9, where a
 // shell reports 137.
@@ -187,9 +191,22 @@ func exitCode(code, signal int32) string {
 	return fmt.Sprintf("%d:%d", code, signal)
 }
 
-func attemptRows(jobs []*phalanxv1.Job) []*phalanxv1.Job {
-	var out []*phalanxv1.Job
+// sacctRow is one row of sacct: a job as it stands, or one of its earlier
+// attempts as it ended, with when it became eligible: the job's submit
+// time for its first attempt, the end of the attempt before for a later
+// one (Slurm's record of a requeued job starts then).
+type sacctRow struct {
+	*phalanxv1.Job
+	eligible time.Time
+}
+
+// attemptRows gives a job that was restarted or requeued one row per
+// attempt, oldest first: each earlier attempt as it ended (its state,
+// reason, times and nodes), then the job as it stands.
+func attemptRows(jobs []*phalanxv1.Job) []sacctRow {
+	var out []sacctRow
 	for _, j := range jobs {
+		eligible, _ := tsTime(j.SubmitTime)
 		for _, a := range j.Attempts {
 			if a.Attempt >= j.Attempt || a.State == "" {
 				continue // the current attempt is the job's own row
@@ -198,11 +215,70 @@ func attemptRows(jobs []*phalanxv1.Job) []*phalanxv1.Job {
 			row.Attempt, row.State, row.Reason = a.Attempt, a.State, a.Reason
 			row.StartTime, row.EndTime, row.Alloc = a.StartTime, a.EndTime, a.Alloc
 			row.ExitCode, row.ExitSignal = a.ExitCode, a.ExitSignal
-			out = append(out, row)
+			out = append(out, sacctRow{row, eligible})
+			if end, ok := tsTime(a.EndTime); ok {
+				eligible = end
+			}
 		}
-		out = append(out, j)
+		out = append(out, sacctRow{j, eligible})
 	}
 	return out
+}
+
+// SacctSelect picks sacct's rows as Slurm picks its records, each row (an
+// attempt of a job) by its own state and times. With a window (End set;
+// Start zero: from the beginning), a row is kept when, with no States, it
+// was in the queue or ran in the window (eligible by its end, not ended
+// before its start); with States, when it was in one of them during the
+// window: PENDING, waiting at some point in it; RUNNING, holding its
+// resources at some point in it; an end state, reached in it; CONFIGURING
+// or COMPLETING, its state now.
+type SacctSelect struct {
+	States     []string
+	Start, End time.Time
+}
+
+// keeps reports whether the row is selected.
+func (s SacctSelect) keeps(r sacctRow) bool {
+	switch {
+	case s.End.IsZero(): // no window
+		return len(s.States) == 0 || slices.Contains(s.States, r.State)
+	case len(s.States) == 0:
+		end, _ := tsTime(r.EndTime)
+		return s.meets(r.eligible, end)
+	}
+	return slices.ContainsFunc(s.States, func(st string) bool { return s.was(r, st) })
+}
+
+// was reports whether row r was in state st during the window.
+func (s SacctSelect) was(r sacctRow, st string) bool {
+	start, started := tsTime(r.StartTime)
+	end, ended := tsTime(r.EndTime)
+	switch st {
+	case string(cluster.JobPending): // from eligible to its start, or its end
+		if started {
+			return s.meets(r.eligible, start)
+		}
+		return s.meets(r.eligible, end)
+	case string(cluster.JobRunning):
+		return started && s.meets(start, end)
+	case string(cluster.JobConfiguring), string(cluster.JobCompleting):
+		return r.State == st && s.meets(r.eligible, end)
+	}
+	return r.State == st && ended && !end.Before(s.Start) && !end.After(s.End)
+}
+
+// meets reports whether from..to (to zero: not ended) meets the window.
+func (s SacctSelect) meets(from, to time.Time) bool {
+	return !from.After(s.End) && (to.IsZero() || !to.Before(s.Start))
+}
+
+// tsTime is a wire time, and whether it is set.
+func tsTime(ts *timestamppb.Timestamp) (time.Time, bool) {
+	if ts == nil || ts.AsTime().IsZero() {
+		return time.Time{}, false
+	}
+	return ts.AsTime(), true
 }
 
 // allocGPUs is how many GPUs the job (or attempt) holds.

@@ -198,7 +198,7 @@ func (k *commands) submitEnv() (sbatch.Env, error) {
 		ReadFile:      k.sys.ReadFile,
 		MaxScriptSize: limit,
 		ParseTime: func(s string) (time.Time, error) {
-			return parseSlurmTime(s, k.sys.Now(), time.Local)
+			return parseBeginTime(s, k.sys.Now(), time.Local)
 		},
 		ReadStdin: func() ([]byte, error) {
 			if k.sys.Stdin == nil {

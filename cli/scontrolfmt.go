@@ -39,16 +39,11 @@ func eligible(j *phalanxv1.Job) *timestamppb.Timestamp {
 
 // dependency is the Dependency field as Slurm prints it: (null) once there
 // is none to wait for (never given, satisfied, or the job has left the
-// queue), else the conditions with (unfulfilled) or (failed).
+// queue), else what the controller shows of a pending job's: each condition
+// left with its state, (unfulfilled) or (failed).
 func dependency(j *phalanxv1.Job) string {
-	d := j.GetSpec().GetDependency()
-	switch {
-	case d == "" || j.State != "PENDING":
-		return "(null)"
-	case j.Reason == cluster.ReasonDependency:
-		return d + "(unfulfilled)"
-	case j.Reason == cluster.ReasonDependencyNever:
-		return d + "(failed)"
+	if d := j.GetSpec().GetDependency(); d != "" && j.State == string(cluster.JobPending) {
+		return d // the controller's, in Slurm's form: what is left, each with its state
 	}
 	return "(null)"
 }

@@ -35,23 +35,58 @@ var nowTimeRe = sync.OnceValue(func() *regexp.Regexp {
 
 var (
 	timeUnits  = map[string]time.Duration{"": time.Second, "second": time.Second, "minute": time.Minute, "hour": time.Hour, "day": 24 * time.Hour, "week": 7 * 24 * time.Hour}
-	namedTimes = map[string]int{"today": 0, "midnight": 0, "elevenses": 11, "noon": 12, "fika": 15, "teatime": 16}
+	namedTimes = map[string]int{"midnight": 0, "elevenses": 11, "noon": 12, "fika": 15, "teatime": 16}
+	namedDays  = map[string]int{"today": 0, "tomorrow": 1}
 )
 
 // errSlurmTime says what a time may look like.
-var errSlurmTime = errors.New("use YYYY-MM-DD[THH:MM[:SS]], MM/DD[/YY][-HH:MM[:SS]], MMDD[YY][-HH:MM[:SS]], HH:MM[:SS][AM|PM], today, midnight, noon or now[-COUNT{seconds|minutes|hours|days|weeks}]")
+var errSlurmTime = errors.New("use YYYY-MM-DD[THH:MM[:SS]], MM/DD[/YY][-HH:MM[:SS]], MMDD[YY][-HH:MM[:SS]], HH:MM[:SS][AM|PM], today, tomorrow, midnight, noon, fika, teatime or now[{+|-}COUNT{seconds|minutes|hours|days|weeks}]")
 
-// parseSlurmTime reads a time as Slurm's commands take it, in loc; a day
-// without a year is in now's year, a time of day without a day is today.
+// parseSlurmTime reads a time that looks back (sacct -S/-E, events
+// --since), as Slurm's parse_time with past set: a time of day without a
+// day (HH:MM, noon, midnight) is its last occurrence, today's or, when
+// that is still to come, yesterday's.
 func parseSlurmTime(s string, now time.Time, loc *time.Location) (time.Time, error) {
+	return parseTimeToward(s, now, loc, -1)
+}
+
+// parseBeginTime reads a time that looks ahead (sbatch --begin,
+// --deadline), as Slurm's parse_time: a time of day without a day is its
+// next occurrence, today's or, when that has passed, tomorrow's.
+func parseBeginTime(s string, now time.Time, loc *time.Location) (time.Time, error) {
+	return parseTimeToward(s, now, loc, +1)
+}
+
+// parseTimeToward reads a time as Slurm's commands take it, in loc; a day
+// without a year is in now's year; a time of day without a day is moved a
+// day toward dir (-1 back, +1 ahead) when today's is on the wrong side of
+// now.
+func parseTimeToward(s string, now time.Time, loc *time.Location, dir int) (time.Time, error) {
+	t, timeOnly, err := parseTime(s, now, loc)
+	switch {
+	case err != nil || !timeOnly:
+	case dir < 0 && t.After(now):
+		t = t.AddDate(0, 0, -1)
+	case dir > 0 && !t.After(now):
+		t = t.AddDate(0, 0, 1)
+	}
+	return t, err
+}
+
+// parseTime reads a time; timeOnly says it named a time of day alone.
+func parseTime(s string, now time.Time, loc *time.Location) (t time.Time, timeOnly bool, err error) {
 	low := strings.ToLower(strings.TrimSpace(s))
 	now = now.In(loc)
 	y, mo, d := now.Date()
 	if h, ok := namedTimes[low]; ok {
-		return time.Date(y, mo, d, h, 0, 0, 0, loc), nil
+		return time.Date(y, mo, d, h, 0, 0, 0, loc), true, nil
+	}
+	if days, ok := namedDays[low]; ok {
+		return time.Date(y, mo, d+days, 0, 0, 0, 0, loc), false, nil
 	}
 	if m := nowTimeRe().FindStringSubmatch(low); m != nil {
-		return nowPlus(s, now, m[1], m[2], timeUnits[strings.TrimSuffix(m[3], "s")])
+		t, err := nowPlus(s, now, m[1], m[2], timeUnits[strings.TrimSuffix(m[3], "s")])
+		return t, false, err
 	}
 	for _, f := range slurmTimeForms() {
 		if m := f.re.FindStringSubmatch(low); m != nil {
@@ -61,10 +96,11 @@ func parseSlurmTime(s string, now time.Time, loc *time.Location) (time.Time, err
 					v[i], _ = strconv.Atoi(m[g])
 				}
 			}
-			return slurmDate(s, v, m[len(m)-1], loc)
+			t, err := slurmDate(s, v, m[len(m)-1], loc)
+			return t, f.group[2] == 0, err // no day group: a time of day alone
 		}
 	}
-	return time.Time{}, fmt.Errorf("invalid time %q: %w", s, errSlurmTime)
+	return time.Time{}, false, fmt.Errorf("invalid time %q: %w", s, errSlurmTime)
 }
 
 // nowPlus is now moved by count units forward (sign "+") or back; a move

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,15 +25,19 @@ import (
 //	                              runs, nor waits with a lower ID
 //
 // Conditions are joined by "," (all must hold) or "?" (one is enough), not
-// both. A condition that can no longer hold (afterok on a job that failed)
-// makes the dependency never satisfied when all were needed, or when it
-// was the last of the "?" ones. A condition on a job array's ID (its first
-// task's) is on all its tasks, as in Slurm: afterok holds once every task
+// both; the separator decides for every condition, those that share a type
+// (afterok:1:2?afterany:3: any of the three) included. A condition that can
+// no longer hold (afterok on a job that failed) makes the dependency never
+// satisfied when all were needed, or when no "?" one is left to hold. The
+// job then waits with reason DependencyNeverSatisfied, or is cancelled
+// when it asked for that (--kill-on-invalid-dep=yes). A job no longer
+// known (purged from the history) satisfies its conditions, as in Slurm.
+//
+// A job is named by its ID; a task of a job array by ARRAYID_TASKID, which
+// the controller resolves to the task's own job ID before it stores the
+// dependency (ResolveTask); the array's ID (its first task's), or
+// ARRAYID_*, is all its tasks, as in Slurm: afterok holds once every task
 // completed, afternotok once every task ended and one did not complete.
-// The job then waits with reason
-// DependencyNeverSatisfied, or is cancelled when it asked for that
-// (--kill-on-invalid-dep=yes). A job no longer known (purged from the
-// history) satisfies its conditions, as in Slurm.
 
 // DepType is the kind of one dependency condition.
 type DepType uint8
@@ -60,11 +65,22 @@ func (t DepType) String() string {
 }
 
 // DepCond is one condition: on Job (none for singleton), Delay after it
-// started (after only).
+// started (after only). OnTask says that the condition names task Task of
+// the array whose ID is Job (ARRAYID_TASKID): set by ParseDependency, it
+// lasts until the controller resolves the task to its own job ID
+// (ResolveTask), which is all that is stored.
 type DepCond struct {
-	Type  DepType
-	Job   JobID
-	Delay time.Duration
+	Type   DepType
+	Job    JobID
+	Delay  time.Duration
+	OnTask bool
+	Task   int
+}
+
+// ResolveTask makes a condition on a task of an array one on the task's
+// own job, id.
+func (c *DepCond) ResolveTask(id JobID) {
+	c.Job, c.OnTask, c.Task = id, false, 0
 }
 
 // Dependency is a job's --dependency: its conditions, all needed unless
@@ -77,7 +93,8 @@ type Dependency struct {
 // IsZero reports whether there is no dependency.
 func (d Dependency) IsZero() bool { return len(d.Conds) == 0 }
 
-// Jobs lists the jobs the conditions name, once each, ascending.
+// Jobs lists the jobs the conditions name, once each, ascending (for a
+// task of an array not yet resolved, the array's ID).
 func (d Dependency) Jobs() []JobID {
 	var ids []JobID
 	for _, c := range d.Conds {
@@ -122,6 +139,9 @@ func ParseDependency(s string) (Dependency, error) {
 // parseDepPart reads one TYPE:ID[+MIN][:ID[+MIN]...], or singleton.
 func parseDepPart(part string) ([]DepCond, error) {
 	name, ids, hasIDs := strings.Cut(strings.TrimSpace(part), ":")
+	if !hasIDs {
+		name = cutDepState(name) // singleton(unfulfilled), as Slurm shows it
+	}
 	var typ DepType
 	for t, n := range depTypeNames {
 		if n == name {
@@ -142,29 +162,61 @@ func parseDepPart(part string) ([]DepCond, error) {
 	}
 	var out []DepCond
 	for _, f := range strings.Split(ids, ":") {
-		idText, delay, hasDelay := strings.Cut(f, "+")
-		id, err := strconv.ParseUint(idText, 10, 64)
-		if err != nil || id == 0 {
-			return nil, Errorf(ErrInvalid, "%q is not a job ID", idText)
-		}
-		c := DepCond{Type: typ, Job: JobID(id)}
-		if hasDelay {
-			if typ != DepAfter {
-				return nil, Errorf(ErrInvalid, "+%s: only after takes a delay (after:ID+MINUTES)", delay)
-			}
-			m, err := strconv.ParseUint(delay, 10, 32)
-			if err != nil {
-				return nil, Errorf(ErrInvalid, "+%s: give the delay in whole minutes", delay)
-			}
-			c.Delay = time.Duration(m) * time.Minute
+		c, err := parseDepJob(typ, f)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, c)
 	}
 	return out, nil
 }
 
-// String writes the dependency in Slurm's syntax, conditions of one type
-// on consecutive jobs grouped as sbatch takes them.
+// parseDepJob reads one job of a condition of type typ: ID, ARRAYID_TASKID
+// or ARRAYID_* (the whole array, as ID alone), then +MIN for after, then
+// the state Slurm shows, (unfulfilled) or (failed), which is ignored: the
+// controller evaluates every condition again.
+func parseDepJob(typ DepType, f string) (DepCond, error) {
+	ref, delay, hasDelay := strings.Cut(cutDepState(f), "+")
+	idText, task, hasTask := strings.Cut(ref, "_")
+	id, err := strconv.ParseUint(idText, 10, 64)
+	if err != nil || id == 0 {
+		return DepCond{}, Errorf(ErrInvalid, "%q is not a job ID: give ID, or ARRAYID_TASKID for a task of an array", ref)
+	}
+	c := DepCond{Type: typ, Job: JobID(id)}
+	if hasTask && task != "*" {
+		n, err := strconv.ParseUint(task, 10, 31)
+		if err != nil {
+			return DepCond{}, Errorf(ErrInvalid, "%q is not a task of a job array: give ARRAYID_TASKID, or ARRAYID_* for all its tasks", ref)
+		}
+		c.OnTask, c.Task = true, int(n)
+	}
+	if hasDelay {
+		if typ != DepAfter {
+			return DepCond{}, Errorf(ErrInvalid, "+%s: only after takes a delay (after:ID+MINUTES)", delay)
+		}
+		m, err := strconv.ParseUint(delay, 10, 32)
+		if err != nil {
+			return DepCond{}, Errorf(ErrInvalid, "+%s: give the delay in whole minutes", delay)
+		}
+		c.Delay = time.Duration(m) * time.Minute
+	}
+	return c, nil
+}
+
+// cutDepState removes the state Slurm shows after a condition, if any.
+func cutDepState(s string) string {
+	for _, st := range []string{"(unfulfilled)", "(failed)", "(fulfilled)"} {
+		if t, ok := strings.CutSuffix(s, st); ok {
+			return t
+		}
+	}
+	return s
+}
+
+// String writes the dependency in Slurm's syntax. When all conditions are
+// needed, those of one type on consecutive jobs are grouped as sbatch
+// takes them (afterok:12:13); "?" is written between every two, since a
+// dependency of one group would lose its "?" and need them all.
 func (d Dependency) String() string {
 	sep := ","
 	if d.Any {
@@ -173,7 +225,7 @@ func (d Dependency) String() string {
 	var b strings.Builder
 	for i, c := range d.Conds {
 		switch {
-		case i > 0 && c.Type == d.Conds[i-1].Type && c.Type != DepSingleton:
+		case i > 0 && !d.Any && c.Type == d.Conds[i-1].Type && c.Type != DepSingleton:
 			b.WriteByte(':')
 		case i > 0:
 			b.WriteString(sep)
@@ -184,15 +236,73 @@ func (d Dependency) String() string {
 				b.WriteByte(':')
 			}
 		}
-		if c.Type == DepSingleton {
-			continue
-		}
-		b.WriteString(strconv.FormatUint(uint64(c.Job), 10))
-		if c.Delay > 0 {
-			b.WriteString("+" + strconv.FormatInt(int64(c.Delay/time.Minute), 10))
+		if c.Type != DepSingleton {
+			b.WriteString(c.ref() + c.delay())
 		}
 	}
 	return b.String()
+}
+
+// ref is the condition's job as given: ID, or ARRAYID_TASKID.
+func (c DepCond) ref() string {
+	id := strconv.FormatUint(uint64(c.Job), 10)
+	if c.OnTask {
+		return id + "_" + strconv.Itoa(c.Task)
+	}
+	return id
+}
+
+// delay is after's +MIN, or "".
+func (c DepCond) delay() string {
+	if c.Delay <= 0 {
+		return ""
+	}
+	return "+" + strconv.FormatInt(int64(c.Delay/time.Minute), 10)
+}
+
+// depStateNames are the states Slurm shows after a condition.
+var depStateNames = map[DepStatus]string{DepWaiting: "(unfulfilled)", DepNever: "(failed)"}
+
+// Show writes the dependency as Slurm shows it on a pending job (scontrol
+// show job, squeue %E): each condition not yet fulfilled followed by its
+// state, (unfulfilled) or (failed), joined by "," or "?", as in
+//
+//	afterany:30(unfulfilled),afterany:31(unfulfilled)
+//	afterok:31(failed)?afterok:84_*(unfulfilled)
+//
+// where a condition on a whole array names it ARRAYID_*, one on a task
+// ARRAYID_TASKID. Once the dependency is satisfied it is "": Slurm forgets
+// it then.
+func (d Dependency) Show(j *Job, v DepView, now time.Time) string {
+	if d.Eval(j, v, now) == DepSatisfied {
+		return ""
+	}
+	sep := ","
+	if d.Any {
+		sep = "?"
+	}
+	var parts []string
+	for _, c := range d.Conds {
+		if st := evalCond(c, j, v, now); st != DepSatisfied {
+			parts = append(parts, c.shown(v)+depStateNames[st])
+		}
+	}
+	return strings.Join(parts, sep)
+}
+
+// shown is the condition as Show writes it, without its state.
+func (c DepCond) shown(v DepView) string {
+	if c.Type == DepSingleton {
+		return c.Type.String()
+	}
+	ref := c.ref()
+	if o, ok := v.Job(c.Job); ok && o.Array != nil && !c.OnTask {
+		ref = fmt.Sprintf("%d_%d", o.Array.JobID, o.Array.TaskID)
+		if o.Array.JobID == o.ID {
+			ref = fmt.Sprintf("%d_*", o.ID)
+		}
+	}
+	return c.Type.String() + ":" + ref + c.delay()
 }
 
 // DepStatus is where a dependency stands.

@@ -231,8 +231,9 @@ func (s *Server) jobView(j *cluster.Job, addrs map[string]string) *phalanxv1.Job
 }
 
 // addPending gives the pending jobs among jobs the leader's reason and
-// expected start.
+// expected start, and their dependency as Slurm shows it (gate.go).
 func (s *Server) addPending(jobs []*phalanxv1.Job) {
+	s.showDependencies(jobs)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, j := range jobs {

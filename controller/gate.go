@@ -3,8 +3,10 @@ package controller
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/controller/fsm"
 	"github.com/phalanx-hpc/phalanx/scheduler"
@@ -20,53 +22,74 @@ import (
 // rules read other jobs, finished ones included, which only the store
 // holds.
 
-// checkDependency refuses a submit whose dependency names a job the
-// cluster does not know, as Slurm does ("Job dependency problem").
+// checkDependency makes a submitted dependency the controller's, as
+// Slurm's does: a task named ARRAYID_TASKID becomes a condition on the
+// task's own job, and a job the cluster does not know is refused ("Job
+// dependency problem"), as is one on the job itself.
 func (s *Server) checkDependency(j *cluster.Job) error {
+	conds := slices.Clone(j.Dependency.Conds)
+	for i := range conds {
+		if err := s.resolveTask(&conds[i], j.Dependency); err != nil {
+			return err
+		}
+	}
+	j.Dependency.Conds = conds
 	for _, id := range j.Dependency.Jobs() {
 		if _, err := s.store.JobRecord(id); errors.Is(err, cluster.ErrNotFound) {
 			return cluster.Errorf(cluster.ErrInvalid, "Job dependency problem: job %d does not exist (--dependency=%s)", id, j.Dependency)
 		} else if err != nil {
 			return err
 		}
+		if id == j.ID {
+			return cluster.Errorf(cluster.ErrInvalid, "Job dependency problem: job %d cannot depend on itself", id)
+		}
 	}
 	return nil
 }
 
-// pendingGate is one pass's verdict on the pending jobs it holds back.
-type pendingGate struct {
-	view    cluster.DepView
-	waiting map[cluster.JobID]scheduler.PendingInfo
-	kill    []cluster.JobID // never satisfied, and asked to be cancelled then
-	missed  []cluster.JobID // could no longer end before their --deadline
+// resolveTask turns a condition on ARRAYID_TASKID into one on the task's
+// own job. The array's first task has the array's ID, which stands for
+// the whole array in a stored dependency: a condition on that task alone
+// is refused rather than read as one on every task.
+func (s *Server) resolveTask(c *cluster.DepCond, d cluster.Dependency) error {
+	if !c.OnTask {
+		return nil
+	}
+	base, err := s.store.JobRecord(c.Job)
+	switch {
+	case errors.Is(err, cluster.ErrNotFound):
+		return cluster.Errorf(cluster.ErrInvalid, "Job dependency problem: job %d_%d does not exist (--dependency=%s)", c.Job, c.Task, d)
+	case err != nil:
+		return err
+	case base.Array == nil || base.Array.JobID != base.ID:
+		return cluster.Errorf(cluster.ErrInvalid, "Job dependency problem: job %d is not a job array, so %d_%d does not exist (--dependency=%s)", c.Job, c.Job, c.Task, d)
+	}
+	for id := base.ID; id < base.ID+cluster.JobID(base.Array.Count); id++ {
+		t, err := s.store.JobRecord(id)
+		if err != nil || t.Array == nil || t.Array.JobID != base.ID || t.Array.TaskID != c.Task {
+			continue
+		}
+		if id == base.ID {
+			return cluster.Errorf(cluster.ErrInvalid, "Job dependency problem: %s:%d_%d names the first task of array %d, whose ID stands for the whole array; a condition on that task alone is not supported: use %s:%d (every task)",
+				c.Type, c.Job, c.Task, base.ID, c.Type, base.ID)
+		}
+		c.ResolveTask(id)
+		return nil
+	}
+	return cluster.Errorf(cluster.ErrInvalid, "Job dependency problem: job %d_%d does not exist: array %d has no task %d (--dependency=%s)", c.Job, c.Task, c.Job, c.Task, d)
 }
 
-// gatePending returns the jobs the scheduler may consider (every live
-// job, and the pending ones not held whose dependency holds) and the
-// pending jobs it holds back, with why: held (cluster/hold.go), before
-// their --begin time, waiting on their dependency, or on their array's
-// throttle (the lowest task IDs go first).
-func (s *Server) gatePending(jobs []*cluster.Job, now time.Time) ([]*cluster.Job, *pendingGate) {
-	g := &pendingGate{waiting: map[cluster.JobID]scheduler.PendingInfo{}}
-	var singles map[string][]*cluster.Job // by user and name; built when needed
-	g.view = cluster.DepView{
+// depView is what evaluating dependencies reads of the store: any job by
+// ID, an array's tasks, and, built on first use, the active jobs by user
+// and name for singleton.
+func (s *Server) depView() cluster.DepView {
+	var singles map[string][]*cluster.Job
+	return cluster.DepView{
 		Job: func(id cluster.JobID) (*cluster.Job, bool) {
 			j, err := s.store.JobRecord(id)
 			return j, err == nil
 		},
-		ArrayTasks: func(id cluster.JobID) []*cluster.Job {
-			base, err := s.store.JobRecord(id)
-			if err != nil || base.Array == nil || base.Array.JobID != id {
-				return nil
-			}
-			tasks := make([]*cluster.Job, 0, base.Array.Count)
-			for t := id; t < id+cluster.JobID(base.Array.Count); t++ {
-				if j, err := s.store.JobRecord(t); err == nil && j.Array != nil && j.Array.JobID == id {
-					tasks = append(tasks, j)
-				}
-			}
-			return tasks
-		},
+		ArrayTasks: s.arrayTaskRecords,
 		Singleton: func(j *cluster.Job) bool {
 			if singles == nil {
 				singles = map[string][]*cluster.Job{}
@@ -83,6 +106,58 @@ func (s *Server) gatePending(jobs []*cluster.Job, now time.Time) ([]*cluster.Job
 			return false
 		},
 	}
+}
+
+// arrayTaskRecords returns the tasks of the job array whose ID is id,
+// active or finished; nil when id is not an array's.
+func (s *Server) arrayTaskRecords(id cluster.JobID) []*cluster.Job {
+	base, err := s.store.JobRecord(id)
+	if err != nil || base.Array == nil || base.Array.JobID != id {
+		return nil
+	}
+	tasks := make([]*cluster.Job, 0, base.Array.Count)
+	for t := id; t < id+cluster.JobID(base.Array.Count); t++ {
+		if j, err := s.store.JobRecord(t); err == nil && j.Array != nil && j.Array.JobID == id {
+			tasks = append(tasks, j)
+		}
+	}
+	return tasks
+}
+
+// showDependencies writes the dependency of each pending job among jobs
+// as Slurm shows it (cluster.Dependency.Show): what is left of it, each
+// condition with its state, whether the job waits on it or is held; ""
+// once it is satisfied. Slurm's dependency string is that display, and
+// scontrol and squeue print it as it is.
+func (s *Server) showDependencies(jobs []*phalanxv1.Job) {
+	v, now := s.depView(), s.cfg.Clock.Now()
+	for _, w := range jobs {
+		if w.State != string(cluster.JobPending) || w.GetSpec().GetDependency() == "" {
+			continue
+		}
+		j, err := s.store.JobRecord(cluster.JobID(w.Id))
+		if err != nil {
+			continue
+		}
+		w.Spec.Dependency = j.Dependency.Show(j, v, now)
+	}
+}
+
+// pendingGate is one pass's verdict on the pending jobs it holds back.
+type pendingGate struct {
+	view    cluster.DepView
+	waiting map[cluster.JobID]scheduler.PendingInfo
+	kill    []cluster.JobID // never satisfied, and asked to be cancelled then
+	missed  []cluster.JobID // could no longer end before their --deadline
+}
+
+// gatePending returns the jobs the scheduler may consider (every live
+// job, and the pending ones not held whose dependency holds) and the
+// pending jobs it holds back, with why: held (cluster/hold.go), before
+// their --begin time, waiting on their dependency, or on their array's
+// throttle (the lowest task IDs go first).
+func (s *Server) gatePending(jobs []*cluster.Job, now time.Time) ([]*cluster.Job, *pendingGate) {
+	g := &pendingGate{view: s.depView(), waiting: map[cluster.JobID]scheduler.PendingInfo{}}
 	keep := jobs[:0:0]
 	var room map[cluster.JobID]int // by array: how many more of its tasks may start; built when needed
 	for _, j := range jobs {

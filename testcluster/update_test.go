@@ -168,7 +168,7 @@ func TestUpdatePendingJobsRequest(t *testing.T) {
 	}
 	wantPending("Dependency")
 	j, _ := c.Client.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: pending})
-	if s := j.GetSpec(); s.GetPriority() != 900 || s.GetNice() != 50 || s.GetDependency() != fmt.Sprintf("afterok:%d", running) {
+	if s := j.GetSpec(); s.GetPriority() != 900 || s.GetNice() != 50 || s.GetDependency() != fmt.Sprintf("afterok:%d(unfulfilled)", running) {
 		t.Errorf("after the updates: priority %d nice %d dependency %q", s.GetPriority(), s.GetNice(), s.GetDependency())
 	}
 	if err := update(asAlice, &phalanxv1.UpdateJobRequest{JobId: pending, Dependency: str("")}); err != nil {

@@ -27,7 +27,7 @@ var Options = []getopt.Option{
 	{Long: "constraint", Short: 'C', HasArg: true, Usage: "node features: FEATURE, a&b (all of them), a|b (any of them), a&b|c (& binds tighter), [a|b] (every node the same one)"},
 	{Long: "cpus-per-task", Short: 'c', HasArg: true, Usage: "CPUs per task (times the tasks per node)"},
 	{Long: "deadline", HasArg: true, Usage: "end the job (DEADLINE) if it could not end by TIME: its start plus its time limit (times as --begin)"},
-	{Long: "dependency", Short: 'd', HasArg: true, Usage: "start after other jobs: after[ok|notok|any]:ID[:ID...], after:ID+MINUTES, singleton; joined by , (all) or ? (any)"},
+	{Long: "dependency", Short: 'd', HasArg: true, Usage: "start after other jobs: after[ok|notok|any]:ID[:ID...], after:ID+MINUTES, singleton; an ID may be ARRAYID_TASKID (a task of an array); joined by , (all) or ? (any)"},
 	{Long: "kill-on-invalid-dep", HasArg: true, Usage: "yes: cancel the job once its dependency can never be satisfied; no (default): it waits, DependencyNeverSatisfied"},
 	{Long: "error", Short: 'e', HasArg: true, Usage: "file for stderr (pattern: %j %x %u %N ...)"},
 	{Long: "exclude", Short: 'x', HasArg: true, Usage: "nodes not to use: a hostlist, e.g. gpu[001-004,010]"},

@@ -1847,7 +1847,9 @@ type JobSpec struct {
 	// (0: the cluster's default; -1: off).
 	HangTimeoutSeconds int64 `protobuf:"varint,38,opt,name=hang_timeout_seconds,json=hangTimeoutSeconds,proto3" json:"hang_timeout_seconds,omitempty"`
 	// sbatch --dependency, in Slurm's syntax (afterok:12:13,singleton ...);
-	// the controller parses it and answers it in its own canonical form.
+	// the controller parses it and answers it in its own canonical form, and
+	// for a pending job as Slurm shows it: each condition still to be met
+	// with its state (afterok:12(unfulfilled),afterok:13(failed)).
 	Dependency string `protobuf:"bytes,39,opt,name=dependency,proto3" json:"dependency,omitempty"`
 	// sbatch --kill-on-invalid-dep=yes: cancel the job once its dependency
 	// can never be satisfied (else it waits, DependencyNeverSatisfied).
