@@ -146,12 +146,9 @@ func jobUpdate(f map[string]string) (*jobChange, error) {
 		req.Name = &name
 	}
 	if tl, ok := f["timelimit"]; ok {
-		d, err := cluster.ParseDuration(tl)
-		if err != nil {
-			return nil, fmt.Errorf("TimeLimit=%s: %w", tl, err)
+		if err := timeLimitField(tl, req); err != nil {
+			return nil, err
 		}
-		secs := int64(d / time.Second)
-		req.TimeLimitSeconds = &secs
 	}
 	if err := jobRequestFields(f, req); err != nil {
 		return nil, err
@@ -160,6 +157,33 @@ func jobUpdate(f map[string]string) (*jobChange, error) {
 		return nil, fmt.Errorf("update JobId=%s: nothing to change: give JobName=, TimeLimit=, Partition=, NumNodes=, Dependency=, Nice=, QOS= or Priority=", f["jobid"])
 	}
 	return &jobChange{refs: refs, req: req}, nil
+}
+
+// timeLimitField reads TimeLimit=: a limit, or +LIMIT / -LIMIT to add to
+// or take from the job's own, as Slurm's scontrol reads it.
+func timeLimitField(tl string, req *phalanxv1.UpdateJobRequest) error {
+	sign := int64(0)
+	switch {
+	case strings.HasPrefix(tl, "+"):
+		sign = 1
+	case strings.HasPrefix(tl, "-"):
+		sign = -1
+	}
+	d, err := cluster.ParseDuration(strings.TrimLeft(tl, "+-"))
+	if err != nil || (sign != 0 && d == 0) {
+		if err == nil {
+			err = fmt.Errorf("a change needs a length, e.g. +30 or -1:00:00")
+		}
+		return fmt.Errorf("TimeLimit=%s: %w", tl, err)
+	}
+	secs := int64(d / time.Second)
+	if sign == 0 {
+		req.TimeLimitSeconds = &secs
+		return nil
+	}
+	secs *= sign
+	req.TimeLimitChangeSeconds = &secs
+	return nil
 }
 
 // jobRequestFields reads the fields of a pending job's request: the

@@ -21,6 +21,14 @@ func TestUpdateArguments(t *testing.T) {
 	if len(job.refs) != 1 || job.refs[0].String() != "42" || job.req.GetName() != "long run" || job.req.GetTimeLimitSeconds() != 86400 {
 		t.Errorf("job update = %v %v", job.refs, job.req)
 	}
+	for arg, want := range map[string]int64{"TimeLimit=+30": 1800, "TimeLimit=-1:00:00": -3600} { // Slurm's changes to a limit
+		if _, job, err := updateRequest([]string{"JobId=7", arg}); err != nil || job.req.TimeLimitSeconds != nil || job.req.GetTimeLimitChangeSeconds() != want {
+			t.Errorf("%s: %v, %v; want a change of %d seconds", arg, job, err, want)
+		}
+	}
+	if _, _, err := updateRequest([]string{"JobId=7", "TimeLimit=+UNLIMITED"}); err == nil {
+		t.Errorf("TimeLimit=+UNLIMITED: accepted")
+	}
 	if _, job, err := updateRequest([]string{"JobId=7", "TimeLimit=UNLIMITED"}); err != nil || job.req.TimeLimitSeconds == nil || *job.req.TimeLimitSeconds != 0 {
 		t.Errorf("TimeLimit=UNLIMITED: %v, %v; want 0 (no limit)", job, err)
 	}

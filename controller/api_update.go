@@ -117,12 +117,16 @@ func (s *Server) updateJob(ctx context.Context, req *phalanxv1.UpdateJobRequest)
 			return cluster.Errorf(cluster.ErrInvalid, "job name %q: give one line of 1 to %d bytes", name, maxJobNameLen)
 		}
 	}
-	if req.TimeLimitSeconds != nil {
+	secs, err := requestedLimit(j, req)
+	if err != nil {
+		return err
+	}
+	if secs != nil {
 		part := j.Partition // the partition the job will be in: checked together
 		if req.Partition != nil {
 			part = *req.Partition
 		}
-		limit, err := s.newTimeLimit(ctx, j, *req.TimeLimitSeconds, part)
+		limit, err := s.newTimeLimit(ctx, j, *secs, part)
 		if err != nil {
 			return err
 		}
@@ -271,6 +275,27 @@ func (s *Server) newHold(ctx context.Context, j *cluster.Job, req phalanxv1.Hold
 		return cluster.HoldNone, nil
 	}
 	return 0, cluster.Errorf(cluster.ErrInvalid, "hold request %v: give hold, uhold or release", req)
+}
+
+// requestedLimit is the limit an update asks for, in seconds: as given, or
+// the job's own moved by a change (TimeLimit=+30); nil: none asked.
+func requestedLimit(j *cluster.Job, req *phalanxv1.UpdateJobRequest) (*int64, error) {
+	if req.TimeLimitChangeSeconds == nil {
+		return req.TimeLimitSeconds, nil
+	}
+	change := *req.TimeLimitChangeSeconds
+	switch {
+	case req.TimeLimitSeconds != nil:
+		return nil, cluster.Errorf(cluster.ErrInvalid, "give a new time limit or a change to it, not both")
+	case j.TimeLimit == 0:
+		return nil, cluster.Errorf(cluster.ErrInvalid, "job %d has no time limit (UNLIMITED): give one, not a change (TimeLimit=+N)", j.ID)
+	}
+	secs := int64(j.TimeLimit/time.Second) + change
+	if secs <= 0 {
+		return nil, cluster.Errorf(cluster.ErrInvalid, "job %d's time limit %s less %s leaves none: give a smaller change",
+			j.ID, cluster.FormatLimit(j.TimeLimit), cluster.FormatLimit(time.Duration(-change)*time.Second))
+	}
+	return &secs, nil
 }
 
 // newTimeLimit checks a new time limit for job j (seconds; 0 lifts it).

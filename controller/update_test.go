@@ -41,6 +41,45 @@ func TestUpdateChecksLimitAndPartitionTogether(t *testing.T) {
 	}
 }
 
+// TimeLimit=+N and -N move the job's own limit, as in Slurm; a job
+// without a limit has none to move.
+func TestUpdateMovesTimeLimit(t *testing.T) {
+	s := newTestServer(t, Config{})
+	register(t, s, nil, "n1")
+	spec := testSpec(1, 8)
+	spec.Hold, spec.TimeLimitSeconds = true, 7200
+	resp, err := s.submit(context.Background(), spec, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.JobId
+	change := func(secs int64) error {
+		return s.updateJob(context.Background(), &phalanxv1.UpdateJobRequest{JobId: id, TimeLimitChangeSeconds: proto.Int64(secs)})
+	}
+	if err := change(-1800); err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := s.store.Job(cluster.JobID(id)); j.TimeLimit != 90*time.Minute {
+		t.Fatalf("2 h less 30 min: %v", j.TimeLimit)
+	}
+	if err := change(-3 * 3600); err == nil || !strings.Contains(err.Error(), "leaves none") {
+		t.Errorf("a change past zero: %v", err)
+	}
+	both := &phalanxv1.UpdateJobRequest{JobId: id, TimeLimitSeconds: proto.Int64(60), TimeLimitChangeSeconds: proto.Int64(60)}
+	if err := s.updateJob(context.Background(), both); err == nil {
+		t.Errorf("a limit and a change at once: accepted")
+	}
+	spec.TimeLimitSeconds = 0
+	resp, err = s.submit(context.Background(), spec, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id = resp.JobId
+	if err := change(600); err == nil || !strings.Contains(err.Error(), "has no time limit") {
+		t.Errorf("a change to no limit: %v", err)
+	}
+}
+
 // A DRAIN or INACTIVE partition takes no new job, by submit or by update,
 // with Slurm's message; a DOWN one does (its jobs wait).
 func TestDrainedPartitionTakesNoNewJobs(t *testing.T) {

@@ -1144,14 +1144,18 @@ type UpdateJobRequest struct {
 	// While the job is pending, as at submit and checked the same way:
 	// partition, node count, dependency (Slurm's syntax; "" removes it),
 	// nice (negative: root only), QoS, and priority (operators only).
-	Partition     *string `protobuf:"bytes,5,opt,name=partition,proto3,oneof" json:"partition,omitempty"`
-	Nodes         *int32  `protobuf:"varint,6,opt,name=nodes,proto3,oneof" json:"nodes,omitempty"`
-	Dependency    *string `protobuf:"bytes,7,opt,name=dependency,proto3,oneof" json:"dependency,omitempty"`
-	Nice          *int32  `protobuf:"varint,8,opt,name=nice,proto3,oneof" json:"nice,omitempty"`
-	Qos           *string `protobuf:"bytes,9,opt,name=qos,proto3,oneof" json:"qos,omitempty"`
-	Priority      *int64  `protobuf:"varint,10,opt,name=priority,proto3,oneof" json:"priority,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Partition  *string `protobuf:"bytes,5,opt,name=partition,proto3,oneof" json:"partition,omitempty"`
+	Nodes      *int32  `protobuf:"varint,6,opt,name=nodes,proto3,oneof" json:"nodes,omitempty"`
+	Dependency *string `protobuf:"bytes,7,opt,name=dependency,proto3,oneof" json:"dependency,omitempty"`
+	Nice       *int32  `protobuf:"varint,8,opt,name=nice,proto3,oneof" json:"nice,omitempty"`
+	Qos        *string `protobuf:"bytes,9,opt,name=qos,proto3,oneof" json:"qos,omitempty"`
+	Priority   *int64  `protobuf:"varint,10,opt,name=priority,proto3,oneof" json:"priority,omitempty"`
+	// time_limit_change_seconds: add to (or, negative, take from) the job's
+	// limit as it is when the update applies (scontrol update TimeLimit=+30);
+	// not with time_limit_seconds, nor on a job without a limit.
+	TimeLimitChangeSeconds *int64 `protobuf:"varint,11,opt,name=time_limit_change_seconds,json=timeLimitChangeSeconds,proto3,oneof" json:"time_limit_change_seconds,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *UpdateJobRequest) Reset() {
@@ -1250,6 +1254,13 @@ func (x *UpdateJobRequest) GetQos() string {
 func (x *UpdateJobRequest) GetPriority() int64 {
 	if x != nil && x.Priority != nil {
 		return *x.Priority
+	}
+	return 0
+}
+
+func (x *UpdateJobRequest) GetTimeLimitChangeSeconds() int64 {
+	if x != nil && x.TimeLimitChangeSeconds != nil {
+		return *x.TimeLimitChangeSeconds
 	}
 	return 0
 }
@@ -6415,7 +6426,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"*\n" +
 	"\x12UpdateNodeResponse\x12\x14\n" +
-	"\x05names\x18\x01 \x03(\tR\x05names\"\xbb\x03\n" +
+	"\x05names\x18\x01 \x03(\tR\x05names\"\x99\x04\n" +
 	"\x10UpdateJobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x88\x01\x01\x121\n" +
@@ -6429,7 +6440,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x04nice\x18\b \x01(\x05H\x05R\x04nice\x88\x01\x01\x12\x15\n" +
 	"\x03qos\x18\t \x01(\tH\x06R\x03qos\x88\x01\x01\x12\x1f\n" +
 	"\bpriority\x18\n" +
-	" \x01(\x03H\aR\bpriority\x88\x01\x01B\a\n" +
+	" \x01(\x03H\aR\bpriority\x88\x01\x01\x12>\n" +
+	"\x19time_limit_change_seconds\x18\v \x01(\x03H\bR\x16timeLimitChangeSeconds\x88\x01\x01B\a\n" +
 	"\x05_nameB\x15\n" +
 	"\x13_time_limit_secondsB\f\n" +
 	"\n" +
@@ -6438,7 +6450,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\v_dependencyB\a\n" +
 	"\x05_niceB\x06\n" +
 	"\x04_qosB\v\n" +
-	"\t_priority\",\n" +
+	"\t_priorityB\x1c\n" +
+	"\x1a_time_limit_change_seconds\",\n" +
 	"\x11RequeueJobRequest\x12\x17\n" +
 	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\"0\n" +
 	"\x12RequeueJobResponse\x12\x1a\n" +
