@@ -154,9 +154,9 @@ func waitCode(j *phalanxv1.Job) int {
 
 // testOnlyLine is the analogue of Slurm's "Job N to start at T using ...".
 func testOnlyLine(spec *phalanxv1.JobSpec, resp *phalanxv1.SubmitJobResponse) string {
-	part := spec.Partition
+	part := resp.GetPartition() // the default one resolved (an older controller sends none)
 	if part == "" {
-		part = "(default)"
+		part = orDefault(spec.Partition, "(default)")
 	}
 	start := "unknown"
 	if resp.ExpectedStart != nil {

@@ -100,7 +100,7 @@ func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly b
 		if err != nil {
 			return nil, err
 		}
-		return &phalanxv1.SubmitJobResponse{ExpectedStart: ts(s.expectedStart(job, full, now))}, nil
+		return &phalanxv1.SubmitJobResponse{ExpectedStart: ts(s.expectedStart(job, full, now)), Partition: job.Partition}, nil
 	}
 	s.mu.Lock()
 	if !s.IsLeader() || s.nextID == 0 {

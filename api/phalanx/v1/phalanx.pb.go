@@ -3278,6 +3278,9 @@ type SubmitJobResponse struct {
 	JobId         uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	ExpectedStart *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=expected_start,json=expectedStart,proto3" json:"expected_start,omitempty"`
 	Warnings      []string               `protobuf:"bytes,3,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	// partition: where the job goes (the default one when it named none);
+	// set for --test-only.
+	Partition     string `protobuf:"bytes,4,opt,name=partition,proto3" json:"partition,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3331,6 +3334,13 @@ func (x *SubmitJobResponse) GetWarnings() []string {
 		return x.Warnings
 	}
 	return nil
+}
+
+func (x *SubmitJobResponse) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
 }
 
 type CancelJobRequest struct {
@@ -6675,11 +6685,12 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x04spec\x18\x01 \x01(\v2\x13.phalanx.v1.JobSpecR\x04spec\x12\x1b\n" +
 	"\ttest_only\x18\x02 \x01(\bR\btestOnly\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x03 \x01(\tR\trequestId\"\x89\x01\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\"\xa7\x01\n" +
 	"\x11SubmitJobResponse\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12A\n" +
 	"\x0eexpected_start\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\rexpectedStart\x12\x1a\n" +
-	"\bwarnings\x18\x03 \x03(\tR\bwarnings\"\xb7\x02\n" +
+	"\bwarnings\x18\x03 \x03(\tR\bwarnings\x12\x1c\n" +
+	"\tpartition\x18\x04 \x01(\tR\tpartition\"\xb7\x02\n" +
 	"\x10CancelJobRequest\x12\x17\n" +
 	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x12\n" +
