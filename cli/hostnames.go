@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"strings"
+	"unicode"
 
 	"github.com/phalanx-hpc/phalanx/topology/hostlist"
 )
@@ -14,13 +16,18 @@ import (
 //	                                 between) as one expression, in order
 //	scontrol show hostlistsorted LIST  the same, sorted
 //
-// so that MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" |
+// A LIST that begins with / is a file of host names (whitespace or commas
+// between), as Slurm's scontrol reads it; so that MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" |
 // head -n1) works in a job script.
 
 // showHostnames prints every host of list, or of the job's node list.
 func (k *commands) showHostnames(list string) error {
 	if list == "" {
 		list = k.sys.Getenv("SLURM_JOB_NODELIST")
+	}
+	list, err := k.hostFile(list)
+	if err != nil {
+		return err
 	}
 	if list == "" {
 		return &rawError{msg: "scontrol: error: no host list: give one (scontrol show hostnames gpu[001-004]), or run inside a job, where SLURM_JOB_NODELIST names its nodes"}
@@ -41,6 +48,10 @@ func (k *commands) showHostlist(list string, sorted bool) error {
 	if list == "" {
 		return &rawError{msg: "scontrol: error: give a host list, e.g. scontrol show hostlist gpu001,gpu002,gpu003"}
 	}
+	list, err := k.hostFile(list)
+	if err != nil {
+		return err
+	}
 	names, err := hostlist.Expand(list)
 	if err != nil {
 		return fmt.Errorf("host list %q: %w", list, err)
@@ -51,4 +62,21 @@ func (k *commands) showHostlist(list string, sorted bool) error {
 		fmt.Fprintln(k.sys.Stdout, hostlist.CompressInOrder(names))
 	}
 	return nil
+}
+
+// hostFile reads a host list given as a file's absolute path (one that
+// begins with /): its names, joined by commas; any other list as it is.
+func (k *commands) hostFile(list string) (string, error) {
+	if !strings.HasPrefix(list, "/") {
+		return list, nil
+	}
+	data, err := k.sys.ReadFile(list)
+	if err != nil {
+		return "", fmt.Errorf("host list file: %w", err)
+	}
+	names := strings.FieldsFunc(string(data), func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
+	if len(names) == 0 {
+		return "", fmt.Errorf("host list file %s names no host", list)
+	}
+	return strings.Join(names, ","), nil
 }

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -9,6 +11,10 @@ import (
 // scontrol show hostnames/hostlist need no controller: the address given
 // here serves nothing.
 func TestScontrolHostLists(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(file, []byte("h3\nh1 h2,h4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args   []string
 		env    string // SLURM_JOB_NODELIST
@@ -22,6 +28,14 @@ func TestScontrolHostLists(t *testing.T) {
 		{[]string{"show", "hostnames", "gpu[3-1]"}, "", 1, "", `host list "gpu[3-1]"`},
 		{[]string{"show", "hostlist", "gpu003,gpu001,gpu002"}, "", 0, "gpu[003,001-002]\n", ""},
 		{[]string{"show", "hostlistsorted", "gpu003,gpu001,gpu002,gpu001"}, "", 0, "gpu[001-003]\n", ""},
+		// As Slurm's scontrol: a prefix names the entity, a path a file of names.
+		{[]string{"show", "hostn", "gpu[1-2]"}, "", 0, "gpu1\ngpu2\n", ""},
+		{[]string{"show", "hostl", "n2,n1"}, "", 0, "n[2,1]\n", ""},
+		{[]string{"show", "hostlists", "n2,n1"}, "", 0, "n[1-2]\n", ""},
+		{[]string{"show", "host", "n1"}, "", 1, "", "invalid entity"},
+		{[]string{"show", "hostlistsorted", file}, "", 0, "h[1-4]\n", ""},
+		{[]string{"show", "hostnames", file}, "", 0, "h3\nh1\nh2\nh4\n", ""},
+		{[]string{"show", "hostlist", file + ".none"}, "", 1, "", "host list file"},
 	} {
 		sys, stdout, stderr := testSystem(t, "127.0.0.1:1")
 		getenv := sys.Getenv

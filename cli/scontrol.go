@@ -78,23 +78,45 @@ func (k *commands) runShow(c *ucli.Context, args []string) error {
 	if len(args) == 2 {
 		name = args[1]
 	}
-	switch strings.ToLower(args[0]) {
-	case "hostnames", "hostname":
+	switch showEntity(args[0]) {
+	case "hostnames":
 		return k.showHostnames(name)
 	case "hostlist":
 		return k.showHostlist(name, false)
 	case "hostlistsorted":
 		return k.showHostlist(name, true)
-	case "job", "jobs", "jobid":
+	case "jobs":
 		return k.showJobs(c, name)
-	case "node", "nodes":
+	case "nodes":
 		return k.showNodes(c, name)
-	case "partition", "partitions":
+	case "partitions":
 		return k.showPartitions(c, name)
-	case "controller", "controllers":
+	case "controllers":
 		return k.showControllers(c, name)
 	}
 	return fmt.Errorf("invalid entity %q for show: use job, node, partition, controllers, hostnames, hostlist or hostlistsorted", args[0])
+}
+
+// showEntities are scontrol show's entities in the order Slurm's scontrol
+// tries them, each with the fewest letters that name it (Slurm takes a
+// prefix: show hostn, show part).
+var showEntities = []struct {
+	name string
+	min  int
+}{{"hostnames", 5}, {"hostlistsorted", 9}, {"hostlist", 5}, {"jobs", 1}, {"jobid", 4}, {"nodes", 1}, {"partitions", 1}, {"controllers", 4}}
+
+// showEntity is the entity a word names, or "" for none.
+func showEntity(word string) string {
+	w := strings.ToLower(word)
+	for _, e := range showEntities {
+		if len(w) >= e.min && strings.HasPrefix(e.name, w) {
+			if e.name == "jobid" {
+				return "jobs"
+			}
+			return e.name
+		}
+	}
+	return ""
 }
 
 func (k *commands) showJobs(c *ucli.Context, id string) error {
