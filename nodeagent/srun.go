@@ -12,35 +12,48 @@ import (
 // shell script, so that it runs in any image). Phalanx runs the batch
 // script once on every allocated node, so `srun CMD` inside it starts
 // this node's share of the step's tasks, as Slurm's srun would have placed
-// them, here. It parses srun's options as srun does (getopt: an option
-// that takes a value takes the next word, -K takes one only when attached,
-// the first word that is not an option is the command):
+// them, here. It parses its command line as Slurm 22.05's srun does
+// (getopt_long over srun's whole option table: grouped short flags,
+// unambiguous prefixes of long options, unknown and ambiguous options
+// refused with getopt's messages; the first word that is not an option is
+// the command):
 //
-//   - the step's nodes: -w/--nodelist LIST names them (expanded by the
-//     `scontrol show hostnames` beside it); -N/--nodes K takes the job's
-//     first K; -n/--ntasks K alone takes as many as K tasks fill; else all
-//     of the job's. The others run nothing, successfully, so that `srun -N1
+//   - the step's nodes: -w/--nodelist LIST names them (each one of the
+//     job's, else the step is refused); -N/--nodes K takes the job's first
+//     K; -n/--ntasks K alone takes as many as K tasks fill; else all of
+//     the job's. The others run nothing, successfully, so that `srun -N1
 //     cmd` runs cmd once, as in Slurm;
 //   - tasks per node: --ntasks-per-node, else the job's
 //     (SLURM_NTASKS_PER_NODE); with -n and a node count they spread evenly,
-//     the first nodes taking one more (Slurm's block distribution);
+//     the first nodes taking one more (Slurm's block distribution). A step
+//     that needs more CPUs on a node than the job has there is refused,
+//     unless -O/--overcommit;
 //   - each task gets SLURM_PROCID (numbered node by node), SLURM_LOCALID,
-//     SLURM_STEP_ID, SLURM_NTASKS, RANK, LOCAL_RANK and WORLD_SIZE, and with
-//     SLURM_GPUS_PER_TASK its own GPUs out of CUDA_VISIBLE_DEVICES;
+//     RANK, LOCAL_RANK, the step's SLURM_STEP_* variables, SLURM_NNODES,
+//     SLURM_NODEID, SLURM_NTASKS, SLURM_TASKS_PER_NODE and SLURM_NODELIST
+//     of the step, and with SLURM_GPUS_PER_TASK its own GPUs out of
+//     CUDA_VISIBLE_DEVICES; --export chooses the rest of its environment;
 //   - --container-image and the other Pyxis options are refused: the job
 //     is in its image already (sbatch --image), or is not in one;
 //   - -l/--label begins every line of a task's output (stdout and stderr,
 //     merged) with its number, "0: ...";
-//   - -K/--kill-on-bad-exit, --mpi and the rest are accepted.
+//   - --mpi=pmix or pmi2 says once that no PMI server runs; srun's other
+//     options are accepted and ignored.
 //
 //go:embed srun.sh
 var srunShim string
 
 // stepDir makes <jobDir>/steps, the task's own directory where srun
-// numbers its steps (PHX_STEP_DIR), owned by the job's user.
+// numbers its steps (PHX_STEP_DIR), owned by the job's user, with the
+// file nodes: the job's nodes, one a line, by rank (SLURM_NODEID), the
+// order srun numbers the nodes of a step in (SLURM_STEP_NODELIST, -w).
 func stepDir(jobDir string, job jobInfo) (string, error) {
 	dir := filepath.Join(jobDir, "steps")
 	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
+		return "", fmt.Errorf("srun step directory: %w", err)
+	}
+	nodes := strings.Join(job.nodeNames(), "\n") + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "nodes"), []byte(nodes), 0o644); err != nil {
 		return "", fmt.Errorf("srun step directory: %w", err)
 	}
 	if uid := idOrKeep(job.uid); uid >= 0 && os.Geteuid() == 0 {

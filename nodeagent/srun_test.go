@@ -20,29 +20,30 @@ func TestSrunShimRunsItsCommandHere(t *testing.T) {
 	if fi, err := os.Stat(srun); err != nil || fi.Mode().Perm() != 0o755 {
 		t.Fatalf("srun: %v %v", fi, err)
 	}
+	tmp := t.TempDir() // where srun counts steps without PHX_STEP_DIR
 	for _, tc := range []struct {
 		args           []string
 		stdout, stderr string
 		code           int
 	}{
 		{[]string{"echo", "hi"}, "hi\n", "", 0},
-		{[]string{"-N", "1", "--ntasks-per-node=1", "--mpi=pmix", "-l", "echo", "a", "-n", "b"}, "0: a -n b\n", "", 0},
+		{[]string{"-N", "1", "--ntasks-per-node=1", "--mpi=none", "-l", "echo", "a", "-n", "b"}, "0: a -n b\n", "", 0},
 		{[]string{"-N1", "--gpus-per-node", "8", "--", "echo", "x"}, "x\n", "", 0},
 		{[]string{"-N", "2", "echo", "x"}, "", "srun: error: -N 2: the job has 1 node(s)", 1},
-		{[]string{"--ntasks-per-node=3", "echo", "y"}, "y\ny\ny\n", "", 0},
-		{[]string{"-n", "2", "echo", "z"}, "z\nz\n", "", 0},
+		{[]string{"--ntasks-per-node=3", "-O", "echo", "y"}, "y\ny\ny\n", "", 0}, // more tasks than the job's: -O
+		{[]string{"-n", "2", "--overcommit", "echo", "z"}, "z\nz\n", "", 0},
 		{[]string{"--gpus-per-task=1", "echo", "g"}, "", "srun: error: 1 task(s) of 1 GPU(s) on this node, which has 0 for the job", 1},
 		{[]string{"-K", "echo", "k"}, "k\n", "", 0}, // -K takes no word: echo is the command
 		{[]string{"-K1", "--kill-on-bad-exit=1", "echo", "k1"}, "k1\n", "", 0},
 		{[]string{"-l", "sh", "-c", "echo a; echo b >&2; printf c; exit 4"}, "0: a\n0: b\n0: c\n", "", 4},
 		{[]string{"--container-image=nvcr.io/nvidia/pytorch:24.05", "python", "x.py"}, "", "srun: error: --container-image is not supported inside a Phalanx job", 1},
-		{[]string{"-N"}, "", "srun: error: -N needs a value", 1},
+		{[]string{"-N"}, "", "srun: option requires an argument -- 'N'", 1},
 		{[]string{"-N", "0", "echo"}, "", "srun: error: -N=0: give a positive count", 1},
 		{[]string{"sh", "-c", "exit 3"}, "", "", 3},
 		{[]string{"-N", "2"}, "", "srun: error: no command to run", 1},
 	} {
 		cmd := exec.Command("/bin/sh", append([]string{srun}, tc.args...)...)
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "SLURM_NNODES=1", "SLURM_NODEID=0"}
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + tmp, "SLURM_NNODES=1", "SLURM_NODEID=0"}
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		err := cmd.Run()
@@ -76,6 +77,7 @@ func TestSrunShimSelectsNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tmp := t.TempDir() // where srun counts steps without PHX_STEP_DIR
 	// A stand-in for the phx link: scontrol show hostnames n[1-2] -> n1, n2.
 	if err := os.WriteFile(filepath.Join(bin, "scontrol"), []byte("#!/bin/sh\nprintf 'n1\\nn2\\n'\n"), 0o755); err != nil {
 		t.Fatal(err)
@@ -83,7 +85,7 @@ func TestSrunShimSelectsNodes(t *testing.T) {
 	run := func(node int, args ...string) string {
 		t.Helper()
 		cmd := exec.Command("/bin/sh", append([]string{filepath.Join(bin, "srun")}, args...)...)
-		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "SLURM_NNODES=4", "SLURM_NODEID=" + strconv.Itoa(node), "SLURMD_NODENAME=n" + strconv.Itoa(node)}
+		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "TMPDIR=" + tmp, "SLURM_NNODES=4", "SLURM_NODEID=" + strconv.Itoa(node), "SLURMD_NODENAME=n" + strconv.Itoa(node)}
 		out, err := cmd.Output()
 		if err != nil {
 			t.Fatalf("srun %v on node %d: %v", args, node, err)

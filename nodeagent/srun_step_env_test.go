@@ -1,0 +1,168 @@
+package nodeagent
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The job the tests below run srun in: 3 nodes of 2 tasks, ranked
+// gpu002, gpu001, gpu003 (the agent's nodes file keeps that order;
+// SLURM_JOB_NODELIST is sorted).
+var stepTestNodes = []string{"gpu002", "gpu001", "gpu003"}
+
+// onEveryNode runs srun args on each node of job and returns, by rank,
+// its sorted output, errors and exit status as "stdout|stderr|code".
+func onEveryNode(job *fakeJob, args ...string) []string {
+	var got []string
+	for rank := range job.nodes {
+		stdout, stderr, code := job.run(rank, args...)
+		got = append(got, sortLines(stdout)+"|"+stderr+"|"+strconv.Itoa(code))
+	}
+	return got
+}
+
+// As Slurm's controller, srun refuses a step on nodes outside the job, or
+// that needs more CPUs on a node than the job has there (unless -O); each
+// node refuses it alike, so that every node's script sees it fail.
+func TestSrunShimRefusesStepsSlurmRefuses(t *testing.T) {
+	job := newFakeJob(t, stepTestNodes, 2)
+	outside := "|srun: error: Unable to create step for job 7: Requested node configuration is not available\n|1"
+	cpus := "srun: error: Unable to create step for job 7: More processors requested than permitted\n"
+	for _, tc := range []struct {
+		args []string
+		want []string // by rank; a prefix of the errors
+	}{
+		{[]string{"-w", "gpu009", "echo", "x"}, []string{outside, outside, outside}},
+		{[]string{"-w", "gpu[001-002],gpu009", "echo", "x"}, []string{outside, outside, outside}},
+		{[]string{"-w", "gpu[001-002]", "echo", "x"}, []string{"x\nx||0", "x\nx||0", "||0"}},
+		{[]string{"-w", "gpu003", "-n1", "echo", "x"}, []string{"||0", "||0", "x||0"}},
+		{[]string{"-n", "16", "echo", "x"}, []string{"|" + cpus, "|" + cpus, "|" + cpus}},
+		{[]string{"--ntasks-per-node=3", "echo", "x"}, []string{"|" + cpus, "|" + cpus, "|" + cpus}},
+		{[]string{"-N1", "-n3", "echo", "x"}, []string{"|" + cpus, "||0", "||0"}[:1]},
+		{[]string{"-c2", "echo", "x"}, []string{"|" + cpus, "|" + cpus, "|" + cpus}},
+		{[]string{"-n", "16", "-O", "echo", "x"}, []string{strings.Repeat("x\n", 5) + "x||0", strings.Repeat("x\n", 4) + "x||0", strings.Repeat("x\n", 4) + "x||0"}},
+		{[]string{"-n", "6", "echo", "x"}, []string{"x\nx||0", "x\nx||0", "x\nx||0"}},
+	} {
+		got := onEveryNode(job, tc.args...)
+		for rank, want := range tc.want {
+			if !strings.HasPrefix(got[rank], want) || (strings.HasSuffix(want, "|0") && got[rank] != want) {
+				t.Errorf("srun %q on node %d: %q, want %q", tc.args, rank, got[rank], want)
+			}
+		}
+	}
+	// The job's CPUs count: 2 tasks of 2 CPUs hold 4 tasks of 1.
+	job = newFakeJob(t, stepTestNodes, 2, "SLURM_CPUS_PER_TASK=2")
+	if got := onEveryNode(job, "-c1", "-n12", "echo", "x"); got[2] != "x\nx\nx\nx||0" {
+		t.Errorf("srun -c1 -n12 in a job of 2 tasks of 2 CPUs on each node: %q, want 4 tasks on each", got)
+	}
+	if got := onEveryNode(job, "-n12", "echo", "x"); !strings.HasPrefix(got[0], "|"+cpus) {
+		t.Errorf("srun -n12 (the job's 2 CPUs per task) in a job of 2 tasks of 2 CPUs on each node: %q, want it refused", got)
+	}
+}
+
+// Each task sees the step, as Slurm's srun sets it: SLURM_STEP_* and, over
+// the job's, SLURM_NNODES, SLURM_NODEID (its node's place in the step),
+// SLURM_NTASKS, SLURM_TASKS_PER_NODE and SLURM_NODELIST; SLURM_JOB_* stay
+// the job's. The step's nodes are numbered in the job's order (by rank).
+func TestSrunShimSetsStepVariables(t *testing.T) {
+	job := newFakeJob(t, stepTestNodes, 2)
+	show := []string{"sh", "-c", `echo $SLURMD_NODENAME $SLURM_PROCID nodes=$SLURM_NNODES/$SLURM_STEP_NUM_NODES id=$SLURM_NODEID ` +
+		`tasks=$SLURM_NTASKS/$SLURM_STEP_NUM_TASKS/$SLURM_NPROCS per=$SLURM_TASKS_PER_NODE/$SLURM_STEP_TASKS_PER_NODE ` +
+		`list=$SLURM_NODELIST/$SLURM_STEP_NODELIST job=$SLURM_JOB_NUM_NODES/$SLURM_JOB_NODELIST`}
+	for _, tc := range []struct {
+		args []string
+		want []string // by rank
+	}{
+		{[]string{"-w", "gpu001", "-n1"}, []string{"", "gpu001 0 nodes=1/1 id=0 tasks=1/1/1 per=1/1 list=gpu001/gpu001 job=3/gpu[001-003]", ""}},
+		{nil, []string{
+			"gpu002 0 nodes=3/3 id=0 tasks=6/6/6 per=2(x3)/2(x3) list=gpu[001-003]/gpu[001-003] job=3/gpu[001-003]\n" +
+				"gpu002 1 nodes=3/3 id=0 tasks=6/6/6 per=2(x3)/2(x3) list=gpu[001-003]/gpu[001-003] job=3/gpu[001-003]",
+			"gpu001 2 nodes=3/3 id=1 tasks=6/6/6 per=2(x3)/2(x3) list=gpu[001-003]/gpu[001-003] job=3/gpu[001-003]\n" +
+				"gpu001 3 nodes=3/3 id=1 tasks=6/6/6 per=2(x3)/2(x3) list=gpu[001-003]/gpu[001-003] job=3/gpu[001-003]",
+			"gpu003 4 nodes=3/3 id=2 tasks=6/6/6 per=2(x3)/2(x3) list=gpu[001-003]/gpu[001-003] job=3/gpu[001-003]\n" +
+				"gpu003 5 nodes=3/3 id=2 tasks=6/6/6 per=2(x3)/2(x3) list=gpu[001-003]/gpu[001-003] job=3/gpu[001-003]"}},
+		// Without scontrol (a container), the step's nodes by rank, commas between.
+		{[]string{"-N2", "-n3"}, []string{
+			"gpu002 0 nodes=2/2 id=0 tasks=3/3/3 per=2,1/2,1 list=gpu002,gpu001/gpu002,gpu001 job=3/gpu[001-003]\n" +
+				"gpu002 1 nodes=2/2 id=0 tasks=3/3/3 per=2,1/2,1 list=gpu002,gpu001/gpu002,gpu001 job=3/gpu[001-003]",
+			"gpu001 2 nodes=2/2 id=1 tasks=3/3/3 per=2,1/2,1 list=gpu002,gpu001/gpu002,gpu001 job=3/gpu[001-003]", ""}},
+		// -w's nodes in the job's order: gpu002 (rank 0) is the step's first.
+		{[]string{"-w", "gpu[001-002]", "--ntasks-per-node=1"}, []string{
+			"gpu002 0 nodes=2/2 id=0 tasks=2/2/2 per=1(x2)/1(x2) list=gpu002,gpu001/gpu002,gpu001 job=3/gpu[001-003]",
+			"gpu001 1 nodes=2/2 id=1 tasks=2/2/2 per=1(x2)/1(x2) list=gpu002,gpu001/gpu002,gpu001 job=3/gpu[001-003]", ""}},
+	} {
+		got := onEveryNode(job, append(slices.Clone(tc.args), show...)...)
+		for rank, want := range tc.want {
+			if got[rank] != want+"||0" {
+				t.Errorf("srun %q on node %d (%s):\n got %q\nwant %q", tc.args, rank, job.nodes[rank], got[rank], want+"||0")
+			}
+		}
+	}
+}
+
+// --export: ALL (the default) passes the environment on; NONE only the
+// SLURM* variables and Phalanx's; a list of names (with values or not)
+// those too. With ALL, a variable already set keeps its value.
+func TestSrunShimExport(t *testing.T) {
+	job := newFakeJob(t, []string{"gpu001"}, 1, "FOO=job", "HOME=/home/alice", "PHX_JOB_ID=7", "CUDA_VISIBLE_DEVICES=0,1",
+		"MASTER_ADDR=gpu001")
+	names := []string{"env"} // below, the names it prints, sorted
+	show := []string{"sh", "-c", `echo FOO=$FOO BAR=$BAR`}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{show, "FOO=job BAR="},
+		{append([]string{"--export=ALL,BAR=bar"}, show...), "FOO=job BAR=bar"},
+		{append([]string{"--export=all,FOO=bar"}, show...), "FOO=job BAR="},
+		{append([]string{"--export=FOO,BAR=bar"}, show...), "FOO=job BAR=bar"},
+		{append([]string{"--export=BAR=bar,FOO=bar"}, show...), "FOO=bar BAR=bar"},
+		{append([]string{"--export=NONE,FOO"}, show...), "FOO= BAR="},
+		{append([]string{"--export=NONE"}, names...), "CUDA_VISIBLE_DEVICES LOCAL_RANK MASTER_ADDR PHX_JOB_ID PHX_STEP_DIR RANK " +
+			"SLURMD_NODENAME SLURM_JOB_ID SLURM_JOB_NODELIST SLURM_JOB_NUM_NODES SLURM_LOCALID SLURM_NNODES SLURM_NODEID " +
+			"SLURM_NODELIST SLURM_NPROCS SLURM_NTASKS SLURM_NTASKS_PER_NODE SLURM_PROCID SLURM_STEPID SLURM_STEP_ID " +
+			"SLURM_STEP_NODELIST SLURM_STEP_NUM_NODES SLURM_STEP_NUM_TASKS SLURM_STEP_TASKS_PER_NODE SLURM_TASKS_PER_NODE WORLD_SIZE"},
+		{append([]string{"--export=HOME"}, names...), "CUDA_VISIBLE_DEVICES HOME LOCAL_RANK MASTER_ADDR PHX_JOB_ID PHX_STEP_DIR RANK " +
+			"SLURMD_NODENAME SLURM_JOB_ID SLURM_JOB_NODELIST SLURM_JOB_NUM_NODES SLURM_LOCALID SLURM_NNODES SLURM_NODEID " +
+			"SLURM_NODELIST SLURM_NPROCS SLURM_NTASKS SLURM_NTASKS_PER_NODE SLURM_PROCID SLURM_STEPID SLURM_STEP_ID " +
+			"SLURM_STEP_NODELIST SLURM_STEP_NUM_NODES SLURM_STEP_NUM_TASKS SLURM_STEP_TASKS_PER_NODE SLURM_TASKS_PER_NODE WORLD_SIZE"},
+	} {
+		stdout, stderr, code := job.run(0, tc.args...)
+		if tc.args[len(tc.args)-1] == "env" {
+			var vars []string
+			for _, kv := range strings.Split(strings.TrimSpace(stdout), "\n") {
+				vars = append(vars, kv[:strings.IndexByte(kv+"=", '=')])
+			}
+			slices.Sort(vars)
+			stdout = strings.Join(vars, " ") + "\n"
+		}
+		if stdout != tc.want+"\n" || stderr != "" || code != 0 {
+			t.Errorf("srun %q: stdout %q stderr %q exit %d; want %q", tc.args, stdout, stderr, code, tc.want)
+		}
+	}
+}
+
+// --mpi=pmix or pmi2: srun says once, on the step's first node, that no
+// PMI server runs; --mpi=list lists the one type Phalanx has, none.
+func TestSrunShimMPI(t *testing.T) {
+	job := newFakeJob(t, stepTestNodes, 1)
+	note := "srun: warning: --mpi=pmix: Phalanx starts no PMI server, so MPI programs that use PMIx or PMI2 start as singletons: " +
+		"use torchrun or NCCL, or mpirun with its own launcher\n"
+	if got := onEveryNode(job, "--mpi=pmix", "echo", "x"); !slices.Equal(got, []string{"x|" + note + "|0", "x||0", "x||0"}) {
+		t.Errorf("srun --mpi=pmix on 3 nodes: %q; want the note on the first only", got)
+	}
+	if got := onEveryNode(job, "-w", "gpu003", "--mpi", "pmi2", "echo", "x"); !slices.Equal(got, []string{"||0", "||0", "x|" + strings.ReplaceAll(note, "pmix", "pmi2") + "|0"}) {
+		t.Errorf("srun -w gpu003 --mpi pmi2: %q; want the note on gpu003, the step's first node", got)
+	}
+	if got := onEveryNode(job, "--mpi=none", "echo", "x"); !slices.Equal(got, []string{"x||0", "x||0", "x||0"}) {
+		t.Errorf("srun --mpi=none: %q", got)
+	}
+	if stdout, stderr, code := job.run(1, "--mpi=list"); stdout != "MPI plugin types are...\n\tnone\n" || stderr != "" || code != 0 {
+		t.Errorf("srun --mpi=list: stdout %q stderr %q exit %d", stdout, stderr, code)
+	}
+	if _, stderr, code := job.run(0, "--mpi=openmpi", "echo", "x"); stderr != "srun: error: Invalid MPI type 'openmpi', --mpi=list for acceptable types\n" || code != 1 {
+		t.Errorf("srun --mpi=openmpi: stderr %q exit %d", stderr, code)
+	}
+}
