@@ -131,6 +131,11 @@ func (p *pass) tryPreempt(plan *Plan, j *cluster.Job, cs *candSet, r *request, m
 			groups = append(groups, g)
 		}
 	}
+	for _, i := range cs.required { // --nodelist nodes: in the gang, not in the groups
+		if cost, _, ok := p.freeing(i, r, me, nil); ok && p.nodes[i].up {
+			costs[i] = cost
+		}
+	}
 	nodes, ok := p.cheapestGang(groups, costs, cs, r)
 	if !ok {
 		return false
