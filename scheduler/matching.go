@@ -1,6 +1,9 @@
 package scheduler
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
@@ -83,10 +86,13 @@ func (p *pass) startsNow(j *cluster.Job) bool {
 }
 
 // feasibleAny is Feasible through a matching OR's alternatives: nil when
-// one could run, else the first one's reason.
+// one could run, else the first one's reason, saying that the others
+// cannot either.
 func feasibleAny(s *Snapshot, alts []*cluster.Job) error {
 	var first error
-	for _, v := range alts {
+	names := make([]string, len(alts))
+	for i, v := range alts {
+		names[i] = v.Constraint
 		err := Feasible(s, v)
 		if err == nil {
 			return nil
@@ -95,5 +101,5 @@ func feasibleAny(s *Snapshot, alts []*cluster.Job) error {
 			first = err
 		}
 	}
-	return first
+	return fmt.Errorf("%w; no other alternative (%s) can run either", first, strings.Join(names[1:], ", "))
 }

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,8 +23,8 @@ func TestMatchingOr(t *testing.T) {
 		return &cluster.Job{ID: id, Partition: "gpu", State: cluster.JobPending, Nodes: n, GPUsPerNode: 8, Constraint: c,
 			TimeLimit: time.Hour, SubmitTime: epoch}
 	}
-	if err := Feasible(s, pending(1, 4, "[a100|h100]")); !errors.Is(err, cluster.ErrUnsatisfiable) {
-		t.Errorf("4 nodes of one generation, of 2 and 3: %v, want unsatisfiable", err)
+	if err := Feasible(s, pending(1, 4, "[a100|h100]")); !errors.Is(err, cluster.ErrUnsatisfiable) || !strings.Contains(err.Error(), "no other alternative (h100) can run either") {
+		t.Errorf("4 nodes of one generation, of 2 and 3: %v, want unsatisfiable, naming every alternative", err)
 	}
 	if err := Feasible(s, pending(1, 4, "a100|h100")); err != nil {
 		t.Errorf("4 nodes of either: %v", err)
