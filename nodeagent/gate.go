@@ -226,9 +226,13 @@ func checkWorkDir(spec runtime.Spec) *gateFailure {
 // checkOutputs opens the task's output files as its user, creating those
 // that do not exist yet, as the runtime will.
 func checkOutputs(spec runtime.Spec) *gateFailure {
-	for _, path := range []string{spec.Stdout, spec.Stderr} {
+	for i, path := range []string{spec.Stdout, spec.Stderr} {
 		if path == "" {
 			continue
+		}
+		what := "output file"
+		if i == 1 && path != spec.Stdout {
+			what = "error file (-e)"
 		}
 		f, err := runtime.OpenOutput(path, spec.UID, spec.GID)
 		if err == nil {
@@ -240,7 +244,7 @@ func checkOutputs(spec runtime.Spec) *gateFailure {
 			err = pe.Err
 		}
 		return &gateFailure{check: gateOutput, gpu: -1,
-			msg: fmt.Sprintf("output file %q cannot be opened by %s: %v", path, userName(spec), err)}
+			msg: fmt.Sprintf("%s %q cannot be opened by %s: %v", what, path, userName(spec), err)}
 	}
 	return nil
 }

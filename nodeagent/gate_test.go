@@ -278,12 +278,15 @@ func TestGateUserFaults(t *testing.T) {
 	noOutputDir.Job.Spec.Output = "logs/%j.out"
 	rootsFile := asNobody(41, shared)
 	rootsFile.Job.Spec.Output = "/etc/passwd"
-	h.srv.set(asNobody(38, private), asNobody(39, filepath.Join(shared, "nope")), noOutputDir, rootsFile)
+	noErrorDir := asNobody(42, shared)
+	noErrorDir.Job.Spec.Error = "errs/%j.err"
+	h.srv.set(asNobody(38, private), asNobody(39, filepath.Join(shared, "nope")), noOutputDir, rootsFile, noErrorDir)
 	for job, want := range map[uint64]string{
 		38: fmt.Sprintf("prestart-workdir on gpu001: working directory %q cannot be entered by uid 65534 (permission denied)", private),
 		39: fmt.Sprintf("prestart-workdir on gpu001: working directory %q does not exist", filepath.Join(shared, "nope")),
 		40: fmt.Sprintf("prestart-output on gpu001: output file %q cannot be opened by uid 65534: no such file or directory", filepath.Join(shared, "logs/40.out")),
 		41: `prestart-output on gpu001: output file "/etc/passwd" cannot be opened by uid 65534: permission denied`,
+		42: fmt.Sprintf("prestart-output on gpu001: error file (-e) %q cannot be opened by uid 65534: no such file or directory", filepath.Join(shared, "errs/42.err")),
 	} {
 		if r := h.srv.waitReport(t, job, "FAILED"); r.Message != want {
 			t.Errorf("job %d: %q, want %q", job, r.Message, want)
