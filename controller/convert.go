@@ -143,6 +143,9 @@ func jobFromSpec(spec *phalanxv1.JobSpec, maxScript int) (*cluster.Job, error) {
 	if err := checkConstraints(j); err != nil {
 		return nil, err
 	}
+	if j.CPUsPerNode == 0 && !j.Exclusive { // as in Slurm, every task holds a CPU at least
+		j.CPUsPerNode = max(1, j.TasksPerNode)
+	}
 	return j, nil
 }
 

@@ -119,3 +119,31 @@ func TestDrainedPartitionTakesNoNewJobs(t *testing.T) {
 		t.Errorf("an update that moves nothing: %v", err)
 	}
 }
+
+// As in Slurm, every task holds a CPU at least: a job that asks for none
+// gets one per task (a node held whole, --exclusive, needs none), so more
+// tasks than a node's CPUs can never run.
+func TestEveryTaskHoldsACPU(t *testing.T) {
+	s := newTestServer(t, Config{})
+	register(t, s, nil, "n1") // 64 CPUs
+	for _, tc := range []struct {
+		tasks     int32
+		exclusive bool
+		cpus      int
+	}{{0, false, 1}, {4, false, 4}, {4, true, 0}} {
+		spec := testSpec(1, 8)
+		spec.Hold, spec.TasksPerNode, spec.Exclusive = true, tc.tasks, tc.exclusive
+		resp, err := s.submit(context.Background(), spec, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j, _ := s.store.Job(cluster.JobID(resp.JobId)); j.CPUsPerNode != tc.cpus {
+			t.Errorf("%d tasks, exclusive %v: %d CPUs per node; want %d", tc.tasks, tc.exclusive, j.CPUsPerNode, tc.cpus)
+		}
+	}
+	spec := testSpec(1, 0)
+	spec.TasksPerNode = 65
+	if _, err := s.submit(context.Background(), spec, true, nil); !errors.Is(err, cluster.ErrUnsatisfiable) {
+		t.Errorf("65 tasks on a node of 64 CPUs: %v; want never satisfiable", err)
+	}
+}
