@@ -130,3 +130,24 @@ func BenchmarkSchedule10k(b *testing.B) {
 	s, now := benchCluster(10000, 10000, 0.5)
 	benchPasses(b, s, now)
 }
+
+// BenchmarkScheduleCounted10k is BenchmarkSchedule10k with ten 128-node
+// jobs that ask for node counts ([a*40&b*40]) first in the queue: one node
+// in ten has a, another b, so a plain gang never holds the counts and the
+// counted placement (counts.go) does the work.
+func BenchmarkScheduleCounted10k(b *testing.B) {
+	s, now := benchCluster(10000, 10000, 0.5)
+	for i, n := range s.Nodes {
+		switch i % 10 {
+		case 0:
+			n.Features = []string{"a"}
+		case 5:
+			n.Features = []string{"b"}
+		}
+	}
+	for k := range 10 {
+		s.Jobs = append(s.Jobs, &cluster.Job{ID: cluster.JobID(1_000_000 + k), Partition: "gpu", State: cluster.JobPending,
+			Nodes: 128, GPUsPerNode: 8, Constraint: "[a*40&b*40]", TimeLimit: time.Hour, Priority: 1000, QoS: "high", SubmitTime: now})
+	}
+	benchPasses(b, s, now)
+}

@@ -131,23 +131,63 @@ func (f *fabric) pickCounted(groups []group, cs *candSet, r *request) ([]int32, 
 	if r.segment > 0 {
 		return nil, false // segments decide the whole gang's shape
 	}
+	least := f.leastSpan(groups, cs, r)
 	var best []int32
-	for a := range groups {
+	for _, a := range f.anchors(groups, cs.counts) {
 		out := f.countedAround(groups, a, cs, r)
 		if out == nil {
-			continue
+			return nil, false // even every leaf together cannot: no other anchor can
 		}
 		if best == nil || f.leafSpan(out) < f.leafSpan(best) {
 			best = out
 		}
-		if f.leafSpan(best) == 1 {
-			break
+		if f.leafSpan(best) <= least {
+			break // no gang spans fewer leaves
 		}
 	}
 	if best == nil || (r.maxLeaves > 0 && f.leafSpan(best) > r.maxLeaves) {
 		return nil, false
 	}
 	return best, true
+}
+
+// maxAnchors bounds the leaves a counted gang is built around, so that a
+// pass's cost does not grow with the number of leaves.
+const maxAnchors = 8
+
+// anchors are the groups to build a counted gang around, at most
+// maxAnchors: those with the most nodes of the counted features first,
+// then the largest, then in order.
+func (f *fabric) anchors(groups []group, counts []cluster.FeatureCount) []int {
+	score := make([]int, len(groups))
+	for g := range groups {
+		for _, i := range groups[g].nodes {
+			if slices.ContainsFunc(counts, func(fc cluster.FeatureCount) bool { return f.hasFeature(i, fc.Feature) }) {
+				score[g]++
+			}
+		}
+	}
+	order := make([]int, len(groups))
+	for g := range order {
+		order[g] = g
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		if score[a] != score[b] {
+			return score[b] - score[a]
+		}
+		return len(groups[b].nodes) - len(groups[a].nodes)
+	})
+	return order[:min(len(order), maxAnchors)]
+}
+
+// leastSpan is a floor on the leaves any gang for r spans: the fewest
+// leaves whose candidates hold it, and the leaves of its --nodelist nodes.
+func (f *fabric) leastSpan(groups []group, cs *candSet, r *request) int {
+	all := slices.Clone(cs.required)
+	for _, g := range groups {
+		all = append(all, g.nodes...)
+	}
+	return max(f.leavesNeeded(all, r.nodes), f.leafSpan(cs.required), 1)
 }
 
 // countedAround builds a counted gang around groups[anchor]: a pool of
