@@ -31,6 +31,7 @@ type jobInfo struct {
 	script, image, workDir string
 	output, errPattern     string
 	openMode               cluster.OpenMode // sbatch --open-mode
+	exclusive              bool             // whole nodes (--exclusive, --mem=0)
 	submitTime             int64            // Unix nanoseconds: with id, names the job on its files
 	env                    map[string]string
 	timeLimit              time.Duration // zero: none
@@ -60,6 +61,7 @@ type ckptInfo struct {
 type rankSlot struct {
 	node, addr string
 	gpus       []int // host indices
+	cpus       int   // CPUs held there; 0: none counted (an exclusive job holds the node)
 }
 
 func assignmentFromWire(as *phalanxv1.Assignment) assignment {
@@ -101,7 +103,7 @@ func jobFromWire(j *phalanxv1.Job) jobInfo {
 		name: js.GetName(), user: js.GetUser(), account: js.GetAccount(), partition: js.GetPartition(),
 		uid: int(js.GetUid()), gid: int(js.GetGid()),
 		script: js.GetScript(), image: js.GetImage(), workDir: js.GetWorkDir(),
-		output: js.GetOutput(), errPattern: js.GetError(), openMode: openModeFromWire(js.GetOpenMode()),
+		output: js.GetOutput(), errPattern: js.GetError(), openMode: openModeFromWire(js.GetOpenMode()), exclusive: js.GetExclusive(),
 		submitTime: j.GetSubmitTime().AsTime().UnixNano(),
 		env:        cluster.EnvOf(js.GetEnvironment(), js.GetEnv()), // an older controller sends the map
 		masterPort: int(j.GetMasterPort()),
@@ -130,7 +132,7 @@ func jobFromWire(j *phalanxv1.Job) jobInfo {
 		for i, g := range a.GetGpus() {
 			gpus[i] = int(g)
 		}
-		out.ranks = append(out.ranks, rankSlot{node: a.GetNode(), addr: a.GetAddr(), gpus: gpus})
+		out.ranks = append(out.ranks, rankSlot{node: a.GetNode(), addr: a.GetAddr(), gpus: gpus, cpus: int(a.GetCpus())})
 	}
 	for _, t := range j.GetTasks() {
 		if st := cluster.TaskState(t.GetState()); st == cluster.TaskRunning || st == cluster.TaskStarting {

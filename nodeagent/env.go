@@ -21,6 +21,9 @@ type envInput struct {
 	container bool
 	// cluster is SLURM_CLUSTER_NAME; empty leaves it unset.
 	cluster string
+	// nodeCPUs are the node's CPUs: SLURM_CPUS_ON_NODE of a job that holds
+	// it whole.
+	nodeCPUs int
 }
 
 // taskEnv builds a task's complete environment: the job's exported
@@ -89,6 +92,9 @@ func launchVars(in envInput) []string {
 	}
 	if in.cluster != "" {
 		vars = append(vars, "SLURM_CLUSTER_NAME="+in.cluster)
+	}
+	if cpus := cpusOnNode(in); cpus > 0 {
+		vars = append(vars, "SLURM_CPUS_ON_NODE="+strconv.Itoa(cpus))
 	}
 	if job.submitHost != "" {
 		vars = append(vars, "SLURM_SUBMIT_HOST="+job.submitHost)
@@ -172,4 +178,14 @@ func joinInts(xs []int) string {
 		s[i] = strconv.Itoa(x)
 	}
 	return strings.Join(s, ",")
+}
+
+// cpusOnNode is SLURM_CPUS_ON_NODE: the CPUs the job holds on the task's
+// node, all of them for a job that holds it whole (or whose allocation
+// counts none: a controller older than CPUs per task); 0: unknown.
+func cpusOnNode(in envInput) int {
+	if cpus := in.job.ranks[in.rank].cpus; cpus > 0 && !in.job.exclusive {
+		return cpus
+	}
+	return in.nodeCPUs
 }

@@ -93,6 +93,10 @@ func TestTaskEnvVariants(t *testing.T) {
 	}
 	oneNode := tasks()
 	oneNode.Alloc = oneNode.Alloc[:1]
+	held := tasks()
+	held.Alloc[0].Cpus = 24
+	whole := tasks()
+	whole.Spec.Exclusive = true
 	for _, tc := range []struct {
 		name string
 		in   envInput
@@ -119,6 +123,10 @@ func TestTaskEnvVariants(t *testing.T) {
 				"SLURM_GPUS_PER_TASK": "2", "SLURM_SUBMIT_HOST": "login1", "RANK": "1", "WORLD_SIZE": "2"}},
 		{"one node", envInput{job: jobFromWire(oneNode), rank: 0},
 			map[string]string{"SLURM_TASKS_PER_NODE": "4", "SLURM_NTASKS": "4"}},
+		// SLURM_CPUS_ON_NODE: the CPUs the job holds there; all the node's
+		// for an exclusive job.
+		{"CPUs held", envInput{job: jobFromWire(held), rank: 0, nodeCPUs: 128}, map[string]string{"SLURM_CPUS_ON_NODE": "24"}},
+		{"exclusive", envInput{job: jobFromWire(whole), rank: 0, nodeCPUs: 128}, map[string]string{"SLURM_CPUS_ON_NODE": "128"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := map[string]string{}

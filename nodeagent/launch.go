@@ -66,7 +66,7 @@ func (a *Agent) prepare(key taskKey, as assignment) (spec runtime.Spec, cleanup 
 	spec = runtime.Spec{
 		ID:      key.id(),
 		Argv:    scriptArgv(script, job.script),
-		Env:     prependPath(taskEnv(envInput{job: job, rank: rank, container: container, cluster: a.cluster()}), bin),
+		Env:     prependPath(taskEnv(envInput{job: job, rank: rank, container: container, cluster: a.cluster(), nodeCPUs: a.cfg.CPUs}), bin),
 		WorkDir: workDir,
 		Image:   job.image,
 		GPUs:    slices.Clone(job.ranks[rank].gpus),

@@ -307,10 +307,12 @@ else
 fi
 # As Slurm's controller: a node's tasks need their CPUs among the job's
 # there, unless -O.
-stepcpt=${cpt:-$jobcpt}
-if [ -z "$overcommit" ] && [ $((most * stepcpt)) -gt $((jobper * jobcpt)) ]; then
+# SLURM_CPUS_ON_NODE is what the job holds there (all the node's CPUs for
+# an exclusive job); without it, its tasks times their CPUs.
+stepcpt=${cpt:-$jobcpt} jobcpus=${SLURM_CPUS_ON_NODE:-$((jobper * jobcpt))}
+if [ -z "$overcommit" ] && [ $((most * stepcpt)) -gt "$jobcpus" ]; then
 	echo "srun: error: Unable to create step for job ${SLURM_JOB_ID:-0}: More processors requested than permitted" >&2
-	die "the step puts $most task(s) of $stepcpt CPU(s) on a node where the job has $jobper task(s) of $jobcpt: ask for fewer, submit the job with more (sbatch --ntasks-per-node), or overcommit (-O)"
+	die "the step puts $most task(s) of $stepcpt CPU(s) on a node where the job holds $jobcpus CPU(s): ask for fewer, submit the job with more (sbatch --ntasks-per-node, -c, --exclusive), or overcommit (-O)"
 fi
 [ -n "$j" ] && [ "$j" -lt "$m" ] || exit 0 # not one of the step's nodes
 
@@ -364,10 +366,9 @@ case ${exports:-ALL} in [Aa][Ll][Ll]) ;; *)
 		keep="$keep $k"
 		[ "$k" != "$t" ] || continue
 		if printf '%s\n' "$envnames" | grep -Fxq "$k"; then
-			[ -z "$exportall" ] || continue
-			case $k in SLURM*) continue ;; esac
+			case $k in SLURM*) continue ;; esac # the step's own stay
 		fi
-		export "$k=${t#*=}"
+		export "$k=${t#*=}" # a value given wins over the one inherited (ALL,OMP_NUM_THREADS=4)
 	done ;;
 esac
 

@@ -60,6 +60,12 @@ func TestSrunShimRefusesStepsSlurmRefuses(t *testing.T) {
 	if got := onEveryNode(job, "-n12", "echo", "x"); !strings.HasPrefix(got[0], "|"+cpus) {
 		t.Errorf("srun -n12 (the job's 2 CPUs per task) in a job of 2 tasks of 2 CPUs on each node: %q, want it refused", got)
 	}
+	// An exclusive job holds every CPU of its nodes (SLURM_CPUS_ON_NODE):
+	// one task per node in the batch script, eight in its step.
+	job = newFakeJob(t, stepTestNodes, 1, "SLURM_CPUS_ON_NODE=64")
+	if got := onEveryNode(job, "--ntasks-per-node=8", "echo", "x"); got[0] != strings.Repeat("x\n", 7)+"x||0" {
+		t.Errorf("srun --ntasks-per-node=8 in an exclusive job of 64 CPUs a node: %q, want 8 tasks on each", got)
+	}
 }
 
 // Each task sees the step, as Slurm's srun sets it: SLURM_STEP_* and, over
@@ -104,7 +110,8 @@ func TestSrunShimSetsStepVariables(t *testing.T) {
 
 // --export: ALL (the default) passes the environment on; NONE only the
 // SLURM* variables and Phalanx's; a list of names (with values or not)
-// those too. With ALL, a variable already set keeps its value.
+// those too. A value given wins over the one inherited, as Slurm's
+// --export=ALL,OMP_NUM_THREADS=4 idiom expects.
 func TestSrunShimExport(t *testing.T) {
 	job := newFakeJob(t, []string{"gpu001"}, 1, "FOO=job", "HOME=/home/alice", "PHX_JOB_ID=7", "CUDA_VISIBLE_DEVICES=0,1",
 		"MASTER_ADDR=gpu001")
@@ -116,7 +123,7 @@ func TestSrunShimExport(t *testing.T) {
 	}{
 		{show, "FOO=job BAR="},
 		{append([]string{"--export=ALL,BAR=bar"}, show...), "FOO=job BAR=bar"},
-		{append([]string{"--export=all,FOO=bar"}, show...), "FOO=job BAR="},
+		{append([]string{"--export=all,FOO=bar"}, show...), "FOO=bar BAR="},
 		{append([]string{"--export=FOO,BAR=bar"}, show...), "FOO=job BAR=bar"},
 		{append([]string{"--export=BAR=bar,FOO=bar"}, show...), "FOO=bar BAR=bar"},
 		{append([]string{"--export=NONE,FOO"}, show...), "FOO= BAR="},
