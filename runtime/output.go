@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -58,7 +59,7 @@ var ErrNoMark = errors.New("the file system keeps no extended attributes")
 // job, not the attempt). It reports whether it emptied the file. A file
 // that is not a regular file (/dev/null, a FIFO) is left alone. ErrNoMark:
 // the file system keeps no user attributes or has no locks (emptied says
-// whether it emptied the file all the same).
+// whether it emptied the file: it never does without its mark).
 func TruncateOnce(path string, uid, gid int, mark string) (emptied bool, err error) {
 	err = AsUser(uid, gid, func() error {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|unix.O_NONBLOCK, 0o644)
@@ -70,7 +71,7 @@ func TruncateOnce(path string, uid, gid int, mark string) (emptied bool, err err
 			return err
 		}
 		fd := int(f.Fd())
-		if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
+		if err := lockWithin(fd, lockWait); err != nil {
 			if noSupport(err) { // Lustre mounted without flock, for one
 				return ErrNoMark
 			}
@@ -87,19 +88,42 @@ func TruncateOnce(path string, uid, gid int, mark string) (emptied bool, err err
 		case err != nil && !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.ERANGE):
 			return fmt.Errorf("read %s of %s: %w", outputMark, path, err)
 		}
-		if err := f.Truncate(0); err != nil {
-			return err
-		}
-		emptied = true
+		// The mark first: a file emptied but left unmarked would be
+		// emptied again by the next node, its first lines lost.
 		if err := unix.Fsetxattr(fd, outputMark, []byte(mark), 0); err != nil {
 			if noSupport(err) || errors.Is(err, unix.EPERM) {
 				return ErrNoMark
 			}
 			return fmt.Errorf("mark %s: %w", path, err)
 		}
+		if err := f.Truncate(0); err != nil {
+			return err
+		}
+		emptied = true
 		return nil
 	})
 	return emptied, err
+}
+
+// lockWait bounds the wait for an output file's lock: the nodes of a job
+// hold it for a moment each; a lock held longer (the user's own, a hung
+// lock daemon) must not keep the task from starting.
+const lockWait = 30 * time.Second
+
+// lockWithin takes an exclusive flock on fd, trying again until wait has
+// passed.
+func lockWithin(fd int, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for delay := time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
+		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("held by another process for over %s", wait)
+		}
+		time.Sleep(delay)
+	}
 }
 
 // noSupport: a file system without locks or user attributes.

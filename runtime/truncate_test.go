@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,7 +18,7 @@ import (
 // with the job, and kept by the job's later opens (other nodes, a requeued
 // attempt); another job empties it again.
 func TestTruncateOnce(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "slurm-7.out")
+	path := filepath.Join(markableDir(t), "slurm-7.out")
 	if err := os.WriteFile(path, []byte("an earlier job's output\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestTruncateOnce(t *testing.T) {
 // node's truncation, and the earlier content is gone.
 func TestTruncateOnceRace(t *testing.T) {
 	for round := range 20 {
-		path := filepath.Join(t.TempDir(), "shared.out")
+		path := filepath.Join(markableDir(t), "shared.out")
 		if err := os.WriteFile(path, []byte("old\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -133,4 +134,47 @@ func TestTruncateOnceWithoutMarks(t *testing.T) {
 	if b, _ := os.ReadFile(path); string(b) != "kept\n" {
 		t.Fatalf("file holds %q; want it untouched", b)
 	}
+}
+
+// A lock held elsewhere (the user's own, a hung lock daemon) delays the
+// truncation a bounded time, then fails it rather than block the task's
+// start.
+func TestLockWithinGivesUp(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "held.out")
+	holder, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if err := unix.Flock(int(holder.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := lockWithin(int(f.Fd()), 50*time.Millisecond); err == nil || !strings.Contains(err.Error(), "held by another process") {
+		t.Fatalf("lock held elsewhere: %v; want a bounded wait that gives up", err)
+	}
+	unix.Flock(int(holder.Fd()), unix.LOCK_UN)
+	if err := lockWithin(int(f.Fd()), 50*time.Millisecond); err != nil {
+		t.Fatalf("lock free again: %v", err)
+	}
+}
+
+// markableDir is a temporary directory whose file system keeps user
+// extended attributes (tmpfs before Linux 6.6 does not: the truncation
+// falls back there, which TestTruncateOnceWithoutMarks checks).
+func markableDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	probe := filepath.Join(dir, ".probe")
+	if err := os.WriteFile(probe, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Setxattr(probe, outputMark, []byte("x"), 0); err != nil {
+		t.Skipf("%s keeps no user extended attributes (%v): run where it does", dir, err)
+	}
+	return dir
 }
