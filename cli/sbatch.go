@@ -138,9 +138,9 @@ func (w *jobWait) status() error {
 }
 
 // waitCode is the exit status sbatch --wait has for an ended job: its exit
-// code, 0 for a job that completed, 1 for one that ended otherwise with
-// code 0 (cancelled, timed out, its node lost), 128+N for one killed by
-// signal N.
+// code, 0 for a job that completed, 128+N for one killed by signal N (143
+// for one cancelled while it ran: 0:15), 1 for one that ended otherwise
+// with code 0 (cancelled before it ran, timed out, its node lost).
 func waitCode(j *phalanxv1.Job) int {
 	code := int(j.ExitCode)
 	switch {
