@@ -242,3 +242,15 @@ func taskSetName(id uint64, tasks []int32) string {
 	}
 	return fmt.Sprintf("%d_[%s]", id, strings.Join(parts, ","))
 }
+
+// namedBy keeps the jobs refs name (all of them when refs is empty):
+// squeue -j 40_3 and sacct -j 40_3 show task 3 alone of the array's tasks
+// the controller answers for ID 40.
+func namedBy(refs []jobRef, jobs []*phalanxv1.Job) []*phalanxv1.Job {
+	if len(refs) == 0 {
+		return jobs
+	}
+	return slices.DeleteFunc(jobs, func(j *phalanxv1.Job) bool {
+		return !slices.ContainsFunc(refs, func(r jobRef) bool { return r.names(j) })
+	})
+}

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"os/user"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -146,17 +145,6 @@ func (q *sacctQuery) addStates(list string) error {
 	return nil
 }
 
-// named keeps the jobs -j names: sacct -j 40_3 prints task 3 alone of
-// the array's tasks the controller answers for ID 40.
-func (q *sacctQuery) named(jobs []*phalanxv1.Job) []*phalanxv1.Job {
-	if len(q.refs) == 0 {
-		return jobs
-	}
-	return slices.DeleteFunc(jobs, func(j *phalanxv1.Job) bool {
-		return !slices.ContainsFunc(q.refs, func(r jobRef) bool { return r.names(j) })
-	})
-}
-
 // lookupUserID finds a user by UID; tests replace it.
 var lookupUserID = user.LookupId
 
@@ -268,7 +256,7 @@ func (k *commands) runSacct(c *ucli.Context, args []string) error {
 		return err
 	}
 	q.view.Now, q.view.Loc = now, time.Local
-	out, err := FormatSacct(q.named(jobs), q.view)
+	out, err := FormatSacct(namedBy(q.refs, jobs), q.view)
 	if err != nil {
 		return err
 	}

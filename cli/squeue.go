@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -172,7 +171,7 @@ func (k *commands) runSqueue(c *ucli.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	jobs = q.named(jobs)
+	jobs = namedBy(q.refs, jobs)
 	if len(q.refs) > 0 && len(jobs) == 0 {
 		return &rawError{msg: "slurm_load_jobs error: Invalid job id specified"}
 	}
@@ -187,17 +186,6 @@ func (k *commands) runSqueue(c *ucli.Context, args []string) error {
 	}
 	_, err = fmt.Fprint(k.sys.Stdout, out)
 	return err
-}
-
-// named keeps the jobs -j names: squeue -j 40_3 lists task 3 alone of
-// the array's tasks the controller answers for ID 40.
-func (q *squeueQuery) named(jobs []*phalanxv1.Job) []*phalanxv1.Job {
-	if len(q.refs) == 0 {
-		return jobs
-	}
-	return slices.DeleteFunc(jobs, func(j *phalanxv1.Job) bool {
-		return !slices.ContainsFunc(q.refs, func(r jobRef) bool { return r.names(j) })
-	})
 }
 
 func orDefault(s, def string) string {
