@@ -256,6 +256,7 @@ func parseNode(t *testing.T, a kvs) *phalanxv1.Node {
 		MemoryMb: a.int(t, "mem"), MemoryUsedMb: a.int(t, "mem-used"),
 		Gpus: int32(a.int(t, "gpus")), GpusUsed: int32(a.int(t, "gpus-used")), GpuModel: a["model"],
 		Leaf: a["leaf"], Weight: int32(a.int(t, "weight")), Registered: a.time(t, "registered"), LastHeartbeat: a.time(t, "seen"),
+		Sockets: int32(a.int(t, "sockets")), CoresPerSocket: int32(a.int(t, "cores")), ThreadsPerCore: int32(a.int(t, "threads")),
 	}
 	if a["parts"] != "" {
 		n.Partitions = strings.Split(a["parts"], ",")

@@ -288,13 +288,13 @@ func stdPath(j *phalanxv1.Job, pattern string) string {
 func FormatNode(n *phalanxv1.Node, loc *time.Location) string {
 	var b strings.Builder
 	kvLines(&b, [][]string{
-		{kv("NodeName", n.Name)},
+		{kv("NodeName", n.Name), kv("CoresPerSocket", cores(n))},
 		{kv("CPUAlloc", n.CpusUsed), kv("CPUTot", n.Cpus)},
 		{kv("AvailableFeatures", orDefault(strings.Join(n.Features, ","), "(null)"))},
 		{kv("Gres", gres(n, n.Gpus)), kv("GresUsed", gres(n, n.GpusUsed))},
 		{kv("NodeAddr", n.Addr), kv("NodeHostName", n.Name)},
-		{kv("RealMemory", n.MemoryMb), kv("AllocMem", n.MemoryUsedMb)},
-		{kv("State", n.State+notResponding(n)), kv("Weight", nodeWeight(n))},
+		{kv("RealMemory", n.MemoryMb), kv("AllocMem", n.MemoryUsedMb), kv("Sockets", sockets(n))},
+		{kv("State", n.State+notResponding(n)), kv("ThreadsPerCore", threads(n)), kv("Weight", nodeWeight(n))},
 		{kv("Partitions", orDefault(strings.Join(n.Partitions, ","), "(null)"))},
 		{kv("Switch", orDefault(n.Leaf, "(null)"))},
 		{kv("RegisterTime", fmtTime(n.Registered, loc, "None")), kv("LastHeartbeat", fmtTime(n.LastHeartbeat, loc, "None"))},

@@ -19,10 +19,10 @@ import (
 //   - part: the row's partition ("n/a" for nodes in none);
 //   - node: each node of the row. Rows split where a printed node field
 //     differs, so every node of a row has the same value;
-//   - count: a number of each node (CPUs, memory, weight, ...). As in
-//     Slurm, nodes whose counts differ share a row unless -e (exact) is
-//     given; the row prints the least, with "+" when a node has more
-//     ("250+"), then tail;
+//   - count: a number of each node (CPUs, memory, weight, ...), and more
+//     after it with ":" between (S:C:T). As in Slurm, nodes whose counts
+//     differ share a row unless -e (exact) is given; the row prints the
+//     least of each, with "+" when a node has more ("250+");
 //   - row: the row's nodes together (count, hostlist, sums).
 type sinfoField struct {
 	name   string
@@ -32,7 +32,7 @@ type sinfoField struct {
 	part   func(p *phalanxv1.Partition) string
 	node   func(n *phalanxv1.Node, loc *time.Location) string
 	count  func(n *phalanxv1.Node) int64
-	tail   string
+	more   []func(n *phalanxv1.Node) int64
 	row    func(nodes []*phalanxv1.Node) string
 }
 
@@ -43,8 +43,8 @@ var sinfoFields = []sinfoField{
 		node: func(n *phalanxv1.Node, _ *time.Location) string { return fmt.Sprint(n.MemoryUsedMb) }},
 	{name: "Available", letter: 'a', header: "AVAIL", doc: "partition state: up, down, drain, inact",
 		part: func(p *phalanxv1.Partition) string { return partitionAvail(p.State) }},
-	{name: "Cores", letter: 'Y', header: "CORES", doc: "cores per socket: 1 (Phalanx counts CPUs only)",
-		count: func(*phalanxv1.Node) int64 { return 1 }},
+	{name: "Cores", letter: 'Y', header: "CORES", doc: "cores per socket: its NodeName line's CoresPerSocket, else 1",
+		count: cores},
 	{name: "CPUs", letter: 'c', header: "CPUS", doc: "CPUs per node; MIN+ for a row of nodes that differ (-e: a row each)",
 		count: func(n *phalanxv1.Node) int64 { return int64(n.Cpus) }},
 	{name: "CPUsState", letter: 'C', header: "CPUS(A/I/O/T)", doc: "CPUs allocated/idle/other (down, drained)/total",
@@ -115,16 +115,16 @@ var sinfoFields = []sinfoField{
 			}
 			return fmt.Sprintf("1-%d", p.MaxNodes)
 		}},
-	{name: "SocketCoreThread", letter: 'z', header: "S:C:T", doc: "sockets:cores:threads, CPUS:1:1 (what Slurm infers from CPUs alone)",
-		count: func(n *phalanxv1.Node) int64 { return int64(n.Cpus) }, tail: ":1:1"},
-	{name: "Sockets", letter: 'X', header: "SOCKETS", doc: "sockets per node: the CPUs, as Slurm infers from CPUs alone",
-		count: func(n *phalanxv1.Node) int64 { return int64(n.Cpus) }},
+	{name: "SocketCoreThread", letter: 'z', header: "S:C:T", doc: "sockets:cores:threads from its NodeName line; CPUS:1:1 without (what Slurm infers from CPUs alone)",
+		count: sockets, more: []func(*phalanxv1.Node) int64{cores, threads}},
+	{name: "Sockets", letter: 'X', header: "SOCKETS", doc: "sockets per node: its NodeName line's, else CPUS/(cores*threads) as Slurm infers",
+		count: sockets},
 	{name: "StateCompact", letter: 't', header: "STATE", doc: "idle, mix, alloc, drng, drain, down, inval; * after it: not responding",
 		node: func(n *phalanxv1.Node, _ *time.Location) string { return ShortNodeState(n.State) + notResponding(n) }},
 	{name: "StateLong", letter: 'T', header: "STATE", doc: "idle, mixed, allocated, draining, drained, down, inval; * after it: not responding",
 		node: func(n *phalanxv1.Node, _ *time.Location) string { return strings.ToLower(n.State) + notResponding(n) }},
-	{name: "Threads", letter: 'Z', header: "THREADS", doc: "threads per core: 1 (Phalanx counts CPUs only)",
-		count: func(*phalanxv1.Node) int64 { return 1 }},
+	{name: "Threads", letter: 'Z', header: "THREADS", doc: "threads per core: its NodeName line's ThreadsPerCore, else 1",
+		count: threads},
 	{name: "Time", letter: 'l', header: "TIMELIMIT", doc: "partition's MaxTime, infinite when unlimited",
 		part: func(p *phalanxv1.Partition) string { return sinfoLimit(p.MaxTimeSeconds) }},
 	{name: "TimeStamp", letter: 'H', header: "TIMESTAMP", doc: "when the reason was set, Unknown without one",
@@ -179,7 +179,11 @@ func (f *sinfoField) value(r *sinfoRow, loc *time.Location) string {
 	case f.node != nil:
 		return f.node(r.nodes[0], loc)
 	case f.count != nil:
-		return leastPlus(r.nodes, f.count) + f.tail
+		out := leastPlus(r.nodes, f.count)
+		for _, c := range f.more {
+			out += ":" + leastPlus(r.nodes, c)
+		}
+		return out
 	}
 	return f.row(r.nodes)
 }
@@ -196,6 +200,19 @@ func leastPlus(nodes []*phalanxv1.Node, count func(*phalanxv1.Node) int64) strin
 		return fmt.Sprintf("%d+", least)
 	}
 	return fmt.Sprint(least)
+}
+
+// cores, threads and sockets are a node's layout as Slurm shows it: its
+// NodeName line's CoresPerSocket and ThreadsPerCore, 1 when the line
+// leaves them out; its Sockets, else what its CPUs make of those (CPUS:1:1
+// for a line without any).
+func cores(n *phalanxv1.Node) int64   { return int64(max(n.CoresPerSocket, 1)) }
+func threads(n *phalanxv1.Node) int64 { return int64(max(n.ThreadsPerCore, 1)) }
+func sockets(n *phalanxv1.Node) int64 {
+	if n.Sockets > 0 {
+		return int64(n.Sockets)
+	}
+	return int64(n.Cpus) / (cores(n) * threads(n))
 }
 
 // nodeWeight is a node's Weight as Slurm prints it: Phalanx keeps 0 for a

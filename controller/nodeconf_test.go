@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +107,93 @@ n3 IDLE nr=false ""`; got != want {
 	}
 	if _, err := s.store.Node("n9"); err == nil {
 		t.Error("the undeclared node was recorded")
+	}
+}
+
+// withLine is registration's merge and reconfigure's: what a node offers
+// is its line's CPUs, RealMemory and GPU count when the line gives them
+// and it has as much, what its agent reported otherwise; its features are
+// its agent's and its line's now; and what the stored node alone cannot
+// tell waits for its agent.
+func TestWithLine(t *testing.T) {
+	node := func(cpus int, mem int64, gpus int, st cluster.NodeState, features ...string) *cluster.Node {
+		return &cluster.Node{Name: "n1", CPUs: cpus, MemoryMB: mem, GPUs: gpus, State: st, Features: features}
+	}
+	line := func(cpus int, mem int64, gpus int, features ...string) config.NodeConf {
+		return config.NodeConf{Name: "n1", CPUs: cpus, MemoryMB: mem, GPUs: gpus, GPUType: "h100", Features: features}
+	}
+	for _, tc := range []struct {
+		name      string
+		n         *cluster.Node
+		was, now  config.NodeConf
+		want      string
+		undecided []string
+	}{
+		{"registration: the line caps what the agent reports; no Gres keeps its GPUs",
+			node(16, 64000, 2, "", "x"), config.NodeConf{}, config.NodeConf{CPUs: 4, MemoryMB: 1000, Features: []string{"b"}},
+			`16/64000/2 -> 4/1000/2 "" [x b]`, nil},
+		{"registration: less than the line is INVAL, with what it reported",
+			node(4, 64000, 2, ""), config.NodeConf{}, line(8, 0, 2),
+			`4/64000/2 -> 4/64000/2 "INVAL" [] Low CPUs (reported:4 < configured:8)`, nil},
+		{"reconfigure: a lower line applies; a feature gone from the line goes",
+			node(8, 64000, 2, cluster.NodeUp, "x", "b", "ib"), line(8, 0, 2, "b", "ib"), line(4, 1000, 1, "b"),
+			`8/64000/2 -> 4/1000/1 "UP" [x b]`, nil},
+		{"reconfigure: a line raised past what the agent reported is INVAL",
+			node(16, 64000, 2, cluster.NodeUp), line(0, 0, 0), line(32, 0, 0),
+			`16/64000/2 -> 16/64000/2 "INVAL" [] Low CPUs (reported:16 < configured:32)`, nil},
+		{"reconfigure: a cap raised is not known from the node: it waits for its agent",
+			node(8, 64000, 2, cluster.NodeUp), line(8, 0, 0), line(16, 0, 0),
+			`8/64000/2 -> 8/64000/2 "UP" []`, []string{"CPUs"}},
+		{"reconfigure: a cap dropped too",
+			node(8, 1000, 2, cluster.NodeUp), line(8, 1000, 2), line(0, 0, 2),
+			`8/1000/2 -> 8/1000/2 "UP" []`, []string{"CPUs", "RealMemory"}},
+		{"reconfigure: an INVAL node the line now fits is used again",
+			node(4, 64000, 2, cluster.NodeInval), line(8, 0, 2), line(4, 0, 2),
+			`4/64000/2 -> 4/64000/2 "UP" []`, nil},
+		{"a new leader, same line: an INVAL node stays INVAL",
+			node(4, 64000, 2, cluster.NodeInval), line(8, 0, 2), line(8, 0, 2),
+			`4/64000/2 -> 4/64000/2 "INVAL" [] Low CPUs (reported:4 < configured:8)`, nil},
+		{"a drained node stays drained, whatever its line",
+			node(4, 64000, 2, cluster.NodeDrain), line(0, 0, 0), line(8, 0, 0),
+			`4/64000/2 -> 4/64000/2 "DRAIN" []`, nil},
+		{"a new leader whose line was raised: what the node offers waits, it is not INVAL",
+			node(8, 64000, 2, cluster.NodeUp), line(16, 0, 2), line(16, 0, 2),
+			`8/64000/2 -> 8/64000/2 "UP" []`, []string{"CPUs"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, undecided := withLine(tc.n, tc.was, tc.now)
+			got := fmt.Sprintf("%d/%d/%d -> %d/%d/%d %q %v", tc.n.CPUs, tc.n.MemoryMB, tc.n.GPUs, out.CPUs, out.MemoryMB, out.GPUs, out.State, out.Features)
+			if out.Reason != "" {
+				got += " " + out.Reason
+			}
+			if got != tc.want || !slices.Equal(undecided, tc.undecided) {
+				t.Errorf("got  %s, undecided %q\nwant %s, undecided %q", got, undecided, tc.want, tc.undecided)
+			}
+		})
+	}
+}
+
+// A NodeName line caps what a node offers, as Slurm schedules slurm.conf's
+// values: a node reporting 16 CPUs, 64000 MB and 2 GPUs under
+// CPUs=4 RealMemory=1000 (no Gres: the GPUs it reports) shows and runs 4
+// CPUs, 1000 MB and 2 GPUs.
+func TestNodeLineCapsWhatItReports(t *testing.T) {
+	s := newTestServer(t, Config{Nodes: []config.NodeConf{{Name: "n5", CPUs: 4, MemoryMB: 1000}}})
+	ctx := context.Background()
+	ns := &nodeService{s: s}
+	if _, err := ns.RegisterNode(ctx, &phalanxv1.RegisterNodeRequest{Name: "n5", Cpus: 16, MemoryMb: 64000, Gpus: 2}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&controllerService{s: s}).ListNodes(ctx, &phalanxv1.ListNodesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := resp.Nodes[0]; n.Cpus != 4 || n.MemoryMb != 1000 || n.Gpus != 2 || n.State != "IDLE" {
+		t.Errorf("n5 listed with %d CPUs, %d MB, %d GPUs, %s; want 4, 1000, 2, IDLE", n.Cpus, n.MemoryMb, n.Gpus, n.State)
+	}
+	spec := testSpec(1, 0)
+	spec.CpusPerNode = 8
+	if _, err := s.submit(ctx, spec, false, nil); err == nil || !strings.Contains(err.Error(), "at most 4 CPUs") {
+		t.Errorf("a job for 8 CPUs on a node: %v; want it refused, n5 offering 4", err)
 	}
 }

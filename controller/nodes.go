@@ -12,6 +12,7 @@ import (
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/config"
 	"github.com/phalanx-hpc/phalanx/controller/fsm"
 )
 
@@ -54,10 +55,9 @@ func (n *nodeService) RegisterNode(ctx context.Context, req *phalanxv1.RegisterN
 	if s.cfg.Topology != nil {
 		node.Leaf = s.cfg.Topology.LeafOf(req.Name)
 	}
-	node = s.withNodeConf(node)
-	if why := shortfall(conf, node); why != "" {
-		node.State, node.Reason = cluster.NodeInval, why
-		s.log.Warn("node registered with less than phalanx.conf declares: INVAL, not used", "node", req.Name, "reason", why)
+	node, _ = withLine(node, config.NodeConf{}, conf) // all it reported is known: nothing undecided
+	if node.State == cluster.NodeInval {
+		s.log.Warn("node registered with less than phalanx.conf declares: INVAL, not used", "node", req.Name, "reason", node.Reason)
 	}
 	if err := s.admitRegistration(req.Name, now); err != nil {
 		return nil, toStatus(err)

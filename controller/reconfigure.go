@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -31,10 +32,16 @@ import (
 //     before a reconfigure does not bring back the old partitions.
 //   - phx scontrol reconfigure (and SIGHUP on the leader) reads the file
 //     again and applies its partitions, whatever an administrator changed,
-//     and its NodeName lines. A change that cannot apply live (a port, a
-//     limit, the topology, a NodeName line removed) is refused with what
-//     it is, and nothing is applied. SIGHUP on a follower only reads its
-//     file again, for when it leads.
+//     and its NodeName lines: nodes added, and every registered node (but
+//     those DOWN, which take their line when they register again) brought
+//     to its line as registration would (nodeconf.go): what it offers,
+//     INVAL when it has less, its features, its Weight. What the store
+//     cannot tell (a cap raised or dropped: what the agent reported past
+//     it) applies when the node's agent registers again, and says so. A
+//     change that cannot apply live (a port, a limit, the topology, a
+//     NodeName line removed) is refused with what it is, and nothing is
+//     applied. SIGHUP on a follower only reads its file again, for when it
+//     leads.
 
 // liveConfig is the part of the configuration that changes live.
 type liveConfig struct {
@@ -148,15 +155,67 @@ func (s *Server) reconfigure(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range s.conf().Nodes {
-		if !slices.ContainsFunc(before.Nodes, func(c config.NodeConf) bool { return c.Name == n.Name }) {
-			changes = append(changes, "node "+n.Name+" added")
+	changes = append(changes, nodeLineChanges(before.Nodes, s.conf().Nodes)...)
+	applied, err := s.applyNodeLines(ctx, before.Nodes)
+	return append(changes, applied...), err
+}
+
+// nodeLineChanges says what changed from the NodeName lines have to want,
+// a line each: "node n1 added", "node n1: CPUs 8 to 4, Feature b,ib to b".
+func nodeLineChanges(have, want []config.NodeConf) []string {
+	var out []string
+	for _, w := range want {
+		i := slices.IndexFunc(have, func(c config.NodeConf) bool { return c.Name == w.Name })
+		if i < 0 {
+			out = append(out, "node "+w.Name+" added")
+			continue
+		}
+		if diff := nodeLineDiff(have[i], w); len(diff) > 0 {
+			out = append(out, "node "+w.Name+": "+strings.Join(diff, ", "))
 		}
 	}
-	if err := s.adoptNodeConf(ctx); err != nil {
-		return changes, err
+	return out
+}
+
+// nodeLineDiff lists the keys of a NodeName line that differ, with their
+// values before and after: "CPUs 8 to 4".
+func nodeLineDiff(a, b config.NodeConf) []string {
+	var out []string
+	for _, k := range []struct {
+		key      string
+		was, now string
+	}{
+		{"NodeAddr", a.Addr, b.Addr},
+		{"CPUs", lineCount(int64(a.CPUs)), lineCount(int64(b.CPUs))},
+		{"RealMemory", lineCount(a.MemoryMB), lineCount(b.MemoryMB)},
+		{"Gres", lineGres(a), lineGres(b)},
+		{"Feature", strings.Join(a.Features, ","), strings.Join(b.Features, ",")},
+		{"Weight", lineCount(int64(a.Weight)), lineCount(int64(b.Weight))},
+	} {
+		if k.was != k.now {
+			out = append(out, fmt.Sprintf("%s %s to %s", k.key, cmp.Or(k.was, "(none)"), cmp.Or(k.now, "(none)")))
+		}
 	}
-	return changes, nil
+	return out
+}
+
+// lineCount prints a count of a NodeName line, "" when not given.
+func lineCount(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprint(n)
+}
+
+// lineGres prints a NodeName line's Gres as written: gpu:TYPE:N, gpu:N.
+func lineGres(c config.NodeConf) string {
+	switch {
+	case c.GPUs == 0:
+		return ""
+	case c.GPUType == "":
+		return fmt.Sprintf("gpu:%d", c.GPUs)
+	}
+	return fmt.Sprintf("gpu:%s:%d", c.GPUType, c.GPUs)
 }
 
 // liveFields are the Config fields reconfigure changes; the others must

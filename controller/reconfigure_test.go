@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -108,5 +109,92 @@ func TestFixedChangesIgnoresRuntimeFields(t *testing.T) {
 	next.Fatal, next.Reload = func(error) {}, func() (Config, error) { return Config{}, nil }
 	if fixed := fixedChanges(cur, next); len(fixed) > 0 {
 		t.Errorf("fixedChanges = %q, want none", fixed)
+	}
+}
+
+// scontrol reconfigure brings registered nodes to their changed NodeName
+// lines through Raft, and says what it changed: what a node offers
+// (never more than its agent reported; INVAL when less), its features
+// (a feature gone from the line goes), its weight.
+func TestReconfigureNodeLines(t *testing.T) {
+	n1 := config.NodeConf{Name: "n1", CPUs: 8, GPUs: 2, GPUType: "h100", Features: []string{"b", "ib"}}
+	s := newTestServer(t, Config{Nodes: []config.NodeConf{n1}})
+	ctx := context.Background()
+	ns := &nodeService{s: s}
+	if _, err := ns.RegisterNode(ctx, &phalanxv1.RegisterNodeRequest{Name: "n1", Cpus: 16, MemoryMb: 64000, Gpus: 2, Features: []string{"x"}}); err != nil {
+		t.Fatal(err)
+	}
+	file := s.cfg
+	reconfigure := func(line config.NodeConf) []string {
+		t.Helper()
+		file.Nodes = []config.NodeConf{line}
+		s.cfg.Reload = func() (Config, error) { return file, nil }
+		changes, err := s.reconfigure(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return changes
+	}
+	stored := func() string {
+		t.Helper()
+		n, err := s.store.Node("n1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%d CPUs, %d MB, %d GPUs, %v, weight %d, %s %s", n.CPUs, n.MemoryMB, n.GPUs, n.Features, n.Weight, n.State, n.Reason)
+	}
+	if got, want := stored(), "8 CPUs, 64000 MB, 2 GPUs, [x b ib], weight 0, UP "; got != want {
+		t.Fatalf("registered: %s, want %s", got, want)
+	}
+
+	changes := reconfigure(config.NodeConf{Name: "n1", CPUs: 4, MemoryMB: 1000, GPUs: 1, GPUType: "h100", Features: []string{"b"}, Weight: 5})
+	if want := []string{"node n1: CPUs 8 to 4, RealMemory (none) to 1000, Gres gpu:h100:2 to gpu:h100:1, Feature b,ib to b, Weight (none) to 5"}; !slices.Equal(changes, want) {
+		t.Errorf("changes %q\nwant    %q", changes, want)
+	}
+	if got, want := stored(), "4 CPUs, 1000 MB, 1 GPUs, [x b], weight 5, UP "; got != want {
+		t.Errorf("after lowering the line: %s, want %s", got, want)
+	}
+
+	// The store does not know what lies past a cap: a raised cap waits for
+	// the agent, and says so; the node is not INVAL meanwhile.
+	changes = reconfigure(config.NodeConf{Name: "n1", CPUs: 16, GPUs: 2, GPUType: "h100"})
+	if want := []string{"node n1: CPUs 4 to 16, RealMemory 1000 to (none), Gres gpu:h100:1 to gpu:h100:2, Feature b to (none), Weight 5 to (none)",
+		"node n1: CPUs 16 applies when its agent registers again (restart its phalanx-agent); until then it offers 4, what the controllers know it has",
+		"node n1: RealMemory as its agent reports applies when its agent registers again (restart its phalanx-agent); until then it offers 1000, what the controllers know it has",
+		"node n1: Gres gpu count 2 applies when its agent registers again (restart its phalanx-agent); until then it offers 1, what the controllers know it has"}; !slices.Equal(changes, want) {
+		t.Errorf("changes %q\nwant    %q", changes, want)
+	}
+	if got, want := stored(), "4 CPUs, 1000 MB, 1 GPUs, [x], weight 0, UP "; got != want {
+		t.Errorf("after raising the line: %s, want %s", got, want)
+	}
+	if _, err := ns.RegisterNode(ctx, &phalanxv1.RegisterNodeRequest{Name: "n1", Cpus: 16, MemoryMb: 64000, Gpus: 2, Features: []string{"x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := stored(), "16 CPUs, 64000 MB, 2 GPUs, [x], weight 0, UP "; got != want {
+		t.Errorf("registered again: %s, want %s", got, want)
+	}
+
+	// Known to be short (what the agent reported, uncapped): INVAL, and
+	// used again when the line fits.
+	changes = reconfigure(config.NodeConf{Name: "n1", CPUs: 16, MemoryMB: 128000, GPUs: 2, GPUType: "h100"})
+	if want := []string{"node n1: RealMemory (none) to 128000",
+		"node n1 INVAL, not used: Low RealMemory (reported:64000 < configured:128000)"}; !slices.Equal(changes, want) {
+		t.Errorf("changes %q\nwant    %q", changes, want)
+	}
+	changes = reconfigure(config.NodeConf{Name: "n1", CPUs: 16, MemoryMB: 32000, GPUs: 2, GPUType: "h100"})
+	if want := []string{"node n1: RealMemory 128000 to 32000", "node n1 is no longer INVAL"}; !slices.Equal(changes, want) {
+		t.Errorf("changes %q\nwant    %q", changes, want)
+	}
+	if got, want := stored(), "16 CPUs, 32000 MB, 2 GPUs, [x], weight 0, UP "; got != want {
+		t.Errorf("after the line fits again: %s, want %s", got, want)
+	}
+
+	// A new leader takes the nodes as recorded under the lines it reads.
+	s.live.Store(&liveConfig{Partitions: s.conf().Partitions, Nodes: []config.NodeConf{{Name: "n1", CPUs: 2, MemoryMB: 32000, Features: []string{"z"}}}})
+	if err := s.adoptNodeConf(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := stored(), "2 CPUs, 32000 MB, 2 GPUs, [x z], weight 0, UP "; got != want {
+		t.Errorf("after a new leader adopted its lines: %s, want %s", got, want)
 	}
 }

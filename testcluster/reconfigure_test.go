@@ -2,6 +2,7 @@ package testcluster_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -11,6 +12,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/apiclient"
+	"github.com/phalanx-hpc/phalanx/pki"
+	"github.com/phalanx-hpc/phalanx/testcluster"
 )
 
 // scontrol reconfigure on three real replicas sharing one phalanx.conf:
@@ -87,5 +91,87 @@ func TestReconfigureReplicas(t *testing.T) {
 	}
 	if got := parts(); got["debug"] != "DOWN" {
 		t.Errorf("after the leader's death: partitions %v; want debug still DOWN (an administrator's change, the file unchanged)", got)
+	}
+}
+
+// scontrol reconfigure on three real replicas applies a changed NodeName
+// line to a registered node through Raft and prints it: what the node
+// offers is its line's (never more than its agent reported), a feature
+// gone from the line goes, and a new leader keeps all of it.
+func TestReconfigureNodeLine(t *testing.T) {
+	bin := testcluster.BuildController(t, t.TempDir())
+	// No heartbeats here: a long TTL keeps the node UP (DOWN nodes take
+	// their line when they register again).
+	procs := testcluster.StartProcs(t, bin, testcluster.ProcOptions{FromConfig: true, Args: []string{"--node-ttl=10m"}})
+	if _, err := procs.WaitLeader(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := procs.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	api := phalanxv1.NewControllerServiceClient(conn)
+	call := func() context.Context {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		t.Cleanup(cancel)
+		return ctx
+	}
+	orig, err := os.ReadFile(procs.Conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reconfigure := func(line string) []string {
+		t.Helper()
+		if err := os.WriteFile(procs.Conf, append(slices.Clone(orig), line+"\n"...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := api.Reconfigure(call(), &phalanxv1.ReconfigureRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Changes
+	}
+	node := func() string {
+		t.Helper()
+		resp, err := api.ListNodes(call(), &phalanxv1.ListNodesRequest{Names: []string{"gpu001"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := resp.Nodes[0]
+		return fmt.Sprintf("%s CPUTot=%d RealMemory=%d Gres=gpu:%d Features=%s", n.State, n.Cpus, n.MemoryMb, n.Gpus, strings.Join(n.Features, ","))
+	}
+
+	if changes := reconfigure("NodeName=gpu001 CPUs=8 Gres=gpu:h100:2 Feature=b,ib"); !slices.Contains(changes, "node gpu001 added") {
+		t.Errorf("changes %q; want node gpu001 added", changes)
+	}
+	nconn, err := apiclient.Dial(procs.APIAddrs(), apiclient.WithDialOptions(procs.Transport(procs.Material(t, pki.KindNode, "gpu001"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nconn.Close()
+	if _, err := phalanxv1.NewNodeServiceClient(nconn).RegisterNode(call(), &phalanxv1.RegisterNodeRequest{
+		Name: "gpu001", Addr: "10.0.0.1", Cpus: 16, MemoryMb: 64000, Gpus: 2, GpuModel: "h100",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := node(), "IDLE CPUTot=8 RealMemory=64000 Gres=gpu:2 Features=b,ib"; got != want {
+		t.Errorf("registered: %s, want %s", got, want)
+	}
+
+	changes := reconfigure("NodeName=gpu001 CPUs=4 RealMemory=1000 Gres=gpu:h100:1 Feature=b")
+	if want := "node gpu001: CPUs 8 to 4, RealMemory (none) to 1000, Gres gpu:h100:2 to gpu:h100:1, Feature b,ib to b"; !slices.Contains(changes, want) {
+		t.Errorf("changes %q; want %q", changes, want)
+	}
+	want := "IDLE CPUTot=4 RealMemory=1000 Gres=gpu:1 Features=b"
+	if got := node(); got != want {
+		t.Errorf("after reconfigure: %s, want %s", got, want)
+	}
+	procs.Kill(procs.Leader())
+	if _, err := procs.WaitLeader(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := node(); got != want {
+		t.Errorf("after the leader's death: %s, want %s", got, want)
 	}
 }

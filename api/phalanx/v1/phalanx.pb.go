@@ -2889,8 +2889,14 @@ type Node struct {
 	// not_responding: the controller has not heard from the node's agent
 	// (sinfo's "*" after the state): it never registered, or went silent.
 	NotResponding bool `protobuf:"varint,21,opt,name=not_responding,json=notResponding,proto3" json:"not_responding,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// sockets, cores_per_socket, threads_per_core: the layout its NodeName
+	// line gives (0: the line gives none; clients show CPUS:1:1, as Slurm
+	// infers from CPUs alone).
+	Sockets        int32 `protobuf:"varint,22,opt,name=sockets,proto3" json:"sockets,omitempty"`
+	CoresPerSocket int32 `protobuf:"varint,23,opt,name=cores_per_socket,json=coresPerSocket,proto3" json:"cores_per_socket,omitempty"`
+	ThreadsPerCore int32 `protobuf:"varint,24,opt,name=threads_per_core,json=threadsPerCore,proto3" json:"threads_per_core,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Node) Reset() {
@@ -3068,6 +3074,27 @@ func (x *Node) GetNotResponding() bool {
 		return x.NotResponding
 	}
 	return false
+}
+
+func (x *Node) GetSockets() int32 {
+	if x != nil {
+		return x.Sockets
+	}
+	return 0
+}
+
+func (x *Node) GetCoresPerSocket() int32 {
+	if x != nil {
+		return x.CoresPerSocket
+	}
+	return 0
+}
+
+func (x *Node) GetThreadsPerCore() int32 {
+	if x != nil {
+		return x.ThreadsPerCore
+	}
+	return 0
 }
 
 type Partition struct {
@@ -6636,7 +6663,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	" \x01(\tR\tfaultNode\x12\x1b\n" +
 	"\texit_code\x18\v \x01(\x05R\bexitCode\x12\x1f\n" +
 	"\vexit_signal\x18\f \x01(\x05R\n" +
-	"exitSignal\"\xb3\x05\n" +
+	"exitSignal\"\xa1\x06\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x12\n" +
@@ -6665,7 +6692,10 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"reasonUser\x12;\n" +
 	"\vreason_time\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"reasonTime\x12%\n" +
-	"\x0enot_responding\x18\x15 \x01(\bR\rnotResponding\"\xb3\x03\n" +
+	"\x0enot_responding\x18\x15 \x01(\bR\rnotResponding\x12\x18\n" +
+	"\asockets\x18\x16 \x01(\x05R\asockets\x12(\n" +
+	"\x10cores_per_socket\x18\x17 \x01(\x05R\x0ecoresPerSocket\x12(\n" +
+	"\x10threads_per_core\x18\x18 \x01(\x05R\x0ethreadsPerCore\"\xb3\x03\n" +
 	"\tPartition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05nodes\x18\x02 \x03(\tR\x05nodes\x12\x18\n" +
