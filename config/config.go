@@ -136,12 +136,14 @@ func Load(path string) (*Config, error) {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
 	defer f.Close()
-	c, err := Parse(f, path)
-	if err != nil {
-		return nil, err
+	// gres.conf beside it, as Slurm reads it: its problems are reported
+	// with the config's, in one pass.
+	c, errs := parse(f, path)
+	if err := c.loadGres(path); err != nil {
+		errs = append(errs, err)
 	}
-	if err := c.loadGres(path); err != nil { // gres.conf beside it, as Slurm reads it
-		return nil, err
+	if len(errs) > 0 {
+		return nil, joinErrors(errs, path)
 	}
 	return c, nil
 }
@@ -150,16 +152,28 @@ func Load(path string) (*Config, error) {
 // to resolve relative Include paths. Every problem found is reported (up to
 // a limit), each naming its line; unknown keys only add warnings.
 func Parse(r io.Reader, name string) (*Config, error) {
+	c, errs := parse(r, name)
+	if len(errs) > 0 {
+		return nil, joinErrors(errs, name)
+	}
+	return c, nil
+}
+
+// parse parses a config and returns it, as far as it goes, with every
+// problem found.
+func parse(r io.Reader, name string) (*Config, []error) {
 	p := newParser()
 	p.parse(r, name, 0)
 	p.finish()
-	if len(p.errs) > 0 {
-		if len(p.errs) > maxErrors {
-			p.errs = append(p.errs[:maxErrors], fmt.Errorf("%s: %d more problems", name, len(p.errs)-maxErrors))
-		}
-		return nil, errors.Join(p.errs...)
+	return p.cfg, p.errs
+}
+
+// joinErrors makes one error of a file's problems, up to a limit.
+func joinErrors(errs []error, name string) error {
+	if len(errs) > maxErrors {
+		errs = append(errs[:maxErrors], fmt.Errorf("%s: %d more problems", name, len(errs)-maxErrors))
 	}
-	return p.cfg, nil
+	return errors.Join(errs...)
 }
 
 // parser accumulates the config and its problems across lines and files.
@@ -175,6 +189,8 @@ type parser struct {
 	preemptNone bool
 	nodeLine    map[string]string
 	partLine    map[string]string
+	// declared are the nodes NodeName lines name, well formed or not.
+	declared map[string]bool
 	globalLine  map[string]string // non-repeatable key → where it was set
 	defaultPart string            // "name (file:line)" of the Default=YES partition
 }
@@ -192,6 +208,7 @@ func newParser() *parser {
 		warned:     map[string]bool{},
 		nodeLine:   map[string]string{},
 		partLine:   map[string]string{},
+		declared:   map[string]bool{},
 		globalLine: map[string]string{},
 	}
 }
@@ -483,13 +500,23 @@ func (p *parser) finish() {
 	if len(p.cfg.Nodes) == 0 {
 		return
 	}
+	// With NodeName lines the controllers take no other node (as Slurm's
+	// "Invalid node name"): a partition naming one could never run on it.
 	for _, part := range p.cfg.Partitions {
 		for _, n := range part.Nodes {
-			if _, ok := p.nodeLine[n]; !ok {
-				p.cfg.Warnings = append(p.cfg.Warnings, fmt.Sprintf(
-					"partition %s: node %s has no NodeName line; it joins when its agent registers", part.Name, n))
+			if !p.declared[n] {
+				file, num := splitLine(p.partLine[part.Name])
+				p.errorf(file, num, "partition %s names node %s, which no NodeName line declares: declare it (NodeName=%s ...) or take it out of the partition",
+					part.Name, n, n)
 				break
 			}
 		}
 	}
+}
+
+// splitLine splits a "file:line" location.
+func splitLine(loc string) (string, int) {
+	i := strings.LastIndexByte(loc, ':')
+	num, _ := strconv.Atoi(loc[i+1:])
+	return loc[:i], num
 }

@@ -31,6 +31,11 @@ func (p *parser) nodeLineDirective(file string, l line) {
 		p.nodeDefaults = append(p.nodeDefaults, l.Pairs[1:]...)
 		return
 	}
+	if hosts, err := hostlist.Expand(names); err == nil { // declared, whatever else the line says
+		for _, h := range hosts {
+			p.declared[h] = true
+		}
+	}
 	s := &nodeSpec{file: file, num: l.Num, p: p}
 	for _, kv := range p.nodeDefaults {
 		s.set(kv)

@@ -1,7 +1,9 @@
 package topology
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
@@ -27,17 +29,27 @@ func newBuilder() *builder {
 	}
 }
 
+// invalid is a problem of the file: it says what, and is cluster.ErrInvalid
+// (without the words "invalid request" in every line of a list).
+type invalid struct{ msg string }
+
+func (e invalid) Error() string { return e.msg }
+func (e invalid) Unwrap() error { return cluster.ErrInvalid }
+
 func lineErr(line int, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	if line > 0 {
-		return fmt.Errorf("line %d: %s: %w", line, msg, cluster.ErrInvalid)
+		return invalid{fmt.Sprintf("line %d: %s", line, msg)}
 	}
-	return fmt.Errorf("%s: %w", msg, cluster.ErrInvalid)
+	return invalid{msg}
 }
 
 func (b *builder) addSwitch(line int, name string, children, nodes []string) error {
 	if _, dup := b.t.switches[name]; dup {
 		return lineErr(line, "switch %q already defined on line %d", name, b.lineOf["switch "+name])
+	}
+	if slices.Contains(children, name) { // before it is recorded: no cycle to report as well
+		return lineErr(line, "switch %q lists itself", name)
 	}
 	b.lineOf["switch "+name] = line
 	s := &Switch{Name: name, Switches: children, Nodes: nodes}
@@ -113,10 +125,14 @@ func (b *builder) link() error {
 		children = append(children, c)
 	}
 	sort.Slice(children, func(i, j int) bool { return b.parentAt[children[i]] < b.parentAt[children[j]] })
+	var errs []error
 	for _, c := range children {
 		if b.t.switches[c] == nil {
-			return lineErr(b.parentAt[c], "switch %q is not defined", c)
+			errs = append(errs, lineErr(b.parentAt[c], "switch %q is not defined", c))
 		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
 	}
 	for _, name := range b.t.order {
 		for _, c := range b.t.switches[name].Switches {

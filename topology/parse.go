@@ -2,6 +2,7 @@ package topology
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -48,6 +49,7 @@ func Parse(r io.Reader) (*Tree, error) {
 	// whatever Parse accepts, Conf writes and Parse reads back.
 	sc.Buffer(make([]byte, 64*1024), maxLine)
 	lineNo, start, pending := 0, 0, ""
+	var errs []error // every line's problem, in one pass
 	for sc.Scan() {
 		lineNo++
 		text := stripComment(sc.Text())
@@ -59,7 +61,7 @@ func Parse(r io.Reader) (*Tree, error) {
 			continue
 		}
 		if err := parseLine(b, start, pending+text); err != nil {
-			return nil, err
+			errs = append(errs, err)
 		}
 		pending = ""
 	}
@@ -68,11 +70,24 @@ func Parse(r io.Reader) (*Tree, error) {
 	}
 	if pending != "" {
 		if err := parseLine(b, start, pending); err != nil {
-			return nil, err
+			errs = append(errs, err)
 		}
 	}
-	return b.finish()
+	t, err := b.finish() // the whole file's checks, reported with the lines'
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > maxErrors {
+		errs = append(errs[:maxErrors], fmt.Errorf("%d more problems", len(errs)-maxErrors))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return t, nil
 }
+
+// maxErrors bounds the problems one parse reports.
+const maxErrors = 20
 
 func stripComment(s string) string {
 	if i := strings.IndexByte(s, '#'); i >= 0 {
@@ -127,7 +142,7 @@ func checkKeys(line int, kv map[string]string, allowed ...string) error {
 func expand(line int, key, expr string) ([]string, error) {
 	names, err := hostlist.Expand(expr)
 	if err != nil {
-		return nil, fmt.Errorf("line %d: %s: %w", line, key, err) // err wraps ErrInvalid
+		return nil, lineErr(line, "%s: %v", key, err)
 	}
 	if strings.Contains(expr, `\`) {
 		return nil, lineErr(line, "%s=%s: %s", key, expr, errBackslash)
