@@ -190,7 +190,7 @@ type parser struct {
 	nodeLine    map[string]string
 	partLine    map[string]string
 	// declared are the nodes NodeName lines name, well formed or not.
-	declared map[string]bool
+	declared    map[string]bool
 	globalLine  map[string]string // non-repeatable key → where it was set
 	defaultPart string            // "name (file:line)" of the Default=YES partition
 }
