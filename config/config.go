@@ -103,6 +103,10 @@ type NodeConf struct {
 	GPUType  string // from Gres=gpu:TYPE:N; empty: any
 	Features []string
 	Weight   int
+	// Sockets, CoresPerSocket, ThreadsPerCore: the line's layout, as
+	// written (zero: not given); CPUs is their product when the line gives
+	// no CPUs.
+	Sockets, CoresPerSocket, ThreadsPerCore int
 }
 
 // ParseError is a problem at one line of a config file. It wraps

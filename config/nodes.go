@@ -49,6 +49,7 @@ func (p *parser) nodeLineDirective(file string, l line) {
 	if s.deriveCPUs(); s.bad {
 		return
 	}
+	s.conf.Sockets, s.conf.CoresPerSocket, s.conf.ThreadsPerCore = s.sockets, s.cores, s.threads
 	hosts, err := hostlist.Expand(names)
 	if err != nil || len(hosts) == 0 {
 		p.errorf(file, l.Num, "NodeName: %v; write a host name or a hostlist such as gpu[001-016]", errOrEmpty(err))

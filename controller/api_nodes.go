@@ -26,6 +26,7 @@ func (c *controllerService) ListNodes(ctx context.Context, req *phalanxv1.ListNo
 	all := s.withUnregistered(st.Nodes)
 	nodes := all[sort.Search(len(all), func(i int) bool { return all[i].Name > req.PageToken }):]
 	usage := cluster.Usage(st.Active)
+	lines := s.nodeLines()
 	out := &phalanxv1.ListNodesResponse{}
 	for _, n := range nodes {
 		if len(req.Names) > 0 && !slices.Contains(req.Names, n.Name) {
@@ -38,7 +39,12 @@ func (c *controllerService) ListNodes(ctx context.Context, req *phalanxv1.ListNo
 		s.mu.Lock()
 		seen := s.lastSeen[n.Name]
 		s.mu.Unlock()
-		out.Nodes = append(out.Nodes, nodeToProto(n, usage[n.Name], st.Partitions, seen))
+		pn := nodeToProto(n, usage[n.Name], st.Partitions, seen)
+		// Its line's layout: Slurm shows it; Phalanx, which places by CPUs,
+		// keeps it in the config only.
+		c := lines[n.Name]
+		pn.Sockets, pn.CoresPerSocket, pn.ThreadsPerCore = int32(c.Sockets), int32(c.CoresPerSocket), int32(c.ThreadsPerCore)
+		out.Nodes = append(out.Nodes, pn)
 	}
 	if len(req.Names) > 0 && len(out.Nodes) == 0 && req.PageToken == "" {
 		return nil, toStatus(fmt.Errorf("node %v: %w", req.Names, cluster.ErrNotFound))

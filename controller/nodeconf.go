@@ -42,6 +42,16 @@ func (s *Server) declared(name string) (conf config.NodeConf, found, ok bool) {
 	return config.NodeConf{}, false, len(nodes) == 0
 }
 
+// nodeLines are the config's NodeName lines by node.
+func (s *Server) nodeLines() map[string]config.NodeConf {
+	nodes := s.conf().Nodes
+	out := make(map[string]config.NodeConf, len(nodes))
+	for _, c := range nodes {
+		out[c.Name] = c
+	}
+	return out
+}
+
 // errUndeclared is what a node that is not in the config is told.
 func errUndeclared(name string) error {
 	return cluster.Errorf(cluster.ErrPermission,

@@ -197,3 +197,41 @@ func TestNodeLineCapsWhatItReports(t *testing.T) {
 		t.Errorf("a job for 8 CPUs on a node: %v; want it refused, n5 offering 4", err)
 	}
 }
+
+// A node's layout (Sockets, CoresPerSocket, ThreadsPerCore) is its
+// NodeName line's, registered or not, and a reconfigure changes it.
+func TestNodeLayout(t *testing.T) {
+	n1 := config.NodeConf{Name: "n1", CPUs: 16, Sockets: 2, CoresPerSocket: 4, ThreadsPerCore: 2}
+	s := newTestServer(t, Config{Nodes: []config.NodeConf{n1, {Name: "n2", CPUs: 8}}})
+	ctx := context.Background()
+	layouts := func() string {
+		t.Helper()
+		resp, err := (&controllerService{s: s}).ListNodes(ctx, &phalanxv1.ListNodesRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, n := range resp.Nodes {
+			out = append(out, fmt.Sprintf("%s %d:%d:%d", n.Name, n.Sockets, n.CoresPerSocket, n.ThreadsPerCore))
+		}
+		return strings.Join(out, ", ")
+	}
+	if got, want := layouts(), "n1 2:4:2, n2 0:0:0"; got != want {
+		t.Errorf("before registering: %s, want %s", got, want)
+	}
+	register(t, s, nil, "n1")
+	if got, want := layouts(), "n1 2:4:2, n2 0:0:0"; got != want {
+		t.Errorf("registered: %s, want %s", got, want)
+	}
+	file := s.cfg
+	n1.Sockets, n1.ThreadsPerCore = 4, 1
+	file.Nodes = []config.NodeConf{n1, {Name: "n2", CPUs: 8}}
+	s.cfg.Reload = func() (Config, error) { return file, nil }
+	changes, err := s.reconfigure(ctx)
+	if want := []string{"node n1: Sockets 2 to 4, ThreadsPerCore 2 to 1"}; err != nil || !slices.Equal(changes, want) {
+		t.Errorf("reconfigure: %q, %v; want %q", changes, err, want)
+	}
+	if got, want := layouts(), "n1 4:4:1, n2 0:0:0"; got != want {
+		t.Errorf("after reconfigure: %s, want %s", got, want)
+	}
+}

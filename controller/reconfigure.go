@@ -191,6 +191,9 @@ func nodeLineDiff(a, b config.NodeConf) []string {
 		{"Gres", lineGres(a), lineGres(b)},
 		{"Feature", strings.Join(a.Features, ","), strings.Join(b.Features, ",")},
 		{"Weight", lineCount(int64(a.Weight)), lineCount(int64(b.Weight))},
+		{"Sockets", lineCount(int64(a.Sockets)), lineCount(int64(b.Sockets))},
+		{"CoresPerSocket", lineCount(int64(a.CoresPerSocket)), lineCount(int64(b.CoresPerSocket))},
+		{"ThreadsPerCore", lineCount(int64(a.ThreadsPerCore)), lineCount(int64(b.ThreadsPerCore))},
 	} {
 		if k.was != k.now {
 			out = append(out, fmt.Sprintf("%s %s to %s", k.key, cmp.Or(k.was, "(none)"), cmp.Or(k.now, "(none)")))

@@ -139,7 +139,8 @@ func TestReconfigureNodeLine(t *testing.T) {
 			t.Fatal(err)
 		}
 		n := resp.Nodes[0]
-		return fmt.Sprintf("%s CPUTot=%d RealMemory=%d Gres=gpu:%d Features=%s", n.State, n.Cpus, n.MemoryMb, n.Gpus, strings.Join(n.Features, ","))
+		return fmt.Sprintf("%s CPUTot=%d RealMemory=%d Gres=gpu:%d Features=%s S:C:T=%d:%d:%d", n.State, n.Cpus, n.MemoryMb, n.Gpus,
+			strings.Join(n.Features, ","), n.Sockets, n.CoresPerSocket, n.ThreadsPerCore)
 	}
 
 	if changes := reconfigure("NodeName=gpu001 CPUs=8 Gres=gpu:h100:2 Feature=b,ib"); !slices.Contains(changes, "node gpu001 added") {
@@ -155,15 +156,15 @@ func TestReconfigureNodeLine(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := node(), "IDLE CPUTot=8 RealMemory=64000 Gres=gpu:2 Features=b,ib"; got != want {
+	if got, want := node(), "IDLE CPUTot=8 RealMemory=64000 Gres=gpu:2 Features=b,ib S:C:T=0:0:0"; got != want {
 		t.Errorf("registered: %s, want %s", got, want)
 	}
 
-	changes := reconfigure("NodeName=gpu001 CPUs=4 RealMemory=1000 Gres=gpu:h100:1 Feature=b")
-	if want := "node gpu001: CPUs 8 to 4, RealMemory (none) to 1000, Gres gpu:h100:2 to gpu:h100:1, Feature b,ib to b"; !slices.Contains(changes, want) {
+	changes := reconfigure("NodeName=gpu001 CPUs=4 RealMemory=1000 Gres=gpu:h100:1 Feature=b Sockets=2 CoresPerSocket=1 ThreadsPerCore=2")
+	if want := "node gpu001: CPUs 8 to 4, RealMemory (none) to 1000, Gres gpu:h100:2 to gpu:h100:1, Feature b,ib to b, Sockets (none) to 2, CoresPerSocket (none) to 1, ThreadsPerCore (none) to 2"; !slices.Contains(changes, want) {
 		t.Errorf("changes %q; want %q", changes, want)
 	}
-	want := "IDLE CPUTot=4 RealMemory=1000 Gres=gpu:1 Features=b"
+	want := "IDLE CPUTot=4 RealMemory=1000 Gres=gpu:1 Features=b S:C:T=2:1:2"
 	if got := node(); got != want {
 		t.Errorf("after reconfigure: %s, want %s", got, want)
 	}
