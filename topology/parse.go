@@ -2,7 +2,6 @@ package topology
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -49,7 +48,6 @@ func Parse(r io.Reader) (*Tree, error) {
 	// whatever Parse accepts, Conf writes and Parse reads back.
 	sc.Buffer(make([]byte, 64*1024), maxLine)
 	lineNo, start, pending := 0, 0, ""
-	var errs []error // every line's problem, in one pass
 	for sc.Scan() {
 		lineNo++
 		text := stripComment(sc.Text())
@@ -61,7 +59,7 @@ func Parse(r io.Reader) (*Tree, error) {
 			continue
 		}
 		if err := parseLine(b, start, pending+text); err != nil {
-			errs = append(errs, err)
+			return nil, err
 		}
 		pending = ""
 	}
@@ -70,24 +68,11 @@ func Parse(r io.Reader) (*Tree, error) {
 	}
 	if pending != "" {
 		if err := parseLine(b, start, pending); err != nil {
-			errs = append(errs, err)
+			return nil, err
 		}
 	}
-	t, err := b.finish() // the whole file's checks, reported with the lines'
-	if err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > maxErrors {
-		errs = append(errs[:maxErrors], fmt.Errorf("%d more problems", len(errs)-maxErrors))
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return t, nil
+	return b.finish()
 }
-
-// maxErrors bounds the problems one parse reports.
-const maxErrors = 20
 
 func stripComment(s string) string {
 	if i := strings.IndexByte(s, '#'); i >= 0 {
