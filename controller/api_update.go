@@ -94,12 +94,13 @@ func (c *controllerService) UpdateJob(ctx context.Context, req *phalanxv1.Update
 	return &phalanxv1.UpdateJobResponse{}, nil
 }
 
-// updateJob renames a job, or changes what a pending job asks for. Its
-// owner may rename it, shorten its limit, hold and release it, and change
-// its partition, node count, dependency, QoS and (up only) nice value, as
-// Slurm lets users; operators and administrators may change any job,
-// lengthen a limit or lift it, and set its priority. The new request is
-// checked as a submit is (checkConstraints, admit).
+// updateJob renames a job, changes the time limit of a pending or running
+// one, or changes what a pending job asks for. Its owner may rename it,
+// shorten its limit, hold and release it, and change its partition, node
+// count, dependency, QoS and (up only) nice value, as Slurm lets users;
+// operators and administrators may change any job, lengthen a limit or
+// lift it, and set its priority. The new request is checked as a submit
+// is (checkConstraints, admit).
 func (s *Server) updateJob(ctx context.Context, req *phalanxv1.UpdateJobRequest) error {
 	j, err := s.visible(cluster.JobID(req.JobId), false)
 	if err != nil {
@@ -298,7 +299,9 @@ func requestedLimit(j *cluster.Job, req *phalanxv1.UpdateJobRequest) (*int64, er
 	return &secs, nil
 }
 
-// newTimeLimit checks a new time limit for job j (seconds; 0 lifts it).
+// newTimeLimit checks a new time limit for job j (seconds; 0 lifts it),
+// pending or running: a running job's limit counts from its start, and its
+// agents stop it at the new one (at once, TIMEOUT, if it has run longer).
 func (s *Server) newTimeLimit(ctx context.Context, j *cluster.Job, secs int64, partition string) (time.Duration, error) {
 	const most = int64(cluster.MaxTimeLimit / time.Second)
 	switch {
@@ -306,8 +309,8 @@ func (s *Server) newTimeLimit(ctx context.Context, j *cluster.Job, secs int64, p
 		return 0, cluster.Errorf(cluster.ErrInvalid, "time limit %d seconds: give a positive limit, or UNLIMITED", secs)
 	case secs > most:
 		return 0, cluster.Errorf(cluster.ErrInvalid, "time limit of %d seconds is longer than %d days: ask for less, or for UNLIMITED", secs, cluster.MaxTimeLimit/(24*time.Hour))
-	case j.State != cluster.JobPending:
-		return 0, cluster.Errorf(cluster.ErrInvalid, "job %d is %s: its time limit changes only while it is pending", j.ID, j.State)
+	case !limitChanges(j.State):
+		return 0, cluster.Errorf(cluster.ErrInvalid, "job %d is %s: its time limit changes only while it is pending or running", j.ID, j.State)
 	}
 	limit := time.Duration(secs) * time.Second
 	longer := limit == 0 || (j.TimeLimit != 0 && limit > j.TimeLimit)
@@ -321,6 +324,13 @@ func (s *Server) newTimeLimit(ctx context.Context, j *cluster.Job, secs int64, p
 			cluster.FormatLimit(limit), part.Name, cluster.FormatLimit(part.MaxTime))
 	}
 	return limit, nil
+}
+
+// limitChanges reports whether a job in state st may have its time limit
+// changed: while it waits or runs, not once its attempt is ending (its
+// tasks stop whatever the limit).
+func limitChanges(st cluster.JobState) bool {
+	return st == cluster.JobPending || st == cluster.JobConfiguring || st == cluster.JobRunning
 }
 
 // partition returns the partition named, or nil.

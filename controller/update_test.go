@@ -10,7 +10,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/scheduler"
 )
 
 // scontrol update checks a new time limit with the partition the same
@@ -145,5 +147,78 @@ func TestEveryTaskHoldsACPU(t *testing.T) {
 	spec.TasksPerNode = 65
 	if _, err := s.submit(context.Background(), spec, true, nil); !errors.Is(err, cluster.ErrUnsatisfiable) {
 		t.Errorf("65 tasks on a node of 64 CPUs: %v; want never satisfiable", err)
+	}
+}
+
+// A running job's time limit changes as Slurm's does: its owner may only
+// shorten it (TimeLimit=N or -N), an operator may also lengthen or lift
+// it; the nodes running it are sent the new limit. A job whose attempt is
+// ending keeps its limit.
+func TestUpdateRunningJobTimeLimit(t *testing.T) {
+	s := newTestServer(t, Config{OperatorUsers: []string{"carol"}})
+	register(t, s, nil, "n1")
+	spec := testSpec(1, 8)
+	spec.TimeLimitSeconds = 7200
+	resp, err := s.submit(context.Background(), spec, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := cluster.JobID(resp.JobId)
+	waitState(t, s, id, cluster.JobConfiguring)
+	ns := &nodeService{s: s}
+	if _, err := ns.ReportTaskStatus(context.Background(), &phalanxv1.ReportTaskStatusRequest{
+		Node: "n1", JobId: uint64(id), State: string(cluster.TaskRunning)}); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, s, id, cluster.JobRunning)
+	alice := auth.NewContext(context.Background(), auth.Identity{User: "alice", UID: 1000, GID: 100, Kind: auth.KindLocal})
+	carol := auth.NewContext(context.Background(), auth.Identity{User: "carol", UID: 1002, GID: 100, Kind: auth.KindLocal})
+	update := func(ctx context.Context, set, change *int64) error {
+		return s.updateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: uint64(id), TimeLimitSeconds: set, TimeLimitChangeSeconds: change})
+	}
+	limit := func() time.Duration {
+		j, err := s.store.Job(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j.TimeLimit
+	}
+	for _, step := range []struct {
+		what        string
+		ctx         context.Context
+		set, change *int64
+		denied      bool
+		want        time.Duration
+	}{
+		{"alice shortens it to 1 h", alice, proto.Int64(3600), nil, false, time.Hour},
+		{"alice lengthens it to 90 min", alice, proto.Int64(5400), nil, true, time.Hour},
+		{"alice adds 1 min", alice, nil, proto.Int64(60), true, time.Hour},
+		{"alice lifts it", alice, proto.Int64(0), nil, true, time.Hour},
+		{"alice takes 10 min", alice, nil, proto.Int64(-600), false, 50 * time.Minute},
+		{"carol (operator) adds 1 h", carol, nil, proto.Int64(3600), false, 110 * time.Minute},
+		{"carol lengthens it to 3 h", carol, proto.Int64(3 * 3600), nil, false, 3 * time.Hour},
+	} {
+		err := update(step.ctx, step.set, step.change)
+		if denied := errors.Is(err, cluster.ErrPermission); denied != step.denied || (!denied && err != nil) {
+			t.Errorf("%s: %v; want denied %v", step.what, err, step.denied)
+		}
+		if got := limit(); got != step.want {
+			t.Errorf("%s: limit %v; want %v", step.what, got, step.want)
+		}
+	}
+	as := s.assignments("n1", nodeJobs(s, "n1"))
+	if len(as.Assignments) != 1 || as.Assignments[0].Job.TimeLimitSeconds != 3*3600 {
+		t.Fatalf("assignments = %v; want the task with the new limit, 10800 s", as)
+	}
+	if err := update(carol, proto.Int64(0), nil); err != nil || limit() != 0 {
+		t.Errorf("carol lifts it: %v, limit %v; want no limit", err, limit())
+	}
+
+	plan := &scheduler.Plan{Preemptions: []scheduler.Preemption{{Victim: id, For: 99}}}
+	if n := s.preempt(context.Background(), plan, s.store.ActiveJobs(), time.Now()); n != 1 {
+		t.Fatalf("preempt signalled %d jobs; want 1", n)
+	}
+	if err := update(carol, proto.Int64(600), nil); !errors.Is(err, cluster.ErrInvalid) || !strings.Contains(err.Error(), "pending or running") {
+		t.Errorf("the limit of a preempted job (its tasks stopping): %v; want refused", err)
 	}
 }

@@ -29,7 +29,8 @@ import (
 //
 // For that the agent keeps, beside the job's script, the task's own
 // record, task.<rank> in the attempt folder, written just before the
-// task starts: when it started and its limits.
+// task starts: when it started and its limits. A change to the job's time
+// limit while the task runs is written there too (timelimit.go).
 //
 // When Run's context ends, the agent leaves such tasks running for its
 // next run (Config.StopTasksOnExit stops them instead); a task it was
@@ -73,27 +74,24 @@ func (a *Agent) writeTaskRecord(key taskKey, job jobInfo) error {
 	return durable.WriteFile(a.taskRecordPath(key), b, 0o600)
 }
 
-// limitsLeft reads a task's record and returns what is left of its limits
-// now: the time limit shortened by the time it has run. ok is false when
-// there is no usable record.
-func (a *Agent) limitsLeft(key taskKey) (job jobInfo, ok bool) {
+// recordedLimits reads a task's record: its limits, and when it started,
+// which its time limit counts from. ok is false when there is no usable
+// record.
+func (a *Agent) recordedLimits(key taskKey) (job jobInfo, started time.Time, ok bool) {
 	b, err := os.ReadFile(a.taskRecordPath(key))
 	if err != nil {
-		return job, false
+		return job, started, false
 	}
 	var rec taskRecord
 	if err := json.Unmarshal(b, &rec); err != nil || rec.V != taskRecordVersion {
-		return job, false
+		return job, started, false
 	}
 	job.signal = cluster.JobSignal{Signal: rec.Signal, Before: time.Duration(rec.SignalBeforeSecond) * time.Second, Batch: rec.SignalBatch}
 	job.ckpt = ckptInfo{dir: rec.CkptDir, keep: rec.CkptKeep}
 	job.ranks = make([]rankSlot, rec.Ranks)
 	job.uid, job.gid = rec.UID, rec.GID
-	if rec.TimeLimitSeconds > 0 {
-		left := time.Duration(rec.TimeLimitSeconds)*time.Second - a.cfg.Clock.Now().Sub(rec.Started)
-		job.timeLimit = max(left, time.Nanosecond) // spent: stop it at once
-	}
-	return job, true
+	job.timeLimit = secondsDuration(rec.TimeLimitSeconds)
+	return job, rec.Started, true
 }
 
 // parseTaskID reads a runtime ID, phx-<job>-<attempt>-<rank>.
@@ -134,12 +132,14 @@ func (a *Agent) adopt() map[attemptKey]bool {
 			go a.discard(rt)
 			continue
 		}
-		job, ok := a.limitsLeft(key)
-		if !ok {
-			a.log.Error("no usable record of a re-adopted task's limits; its time limit is not enforced here", "task", key)
-		}
+		job, started, ok := a.recordedLimits(key)
 		adopted[attemptKey{job: key.job, attempt: key.attempt}] = true
 		t := newTask(key)
+		t.started, t.limit = started, job.timeLimit
+		if !ok {
+			a.log.Error("no usable record of a re-adopted task's limits; its time limit is not enforced here", "task", key)
+			t.limit = -1
+		}
 		t.signalled = a.readSignalled(key)
 		a.tasks[key] = t
 		a.taskWG.Add(1)
@@ -152,7 +152,8 @@ func (a *Agent) adopt() map[attemptKey]bool {
 func (a *Agent) superviseAdopted(t *task, rt runtime.Task, job jobInfo) {
 	defer a.taskWG.Done()
 	defer close(t.done)
-	a.log.Info("re-adopted a task an earlier run of the agent started", "task", t.key, "time_left", job.timeLimit)
+	a.log.Info("re-adopted a task an earlier run of the agent started", "task", t.key, "started", t.started,
+		"time_limit", cluster.FormatLimit(job.timeLimit))
 	if a.finish(t, rt, job, a.watchCheckpoints(t.key, job), nil) {
 		a.removeJobDir(t.key)
 		os.RemoveAll(a.ckptDirs(t.key).base)

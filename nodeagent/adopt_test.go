@@ -111,33 +111,30 @@ func TestRestartedAgentKeepsTimeLimit(t *testing.T) {
 	h.srv.waitReport(t, 32, "TIMEOUT")
 }
 
-// What is left of a re-adopted task's time limit counts from when the
-// task started, not from the restart; a limit spent while no agent ran
-// stops the task at once.
-func TestLimitsLeftCountFromStart(t *testing.T) {
+// A task's record gives a re-adopted task its time limit and when it
+// started, which the limit counts from (not from the restart); a limit
+// changed while the task ran replaces the one it started with.
+func TestRecordedLimitsCountFromStart(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	a := &Agent{cfg: Config{StateDir: t.TempDir(), Clock: fixedClock{now}}}
+	a := &Agent{cfg: Config{StateDir: t.TempDir(), Clock: fixedClock{now.Add(-90 * time.Second)}}}
 	key := taskKey{job: 40, rank: 0}
 	if err := os.MkdirAll(a.jobDir(key), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		ran, limit time.Duration
-		want       time.Duration
-	}{
-		{90 * time.Second, 120 * time.Second, 30 * time.Second},
-		{200 * time.Second, 120 * time.Second, time.Nanosecond},
-		{200 * time.Second, 0, 0},
-	} {
-		a.cfg.Clock = fixedClock{now.Add(-tc.ran)}
-		if err := a.writeTaskRecord(key, jobInfo{timeLimit: tc.limit}); err != nil {
-			t.Fatal(err)
-		}
-		a.cfg.Clock = fixedClock{now}
-		job, ok := a.limitsLeft(key)
-		if !ok || job.timeLimit != tc.want {
-			t.Errorf("ran %v of %v: left %v (record ok %v), want %v", tc.ran, tc.limit, job.timeLimit, ok, tc.want)
-		}
+	if err := a.writeTaskRecord(key, jobInfo{timeLimit: 2 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	a.cfg.Clock = fixedClock{now}
+	job, started, ok := a.recordedLimits(key)
+	if !ok || job.timeLimit != 2*time.Minute || !started.Equal(now.Add(-90*time.Second)) {
+		t.Fatalf("record: limit %v, started %v (ok %v); want 2m0s, 90s ago", job.timeLimit, started, ok)
+	}
+	if err := a.recordLimit(key, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	job, started, ok = a.recordedLimits(key)
+	if !ok || job.timeLimit != time.Hour || !started.Equal(now.Add(-90*time.Second)) {
+		t.Errorf("after a change: limit %v, started %v (ok %v); want 1h0m0s, still 90s ago", job.timeLimit, started, ok)
 	}
 }
 

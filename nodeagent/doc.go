@@ -59,7 +59,8 @@
 // and reports the task LOST, one that is the user's reports it FAILED.
 // It starts the task, reports RUNNING, and waits for the
 // first of: the task exits (EXITED), the job's time limit passes
-// (TIMEOUT), or a stop is requested (KILLED). Stopping is SIGTERM to every
+// (TIMEOUT; a new limit the job is sent with while it runs, counted from
+// its start, replaces it: timelimit.go), or a stop is requested (KILLED). Stopping is SIGTERM to every
 // process of the task, the grace period (the assignment's, else
 // Config.KillGrace), then SIGKILL. A task that cannot be prepared or
 // started is reported FAILED with a one-line reason. A task that ended

@@ -60,6 +60,7 @@ func (a *Agent) reconcileOne(as assignment) {
 	t, running := a.tasks[key]
 	if running && !as.stop {
 		a.queueSignals(t, as.signals)
+		a.followLimit(t, as)
 	}
 	switch {
 	case as.stop && running:
@@ -81,6 +82,7 @@ func (a *Agent) reconcileOne(as assignment) {
 		a.rep.report(a.taskReport(key, cluster.TaskLost, "node agent restarted while the task ran"))
 	default:
 		t := newTask(key)
+		t.limit = as.job.timeLimit
 		a.tasks[key] = t
 		a.queueSignals(t, as.signals) // requests made before it started: delivered once it runs
 		a.taskWG.Add(1)

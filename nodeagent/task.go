@@ -40,6 +40,13 @@ type task struct {
 	// signalled is the newest one queued (a.mu guards it).
 	sigCh     chan cluster.SignalRequest
 	signalled uint32
+	// started is when the task's time limit began to count, set before its
+	// supervisor runs; limit is the job's limit the supervisor was last
+	// handed (a.mu guards it; negative: not enforced, the start unknown),
+	// a new one through limitCh (timelimit.go).
+	started time.Time
+	limit   time.Duration
+	limitCh chan time.Duration
 }
 
 // stopRequest says why and how to stop a task: the state to report, the
@@ -59,7 +66,7 @@ type stopRequest struct {
 
 func newTask(key taskKey) *task {
 	return &task{key: key, stopCh: make(chan stopRequest, 1), done: make(chan struct{}),
-		sigCh: make(chan cluster.SignalRequest, cluster.MaxSignalRequests)}
+		sigCh: make(chan cluster.SignalRequest, cluster.MaxSignalRequests), limitCh: make(chan time.Duration, 1)}
 }
 
 // stop asks the task's goroutine to stop it; later requests are ignored.
@@ -128,6 +135,7 @@ func (a *Agent) runTask(t *task, as assignment) {
 	}
 	log.Info("task running", "id", spec.ID, "gpus", spec.GPUs, "stdout", spec.Stdout)
 	a.rep.report(a.taskReport(t.key, cluster.TaskRunning, ""))
+	t.started = a.cfg.Clock.Now() // the limit counts from the start the controller is told of
 	keep = !a.finish(t, rt, as.job, a.watchCheckpoints(t.key, as.job), a.watchHang(t.key, as.job, spec))
 }
 
@@ -172,11 +180,11 @@ func (a *Agent) finish(t *task, rt runtime.Task, job jobInfo, stopCkpt func(fina
 }
 
 // supervise waits for the task to exit, stopping it when asked to or when
-// its time limit (if any) passes, and sending the job's --signal its lead
-// before that limit. With hang set, it samples the task's progress and
-// deals with a suspected hang (hang.go).
+// its time limit (if any, counted from t.started, following changes to it)
+// passes, and sending the job's --signal its lead before that limit. With
+// hang set, it samples the task's progress and deals with a suspected hang
+// (hang.go).
 func (a *Agent) supervise(t *task, rt runtime.Task, job jobInfo, hang *hangWatch) outcome {
-	limit := job.timeLimit
 	waitCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	exited := make(chan outcome, 1)
@@ -192,13 +200,7 @@ func (a *Agent) supervise(t *task, rt runtime.Task, job jobInfo, hang *hangWatch
 		}
 		exited <- outcome{state: cluster.TaskExited, status: st, msg: exitMessage(st)}
 	}()
-	var deadline, warn <-chan time.Time
-	if limit > 0 {
-		deadline = a.cfg.Clock.After(limit)
-		if job.signal.Signal != 0 {
-			warn = a.cfg.Clock.After(max(limit-job.signal.Before, 0))
-		}
-	}
+	limit := newLimitWatch(a.cfg.Clock, t.started, job.timeLimit, job.signal)
 	var sample <-chan time.Time
 	if hang != nil {
 		sample = a.cfg.Clock.After(hangPoll(hang.timeout))
@@ -222,12 +224,14 @@ func (a *Agent) supervise(t *task, rt runtime.Task, job jobInfo, hang *hangWatch
 				a.log.Warn("suspected hang (the job's --restart-on does not name hang: it runs on)", "task", t.key, "idle", idle.Round(time.Second))
 				a.reportJobEvent(t.key.job, cluster.EventHang, fmt.Sprintf("rank %d: %s; it runs on (--restart-on does not name hang)", t.key.rank, hangMessage(idle)))
 			}
-		case <-warn:
-			warn = nil
+		case l := <-t.limitCh:
+			a.changeLimit(t, limit, l)
+		case <-limit.warn:
+			limit.warned()
 			a.signalJob(rt, job.signal, "its time limit is near")
-		case <-deadline:
+		case <-limit.deadline:
 			return a.terminate(rt, exited, stopRequest{state: cluster.TaskTimeout, grace: a.cfg.KillGrace,
-				msg: fmt.Sprintf("time limit of %s reached", limit)})
+				msg: fmt.Sprintf("time limit of %s reached", limit.limit)})
 		case r := <-t.stopCh:
 			if r.detach {
 				return outcome{detached: true}

@@ -285,11 +285,10 @@ type JobUpdate struct {
 }
 
 // pendingOnly reports whether up changes what only a pending job may
-// change, and names one such field.
+// change, and names one such field. The time limit is not one: a running
+// job's changes too (runningLimit).
 func (up JobUpdate) pendingOnly() (string, bool) {
 	switch {
-	case up.TimeLimit != nil:
-		return "its time limit", true
 	case up.Hold != nil:
 		return "its hold", true
 	case up.Partition != nil:
@@ -309,9 +308,9 @@ func (up JobUpdate) pendingOnly() (string, bool) {
 }
 
 // UpdateJob changes an active job: its name at any time, its time limit
-// and its hold only while it is pending (a running job's tasks were
-// started with their limit; it is past holding). A job that has ended is
-// history: ErrNotFound.
+// while it is pending or running (the agents running its tasks follow the
+// new limit, which counts from the start), the rest only while it is
+// pending. A job that has ended is history: ErrNotFound.
 func (s *Store) UpdateJob(idx uint64, id cluster.JobID, up JobUpdate) error {
 	return s.apply(idx, func(c *change) error {
 		j := c.job(id)
@@ -323,6 +322,9 @@ func (s *Store) UpdateJob(idx uint64, id cluster.JobID, up JobUpdate) error {
 		}
 		if what, ok := up.pendingOnly(); ok && j.State != cluster.JobPending {
 			return cluster.Errorf(cluster.ErrInvalid, "job %d is %s: %s changes only while it is pending (Job is no longer pending execution)", id, j.State, what)
+		}
+		if up.TimeLimit != nil && j.State != cluster.JobPending && !runningLimit(j.State) {
+			return cluster.Errorf(cluster.ErrInvalid, "job %d is %s: its time limit changes only while it is pending or running", id, j.State)
 		}
 		u := j.Update()
 		if up.Name != nil {
@@ -355,4 +357,10 @@ func (s *Store) UpdateJob(idx uint64, id cluster.JobID, up JobUpdate) error {
 		c.putJob(u)
 		return nil
 	})
+}
+
+// runningLimit reports whether a started job in state st may have its time
+// limit changed: while its tasks start or run, not once its attempt ends.
+func runningLimit(st cluster.JobState) bool {
+	return st == cluster.JobConfiguring || st == cluster.JobRunning
 }

@@ -250,23 +250,35 @@ func TestUpdateJob(t *testing.T) {
 	if placed, err := s.PlaceJobs(7, []Placement{{Job: 2, Alloc: alloc([]int{0, 1}, "n1"), MasterPort: 29500, Time: at(1)}}); err != nil || len(placed) != 1 {
 		t.Fatal(err)
 	}
-	before := mustJob(t, s, 2).TimeLimit
-	if err := s.UpdateJob(8, 2, JobUpdate{TimeLimit: &limit}); !errors.Is(err, cluster.ErrInvalid) {
-		t.Errorf("the time limit of a running job: %v; want ErrInvalid", err)
+	shorter := 10 * time.Minute
+	if err := s.UpdateJob(8, 2, JobUpdate{TimeLimit: &shorter}); err != nil {
+		t.Errorf("the time limit of a running job: %v", err)
 	}
 	if err := s.UpdateJob(9, 2, JobUpdate{Name: &name}); err != nil {
 		t.Errorf("rename a running job: %v", err)
 	}
-	if j := mustJob(t, s, 2); j.Name != name || j.TimeLimit != before {
-		t.Errorf("running job 2 = %q %v; want %q, limit unchanged %v", j.Name, j.TimeLimit, name, before)
+	if j := mustJob(t, s, 2); j.Name != name || j.TimeLimit != shorter {
+		t.Errorf("running job 2 = %q %v; want %q %v", j.Name, j.TimeLimit, name, shorter)
 	}
-	if _, err := s.CancelJobs(10, []cluster.JobID{3}, at(5), "Cancelled by user", nil); err != nil {
+	if err := s.UpdateJob(10, 2, JobUpdate{Nice: new(int)}); !errors.Is(err, cluster.ErrInvalid) {
+		t.Errorf("the nice value of a running job: %v; want ErrInvalid", err)
+	}
+	if _, err := s.PreemptJobs(11, []cluster.JobID{2}, at(3)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.UpdateJob(11, 3, JobUpdate{Name: &name}); !errors.Is(err, cluster.ErrNotFound) {
+	if err := s.UpdateJob(12, 2, JobUpdate{TimeLimit: &limit}); !errors.Is(err, cluster.ErrInvalid) {
+		t.Errorf("the time limit of a job whose attempt is ending (PREEMPTED): %v; want ErrInvalid", err)
+	}
+	if j := mustJob(t, s, 2); j.TimeLimit != shorter {
+		t.Errorf("preempted job 2's limit = %v; want %v", j.TimeLimit, shorter)
+	}
+	if _, err := s.CancelJobs(13, []cluster.JobID{3}, at(5), "Cancelled by user", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpdateJob(14, 3, JobUpdate{Name: &name}); !errors.Is(err, cluster.ErrNotFound) {
 		t.Errorf("update an ended job (history, no longer active): %v; want ErrNotFound", err)
 	}
-	if err := s.UpdateJob(12, 99, JobUpdate{Name: &name}); !errors.Is(err, cluster.ErrNotFound) {
+	if err := s.UpdateJob(15, 99, JobUpdate{Name: &name}); !errors.Is(err, cluster.ErrNotFound) {
 		t.Errorf("update an unknown job: %v; want ErrNotFound", err)
 	}
 }

@@ -78,7 +78,8 @@ func TestUpdatesNeedOwnershipOrOperator(t *testing.T) {
 	_, err = asCarol.UpdateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: id, TimeLimitSeconds: &longer})
 	code(err, codes.OK, "carol (operator) lengthens it")
 
-	// Back in service, the job starts; a running job's limit stays.
+	// Back in service, the job starts; its owner may still shorten its
+	// limit, not lengthen it (timelimit_update_test.go).
 	_, err = asBob.UpdateNode(ctx, &phalanxv1.UpdateNodeRequest{Names: c.Nodes, State: "RESUME"})
 	code(err, codes.PermissionDenied, "bob resumes the nodes")
 	_, err = asCarol.UpdateNode(ctx, &phalanxv1.UpdateNodeRequest{Names: c.Nodes, State: "RESUME"})
@@ -93,8 +94,9 @@ func TestUpdatesNeedOwnershipOrOperator(t *testing.T) {
 		}
 		return nil
 	})
-	_, err = asCarol.UpdateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: id, TimeLimitSeconds: &shorter})
-	code(err, codes.InvalidArgument, "the time limit of a running job")
+	more := longer + 60
+	_, err = asAlice.UpdateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: id, TimeLimitSeconds: &more})
+	code(err, codes.PermissionDenied, "alice lengthens her running job's limit")
 }
 
 // scontrol update of what a pending job asks for: checked as a submit is
