@@ -132,48 +132,30 @@ const maxErrors = 20
 // maxIncludeDepth bounds nested Include directives.
 const maxIncludeDepth = 8
 
-// Load reads and parses the config file at path, and checks the
-// gres.conf beside it, when there is one, against its NodeName lines.
-func Load(path string) (*Config, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
-	}
-	defer f.Close()
-	// gres.conf beside it, as Slurm reads it: its problems are reported
-	// with the config's, in one pass.
-	c, errs := parse(f, path)
-	if err := c.loadGres(path); err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return nil, joinErrors(errs, path)
-	}
-	return c, nil
-}
-
 // Parse parses a config in slurm.conf syntax; name is used in messages and
 // to resolve relative Include paths. Every problem found is reported (up to
 // a limit), each naming its line; unknown keys only add warnings.
 func Parse(r io.Reader, name string) (*Config, error) {
-	c, errs := parse(r, name)
-	if len(errs) > 0 {
-		return nil, joinErrors(errs, name)
+	p := parseAll(r, name)
+	if len(p.errs) > 0 {
+		return nil, joinErrors(p.errs, name)
 	}
-	return c, nil
+	return p.cfg, nil
 }
 
-// parse parses a config and returns it, as far as it goes, with every
-// problem found.
-func parse(r io.Reader, name string) (*Config, []error) {
+// parseAll parses a config and makes the whole file's checks; the parser
+// holds the config, as far as it goes, and every problem found.
+func parseAll(r io.Reader, name string) *parser {
 	p := newParser()
 	p.parse(r, name, 0)
 	p.finish()
-	return p.cfg, p.errs
+	return p
 }
 
-// joinErrors makes one error of a file's problems, up to a limit.
+// joinErrors makes one error of a file's problems, up to a limit, in
+// order: by file (the files in the order first met), then by line.
 func joinErrors(errs []error, name string) error {
+	errs = inOrder(errs)
 	if len(errs) > maxErrors {
 		errs = append(errs[:maxErrors], fmt.Errorf("%s: %d more problems", name, len(errs)-maxErrors))
 	}
@@ -193,10 +175,18 @@ type parser struct {
 	preemptNone bool
 	nodeLine    map[string]string
 	partLine    map[string]string
-	// declared are the nodes NodeName lines name, well formed or not.
-	declared    map[string]bool
 	globalLine  map[string]string // non-repeatable key → where it was set
 	defaultPart string            // "name (file:line)" of the Default=YES partition
+
+	// What the whole file's checks (finish) need. nodeLines: the config
+	// has NodeName lines (other than DEFAULT); declared: the nodes they
+	// name, well formed or not; unresolved: one's names could not be
+	// read, so which nodes are declared cannot be told.
+	nodeLines, unresolved bool
+	declared              map[string]bool
+	partNodes             []partNodes // every partition line's nodes
+	gpuGres               []gresAt    // NodeName lines that give GPUs
+	gresTypesGPU          bool        // GresTypes lists gpu
 }
 
 func newParser() *parser {
@@ -495,32 +485,4 @@ func (p *parser) controller(file string, num int, kv pair) {
 		}
 	}
 	p.cfg.Controllers = append(p.cfg.Controllers, c)
-}
-
-// finish checks what needs the whole file.
-func (p *parser) finish() {
-	p.finishHealthCheck()
-	p.finishPreemption()
-	if len(p.cfg.Nodes) == 0 {
-		return
-	}
-	// With NodeName lines the controllers take no other node (as Slurm's
-	// "Invalid node name"): a partition naming one could never run on it.
-	for _, part := range p.cfg.Partitions {
-		for _, n := range part.Nodes {
-			if !p.declared[n] {
-				file, num := splitLine(p.partLine[part.Name])
-				p.errorf(file, num, "partition %s names node %s, which no NodeName line declares: declare it (NodeName=%s ...) or take it out of the partition",
-					part.Name, n, n)
-				break
-			}
-		}
-	}
-}
-
-// splitLine splits a "file:line" location.
-func splitLine(loc string) (string, int) {
-	i := strings.LastIndexByte(loc, ':')
-	num, _ := strconv.Atoi(loc[i+1:])
-	return loc[:i], num
 }

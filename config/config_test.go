@@ -145,7 +145,7 @@ func TestLoadWithInclude(t *testing.T) {
 		return path
 	}
 	write("nodes.conf", "NodeName=gpu[01-02] CPUs=8 Gres=gpu:2\n")
-	main := write("phalanx.conf", "ClusterName=c1\nInclude nodes.conf\nPartitionName=gpu Nodes=ALL Default=YES\n")
+	main := write("phalanx.conf", "ClusterName=c1\nGresTypes=gpu\nInclude nodes.conf\nPartitionName=gpu Nodes=ALL Default=YES\n")
 	cfg, err := Load(main)
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +211,8 @@ func TestGlobalPreemption(t *testing.T) {
 		t.Errorf("PreemptMode of a, b = %q, %q; want REQUEUE (inherited), OFF (its own)", a, b)
 	}
 	cfg, err = Parse(strings.NewReader("PartitionName=a Nodes=ALL PreemptMode=REQUEUE\nPreemptType=preempt/none\n"), "phalanx.conf")
-	if err != nil || cfg.Partitions[0].PreemptMode != "OFF" || len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "preempt/none") {
+	want := "phalanx.conf:1: partition a: PreemptMode=REQUEUE, but PreemptType=preempt/none (phalanx.conf:2) turns preemption off"
+	if err != nil || cfg.Partitions[0].PreemptMode != "OFF" || len(cfg.Warnings) != 1 || cfg.Warnings[0] != want {
 		t.Errorf("preempt/none: %v, mode %q, warnings %q", err, cfg.Partitions[0].PreemptMode, cfg.Warnings)
 	}
 	for _, bad := range []string{"PreemptMode=SUSPEND\n", "PreemptType=preempt/magic\n"} {

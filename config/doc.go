@@ -89,10 +89,17 @@
 //	         PreemptMode=OFF|REQUEUE AllowAccounts=A,B|ALL DenyAccounts=A,B
 //	         OverSubscribe=NO|EXCLUSIVE (Shared=; YES and FORCE are refused)
 //	         AllowGroups=G,H|ALL (members of these groups only)
-//	GresTypes=gpu                   other types are warnings
+//	         PriorityTier defaults to 1, as in Slurm (a partition set to 0
+//	         ranks below one that sets none). With NodeName lines, a node
+//	         Nodes= names must have one (Slurm's "Invalid node name");
+//	         without any, nodes join as their agents register
+//	GresTypes=gpu                   needed by a NodeName line's Gres=gpu (as
+//	                                in Slurm); other types are warnings
 //
 // Load also checks the gres.conf beside the file, when there is one: its
 // GPU lines must agree with the NodeName lines' Gres= (gres.go).
+// LoadWithTopology also reads the topology.conf the file names (or one
+// given) with the topology package.
 //
 // Each global key but SlurmctldHost may be set once. Parse stores the default of an absent
 // key in Config (see DefaultControllerPort and the other Default
@@ -100,7 +107,19 @@
 //
 // NodeName=DEFAULT and PartitionName=DEFAULT set values for the lines that
 // follow. Any other key is accepted and reported in Config.Warnings (once
-// per key), so a full slurm.conf loads. Problems are reported with their
-// file and line and say how to fix them; all of them (up to a limit) are
-// reported at once.
+// per key, naming its file and line), so a full slurm.conf loads.
+//
+// # Problems
+//
+// Problems are reported with their file and line, one line each, and say
+// how to fix them; all of them (up to 20) at once, in order of file and
+// line: each line's, and the whole file's (a second Default=YES partition,
+// a partition or node defined twice, a partition naming an undeclared
+// node, Gres=gpu without GresTypes=gpu), and, from Load and
+// LoadWithTopology, those of gres.conf and topology.conf too. A line with
+// a problem still takes part in the whole file's checks as far as it can be
+// read, so that fixing it brings no new problem elsewhere. Only a config
+// that cannot be read stops the rest; a NodeName line whose host names
+// cannot be read leaves unchecked which nodes partitions and gres.conf may
+// name, until it is fixed.
 package config

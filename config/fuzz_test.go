@@ -18,7 +18,7 @@ import (
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"ClusterName=ml\nSlurmctldHost=ctl1(10.0.0.1)\nSlurmctldHost=ctl2\nControllerPort=7817\n",
-		"NodeName=gpu[001-016] CPUs=128 RealMemory=1024000 Gres=gpu:h100:8 Features=ib,nvlink Weight=10\n",
+		"GresTypes=gpu\nNodeName=gpu[001-016] CPUs=128 RealMemory=1024000 Gres=gpu:h100:8 Features=ib,nvlink Weight=10\n",
 		"NodeName=DEFAULT Sockets=2 CoresPerSocket=32 ThreadsPerCore=2\nNodeName=n[1-4] NodeAddr=10.0.0.[1-4]\n",
 		"PartitionName=gpu Nodes=gpu[001-016] Default=YES MaxTime=1-00:00:00 DefaultTime=1:00:00 State=UP\n",
 		"PartitionName=DEFAULT MaxNodes=UNLIMITED\nPartitionName=debug Nodes=ALL PriorityTier=10 PreemptMode=REQUEUE\n",

@@ -20,18 +20,18 @@ import (
 // and keys Phalanx does not use (Cores=, Links=, Flags=) are warnings.
 
 // loadGres checks the gres.conf beside the config file at path, when there
-// is one.
-func (c *Config) loadGres(path string) error {
+// is one, and returns its problems.
+func (p *parser) loadGres(path string) []error {
 	gres := filepath.Join(filepath.Dir(path), "gres.conf")
 	f, err := os.Open(gres)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("read gres.conf: %w", err)
+		return []error{fmt.Errorf("read gres.conf: %w", err)}
 	}
 	defer f.Close()
-	return c.checkGres(f, gres)
+	return p.checkGres(f, gres)
 }
 
 // gresCount is what gres.conf says of one node's GPUs, and where.
@@ -41,96 +41,155 @@ type gresCount struct {
 	where string // file:line of the last line naming it
 }
 
+// gresCheck reads a gres.conf against the config's NodeName lines.
+type gresCheck struct {
+	p      *parser
+	file   string
+	lines  map[string]NodeConf // the nodes whose NodeName line is good
+	all    []string            // their names, in order
+	seen   map[string]*gresCount
+	warned map[string]bool
+	errs   []error
+}
+
 // checkGres reads a gres.conf from r (named file in messages) and checks
-// it against the NodeName lines.
-func (c *Config) checkGres(r io.Reader, file string) error {
+// it against the NodeName lines: a node it names must be declared, and
+// the GPUs it gives a node must be those of the node's line. A node whose
+// line has an error of its own is not compared.
+func (p *parser) checkGres(r io.Reader, file string) []error {
 	lines, errs := logicalLines(r, file)
-	declared := map[string]NodeConf{}
-	var all []string
-	for _, n := range c.Nodes {
-		declared[n.Name] = n
-		all = append(all, n.Name)
-	}
-	seen := map[string]*gresCount{}
-	warned := map[string]bool{}
-	warn := func(key string, num int, format string, args ...any) {
-		if !warned[key] {
-			warned[key] = true
-			c.Warnings = append(c.Warnings, fmt.Sprintf("%s:%d: ", file, num)+fmt.Sprintf(format, args...))
-		}
+	g := &gresCheck{p: p, file: file, errs: errs,
+		lines: map[string]NodeConf{}, seen: map[string]*gresCount{}, warned: map[string]bool{}}
+	for _, n := range p.cfg.Nodes {
+		g.lines[n.Name] = n
+		g.all = append(g.all, n.Name)
 	}
 	for _, l := range lines {
-		nodes, name, typ, count, files := all, "", "", -1, 0
-		for _, kv := range l.Pairs {
-			switch kv.lower {
-			case "nodename":
-				var err error
-				if nodes, err = hostlist.Expand(kv.Value); err != nil {
-					errs = append(errs, lineErr(file, l.Num, "NodeName=%s: %v", kv.Value, err))
-				}
-			case "name":
-				name = kv.Value
-			case "type":
-				typ = kv.Value
-			case "count":
-				n, err := strconv.Atoi(kv.Value)
-				if err != nil || n < 0 {
-					errs = append(errs, lineErr(file, l.Num, "Count=%s: want a whole number", kv.Value))
-				}
-				count = n
-			case "file":
-				paths, err := hostlist.Expand(kv.Value)
-				if err != nil {
-					errs = append(errs, lineErr(file, l.Num, "File=%s: %v", kv.Value, err))
-				}
-				files = len(paths)
-			case "autodetect":
-				if !strings.EqualFold(kv.Value, "nvml") && !strings.EqualFold(kv.Value, "nvidia") {
-					warn("autodetect", l.Num, "AutoDetect=%s is not used: Phalanx always finds GPUs through NVML", kv.Value)
-				}
-			default:
-				warn("key:"+kv.lower, l.Num, "gres.conf key %s is not used by Phalanx; ignored", kv.Key)
+		g.line(l)
+	}
+	g.compare()
+	return g.errs
+}
+
+func (g *gresCheck) errorf(num int, format string, args ...any) {
+	g.errs = append(g.errs, lineErr(g.file, num, format, args...))
+}
+
+func (g *gresCheck) warn(key string, num int, format string, args ...any) {
+	if !g.warned[key] {
+		g.warned[key] = true
+		g.p.cfg.Warnings = append(g.p.cfg.Warnings, fmt.Sprintf("%s:%d: ", g.file, num)+fmt.Sprintf(format, args...))
+	}
+}
+
+// gresLine is what one gres.conf line says.
+type gresLine struct {
+	nodes        []string
+	allNodes     bool // no NodeName=: every node
+	badNodes     bool // a NodeName= that cannot be read (an error)
+	name, typ    string
+	count, files int // count -1: not given
+}
+
+// line reads one gres.conf line and records the GPUs it gives its nodes.
+func (g *gresCheck) line(l line) {
+	gl := g.read(l)
+	switch {
+	case gl.name == "":
+		return // AutoDetect= alone
+	case !strings.EqualFold(gl.name, "gpu"):
+		g.warn("name:"+strings.ToLower(gl.name), l.Num, "Name=%s is not scheduled by Phalanx; ignored", gl.name)
+		return
+	case gl.badNodes:
+		return
+	}
+	count := gl.count
+	if count < 0 {
+		count = max(gl.files, 1)
+	}
+	nodes := gl.nodes
+	if gl.allNodes {
+		nodes = g.all
+	}
+	for _, n := range nodes {
+		g.add(l.Num, n, count, gl.typ)
+	}
+}
+
+// read parses one gres.conf line's keys.
+func (g *gresCheck) read(l line) gresLine {
+	gl := gresLine{count: -1, allNodes: true}
+	for _, kv := range l.Pairs {
+		switch kv.lower {
+		case "nodename":
+			nodes, err := hostlist.Expand(kv.Value)
+			if err != nil {
+				g.errorf(l.Num, "NodeName=%s: %s", kv.Value, reason(err))
 			}
-		}
-		switch {
-		case name == "":
-			continue // AutoDetect= alone
-		case !strings.EqualFold(name, "gpu"):
-			warn("name:"+strings.ToLower(name), l.Num, "Name=%s is not scheduled by Phalanx; ignored", name)
-			continue
-		}
-		if count < 0 {
-			count = max(files, 1)
-		}
-		for _, n := range nodes {
-			if _, ok := declared[n]; !ok {
-				errs = append(errs, lineErr(file, l.Num, "node %s has no NodeName line in the config: declare it there (with Gres=gpu:...)", n))
-				continue
+			gl.nodes, gl.allNodes, gl.badNodes = nodes, false, err != nil
+		case "name":
+			gl.name = kv.Value
+		case "type":
+			gl.typ = kv.Value
+		case "count":
+			n, err := strconv.Atoi(kv.Value)
+			if err != nil || n < 0 {
+				g.errorf(l.Num, "Count=%s: want a whole number", kv.Value)
+				n = 0
 			}
-			g := seen[n]
-			if g == nil {
-				g = &gresCount{}
-				seen[n] = g
+			gl.count = n
+		case "file":
+			paths, err := hostlist.Expand(kv.Value)
+			if err != nil {
+				g.errorf(l.Num, "File=%s: %s", kv.Value, reason(err))
 			}
-			g.n += count
-			if typ != "" {
-				g.typ = typ
+			gl.files = len(paths)
+		case "autodetect":
+			if !strings.EqualFold(kv.Value, "nvml") && !strings.EqualFold(kv.Value, "nvidia") {
+				g.warn("autodetect", l.Num, "AutoDetect=%s is not used: Phalanx always finds GPUs through NVML", kv.Value)
 			}
-			g.where = fmt.Sprintf("%s:%d", file, l.Num)
+		default:
+			g.warn("key:"+kv.lower, l.Num, "gres.conf key %s is not used by Phalanx; ignored", kv.Key)
 		}
 	}
-	for _, name := range all {
-		g := seen[name]
-		if g == nil {
+	return gl
+}
+
+// add counts count GPUs of type typ for node n, which must be declared.
+func (g *gresCheck) add(num int, n string, count int, typ string) {
+	if _, ok := g.lines[n]; !ok {
+		if !g.p.declared[n] && !g.p.unresolved { // declared on a line with an error: that error says it
+			g.errorf(num, "node %s has no NodeName line in the config: declare it there (with Gres=gpu:...)", n)
+		}
+		return
+	}
+	c := g.seen[n]
+	if c == nil {
+		c = &gresCount{}
+		g.seen[n] = c
+	}
+	c.n += count
+	if typ != "" {
+		c.typ = typ
+	}
+	c.where = fmt.Sprintf("%s:%d", g.file, num)
+}
+
+// compare checks that each node gres.conf names has the GPUs its NodeName
+// line gives.
+func (g *gresCheck) compare() {
+	for _, name := range g.all {
+		c := g.seen[name]
+		if c == nil {
 			continue
 		}
-		n := declared[name]
-		if g.n != n.GPUs || (g.typ != "" && !strings.EqualFold(g.typ, n.GPUType)) {
-			errs = append(errs, fmt.Errorf("%s: node %s has %s here, but its NodeName line says %s: make them agree",
-				g.where, name, gresText(g.typ, g.n), gresText(n.GPUType, n.GPUs)))
+		n := g.lines[name]
+		if c.n != n.GPUs || (c.typ != "" && !strings.EqualFold(c.typ, n.GPUType)) {
+			file, num := splitLine(c.where)
+			g.errs = append(g.errs, lineErr(file, num, "node %s has %s here, but its NodeName line says %s: make them agree",
+				name, gresText(c.typ, c.n), gresText(n.GPUType, n.GPUs)))
 		}
 	}
-	return errors.Join(errs...)
 }
 
 // gresText writes GPUs as a Gres= value: gpu:TYPE:N, gpu:N, or none.
@@ -149,7 +208,9 @@ func gresText(typ string, n int) string {
 // are.
 func (p *parser) gresTypes(file string, num int, kv pair) {
 	for _, t := range strings.Split(kv.Value, ",") {
-		if t = strings.TrimSpace(t); t != "" && !strings.EqualFold(t, "gpu") {
+		t = strings.TrimSpace(t)
+		p.gresTypesGPU = p.gresTypesGPU || strings.EqualFold(t, "gpu")
+		if t != "" && !strings.EqualFold(t, "gpu") {
 			p.warnOnce("grestypes:"+strings.ToLower(t), file, num, "GresTypes %s is not scheduled by Phalanx (only gpu); ignored", t)
 		}
 	}

@@ -45,6 +45,7 @@ func (p *parser) finishHealthCheck() {
 		h.States = cluster.HealthCheckAny
 	}
 	if h.Program != "" && h.Interval == 0 {
-		p.cfg.Warnings = append(p.cfg.Warnings, "HealthCheckProgram is set but HealthCheckInterval is not (or 0): the program never runs; set HealthCheckInterval=SECONDS")
+		p.cfg.Warnings = append(p.cfg.Warnings, p.globalLine["healthcheckprogram"]+
+			": HealthCheckProgram is set but HealthCheckInterval is not (or 0): the program never runs; set HealthCheckInterval=SECONDS")
 	}
 }

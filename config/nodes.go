@@ -16,7 +16,8 @@ type nodeSpec struct {
 	addrs                   string   // NodeAddr hostlist
 	sockets, cores, threads int
 	cpusSet                 bool
-	bad                     bool // an error was reported
+	gpuGres                 string // the Gres= value that gives GPUs; "" for none
+	bad                     bool   // an error was reported
 
 	p    *parser
 	file string
@@ -31,11 +32,8 @@ func (p *parser) nodeLineDirective(file string, l line) {
 		p.nodeDefaults = append(p.nodeDefaults, l.Pairs[1:]...)
 		return
 	}
-	if hosts, err := hostlist.Expand(names); err == nil { // declared, whatever else the line says
-		for _, h := range hosts {
-			p.declared[h] = true
-		}
-	}
+	hosts, err := hostlist.Expand(names)
+	p.declare(hosts, err) // whatever else the line says
 	s := &nodeSpec{file: file, num: l.Num, p: p}
 	for _, kv := range p.nodeDefaults {
 		s.set(kv)
@@ -43,39 +41,56 @@ func (p *parser) nodeLineDirective(file string, l line) {
 	for _, kv := range l.Pairs[1:] {
 		s.set(kv)
 	}
-	if s.bad {
-		return
+	if s.gpuGres != "" {
+		p.gpuGres = append(p.gpuGres, gresAt{value: s.gpuGres, file: file, num: l.Num})
 	}
-	if s.deriveCPUs(); s.bad {
-		return
+	if !s.bad {
+		s.deriveCPUs()
 	}
 	s.conf.Sockets, s.conf.CoresPerSocket, s.conf.ThreadsPerCore = s.sockets, s.cores, s.threads
-	hosts, err := hostlist.Expand(names)
 	if err != nil || len(hosts) == 0 {
-		p.errorf(file, l.Num, "NodeName: %v; write a host name or a hostlist such as gpu[001-016]", errOrEmpty(err))
+		s.errorf("NodeName: %s; write a host name or a hostlist such as gpu[001-016]", reason(errOrEmpty(err)))
 		return
 	}
-	addrs, ok := s.expandAddrs(len(hosts))
-	if !ok {
+	addrs := s.expandAddrs(len(hosts))
+	if !s.bad {
+		p.addNodes(file, l.Num, names, hosts, addrs, s.conf)
+	}
+}
+
+// declare records that a NodeName line names hosts (err: its names could
+// not be read, so which nodes the config declares cannot be told).
+func (p *parser) declare(hosts []string, err error) {
+	p.nodeLines = true
+	if err != nil {
+		p.unresolved = true
 		return
 	}
-	here := fmt.Sprintf("%s:%d", file, l.Num)
+	for _, h := range hosts {
+		p.declared[h] = true
+	}
+}
+
+// addNodes adds a NodeName line's hosts to the config, each with conf
+// (and its address, when the line gives them).
+func (p *parser) addNodes(file string, num int, names string, hosts, addrs []string, conf NodeConf) {
+	here := fmt.Sprintf("%s:%d", file, num)
 	for i, h := range hosts {
 		if prev, dup := p.nodeLine[h]; dup {
 			if prev == here {
-				p.errorf(file, l.Num, "NodeName=%s lists node %s twice: list each node once", names, h)
+				p.errorf(file, num, "NodeName=%s lists node %s twice: list each node once", names, h)
 			} else {
-				p.errorf(file, l.Num, "node %s is already defined at %s: define each node once", h, prev)
+				p.errorf(file, num, "node %s is already defined at %s: define each node once", h, prev)
 			}
 			return
 		}
 		p.nodeLine[h] = here
-		n := s.conf
+		n := conf
 		n.Name = h
 		if addrs != nil {
 			n.Addr = addrs[i]
 		}
-		n.Features = append([]string(nil), s.conf.Features...)
+		n.Features = append([]string(nil), conf.Features...)
 		p.cfg.Nodes = append(p.cfg.Nodes, n)
 	}
 }
@@ -154,27 +169,29 @@ func (s *nodeSpec) deriveCPUs() {
 	s.conf.CPUs = cpus
 }
 
-func (s *nodeSpec) expandAddrs(n int) ([]string, bool) {
+// expandAddrs expands NodeAddr for n hosts; nil when it is not given (or
+// wrong: an error is reported).
+func (s *nodeSpec) expandAddrs(n int) []string {
 	if s.addrs == "" {
-		return nil, true
+		return nil
 	}
 	addrs, err := hostlist.Expand(s.addrs)
 	switch {
 	case err != nil:
-		s.p.errorf(s.file, s.num, "NodeAddr: %v; write an address or a hostlist such as 10.0.0.[1-16]", err)
-		return nil, false
+		s.errorf("NodeAddr: %s; write an address or a hostlist such as 10.0.0.[1-16]", reason(err))
+		return nil
 	case len(addrs) != n:
-		s.p.errorf(s.file, s.num, "NodeAddr=%s gives %d addresses for %d nodes: give one address per node, in order",
+		s.errorf("NodeAddr=%s gives %d addresses for %d nodes: give one address per node, in order",
 			s.addrs, len(addrs), n)
-		return nil, false
+		return nil
 	}
-	return addrs, true
+	return addrs
 }
 
 // gres parses Gres=gpu[:type][:count][(...)][,other...]. Only GPUs are
 // scheduled; other resources are accepted with a warning.
 func (s *nodeSpec) gres(kv pair) {
-	s.conf.GPUs, s.conf.GPUType = 0, ""
+	s.conf.GPUs, s.conf.GPUType, s.gpuGres = 0, "", ""
 	seenGPU := false
 	for _, item := range splitOutsideParens(kv.Value) {
 		if item == "" {
@@ -192,7 +209,7 @@ func (s *nodeSpec) gres(kv pair) {
 			s.errorf("Gres=%s lists GPUs twice: one GPU type per node is supported, e.g. Gres=gpu:h100:8", kv.Value)
 			return
 		}
-		seenGPU = true
+		seenGPU, s.gpuGres = true, kv.Value
 		typ, n, ok := parseGPUGres(parts[1:])
 		if !ok {
 			s.errorf("Gres=%s: write gpu, gpu:COUNT or gpu:TYPE:COUNT, e.g. Gres=gpu:h100:8", kv.Value)

@@ -31,7 +31,8 @@ func (p *parser) partitionLine(file string, l line) {
 		p.errorf(file, l.Num, "PartitionName is empty: name the partition, e.g. PartitionName=gpu")
 		return
 	}
-	s := &partSpec{part: &cluster.Partition{Name: name, State: cluster.PartitionUp}, p: p, file: file, num: l.Num}
+	part := &cluster.Partition{Name: name, State: cluster.PartitionUp, PriorityTier: DefaultPriorityTier}
+	s := &partSpec{part: part, p: p, file: file, num: l.Num}
 	for _, kv := range p.partDefaults {
 		s.set(kv)
 	}
@@ -39,23 +40,41 @@ func (p *parser) partitionLine(file string, l line) {
 		s.set(kv)
 	}
 	s.check()
-	if s.bad {
-		return
+	// The checks across lines, whatever else is wrong with this one.
+	p.partNodes = append(p.partNodes, partNodes{name: name, nodes: part.Nodes, file: file, num: l.Num})
+	named, isDefault := p.claimName(file, l.Num, name), p.claimDefault(file, l.Num, part)
+	if !s.bad && named && isDefault {
+		p.cfg.Partitions = append(p.cfg.Partitions, part)
 	}
-	here := fmt.Sprintf("%s:%d", file, l.Num)
+}
+
+// DefaultPriorityTier is the PriorityTier of a partition that sets none,
+// Slurm's default: a partition set to PriorityTier=0 ranks below it.
+const DefaultPriorityTier = 1
+
+// claimName records a partition's name; false (and an error) when another
+// line has it.
+func (p *parser) claimName(file string, num int, name string) bool {
 	if prev, dup := p.partLine[name]; dup {
-		p.errorf(file, l.Num, "partition %s is already defined at %s: define each partition once", name, prev)
-		return
+		p.errorf(file, num, "partition %s is already defined at %s: define each partition once", name, prev)
+		return false
 	}
-	p.partLine[name] = here
-	if s.part.Default {
-		if p.defaultPart != "" {
-			p.errorf(file, l.Num, "partition %s is Default=YES, and so is %s: keep one default", name, p.defaultPart)
-			return
-		}
-		p.defaultPart = fmt.Sprintf("%s (%s)", name, here)
+	p.partLine[name] = fmt.Sprintf("%s:%d", file, num)
+	return true
+}
+
+// claimDefault records a Default=YES partition; false (and an error) when
+// another line was first.
+func (p *parser) claimDefault(file string, num int, part *cluster.Partition) bool {
+	switch {
+	case !part.Default:
+	case p.defaultPart != "":
+		p.errorf(file, num, "partition %s is Default=YES, and so is %s: keep one default", part.Name, p.defaultPart)
+		return false
+	default:
+		p.defaultPart = fmt.Sprintf("%s (%s:%d)", part.Name, file, num)
 	}
-	p.cfg.Partitions = append(p.cfg.Partitions, s.part)
+	return true
 }
 
 func (s *partSpec) errorf(format string, args ...any) {
@@ -110,7 +129,7 @@ func (s *partSpec) nodes(kv pair) {
 	default:
 		hosts, err := hostlist.Expand(kv.Value)
 		if err != nil {
-			s.errorf("Nodes: %v; write ALL or a hostlist such as gpu[001-016],cpu01", err)
+			s.errorf("Nodes: %s; write ALL or a hostlist such as gpu[001-016],cpu01", reason(err))
 			return
 		}
 		part.Nodes = hosts
@@ -233,7 +252,8 @@ func (p *parser) finishPreemption() {
 			part.PreemptMode = p.preemptMode
 		}
 		if p.preemptNone && part.PreemptMode == "REQUEUE" {
-			p.cfg.Warnings = append(p.cfg.Warnings, fmt.Sprintf("partition %s: PreemptMode=REQUEUE, but PreemptType=preempt/none turns preemption off", part.Name))
+			p.cfg.Warnings = append(p.cfg.Warnings, fmt.Sprintf("%s: partition %s: PreemptMode=REQUEUE, but PreemptType=preempt/none (%s) turns preemption off",
+				p.partLine[part.Name], part.Name, p.globalLine["preempttype"]))
 			part.PreemptMode = "OFF"
 		}
 	}

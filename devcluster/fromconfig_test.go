@@ -21,6 +21,7 @@ func TestPrepareFromConfig(t *testing.T) {
 	}
 	write(conf, `ClusterName=lab
 TopologyPlugin=topology/tree
+GresTypes=gpu
 NodeName=gpu[001-002] CPUs=96 RealMemory=512000 Gres=gpu:h100:8 Feature=ib
 NodeName=cpu01 CPUs=32 RealMemory=128000
 PartitionName=gpu Nodes=gpu[001-002] Default=YES MaxTime=2-00:00:00

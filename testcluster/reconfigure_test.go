@@ -123,7 +123,7 @@ func TestReconfigureNodeLine(t *testing.T) {
 	}
 	reconfigure := func(line string) []string {
 		t.Helper()
-		if err := os.WriteFile(procs.Conf, append(slices.Clone(orig), line+"\n"...), 0o644); err != nil {
+		if err := os.WriteFile(procs.Conf, append(slices.Clone(orig), "GresTypes=gpu\n"+line+"\n"...), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		resp, err := api.Reconfigure(call(), &phalanxv1.ReconfigureRequest{})

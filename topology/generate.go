@@ -10,10 +10,9 @@ import "fmt"
 // and the node names in order. Non-positive sizes give an empty tree;
 // leavesPerSpine <= 0 puts every leaf under one spine.
 func Generate(leaves, nodesPerLeaf, leavesPerSpine int, prefix string) (*Tree, []string) {
-	b := newBuilder()
+	b := newBuilder("")
 	if leaves <= 0 || nodesPerLeaf <= 0 {
-		t, _ := b.finish()
-		return t, nil
+		return b.t, nil
 	}
 	if leavesPerSpine <= 0 || leavesPerSpine > leaves {
 		leavesPerSpine = leaves
@@ -27,28 +26,23 @@ func Generate(leaves, nodesPerLeaf, leavesPerSpine int, prefix string) (*Tree, [
 		}
 		all = append(all, nodes...)
 		name := fmt.Sprintf("leaf%d", l)
-		mustOK(b.addSwitch(0, name, nil, nodes))
+		b.addSwitch(0, name, nil, nodes)
 		leafNames = append(leafNames, name)
 	}
 	for s := 0; s*leavesPerSpine < leaves; s++ {
 		end := min((s+1)*leavesPerSpine, leaves)
 		name := fmt.Sprintf("spine%d", s+1)
-		mustOK(b.addSwitch(0, name, leafNames[s*leavesPerSpine:end], nil))
+		b.addSwitch(0, name, leafNames[s*leavesPerSpine:end], nil)
 		spines = append(spines, name)
 	}
 	if len(spines) > 1 {
-		mustOK(b.addSwitch(0, "core", spines, nil))
+		b.addSwitch(0, "core", spines, nil)
 	}
-	t, err := b.finish()
-	mustOK(err)
-	return t, all
-}
-
-// mustOK panics on an error that generated names cannot cause.
-func mustOK(err error) {
-	if err != nil {
-		panic("topology.Generate: " + err.Error())
+	b.finish()
+	if len(b.errs) > 0 { // generated names cannot cause one
+		panic("topology.Generate: " + b.errs[0].Error())
 	}
+	return b.t, all
 }
 
 // WithBlocks returns a copy of the tree with the given nodes cut, in order,

@@ -2,32 +2,35 @@ package topology
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/topology/hostlist"
 )
 
-// Load reads a topology.conf file.
+// Load reads a topology.conf file. Its problems name the file and line,
+// path:N: what.
 func Load(path string) (*Tree, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	t, err := Parse(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return t, nil
+	return parse(f, path)
 }
 
 // maxLine bounds one line: the most names a hostlist expands to, a comma
 // each, and room for the key.
 const maxLine = hostlist.MaxBytes + hostlist.MaxHosts + 64<<10
+
+// maxErrors bounds the problems one parse reports.
+const maxErrors = 20
 
 // Parse reads Slurm topology.conf syntax:
 //
@@ -38,17 +41,43 @@ const maxLine = hostlist.MaxBytes + hostlist.MaxHosts + 64<<10
 //	BlockSizes=18,36
 //
 // Keys are case-insensitive; names take hostlist expressions; a line ending
-// in a backslash continues on the next. A bad line is an error naming its
-// number and wrapping cluster.ErrInvalid.
-func Parse(r io.Reader) (*Tree, error) {
-	b := newBuilder()
+// in a backslash continues on the next. The problems of a bad file are
+// reported together (up to a limit), in line order, one line each ("line
+// N: what"; each a *ParseError, which is cluster.ErrInvalid): those of
+// each line and those of the whole file, such as a switch listed but
+// defined nowhere.
+func Parse(r io.Reader) (*Tree, error) { return parse(r, "") }
+
+// parse reads topology.conf text; file, when not empty, is named in
+// messages.
+func parse(r io.Reader, file string) (*Tree, error) {
+	b := newBuilder(file)
+	if err := b.read(r); err != nil {
+		if file != "" {
+			err = fmt.Errorf("%s: %w", file, err)
+		}
+		return nil, errors.Join(append(b.report(), err)...)
+	}
+	if !b.stopped {
+		b.finish()
+	}
+	if len(b.errs) > 0 {
+		return nil, errors.Join(b.report()...)
+	}
+	return b.t, nil
+}
+
+// read parses r line by line, recording each line's problems, until the
+// end, or until the file names too many nodes or has more problems than
+// are reported (b.stopped).
+func (b *builder) read(r io.Reader) error {
 	sc := bufio.NewScanner(r)
 	// A line may hold as many names as one hostlist may expand to, written
 	// out with commas (what Conf writes for a list it cannot compress):
 	// whatever Parse accepts, Conf writes and Parse reads back.
 	sc.Buffer(make([]byte, 64*1024), maxLine)
 	lineNo, start, pending := 0, 0, ""
-	for sc.Scan() {
+	for !b.stopped && sc.Scan() {
 		lineNo++
 		text := stripComment(sc.Text())
 		if pending == "" {
@@ -58,20 +87,48 @@ func Parse(r io.Reader) (*Tree, error) {
 			pending += strings.TrimSuffix(text, `\`) + " "
 			continue
 		}
-		if err := parseLine(b, start, pending+text); err != nil {
-			return nil, err
-		}
+		b.parseLine(start, pending+text)
 		pending = ""
+		if len(b.errs) > maxErrors {
+			// Enough to report; and a bad hostlist costs what it expanded
+			// before it failed, which the names counted do not include.
+			b.stopped, b.lastRead = true, lineNo
+		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, err
+		return err
 	}
-	if pending != "" {
-		if err := parseLine(b, start, pending); err != nil {
-			return nil, err
+	if pending != "" && !b.stopped {
+		b.parseLine(start, pending)
+	}
+	return nil
+}
+
+// report returns the problems found in line order, at most maxErrors of
+// them and a count of the rest.
+func (b *builder) report() []error {
+	errs := slices.Clone(b.errs)
+	slices.SortStableFunc(errs, func(x, y error) int { return errLine(x) - errLine(y) })
+	if len(errs) > maxErrors {
+		msg := fmt.Sprintf("%d more problems", len(errs)-maxErrors)
+		if len(errs) == maxErrors+1 {
+			msg = "1 more problem"
 		}
+		if b.lastRead > 0 {
+			msg += fmt.Sprintf(", and the file was not read past line %d", b.lastRead)
+		}
+		errs = append(errs[:maxErrors], &ParseError{File: b.file, Msg: msg})
 	}
-	return b.finish()
+	return errs
+}
+
+// errLine is the line a problem names; 0 for none.
+func errLine(err error) int {
+	var pe *ParseError
+	if errors.As(err, &pe) {
+		return pe.Line
+	}
+	return 0
 }
 
 func stripComment(s string) string {
@@ -81,58 +138,91 @@ func stripComment(s string) string {
 	return strings.TrimSpace(s)
 }
 
-// parseLine handles one logical line.
-func parseLine(b *builder, line int, text string) error {
+// keyValues are a line's settings by lower-case key, and the keys in the
+// order written.
+type keyValues struct {
+	value map[string]string
+	keys  []string
+}
+
+// parseLine handles one logical line, recording its problems.
+func (b *builder) parseLine(line int, text string) {
 	fields := strings.Fields(text)
 	if len(fields) == 0 {
-		return nil
+		return
 	}
-	kv := make(map[string]string, len(fields))
+	first, _, ok := strings.Cut(fields[0], "=")
+	if !ok || first == "" {
+		b.errorf(line, "%q is not Key=Value", fields[0])
+		return // what kind of line it is cannot be told
+	}
+	kv := b.pairs(line, fields)
+	switch strings.ToLower(first) {
+	case "switchname":
+		b.parseSwitch(line, kv)
+	case "blockname":
+		b.parseBlock(line, kv)
+	case "blocksizes":
+		b.parseBlockSizes(line, kv)
+	default:
+		b.errorf(line, "unknown line starting with %s= (want SwitchName=, BlockName= or BlockSizes=)", first)
+	}
+}
+
+// pairs splits a line's fields into settings; a field that is not
+// Key=Value and a key given twice are problems, left out.
+func (b *builder) pairs(line int, fields []string) keyValues {
+	kv := keyValues{value: make(map[string]string, len(fields))}
 	for _, f := range fields {
 		k, v, ok := strings.Cut(f, "=")
 		if !ok || k == "" {
-			return lineErr(line, "%q is not Key=Value", f)
+			b.errorf(line, "%q is not Key=Value", f)
+			continue
 		}
 		k = strings.ToLower(k)
-		if _, dup := kv[k]; dup {
-			return lineErr(line, "%s given twice", k)
+		if _, dup := kv.value[k]; dup {
+			b.errorf(line, "%s given twice", k)
+			continue
 		}
-		kv[k] = v
+		kv.value[k] = v
+		kv.keys = append(kv.keys, k)
 	}
-	first, _, _ := strings.Cut(fields[0], "=")
-	switch strings.ToLower(first) {
-	case "switchname":
-		return parseSwitch(b, line, kv)
-	case "blockname":
-		return parseBlock(b, line, kv)
-	case "blocksizes":
-		return parseBlockSizes(b, line, kv)
-	}
-	return lineErr(line, "unknown line starting with %s= (want SwitchName=, BlockName= or BlockSizes=)", first)
+	return kv
 }
 
-func checkKeys(line int, kv map[string]string, allowed ...string) error {
-	for k := range kv {
-		ok := false
-		for _, a := range allowed {
-			ok = ok || k == a
-		}
-		if !ok {
-			return lineErr(line, "unknown key %q (allowed here: %s)", k, strings.Join(allowed, ", "))
+// checkKeys reports each key the line may not have.
+func (b *builder) checkKeys(line int, kv keyValues, allowed ...string) {
+	for _, k := range kv.keys {
+		if !slices.Contains(allowed, k) {
+			b.errorf(line, "unknown key %q (allowed here: %s)", k, strings.Join(allowed, ", "))
 		}
 	}
-	return nil
 }
 
-func expand(line int, key, expr string) ([]string, error) {
+// expand expands a hostlist; false, and a problem recorded, when it
+// cannot.
+func (b *builder) expand(line int, key, expr string) ([]string, bool) {
 	names, err := hostlist.Expand(expr)
 	if err != nil {
-		return nil, lineErr(line, "%s: %v", key, err)
+		b.errorf(line, "%s: %s", key, reason(err))
+		return nil, false
+	}
+	if b.expanded += len(names); b.expanded > hostlist.MaxHosts {
+		b.errorf(line, "the file names more than %d nodes and switches in all", hostlist.MaxHosts)
+		b.stopped = true // and the rest could only cost more
+		return nil, false
 	}
 	if strings.Contains(expr, `\`) {
-		return nil, lineErr(line, "%s=%s: %s", key, expr, errBackslash)
+		b.errorf(line, "%s=%s: %s", key, expr, errBackslash)
+		return nil, false
 	}
-	return names, nil
+	return names, true
+}
+
+// reason is err's text without the ": invalid request" of a wrapped
+// cluster.ErrInvalid, which says nothing in a list of problems.
+func reason(err error) string {
+	return strings.TrimSuffix(err.Error(), ": "+cluster.ErrInvalid.Error())
 }
 
 // errBackslash explains why names cannot hold a backslash: Conf could not
@@ -140,73 +230,62 @@ func expand(line int, key, expr string) ([]string, error) {
 // usually a continuation with text after it.
 const errBackslash = `a name cannot hold a backslash (a backslash at the end of a line continues it onto the next)`
 
-func parseSwitch(b *builder, line int, kv map[string]string) error {
-	if err := checkKeys(line, kv, "switchname", "switches", "nodes", "linkspeed"); err != nil {
-		return err
-	}
-	name, err := oneName(line, "SwitchName", kv["switchname"])
-	if err != nil {
-		return err
-	}
-	children, err := expand(line, "Switches", kv["switches"])
-	if err != nil {
-		return err
-	}
-	nodes, err := expand(line, "Nodes", kv["nodes"])
-	if err != nil {
-		return err
-	}
-	if s, ok := kv["linkspeed"]; ok {
+// parseSwitch defines the line's switch when its name is good, whatever
+// else is wrong with the line: the lines that list it are not blamed too.
+func (b *builder) parseSwitch(line int, kv keyValues) {
+	b.checkKeys(line, kv, "switchname", "switches", "nodes", "linkspeed")
+	name, ok := b.oneName(line, "SwitchName", kv.value["switchname"])
+	children, _ := b.expand(line, "Switches", kv.value["switches"])
+	nodes, _ := b.expand(line, "Nodes", kv.value["nodes"])
+	if s, given := kv.value["linkspeed"]; given {
 		if _, err := strconv.Atoi(s); err != nil {
-			return lineErr(line, "LinkSpeed %q is not a number", s)
+			b.errorf(line, "LinkSpeed %q is not a number", s)
 		}
 	}
-	return b.addSwitch(line, name, children, nodes)
+	if ok {
+		b.addSwitch(line, name, children, nodes)
+	}
 }
 
-func parseBlock(b *builder, line int, kv map[string]string) error {
-	if err := checkKeys(line, kv, "blockname", "nodes"); err != nil {
-		return err
+// parseBlock defines the line's block, as parseSwitch does.
+func (b *builder) parseBlock(line int, kv keyValues) {
+	b.checkKeys(line, kv, "blockname", "nodes")
+	name, ok := b.oneName(line, "BlockName", kv.value["blockname"])
+	nodes, expanded := b.expand(line, "Nodes", kv.value["nodes"])
+	if !ok {
+		return
 	}
-	name, err := oneName(line, "BlockName", kv["blockname"])
-	if err != nil {
-		return err
+	if expanded && len(nodes) == 0 {
+		b.errorf(line, "block %q has no Nodes=", name)
 	}
-	nodes, err := expand(line, "Nodes", kv["nodes"])
-	if err != nil {
-		return err
-	}
-	if len(nodes) == 0 {
-		return lineErr(line, "block %q has no Nodes=", name)
-	}
-	return b.addBlock(line, name, nodes)
+	b.addBlock(line, name, nodes)
 }
 
 // oneName checks a switch or block name: one plain name, not a hostlist.
-func oneName(line int, key, name string) (string, error) {
-	if name == "" {
-		return "", lineErr(line, "%s is empty", key)
+func (b *builder) oneName(line int, key, name string) (string, bool) {
+	switch {
+	case name == "":
+		b.errorf(line, "%s is empty", key)
+	case strings.ContainsAny(name, "[],"):
+		b.errorf(line, "%s=%s: give one name, not a hostlist", key, name)
+	case strings.Contains(name, `\`):
+		b.errorf(line, "%s=%s: %s", key, name, errBackslash)
+	default:
+		return name, true
 	}
-	if strings.ContainsAny(name, "[],") {
-		return "", lineErr(line, "%s=%s: give one name, not a hostlist", key, name)
-	}
-	if strings.Contains(name, `\`) {
-		return "", lineErr(line, "%s=%s: %s", key, name, errBackslash)
-	}
-	return name, nil
+	return "", false
 }
 
-func parseBlockSizes(b *builder, line int, kv map[string]string) error {
-	if err := checkKeys(line, kv, "blocksizes"); err != nil {
-		return err
-	}
+func (b *builder) parseBlockSizes(line int, kv keyValues) {
+	b.checkKeys(line, kv, "blocksizes")
 	var sizes []int
-	for _, s := range strings.Split(kv["blocksizes"], ",") {
+	for _, s := range strings.Split(kv.value["blocksizes"], ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil {
-			return lineErr(line, "block size %q is not a number", s)
+			b.errorf(line, "block size %q is not a number", s)
+			return
 		}
 		sizes = append(sizes, n)
 	}
-	return b.setBlockSizes(line, sizes)
+	b.setBlockSizes(line, sizes)
 }

@@ -3,6 +3,9 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -67,5 +70,57 @@ func TestParseLongChain(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("parsing a chain of switches did not finish in 20s")
+	}
+}
+
+// TestLoadNamesFileAndLine: read from a file, every problem names the file
+// and its line, path:N, as the config's do, and none ends in the words
+// "invalid request".
+func TestLoadNamesFileAndLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "topology.conf")
+	text := "SwitchName=s1 Nodes=n[1-2] Foo=1\nSwitchName=s1 Nodes=n3\nSwitchName=s2 Switches=s9 LinkSpeed=abc\nSwitchName=s3 Nodes=a[2-1]\n"
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if !errors.Is(err, cluster.ErrInvalid) {
+		t.Fatalf("Load = %v; want ErrInvalid", err)
+	}
+	want := []string{
+		path + `:1: unknown key "foo" (allowed here: switchname, switches, nodes, linkspeed)`,
+		path + `:2: switch "s1" already defined on line 1`,
+		path + `:3: LinkSpeed "abc" is not a number`,
+		path + `:3: switch "s9" is not defined`,
+		path + `:4: Nodes: hostlist "a[2-1]": reversed range "2-1"`,
+	}
+	if got := strings.Split(err.Error(), "\n"); !slices.Equal(got, want) {
+		t.Errorf("Load:\n%s\nwant\n%s", err, strings.Join(want, "\n"))
+	}
+}
+
+// TestParseBoundedWork is the regression test for pathological files that
+// took minutes once a parse went on past a bad line: a hostlist that fails
+// costs what it expanded before failing, and lines that expand a million
+// names each add up. The parse stops reading after more problems than it
+// reports (two a line here: a bad hostlist, a switch defined again), and
+// once the file's names pass hostlist.MaxHosts in all.
+func TestParseBoundedWork(t *testing.T) {
+	for _, tc := range []struct{ line, want string }{
+		{"SwitchName=s Nodes=n[1-999999],m[5-1]\n", "not read past line 11"},
+		{"SwitchName=s Nodes=n[1-999999]\n", "line 2: the file names more than 1000000 nodes and switches in all"},
+	} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := Parse(strings.NewReader(strings.Repeat(tc.line, 500)))
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("500 lines of %q: %v; want %q", tc.line, err, tc.want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("500 lines of %q: not parsed in 30s", tc.line)
+		}
 	}
 }

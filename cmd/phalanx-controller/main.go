@@ -24,7 +24,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -453,43 +452,40 @@ func loadConfig(cfg *controller.Config, confPath, topoPath string, log *slog.Log
 			confPath = "/etc/phalanx/phalanx.conf"
 		}
 	}
-	var conf *config.Config
-	beside := false // topoPath is topology.conf beside the config, by TopologyPlugin
-	if confPath != "" {
-		c, err := config.Load(confPath)
-		if err != nil {
-			return nil, err
+	if confPath == "" {
+		if topoPath != "" {
+			t, err := topology.Load(topoPath)
+			if err != nil {
+				return nil, err
+			}
+			cfg.Topology = t
 		}
-		conf = c
-		for _, w := range c.Warnings {
-			log.Warn("config", "warning", w)
-		}
-		if len(c.Partitions) > 0 {
-			cfg.Partitions = c.Partitions
-		}
-		cfg.Nodes = c.Nodes
-		cfg.MinJobAge, cfg.PurgeJobAfter, cfg.PurgeEventAfter = minJobAge(c.MinJobAge), c.PurgeJobAfter, c.PurgeEventAfter
-		cfg.MaxJobHistory, cfg.MaxJobCount, cfg.MaxArraySize = c.MaxJobHistory, c.MaxJobCount, c.MaxArraySize
-		cfg.MaxScriptSize, cfg.ClusterName = c.MaxScriptSize, c.ClusterName
-		cfg.DisableRootJobs, cfg.AdminUsers, cfg.OperatorUsers = c.DisableRootJobs, c.AdminUsers, c.OperatorUsers
-		cfg.PrivateJobs = c.PrivateJobs
-		cfg.HealthCheck, cfg.Prolog = c.HealthCheck, c.Prolog
-		rl := c.RateLimit
-		cfg.RateLimit = controller.RateLimit{Bucket: rl.Bucket, Refill: rl.Refill, Period: rl.Period, Table: rl.Table}
-		if topoPath == "" {
-			topoPath = c.TopologyPath(confPath) // TopologyFile, else topology.conf beside it
-			beside = c.TopologyFile == "" && topoPath != ""
-		}
+		return nil, nil
 	}
-	if topoPath != "" {
-		t, err := topology.Load(topoPath)
-		if errors.Is(err, fs.ErrNotExist) && beside {
-			err = fmt.Errorf("%w: TopologyPlugin=%s reads topology.conf beside %s (or give TopologyFile= or --topology)", err, conf.TopologyPlugin, confPath)
-		}
-		if err != nil {
-			return nil, err
-		}
-		cfg.Topology = t
+	// The config, its gres.conf and its topology.conf (TopologyFile, else
+	// topology.conf beside it, unless --topology names one), with all
+	// their problems in one error.
+	c, tree, err := config.LoadWithTopology(confPath, topoPath)
+	if err != nil {
+		return nil, err
 	}
-	return conf, nil
+	for _, w := range c.Warnings {
+		log.Warn("config", "warning", w)
+	}
+	if len(c.Partitions) > 0 {
+		cfg.Partitions = c.Partitions
+	}
+	cfg.Nodes = c.Nodes
+	cfg.MinJobAge, cfg.PurgeJobAfter, cfg.PurgeEventAfter = minJobAge(c.MinJobAge), c.PurgeJobAfter, c.PurgeEventAfter
+	cfg.MaxJobHistory, cfg.MaxJobCount, cfg.MaxArraySize = c.MaxJobHistory, c.MaxJobCount, c.MaxArraySize
+	cfg.MaxScriptSize, cfg.ClusterName = c.MaxScriptSize, c.ClusterName
+	cfg.DisableRootJobs, cfg.AdminUsers, cfg.OperatorUsers = c.DisableRootJobs, c.AdminUsers, c.OperatorUsers
+	cfg.PrivateJobs = c.PrivateJobs
+	cfg.HealthCheck, cfg.Prolog = c.HealthCheck, c.Prolog
+	rl := c.RateLimit
+	cfg.RateLimit = controller.RateLimit{Bucket: rl.Bucket, Refill: rl.Refill, Period: rl.Period, Table: rl.Table}
+	if tree != nil {
+		cfg.Topology = tree
+	}
+	return c, nil
 }
