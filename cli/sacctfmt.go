@@ -77,7 +77,7 @@ var sacctFields = []sacctField{
 	{"NNodes", 8, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(jobNodeCount(j)) }},
 	{"NodeList", 15, '+', func(j *phalanxv1.Job, _ *SacctView) string { return orDefault(jobNodeList(j), "None assigned") }},
 	{"Partition", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.GetSpec().GetPartition() }},
-	{"Priority", 10, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(j.GetSpec().GetPriority()) }},
+	{"Priority", 10, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(j.GetPriority()) }},
 	{"QOS", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string { return orDefault(j.GetSpec().GetQos(), "normal") }},
 	{"Reason", 22, '+', func(j *phalanxv1.Job, _ *SacctView) string { return reason(j) }},
 	{"ReqCPUS", 8, 0, func(j *phalanxv1.Job, _ *SacctView) string {

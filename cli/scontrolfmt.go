@@ -62,7 +62,7 @@ func FormatJob(j *phalanxv1.Job, now time.Time, loc *time.Location) string {
 	lines := [][]string{
 		append(first, kv("JobName", s.GetName())),
 		{kv("UserId", fmt.Sprintf("%s(%d)", s.GetUser(), s.GetUid())), kv("GroupId", fmt.Sprintf("%s(%d)", groupName(s.GetGid()), s.GetGid()))},
-		{kv("Priority", s.GetPriority()), kv("Nice", s.GetNice()), kv("Account", orDefault(s.GetAccount(), "(null)")), kv("QOS", orDefault(s.GetQos(), "normal"))},
+		{kv("Priority", j.GetPriority()), kv("Nice", s.GetNice()), kv("Account", orDefault(s.GetAccount(), "(null)")), kv("QOS", orDefault(s.GetQos(), "normal"))},
 		{kv("JobState", j.State), kv("Reason", reason(j)), kv("Dependency", dependency(j))},
 		{kv("Requeue", requeueFlag(s)), kv("Restarts", j.Attempt), kv("BatchFlag", 1), kv("ExitCode", exitCode(j.ExitCode, j.ExitSignal))},
 		{kv("MaxRestarts", s.GetMaxRestarts()), kv("RestartOn", orDefault(s.GetRestartOn(), "none"))},

@@ -208,7 +208,7 @@ func jobField(j *phalanxv1.Job, c byte, v SqueueView) string {
 	case 'P':
 		return s.GetPartition()
 	case 'Q':
-		return fmt.Sprint(s.GetPriority())
+		return fmt.Sprint(j.GetPriority())
 	case 'r':
 		return reason(j)
 	case 'R':

@@ -225,7 +225,8 @@ func (s *Server) recent(j *cluster.Job) bool {
 // jobView converts a job, script and environment included, with the
 // leader's pending reason.
 func (s *Server) jobView(j *cluster.Job, addrs map[string]string) *phalanxv1.Job {
-	out := jobToProto(j, addrs, nil)
+	out := jobToProto(j, addrs)
+	out.Priority = shownPriority(j, s.cfg.Clock.Now())
 	s.addPending([]*phalanxv1.Job{out})
 	return out
 }
@@ -284,7 +285,7 @@ func (c *controllerService) ListJobs(ctx context.Context, req *phalanxv1.ListJob
 	}
 	s.hidePrivate(ctx, &q)
 	q.IDs = s.withArrayTasks(q.IDs)
-	page := &listPage{addrs: s.nodeAddrs()}
+	page := &listPage{addrs: s.nodeAddrs(), now: s.cfg.Clock.Now()}
 	q.Take = page.take
 	_, next, err := s.store.Jobs(q)
 	if err != nil {
@@ -312,6 +313,7 @@ const (
 // lists come without script and environment) as the store offers them.
 type listPage struct {
 	addrs map[string]string
+	now   time.Time // the priority scores' time
 	jobs  []*phalanxv1.Job
 	bytes int
 }
@@ -319,7 +321,8 @@ type listPage struct {
 // take adds j unless the page is not empty and j would take it past
 // maxPageBytes.
 func (p *listPage) take(j *cluster.Job) bool {
-	v := jobToProto(j, p.addrs, nil)
+	v := jobToProto(j, p.addrs)
+	v.Priority = shownPriority(j, p.now)
 	v.Spec.Script, v.Spec.Environment, v.Spec.Env = "", nil, nil
 	n := proto.Size(v) + listSlack
 	if len(p.jobs) > 0 && p.bytes+n > maxPageBytes {

@@ -233,9 +233,10 @@ func restartFromSpec(spec *phalanxv1.JobSpec) (cluster.RestartPolicy, error) {
 	return p, p.Validate()
 }
 
-// jobToProto converts a job; addrs gives node addresses for the allocation
-// and pending the leader's last reason for a pending job.
-func jobToProto(j *cluster.Job, addrs map[string]string, pending *scheduler.PendingInfo) *phalanxv1.Job {
+// jobToProto converts a job; addrs gives node addresses for the
+// allocation. The leader's pending reason and the priority score are added
+// where jobs are shown (addPending, shownPriority).
+func jobToProto(j *cluster.Job, addrs map[string]string) *phalanxv1.Job {
 	out := &phalanxv1.Job{
 		Id:               uint64(j.ID),
 		Spec:             specToProto(j),
@@ -258,9 +259,6 @@ func jobToProto(j *cluster.Job, addrs map[string]string, pending *scheduler.Pend
 		out.ArrayTask = &phalanxv1.ArrayTask{ArrayJobId: uint64(a.JobID), TaskId: int32(a.TaskID), Count: int32(a.Count),
 			Min: int32(a.Min), Max: int32(a.Max), Step: int32(a.Step), Throttle: int32(a.Throttle)}
 	}
-	if j.State == cluster.JobPending && pending != nil {
-		setPending(out, *pending)
-	}
 	if j.Alloc != nil {
 		out.Alloc = allocToProto(*j.Alloc, addrs)
 	}
@@ -282,6 +280,22 @@ func jobToProto(j *cluster.Job, addrs map[string]string, pending *scheduler.Pend
 		})
 	}
 	return out
+}
+
+// shownPriority is the score the scheduler ranks j by (scheduler.Priority),
+// as squeue's %Q and scontrol show it: a pending job's now, a started
+// job's when it started (its last attempt), one that never started when
+// it ended.
+func shownPriority(j *cluster.Job, now time.Time) int64 {
+	at := now
+	switch {
+	case j.State == cluster.JobPending:
+	case !j.StartTime.IsZero():
+		at = j.StartTime
+	case !j.EndTime.IsZero():
+		at = j.EndTime
+	}
+	return scheduler.Priority(j, at, scheduler.Options{})
 }
 
 // setPending sets a pending job's reason and expected start.

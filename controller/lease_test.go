@@ -147,7 +147,7 @@ func TestReportCheckpoint(t *testing.T) {
 	if j, _ := s.store.Job(id); !j.Checkpointed || j.CheckpointStep != 40 {
 		t.Errorf("after both ranks: %v step %d; want step 40", j.Checkpointed, j.CheckpointStep)
 	}
-	if stored, _ := s.store.Job(id); jobToProto(stored, nil, nil).CheckpointStep == nil {
+	if stored, _ := s.store.Job(id); jobToProto(stored, nil).CheckpointStep == nil {
 		t.Error("the API does not show the job's checkpoint step")
 	}
 	evs, err := (&controllerService{s: s}).ListEvents(context.Background(), &phalanxv1.ListEventsRequest{Jobs: []uint64{uint64(id)}})

@@ -179,7 +179,7 @@ func (s *Server) assignments(node string, jobs []*cluster.Job) *phalanxv1.Assign
 					s.log.Error("assignment without its script", "job", j.ID, "err", err)
 					full = j
 				}
-				wire = jobToProto(full, addrs, nil)
+				wire = jobToProto(full, addrs)
 			}
 			a := &phalanxv1.Assignment{
 				JobId:        uint64(j.ID),

@@ -2468,7 +2468,11 @@ type Job struct {
 	// (unset: none); a relaunch resumes from it.
 	CheckpointStep *int64 `protobuf:"varint,18,opt,name=checkpoint_step,json=checkpointStep,proto3,oneof" json:"checkpoint_step,omitempty"`
 	// array: set on a task of a job array.
-	ArrayTask     *ArrayTask `protobuf:"bytes,19,opt,name=array_task,json=arrayTask,proto3" json:"array_task,omitempty"`
+	ArrayTask *ArrayTask `protobuf:"bytes,19,opt,name=array_task,json=arrayTask,proto3" json:"array_task,omitempty"`
+	// priority: the job's score as the scheduler ranks it (squeue's %Q,
+	// scontrol's and sacct's Priority): a pending job's now, a started
+	// job's when it started. spec.priority is only the admin's part of it.
+	Priority      int64 `protobuf:"varint,20,opt,name=priority,proto3" json:"priority,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2634,6 +2638,13 @@ func (x *Job) GetArrayTask() *ArrayTask {
 		return x.ArrayTask
 	}
 	return nil
+}
+
+func (x *Job) GetPriority() int64 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
 }
 
 type ArrayTask struct {
@@ -6610,7 +6621,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x129\n" +
 	"\n" +
 	"start_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
-	"\bend_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"\x9f\x06\n" +
+	"\bend_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"\xbb\x06\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12'\n" +
 	"\x04spec\x18\x02 \x01(\v2\x13.phalanx.v1.JobSpecR\x04spec\x12\x14\n" +
@@ -6636,7 +6647,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\battempts\x18\x11 \x03(\v2\x13.phalanx.v1.AttemptR\battempts\x12,\n" +
 	"\x0fcheckpoint_step\x18\x12 \x01(\x03H\x00R\x0echeckpointStep\x88\x01\x01\x124\n" +
 	"\n" +
-	"array_task\x18\x13 \x01(\v2\x15.phalanx.v1.ArrayTaskR\tarrayTaskB\x12\n" +
+	"array_task\x18\x13 \x01(\v2\x15.phalanx.v1.ArrayTaskR\tarrayTask\x12\x1a\n" +
+	"\bpriority\x18\x14 \x01(\x03R\bpriorityB\x12\n" +
 	"\x10_checkpoint_step\"\xb0\x01\n" +
 	"\tArrayTask\x12 \n" +
 	"\farray_job_id\x18\x01 \x01(\x04R\n" +
