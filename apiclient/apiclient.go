@@ -10,9 +10,10 @@
 // leader hint), names another leader (UNAVAILABLE with a NotLeader detail),
 // or does not answer within its share of the deadline; after a round with
 // no answer it backs off briefly and starts again, until the caller's
-// deadline. Phalanx's calls are safe to repeat this way: submits and
-// cancels carry a request ID, and the other writes are idempotent, except
-// a leadership transfer, which a repeat may carry on to another replica.
+// deadline. Phalanx's calls are safe to repeat this way: submits, cancels
+// and job updates carry a request ID, and the other writes are idempotent,
+// except a leadership transfer, which a repeat may carry on to another
+// replica.
 package apiclient
 
 import (

@@ -39,9 +39,12 @@ func (k *commands) update(c *ucli.Context, args []string) error {
 			return err
 		})
 	}
+	// One request ID for the command: the controller remembers it by job,
+	// so that a retry (a failover) does not apply TimeLimit=+30 twice.
+	requestID := newRequestID()
 	return cn.eachJob(c.Context, "update", change.refs, nil, func(ctx context.Context, id uint64) error {
 		req := proto.Clone(change.req).(*phalanxv1.UpdateJobRequest)
-		req.JobId = id
+		req.JobId, req.RequestId = id, requestID
 		_, err := cn.api.UpdateJob(ctx, req)
 		return err
 	})

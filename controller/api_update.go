@@ -109,10 +109,19 @@ func (s *Server) updateJob(ctx context.Context, req *phalanxv1.UpdateJobRequest)
 	if err := s.mayChange(ctx, j, "update"); err != nil {
 		return err
 	}
+	// A retry of an update that was applied (its answer lost) is answered
+	// as the first was, before the job, changed by it, is checked again.
+	requestID := []byte(req.RequestId)
+	if err := checkRequestID(requestID); err != nil {
+		return err
+	}
+	if len(requestID) > 0 && s.store.RequestUpdated(j.ID, requestID) {
+		return nil
+	}
 	if !j.InQueue() {
 		return cluster.Errorf(cluster.ErrInvalid, "job %d has ended (%s): there is nothing to update", j.ID, j.State)
 	}
-	up := fsm.UpdateJob{ID: j.ID, JobUpdate: store.JobUpdate{Name: req.Name}}
+	up := fsm.UpdateJob{ID: j.ID, JobUpdate: store.JobUpdate{Name: req.Name}, RequestID: requestID, Time: s.cfg.Clock.Now()}
 	if req.Name != nil {
 		if name := *req.Name; name == "" || len(name) > maxJobNameLen || strings.ContainsAny(name, "\n\r") {
 			return cluster.Errorf(cluster.ErrInvalid, "job name %q: give one line of 1 to %d bytes", name, maxJobNameLen)

@@ -222,3 +222,58 @@ func TestUpdateRunningJobTimeLimit(t *testing.T) {
 		t.Errorf("the limit of a preempted job (its tasks stopping): %v; want refused", err)
 	}
 }
+
+// An update with a request ID is exactly-once: a retry of TimeLimit=-10
+// (its answer lost in a failover) does not take ten more minutes off, and
+// is answered as the first was even once the job has changed; another
+// request does.
+func TestUpdateRequestIsExactlyOnce(t *testing.T) {
+	s := newTestServer(t, Config{})
+	register(t, s, nil, "n1")
+	spec := testSpec(1, 8)
+	spec.TimeLimitSeconds, spec.Hold = 3600, true // it stays pending
+	resp, err := s.submit(context.Background(), spec, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := cluster.JobID(resp.JobId)
+	limit := func() time.Duration {
+		j, err := s.store.Job(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j.TimeLimit
+	}
+	ctx := context.Background()
+	less := func(requestID string, secs int64) error {
+		return s.updateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: uint64(id), TimeLimitChangeSeconds: proto.Int64(-secs), RequestId: requestID})
+	}
+	for range 3 {
+		if err := less("r1", 600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := limit(); got != 50*time.Minute {
+		t.Errorf("TimeLimit=-10 sent three times as one request: limit %v; want 50m0s", got)
+	}
+	if err := less("r2", 600); err != nil || limit() != 40*time.Minute {
+		t.Errorf("a second request: %v, limit %v; want 40m0s", err, limit())
+	}
+	// Taking 45 minutes off 40 leaves none: refused, and not remembered, so
+	// that the same request, asked again, is checked again.
+	if err := less("r3", 45*60); !errors.Is(err, cluster.ErrInvalid) {
+		t.Errorf("TimeLimit=-45 of 40 minutes: %v; want refused", err)
+	}
+	if err := less("r2", 40*60); err != nil || limit() != 40*time.Minute {
+		t.Errorf("a retry of r2 with the job changed since: %v, limit %v; want answered as before, 40m0s", err, limit())
+	}
+	if _, err := (&controllerService{s: s}).CancelJob(ctx, &phalanxv1.CancelJobRequest{JobIds: []uint64{uint64(id)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := less("r1", 600); err != nil {
+		t.Errorf("a retry of r1 once the job ended: %v; want answered as before", err)
+	}
+	if err := less("r4", 600); !errors.Is(err, cluster.ErrInvalid) {
+		t.Errorf("a new update of the ended job: %v; want refused", err)
+	}
+}

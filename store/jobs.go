@@ -310,9 +310,16 @@ func (up JobUpdate) pendingOnly() (string, bool) {
 // UpdateJob changes an active job: its name at any time, its time limit
 // while it is pending or running (the agents running its tasks follow the
 // new limit, which counts from the start), the rest only while it is
-// pending. A job that has ended is history: ErrNotFound.
-func (s *Store) UpdateJob(idx uint64, id cluster.JobID, up JobUpdate) error {
+// pending. A job that has ended is history: ErrNotFound. With a request
+// ID it is exactly-once: a request seen before for the job changes
+// nothing (a retry does not take TimeLimit=-30 off twice); t is when it
+// was asked, which the request's record expires from.
+func (s *Store) UpdateJob(idx uint64, id cluster.JobID, up JobUpdate, requestID []byte, t time.Time) error {
 	return s.apply(idx, func(c *change) error {
+		key := updateKey(id, requestID)
+		if _, seen := c.st.requests[key]; seen && len(requestID) > 0 {
+			return nil
+		}
 		j := c.job(id)
 		if j == nil {
 			return fmt.Errorf("job %d: %w", id, cluster.ErrNotFound)
@@ -355,6 +362,11 @@ func (s *Store) UpdateJob(idx uint64, id cluster.JobID, up JobUpdate) error {
 			u.Priority = *up.Priority
 		}
 		c.putJob(u)
+		if len(requestID) > 0 {
+			r := request{job: id, time: codec.Time(t)}
+			c.st.requests[key] = r
+			c.ops = append(c.ops, putRequestOp{key: key, r: r})
+		}
 		return nil
 	})
 }

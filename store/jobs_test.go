@@ -241,7 +241,7 @@ func TestUpdateJob(t *testing.T) {
 	mustSubmit(t, s, 4, 2)
 	mustSubmit(t, s, 5, 3)
 	name, limit := "renamed", 90*time.Minute
-	if err := s.UpdateJob(6, 1, JobUpdate{Name: &name, TimeLimit: &limit}); err != nil {
+	if err := s.UpdateJob(6, 1, JobUpdate{Name: &name, TimeLimit: &limit}, nil, time.Time{}); err != nil {
 		t.Fatalf("update a pending job: %v", err)
 	}
 	if j := mustJob(t, s, 1); j.Name != name || j.TimeLimit != limit {
@@ -251,22 +251,22 @@ func TestUpdateJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	shorter := 10 * time.Minute
-	if err := s.UpdateJob(8, 2, JobUpdate{TimeLimit: &shorter}); err != nil {
+	if err := s.UpdateJob(8, 2, JobUpdate{TimeLimit: &shorter}, nil, time.Time{}); err != nil {
 		t.Errorf("the time limit of a running job: %v", err)
 	}
-	if err := s.UpdateJob(9, 2, JobUpdate{Name: &name}); err != nil {
+	if err := s.UpdateJob(9, 2, JobUpdate{Name: &name}, nil, time.Time{}); err != nil {
 		t.Errorf("rename a running job: %v", err)
 	}
 	if j := mustJob(t, s, 2); j.Name != name || j.TimeLimit != shorter {
 		t.Errorf("running job 2 = %q %v; want %q %v", j.Name, j.TimeLimit, name, shorter)
 	}
-	if err := s.UpdateJob(10, 2, JobUpdate{Nice: new(int)}); !errors.Is(err, cluster.ErrInvalid) {
+	if err := s.UpdateJob(10, 2, JobUpdate{Nice: new(int)}, nil, time.Time{}); !errors.Is(err, cluster.ErrInvalid) {
 		t.Errorf("the nice value of a running job: %v; want ErrInvalid", err)
 	}
 	if _, err := s.PreemptJobs(11, []cluster.JobID{2}, at(3)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.UpdateJob(12, 2, JobUpdate{TimeLimit: &limit}); !errors.Is(err, cluster.ErrInvalid) {
+	if err := s.UpdateJob(12, 2, JobUpdate{TimeLimit: &limit}, nil, time.Time{}); !errors.Is(err, cluster.ErrInvalid) {
 		t.Errorf("the time limit of a job whose attempt is ending (PREEMPTED): %v; want ErrInvalid", err)
 	}
 	if j := mustJob(t, s, 2); j.TimeLimit != shorter {
@@ -275,10 +275,10 @@ func TestUpdateJob(t *testing.T) {
 	if _, err := s.CancelJobs(13, []cluster.JobID{3}, at(5), "Cancelled by user", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.UpdateJob(14, 3, JobUpdate{Name: &name}); !errors.Is(err, cluster.ErrNotFound) {
+	if err := s.UpdateJob(14, 3, JobUpdate{Name: &name}, nil, time.Time{}); !errors.Is(err, cluster.ErrNotFound) {
 		t.Errorf("update an ended job (history, no longer active): %v; want ErrNotFound", err)
 	}
-	if err := s.UpdateJob(15, 99, JobUpdate{Name: &name}); !errors.Is(err, cluster.ErrNotFound) {
+	if err := s.UpdateJob(15, 99, JobUpdate{Name: &name}, nil, time.Time{}); !errors.Is(err, cluster.ErrNotFound) {
 		t.Errorf("update an unknown job: %v; want ErrNotFound", err)
 	}
 }

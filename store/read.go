@@ -119,6 +119,15 @@ func (s *Store) RequestCancelled(requestID []byte) ([]cluster.JobID, bool) {
 	return slices.Clone(r.cancelled), ok
 }
 
+// RequestUpdated reports whether an update request of job id is
+// remembered: it was applied.
+func (s *Store) RequestUpdated(id cluster.JobID, requestID []byte) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	_, ok := s.st.requests[updateKey(id, requestID)]
+	return ok
+}
+
 // Counts returns how many jobs are active and how many finished jobs and
 // submit requests are remembered.
 func (s *Store) Counts() (active, finished, requests int) {

@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"slices"
+	"strconv"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/store/codec"
@@ -32,6 +33,12 @@ func cancelKey(requestID []byte) string { return "cancel\x00" + string(requestID
 // signalKey is where a scancel --signal request is remembered, beside the
 // cancels.
 func signalKey(requestID []byte) string { return "signal\x00" + string(requestID) }
+
+// updateKey is where an update request is remembered: by job too, so
+// that one request ID may update several jobs (scontrol update JobId=7,8).
+func updateKey(id cluster.JobID, requestID []byte) string {
+	return "update\x00" + strconv.FormatUint(uint64(id), 10) + "\x00" + string(requestID)
+}
 
 // state is the in-memory copy of the store (see the package documentation).
 // Values reachable from it are immutable: changes replace pointers.

@@ -251,8 +251,10 @@ func (c RecordEvent) apply(st *store.Store, idx uint64) Result {
 type UpdateJob struct {
 	ID cluster.JobID
 	store.JobUpdate
+	RequestID []byte // exactly-once when set
+	Time      time.Time
 }
 
 func (c UpdateJob) apply(st *store.Store, idx uint64) Result {
-	return Result{Err: st.UpdateJob(idx, c.ID, c.JobUpdate)}
+	return Result{Err: st.UpdateJob(idx, c.ID, c.JobUpdate, c.RequestID, c.Time)}
 }

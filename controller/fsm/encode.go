@@ -246,7 +246,8 @@ func (c RegisterNode) encode() (*statev1.Command, error) {
 
 func (c UpdateJob) encode() (*statev1.Command, error) {
 	u := c.JobUpdate
-	r := &statev1.UpdateJob{JobId: uint64(c.ID), Name: u.Name, Partition: u.Partition, Qos: u.QoS, Priority: u.Priority}
+	r := &statev1.UpdateJob{JobId: uint64(c.ID), Name: u.Name, Partition: u.Partition, Qos: u.QoS, Priority: u.Priority,
+		RequestId: c.RequestID, Time: codec.Time(c.Time)}
 	if u.TimeLimit != nil {
 		d := int64(*u.TimeLimit)
 		r.TimeLimit = &d
@@ -291,7 +292,7 @@ func decodeUpdateJob(r *statev1.UpdateJob) UpdateJob {
 		d := codec.FromDependencyValue(r.GetDependency())
 		u.Dependency = &d
 	}
-	return UpdateJob{ID: cluster.JobID(r.GetJobId()), JobUpdate: u}
+	return UpdateJob{ID: cluster.JobID(r.GetJobId()), JobUpdate: u, RequestID: r.GetRequestId(), Time: codec.FromTime(r.GetTime())}
 }
 
 func (c SetNodeState) encode() (*statev1.Command, error) {

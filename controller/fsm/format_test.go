@@ -85,6 +85,8 @@ var commandFixtures = map[string]Command{
 	"13b-update-job-hold":  UpdateJob{ID: 7, JobUpdate: store.JobUpdate{Hold: ptr(cluster.HoldAdmin)}},
 	"13c-update-job-request": UpdateJob{ID: 7, JobUpdate: store.JobUpdate{Partition: ptr("debug"), Nodes: ptr(2), Nice: ptr(50),
 		QoS: ptr("low"), Priority: ptr(int64(900)), Dependency: &cluster.Dependency{Conds: []cluster.DepCond{{Type: cluster.DepAfterAny, Job: 5}}}}},
+	"13d-update-job-once": UpdateJob{ID: 7, JobUpdate: store.JobUpdate{TimeLimit: ptr(30 * time.Minute)}, RequestID: []byte("0123456789abcdef"),
+		Time: t0.Add(6 * time.Hour)},
 	"12-expire": Expire{Retention: store.Retention{RequestsBefore: t0, MaxRequests: 100000, HistoryBefore: t0.Add(-time.Hour), MaxHistory: 50000}},
 	"12b-expire-events": Expire{Retention: store.Retention{RequestsBefore: t0, MaxRequests: 100000, HistoryBefore: t0.Add(-time.Hour), MaxHistory: 50000,
 		EventsBefore: t0.Add(-2 * time.Hour), MaxEvents: 100000}},

@@ -1154,8 +1154,12 @@ type UpdateJobRequest struct {
 	// limit as it is when the update applies (scontrol update TimeLimit=+30);
 	// not with time_limit_seconds, nor on a job without a limit.
 	TimeLimitChangeSeconds *int64 `protobuf:"varint,11,opt,name=time_limit_change_seconds,json=timeLimitChangeSeconds,proto3,oneof" json:"time_limit_change_seconds,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// request_id makes the update exactly-once, as a submit's: a retry with
+	// the same ID (same job) changes nothing more, so a change is not made
+	// twice. Empty: none (a retry of a change may then apply it again).
+	RequestId     string `protobuf:"bytes,12,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpdateJobRequest) Reset() {
@@ -1263,6 +1267,13 @@ func (x *UpdateJobRequest) GetTimeLimitChangeSeconds() int64 {
 		return *x.TimeLimitChangeSeconds
 	}
 	return 0
+}
+
+func (x *UpdateJobRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
 }
 
 type RequeueJobRequest struct {
@@ -6474,7 +6485,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"*\n" +
 	"\x12UpdateNodeResponse\x12\x14\n" +
-	"\x05names\x18\x01 \x03(\tR\x05names\"\x99\x04\n" +
+	"\x05names\x18\x01 \x03(\tR\x05names\"\xb8\x04\n" +
 	"\x10UpdateJobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x88\x01\x01\x121\n" +
@@ -6489,7 +6500,9 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x03qos\x18\t \x01(\tH\x06R\x03qos\x88\x01\x01\x12\x1f\n" +
 	"\bpriority\x18\n" +
 	" \x01(\x03H\aR\bpriority\x88\x01\x01\x12>\n" +
-	"\x19time_limit_change_seconds\x18\v \x01(\x03H\bR\x16timeLimitChangeSeconds\x88\x01\x01B\a\n" +
+	"\x19time_limit_change_seconds\x18\v \x01(\x03H\bR\x16timeLimitChangeSeconds\x88\x01\x01\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\f \x01(\tR\trequestIdB\a\n" +
 	"\x05_nameB\x15\n" +
 	"\x13_time_limit_secondsB\f\n" +
 	"\n" +

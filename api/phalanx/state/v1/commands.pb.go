@@ -703,10 +703,15 @@ type UpdateJob struct {
 	Partition *string                `protobuf:"bytes,5,opt,name=partition,proto3,oneof" json:"partition,omitempty"`
 	Nodes     *int32                 `protobuf:"varint,6,opt,name=nodes,proto3,oneof" json:"nodes,omitempty"`
 	// dependency, when set, replaces the job's (empty conds: none).
-	Dependency    *DependencyValue `protobuf:"bytes,7,opt,name=dependency,proto3" json:"dependency,omitempty"`
-	Nice          *int32           `protobuf:"varint,8,opt,name=nice,proto3,oneof" json:"nice,omitempty"`
-	Qos           *string          `protobuf:"bytes,9,opt,name=qos,proto3,oneof" json:"qos,omitempty"`
-	Priority      *int64           `protobuf:"varint,10,opt,name=priority,proto3,oneof" json:"priority,omitempty"`
+	Dependency *DependencyValue `protobuf:"bytes,7,opt,name=dependency,proto3" json:"dependency,omitempty"`
+	Nice       *int32           `protobuf:"varint,8,opt,name=nice,proto3,oneof" json:"nice,omitempty"`
+	Qos        *string          `protobuf:"bytes,9,opt,name=qos,proto3,oneof" json:"qos,omitempty"`
+	Priority   *int64           `protobuf:"varint,10,opt,name=priority,proto3,oneof" json:"priority,omitempty"`
+	// request_id makes it exactly-once (a retry changes nothing more: a
+	// relative time limit change is not applied twice); time is when it was
+	// asked, for the request's expiry.
+	RequestId     []byte `protobuf:"bytes,11,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Time          int64  `protobuf:"varint,12,opt,name=time,proto3" json:"time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -807,6 +812,20 @@ func (x *UpdateJob) GetQos() string {
 func (x *UpdateJob) GetPriority() int64 {
 	if x != nil && x.Priority != nil {
 		return *x.Priority
+	}
+	return 0
+}
+
+func (x *UpdateJob) GetRequestId() []byte {
+	if x != nil {
+		return x.RequestId
+	}
+	return nil
+}
+
+func (x *UpdateJob) GetTime() int64 {
+	if x != nil {
+		return x.Time
 	}
 	return 0
 }
@@ -1847,7 +1866,7 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x12\n" +
 	"\x04rank\x18\x03 \x01(\x05R\x04rank\x12\x12\n" +
 	"\x04step\x18\x04 \x01(\x03R\x04step\x12\x12\n" +
-	"\x04time\x18\x05 \x01(\x03R\x04time\"\xb9\x03\n" +
+	"\x04time\x18\x05 \x01(\x03R\x04time\"\xec\x03\n" +
 	"\tUpdateJob\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x88\x01\x01\x12\"\n" +
@@ -1862,7 +1881,10 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\x04nice\x18\b \x01(\x05H\x05R\x04nice\x88\x01\x01\x12\x15\n" +
 	"\x03qos\x18\t \x01(\tH\x06R\x03qos\x88\x01\x01\x12\x1f\n" +
 	"\bpriority\x18\n" +
-	" \x01(\x03H\aR\bpriority\x88\x01\x01B\a\n" +
+	" \x01(\x03H\aR\bpriority\x88\x01\x01\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\v \x01(\fR\trequestId\x12\x12\n" +
+	"\x04time\x18\f \x01(\x03R\x04timeB\a\n" +
 	"\x05_nameB\r\n" +
 	"\v_time_limitB\a\n" +
 	"\x05_holdB\f\n" +
