@@ -68,19 +68,27 @@ func (t DepType) String() string {
 // started (after only). OnTask says that the condition names task Task of
 // the array whose ID is Job (ARRAYID_TASKID): set by ParseDependency, it
 // lasts until the controller resolves the task to its own job ID
-// (ResolveTask), which is all that is stored.
+// (ResolveTask), which is all that is stored, but for the array's first
+// task: its job ID is the array's, which alone stands for every task, so
+// FirstTask says the condition is on that task alone (Task, its index).
 type DepCond struct {
-	Type   DepType
-	Job    JobID
-	Delay  time.Duration
-	OnTask bool
-	Task   int
+	Type      DepType
+	Job       JobID
+	Delay     time.Duration
+	OnTask    bool
+	FirstTask bool
+	Task      int
 }
 
 // ResolveTask makes a condition on a task of an array one on the task's
-// own job, id.
+// own job, id: FirstTask when that is the array's first (its ID is the
+// array's).
 func (c *DepCond) ResolveTask(id JobID) {
-	c.Job, c.OnTask, c.Task = id, false, 0
+	first := c.Job == id
+	c.Job, c.OnTask, c.FirstTask = id, false, first
+	if !first {
+		c.Task = 0
+	}
 }
 
 // Dependency is a job's --dependency: its conditions, all needed unless
@@ -246,7 +254,7 @@ func (d Dependency) String() string {
 // ref is the condition's job as given: ID, or ARRAYID_TASKID.
 func (c DepCond) ref() string {
 	id := strconv.FormatUint(uint64(c.Job), 10)
-	if c.OnTask {
+	if c.OnTask || c.FirstTask {
 		return id + "_" + strconv.Itoa(c.Task)
 	}
 	return id
@@ -296,7 +304,7 @@ func (c DepCond) shown(v DepView) string {
 		return c.Type.String()
 	}
 	ref := c.ref()
-	if o, ok := v.Job(c.Job); ok && o.Array != nil && !c.OnTask {
+	if o, ok := v.Job(c.Job); ok && o.Array != nil && !c.OnTask && !c.FirstTask {
 		ref = fmt.Sprintf("%d_%d", o.Array.JobID, o.Array.TaskID)
 		if o.Array.JobID == o.ID {
 			ref = fmt.Sprintf("%d_*", o.ID)
@@ -378,7 +386,7 @@ func evalCond(c DepCond, j *Job, v DepView, now time.Time) DepStatus {
 	if !ok {
 		return DepSatisfied // purged: Slurm lifts the condition
 	}
-	if a := other.Array; a != nil && a.JobID == other.ID && v.ArrayTasks != nil {
+	if a := other.Array; a != nil && a.JobID == other.ID && !c.FirstTask && v.ArrayTasks != nil {
 		return evalOnArray(c, j, v.ArrayTasks(other.ID), now)
 	}
 	return evalOnJob(c, other, now)

@@ -49,8 +49,8 @@ func (s *Server) checkDependency(j *cluster.Job) error {
 
 // resolveTask turns a condition on ARRAYID_TASKID into one on the task's
 // own job. The array's first task has the array's ID, which stands for
-// the whole array in a stored dependency: a condition on that task alone
-// is refused rather than read as one on every task.
+// the whole array in a stored dependency: a condition on that task is
+// marked as on it alone (DepCond.FirstTask).
 func (s *Server) resolveTask(c *cluster.DepCond, d cluster.Dependency) error {
 	if !c.OnTask {
 		return nil
@@ -69,11 +69,7 @@ func (s *Server) resolveTask(c *cluster.DepCond, d cluster.Dependency) error {
 		if err != nil || t.Array == nil || t.Array.JobID != base.ID || t.Array.TaskID != c.Task {
 			continue
 		}
-		if id == base.ID {
-			return cluster.Errorf(cluster.ErrInvalid, "Job dependency problem: %s:%d_%d names the first task of array %d, whose ID stands for the whole array; a condition on that task alone is not supported: use %s:%d (every task)",
-				c.Type, c.Job, c.Task, base.ID, c.Type, base.ID)
-		}
-		c.ResolveTask(id)
+		c.ResolveTask(id) // the first task's ID is the array's: FirstTask
 		return nil
 	}
 	return cluster.Errorf(cluster.ErrInvalid, "Job dependency problem: job %d_%d does not exist: array %d has no task %d (--dependency=%s)", c.Job, c.Task, c.Job, c.Task, d)

@@ -80,18 +80,21 @@ func TestDependencyOnArrayTasks(t *testing.T) {
 	onTask2 := withDep("on-task-2", fmt.Sprintf("afterok:%d_2", array))
 	onTask1 := withDep("on-task-1", fmt.Sprintf("afternotok:%d_1", array))
 	onAll := withDep("on-all", fmt.Sprintf("afterok:%d", array))
+	// The first task's ID is the array's: ARRAYID_0 is that task alone.
+	onTask0 := withDep("on-task-0", fmt.Sprintf("afterok:%d_0", array))
+	notOnTask0 := withDep("not-on-task-0", fmt.Sprintf("afternotok:%d_0", array))
 
 	wantDependency(t, c, onTask2, "Dependency", fmt.Sprintf("afterok:%d_2(unfulfilled)", array))
-	for _, id := range []uint64{onTask2, onTask1} {
+	for _, id := range []uint64{onTask2, onTask1, onTask0} {
 		if j := c.WaitJob(id, 30*time.Second, "COMPLETED", "FAILED", "CANCELLED"); j.State != "COMPLETED" {
 			t.Errorf("job %d, on a task of array %d: %s (%s)", id, array, j.State, j.Reason)
 		}
 	}
 	wantDependency(t, c, onAll, "DependencyNeverSatisfied", fmt.Sprintf("afterok:%d_*(failed)", array))
+	wantDependency(t, c, notOnTask0, "DependencyNeverSatisfied", fmt.Sprintf("afternotok:%d_0(failed)", array))
 
 	for dep, want := range map[string]string{
 		fmt.Sprintf("afterok:%d_9", array):    fmt.Sprintf("array %d has no task 9", array),
-		fmt.Sprintf("afterok:%d_0", array):    fmt.Sprintf("use afterok:%d (every task)", array),
 		fmt.Sprintf("afterok:%d_1", onAll):    fmt.Sprintf("job %d is not a job array", onAll),
 		fmt.Sprintf("afterok:%d_1", 1<<40):    "does not exist",
 		fmt.Sprintf("afterany:%d_1", array+1): fmt.Sprintf("job %d is not a job array", array+1),

@@ -23,7 +23,8 @@ func depConds(d cluster.Dependency) []*statev1.DepCond {
 	}
 	out := make([]*statev1.DepCond, len(d.Conds))
 	for i, c := range d.Conds {
-		out[i] = &statev1.DepCond{Type: depTypes[c.Type], JobId: uint64(c.Job), DelaySeconds: int64(c.Delay / time.Second)}
+		out[i] = &statev1.DepCond{Type: depTypes[c.Type], JobId: uint64(c.Job), DelaySeconds: int64(c.Delay / time.Second),
+			FirstTask: c.FirstTask, TaskId: int32(c.Task)}
 	}
 	return out
 }
@@ -46,7 +47,11 @@ func fromDepConds(cs []*statev1.DepCond, anyOf bool) cluster.Dependency {
 		if typ != cluster.DepSingleton && c.GetJobId() == 0 {
 			continue
 		}
-		d.Conds = append(d.Conds, cluster.DepCond{Type: typ, Job: cluster.JobID(c.GetJobId()), Delay: time.Duration(c.GetDelaySeconds()) * time.Second})
+		dc := cluster.DepCond{Type: typ, Job: cluster.JobID(c.GetJobId()), Delay: time.Duration(c.GetDelaySeconds()) * time.Second}
+		if c.GetFirstTask() {
+			dc.FirstTask, dc.Task = true, int(c.GetTaskId())
+		}
+		d.Conds = append(d.Conds, dc)
 	}
 	return d
 }

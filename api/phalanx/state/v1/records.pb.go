@@ -1199,10 +1199,15 @@ func (x *ArrayTask) GetThrottle() int32 {
 
 // DepCond is one condition of a job's dependency.
 type DepCond struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          DepType                `protobuf:"varint,1,opt,name=type,proto3,enum=phalanx.state.v1.DepType" json:"type,omitempty"`
-	JobId         uint64                 `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`                      // none for singleton
-	DelaySeconds  int64                  `protobuf:"varint,3,opt,name=delay_seconds,json=delaySeconds,proto3" json:"delay_seconds,omitempty"` // after only
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Type         DepType                `protobuf:"varint,1,opt,name=type,proto3,enum=phalanx.state.v1.DepType" json:"type,omitempty"`
+	JobId        uint64                 `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`                      // none for singleton
+	DelaySeconds int64                  `protobuf:"varint,3,opt,name=delay_seconds,json=delaySeconds,proto3" json:"delay_seconds,omitempty"` // after only
+	// first_task: job_id is an array's ID, and the condition is on its
+	// first task alone (ARRAYID_TASKID named it), task_id; not on every
+	// task, as job_id alone means.
+	FirstTask     bool  `protobuf:"varint,4,opt,name=first_task,json=firstTask,proto3" json:"first_task,omitempty"`
+	TaskId        int32 `protobuf:"varint,5,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1254,6 +1259,20 @@ func (x *DepCond) GetJobId() uint64 {
 func (x *DepCond) GetDelaySeconds() int64 {
 	if x != nil {
 		return x.DelaySeconds
+	}
+	return 0
+}
+
+func (x *DepCond) GetFirstTask() bool {
+	if x != nil {
+		return x.FirstTask
+	}
+	return false
+}
+
+func (x *DepCond) GetTaskId() int32 {
+	if x != nil {
+		return x.TaskId
 	}
 	return 0
 }
@@ -2758,11 +2777,14 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x03min\x18\x04 \x01(\x05R\x03min\x12\x10\n" +
 	"\x03max\x18\x05 \x01(\x05R\x03max\x12\x12\n" +
 	"\x04step\x18\x06 \x01(\x05R\x04step\x12\x1a\n" +
-	"\bthrottle\x18\a \x01(\x05R\bthrottle\"t\n" +
+	"\bthrottle\x18\a \x01(\x05R\bthrottle\"\xac\x01\n" +
 	"\aDepCond\x12-\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x19.phalanx.state.v1.DepTypeR\x04type\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12#\n" +
-	"\rdelay_seconds\x18\x03 \x01(\x03R\fdelaySeconds\"b\n" +
+	"\rdelay_seconds\x18\x03 \x01(\x03R\fdelaySeconds\x12\x1d\n" +
+	"\n" +
+	"first_task\x18\x04 \x01(\bR\tfirstTask\x12\x17\n" +
+	"\atask_id\x18\x05 \x01(\x05R\x06taskId\"b\n" +
 	"\rRestartPolicy\x12!\n" +
 	"\fmax_restarts\x18\x01 \x01(\x05R\vmaxRestarts\x12.\n" +
 	"\x02on\x18\x02 \x03(\x0e2\x1e.phalanx.state.v1.RestartCauseR\x02on\"\xb7\x01\n" +
