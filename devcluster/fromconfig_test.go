@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/phalanx-hpc/phalanx/config"
 )
 
 // A dev cluster from a config has one fake node per NodeName line, with
@@ -46,6 +48,19 @@ PartitionName=cpu Nodes=cpu01
 	data, _ := os.ReadFile(configFile(dir))
 	if !strings.Contains(string(data), "Include "+conf+"\n") || !strings.Contains(string(data), "HealthCheckProgram=") {
 		t.Errorf("phalanx.conf:\n%s", data)
+	}
+	// The controllers read gres.conf from beside their config, as Slurm
+	// from beside slurm.conf: the one beside the config given, written
+	// after the start too.
+	if _, err := config.Load(configFile(dir)); err != nil {
+		t.Fatalf("the dev config without a gres.conf: %v", err)
+	}
+	write(filepath.Join(src, "gres.conf"), "NodeName=gpu001 Name=gpu Type=h100 Count=4\n")
+	if _, err := config.Load(configFile(dir)); err == nil || !strings.Contains(err.Error(), "make them agree") {
+		t.Errorf("the dev config, with a gres.conf beside the one given that disagrees with it: %v; want its error", err)
+	}
+	if err := os.Remove(filepath.Join(src, "gres.conf")); err != nil {
+		t.Fatal(err)
 	}
 	c.Close()
 

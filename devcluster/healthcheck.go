@@ -1,7 +1,9 @@
 package devcluster
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -56,5 +58,25 @@ fi
 	if !own {
 		conf += fmt.Sprintf("HealthCheckProgram=%s\nHealthCheckInterval=%d\n", prog, healthCheckInterval)
 	}
+	if err := linkGres(dir, include); err != nil {
+		return err
+	}
 	return os.WriteFile(configFile(dir), []byte(conf), 0o644)
+}
+
+// linkGres makes the gres.conf beside the included config (Slurm reads it
+// from beside slurm.conf) the one beside the dev controllers' config,
+// which is where they read it, at start and at scontrol reconfigure: a
+// link, so that what reconfigure reads is the file as it is then (one
+// written later included: while there is none, the link leads nowhere,
+// which the config package reads as no gres.conf).
+func linkGres(dir, include string) error {
+	link := filepath.Join(dir, "gres.conf")
+	if err := os.Remove(link); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if include == "" {
+		return nil
+	}
+	return os.Symlink(filepath.Join(filepath.Dir(include), "gres.conf"), link)
 }
