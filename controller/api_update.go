@@ -158,7 +158,7 @@ func (s *Server) updateJob(ctx context.Context, req *phalanxv1.UpdateJobRequest)
 	if _, err := s.propose(ctx, up); err != nil {
 		return err
 	}
-	s.kickScheduler()
+	s.touch(j.ID)
 	return nil
 }
 

@@ -16,11 +16,17 @@ import (
 )
 
 // newTestServer starts a single-replica controller on loopback with tight
-// timings and waits until it leads.
+// timings (in cfg.DataDir at cfg.RaftAddr when set, for a restart, else a
+// new directory and port) and waits until it leads.
 func newTestServer(t *testing.T, cfg Config) *Server {
 	t.Helper()
-	cfg.DataDir = t.TempDir()
-	cfg.RaftAddr, cfg.APIAddr = "127.0.0.1:0", "127.0.0.1:0"
+	if cfg.DataDir == "" { // else a restart
+		cfg.DataDir = t.TempDir()
+	}
+	if cfg.RaftAddr == "" {
+		cfg.RaftAddr = "127.0.0.1:0"
+	}
+	cfg.APIAddr = "127.0.0.1:0"
 	cfg.Bootstrap, cfg.FastRaft = true, true
 	if cfg.SchedInterval == 0 {
 		cfg.SchedInterval = 50 * time.Millisecond

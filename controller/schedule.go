@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"slices"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/controller/fsm"
@@ -31,14 +32,25 @@ func (s *Server) snapshot(st *store.State, jobs []*cluster.Job) *scheduler.Snaps
 //
 // A full pass (head nil) decides every pending job and leaves the head of
 // its queue in head. A quick one (after an event) looks at the live jobs
-// and at the pending jobs head.candidates picks, and decides only the first
-// SchedQueueDepth of those in priority order, so that its cost does not
-// grow with the queue. Pending reasons come from the last pass that
+// and at the pending jobs head.candidates picks and those changed since
+// the last pass (Server.touched: a job released is decided at once), and
+// decides only the first SchedQueueDepth of those in priority order, so
+// that its cost does not grow with the queue. Pending reasons come from the last pass that
 // decided the job.
 func (s *Server) schedulePass(ctx context.Context, head *queueHead, full bool) {
+	s.mu.Lock()
+	touched := s.touched
+	s.touched = nil
+	s.mu.Unlock()
 	read := s.store.State
 	if !full {
-		read = func() (*store.State, error) { return s.store.QueueState(head.ids, head.last) }
+		ids := slices.Clone(head.ids)
+		for _, id := range touched {
+			if !slices.Contains(ids, id) { // once: the scheduler must see a job once
+				ids = append(ids, id)
+			}
+		}
+		read = func() (*store.State, error) { return s.store.QueueState(ids, head.last) }
 	}
 	committed := s.committedBelow() // before the read: every job below it is in what is read
 	st, err := read()

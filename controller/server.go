@@ -55,6 +55,10 @@ type Server struct {
 	// their DOWN is being committed (liveness.go): they get no lease.
 	declaring map[string]bool
 	pending   pendingReasons // leader only: the scheduler's reasons
+	// touched: leader only: pending jobs changed since the last pass
+	// (scontrol update, hold, release), which the next quick pass decides
+	// too, wherever they were in the queue.
+	touched []cluster.JobID
 	term      chan struct{}  // leader only: closed when leadership ends
 
 	stop      chan struct{}
@@ -311,6 +315,20 @@ func (s *Server) leader() (id, apiAddr string) {
 }
 
 // kickScheduler asks for a scheduling pass soon.
+// touch has the next pass decide pending job id, changed, and kicks it.
+func (s *Server) touch(id cluster.JobID) {
+	s.mu.Lock()
+	if len(s.touched) < maxTouched {
+		s.touched = append(s.touched, id)
+	}
+	s.mu.Unlock()
+	s.kickScheduler()
+}
+
+// maxTouched bounds the jobs a quick pass decides because they changed;
+// the next full pass decides the others.
+const maxTouched = 1024
+
 func (s *Server) kickScheduler() {
 	select {
 	case s.kick <- struct{}{}:
