@@ -5,6 +5,11 @@
 # the highest exit status of its tasks. Every node's srun decides alone,
 # from the same command line and job, so the nodes agree on the step: its
 # nodes, its tasks on each, and whether Slurm would have refused it.
+# Its own variables' names begin with _srun_, which no job uses: its tasks
+# inherit its environment, and see what the job's script exported (n, out,
+# label) as the script set it, as under Slurm's srun, a program that
+# changes only the step's SLURM_* and launch variables and what --export
+# sets.
 warn() { echo "srun: warning: $*" >&2; }
 die() { echo "srun: error: $*" >&2; exit 1; }
 # bad MESSAGE: a command line getopt_long refuses, as srun says so.
@@ -21,8 +26,8 @@ refuse() { die "Unable to create step for job ${SLURM_JOB_ID:-0}: $*"; }
 # value (--NAME=V, or the next word), NAME:: an optional one (--NAME=V
 # only), NAME a flag. NAME:=OTHER is OTHER under another name (one option
 # to getopt_long, so a prefix of both is not ambiguous).
-shortopts=A:B:C:D:EF:G:HI::J:K::L:M:N:OQS:T:VW:XZb:c:d:e:hi:k::lm:n:o:p:q:r:st:uvw:x:
-longopts='accel-bind: account: acctg-freq:
+_srun_shortopts=A:B:C:D:EF:G:HI::J:K::L:M:N:OQS:T:VW:XZb:c:d:e:hi:k::lm:n:o:p:q:r:st:uvw:x:
+_srun_longopts='accel-bind: account: acctg-freq:
 bcast:: bcast-exclude: begin: bb: bbf:
 cluster-constraint: chdir: cluster: clusters: comment: compress:: container: context:
 contiguous constraint: core-spec: cores-per-socket: cpu-bind: cpu_bind:=cpu-bind cpu-freq:
@@ -52,28 +57,28 @@ wait: wckey: whole
 x11::'
 
 # long BODY: the option --BODY (BODY without its =VALUE) as getopt_long
-# finds it, in $name and its kind ("", ":" or "::") in $kind: the option
-# of that name, else the only one BODY begins; else BODY is unknown or
-# ambiguous (as getopt_long says, WHOLE: the word after --).
+# finds it, in $_srun_name and its kind ("", ":" or "::") in $_srun_kind:
+# the option of that name, else the only one BODY begins; else BODY is
+# unknown or ambiguous (as getopt_long says, WHOLE: the word after --).
 long() {
-	name='' kind='' same='' amb=''
-	for e in $longopts; do
-		n=${e%%[:=]*} r=${e#"${e%%[:=]*}"}
-		case $n in
-		"$1") name=$n kind=${r%%=*}; return ;;
+	_srun_name='' _srun_kind='' _srun_same='' _srun_amb=''
+	for _srun_e in $_srun_longopts; do
+		_srun_n=${_srun_e%%[:=]*} _srun_r=${_srun_e#"${_srun_e%%[:=]*}"}
+		case $_srun_n in
+		"$1") _srun_name=$_srun_n _srun_kind=${_srun_r%%=*}; return ;;
 		"$1"*) ;;
 		*) continue ;;
 		esac
-		a=$n
-		case $r in *=*) a=${r#*=} ;; esac
-		if [ -z "$name" ]; then
-			name=$n kind=${r%%=*} same=$a list=" '--$n'"
-		elif [ "${r%%=*}" != "$kind" ] || [ "$a" != "$same" ]; then
-			amb=1 list="$list '--$n'"
+		_srun_a=$_srun_n
+		case $_srun_r in *=*) _srun_a=${_srun_r#*=} ;; esac
+		if [ -z "$_srun_name" ]; then
+			_srun_name=$_srun_n _srun_kind=${_srun_r%%=*} _srun_same=$_srun_a _srun_list=" '--$_srun_n'"
+		elif [ "${_srun_r%%=*}" != "$_srun_kind" ] || [ "$_srun_a" != "$_srun_same" ]; then
+			_srun_amb=1 _srun_list="$_srun_list '--$_srun_n'"
 		fi
 	done
-	[ -n "$name" ] || bad "unrecognized option '--$2'"
-	[ -z "$amb" ] || bad "option '--$2' is ambiguous; possibilities:$list"
+	[ -n "$_srun_name" ] || bad "unrecognized option '--$2'"
+	[ -z "$_srun_amb" ] || bad "option '--$2' is ambiguous; possibilities:$_srun_list"
 }
 
 usage() {
@@ -105,8 +110,8 @@ srun's other options are accepted and ignored.
 EOF
 }
 
-nodes='' ntasks='' pernode='' cpt='' nodelist='' label='' gpt='' out='' err=''
-killbad='' overcommit='' exports='' mpi=''
+_srun_nodes='' _srun_ntasks='' _srun_pernode='' _srun_cpt='' _srun_nodelist='' _srun_label='' _srun_gpt='' _srun_out='' _srun_err=''
+_srun_killbad='' _srun_overcommit='' _srun_exports='' _srun_mpi=''
 count() { # OPTION VALUE: a positive count, MIN[-MAX] (MIN is used)
 	case "${2%%-*}" in ''|*[!0-9]*|0) die "$1=$2: give a positive count" ;; esac
 	echo "${2%%-*}"
@@ -115,27 +120,27 @@ count() { # OPTION VALUE: a positive count, MIN[-MAX] (MIN is used)
 # its VALUE (GIVEN: an optional value was given). The others are ignored.
 opt() {
 	case $1 in
-	-N|--nodes) nodes=$(count "$1" "$2") || exit 1 ;;
-	-n|--ntasks) ntasks=$(count "$1" "$2") || exit 1 ;;
-	--ntasks-per-node|--tasks-per-node) pernode=$(count "$1" "$2") || exit 1 ;;
-	-c|--cpus-per-task) cpt=$(count "$1" "$2") || exit 1 ;;
-	--gpus-per-task) gpt=$(count "$1" "${2##*:}") || exit 1 ;;
-	-w|--nodelist) nodelist=$2 ;;
-	-l|--label) label=1 ;;
-	-O|--overcommit) overcommit=1 ;;
-	-o|--output) out=$2 ;;
-	-e|--error) err=$2 ;;
-	--export) exports=$2 ;;
+	-N|--nodes) _srun_nodes=$(count "$1" "$2") || exit 1 ;;
+	-n|--ntasks) _srun_ntasks=$(count "$1" "$2") || exit 1 ;;
+	--ntasks-per-node|--tasks-per-node) _srun_pernode=$(count "$1" "$2") || exit 1 ;;
+	-c|--cpus-per-task) _srun_cpt=$(count "$1" "$2") || exit 1 ;;
+	--gpus-per-task) _srun_gpt=$(count "$1" "${2##*:}") || exit 1 ;;
+	-w|--nodelist) _srun_nodelist=$2 ;;
+	-l|--label) _srun_label=1 ;;
+	-O|--overcommit) _srun_overcommit=1 ;;
+	-o|--output) _srun_out=$2 ;;
+	-e|--error) _srun_err=$2 ;;
+	--export) _srun_exports=$2 ;;
 	-K|--kill-on-bad-exit)
-		killbad=1
+		_srun_killbad=1
 		[ -n "$3" ] || return 0
 		case $2 in ''|*[!0-9]*) die "Invalid numeric value \"$2\" for --kill-on-bad-exit." ;; esac
-		[ "$2" -ne 0 ] || killbad='' ;;
+		[ "$2" -ne 0 ] || _srun_killbad='' ;;
 	--mpi)
 		case $2 in
 		list) printf 'MPI plugin types are...\n\tnone\n'; exit 0 ;;
-		none) mpi='' ;;
-		pmi2|pmix|pmix_v*) mpi=$2 ;;
+		none) _srun_mpi='' ;;
+		pmi2|pmix|pmix_v*) _srun_mpi=$2 ;;
 		*) die "Invalid MPI type '$2', --mpi=list for acceptable types" ;;
 		esac ;;
 	-h|--help) help; exit 0 ;;
@@ -148,42 +153,42 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--) shift; break ;;
 	--?*)
-		b=${1#--} v='' given=''
-		case $b in *=*) v=${b#*=} given=1 ;; esac
-		case ${b%%=*} in container-*|no-container-*) # Pyxis's
-			die "--${b%%=*} is not supported inside a Phalanx job: submit the job in its image with sbatch --image" ;;
+		_srun_b=${1#--} _srun_v='' _srun_given=''
+		case $_srun_b in *=*) _srun_v=${_srun_b#*=} _srun_given=1 ;; esac
+		case ${_srun_b%%=*} in container-*|no-container-*) # Pyxis's
+			die "--${_srun_b%%=*} is not supported inside a Phalanx job: submit the job in its image with sbatch --image" ;;
 		esac
-		long "${b%%=*}" "$b"
-		case $kind in
-		:) if [ -z "$given" ]; then
-			[ $# -ge 2 ] || bad "option '--$name' requires an argument"
-			v=$2 given=1
+		long "${_srun_b%%=*}" "$_srun_b"
+		case $_srun_kind in
+		:) if [ -z "$_srun_given" ]; then
+			[ $# -ge 2 ] || bad "option '--$_srun_name' requires an argument"
+			_srun_v=$2 _srun_given=1
 			shift
 		fi ;;
 		::) ;;
-		*) [ -z "$given" ] || bad "option '--$name' doesn't allow an argument" ;;
+		*) [ -z "$_srun_given" ] || bad "option '--$_srun_name' doesn't allow an argument" ;;
 		esac
-		opt "--$name" "$v" "$given" ;;
+		opt "--$_srun_name" "$_srun_v" "$_srun_given" ;;
 	-?*) # short options, grouped: the one that takes a value ends the group
-		g=${1#-}
-		while [ -n "$g" ]; do
-			ch=${g%"${g#?}"} g=${g#?} v='' given=''
-			case $ch in :) bad "invalid option -- ':'" ;; esac
-			case $shortopts in
-			*"$ch::"*) v=$g given=${g:+1} g='' ;;
-			*"$ch:"*)
-				if [ -n "$g" ]; then
-					v=$g g=''
+		_srun_g=${1#-}
+		while [ -n "$_srun_g" ]; do
+			_srun_ch=${_srun_g%"${_srun_g#?}"} _srun_g=${_srun_g#?} _srun_v='' _srun_given=''
+			case $_srun_ch in :) bad "invalid option -- ':'" ;; esac
+			case $_srun_shortopts in
+			*"$_srun_ch::"*) _srun_v=$_srun_g _srun_given=${_srun_g:+1} _srun_g='' ;;
+			*"$_srun_ch:"*)
+				if [ -n "$_srun_g" ]; then
+					_srun_v=$_srun_g _srun_g=''
 				else
-					[ $# -ge 2 ] || bad "option requires an argument -- '$ch'"
-					v=$2
+					[ $# -ge 2 ] || bad "option requires an argument -- '$_srun_ch'"
+					_srun_v=$2
 					shift
 				fi
-				given=1 ;;
-			*"$ch"*) ;;
-			*) bad "invalid option -- '$ch'" ;;
+				_srun_given=1 ;;
+			*"$_srun_ch"*) ;;
+			*) bad "invalid option -- '$_srun_ch'" ;;
 			esac
-			opt "-$ch" "$v" "$given"
+			opt "-$_srun_ch" "$_srun_v" "$_srun_given"
 		done ;;
 	*) break ;; # the command: srun stops at the first word not an option
 	esac
@@ -194,17 +199,17 @@ done
 # The step's number: each node counts the sruns its script runs, taking
 # part or not, so that the numbers agree on every node.
 # The agent gives each task a directory to count in (PHX_STEP_DIR).
-s=0
-steps=${PHX_STEP_DIR:-${TMPDIR:-/tmp}/phx-steps.${SLURM_JOB_ID:-0}.${PHX_ATTEMPT:-0}.${SLURM_NODEID:-0}}
-if mkdir -p "$steps" 2>/dev/null && [ -w "$steps" ]; then
-	while ! mkdir "$steps/$s" 2>/dev/null && [ "$s" -lt 100000 ]; do s=$((s + 1)); done
+_srun_s=0
+_srun_steps=${PHX_STEP_DIR:-${TMPDIR:-/tmp}/phx-steps.${SLURM_JOB_ID:-0}.${PHX_ATTEMPT:-0}.${SLURM_NODEID:-0}}
+if mkdir -p "$_srun_steps" 2>/dev/null && [ -w "$_srun_steps" ]; then
+	while ! mkdir "$_srun_steps/$_srun_s" 2>/dev/null && [ "$_srun_s" -lt 100000 ]; do _srun_s=$((_srun_s + 1)); done
 fi
 
 # The job: its nodes, this node's place and name, its tasks per node and
 # their CPUs and GPUs.
-all=${SLURM_NNODES:-1} me=${SLURM_NODEID:-0} here=${SLURMD_NODENAME:-$(uname -n)}
-jobper=${SLURM_NTASKS_PER_NODE:-1} jobcpt=${SLURM_CPUS_PER_TASK:-1}
-p=${pernode:-$jobper} gpt=${gpt:-${SLURM_GPUS_PER_TASK:-0}}
+_srun_all=${SLURM_NNODES:-1} _srun_me=${SLURM_NODEID:-0} _srun_here=${SLURMD_NODENAME:-$(uname -n)}
+_srun_jobper=${SLURM_NTASKS_PER_NODE:-1} _srun_jobcpt=${SLURM_CPUS_PER_TASK:-1}
+_srun_p=${_srun_pernode:-$_srun_jobper} _srun_gpt=${_srun_gpt:-${SLURM_GPUS_PER_TASK:-0}}
 
 # hostnames LIST: each host of a hostlist (gpu[001-003,007],cpu1), one a
 # line: scontrol's; without it (a container), expanded here.
@@ -237,186 +242,187 @@ hostnames() {
 # jobnodes: the job's nodes, one a line: by SLURM_NODEID, as the agent
 # lists them beside the step counters; else SLURM_JOB_NODELIST's, sorted.
 jobnodes() {
-	if [ -s "$steps/nodes" ]; then
-		cat "$steps/nodes"
+	if [ -s "$_srun_steps/nodes" ]; then
+		cat "$_srun_steps/nodes"
 	else
 		[ -n "${SLURM_JOB_NODELIST:-}" ] && hostnames "$SLURM_JOB_NODELIST"
 	fi
 }
 
-# The step's nodes (m of them, their names in $stepnodes where known) and
-# this node's place among them (j, empty if none): -w names them, in the
-# job's order, and each must be one of the job's; -N counts them; -n alone
-# takes as many as its tasks fill, $p on each (all the job's nodes at
-# most); else all the job's nodes.
-spread='' stepnodes='' # spread: tasks spread evenly over the nodes (-n with -N or -w)
-if [ -n "$nodelist" ]; then
-	names=$(hostnames "$nodelist") || die "-w $nodelist: not a host list"
-	if jn=$(jobnodes); then
-		names=$(printf '%s\n' "$jn" | W=$names awk '
+# The step's nodes ($_srun_m of them, their names in $_srun_stepnodes where
+# known) and this node's place among them ($_srun_j, empty if none): -w
+# names them, in the job's order, and each must be one of the job's; -N
+# counts them; -n alone takes as many as its tasks fill, $_srun_p on each
+# (all the job's nodes at most); else all the job's nodes. $_srun_spread:
+# the tasks spread evenly over the nodes (-n with -N or -w).
+_srun_spread='' _srun_stepnodes=''
+if [ -n "$_srun_nodelist" ]; then
+	_srun_names=$(hostnames "$_srun_nodelist") || die "-w $_srun_nodelist: not a host list"
+	if _srun_jn=$(jobnodes); then
+		_srun_names=$(printf '%s\n' "$_srun_jn" | W=$_srun_names awk '
 			BEGIN { n = split(ENVIRON["W"], w, "\n"); for (i = 1; i <= n; i++) if (w[i] != "") want[w[i]] = 1 }
 			$0 in want { print; delete want[$0] }
 			END { for (x in want) exit 1 }') || refuse "Requested node configuration is not available"
 	fi
-	stepnodes=$names
-	m=$(printf '%s\n' "$names" | grep -c .)
-	j=$(printf '%s\n' "$names" | H=$here awk '$0 == ENVIRON["H"] { print NR - 1; exit }')
-	[ -z "$ntasks" ] || spread=1
-elif [ -n "$nodes" ]; then
-	[ "$nodes" -le "$all" ] || die "-N $nodes: the job has $all node(s)"
-	m=$nodes j=$me
-	[ -z "$ntasks" ] || spread=1
-elif [ -n "$ntasks" ]; then
-	m=$(( (ntasks + p - 1) / p )) j=$me
-	[ "$m" -le "$all" ] || m=$all spread=1
+	_srun_stepnodes=$_srun_names
+	_srun_m=$(printf '%s\n' "$_srun_names" | grep -c .)
+	_srun_j=$(printf '%s\n' "$_srun_names" | H=$_srun_here awk '$0 == ENVIRON["H"] { print NR - 1; exit }')
+	[ -z "$_srun_ntasks" ] || _srun_spread=1
+elif [ -n "$_srun_nodes" ]; then
+	[ "$_srun_nodes" -le "$_srun_all" ] || die "-N $_srun_nodes: the job has $_srun_all node(s)"
+	_srun_m=$_srun_nodes _srun_j=$_srun_me
+	[ -z "$_srun_ntasks" ] || _srun_spread=1
+elif [ -n "$_srun_ntasks" ]; then
+	_srun_m=$(( (_srun_ntasks + _srun_p - 1) / _srun_p )) _srun_j=$_srun_me
+	[ "$_srun_m" -le "$_srun_all" ] || _srun_m=$_srun_all _srun_spread=1
 else
-	m=$all j=$me
+	_srun_m=$_srun_all _srun_j=$_srun_me
 fi
-if [ -n "$ntasks" ] && [ "$ntasks" -lt "$m" ]; then
-	m=$ntasks # as Slurm: fewer tasks than nodes uses fewer nodes
-	stepnodes=$(printf '%s\n' "$stepnodes" | head -n "$m")
+if [ -n "$_srun_ntasks" ] && [ "$_srun_ntasks" -lt "$_srun_m" ]; then
+	_srun_m=$_srun_ntasks # as Slurm: fewer tasks than nodes uses fewer nodes
+	_srun_stepnodes=$(printf '%s\n' "$_srun_stepnodes" | head -n "$_srun_m")
 fi
-n=${ntasks:-$((m * p))}
+_srun_n=${_srun_ntasks:-$((_srun_m * _srun_p))}
 
 # runs V K...: K nodes of V tasks each, ..., as Slurm writes them: 2(x3), 3,2.
 runs() {
-	rs=''
+	_srun_rs=''
 	while [ $# -ge 2 ]; do
 		if [ "$2" -gt 0 ]; then
-			rs="$rs${rs:+,}$1"
-			[ "$2" -eq 1 ] || rs="$rs(x$2)"
+			_srun_rs="$_srun_rs${_srun_rs:+,}$1"
+			[ "$2" -eq 1 ] || _srun_rs="$_srun_rs(x$2)"
 		fi
 		shift 2
 	done
-	echo "$rs"
+	echo "$_srun_rs"
 }
-# The tasks on each node: spread, the first nodes one more; else $p on
-# each, the last what is left. most: the most on one node; this node's:
-# c of them, the first numbered first.
-if [ -n "$spread" ]; then
-	base=$((n / m)) extra=$((n % m))
-	most=$((base + (extra > 0)))
-	tpn=$(runs $((base + 1)) "$extra" "$base" $((m - extra)))
-	[ -z "$j" ] || { c=$((base + (j < extra))) first=$((j * base + (j < extra ? j : extra))); }
+# The tasks on each node: spread, the first nodes one more; else $_srun_p
+# on each, the last what is left. $_srun_most: the most on one node; this
+# node's: $_srun_c of them, the first numbered $_srun_first.
+if [ -n "$_srun_spread" ]; then
+	_srun_base=$((_srun_n / _srun_m)) _srun_extra=$((_srun_n % _srun_m))
+	_srun_most=$((_srun_base + (_srun_extra > 0)))
+	_srun_tpn=$(runs $((_srun_base + 1)) "$_srun_extra" "$_srun_base" $((_srun_m - _srun_extra)))
+	[ -z "$_srun_j" ] || { _srun_c=$((_srun_base + (_srun_j < _srun_extra))) _srun_first=$((_srun_j * _srun_base + (_srun_j < _srun_extra ? _srun_j : _srun_extra))); }
 else
-	last=$((n - (m - 1) * p)) most=$p
-	[ "$m" -gt 1 ] || most=$last
-	tpn=$(runs "$p" $((m - 1)) "$last" 1)
-	[ "$last" -ne "$p" ] || tpn=$(runs "$p" "$m")
-	[ -z "$j" ] || { c=$p first=$((j * p)); [ "$j" -ne $((m - 1)) ] || c=$last; }
+	_srun_last=$((_srun_n - (_srun_m - 1) * _srun_p)) _srun_most=$_srun_p
+	[ "$_srun_m" -gt 1 ] || _srun_most=$_srun_last
+	_srun_tpn=$(runs "$_srun_p" $((_srun_m - 1)) "$_srun_last" 1)
+	[ "$_srun_last" -ne "$_srun_p" ] || _srun_tpn=$(runs "$_srun_p" "$_srun_m")
+	[ -z "$_srun_j" ] || { _srun_c=$_srun_p _srun_first=$((_srun_j * _srun_p)); [ "$_srun_j" -ne $((_srun_m - 1)) ] || _srun_c=$_srun_last; }
 fi
 # As Slurm's controller: a node's tasks need their CPUs among the job's
 # there, unless -O.
 # SLURM_CPUS_ON_NODE is what the job holds there (all the node's CPUs for
 # an exclusive job); without it, its tasks times their CPUs.
-stepcpt=${cpt:-$jobcpt} jobcpus=${SLURM_CPUS_ON_NODE:-$((jobper * jobcpt))}
-if [ -z "$overcommit" ] && [ $((most * stepcpt)) -gt "$jobcpus" ]; then
+_srun_stepcpt=${_srun_cpt:-$_srun_jobcpt} _srun_jobcpus=${SLURM_CPUS_ON_NODE:-$((_srun_jobper * _srun_jobcpt))}
+if [ -z "$_srun_overcommit" ] && [ $((_srun_most * _srun_stepcpt)) -gt "$_srun_jobcpus" ]; then
 	echo "srun: error: Unable to create step for job ${SLURM_JOB_ID:-0}: More processors requested than permitted" >&2
-	die "the step puts $most task(s) of $stepcpt CPU(s) on a node where the job holds $jobcpus CPU(s): ask for fewer, submit the job with more (sbatch --ntasks-per-node, -c, --exclusive), or overcommit (-O)"
+	die "the step puts $_srun_most task(s) of $_srun_stepcpt CPU(s) on a node where the job holds $_srun_jobcpus CPU(s): ask for fewer, submit the job with more (sbatch --ntasks-per-node, -c, --exclusive), or overcommit (-O)"
 fi
-[ -n "$j" ] && [ "$j" -lt "$m" ] || exit 0 # not one of the step's nodes
+[ -n "$_srun_j" ] && [ "$_srun_j" -lt "$_srun_m" ] || exit 0 # not one of the step's nodes
 
 # Each task's GPUs: its share of the node's, with a GPU count per task.
-if [ "$gpt" -gt 0 ]; then
-	have=$(printf '%s' "${CUDA_VISIBLE_DEVICES:-}" | tr ',' '\n' | grep -c .)
-	[ $((c * gpt)) -le "$have" ] || die "$c task(s) of $gpt GPU(s) on this node, which has $have for the job"
+if [ "$_srun_gpt" -gt 0 ]; then
+	_srun_have=$(printf '%s' "${CUDA_VISIBLE_DEVICES:-}" | tr ',' '\n' | grep -c .)
+	[ $((_srun_c * _srun_gpt)) -le "$_srun_have" ] || die "$_srun_c task(s) of $_srun_gpt GPU(s) on this node, which has $_srun_have for the job"
 fi
-if [ -n "$mpi" ] && [ "$j" -eq 0 ]; then
-	warn "--mpi=$mpi: Phalanx starts no PMI server, so MPI programs that use PMIx or PMI2 start as singletons: use torchrun or NCCL, or mpirun with its own launcher"
+if [ -n "$_srun_mpi" ] && [ "$_srun_j" -eq 0 ]; then
+	warn "--mpi=$_srun_mpi: Phalanx starts no PMI server, so MPI programs that use PMIx or PMI2 start as singletons: use torchrun or NCCL, or mpirun with its own launcher"
 fi
 
 # The step's variables, for all its tasks: its nodes and tasks, in
 # SLURM_STEP_* and over the job's in SLURM_NNODES, SLURM_NODEID (this
 # node's place in the step), SLURM_NTASKS, SLURM_TASKS_PER_NODE and
 # SLURM_NODELIST; SLURM_JOB_* stay the job's.
-if [ "$m" -eq "$all" ] && [ -z "$nodelist" ]; then
-	steplist=${SLURM_JOB_NODELIST:-}
+if [ "$_srun_m" -eq "$_srun_all" ] && [ -z "$_srun_nodelist" ]; then
+	_srun_steplist=${SLURM_JOB_NODELIST:-}
 else
-	[ -n "$stepnodes" ] || [ ! -s "$steps/nodes" ] || stepnodes=$(head -n "$m" "$steps/nodes")
-	[ -n "$stepnodes" ] || [ "$m" -ne 1 ] || stepnodes=$here
+	[ -n "$_srun_stepnodes" ] || [ ! -s "$_srun_steps/nodes" ] || _srun_stepnodes=$(head -n "$_srun_m" "$_srun_steps/nodes")
+	[ -n "$_srun_stepnodes" ] || [ "$_srun_m" -ne 1 ] || _srun_stepnodes=$_srun_here
 	# As one expression (scontrol's), else the names, commas between.
-	steplist=$(printf '%s\n' "$stepnodes" | paste -sd, -)
-	if [ -n "$steplist" ] && l=$(scontrol show hostlistsorted "$steplist" 2>/dev/null); then steplist=$l; fi
+	_srun_steplist=$(printf '%s\n' "$_srun_stepnodes" | paste -sd, -)
+	if [ -n "$_srun_steplist" ] && _srun_l=$(scontrol show hostlistsorted "$_srun_steplist" 2>/dev/null); then _srun_steplist=$_srun_l; fi
 fi
-export SLURM_STEP_ID=$s SLURM_STEPID=$s SLURM_STEP_NUM_NODES=$m SLURM_STEP_NUM_TASKS=$n \
-	SLURM_STEP_TASKS_PER_NODE=$tpn SLURM_NNODES=$m SLURM_NODEID=$j SLURM_NTASKS=$n SLURM_NPROCS=$n \
-	SLURM_TASKS_PER_NODE=$tpn WORLD_SIZE=$n
-[ -z "$steplist" ] || export SLURM_STEP_NODELIST="$steplist" SLURM_NODELIST="$steplist"
-[ -z "$pernode" ] || export SLURM_NTASKS_PER_NODE="$pernode"
-[ -z "$cpt" ] || export SLURM_CPUS_PER_TASK="$cpt"
+export SLURM_STEP_ID=$_srun_s SLURM_STEPID=$_srun_s SLURM_STEP_NUM_NODES=$_srun_m SLURM_STEP_NUM_TASKS=$_srun_n \
+	SLURM_STEP_TASKS_PER_NODE=$_srun_tpn SLURM_NNODES=$_srun_m SLURM_NODEID=$_srun_j SLURM_NTASKS=$_srun_n SLURM_NPROCS=$_srun_n \
+	SLURM_TASKS_PER_NODE=$_srun_tpn WORLD_SIZE=$_srun_n
+[ -z "$_srun_steplist" ] || export SLURM_STEP_NODELIST="$_srun_steplist" SLURM_NODELIST="$_srun_steplist"
+[ -z "$_srun_pernode" ] || export SLURM_NTASKS_PER_NODE="$_srun_pernode"
+[ -z "$_srun_cpt" ] || export SLURM_CPUS_PER_TASK="$_srun_cpt"
 
 # --export (Slurm's launch plugin): ALL, the default, passes the whole
 # environment; a list without ALL only the SLURM* variables, Phalanx's
 # (PHX_*, CUDA_VISIBLE_DEVICES and the launch variables of the tasks
 # table in docs/cli.md) and those it names; NONE ends the list. VAR=value
 # sets VAR, unless the environment passes VAR on anyway (ALL, SLURM*).
-exportall=1 keep=''
-case ${exports:-ALL} in [Aa][Ll][Ll]) ;; *)
-	exportall='' l=$exports,
-	while [ -n "$l" ]; do
-		t=${l%%,*} l=${l#*,}
-		case $t in [Aa][Ll][Ll]) exportall=1 ;; [Nn][Oo][Nn][Ee]) break ;; esac
+_srun_exportall=1 _srun_keep=''
+case ${_srun_exports:-ALL} in [Aa][Ll][Ll]) ;; *)
+	_srun_exportall='' _srun_l=$_srun_exports,
+	while [ -n "$_srun_l" ]; do
+		_srun_t=${_srun_l%%,*} _srun_l=${_srun_l#*,}
+		case $_srun_t in [Aa][Ll][Ll]) _srun_exportall=1 ;; [Nn][Oo][Nn][Ee]) break ;; esac
 	done
-	envnames=$(awk 'BEGIN { for (k in ENVIRON) print k }' </dev/null)
-	l=$exports,
-	while [ -n "$l" ]; do
-		t=${l%%,*} l=${l#*,} k=${t%%=*}
-		case $t in [Aa][Ll][Ll]|'') continue ;; [Nn][Oo][Nn][Ee]) break ;; esac
-		case $k in [!A-Za-z_]*|*[!A-Za-z0-9_]*) warn "--export: $k is not a variable name: ignored"; continue ;; esac
-		keep="$keep $k"
-		[ "$k" != "$t" ] || continue
-		if printf '%s\n' "$envnames" | grep -Fxq "$k"; then
-			case $k in SLURM*) continue ;; esac # the step's own stay
+	_srun_envnames=$(awk 'BEGIN { for (k in ENVIRON) print k }' </dev/null)
+	_srun_l=$_srun_exports,
+	while [ -n "$_srun_l" ]; do
+		_srun_t=${_srun_l%%,*} _srun_l=${_srun_l#*,} _srun_k=${_srun_t%%=*}
+		case $_srun_t in [Aa][Ll][Ll]|'') continue ;; [Nn][Oo][Nn][Ee]) break ;; esac
+		case $_srun_k in [!A-Za-z_]*|*[!A-Za-z0-9_]*) warn "--export: $_srun_k is not a variable name: ignored"; continue ;; esac
+		_srun_keep="$_srun_keep $_srun_k"
+		[ "$_srun_k" != "$_srun_t" ] || continue
+		if printf '%s\n' "$_srun_envnames" | grep -Fxq "$_srun_k"; then
+			case $_srun_k in SLURM*) continue ;; esac # the step's own stay
 		fi
-		export "$k=${t#*=}" # a value given wins over the one inherited (ALL,OMP_NUM_THREADS=4)
+		export "$_srun_k=${_srun_t#*=}" # a value given wins over the one inherited (ALL,OMP_NUM_THREADS=4)
 	done ;;
 esac
 
-# pattern P: srun's file name pattern P for the task of $id.
+# pattern P: srun's file name pattern P for the task of $_srun_id.
 pattern() {
-	printf '%s' "$1" | sed -e 's/%%/@PHX_PCT@/g' -e "s/%t/$id/g" -e "s/%n/$j/g" -e "s/%[jJ]/${SLURM_JOB_ID:-0}/g" \
-		-e "s/%s/$s/g" -e "s/%N/$here/g" -e "s/%u/$(id -un)/g" -e 's/@PHX_PCT@/%/g'
+	printf '%s' "$1" | sed -e 's/%%/@PHX_PCT@/g' -e "s/%t/$_srun_id/g" -e "s/%n/$_srun_j/g" -e "s/%[jJ]/${SLURM_JOB_ID:-0}/g" \
+		-e "s/%s/$_srun_s/g" -e "s/%N/$_srun_here/g" -e "s/%u/$(id -un)/g" -e 's/@PHX_PCT@/%/g'
 }
 
 # task L CMD...: runs CMD as this node's task L.
 task() {
-	tl=$1
+	_srun_tl=$1
 	shift
-	id=$((first + tl))
-	export SLURM_PROCID=$id SLURM_LOCALID=$tl RANK=$id LOCAL_RANK=$tl
-	if [ "$gpt" -gt 0 ]; then
+	_srun_id=$((_srun_first + _srun_tl))
+	export SLURM_PROCID=$_srun_id SLURM_LOCALID=$_srun_tl RANK=$_srun_id LOCAL_RANK=$_srun_tl
+	if [ "$_srun_gpt" -gt 0 ]; then
 		CUDA_VISIBLE_DEVICES=$(printf '%s\n' "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' |
-			sed -n "$((tl * gpt + 1)),$((tl * gpt + gpt))p" | paste -sd, -)
+			sed -n "$((_srun_tl * _srun_gpt + 1)),$((_srun_tl * _srun_gpt + _srun_gpt))p" | paste -sd, -)
 		export CUDA_VISIBLE_DEVICES
 	fi
 	# --export without ALL: CMD runs as env -i VAR=value... CMD.
-	if [ -z "$exportall" ]; then
-		nc=$#
-		for k in $(awk 'BEGIN { for (k in ENVIRON) if (k ~ /^[A-Za-z_][A-Za-z0-9_]*$/) print k }' </dev/null); do
-			case " $keep " in *" $k "*) ;; *)
-				case $k in
+	if [ -z "$_srun_exportall" ]; then
+		_srun_nc=$#
+		for _srun_k in $(awk 'BEGIN { for (k in ENVIRON) if (k ~ /^[A-Za-z_][A-Za-z0-9_]*$/) print k }' </dev/null); do
+			case " $_srun_keep " in *" $_srun_k "*) ;; *)
+				case $_srun_k in
 				SLURM*|PHX_*|CUDA_VISIBLE_DEVICES|RANK|LOCAL_RANK|WORLD_SIZE|NODE_RANK|LOCAL_WORLD_SIZE|MASTER_ADDR|MASTER_PORT|PET_*) ;;
 				*) continue ;;
 				esac ;;
 			esac
-			eval "set -- \"\$@\" \"\$k=\${$k}\""
+			eval "set -- \"\$@\" \"\$_srun_k=\${$_srun_k}\""
 		done
-		while [ "$nc" -gt 0 ]; do set -- "$@" "$1"; shift; nc=$((nc - 1)); done
+		while [ "$_srun_nc" -gt 0 ]; do set -- "$@" "$1"; shift; _srun_nc=$((_srun_nc - 1)); done
 		set -- env -i "$@"
 	fi
 	# -o, -e: the task's output and errors to its own file, appended (%t
 	# the task, %n the node, %j the job, %s the step, %N the host, %u the
 	# user, %% a percent sign).
-	if [ -n "$out" ]; then exec >>"$(pattern "$out")" || exit 1; fi
-	if [ -n "$err" ]; then exec 2>>"$(pattern "$err")" || exit 1; elif [ -n "$out" ]; then exec 2>&1; fi
-	[ -n "$label" ] || exec "$@"
+	if [ -n "$_srun_out" ]; then exec >>"$(pattern "$_srun_out")" || exit 1; fi
+	if [ -n "$_srun_err" ]; then exec 2>>"$(pattern "$_srun_err")" || exit 1; elif [ -n "$_srun_out" ]; then exec 2>&1; fi
+	[ -n "$_srun_label" ] || exec "$@"
 	# -l: every line of the command's output (stdout and stderr, merged)
 	# begins with the task's number, as "0: ..."; the status is the command's.
-	rc=$( { { "$@"; echo $? >&3; } 2>&1 | while IFS= read -r line || [ -n "$line" ]; do printf '%s: %s\n' "$id" "$line"; done >&4; } 3>&1 ) 4>&1
-	exit "$rc"
+	_srun_rc=$( { { "$@"; echo $? >&3; } 2>&1 | while IFS= read -r _srun_line || [ -n "$_srun_line" ]; do printf '%s: %s\n' "$_srun_id" "$_srun_line"; done >&4; } 3>&1 ) 4>&1
+	exit "$_srun_rc"
 }
-[ "$c" -gt 0 ] || exit 0
-[ "$c" -gt 1 ] || [ -n "$killbad" ] || task 0 "$@"
+[ "$_srun_c" -gt 0 ] || exit 0
+[ "$_srun_c" -gt 1 ] || [ -n "$_srun_killbad" ] || task 0 "$@"
 # -K: once a task exits non-zero, the step's other tasks get SIGTERM: this
 # node's from here, the other nodes' through scancel --signal (which spares
 # the batch scripts). srun and the tasks' watchers outlive that SIGTERM
@@ -424,44 +430,44 @@ task() {
 # the tasks' statuses.
 # The first bad exit on a node stops the step (mkdir: one of them); tasks
 # that die of that SIGTERM stop nothing more.
-trapped=''
-if [ -n "$killbad" ]; then
-	trap 'trapped=1' TERM
-	trap 'trapped=1; for p in $pids; do pkill -TERM -P "$p" 2>/dev/null; done' USR1
+_srun_trapped=''
+if [ -n "$_srun_killbad" ]; then
+	trap '_srun_trapped=1' TERM
+	trap '_srun_trapped=1; for _srun_p in $_srun_pids; do pkill -TERM -P "$_srun_p" 2>/dev/null; done' USR1
 fi
-pids='' l=0
-while [ "$l" -lt "$c" ]; do
-	if [ -n "$killbad" ]; then
+_srun_pids='' _srun_l=0
+while [ "$_srun_l" -lt "$_srun_c" ]; do
+	if [ -n "$_srun_killbad" ]; then
 		(
-			stopped=''
-			trap 'stopped=1' TERM
-			(task "$l" "$@")
-			r=$?
-			if [ "$r" -ne 0 ] && [ -z "$stopped" ] && { mkdir "$steps/$s/killed" 2>/dev/null || ! [ -d "$steps/$s" ]; }; then
-				echo "srun: error: task $((first + l)) exited with status $r: stopping the step's tasks (--kill-on-bad-exit)" >&2
+			_srun_stopped=''
+			trap '_srun_stopped=1' TERM
+			(task "$_srun_l" "$@")
+			_srun_r=$?
+			if [ "$_srun_r" -ne 0 ] && [ -z "$_srun_stopped" ] && { mkdir "$_srun_steps/$_srun_s/killed" 2>/dev/null || ! [ -d "$_srun_steps/$_srun_s" ]; }; then
+				echo "srun: error: task $((_srun_first + _srun_l)) exited with status $_srun_r: stopping the step's tasks (--kill-on-bad-exit)" >&2
 				kill -USR1 $$ 2>/dev/null
 				if command -v scancel >/dev/null 2>&1; then
 					scancel --signal=TERM "${SLURM_JOB_ID:-0}" >/dev/null 2>&1 ||
 						echo "srun: warning: scancel could not signal the step's tasks on the other nodes" >&2
 				fi
 			fi
-			exit "$r"
+			exit "$_srun_r"
 		) &
 	else
-		(task "$l" "$@") &
+		(task "$_srun_l" "$@") &
 	fi
-	pids="$pids $!" l=$((l + 1))
+	_srun_pids="$_srun_pids $!" _srun_l=$((_srun_l + 1))
 done
-rc=0
-for pid in $pids; do
+_srun_rc=0
+for _srun_pid in $_srun_pids; do
 	while :; do
-		trapped=''
-		wait "$pid"
-		r=$?
+		_srun_trapped=''
+		wait "$_srun_pid"
+		_srun_r=$?
 		# A trapped signal interrupts wait: the task is waited for again.
-		[ "$r" -gt 128 ] && [ -n "$trapped" ] && continue
+		[ "$_srun_r" -gt 128 ] && [ -n "$_srun_trapped" ] && continue
 		break
 	done
-	[ "$r" -le "$rc" ] || rc=$r
+	[ "$_srun_r" -le "$_srun_rc" ] || _srun_rc=$_srun_r
 done
-exit "$rc"
+exit "$_srun_rc"
