@@ -117,7 +117,7 @@ type jobWait struct {
 // add records the jobs that have ended, and returns the IDs of the others.
 func (w *jobWait) add(jobs []*phalanxv1.Job) (open []uint64) {
 	for _, j := range jobs {
-		if !cluster.JobState(j.State).Terminal() {
+		if !endedForGood(j) {
 			open = append(open, j.Id)
 			continue
 		}
@@ -126,6 +126,22 @@ func (w *jobWait) add(jobs []*phalanxv1.Job) (open []uint64) {
 		}
 	}
 	return open
+}
+
+// endedForGood reports whether job j has ended and will not run again: an
+// end state other than PREEMPTED and REQUEUED (which go back to the
+// queue), with every task of its attempt stopped (until then, a FAILED job
+// may yet be restarted, --restart-on).
+func endedForGood(j *phalanxv1.Job) bool {
+	if st := cluster.JobState(j.State); !st.Terminal() || st.ComingBack() {
+		return false
+	}
+	for _, t := range j.Tasks {
+		if !cluster.TaskState(t.State).Ended() {
+			return false
+		}
+	}
+	return true
 }
 
 // status is the error sbatch --wait returns: nil when every job exited 0.

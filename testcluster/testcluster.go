@@ -398,13 +398,29 @@ func (c *Cluster) WaitJob(id uint64, d time.Duration, states ...string) *phalanx
 		}
 		job = j
 		for _, s := range states {
-			if j.State == s {
-				return nil
+			if j.State != s {
+				continue
 			}
+			if st := cluster.JobState(s); st.Terminal() && !st.ComingBack() && !settled(j) {
+				return fmt.Errorf("job %d is %s (%s), its tasks still stopping: it may yet restart", id, j.State, j.Reason)
+			}
+			return nil
 		}
 		return fmt.Errorf("job %d is %s (%s), want %s", id, j.State, j.Reason, strings.Join(states, " or "))
 	})
 	return job
+}
+
+// settled reports whether every task of j's attempt has ended: a job that
+// failed while others of its tasks run is restarted, under its
+// --restart-on, only once they have stopped, and shows FAILED meanwhile.
+func settled(j *phalanxv1.Job) bool {
+	for _, t := range j.Tasks {
+		if !cluster.TaskState(t.State).Ended() {
+			return false
+		}
+	}
+	return true
 }
 
 // Close stops every agent and replica.
