@@ -59,7 +59,7 @@ type Server struct {
 	// (scontrol update, hold, release), which the next quick pass decides
 	// too, wherever they were in the queue.
 	touched []cluster.JobID
-	term      chan struct{}  // leader only: closed when leadership ends
+	term    chan struct{} // leader only: closed when leadership ends
 
 	stop      chan struct{}
 	closeOnce sync.Once
