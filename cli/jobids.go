@@ -26,14 +26,44 @@ const maxTaskIndex = 4000001
 type jobRef struct {
 	id    uint64  // the job's ID, or the array's
 	tasks []int32 // ARRAYID_...: these indices, sorted; nil: the job, or the whole array
+	step  *uint32 // JOBID.STEP (scancel's): a step of the job; nil: the job
 }
 
-// String writes r as the user would: 40, 40_3, 40_[1-3,7].
+// String writes r as the user would: 40, 40_3, 40_[1-3,7], 40.2.
 func (r jobRef) String() string {
-	if r.tasks == nil {
-		return strconv.FormatUint(r.id, 10)
+	s := strconv.FormatUint(r.id, 10)
+	if r.tasks != nil {
+		s = taskSetName(r.id, r.tasks)
 	}
-	return taskSetName(r.id, r.tasks)
+	if r.step != nil {
+		s += "." + strconv.FormatUint(uint64(*r.step), 10)
+	}
+	return s
+}
+
+// parseStepRefs reads scancel's job IDs: those of parseJobRefs, each
+// perhaps with a step, JOBID.STEP (ARRAYID_INDEX.STEP).
+func parseStepRefs(args ...string) ([]jobRef, error) {
+	var refs []jobRef
+	for _, a := range args {
+		for _, s := range splitJobList(a) {
+			job, step, hasStep := strings.Cut(s, ".")
+			r, err := parseJobRef(job)
+			if err != nil {
+				return nil, err
+			}
+			if hasStep {
+				n, err := strconv.ParseUint(step, 10, 32)
+				if err != nil {
+					return nil, fmt.Errorf("invalid job id %q: write JOBID.STEP with the step's number (steps are numbered from 0 as srun starts them)", s)
+				}
+				st := uint32(n)
+				r.step = &st
+			}
+			refs = append(refs, r)
+		}
+	}
+	return refs, nil
 }
 
 // names reports whether r names job j: the job itself, a task of the

@@ -33,6 +33,25 @@ func TestParseJobRefs(t *testing.T) {
 	if got := splitJobList(" 1_[1,3],2,,3_[4-5] "); !slices.Equal(got, []string{"1_[1,3]", "2", "3_[4-5]"}) {
 		t.Errorf("split %q", got)
 	}
+	if _, err := parseJobRefs("87.1"); err == nil {
+		t.Error("87.1: a step, which only scancel names")
+	}
+}
+
+// scancel names steps too, JOBID.STEP, as Slurm's does.
+func TestParseStepRefs(t *testing.T) {
+	refs, err := parseStepRefs("87.0,88", "9_2.3", "40_[1-2].1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(refs); got != "[87.0 88 9_2.3 40_[1-2].1]" {
+		t.Errorf("refs %s", got)
+	}
+	for _, bad := range []string{"87.", "87.batch", "87.-1", "87.4294967296", "x.1", "87.1.2"} {
+		if _, err := parseStepRefs(bad); err == nil || !strings.Contains(err.Error(), "invalid job id") {
+			t.Errorf("%q: %v; want invalid job id", bad, err)
+		}
+	}
 }
 
 // queueFake is a controller holding two arrays and a job: array 87, tasks

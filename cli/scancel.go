@@ -52,7 +52,7 @@ func (k *commands) runScancel(c *ucli.Context, args []string) error {
 	for _, v := range vals {
 		switch v.Name {
 		case "help":
-			fmt.Fprintf(k.sys.Stdout, "Usage: scancel [OPTIONS] [JOBID...]\n\n%s", getopt.Usage(scancelOptions))
+			fmt.Fprintf(k.sys.Stdout, "Usage: scancel [OPTIONS] [JOBID[.STEP]...]\n\n%s", getopt.Usage(scancelOptions))
 			return nil
 		case "me":
 			u, err := k.sys.CurrentUser()
@@ -89,7 +89,7 @@ func (k *commands) runScancel(c *ucli.Context, args []string) error {
 	if f.scope != phalanxv1.SignalScope_SIGNAL_SCOPE_UNSPECIFIED && f.signal == 0 {
 		return fmt.Errorf("--batch and --full say where --signal sends its signal: give --signal=SIG too")
 	}
-	refs, err := parseJobRefs(operands...)
+	refs, err := parseStepRefs(operands...)
 	if err != nil {
 		return err
 	}
@@ -135,9 +135,10 @@ func cancelEach(ctx context.Context, cn *conn, refs []jobRef, f cancelFilter) er
 			if len(named) == 0 {
 				continue
 			}
-			req, name = f.request(), taskSetName(r.id, taskIDs(named))
+			req, name = f.request(), jobRef{id: r.id, tasks: taskIDs(named), step: r.step}.String()
 			req.ArrayTasks = []*phalanxv1.ArrayTasks{{ArrayJobId: r.id, TaskIds: taskIDs(named)}}
 		}
+		req.Step = r.step // a step's cancel is its SIGTERM, or --signal's
 		line, err := cancelOne(ctx, cn, req, name)
 		if err != nil {
 			return err
@@ -161,7 +162,7 @@ func cancelOne(ctx context.Context, cn *conn, req *phalanxv1.CancelJobRequest, n
 		return err
 	})
 	switch {
-	case err == nil && req.Signal != 0 && len(resp.Cancelled) == 0:
+	case err == nil && (req.Signal != 0 || req.Step != nil) && len(resp.Cancelled) == 0:
 		return killError(name, "Job is not running (pending, or ended): nothing to signal"), nil
 	case err == nil:
 		return "", nil

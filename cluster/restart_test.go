@@ -276,17 +276,20 @@ func TestRequestRequeue(t *testing.T) {
 // requeue.
 func TestRequestSignal(t *testing.T) {
 	j := placedJob(t)
-	if RequestSignal(&Job{State: JobPending}, 10, SignalSteps) {
+	if RequestSignal(&Job{State: JobPending}, SignalRequest{Signal: 10, Scope: SignalSteps}) {
 		t.Error("a pending job was signalled")
 	}
 	for i := range MaxSignalRequests + 3 {
-		if !RequestSignal(j, 10+i%2, SignalBatch) {
+		if !RequestSignal(j, SignalRequest{Signal: 10 + i%2, Scope: SignalBatch, Step: 7}) {
 			t.Fatalf("request %d refused", i)
 		}
 	}
 	rs := j.SignalRequests
-	if len(rs) != MaxSignalRequests || rs[0].Seq != 4 || rs[len(rs)-1].Seq != MaxSignalRequests+3 || rs[0].Scope != SignalBatch {
-		t.Errorf("requests kept: %+v", rs)
+	if len(rs) != MaxSignalRequests || rs[0].Seq != 4 || rs[len(rs)-1].Seq != MaxSignalRequests+3 || rs[0].Scope != SignalBatch || rs[0].Step != 0 {
+		t.Errorf("requests kept: %+v (a step only with SignalStep)", rs)
+	}
+	if RequestSignal(j, SignalRequest{Signal: 15, Scope: SignalStep, Step: 2}); j.SignalRequests[len(j.SignalRequests)-1].Step != 2 {
+		t.Errorf("a step's request: %+v", j.SignalRequests[len(j.SignalRequests)-1])
 	}
 	if c := j.Clone(); &c.SignalRequests[0] == &j.SignalRequests[0] {
 		t.Error("Clone shares the requests")

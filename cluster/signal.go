@@ -48,24 +48,27 @@ const (
 	SignalSteps SignalScope = iota // the job's processes but the batch script (the default)
 	SignalBatch                    // -b/--batch: the batch script alone
 	SignalFull                     // -f/--full: every process, the batch script included
+	SignalStep                     // JOBID.STEP: the tasks of one step srun runs in the batch script
 )
 
 // SignalRequest is one scancel --signal on a job: its number in the
-// attempt (from 1), the signal and its scope.
+// attempt (from 1), the signal and its scope, and with SignalStep, the
+// step (scancel JOBID.STEP; a cancel of a step is its SIGTERM).
 type SignalRequest struct {
 	Seq    uint32
 	Signal int
 	Scope  SignalScope
+	Step   uint32
 }
 
 // MaxSignalRequests is how many requests a job keeps; older ones are
 // forgotten (their agents have delivered them long since).
 const MaxSignalRequests = 16
 
-// RequestSignal records a request to send sig to a placed job that has not
-// ended. It reports whether the job changed: a pending or ended job has no
-// process to signal.
-func RequestSignal(j *Job, sig int, scope SignalScope) (changed bool) {
+// RequestSignal records a request r (numbered here) to signal a placed job
+// that has not ended. It reports whether the job changed: a pending or
+// ended job has no process to signal.
+func RequestSignal(j *Job, r SignalRequest) (changed bool) {
 	if j.State != JobConfiguring && j.State != JobRunning {
 		return false
 	}
@@ -73,7 +76,11 @@ func RequestSignal(j *Job, sig int, scope SignalScope) (changed bool) {
 	if n := len(j.SignalRequests); n > 0 {
 		seq = j.SignalRequests[n-1].Seq + 1
 	}
-	j.SignalRequests = append(j.SignalRequests, SignalRequest{Seq: seq, Signal: sig, Scope: scope})
+	r.Seq = seq
+	if r.Scope != SignalStep {
+		r.Step = 0
+	}
+	j.SignalRequests = append(j.SignalRequests, r)
 	if n := len(j.SignalRequests); n > MaxSignalRequests {
 		j.SignalRequests = slices.Delete(j.SignalRequests, 0, n-MaxSignalRequests)
 	}

@@ -72,7 +72,7 @@ func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([
 			}
 		}
 	}
-	if req.Signal != 0 {
+	if req.Signal != 0 || req.Step != nil {
 		return s.signal(ctx, ids, req, requestID)
 	}
 	if len(ids) == 0 && len(requestID) > 0 {
@@ -175,15 +175,9 @@ func (s *Server) tasksByIndex(base cluster.JobID, active []*cluster.Job) map[int
 // batches as cancels are (each batch exactly-once under its own request
 // ID, derived from the request's), and returns those that will get it.
 func (s *Server) signal(ctx context.Context, ids []cluster.JobID, req *phalanxv1.CancelJobRequest, requestID []byte) ([]cluster.JobID, error) {
-	if req.Signal < 1 || req.Signal > cluster.MaxSignal {
-		return nil, cluster.Errorf(cluster.ErrInvalid, "signal %d: give 1 to %d, or a name such as USR1", req.Signal, cluster.MaxSignal)
-	}
-	scope := cluster.SignalSteps
-	switch req.SignalScope {
-	case phalanxv1.SignalScope_SIGNAL_SCOPE_BATCH:
-		scope = cluster.SignalBatch
-	case phalanxv1.SignalScope_SIGNAL_SCOPE_FULL:
-		scope = cluster.SignalFull
+	sig, scope, err := signalOf(req)
+	if err != nil {
+		return nil, err
 	}
 	var signalled []cluster.JobID
 	now := s.cfg.Clock.Now()
@@ -194,13 +188,39 @@ func (s *Server) signal(ctx context.Context, ids []cluster.JobID, req *phalanxv1
 		if len(requestID) > 0 {
 			rid = fmt.Appendf(nil, "%s/%d", requestID, n)
 		}
-		res, err := s.propose(ctx, fsm.SignalJobs{IDs: batch, Signal: int(req.Signal), Scope: scope, RequestID: rid, Time: now})
+		res, err := s.propose(ctx, fsm.SignalJobs{IDs: batch, Signal: sig, Scope: scope, Step: req.GetStep(), RequestID: rid, Time: now})
 		if err != nil {
 			return signalled, err
 		}
 		signalled = append(signalled, res.IDs...)
 	}
 	return signalled, nil
+}
+
+// signalOf is the signal and scope a scancel --signal asks for; a step's
+// (scancel [--signal=SIG] JOBID.STEP) reaches its tasks alone, SIGTERM by
+// default: a step's cancel is its SIGTERM, the job runs on.
+func signalOf(req *phalanxv1.CancelJobRequest) (int, cluster.SignalScope, error) {
+	sig := int(req.Signal)
+	if req.Step != nil && sig == 0 {
+		sig = int(cluster.SigTerm)
+	}
+	if sig < 1 || sig > cluster.MaxSignal {
+		return 0, 0, cluster.Errorf(cluster.ErrInvalid, "signal %d: give 1 to %d, or a name such as USR1", req.Signal, cluster.MaxSignal)
+	}
+	switch {
+	case req.Step != nil && req.SignalScope != phalanxv1.SignalScope_SIGNAL_SCOPE_UNSPECIFIED:
+		return 0, 0, cluster.Errorf(cluster.ErrInvalid, "step %d: a step has no batch script (scancel -b or -f names a job, not JOBID.STEP)", req.GetStep())
+	case req.Step != nil && len(req.JobIds)+len(req.ArrayTasks) == 0:
+		return 0, 0, cluster.Errorf(cluster.ErrInvalid, "step %d: name its job, scancel JOBID.STEP", req.GetStep())
+	case req.Step != nil:
+		return sig, cluster.SignalStep, nil
+	case req.SignalScope == phalanxv1.SignalScope_SIGNAL_SCOPE_BATCH:
+		return sig, cluster.SignalBatch, nil
+	case req.SignalScope == phalanxv1.SignalScope_SIGNAL_SCOPE_FULL:
+		return sig, cluster.SignalFull, nil
+	}
+	return sig, cluster.SignalSteps, nil
 }
 
 // cancelFilter is what a cancel's user, name, states and partitions

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"syscall"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
@@ -89,5 +91,44 @@ func TestCancelByStateAndPartition(t *testing.T) {
 	}
 	if _, err := api.CancelJob(ctx, &phalanxv1.CancelJobRequest{States: []string{"SLEEPING"}}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("an unknown state: %v; want InvalidArgument", err)
+	}
+}
+
+// scancel JOBID.STEP: the step's SIGTERM (or --signal's), recorded for the
+// job's agents with the step; the job itself runs on.
+func TestCancelStep(t *testing.T) {
+	s := newTestServer(t, Config{})
+	register(t, s, nil, "n1")
+	resp, err := s.submit(context.Background(), testSpec(1, 8), false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := cluster.JobID(resp.JobId)
+	waitState(t, s, id, cluster.JobConfiguring)
+	api := &controllerService{s: s}
+	ctx := context.Background()
+	for _, req := range []*phalanxv1.CancelJobRequest{
+		{JobIds: []uint64{uint64(id)}, Step: proto.Uint32(2)},
+		{JobIds: []uint64{uint64(id)}, Step: proto.Uint32(3), Signal: int32(syscall.SIGUSR1)},
+	} {
+		if out, err := api.CancelJob(ctx, req); err != nil || len(out.Cancelled) != 1 {
+			t.Fatalf("%v: %v, %v; want the job signalled", req, out, err)
+		}
+	}
+	j, err := s.store.Job(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []cluster.SignalRequest{{Seq: 1, Signal: 15, Scope: cluster.SignalStep, Step: 2}, {Seq: 2, Signal: int(syscall.SIGUSR1), Scope: cluster.SignalStep, Step: 3}}
+	if !reflect.DeepEqual(j.SignalRequests, want) || j.State != cluster.JobConfiguring {
+		t.Errorf("job %s with requests %+v; want it running on, with %+v", j.State, j.SignalRequests, want)
+	}
+	for _, bad := range []*phalanxv1.CancelJobRequest{
+		{JobIds: []uint64{uint64(id)}, Step: proto.Uint32(2), Signal: 10, SignalScope: phalanxv1.SignalScope_SIGNAL_SCOPE_BATCH},
+		{User: "alice", Step: proto.Uint32(2)},
+	} {
+		if _, err := api.CancelJob(ctx, bad); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("%v: %v; want InvalidArgument", bad, err)
+		}
 	}
 }

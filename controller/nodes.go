@@ -197,7 +197,7 @@ func (s *Server) assignments(node string, jobs []*cluster.Job) *phalanxv1.Assign
 				a.GraceSeconds = int32(s.cfg.PreemptGrace / time.Second)
 			}
 			for _, r := range j.SignalRequests {
-				a.Signals = append(a.Signals, &phalanxv1.SignalRequest{Seq: r.Seq, Signal: int32(r.Signal), Scope: signalScopeProto(r.Scope)})
+				a.Signals = append(a.Signals, &phalanxv1.SignalRequest{Seq: r.Seq, Signal: int32(r.Signal), Scope: signalScopeProto(r.Scope), Step: r.Step})
 			}
 			out.Assignments = append(out.Assignments, a)
 		}
@@ -310,6 +310,8 @@ func signalScopeProto(s cluster.SignalScope) phalanxv1.SignalScope {
 		return phalanxv1.SignalScope_SIGNAL_SCOPE_BATCH
 	case cluster.SignalFull:
 		return phalanxv1.SignalScope_SIGNAL_SCOPE_FULL
+	case cluster.SignalStep:
+		return phalanxv1.SignalScope_SIGNAL_SCOPE_STEP
 	}
 	return phalanxv1.SignalScope_SIGNAL_SCOPE_UNSPECIFIED
 }

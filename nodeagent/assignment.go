@@ -86,9 +86,11 @@ func signalsFromWire(rs []*phalanxv1.SignalRequest) []cluster.SignalRequest {
 			scope = cluster.SignalBatch
 		case phalanxv1.SignalScope_SIGNAL_SCOPE_FULL:
 			scope = cluster.SignalFull
+		case phalanxv1.SignalScope_SIGNAL_SCOPE_STEP:
+			scope = cluster.SignalStep
 		}
 		if sig := int(r.GetSignal()); sig > 0 && sig <= cluster.MaxSignal {
-			out = append(out, cluster.SignalRequest{Seq: r.GetSeq(), Signal: sig, Scope: scope})
+			out = append(out, cluster.SignalRequest{Seq: r.GetSeq(), Signal: sig, Scope: scope, Step: r.GetStep()})
 		}
 	}
 	return out

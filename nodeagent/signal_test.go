@@ -2,11 +2,14 @@ package nodeagent
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"syscall"
 	"testing"
 	"time"
 
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/runtime/fake"
 )
 
@@ -59,5 +62,32 @@ func TestSignalAtPreemption(t *testing.T) {
 	}
 	if got := task.Signals(); !reflect.DeepEqual(got, []syscall.Signal{syscall.SIGTERM}) {
 		t.Errorf("signals %v, want TERM after the grace", got)
+	}
+}
+
+// scancel JOBID.STEP: the agent marks the step's signal in the task's
+// step directory (for an srun of the step that has not started its tasks
+// here yet), then signals the step's processes alone.
+func TestStepSignal(t *testing.T) {
+	rt := fake.New()
+	h := newHarness(t, rt, nil)
+	as := wireAssignment(52, t.TempDir(), script)
+	h.srv.set(as)
+	task := waitStarted(t, rt, "phx-52-0-0")
+	h.srv.waitReport(t, 52, "RUNNING")
+	as.Signals = []*phalanxv1.SignalRequest{{Seq: 1, Signal: int32(syscall.SIGTERM), Scope: phalanxv1.SignalScope_SIGNAL_SCOPE_STEP, Step: 2}}
+	h.srv.set(as)
+	eventually(t, 5*time.Second, func() error {
+		if got := task.JobSignals(); !reflect.DeepEqual(got, []fake.JobSignal{{Signal: syscall.SIGTERM, OnStep: true, Step: 2}}) {
+			return fmt.Errorf("job signals %v; want TERM to step 2", got)
+		}
+		return nil
+	})
+	mark := filepath.Join(h.cfg.StateDir, "jobs", "52.0", "steps", "signal.2.1.15")
+	if _, err := os.Lstat(mark); err != nil {
+		t.Errorf("the step's mark: %v", err)
+	}
+	if got := task.Signals(); len(got) != 0 {
+		t.Errorf("the task itself got %v; want nothing but the step's signal", got)
 	}
 }

@@ -2,10 +2,15 @@ package nodeagent
 
 import (
 	_ "embed"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
 // srunShim is the `srun` a task finds first on its PATH (srun.sh, a POSIX
@@ -100,4 +105,23 @@ func prependPath(env []string, dir string) []string {
 		}
 	}
 	return env
+}
+
+// markStepSignal leaves in the task's step directory the mark of a signal
+// sent to one step (scancel [--signal] JOBID.STEP): an empty file
+// signal.STEP.SEQ.SIG. srun looks for its step's marks before it starts
+// the step's tasks here: a step cancelled on another node first (srun -K
+// there) starts none here. The directory is the job's user's: the mark is
+// made without following a link, and once (a mark already there is this
+// request's, from before a restart of the agent).
+func (a *Agent) markStepSignal(key taskKey, r cluster.SignalRequest) error {
+	path := filepath.Join(a.jobDir(key), "steps", fmt.Sprintf("signal.%d.%d.%d", r.Step, r.Seq, r.Signal))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }

@@ -322,6 +322,22 @@ if [ -z "$_srun_overcommit" ] && [ $((_srun_most * _srun_stepcpt)) -gt "$_srun_j
 fi
 [ -n "$_srun_j" ] && [ "$_srun_j" -lt "$_srun_m" ] || exit 0 # not one of the step's nodes
 
+# stepsignal: the signal the step was sent (scancel [--signal] JOBID.STEP,
+# srun -K on another node), by the mark the agent leaves before it signals
+# the step's tasks here; empty when none.
+stepsignal() {
+	for _srun_f in "$_srun_steps"/signal."$_srun_s".*; do
+		[ -e "$_srun_f" ] && { echo "${_srun_f##*.}"; return; }
+	done
+}
+# A step cancelled before its tasks start here (another node's srun -K
+# came first) starts none.
+_srun_sig=$(stepsignal)
+case $_srun_sig in 1|2|9|15)
+	echo "srun: error: step ${SLURM_JOB_ID:-0}.$_srun_s was cancelled (signal $_srun_sig): its tasks do not start on $_srun_here" >&2
+	exit $((128 + _srun_sig)) ;;
+esac
+
 # Each task's GPUs: its share of the node's, with a GPU count per task.
 if [ "$_srun_gpt" -gt 0 ]; then
 	_srun_have=$(printf '%s' "${CUDA_VISIBLE_DEVICES:-}" | tr ',' '\n' | grep -c .)
@@ -424,12 +440,15 @@ task() {
 [ "$_srun_c" -gt 0 ] || exit 0
 [ "$_srun_c" -gt 1 ] || [ -n "$_srun_killbad" ] || task 0 "$@"
 # -K: once a task exits non-zero, the step's other tasks get SIGTERM: this
-# node's from here, the other nodes' through scancel --signal (which spares
-# the batch scripts). srun and the tasks' watchers outlive that SIGTERM
-# (a trap: the tasks themselves get the default action back), to exit with
-# the tasks' statuses.
+# node's from here, the other nodes' through scancel JOBID.STEP (the
+# agents signal the processes of this step alone, and mark it, so that a
+# node where srun has not started the step's tasks yet starts none). srun
+# and the tasks' watchers are not the step's; they outlive a SIGTERM to
+# the whole job too (a trap: the tasks themselves get the default action
+# back), to exit with the tasks' statuses.
 # The first bad exit on a node stops the step (mkdir: one of them); tasks
-# that die of that SIGTERM stop nothing more.
+# that die of that SIGTERM (the step marked, or the watcher signalled)
+# stop nothing more.
 _srun_trapped=''
 if [ -n "$_srun_killbad" ]; then
 	trap '_srun_trapped=1' TERM
@@ -443,12 +462,13 @@ while [ "$_srun_l" -lt "$_srun_c" ]; do
 			trap '_srun_stopped=1' TERM
 			(task "$_srun_l" "$@")
 			_srun_r=$?
-			if [ "$_srun_r" -ne 0 ] && [ -z "$_srun_stopped" ] && { mkdir "$_srun_steps/$_srun_s/killed" 2>/dev/null || ! [ -d "$_srun_steps/$_srun_s" ]; }; then
+			if [ "$_srun_r" -ne 0 ] && [ -z "$_srun_stopped" ] && [ -z "$(stepsignal)" ] &&
+				{ mkdir "$_srun_steps/$_srun_s/killed" 2>/dev/null || ! [ -d "$_srun_steps/$_srun_s" ]; }; then
 				echo "srun: error: task $((_srun_first + _srun_l)) exited with status $_srun_r: stopping the step's tasks (--kill-on-bad-exit)" >&2
 				kill -USR1 $$ 2>/dev/null
 				if command -v scancel >/dev/null 2>&1; then
-					scancel --signal=TERM "${SLURM_JOB_ID:-0}" >/dev/null 2>&1 ||
-						echo "srun: warning: scancel could not signal the step's tasks on the other nodes" >&2
+					scancel "${SLURM_JOB_ID:-0}.$_srun_s" >/dev/null 2>&1 ||
+						echo "srun: warning: scancel could not stop the step's tasks on the other nodes" >&2
 				fi
 			fi
 			exit "$_srun_r"

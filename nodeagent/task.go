@@ -384,6 +384,11 @@ func (a *Agent) deliverSignal(t *task, rt runtime.Task, r cluster.SignalRequest)
 	switch r.Scope {
 	case cluster.SignalFull:
 		err = rt.Signal(ctx, sig)
+	case cluster.SignalStep:
+		if err := a.markStepSignal(t.key, r); err != nil {
+			a.log.Warn("marking a step's signal: an srun of the step that has not started its tasks here yet will start them", "task", t.key, "step", r.Step, "err", err)
+		}
+		err = rt.SignalStep(ctx, sig, r.Step)
 	default:
 		err = rt.SignalJob(ctx, sig, r.Scope == cluster.SignalBatch)
 	}

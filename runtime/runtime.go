@@ -92,6 +92,10 @@ type Task interface {
 	// steps and not to the batch shell, which would die of a signal it
 	// does not trap.
 	SignalJob(ctx context.Context, sig syscall.Signal, batch bool) error
+	// SignalStep delivers sig to the processes of one step srun runs in
+	// the task (scancel JOBID.STEP): those whose environment says
+	// SLURM_STEP_ID=step (InStep); never the batch script.
+	SignalStep(ctx context.Context, sig syscall.Signal, step uint32) error
 	// Close releases what the runtime holds for the task (container, shim,
 	// snapshot) once it has exited.
 	Close(ctx context.Context) error

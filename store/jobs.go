@@ -198,23 +198,23 @@ func (s *Store) RequeueJobs(idx uint64, ids []cluster.JobID, t time.Time) ([]clu
 	return s.changeJobs(idx, ids, func(j *cluster.Job) bool { return cluster.RequestRequeue(j, t) })
 }
 
-// SignalJobs records a request to send sig to each named running job
-// (cluster.RequestSignal) and returns the jobs it was recorded for, in the
-// order given. With a request ID it is exactly-once: a request seen
-// before records nothing and answers what it recorded then.
-func (s *Store) SignalJobs(idx uint64, ids []cluster.JobID, sig int, scope cluster.SignalScope, requestID []byte, t time.Time) ([]cluster.JobID, error) {
+// SignalJobs records request r (its signal, scope and step) on each named
+// running job (cluster.RequestSignal) and returns the jobs it was recorded
+// for, in the order given. With a request ID it is exactly-once: a
+// request seen before records nothing and answers what it recorded then.
+func (s *Store) SignalJobs(idx uint64, ids []cluster.JobID, r cluster.SignalRequest, requestID []byte, t time.Time) ([]cluster.JobID, error) {
 	var changed []cluster.JobID
 	err := s.apply(idx, func(c *change) error {
 		if len(requestID) > 0 {
 			key := signalKey(requestID)
-			if r, ok := c.st.requests[key]; ok {
-				changed = slices.Clone(r.cancelled)
+			if seen, ok := c.st.requests[key]; ok {
+				changed = slices.Clone(seen.cancelled)
 				return nil
 			}
 			defer func() {
-				r := request{cancelled: changed, time: codec.Time(t)}
-				c.st.requests[key] = r
-				c.ops = append(c.ops, putRequestOp{key: key, r: r})
+				rec := request{cancelled: changed, time: codec.Time(t)}
+				c.st.requests[key] = rec
+				c.ops = append(c.ops, putRequestOp{key: key, r: rec})
 			}()
 		}
 		for _, id := range ids {
@@ -223,7 +223,7 @@ func (s *Store) SignalJobs(idx uint64, ids []cluster.JobID, sig int, scope clust
 				continue
 			}
 			u := j.Update()
-			if !cluster.RequestSignal(u, sig, scope) {
+			if !cluster.RequestSignal(u, r) {
 				continue
 			}
 			c.putJob(u)

@@ -105,16 +105,29 @@ func TestSrunStepInRunningJob(t *testing.T) {
 }
 
 // srun -K in a batch script: a task that exits non-zero stops the step's
-// other tasks, on its node and on the job's other nodes (through the job's
-// scancel --signal), and the script goes on after srun.
+// other tasks, on its node and on the job's other nodes (through scancel
+// JOBID.STEP), and no others: a step running beside it goes on. A node
+// whose srun comes to the step after that (node 0, waiting for the step's
+// mark) starts none of its tasks. The script goes on after srun, and its
+// next step runs.
 func TestSrunKillOnBadExit(t *testing.T) {
 	user := localUser(t, "phxkillbad")
 	c := testcluster.New(t, testcluster.Options{Nodes: 2, LeafSize: 2, Runtime: "process", ClientBinary: buildPhx(t)})
 	dir := userDir(t, user)
 	script := `#!/bin/sh
 #SBATCH -N 2 --gpus-per-node=8 --ntasks-per-node=2 -o out-%j-%n
-srun -K sh -c 'if [ "$SLURM_PROCID" = 3 ]; then sleep 1; exit 3; fi; sleep 60; echo "task $SLURM_PROCID survived"'
+srun -n 2 --ntasks-per-node=1 sh -c 'sleep 6; echo "step $SLURM_STEP_ID went on"' &
+beside=$!
+sleep 1 # step 0 numbered first on every node
+if [ "$SLURM_NODEID" = 0 ]; then # late: node 1's task 3 has stopped step 1
+	i=0
+	until ls "$PHX_STEP_DIR"/signal.1.* >/dev/null 2>&1 || [ $i -ge 200 ]; do sleep 0.1; i=$((i + 1)); done
+fi
+srun -K sh -c 'if [ "$SLURM_PROCID" = 3 ]; then exit 3; fi; sleep 60; echo "task $SLURM_PROCID survived"'
 echo "srun exited $?"
+wait $beside
+echo "step 0 exited $?"
+srun -n 2 --ntasks-per-node=1 sh -c 'echo "step $SLURM_STEP_ID ran"'
 `
 	code, out, errOut := phxAs(t, c, user, dir, nil, "sbatch", "--parsable", "--wrap", script)
 	if code != 0 {
@@ -135,8 +148,16 @@ echo "srun exited $?"
 		if strings.Contains(data, "survived") || !strings.Contains(data, "srun exited 143") {
 			t.Errorf("node %d's output %q: want no task surviving and srun exiting 143 (a task killed by SIGTERM)", rank, data)
 		}
+		for _, want := range []string{"step 0 went on", "step 0 exited 0", "step 2 ran"} {
+			if !strings.Contains(data, want) {
+				t.Errorf("node %d's output %q: want %q (the job's other steps are not the -K step's)", rank, data, want)
+			}
+		}
 		if rank == 1 && !strings.Contains(data, "task 3 exited with status 3: stopping the step's tasks") {
 			t.Errorf("node 1's output %q: want srun saying why it stopped the step", data)
+		}
+		if rank == 0 && !strings.Contains(data, fmt.Sprintf("step %s.1 was cancelled (signal 15): its tasks do not start", id)) {
+			t.Errorf("node 0's output %q: want srun refusing to start the cancelled step's tasks", data)
 		}
 	}
 }

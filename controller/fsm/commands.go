@@ -158,12 +158,14 @@ type SignalJobs struct {
 	IDs       []cluster.JobID
 	Signal    int
 	Scope     cluster.SignalScope
+	Step      uint32 // Scope SignalStep: the step
 	RequestID []byte
 	Time      time.Time
 }
 
 func (c SignalJobs) apply(st *store.Store, idx uint64) Result {
-	ids, err := st.SignalJobs(idx, c.IDs, c.Signal, c.Scope, c.RequestID, c.Time)
+	r := cluster.SignalRequest{Signal: c.Signal, Scope: c.Scope, Step: c.Step}
+	ids, err := st.SignalJobs(idx, c.IDs, r, c.RequestID, c.Time)
 	return Result{IDs: ids, Err: err}
 }
 

@@ -97,7 +97,7 @@ func decode(m *statev1.Command) (Command, error) {
 	case *statev1.Command_SignalJobs:
 		r := c.SignalJobs
 		return SignalJobs{IDs: jobIDs(r.GetJobIds()), Signal: int(r.GetSignal()), Scope: codec.FromSignalScopeRecord(r.GetScope()),
-			RequestID: r.GetRequestId(), Time: codec.FromTime(r.GetTime())}, nil
+			Step: r.GetStep(), RequestID: r.GetRequestId(), Time: codec.FromTime(r.GetTime())}, nil
 	case *statev1.Command_MissDeadlines:
 		r := c.MissDeadlines
 		return MissDeadlines{IDs: jobIDs(r.GetJobIds()), Time: codec.FromTime(r.GetTime())}, nil
@@ -345,7 +345,8 @@ func (c PreemptJobs) encode() (*statev1.Command, error) {
 
 func (c SignalJobs) encode() (*statev1.Command, error) {
 	return &statev1.Command{Command: &statev1.Command_SignalJobs{SignalJobs: &statev1.SignalJobs{
-		JobIds: wireIDs(c.IDs), Signal: int32(c.Signal), Scope: codec.SignalScopeRecord(c.Scope), RequestId: c.RequestID, Time: codec.Time(c.Time),
+		JobIds: wireIDs(c.IDs), Signal: int32(c.Signal), Scope: codec.SignalScopeRecord(c.Scope), Step: c.Step, RequestId: c.RequestID,
+		Time: codec.Time(c.Time),
 	}}}, nil
 }
 

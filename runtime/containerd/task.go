@@ -171,6 +171,32 @@ func (t *task) SignalJob(ctx context.Context, sig syscall.Signal, batch bool) er
 	return nil
 }
 
+// SignalStep delivers sig to the container's processes in step
+// (runtime.InStep), never its init.
+func (t *task) SignalStep(ctx context.Context, sig syscall.Signal, step uint32) error {
+	if t.task == nil {
+		return nil // lost: nothing runs
+	}
+	ctx = t.ctx(ctx)
+	procs, err := t.task.Pids(ctx)
+	if err != nil {
+		if errdefs.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("task %q: list its processes: %w", t.id, err)
+	}
+	for _, p := range procs {
+		// Host PIDs: the agent shares the host's PID namespace.
+		if p.Pid == t.task.Pid() || !runtime.InStep(int(p.Pid), step) {
+			continue
+		}
+		if err := syscall.Kill(int(p.Pid), sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("task %q: signal %v to process %d: %w", t.id, sig, p.Pid, err)
+		}
+	}
+	return nil
+}
+
 func (t *task) Signal(ctx context.Context, sig syscall.Signal) error {
 	if t.task == nil {
 		return nil // lost: nothing runs

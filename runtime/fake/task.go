@@ -50,10 +50,13 @@ func (t *Task) Wait(ctx context.Context) (runtime.ExitStatus, error) {
 
 // Signal records sig. SIGKILL ends a running task, and so does SIGTERM
 // unless the task ignores it; other signals are only recorded.
-// JobSignal is a job's own signal as SignalJob got it.
+// JobSignal is a job's own signal as SignalJob got it, or a step's as
+// SignalStep did (OnStep).
 type JobSignal struct {
 	Signal syscall.Signal
 	Batch  bool
+	OnStep bool
+	Step   uint32
 }
 
 // SignalJob records the job's signal; the fake task goes on running.
@@ -64,6 +67,17 @@ func (t *Task) SignalJob(ctx context.Context, sig syscall.Signal, batch bool) er
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.jobSignals = append(t.jobSignals, JobSignal{Signal: sig, Batch: batch})
+	return nil
+}
+
+// SignalStep records the step's signal; the fake task goes on running.
+func (t *Task) SignalStep(ctx context.Context, sig syscall.Signal, step uint32) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.jobSignals = append(t.jobSignals, JobSignal{Signal: sig, OnStep: true, Step: step})
 	return nil
 }
 

@@ -291,3 +291,35 @@ echo done`
 		}
 	}
 }
+
+// scancel JOBID.STEP reaches the processes of that step alone: those
+// started with SLURM_STEP_ID=step, not another step's, not the batch
+// shell.
+func TestSignalStep(t *testing.T) {
+	const script = `trap 'echo batch-got-term' TERM
+SLURM_STEP_ID=3 sh -c 'trap "echo step3-got-term; exit 0" TERM; : > "$MARK.3"; while :; do :; done' &
+SLURM_STEP_ID=4 sh -c 'trap "echo step4-got-term; exit 0" TERM; : > "$MARK.4"; sleep 2' &
+while [ ! -e "$MARK.3" ] || [ ! -e "$MARK.4" ]; do :; done
+echo ready
+wait; wait
+echo done`
+	mark := filepath.Join(t.TempDir(), "mark")
+	task, out := run(t, script, func(s *runtime.Spec) { s.Env = append(s.Env, "MARK="+mark) })
+	deadline := time.Now().Add(5 * time.Second)
+	for readFile(t, out) != "ready\n" && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := task.SignalStep(context.Background(), syscall.SIGTERM, 3); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	st, err := task.Wait(ctx)
+	cancel()
+	if err != nil || st != (runtime.ExitStatus{}) {
+		task.Signal(context.Background(), syscall.SIGKILL)
+		t.Fatalf("exit %+v, %v; output %q", st, err, readFile(t, out))
+	}
+	if got, want := readFile(t, out), "ready\nstep3-got-term\ndone\n"; got != want {
+		t.Errorf("output %q; want %q (step 4 and the batch shell untouched)", got, want)
+	}
+}

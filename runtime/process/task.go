@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -111,6 +112,15 @@ func (t *task) SignalJob(ctx context.Context, sig syscall.Signal, batch bool) er
 			return []int{t.pgid}, nil
 		}
 		return groupMembers(t.pgid, t.pgid)
+	})
+}
+
+// SignalStep sends sig to the group's processes in step (runtime.InStep),
+// never its leader.
+func (t *task) SignalStep(ctx context.Context, sig syscall.Signal, step uint32) error {
+	return t.kill(ctx, sig, func() ([]int, error) {
+		pids, err := groupMembers(t.pgid, t.pgid)
+		return slices.DeleteFunc(pids, func(pid int) bool { return !runtime.InStep(pid, step) }), err
 	})
 }
 

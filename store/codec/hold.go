@@ -35,6 +35,8 @@ func SignalScopeRecord(s cluster.SignalScope) statev1.SignalScope {
 		return statev1.SignalScope_SIGNAL_SCOPE_BATCH
 	case cluster.SignalFull:
 		return statev1.SignalScope_SIGNAL_SCOPE_FULL
+	case cluster.SignalStep:
+		return statev1.SignalScope_SIGNAL_SCOPE_STEP
 	}
 	return statev1.SignalScope_SIGNAL_SCOPE_UNSPECIFIED
 }
@@ -47,6 +49,8 @@ func FromSignalScopeRecord(s statev1.SignalScope) cluster.SignalScope {
 		return cluster.SignalBatch
 	case statev1.SignalScope_SIGNAL_SCOPE_FULL:
 		return cluster.SignalFull
+	case statev1.SignalScope_SIGNAL_SCOPE_STEP:
+		return cluster.SignalStep
 	}
 	return cluster.SignalSteps
 }

@@ -139,7 +139,7 @@ func jobStatus(j *cluster.Job) (*statev1.JobStatus, error) {
 	}
 	out.Hold = HoldRecord(j.Hold)
 	for _, r := range j.SignalRequests {
-		out.SignalRequests = append(out.SignalRequests, &statev1.SignalRequest{Seq: r.Seq, Signal: int32(r.Signal), Scope: SignalScopeRecord(r.Scope)})
+		out.SignalRequests = append(out.SignalRequests, &statev1.SignalRequest{Seq: r.Seq, Signal: int32(r.Signal), Scope: SignalScopeRecord(r.Scope), Step: r.Step})
 	}
 	for _, c := range j.CheckpointPending {
 		p := &statev1.CheckpointCommits{Step: c.Step}
@@ -250,7 +250,7 @@ func fromJobStatus(j *cluster.Job, st *statev1.JobStatus) error {
 	}
 	j.Hold = FromHoldRecord(st.GetHold())
 	for _, r := range st.GetSignalRequests() {
-		j.SignalRequests = append(j.SignalRequests, cluster.SignalRequest{Seq: r.GetSeq(), Signal: int(r.GetSignal()), Scope: FromSignalScopeRecord(r.GetScope())})
+		j.SignalRequests = append(j.SignalRequests, cluster.SignalRequest{Seq: r.GetSeq(), Signal: int(r.GetSignal()), Scope: FromSignalScopeRecord(r.GetScope()), Step: r.GetStep()})
 	}
 	for _, c := range st.GetCheckpointPending() {
 		p := cluster.CheckpointCommits{Step: c.GetStep()}

@@ -145,6 +145,7 @@ const (
 	SignalScope_SIGNAL_SCOPE_UNSPECIFIED SignalScope = 0 // every process but the batch script
 	SignalScope_SIGNAL_SCOPE_BATCH       SignalScope = 1 // the batch script alone (scancel -b)
 	SignalScope_SIGNAL_SCOPE_FULL        SignalScope = 2 // every process (scancel -f)
+	SignalScope_SIGNAL_SCOPE_STEP        SignalScope = 3 // one step's tasks (scancel JOBID.STEP)
 )
 
 // Enum value maps for SignalScope.
@@ -153,11 +154,13 @@ var (
 		0: "SIGNAL_SCOPE_UNSPECIFIED",
 		1: "SIGNAL_SCOPE_BATCH",
 		2: "SIGNAL_SCOPE_FULL",
+		3: "SIGNAL_SCOPE_STEP",
 	}
 	SignalScope_value = map[string]int32{
 		"SIGNAL_SCOPE_UNSPECIFIED": 0,
 		"SIGNAL_SCOPE_BATCH":       1,
 		"SIGNAL_SCOPE_FULL":        2,
+		"SIGNAL_SCOPE_STEP":        3,
 	}
 )
 
@@ -3411,7 +3414,11 @@ type CancelJobRequest struct {
 	SignalScope SignalScope `protobuf:"varint,8,opt,name=signal_scope,json=signalScope,proto3,enum=phalanx.v1.SignalScope" json:"signal_scope,omitempty"`
 	// array_tasks names tasks of job arrays (scancel 40_3, 40_[1-3]); a
 	// job_id that is an array's ID names all its tasks.
-	ArrayTasks    []*ArrayTasks `protobuf:"bytes,9,rep,name=array_tasks,json=arrayTasks,proto3" json:"array_tasks,omitempty"`
+	ArrayTasks []*ArrayTasks `protobuf:"bytes,9,rep,name=array_tasks,json=arrayTasks,proto3" json:"array_tasks,omitempty"`
+	// step: a step of each job named (scancel JOBID.STEP), run by srun in
+	// its batch script: its tasks get the signal (SIGTERM without one, and
+	// srun starts none of them after), and the job runs on.
+	Step          *uint32 `protobuf:"varint,10,opt,name=step,proto3,oneof" json:"step,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3507,6 +3514,13 @@ func (x *CancelJobRequest) GetArrayTasks() []*ArrayTasks {
 		return x.ArrayTasks
 	}
 	return nil
+}
+
+func (x *CancelJobRequest) GetStep() uint32 {
+	if x != nil && x.Step != nil {
+		return *x.Step
+	}
+	return 0
 }
 
 type ArrayTasks struct {
@@ -5872,6 +5886,7 @@ type SignalRequest struct {
 	Seq           uint32                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
 	Signal        int32                  `protobuf:"varint,2,opt,name=signal,proto3" json:"signal,omitempty"`
 	Scope         SignalScope            `protobuf:"varint,3,opt,name=scope,proto3,enum=phalanx.v1.SignalScope" json:"scope,omitempty"`
+	Step          uint32                 `protobuf:"varint,4,opt,name=step,proto3" json:"step,omitempty"` // scope STEP: the step
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5925,6 +5940,13 @@ func (x *SignalRequest) GetScope() SignalScope {
 		return x.Scope
 	}
 	return SignalScope_SIGNAL_SCOPE_UNSPECIFIED
+}
+
+func (x *SignalRequest) GetStep() uint32 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
 }
 
 // Prolog is the administrator's programs (Slurm's Prolog and
@@ -6745,7 +6767,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12A\n" +
 	"\x0eexpected_start\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\rexpectedStart\x12\x1a\n" +
 	"\bwarnings\x18\x03 \x03(\tR\bwarnings\x12\x1c\n" +
-	"\tpartition\x18\x04 \x01(\tR\tpartition\"\xb7\x02\n" +
+	"\tpartition\x18\x04 \x01(\tR\tpartition\"\xd9\x02\n" +
 	"\x10CancelJobRequest\x12\x17\n" +
 	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x12\n" +
@@ -6759,7 +6781,10 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"partitions\x12:\n" +
 	"\fsignal_scope\x18\b \x01(\x0e2\x17.phalanx.v1.SignalScopeR\vsignalScope\x127\n" +
 	"\varray_tasks\x18\t \x03(\v2\x16.phalanx.v1.ArrayTasksR\n" +
-	"arrayTasks\"I\n" +
+	"arrayTasks\x12\x17\n" +
+	"\x04step\x18\n" +
+	" \x01(\rH\x00R\x04step\x88\x01\x01B\a\n" +
+	"\x05_step\"I\n" +
 	"\n" +
 	"ArrayTasks\x12 \n" +
 	"\farray_job_id\x18\x01 \x01(\x04R\n" +
@@ -6935,11 +6960,12 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\vstop_reason\x18\a \x01(\tR\n" +
 	"stopReason\x12*\n" +
 	"\x06prolog\x18\b \x01(\v2\x12.phalanx.v1.PrologR\x06prolog\x123\n" +
-	"\asignals\x18\t \x03(\v2\x19.phalanx.v1.SignalRequestR\asignals\"h\n" +
+	"\asignals\x18\t \x03(\v2\x19.phalanx.v1.SignalRequestR\asignals\"|\n" +
 	"\rSignalRequest\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\rR\x03seq\x12\x16\n" +
 	"\x06signal\x18\x02 \x01(\x05R\x06signal\x12-\n" +
-	"\x05scope\x18\x03 \x01(\x0e2\x17.phalanx.v1.SignalScopeR\x05scope\"M\n" +
+	"\x05scope\x18\x03 \x01(\x0e2\x17.phalanx.v1.SignalScopeR\x05scope\x12\x12\n" +
+	"\x04step\x18\x04 \x01(\rR\x04step\"M\n" +
 	"\x06Prolog\x12\x1a\n" +
 	"\bprograms\x18\x01 \x03(\tR\bprograms\x12'\n" +
 	"\x0ftimeout_seconds\x18\x02 \x01(\x03R\x0etimeoutSeconds\"}\n" +
@@ -6981,11 +7007,12 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\bOpenMode\x12\x19\n" +
 	"\x15OPEN_MODE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10OPEN_MODE_APPEND\x10\x01\x12\x16\n" +
-	"\x12OPEN_MODE_TRUNCATE\x10\x02*Z\n" +
+	"\x12OPEN_MODE_TRUNCATE\x10\x02*q\n" +
 	"\vSignalScope\x12\x1c\n" +
 	"\x18SIGNAL_SCOPE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12SIGNAL_SCOPE_BATCH\x10\x01\x12\x15\n" +
-	"\x11SIGNAL_SCOPE_FULL\x10\x022\xf0\x0e\n" +
+	"\x11SIGNAL_SCOPE_FULL\x10\x02\x12\x15\n" +
+	"\x11SIGNAL_SCOPE_STEP\x10\x032\xf0\x0e\n" +
 	"\x11ControllerService\x12H\n" +
 	"\tSubmitJob\x12\x1c.phalanx.v1.SubmitJobRequest\x1a\x1d.phalanx.v1.SubmitJobResponse\x12H\n" +
 	"\tCancelJob\x12\x1c.phalanx.v1.CancelJobRequest\x1a\x1d.phalanx.v1.CancelJobResponse\x124\n" +
@@ -7260,6 +7287,7 @@ func file_phalanx_v1_phalanx_proto_init() {
 	file_phalanx_v1_phalanx_proto_msgTypes[15].OneofWrappers = []any{}
 	file_phalanx_v1_phalanx_proto_msgTypes[24].OneofWrappers = []any{}
 	file_phalanx_v1_phalanx_proto_msgTypes[27].OneofWrappers = []any{}
+	file_phalanx_v1_phalanx_proto_msgTypes[34].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -445,6 +445,7 @@ type SignalJobs struct {
 	Scope         SignalScope            `protobuf:"varint,3,opt,name=scope,proto3,enum=phalanx.state.v1.SignalScope" json:"scope,omitempty"`
 	RequestId     []byte                 `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	Time          int64                  `protobuf:"varint,5,opt,name=time,proto3" json:"time,omitempty"`
+	Step          uint32                 `protobuf:"varint,6,opt,name=step,proto3" json:"step,omitempty"` // scope STEP: the step
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -510,6 +511,13 @@ func (x *SignalJobs) GetRequestId() []byte {
 func (x *SignalJobs) GetTime() int64 {
 	if x != nil {
 		return x.Time
+	}
+	return 0
+}
+
+func (x *SignalJobs) GetStep() uint32 {
+	if x != nil {
+		return x.Step
 	}
 	return 0
 }
@@ -1847,7 +1855,7 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\acommand\"<\n" +
 	"\rMissDeadlines\x12\x17\n" +
 	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\x12\x12\n" +
-	"\x04time\x18\x02 \x01(\x03R\x04time\"\xa5\x01\n" +
+	"\x04time\x18\x02 \x01(\x03R\x04time\"\xb9\x01\n" +
 	"\n" +
 	"SignalJobs\x12\x17\n" +
 	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\x12\x16\n" +
@@ -1855,7 +1863,8 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\x05scope\x18\x03 \x01(\x0e2\x1d.phalanx.state.v1.SignalScopeR\x05scope\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x04 \x01(\fR\trequestId\x12\x12\n" +
-	"\x04time\x18\x05 \x01(\x03R\x04time\":\n" +
+	"\x04time\x18\x05 \x01(\x03R\x04time\x12\x12\n" +
+	"\x04step\x18\x06 \x01(\rR\x04step\":\n" +
 	"\vRequeueJobs\x12\x17\n" +
 	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\x12\x12\n" +
 	"\x04time\x18\x02 \x01(\x03R\x04time\"<\n" +

@@ -536,6 +536,7 @@ const (
 	SignalScope_SIGNAL_SCOPE_UNSPECIFIED SignalScope = 0 // the job's processes but the batch script
 	SignalScope_SIGNAL_SCOPE_BATCH       SignalScope = 1 // the batch script alone
 	SignalScope_SIGNAL_SCOPE_FULL        SignalScope = 2 // every process of the task
+	SignalScope_SIGNAL_SCOPE_STEP        SignalScope = 3 // one step's tasks (scancel JOBID.STEP)
 )
 
 // Enum value maps for SignalScope.
@@ -544,11 +545,13 @@ var (
 		0: "SIGNAL_SCOPE_UNSPECIFIED",
 		1: "SIGNAL_SCOPE_BATCH",
 		2: "SIGNAL_SCOPE_FULL",
+		3: "SIGNAL_SCOPE_STEP",
 	}
 	SignalScope_value = map[string]int32{
 		"SIGNAL_SCOPE_UNSPECIFIED": 0,
 		"SIGNAL_SCOPE_BATCH":       1,
 		"SIGNAL_SCOPE_FULL":        2,
+		"SIGNAL_SCOPE_STEP":        3,
 	}
 )
 
@@ -1569,6 +1572,7 @@ type SignalRequest struct {
 	Seq           uint32                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
 	Signal        int32                  `protobuf:"varint,2,opt,name=signal,proto3" json:"signal,omitempty"`
 	Scope         SignalScope            `protobuf:"varint,3,opt,name=scope,proto3,enum=phalanx.state.v1.SignalScope" json:"scope,omitempty"`
+	Step          uint32                 `protobuf:"varint,4,opt,name=step,proto3" json:"step,omitempty"` // scope STEP: the step
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1622,6 +1626,13 @@ func (x *SignalRequest) GetScope() SignalScope {
 		return x.Scope
 	}
 	return SignalScope_SIGNAL_SCOPE_UNSPECIFIED
+}
+
+func (x *SignalRequest) GetStep() uint32 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
 }
 
 // CheckpointCommits is the ranks that have committed one step.
@@ -2817,11 +2828,12 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x12checkpoint_pending\x18\x0e \x03(\v2#.phalanx.state.v1.CheckpointCommitsR\x11checkpointPending\x12*\n" +
 	"\x04hold\x18\x0f \x01(\x0e2\x16.phalanx.state.v1.HoldR\x04hold\x12H\n" +
 	"\x0fsignal_requests\x18\x10 \x03(\v2\x1f.phalanx.state.v1.SignalRequestR\x0esignalRequestsB\x12\n" +
-	"\x10_checkpoint_step\"n\n" +
+	"\x10_checkpoint_step\"\x82\x01\n" +
 	"\rSignalRequest\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\rR\x03seq\x12\x16\n" +
 	"\x06signal\x18\x02 \x01(\x05R\x06signal\x123\n" +
-	"\x05scope\x18\x03 \x01(\x0e2\x1d.phalanx.state.v1.SignalScopeR\x05scope\"=\n" +
+	"\x05scope\x18\x03 \x01(\x0e2\x1d.phalanx.state.v1.SignalScopeR\x05scope\x12\x12\n" +
+	"\x04step\x18\x04 \x01(\rR\x04step\"=\n" +
 	"\x11CheckpointCommits\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\x03R\x04step\x12\x14\n" +
 	"\x05ranks\x18\x02 \x03(\x05R\x05ranks\"?\n" +
@@ -3001,11 +3013,12 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x12RESTART_CAUSE_NODE\x10\x01\x12\x16\n" +
 	"\x12RESTART_CAUSE_EXIT\x10\x02\x12\x16\n" +
 	"\x12RESTART_CAUSE_HANG\x10\x03\x12\x1c\n" +
-	"\x18RESTART_CAUSE_CHECKPOINT\x10\x04*Z\n" +
+	"\x18RESTART_CAUSE_CHECKPOINT\x10\x04*q\n" +
 	"\vSignalScope\x12\x1c\n" +
 	"\x18SIGNAL_SCOPE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12SIGNAL_SCOPE_BATCH\x10\x01\x12\x15\n" +
-	"\x11SIGNAL_SCOPE_FULL\x10\x02*;\n" +
+	"\x11SIGNAL_SCOPE_FULL\x10\x02\x12\x15\n" +
+	"\x11SIGNAL_SCOPE_STEP\x10\x03*;\n" +
 	"\x04Hold\x12\x14\n" +
 	"\x10HOLD_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tHOLD_USER\x10\x01\x12\x0e\n" +
