@@ -251,18 +251,40 @@ jobnodes() {
 
 # The step's nodes ($_srun_m of them, their names in $_srun_stepnodes where
 # known) and this node's place among them ($_srun_j, empty if none): -w
-# names them, in the job's order, and each must be one of the job's; -N
-# counts them; -n alone takes as many as its tasks fill, $_srun_p on each
-# (all the job's nodes at most); else all the job's nodes. $_srun_spread:
-# the tasks spread evenly over the nodes (-n with -N or -w).
+# names them (a host list, or a file of them when it holds a /), in the
+# job's order, and each must be one of the job's; with -N, more of the
+# job's nodes (the first others) make up its count, and of more than -N,
+# the first -N are kept (srun says so); -N alone counts them; -n alone
+# takes as many as its tasks fill, $_srun_p on each (all the job's nodes at
+# most); else all the job's nodes. $_srun_spread: the tasks spread evenly
+# over the nodes (-n with -N or -w).
 _srun_spread='' _srun_stepnodes=''
 if [ -n "$_srun_nodelist" ]; then
+	case $_srun_nodelist in */*)
+		[ -f "$_srun_nodelist" ] && [ -r "$_srun_nodelist" ] || die "-w $_srun_nodelist: cannot read the file of host names"
+		_srun_nodelist=$(tr -s ' \t\n' ',,,' <"$_srun_nodelist" | sed -e 's/^,//' -e 's/,$//') ;;
+	esac
 	_srun_names=$(hostnames "$_srun_nodelist") || die "-w $_srun_nodelist: not a host list"
+	_srun_want=$(printf '%s\n' "$_srun_names" | sort -u | grep -c .)
+	if [ -n "$_srun_nodes" ] && [ "$_srun_want" -gt "$_srun_nodes" ]; then
+		echo "srun: error: Required nodelist includes more nodes than permitted by max-node count ($_srun_want > $_srun_nodes). Eliminating nodes from the nodelist." >&2
+	fi
 	if _srun_jn=$(jobnodes); then
-		_srun_names=$(printf '%s\n' "$_srun_jn" | W=$_srun_names awk '
-			BEGIN { n = split(ENVIRON["W"], w, "\n"); for (i = 1; i <= n; i++) if (w[i] != "") want[w[i]] = 1 }
-			$0 in want { print; delete want[$0] }
-			END { for (x in want) exit 1 }') || refuse "Requested node configuration is not available"
+		[ -z "$_srun_nodes" ] || [ "$_srun_nodes" -le "$_srun_all" ] || die "-N $_srun_nodes: the job has $_srun_all node(s)"
+		_srun_names=$(printf '%s\n' "$_srun_jn" | W=$_srun_names N=${_srun_nodes:-0} awk '
+			BEGIN {
+				n = split(ENVIRON["W"], w, "\n")
+				for (i = 1; i <= n; i++) if (w[i] != "" && !(w[i] in want)) { want[w[i]] = 1; k++ }
+				most = ENVIRON["N"] + 0; if (most == 0) most = k
+				extra = most - k
+			}
+			{ line[NR] = $0 }
+			$0 in want { keep[NR] = 1; delete want[$0]; next }
+			extra > 0 { keep[NR] = 1; extra-- }
+			END {
+				for (x in want) exit 1
+				for (i = 1; i <= NR && most > 0; i++) if (keep[i]) { print line[i]; most-- }
+			}') || refuse "Requested node configuration is not available"
 	fi
 	_srun_stepnodes=$_srun_names
 	_srun_m=$(printf '%s\n' "$_srun_names" | grep -c .)

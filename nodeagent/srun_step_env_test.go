@@ -1,6 +1,8 @@
 package nodeagent
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -171,5 +173,41 @@ func TestSrunShimMPI(t *testing.T) {
 	}
 	if _, stderr, code := job.run(0, "--mpi=openmpi", "echo", "x"); stderr != "srun: error: Invalid MPI type 'openmpi', --mpi=list for acceptable types\n" || code != 1 {
 		t.Errorf("srun --mpi=openmpi: stderr %q exit %d", stderr, code)
+	}
+}
+
+// -w with -N, as Slurm's srun: more of the job's nodes (the first others,
+// in the job's order) make up a larger -N; of more nodes than -N, the
+// first are kept, and srun says so. -w names a file of host names when it
+// holds a /. (No scontrol here, as in a container: the step's node list
+// is not compressed.)
+func TestSrunShimNodelistWithNodeCount(t *testing.T) {
+	job := newFakeJob(t, stepTestNodes, 1) // gpu002, gpu001, gpu003 by rank
+	hosts := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(hosts, []byte("gpu003\n gpu001\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eliminated := "srun: error: Required nodelist includes more nodes than permitted by max-node count (2 > 1). Eliminating nodes from the nodelist.\n"
+	for _, tc := range []struct {
+		args []string
+		want []string // by rank: stdout|stderr|code
+	}{
+		{[]string{"-w", "gpu003", "-N2", "sh", "-c", "echo $SLURM_NODEID/$SLURM_NNODES"}, []string{"0/2||0", "||0", "1/2||0"}},
+		{[]string{"-w", "gpu001", "-N3", "sh", "-c", "echo $SLURM_NODEID"}, []string{"0||0", "1||0", "2||0"}},
+		{[]string{"-w", "gpu[001,003]", "-N1", "echo", "x"}, []string{"|" + eliminated + "|0", "x|" + eliminated + "|0", "|" + eliminated + "|0"}},
+		{[]string{"-w", hosts, "sh", "-c", "echo $SLURM_STEP_NODELIST"}, []string{"||0", "gpu001,gpu003||0", "gpu001,gpu003||0"}},
+		{[]string{"-w", hosts + ".missing", "echo", "x"}, nil},
+		{[]string{"-w", "gpu003", "-N4", "echo", "x"}, nil},
+	} {
+		got := onEveryNode(job, tc.args...)
+		if tc.want == nil {
+			if !strings.HasSuffix(got[0], "|1") || !strings.Contains(got[0], "srun: error: ") {
+				t.Errorf("srun %q: %q; want it refused", tc.args, got)
+			}
+			continue
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("srun %q: %q; want %q", tc.args, got, tc.want)
+		}
 	}
 }
