@@ -33,18 +33,11 @@ func isStarted(j *phalanxv1.Job) bool { return !isPending(j) }
 // also be separate arguments). An array's ID holds or releases its pending
 // tasks. Every job is tried; the errors are joined, one line each.
 func (k *commands) hold(c *ucli.Context, verb string, args []string) error {
-	refs, err := jobListArgs(verb, args)
-	if err != nil {
-		return err
-	}
-	cn, err := k.dial(c)
-	if err != nil {
-		return err
-	}
-	defer cn.Close()
-	return cn.eachJob(c.Context, verb, refs, isPending, func(ctx context.Context, id uint64) error {
-		_, err := cn.api.UpdateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: id, Hold: holdRequests[verb]})
-		return err
+	return k.onJobs(c, verb, args, func(cn *conn, refs []jobRef) error {
+		return cn.eachJob(c.Context, verb, refs, isPending, func(ctx context.Context, id uint64) error {
+			_, err := cn.api.UpdateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: id, Hold: holdRequests[verb]})
+			return err
+		})
 	})
 }
 
@@ -52,18 +45,11 @@ func (k *commands) hold(c *ucli.Context, verb string, args []string) error {
 // stopped and put back in the queue, same IDs. An array's ID requeues its
 // running tasks. Every job is tried; the errors are joined, one line each.
 func (k *commands) requeue(c *ucli.Context, args []string) error {
-	refs, err := jobListArgs("requeue", args)
-	if err != nil {
-		return err
-	}
-	cn, err := k.dial(c)
-	if err != nil {
-		return err
-	}
-	defer cn.Close()
-	return cn.eachJob(c.Context, "requeue", refs, isStarted, func(ctx context.Context, id uint64) error {
-		_, err := cn.api.RequeueJob(ctx, &phalanxv1.RequeueJobRequest{JobIds: []uint64{id}})
-		return err
+	return k.onJobs(c, "requeue", args, func(cn *conn, refs []jobRef) error {
+		return cn.eachJob(c.Context, "requeue", refs, isStarted, func(ctx context.Context, id uint64) error {
+			_, err := cn.api.RequeueJob(ctx, &phalanxv1.RequeueJobRequest{JobIds: []uint64{id}})
+			return err
+		})
 	})
 }
 
@@ -72,16 +58,12 @@ func (k *commands) requeue(c *ucli.Context, args []string) error {
 // array's ID stands for its pending tasks, in index order. The jobs go in
 // one request: their order is the point.
 func (k *commands) top(c *ucli.Context, args []string) error {
-	refs, err := jobListArgs("top", args)
-	if err != nil {
-		return err
-	}
-	cn, err := k.dial(c)
-	if err != nil {
-		return err
-	}
-	defer cn.Close()
-	targets, err := cn.jobTargets(c.Context, refs, isPending)
+	return k.onJobs(c, "top", args, func(cn *conn, refs []jobRef) error { return topJobs(c.Context, cn, refs) })
+}
+
+// topJobs asks for the jobs refs name to go first, in one request.
+func topJobs(ctx context.Context, cn *conn, refs []jobRef) error {
+	targets, err := cn.jobTargets(ctx, refs, isPending)
 	if err != nil {
 		return err
 	}
@@ -95,7 +77,7 @@ func (k *commands) top(c *ucli.Context, args []string) error {
 		ids = append(ids, t.id)
 	}
 	if len(ids) > 0 {
-		err := cn.call(c.Context, func(ctx context.Context) error {
+		err := cn.call(ctx, func(ctx context.Context) error {
 			_, err := cn.api.TopJobs(ctx, &phalanxv1.TopJobsRequest{JobIds: ids})
 			return err
 		})
@@ -104,6 +86,21 @@ func (k *commands) top(c *ucli.Context, args []string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// onJobs reads the JOBID[,JOBID...] arguments of scontrol VERB, connects,
+// and runs act on the jobs they name.
+func (k *commands) onJobs(c *ucli.Context, verb string, args []string, act func(cn *conn, refs []jobRef) error) error {
+	refs, err := jobListArgs(verb, args)
+	if err != nil {
+		return err
+	}
+	cn, err := k.dial(c)
+	if err != nil {
+		return err
+	}
+	defer cn.Close()
+	return act(cn, refs)
 }
 
 // jobListArgs reads the JOBID[,JOBID...] arguments of scontrol VERB.
