@@ -37,11 +37,7 @@ func (a *Agent) prepare(key taskKey, as assignment) (spec runtime.Spec, cleanup 
 	if err != nil {
 		return runtime.Spec{}, nil, err
 	}
-	client := a.cfg.ClientBinary
-	if container {
-		client = "" // a host path: not in the image
-	}
-	bin, err := writeJobBin(jobDir, client)
+	bin, err := writeJobBin(jobDir, a.cfg.ClientBinary, container)
 	if err != nil {
 		return runtime.Spec{}, nil, err
 	}
@@ -87,6 +83,10 @@ func (a *Agent) prepare(key taskKey, as assignment) (spec runtime.Spec, cleanup 
 			{Source: jobDir, Target: jobDir, ReadOnly: true},
 			{Source: steps, Target: steps}, // over the read-only job directory
 			{Source: workDir, Target: workDir},
+		}
+		if a.cfg.ClientBinary != "" {
+			mounts, env := a.containerClient(bin, spec.Env)
+			spec.Mounts, spec.Env = append(spec.Mounts, mounts...), append(spec.Env, env...)
 		}
 		if job.ckpt.dir != "" {
 			base := a.ckptDirs(key).base

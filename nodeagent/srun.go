@@ -77,7 +77,7 @@ var slurmCommands = []string{"scontrol", "squeue", "sbatch", "scancel", "sinfo",
 // writeJobBin puts the srun shim in <jobDir>/bin, with links to client
 // (the phx binary; "": none) named as Slurm's commands, and returns that
 // directory.
-func writeJobBin(jobDir, client string) (string, error) {
+func writeJobBin(jobDir, client string, container bool) (string, error) {
 	bin := filepath.Join(jobDir, "bin")
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return "", fmt.Errorf("job bin directory: %w", err)
@@ -89,7 +89,17 @@ func writeJobBin(jobDir, client string) (string, error) {
 		return bin, nil
 	}
 	for _, name := range slurmCommands {
-		if err := os.Symlink(client, filepath.Join(bin, name)); err != nil && !os.IsExist(err) {
+		target := client
+		if container { // the client is mounted over bin/phx (containerClient)
+			if name == "phx" {
+				if err := writeExecutable(filepath.Join(bin, name), ""); err != nil {
+					return "", fmt.Errorf("%s: %w", name, err)
+				}
+				continue
+			}
+			target = "phx"
+		}
+		if err := os.Symlink(target, filepath.Join(bin, name)); err != nil && !os.IsExist(err) {
 			return "", fmt.Errorf("%s: %w", name, err)
 		}
 	}

@@ -32,7 +32,7 @@ type fakeJob struct {
 func newFakeJob(t *testing.T, nodes []string, perNode int, env ...string) *fakeJob {
 	t.Helper()
 	dir := t.TempDir()
-	bin, err := writeJobBin(dir, "")
+	bin, err := writeJobBin(dir, "", false)
 	if err != nil {
 		t.Fatal(err)
 	}

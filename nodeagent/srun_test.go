@@ -12,7 +12,7 @@ import (
 )
 
 func TestSrunShimRunsItsCommandHere(t *testing.T) {
-	bin, err := writeJobBin(t.TempDir(), "")
+	bin, err := writeJobBin(t.TempDir(), "", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestPrependPath(t *testing.T) {
 // and nothing (successfully) on the others, so that `srun -N1 cmd` runs
 // cmd once in all, as in Slurm.
 func TestSrunShimSelectsNodes(t *testing.T) {
-	bin, err := writeJobBin(t.TempDir(), "")
+	bin, err := writeJobBin(t.TempDir(), "", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestSrunShimSelectsNodes(t *testing.T) {
 // srun starts this node's share of the step's tasks, each numbered and
 // with its own GPUs, and exits with the highest status of them.
 func TestSrunShimStartsTasks(t *testing.T) {
-	bin, err := writeJobBin(t.TempDir(), "")
+	bin, err := writeJobBin(t.TempDir(), "", false)
 	if err != nil {
 		t.Fatal(err)
 	}

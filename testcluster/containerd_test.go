@@ -31,7 +31,7 @@ func TestImageJobRunsInContainerd(t *testing.T) {
 	containerdtest.ImportBusybox(t, d, image)
 
 	c := testcluster.New(t, testcluster.Options{
-		Nodes: 2, LeafSize: 2,
+		Nodes: 2, LeafSize: 2, ClientBinary: buildPhx(t),
 		NewRuntime: func(node string) (runtime.Runtime, error) {
 			return containerd.New(context.Background(), d.Address, d.Namespace,
 				containerd.WithHostname(node))
@@ -48,6 +48,17 @@ func TestImageJobRunsInContainerd(t *testing.T) {
 	bad.Image = image
 	badID := submit(t, c, bad)
 
+	// Slurm's commands are on the container's PATH and reach the
+	// controllers as the job's user, as phx sbatch's environment says.
+	tools := spec(dir, "ctr-tools", 2, 1, `#!/bin/sh
+first=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)
+state=$(squeue -h -j "$SLURM_JOB_ID" -o %T)
+echo "first=$first state=$state"
+`)
+	tools.Image = image
+	tools.Environment = []string{"PATH=/usr/bin:/bin", "PHX_AUTH_SOCKET=" + c.AuthSocket, "PHX_CA_CERT=" + c.CACert}
+	toolsID := submit(t, c, tools)
+
 	job := c.WaitJob(okID, 60*time.Second, "COMPLETED", "FAILED")
 	if job.State != "COMPLETED" {
 		t.Fatalf("image job ended %s (%s); tasks %v", job.State, job.Reason, job.Tasks)
@@ -62,6 +73,16 @@ func TestImageJobRunsInContainerd(t *testing.T) {
 		want := "rank=" + strconv.Itoa(rank) + " world=2 host=" + job.Alloc[rank].Node + " busybox=/bin/busybox"
 		if strings.TrimSpace(string(data)) != want {
 			t.Errorf("rank %d output %q, want %q", rank, strings.TrimSpace(string(data)), want)
+		}
+	}
+
+	// (A rank may ask before the other has started: CONFIGURING.)
+	job = c.WaitJob(toolsID, 60*time.Second, "COMPLETED", "FAILED")
+	for rank := range 2 {
+		data, _ := os.ReadFile(filepath.Join(dir, "ctr-tools-"+strconv.FormatUint(toolsID, 10)+"-"+strconv.Itoa(rank)+".out"))
+		got, first := strings.TrimSpace(string(data)), "first="+job.Alloc[0].Node
+		if job.State != "COMPLETED" || (got != first+" state=RUNNING" && got != first+" state=CONFIGURING") {
+			t.Errorf("rank %d of a container job using scontrol and squeue: %s, output %q; want %q and its state", rank, job.State, got, first)
 		}
 	}
 
