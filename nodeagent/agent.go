@@ -63,7 +63,11 @@ type Config struct {
 	Features           []string
 	// ClientBinary is the phx client; a job finds it on its PATH under
 	// Slurm's command names (scontrol, squeue, ...). "": srun alone.
-	ClientBinary string
+	// AuthSocket and CACert are the node's credential socket and cluster
+	// CA bundle, which the client in a container job is given
+	// (incontainer.go); "": none.
+	ClientBinary       string
+	AuthSocket, CACert string
 	// ClusterName is exported as SLURM_CLUSTER_NAME; empty: the
 	// controllers' ClusterName, learnt when the node registers.
 	ClusterName string

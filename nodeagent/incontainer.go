@@ -13,14 +13,15 @@ import (
 // squeue, sbatch, scancel, sinfo and sacct on its PATH as links to the phx
 // client, a host path. An image has no such path, so the agent mounts the
 // client (a static binary, which runs in any image) over an empty
-// <job>/bin/phx, the links' target there, and with it, read-only, what the
-// client needs to reach the controllers as the job's user, at the paths it
-// looks for them: the local credential socket (the job's PHX_AUTH_SOCKET,
-// else auth.DefaultSocket), the cluster CA (PHX_CA_CERT, else
-// DefaultCACert) and the config naming the controllers (DefaultConfig),
-// where the node has them; without PHX_SERVER in the job's environment,
-// the agent's own controllers are set there. The container shares the
-// node's network, so the addresses are the node's.
+// <job>/bin/phx, the links' target there, and with it what the client
+// needs to reach the controllers as the job's user: the node's credential
+// socket (Config.AuthSocket), cluster CA (Config.CACert) and DefaultConfig,
+// read-only but the socket. The files mounted are the agent's own, never
+// paths the job names (a root-made mount of a user-named file would hand
+// over what the file system denies the user); they go where the client
+// in the job looks for them: its $PHX_AUTH_SOCKET and $PHX_CA_CERT, else
+// the defaults. Without PHX_SERVER in the job's environment, the agent's
+// controllers are set there. The container shares the node's network.
 
 // Where the phx client looks by default (cli's defaults).
 const (
@@ -33,21 +34,17 @@ const (
 // the controllers; env is the task's environment.
 func (a *Agent) containerClient(bin string, env []string) ([]runtime.Mount, []string) {
 	mounts := []runtime.Mount{{Source: a.cfg.ClientBinary, Target: filepath.Join(bin, "phx"), ReadOnly: true}}
-	for _, f := range []struct{ path, fallback string }{
-		{envValue(env, "PHX_AUTH_SOCKET"), auth.DefaultSocket},
-		{envValue(env, "PHX_CA_CERT"), DefaultCACert},
-		{"", DefaultConfig},
+	for _, f := range []struct{ source, target string }{
+		{a.cfg.AuthSocket, orDefault(envValue(env, "PHX_AUTH_SOCKET"), auth.DefaultSocket)},
+		{a.cfg.CACert, orDefault(envValue(env, "PHX_CA_CERT"), DefaultCACert)},
+		{DefaultConfig, DefaultConfig},
 	} {
-		path := f.path
-		if path == "" {
-			path = f.fallback
-		}
-		if !filepath.IsAbs(path) {
+		if f.source == "" || !filepath.IsAbs(f.target) {
 			continue
 		}
-		if fi, err := os.Stat(path); err == nil {
+		if fi, err := os.Stat(f.source); err == nil {
 			// A socket is connected to, which a read-only mount may refuse.
-			mounts = append(mounts, runtime.Mount{Source: path, Target: path, ReadOnly: fi.Mode()&os.ModeSocket == 0})
+			mounts = append(mounts, runtime.Mount{Source: f.source, Target: f.target, ReadOnly: fi.Mode()&os.ModeSocket == 0})
 		}
 	}
 	var extra []string
@@ -66,4 +63,11 @@ func envValue(env []string, name string) string {
 		}
 	}
 	return v
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

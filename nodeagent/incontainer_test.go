@@ -10,9 +10,11 @@ import (
 	"github.com/phalanx-hpc/phalanx/runtime"
 )
 
-// A container job gets the phx client over its links' target, the job's
-// credential socket (read-write: it is connected to) and CA read-only, and
-// the agent's controllers when its environment names none.
+// A container job gets the phx client over its links' target, the node's
+// credential socket (read-write: it is connected to) and CA read-only,
+// where the job's client looks for them, and the agent's controllers when
+// its environment names none. Paths the job names are targets only: what
+// is mounted is always the agent's own.
 func TestContainerClient(t *testing.T) {
 	dir := t.TempDir()
 	sock, ca := filepath.Join(dir, "auth.sock"), filepath.Join(dir, "ca.crt")
@@ -24,19 +26,24 @@ func TestContainerClient(t *testing.T) {
 	if err := os.WriteFile(ca, []byte("cert"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a := &Agent{cfg: Config{ClientBinary: "/opt/phalanx/phx", Controllers: []string{"c1:7817", "c2:7817"}}}
-	env := []string{"PATH=/bin", "PHX_AUTH_SOCKET=" + sock, "PHX_CA_CERT=" + ca, "PHX_CA_CERT=" + filepath.Join(dir, "missing")}
-	mounts, extra := a.containerClient("/state/jobs/7.0/bin", env)
-	want := []runtime.Mount{{Source: "/opt/phalanx/phx", Target: "/state/jobs/7.0/bin/phx", ReadOnly: true}, {Source: sock, Target: sock}}
-	if _, err := os.Stat(DefaultConfig); err == nil {
-		want = append(want, runtime.Mount{Source: DefaultConfig, Target: DefaultConfig, ReadOnly: true})
+	a := &Agent{cfg: Config{ClientBinary: "/opt/phalanx/phx", Controllers: []string{"c1:7817", "c2:7817"}, AuthSocket: sock, CACert: ca}}
+	config := func(want []runtime.Mount) []runtime.Mount {
+		if _, err := os.Stat(DefaultConfig); err == nil {
+			want = append(want, runtime.Mount{Source: DefaultConfig, Target: DefaultConfig, ReadOnly: true})
+		}
+		return want
 	}
+	mounts, extra := a.containerClient("/state/jobs/7.0/bin", []string{"PATH=/bin"})
+	want := config([]runtime.Mount{{Source: "/opt/phalanx/phx", Target: "/state/jobs/7.0/bin/phx", ReadOnly: true},
+		{Source: sock, Target: "/run/phalanx/auth.sock"}, {Source: ca, Target: DefaultCACert, ReadOnly: true}})
 	if !reflect.DeepEqual(mounts, want) || !reflect.DeepEqual(extra, []string{"PHX_SERVER=c1:7817,c2:7817"}) {
-		t.Errorf("mounts %+v, env %q; want %+v (the last PHX_CA_CERT, missing, not mounted) and the agent's controllers", mounts, extra, want)
+		t.Errorf("mounts %+v, env %q; want %+v and the agent's controllers", mounts, extra, want)
 	}
-	env = []string{"PHX_AUTH_SOCKET=" + sock, "PHX_CA_CERT=" + ca, "PHX_SERVER=elsewhere:1"}
+	env := []string{"PHX_AUTH_SOCKET=/home/u/my.sock", "PHX_CA_CERT=/etc/shadow", "PHX_SERVER=elsewhere:1"}
 	mounts, extra = a.containerClient("/b", env)
-	if len(mounts) < 3 || mounts[2] != (runtime.Mount{Source: ca, Target: ca, ReadOnly: true}) || extra != nil {
-		t.Errorf("mounts %+v, env %q; want the CA read-only and the job's own PHX_SERVER kept", mounts, extra)
+	want = config([]runtime.Mount{{Source: "/opt/phalanx/phx", Target: "/b/phx", ReadOnly: true},
+		{Source: sock, Target: "/home/u/my.sock"}, {Source: ca, Target: "/etc/shadow", ReadOnly: true}})
+	if !reflect.DeepEqual(mounts, want) || extra != nil {
+		t.Errorf("mounts %+v, env %q; want %+v (the job's paths as targets only) and its own PHX_SERVER kept", mounts, extra, want)
 	}
 }

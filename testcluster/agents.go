@@ -43,7 +43,7 @@ func (c *Cluster) StartAgent(name string) {
 	p := startAgent(c.t, agentSpec{tls: c.Material(c.t, pki.KindNode, name), secrets: &c.Secrets,
 		name: name, controllers: c.APIAddrs(), stateDir: filepath.Join(c.Dir, "agents", name), runtime: rt,
 		gpus: c.opts.GPUsPerNode, model: c.opts.GPUModel, killGrace: c.opts.KillGrace, keepTasks: c.opts.AgentsKeepTasks, client: c.opts.ClientBinary,
-		log: c.logger("agent-" + name),
+		authSocket: c.AuthSocket, caCert: c.CACert, log: c.logger("agent-" + name),
 	})
 	c.mu.Lock()
 	c.agents[name] = p
@@ -64,6 +64,8 @@ type agentSpec struct {
 	tls         *pki.Material // the node's certificate
 	secrets     *Secrets
 	client      string // Config.ClientBinary
+	authSocket  string // Config.AuthSocket
+	caCert      string // Config.CACert
 }
 
 // nicsPerNode is how many RDMA NICs each test node has, in its fake sysfs
@@ -151,6 +153,8 @@ func startAgent(t testing.TB, s agentSpec) *agentProc {
 		KillGrace:         s.killGrace,
 		TLS:               s.tls,
 		ClientBinary:      s.client,
+		AuthSocket:        s.authSocket,
+		CACert:            s.caCert,
 		Logger:            s.log,
 	})
 	if err != nil {

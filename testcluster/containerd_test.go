@@ -56,7 +56,7 @@ state=$(squeue -h -j "$SLURM_JOB_ID" -o %T)
 echo "first=$first state=$state"
 `)
 	tools.Image = image
-	tools.Environment = []string{"PATH=/usr/bin:/bin", "PHX_AUTH_SOCKET=" + c.AuthSocket, "PHX_CA_CERT=" + c.CACert}
+	tools.Environment = []string{"PATH=/usr/bin:/bin", "PHX_AUTH_SOCKET=/run/phx-test/auth.sock"}
 	toolsID := submit(t, c, tools)
 
 	job := c.WaitJob(okID, 60*time.Second, "COMPLETED", "FAILED")

@@ -173,7 +173,10 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 		GPUs: gpus, NICs: nics, NICWatcher: &rdma.Watcher{Root: f.sysfsRoot, Netlink: f.sysfsRoot == "/sys", Log: log},
 		RDMADevices: rdmaDevices, ClientBinary: clientBinary(f.client, log), CPUs: f.cpus, MemoryMB: f.memoryMB, ClusterName: f.clusterID,
 		HeartbeatInterval: f.heartbeat, KillGrace: f.killGrace, StopTasksOnExit: f.stopTasksOnExit, Logger: log,
-		CheckpointRoot: f.ckptLocal, CheckpointRate: f.ckptRate, TLS: certs,
+		CheckpointRoot: f.ckptLocal, CheckpointRate: f.ckptRate, TLS: certs, AuthSocket: f.authSocket,
+	}
+	if certs != nil { // the bundle the client in a container job checks the controllers with
+		cfg.CACert = pki.DirFiles(f.tlsDir, pki.KindNode).CA
 	}
 	if lib != nil {
 		gw := &gpu.Watcher{Lib: lib, Devices: gpus, Interval: f.gpuPoll, Log: log}
