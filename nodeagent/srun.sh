@@ -149,6 +149,17 @@ opt() {
 	--container) die "$1 is not supported inside a Phalanx job: submit the job in its image with sbatch --image" ;;
 	esac
 }
+# Slurm's input variables, which srun reads before its options (these
+# win): SLURM_LABELIO (-l), SLURM_KILL_BAD_EXIT (-K), SLURM_OVERCOMMIT
+# (-O), SLURM_MPI_TYPE (--mpi), SRUN_EXPORT_ENV, else SLURM_EXPORT_ENV
+# (--export), SRUN_CPUS_PER_TASK (-c; 22.05's srun no longer reads
+# SLURM_CPUS_PER_TASK, the job's).
+case ${SLURM_LABELIO:-0} in 0) ;; *) _srun_label=1 ;; esac
+case ${SLURM_KILL_BAD_EXIT:-0} in 0) ;; *) _srun_killbad=1 ;; esac
+[ -z "${SLURM_OVERCOMMIT:-}" ] || _srun_overcommit=1
+[ -z "${SLURM_MPI_TYPE:-}" ] || opt --mpi "$SLURM_MPI_TYPE" 1
+_srun_exports=${SRUN_EXPORT_ENV:-${SLURM_EXPORT_ENV:-}}
+[ -z "${SRUN_CPUS_PER_TASK:-}" ] || opt -c "$SRUN_CPUS_PER_TASK" 1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--) shift; break ;;
@@ -294,14 +305,21 @@ elif [ -n "$_srun_nodes" ]; then
 	[ "$_srun_nodes" -le "$_srun_all" ] || die "-N $_srun_nodes: the job has $_srun_all node(s)"
 	_srun_m=$_srun_nodes _srun_j=$_srun_me
 	[ -z "$_srun_ntasks" ] || _srun_spread=1
-elif [ -n "$_srun_ntasks" ]; then
+elif [ -n "$_srun_ntasks" ] && [ -n "$_srun_pernode" ]; then
 	_srun_m=$(( (_srun_ntasks + _srun_p - 1) / _srun_p )) _srun_j=$_srun_me
 	[ "$_srun_m" -le "$_srun_all" ] || _srun_m=$_srun_all _srun_spread=1
+elif [ -n "$_srun_ntasks" ]; then
+	# As Slurm's: the job's nodes (fewer only for fewer tasks, below), the
+	# tasks spread over them (block: 4 on 3 nodes are 2,1,1).
+	_srun_m=$_srun_all _srun_j=$_srun_me _srun_spread=1
 else
 	_srun_m=$_srun_all _srun_j=$_srun_me
 fi
 if [ -n "$_srun_ntasks" ] && [ "$_srun_ntasks" -lt "$_srun_m" ]; then
-	_srun_m=$_srun_ntasks # as Slurm: fewer tasks than nodes uses fewer nodes
+	# As Slurm: fewer tasks than nodes uses fewer nodes (its one srun says
+	# so; here the job's first node's).
+	[ "$_srun_me" != 0 ] || echo "srun: Warning: can't run $_srun_ntasks processes on $_srun_m nodes, setting nnodes to $_srun_ntasks" >&2
+	_srun_m=$_srun_ntasks
 	_srun_stepnodes=$(printf '%s\n' "$_srun_stepnodes" | head -n "$_srun_m")
 fi
 _srun_n=${_srun_ntasks:-$((_srun_m * _srun_p))}
@@ -337,7 +355,7 @@ fi
 # there, unless -O.
 # SLURM_CPUS_ON_NODE is what the job holds there (all the node's CPUs for
 # an exclusive job); without it, its tasks times their CPUs.
-_srun_stepcpt=${_srun_cpt:-$_srun_jobcpt} _srun_jobcpus=${SLURM_CPUS_ON_NODE:-$((_srun_jobper * _srun_jobcpt))}
+_srun_stepcpt=${_srun_cpt:-1} _srun_jobcpus=${SLURM_CPUS_ON_NODE:-$((_srun_jobper * _srun_jobcpt))}
 if [ -z "$_srun_overcommit" ] && [ $((_srun_most * _srun_stepcpt)) -gt "$_srun_jobcpus" ]; then
 	echo "srun: error: Unable to create step for job ${SLURM_JOB_ID:-0}: More processors requested than permitted" >&2
 	die "the step puts $_srun_most task(s) of $_srun_stepcpt CPU(s) on a node where the job holds $_srun_jobcpus CPU(s): ask for fewer, submit the job with more (sbatch --ntasks-per-node, -c, --exclusive), or overcommit (-O)"
@@ -426,7 +444,11 @@ pattern() {
 task() {
 	_srun_tl=$1
 	shift
-	_srun_id=$((_srun_first + _srun_tl))
+	_srun_id=$((_srun_first + _srun_tl)) _srun_last=$((_srun_n - 1)) # -l pads to the last task's width
+	if [ -n "$_srun_exportall" ] && ! command -v "$1" >/dev/null 2>&1; then
+		echo "slurmstepd: error: execve(): $1: No such file or directory" >&2 # as Slurm's task, status 2 (ENOENT)
+		exit 2
+	fi
 	export SLURM_PROCID=$_srun_id SLURM_LOCALID=$_srun_tl RANK=$_srun_id LOCAL_RANK=$_srun_tl
 	if [ "$_srun_gpt" -gt 0 ]; then
 		CUDA_VISIBLE_DEVICES=$(printf '%s\n' "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' |
@@ -456,7 +478,7 @@ task() {
 	[ -n "$_srun_label" ] || exec "$@"
 	# -l: every line of the command's output (stdout and stderr, merged)
 	# begins with the task's number, as "0: ..."; the status is the command's.
-	_srun_rc=$( { { "$@"; echo $? >&3; } 2>&1 | while IFS= read -r _srun_line || [ -n "$_srun_line" ]; do printf '%s: %s\n' "$_srun_id" "$_srun_line"; done >&4; } 3>&1 ) 4>&1
+	_srun_rc=$( { { "$@"; echo $? >&3; } 2>&1 | while IFS= read -r _srun_line || [ -n "$_srun_line" ]; do printf "%${#_srun_last}d: %s\n" "$_srun_id" "$_srun_line"; done >&4; } 3>&1 ) 4>&1
 	exit "$_srun_rc"
 }
 [ "$_srun_c" -gt 0 ] || exit 0
@@ -489,7 +511,8 @@ while [ "$_srun_l" -lt "$_srun_c" ]; do
 				echo "srun: error: task $((_srun_first + _srun_l)) exited with status $_srun_r: stopping the step's tasks (--kill-on-bad-exit)" >&2
 				kill -USR1 $$ 2>/dev/null
 				if command -v scancel >/dev/null 2>&1; then
-					scancel "${SLURM_JOB_ID:-0}.$_srun_s" >/dev/null 2>&1 ||
+					# Not in the step itself: the step's signal would stop it.
+					(unset SLURM_STEP_ID SLURM_STEPID; exec scancel "${SLURM_JOB_ID:-0}.$_srun_s") >/dev/null 2>&1 ||
 						echo "srun: warning: scancel could not stop the step's tasks on the other nodes" >&2
 				fi
 			fi

@@ -51,7 +51,7 @@ func TestSrunShimKeepsTheJobsVariables(t *testing.T) {
 		tasks []int // by rank
 	}{
 		{nil, []int{2, 2, 2}},
-		{[]string{"-l", "-n2"}, []int{2, 0, 0}},
+		{[]string{"-l", "-n2", "--ntasks-per-node=2"}, []int{2, 0, 0}},
 		{[]string{"-K", "--ntasks-per-node=1"}, []int{1, 1, 1}},
 		{[]string{"--kill-on-bad-exit", "-N2"}, []int{2, 2, 0}},
 		{[]string{"-w", "gpu[001,003]", "--label"}, []int{0, 2, 2}},

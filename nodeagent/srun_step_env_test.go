@@ -54,13 +54,18 @@ func TestSrunShimRefusesStepsSlurmRefuses(t *testing.T) {
 			}
 		}
 	}
-	// The job's CPUs count: 2 tasks of 2 CPUs hold 4 tasks of 1.
+	// The job's CPUs count: 2 tasks of 2 CPUs hold 4 tasks of 1. As in
+	// Slurm 22.05, srun's tasks take 1 CPU unless -c or SRUN_CPUS_PER_TASK
+	// says otherwise: it does not read the job's SLURM_CPUS_PER_TASK.
 	job = newFakeJob(t, stepTestNodes, 2, "SLURM_CPUS_PER_TASK=2")
-	if got := onEveryNode(job, "-c1", "-n12", "echo", "x"); got[2] != "x\nx\nx\nx||0" {
-		t.Errorf("srun -c1 -n12 in a job of 2 tasks of 2 CPUs on each node: %q, want 4 tasks on each", got)
+	for _, args := range [][]string{{"-c1", "-n12"}, {"-n12"}} {
+		if got := onEveryNode(job, append(args, "echo", "x")...); got[2] != "x\nx\nx\nx||0" {
+			t.Errorf("srun %q in a job of 2 tasks of 2 CPUs on each node: %q, want 4 tasks on each", args, got)
+		}
 	}
+	job = newFakeJob(t, stepTestNodes, 2, "SLURM_CPUS_PER_TASK=2", "SRUN_CPUS_PER_TASK=2")
 	if got := onEveryNode(job, "-n12", "echo", "x"); !strings.HasPrefix(got[0], "|"+cpus) {
-		t.Errorf("srun -n12 (the job's 2 CPUs per task) in a job of 2 tasks of 2 CPUs on each node: %q, want it refused", got)
+		t.Errorf("srun -n12 with SRUN_CPUS_PER_TASK=2 in a job of 2 tasks of 2 CPUs on each node: %q, want it refused", got)
 	}
 	// An exclusive job holds every CPU of its nodes (SLURM_CPUS_ON_NODE):
 	// one task per node in the batch script, eight in its step.
@@ -209,5 +214,39 @@ func TestSrunShimNodelistWithNodeCount(t *testing.T) {
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("srun %q: %q; want %q", tc.args, got, tc.want)
 		}
+	}
+}
+
+// srun as Slurm 22.05's, on what the audit against it found: -n alone
+// spreads over the job's nodes (block: 4 on 3 are 2,1,1) and says when it
+// takes fewer nodes; srun's input variables act as its options; -l pads to
+// the widest task number; a command that is not there fails as a task
+// whose execve failed (status 2).
+func TestSrunShimAsSlurm2205(t *testing.T) {
+	job := newFakeJob(t, stepTestNodes, 2)
+	for _, tc := range []struct {
+		args []string
+		want []string // by rank
+	}{
+		{[]string{"-n", "4", "sh", "-c", "echo $SLURM_PROCID/$SLURM_TASKS_PER_NODE"}, []string{"0/2,1(x2)\n1/2,1(x2)||0", "2/2,1(x2)||0", "3/2,1(x2)||0"}},
+		{[]string{"-n", "2", "sh", "-c", "echo $SLURM_PROCID/$SLURM_NNODES"},
+			[]string{"0/2|srun: Warning: can't run 2 processes on 3 nodes, setting nnodes to 2\n|0", "1/2||0", "||0"}},
+		{[]string{"-n", "1", "/no/such/program"}, []string{"|srun: Warning: can't run 1 processes on 3 nodes, setting nnodes to 1\nslurmstepd: error: execve(): /no/such/program: No such file or directory\n|2", "||0", "||0"}},
+	} {
+		if got := onEveryNode(job, tc.args...); !slices.Equal(got, tc.want) {
+			t.Errorf("srun %q: %q; want %q", tc.args, got, tc.want)
+		}
+	}
+	// Input variables: SLURM_LABELIO, SLURM_EXPORT_ENV (SRUN_EXPORT_ENV
+	// first), SLURM_MPI_TYPE (refused as Slurm's srun refuses it, whatever
+	// --mpi says).
+	job = newFakeJob(t, []string{"gpu001"}, 12, "SLURM_LABELIO=1", "SLURM_EXPORT_ENV=NONE", "SRUN_EXPORT_ENV=FOO", "FOO=foo", "BAR=bar")
+	stdout, stderr, code := job.run(0, "-n", "11", "sh", "-c", `echo "$FOO$BAR"`)
+	if code != 0 || !strings.Contains(stdout, " 0: foo\n") || !strings.Contains(stdout, "10: foo\n") || stderr != "" {
+		t.Errorf("srun -n 11 with SLURM_LABELIO=1 and SRUN_EXPORT_ENV=FOO: %q %q exit %d; want padded labels and FOO alone", stdout, stderr, code)
+	}
+	job = newFakeJob(t, []string{"gpu001"}, 1, "SLURM_MPI_TYPE=bogus")
+	if _, stderr, code := job.run(0, "--mpi=none", "true"); code != 1 || !strings.Contains(stderr, "Invalid MPI type 'bogus'") {
+		t.Errorf("srun with SLURM_MPI_TYPE=bogus: %q exit %d; want it refused as --mpi=bogus", stderr, code)
 	}
 }

@@ -149,7 +149,8 @@ func TestSrunShimStartsTasks(t *testing.T) {
 	}{
 		{nil, "0 0 0,1 8 0 0 8|1 1 2,3 8 1 1 8|2 2 4,5 8 2 2 8|3 3 6,7 8 3 3 8", "4 0 0,1 8 4 0 8|5 1 2,3 8 5 1 8|6 2 4,5 8 6 2 8|7 3 6,7 8 7 3 8"},
 		{[]string{"--ntasks-per-node=1"}, "0 0 0,1 2 0 0 2", "1 0 0,1 2 1 0 2"},
-		{[]string{"-n", "3"}, "0 0 0,1 3 0 0 3|1 1 2,3 3 1 1 3|2 2 4,5 3 2 2 3", ""},           // -n alone fills the first node
+		{[]string{"-n", "3"}, "0 0 0,1 3 0 0 3|1 1 2,3 3 1 1 3", "2 0 0,1 3 2 0 3"},                                // -n alone: the job's nodes, spread
+		{[]string{"-n", "3", "--ntasks-per-node=4"}, "0 0 0,1 3 0 0 3|1 1 2,3 3 1 1 3|2 2 4,5 3 2 2 3", ""}, // as many nodes as 4 a node fill
 		{[]string{"-N", "2", "-n", "3"}, "0 0 0,1 3 0 0 3|1 1 2,3 3 1 1 3", "2 0 0,1 3 2 0 3"}, // spread, the first node one more
 		{[]string{"-N1", "--gpus-per-task=4", "-n2"}, "0 0 0,1,2,3 2 0 0 2|1 1 4,5,6,7 2 1 1 2", ""},
 	} {
@@ -178,8 +179,8 @@ func TestSrunShimStartsTasks(t *testing.T) {
 		t.Errorf("tasks exiting 0 to 3: srun exit %d (%q), want the highest, 3", code, out)
 	}
 	// Steps are numbered on each node from 0, one per srun, whether the
-	// node takes part or not: node 1 has seen 6 so far.
-	for want := 6; want < 8; want++ {
+	// node takes part or not: node 1 has seen 7 so far.
+	for want := 7; want < 9; want++ {
 		if got, _ := run(1, "--ntasks-per-node=1", "sh", "-c", "echo $SLURM_STEP_ID"); got != strconv.Itoa(want) {
 			t.Errorf("step %q, want %d", got, want)
 		}

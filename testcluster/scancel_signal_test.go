@@ -20,10 +20,11 @@ func TestScancelSignal(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Nodes: 1, LeafSize: 1, AgentsKeepTasks: true})
 	dir := t.TempDir()
 	got := filepath.Join(dir, "got")
+	// The child says it started once its trap is set: a USR1 before would
+	// kill it.
 	script := "#!/bin/sh\n" +
 		"trap 'echo batch-usr2 >> " + got + "' USR2\n" +
-		"sh -c 'trap \"echo child-usr1 >> " + got + "\" USR1; while true; do sleep 0.1; done' &\n" +
-		"echo started > " + dir + "/started\n" +
+		"sh -c 'trap \"echo child-usr1 >> " + got + "\" USR1; echo started > " + dir + "/started; while true; do sleep 0.1; done' &\n" +
 		"while true; do sleep 0.1; done\n"
 	id := submit(t, c, spec(dir, "sig", 1, 8, script))
 	job := c.WaitJob(id, 20*time.Second, "RUNNING")

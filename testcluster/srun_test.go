@@ -77,7 +77,9 @@ srun --mpi=list
 			"MPI plugin types are...", "\tnone",
 		}
 		if rank == 0 {
-			w = append(w, "0: grouped", "export-all FOO=job BAR=bar", "export-none FOO= job="+jobID,
+			// -n1 alone in a job of 3 nodes: srun says it takes one (twice).
+			warn := "srun: Warning: can't run 1 processes on 3 nodes, setting nnodes to 1"
+			w = append(w, "0: grouped", "export-all FOO=job BAR=bar", "export-none FOO= job="+jobID, warn, warn,
 				"srun: warning: --mpi=pmix: Phalanx starts no PMI server, so MPI programs that use PMIx or PMI2 start as singletons: use torchrun or NCCL, or mpirun with its own launcher")
 		}
 		if node == second {
