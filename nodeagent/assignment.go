@@ -62,6 +62,7 @@ type rankSlot struct {
 	node, addr string
 	gpus       []int // host indices
 	cpus       int   // CPUs held there; 0: none counted (an exclusive job holds the node)
+	memMB      int64 // memory held there; 0: none asked
 }
 
 func assignmentFromWire(as *phalanxv1.Assignment) assignment {
@@ -134,7 +135,7 @@ func jobFromWire(j *phalanxv1.Job) jobInfo {
 		for i, g := range a.GetGpus() {
 			gpus[i] = int(g)
 		}
-		out.ranks = append(out.ranks, rankSlot{node: a.GetNode(), addr: a.GetAddr(), gpus: gpus, cpus: int(a.GetCpus())})
+		out.ranks = append(out.ranks, rankSlot{node: a.GetNode(), addr: a.GetAddr(), gpus: gpus, cpus: int(a.GetCpus()), memMB: a.GetMemoryMb()})
 	}
 	for _, t := range j.GetTasks() {
 		if st := cluster.TaskState(t.GetState()); st == cluster.TaskRunning || st == cluster.TaskStarting {

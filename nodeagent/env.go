@@ -102,6 +102,12 @@ func launchVars(in envInput) []string {
 	if job.cpusPerTask > 0 {
 		vars = append(vars, "SLURM_CPUS_PER_TASK="+strconv.Itoa(job.cpusPerTask))
 	}
+	if per := cpusPerNode(in); per != "" {
+		vars = append(vars, "SLURM_JOB_CPUS_PER_NODE="+per)
+	}
+	if mem := job.ranks[in.rank].memMB; mem > 0 {
+		vars = append(vars, "SLURM_MEM_PER_NODE="+strconv.FormatInt(mem, 10)) // MB, as sbatch's --mem
+	}
 	if len(gpus) > 0 {
 		// The node's GPUs as the host numbers them, as slurmd sets it.
 		vars = append(vars, "SLURM_JOB_GPUS="+joinInts(job.ranks[in.rank].gpus))
@@ -178,6 +184,44 @@ func joinInts(xs []int) string {
 		s[i] = strconv.Itoa(x)
 	}
 	return strings.Join(s, ",")
+}
+
+// cpusPerNode is SLURM_JOB_CPUS_PER_NODE: the CPUs the job holds on each
+// of its nodes, in order, runs of equal counts as Slurm writes them
+// ("16(x2),8"); "" when a node's count is not known (an exclusive job
+// holds whole nodes, which only their own agents count).
+func cpusPerNode(in envInput) string {
+	var runs []string
+	count, n := 0, 0
+	flush := func() {
+		if n == 0 {
+			return
+		}
+		s := strconv.Itoa(count)
+		if n > 1 {
+			s += "(x" + strconv.Itoa(n) + ")"
+		}
+		runs = append(runs, s)
+	}
+	for i, r := range in.job.ranks {
+		c := r.cpus
+		if in.job.exclusive {
+			c = 0
+			if i == in.rank || len(in.job.ranks) == 1 {
+				c = in.nodeCPUs
+			}
+		}
+		if c <= 0 {
+			return ""
+		}
+		if c != count {
+			flush()
+			count, n = c, 0
+		}
+		n++
+	}
+	flush()
+	return strings.Join(runs, ",")
 }
 
 // cpusOnNode is SLURM_CPUS_ON_NODE: the CPUs the job holds on the task's

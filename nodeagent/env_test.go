@@ -75,6 +75,13 @@ func TestTaskEnvTwoNodesEightGPUs(t *testing.T) {
 	}
 }
 
+// oneNodeWhole is an exclusive job on one node.
+func oneNodeWhole() *phalanxv1.Job {
+	j := twoByEight()
+	j.Alloc, j.Spec.Exclusive = j.Alloc[:1], true
+	return j
+}
+
 func TestTaskEnvVariants(t *testing.T) {
 	partial := func() *phalanxv1.Job {
 		j := twoByEight()
@@ -94,7 +101,9 @@ func TestTaskEnvVariants(t *testing.T) {
 	oneNode := tasks()
 	oneNode.Alloc = oneNode.Alloc[:1]
 	held := tasks()
-	held.Alloc[0].Cpus = 24
+	held.Alloc[0].Cpus, held.Alloc[1].Cpus = 24, 24
+	uneven := tasks()
+	uneven.Alloc[0].Cpus, uneven.Alloc[1].Cpus, uneven.Alloc[0].MemoryMb = 24, 12, 64000
 	whole := tasks()
 	whole.Spec.Exclusive = true
 	for _, tc := range []struct {
@@ -125,8 +134,15 @@ func TestTaskEnvVariants(t *testing.T) {
 			map[string]string{"SLURM_TASKS_PER_NODE": "4", "SLURM_NTASKS": "4"}},
 		// SLURM_CPUS_ON_NODE: the CPUs the job holds there; all the node's
 		// for an exclusive job.
-		{"CPUs held", envInput{job: jobFromWire(held), rank: 0, nodeCPUs: 128}, map[string]string{"SLURM_CPUS_ON_NODE": "24"}},
-		{"exclusive", envInput{job: jobFromWire(whole), rank: 0, nodeCPUs: 128}, map[string]string{"SLURM_CPUS_ON_NODE": "128"}},
+		// SLURM_JOB_CPUS_PER_NODE: each node's, as Slurm writes the runs;
+		// not known for an exclusive job on other nodes. SLURM_MEM_PER_NODE:
+		// the memory asked, in MB.
+		{"CPUs held", envInput{job: jobFromWire(held), rank: 0, nodeCPUs: 128},
+			map[string]string{"SLURM_CPUS_ON_NODE": "24", "SLURM_JOB_CPUS_PER_NODE": "24(x2)", "SLURM_MEM_PER_NODE": ""}},
+		{"CPUs and memory held, uneven", envInput{job: jobFromWire(uneven), rank: 0, nodeCPUs: 128},
+			map[string]string{"SLURM_JOB_CPUS_PER_NODE": "24,12", "SLURM_MEM_PER_NODE": "64000"}},
+		{"exclusive", envInput{job: jobFromWire(whole), rank: 0, nodeCPUs: 128}, map[string]string{"SLURM_CPUS_ON_NODE": "128", "SLURM_JOB_CPUS_PER_NODE": ""}},
+		{"exclusive, one node", envInput{job: jobFromWire(oneNodeWhole()), rank: 0, nodeCPUs: 128}, map[string]string{"SLURM_JOB_CPUS_PER_NODE": "128"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := map[string]string{}
