@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"unicode"
@@ -11,7 +12,8 @@ import (
 // Host lists, as Slurm's scontrol shows them, without the controller:
 //
 //	scontrol show hostnames [LIST]   each host of LIST (default: the job's
-//	                                 $SLURM_JOB_NODELIST), one per line
+//	                                 or step's $SLURM_NODELIST, as Slurm's,
+//	                                 else $SLURM_JOB_NODELIST), one per line
 //	scontrol show hostlist LIST      LIST (names or expressions, commas
 //	                                 between) as one expression, in order
 //	scontrol show hostlistsorted LIST  the same, sorted
@@ -22,8 +24,8 @@ import (
 
 // showHostnames prints every host of list, or of the job's node list.
 func (k *commands) showHostnames(list string) error {
-	if list == "" {
-		list = k.sys.Getenv("SLURM_JOB_NODELIST")
+	if list == "" { // in a step, its nodes: srun sets SLURM_NODELIST
+		list = cmp.Or(k.sys.Getenv("SLURM_NODELIST"), k.sys.Getenv("SLURM_JOB_NODELIST"))
 	}
 	list, err := k.hostFile(list)
 	if err != nil {

@@ -17,13 +17,14 @@ func TestScontrolHostLists(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		args   []string
-		env    string // SLURM_JOB_NODELIST
+		env    string // SLURM_JOB_NODELIST, and after a |, SLURM_NODELIST (a step's)
 		code   int
 		stdout string
 		stderr string
 	}{
 		{[]string{"show", "hostnames", "gpu[001-003],cpu7"}, "", 0, "gpu001\ngpu002\ngpu003\ncpu7\n", ""},
 		{[]string{"show", "hostnames"}, "gpu[010-011]", 0, "gpu010\ngpu011\n", ""},
+		{[]string{"show", "hostnames"}, "gpu[010-011]|gpu011", 0, "gpu011\n", ""}, // in a step: its nodes, as Slurm's
 		{[]string{"show", "hostnames"}, "", 1, "", "no host list: give one"},
 		{[]string{"show", "hostnames", "gpu[3-1]"}, "", 1, "", `host list "gpu[3-1]"`},
 		{[]string{"show", "hostlist", "gpu003,gpu001,gpu002"}, "", 0, "gpu[003,001-002]\n", ""},
@@ -39,9 +40,13 @@ func TestScontrolHostLists(t *testing.T) {
 	} {
 		sys, stdout, stderr := testSystem(t, "127.0.0.1:1")
 		getenv := sys.Getenv
+		job, step, _ := strings.Cut(tc.env, "|")
 		sys.Getenv = func(k string) string {
-			if k == "SLURM_JOB_NODELIST" {
-				return tc.env
+			switch k {
+			case "SLURM_JOB_NODELIST":
+				return job
+			case "SLURM_NODELIST":
+				return step
 			}
 			return getenv(k)
 		}

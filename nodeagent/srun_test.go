@@ -149,9 +149,9 @@ func TestSrunShimStartsTasks(t *testing.T) {
 	}{
 		{nil, "0 0 0,1 8 0 0 8|1 1 2,3 8 1 1 8|2 2 4,5 8 2 2 8|3 3 6,7 8 3 3 8", "4 0 0,1 8 4 0 8|5 1 2,3 8 5 1 8|6 2 4,5 8 6 2 8|7 3 6,7 8 7 3 8"},
 		{[]string{"--ntasks-per-node=1"}, "0 0 0,1 2 0 0 2", "1 0 0,1 2 1 0 2"},
-		{[]string{"-n", "3"}, "0 0 0,1 3 0 0 3|1 1 2,3 3 1 1 3", "2 0 0,1 3 2 0 3"},                                // -n alone: the job's nodes, spread
+		{[]string{"-n", "3"}, "0 0 0,1 3 0 0 3|1 1 2,3 3 1 1 3", "2 0 0,1 3 2 0 3"},                         // -n alone: the job's nodes, spread
 		{[]string{"-n", "3", "--ntasks-per-node=4"}, "0 0 0,1 3 0 0 3|1 1 2,3 3 1 1 3|2 2 4,5 3 2 2 3", ""}, // as many nodes as 4 a node fill
-		{[]string{"-N", "2", "-n", "3"}, "0 0 0,1 3 0 0 3|1 1 2,3 3 1 1 3", "2 0 0,1 3 2 0 3"}, // spread, the first node one more
+		{[]string{"-N", "2", "-n", "3"}, "0 0 0,1 3 0 0 3|1 1 2,3 3 1 1 3", "2 0 0,1 3 2 0 3"},              // spread, the first node one more
 		{[]string{"-N1", "--gpus-per-task=4", "-n2"}, "0 0 0,1,2,3 2 0 0 2|1 1 4,5,6,7 2 1 1 2", ""},
 	} {
 		for node, want := range []string{tc.node0, tc.node1} {
