@@ -116,7 +116,8 @@ type Config struct {
 	// default cluster.DefaultMaxArraySize).
 	MaxArraySize int
 	// ClusterName is the config's ClusterName; agents learn it when they
-	// register and export it to tasks as SLURM_CLUSTER_NAME.
+	// register and export it to tasks as SLURM_CLUSTER_NAME. Default
+	// DefaultClusterName: Slurm requires one, and scripts find it set.
 	ClusterName string
 	// MaxScriptSize: the largest batch script a submit may carry, in bytes
 	// (phalanx.conf's MaxScriptSize, Slurm's max_script_size; default
@@ -204,6 +205,10 @@ func DefaultPartition() *cluster.Partition {
 	return &cluster.Partition{Name: "gpu", AllNodes: true, Default: true, State: cluster.PartitionUp}
 }
 
+// DefaultClusterName is the ClusterName of a cluster whose config names
+// none.
+const DefaultClusterName = "phalanx"
+
 func (c *Config) withDefaults() (Config, error) {
 	out := *c
 	if out.DataDir == "" {
@@ -274,6 +279,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if out.RequestTTL == 0 {
 		out.RequestTTL = 15 * time.Minute
+	}
+	if out.ClusterName == "" {
+		out.ClusterName = DefaultClusterName
 	}
 	if out.MaxRequests == 0 {
 		out.MaxRequests = 200000

@@ -277,3 +277,15 @@ func TestUpdateRequestIsExactlyOnce(t *testing.T) {
 		t.Errorf("a new update of the ended job: %v; want refused", err)
 	}
 }
+
+// A config without ClusterName gets Slurm's required one by default, so
+// that tasks find SLURM_CLUSTER_NAME set; agents learn it at registration.
+func TestDefaultClusterName(t *testing.T) {
+	for _, tc := range []struct{ set, want string }{{"", DefaultClusterName}, {"dgx", "dgx"}} {
+		s := newTestServer(t, Config{ClusterName: tc.set})
+		resp, err := (&nodeService{s: s}).RegisterNode(context.Background(), &phalanxv1.RegisterNodeRequest{Name: "n1", Addr: "127.0.0.1", Cpus: 8, MemoryMb: 1024})
+		if err != nil || resp.ClusterName != tc.want {
+			t.Errorf("ClusterName %q: registration says %q (%v); want %q", tc.set, resp.GetClusterName(), err, tc.want)
+		}
+	}
+}
