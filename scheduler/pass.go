@@ -333,14 +333,20 @@ func (p *pass) limitOf(j *cluster.Job) time.Duration {
 }
 
 // take gives the request's resources on node i to a job ending at end and
-// returns what was taken (lowest free GPU indices first).
+// returns what was taken (lowest free GPU indices first). An exclusive job
+// takes every GPU of the node, as Slurm allocates it all CPUs and GRES of
+// its nodes.
 func (p *pass) take(i int32, r *request, end int64) cluster.NodeAlloc {
 	c := &p.nodes[i]
 	a := cluster.NodeAlloc{Node: c.node.Name, CPUs: r.cpus, MemoryMB: r.mem}
-	if r.gpus > 0 {
-		a.GPUs = make([]int, 0, r.gpus)
+	gpus := r.gpus
+	if r.excl {
+		gpus = int(c.ngpu)
 	}
-	for len(a.GPUs) < r.gpus {
+	if gpus > 0 {
+		a.GPUs = make([]int, 0, gpus)
+	}
+	for len(a.GPUs) < gpus {
 		g := bits.TrailingZeros64(c.gpus)
 		c.gpus &^= 1 << uint(g)
 		a.GPUs = append(a.GPUs, g)
@@ -348,7 +354,7 @@ func (p *pass) take(i int32, r *request, end int64) cluster.NodeAlloc {
 	p.leaves[c.leaf].version++
 	h := p.leaves[c.leaf].hist
 	h[c.ngpu]--
-	c.ngpu -= int32(r.gpus)
+	c.ngpu -= int32(gpus)
 	c.cpus -= r.cpus
 	c.mem -= r.mem
 	c.busy = true
@@ -356,6 +362,6 @@ func (p *pass) take(i int32, r *request, end int64) cluster.NodeAlloc {
 	if !c.excl {
 		h[c.ngpu]++
 	}
-	p.addUse(i, use{from: math.MinInt64, to: end, gpus: r.gpus, cpus: r.cpus, mem: r.mem, excl: r.excl})
+	p.addUse(i, use{from: math.MinInt64, to: end, gpus: gpus, cpus: r.cpus, mem: r.mem, excl: r.excl})
 	return a
 }

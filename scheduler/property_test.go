@@ -257,8 +257,12 @@ func checkGang(t *rapid.T, s *Snapshot, j *cluster.Job, alloc cluster.Allocation
 			t.Fatalf("job %d: node %s is unknown, repeated, not UP, outside %s, the wrong model or lacks features %q", j.ID, a.Node, part.Name, j.Constraint)
 		}
 		seen[a.Node] = true
-		if len(a.GPUs) != j.GPUsPerNode || a.CPUs != j.CPUsPerNode || a.MemoryMB != j.MemoryMB {
-			t.Fatalf("job %d: %+v does not match the request", j.ID, a)
+		gpus := j.GPUsPerNode
+		if j.Exclusive { // every GPU of the node, as Slurm gives an exclusive job
+			gpus = n.GPUs
+		}
+		if len(a.GPUs) != gpus || a.CPUs != j.CPUsPerNode || a.MemoryMB != j.MemoryMB {
+			t.Fatalf("job %d: %+v does not match the request (exclusive %v)", j.ID, a, j.Exclusive)
 		}
 	}
 	if !hallCounts(gang, feat.Counts) {
