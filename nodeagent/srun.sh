@@ -281,7 +281,7 @@ if [ -n "$_srun_nodelist" ]; then
 		echo "srun: error: Required nodelist includes more nodes than permitted by max-node count ($_srun_want > $_srun_nodes). Eliminating nodes from the nodelist." >&2
 	fi
 	if _srun_jn=$(jobnodes); then
-		[ -z "$_srun_nodes" ] || [ "$_srun_nodes" -le "$_srun_all" ] || die "-N $_srun_nodes: the job has $_srun_all node(s)"
+		[ -z "$_srun_nodes" ] || [ "$_srun_nodes" -le "$_srun_all" ] || die "Only allocated $_srun_all nodes asked for $_srun_nodes"
 		_srun_names=$(printf '%s\n' "$_srun_jn" | W=$_srun_names N=${_srun_nodes:-0} awk '
 			BEGIN {
 				n = split(ENVIRON["W"], w, "\n")
@@ -302,7 +302,7 @@ if [ -n "$_srun_nodelist" ]; then
 	_srun_j=$(printf '%s\n' "$_srun_names" | H=$_srun_here awk '$0 == ENVIRON["H"] { print NR - 1; exit }')
 	[ -z "$_srun_ntasks" ] || _srun_spread=1
 elif [ -n "$_srun_nodes" ]; then
-	[ "$_srun_nodes" -le "$_srun_all" ] || die "-N $_srun_nodes: the job has $_srun_all node(s)"
+	[ "$_srun_nodes" -le "$_srun_all" ] || die "Only allocated $_srun_all nodes asked for $_srun_nodes"
 	_srun_m=$_srun_nodes _srun_j=$_srun_me
 	[ -z "$_srun_ntasks" ] || _srun_spread=1
 elif [ -n "$_srun_ntasks" ] && [ -n "$_srun_pernode" ]; then

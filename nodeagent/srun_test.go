@@ -29,7 +29,7 @@ func TestSrunShimRunsItsCommandHere(t *testing.T) {
 		{[]string{"echo", "hi"}, "hi\n", "", 0},
 		{[]string{"-N", "1", "--ntasks-per-node=1", "--mpi=none", "-l", "echo", "a", "-n", "b"}, "0: a -n b\n", "", 0},
 		{[]string{"-N1", "--gpus-per-node", "8", "--", "echo", "x"}, "x\n", "", 0},
-		{[]string{"-N", "2", "echo", "x"}, "", "srun: error: -N 2: the job has 1 node(s)", 1},
+		{[]string{"-N", "2", "echo", "x"}, "", "srun: error: Only allocated 1 nodes asked for 2", 1},
 		{[]string{"--ntasks-per-node=3", "-O", "echo", "y"}, "y\ny\ny\n", "", 0}, // more tasks than the job's: -O
 		{[]string{"-n", "2", "--overcommit", "echo", "z"}, "z\nz\n", "", 0},
 		{[]string{"--gpus-per-task=1", "echo", "g"}, "", "srun: error: 1 task(s) of 1 GPU(s) on this node, which has 0 for the job", 1},
