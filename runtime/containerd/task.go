@@ -139,8 +139,9 @@ func (t *task) Wait(ctx context.Context) (runtime.ExitStatus, error) {
 	}
 }
 
-// Signal delivers sig to every process of the container. Signalling a task
-// that has exited does nothing.
+// SignalJob delivers a job's signal: with batch to the container's init
+// (the batch script), else to its other processes. Signalling a task that
+// has exited does nothing.
 func (t *task) SignalJob(ctx context.Context, sig syscall.Signal, batch bool) error {
 	if t.task == nil {
 		return nil // lost: nothing runs
@@ -152,23 +153,7 @@ func (t *task) SignalJob(ctx context.Context, sig syscall.Signal, batch bool) er
 		}
 		return nil
 	}
-	procs, err := t.task.Pids(ctx)
-	if err != nil {
-		if errdefs.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("task %q: list its processes: %w", t.id, err)
-	}
-	for _, p := range procs {
-		if p.Pid == t.task.Pid() {
-			continue
-		}
-		// Host PIDs: the agent shares the host's PID namespace.
-		if err := syscall.Kill(int(p.Pid), sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return fmt.Errorf("task %q: signal %v to process %d: %w", t.id, sig, p.Pid, err)
-		}
-	}
-	return nil
+	return t.signalOthers(ctx, sig, func(int) bool { return true })
 }
 
 // SignalStep delivers sig to the container's processes in step
@@ -177,7 +162,12 @@ func (t *task) SignalStep(ctx context.Context, sig syscall.Signal, step uint32) 
 	if t.task == nil {
 		return nil // lost: nothing runs
 	}
-	ctx = t.ctx(ctx)
+	return t.signalOthers(t.ctx(ctx), sig, func(pid int) bool { return runtime.InStep(pid, step) })
+}
+
+// signalOthers delivers sig to the container's processes but its init for
+// which pick is true.
+func (t *task) signalOthers(ctx context.Context, sig syscall.Signal, pick func(pid int) bool) error {
 	procs, err := t.task.Pids(ctx)
 	if err != nil {
 		if errdefs.IsNotFound(err) {
@@ -187,7 +177,7 @@ func (t *task) SignalStep(ctx context.Context, sig syscall.Signal, step uint32) 
 	}
 	for _, p := range procs {
 		// Host PIDs: the agent shares the host's PID namespace.
-		if p.Pid == t.task.Pid() || !runtime.InStep(int(p.Pid), step) {
+		if p.Pid == t.task.Pid() || !pick(int(p.Pid)) {
 			continue
 		}
 		if err := syscall.Kill(int(p.Pid), sig); err != nil && !errors.Is(err, syscall.ESRCH) {
