@@ -433,8 +433,9 @@ func TestSbatchBeginAndWait(t *testing.T) {
 	}{
 		{&phalanxv1.Job{Id: 42, State: "FAILED", ExitCode: 3}, 3},
 		{&phalanxv1.Job{Id: 42, State: "COMPLETED"}, 0},
-		{&phalanxv1.Job{Id: 42, State: "CANCELLED"}, 1},
-		{&phalanxv1.Job{Id: 42, State: "FAILED", ExitSignal: 9}, 137},
+		{&phalanxv1.Job{Id: 42, State: "CANCELLED"}, 0},                 // before it ran: 0:0, as Slurm's
+		{&phalanxv1.Job{Id: 42, State: "CANCELLED", ExitSignal: 15}, 1}, // while it ran
+		{&phalanxv1.Job{Id: 42, State: "FAILED", ExitSignal: 9}, 1},
 	} {
 		f.mu.Lock()
 		f.jobs = []*phalanxv1.Job{tc.job}

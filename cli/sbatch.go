@@ -153,19 +153,16 @@ func (w *jobWait) status() error {
 	return &exitStatus{code: w.code, msg: fmt.Sprintf("sbatch: error: job %s ended %s (%s), exit code %s", jobName(j), j.State, reason(j), exitCode(j.ExitCode, j.ExitSignal))}
 }
 
-// waitCode is the exit status sbatch --wait has for an ended job: its exit
-// code, 0 for a job that completed, 128+N for one killed by signal N (143
-// for one cancelled while it ran: 0:15), 1 for one that ended otherwise
-// with code 0 (cancelled before it ran, timed out, its node lost).
+// waitCode is the exit status sbatch --wait has for an ended job, as
+// sbatch(1) says: "the same as the exit code of the submitted job. If the
+// job terminated due to a signal rather than a normal exit, the exit code
+// will be set to 1" (a job cancelled while it ran: 0:15). A job that never
+// ran (cancelled while pending) has code 0, as in Slurm.
 func waitCode(j *phalanxv1.Job) int {
-	code := int(j.ExitCode)
-	switch {
-	case j.ExitSignal != 0 && code == 0:
-		code = 128 + int(j.ExitSignal)
-	case code == 0 && j.State != string(cluster.JobCompleted):
-		code = 1
+	if j.ExitSignal != 0 {
+		return 1
 	}
-	return code
+	return int(j.ExitCode)
 }
 
 // testOnlyLine is the analogue of Slurm's "Job N to start at T using ...".
