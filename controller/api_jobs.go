@@ -231,6 +231,11 @@ func (s *Server) jobView(j *cluster.Job, addrs map[string]string) *phalanxv1.Job
 	return out
 }
 
+// heldReason reports whether reason is a hold's.
+func heldReason(reason string) bool {
+	return reason == cluster.ReasonJobHeldUser || reason == cluster.ReasonJobHeldAdmin
+}
+
 // addPending gives the pending jobs among jobs the leader's reason and
 // expected start, and their dependency as Slurm shows it (gate.go).
 func (s *Server) addPending(jobs []*phalanxv1.Job) {
@@ -238,11 +243,11 @@ func (s *Server) addPending(jobs []*phalanxv1.Job) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, j := range jobs {
-		if j.State != string(cluster.JobPending) {
-			continue
+		if j.State != string(cluster.JobPending) || heldReason(j.Reason) {
+			continue // a hold is shown as it is now (jobToProto)
 		}
-		if p, ok := s.pending.get(cluster.JobID(j.Id)); ok {
-			setPending(j, p)
+		if p, ok := s.pending.get(cluster.JobID(j.Id)); ok && !heldReason(p.Reason) {
+			setPending(j, p) // a hold the last pass saw is gone: no reason until the next
 		}
 	}
 }

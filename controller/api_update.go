@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/controller/fsm"
@@ -121,6 +123,7 @@ func (s *Server) updateJob(ctx context.Context, req *phalanxv1.UpdateJobRequest)
 	if !j.InQueue() {
 		return cluster.Errorf(cluster.ErrInvalid, "job %d has ended (%s): there is nothing to update", j.ID, j.State)
 	}
+	req = priorityHold(j, req)
 	up := fsm.UpdateJob{ID: j.ID, JobUpdate: store.JobUpdate{Name: req.Name}, RequestID: requestID, Time: s.cfg.Clock.Now()}
 	if req.Name != nil {
 		if name := *req.Name; name == "" || len(name) > maxJobNameLen || strings.ContainsAny(name, "\n\r") {
@@ -257,6 +260,27 @@ func (s *Server) updateRequest(ctx context.Context, j *cluster.Job, req *phalanx
 		up.Priority = &c.Priority
 	}
 	return nil
+}
+
+// priorityHold reads Priority= as Slurm's scontrol(1) does: "By setting a
+// job's priority to zero it is held. Set the priority to a non-zero value
+// to permit it to run." Priority=0 is a hold (an operator's, as Priority=
+// is operators'), and a positive one on a held job releases it too;
+// Priority= is still checked as such (updateRequest).
+func priorityHold(j *cluster.Job, req *phalanxv1.UpdateJobRequest) *phalanxv1.UpdateJobRequest {
+	if req.Priority == nil || req.Hold != phalanxv1.HoldRequest_HOLD_REQUEST_UNSPECIFIED {
+		return req
+	}
+	switch {
+	case *req.Priority == 0:
+		req = proto.Clone(req).(*phalanxv1.UpdateJobRequest)
+		req.Hold = phalanxv1.HoldRequest_HOLD_REQUEST_HOLD
+		req.Priority = proto.Int64(j.Priority) // the admin's part stays
+	case *req.Priority > 0 && j.Hold != cluster.HoldNone:
+		req = proto.Clone(req).(*phalanxv1.UpdateJobRequest)
+		req.Hold = phalanxv1.HoldRequest_HOLD_REQUEST_RELEASE
+	}
+	return req
 }
 
 // newHold says how job j is held after req, as Slurm's rules have it: a

@@ -255,6 +255,9 @@ func jobToProto(j *cluster.Job, addrs map[string]string) *phalanxv1.Job {
 	if j.Checkpointed {
 		out.CheckpointStep = proto.Int64(j.CheckpointStep)
 	}
+	if j.State == cluster.JobPending && j.Hold != cluster.HoldNone {
+		out.Reason = j.Hold.Reason() // as it is now, not as the last pass saw it
+	}
 	if a := j.Array; a != nil {
 		out.ArrayTask = &phalanxv1.ArrayTask{ArrayJobId: uint64(a.JobID), TaskId: int32(a.TaskID), Count: int32(a.Count),
 			Min: int32(a.Min), Max: int32(a.Max), Step: int32(a.Step), Throttle: int32(a.Throttle)}
@@ -285,8 +288,11 @@ func jobToProto(j *cluster.Job, addrs map[string]string) *phalanxv1.Job {
 // shownPriority is the score the scheduler ranks j by (scheduler.Priority),
 // as squeue's %Q and scontrol show it: a pending job's now, a started
 // job's when it started (its last attempt), one that never started when
-// it ended.
+// it ended; a held job's is zero.
 func shownPriority(j *cluster.Job, now time.Time) int64 {
+	if j.State == cluster.JobPending && j.Hold != cluster.HoldNone {
+		return 0 // as Slurm's: a held job's priority is zero
+	}
 	at := now
 	switch {
 	case j.State == cluster.JobPending:

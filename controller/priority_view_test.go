@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -62,5 +63,55 @@ func TestShownPriorityIsTheScore(t *testing.T) {
 	}
 	if after := shown(); after[normal]-p[normal] != 5000 {
 		t.Errorf("Priority=5000 moved the shown score from %d to %d; want 5000 more", p[normal], after[normal])
+	}
+}
+
+// A hold shows at once, as Slurm sets it in the update: its reason, and a
+// priority of zero. As in Slurm, Priority=0 holds a job and a non-zero one
+// lets a held job run.
+func TestHoldShowsAtOnce(t *testing.T) {
+	s := newTestServer(t, Config{SchedInterval: time.Hour})
+	register(t, s, nil, "n1")
+	ctx := context.Background()
+	busy, err := s.submit(ctx, testSpec(1, 8), false, nil) // n1's GPUs: the job below stays pending
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, s, cluster.JobID(busy.JobId), cluster.JobConfiguring)
+	spec := testSpec(1, 8)
+	spec.Hold = true
+	resp, err := s.submit(ctx, spec, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := &controllerService{s: s}
+	show := func() (string, int64) {
+		j, err := api.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: resp.JobId})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j.Reason, j.Priority
+	}
+	for _, step := range []struct {
+		what   string
+		update *phalanxv1.UpdateJobRequest
+		reason string // "": no hold's
+	}{
+		{"submitted held", nil, cluster.ReasonJobHeldUser},
+		{"released", &phalanxv1.UpdateJobRequest{Hold: phalanxv1.HoldRequest_HOLD_REQUEST_RELEASE}, ""},
+		{"Priority=0", &phalanxv1.UpdateJobRequest{Priority: proto.Int64(0)}, cluster.ReasonJobHeldAdmin},
+		{"Priority=5", &phalanxv1.UpdateJobRequest{Priority: proto.Int64(5)}, ""},
+	} {
+		if step.update != nil {
+			step.update.JobId = resp.JobId
+			if err := s.updateJob(ctx, step.update); err != nil {
+				t.Fatalf("%s: %v", step.what, err)
+			}
+		}
+		reason, prio := show()
+		held := step.reason != ""
+		if (held && (reason != step.reason || prio != 0)) || (!held && (heldReason(reason) || prio == 0)) {
+			t.Errorf("%s: reason %q, priority %d; want %q and priority 0 when held, else no hold's reason and a priority", step.what, reason, prio, step.reason)
+		}
 	}
 }
