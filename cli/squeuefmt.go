@@ -212,7 +212,7 @@ func jobField(j *phalanxv1.Job, c byte, v SqueueView) string {
 	case 'r':
 		return reason(j)
 	case 'R':
-		if nl := jobNodeList(j); nl != "" && j.State != string(cluster.JobPending) {
+		if nl := jobNodeList(j); nl != "" && !reasonShown(j.State) {
 			return nl
 		}
 		return "(" + reason(j) + ")"
@@ -318,4 +318,15 @@ func StartOrder(jobs []*phalanxv1.Job) []*phalanxv1.Job {
 		return out[a].Id < out[b].Id
 	})
 	return out
+}
+
+// reasonShown reports whether squeue's NODELIST(REASON) shows a job in
+// state st by its reason rather than its nodes, as Slurm's does: pending,
+// and ended by a time limit, a deadline or a failure.
+func reasonShown(st string) bool {
+	switch cluster.JobState(st) {
+	case cluster.JobPending, cluster.JobTimeout, cluster.JobDeadline, cluster.JobFailed:
+		return true
+	}
+	return false
 }
