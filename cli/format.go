@@ -99,16 +99,6 @@ func pad(s string, width int, right bool) string {
 	return s
 }
 
-// slurmTime prints a time limit as sinfo and scontrol do: "H:MM:SS" or
-// "D-HH:MM:SS".
-func slurmTime(d time.Duration) string {
-	days, h, m, s := splitDuration(d)
-	if days > 0 {
-		return fmt.Sprintf("%d-%02d:%02d:%02d", days, h, m, s)
-	}
-	return fmt.Sprintf("%d:%02d:%02d", h, m, s)
-}
-
 // runTime prints an elapsed time as scontrol's RunTime: "HH:MM:SS" or
 // "D-HH:MM:SS".
 func runTime(d time.Duration) string {

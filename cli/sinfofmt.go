@@ -7,6 +7,7 @@ import (
 	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
 // sinfo's layouts, in -O syntax (sinfo -O takes them as they are). The
@@ -278,13 +279,14 @@ func partitionAvail(state string) string {
 	return strings.ToLower(orDefault(state, "up"))
 }
 
-// sinfoLimit prints a partition's MaxTime as sinfo does: "infinite" when
-// unlimited.
+// sinfoLimit prints a partition's MaxTime as sinfo's _print_secs does:
+// "infinite" when unlimited, else D-HH:MM:SS, H:MM:SS or, under an hour,
+// M:SS (30:00).
 func sinfoLimit(secs int64) string {
 	if secs == 0 {
 		return "infinite"
 	}
-	return slurmTime(time.Duration(secs) * time.Second)
+	return cluster.FormatDuration(time.Duration(secs) * time.Second)
 }
 
 func nodeNames(nodes []*phalanxv1.Node) []string {
