@@ -462,6 +462,8 @@ func TestSqueueRefusesUnknownUserAndPartition(t *testing.T) {
 		"-u carol":      "squeue: error: Invalid user: carol\n",
 		"-p nope":       "squeue: error: Invalid partition name specified: nope\n",
 		"-u bob -p gpu": "",
+		"-u 0":          "", // a UID, as squeue(1) takes them: root's
+		"-u 4000000000": "squeue: error: Invalid user: 4000000000\n",
 	} {
 		code, _, stderr := runOut(t, addr, append([]string{"squeue"}, strings.Fields(args)...)...)
 		if stderr != want || (code == 0) != (want == "") {

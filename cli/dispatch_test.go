@@ -91,6 +91,10 @@ func TestScancel(t *testing.T) {
 	if code := Run(context.Background(), sys, []string{"scancel", "-t", "SLEEPING", "-u", "bob"}); code != 1 || !strings.Contains(stderr.String(), `unknown job state "SLEEPING"`) {
 		t.Errorf("scancel -t SLEEPING: code %d, stderr %q", code, stderr)
 	}
+	sys, _, stderr = testSystem(t, addr)
+	if code := Run(context.Background(), sys, []string{"scancel", "-u", "nosuch", "-n", "x"}); code != 1 || stderr.String() != "scancel: error: Invalid user name: nosuch\n" {
+		t.Errorf("scancel -u nosuch: code %d, stderr %q; want Slurm's Invalid user name, status 1", code, stderr)
+	}
 	want := []*phalanxv1.CancelJobRequest{{JobIds: []uint64{7}}, {JobIds: []uint64{8}}, {User: "alice", Name: "train"},
 		{JobIds: []uint64{9}, States: []string{"PENDING", "RUNNING"}, Partitions: []string{"gpu"}}}
 	if len(f.cancels) != len(want) {

@@ -153,18 +153,31 @@ var lookupUserID = user.LookupId
 // or for itself when the system does not know it.
 func (q *sacctQuery) checkUsers(byName func(string) (*user.User, error)) error {
 	for i, name := range q.req.Users {
-		u, err := byName(name)
-		if _, nerr := strconv.ParseUint(name, 10, 32); err != nil && nerr == nil {
-			if u, err = lookupUserID(name); err != nil {
-				continue
-			}
-		}
-		if err != nil {
+		u, known, isUID := userNamed(name, byName)
+		switch {
+		case !known && isUID:
+			continue
+		case !known:
 			return &rawError{msg: "sacct: error: Invalid user id: " + name}
 		}
-		q.req.Users[i] = u.Username
+		q.req.Users[i] = u
 	}
 	return nil
+}
+
+// userNamed is the user name or UID name stands for, as Slurm's commands
+// take -u: a name the system knows, or a UID's user (isUID: name is a
+// number); known is false when the system knows no such user.
+func userNamed(name string, byName func(string) (*user.User, error)) (username string, known, isUID bool) {
+	u, err := byName(name)
+	if _, nerr := strconv.ParseUint(name, 10, 32); err != nil && nerr == nil {
+		isUID = true
+		u, err = lookupUserID(name)
+	}
+	if err != nil {
+		return name, false, isUID
+	}
+	return u.Username, true, isUID
 }
 
 // resolve fills in what depends on the caller and the clock: the default

@@ -72,8 +72,12 @@ func (k *commands) runScancel(c *ucli.Context, args []string) error {
 				}
 				f.states = append(f.states, string(st))
 			}
-		case "user":
-			f.user = v.Value
+		case "user": // a name or UID the system knows, as Slurm's scancel checks it
+			name, known, _ := userNamed(v.Value, k.sys.LookupUser)
+			if !known {
+				return &rawError{msg: "scancel: error: Invalid user name: " + v.Value}
+			}
+			f.user = name
 		case "signal":
 			n, err := sbatch.SignalNumber(v.Value)
 			if err != nil {

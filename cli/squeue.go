@@ -144,10 +144,12 @@ func (k *commands) runSqueue(c *ucli.Context, args []string) error {
 	if _, err := parseFormat(orDefault(q.view.Format, SqueueDefaultFormat), func(c byte) bool { _, ok := squeueHeaders[c]; return ok }); err != nil {
 		return err
 	}
-	for _, u := range q.req.Users {
-		if _, err := k.sys.LookupUser(u); err != nil {
+	for i, u := range q.req.Users { // names or UIDs, as squeue(1) takes them
+		name, known, _ := userNamed(u, k.sys.LookupUser)
+		if !known {
 			return &rawError{msg: "squeue: error: Invalid user: " + u}
 		}
+		q.req.Users[i] = name
 	}
 	cn, err := k.dial(c)
 	if err != nil {
