@@ -234,7 +234,8 @@ func jobField(j *phalanxv1.Job, c byte, v SqueueView) string {
 	case 'Z':
 		return s.GetWorkDir()
 	}
-	return ""
+	out, _ := moreJobField(j, c, v)
+	return out
 }
 
 func reason(j *phalanxv1.Job) string {

@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"strconv"
+	"time"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/topology/hostlist"
+)
+
+// squeue's fields of what a job asks for and who owns it, as Slurm's
+// squeue(1) names them (-o letter, -O name, header).
+var squeueMore = []struct {
+	name   string
+	letter byte
+	header string
+}{
+	{"NumCPUs", 'C', "CPUS"}, {"MinCpus", 'c', "MIN_CPUS"}, {"MinMemory", 'm', "MIN_MEMORY"},
+	{"EndTime", 'e', "END_TIME"}, {"UserId", 'U', "UID"}, {"GroupId", 'G', "GROUP"}, {"GroupName", 'g', "GROUP"},
+	{"ExcNodes", 'x', "EXC_NODES"}, {"ReqNodes", 'n', "REQ_NODES"}, {"BatchHost", 'B', "EXEC_HOST"},
+	{"PriorityLong", 'Q', "PRIORITY"},
+}
+
+func init() {
+	for _, f := range squeueMore {
+		squeueNames = append(squeueNames, struct {
+			name   string
+			letter byte
+		}{f.name, f.letter})
+		if _, ok := squeueHeaders[f.letter]; !ok {
+			squeueHeaders[f.letter] = f.header
+		}
+	}
+}
+
+// moreJobField is field c of squeueMore for job j; ok is false for a
+// letter that is not one of them.
+func moreJobField(j *phalanxv1.Job, c byte, v SqueueView) (string, bool) {
+	s := j.GetSpec()
+	switch c {
+	case 'C': // scontrol's NumCPUs, a CPU a node at least
+		return strconv.FormatInt(max(jobCPUs(j), int64(jobNodeCount(j))), 10), true
+	case 'c':
+		return strconv.Itoa(int(max(1, s.GetCpusPerNode()))), true
+	case 'm':
+		if mb := s.GetMemoryMb(); mb > 0 {
+			return strconv.FormatInt(mb, 10) + "M", true
+		}
+		return "0", true
+	case 'e':
+		return endTime(j, v.Loc), true
+	case 'U':
+		return strconv.Itoa(int(s.GetUid())), true
+	case 'G':
+		return strconv.Itoa(int(s.GetGid())), true
+	case 'g':
+		return groupName(s.GetGid()), true
+	case 'x':
+		return hostlist.Compress(s.GetExclude()), true
+	case 'n':
+		return hostlist.Compress(s.GetNodelist()), true
+	case 'B':
+		if len(j.Alloc) > 0 {
+			return j.Alloc[0].Node, true
+		}
+		return "n/a", true
+	}
+	return "", false
+}
+
+// endTime is squeue's END_TIME: when the job ended, or will by its limit
+// once started; N/A before.
+func endTime(j *phalanxv1.Job, loc *time.Location) string {
+	switch {
+	case j.EndTime != nil:
+		return fmtTime(j.EndTime, loc, "N/A")
+	case j.StartTime == nil || j.State == string(cluster.JobPending) || jobLimit(j) == 0:
+		return "N/A"
+	}
+	end := j.StartTime.AsTime().Add(jobLimit(j))
+	if loc == nil {
+		loc = time.Local
+	}
+	return end.In(loc).Format(timeLayout)
+}
