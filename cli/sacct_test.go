@@ -93,6 +93,16 @@ JobID|State|ExitCode|NodeList|
 12;CANCELLED;0:0;
 123456789012345;TIMEOUT;0:0;
 `},
+		{"what was asked, and the wait", SacctView{Parsable: true, Format: "jobid,reqmem,reqtres,ntasks,planned,suspended,derivedexitcode,comment"}, `
+JobID|ReqMem|ReqTRES|NTasks|Planned|Suspended|DerivedExitCode|Comment
+7|64G|cpu=128,gres/gpu=32,mem=256G,node=4|4|00:55:00|00:00:00|0:0|
+8|0|cpu=2,node=2|2|00:10:00|00:00:00|0:0|
+9|1000M|cpu=8,mem=1000M,node=1|1|00:00:00|00:00:00|0:0|
+10|0|cpu=8,node=2|2|00:00:00|00:00:00|1:0|
+11|0|cpu=1,node=1|1|00:01:00|00:00:00|0:9|
+12|0|cpu=1,node=1|1|00:04:00|00:00:00|0:0|
+123456789012345|0|cpu=1,node=1|1|00:00:00|00:00:00|0:0|
+`},
 		{"unknown field", SacctView{Format: "jobid,maxrss"}, "error: invalid field requested: \"maxrss\" (sacct --helpformat lists the fields)"},
 		{"bad width", SacctView{Format: "jobid%x"}, "error: invalid width in --format field \"jobid%x\": write NAME%WIDTH or NAME%-WIDTH"},
 	} {

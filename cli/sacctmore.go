@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+)
+
+// sacct's record fields of what a job asked for and how long it waited,
+// beside sacctFields, merged into them in Slurm's (alphabetical) order at
+// start: a --format name picks the first field it is a prefix of.
+var sacctMore = []sacctField{
+	{"Comment", 15, '+', func(*phalanxv1.Job, *SacctView) string { return "" }}, // sbatch --comment is not kept
+	{"DerivedExitCode", 15, '+', func(j *phalanxv1.Job, _ *SacctView) string { return exitCode(j.ExitCode, j.ExitSignal) }},
+	{"Group", 9, '+', func(j *phalanxv1.Job, _ *SacctView) string { return groupName(j.GetSpec().GetGid()) }},
+	{"NTasks", 8, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(jobTaskCount(j)) }},
+	{"Planned", 10, 0, func(j *phalanxv1.Job, v *SacctView) string { return runTime(waited(j, v.Now)) }},
+	{"ReqMem", 10, 0, func(j *phalanxv1.Job, _ *SacctView) string { return reqMem(j.GetSpec().GetMemoryMb()) }},
+	{"ReqTRES", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string { return reqTRES(j) }},
+	{"Reserved", 10, 0, func(j *phalanxv1.Job, v *SacctView) string { return runTime(waited(j, v.Now)) }}, // Planned's old name
+	{"Suspended", 10, 0, func(*phalanxv1.Job, *SacctView) string { return "00:00:00" }},     // jobs are never suspended
+}
+
+func init() {
+	sacctFields = append(sacctFields, sacctMore...)
+	slices.SortStableFunc(sacctFields, func(a, b sacctField) int {
+		return strings.Compare(strings.ToLower(a.name), strings.ToLower(b.name))
+	})
+}
+
+// waited is how long a job waited to start (Slurm's Planned): until it
+// started, or until now while pending.
+func waited(j *phalanxv1.Job, now time.Time) time.Duration {
+	if j.SubmitTime == nil {
+		return 0
+	}
+	end := now
+	if j.StartTime != nil {
+		end = j.StartTime.AsTime()
+	} else if j.EndTime != nil {
+		end = j.EndTime.AsTime()
+	}
+	return max(end.Sub(j.SubmitTime.AsTime()), 0)
+}
+
+// reqMem is ReqMem: the memory asked on each node, as Slurm writes it
+// (4000M, 64G), 0 for none.
+func reqMem(mb int64) string {
+	if mb <= 0 {
+		return "0"
+	}
+	unit := 0
+	for ; mb%1024 == 0 && unit < 3; unit++ {
+		mb /= 1024
+	}
+	return fmt.Sprintf("%d%c", mb, "MGTP"[unit])
+}
+
+// reqTRES is ReqTRES: what the job asked for in all, as AllocTRES writes
+// what it holds.
+func reqTRES(j *phalanxv1.Job) string {
+	s := j.GetSpec()
+	nodes := int64(jobNodeCount(j))
+	parts := []string{fmt.Sprintf("cpu=%d", nodes*int64(max(s.GetCpusPerNode(), 1)))}
+	if g := nodes * int64(s.GetGpusPerNode()); g > 0 {
+		parts = append(parts, fmt.Sprintf("gres/gpu=%d", g))
+	}
+	if mb := s.GetMemoryMb(); mb > 0 {
+		parts = append(parts, "mem="+reqMem(nodes*mb))
+	}
+	return strings.Join(append(parts, fmt.Sprintf("node=%d", nodes)), ",")
+}
