@@ -21,7 +21,7 @@ var sacctMore = []sacctField{
 	{"ReqMem", 10, 0, func(j *phalanxv1.Job, _ *SacctView) string { return reqMem(j.GetSpec().GetMemoryMb()) }},
 	{"ReqTRES", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string { return reqTRES(j) }},
 	{"Reserved", 10, 0, func(j *phalanxv1.Job, v *SacctView) string { return runTime(waited(j, v.Now)) }}, // Planned's old name
-	{"Suspended", 10, 0, func(*phalanxv1.Job, *SacctView) string { return "00:00:00" }},     // jobs are never suspended
+	{"Suspended", 10, 0, func(*phalanxv1.Job, *SacctView) string { return "00:00:00" }},                   // jobs are never suspended
 }
 
 func init() {
