@@ -245,7 +245,7 @@ func TestErrors(t *testing.T) {
 		{"unknown option", addr, []string{"phx", "sbatch", "--bogus", "job.sh"}, "sbatch: error: unrecognized option '--bogus'"},
 		{"bad time", addr, []string{"phx", "sbatch", "-t", "1:2:3:4", "job.sh"},
 			`sbatch: error: --time=1:2:3:4: invalid time limit "1:2:3:4": use M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (e.g. 30, 4:00:00, 1-12:00:00)`},
-		{"server message", addr, []string{"phx", "sbatch", "-p", "nope", "job.sh"}, "sbatch: error: invalid partition specified: nope"},
+		{"server message", addr, []string{"phx", "sbatch", "-p", "nope", "job.sh"}, "sbatch: error: Batch job submission failed: invalid partition specified: nope"},
 		{"unreachable", dead, []string{"phx", "sbatch", "job.sh"},
 			"sbatch: error: cannot reach the controller at " + dead + " (is phalanx-controller running? set PHX_SERVER or --server)"},
 		{"unreachable squeue", dead, []string{"/usr/bin/squeue"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -46,7 +47,7 @@ func (k *commands) runSbatch(c *ucli.Context, args []string) error {
 	defer cn.Close()
 	resp, err := cn.submitOnce(c.Context, req.Spec, req.TestOnly)
 	if err != nil {
-		return err
+		return submitFailed(err, req.TestOnly)
 	}
 	for _, w := range resp.Warnings {
 		fmt.Fprintf(k.sys.Stderr, "sbatch: warning: %s\n", w)
@@ -75,6 +76,22 @@ func (cn *conn) submitOnce(ctx context.Context, spec *phalanxv1.JobSpec, testOnl
 		return err
 	})
 	return resp, err
+}
+
+// submitFailed is a refused submit's error as Slurm's sbatch words it,
+// "Batch job submission failed: why" ("Job submit/allocate failed: why"
+// for --test-only), which scripts that retry look for; other errors (no
+// controller reached) are left as they are.
+func submitFailed(err error, testOnly bool) error {
+	var api *APIError
+	if !errors.As(err, &api) {
+		return err
+	}
+	prefix := "Batch job submission failed: "
+	if testOnly {
+		prefix = "Job submit/allocate failed: "
+	}
+	return &APIError{Code: api.Code, Msg: prefix + api.Msg}
 }
 
 // waitPoll is how often sbatch --wait asks how the job stands.
