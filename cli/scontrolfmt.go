@@ -65,24 +65,26 @@ func FormatJob(j *phalanxv1.Job, now time.Time, loc *time.Location) string {
 		{kv("Priority", j.GetPriority()), kv("Nice", s.GetNice()), kv("Account", orDefault(s.GetAccount(), "(null)")), kv("QOS", orDefault(s.GetQos(), "normal"))},
 		{kv("JobState", j.State), kv("Reason", reason(j)), kv("Dependency", dependency(j))},
 		{kv("Requeue", requeueFlag(s)), kv("Restarts", j.Attempt), kv("BatchFlag", 1), kv("ExitCode", exitCode(j.ExitCode, j.ExitSignal))},
-		{kv("MaxRestarts", s.GetMaxRestarts()), kv("RestartOn", orDefault(s.GetRestartOn(), "none"))},
 		{kv("RunTime", runTime(elapsed(j, now))), kv("TimeLimit", limitOrUnlimited(jobLimit(j)))},
 		{kv("SubmitTime", fmtTime(j.SubmitTime, loc, "Unknown")), kv("EligibleTime", fmtTime(eligible(j), loc, "Unknown"))},
-		{kv("StartTime", startTime(j, loc)), kv("EndTime", fmtTime(j.EndTime, loc, "Unknown"))},
+		{kv("StartTime", startTime(j, loc)), kv("EndTime", fmtTime(j.EndTime, loc, "Unknown")), kv("Deadline", fmtTime(s.GetDeadline(), loc, "N/A"))},
 		{kv("Partition", s.GetPartition())},
 		{kv("ReqNodeList", orDefault(hostlist.Compress(s.GetNodelist()), "(null)")), kv("ExcNodeList", orDefault(hostlist.Compress(s.GetExclude()), "(null)"))},
 		{kv("NodeList", orDefault(jobNodeList(j), "(null)"))},
+		{kv("BatchHost", batchHost(j))},
 		{kv("NumNodes", jobNodeCount(j)), kv("NumCPUs", jobCPUs(j)), kv("NumTasks", jobTaskCount(j)), kv("CPUs/Task", cpusPerTask(s))},
 		{kv("TRES", jobTRES(j))},
 		{kv("Socks/Node", "*"), kv("NtasksPerN:B:S:C", fmt.Sprintf("%d:0:*:*", max(1, s.GetTasksPerNode()))), kv("CoreSpec", "*")},
 		{kv("TresPerNode", tresPerNode(s)), kv("MinMemoryNode", memOrZero(s.GetMemoryMb()))},
 		{kv("Features", orDefault(s.GetConstraint(), "(null)")), kv("OverSubscribe", overSubscribe(s))},
-		{kv("Image", orDefault(s.GetImage(), "(null)")), kv("MasterPort", orNA(int64(j.MasterPort)))},
 		{kv("Command", "(batch script)")},
 		{kv("WorkDir", s.GetWorkDir())},
 		{kv("StdErr", stdPath(j, s.GetError()))},
 		{kv("StdIn", "/dev/null")},
 		{kv("StdOut", stdPath(j, ""))},
+		// Phalanx's own, after Slurm's.
+		{kv("MaxRestarts", s.GetMaxRestarts()), kv("RestartOn", orDefault(s.GetRestartOn(), "none"))},
+		{kv("Image", orDefault(s.GetImage(), "(null)")), kv("MasterPort", orNA(int64(j.MasterPort)))},
 	}
 	if topo := topologyRequest(s); len(topo) > 0 {
 		lines = append(lines, topo)
@@ -168,6 +170,15 @@ func topologyRequest(s *phalanxv1.JobSpec) []string {
 }
 
 // startTime is the start, or for a pending job the expected start.
+// batchHost is BatchHost: the node the batch script's first copy runs on
+// (rank 0's); (null) before the job has nodes.
+func batchHost(j *phalanxv1.Job) string {
+	if len(j.Alloc) == 0 {
+		return "(null)"
+	}
+	return j.Alloc[0].Node
+}
+
 func startTime(j *phalanxv1.Job, loc *time.Location) string {
 	if j.StartTime == nil {
 		return fmtTime(j.ExpectedStart, loc, "Unknown")
