@@ -493,10 +493,23 @@ task() {
 # The first bad exit on a node stops the step (mkdir: one of them); tasks
 # that die of that SIGTERM (the step marked, or the watcher signalled)
 # stop nothing more.
-_srun_trapped=''
+# stopstep (USR1 from a task's watcher): SIGTERM to this node's tasks (the
+# watchers' children) and, from here rather than from a watcher (whose
+# children those SIGTERMs reach), scancel JOBID.STEP for the other nodes'.
+# scancel runs outside the step, whose signal would stop it.
+stopstep() {
+	_srun_trapped=1
+	for _srun_p in $_srun_pids; do pkill -TERM -P "$_srun_p" 2>/dev/null; done
+	[ -z "$_srun_scancel" ] || return 0
+	command -v scancel >/dev/null 2>&1 || return 0
+	( (unset SLURM_STEP_ID SLURM_STEPID; exec scancel "${SLURM_JOB_ID:-0}.$_srun_s") >/dev/null 2>&1 ||
+		echo "srun: warning: scancel could not stop the step's tasks on the other nodes" >&2 ) &
+	_srun_scancel=$!
+}
+_srun_trapped='' _srun_scancel=''
 if [ -n "$_srun_killbad" ]; then
 	trap '_srun_trapped=1' TERM
-	trap '_srun_trapped=1; for _srun_p in $_srun_pids; do pkill -TERM -P "$_srun_p" 2>/dev/null; done' USR1
+	trap stopstep USR1
 fi
 _srun_pids='' _srun_l=0
 while [ "$_srun_l" -lt "$_srun_c" ]; do
@@ -510,11 +523,6 @@ while [ "$_srun_l" -lt "$_srun_c" ]; do
 				{ mkdir "$_srun_steps/$_srun_s/killed" 2>/dev/null || ! [ -d "$_srun_steps/$_srun_s" ]; }; then
 				echo "srun: error: task $((_srun_first + _srun_l)) exited with status $_srun_r: stopping the step's tasks (--kill-on-bad-exit)" >&2
 				kill -USR1 $$ 2>/dev/null
-				if command -v scancel >/dev/null 2>&1; then
-					# Not in the step itself: the step's signal would stop it.
-					(unset SLURM_STEP_ID SLURM_STEPID; exec scancel "${SLURM_JOB_ID:-0}.$_srun_s") >/dev/null 2>&1 ||
-						echo "srun: warning: scancel could not stop the step's tasks on the other nodes" >&2
-				fi
 			fi
 			exit "$_srun_r"
 		) &
@@ -535,4 +543,9 @@ for _srun_pid in $_srun_pids; do
 	done
 	[ "$_srun_r" -le "$_srun_rc" ] || _srun_rc=$_srun_r
 done
+if [ -n "$_srun_scancel" ]; then # its warning, before srun's end
+	_srun_trapped=''
+	wait "$_srun_scancel" 2>/dev/null
+	[ -z "$_srun_trapped" ] || wait "$_srun_scancel" 2>/dev/null
+fi
 exit "$_srun_rc"
