@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -68,10 +69,10 @@ func topJobs(ctx context.Context, cn *conn, refs []jobRef) error {
 		return err
 	}
 	var ids []uint64
-	var errs []error
+	var errs jobErrors
 	for _, t := range targets {
 		if t.id == 0 {
-			errs = append(errs, invalidTarget("top", t))
+			errs.invalid(t)
 			continue
 		}
 		ids = append(ids, t.id)
@@ -82,10 +83,10 @@ func topJobs(ctx context.Context, cn *conn, refs []jobRef) error {
 			return err
 		})
 		if err != nil {
-			errs = append(errs, fmt.Errorf("top: %w", err))
+			errs = append(errs, "scontrol: error: top: "+err.Error())
 		}
 	}
-	return errors.Join(errs...)
+	return errs.err()
 }
 
 // onJobs reads the JOBID[,JOBID...] arguments of scontrol VERB, connects,
@@ -116,27 +117,47 @@ func jobListArgs(verb string, args []string) ([]jobRef, error) {
 }
 
 // eachJob calls do with each job refs name (jobTargets; applies picks an
-// array's tasks), one at a time, and joins the errors, one line per job:
-// "VERB job NAME: why".
+// array's tasks), one at a time, and reports the failures, one line per
+// job (jobErrors).
 func (cn *conn) eachJob(ctx context.Context, verb string, refs []jobRef, applies func(*phalanxv1.Job) bool, do func(ctx context.Context, id uint64) error) error {
 	targets, err := cn.jobTargets(ctx, refs, applies)
 	if err != nil {
 		return err
 	}
-	var errs []error
+	var errs jobErrors
 	for _, t := range targets {
 		if t.id == 0 {
-			errs = append(errs, invalidTarget(verb, t))
+			errs.invalid(t)
 			continue
 		}
 		if err := cn.call(ctx, func(ctx context.Context) error { return do(ctx, t.id) }); err != nil {
-			errs = append(errs, fmt.Errorf("%s job %s: %w", verb, t.name, err))
+			errs.add(verb, t, err)
 		}
 	}
-	return errors.Join(errs...)
+	return errs.err()
 }
 
-// invalidTarget is the error of a target that names no job.
-func invalidTarget(verb string, t jobTarget) error {
-	return fmt.Errorf("%s job %s: Invalid job id specified", verb, t.name)
+// jobErrors are scontrol's failures on a list of jobs, a line each: a job
+// that does not exist as Slurm's scontrol says it, "Invalid job id
+// specified for job NAME"; the others "scontrol: error: VERB job NAME: why".
+type jobErrors []string
+
+func (e *jobErrors) invalid(t jobTarget) {
+	*e = append(*e, "Invalid job id specified for job "+t.name)
+}
+
+func (e *jobErrors) add(verb string, t jobTarget, err error) {
+	if isNotFound(err) {
+		e.invalid(t)
+		return
+	}
+	*e = append(*e, fmt.Sprintf("scontrol: error: %s job %s: %s", verb, t.name, err))
+}
+
+// err is the failures as one error; nil for none.
+func (e jobErrors) err() error {
+	if len(e) == 0 {
+		return nil
+	}
+	return &rawError{msg: strings.Join(e, "\n")}
 }

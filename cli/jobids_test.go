@@ -196,15 +196,15 @@ func TestScontrolArrayIDs(t *testing.T) {
 		{"uhold 20_3", "user_hold 21", ""},
 		{"hold 87_0", "", "scontrol: error: hold job 87_0: job 87 is RUNNING\n"},
 		{"release 20_[1-5] 9999", "release 20,release 21,release 22",
-			"scontrol: error: release job 20_[2,4]: Invalid job id specified\nrelease job 9999: Invalid job id specified: 9999\n"},
+			"Invalid job id specified for job 20_[2,4]\nInvalid job id specified for job 9999\n"}, // as Slurm's scontrol
 		{"hold 40", "", "scontrol: error: hold job 40: job 40 has ended (COMPLETED)\n"},
 		{"requeue 87", "requeue 87", ""},
 		{"requeue 20_1,87_0", "requeue 87", "scontrol: error: requeue job 20_1: job 20 is PENDING\n"},
 		{"top 87 20_5", "top [88 89 90 91 92 22]", ""},
-		{"top 9_7", "", "scontrol: error: top job 9_7: Invalid job id specified\n"},
+		{"top 9_7", "", "Invalid job id specified for job 9_7\n"},
 		{"update JobId=87_3 Nice=5", "update 90", ""},
 		{"update JobId=87 TimeLimit=10", "update 87,update 88,update 89,update 90,update 91,update 92", ""},
-		{"update JobId=20_7 Nice=1", "", "scontrol: error: update job 20_7: Invalid job id specified\n"},
+		{"update JobId=20_7 Nice=1", "", "Invalid job id specified for job 20_7\n"},
 	} {
 		code, _, stderr := runOut(t, addr, append([]string{"scontrol"}, strings.Fields(tc.args)...)...)
 		if got := strings.Join(f.takeChanges(), ","); got != tc.changes || stderr != tc.stderr || (code == 0) != (tc.stderr == "") {
