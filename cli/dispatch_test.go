@@ -88,7 +88,7 @@ func TestScancel(t *testing.T) {
 		t.Fatalf("scancel -t -p: code %d", code)
 	}
 	sys, _, stderr = testSystem(t, addr)
-	if code := Run(context.Background(), sys, []string{"scancel", "-t", "SLEEPING", "-u", "bob"}); code != 1 || !strings.Contains(stderr.String(), `unknown job state "SLEEPING"`) {
+	if code := Run(context.Background(), sys, []string{"scancel", "-t", "SLEEPING", "-u", "bob"}); code != 1 || !strings.Contains(stderr.String(), "scancel: error: Invalid job state specified: SLEEPING") {
 		t.Errorf("scancel -t SLEEPING: code %d, stderr %q", code, stderr)
 	}
 	sys, _, stderr = testSystem(t, addr)

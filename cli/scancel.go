@@ -67,8 +67,8 @@ func (k *commands) runScancel(c *ucli.Context, args []string) error {
 		case "state":
 			for _, s := range splitList(v.Value) {
 				st, err := cluster.ParseJobState(s)
-				if err != nil {
-					return fmt.Errorf("--state: %w", err)
+				if err != nil { // Slurm's words first
+					return &rawError{msg: "scancel: error: Invalid job state specified: " + s + " (use PENDING, RUNNING, ... or PD, R, ...)"}
 				}
 				f.states = append(f.states, string(st))
 			}
