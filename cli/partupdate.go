@@ -86,10 +86,14 @@ func (k *commands) updatePartition(c *ucli.Context, f map[string]string) error {
 		return err
 	}
 	defer cn.Close()
-	return cn.call(c.Context, func(ctx context.Context) error {
+	err = cn.call(c.Context, func(ctx context.Context) error {
 		_, err := cn.api.UpdatePartition(ctx, req)
 		return err
 	})
+	if isNotFound(err) { // as Slurm's scontrol words it
+		return &rawError{msg: "slurm_update error: Invalid partition name specified"}
+	}
+	return err
 }
 
 // reconfigure runs scontrol reconfigure: the leader reads its config file
