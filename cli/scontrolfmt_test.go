@@ -14,12 +14,22 @@ import (
 // on /etc/group.
 var testGroups = map[string]string{"0": "root", "100": "users"}
 
+// testUsers are the users the tests know by name, likewise (sinfo -R -l's
+// USER, alice(1000)).
+var testUsers = map[string]string{"root": "0", "alice": "1000"}
+
 func init() {
 	lookupGroup = func(gid string) (*user.Group, error) {
 		if name, ok := testGroups[gid]; ok {
 			return &user.Group{Gid: gid, Name: name}, nil
 		}
 		return nil, user.UnknownGroupIdError(gid)
+	}
+	lookupUserName = func(name string) (*user.User, error) {
+		if uid, ok := testUsers[name]; ok {
+			return &user.User{Uid: uid, Username: name}, nil
+		}
+		return nil, user.UnknownUserError(name)
 	}
 }
 

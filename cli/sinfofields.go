@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"os/user"
 	"slices"
 	"strconv"
 	"strings"
@@ -135,6 +136,13 @@ var sinfoFields = []sinfoField{
 				return "Unknown"
 			}
 			return orDefault(n.ReasonUser, "root")
+		}},
+	{name: "UserLong", letter: 'U', header: "USER", doc: "who set the reason, as name(uid), Unknown without one",
+		node: func(n *phalanxv1.Node, _ *time.Location) string {
+			if n.Reason == "" {
+				return "Unknown"
+			}
+			return userWithID(orDefault(n.ReasonUser, "root"))
 		}},
 	{name: "Weight", letter: 'w', header: "WEIGHT", doc: "scheduling weight, lower first; 1 when not set, as Slurm's; MIN+ as CPUs",
 		count: func(n *phalanxv1.Node) int64 { return int64(nodeWeight(n)) }},
@@ -424,3 +432,16 @@ func cpusState(nodes []*phalanxv1.Node) string {
 	}
 	return fmt.Sprintf("%d/%d/%d/%d", alloc, idle, other, total)
 }
+
+// userWithID is a user as Slurm's sinfo %U prints one: name(uid), the UID
+// as this host knows the name ("?" when it does not).
+func userWithID(name string) string {
+	uid := "?"
+	if u, err := lookupUserName(name); err == nil {
+		uid = u.Uid
+	}
+	return name + "(" + uid + ")"
+}
+
+// lookupUserName finds a user by name; tests replace it.
+var lookupUserName = user.Lookup

@@ -24,7 +24,7 @@ const (
 	SinfoNodeFormat        = "NodeList:10 ,Nodes:.5 ,Partition:9 ,StateCompact:.5 ,CPUs:.4 ,Memory:.8 ,GPUs:.4 ,GPUsFree:.9 ,GPUModel:"
 	SinfoNodeLongFormat    = "NodeList:10 ,Nodes:.6 ,Partition:9 ,StateLong:.11 ,CPUs:.4 ,SocketCoreThread:.8 ,Memory:.8 ,Disk:.8 ,Weight:.6 ,Features:.8 ,Reason:20 ,GPUs:.4 ,GPUsFree:.9 ,GPUModel:"
 	SinfoReasonsFormat     = "Reason:20 ,User:9 ,TimeStamp:19 ,NodeList:"
-	SinfoReasonsLongFormat = "Reason:20 ,User:12 ,TimeStamp:19 ,StateCompact:6 ,NodeList:"
+	SinfoReasonsLongFormat = "Reason:20 ,UserLong:12 ,TimeStamp:19 ,StateCompact:6 ,NodeList:"
 )
 
 // ctimeLayout is how Slurm's commands print the date line of -l (and
