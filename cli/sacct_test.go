@@ -488,3 +488,19 @@ func TestSacctUsers(t *testing.T) {
 		}
 	}
 }
+
+// An array's pending tasks are one row, as Slurm's sacct shows them:
+// ARRAYID_[LIST%THROTTLE]; its started tasks a row each.
+func TestSacctFoldsPendingArrayTasks(t *testing.T) {
+	jobs := parseObjects(t, `
+job id=40 name=a user=u part=gpu state=RUNNING submit=-1h start=-30m nodes=n1 array-job=40 array-task=0 throttle=2
+job id=41 name=a user=u part=gpu state=PENDING submit=-1h array-job=40 array-task=2 throttle=2
+job id=42 name=a user=u part=gpu state=PENDING submit=-1h array-job=40 array-task=3 throttle=2
+job id=43 name=a user=u part=gpu state=PENDING submit=-1h array-job=40 array-task=5 throttle=2
+job id=50 name=b user=u part=gpu state=PENDING submit=-1h
+`).jobs
+	got, err := FormatSacct(jobs, SacctView{Parsable: true, NoHeader: true, Format: "JobID,State", Now: testNow})
+	if want := "40_0|RUNNING\n40_[2-3,5%2]|PENDING\n50|PENDING\n"; err != nil || got != want {
+		t.Errorf("got %q (%v); want %q", got, err, want)
+	}
+}

@@ -30,6 +30,9 @@ type SacctView struct {
 	Now                time.Time
 	Loc                *time.Location
 	Select             SacctSelect
+	// folded names the row that stands for an array's pending tasks
+	// (foldPending): its JobID.
+	folded map[*phalanxv1.Job]string
 }
 
 // sacctField is a --format field: Slurm's name and default width
@@ -65,7 +68,10 @@ var sacctFields = []sacctField{
 	{"GPUHours", 10, 0, func(j *phalanxv1.Job, v *SacctView) string {
 		return fmt.Sprintf("%.2f", elapsed(j, v.Now).Hours()*float64(allocGPUs(j)))
 	}},
-	{"JobID", -12, '+', func(j *phalanxv1.Job, _ *SacctView) string {
+	{"JobID", -12, '+', func(j *phalanxv1.Job, v *SacctView) string {
+		if id, ok := v.folded[j]; ok {
+			return id
+		}
 		if a := j.ArrayTask; a != nil {
 			return fmt.Sprintf("%d_%d", a.ArrayJobId, a.TaskId)
 		}
@@ -173,12 +179,43 @@ func FormatSacct(jobs []*phalanxv1.Job, v SacctView) (string, error) {
 			b.WriteByte('\n')
 		}
 	}
+	var rows []sacctRow
 	for _, r := range attemptRows(jobs) {
 		if v.Select.keeps(r) {
-			v.line(&b, cols, func(c sacctColumn) (string, byte) { return c.f.value(r.Job, &v), c.f.cut })
+			rows = append(rows, r)
 		}
 	}
+	rows, v.folded = foldPending(rows)
+	for _, r := range rows {
+		v.line(&b, cols, func(c sacctColumn) (string, byte) { return c.f.value(r.Job, &v), c.f.cut })
+	}
 	return b.String(), nil
+}
+
+// foldPending folds the pending tasks of each array into one row, as
+// Slurm's sacct shows them: the first's, whose JobID (folded) is
+// ARRAYID_[LIST%THROTTLE], as squeue's.
+func foldPending(rows []sacctRow) ([]sacctRow, map[*phalanxv1.Job]string) {
+	first := map[uint64]*phalanxv1.Job{}
+	tasks := map[uint64][]int{}
+	out := rows[:0:0]
+	for _, r := range rows {
+		a := r.Job.ArrayTask
+		if a == nil || r.Job.State != string(cluster.JobPending) {
+			out = append(out, r)
+			continue
+		}
+		tasks[a.ArrayJobId] = append(tasks[a.ArrayJobId], int(a.TaskId))
+		if first[a.ArrayJobId] == nil {
+			first[a.ArrayJobId] = r.Job
+			out = append(out, r)
+		}
+	}
+	folded := map[*phalanxv1.Job]string{}
+	for base, j := range first {
+		folded[j] = fmt.Sprintf("%d_%s", base, cluster.FormatTaskIDs(tasks[base], int(j.ArrayTask.Throttle)))
+	}
+	return out, folded
 }
 
 // exitCode prints an exit status as Slurm does, code:signal, where a
