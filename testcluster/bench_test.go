@@ -37,13 +37,16 @@ var controllerBin struct {
 }
 
 // TestMain serves as the supervisor of plain-process tasks when started as
-// one, and removes the controller binary the benchmarks built, once they
-// have all run.
+// one, and removes the binaries the tests built (the benchmarks'
+// controller, the security tests' phx), once they have all run.
 func TestMain(m *testing.M) {
 	process.RunShimIfAsked() // the supervisor of the agents' plain-process tasks
 	code := m.Run()
 	if controllerBin.path != "" {
 		os.RemoveAll(filepath.Dir(controllerBin.path))
+	}
+	if phxBin.path != "" {
+		os.RemoveAll(filepath.Dir(phxBin.path))
 	}
 	os.Exit(code)
 }
