@@ -114,6 +114,12 @@ func parseObjects(t *testing.T, input string) objects {
 		case "":
 		case "format":
 			o.format = rest
+		case "Format": // squeue -O
+			f, err := squeueLongFormat(rest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.format = f
 		case "args":
 			words, err := sbatch.Split(rest)
 			if err != nil {
@@ -227,6 +233,10 @@ func parseJob(t *testing.T, a kvs) *phalanxv1.Job {
 	}
 	j.Spec.RestartOn = a["restart-on"]
 	j.Spec.Dependency = a["dep"]
+	j.Spec.ScriptPath, j.Spec.SubmitLine = a["script"], strings.ReplaceAll(a["submit-line"], "_", " ")
+	if a["args"] != "" {
+		j.Spec.ScriptArgs = strings.Split(a["args"], ",")
+	}
 	if a["array-job"] != "" {
 		j.ArrayTask = &phalanxv1.ArrayTask{ArrayJobId: a.uint(t, "array-job"), TaskId: int32(a.int(t, "array-task")), Throttle: int32(a.int(t, "throttle"))}
 	}

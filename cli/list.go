@@ -14,8 +14,13 @@ import (
 // timeout covers each page, not the whole listing: a listing of any size
 // works.
 func (cn *conn) listJobs(ctx context.Context, req *phalanxv1.ListJobsRequest) ([]*phalanxv1.Job, error) {
+	jobs, _, err := cn.listClusterJobs(ctx, req)
+	return jobs, err
+}
+
+// listClusterJobs is listJobs, and the name of the cluster that answered.
+func (cn *conn) listClusterJobs(ctx context.Context, req *phalanxv1.ListJobsRequest) (jobs []*phalanxv1.Job, cluster string, err error) {
 	req = proto.Clone(req).(*phalanxv1.ListJobsRequest)
-	var out []*phalanxv1.Job
 	for {
 		var resp *phalanxv1.ListJobsResponse
 		err := cn.call(ctx, func(ctx context.Context) (err error) {
@@ -23,14 +28,14 @@ func (cn *conn) listJobs(ctx context.Context, req *phalanxv1.ListJobsRequest) ([
 			return err
 		})
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		out = append(out, resp.Jobs...)
+		jobs, cluster = append(jobs, resp.Jobs...), resp.ClusterName
 		if resp.NextPageToken == "" {
-			return out, nil
+			return jobs, cluster, nil
 		}
 		if resp.NextPageToken == req.PageToken {
-			return nil, fmt.Errorf("the controller gave page %q again: listing stopped", req.PageToken)
+			return nil, "", fmt.Errorf("the controller gave page %q again: listing stopped", req.PageToken)
 		}
 		req.PageToken = resp.NextPageToken
 	}

@@ -264,11 +264,11 @@ func (k *commands) runSacct(c *ucli.Context, args []string) error {
 		return err
 	}
 	defer cn.Close()
-	jobs, err := cn.listJobs(c.Context, q.req)
+	jobs, clusterName, err := cn.listClusterJobs(c.Context, q.req)
 	if err != nil {
 		return err
 	}
-	q.view.Now, q.view.Loc = now, time.Local
+	q.view.Now, q.view.Loc, q.view.Cluster = now, time.Local, clusterName
 	out, err := FormatSacct(namedBy(q.refs, jobs), q.view)
 	if err != nil {
 		return err

@@ -23,7 +23,7 @@ import (
 // Job 11 was killed by signal 9 (the agent reports 137, as a shell would):
 // Slurm prints 0:9.
 const sacctJobs = `
-job id=7 name=pretrain-llama-70b user=alexandria account=ml part=gpu-long state=RUNNING submit=-2h start=-65m nodes=gpu[001-004] gpus=8 cpus=32 mem=65536 limit=1-00:00:00
+job id=7 name=pretrain-llama-70b user=alexandria account=ml part=gpu-long state=RUNNING submit=-2h start=-65m nodes=gpu[001-004] gpus=8 cpus=32 mem=65536 limit=1-00:00:00 submit-line=sbatch_-N_4_pretrain.sh_--resume
 job id=8 name=eval user=bob part=gpu state=PENDING reason=Resources submit=-10m req-nodes=2
 job id=9 name=sweep user=bob part=gpu state=COMPLETED submit=-3h start=-3h end=-2h nodes=gpu005 cpus=8 mem=1000
 job id=10 name=big user=carol part=gpu state=FAILED reason=NonZeroExitCode exit=1:0 submit=-50h start=-50h end=-1h nodes=gpu[010-011] cpus=4
@@ -102,6 +102,16 @@ JobID|ReqMem|ReqTRES|NTasks|Planned|Suspended|DerivedExitCode|Comment
 11|0|cpu=1,node=1|1|00:01:00|00:00:00|0:9|
 12|0|cpu=1,node=1|1|00:04:00|00:00:00|0:0|
 123456789012345|0|cpu=1,node=1|1|00:00:00|00:00:00|0:0|
+`},
+		{"cluster and submit line (none recorded by older clients)", SacctView{Parsable: true, Cluster: "phalanx", Format: "jobid,cluster,submitline"}, `
+JobID|Cluster|SubmitLine
+7|phalanx|sbatch -N 4 pretrain.sh --resume
+8|phalanx|
+9|phalanx|
+10|phalanx|
+11|phalanx|
+12|phalanx|
+123456789012345|phalanx|
 `},
 		{"unknown field", SacctView{Format: "jobid,maxrss"}, "error: invalid field requested: \"maxrss\" (sacct --helpformat lists the fields)"},
 		{"bad width", SacctView{Format: "jobid%x"}, "error: invalid width in --format field \"jobid%x\": write NAME%WIDTH or NAME%-WIDTH"},

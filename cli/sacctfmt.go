@@ -29,6 +29,7 @@ type SacctView struct {
 	Delimiter          string
 	Now                time.Time
 	Loc                *time.Location
+	Cluster            string // the cluster's name (Cluster)
 	Select             SacctSelect
 	// folded names the row that stands for an array's pending tasks
 	// (foldPending): its JobID.

@@ -13,6 +13,7 @@ import (
 // beside sacctFields, merged into them in Slurm's (alphabetical) order at
 // start: a --format name picks the first field it is a prefix of.
 var sacctMore = []sacctField{
+	{"Cluster", 10, '+', func(_ *phalanxv1.Job, v *SacctView) string { return v.Cluster }},
 	{"Comment", 15, '+', func(*phalanxv1.Job, *SacctView) string { return "" }}, // sbatch --comment is not kept
 	{"DerivedExitCode", 15, '+', func(j *phalanxv1.Job, _ *SacctView) string { return exitCode(j.ExitCode, j.ExitSignal) }},
 	{"Group", 9, '+', func(j *phalanxv1.Job, _ *SacctView) string { return groupName(j.GetSpec().GetGid()) }},
@@ -21,7 +22,8 @@ var sacctMore = []sacctField{
 	{"ReqMem", 10, 0, func(j *phalanxv1.Job, _ *SacctView) string { return reqMem(j.GetSpec().GetMemoryMb()) }},
 	{"ReqTRES", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string { return reqTRES(j) }},
 	{"Reserved", 10, 0, func(j *phalanxv1.Job, v *SacctView) string { return runTime(waited(j, v.Now)) }}, // Planned's old name
-	{"Suspended", 10, 0, func(*phalanxv1.Job, *SacctView) string { return "00:00:00" }},                   // jobs are never suspended
+	{"SubmitLine", 20, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.GetSpec().GetSubmitLine() }},
+	{"Suspended", 10, 0, func(*phalanxv1.Job, *SacctView) string { return "00:00:00" }}, // jobs are never suspended
 }
 
 func init() {

@@ -34,7 +34,7 @@ func (k *commands) runSbatch(c *ucli.Context, args []string) error {
 		return err
 	}
 	if req.Help {
-		fmt.Fprintf(k.sys.Stdout, "Usage: sbatch [OPTIONS] script\n       sbatch [OPTIONS] --wrap=\"command\"\n\n%s", getopt.Usage(sbatch.Options))
+		fmt.Fprintf(k.sys.Stdout, "Usage: sbatch [OPTIONS] script [args...]\n       sbatch [OPTIONS] --wrap=\"command\"\n\n%s", getopt.Usage(sbatch.Options))
 		return nil
 	}
 	for _, w := range req.Warnings {

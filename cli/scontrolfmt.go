@@ -77,7 +77,7 @@ func FormatJob(j *phalanxv1.Job, now time.Time, loc *time.Location) string {
 		{kv("Socks/Node", "*"), kv("NtasksPerN:B:S:C", fmt.Sprintf("%d:0:*:*", max(1, s.GetTasksPerNode()))), kv("CoreSpec", "*")},
 		{kv("TresPerNode", tresPerNode(s)), kv("MinMemoryNode", memOrZero(s.GetMemoryMb()))},
 		{kv("Features", orDefault(s.GetConstraint(), "(null)")), kv("OverSubscribe", overSubscribe(s))},
-		{kv("Command", "(batch script)")},
+		{kv("Command", cluster.CommandLine(s.GetScriptPath(), s.GetScriptArgs()))},
 		{kv("WorkDir", s.GetWorkDir())},
 		{kv("StdErr", stdPath(j, s.GetError()))},
 		{kv("StdIn", "/dev/null")},

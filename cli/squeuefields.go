@@ -10,7 +10,8 @@ import (
 )
 
 // squeue's fields of what a job asks for and who owns it, as Slurm's
-// squeue(1) names them (-o letter, -O name, header).
+// squeue(1) names them (-o letter, -O name, header). Fields that only -O
+// names have a control byte for a letter, which no -o format can hold.
 var squeueMore = []struct {
 	name   string
 	letter byte
@@ -19,8 +20,19 @@ var squeueMore = []struct {
 	{"NumCPUs", 'C', "CPUS"}, {"MinCpus", 'c', "MIN_CPUS"}, {"MinMemory", 'm', "MIN_MEMORY"},
 	{"EndTime", 'e', "END_TIME"}, {"UserId", 'U', "UID"}, {"GroupId", 'G', "GROUP"}, {"GroupName", 'g', "GROUP"},
 	{"ExcNodes", 'x', "EXC_NODES"}, {"ReqNodes", 'n', "REQ_NODES"}, {"BatchHost", 'B', "EXEC_HOST"},
-	{"PriorityLong", 'Q', "PRIORITY"},
+	{"PriorityLong", 'Q', "PRIORITY"}, {"Command", 'o', "COMMAND"},
+	{"STDOUT", oStdout, "STDOUT"}, {"STDERR", oStderr, "STDERR"}, {"STDIN", oStdin, "STDIN"},
+	{"PendingTime", oPendingTime, "PENDING_TIME"}, {"tres-alloc", oTRESAlloc, "TRES_ALLOC"},
 }
+
+// The -O-only fields.
+const (
+	oStdout byte = iota + 1
+	oStderr
+	oStdin
+	oPendingTime
+	oTRESAlloc
+)
 
 func init() {
 	for _, f := range squeueMore {
@@ -65,6 +77,18 @@ func moreJobField(j *phalanxv1.Job, c byte, v SqueueView) (string, bool) {
 			return j.Alloc[0].Node, true
 		}
 		return "n/a", true
+	case 'o':
+		return cluster.CommandLine(s.GetScriptPath(), s.GetScriptArgs()), true
+	case oStdout:
+		return stdPath(j, ""), true
+	case oStderr:
+		return stdPath(j, s.GetError()), true
+	case oStdin:
+		return "/dev/null", true
+	case oPendingTime:
+		return strconv.FormatInt(int64(waited(j, v.Now)/time.Second), 10), true
+	case oTRESAlloc: // what the job holds once started, else what it asks for
+		return jobTRES(j), true
 	}
 	return "", false
 }

@@ -68,7 +68,7 @@ func squeueLongFormat(spec string) (string, error) {
 			}
 			width, rest = rest[:digits], rest[digits:]
 		}
-		b.WriteString("%" + right + width + string(squeueNames[i].letter))
+		b.WriteString("%" + right + width + string([]byte{squeueNames[i].letter}))
 		b.WriteString(strings.ReplaceAll(rest, "%", "%%"))
 	}
 	if b.Len() == 0 {

@@ -124,6 +124,11 @@ type Job struct {
 	WorkDir string            // the submit directory, or -D
 	Output  string            // -o pattern; empty: slurm-%j.out
 	Error   string            // -e pattern; empty: with the output
+	// The command as sbatch ran it (command.go): the script file's path,
+	// the arguments passed to the script, the whole command line.
+	ScriptPath string
+	ScriptArgs []string
+	SubmitLine string
 	// OpenMode is sbatch --open-mode (openmode.go).
 	OpenMode OpenMode
 

@@ -297,7 +297,7 @@ func (c *controllerService) ListJobs(ctx context.Context, req *phalanxv1.ListJob
 		return nil, toStatus(err)
 	}
 	s.addPending(page.jobs)
-	out := &phalanxv1.ListJobsResponse{Jobs: page.jobs}
+	out := &phalanxv1.ListJobsResponse{Jobs: page.jobs, ClusterName: s.cfg.ClusterName}
 	if next != 0 {
 		out.NextPageToken = strconv.FormatUint(uint64(next), 10)
 	}

@@ -62,6 +62,9 @@ func jobFromSpec(spec *phalanxv1.JobSpec, maxScript int) (*cluster.Job, error) {
 		GPUsPerTask:  int(spec.GpusPerTask),
 		CPUsPerTask:  int(spec.CpusPerTask),
 		SubmitHost:   spec.SubmitHost,
+		ScriptPath:   spec.ScriptPath,
+		ScriptArgs:   spec.ScriptArgs,
+		SubmitLine:   spec.SubmitLine,
 
 		Constraint:   spec.Constraint,
 		NodeList:     spec.Nodelist,
@@ -175,6 +178,9 @@ func specToProto(j *cluster.Job) *phalanxv1.JobSpec {
 		GpusPerTask:      int32(j.GPUsPerTask),
 		CpusPerTask:      int32(j.CPUsPerTask),
 		SubmitHost:       j.SubmitHost,
+		ScriptPath:       j.ScriptPath,
+		ScriptArgs:       j.ScriptArgs,
+		SubmitLine:       j.SubmitLine,
 
 		Constraint:          j.Constraint,
 		Nodelist:            j.NodeList,

@@ -29,6 +29,7 @@ type jobInfo struct {
 	partition              string
 	uid, gid               int // zero or less: the agent's own
 	script, image, workDir string
+	scriptArgs             []string // sbatch script [args...]: the script's $1...
 	output, errPattern     string
 	openMode               cluster.OpenMode // sbatch --open-mode
 	exclusive              bool             // whole nodes (--exclusive, --mem=0)
@@ -105,7 +106,7 @@ func jobFromWire(j *phalanxv1.Job) jobInfo {
 		id: j.GetId(), attempt: int(j.GetAttempt()),
 		name: js.GetName(), user: js.GetUser(), account: js.GetAccount(), partition: js.GetPartition(),
 		uid: int(js.GetUid()), gid: int(js.GetGid()),
-		script: js.GetScript(), image: js.GetImage(), workDir: js.GetWorkDir(),
+		script: js.GetScript(), scriptArgs: js.GetScriptArgs(), image: js.GetImage(), workDir: js.GetWorkDir(),
 		output: js.GetOutput(), errPattern: js.GetError(), openMode: openModeFromWire(js.GetOpenMode()), exclusive: js.GetExclusive(),
 		submitTime: j.GetSubmitTime().AsTime().UnixNano(),
 		env:        cluster.EnvOf(js.GetEnvironment(), js.GetEnv()), // an older controller sends the map

@@ -61,7 +61,7 @@ func (a *Agent) prepare(key taskKey, as assignment) (spec runtime.Spec, cleanup 
 	}
 	spec = runtime.Spec{
 		ID:      key.id(),
-		Argv:    scriptArgv(script, job.script),
+		Argv:    append(scriptArgv(script, job.script), job.scriptArgs...),
 		Env:     prependPath(taskEnv(envInput{job: job, rank: rank, container: container, cluster: a.cluster(), nodeCPUs: a.cfg.CPUs}), bin),
 		WorkDir: workDir,
 		Image:   job.image,

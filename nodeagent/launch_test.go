@@ -30,13 +30,14 @@ func TestContainerTaskSpec(t *testing.T) {
 	as := wireAssignment(20, work, "python train.py\n") // no #!: run through /bin/sh
 	as.Job.Spec.Image = "nvcr.io/nvidia/pytorch:24.05-py3"
 	as.Job.Spec.Uid, as.Job.Spec.Gid = 1000, 1001
+	as.Job.Spec.ScriptArgs = []string{"--epochs", "3 4"} // sbatch script [args...]
 	as.Job.Spec.Output, as.Job.Spec.Error = "logs/%x-%j.out", scratch+"/%u-%j.%N.err"
 	h.srv.set(as)
 	spec := waitStarted(t, rt, "phx-20-0-0").Spec()
 
 	jobDir := filepath.Join(h.cfg.StateDir, "jobs", "20.0")
-	if want := []string{"/bin/sh", filepath.Join(jobDir, "script")}; !reflect.DeepEqual(spec.Argv, want) {
-		t.Errorf("Argv = %v, want %v", spec.Argv, want)
+	if want := []string{"/bin/sh", filepath.Join(jobDir, "script"), "--epochs", "3 4"}; !reflect.DeepEqual(spec.Argv, want) {
+		t.Errorf("Argv = %q, want %q", spec.Argv, want)
 	}
 	steps := filepath.Join(jobDir, "steps") // srun's, writable by the job's user
 	wantMounts := []runtime.Mount{{Source: jobDir, Target: jobDir, ReadOnly: true}, {Source: steps, Target: steps}, {Source: work, Target: work}}

@@ -44,6 +44,7 @@ func TestParseRefusesInvalidUTF8(t *testing.T) {
 			`working directory "/home/alice/r\xe9sultats" is not valid UTF-8`},
 		{"script file name", "caf\xe9.sh", "#!/bin/sh\n", nil, `job name "caf\xe9.sh" (the script's file name) is not valid UTF-8: name the job with -J`},
 		{"user", "job.sh", "#!/bin/sh\n", func(e *Env) { e.User = "b\xf6b" }, `user name "b\xf6b" is not valid UTF-8`},
+		{"script argument", "job.sh ok caf\xe9", "#!/bin/sh\n", nil, "script argument 2 is not valid UTF-8"},
 	} {
 		req, err := parseWith(t, tc.line, tc.script, tc.edit)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {

@@ -95,6 +95,9 @@ func writeSpec(b *strings.Builder, s *phalanxv1.JobSpec) {
 	if s.Priority != 0 {
 		fmt.Fprintf(b, "priority=%d\n", s.Priority)
 	}
+	if len(s.ScriptArgs) > 0 {
+		fmt.Fprintf(b, "script=%s args=%q\n", s.ScriptPath, s.ScriptArgs)
+	}
 	if s.TasksPerNode != 0 || s.GpusPerTask != 0 || s.CpusPerTask != 0 {
 		fmt.Fprintf(b, "tasks-per-node=%d gpus-per-task=%d cpus-per-task=%d\n", s.TasksPerNode, s.GpusPerTask, s.CpusPerTask)
 	}
@@ -153,5 +156,27 @@ func writePlacement(b *strings.Builder, s *phalanxv1.JobSpec) {
 	}
 	if s.NoRequeue || s.MaxRestarts != nil || s.RestartOn != "" {
 		fmt.Fprintf(b, "no-requeue=%v max-restarts=%v restart-on=%q\n", s.NoRequeue, s.GetMaxRestarts(), s.RestartOn)
+	}
+}
+
+// The command is recorded as Slurm shows it: the script's absolute path
+// and arguments (none for --wrap or standard input) and the whole line.
+func TestParseRecordsTheCommand(t *testing.T) {
+	for _, c := range []struct {
+		line, path, submit string
+		args               []string
+	}{
+		{"-N 2 sub/job.sh a 'b c' -N 3", "/home/alice/run/sub/job.sh", "sbatch -N 2 sub/job.sh a b c -N 3", []string{"a", "b c", "-N", "3"}},
+		{"/abs/job.sh", "/abs/job.sh", "sbatch /abs/job.sh", nil},
+		{"--wrap 'sleep 1'", "", "sbatch --wrap sleep 1", nil},
+	} {
+		req, err := parseWith(t, c.line, "#!/bin/sh\n", nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.line, err)
+		}
+		s := req.Spec
+		if s.ScriptPath != c.path || s.SubmitLine != c.submit || fmt.Sprint(s.ScriptArgs) != fmt.Sprint(c.args) {
+			t.Errorf("%s: path %q args %q line %q; want %q %q %q", c.line, s.ScriptPath, s.ScriptArgs, s.SubmitLine, c.path, c.args, c.submit)
+		}
 	}
 }

@@ -1902,7 +1902,14 @@ type JobSpec struct {
 	SubmitHost string `protobuf:"bytes,48,opt,name=submit_host,json=submitHost,proto3" json:"submit_host,omitempty"`
 	// sbatch --open-mode: how the output and error files are opened when
 	// the job first starts (unspecified: truncated, Slurm's default).
-	OpenMode      OpenMode `protobuf:"varint,49,opt,name=open_mode,json=openMode,proto3,enum=phalanx.v1.OpenMode" json:"open_mode,omitempty"`
+	OpenMode OpenMode `protobuf:"varint,49,opt,name=open_mode,json=openMode,proto3,enum=phalanx.v1.OpenMode" json:"open_mode,omitempty"`
+	// The command as sbatch ran it (squeue's COMMAND, scontrol's Command,
+	// sacct's SubmitLine): the script file's absolute path (empty for --wrap
+	// or a script read from standard input), the arguments after it, passed
+	// to the script as $1..., and the whole command line.
+	ScriptPath    string   `protobuf:"bytes,50,opt,name=script_path,json=scriptPath,proto3" json:"script_path,omitempty"`
+	ScriptArgs    []string `protobuf:"bytes,51,rep,name=script_args,json=scriptArgs,proto3" json:"script_args,omitempty"`
+	SubmitLine    string   `protobuf:"bytes,52,opt,name=submit_line,json=submitLine,proto3" json:"submit_line,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2278,6 +2285,27 @@ func (x *JobSpec) GetOpenMode() OpenMode {
 		return x.OpenMode
 	}
 	return OpenMode_OPEN_MODE_UNSPECIFIED
+}
+
+func (x *JobSpec) GetScriptPath() string {
+	if x != nil {
+		return x.ScriptPath
+	}
+	return ""
+}
+
+func (x *JobSpec) GetScriptArgs() []string {
+	if x != nil {
+		return x.ScriptArgs
+	}
+	return nil
+}
+
+func (x *JobSpec) GetSubmitLine() string {
+	if x != nil {
+		return x.SubmitLine
+	}
+	return ""
 }
 
 type NodeAlloc struct {
@@ -3811,6 +3839,7 @@ type ListJobsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Jobs          []*Job                 `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
 	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"` // empty: this was the last page
+	ClusterName   string                 `protobuf:"bytes,3,opt,name=cluster_name,json=clusterName,proto3" json:"cluster_name,omitempty"`         // the config's ClusterName (sacct's Cluster)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3855,6 +3884,13 @@ func (x *ListJobsResponse) GetJobs() []*Job {
 func (x *ListJobsResponse) GetNextPageToken() string {
 	if x != nil {
 		return x.NextPageToken
+	}
+	return ""
+}
+
+func (x *ListJobsResponse) GetClusterName() string {
+	if x != nil {
+		return x.ClusterName
 	}
 	return ""
 }
@@ -6576,7 +6612,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x06exited\x18\a \x01(\bR\x06exited\x12\x1b\n" +
 	"\texit_code\x18\b \x01(\x05R\bexitCode\x12\x1f\n" +
 	"\vexit_signal\x18\t \x01(\x05R\n" +
-	"exitSignal\"\xfb\f\n" +
+	"exitSignal\"\xde\r\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -6635,7 +6671,13 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\rcpus_per_task\x18/ \x01(\x05R\vcpusPerTask\x12\x1f\n" +
 	"\vsubmit_host\x180 \x01(\tR\n" +
 	"submitHost\x121\n" +
-	"\topen_mode\x181 \x01(\x0e2\x14.phalanx.v1.OpenModeR\bopenMode\x1a6\n" +
+	"\topen_mode\x181 \x01(\x0e2\x14.phalanx.v1.OpenModeR\bopenMode\x12\x1f\n" +
+	"\vscript_path\x182 \x01(\tR\n" +
+	"scriptPath\x12\x1f\n" +
+	"\vscript_args\x183 \x03(\tR\n" +
+	"scriptArgs\x12\x1f\n" +
+	"\vsubmit_line\x184 \x01(\tR\n" +
+	"submitLine\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0f\n" +
@@ -6810,10 +6852,11 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\fwindow_start\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\vwindowStart\x129\n" +
 	"\n" +
-	"window_end\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\twindowEnd\"_\n" +
+	"window_end\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\twindowEnd\"\x82\x01\n" +
 	"\x10ListJobsResponse\x12#\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x0f.phalanx.v1.JobR\x04jobs\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"d\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12!\n" +
+	"\fcluster_name\x18\x03 \x01(\tR\vclusterName\"d\n" +
 	"\x10ListNodesRequest\x12\x14\n" +
 	"\x05names\x18\x01 \x03(\tR\x05names\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +

@@ -756,7 +756,13 @@ type JobSpec struct {
 	SubmitHost   string `protobuf:"bytes,44,opt,name=submit_host,json=submitHost,proto3" json:"submit_host,omitempty"`
 	// sbatch --open-mode (unspecified: jobs from before it, and jobs that
 	// gave none: truncate).
-	OpenMode      OpenMode `protobuf:"varint,45,opt,name=open_mode,json=openMode,proto3,enum=phalanx.state.v1.OpenMode" json:"open_mode,omitempty"`
+	OpenMode OpenMode `protobuf:"varint,45,opt,name=open_mode,json=openMode,proto3,enum=phalanx.state.v1.OpenMode" json:"open_mode,omitempty"`
+	// The command as sbatch ran it: the script file's absolute path (empty
+	// for --wrap or a script read from standard input), the arguments after
+	// it (the script's $1...), and the whole sbatch command line.
+	ScriptPath    string   `protobuf:"bytes,46,opt,name=script_path,json=scriptPath,proto3" json:"script_path,omitempty"`
+	ScriptArgs    []string `protobuf:"bytes,47,rep,name=script_args,json=scriptArgs,proto3" json:"script_args,omitempty"`
+	SubmitLine    string   `protobuf:"bytes,48,opt,name=submit_line,json=submitLine,proto3" json:"submit_line,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1104,6 +1110,27 @@ func (x *JobSpec) GetOpenMode() OpenMode {
 		return x.OpenMode
 	}
 	return OpenMode_OPEN_MODE_UNSPECIFIED
+}
+
+func (x *JobSpec) GetScriptPath() string {
+	if x != nil {
+		return x.ScriptPath
+	}
+	return ""
+}
+
+func (x *JobSpec) GetScriptArgs() []string {
+	if x != nil {
+		return x.ScriptArgs
+	}
+	return nil
+}
+
+func (x *JobSpec) GetSubmitLine() string {
+	if x != nil {
+		return x.SubmitLine
+	}
+	return ""
 }
 
 // ArrayTask is what a task of a job array knows of its array. The array's
@@ -2725,7 +2752,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12-\n" +
 	"\x04spec\x18\x02 \x01(\v2\x19.phalanx.state.v1.JobSpecR\x04spec\x123\n" +
-	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\xa8\v\n" +
+	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\x8b\f\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -2780,7 +2807,13 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\rcpus_per_task\x18+ \x01(\x05R\vcpusPerTask\x12\x1f\n" +
 	"\vsubmit_host\x18, \x01(\tR\n" +
 	"submitHost\x127\n" +
-	"\topen_mode\x18- \x01(\x0e2\x1a.phalanx.state.v1.OpenModeR\bopenMode\"\xa5\x01\n" +
+	"\topen_mode\x18- \x01(\x0e2\x1a.phalanx.state.v1.OpenModeR\bopenMode\x12\x1f\n" +
+	"\vscript_path\x18. \x01(\tR\n" +
+	"scriptPath\x12\x1f\n" +
+	"\vscript_args\x18/ \x03(\tR\n" +
+	"scriptArgs\x12\x1f\n" +
+	"\vsubmit_line\x180 \x01(\tR\n" +
+	"submitLine\"\xa5\x01\n" +
 	"\tArrayTask\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\x05R\x06taskId\x12\x14\n" +
