@@ -234,6 +234,7 @@ func parseJob(t *testing.T, a kvs) *phalanxv1.Job {
 	j.Spec.RestartOn = a["restart-on"]
 	j.Spec.Dependency = a["dep"]
 	j.Spec.ScriptPath, j.Spec.SubmitLine = a["script"], strings.ReplaceAll(a["submit-line"], "_", " ")
+	j.Spec.Comment = strings.ReplaceAll(a["comment"], "_", " ")
 	if a["args"] != "" {
 		j.Spec.ScriptArgs = strings.Split(a["args"], ",")
 	}

@@ -23,7 +23,7 @@ import (
 // Job 11 was killed by signal 9 (the agent reports 137, as a shell would):
 // Slurm prints 0:9.
 const sacctJobs = `
-job id=7 name=pretrain-llama-70b user=alexandria account=ml part=gpu-long state=RUNNING submit=-2h start=-65m nodes=gpu[001-004] gpus=8 cpus=32 mem=65536 limit=1-00:00:00 submit-line=sbatch_-N_4_pretrain.sh_--resume
+job id=7 name=pretrain-llama-70b user=alexandria account=ml part=gpu-long state=RUNNING submit=-2h start=-65m nodes=gpu[001-004] gpus=8 cpus=32 mem=65536 limit=1-00:00:00 submit-line=sbatch_-N_4_pretrain.sh_--resume comment=warm_restart
 job id=8 name=eval user=bob part=gpu state=PENDING reason=Resources submit=-10m req-nodes=2
 job id=9 name=sweep user=bob part=gpu state=COMPLETED submit=-3h start=-3h end=-2h nodes=gpu005 cpus=8 mem=1000
 job id=10 name=big user=carol part=gpu state=FAILED reason=NonZeroExitCode exit=1:0 submit=-50h start=-50h end=-1h nodes=gpu[010-011] cpus=4
@@ -95,7 +95,7 @@ JobID|State|ExitCode|NodeList|
 `},
 		{"what was asked, and the wait", SacctView{Parsable: true, Format: "jobid,reqmem,reqtres,ntasks,planned,suspended,derivedexitcode,comment"}, `
 JobID|ReqMem|ReqTRES|NTasks|Planned|Suspended|DerivedExitCode|Comment
-7|64G|cpu=128,gres/gpu=32,mem=256G,node=4|4|00:55:00|00:00:00|0:0|
+7|64G|cpu=128,gres/gpu=32,mem=256G,node=4|4|00:55:00|00:00:00|0:0|warm restart
 8|0|cpu=2,node=2|2|00:10:00|00:00:00|0:0|
 9|1000M|cpu=8,mem=1000M,node=1|1|00:00:00|00:00:00|0:0|
 10|0|cpu=8,node=2|2|00:00:00|00:00:00|1:0|

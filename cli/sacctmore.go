@@ -14,7 +14,7 @@ import (
 // start: a --format name picks the first field it is a prefix of.
 var sacctMore = []sacctField{
 	{"Cluster", 10, '+', func(_ *phalanxv1.Job, v *SacctView) string { return v.Cluster }},
-	{"Comment", 15, '+', func(*phalanxv1.Job, *SacctView) string { return "" }}, // sbatch --comment is not kept
+	{"Comment", 15, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.GetSpec().GetComment() }},
 	{"DerivedExitCode", 15, '+', func(j *phalanxv1.Job, _ *SacctView) string { return exitCode(j.ExitCode, j.ExitSignal) }},
 	{"Group", 9, '+', func(j *phalanxv1.Job, _ *SacctView) string { return groupName(j.GetSpec().GetGid()) }},
 	{"NTasks", 8, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(jobTaskCount(j)) }},

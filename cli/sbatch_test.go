@@ -67,13 +67,13 @@ func TestSbatchRefusesBeforeSending(t *testing.T) {
 }
 
 // TestSbatchWarnsOncePerOption is the regression test for a script of
-// 22,000 "#SBATCH --comment" lines printing 22,000 warnings.
+// 22,000 "#SBATCH --mail-user" lines printing 22,000 warnings.
 func TestSbatchWarnsOncePerOption(t *testing.T) {
 	_, addr := startFake(t)
 	sys, stdout, stderr := testSystem(t, addr)
-	writeScript(t, sys, "#!/bin/sh\n"+strings.Repeat("#SBATCH --comment=\"a note\"\n", 22000)+"hostname\n")
+	writeScript(t, sys, "#!/bin/sh\n"+strings.Repeat("#SBATCH --mail-user=\"a@b\"\n", 22000)+"hostname\n")
 	code := Run(context.Background(), sys, []string{"phx", "sbatch", "job.sh"})
-	want := "sbatch: warning: --comment is ignored: comments are not stored (given 22000 times)\n"
+	want := "sbatch: warning: --mail-user is ignored: Phalanx sends no mail (given 22000 times)\n"
 	if code != 0 || stdout.String() != "Submitted batch job 42\n" || stderr.String() != want {
 		t.Fatalf("code %d, stdout %q\nstderr %q\nwant   %q", code, stdout, stderr, want)
 	}

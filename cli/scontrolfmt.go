@@ -19,6 +19,9 @@ import (
 // others indented by three spaces, fields separated by one space.
 func kvLines(b *strings.Builder, lines [][]string) {
 	for i, l := range lines {
+		if len(l) == 0 { // a key shown only when set
+			continue
+		}
 		if i > 0 {
 			b.WriteString("   ")
 		}
@@ -79,6 +82,7 @@ func FormatJob(j *phalanxv1.Job, now time.Time, loc *time.Location) string {
 		{kv("Features", orDefault(s.GetConstraint(), "(null)")), kv("OverSubscribe", overSubscribe(s))},
 		{kv("Command", cluster.CommandLine(s.GetScriptPath(), s.GetScriptArgs()))},
 		{kv("WorkDir", s.GetWorkDir())},
+		commentLine(s.GetComment()),
 		{kv("StdErr", stdPath(j, s.GetError()))},
 		{kv("StdIn", "/dev/null")},
 		{kv("StdOut", stdPath(j, ""))},
@@ -275,6 +279,14 @@ func jobTRES(j *phalanxv1.Job) string {
 		parts = append(parts, fmt.Sprintf("gres/gpu=%d", gpus))
 	}
 	return strings.Join(parts, ",")
+}
+
+// commentLine is Comment=, shown (as Slurm's) only when the job has one.
+func commentLine(c string) []string {
+	if c == "" {
+		return nil
+	}
+	return []string{kv("Comment", c)}
 }
 
 // stdPath expands an -o/-e pattern's %j, %x, %u and %% against the job and

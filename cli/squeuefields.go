@@ -20,7 +20,7 @@ var squeueMore = []struct {
 	{"NumCPUs", 'C', "CPUS"}, {"MinCpus", 'c', "MIN_CPUS"}, {"MinMemory", 'm', "MIN_MEMORY"},
 	{"EndTime", 'e', "END_TIME"}, {"UserId", 'U', "UID"}, {"GroupId", 'G', "GROUP"}, {"GroupName", 'g', "GROUP"},
 	{"ExcNodes", 'x', "EXC_NODES"}, {"ReqNodes", 'n', "REQ_NODES"}, {"BatchHost", 'B', "EXEC_HOST"},
-	{"PriorityLong", 'Q', "PRIORITY"}, {"Command", 'o', "COMMAND"},
+	{"PriorityLong", 'Q', "PRIORITY"}, {"Command", 'o', "COMMAND"}, {"Comment", 'k', "COMMENT"},
 	{"STDOUT", oStdout, "STDOUT"}, {"STDERR", oStderr, "STDERR"}, {"STDIN", oStdin, "STDIN"},
 	{"PendingTime", oPendingTime, "PENDING_TIME"}, {"tres-alloc", oTRESAlloc, "TRES_ALLOC"},
 }
@@ -79,6 +79,8 @@ func moreJobField(j *phalanxv1.Job, c byte, v SqueueView) (string, bool) {
 		return "n/a", true
 	case 'o':
 		return cluster.CommandLine(s.GetScriptPath(), s.GetScriptArgs()), true
+	case 'k':
+		return orDefault(s.GetComment(), "(null)"), true
 	case oStdout:
 		return stdPath(j, ""), true
 	case oStderr:

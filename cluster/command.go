@@ -23,6 +23,8 @@ const (
 	// MaxSubmitLine bounds the recorded command line; phx cuts a longer
 	// one (SubmitLineOf): it is shown, never run.
 	MaxSubmitLine = 64 << 10
+	// MaxComment bounds sbatch --comment.
+	MaxComment = 64 << 10
 )
 
 // CommandLine is a job's command as Slurm shows it: the script's path and
@@ -36,9 +38,10 @@ func CommandLine(path string, args []string) string {
 }
 
 // CheckCommand refuses script arguments no process could be started with
-// (a NUL byte, text that is not UTF-8, past the bounds above) and a path
-// or command line past theirs. Messages name the argument by position.
-func CheckCommand(path string, args []string, line string) error {
+// (a NUL byte, text that is not UTF-8, past the bounds above) and a path,
+// command line or comment past theirs. Messages name the argument by
+// position.
+func CheckCommand(path string, args []string, line, comment string) error {
 	if len(args) > MaxScriptArgs {
 		return Errorf(ErrInvalid, "%d script arguments, over the limit of %d: pass them in a file", len(args), MaxScriptArgs)
 	}
@@ -63,6 +66,8 @@ func CheckCommand(path string, args []string, line string) error {
 		return Errorf(ErrInvalid, "script path of %d bytes: at most %d", len(path), MaxScriptPath)
 	case len(line) > MaxSubmitLine:
 		return Errorf(ErrInvalid, "submit line of %d bytes: at most %d", len(line), MaxSubmitLine)
+	case len(comment) > MaxComment:
+		return Errorf(ErrInvalid, "--comment of %d bytes: at most %d", len(comment), MaxComment)
 	}
 	return nil
 }

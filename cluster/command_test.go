@@ -27,22 +27,24 @@ func TestCheckCommand(t *testing.T) {
 	long := strings.Repeat("x", MaxEnvVarBytes)
 	many := make([]string, MaxScriptArgs+1)
 	for _, c := range []struct {
-		name string
-		path string
-		args []string
-		line string
-		want string // "" for none
+		name    string
+		path    string
+		args    []string
+		line    string
+		comment string
+		want    string // "" for none
 	}{
-		{"fine", "/a/b.sh", []string{"x", "", "y z"}, "sbatch b.sh x  y z", ""},
-		{"nul", "/a", []string{"ok", "a\x00b"}, "", "script argument 2 holds a NUL byte"},
-		{"utf8", "/a", []string{"\xff"}, "", "script argument 1 is not valid UTF-8"},
-		{"one too long", "/a", []string{long}, "", "script argument 1 is 131073 bytes"},
-		{"too many", "/a", many, "", "10001 script arguments, over the limit of 10000"},
-		{"too much", "/a", []string{long[:100000], long[:100000], long[:100000]}, "", "the script arguments are 300003 bytes"},
-		{"path", "/" + strings.Repeat("p", MaxScriptPath), nil, "", "script path of 4097 bytes"},
-		{"line", "/a", nil, strings.Repeat("l", MaxSubmitLine+1), "submit line of 65537 bytes"},
+		{"fine", "/a/b.sh", []string{"x", "", "y z"}, "sbatch b.sh x  y z", "", ""},
+		{"nul", "/a", []string{"ok", "a\x00b"}, "", "", "script argument 2 holds a NUL byte"},
+		{"utf8", "/a", []string{"\xff"}, "", "", "script argument 1 is not valid UTF-8"},
+		{"one too long", "/a", []string{long}, "", "", "script argument 1 is 131073 bytes"},
+		{"too many", "/a", many, "", "", "10001 script arguments, over the limit of 10000"},
+		{"too much", "/a", []string{long[:100000], long[:100000], long[:100000]}, "", "", "the script arguments are 300003 bytes"},
+		{"path", "/" + strings.Repeat("p", MaxScriptPath), nil, "", "", "script path of 4097 bytes"},
+		{"line", "/a", nil, strings.Repeat("l", MaxSubmitLine+1), "", "submit line of 65537 bytes"},
+		{"comment", "/a", nil, "", strings.Repeat("c", MaxComment+1), "--comment of 65537 bytes"},
 	} {
-		err := CheckCommand(c.path, c.args, c.line)
+		err := CheckCommand(c.path, c.args, c.line, c.comment)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s: %v", c.name, err)
@@ -60,7 +62,7 @@ func TestSubmitLineOfCutsLongLines(t *testing.T) {
 	if len(long) > MaxSubmitLine || !utf8.ValidString(long) || !strings.HasSuffix(long, "...") {
 		t.Errorf("cut line: %d bytes, valid %v, ends %q", len(long), utf8.ValidString(long), long[len(long)-5:])
 	}
-	if err := CheckCommand("", nil, long); err != nil {
+	if err := CheckCommand("", nil, long, ""); err != nil {
 		t.Errorf("the cut line is refused: %v", err)
 	}
 	if got := SubmitLineOf([]string{"sbatch", "\xff"}); !utf8.ValidString(got) {

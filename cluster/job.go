@@ -129,6 +129,7 @@ type Job struct {
 	ScriptPath string
 	ScriptArgs []string
 	SubmitLine string
+	Comment    string // sbatch --comment
 	// OpenMode is sbatch --open-mode (openmode.go).
 	OpenMode OpenMode
 

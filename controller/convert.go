@@ -65,6 +65,7 @@ func jobFromSpec(spec *phalanxv1.JobSpec, maxScript int) (*cluster.Job, error) {
 		ScriptPath:   spec.ScriptPath,
 		ScriptArgs:   spec.ScriptArgs,
 		SubmitLine:   spec.SubmitLine,
+		Comment:      spec.Comment,
 
 		Constraint:   spec.Constraint,
 		NodeList:     spec.Nodelist,
@@ -181,6 +182,7 @@ func specToProto(j *cluster.Job) *phalanxv1.JobSpec {
 		ScriptPath:       j.ScriptPath,
 		ScriptArgs:       j.ScriptArgs,
 		SubmitLine:       j.SubmitLine,
+		Comment:          j.Comment,
 
 		Constraint:          j.Constraint,
 		Nodelist:            j.NodeList,

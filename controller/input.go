@@ -35,7 +35,7 @@ func checkSpecInput(spec *phalanxv1.JobSpec, maxScript int) error {
 	if err := cluster.CheckEnv(cluster.EnvironOf(spec.Environment, spec.Env)); err != nil {
 		return err
 	}
-	if err := cluster.CheckCommand(spec.ScriptPath, spec.ScriptArgs, spec.SubmitLine); err != nil {
+	if err := cluster.CheckCommand(spec.ScriptPath, spec.ScriptArgs, spec.SubmitLine, spec.Comment); err != nil {
 		return err
 	}
 	if err := checkUTF8(spec.ProtoReflect()); err != nil {

@@ -13,7 +13,7 @@ import (
 
 // sbatch script [args...]: the arguments reach the batch script as $1...,
 // and the command is shown as Slurm shows it (scontrol's Command, squeue's
-// COMMAND, sacct's SubmitLine and Cluster).
+// COMMAND, sacct's SubmitLine and Cluster), with its --comment.
 func TestScriptArgumentsReachTheScript(t *testing.T) {
 	alice := localUser(t, "phxargs")
 	c := testcluster.New(t, testcluster.Options{Nodes: 1, Runtime: "process"})
@@ -23,7 +23,7 @@ func TestScriptArgumentsReachTheScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	// -N 3 after the script is the script's, not sbatch's.
-	code, out, errOut := phxAs(t, c, alice, dir, nil, "sbatch", "--parsable", "args.sh", "one", "two words", "-N", "3")
+	code, out, errOut := phxAs(t, c, alice, dir, nil, "sbatch", "--parsable", "--comment", "nightly eval", "args.sh", "one", "two words", "-N", "3")
 	if code != 0 {
 		t.Fatalf("sbatch: exit %d: %s", code, errOut)
 	}
@@ -43,7 +43,8 @@ func TestScriptArgumentsReachTheScript(t *testing.T) {
 	}{
 		{[]string{"scontrol", "show", "job", id}, "   Command=" + command + "\n"},
 		{[]string{"squeue", "-h", "-t", "all", "-j", id, "-o", "%o"}, command + "\n"},
-		{[]string{"sacct", "-n", "-P", "-j", id, "-o", "submitline,cluster"}, "sbatch --parsable args.sh one two words -N 3|phalanx\n"},
+		{[]string{"sacct", "-n", "-P", "-j", id, "-o", "submitline,cluster,comment"}, "sbatch --parsable --comment nightly eval args.sh one two words -N 3|phalanx|nightly eval\n"},
+		{[]string{"squeue", "-h", "-t", "all", "-j", id, "-o", "%k"}, "nightly eval\n"},
 	} {
 		code, out, errOut := phxAs(t, c, alice, dir, nil, tc.args...)
 		if code != 0 || !strings.Contains(out, tc.want) {

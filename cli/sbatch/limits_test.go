@@ -65,7 +65,7 @@ func TestParseRefusesInvalidUTF8(t *testing.T) {
 // being sent: the limit is MaxScriptSize (its default unless the config
 // says otherwise), checked before the directives are read.
 func TestParseScriptSize(t *testing.T) {
-	line := "#SBATCH --comment=" + strings.Repeat("x", 26) + "\n" // 45 bytes
+	line := "#SBATCH --mail-user=" + strings.Repeat("x", 24) + "\n" // 45 bytes
 	script := "#!/bin/sh\n" + strings.Repeat(line, cluster.DefaultMaxScriptSize/len(line))
 	req, err := parseWith(t, "job.sh", script, nil)
 	if err != nil {

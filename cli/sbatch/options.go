@@ -73,7 +73,7 @@ var Options = []getopt.Option{
 	{Long: "gpu-bind", HasArg: true, Usage: "accepted and ignored (warning)"},
 	{Long: "cpu-bind", HasArg: true, Usage: "accepted and ignored (warning)"},
 	{Long: "distribution", Short: 'm', HasArg: true, Usage: "accepted and ignored (warning)"},
-	{Long: "comment", HasArg: true, Usage: "accepted and ignored (warning)"},
+	{Long: "comment", HasArg: true, Usage: "a comment, shown by sacct and squeue (%k)"},
 	{Long: "array", Short: 'a', HasArg: true, Usage: "a job array, one job per index: 0-15, 1,3,7, 0-31:4, with %N to run at most N at once"},
 }
 
@@ -86,7 +86,6 @@ var ignored = map[string]string{
 	"gpu-bind":     "the task sees its node's allocated GPUs",
 	"cpu-bind":     "no CPU binding",
 	"distribution": "a node's tasks are numbered in a block",
-	"comment":      "comments are not stored",
 }
 
 // builder collects option values into a spec.
@@ -260,6 +259,7 @@ func (b *builder) apply(v getopt.Value) error {
 var stringSetters = map[string]func(*phalanxv1.JobSpec, string){
 	"account":        func(s *phalanxv1.JobSpec, v string) { s.Account = v },
 	"chdir":          func(s *phalanxv1.JobSpec, v string) { s.WorkDir = v },
+	"comment":        func(s *phalanxv1.JobSpec, v string) { s.Comment = v },
 	"checkpoint-dir": func(s *phalanxv1.JobSpec, v string) { s.CheckpointDir = v },
 	"constraint":     func(s *phalanxv1.JobSpec, v string) { s.Constraint = v },
 	"error":          func(s *phalanxv1.JobSpec, v string) { s.Error = v },

@@ -76,7 +76,7 @@ func Parse(args []string, env Env) (*Request, error) {
 		b.spec.ScriptArgs = operands[1:]
 	}
 	b.spec.SubmitLine = cluster.SubmitLineOf(append([]string{"sbatch"}, args...))
-	if err := cluster.CheckCommand(b.spec.ScriptPath, b.spec.ScriptArgs, b.spec.SubmitLine); err != nil {
+	if err := cluster.CheckCommand(b.spec.ScriptPath, b.spec.ScriptArgs, b.spec.SubmitLine, b.spec.Comment); err != nil {
 		return nil, err
 	}
 	if err := cluster.CheckScript(script, env.MaxScriptSize); err != nil {

@@ -1910,6 +1910,7 @@ type JobSpec struct {
 	ScriptPath    string   `protobuf:"bytes,50,opt,name=script_path,json=scriptPath,proto3" json:"script_path,omitempty"`
 	ScriptArgs    []string `protobuf:"bytes,51,rep,name=script_args,json=scriptArgs,proto3" json:"script_args,omitempty"`
 	SubmitLine    string   `protobuf:"bytes,52,opt,name=submit_line,json=submitLine,proto3" json:"submit_line,omitempty"`
+	Comment       string   `protobuf:"bytes,53,opt,name=comment,proto3" json:"comment,omitempty"` // sbatch --comment (sacct's Comment, squeue's %k)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2304,6 +2305,13 @@ func (x *JobSpec) GetScriptArgs() []string {
 func (x *JobSpec) GetSubmitLine() string {
 	if x != nil {
 		return x.SubmitLine
+	}
+	return ""
+}
+
+func (x *JobSpec) GetComment() string {
+	if x != nil {
+		return x.Comment
 	}
 	return ""
 }
@@ -6612,7 +6620,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x06exited\x18\a \x01(\bR\x06exited\x12\x1b\n" +
 	"\texit_code\x18\b \x01(\x05R\bexitCode\x12\x1f\n" +
 	"\vexit_signal\x18\t \x01(\x05R\n" +
-	"exitSignal\"\xde\r\n" +
+	"exitSignal\"\xf8\r\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -6677,7 +6685,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\vscript_args\x183 \x03(\tR\n" +
 	"scriptArgs\x12\x1f\n" +
 	"\vsubmit_line\x184 \x01(\tR\n" +
-	"submitLine\x1a6\n" +
+	"submitLine\x12\x18\n" +
+	"\acomment\x185 \x01(\tR\acomment\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0f\n" +

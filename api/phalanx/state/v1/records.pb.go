@@ -763,6 +763,7 @@ type JobSpec struct {
 	ScriptPath    string   `protobuf:"bytes,46,opt,name=script_path,json=scriptPath,proto3" json:"script_path,omitempty"`
 	ScriptArgs    []string `protobuf:"bytes,47,rep,name=script_args,json=scriptArgs,proto3" json:"script_args,omitempty"`
 	SubmitLine    string   `protobuf:"bytes,48,opt,name=submit_line,json=submitLine,proto3" json:"submit_line,omitempty"`
+	Comment       string   `protobuf:"bytes,49,opt,name=comment,proto3" json:"comment,omitempty"` // sbatch --comment
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1129,6 +1130,13 @@ func (x *JobSpec) GetScriptArgs() []string {
 func (x *JobSpec) GetSubmitLine() string {
 	if x != nil {
 		return x.SubmitLine
+	}
+	return ""
+}
+
+func (x *JobSpec) GetComment() string {
+	if x != nil {
+		return x.Comment
 	}
 	return ""
 }
@@ -2752,7 +2760,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12-\n" +
 	"\x04spec\x18\x02 \x01(\v2\x19.phalanx.state.v1.JobSpecR\x04spec\x123\n" +
-	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\x8b\f\n" +
+	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\xa5\f\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -2813,7 +2821,8 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\vscript_args\x18/ \x03(\tR\n" +
 	"scriptArgs\x12\x1f\n" +
 	"\vsubmit_line\x180 \x01(\tR\n" +
-	"submitLine\"\xa5\x01\n" +
+	"submitLine\x12\x18\n" +
+	"\acomment\x181 \x01(\tR\acomment\"\xa5\x01\n" +
 	"\tArrayTask\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\x05R\x06taskId\x12\x14\n" +
