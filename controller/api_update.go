@@ -264,9 +264,10 @@ func (s *Server) updateRequest(ctx context.Context, j *cluster.Job, req *phalanx
 
 // priorityHold reads Priority= as Slurm's scontrol(1) does: "By setting a
 // job's priority to zero it is held. Set the priority to a non-zero value
-// to permit it to run." Priority=0 is a hold (an operator's, as Priority=
-// is operators'), and a positive one on a held job releases it too;
-// Priority= is still checked as such (updateRequest).
+// to permit it to run." Priority=0 is a hold (an operator's or, asked by
+// the job's owner, a user's: Slurm lets a user lower a priority, to zero
+// too), and a positive one on a held job releases it too, still checked
+// as a Priority= (an operator's, updateRequest).
 func priorityHold(j *cluster.Job, req *phalanxv1.UpdateJobRequest) *phalanxv1.UpdateJobRequest {
 	if req.Priority == nil || req.Hold != phalanxv1.HoldRequest_HOLD_REQUEST_UNSPECIFIED {
 		return req
@@ -275,7 +276,7 @@ func priorityHold(j *cluster.Job, req *phalanxv1.UpdateJobRequest) *phalanxv1.Up
 	case *req.Priority == 0:
 		req = proto.Clone(req).(*phalanxv1.UpdateJobRequest)
 		req.Hold = phalanxv1.HoldRequest_HOLD_REQUEST_HOLD
-		req.Priority = proto.Int64(j.Priority) // the admin's part stays
+		req.Priority = nil // the admin's part stays
 	case *req.Priority > 0 && j.Hold != cluster.HoldNone:
 		req = proto.Clone(req).(*phalanxv1.UpdateJobRequest)
 		req.Hold = phalanxv1.HoldRequest_HOLD_REQUEST_RELEASE

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/auth"
@@ -68,6 +69,17 @@ func TestUpdatesNeedOwnershipOrOperator(t *testing.T) {
 	code(err, codes.OK, "alice renames her job and shortens its limit")
 	_, err = asAlice.UpdateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: id, TimeLimitSeconds: &longer})
 	code(err, codes.PermissionDenied, "alice lengthens her job's limit")
+	// As in Slurm, Priority=0 holds one's own job (a user's hold, which its
+	// owner releases); another priority is an operator's to set.
+	_, err = asAlice.UpdateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: id, Priority: proto.Int64(0)})
+	code(err, codes.OK, "alice holds her job with Priority=0")
+	if j, err := c.Client.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: id}); err != nil || j.Reason != "JobHeldUser" {
+		t.Errorf("after alice's Priority=0: %v, %v; want reason JobHeldUser", j.GetReason(), err)
+	}
+	_, err = asAlice.UpdateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: id, Priority: proto.Int64(5)})
+	code(err, codes.PermissionDenied, "alice sets a priority")
+	_, err = asAlice.UpdateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: id, Hold: phalanxv1.HoldRequest_HOLD_REQUEST_RELEASE})
+	code(err, codes.OK, "alice releases her job")
 	job, err := c.Client.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: id})
 	if err != nil {
 		t.Fatal(err)
