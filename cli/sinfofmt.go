@@ -21,7 +21,7 @@ import (
 const (
 	SinfoDefaultFormat     = "Partition:9 ,Available:.5 ,Time:.10 ,Nodes:.6 ,StateCompact:.6 ,NodeList: ,GPUsFreeTotal:"
 	SinfoLongFormat        = "Partition:9 ,Available:.5 ,Time:.10 ,Size:.10 ,Root:.4 ,OverSubscribe:.8 ,Groups:.10 ,Nodes:.6 ,StateLong:.11 ,NodeList: ,GPUsFreeTotal:"
-	SinfoNodeFormat        = "NodeList:10 ,Nodes:.5 ,Partition:9 ,StateCompact:.5 ,CPUs:.4 ,Memory:.8 ,GPUs:.4 ,GPUsFree:.9 ,GPUModel:"
+	SinfoNodeFormat        = "NodeList:10 ,Nodes:.5 ,Partition:9 ,StateCompact:6 ,CPUs:.4 ,Memory:.8 ,GPUs:.4 ,GPUsFree:.9 ,GPUModel:"
 	SinfoNodeLongFormat    = "NodeList:10 ,Nodes:.6 ,Partition:9 ,StateLong:.11 ,CPUs:.4 ,SocketCoreThread:.8 ,Memory:.8 ,Disk:.8 ,Weight:.6 ,Features:.8 ,Reason:20 ,GPUs:.4 ,GPUsFree:.9 ,GPUModel:"
 	SinfoReasonsFormat     = "Reason:20 ,User:9 ,TimeStamp:19 ,NodeList:"
 	SinfoReasonsLongFormat = "Reason:20 ,UserLong:12 ,TimeStamp:19 ,StateCompact:6 ,NodeList:"
