@@ -104,3 +104,17 @@ func TestParseEnvironmentLimits(t *testing.T) {
 		t.Fatalf("one variable too long: %v", err)
 	}
 }
+
+// A --comment is bounded wherever it is given, a directive included.
+func TestParseBoundsTheComment(t *testing.T) {
+	long := strings.Repeat("c", cluster.MaxComment+1)
+	for _, tc := range []struct{ line, script string }{
+		{"--comment=" + long + " job.sh", "#!/bin/sh\n"},
+		{"job.sh", "#!/bin/sh\n#SBATCH --comment=" + long + "\n"},
+	} {
+		_, err := parseWith(t, tc.line, tc.script, nil)
+		if want := "--comment of 65537 bytes: at most 65536"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("a long comment (%d bytes of script): %v; want %q", len(tc.script), err, want)
+		}
+	}
+}

@@ -76,9 +76,6 @@ func Parse(args []string, env Env) (*Request, error) {
 		b.spec.ScriptArgs = operands[1:]
 	}
 	b.spec.SubmitLine = cluster.SubmitLineOf(append([]string{"sbatch"}, args...))
-	if err := cluster.CheckCommand(b.spec.ScriptPath, b.spec.ScriptArgs, b.spec.SubmitLine, b.spec.Comment); err != nil {
-		return nil, err
-	}
 	if err := cluster.CheckScript(script, env.MaxScriptSize); err != nil {
 		return nil, fmt.Errorf("%s: %w", shown(name), err)
 	}
@@ -165,6 +162,9 @@ func finish(b *builder, script, name string, env Env) (*Request, error) {
 	}
 	if utf8.ValidString(env.Host) && len(env.Host) <= cluster.MaxHostName {
 		s.SubmitHost = env.Host
+	}
+	if err := cluster.CheckCommand(s.ScriptPath, s.ScriptArgs, s.SubmitLine, s.Comment); err != nil {
+		return nil, err
 	}
 	if err := b.resolveTasks(); err != nil {
 		return nil, err
