@@ -126,6 +126,12 @@ func lineErr(file string, num int, format string, args ...any) error {
 	return &ParseError{File: file, Line: num, Msg: fmt.Sprintf(format, args...)}
 }
 
+// lineAt is where a key was set: a file and a line (none: num 0).
+type lineAt struct {
+	file string
+	num  int
+}
+
 // maxErrors bounds how many problems one parse reports.
 const maxErrors = 20
 
@@ -170,9 +176,12 @@ type parser struct {
 
 	nodeDefaults []pair // from NodeName=DEFAULT
 	partDefaults []pair // from PartitionName=DEFAULT
-	// The global PreemptMode (OFF, REQUEUE; empty: unset) and PreemptType=preempt/none.
-	preemptMode string
-	preemptNone bool
+	// The global PreemptMode (OFF, REQUEUE; empty: unset, OFF) and
+	// PreemptType (preemptOn: one that preempts), and where they are set.
+	preemptMode, preemptTypeName string
+	preemptOn                bool
+	preemptModeAt            lineAt
+	preemptTypeAt            lineAt
 	nodeLine    map[string]string
 	partLine    map[string]string
 	globalLine  map[string]string // non-repeatable key → where it was set

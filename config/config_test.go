@@ -200,8 +200,8 @@ func TestMaxArraySize(t *testing.T) {
 }
 
 // The global PreemptMode is the default of partitions that set none (as
-// in Slurm); PreemptType=preempt/none turns preemption off, with a warning
-// for a partition that asked for it.
+// in Slurm); PreemptType=preempt/none (also the default) turns preemption
+// off, with a warning for a partition that asked for it.
 func TestGlobalPreemption(t *testing.T) {
 	cfg, err := Parse(strings.NewReader("PartitionName=a Nodes=ALL\nPartitionName=b Nodes=ALL PreemptMode=OFF\nPreemptMode=requeue\nPreemptType=preempt/qos\n"), "phalanx.conf")
 	if err != nil {

@@ -30,9 +30,12 @@
 //	                                long, default 30days; as PurgeJobAfter
 //	MaxJobHistory=N                 the most finished jobs kept for accounting
 //	                                (the oldest go first); default 0, no cap
-//	PreemptMode=OFF|REQUEUE         the mode of partitions that set none
+//	PreemptMode=OFF|REQUEUE         the mode of partitions that set none;
+//	                                default OFF
 //	PreemptType=preempt/none|preempt/partition_prio|preempt/qos
-//	                                none turns preemption off everywhere
+//	                                none (the default) turns preemption off
+//	                                everywhere; the others need
+//	                                PreemptMode=REQUEUE, none needs OFF
 //	MaxArraySize=N                  Slurm's: job array indices run below N
 //	                                (default 1001, at most 4000001)
 //	MaxJobCount=N                   Slurm's: the most jobs not yet finished

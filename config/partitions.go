@@ -215,10 +215,13 @@ func (s *partSpec) check() {
 	}
 }
 
-// Preemption, globally: PreemptMode is what a partition without its own
-// takes (Slurm's inheritance); PreemptType=preempt/none turns preemption
-// off everywhere, preempt/partition_prio and preempt/qos leave it on
-// (Phalanx weighs a partition's tier and a job's QoS both).
+// Preemption, globally, as Slurm reads it: PreemptType is preempt/none
+// unless set, and preempts nothing; preempt/partition_prio and preempt/qos
+// turn preemption on (Phalanx weighs a partition's tier and a job's QoS
+// both). The global PreemptMode (OFF unless set) is what a partition
+// without its own takes, and must agree with PreemptType: OFF with
+// preempt/none, REQUEUE with the others; Slurm refuses to start otherwise
+// ("PreemptType and PreemptMode values incompatible").
 
 func (p *parser) globalPreemptMode(file string, num int, kv pair) {
 	if !p.once(file, num, kv, kv.lower) {
@@ -226,7 +229,7 @@ func (p *parser) globalPreemptMode(file string, num int, kv pair) {
 	}
 	switch v := strings.ToUpper(kv.Value); v {
 	case "OFF", "REQUEUE":
-		p.preemptMode = v
+		p.preemptMode, p.preemptModeAt = v, lineAt{file, num}
 	default:
 		p.errorf(file, num, "PreemptMode=%s is not supported: write OFF or REQUEUE (Phalanx requeues; it does not suspend, cancel or gang)", kv.Value)
 	}
@@ -238,22 +241,35 @@ func (p *parser) preemptType(file string, num int, kv pair) {
 	}
 	switch v := strings.ToLower(kv.Value); v {
 	case "preempt/none", "preempt/partition_prio", "preempt/qos":
-		p.preemptNone = v == "preempt/none"
+		p.preemptTypeName, p.preemptOn, p.preemptTypeAt = v, v != "preempt/none", lineAt{file, num}
 	default:
 		p.errorf(file, num, "PreemptType=%s is not supported: write preempt/none, preempt/partition_prio or preempt/qos", kv.Value)
 	}
 }
 
-// finishPreemption gives partitions the global PreemptMode, and turns
-// preemption off for PreemptType=preempt/none.
+// finishPreemption checks that PreemptType and the global PreemptMode
+// agree, gives partitions the global PreemptMode, and turns preemption off
+// without a PreemptType that preempts (a partition's REQUEUE then gets a
+// warning, where Slurm says nothing).
 func (p *parser) finishPreemption() {
+	switch {
+	case !p.preemptOn && p.preemptMode == "REQUEUE":
+		p.errorf(p.preemptModeAt.file, p.preemptModeAt.num, "PreemptMode=REQUEUE needs PreemptType=preempt/partition_prio or preempt/qos: "+
+			"without one PreemptType is preempt/none, which preempts nothing (Slurm: PreemptType and PreemptMode values incompatible)")
+	case p.preemptOn && p.preemptMode != "REQUEUE":
+		p.errorf(p.preemptTypeAt.file, p.preemptTypeAt.num, "PreemptType=%s needs PreemptMode=REQUEUE: the global PreemptMode is OFF unless set "+
+			"(a partition that must not be preempted sets its own PreemptMode=OFF; Slurm: PreemptType and PreemptMode values incompatible)", p.preemptTypeName)
+	}
 	for _, part := range p.cfg.Partitions {
 		if part.PreemptMode == "" {
 			part.PreemptMode = p.preemptMode
 		}
-		if p.preemptNone && part.PreemptMode == "REQUEUE" {
-			p.cfg.Warnings = append(p.cfg.Warnings, fmt.Sprintf("%s: partition %s: PreemptMode=REQUEUE, but PreemptType=preempt/none (%s) turns preemption off",
-				p.partLine[part.Name], part.Name, p.globalLine["preempttype"]))
+		if !p.preemptOn && part.PreemptMode == "REQUEUE" {
+			why := "no PreemptType (preempt/none, the default) turns preemption off: set PreemptType=preempt/partition_prio and PreemptMode=REQUEUE"
+			if at := p.preemptTypeAt; at.num > 0 {
+				why = fmt.Sprintf("PreemptType=preempt/none (%s:%d) turns preemption off", at.file, at.num)
+			}
+			p.cfg.Warnings = append(p.cfg.Warnings, fmt.Sprintf("%s: partition %s: PreemptMode=REQUEUE, but %s", p.partLine[part.Name], part.Name, why))
 			part.PreemptMode = "OFF"
 		}
 	}
