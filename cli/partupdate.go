@@ -114,6 +114,9 @@ func (k *commands) reconfigure(c *ucli.Context, args []string) error {
 	}); err != nil {
 		return err
 	}
+	for _, w := range resp.Warnings {
+		fmt.Fprintln(k.sys.Stderr, "scontrol: warning: "+w)
+	}
 	for _, ch := range resp.Changes {
 		fmt.Fprintln(k.sys.Stdout, ch)
 	}

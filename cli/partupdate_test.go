@@ -28,3 +28,23 @@ func TestUpdateUnknownPartition(t *testing.T) {
 		t.Errorf("code %d, stderr %q; want 1, Slurm's slurm_update error", code, stderr)
 	}
 }
+
+// reconfigureFake applies a config that has a warning.
+type reconfigureFake struct {
+	phalanxv1.UnimplementedControllerServiceServer
+}
+
+func (reconfigureFake) Reconfigure(context.Context, *phalanxv1.ReconfigureRequest) (*phalanxv1.ReconfigureResponse, error) {
+	return &phalanxv1.ReconfigureResponse{Changes: []string{"partition debug added"},
+		Warnings: []string{`/etc/phalanx/phalanx.conf:4: unknown key "MaxTme"`}}, nil
+}
+
+// scontrol reconfigure prints what changed, and the file's warnings on
+// stderr: a typo'd key reaches the admin who asked, not only the log.
+func TestReconfigurePrintsWarnings(t *testing.T) {
+	addr := serveFake(t, reconfigureFake{})
+	code, stdout, stderr := runOut(t, addr, "scontrol", "reconfigure")
+	if code != 0 || stdout != "partition debug added\n" || stderr != "scontrol: warning: /etc/phalanx/phalanx.conf:4: unknown key \"MaxTme\"\n" {
+		t.Errorf("code %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}

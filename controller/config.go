@@ -119,6 +119,10 @@ type Config struct {
 	// register and export it to tasks as SLURM_CLUSTER_NAME. Default
 	// DefaultClusterName: Slurm requires one, and scripts find it set.
 	ClusterName string
+	// ConfigWarnings are the config file's warnings (unknown keys, keys
+	// Phalanx does not apply), one line each with its file and line:
+	// logged at start, and answered to scontrol reconfigure.
+	ConfigWarnings []string
 	// MaxScriptSize: the largest batch script a submit may carry, in bytes
 	// (phalanx.conf's MaxScriptSize, Slurm's max_script_size; default
 	// cluster.DefaultMaxScriptSize, at most cluster.MaxScriptSizeCeiling).

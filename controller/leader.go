@@ -184,7 +184,7 @@ func (s *Server) NextJobID() cluster.JobID {
 // creates the default partition on an empty cluster.
 func (s *Server) adoptPartitions(ctx context.Context) error {
 	if s.cfg.Reload != nil { // another replica may have applied a newer file
-		if fixed, err := s.reread(); err != nil || len(fixed) > 0 {
+		if fixed, _, err := s.reread(); err != nil || len(fixed) > 0 {
 			s.log.Warn("taking over with the config as it was read at start", "err", err, "needs a restart", fixed)
 		}
 	}

@@ -227,7 +227,7 @@ func TestNodeLayout(t *testing.T) {
 	n1.Sockets, n1.ThreadsPerCore = 4, 1
 	file.Nodes = []config.NodeConf{n1, {Name: "n2", CPUs: 8}}
 	s.cfg.Reload = func() (Config, error) { return file, nil }
-	changes, err := s.reconfigure(ctx)
+	changes, _, err := s.reconfigure(ctx)
 	if want := []string{"node n1: Sockets 2 to 4, ThreadsPerCore 2 to 1"}; err != nil || !slices.Equal(changes, want) {
 		t.Errorf("reconfigure: %q, %v; want %q", changes, err, want)
 	}

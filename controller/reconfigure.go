@@ -114,18 +114,18 @@ func partitionChanges(have, want []*cluster.Partition) []string {
 }
 
 // reread reads the config file again into the live configuration, and
-// returns what in it cannot change live. Without Config.Reload (no config
-// file) it changes nothing.
-func (s *Server) reread() (fixed []string, err error) {
+// returns what in it cannot change live and the file's warnings. Without
+// Config.Reload (no config file) it changes nothing.
+func (s *Server) reread() (fixed, warnings []string, err error) {
 	if s.cfg.Reload == nil {
-		return nil, cluster.Errorf(cluster.ErrInvalid, "this controller was started without a config file: there is nothing to read again")
+		return nil, nil, cluster.Errorf(cluster.ErrInvalid, "this controller was started without a config file: there is nothing to read again")
 	}
 	next, err := s.cfg.Reload()
 	if err == nil {
 		next, err = next.withDefaults()
 	}
 	if err != nil {
-		return nil, cluster.Errorf(cluster.ErrInvalid, "reading the config again: %v", err)
+		return nil, nil, cluster.Errorf(cluster.ErrInvalid, "reading the config again: %v", err)
 	}
 	fixed = fixedChanges(s.cfg, next)
 	cur := s.conf()
@@ -137,27 +137,27 @@ func (s *Server) reread() (fixed []string, err error) {
 	if len(fixed) == 0 {
 		s.live.Store(&liveConfig{Partitions: next.Partitions, Nodes: next.Nodes})
 	}
-	return fixed, nil
+	return fixed, next.ConfigWarnings, nil
 }
 
 // reconfigure is scontrol reconfigure on the leader: read the file again,
-// refuse what cannot change live, apply the rest. It returns what changed.
-func (s *Server) reconfigure(ctx context.Context) ([]string, error) {
+// refuse what cannot change live, apply the rest. It returns what changed
+// and the file's warnings.
+func (s *Server) reconfigure(ctx context.Context) (changes, warnings []string, err error) {
 	before := s.conf()
-	fixed, err := s.reread()
+	fixed, warnings, err := s.reread()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(fixed) > 0 {
-		return nil, cluster.Errorf(cluster.ErrInvalid, "nothing applied: %s", strings.Join(fixed, "; "))
+		return nil, warnings, cluster.Errorf(cluster.ErrInvalid, "nothing applied: %s", strings.Join(fixed, "; "))
 	}
-	changes, err := s.applyConfigPartitions(ctx, true)
-	if err != nil {
-		return nil, err
+	if changes, err = s.applyConfigPartitions(ctx, true); err != nil {
+		return nil, warnings, err
 	}
 	changes = append(changes, nodeLineChanges(before.Nodes, s.conf().Nodes)...)
 	applied, err := s.applyNodeLines(ctx, before.Nodes)
-	return append(changes, applied...), err
+	return append(changes, applied...), warnings, err
 }
 
 // nodeLineChanges says what changed from the NodeName lines have to want,
@@ -226,7 +226,7 @@ func lineGres(c config.NodeConf) string {
 // another), are not the config file's.
 var (
 	liveFields    = []string{"Partitions", "Nodes"}
-	ignoredFields = []string{"Fatal", "AuthKeys", "TLS", "Clock", "Logger", "Bootstrap", "PeerAPIs", "FastRaft", "NoSync"}
+	ignoredFields = []string{"Fatal", "AuthKeys", "TLS", "Clock", "Logger", "Bootstrap", "PeerAPIs", "FastRaft", "NoSync", "ConfigWarnings"}
 )
 
 // fixedChanges lists the changes from cur to next that need a restart.
@@ -260,20 +260,22 @@ func shown(v reflect.Value) any {
 }
 
 func (c *controllerService) Reconfigure(ctx context.Context, _ *phalanxv1.ReconfigureRequest) (*phalanxv1.ReconfigureResponse, error) {
-	changes, err := c.s.reconfigure(ctx)
+	changes, warnings, err := c.s.reconfigure(ctx)
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &phalanxv1.ReconfigureResponse{Changes: changes}, nil
+	return &phalanxv1.ReconfigureResponse{Changes: changes, Warnings: warnings}, nil
 }
 
 // Reload is SIGHUP: read the config file again; the leader applies it as
-// reconfigure does, a follower keeps it for when it leads.
+// reconfigure does, a follower keeps it for when it leads. The file's
+// warnings are the reader's to log (Config.Reload).
 func (s *Server) Reload(ctx context.Context) ([]string, error) {
 	if s.leaderTerm() != nil {
-		return s.reconfigure(ctx)
+		changes, _, err := s.reconfigure(ctx)
+		return changes, err
 	}
-	fixed, err := s.reread()
+	fixed, _, err := s.reread()
 	if err == nil && len(fixed) > 0 {
 		err = cluster.Errorf(cluster.ErrInvalid, "not read: %s", strings.Join(fixed, "; "))
 	}

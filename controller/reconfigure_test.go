@@ -60,7 +60,7 @@ func TestPartitionUpdateAndReconfigure(t *testing.T) {
 		}
 	}
 
-	if _, err := s.reconfigure(ctx); err == nil || !strings.Contains(err.Error(), "without a config file") {
+	if _, _, err := s.reconfigure(ctx); err == nil || !strings.Contains(err.Error(), "without a config file") {
 		t.Errorf("reconfigure without a file: %v", err)
 	}
 	file := s.cfg // what the file says now
@@ -69,13 +69,19 @@ func TestPartitionUpdateAndReconfigure(t *testing.T) {
 		{Name: "debug", AllNodes: true, State: cluster.PartitionUp, MaxTime: 30 * time.Minute},
 	}
 	file.Nodes = []config.NodeConf{{Name: "gpu001", GPUs: 8}}
+	// The file's warnings reach the admin who asked (they are not a change
+	// that needs a restart).
+	file.ConfigWarnings = []string{`phalanx.conf:4: unknown key "MaxTme"`}
 	s.cfg.Reload = func() (Config, error) { return file, nil }
-	changes, err := s.reconfigure(ctx)
+	resp, err := api.Reconfigure(ctx, &phalanxv1.ReconfigureRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"partition gpu changed", "partition debug added", "node gpu001 added"}; !slices.Equal(changes, want) {
-		t.Errorf("changes %q, want %q", changes, want)
+	if want := []string{"partition gpu changed", "partition debug added", "node gpu001 added"}; !slices.Equal(resp.Changes, want) {
+		t.Errorf("changes %q, want %q", resp.Changes, want)
+	}
+	if !slices.Equal(resp.Warnings, file.ConfigWarnings) {
+		t.Errorf("warnings %q, want the file's %q", resp.Warnings, file.ConfigWarnings)
 	}
 	if p := part("gpu"); p.State != cluster.PartitionUp || p.MaxTime != 2*time.Hour || p.MaxNodes != 0 || part("debug") == nil {
 		t.Errorf("after reconfigure: gpu %+v, debug %+v", p, part("debug"))
@@ -89,7 +95,7 @@ func TestPartitionUpdateAndReconfigure(t *testing.T) {
 	restart.Partitions = []*cluster.Partition{gpu}
 	restart.Nodes = nil
 	s.cfg.Reload = func() (Config, error) { return restart, nil }
-	_, err = s.reconfigure(ctx)
+	_, _, err = s.reconfigure(ctx)
 	if err == nil || !strings.Contains(err.Error(), "MinJobAge changed") || !strings.Contains(err.Error(), "NodeName line of gpu001 is gone") {
 		t.Errorf("reconfigure with a new MinJobAge and a node gone: %v; want both refused", err)
 	}
@@ -129,7 +135,7 @@ func TestReconfigureNodeLines(t *testing.T) {
 		t.Helper()
 		file.Nodes = []config.NodeConf{line}
 		s.cfg.Reload = func() (Config, error) { return file, nil }
-		changes, err := s.reconfigure(ctx)
+		changes, _, err := s.reconfigure(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

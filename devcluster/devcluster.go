@@ -73,8 +73,11 @@ type Options struct {
 
 // Cluster is a running dev cluster.
 type Cluster struct {
-	Dir       string
-	Layout    Layout
+	Dir    string
+	Layout Layout
+	// Warnings are the --config file's (and its topology.conf's), read
+	// when the cluster was made, one line each with file and line.
+	Warnings  []string
 	removeDir bool
 	lock      *os.File
 	procs     []*proc

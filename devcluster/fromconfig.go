@@ -40,10 +40,13 @@ func (c *Cluster) fromConfig(o Options) error {
 	if err != nil {
 		return err
 	}
-	conf, err := config.Load(path)
+	// The config with its topology.conf, as the controllers will read
+	// them, every problem of both in one error.
+	conf, _, err := config.LoadWithTopology(path, o.Topology)
 	if err != nil {
 		return fmt.Errorf("--config: %w", err)
 	}
+	c.Warnings = conf.Warnings
 	switch n := len(conf.Nodes); {
 	case n == 0:
 		return fmt.Errorf("--config %s declares no nodes: phx dev makes one fake node per NodeName line", o.Config)

@@ -22,6 +22,7 @@ func TestPrepareFromConfig(t *testing.T) {
 		}
 	}
 	write(conf, `ClusterName=lab
+FooBar=1
 TopologyPlugin=topology/tree
 GresTypes=gpu
 NodeName=gpu[001-002] CPUs=96 RealMemory=512000 Gres=gpu:h100:8 Feature=ib
@@ -35,6 +36,9 @@ PartitionName=cpu Nodes=cpu01
 	l := c.Layout
 	if strings.Join(l.Nodes, ",") != "gpu001,gpu002,cpu01" || l.Config != conf || l.Topology != filepath.Join(src, "topology.conf") {
 		t.Fatalf("layout %+v", l)
+	}
+	if len(c.Warnings) != 1 || !strings.HasPrefix(c.Warnings[0], conf+":2: ") || !strings.Contains(c.Warnings[0], "FooBar") {
+		t.Errorf("warnings %q; want the unknown key's, with its file and line", c.Warnings)
 	}
 	if h := l.hardware("gpu002"); h != (NodeHardware{GPUs: 8, GPUModel: "h100", CPUs: 96, MemoryMB: 512000}) {
 		t.Errorf("gpu002: %+v", h)
@@ -85,5 +89,16 @@ PartitionName=cpu Nodes=cpu01
 		if err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("config %q: %v, want %q", bad.text, err, bad.want)
 		}
+	}
+	// The topology.conf beside it is read as the controllers will, its
+	// problems and the config's in one error.
+	broken := t.TempDir()
+	write(filepath.Join(broken, "slurm.conf"), "TopologyPlugin=topology/tree\nNodeName=n1 CPUs=4 Bogus\n")
+	write(filepath.Join(broken, "topology.conf"), "SwitchName=leaf1 Nodes=n1 Speed=fast\n")
+	bc := &Cluster{Dir: t.TempDir()}
+	err := bc.prepare(Options{Config: filepath.Join(broken, "slurm.conf"), APIAddr: "127.0.0.1:0", GPUsPerNode: -1})
+	bc.Close()
+	if err == nil || !strings.Contains(err.Error(), "topology.conf:1") || !strings.Contains(err.Error(), "slurm.conf:2") {
+		t.Errorf("a config and its topology.conf with errors: %v; want both files' errors", err)
 	}
 }

@@ -472,6 +472,7 @@ func loadConfig(cfg *controller.Config, confPath, topoPath string, log *slog.Log
 	for _, w := range c.Warnings {
 		log.Warn("config", "warning", w)
 	}
+	cfg.ConfigWarnings = c.Warnings
 	if len(c.Partitions) > 0 {
 		cfg.Partitions = c.Partitions
 	}

@@ -70,6 +70,9 @@ func devCommand() *cli.Command {
 			if cl.Layout.Config != "" {
 				shape = fmt.Sprintf("%d nodes from %s", len(cl.Layout.Nodes), cl.Layout.Config)
 			}
+			for _, w := range cl.Warnings {
+				fmt.Fprintf(c.App.ErrWriter, "phx dev: warning: %s\n", w)
+			}
 			fmt.Fprintf(c.App.Writer, "phx dev: %d controller(s), %s, state and logs in %s\n", len(cl.Layout.Controllers), shape, cl.Dir)
 			fmt.Fprintf(c.App.Writer, "export PHX_AUTH_SOCKET=%s\n", cl.AuthSocket())
 			fmt.Fprintf(c.App.Writer, "export PHX_CA_CERT=%s\n", cl.CACert())

@@ -514,7 +514,10 @@ func (*ReconfigureRequest) Descriptor() ([]byte, []int) {
 type ReconfigureResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// changes: what was applied, one line each ("partition debug added").
-	Changes       []string `protobuf:"bytes,1,rep,name=changes,proto3" json:"changes,omitempty"`
+	Changes []string `protobuf:"bytes,1,rep,name=changes,proto3" json:"changes,omitempty"`
+	// warnings: the config file's, one line each with its file and line
+	// (an unknown key, a key Phalanx does not apply).
+	Warnings      []string `protobuf:"bytes,2,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -552,6 +555,13 @@ func (*ReconfigureResponse) Descriptor() ([]byte, []int) {
 func (x *ReconfigureResponse) GetChanges() []string {
 	if x != nil {
 		return x.Changes
+	}
+	return nil
+}
+
+func (x *ReconfigureResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
 	}
 	return nil
 }
@@ -6510,9 +6520,10 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\n" +
 	"\b_default\"\x19\n" +
 	"\x17UpdatePartitionResponse\"\x14\n" +
-	"\x12ReconfigureRequest\"/\n" +
+	"\x12ReconfigureRequest\"K\n" +
 	"\x13ReconfigureResponse\x12\x18\n" +
-	"\achanges\x18\x01 \x03(\tR\achanges\")\n" +
+	"\achanges\x18\x01 \x03(\tR\achanges\x12\x1a\n" +
+	"\bwarnings\x18\x02 \x03(\tR\bwarnings\")\n" +
 	"\x0eTopJobsRequest\x12\x17\n" +
 	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\"+\n" +
 	"\x0fTopJobsResponse\x12\x18\n" +
