@@ -184,6 +184,8 @@ func (f *sinfoField) value(r *sinfoRow, loc *time.Location) string {
 		return "n/a"
 	case f.part != nil:
 		return f.part(r.part)
+	case len(r.nodes) == 0 && f.row == nil: // a partition without nodes
+		return map[bool]string{true: "0", false: "n/a"}[f.count != nil]
 	case f.node != nil:
 		return f.node(r.nodes[0], loc)
 	case f.count != nil:

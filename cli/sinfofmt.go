@@ -145,18 +145,23 @@ func sinfoRows(parts []*phalanxv1.Partition, nodes []*phalanxv1.Node, cols []sin
 			r.nodes = append(r.nodes, n)
 		}
 	}
-	if byState && !v.Reasons {
-		order := map[*phalanxv1.Partition]int{}
-		for i, p := range parts {
-			order[p] = i
-		}
-		slices.SortStableFunc(rows, func(a, b *sinfoRow) int {
-			if d := order[a.part] - order[b.part]; d != 0 {
-				return d
+	if !v.Reasons { // as Slurm's, a partition without nodes has a row too
+		for _, p := range parts {
+			if !slices.ContainsFunc(entries, func(e *sinfoRow) bool { return e.part == p }) {
+				rows = append(rows, &sinfoRow{part: p})
 			}
-			return compareStates(ShortNodeState(a.nodes[0].State), ShortNodeState(b.nodes[0].State))
-		})
+		}
 	}
+	order := map[*phalanxv1.Partition]int{}
+	for i, p := range parts {
+		order[p] = i
+	}
+	slices.SortStableFunc(rows, func(a, b *sinfoRow) int {
+		if d := order[a.part] - order[b.part]; d != 0 || !byState || v.Reasons {
+			return d
+		}
+		return compareStates(rowState(a), rowState(b))
+	})
 	return rows
 }
 
@@ -215,6 +220,14 @@ func sinfoEntries(parts []*phalanxv1.Partition, nodes []*phalanxv1.Node, v Sinfo
 		}
 	}
 	return out
+}
+
+// rowState is a row's short state: its first node's, n/a without one.
+func rowState(r *sinfoRow) string {
+	if len(r.nodes) == 0 {
+		return "n/a"
+	}
+	return ShortNodeState(r.nodes[0].State)
 }
 
 // stateOrder is the order of sinfo's rows within a partition.

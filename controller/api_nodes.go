@@ -57,9 +57,12 @@ func (c *controllerService) ListPartitions(ctx context.Context, req *phalanxv1.L
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	// A declared node that never registered is the partition's too, as
+	// ListNodes shows it (DOWN, not responding).
+	nodes := c.s.withUnregistered(st.Nodes)
 	out := &phalanxv1.ListPartitionsResponse{}
 	for _, p := range st.Partitions {
-		out.Partitions = append(out.Partitions, partitionToProto(p, st.Nodes))
+		out.Partitions = append(out.Partitions, partitionToProto(p, nodes))
 	}
 	return out, nil
 }

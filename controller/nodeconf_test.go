@@ -46,6 +46,12 @@ n3 DOWN nr=true "Not responding"`; got != want {
 		t.Errorf("before any registration:\n%s\nwant\n%s", got, want)
 	}
 
+	// ... and their partition's (the default one, of every node).
+	parts, err := api.ListPartitions(ctx, &phalanxv1.ListPartitionsRequest{})
+	if err != nil || len(parts.Partitions) != 1 || strings.Join(parts.Partitions[0].Nodes, ",") != "n1,n2,n3" {
+		t.Errorf("partitions before any registration: %v, %v; want one, of n1,n2,n3", parts, err)
+	}
+
 	// A declared node that never registered has no events yet, and asking
 	// for them is no error.
 	if evs, err := api.ListEvents(ctx, &phalanxv1.ListEventsRequest{Nodes: []string{"n3"}}); err != nil || len(evs.Events) != 0 {
@@ -54,7 +60,7 @@ n3 DOWN nr=true "Not responding"`; got != want {
 
 	register(t, s, nil, "n1", "n2") // 64 CPUs, 512000 MB, 8 GPUs each
 	ns := &nodeService{s: s}
-	_, err := ns.RegisterNode(ctx, &phalanxv1.RegisterNodeRequest{Name: "n3", Cpus: 8, MemoryMb: 1000, Gpus: 0})
+	_, err = ns.RegisterNode(ctx, &phalanxv1.RegisterNodeRequest{Name: "n3", Cpus: 8, MemoryMb: 1000, Gpus: 0})
 	if err != nil {
 		t.Fatal(err) // n3's line declares nothing: anything goes
 	}
