@@ -21,9 +21,9 @@ import (
 var testNow = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 
 // TestFormat runs testdata/*: the input lists wire objects, one per line
-// ("job k=v ...", "node ...", "partition ...", plus "format STRING" and
-// "long" (-l) for squeue, "args ..." for sinfo's command line, and
-// "noheader"); the command picks the output.
+// ("job k=v ...", "node ...", "partition ...", plus "format STRING",
+// "long" (-l), "array" (-r) and "jobs LIST" (-j) for squeue, "args ..."
+// for sinfo's command line, and "noheader"); the command picks the output.
 func TestFormat(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		if strings.HasPrefix(path, "testdata/fuzz/") {
@@ -33,7 +33,9 @@ func TestFormat(t *testing.T) {
 			in := parseObjects(t, d.Input)
 			switch d.Cmd {
 			case "squeue":
-				out, err := FormatSqueue(in.jobs, SqueueView{Format: in.format, NoHeader: in.noHeader, Long: in.long, Now: testNow, Loc: time.UTC})
+				jobs := namedBy(in.refs, in.jobs)
+				out, err := FormatSqueue(jobs, SqueueView{Format: in.format, NoHeader: in.noHeader, Long: in.long, Now: testNow, Loc: time.UTC,
+					Array: in.array, TaskNamed: tasksNamed(in.refs)})
 				if err != nil {
 					return "error: " + err.Error() + "\n"
 				}
@@ -102,7 +104,9 @@ type objects struct {
 	format   string
 	args     []string // sinfo's command line
 	noHeader bool
-	long     bool // squeue -l
+	long     bool     // squeue -l
+	array    bool     // squeue -r
+	refs     []jobRef // squeue -j
 }
 
 func parseObjects(t *testing.T, input string) objects {
@@ -130,6 +134,14 @@ func parseObjects(t *testing.T, input string) objects {
 			o.noHeader = true
 		case "long":
 			o.long = true
+		case "array": // squeue -r
+			o.array = true
+		case "jobs": // squeue -j
+			refs, err := parseJobRefs(rest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.refs = refs
 		case "job":
 			o.jobs = append(o.jobs, parseJob(t, attrs(t, rest)))
 		case "node":
@@ -239,7 +251,8 @@ func parseJob(t *testing.T, a kvs) *phalanxv1.Job {
 		j.Spec.ScriptArgs = strings.Split(a["args"], ",")
 	}
 	if a["array-job"] != "" {
-		j.ArrayTask = &phalanxv1.ArrayTask{ArrayJobId: a.uint(t, "array-job"), TaskId: int32(a.int(t, "array-task")), Throttle: int32(a.int(t, "throttle"))}
+		j.ArrayTask = &phalanxv1.ArrayTask{ArrayJobId: a.uint(t, "array-job"), TaskId: int32(a.int(t, "array-task")),
+			Throttle: int32(a.int(t, "throttle")), Count: int32(a.int(t, "array-count"))}
 	}
 	for _, n := range a.hosts(t, "nodes") {
 		alloc := &phalanxv1.NodeAlloc{Node: n, Cpus: j.Spec.CpusPerNode, MemoryMb: j.Spec.MemoryMb}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 )
 
 var squeueOptions = []getopt.Option{
+	{Long: "array", Short: 'r', Usage: "a row for each pending task of a job array, not one row for all of them"},
 	{Long: "Format", Short: 'O', HasArg: true, Usage: "fields by name, NAME[:[.][WIDTH][SUFFIX]],..., e.g. \"JobID:.10 ,UserName:10,ReasonList\""},
 	{Long: "long", Short: 'l', Usage: "more columns: long state names and time limits"},
 	{Long: "format", Short: 'o', HasArg: true, Usage: "output format, e.g. \"%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R\""},
@@ -41,6 +43,10 @@ type squeueQuery struct {
 	me    bool
 	help  bool
 	start bool
+	// states: -t or --start chose the states; without, -j's jobs that
+	// have ended are not shown (the controller lists them, to tell an
+	// ended job from an unknown one).
+	states bool
 }
 
 func parseSqueue(args []string) (*squeueQuery, error) {
@@ -54,6 +60,8 @@ func parseSqueue(args []string) (*squeueQuery, error) {
 	q := &squeueQuery{req: &phalanxv1.ListJobsRequest{}}
 	for _, v := range vals {
 		switch v.Name {
+		case "array":
+			q.view.Array = true
 		case "format":
 			q.view.Format = v.Value
 		case "Format":
@@ -70,6 +78,7 @@ func parseSqueue(args []string) (*squeueQuery, error) {
 				return nil, err
 			}
 			q.req.JobIds = refIDs(q.refs)
+			q.view.TaskNamed = tasksNamed(q.refs)
 		case "me":
 			q.me = true
 		case "name":
@@ -89,7 +98,7 @@ func parseSqueue(args []string) (*squeueQuery, error) {
 		}
 	}
 	if q.start { // as Slurm: pending jobs only, in their own columns
-		q.req.States, q.req.IncludeFinished = []string{string(cluster.JobPending)}, false
+		q.req.States, q.req.IncludeFinished, q.states = []string{string(cluster.JobPending)}, false, true
 		q.view.Format = orDefault(q.view.Format, SqueueStartFormat)
 	}
 	return q, nil
@@ -110,6 +119,7 @@ func invalidState(s string) error {
 func (q *squeueQuery) setStates(list string) error {
 	q.req.States = nil
 	q.req.IncludeFinished = false
+	q.states = true
 	for _, s := range splitList(list) {
 		if strings.EqualFold(s, "all") {
 			q.req.States, q.req.IncludeFinished = nil, true
@@ -177,6 +187,9 @@ func (k *commands) runSqueue(c *ucli.Context, args []string) error {
 	if len(q.refs) > 0 && len(jobs) == 0 {
 		return &rawError{msg: "slurm_load_jobs error: Invalid job id specified"}
 	}
+	if !q.states { // as Slurm's: -j shows only jobs in the queue unless -t says
+		jobs = slices.DeleteFunc(jobs, func(j *phalanxv1.Job) bool { return !inQueue(j) })
+	}
 	sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].Id < jobs[b].Id })
 	if q.start {
 		jobs = StartOrder(jobs)
@@ -188,6 +201,13 @@ func (k *commands) runSqueue(c *ucli.Context, args []string) error {
 	}
 	_, err = fmt.Fprint(k.sys.Stdout, out)
 	return err
+}
+
+// inQueue reports whether squeue lists j without -t: it waits, runs or is
+// coming back to the queue.
+func inQueue(j *phalanxv1.Job) bool {
+	st := cluster.JobState(j.State)
+	return !st.Terminal() || st.ComingBack()
 }
 
 func orDefault(s, def string) string {

@@ -12,7 +12,8 @@ func TestSqueueFormatByName(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-O", "JobID:.10 ,username:8,ReasonList"}, "%.10i %8u%20R"},
+		{[]string{"-O", "JobID:.10 ,username:8,ReasonList"}, "%.10A %8u%20R"}, // Slurm's JobID is %A
+		{[]string{"-O", "JobArrayID,jobid:3"}, "%20i%3A"},
 		{[]string{"--Format=State:,Dependency:5%"}, "%T%5E%%"},
 		{[]string{"-l"}, SqueueLongFormat},
 		{[]string{"-l", "-o", "%i"}, "%i"},

@@ -23,7 +23,7 @@ var squeueNames = []struct {
 	name   string
 	letter byte
 }{
-	{"Account", 'a'}, {"ArrayJobID", 'F'}, {"ArrayTaskID", 'K'}, {"Dependency", 'E'}, {"Feature", 'f'}, {"JobID", 'i'}, {"Name", 'j'},
+	{"Account", 'a'}, {"ArrayJobID", 'F'}, {"ArrayTaskID", 'K'}, {"Dependency", 'E'}, {"Feature", 'f'}, {"JobArrayID", 'i'}, {"JobID", 'A'}, {"Name", 'j'},
 	{"Nice", 'y'}, {"NodeList", 'N'}, {"NumNodes", 'D'}, {"Partition", 'P'}, {"Priority", 'Q'}, {"QOS", 'q'}, {"Reason", 'r'}, {"ReasonList", 'R'},
 	{"SchedNodes", 'Y'}, {"StartTime", 'S'}, {"State", 'T'}, {"StateCompact", 't'}, {"SubmitTime", 'V'},
 	{"TimeLeft", 'L'}, {"TimeLimit", 'l'}, {"TimeUsed", 'M'}, {"tres-per-node", 'b'}, {"UserName", 'u'},
@@ -94,11 +94,13 @@ var squeueHeaders = map[byte]string{
 // whatever the format), the time elapsed times are measured to and the
 // zone for dates.
 type SqueueView struct {
-	Format   string // empty: SqueueDefaultFormat
-	NoHeader bool
-	Long     bool // -l
-	Now      time.Time
-	Loc      *time.Location
+	Format    string // empty: SqueueDefaultFormat
+	NoHeader  bool
+	Long      bool // -l
+	Now       time.Time
+	Loc       *time.Location
+	Array     bool            // -r: a row for each pending task of an array
+	TaskNamed map[uint64]bool // arrays -j names by their tasks alone (see arrayRows)
 }
 
 // FormatSqueue prints jobs as squeue does.
@@ -121,52 +123,26 @@ func FormatSqueue(jobs []*phalanxv1.Job, v SqueueView) (string, error) {
 		}
 		render(&b, fields, func(c byte) string { return squeueHeaders[c] })
 	}
-	rows, ids := arrayRows(jobs)
+	rows, names := arrayRows(jobs, v)
 	for _, j := range rows {
+		row := names[j]
 		render(&b, fields, func(c byte) string {
-			switch c {
-			case 'i':
-				return ids[j]
-			case 'K':
-				if j.ArrayTask == nil {
-					return "N/A"
-				}
-				return strings.TrimPrefix(ids[j], fmt.Sprintf("%d_", j.ArrayTask.ArrayJobId))
+			switch {
+			case c == 'i':
+				return row.id
+			case c == 'K':
+				return row.task
+			case c == 'A':
+				return row.jobID
+			case c == 'r' && row.reason != "":
+				return row.reason
+			case c == 'R' && row.reason != "":
+				return "(" + row.reason + ")"
 			}
 			return jobField(j, c, v)
 		})
 	}
 	return b.String(), nil
-}
-
-// arrayRows folds the pending tasks of each job array into the row of the
-// first, as squeue does, and names every row's job: "42", a task "40_3",
-// the folded pending tasks "40_[4-15%2]".
-func arrayRows(jobs []*phalanxv1.Job) ([]*phalanxv1.Job, map[*phalanxv1.Job]string) {
-	ids := make(map[*phalanxv1.Job]string, len(jobs))
-	pending := map[uint64][]int{} // by array: its pending tasks' indices
-	first := map[uint64]*phalanxv1.Job{}
-	var rows []*phalanxv1.Job
-	for _, j := range jobs {
-		a := j.ArrayTask
-		switch {
-		case a == nil:
-			ids[j] = fmt.Sprint(j.Id)
-		case j.State == string(cluster.JobPending):
-			pending[a.ArrayJobId] = append(pending[a.ArrayJobId], int(a.TaskId))
-			if first[a.ArrayJobId] != nil {
-				continue // folded into the first's row
-			}
-			first[a.ArrayJobId] = j
-		default:
-			ids[j] = fmt.Sprintf("%d_%d", a.ArrayJobId, a.TaskId)
-		}
-		rows = append(rows, j)
-	}
-	for base, j := range first {
-		ids[j] = fmt.Sprintf("%d_%s", base, cluster.FormatTaskIDs(pending[base], int(j.ArrayTask.Throttle)))
-	}
-	return rows, ids
 }
 
 func jobField(j *phalanxv1.Job, c byte, v SqueueView) string {
@@ -186,10 +162,8 @@ func jobField(j *phalanxv1.Job, c byte, v SqueueView) string {
 		return orDefault(s.GetQos(), "normal")
 	case 'y':
 		return fmt.Sprint(s.GetNice())
-	case 'i':
+	case 'i', 'A':
 		return fmt.Sprint(j.Id) // arrays: see arrayRows
-	case 'A': // unique for each task of an array
-		return fmt.Sprint(j.Id)
 	case 'F':
 		if j.ArrayTask != nil {
 			return fmt.Sprint(j.ArrayTask.ArrayJobId)
