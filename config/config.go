@@ -227,7 +227,9 @@ func (p *parser) parse(r io.Reader, file string, depth int) {
 			p.partitionLine(file, l)
 		case "include":
 			p.include(file, l, depth)
-		case "nodeset", "frontendname", "downnodes", "switchname":
+		case "downnodes":
+			p.downNodes(file, l)
+		case "nodeset", "frontendname", "switchname":
 			p.warnOnce(l.Pairs[0].lower, file, l.Num, "%s lines are not used by Phalanx; ignored", l.Pairs[0].Key)
 		default:
 			for _, kv := range l.Pairs {

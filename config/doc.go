@@ -78,7 +78,7 @@
 //	         Gres=gpu[:TYPE][:N] Features=a,b Weight=N
 //	         (Sockets, CoresPerSocket, ThreadsPerCore give CPUs when CPUs is absent)
 //	         State=UNKNOWN is accepted (a node's state comes from its agent);
-//	         any other State is refused
+//	         any other State is refused, and so are DownNodes= lines
 //	         The controller applies Weight and Features (merged into what
 //	         the node's agent reports). With NodeName lines the config is
 //	         the cluster: a node no line names is refused at registration;

@@ -58,6 +58,18 @@ func (p *parser) nodeLineDirective(file string, l line) {
 	}
 }
 
+// downNodes refuses a DownNodes= line, as a NodeName line's State=DOWN is
+// refused: a node's state comes from its agent, so a node the line means
+// to keep out would run jobs.
+func (p *parser) downNodes(file string, l line) {
+	names := l.Pairs[0].Value
+	if names == "" {
+		names = "NAME"
+	}
+	p.errorf(file, l.Num, "DownNodes=%s is not supported: a node's state comes from its agent, and a node meant to be out would run jobs; "+
+		"take it out with `phx scontrol update NodeName=%s State=DRAIN Reason=...` once it has registered", l.Pairs[0].Value, names)
+}
+
 // declare records that a NodeName line names hosts (err: its names could
 // not be read, so which nodes the config declares cannot be told).
 func (p *parser) declare(hosts []string, err error) {
