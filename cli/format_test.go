@@ -344,7 +344,7 @@ func parsePartition(t *testing.T, a kvs) *phalanxv1.Partition {
 	p := &phalanxv1.Partition{
 		Name: a["name"], Nodes: a.hosts(t, "nodes"), Default: isDefault, State: a["state"],
 		MaxTimeSeconds: secs("max"), DefaultTimeSeconds: secs("deftime"),
-		MaxNodes: int32(a.int(t, "max-nodes")), PriorityTier: int32(a.int(t, "tier")), PreemptMode: a["preempt"],
+		MaxNodes: int32(a.int(t, "max-nodes")), MinNodes: int32(a.int(t, "min-nodes")), PriorityTier: int32(a.int(t, "tier")), PreemptMode: a["preempt"],
 		Exclusive: exclusive,
 	}
 	if a["groups"] != "" {

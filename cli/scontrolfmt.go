@@ -414,7 +414,7 @@ func FormatPartition(p *phalanxv1.Partition) string {
 	kvLines(&b, [][]string{
 		{kv("PartitionName", p.Name)},
 		{kv("Default", yes[p.Default])},
-		{kv("MaxNodes", maxNodes), kv("MaxTime", limitOrUnlimited(time.Duration(p.MaxTimeSeconds)*time.Second))},
+		{kv("MaxNodes", maxNodes), kv("MaxTime", limitOrUnlimited(time.Duration(p.MaxTimeSeconds)*time.Second)), kv("MinNodes", p.MinNodes)},
 		{kv("PriorityTier", p.PriorityTier), kv("State", orDefault(p.State, string(cluster.PartitionUp)))},
 		{kv("AllowAccounts", orDefault(strings.Join(p.AllowAccounts, ","), "ALL")), kv("DenyAccounts", orDefault(strings.Join(p.DenyAccounts, ","), "(null)"))},
 		{kv("AllowGroups", orDefault(strings.Join(p.AllowGroups, ","), "ALL")), kv("OverSubscribe", map[bool]string{true: "EXCLUSIVE", false: "NO"}[p.Exclusive])},

@@ -106,15 +106,16 @@ var sinfoFields = []sinfoField{
 		node: func(n *phalanxv1.Node, _ *time.Location) string { return orDefault(n.Reason, "none") }},
 	{name: "Root", letter: 'r', header: "ROOT", doc: "partition only for root: no (Phalanx has no RootOnly)",
 		part: func(*phalanxv1.Partition) string { return "no" }},
-	{name: "Size", letter: 's', header: "JOB_SIZE", doc: "nodes a job may have: 1-MaxNodes",
+	{name: "Size", letter: 's', header: "JOB_SIZE", doc: "nodes a job may have: MinNodes (at least 1)-MaxNodes",
 		part: func(p *phalanxv1.Partition) string {
+			least := max(p.MinNodes, 1)
 			switch {
 			case p.MaxNodes == 0:
-				return "1-infinite"
-			case p.MaxNodes == 1:
-				return "1"
+				return fmt.Sprintf("%d-infinite", least)
+			case p.MaxNodes == least:
+				return fmt.Sprint(least)
 			}
-			return fmt.Sprintf("1-%d", p.MaxNodes)
+			return fmt.Sprintf("%d-%d", least, p.MaxNodes)
 		}},
 	{name: "SocketCoreThread", letter: 'z', header: "S:C:T", doc: "sockets:cores:threads from its NodeName line; CPUS:1:1 without (what Slurm infers from CPUs alone)",
 		count: sockets, more: []func(*phalanxv1.Node) int64{cores, threads}},

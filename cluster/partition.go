@@ -26,6 +26,7 @@ type Partition struct {
 	MaxTime      time.Duration // zero: unlimited
 	DefaultTime  time.Duration // zero: MaxTime, else unlimited
 	MaxNodes     int           // zero: unlimited
+	MinNodes     int           // zero: no minimum
 	PriorityTier int
 	// PreemptMode is "OFF" (default) or "REQUEUE": whether this partition's
 	// jobs may be preempted (requeued) for jobs of a higher tier or QoS.

@@ -88,12 +88,15 @@
 //	         registered is listed DOWN, not responding (down*). Without
 //	         NodeName lines every node that registers is taken.
 //	PartitionName=NAME Nodes=HOSTLIST|ALL Default=YES|NO State=UP|DOWN|DRAIN|INACTIVE
-//	         MaxTime=T DefaultTime=T MaxNodes=N|UNLIMITED PriorityTier=N
+//	         MaxTime=T DefaultTime=T MaxNodes=N|UNLIMITED MinNodes=N PriorityTier=N
 //	         PreemptMode=OFF|REQUEUE AllowAccounts=A,B|ALL DenyAccounts=A,B
 //	         OverSubscribe=NO|EXCLUSIVE (Shared=; YES and FORCE are refused)
 //	         AllowGroups=G,H|ALL (members of these groups only)
 //	         PriorityTier defaults to 1, as in Slurm (a partition set to 0
-//	         ranks below one that sets none). With NodeName lines, a node
+//	         ranks below one that sets none); PriorityJobFactor is refused
+//	         (partitions are ordered by PriorityTier alone). A job asking
+//	         for more nodes than MaxNodes or fewer than MinNodes (default
+//	         0, no minimum) is refused at submit. With NodeName lines, a node
 //	         Nodes= names must have one (Slurm's "Invalid node name");
 //	         without any, nodes join as their agents register
 //	GresTypes=gpu                   needed by a NodeName line's Gres=gpu (as

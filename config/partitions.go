@@ -98,6 +98,10 @@ func (s *partSpec) set(kv pair) {
 		part.DefaultTime = s.duration(kv)
 	case "maxnodes":
 		part.MaxNodes = s.limit(kv)
+	case "minnodes":
+		part.MinNodes = s.minNodes(kv)
+	case "priorityjobfactor":
+		s.errorf("PriorityJobFactor=%s is not supported: Phalanx orders partitions by PriorityTier alone; remove it, or write PriorityTier=N (higher runs first)", kv.Value)
 	case "prioritytier":
 		n, err := strconv.Atoi(kv.Value)
 		if err != nil || n < 0 {
@@ -206,12 +210,27 @@ func (s *partSpec) limit(kv pair) int {
 	return n
 }
 
+// minNodes parses MinNodes=N, Slurm's least count of nodes a job of the
+// partition may have; 0, the default, is no minimum.
+func (s *partSpec) minNodes(kv pair) int {
+	n, err := strconv.Atoi(kv.Value)
+	if err != nil || n < 0 {
+		s.errorf("MinNodes=%s: want a whole number, e.g. MinNodes=2 (0: no minimum)", kv.Value)
+		return 0
+	}
+	return n
+}
+
 // check validates the partition as a whole.
 func (s *partSpec) check() {
 	part := s.part
 	if part.MaxTime > 0 && part.DefaultTime > part.MaxTime {
 		s.errorf("partition %s: DefaultTime %s exceeds MaxTime %s: lower DefaultTime or raise MaxTime",
 			part.Name, cluster.FormatDuration(part.DefaultTime), cluster.FormatDuration(part.MaxTime))
+	}
+	if part.MaxNodes > 0 && part.MinNodes > part.MaxNodes {
+		s.errorf("partition %s: MinNodes %d exceeds MaxNodes %d, so no job could run: lower MinNodes or raise MaxNodes",
+			part.Name, part.MinNodes, part.MaxNodes)
 	}
 }
 

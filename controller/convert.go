@@ -370,6 +370,7 @@ func partitionToProto(p *cluster.Partition, nodes []*cluster.Node) *phalanxv1.Pa
 		MaxTimeSeconds:     int64(p.MaxTime / time.Second),
 		DefaultTimeSeconds: int64(p.DefaultTime / time.Second),
 		MaxNodes:           int32(p.MaxNodes),
+		MinNodes:           int32(p.MinNodes),
 		PriorityTier:       int32(p.PriorityTier),
 		PreemptMode:        preemptOff,
 		AllowAccounts:      p.AllowAccounts,

@@ -13,8 +13,9 @@ import (
 // partition's DefaultTime, else MaxTime, when it gives none), and refuses,
 // one line saying why: an unknown partition; an account the partition
 // does not take (AllowAccounts, DenyAccounts); a time limit over MaxTime,
-// more nodes than MaxNodes; --nodelist or --exclude naming nodes outside
-// the partition, a --constraint feature no node of it has; and a request
+// more nodes than MaxNodes or fewer than MinNodes; --nodelist or --exclude
+// naming nodes outside the partition, a --constraint feature no node of it
+// has; and a request
 // no placement can fit (Feasible, or feasible: a memo of it, since only
 // the nodes and partitions decide it). The job must be well formed
 // already (its constraint parsed by cluster.ParseConstraint).
@@ -50,6 +51,9 @@ func Admit(snap *Snapshot, job *cluster.Job, feasible func(*Snapshot, *cluster.J
 	}
 	if part.MaxNodes > 0 && job.Nodes > part.MaxNodes {
 		return cluster.Errorf(cluster.ErrInvalid, "%d nodes exceed partition %s's MaxNodes %d", job.Nodes, part.Name, part.MaxNodes)
+	}
+	if job.Nodes < part.MinNodes {
+		return cluster.Errorf(cluster.ErrInvalid, "node count %d is below partition %s's MinNodes %d", job.Nodes, part.Name, part.MinNodes)
 	}
 	if err := checkAgainstPartition(job, part, snap.Nodes); err != nil {
 		return err

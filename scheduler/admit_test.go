@@ -17,6 +17,7 @@ func TestAdmit(t *testing.T) {
 	snap := &Snapshot{Nodes: nodes, Partitions: []*cluster.Partition{
 		{Name: "gpu", AllNodes: true, Default: true, State: cluster.PartitionUp, MaxTime: 2 * time.Hour, DefaultTime: time.Hour, MaxNodes: 2},
 		{Name: "whole", AllNodes: true, State: cluster.PartitionUp, Exclusive: true, AllowAccounts: []string{"ml"}},
+		{Name: "wide", AllNodes: true, State: cluster.PartitionUp, MinNodes: 2},
 	}}
 	job := func(edit func(*cluster.Job)) *cluster.Job {
 		j := &cluster.Job{Nodes: 1, GPUsPerNode: 8, Account: "ml"}
@@ -33,6 +34,9 @@ func TestAdmit(t *testing.T) {
 	if err := Admit(snap, j, nil); err != nil || !j.Exclusive {
 		t.Errorf("OverSubscribe=EXCLUSIVE partition: %v, exclusive %v; want whole nodes", err, j.Exclusive)
 	}
+	if err := Admit(snap, job(func(j *cluster.Job) { j.Partition, j.Nodes = "wide", 2 }), nil); err != nil {
+		t.Errorf("MinNodes=2 partition, 2 nodes: %v; want admitted", err)
+	}
 	for _, tc := range []struct {
 		edit func(*cluster.Job)
 		want string
@@ -42,6 +46,7 @@ func TestAdmit(t *testing.T) {
 		{func(j *cluster.Job) { j.Partition, j.Account = "whole", "physics" }, "Invalid account or account/partition combination", cluster.ErrPermission},
 		{func(j *cluster.Job) { j.TimeLimit = 3 * time.Hour }, "exceeds partition gpu's MaxTime", cluster.ErrInvalid},
 		{func(j *cluster.Job) { j.Nodes = 3 }, "3 nodes exceed partition gpu's MaxNodes 2", cluster.ErrInvalid},
+		{func(j *cluster.Job) { j.Partition = "wide" }, "node count 1 is below partition wide's MinNodes 2", cluster.ErrInvalid},
 		{func(j *cluster.Job) { j.Constraint = "ib&nvl" }, `has feature "nvl"`, cluster.ErrInvalid},
 		{func(j *cluster.Job) { j.NodeList = []string{"n9"} }, "--nodelist: node n9 is not in partition gpu", cluster.ErrInvalid},
 		{func(j *cluster.Job) { j.GPUsPerNode = 16 }, "at most 8 GPUs", cluster.ErrUnsatisfiable},

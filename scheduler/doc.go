@@ -47,8 +47,8 @@
 //
 //  1. partition checks: unknown (BadConstraints), DOWN (PartitionDown) or
 //     INACTIVE (PartitionInactive), time limit over MaxTime
-//     (PartitionTimeLimit), more
-//     nodes than MaxNodes (PartitionNodeLimit);
+//     (PartitionTimeLimit), more nodes than MaxNodes or fewer than
+//     MinNodes (PartitionNodeLimit);
 //  2. static checks, once per request shape (feasible.go): can the gang
 //     ever fit the candidates (else BadConstraints), and would it fit the UP
 //     ones if idle (else ReqNodeNotAvail: it needs DOWN or DRAIN nodes);

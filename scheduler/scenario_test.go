@@ -160,7 +160,7 @@ func (w *world) addNodes(expr string, kv map[string]string) error {
 func (w *world) addPartition(name string, kv map[string]string) error {
 	p := &cluster.Partition{Name: name, State: cluster.PartitionState(str(kv, "state", "UP")),
 		PriorityTier: int(num(kv, "tier", 0)), MaxTime: seconds(kv, "maxtime"), DefaultTime: seconds(kv, "default"),
-		MaxNodes: int(num(kv, "maxnodes", 0)), PreemptMode: str(kv, "preempt", "OFF")}
+		MaxNodes: int(num(kv, "maxnodes", 0)), MinNodes: int(num(kv, "minnodes", 0)), PreemptMode: str(kv, "preempt", "OFF")}
 	if kv["nodes"] == "all" {
 		p.AllNodes = true
 	} else {

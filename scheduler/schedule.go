@@ -57,7 +57,7 @@ func (p *pass) decide(plan *Plan, j *cluster.Job) {
 	case part.MaxTime > 0 && j.TimeLimit > part.MaxTime:
 		wait(ReasonPartitionTimeLimit)
 		return
-	case part.MaxNodes > 0 && j.Nodes > part.MaxNodes:
+	case part.MaxNodes > 0 && j.Nodes > part.MaxNodes, j.Nodes < part.MinNodes:
 		wait(ReasonPartitionNodeLimit)
 		return
 	}

@@ -87,7 +87,7 @@ const (
 	// partition's MaxTime.
 	ReasonPartitionTimeLimit = "PartitionTimeLimit"
 	// ReasonPartitionNodeLimit: the job asks for more nodes than its
-	// partition's MaxNodes.
+	// partition's MaxNodes, or fewer than its MinNodes.
 	ReasonPartitionNodeLimit = "PartitionNodeLimit"
 	// A job waiting on a dependency never reaches the scheduler: the
 	// controller holds it back with cluster.ReasonDependency.

@@ -3183,6 +3183,7 @@ type Partition struct {
 	DenyAccounts       []string               `protobuf:"bytes,11,rep,name=deny_accounts,json=denyAccounts,proto3" json:"deny_accounts,omitempty"`
 	Exclusive          bool                   `protobuf:"varint,12,opt,name=exclusive,proto3" json:"exclusive,omitempty"`                       // OverSubscribe=EXCLUSIVE: whole nodes for every job
 	AllowGroups        []string               `protobuf:"bytes,13,rep,name=allow_groups,json=allowGroups,proto3" json:"allow_groups,omitempty"` // empty: any group
+	MinNodes           int32                  `protobuf:"varint,14,opt,name=min_nodes,json=minNodes,proto3" json:"min_nodes,omitempty"`         // 0: no minimum
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
 }
@@ -3306,6 +3307,13 @@ func (x *Partition) GetAllowGroups() []string {
 		return x.AllowGroups
 	}
 	return nil
+}
+
+func (x *Partition) GetMinNodes() int32 {
+	if x != nil {
+		return x.MinNodes
+	}
+	return 0
 }
 
 type SubmitJobRequest struct {
@@ -6804,7 +6812,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x0enot_responding\x18\x15 \x01(\bR\rnotResponding\x12\x18\n" +
 	"\asockets\x18\x16 \x01(\x05R\asockets\x12(\n" +
 	"\x10cores_per_socket\x18\x17 \x01(\x05R\x0ecoresPerSocket\x12(\n" +
-	"\x10threads_per_core\x18\x18 \x01(\x05R\x0ethreadsPerCore\"\xb3\x03\n" +
+	"\x10threads_per_core\x18\x18 \x01(\x05R\x0ethreadsPerCore\"\xd0\x03\n" +
 	"\tPartition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05nodes\x18\x02 \x03(\tR\x05nodes\x12\x18\n" +
@@ -6819,7 +6827,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	" \x03(\tR\rallowAccounts\x12#\n" +
 	"\rdeny_accounts\x18\v \x03(\tR\fdenyAccounts\x12\x1c\n" +
 	"\texclusive\x18\f \x01(\bR\texclusive\x12!\n" +
-	"\fallow_groups\x18\r \x03(\tR\vallowGroups\"w\n" +
+	"\fallow_groups\x18\r \x03(\tR\vallowGroups\x12\x1b\n" +
+	"\tmin_nodes\x18\x0e \x01(\x05R\bminNodes\"w\n" +
 	"\x10SubmitJobRequest\x12'\n" +
 	"\x04spec\x18\x01 \x01(\v2\x13.phalanx.v1.JobSpecR\x04spec\x12\x1b\n" +
 	"\ttest_only\x18\x02 \x01(\bR\btestOnly\x12\x1d\n" +

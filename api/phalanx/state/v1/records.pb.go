@@ -2399,7 +2399,9 @@ type Partition struct {
 	// exclusive: OverSubscribe=EXCLUSIVE, every job gets whole nodes.
 	Exclusive bool `protobuf:"varint,13,opt,name=exclusive,proto3" json:"exclusive,omitempty"`
 	// allow_groups: only jobs of users in these groups (empty: any).
-	AllowGroups   []string `protobuf:"bytes,14,rep,name=allow_groups,json=allowGroups,proto3" json:"allow_groups,omitempty"`
+	AllowGroups []string `protobuf:"bytes,14,rep,name=allow_groups,json=allowGroups,proto3" json:"allow_groups,omitempty"`
+	// min_nodes: the fewest nodes a job may ask for (0: no minimum).
+	MinNodes      int32 `protobuf:"varint,15,opt,name=min_nodes,json=minNodes,proto3" json:"min_nodes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2530,6 +2532,13 @@ func (x *Partition) GetAllowGroups() []string {
 		return x.AllowGroups
 	}
 	return nil
+}
+
+func (x *Partition) GetMinNodes() int32 {
+	if x != nil {
+		return x.MinNodes
+	}
+	return 0
 }
 
 // SubmitRequest remembers what a client's request did, so that a retry of
@@ -2953,7 +2962,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\tnuma_node\x18\t \x01(\x05R\bnumaNode\x12\x12\n" +
 	"\x04gpus\x18\n" +
 	" \x03(\x05R\x04gpus\x12\x1a\n" +
-	"\baffinity\x18\v \x01(\tR\baffinity\"\xd4\x03\n" +
+	"\baffinity\x18\v \x01(\tR\baffinity\"\xf1\x03\n" +
 	"\tPartition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05nodes\x18\x02 \x03(\tR\x05nodes\x12\x1b\n" +
@@ -2969,7 +2978,8 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x0eallow_accounts\x18\v \x03(\tR\rallowAccounts\x12#\n" +
 	"\rdeny_accounts\x18\f \x03(\tR\fdenyAccounts\x12\x1c\n" +
 	"\texclusive\x18\r \x01(\bR\texclusive\x12!\n" +
-	"\fallow_groups\x18\x0e \x03(\tR\vallowGroups\"X\n" +
+	"\fallow_groups\x18\x0e \x03(\tR\vallowGroups\x12\x1b\n" +
+	"\tmin_nodes\x18\x0f \x01(\x05R\bminNodes\"X\n" +
 	"\rSubmitRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x12\n" +
 	"\x04time\x18\x02 \x01(\x03R\x04time\x12\x1c\n" +
