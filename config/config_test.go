@@ -187,6 +187,31 @@ func TestParseErrorLimit(t *testing.T) {
 	}
 }
 
+// A DEFAULT line's bad value is one problem, at its line: many lines after
+// it do not fill the cap and hide a later line's problem. Its good values
+// still reach those lines.
+func TestDefaultLineErrorOnce(t *testing.T) {
+	conf := "NodeName=DEFAULT CPUs=abc RealMemory=1000\n"
+	for i := 1; i <= maxErrors+5; i++ {
+		conf += fmt.Sprintf("NodeName=n%d\nPartitionName=p%d Nodes=n%d\n", i, i, i)
+	}
+	conf = "PartitionName=DEFAULT MaxNodes=lots MaxTime=1:00:00\n" + conf + "ClusterName=\n"
+	_, err := Parse(strings.NewReader(conf), "x.conf")
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	want := "x.conf:1: MaxNodes=lots: want a whole number or UNLIMITED, e.g. MaxNodes=64\n" +
+		"x.conf:2: CPUs=abc: want a whole number, e.g. CPUs=64\n" +
+		"x.conf:53: ClusterName is empty: give it a value or remove the line"
+	if err.Error() != want {
+		t.Errorf("error:\n%v\nwant:\n%s", err, want)
+	}
+	p := parseAll(strings.NewReader(conf), "x.conf")
+	if n, part := p.cfg.Nodes[0], p.cfg.Partitions[0]; n.MemoryMB != 1000 || part.MaxTime != time.Hour {
+		t.Errorf("node n1 RealMemory %d, partition p1 MaxTime %s; want the DEFAULT lines' good values, 1000 and 1h", n.MemoryMB, part.MaxTime)
+	}
+}
+
 func TestMaxArraySize(t *testing.T) {
 	cfg, err := Parse(strings.NewReader("MaxArraySize=10001\n"), "phalanx.conf")
 	if err != nil || cfg.MaxArraySize != 10001 {

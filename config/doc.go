@@ -112,8 +112,9 @@
 // constants), so callers use the fields as they are.
 //
 // NodeName=DEFAULT and PartitionName=DEFAULT set values for the lines that
-// follow. Any other key is accepted and reported in Config.Warnings (once
-// per key, naming its file and line), so a full slurm.conf loads.
+// follow; a bad value there is reported once, at the DEFAULT line. Any
+// other key is accepted and reported in Config.Warnings (once per key,
+// naming its file and line), so a full slurm.conf loads.
 //
 // # Problems
 //

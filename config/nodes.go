@@ -29,7 +29,7 @@ type nodeSpec struct {
 func (p *parser) nodeLineDirective(file string, l line) {
 	names := l.Pairs[0].Value
 	if strings.EqualFold(names, "DEFAULT") {
-		p.nodeDefaults = append(p.nodeDefaults, l.Pairs[1:]...)
+		p.nodeDefaultLine(file, l)
 		return
 	}
 	hosts, err := hostlist.Expand(names)
@@ -55,6 +55,18 @@ func (p *parser) nodeLineDirective(file string, l line) {
 	addrs := s.expandAddrs(len(hosts))
 	if !s.bad {
 		p.addNodes(file, l.Num, names, hosts, addrs, s.conf)
+	}
+}
+
+// nodeDefaultLine checks each value of a NodeName=DEFAULT line where it is
+// written, and keeps the good ones for the lines after it: a bad value is
+// reported once, at the DEFAULT line, not at every line that would take it.
+func (p *parser) nodeDefaultLine(file string, l line) {
+	for _, kv := range l.Pairs[1:] {
+		s := &nodeSpec{file: file, num: l.Num, p: p}
+		if s.set(kv); !s.bad {
+			p.nodeDefaults = append(p.nodeDefaults, kv)
+		}
 	}
 }
 

@@ -24,7 +24,7 @@ type partSpec struct {
 func (p *parser) partitionLine(file string, l line) {
 	name := l.Pairs[0].Value
 	if strings.EqualFold(name, "DEFAULT") {
-		p.partDefaults = append(p.partDefaults, l.Pairs[1:]...)
+		p.partDefaultLine(file, l)
 		return
 	}
 	if name == "" {
@@ -45,6 +45,18 @@ func (p *parser) partitionLine(file string, l line) {
 	named, isDefault := p.claimName(file, l.Num, name), p.claimDefault(file, l.Num, part)
 	if !s.bad && named && isDefault {
 		p.cfg.Partitions = append(p.cfg.Partitions, part)
+	}
+}
+
+// partDefaultLine checks each value of a PartitionName=DEFAULT line where it
+// is written, and keeps the good ones for the lines after it: a bad value is
+// reported once, at the DEFAULT line, not at every line that would take it.
+func (p *parser) partDefaultLine(file string, l line) {
+	for _, kv := range l.Pairs[1:] {
+		s := &partSpec{part: &cluster.Partition{}, p: p, file: file, num: l.Num}
+		if s.set(kv); !s.bad {
+			p.partDefaults = append(p.partDefaults, kv)
+		}
 	}
 }
 
