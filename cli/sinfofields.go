@@ -226,8 +226,9 @@ func sockets(n *phalanxv1.Node) int64 {
 	return int64(n.Cpus) / (cores(n) * threads(n))
 }
 
-// nodeWeight is a node's Weight as Slurm prints it: Phalanx keeps 0 for a
-// node whose NodeName line sets none, which is Slurm's default, 1.
+// nodeWeight is a node's Weight as Slurm prints it: a node no NodeName
+// line configures (it joined as its agent registered) has 0, printed as
+// Slurm's default, 1, which a NodeName line without Weight gives.
 func nodeWeight(n *phalanxv1.Node) int32 {
 	if n.Weight == 0 {
 		return 1

@@ -102,7 +102,7 @@ type NodeConf struct {
 	GPUs     int
 	GPUType  string // from Gres=gpu:TYPE:N; empty: any
 	Features []string
-	Weight   int
+	Weight   int // DefaultWeight unless the line sets one
 	// Sockets, CoresPerSocket, ThreadsPerCore: the line's layout, as
 	// written (zero: not given); CPUs is their product when the line gives
 	// no CPUs.

@@ -80,7 +80,8 @@
 //	         State=UNKNOWN is accepted (a node's state comes from its agent);
 //	         any other State is refused, and so are DownNodes= lines
 //	         The controller applies Weight and Features (merged into what
-//	         the node's agent reports). With NodeName lines the config is
+//	         the node's agent reports). Weight defaults to 1, as in Slurm
+//	         (a node set to 0 is used before one that sets none). With NodeName lines the config is
 //	         the cluster: a node no line names is refused at registration;
 //	         one that reports fewer CPUs, less RealMemory or fewer GPUs than
 //	         its line is INVAL (not used) with Slurm's reason, e.g. "Low

@@ -24,6 +24,10 @@ type nodeSpec struct {
 	num  int
 }
 
+// DefaultWeight is the Weight of a node whose NodeName line sets none,
+// Slurm's default: a node set to Weight=0 ranks before it.
+const DefaultWeight = 1
+
 // nodeLineDirective handles NodeName=hosts Key=Value...; NodeName=DEFAULT
 // sets values for the lines after it.
 func (p *parser) nodeLineDirective(file string, l line) {
@@ -34,7 +38,7 @@ func (p *parser) nodeLineDirective(file string, l line) {
 	}
 	hosts, err := hostlist.Expand(names)
 	p.declare(hosts, err) // whatever else the line says
-	s := &nodeSpec{file: file, num: l.Num, p: p}
+	s := &nodeSpec{conf: NodeConf{Weight: DefaultWeight}, file: file, num: l.Num, p: p}
 	for _, kv := range p.nodeDefaults {
 		s.set(kv)
 	}
