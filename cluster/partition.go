@@ -32,8 +32,8 @@ type Partition struct {
 	// jobs may be preempted (requeued) for jobs of a higher tier or QoS.
 	PreemptMode string
 	// AllowAccounts, when set, are the only accounts whose jobs the
-	// partition takes; DenyAccounts are accounts whose jobs it refuses
-	// (Slurm's keys).
+	// partition takes; else DenyAccounts are accounts whose jobs it
+	// refuses (Slurm's keys; Slurm, too, ignores DenyAccounts then).
 	AllowAccounts, DenyAccounts []string
 	// AllowGroups, when set, are the only groups whose members' jobs the
 	// partition takes (Slurm's key; the controller checks membership).
@@ -53,11 +53,12 @@ func (p *Partition) TakesJobs() error {
 	return nil
 }
 
-// Admits reports whether the partition takes jobs of account (its
-// AllowAccounts and DenyAccounts).
+// Admits reports whether the partition takes jobs of account: one of its
+// AllowAccounts when it has them, else any but its DenyAccounts. As in
+// Slurm, DenyAccounts is not enforced when AllowAccounts is set.
 func (p *Partition) Admits(account string) bool {
-	if len(p.AllowAccounts) > 0 && !slices.Contains(p.AllowAccounts, account) {
-		return false
+	if len(p.AllowAccounts) > 0 {
+		return slices.Contains(p.AllowAccounts, account)
 	}
 	return !slices.Contains(p.DenyAccounts, account)
 }

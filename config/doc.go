@@ -91,6 +91,8 @@
 //	PartitionName=NAME Nodes=HOSTLIST|ALL Default=YES|NO State=UP|DOWN|DRAIN|INACTIVE
 //	         MaxTime=T DefaultTime=T MaxNodes=N|UNLIMITED MinNodes=N PriorityTier=N
 //	         PreemptMode=OFF|REQUEUE AllowAccounts=A,B|ALL DenyAccounts=A,B
+//	         (with AllowAccounts, DenyAccounts is not enforced, as in Slurm;
+//	         a warning says so)
 //	         OverSubscribe=NO|EXCLUSIVE (Shared=; YES and FORCE are refused)
 //	         AllowGroups=G,H|ALL (members of these groups only)
 //	         PriorityTier defaults to 1, as in Slurm (a partition set to 0

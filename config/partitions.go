@@ -244,6 +244,10 @@ func (s *partSpec) check() {
 		s.errorf("partition %s: MinNodes %d exceeds MaxNodes %d, so no job could run: lower MinNodes or raise MaxNodes",
 			part.Name, part.MinNodes, part.MaxNodes)
 	}
+	if len(part.AllowAccounts) > 0 && len(part.DenyAccounts) > 0 {
+		s.p.cfg.Warnings = append(s.p.cfg.Warnings, fmt.Sprintf("%s:%d: partition %s: DenyAccounts is ignored when AllowAccounts is set, as in Slurm: "+
+			"only the accounts AllowAccounts lists may use it; remove DenyAccounts", s.file, s.num, part.Name))
+	}
 }
 
 // Preemption, globally, as Slurm reads it: PreemptType is preempt/none
