@@ -96,7 +96,7 @@
 //	         OverSubscribe=NO|EXCLUSIVE (Shared=; YES and FORCE are refused)
 //	         AllowGroups=G,H|ALL (members of these groups only)
 //	         PriorityTier defaults to 1, as in Slurm (a partition set to 0
-//	         ranks below one that sets none); PriorityJobFactor is refused
+//	         ranks below one that sets none), at most 65533; PriorityJobFactor is refused
 //	         (partitions are ordered by PriorityTier alone). A job asking
 //	         for more nodes than MaxNodes or fewer than MinNodes (default
 //	         0, no minimum) is refused at submit. With NodeName lines, a node

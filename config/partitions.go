@@ -64,6 +64,9 @@ func (p *parser) partDefaultLine(file string, l line) {
 // Slurm's default: a partition set to PriorityTier=0 ranks below it.
 const DefaultPriorityTier = 1
 
+// MaxPriorityTier is Slurm's largest PriorityTier.
+const MaxPriorityTier = 65533
+
 // claimName records a partition's name; false (and an error) when another
 // line has it.
 func (p *parser) claimName(file string, num int, name string) bool {
@@ -116,8 +119,8 @@ func (s *partSpec) set(kv pair) {
 		s.errorf("PriorityJobFactor=%s is not supported: Phalanx orders partitions by PriorityTier alone; remove it, or write PriorityTier=N (higher runs first)", kv.Value)
 	case "prioritytier":
 		n, err := strconv.Atoi(kv.Value)
-		if err != nil || n < 0 {
-			s.errorf("PriorityTier=%s: want a whole number, e.g. PriorityTier=10 (higher runs first)", kv.Value)
+		if err != nil || n < 0 || n > MaxPriorityTier {
+			s.errorf("PriorityTier=%s: want a whole number from 0 to %d (Slurm's most), e.g. PriorityTier=10 (higher runs first)", kv.Value, MaxPriorityTier)
 		}
 		part.PriorityTier = n
 	case "allowaccounts":
