@@ -24,9 +24,12 @@ import (
 //	singleton                     no other job of the same name and user
 //	                              runs, nor waits with a lower ID
 //
-// Conditions are joined by "," (all must hold) or "?" (one is enough), not
-// both; the separator decides for every condition, those that share a type
-// (afterok:1:2?afterany:3: any of the three) included. A condition that can
+// Conditions are joined by "," (all must hold) or "?" (one is enough); a
+// single "?" makes every separator one, as Slurm reads it
+// (afterok:1,singleton?afterany:3: any of the three), and decides for the
+// conditions that share a type (afterok:1:2?afterany:3) too. Slurm takes
+// +MIN after any job ID and shows it, but counts it for after alone: so
+// does Phalanx. A condition that can
 // no longer hold (afterok on a job that failed) makes the dependency never
 // satisfied when all were needed, or when no "?" one is left to hold. The
 // job then waits with reason DependencyNeverSatisfied, or is cancelled
@@ -38,6 +41,8 @@ import (
 // dependency (ResolveTask); the array's ID (its first task's), or
 // ARRAYID_*, is all its tasks, as in Slurm: afterok holds once every task
 // completed, afternotok once every task ended and one did not complete.
+// Either waits until every task has ended, even once a task that failed
+// has settled it: only then is afterok never satisfied, as in Slurm.
 
 // DepType is the kind of one dependency condition.
 type DepType uint8
@@ -125,11 +130,9 @@ func ParseDependency(s string) (Dependency, error) {
 	}
 	var d Dependency
 	sep := ","
-	switch {
-	case strings.Contains(s, ",") && strings.Contains(s, "?"):
-		return Dependency{}, Errorf(ErrInvalid, "--dependency=%s: join the conditions with \",\" (all) or \"?\" (any), not both", s)
-	case strings.Contains(s, "?"):
+	if strings.Contains(s, "?") { // then "," is "?" too, as in Slurm
 		sep, d.Any = "?", true
+		s = strings.ReplaceAll(s, ",", "?")
 	}
 	for _, part := range strings.Split(s, sep) {
 		conds, err := parseDepPart(part)
@@ -182,7 +185,8 @@ func parseDepPart(part string) ([]DepCond, error) {
 // parseDepJob reads one job of a condition of type typ: ID, ARRAYID_TASKID
 // or ARRAYID_* (the whole array, as ID alone), then +MIN for after, then
 // the state Slurm shows, (unfulfilled) or (failed), which is ignored: the
-// controller evaluates every condition again.
+// controller evaluates every condition again. +MIN is kept for any type,
+// as Slurm keeps it; only after's delays the job (evalOnJob).
 func parseDepJob(typ DepType, f string) (DepCond, error) {
 	ref, delay, hasDelay := strings.Cut(cutDepState(f), "+")
 	idText, task, hasTask := strings.Cut(ref, "_")
@@ -199,9 +203,6 @@ func parseDepJob(typ DepType, f string) (DepCond, error) {
 		c.OnTask, c.Task = true, int(n)
 	}
 	if hasDelay {
-		if typ != DepAfter {
-			return DepCond{}, Errorf(ErrInvalid, "+%s: only after takes a delay (after:ID+MINUTES)", delay)
-		}
 		m, err := strconv.ParseUint(delay, 10, 32)
 		if err != nil {
 			return DepCond{}, Errorf(ErrInvalid, "+%s: give the delay in whole minutes", delay)
@@ -260,7 +261,7 @@ func (c DepCond) ref() string {
 	return id
 }
 
-// delay is after's +MIN, or "".
+// delay is the condition's +MIN, or "".
 func (c DepCond) delay() string {
 	if c.Delay <= 0 {
 		return ""
@@ -393,7 +394,8 @@ func evalCond(c DepCond, j *Job, v DepView, now time.Time) DepStatus {
 }
 
 // evalOnArray is a condition on every task of an array (aftercorr: on the
-// task of j's index).
+// task of j's index). It waits while a task has not ended, whatever the
+// others did, as Slurm's does.
 func evalOnArray(c DepCond, j *Job, tasks []*Job, now time.Time) DepStatus {
 	if c.Type == DepAfterCorr && j.Array != nil {
 		for _, t := range tasks {
@@ -403,21 +405,23 @@ func evalOnArray(c DepCond, j *Job, tasks []*Job, now time.Time) DepStatus {
 		}
 		return DepSatisfied // no task of that index
 	}
-	waiting, satisfied := false, false
+	waiting, satisfied, never := false, false, false
 	for _, t := range tasks {
-		switch st := evalOnJob(c, t, now); {
-		case st == DepWaiting:
+		switch evalOnJob(c, t, now) {
+		case DepWaiting:
 			waiting = true
-		case st == DepSatisfied:
+		case DepSatisfied:
 			satisfied = true
-		case c.Type != DepAfterNotOK: // one that never holds fails the whole array
-			return DepNever
+		case DepNever:
+			never = true
 		}
 	}
 	switch {
 	case waiting:
 		return DepWaiting
 	case c.Type == DepAfterNotOK && !satisfied: // every task completed
+		return DepNever
+	case c.Type != DepAfterNotOK && never: // one that never held fails the array
 		return DepNever
 	}
 	return DepSatisfied

@@ -29,6 +29,10 @@ func TestParseDependency(t *testing.T) {
 		{in: "afterok:84_*", want: Dependency{Conds: []DepCond{{Type: DepAfterOK, Job: 84}}}, out: "afterok:84"},
 		// As scontrol show job prints it (Show).
 		{in: "afterok:12(unfulfilled),afterok:40_*(failed),singleton(unfulfilled)", want: Dependency{Conds: []DepCond{{Type: DepAfterOK, Job: 12}, {Type: DepAfterOK, Job: 40}, {Type: DepSingleton}}}, out: "afterok:12:40,singleton"},
+		// Slurm keeps +MIN after any job ID (only after's counts), and
+		// reads "," as "?" once there is one.
+		{in: "afterok:13+5", want: Dependency{Conds: []DepCond{{Type: DepAfterOK, Job: 13, Delay: 5 * time.Minute}}}},
+		{in: "afterok:13,singleton?afterany:13", want: Dependency{Any: true, Conds: []DepCond{{Type: DepAfterOK, Job: 13}, {Type: DepSingleton}, {Type: DepAfterAny, Job: 13}}}, out: "afterok:13?singleton?afterany:13"},
 		{in: "", want: Dependency{}},
 	} {
 		got, err := ParseDependency(tc.in)
@@ -49,19 +53,18 @@ func TestParseDependency(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]string{
-		"afterok:1,afterany:2?afterok:3": "not both",
-		"afterwards:1":                   "not a dependency type",
-		"afterok":                        "needs job IDs",
-		"afterok:":                       "needs job IDs",
-		"afterok:x":                      `"x" is not a job ID`,
-		"afterok:0":                      `"0" is not a job ID`,
-		"afterok:_3":                     `"_3" is not a job ID`,
-		"afterok:84_x":                   `"84_x" is not a task of a job array`,
-		"afterok:84_-1":                  `"84_-1" is not a task of a job array`,
-		"afterok:1+5":                    "only after takes a delay",
-		"after:1+soon":                   "whole minutes",
-		"singleton:4":                    "takes no job ID",
-		"expand:4":                       "heterogeneous",
+		"afterwards:1":   "not a dependency type",
+		"afterok":        "needs job IDs",
+		"afterok:":       "needs job IDs",
+		"afterok:x":      `"x" is not a job ID`,
+		"afterok:0":      `"0" is not a job ID`,
+		"afterok:_3":     `"_3" is not a job ID`,
+		"afterok:84_x":   `"84_x" is not a task of a job array`,
+		"afterok:84_-1":  `"84_-1" is not a task of a job array`,
+		"after:1+soon":   "whole minutes",
+		"afterok:1+soon": "whole minutes",
+		"singleton:4":    "takes no job ID",
+		"expand:4":       "heterogeneous",
 	} {
 		_, err := ParseDependency(in)
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--dependency=") {
@@ -102,6 +105,9 @@ func TestDependencyEval(t *testing.T) {
 		{"after:1", DepWaiting},
 		{"after:5+1", DepSatisfied},
 		{"after:5+3", DepWaiting},
+		{"afterok:3+60", DepSatisfied},                // only after's delay counts
+		{"afterok:4,afterok:1?afterok:2", DepWaiting}, // all "?"
+		{"afterok:4,afterok:3?afterok:2", DepSatisfied},
 		{"afterok:99", DepSatisfied}, // purged
 		{"afterok:3,afterok:4", DepNever},
 		{"afterok:3,afterok:2", DepWaiting},
@@ -153,7 +159,8 @@ func TestDependencyOnAnArray(t *testing.T) {
 		}
 		mine := &Job{ID: 60, Array: &ArrayTask{JobID: 60, TaskID: 1}}
 		for dep, want := range map[string]map[string]DepStatus{
-			"afterok:50":    {"all ok": DepSatisfied, "one failed": DepNever, "one runs": DepNever},
+			// Slurm waits for every task, even once one failed.
+			"afterok:50":    {"all ok": DepSatisfied, "one failed": DepNever, "one runs": DepWaiting},
 			"afterany:50":   {"all ok": DepSatisfied, "one failed": DepSatisfied, "one runs": DepWaiting},
 			"afternotok:50": {"all ok": DepNever, "one failed": DepSatisfied, "one runs": DepWaiting},
 			"aftercorr:50":  {"all ok": DepSatisfied, "one failed": DepNever, "one runs": DepNever},
@@ -199,6 +206,9 @@ func TestDependencyShow(t *testing.T) {
 		"afterok:3":               "",
 		"afterok:99,after:30+10":  "after:30+10(unfulfilled)", // 99: purged
 		"afterany:50":             "afterany:50_*(unfulfilled)",
+		"afterok:50":              "afterok:50_*(unfulfilled)", // 50_1 failed, 50_2 runs
+		"afterok:3+5,afterok:30":  "afterok:30(unfulfilled)",
+		"afterok:30+5":            "afterok:30+5(unfulfilled)",
 		"afterok:51?afterok:52":   "afterok:50_1(failed)?afterok:50_2(unfulfilled)",
 		"singleton,afternotok:31": "singleton(unfulfilled),afternotok:31(unfulfilled)",
 	} {

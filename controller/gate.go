@@ -24,8 +24,10 @@ import (
 
 // checkDependency makes a submitted dependency the controller's, as
 // Slurm's does: a task named ARRAYID_TASKID becomes a condition on the
-// task's own job, and a job the cluster does not know is refused ("Job
-// dependency problem"), as is one on the job itself.
+// task's own job, and one on the job itself is refused ("Job dependency
+// problem"). A job purged from the history is taken (its conditions hold,
+// as Slurm lifts them), but, unlike Slurm, which takes any ID, one never
+// issued (at or above the next job ID) is refused: it is a typo.
 func (s *Server) checkDependency(j *cluster.Job) error {
 	conds := slices.Clone(j.Dependency.Conds)
 	for i := range conds {
@@ -35,9 +37,9 @@ func (s *Server) checkDependency(j *cluster.Job) error {
 	}
 	j.Dependency.Conds = conds
 	for _, id := range j.Dependency.Jobs() {
-		if _, err := s.store.JobRecord(id); errors.Is(err, cluster.ErrNotFound) {
+		if _, err := s.store.JobRecord(id); errors.Is(err, cluster.ErrNotFound) && !s.issued(id) {
 			return cluster.Errorf(cluster.ErrInvalid, "Job dependency problem: job %d does not exist (--dependency=%s)", id, j.Dependency)
-		} else if err != nil {
+		} else if err != nil && !errors.Is(err, cluster.ErrNotFound) {
 			return err
 		}
 		if id == j.ID {
@@ -57,6 +59,9 @@ func (s *Server) resolveTask(c *cluster.DepCond, d cluster.Dependency) error {
 	}
 	base, err := s.store.JobRecord(c.Job)
 	switch {
+	case errors.Is(err, cluster.ErrNotFound) && s.issued(c.Job):
+		c.ResolveTask(c.Job) // purged with its array: the condition holds
+		return nil
 	case errors.Is(err, cluster.ErrNotFound):
 		return cluster.Errorf(cluster.ErrInvalid, "Job dependency problem: job %d_%d does not exist (--dependency=%s)", c.Job, c.Task, d)
 	case err != nil:
@@ -74,6 +79,10 @@ func (s *Server) resolveTask(c *cluster.DepCond, d cluster.Dependency) error {
 	}
 	return cluster.Errorf(cluster.ErrInvalid, "Job dependency problem: job %d_%d does not exist: array %d has no task %d (--dependency=%s)", c.Job, c.Task, c.Job, c.Task, d)
 }
+
+// issued reports whether job ID id was handed out: below the ID the next
+// submitted job gets.
+func (s *Server) issued(id cluster.JobID) bool { return id < s.store.NextJobID() }
 
 // depView is what evaluating dependencies reads of the store: any job by
 // ID, an array's tasks, and, built on first use, the active jobs by user
