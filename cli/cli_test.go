@@ -251,7 +251,7 @@ func TestErrors(t *testing.T) {
 			"sbatch: error: cannot reach the controller at " + dead + " (is phalanx-controller running? set PHX_SERVER or --server)"},
 		{"unreachable squeue", dead, []string{"/usr/bin/squeue"},
 			"squeue: error: cannot reach the controller at " + dead + " (is phalanx-controller running? set PHX_SERVER or --server)"},
-		{"scancel unknown", addr, []string{"phx", "scancel", "999"}, "scancel: error: Kill job error on job id 999: Invalid job id specified"},
+		{"scancel -s unknown", addr, []string{"phx", "scancel", "-s", "USR1", "999"}, "scancel: error: Kill job error on job id 999: Invalid job id specified"},
 		{"scancel nothing", addr, []string{"phx", "scancel"}, "scancel: error: No job identification provided"},
 		{"scontrol unknown", addr, []string{"phx", "scontrol", "show", "job", "999"}, "slurm_load_jobs error: Invalid job id specified"},
 		{"squeue bad state", addr, []string{"phx", "squeue", "-t", "XX"},

@@ -246,18 +246,28 @@ func TestShowAndListArrayTasks(t *testing.T) {
 	}
 }
 
-// scancel cancels every valid job of its list and reports each invalid
-// one, task IDs included: the tasks an array does not have are named, the
-// others cancelled.
+// scancel cancels every valid job of its list and, as Slurm 22.05's,
+// passes over the invalid ones in silence with exit 0; -v reports each,
+// task IDs included (the tasks an array does not have are named, the
+// others cancelled), exit 0 still; with --signal each is an error.
 func TestScancelReportsEachInvalidID(t *testing.T) {
-	f := newQueueFake()
-	addr := serveFake(t, f)
-	code, _, stderr := runOut(t, addr, "scancel", "20_3", "9_7", "9999", "20_[1-5]", "30,87")
-	want := "scancel: error: Kill job error on job id 9_7: Invalid job id specified\n" +
+	args := []string{"20_3", "9_7", "9999", "20_[1-5]", "30,87"}
+	if code, stdout, stderr := runOut(t, serveFake(t, newQueueFake()), append([]string{"scancel"}, args...)...); code != 0 || stdout != "" || stderr != "" {
+		t.Errorf("without -v: code %d, stdout %q, stderr %q; want 0 and nothing", code, stdout, stderr)
+	}
+	errs := "scancel: error: Kill job error on job id 9_7: Invalid job id specified\n" +
 		"scancel: error: Kill job error on job id 9999: Invalid job id specified\n" +
 		"scancel: error: Kill job error on job id 20_[2,4]: Invalid job id specified\n"
-	if code != 1 || stderr != want {
-		t.Errorf("code %d, stderr %q; want 1, %q", code, stderr, want)
+	if code, _, stderr := runOut(t, serveFake(t, newQueueFake()), "scancel", "-s", "USR1", "9999"); code != 1 || stderr != "scancel: error: Kill job error on job id 9999: Invalid job id specified\n" {
+		t.Errorf("-s USR1 9999: code %d, stderr %q; want 1 and the error", code, stderr)
+	}
+	f := newQueueFake()
+	addr := serveFake(t, f)
+	code, _, stderr := runOut(t, addr, append([]string{"scancel", "-v"}, args...)...)
+	want := "scancel: Terminating job 20_3\nscancel: Terminating job 9_7\nscancel: Terminating job 9999\n" +
+		"scancel: Terminating job 20_[1-5]\nscancel: Terminating job 30\nscancel: Terminating job 87\n" + errs
+	if code != 0 || stderr != want {
+		t.Errorf("-v: code %d, stderr %q; want 0, %q", code, stderr, want)
 	}
 	var sent []string
 	for _, r := range f.cancels {

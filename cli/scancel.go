@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -24,6 +25,7 @@ var scancelOptions = []getopt.Option{
 	{Long: "signal", Short: 's', HasArg: true, Usage: "send this signal (USR1, 10, ...) to the running jobs instead of cancelling them"},
 	{Long: "batch", Short: 'b', Usage: "with --signal: to the batch script alone"},
 	{Long: "full", Short: 'f', Usage: "with --signal: to every process, the batch script included"},
+	{Long: "verbose", Short: 'v', Usage: "say which jobs are cancelled, and which are unknown or ended"},
 }
 
 // cancelFilter is what scancel's options say of the jobs to cancel.
@@ -32,6 +34,14 @@ type cancelFilter struct {
 	states, partitions []string
 	signal             int32 // scancel --signal: signal instead of cancel
 	scope              phalanxv1.SignalScope
+	verbose            bool
+}
+
+// quiet reports whether an unknown or ended job named in r goes unsaid, as
+// Slurm's scancel leaves it (exit 0) when it cancels whole jobs without
+// -v; a signal, or a step, to one is an error.
+func (f cancelFilter) quiet(r jobRef) bool {
+	return f.signal == 0 && r.step == nil
 }
 
 func (f cancelFilter) request(ids ...uint64) *phalanxv1.CancelJobRequest {
@@ -88,6 +98,8 @@ func (k *commands) runScancel(c *ucli.Context, args []string) error {
 			f.scope = phalanxv1.SignalScope_SIGNAL_SCOPE_BATCH
 		case "full":
 			f.scope = phalanxv1.SignalScope_SIGNAL_SCOPE_FULL
+		case "verbose":
+			f.verbose = true
 		}
 	}
 	if f.scope != phalanxv1.SignalScope_SIGNAL_SCOPE_UNSPECIFIED && f.signal == 0 {
@@ -112,15 +124,17 @@ func (k *commands) runScancel(c *ucli.Context, args []string) error {
 			return err
 		})
 	}
-	return cancelEach(c.Context, cn, refs, f)
+	return cancelEach(c.Context, cn, refs, f, k.sys.Stderr)
 }
 
 // cancelEach cancels the jobs refs name one reference at a time, as Slurm
-// does, so that one unknown ID does not stop the others; each unknown one
-// gets its own error line. Array tasks are looked up first: the tasks an
-// array does not have are reported, the others cancelled. Each cancel has
-// its own request ID, kept across retries and failovers.
-func cancelEach(ctx context.Context, cn *conn, refs []jobRef, f cancelFilter) error {
+// does, so that one unknown ID does not stop the others. An unknown or
+// ended job is passed over in silence, as Slurm's scancel does, unless -v
+// asks (an error line each on stderr, exit 0 still) or the reference is a
+// signal or a step's (the line, exit 1). Array tasks are looked up first:
+// the tasks an array does not have are reported so, the others cancelled.
+// Each cancel has its own request ID, kept across retries and failovers.
+func cancelEach(ctx context.Context, cn *conn, refs []jobRef, f cancelFilter, stderr io.Writer) error {
 	var listed []*phalanxv1.Job
 	if tasks := slices.DeleteFunc(slices.Clone(refs), func(r jobRef) bool { return r.tasks == nil }); len(tasks) > 0 {
 		var err error
@@ -129,12 +143,22 @@ func cancelEach(ctx context.Context, cn *conn, refs []jobRef, f cancelFilter) er
 		}
 	}
 	var lines []string
+	failed := false
+	report := func(r jobRef, line string) {
+		if !f.quiet(r) || f.verbose {
+			lines = append(lines, line)
+		}
+		failed = failed || !f.quiet(r)
+	}
 	for _, r := range refs {
 		req, name := f.request(r.id), r.String()
+		if f.verbose {
+			fmt.Fprintf(stderr, "scancel: Terminating job %s\n", name)
+		}
 		if r.tasks != nil {
 			named, missing := r.pick(listed)
 			if len(missing) > 0 {
-				lines = append(lines, killError(taskSetName(r.id, missing), "Invalid job id specified"))
+				report(r, killError(taskSetName(r.id, missing), "Invalid job id specified"))
 			}
 			if len(named) == 0 {
 				continue
@@ -148,11 +172,14 @@ func cancelEach(ctx context.Context, cn *conn, refs []jobRef, f cancelFilter) er
 			return err
 		}
 		if line != "" {
-			lines = append(lines, line)
+			report(r, line)
 		}
 	}
-	if len(lines) > 0 {
+	switch {
+	case failed:
 		return &rawError{msg: strings.Join(lines, "\n")}
+	case len(lines) > 0:
+		fmt.Fprintln(stderr, strings.Join(lines, "\n"))
 	}
 	return nil
 }
