@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,7 +17,7 @@ import (
 	"github.com/phalanx-hpc/phalanx/topology/hostlist"
 )
 
-const updateUsage = "write scontrol update NodeName=NODES State=DRAIN|RESUME|UNDRAIN|DOWN [Reason=WHY], or scontrol update JobId=JOBID[,JOBID...] [JobName=NAME] [TimeLimit=LIMIT] [Partition=P] [NumNodes=N] [Dependency=DEP] [Nice=N] [QOS=Q] [Priority=N], or scontrol update PartitionName=P [State=UP|DOWN|DRAIN|INACTIVE] [MaxTime=T] [DefaultTime=T] [MaxNodes=N] [PriorityTier=N] [Default=YES]"
+const updateUsage = "write scontrol update NodeName=NODES State=DRAIN|RESUME|UNDRAIN|DOWN [Reason=WHY], or scontrol update JobId=JOBID[,JOBID...] [JobName=NAME] [TimeLimit=LIMIT] [Partition=P] [NumNodes=N] [Dependency=DEP] [Nice=N] [QOS=Q] [Priority=N] [ArrayTaskThrottle=N], or scontrol update PartitionName=P [State=UP|DOWN|DRAIN|INACTIVE] [MaxTime=T] [DefaultTime=T] [MaxNodes=N] [PriorityTier=N] [Default=YES]"
 
 // update runs `scontrol update`: KEY=VALUE pairs, in any order, naming
 // either nodes (NodeName=) or a job (JobId=), as Slurm's.
@@ -98,7 +99,7 @@ func updateFields(args []string) (map[string]string, error) {
 			key = "jobid"
 		case "numnodes", "nodecnt":
 			key = "numnodes"
-		case "state", "reason", "jobname", "name", "timelimit", "partition", "dependency", "nice", "qos", "priority",
+		case "state", "reason", "jobname", "name", "timelimit", "partition", "dependency", "nice", "qos", "priority", "arraytaskthrottle",
 			"partitionname", "maxtime", "defaulttime", "maxnodes", "prioritytier", "default":
 		default:
 			return nil, fmt.Errorf("update: unknown or unsupported field %q: %s", a, updateUsage)
@@ -157,7 +158,10 @@ func jobUpdate(f map[string]string) (*jobChange, error) {
 		return nil, err
 	}
 	if proto.Equal(req, &phalanxv1.UpdateJobRequest{}) {
-		return nil, fmt.Errorf("update JobId=%s: nothing to change: give JobName=, TimeLimit=, Partition=, NumNodes=, Dependency=, Nice=, QOS= or Priority=", f["jobid"])
+		return nil, fmt.Errorf("update JobId=%s: nothing to change: give JobName=, TimeLimit=, Partition=, NumNodes=, Dependency=, Nice=, QOS=, Priority= or ArrayTaskThrottle=", f["jobid"])
+	}
+	if req.ArrayTaskThrottle != nil && slices.ContainsFunc(refs, func(r jobRef) bool { return r.tasks != nil }) {
+		return nil, fmt.Errorf("ArrayTaskThrottle= changes a whole array: name it by its ID (JobId=%d), not by its tasks", refs[0].id)
 	}
 	return &jobChange{refs: refs, req: req}, nil
 }
@@ -229,6 +233,14 @@ func jobRequestFields(f map[string]string, req *phalanxv1.UpdateJobRequest) erro
 			return fmt.Errorf("Priority=%s: give a whole number, 0 or more", v)
 		}
 		req.Priority = &n
+	}
+	if v, ok := f["arraytaskthrottle"]; ok {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n < 0 {
+			return fmt.Errorf("Invalid ArrayTaskThrottle value %q: give the most tasks of the array to run at once, 0 for no limit", v)
+		}
+		n32 := int32(n)
+		req.ArrayTaskThrottle = &n32
 	}
 	return nil
 }

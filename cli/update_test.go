@@ -46,18 +46,29 @@ func TestUpdateArguments(t *testing.T) {
 		t.Errorf("JobId=87_3,87_[5-6],90: %v, %v", job, err)
 	}
 
+	// ArrayTaskThrottle= changes a whole array, named by its ID.
+	if _, job, err := updateRequest([]string{"JobId=87", "ArrayTaskThrottle=4"}); err != nil || job.req.GetArrayTaskThrottle() != 4 || job.req.ArrayTaskThrottle == nil {
+		t.Errorf("ArrayTaskThrottle=4: %v, %v", job, err)
+	}
+	if _, job, err := updateRequest([]string{"JobId=87", "arraytaskthrottle=0"}); err != nil || job.req.ArrayTaskThrottle == nil || *job.req.ArrayTaskThrottle != 0 {
+		t.Errorf("ArrayTaskThrottle=0 (no limit): %v, %v", job, err)
+	}
+
 	for _, bad := range [][]string{
-		{"NodeName=gpu001", "Weight=2"},                   // unsupported field
-		{"NodeName=gpu001", "State=DRAIN", "State=DOWN"},  // twice
-		{"NodeName=gpu001"},                               // no state
-		{"NodeName=gpu[3-1]", "State=DRAIN", "Reason=x"},  // bad hostlist
-		{"NodeName=gpu001", "TimeLimit=1:00"},             // a job's field
-		{"JobId=1"},                                       // nothing to change
-		{"JobId=x", "JobName=a"},                          // bad ID
-		{"JobId=1_x", "JobName=a"},                        // bad task
-		{"JobId=1", "TimeLimit=soon"},                     // bad limit
-		{"JobId=1", "State=DRAIN"},                        // a node's field
-		{"JobId=1", "NodeName=gpu001", "State=DRAIN"},     // both
+		{"JobId=87", "ArrayTaskThrottle=-1"},             // Slurm's "Invalid ArrayTaskThrottle value"
+		{"JobId=87", "ArrayTaskThrottle=many"},           // not a number
+		{"JobId=87_3", "ArrayTaskThrottle=2"},            // a task, not the array
+		{"NodeName=gpu001", "Weight=2"},                  // unsupported field
+		{"NodeName=gpu001", "State=DRAIN", "State=DOWN"}, // twice
+		{"NodeName=gpu001"},                              // no state
+		{"NodeName=gpu[3-1]", "State=DRAIN", "Reason=x"}, // bad hostlist
+		{"NodeName=gpu001", "TimeLimit=1:00"},            // a job's field
+		{"JobId=1"},                                      // nothing to change
+		{"JobId=x", "JobName=a"},                         // bad ID
+		{"JobId=1_x", "JobName=a"},                       // bad task
+		{"JobId=1", "TimeLimit=soon"},                    // bad limit
+		{"JobId=1", "State=DRAIN"},                       // a node's field
+		{"JobId=1", "NodeName=gpu001", "State=DRAIN"},    // both
 		{"JobName="},                                      // empty value
 		{"Reason=x"},                                      // neither nodes nor job
 		{"JobId=1", "NumNodes=0"},                         // no nodes

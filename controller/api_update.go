@@ -155,13 +155,33 @@ func (s *Server) updateJob(ctx context.Context, req *phalanxv1.UpdateJobRequest)
 	if err := s.updateRequest(ctx, j, req, &up.JobUpdate); err != nil {
 		return err
 	}
+	if req.ArrayTaskThrottle != nil {
+		if err := checkThrottle(j, *req.ArrayTaskThrottle); err != nil {
+			return err
+		}
+		n := int(*req.ArrayTaskThrottle)
+		up.ArrayThrottle = &n
+	}
 	if up.JobUpdate == (store.JobUpdate{}) {
-		return cluster.Errorf(cluster.ErrInvalid, "nothing to update: give JobName=, TimeLimit=, Partition=, NumNodes=, Dependency=, Nice=, QOS= or Priority=")
+		return cluster.Errorf(cluster.ErrInvalid, "nothing to update: give JobName=, TimeLimit=, Partition=, NumNodes=, Dependency=, Nice=, QOS=, Priority= or ArrayTaskThrottle=")
 	}
 	if _, err := s.propose(ctx, up); err != nil {
 		return err
 	}
 	s.touch(j.ID)
+	return nil
+}
+
+// checkThrottle refuses ArrayTaskThrottle=n for job j: n must not be
+// negative (Slurm's "Invalid ArrayTaskThrottle value"), and j must be a
+// task of an array.
+func checkThrottle(j *cluster.Job, n int32) error {
+	switch {
+	case n < 0:
+		return cluster.Errorf(cluster.ErrInvalid, "Invalid ArrayTaskThrottle value %d: give the most tasks to run at once, 0 for no limit", n)
+	case j.Array == nil:
+		return cluster.Errorf(cluster.ErrInvalid, "job %d is not a task of a job array: ArrayTaskThrottle= changes an array's", j.ID)
+	}
 	return nil
 }
 

@@ -282,6 +282,9 @@ type JobUpdate struct {
 	Nice       *int
 	QoS        *string
 	Priority   *int64
+	// ArrayThrottle: a task's array's throttle (scontrol update
+	// ArrayTaskThrottle=), pending or started; ignored for another job.
+	ArrayThrottle *int
 }
 
 // pendingOnly reports whether up changes what only a pending job may
@@ -360,6 +363,11 @@ func (s *Store) UpdateJob(idx uint64, id cluster.JobID, up JobUpdate, requestID 
 		}
 		if up.Priority != nil {
 			u.Priority = *up.Priority
+		}
+		if up.ArrayThrottle != nil && u.Array != nil {
+			a := *u.Array // shared with the stored job: a copy changes
+			a.Throttle = *up.ArrayThrottle
+			u.Array = &a
 		}
 		c.putJob(u)
 		if len(requestID) > 0 {

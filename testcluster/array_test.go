@@ -118,3 +118,55 @@ func TestLargeArraySubmitsInOneCall(t *testing.T) {
 		t.Errorf("an index over MaxArraySize: %v", err)
 	}
 }
+
+// scontrol update ArrayTaskThrottle=N changes a running array's throttle:
+// more of its tasks start at once (phx sends the change to each task).
+func TestArrayTaskThrottleUpdate(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 4, LeafSize: 4, Runtime: "fake"})
+	ctx := context.Background()
+	s := spec(t.TempDir(), "sweep", 1, 8, "#!/bin/sh\nsleep 600\n")
+	s.Array = "0-3%1"
+	base := submit(t, c, s)
+	c.WaitJob(base, 10*time.Second, "RUNNING")
+	counts := func() (running, limited int) {
+		t.Helper()
+		list, err := c.Client.ListJobs(ctx, &phalanxv1.ListJobsRequest{JobIds: []uint64{base}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range list.Jobs {
+			switch {
+			case j.State == "RUNNING" || j.State == "CONFIGURING":
+				running++
+			case j.Reason == "JobArrayTaskLimit":
+				limited++
+			}
+		}
+		return running, limited
+	}
+	testcluster.Eventually(t, 10*time.Second, func() error {
+		if r, l := counts(); r != 1 || l != 3 {
+			return fmt.Errorf("%d tasks running, %d held by the throttle; want 1 and 3", r, l)
+		}
+		return nil
+	})
+	three := int32(3)
+	for i := range uint64(4) {
+		if _, err := c.Client.UpdateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: base + i, ArrayTaskThrottle: &three}); err != nil {
+			t.Fatalf("task %d: %v", i, err)
+		}
+	}
+	testcluster.Eventually(t, 10*time.Second, func() error {
+		if r, l := counts(); r != 3 || l != 1 {
+			return fmt.Errorf("%d tasks running, %d held by the throttle; want 3 and 1", r, l)
+		}
+		return nil
+	})
+	if j, err := c.Client.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: base + 3}); err != nil || j.GetArrayTask().GetThrottle() != 3 {
+		t.Errorf("the pending task's throttle: %v, %v; want 3", j.GetArrayTask(), err)
+	}
+	plain := submit(t, c, spec(t.TempDir(), "one", 1, 8, "#!/bin/sh\nsleep 600\n"))
+	if _, err := c.Client.UpdateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: plain, ArrayTaskThrottle: &three}); err == nil || !strings.Contains(err.Error(), "not a task of a job array") {
+		t.Errorf("ArrayTaskThrottle= on a job not in an array: %v", err)
+	}
+}

@@ -267,6 +267,10 @@ func (c UpdateJob) encode() (*statev1.Command, error) {
 	if u.Dependency != nil {
 		r.Dependency = codec.DependencyValue(*u.Dependency)
 	}
+	if u.ArrayThrottle != nil {
+		n := int32(*u.ArrayThrottle)
+		r.ArrayThrottle = &n
+	}
 	return &statev1.Command{Command: &statev1.Command_UpdateJob{UpdateJob: r}}, nil
 }
 
@@ -291,6 +295,10 @@ func decodeUpdateJob(r *statev1.UpdateJob) UpdateJob {
 	if r.Dependency != nil {
 		d := codec.FromDependencyValue(r.GetDependency())
 		u.Dependency = &d
+	}
+	if r.ArrayThrottle != nil {
+		n := int(r.GetArrayThrottle())
+		u.ArrayThrottle = &n
 	}
 	return UpdateJob{ID: cluster.JobID(r.GetJobId()), JobUpdate: u, RequestID: r.GetRequestId(), Time: codec.FromTime(r.GetTime())}
 }

@@ -1170,9 +1170,13 @@ type UpdateJobRequest struct {
 	// request_id makes the update exactly-once, as a submit's: a retry with
 	// the same ID (same job) changes nothing more, so a change is not made
 	// twice. Empty: none (a retry of a change may then apply it again).
-	RequestId     string `protobuf:"bytes,12,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RequestId string `protobuf:"bytes,12,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// array_task_throttle: the most tasks of the job's array that run at
+	// once (scontrol update ArrayTaskThrottle=N; 0: no limit). phx sends it
+	// to every task of the array.
+	ArrayTaskThrottle *int32 `protobuf:"varint,13,opt,name=array_task_throttle,json=arrayTaskThrottle,proto3,oneof" json:"array_task_throttle,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *UpdateJobRequest) Reset() {
@@ -1287,6 +1291,13 @@ func (x *UpdateJobRequest) GetRequestId() string {
 		return x.RequestId
 	}
 	return ""
+}
+
+func (x *UpdateJobRequest) GetArrayTaskThrottle() int32 {
+	if x != nil && x.ArrayTaskThrottle != nil {
+		return *x.ArrayTaskThrottle
+	}
+	return 0
 }
 
 type RequeueJobRequest struct {
@@ -6570,7 +6581,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"*\n" +
 	"\x12UpdateNodeResponse\x12\x14\n" +
-	"\x05names\x18\x01 \x03(\tR\x05names\"\xb8\x04\n" +
+	"\x05names\x18\x01 \x03(\tR\x05names\"\x85\x05\n" +
 	"\x10UpdateJobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x88\x01\x01\x121\n" +
@@ -6587,7 +6598,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	" \x01(\x03H\aR\bpriority\x88\x01\x01\x12>\n" +
 	"\x19time_limit_change_seconds\x18\v \x01(\x03H\bR\x16timeLimitChangeSeconds\x88\x01\x01\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\f \x01(\tR\trequestIdB\a\n" +
+	"request_id\x18\f \x01(\tR\trequestId\x123\n" +
+	"\x13array_task_throttle\x18\r \x01(\x05H\tR\x11arrayTaskThrottle\x88\x01\x01B\a\n" +
 	"\x05_nameB\x15\n" +
 	"\x13_time_limit_secondsB\f\n" +
 	"\n" +
@@ -6597,7 +6609,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x05_niceB\x06\n" +
 	"\x04_qosB\v\n" +
 	"\t_priorityB\x1c\n" +
-	"\x1a_time_limit_change_seconds\",\n" +
+	"\x1a_time_limit_change_secondsB\x16\n" +
+	"\x14_array_task_throttle\",\n" +
 	"\x11RequeueJobRequest\x12\x17\n" +
 	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\"0\n" +
 	"\x12RequeueJobResponse\x12\x1a\n" +

@@ -718,8 +718,10 @@ type UpdateJob struct {
 	// request_id makes it exactly-once (a retry changes nothing more: a
 	// relative time limit change is not applied twice); time is when it was
 	// asked, for the request's expiry.
-	RequestId     []byte `protobuf:"bytes,11,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	Time          int64  `protobuf:"varint,12,opt,name=time,proto3" json:"time,omitempty"`
+	RequestId []byte `protobuf:"bytes,11,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Time      int64  `protobuf:"varint,12,opt,name=time,proto3" json:"time,omitempty"`
+	// array_throttle: the task's array's throttle (0: none).
+	ArrayThrottle *int32 `protobuf:"varint,13,opt,name=array_throttle,json=arrayThrottle,proto3,oneof" json:"array_throttle,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -834,6 +836,13 @@ func (x *UpdateJob) GetRequestId() []byte {
 func (x *UpdateJob) GetTime() int64 {
 	if x != nil {
 		return x.Time
+	}
+	return 0
+}
+
+func (x *UpdateJob) GetArrayThrottle() int32 {
+	if x != nil && x.ArrayThrottle != nil {
+		return *x.ArrayThrottle
 	}
 	return 0
 }
@@ -1875,7 +1884,7 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x12\n" +
 	"\x04rank\x18\x03 \x01(\x05R\x04rank\x12\x12\n" +
 	"\x04step\x18\x04 \x01(\x03R\x04step\x12\x12\n" +
-	"\x04time\x18\x05 \x01(\x03R\x04time\"\xec\x03\n" +
+	"\x04time\x18\x05 \x01(\x03R\x04time\"\xab\x04\n" +
 	"\tUpdateJob\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x88\x01\x01\x12\"\n" +
@@ -1893,7 +1902,8 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	" \x01(\x03H\aR\bpriority\x88\x01\x01\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\v \x01(\fR\trequestId\x12\x12\n" +
-	"\x04time\x18\f \x01(\x03R\x04timeB\a\n" +
+	"\x04time\x18\f \x01(\x03R\x04time\x12*\n" +
+	"\x0earray_throttle\x18\r \x01(\x05H\bR\rarrayThrottle\x88\x01\x01B\a\n" +
 	"\x05_nameB\r\n" +
 	"\v_time_limitB\a\n" +
 	"\x05_holdB\f\n" +
@@ -1902,7 +1912,8 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\x06_nodesB\a\n" +
 	"\x05_niceB\x06\n" +
 	"\x04_qosB\v\n" +
-	"\t_priority\"T\n" +
+	"\t_priorityB\x11\n" +
+	"\x0f_array_throttle\"T\n" +
 	"\x0fDependencyValue\x12/\n" +
 	"\x05conds\x18\x01 \x03(\v2\x19.phalanx.state.v1.DepCondR\x05conds\x12\x10\n" +
 	"\x03any\x18\x02 \x01(\bR\x03any\"\xb5\x01\n" +
