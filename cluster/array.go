@@ -36,18 +36,23 @@ type ArraySpec struct {
 }
 
 // ParseArray reads --array's value for a cluster whose MaxArraySize is max.
+// As Slurm's sbatch, it takes an empty part of the list (1,,3) and a
+// throttle of 0 or none (%0, %: no limit).
 func ParseArray(s string, max int) (ArraySpec, error) {
 	spec, throttle, hasThrottle := strings.Cut(strings.TrimSpace(s), "%")
 	var a ArraySpec
-	if hasThrottle {
+	if hasThrottle && throttle != "" {
 		n, err := strconv.Atoi(throttle)
-		if err != nil || n < 1 {
-			return ArraySpec{}, Errorf(ErrInvalid, "--array=%s: %%%s: give the most tasks to run at once, 1 or more", s, throttle)
+		if err != nil || n < 0 {
+			return ArraySpec{}, Errorf(ErrInvalid, "--array=%s: %%%s: give the most tasks to run at once (0: no limit)", s, throttle)
 		}
 		a.Throttle = n
 	}
 	seen := map[int]bool{}
 	for _, part := range strings.Split(spec, ",") {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
 		lo, hi, step, err := parseArrayRange(part)
 		if err != nil {
 			return ArraySpec{}, Errorf(ErrInvalid, "--array=%s: %v: write N, N-M, N-M:STEP, joined by commas, with %%LIMIT at the end", s, err)
@@ -61,6 +66,9 @@ func ParseArray(s string, max int) (ArraySpec, error) {
 				a.Tasks = append(a.Tasks, i)
 			}
 		}
+	}
+	if len(a.Tasks) == 0 {
+		return ArraySpec{}, Errorf(ErrInvalid, "--array=%s: no index: write N, N-M, N-M:STEP, joined by commas, with %%LIMIT at the end", s)
 	}
 	slices.Sort(a.Tasks)
 	return a, nil

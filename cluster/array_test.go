@@ -15,6 +15,11 @@ func TestParseArray(t *testing.T) {
 		"7,1-2,2":   {Tasks: []int{1, 2, 7}},
 		"1000":      {Tasks: []int{1000}},
 		" 3-4:1%1 ": {Tasks: []int{3, 4}, Throttle: 1},
+		// As Slurm 22.05's sbatch (checked live): %0 and a bare % are no
+		// limit, an empty part of the list is skipped.
+		"0-3%0": {Tasks: []int{0, 1, 2, 3}},
+		"0-1%":  {Tasks: []int{0, 1}},
+		"1,,3":  {Tasks: []int{1, 3}},
 	} {
 		got, err := ParseArray(in, DefaultMaxArraySize)
 		if err != nil || !reflect.DeepEqual(got, want) {
@@ -22,12 +27,13 @@ func TestParseArray(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]string{
-		"":       "is not an index",
+		"":       "no index",
+		",%2":    "no index",
+		"0-3%-1": "give the most tasks to run at once",
 		"5-1":    "runs backwards",
 		"0-10:0": "give 1 or more",
 		"x":      `"x" is not an index`,
 		"1001":   "MaxArraySize=1001",
-		"0-3%0":  "1 or more",
 		"-1":     "is not an index",
 	} {
 		if _, err := ParseArray(in, DefaultMaxArraySize); err == nil || !strings.Contains(err.Error(), want) {

@@ -242,7 +242,12 @@ func (b *builder) apply(v getopt.Value) error {
 		b.wrap, b.hasWrap = v.Value, true
 	case "array":
 		// Checked here for a message before any contact; the controller
-		// checks the indices against its MaxArraySize.
+		// checks the indices against its MaxArraySize. As in Slurm, an
+		// empty --array= makes no array.
+		if strings.TrimSpace(v.Value) == "" {
+			s.Array = ""
+			break
+		}
 		if _, err := cluster.ParseArray(v.Value, math.MaxInt32); err != nil {
 			return err // it names the option
 		}
