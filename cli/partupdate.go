@@ -15,7 +15,7 @@ import (
 )
 
 // partitionKeys are the keys scontrol update PartitionName= takes.
-var partitionKeys = []string{"partitionname", "state", "maxtime", "defaulttime", "maxnodes", "prioritytier", "default"}
+var partitionKeys = []string{"partitionname", "state", "maxtime", "defaulttime", "maxnodes", "minnodes", "prioritytier", "default"}
 
 // partitionUpdate reads scontrol update PartitionName=... into a request.
 func partitionUpdate(f map[string]string) (*phalanxv1.UpdatePartitionRequest, error) {
@@ -47,7 +47,7 @@ func partitionUpdate(f map[string]string) (*phalanxv1.UpdatePartitionRequest, er
 	for _, n := range []struct {
 		key string
 		set **int32
-	}{{"maxnodes", &req.MaxNodes}, {"prioritytier", &req.PriorityTier}} {
+	}{{"maxnodes", &req.MaxNodes}, {"minnodes", &req.MinNodes}, {"prioritytier", &req.PriorityTier}} {
 		v, ok := f[n.key]
 		if !ok {
 			continue
@@ -70,7 +70,7 @@ func partitionUpdate(f map[string]string) (*phalanxv1.UpdatePartitionRequest, er
 		req.Default = &yes
 	}
 	if len(f) == 1 {
-		return nil, fmt.Errorf("update PartitionName=%s: nothing to change: give State=, MaxTime=, DefaultTime=, MaxNodes=, PriorityTier= or Default=", req.Name)
+		return nil, fmt.Errorf("update PartitionName=%s: nothing to change: give State=, MaxTime=, DefaultTime=, MaxNodes=, MinNodes=, PriorityTier= or Default=", req.Name)
 	}
 	return req, nil
 }

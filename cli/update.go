@@ -17,7 +17,7 @@ import (
 	"github.com/phalanx-hpc/phalanx/topology/hostlist"
 )
 
-const updateUsage = "write scontrol update NodeName=NODES State=DRAIN|RESUME|UNDRAIN|DOWN [Reason=WHY], or scontrol update JobId=JOBID[,JOBID...] [JobName=NAME] [TimeLimit=LIMIT] [Partition=P] [NumNodes=N] [Dependency=DEP] [Nice=N] [QOS=Q] [Priority=N] [ArrayTaskThrottle=N], or scontrol update PartitionName=P [State=UP|DOWN|DRAIN|INACTIVE] [MaxTime=T] [DefaultTime=T] [MaxNodes=N] [PriorityTier=N] [Default=YES]"
+const updateUsage = "write scontrol update NodeName=NODES State=DRAIN|RESUME|UNDRAIN|DOWN [Reason=WHY], or scontrol update JobId=JOBID[,JOBID...] [JobName=NAME] [TimeLimit=LIMIT] [Partition=P] [NumNodes=N] [Dependency=DEP] [Nice=N] [QOS=Q] [Priority=N] [ArrayTaskThrottle=N], or scontrol update PartitionName=P [State=UP|DOWN|DRAIN|INACTIVE] [MaxTime=T] [DefaultTime=T] [MaxNodes=N] [MinNodes=N] [PriorityTier=N] [Default=YES]"
 
 // update runs `scontrol update`: KEY=VALUE pairs, in any order, naming
 // either nodes (NodeName=) or a job (JobId=), as Slurm's.
@@ -100,7 +100,7 @@ func updateFields(args []string) (map[string]string, error) {
 		case "numnodes", "nodecnt":
 			key = "numnodes"
 		case "state", "reason", "jobname", "name", "timelimit", "partition", "dependency", "nice", "qos", "priority", "arraytaskthrottle",
-			"partitionname", "maxtime", "defaulttime", "maxnodes", "prioritytier", "default":
+			"partitionname", "maxtime", "defaulttime", "maxnodes", "minnodes", "prioritytier", "default":
 		default:
 			return nil, fmt.Errorf("update: unknown or unsupported field %q: %s", a, updateUsage)
 		}

@@ -85,7 +85,7 @@ func TestUpdateArguments(t *testing.T) {
 }
 
 func TestPartitionUpdateRequest(t *testing.T) {
-	f, err := updateFields([]string{"PartitionName=gpu", "State=down", "MaxTime=1-00:00:00", "DefaultTime=30", "MaxNodes=UNLIMITED", "PriorityTier=3", "Default=yes"})
+	f, err := updateFields([]string{"PartitionName=gpu", "State=down", "MaxTime=1-00:00:00", "DefaultTime=30", "MaxNodes=UNLIMITED", "MinNodes=2", "PriorityTier=3", "Default=yes"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,13 +94,14 @@ func TestPartitionUpdateRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	if req.Name != "gpu" || req.GetState() != "DOWN" || req.GetMaxTimeSeconds() != 86400 || req.GetDefaultTimeSeconds() != 1800 ||
-		req.MaxNodes == nil || req.GetMaxNodes() != 0 || req.GetPriorityTier() != 3 || !req.GetDefault() {
+		req.MaxNodes == nil || req.GetMaxNodes() != 0 || req.GetMinNodes() != 2 || req.GetPriorityTier() != 3 || !req.GetDefault() {
 		t.Errorf("request %v", req)
 	}
 	for _, bad := range [][]string{
 		{"PartitionName=gpu"},                 // nothing to change
 		{"PartitionName=gpu", "Nice=3"},       // a job's field
 		{"PartitionName=gpu", "MaxNodes=-1"},  // negative
+		{"PartitionName=gpu", "MinNodes=-1"},  // negative
 		{"PartitionName=gpu", "MaxTime=soon"}, // bad time
 		{"PartitionName=gpu", "Default=maybe"},
 	} {

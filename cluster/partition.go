@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"slices"
 	"time"
 )
@@ -41,6 +42,25 @@ type Partition struct {
 	// Exclusive is OverSubscribe=EXCLUSIVE: every job of the partition gets
 	// whole nodes, as with --exclusive (scheduler.Admit sets it).
 	Exclusive bool
+}
+
+// MaxPriorityTier is the most a PriorityTier may be (Slurm's).
+const MaxPriorityTier = 65533
+
+// LimitProblems lists the partition's limits that contradict each other,
+// each with how to fix it; each limit's own bounds are its reader's to
+// check. The config and scontrol update PartitionName= both check them.
+func (p *Partition) LimitProblems() []string {
+	var out []string
+	if p.MaxTime > 0 && p.DefaultTime > p.MaxTime {
+		out = append(out, fmt.Sprintf("partition %s: DefaultTime %s exceeds MaxTime %s: lower DefaultTime or raise MaxTime",
+			p.Name, FormatDuration(p.DefaultTime), FormatDuration(p.MaxTime)))
+	}
+	if p.MaxNodes > 0 && p.MinNodes > p.MaxNodes {
+		out = append(out, fmt.Sprintf("partition %s: MinNodes %d exceeds MaxNodes %d, so no job could run: lower MinNodes or raise MaxNodes",
+			p.Name, p.MinNodes, p.MaxNodes))
+	}
+	return out
 }
 
 // TakesJobs refuses new jobs into a DRAIN or INACTIVE partition, as

@@ -64,9 +64,6 @@ func (p *parser) partDefaultLine(file string, l line) {
 // Slurm's default: a partition set to PriorityTier=0 ranks below it.
 const DefaultPriorityTier = 1
 
-// MaxPriorityTier is Slurm's largest PriorityTier.
-const MaxPriorityTier = 65533
-
 // claimName records a partition's name; false (and an error) when another
 // line has it.
 func (p *parser) claimName(file string, num int, name string) bool {
@@ -119,8 +116,8 @@ func (s *partSpec) set(kv pair) {
 		s.errorf("PriorityJobFactor=%s is not supported: Phalanx orders partitions by PriorityTier alone; remove it, or write PriorityTier=N (higher runs first)", kv.Value)
 	case "prioritytier":
 		n, err := strconv.Atoi(kv.Value)
-		if err != nil || n < 0 || n > MaxPriorityTier {
-			s.errorf("PriorityTier=%s: want a whole number from 0 to %d (Slurm's most), e.g. PriorityTier=10 (higher runs first)", kv.Value, MaxPriorityTier)
+		if err != nil || n < 0 || n > cluster.MaxPriorityTier {
+			s.errorf("PriorityTier=%s: want a whole number from 0 to %d (Slurm's most), e.g. PriorityTier=10 (higher runs first)", kv.Value, cluster.MaxPriorityTier)
 		}
 		part.PriorityTier = n
 	case "allowaccounts":
@@ -239,13 +236,8 @@ func (s *partSpec) minNodes(kv pair) int {
 // check validates the partition as a whole.
 func (s *partSpec) check() {
 	part := s.part
-	if part.MaxTime > 0 && part.DefaultTime > part.MaxTime {
-		s.errorf("partition %s: DefaultTime %s exceeds MaxTime %s: lower DefaultTime or raise MaxTime",
-			part.Name, cluster.FormatDuration(part.DefaultTime), cluster.FormatDuration(part.MaxTime))
-	}
-	if part.MaxNodes > 0 && part.MinNodes > part.MaxNodes {
-		s.errorf("partition %s: MinNodes %d exceeds MaxNodes %d, so no job could run: lower MinNodes or raise MaxNodes",
-			part.Name, part.MinNodes, part.MaxNodes)
+	for _, problem := range part.LimitProblems() {
+		s.errorf("%s", problem)
 	}
 	if len(part.AllowAccounts) > 0 && len(part.DenyAccounts) > 0 {
 		s.p.cfg.Warnings = append(s.p.cfg.Warnings, fmt.Sprintf("%s:%d: partition %s: DenyAccounts is ignored when AllowAccounts is set, as in Slurm: "+

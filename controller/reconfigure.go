@@ -315,14 +315,19 @@ func (c *controllerService) UpdatePartition(ctx context.Context, req *phalanxv1.
 	if req.MaxNodes != nil {
 		p.MaxNodes = int(*req.MaxNodes)
 	}
+	if req.MinNodes != nil {
+		p.MinNodes = int(*req.MinNodes)
+	}
 	if req.PriorityTier != nil {
 		p.PriorityTier = int(*req.PriorityTier)
 	}
-	switch {
-	case p.MaxTime < 0 || p.DefaultTime < 0 || p.MaxNodes < 0 || p.PriorityTier < 0:
-		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "MaxTime, DefaultTime, MaxNodes and PriorityTier must not be negative"))
-	case p.MaxTime > 0 && p.DefaultTime > p.MaxTime:
-		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "DefaultTime %s is over MaxTime %s", p.DefaultTime, p.MaxTime))
+	switch problems := p.LimitProblems(); {
+	case p.MaxTime < 0 || p.DefaultTime < 0 || p.MaxNodes < 0 || p.MinNodes < 0 || p.PriorityTier < 0:
+		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "MaxTime, DefaultTime, MaxNodes, MinNodes and PriorityTier must not be negative"))
+	case p.PriorityTier > cluster.MaxPriorityTier:
+		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "PriorityTier=%d: at most %d (Slurm's most)", p.PriorityTier, cluster.MaxPriorityTier))
+	case len(problems) > 0:
+		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "%s", strings.Join(problems, "; ")))
 	}
 	if req.Default != nil {
 		if !*req.Default {

@@ -37,10 +37,10 @@ func TestPartitionUpdateAndReconfigure(t *testing.T) {
 		t.Fatalf("at start: %+v, digest %q; want the config's, recorded", p, s.store.PartitionsConfig())
 	}
 
-	if _, err := api.UpdatePartition(ctx, &phalanxv1.UpdatePartitionRequest{Name: "gpu", State: proto.String("down"), MaxNodes: proto.Int32(4)}); err != nil {
+	if _, err := api.UpdatePartition(ctx, &phalanxv1.UpdatePartitionRequest{Name: "gpu", State: proto.String("down"), MaxNodes: proto.Int32(4), MinNodes: proto.Int32(2)}); err != nil {
 		t.Fatal(err)
 	}
-	if p := part("gpu"); p.State != cluster.PartitionDown || p.MaxNodes != 4 || p.MaxTime != time.Hour {
+	if p := part("gpu"); p.State != cluster.PartitionDown || p.MaxNodes != 4 || p.MinNodes != 2 || p.MaxTime != time.Hour {
 		t.Fatalf("after update: %+v", p)
 	}
 	if _, err := s.applyConfigPartitions(ctx, false); err != nil { // as a new leader does
@@ -53,6 +53,9 @@ func TestPartitionUpdateAndReconfigure(t *testing.T) {
 		{Name: "nope", State: proto.String("UP")},
 		{Name: "gpu", State: proto.String("SIDEWAYS")},
 		{Name: "gpu", DefaultTimeSeconds: proto.Int64(7200)}, // over MaxTime
+		{Name: "gpu", MinNodes: proto.Int32(5)},              // over MaxNodes
+		{Name: "gpu", MinNodes: proto.Int32(-1)},
+		{Name: "gpu", PriorityTier: proto.Int32(65534)}, // over Slurm's most
 		{Name: "gpu", Default: proto.Bool(false)},
 	} {
 		if _, err := api.UpdatePartition(ctx, bad); err == nil {

@@ -356,6 +356,7 @@ type UpdatePartitionRequest struct {
 	MaxNodes           *int32                 `protobuf:"varint,5,opt,name=max_nodes,json=maxNodes,proto3,oneof" json:"max_nodes,omitempty"`                                 // 0: unlimited
 	PriorityTier       *int32                 `protobuf:"varint,6,opt,name=priority_tier,json=priorityTier,proto3,oneof" json:"priority_tier,omitempty"`
 	Default            *bool                  `protobuf:"varint,7,opt,name=default,proto3,oneof" json:"default,omitempty"`
+	MinNodes           *int32                 `protobuf:"varint,8,opt,name=min_nodes,json=minNodes,proto3,oneof" json:"min_nodes,omitempty"` // 0: no minimum
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
 }
@@ -437,6 +438,13 @@ func (x *UpdatePartitionRequest) GetDefault() bool {
 		return *x.Default
 	}
 	return false
+}
+
+func (x *UpdatePartitionRequest) GetMinNodes() int32 {
+	if x != nil && x.MinNodes != nil {
+		return *x.MinNodes
+	}
+	return 0
 }
 
 type UpdatePartitionResponse struct {
@@ -6521,7 +6529,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x06exited\x18\x04 \x01(\bR\x06exited\x12\x1b\n" +
 	"\texit_code\x18\x05 \x01(\x05R\bexitCode\x12\x16\n" +
 	"\x06signal\x18\x06 \x01(\x05R\x06signal\x12\x17\n" +
-	"\astep_id\x18\a \x01(\rR\x06stepId\"\xfc\x02\n" +
+	"\astep_id\x18\a \x01(\rR\x06stepId\"\xac\x03\n" +
 	"\x16UpdatePartitionRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x19\n" +
 	"\x05state\x18\x02 \x01(\tH\x00R\x05state\x88\x01\x01\x12-\n" +
@@ -6529,7 +6537,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x14default_time_seconds\x18\x04 \x01(\x03H\x02R\x12defaultTimeSeconds\x88\x01\x01\x12 \n" +
 	"\tmax_nodes\x18\x05 \x01(\x05H\x03R\bmaxNodes\x88\x01\x01\x12(\n" +
 	"\rpriority_tier\x18\x06 \x01(\x05H\x04R\fpriorityTier\x88\x01\x01\x12\x1d\n" +
-	"\adefault\x18\a \x01(\bH\x05R\adefault\x88\x01\x01B\b\n" +
+	"\adefault\x18\a \x01(\bH\x05R\adefault\x88\x01\x01\x12 \n" +
+	"\tmin_nodes\x18\b \x01(\x05H\x06R\bminNodes\x88\x01\x01B\b\n" +
 	"\x06_stateB\x13\n" +
 	"\x11_max_time_secondsB\x17\n" +
 	"\x15_default_time_secondsB\f\n" +
@@ -6537,7 +6546,9 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"_max_nodesB\x10\n" +
 	"\x0e_priority_tierB\n" +
 	"\n" +
-	"\b_default\"\x19\n" +
+	"\b_defaultB\f\n" +
+	"\n" +
+	"_min_nodes\"\x19\n" +
 	"\x17UpdatePartitionResponse\"\x14\n" +
 	"\x12ReconfigureRequest\"K\n" +
 	"\x13ReconfigureResponse\x12\x18\n" +
