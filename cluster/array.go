@@ -44,7 +44,7 @@ func ParseArray(s string, max int) (ArraySpec, error) {
 	if hasThrottle && throttle != "" {
 		n, err := strconv.Atoi(throttle)
 		if err != nil || n < 0 {
-			return ArraySpec{}, Errorf(ErrInvalid, "--array=%s: %%%s: give the most tasks to run at once (0: no limit)", s, throttle)
+			return ArraySpec{}, Errorf(ErrInvalid, "Invalid job array specification: %s: %%%s: give the most tasks to run at once (0: no limit)", s, throttle)
 		}
 		a.Throttle = n
 	}
@@ -55,10 +55,10 @@ func ParseArray(s string, max int) (ArraySpec, error) {
 		}
 		lo, hi, step, err := parseArrayRange(part)
 		if err != nil {
-			return ArraySpec{}, Errorf(ErrInvalid, "--array=%s: %v: write N, N-M, N-M:STEP, joined by commas, with %%LIMIT at the end", s, err)
+			return ArraySpec{}, Errorf(ErrInvalid, "Invalid job array specification: %v: write N, N-M, N-M:STEP, joined by commas, with %%LIMIT at the end", err)
 		}
 		if hi >= max {
-			return ArraySpec{}, Errorf(ErrInvalid, "--array=%s: index %d is over the cluster's MaxArraySize=%d (the most is %d)", s, hi, max, max-1)
+			return ArraySpec{}, Errorf(ErrInvalid, "Invalid job array specification: %s: index %d is over the cluster's MaxArraySize=%d (the most is %d)", s, hi, max, max-1)
 		}
 		for i := lo; i <= hi; i += step {
 			if !seen[i] {
@@ -68,7 +68,7 @@ func ParseArray(s string, max int) (ArraySpec, error) {
 		}
 	}
 	if len(a.Tasks) == 0 {
-		return ArraySpec{}, Errorf(ErrInvalid, "--array=%s: no index: write N, N-M, N-M:STEP, joined by commas, with %%LIMIT at the end", s)
+		return ArraySpec{}, Errorf(ErrInvalid, "Invalid job array specification: %q has no index: write N, N-M, N-M:STEP, joined by commas, with %%LIMIT at the end", s)
 	}
 	slices.Sort(a.Tasks)
 	return a, nil

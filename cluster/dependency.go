@@ -122,9 +122,10 @@ func (d Dependency) Jobs() []JobID {
 // MaxDepConds bounds a dependency's conditions.
 const MaxDepConds = 1000
 
-// ParseDependency reads --dependency's value; "" is no dependency.
-func ParseDependency(s string) (Dependency, error) {
-	s = strings.TrimSpace(s)
+// ParseDependency reads --dependency's value; "" is no dependency. Its
+// errors start as Slurm's do ("Job dependency problem"), then say what.
+func ParseDependency(value string) (Dependency, error) {
+	s := strings.TrimSpace(value)
 	if s == "" {
 		return Dependency{}, nil
 	}
@@ -137,12 +138,12 @@ func ParseDependency(s string) (Dependency, error) {
 	for _, part := range strings.Split(s, sep) {
 		conds, err := parseDepPart(part)
 		if err != nil {
-			return Dependency{}, Errorf(ErrInvalid, "--dependency=%s: %v", s, err)
+			return Dependency{}, Errorf(ErrInvalid, "Job dependency problem: %s: %v", strings.TrimSpace(value), err)
 		}
 		d.Conds = append(d.Conds, conds...)
 	}
 	if len(d.Conds) > MaxDepConds {
-		return Dependency{}, Errorf(ErrInvalid, "--dependency: %d conditions, at most %d", len(d.Conds), MaxDepConds)
+		return Dependency{}, Errorf(ErrInvalid, "Job dependency problem: %d conditions, at most %d", len(d.Conds), MaxDepConds)
 	}
 	return d, nil
 }

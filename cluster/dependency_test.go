@@ -67,7 +67,7 @@ func TestParseDependency(t *testing.T) {
 		"expand:4":       "heterogeneous",
 	} {
 		_, err := ParseDependency(in)
-		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--dependency=") {
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "Job dependency problem: "+in+": ") {
 			t.Errorf("ParseDependency(%q) = %v, want an error saying %q", in, err, want)
 		}
 	}
