@@ -70,15 +70,21 @@ func parseFormat(format string, known func(byte) bool) ([]field, error) {
 	return out, nil
 }
 
-// render writes one line: each field's value padded and cut to its width.
-func render(b *strings.Builder, fields []field, value func(byte) string) {
+// render writes one line: each field's value padded and cut to its width,
+// but those whole says are never cut (padded still).
+func render(b *strings.Builder, fields []field, value func(byte) string, whole func(byte) bool) {
 	var line strings.Builder
 	for _, f := range fields {
 		if f.verb == 0 {
 			line.WriteString(f.literal)
 			continue
 		}
-		line.WriteString(pad(value(f.verb), f.width, f.right))
+		v := value(f.verb)
+		if whole != nil && whole(f.verb) && utf8.RuneCountInString(v) > f.width {
+			line.WriteString(v)
+			continue
+		}
+		line.WriteString(pad(v, f.width, f.right))
 	}
 	b.WriteString(strings.TrimRight(line.String(), " "))
 	b.WriteByte('\n')

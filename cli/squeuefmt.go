@@ -121,7 +121,8 @@ func FormatSqueue(jobs []*phalanxv1.Job, v SqueueView) (string, error) {
 		if v.Long {
 			b.WriteString(v.Now.In(v.Loc).Format(ctimeLayout) + "\n")
 		}
-		render(&b, fields, func(c byte) string { return squeueHeaders[c] })
+		// As Slurm's squeue, the headers of these wide fields are not cut.
+		render(&b, fields, func(c byte) string { return squeueHeaders[c] }, func(c byte) bool { return strings.IndexByte("RNY", c) >= 0 })
 	}
 	rows, names := arrayRows(jobs, v)
 	for _, j := range rows {
@@ -140,7 +141,7 @@ func FormatSqueue(jobs []*phalanxv1.Job, v SqueueView) (string, error) {
 				return "(" + row.reason + ")"
 			}
 			return jobField(j, c, v)
-		})
+		}, func(c byte) bool { return strings.IndexByte("MlL", c) >= 0 }) // times are never cut, as Slurm's
 	}
 	return b.String(), nil
 }
@@ -186,8 +187,10 @@ func jobField(j *phalanxv1.Job, c byte, v SqueueView) string {
 	case 'r':
 		return reason(j)
 	case 'R':
-		if nl := jobNodeList(j); nl != "" && !reasonShown(j.State) {
-			return nl
+		switch nl := jobNodeList(j); {
+		case reasonShown(j.State):
+		case nl != "" || j.State != string(cluster.JobPending) && j.State != "":
+			return nl // an ended job that never ran: none, as Slurm's
 		}
 		return "(" + reason(j) + ")"
 	case 'S':
