@@ -58,19 +58,19 @@ func parseSqueue(args []string) (*squeueQuery, error) {
 		return nil, fmt.Errorf("unexpected argument %q: name jobs with -j", operands[0])
 	}
 	q := &squeueQuery{req: &phalanxv1.ListJobsRequest{}}
+	shortFormat := false // -o, which Slurm's -l refuses (-O it takes)
 	for _, v := range vals {
 		switch v.Name {
 		case "array":
 			q.view.Array = true
 		case "format":
-			q.view.Format = v.Value
+			q.view.Format, shortFormat = v.Value, true
 		case "Format":
 			if q.view.Format, err = squeueLongFormat(v.Value); err != nil {
 				return nil, err
 			}
 		case "long":
 			q.view.Long = true
-			q.view.Format = orDefault(q.view.Format, SqueueLongFormat)
 		case "help":
 			q.help = true
 		case "jobs":
@@ -97,9 +97,15 @@ func parseSqueue(args []string) (*squeueQuery, error) {
 			q.req.Users = append(q.req.Users, splitList(v.Value)...)
 		}
 	}
+	if q.view.Long && shortFormat {
+		return nil, &rawError{msg: "squeue: fatal: Options -o(--format) and -l(--long) are mutually exclusive. Please remove one and retry."}
+	}
 	if q.start { // as Slurm: pending jobs only, in their own columns
 		q.req.States, q.req.IncludeFinished, q.states = []string{string(cluster.JobPending)}, false, true
 		q.view.Format = orDefault(q.view.Format, SqueueStartFormat)
+	}
+	if q.view.Long { // -l's columns, unless -O or --start gave others; the date line either way
+		q.view.Format = orDefault(q.view.Format, SqueueLongFormat)
 	}
 	return q, nil
 }

@@ -16,11 +16,18 @@ func TestSqueueFormatByName(t *testing.T) {
 		{[]string{"-O", "JobArrayID,jobid:3"}, "%20i%3A"},
 		{[]string{"--Format=State:,Dependency:5%"}, "%T%5E%%"},
 		{[]string{"-l"}, SqueueLongFormat},
-		{[]string{"-l", "-o", "%i"}, "%i"},
+		{[]string{"-l", "-O", "JobID:5"}, "%5A"},       // -O goes with -l (its date line)
+		{[]string{"--start", "-l"}, SqueueStartFormat}, // --start's columns, -l's date line
 	} {
 		q, err := parseSqueue(tc.args)
 		if err != nil || q.view.Format != tc.want {
 			t.Errorf("squeue %q: format %q, %v; want %q", tc.args, q.view.Format, err, tc.want)
+		}
+	}
+	// As Slurm's squeue, -o and -l are mutually exclusive.
+	for _, args := range [][]string{{"-l", "-o", "%i"}, {"-o", "%i", "--long"}} {
+		if _, err := parseSqueue(args); err == nil || err.Error() != "squeue: fatal: Options -o(--format) and -l(--long) are mutually exclusive. Please remove one and retry." {
+			t.Errorf("squeue %q: %v, want Slurm's fatal error", args, err)
 		}
 	}
 	for args, want := range map[string]string{
