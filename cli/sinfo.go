@@ -121,7 +121,7 @@ func (k *commands) runSinfo(c *ucli.Context, args []string) error {
 }
 
 // SinfoSummarizeFormat is sinfo -s's, Slurm's.
-const SinfoSummarizeFormat = "%9P %.5a %.10l %.16F  %N"
+const SinfoSummarizeFormat = "%9P %.5a %.10l %.16F %N"
 
 // sinfoStates are the node states sinfo -t takes, short and long.
 var sinfoStates = []string{"idle", "mix", "mixed", "alloc", "allocated", "drng", "draining", "drain", "drained", "down", "inval"}

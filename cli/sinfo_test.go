@@ -50,8 +50,8 @@ func TestSinfoNICs(t *testing.T) {
 		{[]string{"sinfo", "-h", "-p", "gpu", "-o", "%P %D"}, "gpu* 3\n"},
 		{[]string{"sinfo", "-h", "-t", "drain", "-o", "%P %D %t %N"}, "gpu* 1 drain gpu003\n"},
 		{[]string{"sinfo", "-h", "--states=IDLE,down", "-o", "%D %t"}, "2 idle\n"},
-		{[]string{"sinfo", "-s"}, "PARTITION AVAIL  TIMELIMIT   NODES(A/I/O/T)  NODELIST\n" +
-			"gpu*         up   infinite          0/2/1/3  gpu[001-003]\n"},
+		{[]string{"sinfo", "-s"}, "PARTITION AVAIL  TIMELIMIT   NODES(A/I/O/T) NODELIST\n" +
+			"gpu*         up   infinite          0/2/1/3 gpu[001-003]\n"},
 	} {
 		code, stdout, stderr := runOut(t, addr, tc.args...)
 		if code != 0 || stdout != tc.want || stderr != "" {

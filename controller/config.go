@@ -204,9 +204,9 @@ type realClock struct{}
 func (realClock) Now() time.Time { return time.Now() }
 
 // DefaultPartition is the partition a controller without a config creates:
-// every node, default, unlimited.
+// every node, default, unlimited, of the default PriorityTier (Slurm's 1).
 func DefaultPartition() *cluster.Partition {
-	return &cluster.Partition{Name: "gpu", AllNodes: true, Default: true, State: cluster.PartitionUp}
+	return &cluster.Partition{Name: "gpu", AllNodes: true, Default: true, State: cluster.PartitionUp, PriorityTier: config.DefaultPriorityTier}
 }
 
 // DefaultClusterName is the ClusterName of a cluster whose config names
