@@ -161,6 +161,11 @@ func TestUpdatePendingJobsRequest(t *testing.T) {
 	if err := update(asAlice, &phalanxv1.UpdateJobRequest{JobId: pending, Nice: i32(10)}); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("alice lowers her job's nice: %v; want permission denied", err)
 	}
+	// A partition that does not exist is the request's fault, not the job's
+	// (whose ID is valid): InvalidArgument, with Slurm's words.
+	if err := update(asAlice, &phalanxv1.UpdateJobRequest{JobId: pending, Partition: str("nope")}); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "Invalid partition name specified: nope") {
+		t.Errorf("Partition=nope: %v; want InvalidArgument, Invalid partition name specified", err)
+	}
 	if err := update(asAlice, &phalanxv1.UpdateJobRequest{JobId: pending, Qos: str("bogus")}); err == nil || !strings.Contains(err.Error(), "invalid qos") {
 		t.Errorf("QOS=bogus: %v", err)
 	}
