@@ -82,7 +82,14 @@ func topJobs(ctx context.Context, cn *conn, refs []jobRef) error {
 			_, err := cn.api.TopJobs(ctx, &phalanxv1.TopJobsRequest{JobIds: ids})
 			return err
 		})
-		if err != nil {
+		var ae *APIError
+		switch {
+		case err == nil:
+		case isNotFound(err) && len(ids) == 1:
+			errs = append(errs, fmt.Sprintf("Invalid job id specified for job %d", ids[0]))
+		case errors.As(err, &ae) && strings.HasSuffix(ae.Msg, fmt.Sprintf(" for job %d", ids[0])) && len(ids) == 1:
+			errs = append(errs, ae.Msg) // Slurm's own line: "... for job N"
+		default:
 			errs = append(errs, "scontrol: error: top: "+err.Error())
 		}
 	}

@@ -153,8 +153,31 @@ func (f *queueFake) RequeueJob(_ context.Context, req *phalanxv1.RequeueJobReque
 func (f *queueFake) TopJobs(_ context.Context, req *phalanxv1.TopJobsRequest) (*phalanxv1.TopJobsResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	for _, id := range req.JobIds { // refused as the controllers would
+		switch j := f.job(id); {
+		case j == nil:
+			return nil, status.Errorf(codes.NotFound, "Invalid job id specified: %d", id)
+		case j.Reason == "JobHeldUser":
+			return nil, status.Errorf(codes.InvalidArgument, "Job is in held state, pending scheduler release for job %d", id)
+		}
+	}
 	f.changes = append(f.changes, fmt.Sprint("top ", req.JobIds))
 	return &phalanxv1.TopJobsResponse{}, nil
+}
+
+// scontrol top words a refusal of one job as Slurm's: "... for job N".
+func TestTopRefusalsAsSlurm(t *testing.T) {
+	f := newQueueFake()
+	f.jobs = append(f.jobs, &phalanxv1.Job{Id: 31, State: "PENDING", Reason: "JobHeldUser", Spec: &phalanxv1.JobSpec{Name: "held"}})
+	addr := serveFake(t, f)
+	for _, tc := range []struct{ id, want string }{
+		{"9999", "Invalid job id specified for job 9999\n"},
+		{"31", "Job is in held state, pending scheduler release for job 31\n"},
+	} {
+		if code, _, stderr := runOut(t, addr, "scontrol", "top", tc.id); code != 1 || stderr != tc.want {
+			t.Errorf("scontrol top %s: exit %d, stderr %q; want 1, %q", tc.id, code, stderr, tc.want)
+		}
+	}
 }
 
 func (f *queueFake) CancelJob(_ context.Context, req *phalanxv1.CancelJobRequest) (*phalanxv1.CancelJobResponse, error) {

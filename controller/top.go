@@ -49,8 +49,11 @@ func (s *Server) top(ctx context.Context, ids []uint64) ([]cluster.JobID, error)
 		if err := s.mayChange(ctx, j, "reorder"); err != nil {
 			return nil, err
 		}
-		if j.State != cluster.JobPending {
+		switch {
+		case j.State != cluster.JobPending:
 			return nil, cluster.Errorf(cluster.ErrInvalid, "job %d is %s: only pending jobs can be put first", j.ID, j.State)
+		case j.Hold != cluster.HoldNone: // Slurm's words
+			return nil, cluster.Errorf(cluster.ErrInvalid, "Job is in held state, pending scheduler release for job %d", j.ID)
 		}
 		if slices.ContainsFunc(listed, func(l *cluster.Job) bool { return l.ID == j.ID }) || len(listed) > 0 && !sameTopGroup(listed[0], j) {
 			continue

@@ -2,10 +2,13 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/scheduler"
 )
@@ -74,6 +77,14 @@ func TestTopOrdersTheOwnersPendingJobs(t *testing.T) {
 	}
 	if _, err := s.top(ctx, nil); err == nil {
 		t.Error("top with no job: no error")
+	}
+	// A held job is not put first, as in Slurm.
+	if err := s.updateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: uint64(a3), Hold: phalanxv1.HoldRequest_HOLD_REQUEST_HOLD}); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("Job is in held state, pending scheduler release for job %d", a3)
+	if _, err := s.top(ctx, []uint64{uint64(a3)}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("top of a held job: %v; want %q", err, want)
 	}
 }
 
