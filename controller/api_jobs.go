@@ -67,6 +67,9 @@ func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly b
 	if err != nil {
 		return nil, err
 	}
+	if err := cluster.CheckBeginDeadline(job.BeginTime, job.Deadline, s.cfg.Clock.Now()); err != nil {
+		return nil, err
+	}
 	if err := s.own(ctx, job); err != nil {
 		return nil, err
 	}

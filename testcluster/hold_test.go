@@ -186,4 +186,10 @@ func TestDeadlineEndsAJobThatCannotEndInTime(t *testing.T) {
 	inTime.TimeLimitSeconds = 60
 	inTime.Deadline = timestamppb.New(time.Now().Add(time.Hour))
 	c.WaitJob(submit(t, c, inTime), 10*time.Second, "RUNNING")
+	// As Slurm's, a deadline already passed is refused at submit.
+	past := spec(t.TempDir(), "past", 1, 8, "#!/bin/sh\nsleep 60\n")
+	past.Deadline = timestamppb.New(time.Now().Add(-time.Hour))
+	if _, err := c.Client.SubmitJob(ctx, &phalanxv1.SubmitJobRequest{Spec: past}); err == nil || !strings.Contains(err.Error(), "Requested time limit is invalid") {
+		t.Errorf("a deadline already passed: %v; want refused", err)
+	}
 }

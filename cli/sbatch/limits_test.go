@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -116,5 +117,18 @@ func TestParseBoundsTheComment(t *testing.T) {
 		if want := "--comment of 65537 bytes: at most 65536"; err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("a long comment (%d bytes of script): %v; want %q", len(tc.script), err, want)
 		}
+	}
+}
+
+// As Slurm's sbatch, a --begin after the --deadline is refused before any
+// contact (the controller refuses a deadline already passed).
+func TestParseRefusesBeginAfterDeadline(t *testing.T) {
+	rfc := func(e *Env) { e.ParseTime = func(s string) (time.Time, error) { return time.Parse(time.RFC3339, s) } }
+	_, err := parseWith(t, "--begin=2026-11-27T14:00:00Z --deadline=2026-11-27T13:00:00Z job.sh", "#!/bin/sh\n", rfc)
+	if err == nil || !strings.HasPrefix(err.Error(), "Incompatible begin and deadline time specification") {
+		t.Errorf("--begin after --deadline: %v", err)
+	}
+	if _, err := parseWith(t, "--begin=2026-11-27T12:00:00Z --deadline=2026-11-27T13:00:00Z job.sh", "#!/bin/sh\n", rfc); err != nil {
+		t.Errorf("--begin before --deadline: %v", err)
 	}
 }

@@ -166,6 +166,16 @@ func finish(b *builder, script, name string, env Env) (*Request, error) {
 	if err := cluster.CheckCommand(s.ScriptPath, s.ScriptArgs, s.SubmitLine, s.Comment); err != nil {
 		return nil, err
 	}
+	var begin, deadline time.Time // the controller checks the deadline against its clock
+	if s.BeginTime != nil {
+		begin = s.BeginTime.AsTime()
+	}
+	if s.Deadline != nil {
+		deadline = s.Deadline.AsTime()
+	}
+	if err := cluster.CheckBeginDeadline(begin, deadline, time.Time{}); err != nil {
+		return nil, err
+	}
 	if err := b.resolveTasks(); err != nil {
 		return nil, err
 	}
