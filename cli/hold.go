@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
+	"google.golang.org/grpc/codes"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
@@ -153,10 +154,21 @@ func (e *jobErrors) invalid(t jobTarget) {
 	*e = append(*e, "Invalid job id specified for job "+t.name)
 }
 
+// slurmJobReasons begin the controllers' refusals that Slurm's scontrol
+// prints as "REASON for job N".
+var slurmJobReasons = []string{"Job has already finished", "Job is no longer pending execution", "Job is in held state, pending scheduler release"}
+
 func (e *jobErrors) add(verb string, t jobTarget, err error) {
 	if isNotFound(err) {
 		e.invalid(t)
 		return
+	}
+	var ae *APIError
+	for _, reason := range slurmJobReasons {
+		if errors.As(err, &ae) && ae.Code == codes.InvalidArgument && strings.HasPrefix(ae.Msg, reason) {
+			*e = append(*e, reason+" for job "+t.name)
+			return
+		}
 	}
 	*e = append(*e, fmt.Sprintf("scontrol: error: %s job %s: %s", verb, t.name, err))
 }

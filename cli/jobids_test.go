@@ -125,7 +125,7 @@ func (f *queueFake) change(what string, id uint64, wantState string) error {
 	case j == nil:
 		return status.Errorf(codes.NotFound, "Invalid job id specified: %d", id)
 	case j.State == "COMPLETED":
-		return status.Errorf(codes.InvalidArgument, "job %d has ended (COMPLETED)", id)
+		return status.Errorf(codes.InvalidArgument, "Job has already finished: job %d ended COMPLETED, there is nothing to update", id)
 	case wantState != "" && j.State != wantState:
 		return status.Errorf(codes.InvalidArgument, "job %d is %s", id, j.State)
 	}
@@ -220,7 +220,7 @@ func TestScontrolArrayIDs(t *testing.T) {
 		{"hold 87_0", "", "scontrol: error: hold job 87_0: job 87 is RUNNING\n"},
 		{"release 20_[1-5] 9999", "release 20,release 21,release 22",
 			"Invalid job id specified for job 20_[2,4]\nInvalid job id specified for job 9999\n"}, // as Slurm's scontrol
-		{"hold 40", "", "scontrol: error: hold job 40: job 40 has ended (COMPLETED)\n"},
+		{"hold 40", "", "Job has already finished for job 40\n"}, // Slurm's words
 		{"requeue 87", "requeue 87", ""},
 		{"requeue 20_1,87_0", "requeue 87", "scontrol: error: requeue job 20_1: job 20 is PENDING\n"},
 		{"top 87 20_5", "top [88 89 90 91 92 22]", ""},

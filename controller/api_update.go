@@ -121,7 +121,7 @@ func (s *Server) updateJob(ctx context.Context, req *phalanxv1.UpdateJobRequest)
 		return nil
 	}
 	if !j.InQueue() {
-		return cluster.Errorf(cluster.ErrInvalid, "job %d has ended (%s): there is nothing to update", j.ID, j.State)
+		return cluster.Errorf(cluster.ErrInvalid, "Job has already finished: job %d ended %s, there is nothing to update", j.ID, j.State)
 	}
 	req = priorityHold(j, req)
 	up := fsm.UpdateJob{ID: j.ID, JobUpdate: store.JobUpdate{Name: req.Name}, RequestID: requestID, Time: s.cfg.Clock.Now()}
@@ -310,7 +310,7 @@ func priorityHold(j *cluster.Job, req *phalanxv1.UpdateJobRequest) *phalanxv1.Up
 // or released.
 func (s *Server) newHold(ctx context.Context, j *cluster.Job, req phalanxv1.HoldRequest) (cluster.Hold, error) {
 	if j.State != cluster.JobPending {
-		return 0, cluster.Errorf(cluster.ErrInvalid, "job %d is %s: only a pending job can be held or released (Job is no longer pending execution)", j.ID, j.State)
+		return 0, cluster.Errorf(cluster.ErrInvalid, "Job is no longer pending execution: job %d is %s, and only a pending job is held or released", j.ID, j.State)
 	}
 	id, lvl, ok := s.caller(ctx)
 	operator := !ok || lvl >= levelOperator // no caller: an insecure test server's, all powerful

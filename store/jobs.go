@@ -328,7 +328,7 @@ func (s *Store) UpdateJob(idx uint64, id cluster.JobID, up JobUpdate, requestID 
 			return fmt.Errorf("job %d: %w", id, cluster.ErrNotFound)
 		}
 		if !j.InQueue() {
-			return cluster.Errorf(cluster.ErrInvalid, "job %d has ended (%s): there is nothing to update", id, j.State)
+			return cluster.Errorf(cluster.ErrInvalid, "Job has already finished: job %d ended %s, there is nothing to update", id, j.State)
 		}
 		if what, ok := up.pendingOnly(); ok && j.State != cluster.JobPending {
 			return cluster.Errorf(cluster.ErrInvalid, "job %d is %s: %s changes only while it is pending (Job is no longer pending execution)", id, j.State, what)
