@@ -87,7 +87,9 @@ func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([
 	for len(ids) > 0 {
 		batch := ids[:min(len(ids), maxCancelBatch)]
 		ids = ids[len(batch):]
-		res, err := s.propose(ctx, fsm.CancelJobs{IDs: batch, Time: now, Reason: "Cancelled by user", RequestID: requestID})
+		// Reason None, as Slurm's scontrol shows a cancelled job: one
+		// word, so that Reason= splits as the other keys do.
+		res, err := s.propose(ctx, fsm.CancelJobs{IDs: batch, Time: now, Reason: cluster.ReasonNone, RequestID: requestID})
 		if err != nil {
 			return cancelled, err
 		}
