@@ -73,8 +73,8 @@ func FormatJob(j *phalanxv1.Job, now time.Time, loc *time.Location) string {
 		{kv("StartTime", startTime(j, loc)), kv("EndTime", fmtTime(j.EndTime, loc, "Unknown")), kv("Deadline", fmtTime(s.GetDeadline(), loc, "N/A"))},
 		{kv("Partition", s.GetPartition())},
 		{kv("ReqNodeList", orDefault(hostlist.Compress(s.GetNodelist()), "(null)")), kv("ExcNodeList", orDefault(hostlist.Compress(s.GetExclude()), "(null)"))},
-		{kv("NodeList", orDefault(jobNodeList(j), "(null)"))},
-		{kv("BatchHost", batchHost(j))},
+		{kv("NodeList", jobNodeList(j))}, // empty before any, as Slurm 22.05's
+		batchHostLine(j),
 		{kv("NumNodes", jobNodeCount(j)), kv("NumCPUs", jobCPUs(j)), kv("NumTasks", jobTaskCount(j)), kv("CPUs/Task", cpusPerTask(s))},
 		{kv("TRES", jobTRES(j))},
 		{kv("Socks/Node", "*"), kv("NtasksPerN:B:S:C", fmt.Sprintf("%d:0:*:*", max(1, s.GetTasksPerNode()))), kv("CoreSpec", "*")},
@@ -176,11 +176,13 @@ func topologyRequest(s *phalanxv1.JobSpec) []string {
 // startTime is the start, or for a pending job the expected start.
 // batchHost is BatchHost: the node the batch script's first copy runs on
 // (rank 0's); (null) before the job has nodes.
-func batchHost(j *phalanxv1.Job) string {
+// batchHostLine is BatchHost=, the node the batch script runs on (rank
+// 0's); Slurm leaves the line out before there is one.
+func batchHostLine(j *phalanxv1.Job) []string {
 	if len(j.Alloc) == 0 {
-		return "(null)"
+		return nil
 	}
-	return j.Alloc[0].Node
+	return []string{kv("BatchHost", j.Alloc[0].Node)}
 }
 
 func startTime(j *phalanxv1.Job, loc *time.Location) string {
