@@ -32,8 +32,12 @@ func kvLines(b *strings.Builder, lines [][]string) {
 
 func kv(k string, v any) string { return fmt.Sprintf("%s=%v", k, v) }
 
-// eligible is when the job may start: its --begin time, else its submit.
+// eligible is when the job may start: its --begin time, else its submit;
+// none while it is held, as Slurm shows it (Unknown).
 func eligible(j *phalanxv1.Job) *timestamppb.Timestamp {
+	if j.State == string(cluster.JobPending) && (j.Reason == cluster.ReasonJobHeldUser || j.Reason == cluster.ReasonJobHeldAdmin) {
+		return nil
+	}
 	if b := j.GetSpec().GetBeginTime(); b != nil {
 		return b
 	}
@@ -70,14 +74,14 @@ func FormatJob(j *phalanxv1.Job, now time.Time, loc *time.Location) string {
 		{kv("Requeue", requeueFlag(s)), kv("Restarts", j.Attempt), kv("BatchFlag", 1), kv("ExitCode", exitCode(j.ExitCode, j.ExitSignal))},
 		{kv("RunTime", runTime(elapsed(j, now))), kv("TimeLimit", limitOrUnlimited(jobLimit(j)))},
 		{kv("SubmitTime", fmtTime(j.SubmitTime, loc, "Unknown")), kv("EligibleTime", fmtTime(eligible(j), loc, "Unknown"))},
-		{kv("StartTime", startTime(j, loc)), kv("EndTime", fmtTime(j.EndTime, loc, "Unknown")), kv("Deadline", fmtTime(s.GetDeadline(), loc, "N/A"))},
+		{kv("StartTime", startTime(j, loc)), kv("EndTime", endTime(j, loc, "Unknown")), kv("Deadline", fmtTime(s.GetDeadline(), loc, "N/A"))},
 		{kv("Partition", s.GetPartition())},
 		{kv("ReqNodeList", orDefault(hostlist.Compress(s.GetNodelist()), "(null)")), kv("ExcNodeList", orDefault(hostlist.Compress(s.GetExclude()), "(null)"))},
 		{kv("NodeList", jobNodeList(j))}, // empty before any, as Slurm 22.05's
 		batchHostLine(j),
 		{kv("NumNodes", jobNodeCount(j)), kv("NumCPUs", jobCPUs(j)), kv("NumTasks", jobTaskCount(j)), kv("CPUs/Task", cpusPerTask(s))},
 		{kv("TRES", jobTRES(j))},
-		{kv("Socks/Node", "*"), kv("NtasksPerN:B:S:C", fmt.Sprintf("%d:0:*:*", max(1, s.GetTasksPerNode()))), kv("CoreSpec", "*")},
+		{kv("Socks/Node", "*"), kv("NtasksPerN:B:S:C", fmt.Sprintf("%d:0:*:*", s.GetTasksPerNode())), kv("CoreSpec", "*")},
 		{kv("TresPerNode", tresPerNode(s)), kv("MinMemoryNode", memOrZero(s.GetMemoryMb()))},
 		{kv("Features", orDefault(s.GetConstraint(), "(null)")), kv("OverSubscribe", overSubscribe(s))},
 		{kv("Command", cluster.CommandLine(s.GetScriptPath(), s.GetScriptArgs()))},
@@ -185,11 +189,16 @@ func batchHostLine(j *phalanxv1.Job) []string {
 	return []string{kv("BatchHost", j.Alloc[0].Node)}
 }
 
+// startTime is StartTime: when the job started, else when it is expected
+// to; for one that ended without starting, when it ended, as Slurm's.
 func startTime(j *phalanxv1.Job, loc *time.Location) string {
-	if j.StartTime == nil {
-		return fmtTime(j.ExpectedStart, loc, "Unknown")
+	switch {
+	case j.StartTime != nil:
+		return fmtTime(j.StartTime, loc, "Unknown")
+	case j.State != string(cluster.JobPending) && j.EndTime != nil:
+		return fmtTime(j.EndTime, loc, "Unknown")
 	}
-	return fmtTime(j.StartTime, loc, "Unknown")
+	return fmtTime(j.ExpectedStart, loc, "Unknown")
 }
 
 // limitOrUnlimited prints a time limit as scontrol and sacct do (Slurm's

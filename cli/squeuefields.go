@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/topology/hostlist"
@@ -61,7 +63,7 @@ func moreJobField(j *phalanxv1.Job, c byte, v SqueueView) (string, bool) {
 		}
 		return "0", true
 	case 'e':
-		return endTime(j, v.Loc), true
+		return endTime(j, v.Loc, "N/A"), true
 	case 'U':
 		return strconv.Itoa(int(s.GetUid())), true
 	case 'G':
@@ -95,18 +97,19 @@ func moreJobField(j *phalanxv1.Job, c byte, v SqueueView) (string, bool) {
 	return "", false
 }
 
-// endTime is squeue's END_TIME: when the job ended, or will by its limit
-// once started; N/A before.
-func endTime(j *phalanxv1.Job, loc *time.Location) string {
+// endTime is squeue's END_TIME (none: N/A), scontrol's EndTime (none:
+// Unknown), as Slurm's: when the job ended, or will by its limit once
+// started, or would if it started when expected.
+func endTime(j *phalanxv1.Job, loc *time.Location, none string) string {
+	start := j.StartTime
+	if j.State == string(cluster.JobPending) {
+		start = j.ExpectedStart
+	}
 	switch {
 	case j.EndTime != nil:
-		return fmtTime(j.EndTime, loc, "N/A")
-	case j.StartTime == nil || j.State == string(cluster.JobPending) || jobLimit(j) == 0:
-		return "N/A"
+		return fmtTime(j.EndTime, loc, none)
+	case start == nil || jobLimit(j) == 0:
+		return none
 	}
-	end := j.StartTime.AsTime().Add(jobLimit(j))
-	if loc == nil {
-		loc = time.Local
-	}
-	return end.In(loc).Format(timeLayout)
+	return fmtTime(timestamppb.New(start.AsTime().Add(jobLimit(j))), loc, none)
 }

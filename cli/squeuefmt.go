@@ -193,9 +193,12 @@ func jobField(j *phalanxv1.Job, c byte, v SqueueView) string {
 			return nl // an ended job that never ran: none, as Slurm's
 		}
 		return "(" + reason(j) + ")"
-	case 'S':
-		if j.State == string(cluster.JobPending) || j.StartTime == nil {
+	case 'S': // as scontrol's StartTime (startTime), N/A for none
+		switch {
+		case j.State == string(cluster.JobPending):
 			return fmtTime(j.ExpectedStart, v.Loc, "N/A")
+		case j.StartTime == nil:
+			return fmtTime(j.EndTime, v.Loc, "N/A") // ended before it started
 		}
 		return fmtTime(j.StartTime, v.Loc, "N/A")
 	case 't':
