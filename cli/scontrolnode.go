@@ -1,0 +1,199 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/topology/hostlist"
+)
+
+// FormatNode prints a node as "scontrol show node" does.
+func FormatNode(n *phalanxv1.Node, loc *time.Location) string {
+	var b strings.Builder
+	kvLines(&b, [][]string{
+		{kv("NodeName", n.Name), kv("CoresPerSocket", cores(n))},
+		{kv("CPUAlloc", n.CpusUsed), kv("CPUTot", n.Cpus)},
+		{kv("AvailableFeatures", orDefault(strings.Join(n.Features, ","), "(null)"))},
+		{kv("Gres", gres(n, n.Gpus)), kv("GresUsed", gres(n, n.GpusUsed))},
+		{kv("NodeAddr", n.Addr), kv("NodeHostName", n.Name)},
+		{kv("RealMemory", n.MemoryMb), kv("AllocMem", n.MemoryUsedMb), kv("Sockets", sockets(n))},
+		{kv("State", n.State+notResponding(n)), kv("ThreadsPerCore", threads(n)), kv("Weight", nodeWeight(n))},
+		{kv("Partitions", orDefault(strings.Join(n.Partitions, ","), "(null)"))},
+		{kv("Switch", orDefault(n.Leaf, "(null)"))},
+		{kv("RegisterTime", fmtTime(n.Registered, loc, "None")), kv("LastHeartbeat", fmtTime(n.LastHeartbeat, loc, "None"))},
+		{kv("NICs", nicList(n.Nics))},
+		{kv("Reason", nodeReason(n, loc))},
+	})
+	return b.String()
+}
+
+// nodeReason is scontrol's "Reason=why [user@time]", "(null)" without one.
+func nodeReason(n *phalanxv1.Node, loc *time.Location) string {
+	if n.Reason == "" {
+		return "(null)"
+	}
+	return fmt.Sprintf("%s [%s@%s]", n.Reason, orDefault(n.ReasonUser, "root"), fmtTime(n.ReasonTime, loc, "Unknown"))
+}
+
+// nicList prints a node's RDMA ports as
+// "mlx5_0/1(ACTIVE,200Gb/s,InfiniBand,gpu:0-1@PIX),...": name, state, rate,
+// link layer and the nearest GPUs; "(null)" without any.
+func nicList(nics []*phalanxv1.NICInfo) string {
+	if len(nics) == 0 {
+		return "(null)"
+	}
+	out := make([]string, len(nics))
+	for i, n := range nics {
+		attrs := []string{n.State, shortRate(n.Rate), n.LinkLayer}
+		if n.Netdev != "" {
+			attrs = append(attrs, "netdev:"+n.Netdev)
+		}
+		if len(n.Gpus) > 0 {
+			ids := make([]int, len(n.Gpus))
+			for k, g := range n.Gpus {
+				ids[k] = int(g)
+			}
+			attrs = append(attrs, "gpu:"+indexRanges(ids)+"@"+n.Affinity)
+		}
+		out[i] = fmt.Sprintf("%s/%d(%s)", n.Device, n.Port, strings.Join(attrs, ","))
+	}
+	return strings.Join(out, ",")
+}
+
+// shortRate turns sysfs's "200 Gb/sec (4X HDR)" into "200Gb/s".
+func shortRate(rate string) string {
+	f := strings.Fields(rate)
+	if len(f) >= 2 && f[1] == "Gb/sec" {
+		return f[0] + "Gb/s"
+	}
+	return orDefault(strings.ReplaceAll(rate, " ", "_"), "?")
+}
+
+// indexRanges prints sorted indexes as ranges: 0-3,6.
+func indexRanges(ids []int) string {
+	var parts []string
+	for i := 0; i < len(ids); {
+		k := i
+		for k+1 < len(ids) && ids[k+1] == ids[k]+1 {
+			k++
+		}
+		if k == i {
+			parts = append(parts, strconv.Itoa(ids[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", ids[i], ids[k]))
+		}
+		i = k + 1
+	}
+	return strings.Join(parts, ",")
+}
+
+// gres prints "gpu:MODEL:N", the model's spaces as underscores; "(null)"
+// for a node without GPUs.
+func gres(n *phalanxv1.Node, count int32) string {
+	if n.Gpus == 0 {
+		return "(null)"
+	}
+	if n.GpuModel == "" {
+		return fmt.Sprintf("gpu:%d", count)
+	}
+	return fmt.Sprintf("gpu:%s:%d", strings.ReplaceAll(n.GpuModel, " ", "_"), count)
+}
+
+// FormatPartition prints a partition as "scontrol show partition" does.
+func FormatPartition(p *phalanxv1.Partition) string {
+	yes := map[bool]string{true: "YES", false: "NO"}
+	maxNodes := "UNLIMITED"
+	if p.MaxNodes > 0 {
+		maxNodes = fmt.Sprint(p.MaxNodes)
+	}
+	defTime := "NONE"
+	if p.DefaultTimeSeconds > 0 {
+		defTime = runTime(time.Duration(p.DefaultTimeSeconds) * time.Second)
+	}
+	var b strings.Builder
+	kvLines(&b, [][]string{
+		{kv("PartitionName", p.Name)},
+		{kv("Default", yes[p.Default])},
+		{kv("MaxNodes", maxNodes), kv("MaxTime", limitOrUnlimited(time.Duration(p.MaxTimeSeconds)*time.Second)), kv("MinNodes", p.MinNodes)},
+		{kv("PriorityTier", p.PriorityTier), kv("State", orDefault(p.State, string(cluster.PartitionUp)))},
+		{kv("AllowAccounts", orDefault(strings.Join(p.AllowAccounts, ","), "ALL")), kv("DenyAccounts", orDefault(strings.Join(p.DenyAccounts, ","), "(null)"))},
+		{kv("AllowGroups", orDefault(strings.Join(p.AllowGroups, ","), "ALL")), kv("OverSubscribe", map[bool]string{true: "EXCLUSIVE", false: "NO"}[p.Exclusive])},
+		{kv("PreemptMode", orDefault(p.PreemptMode, "OFF"))},
+		{kv("TotalNodes", len(p.Nodes))},
+		{kv("DefaultTime", defTime)},
+		{kv("Nodes", orDefault(hostlist.Compress(p.Nodes), "(null)"))},
+	})
+	return b.String()
+}
+
+// FormatController prints one member of the Raft configuration as "scontrol
+// show controllers" does. What only the replica itself knows (its role and
+// progress) is N/A when it could not be reached, and Reason= says why.
+// LastContact is when a follower last heard from the leader.
+func FormatController(ci *phalanxv1.ControllerInfo, loc *time.Location) string {
+	st := ci.GetStatus()
+	known := func(n uint64) string {
+		if !ci.Reachable {
+			return "N/A"
+		}
+		return fmt.Sprint(n)
+	}
+	role, leader, contact := "Unreachable", "N/A", "N/A"
+	if ci.Reachable {
+		role = orDefault(st.GetRole(), "Unknown")
+		leader = orDefault(st.GetLeaderId(), "(null)")
+		if role != "Leader" {
+			contact = fmtTime(st.GetLastContact(), loc, "N/A")
+		}
+	}
+	lines := [][]string{
+		{kv("ControllerId", ci.Id), kv("Address", orDefault(ci.RaftAddr, "(null)")), kv("ApiAddress", orDefault(ci.ApiAddr, "(null)")),
+			kv("Role", role), kv("AppliedIndex", known(st.GetAppliedIndex())), kv("LastContact", contact)},
+		{kv("Voter", map[bool]string{true: "yes", false: "no"}[ci.Voter]), kv("Term", known(st.GetTerm())), kv("LeaderId", leader)},
+		{kv("CommitIndex", known(st.GetCommitIndex())), kv("LastLogIndex", known(st.GetLastLogIndex())), kv("DurableIndex", known(st.GetDurableIndex()))},
+	}
+	if ci.Error != "" {
+		lines = append(lines, []string{kv("Reason", controllerReason(ci.Error))})
+	}
+	var b strings.Builder
+	kvLines(&b, lines)
+	return b.String()
+}
+
+// controllerReason is why a controller could not be read, on one line and
+// without gRPC's "rpc error: code = X desc = " wrapping.
+func controllerReason(msg string) string {
+	if rest, ok := strings.CutPrefix(msg, "rpc error: code = "); ok {
+		if _, desc, ok := strings.Cut(rest, " desc = "); ok {
+			msg = desc
+		}
+	}
+	return strings.Join(strings.Fields(msg), " ")
+}
+
+// FormatPing prints one line per controller as "scontrol ping" does:
+// "Controller ID [(leader)] at ADDR is UP|DOWN". ADDR is the API address,
+// or the Raft address of a controller whose API address is not recorded.
+func FormatPing(ctls []*phalanxv1.ControllerInfo) string {
+	var b strings.Builder
+	for _, ci := range ctls {
+		name, state := ci.Id, "DOWN"
+		if isLeader(ci) {
+			name += " (leader)"
+		}
+		if ci.Reachable {
+			state = "UP"
+		}
+		fmt.Fprintf(&b, "Controller %s at %s is %s\n", name, orDefault(ci.ApiAddr, ci.RaftAddr), state)
+	}
+	return b.String()
+}
+
+// isLeader reports whether a controller answered that it leads.
+func isLeader(ci *phalanxv1.ControllerInfo) bool {
+	return ci.Reachable && ci.GetStatus().GetRole() == "Leader"
+}
