@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -253,6 +254,9 @@ func (s *Server) updateRequest(ctx context.Context, j *cluster.Job, req *phalanx
 	}
 	st := s.store.Config()
 	if err := s.admit(c, st); err != nil {
+		if errors.Is(err, cluster.ErrNotFound) { // the partition asked for: the request's fault, the job exists
+			return cluster.Errorf(cluster.ErrInvalid, "%s", err)
+		}
 		return err
 	}
 	if req.Partition != nil && c.Partition != j.Partition {

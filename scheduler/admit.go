@@ -31,7 +31,7 @@ func Admit(snap *Snapshot, job *cluster.Job, feasible func(*Snapshot, *cluster.J
 		if job.Partition == "" {
 			return cluster.Errorf(cluster.ErrInvalid, "no default partition: name one with -p")
 		}
-		return cluster.Errorf(cluster.ErrInvalid, "Invalid partition name specified: %s (phx sinfo lists the partitions)", job.Partition)
+		return cluster.Errorf(cluster.ErrNotFound, "Invalid partition name specified: %s (phx sinfo lists the partitions)", job.Partition)
 	}
 	job.Partition = part.Name
 	if part.Exclusive { // OverSubscribe=EXCLUSIVE

@@ -42,7 +42,7 @@ func TestAdmit(t *testing.T) {
 		want string
 		is   error
 	}{
-		{func(j *cluster.Job) { j.Partition = "nope" }, "Invalid partition name specified: nope", cluster.ErrInvalid},
+		{func(j *cluster.Job) { j.Partition = "nope" }, "Invalid partition name specified: nope", cluster.ErrNotFound},
 		{func(j *cluster.Job) { j.Partition, j.Account = "whole", "physics" }, "Invalid account or account/partition combination", cluster.ErrPermission},
 		{func(j *cluster.Job) { j.TimeLimit = 3 * time.Hour }, "exceeds partition gpu's MaxTime", cluster.ErrInvalid},
 		{func(j *cluster.Job) { j.Nodes = 3 }, "3 nodes exceed partition gpu's MaxNodes 2", cluster.ErrInvalid},
