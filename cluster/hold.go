@@ -42,9 +42,11 @@ const ReasonDeadline = "DeadLine"
 
 // MissedDeadline reports whether pending job j, started at t, could not
 // end before its --deadline: t plus its time limit is past it (a job
-// without a limit never ends in time).
+// without a limit never ends in time). As in Slurm, a held job waits for
+// its release first: its deadline is looked at once the scheduler would
+// start it.
 func MissedDeadline(j *Job, t time.Time) bool {
-	if j.State != JobPending || j.Deadline.IsZero() {
+	if j.State != JobPending || j.Deadline.IsZero() || j.Hold != HoldNone {
 		return false
 	}
 	return j.TimeLimit <= 0 || t.Add(j.TimeLimit).After(j.Deadline)

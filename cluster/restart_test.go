@@ -323,4 +323,13 @@ func TestMissDeadline(t *testing.T) {
 	if MissedDeadline(&Job{State: JobPending, TimeLimit: time.Hour}, now) {
 		t.Error("a job without a deadline missed it")
 	}
+	// As in Slurm (checked live), a held job stays held; released, it ends.
+	held := &Job{State: JobPending, TimeLimit: time.Hour, Deadline: now, Hold: HoldUser}
+	if MissDeadline(held, now.Add(time.Hour)) || held.State != JobPending {
+		t.Errorf("a held job was ended by its deadline: %s", held.State)
+	}
+	held.Hold = HoldNone
+	if !MissDeadline(held, now.Add(time.Hour)) {
+		t.Error("a released job past its deadline was not ended")
+	}
 }
