@@ -313,7 +313,8 @@ func TestScontrolShowControllers(t *testing.T) {
 		"ControllerId=ctl3 Address=10.0.0.3:7819 ApiAddress=10.0.0.3:7817 Role=Unreachable AppliedIndex=N/A LastContact=N/A\n" +
 		"   Voter=yes Term=N/A LeaderId=N/A\n" +
 		"   CommitIndex=N/A LastLogIndex=N/A DurableIndex=N/A\n" +
-		"   Reason=context deadline exceeded\n"
+		"   Reason=context deadline exceeded\n" +
+		"\n"
 	if code != 0 || stdout != want || stderr != "" {
 		t.Fatalf("code %d, stderr %q, stdout:\n%s\nwant:\n%s", code, stderr, stdout, want)
 	}
@@ -404,7 +405,8 @@ func TestScontrolRaft(t *testing.T) {
 
 func TestScontrolUsage(t *testing.T) {
 	code, stdout, _ := runOut(t, "127.0.0.1:1", "scontrol", "--help")
-	if code != 0 || stdout != scontrolUsage+"\n" || !strings.Contains(stdout, "scontrol ping") || !strings.Contains(stdout, "raft remove ID") {
+	if code != 0 || !strings.HasPrefix(stdout, scontrolUsage+"\n\nOptions:\n") || !strings.Contains(stdout, "scontrol ping") ||
+		!strings.Contains(stdout, "raft remove ID") || !strings.Contains(stdout, "-o, --oneliner") {
 		t.Fatalf("code %d, stdout:\n%s", code, stdout)
 	}
 	code, _, stderr := runOut(t, "127.0.0.1:1", "scontrol", "ping", "extra")
@@ -503,5 +505,33 @@ func TestScontrolShowArray(t *testing.T) {
 	_, stdout, _ = runOut(t, addr, "scontrol", "show", "job", "41")
 	if records(stdout) != 1 {
 		t.Errorf("scontrol show job 41 shows %d jobs, want the task alone", records(stdout))
+	}
+}
+
+// scontrol's options come before or after the command, as Slurm's getopt
+// permutes them; those Phalanx cannot honour are refused in one line.
+func TestScontrolOptions(t *testing.T) {
+	f, addr := startFake(t)
+	f.jobs = []*phalanxv1.Job{{Id: 7, State: "PENDING", Reason: "Resources", Spec: &phalanxv1.JobSpec{Name: "train", Partition: "gpu", Nodes: 1}}}
+	_, long, _ := runOut(t, addr, "scontrol", "show", "job", "7")
+	if !strings.HasPrefix(long, "JobId=7 JobName=train\n   UserId=") || !strings.HasSuffix(long, "\n   \n\n") {
+		t.Fatalf("show job 7:\n%q", long)
+	}
+	for _, args := range [][]string{{"scontrol", "-o", "show", "job", "7"}, {"scontrol", "show", "job", "7", "--oneliner"}, {"scontrol", "show", "-o", "job", "7"}} {
+		code, stdout, stderr := runOut(t, addr, args...)
+		if code != 0 || stderr != "" || stdout != oneLine(long[:len(long)-1]) || strings.Count(stdout, "\n") != 1 ||
+			!strings.HasPrefix(stdout, "JobId=7 JobName=train UserId=") || !strings.HasSuffix(stdout, " \n") {
+			t.Errorf("%q: code %d, stderr %q, stdout %q", args, code, stderr, stdout)
+		}
+	}
+	for _, tc := range []struct{ args, want string }{
+		{"-M other show job 7", "scontrol: error: -M/--clusters other: a Phalanx controller serves one cluster; leave the option out\n"},
+		{"show job 7 --json", "scontrol: error: --json is not supported: use scontrol's records, or squeue/sinfo -o for fixed fields\n"},
+		{"-x show job 7", "scontrol: error: invalid option -- 'x'\n"},
+	} {
+		code, stdout, stderr := runOut(t, addr, append([]string{"scontrol"}, strings.Fields(tc.args)...)...)
+		if code != 1 || stdout != "" || stderr != tc.want {
+			t.Errorf("scontrol %s: code %d, stdout %q, stderr %q, want %q", tc.args, code, stdout, stderr, tc.want)
+		}
 	}
 }

@@ -82,18 +82,26 @@ func sinfoOut(in objects, flags []string) string {
 	return out
 }
 
+// scontrolAll prints the input's jobs, nodes and partitions as scontrol
+// show does, with the options of its "args" line (-o, -d).
 func scontrolAll(in objects) string {
-	var recs []string
+	flags, _, err := parseScontrol(in.args)
+	if err != nil {
+		return "error: " + err.Error() + "\n"
+	}
+	var recs []func() string
 	for _, j := range in.jobs {
-		recs = append(recs, FormatJob(j, testNow, time.UTC))
+		recs = append(recs, func() string { return formatJob(j, testNow, time.UTC, flags.details) })
 	}
 	for _, n := range in.nodes {
-		recs = append(recs, FormatNode(n, time.UTC))
+		recs = append(recs, func() string { return FormatNode(n, time.UTC) })
 	}
 	for _, p := range in.parts {
-		recs = append(recs, FormatPartition(p))
+		recs = append(recs, func() string { return FormatPartition(p) })
 	}
-	return strings.Join(recs, "\n")
+	var b strings.Builder
+	printRecords(&b, flags, len(recs), func(i int) string { return recs[i]() })
+	return b.String()
 }
 
 type objects struct {
@@ -254,10 +262,22 @@ func parseJob(t *testing.T, a kvs) *phalanxv1.Job {
 		j.ArrayTask = &phalanxv1.ArrayTask{ArrayJobId: a.uint(t, "array-job"), TaskId: int32(a.int(t, "array-task")),
 			Throttle: int32(a.int(t, "throttle")), Count: int32(a.int(t, "array-count"))}
 	}
-	for _, n := range a.hosts(t, "nodes") {
+	// gpu-idx=3,1/0,1: each node's GPU indices, nodes split by "/"
+	// (default 0 to gpus-1 on every node).
+	idx := strings.Split(a["gpu-idx"], "/")
+	for i, n := range a.hosts(t, "nodes") {
 		alloc := &phalanxv1.NodeAlloc{Node: n, Cpus: j.Spec.CpusPerNode, MemoryMb: j.Spec.MemoryMb}
-		for g := int32(0); g < j.Spec.GpusPerNode; g++ {
+		for g := int32(0); g < j.Spec.GpusPerNode && a["gpu-idx"] == ""; g++ {
 			alloc.Gpus = append(alloc.Gpus, g)
+		}
+		for _, g := range strings.Split(idx[min(i, len(idx)-1)], ",") {
+			if g != "" {
+				v, err := strconv.Atoi(g)
+				if err != nil {
+					t.Fatalf("gpu-idx=%s: %v", a["gpu-idx"], err)
+				}
+				alloc.Gpus = append(alloc.Gpus, int32(v))
+			}
 		}
 		j.Alloc = append(j.Alloc, alloc)
 	}

@@ -98,7 +98,7 @@ func (k *commands) updatePartition(c *ucli.Context, f map[string]string) error {
 
 // reconfigure runs scontrol reconfigure: the leader reads its config file
 // again and applies it; what changed is printed, one line each.
-func (k *commands) reconfigure(c *ucli.Context, args []string) error {
+func (k *commands) reconfigure(c *ucli.Context, args []string, quiet bool) error {
 	if len(args) > 0 {
 		return fmt.Errorf("reconfigure takes no arguments")
 	}
@@ -115,7 +115,9 @@ func (k *commands) reconfigure(c *ucli.Context, args []string) error {
 		return err
 	}
 	for _, w := range resp.Warnings {
-		fmt.Fprintln(k.sys.Stderr, "scontrol: warning: "+w)
+		if !quiet { // -Q: errors only
+			fmt.Fprintln(k.sys.Stderr, "scontrol: warning: "+w)
+		}
 	}
 	for _, ch := range resp.Changes {
 		fmt.Fprintln(k.sys.Stdout, ch)

@@ -47,4 +47,11 @@ func TestReconfigurePrintsWarnings(t *testing.T) {
 	if code != 0 || stdout != "partition debug added\n" || stderr != "scontrol: warning: /etc/phalanx/phalanx.conf:4: unknown key \"MaxTme\"\n" {
 		t.Errorf("code %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
+	// -Q, Slurm's quiet: errors only, before or after the command.
+	for _, args := range [][]string{{"scontrol", "-Q", "reconfigure"}, {"scontrol", "reconfigure", "--quiet"}} {
+		code, stdout, stderr = runOut(t, addr, args...)
+		if code != 0 || stdout != "partition debug added\n" || stderr != "" {
+			t.Errorf("%q: code %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+	}
 }

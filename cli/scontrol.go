@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/apiclient"
+	"github.com/phalanx-hpc/phalanx/cli/getopt"
 )
 
 // scontrolUsage is what "scontrol --help" prints.
@@ -36,13 +38,17 @@ func (k *commands) scontrol() *ucli.Command {
 }
 
 func (k *commands) runScontrol(c *ucli.Context, args []string) error {
-	if len(args) == 0 || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintln(k.sys.Stdout, scontrolUsage)
+	flags, args, err := parseScontrol(args)
+	if err != nil {
+		return err
+	}
+	if len(args) == 0 || flags.help || args[0] == "help" {
+		fmt.Fprintf(k.sys.Stdout, "%s\n\nOptions:\n%s", scontrolUsage, getopt.Usage(scontrolOptions))
 		return nil
 	}
 	switch strings.ToLower(args[0]) {
 	case "show":
-		return k.runShow(c, args[1:])
+		return k.runShow(c, args[1:], flags)
 	case "ping":
 		if len(args) > 1 {
 			return errors.New("scontrol ping takes no arguments")
@@ -65,12 +71,12 @@ func (k *commands) runScontrol(c *ucli.Context, args []string) error {
 	case "top":
 		return k.top(c, args[1:])
 	case "reconfigure":
-		return k.reconfigure(c, args[1:])
+		return k.reconfigure(c, args[1:], flags.quiet)
 	}
 	return fmt.Errorf("invalid command %q: phx supports scontrol show, ping, raft, backup, restore, token, update, hold, uhold, release, requeue, top and reconfigure (scontrol --help)", args[0])
 }
 
-func (k *commands) runShow(c *ucli.Context, args []string) error {
+func (k *commands) runShow(c *ucli.Context, args []string, flags scontrolFlags) error {
 	if len(args) < 1 || len(args) > 2 {
 		return fmt.Errorf("write scontrol show job|node|partition|controllers|hostnames|hostlist [ID, NAME or LIST]")
 	}
@@ -86,13 +92,13 @@ func (k *commands) runShow(c *ucli.Context, args []string) error {
 	case "hostlistsorted":
 		return k.showHostlist(name, true)
 	case "jobs":
-		return k.showJobs(c, name)
+		return k.showJobs(c, name, flags)
 	case "nodes":
-		return k.showNodes(c, name)
+		return k.showNodes(c, name, flags)
 	case "partitions":
-		return k.showPartitions(c, name)
+		return k.showPartitions(c, name, flags)
 	case "controllers":
-		return k.showControllers(c, name)
+		return k.showControllers(c, name, flags)
 	}
 	return fmt.Errorf("invalid entity %q for show: use job, node, partition, controllers, hostnames, hostlist or hostlistsorted", args[0])
 }
@@ -119,7 +125,7 @@ func showEntity(word string) string {
 	return ""
 }
 
-func (k *commands) showJobs(c *ucli.Context, id string) error {
+func (k *commands) showJobs(c *ucli.Context, id string, flags scontrolFlags) error {
 	cn, err := k.dial(c)
 	if err != nil {
 		return err
@@ -139,7 +145,7 @@ func (k *commands) showJobs(c *ucli.Context, id string) error {
 		return err
 	}
 	now := k.sys.Now()
-	k.printRecords(len(jobs), func(i int) string { return FormatJob(jobs[i], now, time.Local) })
+	printRecords(k.sys.Stdout, flags, len(jobs), func(i int) string { return formatJob(jobs[i], now, time.Local, flags.details) })
 	return nil
 }
 
@@ -174,7 +180,7 @@ func (cn *conn) jobsNamed(ctx context.Context, id string) ([]*phalanxv1.Job, err
 	return jobs, err
 }
 
-func (k *commands) showNodes(c *ucli.Context, name string) error {
+func (k *commands) showNodes(c *ucli.Context, name string, flags scontrolFlags) error {
 	cn, err := k.dial(c)
 	if err != nil {
 		return err
@@ -191,11 +197,11 @@ func (k *commands) showNodes(c *ucli.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	k.printRecords(len(nodes), func(i int) string { return FormatNode(nodes[i], time.Local) })
+	printRecords(k.sys.Stdout, flags, len(nodes), func(i int) string { return FormatNode(nodes[i], time.Local) })
 	return nil
 }
 
-func (k *commands) showPartitions(c *ucli.Context, name string) error {
+func (k *commands) showPartitions(c *ucli.Context, name string, flags scontrolFlags) error {
 	cn, err := k.dial(c)
 	if err != nil {
 		return err
@@ -219,11 +225,11 @@ func (k *commands) showPartitions(c *ucli.Context, name string) error {
 	if len(shown) == 0 && name != "" {
 		return &rawError{msg: fmt.Sprintf("Partition %s not found", name)}
 	}
-	k.printRecords(len(shown), func(i int) string { return FormatPartition(shown[i]) })
+	printRecords(k.sys.Stdout, flags, len(shown), func(i int) string { return FormatPartition(shown[i]) })
 	return nil
 }
 
-func (k *commands) showControllers(c *ucli.Context, id string) error {
+func (k *commands) showControllers(c *ucli.Context, id string, flags scontrolFlags) error {
 	cn, err := k.dial(c)
 	if err != nil {
 		return err
@@ -242,7 +248,7 @@ func (k *commands) showControllers(c *ucli.Context, id string) error {
 	if len(shown) == 0 && id != "" {
 		return &rawError{msg: fmt.Sprintf("Controller %s not found", id)}
 	}
-	k.printRecords(len(shown), func(i int) string { return FormatController(shown[i], time.Local) })
+	printRecords(k.sys.Stdout, flags, len(shown), func(i int) string { return FormatController(shown[i], time.Local) })
 	return nil
 }
 
@@ -372,12 +378,15 @@ func addControllerRequest(args []string) (*phalanxv1.AddControllerRequest, error
 	return req, nil
 }
 
-// printRecords prints records separated by blank lines, as scontrol does.
-func (k *commands) printRecords(n int, record func(int) string) {
+// printRecords prints records as scontrol does: each followed by a blank
+// line, or, with -o, each on one line.
+func printRecords(w io.Writer, flags scontrolFlags, n int, record func(int) string) {
 	for i := 0; i < n; i++ {
-		if i > 0 {
-			fmt.Fprintln(k.sys.Stdout)
+		if flags.oneLiner {
+			fmt.Fprint(w, oneLine(record(i)))
+			continue
 		}
-		fmt.Fprint(k.sys.Stdout, record(i))
+		fmt.Fprint(w, record(i))
+		fmt.Fprintln(w)
 	}
 }

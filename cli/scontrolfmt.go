@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os/user"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +58,12 @@ func dependency(j *phalanxv1.Job) string {
 
 // FormatJob prints a job as "scontrol show job" does.
 func FormatJob(j *phalanxv1.Job, now time.Time, loc *time.Location) string {
+	return formatJob(j, now, loc, false)
+}
+
+// formatJob is FormatJob; with details (-d), a job holding nodes also
+// shows what it holds on each, as Slurm's scontrol -d does.
+func formatJob(j *phalanxv1.Job, now time.Time, loc *time.Location, details bool) string {
 	s := j.GetSpec()
 	var b strings.Builder
 	first := []string{kv("JobId", j.Id)}
@@ -82,6 +89,11 @@ func FormatJob(j *phalanxv1.Job, now time.Time, loc *time.Location) string {
 		{kv("NumNodes", jobNodeCount(j)), kv("NumCPUs", jobCPUs(j)), kv("NumTasks", jobTaskCount(j)), kv("CPUs/Task", cpusPerTask(s))},
 		{kv("TRES", jobTRES(j))},
 		{kv("Socks/Node", "*"), kv("NtasksPerN:B:S:C", fmt.Sprintf("%d:0:*:*", s.GetTasksPerNode())), kv("CoreSpec", "*")},
+	}
+	if details {
+		lines = append(lines, allocDetailLines(j)...)
+	}
+	lines = append(lines, [][]string{
 		{kv("TresPerNode", tresPerNode(s)), kv("MinMemoryNode", memOrZero(s.GetMemoryMb()))},
 		{kv("Features", orDefault(s.GetConstraint(), "(null)")), kv("OverSubscribe", overSubscribe(s))},
 		{kv("Command", cluster.CommandLine(s.GetScriptPath(), s.GetScriptArgs()))},
@@ -93,7 +105,7 @@ func FormatJob(j *phalanxv1.Job, now time.Time, loc *time.Location) string {
 		// Phalanx's own, after Slurm's.
 		{kv("MaxRestarts", s.GetMaxRestarts()), kv("RestartOn", orDefault(s.GetRestartOn(), "none"))},
 		{kv("Image", orDefault(s.GetImage(), "(null)")), kv("MasterPort", orNA(int64(j.MasterPort)))},
-	}
+	}...)
 	if topo := topologyRequest(s); len(topo) > 0 {
 		lines = append(lines, topo)
 	}
@@ -113,6 +125,7 @@ func FormatJob(j *phalanxv1.Job, now time.Time, loc *time.Location) string {
 	}
 	lines = append(lines, attemptLines(j, loc)...)
 	kvLines(&b, lines)
+	b.WriteString("   \n") // Slurm's records of jobs end with an empty indented line
 	return b.String()
 }
 
@@ -313,4 +326,47 @@ func stdPath(j *phalanxv1.Job, pattern string) string {
 		p = path.Join(s.GetWorkDir(), p)
 	}
 	return p
+}
+
+// allocDetailLines are the lines scontrol -d adds to a job that holds
+// nodes, as Slurm prints them: JOB_GRES= (the GPUs it holds, (null) for
+// none), then one line per run of nodes holding the same memory and GPU
+// indices, "Nodes=NODES Mem=MB GRES=gpu:N(IDX:LIST)". Phalanx binds no
+// CPUs, so Slurm's CPU_IDs= is left out.
+func allocDetailLines(j *phalanxv1.Job) [][]string {
+	if len(j.Alloc) == 0 {
+		return nil
+	}
+	_, _, gpus := jobHolds(j)
+	total := "(null)"
+	if gpus > 0 {
+		total = fmt.Sprintf("gpu:%d", gpus)
+	}
+	out := [][]string{{kv("JOB_GRES", total)}}
+	var names []string
+	flush := func(mem int64, gres string) {
+		if len(names) > 0 {
+			out = append(out, []string{"  " + kv("Nodes", hostlist.Compress(names)), kv("Mem", mem), kv("GRES", gres)})
+		}
+	}
+	var lastMem int64
+	lastGres := ""
+	for _, a := range j.Alloc {
+		gres := ""
+		if len(a.Gpus) > 0 {
+			idx := make([]int, len(a.Gpus))
+			for i, g := range a.Gpus {
+				idx[i] = int(g)
+			}
+			slices.Sort(idx)
+			gres = fmt.Sprintf("gpu:%d(IDX:%s)", len(a.Gpus), indexRanges(idx))
+		}
+		if len(names) > 0 && (a.MemoryMb != lastMem || gres != lastGres) {
+			flush(lastMem, lastGres)
+			names = nil
+		}
+		names, lastMem, lastGres = append(names, a.Node), a.MemoryMb, gres
+	}
+	flush(lastMem, lastGres)
+	return out
 }
