@@ -240,7 +240,11 @@ func (p *parser) parse(r io.Reader, file string, depth int) {
 }
 
 func (p *parser) include(file string, l line, depth int) {
-	path := l.Pairs[0].Value
+	path, err := p.includeModifiers(l.Pairs[0].Value)
+	if err != nil {
+		p.errorf(file, l.Num, "Include %s: %v", l.Pairs[0].Value, err)
+		return
+	}
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(filepath.Dir(file), path)
 	}
@@ -255,6 +259,27 @@ func (p *parser) include(file string, l line, depth int) {
 	}
 	defer f.Close()
 	p.parse(f, path, depth+1)
+}
+
+// includeModifiers replaces Slurm's include modifiers in an Include path:
+// %c, the ClusterName set before the line.
+func (p *parser) includeModifiers(path string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(path); i++ {
+		if path[i] != '%' {
+			b.WriteByte(path[i])
+			continue
+		}
+		if i+1 == len(path) || path[i+1] != 'c' {
+			return "", fmt.Errorf("%q is not an include modifier: Slurm's only one is %%c, the cluster name", path[i:min(i+2, len(path))])
+		}
+		if p.cfg.ClusterName == "" {
+			return "", errors.New("%c is the cluster name: set ClusterName before this line")
+		}
+		b.WriteString(p.cfg.ClusterName)
+		i++
+	}
+	return b.String(), nil
 }
 
 func (p *parser) errorf(file string, num int, format string, args ...any) {

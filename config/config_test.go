@@ -171,6 +171,22 @@ func TestLoadWithInclude(t *testing.T) {
 	if _, err := Load(filepath.Join(dir, "absent.conf")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Load of a missing file: %v; want ErrNotExist", err)
 	}
+
+	// Slurm's include modifier: %c is the ClusterName set before the line.
+	write("prod_nodes.conf", "NodeName=n[1-3] CPUs=4\n")
+	withName := write("modifier.conf", "ClusterName=prod\nInclude %c_nodes.conf\nPartitionName=p Nodes=ALL\n")
+	if cfg, err := Load(withName); err != nil || len(cfg.Nodes) != 3 {
+		t.Errorf("Include %%c_nodes.conf with ClusterName=prod: %v, %+v", err, cfg)
+	}
+	for text, want := range map[string]string{
+		"Include %c_nodes.conf\nClusterName=prod\n": "badmod.conf:1: Include %c_nodes.conf: %c is the cluster name: set ClusterName before this line",
+		"ClusterName=prod\nInclude %h_nodes.conf\n": `badmod.conf:2: Include %h_nodes.conf: "%h" is not an include modifier: Slurm's only one is %c, the cluster name`,
+		"ClusterName=prod\nInclude nodes%\n":        `badmod.conf:2: Include nodes%: "%" is not an include modifier`,
+	} {
+		if _, err := Load(write("badmod.conf", text)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want %q", text, err, want)
+		}
+	}
 }
 
 func TestParseErrorLimit(t *testing.T) {
