@@ -31,6 +31,11 @@ func (p *parser) loadGres(path string) []error {
 		return []error{fmt.Errorf("read gres.conf: %w", err)}
 	}
 	defer f.Close()
+	// Messages name the file an admin edits: phx dev's controllers read a
+	// link to the gres.conf beside the config it was given.
+	if real, err := filepath.EvalSymlinks(gres); err == nil {
+		gres = real
+	}
 	return p.checkGres(f, gres)
 }
 

@@ -53,3 +53,27 @@ func TestGresConf(t *testing.T) {
 		})
 	}
 }
+
+// A gres.conf reached through a link (phx dev links the one beside the
+// config it was given) is named by its own path in errors.
+func TestGresConfThroughLinkNamesTheFile(t *testing.T) {
+	real, dev := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(real, "gres.conf"), []byte("NodeName=gpu009 Name=gpu Count=8\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(real, "gres.conf"), filepath.Join(dev, "gres.conf")); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dev, "slurm.conf")
+	if err := os.WriteFile(path, []byte("GresTypes=gpu\nNodeName=gpu001 Gres=gpu:8\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	target, err := filepath.EvalSymlinks(filepath.Join(real, "gres.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := target + ":1: "
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want one naming %s", err, want)
+	}
+}
