@@ -167,7 +167,7 @@ func joinErrors(errs []error, name string) error {
 type parser struct {
 	cfg    *Config
 	errs   []error
-	warned map[string]bool // warning keys already given
+	warned map[string]*warnedAt // warning keys already given
 
 	nodeDefaults []pair // from NodeName=DEFAULT
 	partDefaults []pair // from PartitionName=DEFAULT
@@ -203,7 +203,7 @@ func newParser() *parser {
 			PurgeEventAfter: DefaultPurgeEventAfter,
 			MaxScriptSize:   cluster.DefaultMaxScriptSize,
 		},
-		warned:     map[string]bool{},
+		warned:     map[string]*warnedAt{},
 		nodeLine:   map[string]string{},
 		partLine:   map[string]string{},
 		declared:   map[string]bool{},
@@ -238,13 +238,31 @@ func (p *parser) errorf(file string, num int, format string, args ...any) {
 	p.errs = append(p.errs, lineErr(file, num, format, args...))
 }
 
-// warnOnce adds a warning the first time key is seen.
+// warnedAt is a warning given once for a key: its place in the config's
+// warnings and how many more lines gave it again.
+type warnedAt struct{ index, more int }
+
+// warnOnce adds a warning the first time key is seen; later lines only
+// count, and the warning says how many there were (countRepeats).
 func (p *parser) warnOnce(key, file string, num int, format string, args ...any) {
-	if p.warned[key] {
+	if w := p.warned[key]; w != nil {
+		w.more++
 		return
 	}
-	p.warned[key] = true
+	p.warned[key] = &warnedAt{index: len(p.cfg.Warnings)}
 	p.cfg.Warnings = append(p.cfg.Warnings, fmt.Sprintf("%s:%d: ", file, num)+fmt.Sprintf(format, args...))
+}
+
+// countRepeats adds to each warning given once how many more lines gave it.
+func (p *parser) countRepeats() {
+	for _, w := range p.warned {
+		switch {
+		case w.more == 1:
+			p.cfg.Warnings[w.index] += " (and on 1 more line)"
+		case w.more > 1:
+			p.cfg.Warnings[w.index] += fmt.Sprintf(" (and on %d more lines)", w.more)
+		}
+	}
 }
 
 // global handles a key outside NodeName and PartitionName lines.

@@ -39,6 +39,7 @@ func (p *parser) finish() {
 	p.finishPreemption()
 	p.checkGresTypes()
 	p.checkPartitionNodes()
+	p.countRepeats()
 }
 
 // checkPartitionNodes refuses, with NodeName lines, a partition naming a
