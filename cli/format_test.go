@@ -97,7 +97,7 @@ func scontrolAll(in objects) string {
 		recs = append(recs, func() string { return FormatNode(n, time.UTC) })
 	}
 	for _, p := range in.parts {
-		recs = append(recs, func() string { return FormatPartition(p) })
+		recs = append(recs, func() string { return FormatPartition(p, in.nodes) })
 	}
 	var b strings.Builder
 	printRecords(&b, flags, len(recs), func(i int) string { return recs[i]() })
@@ -369,6 +369,12 @@ func parsePartition(t *testing.T, a kvs) *phalanxv1.Partition {
 	}
 	if a["groups"] != "" {
 		p.AllowGroups = strings.Split(a["groups"], ",")
+	}
+	if a["accounts"] != "" {
+		p.AllowAccounts = strings.Split(a["accounts"], ",")
+	}
+	if a["deny-accounts"] != "" {
+		p.DenyAccounts = strings.Split(a["deny-accounts"], ",")
 	}
 	return p
 }

@@ -202,17 +202,7 @@ func (k *commands) showNodes(c *ucli.Context, name string, flags scontrolFlags) 
 }
 
 func (k *commands) showPartitions(c *ucli.Context, name string, flags scontrolFlags) error {
-	cn, err := k.dial(c)
-	if err != nil {
-		return err
-	}
-	defer cn.Close()
-	var parts []*phalanxv1.Partition
-	err = cn.call(c.Context, func(ctx context.Context) error {
-		resp, err := cn.api.ListPartitions(ctx, &phalanxv1.ListPartitionsRequest{})
-		parts = resp.GetPartitions()
-		return err
-	})
+	parts, nodes, err := k.clusterState(c)
 	if err != nil {
 		return err
 	}
@@ -225,7 +215,7 @@ func (k *commands) showPartitions(c *ucli.Context, name string, flags scontrolFl
 	if len(shown) == 0 && name != "" {
 		return &rawError{msg: fmt.Sprintf("Partition %s not found", name)}
 	}
-	printRecords(k.sys.Stdout, flags, len(shown), func(i int) string { return FormatPartition(shown[i]) })
+	printRecords(k.sys.Stdout, flags, len(shown), func(i int) string { return FormatPartition(shown[i], nodes) })
 	return nil
 }
 

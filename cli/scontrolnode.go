@@ -104,7 +104,7 @@ func gres(n *phalanxv1.Node, count int32) string {
 }
 
 // FormatPartition prints a partition as "scontrol show partition" does.
-func FormatPartition(p *phalanxv1.Partition) string {
+func FormatPartition(p *phalanxv1.Partition, nodes []*phalanxv1.Node) string {
 	yes := map[bool]string{true: "YES", false: "NO"}
 	maxNodes := "UNLIMITED"
 	if p.MaxNodes > 0 {
@@ -114,18 +114,43 @@ func FormatPartition(p *phalanxv1.Partition) string {
 	if p.DefaultTimeSeconds > 0 {
 		defTime = runTime(time.Duration(p.DefaultTimeSeconds) * time.Second)
 	}
+	// Slurm shows AllowAccounts, or DenyAccounts when only that is set.
+	accounts := kv("AllowAccounts", orDefault(strings.Join(p.AllowAccounts, ","), "ALL"))
+	if len(p.AllowAccounts) == 0 && len(p.DenyAccounts) > 0 {
+		accounts = kv("DenyAccounts", strings.Join(p.DenyAccounts, ","))
+	}
+	member := map[string]bool{}
+	for _, n := range p.Nodes {
+		member[n] = true
+	}
+	var cpus, mem int64
+	for _, n := range nodes {
+		if member[n.Name] {
+			cpus, mem = cpus+int64(n.Cpus), mem+n.MemoryMb
+		}
+	}
+	tres := fmt.Sprintf("cpu=%d,mem=%dM,node=%d,billing=%d", cpus, mem, len(p.Nodes), cpus)
 	var b strings.Builder
+	// Slurm 22.05's lines and keys; those of features Phalanx does not
+	// have (QOS, hidden or root-only partitions, LLN, per-CPU limits) with
+	// the value that says so, as Slurm shows them unset. Left out: what
+	// the partition does not carry (DisableRootJobs and GraceTime are
+	// the controllers' settings) and DefMemPerNode (a job without --mem
+	// holds no memory here, which no Slurm value says).
 	kvLines(&b, [][]string{
 		{kv("PartitionName", p.Name)},
-		{kv("Default", yes[p.Default])},
-		{kv("MaxNodes", maxNodes), kv("MaxTime", limitOrUnlimited(time.Duration(p.MaxTimeSeconds)*time.Second)), kv("MinNodes", p.MinNodes)},
-		{kv("PriorityTier", p.PriorityTier), kv("State", orDefault(p.State, string(cluster.PartitionUp)))},
-		{kv("AllowAccounts", orDefault(strings.Join(p.AllowAccounts, ","), "ALL")), kv("DenyAccounts", orDefault(strings.Join(p.DenyAccounts, ","), "(null)"))},
-		{kv("AllowGroups", orDefault(strings.Join(p.AllowGroups, ","), "ALL")), kv("OverSubscribe", map[bool]string{true: "EXCLUSIVE", false: "NO"}[p.Exclusive])},
-		{kv("PreemptMode", orDefault(p.PreemptMode, "OFF"))},
-		{kv("TotalNodes", len(p.Nodes))},
-		{kv("DefaultTime", defTime)},
+		{kv("AllowGroups", orDefault(strings.Join(p.AllowGroups, ","), "ALL")), accounts, kv("AllowQos", "ALL")},
+		{kv("AllocNodes", "ALL"), kv("Default", yes[p.Default]), kv("QoS", "N/A")},
+		{kv("DefaultTime", defTime), kv("ExclusiveUser", "NO"), kv("Hidden", "NO")},
+		{kv("MaxNodes", maxNodes), kv("MaxTime", limitOrUnlimited(time.Duration(p.MaxTimeSeconds)*time.Second)), kv("MinNodes", p.MinNodes),
+			kv("LLN", "NO"), kv("MaxCPUsPerNode", "UNLIMITED")},
 		{kv("Nodes", orDefault(hostlist.Compress(p.Nodes), "(null)"))},
+		{kv("PriorityJobFactor", 1), kv("PriorityTier", p.PriorityTier), kv("RootOnly", "NO"), kv("ReqResv", "NO"),
+			kv("OverSubscribe", map[bool]string{true: "EXCLUSIVE", false: "NO"}[p.Exclusive])},
+		{kv("OverTimeLimit", "NONE"), kv("PreemptMode", orDefault(p.PreemptMode, "OFF"))},
+		{kv("State", orDefault(p.State, string(cluster.PartitionUp))), kv("TotalCPUs", cpus), kv("TotalNodes", len(p.Nodes)), kv("SelectTypeParameters", "NONE")},
+		{kv("JobDefaults", "(null)")},
+		{kv("TRES", tres)},
 	})
 	return b.String()
 }
