@@ -391,11 +391,7 @@ func sacctTRES(j *phalanxv1.Job) string {
 		parts = append(parts, fmt.Sprintf("gres/gpu=%d", gpus))
 	}
 	if mem > 0 {
-		unit := 0
-		for ; mem%1024 == 0 && unit < 3; unit++ {
-			mem /= 1024
-		}
-		parts = append(parts, fmt.Sprintf("mem=%d%c", mem, "MGTP"[unit]))
+		parts = append(parts, "mem="+reqMem(mem))
 	}
 	return strings.Join(append(parts, fmt.Sprintf("node=%d", len(j.Alloc))), ",")
 }

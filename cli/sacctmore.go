@@ -49,7 +49,7 @@ func waited(j *phalanxv1.Job, now time.Time) time.Duration {
 }
 
 // reqMem is ReqMem: the memory asked on each node, as Slurm writes it
-// (4000M, 64G), 0 for none.
+// (4000M, 64G), 0 for none; also the mem= of TRES strings.
 func reqMem(mb int64) string {
 	if mb <= 0 {
 		return "0"

@@ -293,7 +293,7 @@ func jobTRES(j *phalanxv1.Job) string {
 		parts = append(parts, fmt.Sprintf("cpu=%d", cpus))
 	}
 	if mem > 0 {
-		parts = append(parts, fmt.Sprintf("mem=%dM", mem))
+		parts = append(parts, "mem="+reqMem(mem))
 	}
 	parts = append(parts, fmt.Sprintf("node=%d", nodes))
 	if gpus > 0 {

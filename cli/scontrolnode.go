@@ -13,22 +13,51 @@ import (
 
 // FormatNode prints a node as "scontrol show node" does.
 func FormatNode(n *phalanxv1.Node, loc *time.Location) string {
+	features := orDefault(strings.Join(n.Features, ","), "(null)")
 	var b strings.Builder
+	// Slurm 22.05's lines, less its power and energy ones; what Phalanx
+	// does not measure (load, free memory, boot time) as Slurm shows it
+	// unknown. Phalanx's own (Switch, times, NICs) follow.
 	kvLines(&b, [][]string{
 		{kv("NodeName", n.Name), kv("CoresPerSocket", cores(n))},
-		{kv("CPUAlloc", n.CpusUsed), kv("CPUTot", n.Cpus)},
-		{kv("AvailableFeatures", orDefault(strings.Join(n.Features, ","), "(null)"))},
+		{kv("CPUAlloc", n.CpusUsed), kv("CPUEfctv", n.Cpus), kv("CPUTot", n.Cpus), kv("CPULoad", "N/A")},
+		{kv("AvailableFeatures", features)},
+		{kv("ActiveFeatures", features)},
 		{kv("Gres", gres(n, n.Gpus)), kv("GresUsed", gres(n, n.GpusUsed))},
 		{kv("NodeAddr", n.Addr), kv("NodeHostName", n.Name)},
-		{kv("RealMemory", n.MemoryMb), kv("AllocMem", n.MemoryUsedMb), kv("Sockets", sockets(n))},
-		{kv("State", n.State+notResponding(n)), kv("ThreadsPerCore", threads(n)), kv("Weight", nodeWeight(n))},
+		{kv("RealMemory", n.MemoryMb), kv("AllocMem", n.MemoryUsedMb), kv("FreeMem", "N/A"), kv("Sockets", sockets(n)), kv("Boards", 1)},
+		{kv("State", n.State+notResponding(n)), kv("ThreadsPerCore", threads(n)), kv("TmpDisk", 0), kv("Weight", nodeWeight(n)),
+			kv("Owner", "N/A"), kv("MCS_label", "N/A")},
 		{kv("Partitions", orDefault(strings.Join(n.Partitions, ","), "(null)"))},
+		{kv("BootTime", "None"), kv("SlurmdStartTime", fmtTime(n.Registered, loc, "None"))},
+		{kv("CfgTRES", nodeTRES(n.Cpus, n.MemoryMb, n.Gpus, true))},
+		{kv("AllocTRES", nodeTRES(n.CpusUsed, n.MemoryUsedMb, n.GpusUsed, false))},
 		{kv("Switch", orDefault(n.Leaf, "(null)"))},
 		{kv("RegisterTime", fmtTime(n.Registered, loc, "None")), kv("LastHeartbeat", fmtTime(n.LastHeartbeat, loc, "None"))},
 		{kv("NICs", nicList(n.Nics))},
 		{kv("Reason", nodeReason(n, loc))},
 	})
 	return b.String()
+}
+
+// nodeTRES is a node's CfgTRES (cfg) or AllocTRES as Slurm writes them:
+// "cpu=4,mem=1000M,billing=4" (billing, the CPUs, only configured), the
+// GPUs as gres/gpu=N; empty for nothing allocated.
+func nodeTRES(cpus int32, memMB int64, gpus int32, cfg bool) string {
+	var parts []string
+	if cpus > 0 {
+		parts = append(parts, fmt.Sprintf("cpu=%d", cpus))
+	}
+	if memMB > 0 {
+		parts = append(parts, "mem="+reqMem(memMB))
+	}
+	if cfg && cpus > 0 {
+		parts = append(parts, fmt.Sprintf("billing=%d", cpus))
+	}
+	if gpus > 0 {
+		parts = append(parts, fmt.Sprintf("gres/gpu=%d", gpus))
+	}
+	return strings.Join(parts, ",")
 }
 
 // nodeReason is scontrol's "Reason=why [user@time]", "(null)" without one.
@@ -129,7 +158,7 @@ func FormatPartition(p *phalanxv1.Partition, nodes []*phalanxv1.Node) string {
 			cpus, mem = cpus+int64(n.Cpus), mem+n.MemoryMb
 		}
 	}
-	tres := fmt.Sprintf("cpu=%d,mem=%dM,node=%d,billing=%d", cpus, mem, len(p.Nodes), cpus)
+	tres := fmt.Sprintf("cpu=%d,mem=%s,node=%d,billing=%d", cpus, reqMem(mem), len(p.Nodes), cpus)
 	var b strings.Builder
 	// Slurm 22.05's lines and keys; those of features Phalanx does not
 	// have (QOS, hidden or root-only partitions, LLN, per-CPU limits) with
