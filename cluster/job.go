@@ -235,6 +235,8 @@ type Attempt struct {
 	FaultNode            string
 	Unfenced             bool
 	ExitCode, ExitSignal int
+	// PlacedBy: how the scheduler came to start it (sacct's Flags).
+	PlacedBy PlacedBy
 }
 
 // Released reports whether the attempt has given its resources back.

@@ -30,7 +30,7 @@ func TestPreemptStopsThenRequeuesWhenEveryTaskEnded(t *testing.T) {
 		t.Error("a report for attempt 0 changed the requeued job")
 	}
 	// The next attempt places like any pending job.
-	if err := Place(j, Allocation{Nodes: []NodeAlloc{{Node: "n3"}, {Node: "n4"}}}, 29501, at(20)); err != nil {
+	if err := Place(j, Allocation{Nodes: []NodeAlloc{{Node: "n3"}, {Node: "n4"}}}, 29501, at(20), PlacedMain); err != nil {
 		t.Fatalf("place attempt 1: %v", err)
 	}
 	r := TaskReport{JobID: 7, Attempt: 1, Rank: 0, Node: "n3", State: TaskRunning, Time: at(21)}

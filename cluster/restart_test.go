@@ -18,7 +18,7 @@ func attemptReport(j *Job, rank int, st TaskState, code, sec int) TaskReport {
 func replace(t *testing.T, j *Job, sec int) {
 	t.Helper()
 	alloc := Allocation{Nodes: []NodeAlloc{{Node: "n1", GPUs: []int{0, 1}}, {Node: "n2", GPUs: []int{2, 3}}}}
-	if err := Place(j, alloc, 29500, at(sec)); err != nil {
+	if err := Place(j, alloc, 29500, at(sec), PlacedMain); err != nil {
 		t.Fatalf("Place attempt %d: %v", j.Attempt, err)
 	}
 }
@@ -154,7 +154,7 @@ func TestRestartLimits(t *testing.T) {
 func TestNoRestartWhileATaskMayRun(t *testing.T) {
 	j := &Job{ID: 7, Nodes: 3, State: JobPending, Restart: RestartPolicy{MaxRestarts: 3, On: DefaultRestartOn}}
 	alloc := Allocation{Nodes: []NodeAlloc{{Node: "n1"}, {Node: "n2"}, {Node: "n3"}}}
-	if err := Place(j, alloc, 29500, at(0)); err != nil {
+	if err := Place(j, alloc, 29500, at(0), PlacedMain); err != nil {
 		t.Fatal(err)
 	}
 	report := func(rank int, node string, st TaskState, sec int) {

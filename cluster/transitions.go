@@ -171,9 +171,10 @@ func lastTaskEnd(j *Job) time.Time {
 
 // Place starts a pending job's next attempt on alloc: one ASSIGNED task per
 // allocated node, rank by position. StartTime is set to the placement time
-// and moved to the moment every task runs. A job that is not PENDING gives an
-// error wrapping ErrConflict; an allocation of the wrong size, ErrInvalid.
-func Place(j *Job, alloc Allocation, masterPort int, t time.Time) error {
+// and moved to the moment every task runs; the attempt records how the
+// scheduler placed it (by). A job that is not PENDING gives an error
+// wrapping ErrConflict; an allocation of the wrong size, ErrInvalid.
+func Place(j *Job, alloc Allocation, masterPort int, t time.Time, by PlacedBy) error {
 	if j.State != JobPending {
 		return fmt.Errorf("place job %d: job is %s, not PENDING: %w", j.ID, j.State, ErrConflict)
 	}
@@ -191,7 +192,7 @@ func Place(j *Job, alloc Allocation, masterPort int, t time.Time) error {
 	for i, n := range a.Nodes {
 		j.Tasks[i] = Task{Rank: i, Node: n.Node, State: TaskAssigned}
 	}
-	j.Attempts = append(j.Attempts, Attempt{Attempt: j.Attempt, Alloc: a.Clone(), StartTime: t})
+	j.Attempts = append(j.Attempts, Attempt{Attempt: j.Attempt, Alloc: a.Clone(), StartTime: t, PlacedBy: by})
 	return nil
 }
 

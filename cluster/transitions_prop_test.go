@@ -18,7 +18,7 @@ func TestApplyTaskReportOrderAndRepeats(t *testing.T) {
 		for i := 0; i < n; i++ {
 			alloc.Nodes = append(alloc.Nodes, NodeAlloc{Node: string(rune('a' + i))})
 		}
-		if err := Place(j, alloc, 1, at(0)); err != nil {
+		if err := Place(j, alloc, 1, at(0), PlacedMain); err != nil {
 			rt.Fatal(err)
 		}
 		var reports []TaskReport

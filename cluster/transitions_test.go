@@ -19,7 +19,7 @@ func placedJob(t *testing.T) *Job {
 		{Node: "n1", GPUs: []int{0, 1}, CPUs: 8, MemoryMB: 1000},
 		{Node: "n2", GPUs: []int{2, 3}, CPUs: 8, MemoryMB: 1000},
 	}}
-	if err := Place(j, alloc, 29500, at(0)); err != nil {
+	if err := Place(j, alloc, 29500, at(0), PlacedMain); err != nil {
 		t.Fatalf("Place: %v", err)
 	}
 	return j
@@ -218,14 +218,27 @@ func TestPlace(t *testing.T) {
 	if !reflect.DeepEqual(j.Tasks, want) {
 		t.Errorf("tasks = %+v; want %+v", j.Tasks, want)
 	}
-	err := Place(j, *j.Alloc, 1, at(1))
+	err := Place(j, *j.Alloc, 1, at(1), PlacedMain)
 	if !errors.Is(err, ErrConflict) {
 		t.Errorf("Place on a CONFIGURING job = %v; want ErrConflict", err)
 	}
 	for _, alloc := range []Allocation{{}, {Nodes: []NodeAlloc{{Node: "n1"}}}} {
 		p := &Job{ID: 8, Nodes: 2, State: JobPending}
-		if err := Place(p, alloc, 1, at(1)); !errors.Is(err, ErrInvalid) || p.State != JobPending {
+		if err := Place(p, alloc, 1, at(1), PlacedMain); !errors.Is(err, ErrInvalid) || p.State != JobPending {
 			t.Errorf("Place with %d nodes = %v, state %s; want ErrInvalid, PENDING", len(alloc.Nodes), err, p.State)
+		}
+	}
+}
+
+// The attempt a placement starts records how the scheduler placed it.
+func TestPlaceRecordsHowItWasPlaced(t *testing.T) {
+	for _, by := range []PlacedBy{PlacedMain, PlacedBackfill} {
+		j := &Job{ID: 1, Nodes: 1, State: JobPending}
+		if err := Place(j, Allocation{Nodes: []NodeAlloc{{Node: "n1"}}}, 1, at(0), by); err != nil {
+			t.Fatal(err)
+		}
+		if got := j.Attempts[0].PlacedBy; got != by {
+			t.Errorf("attempt placed by %q; want %q", got, by)
 		}
 	}
 }
@@ -233,7 +246,7 @@ func TestPlace(t *testing.T) {
 func TestPlaceCopiesAllocation(t *testing.T) {
 	alloc := Allocation{Nodes: []NodeAlloc{{Node: "n1", GPUs: []int{0}}}}
 	j := &Job{ID: 1, Nodes: 1, State: JobPending}
-	if err := Place(j, alloc, 1, at(0)); err != nil {
+	if err := Place(j, alloc, 1, at(0), PlacedMain); err != nil {
 		t.Fatal(err)
 	}
 	alloc.Nodes[0].GPUs[0] = 5
@@ -315,7 +328,7 @@ func TestNodeLost(t *testing.T) {
 func TestUsage(t *testing.T) {
 	a := placedJob(t)
 	b := &Job{ID: 8, Nodes: 1, State: JobPending}
-	if err := Place(b, Allocation{Nodes: []NodeAlloc{{Node: "n1", GPUs: []int{5, 4}, CPUs: 2, MemoryMB: 10}}}, 1, at(0)); err != nil {
+	if err := Place(b, Allocation{Nodes: []NodeAlloc{{Node: "n1", GPUs: []int{5, 4}, CPUs: 2, MemoryMB: 10}}}, 1, at(0), PlacedMain); err != nil {
 		t.Fatal(err)
 	}
 	done := placedJob(t)
@@ -325,7 +338,7 @@ func TestUsage(t *testing.T) {
 	ApplyTaskReport(failed, rep(0, TaskExited, 1, 0, 1))
 	failed.Alloc.Nodes[0].Node, failed.Tasks[0].Node = "n3", "n3"
 	whole := &Job{ID: 9, Nodes: 1, State: JobPending, Exclusive: true} // --exclusive, no GPU, no CPU asked
-	if err := Place(whole, Allocation{Nodes: []NodeAlloc{{Node: "n4"}}}, 1, at(0)); err != nil {
+	if err := Place(whole, Allocation{Nodes: []NodeAlloc{{Node: "n4"}}}, 1, at(0), PlacedMain); err != nil {
 		t.Fatal(err)
 	}
 
@@ -374,7 +387,7 @@ func TestAttemptRecords(t *testing.T) {
 	if j.State != JobPending || j.Attempt != 1 {
 		t.Fatalf("job after its preempted attempt = %s attempt %d; want PENDING attempt 1", j.State, j.Attempt)
 	}
-	if err := Place(j, Allocation{Nodes: []NodeAlloc{{Node: "n3"}, {Node: "n4"}}}, 1, at(9)); err != nil {
+	if err := Place(j, Allocation{Nodes: []NodeAlloc{{Node: "n3"}, {Node: "n4"}}}, 1, at(9), PlacedMain); err != nil {
 		t.Fatal(err)
 	}
 	if len(j.Attempts) != 2 || j.Attempts[1].Attempt != 1 || j.Attempts[1].Released() {

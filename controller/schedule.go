@@ -89,7 +89,7 @@ func (s *Server) schedulePass(ctx context.Context, head *queueHead, full bool) {
 			s.log.Warn("no free master port", "job", p.Job, "node", p.Alloc.Nodes[0].Node)
 			continue
 		}
-		placements = append(placements, store.Placement{Job: p.Job, Alloc: p.Alloc, MasterPort: port, Time: now})
+		placements = append(placements, store.Placement{Job: p.Job, Alloc: p.Alloc, MasterPort: port, Time: now, By: p.By})
 	}
 	res, err := s.propose(ctx, fsm.PlaceJobs{Placements: placements})
 	if err != nil {

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -46,6 +47,85 @@ func TestBackfillNeverDelaysReservations(t *testing.T) {
 		}
 		checkSpans(t, s, spans)
 	})
+}
+
+// TestPlacedByFollowsTheQueue checks how each placement says it was made
+// against the plan itself: backfill exactly when a job decided before it
+// (in plan.Queue's order) was left waiting for Resources or Priority in a
+// partition that holds one of its nodes, as Slurm's main scheduler then
+// leaves those nodes to its backfill; in priority order (main) otherwise.
+func TestPlacedByFollowsTheQueue(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := genBusy(t)
+		plan := Schedule(s, epoch)
+		parts := map[string]*cluster.Partition{}
+		for _, p := range s.Partitions {
+			parts[p.Name] = p
+		}
+		placed := map[cluster.JobID]Placement{}
+		for _, pl := range plan.Placements {
+			placed[pl.Job] = pl
+		}
+		var waiting []*cluster.Partition // of the jobs left waiting so far
+		for _, id := range plan.Queue {
+			pl, ok := placed[id]
+			if !ok {
+				if r := plan.Pending[id].Reason; r == cluster.ReasonResources || r == cluster.ReasonPriority {
+					waiting = append(waiting, parts[jobByID(s.Jobs, id).Partition])
+				}
+				continue
+			}
+			want := cluster.PlacedMain
+			for _, a := range pl.Alloc.Nodes {
+				for _, p := range waiting {
+					if p.AllNodes || p.Contains(a.Node) {
+						want = cluster.PlacedBackfill
+					}
+				}
+			}
+			if pl.By != want {
+				t.Fatalf("job %d placed on %+v by %q; want %q (partitions with a job waiting before it: %d)",
+					id, pl.Alloc.Nodes, pl.By, want, len(waiting))
+			}
+		}
+	})
+}
+
+// genBusy is a small cluster where jobs often wait: UP 8-GPU nodes, the
+// partitions of genSnapshot (p: every node; q: some), a few running jobs
+// with time limits and more pending ones than fit.
+func genBusy(t *rapid.T) *Snapshot {
+	s := &Snapshot{}
+	n := rapid.IntRange(1, 6).Draw(t, "nodes")
+	q := &cluster.Partition{Name: "q", State: cluster.PartitionUp}
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("n%02d", i+1)
+		s.Nodes = append(s.Nodes, &cluster.Node{Name: name, GPUs: 8, CPUs: 8, MemoryMB: 1000, Leaf: "l1", State: cluster.NodeUp})
+		if rapid.Bool().Draw(t, "inq") {
+			q.Nodes = append(q.Nodes, name)
+		}
+	}
+	s.Partitions = []*cluster.Partition{{Name: "p", AllNodes: true, State: cluster.PartitionUp}, q}
+	id := cluster.JobID(1)
+	for range rapid.IntRange(0, n).Draw(t, "running") {
+		j := &cluster.Job{ID: id, Partition: "p", State: cluster.JobPending, Nodes: 1, GPUsPerNode: rapid.IntRange(1, 8).Draw(t, "runGPUs"),
+			TimeLimit: time.Duration(rapid.IntRange(1, 3).Draw(t, "runLimit")) * time.Hour, SubmitTime: epoch}
+		node := s.Nodes[rapid.IntRange(0, n-1).Draw(t, "runNode")].Name
+		alloc := cluster.Allocation{Nodes: []cluster.NodeAlloc{{Node: node, GPUs: firstN(j.GPUsPerNode)}}}
+		if cluster.Usage(s.Jobs)[node].GPUs != nil || cluster.Place(j, alloc, 1, epoch, cluster.PlacedMain) != nil {
+			continue // one running job per node keeps the GPUs apart
+		}
+		s.Jobs = append(s.Jobs, j)
+		id++
+	}
+	for range rapid.IntRange(1, 10).Draw(t, "pending") {
+		s.Jobs = append(s.Jobs, &cluster.Job{ID: id, Partition: rapid.SampledFrom([]string{"p", "q"}).Draw(t, "part"),
+			State: cluster.JobPending, Nodes: rapid.IntRange(1, n).Draw(t, "jobNodes"), GPUsPerNode: rapid.IntRange(1, 8).Draw(t, "jobGPUs"),
+			Priority: rapid.Int64Range(0, 100).Draw(t, "prio"), SubmitTime: epoch,
+			TimeLimit: time.Duration(rapid.IntRange(0, 3).Draw(t, "limit")) * time.Hour})
+		id++
+	}
+	return s
 }
 
 // span is one job's hold on one node over [from, to); to is zero forever.

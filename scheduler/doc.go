@@ -65,7 +65,10 @@
 //     possible, best fit, node weight before best fit, fullest nodes
 //     first; node counts of the constraint held by a matching;
 //  5. choice: take the gang's capacity (lowest GPU indices) and record a
-//     Placement; or, when it cannot start,
+//     Placement, By backfill when a job decided before it was left waiting
+//     in a partition holding one of its nodes (Slurm's main scheduler
+//     would have left those nodes alone), else in priority order (main);
+//     or, when it cannot start,
 //  6. preemption (preempt.go): if running jobs of a lower class in REQUEUE
 //     partitions (or jobs already leaving) could free a gang, choose the one
 //     with the fewest leaves losing the least GPU-time, emit Preemptions,

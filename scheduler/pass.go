@@ -31,7 +31,11 @@ type nodeCap struct {
 	excl  bool // an exclusive job holds it: nothing else fits
 	busy  bool // some job holds part of it: an exclusive job cannot take it
 	resv  bool // a reservation of this pass starts on it later
-	head  int32
+	// behind: a partition holding it has a job left waiting this pass; a
+	// job placed on it now is backfill (Slurm's main scheduler would have
+	// left the node alone for the rest of the pass).
+	behind bool
+	head   int32
 	// The node's whole capacity, copied here so the timeline checks need
 	// not follow the node pointer.
 	allGPUs int32

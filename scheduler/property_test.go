@@ -43,7 +43,7 @@ func genSnapshot(t *rapid.T, maxNodes int) *Snapshot {
 	s.Jobs = first
 	for _, pl := range Schedule(s, epoch).Placements {
 		j := jobByID(s.Jobs, pl.Job)
-		if err := cluster.Place(j, pl.Alloc, 1, epoch); err != nil {
+		if err := cluster.Place(j, pl.Alloc, 1, epoch, pl.By); err != nil {
 			t.Fatalf("place: %v", err)
 		}
 		if rapid.IntRange(0, 3).Draw(t, "signalled") == 0 {

@@ -37,7 +37,8 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 //	preempting           input: job IDs already signalled (Snapshot.Preempting)
 //	feasible id=N        prints Feasible's verdict
 //
-// The plan prints placements ("place"), preemptions ("preempt VICTIM for
+// The plan prints placements ("place JOB: NODES leaves=N", then "backfill"
+// when placed ahead of a job left waiting), preemptions ("preempt VICTIM for
 // JOB"), reservations ("reserve JOB at +T on NODES") and pending jobs
 // ("pend JOB: REASON [start=+T]"); times are offsets from the epoch.
 func TestScenarios(t *testing.T) {
@@ -256,7 +257,7 @@ func (w *world) finish(id string, _ map[string]string) error {
 func (w *world) commit(plan *Plan, now time.Time) error {
 	for _, pl := range plan.Placements {
 		j := w.job(pl.Job)
-		if err := cluster.Place(j, pl.Alloc, 29500, now); err != nil {
+		if err := cluster.Place(j, pl.Alloc, 29500, now, pl.By); err != nil {
 			return err
 		}
 		j.State = cluster.JobRunning
@@ -276,7 +277,11 @@ func formatPlan(s *Snapshot, plan *Plan) string {
 			fmt.Fprintf(&b, " %s", formatNodeAlloc(a))
 			leaves[leafOf(s, a.Node)] = true
 		}
-		fmt.Fprintf(&b, " leaves=%d\n", len(leaves))
+		fmt.Fprintf(&b, " leaves=%d", len(leaves))
+		if pl.By == cluster.PlacedBackfill {
+			b.WriteString(" backfill")
+		}
+		b.WriteByte('\n')
 	}
 	for _, pr := range plan.Preemptions {
 		fmt.Fprintf(&b, "preempt %d for %d\n", pr.Victim, pr.For)

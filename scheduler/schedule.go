@@ -77,10 +77,14 @@ func (p *pass) decide(plan *Plan, j *cluster.Job) {
 	nodes, byResv := p.gangNow(cs, &r, end)
 	if nodes != nil {
 		alloc := cluster.Allocation{Nodes: make([]cluster.NodeAlloc, len(nodes))}
+		by := cluster.PlacedMain
 		for k, i := range nodes {
+			if p.nodes[i].behind {
+				by = cluster.PlacedBackfill
+			}
 			alloc.Nodes[k] = p.take(i, &r, end)
 		}
-		plan.Placements = append(plan.Placements, Placement{Job: j.ID, Alloc: alloc})
+		plan.Placements = append(plan.Placements, Placement{Job: j.ID, Alloc: alloc, By: by})
 		return
 	}
 	p.block(plan, j, cs, &r, dur, byResv)
@@ -95,7 +99,12 @@ func (p *pass) block(plan *Plan, j *cluster.Job, cs *candSet, r *request, dur ti
 	if byResv || p.blocked[j.Partition] {
 		info.Reason = cluster.ReasonPriority
 	}
-	p.blocked[j.Partition] = true
+	if !p.blocked[j.Partition] {
+		p.blocked[j.Partition] = true
+		for _, i := range p.parts[j.Partition].members {
+			p.nodes[i].behind = true
+		}
+	}
 	if !byResv && p.preempt(plan, j, cs, r) {
 		info.ExpectedStart = p.now // once the victims are requeued
 		plan.Pending[j.ID] = info

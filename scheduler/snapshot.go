@@ -65,10 +65,13 @@ type Preemption struct {
 	For    cluster.JobID
 }
 
-// Placement starts one job on an allocation; a gang is one Placement.
+// Placement starts one job on an allocation; a gang is one Placement. By
+// says whether it went in priority order (PlacedMain) or ahead of a job
+// left waiting in a partition holding one of its nodes (PlacedBackfill).
 type Placement struct {
 	Job   cluster.JobID
 	Alloc cluster.Allocation
+	By    cluster.PlacedBy
 }
 
 // PendingInfo says why a job waits and, when known, when it is expected to

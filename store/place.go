@@ -8,12 +8,14 @@ import (
 )
 
 // Placement is one gang the scheduler placed: the job's whole allocation,
-// its MASTER_PORT and the time of the decision.
+// its MASTER_PORT, the time of the decision and how the scheduler came to
+// it (By: in priority order or backfill), which the attempt records.
 type Placement struct {
 	Job        cluster.JobID
 	Alloc      cluster.Allocation
 	MasterPort int
 	Time       time.Time
+	By         cluster.PlacedBy
 }
 
 // PlaceJobs applies placements in order and returns the IDs placed. Each is
@@ -33,7 +35,7 @@ func (s *Store) PlaceJobs(idx uint64, ps []Placement) ([]cluster.JobID, error) {
 				continue
 			}
 			u := j.Update()
-			if err := cluster.Place(u, p.Alloc, p.MasterPort, p.Time); err != nil {
+			if err := cluster.Place(u, p.Alloc, p.MasterPort, p.Time, p.By); err != nil {
 				continue // the allocation does not match the job's size
 			}
 			chk.take(p.Alloc, j.Exclusive)
