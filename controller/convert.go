@@ -277,7 +277,7 @@ func jobToProto(j *cluster.Job, addrs map[string]string) *phalanxv1.Job {
 		out.Attempts = append(out.Attempts, &phalanxv1.Attempt{
 			Attempt: int32(a.Attempt), Alloc: allocToProto(a.Alloc, addrs), StartTime: ts(a.StartTime), EndTime: ts(a.EndTime),
 			State: string(a.State), Reason: a.Reason, PlacedIndex: a.PlacedIndex, ReleasedIndex: a.ReleasedIndex,
-			FaultNode: a.FaultNode, ExitCode: int32(a.ExitCode), ExitSignal: int32(a.ExitSignal),
+			FaultNode: a.FaultNode, ExitCode: int32(a.ExitCode), ExitSignal: int32(a.ExitSignal), PlacedBy: a.PlacedBy.String(),
 		})
 		if a.Cause != cluster.RestartNone {
 			out.Attempts[len(out.Attempts)-1].Cause = a.Cause.String()

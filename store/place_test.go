@@ -1,6 +1,8 @@
 package store
 
 import (
+	"bytes"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -25,6 +27,45 @@ func TestPlaceJobs(t *testing.T) {
 	// Placing it again (a stale plan) is skipped: it is no longer pending.
 	if ids, err := s.PlaceJobs(5, []Placement{p}); err != nil || len(ids) != 0 {
 		t.Errorf("re-placing = %v, %v; want nothing", ids, err)
+	}
+}
+
+// The attempt a placement starts keeps how it was placed, through a
+// restart (the record on disk) and a snapshot.
+func TestPlaceJobsRecordsHowEachWasPlaced(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := openTest(t, path)
+	mustRegister(t, s, 1, "n1")
+	for id := cluster.JobID(1); id <= 3; id++ {
+		if err := submitErr(s, uint64(1+id), pendingJob(id, 1, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[cluster.JobID]cluster.PlacedBy{1: cluster.PlacedMain, 2: cluster.PlacedBackfill, 3: cluster.PlacedUnknown}
+	var ps []Placement
+	for id := cluster.JobID(1); id <= 3; id++ {
+		ps = append(ps, Placement{Job: id, Alloc: alloc([]int{int(id)}, "n1"), MasterPort: 29500 + int(id), Time: at(5), By: want[id]})
+	}
+	if ids, err := s.PlaceJobs(5, ps); err != nil || len(ids) != 3 {
+		t.Fatalf("PlaceJobs = %v, %v", ids, err)
+	}
+	var snap bytes.Buffer
+	if err := s.Snapshot(&snap); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	restored := openTest(t, "")
+	if err := restored.Restore(&snap); err != nil {
+		t.Fatal(err)
+	}
+	for what, st := range map[string]*Store{"reopened": openTest(t, path), "restored": restored} {
+		for id, by := range want {
+			if a := mustJob(t, st, id).Attempts; len(a) != 1 || a[0].PlacedBy != by {
+				t.Errorf("%s: job %d attempts %+v; want one placed by %q", what, id, a, by)
+			}
+		}
 	}
 }
 

@@ -140,7 +140,7 @@ func decodePlaceJobs(r *statev1.PlaceJobs) PlaceJobs {
 	for i, p := range r.GetPlacements() {
 		out.Placements[i] = store.Placement{
 			Job: cluster.JobID(p.GetJobId()), Alloc: codec.FromAllocation(p.GetAlloc()),
-			MasterPort: int(p.GetMasterPort()), Time: codec.FromTime(p.GetTime()),
+			MasterPort: int(p.GetMasterPort()), Time: codec.FromTime(p.GetTime()), By: codec.FromPlacedBy(p.GetPlacedBy()),
 		}
 	}
 	return out
@@ -212,6 +212,7 @@ func (c PlaceJobs) encode() (*statev1.Command, error) {
 	for _, p := range c.Placements {
 		r.Placements = append(r.Placements, &statev1.Placement{
 			JobId: uint64(p.Job), Alloc: codec.Allocation(p.Alloc), MasterPort: int32(p.MasterPort), Time: codec.Time(p.Time),
+			PlacedBy: codec.PlacedBy(p.By),
 		})
 	}
 	return &statev1.Command{Command: &statev1.Command_PlaceJobs{PlaceJobs: r}}, nil

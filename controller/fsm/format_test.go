@@ -60,6 +60,11 @@ var commandFixtures = map[string]Command{
 	}()},
 	"01e-submit-job-open-mode": SubmitJob{Job: func() *cluster.Job { j := fullJob(); j.ID, j.OpenMode = 22, cluster.OpenAppend; return j }()},
 	"02-place-jobs":            PlaceJobs{Placements: []store.Placement{{Job: 7, Alloc: twoNodes(), MasterPort: 29500, Time: t0.Add(time.Minute)}}},
+	"02b-place-jobs-placed-by": PlaceJobs{Placements: []store.Placement{
+		{Job: 7, Alloc: twoNodes(), MasterPort: 29500, Time: t0.Add(time.Minute), By: cluster.PlacedMain},
+		{Job: 8, Alloc: cluster.Allocation{Nodes: []cluster.NodeAlloc{{Node: "gpu003", GPUs: []int{4}, CPUs: 2, MemoryMB: 512}}},
+			MasterPort: 29501, Time: t0.Add(time.Minute), By: cluster.PlacedBackfill},
+	}},
 	"03-report-task": ReportTask{Report: cluster.TaskReport{JobID: 7, Attempt: 2, Rank: 1, Node: "gpu002", State: cluster.TaskExited,
 		ExitCode: 1, ExitSignal: 9, Message: "exit status 1", Time: t0.Add(time.Hour)}},
 	"03b-report-task-checkpoint-corrupt": ReportTask{Report: cluster.TaskReport{JobID: 7, Attempt: 3, Rank: 2, Node: "gpu003",

@@ -137,6 +137,45 @@ func TestFSMSnapshotRestore(t *testing.T) {
 	}
 }
 
+// How a placement was made (sacct's Flags) reaches the attempt through the
+// log and survives a snapshot.
+func TestFSMPlacedBySurvivesSnapshot(t *testing.T) {
+	src := New(openStore(t))
+	src.Apply(entry(t, 1, RegisterNode{Node: &cluster.Node{Name: "n1", GPUs: 8, CPUs: 4, State: cluster.NodeUp}}))
+	src.Apply(entry(t, 2, SubmitJob{Job: testJob(7)}))
+	src.Apply(entry(t, 3, SubmitJob{Job: testJob(8)}))
+	on := func(gpu int) cluster.Allocation {
+		return cluster.Allocation{Nodes: []cluster.NodeAlloc{{Node: "n1", GPUs: []int{gpu}}}}
+	}
+	res := src.Apply(entry(t, 4, PlaceJobs{Placements: []store.Placement{
+		{Job: 7, Alloc: on(0), MasterPort: 29500, Time: time.Unix(1100, 0).UTC(), By: cluster.PlacedMain},
+		{Job: 8, Alloc: on(1), MasterPort: 29501, Time: time.Unix(1100, 0).UTC(), By: cluster.PlacedBackfill},
+	}})).(Result)
+	if res.Err != nil || len(res.IDs) != 2 {
+		t.Fatalf("place: %+v", res)
+	}
+	snap, err := src.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	dst := New(openStore(t))
+	if err := dst.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []*FSM{src, dst} {
+		for id, want := range map[cluster.JobID]cluster.PlacedBy{7: cluster.PlacedMain, 8: cluster.PlacedBackfill} {
+			j, err := f.store.Job(id)
+			if err != nil || len(j.Attempts) != 1 || j.Attempts[0].PlacedBy != want {
+				t.Errorf("job %d: %v, attempts %+v; want one placed by %q", id, err, j.Attempts, want)
+			}
+		}
+	}
+}
+
 type memSink struct{ bytes.Buffer }
 
 func (s *memSink) ID() string    { return "mem" }

@@ -135,7 +135,7 @@ func jobStatus(j *cluster.Job) (*statev1.JobStatus, error) {
 			Attempt: int32(a.Attempt), Alloc: Allocation(a.Alloc), StartTime: Time(a.StartTime), EndTime: Time(a.EndTime),
 			State: as, Reason: a.Reason, PlacedIndex: a.PlacedIndex, ReleasedIndex: a.ReleasedIndex,
 			Cause: restartCause(a.Cause), FaultNode: a.FaultNode, Unfenced: a.Unfenced,
-			ExitCode: int32(a.ExitCode), ExitSignal: int32(a.ExitSignal),
+			ExitCode: int32(a.ExitCode), ExitSignal: int32(a.ExitSignal), PlacedBy: PlacedBy(a.PlacedBy),
 		})
 	}
 	if j.Checkpointed {
@@ -250,7 +250,7 @@ func fromJobStatus(j *cluster.Job, st *statev1.JobStatus) error {
 			EndTime: FromTime(a.GetEndTime()), State: as, Reason: a.GetReason(),
 			PlacedIndex: a.GetPlacedIndex(), ReleasedIndex: a.GetReleasedIndex(),
 			Cause: fromRestartCause(a.GetCause()), FaultNode: a.GetFaultNode(), Unfenced: a.GetUnfenced(),
-			ExitCode: int(a.GetExitCode()), ExitSignal: int(a.GetExitSignal()),
+			ExitCode: int(a.GetExitCode()), ExitSignal: int(a.GetExitSignal()), PlacedBy: FromPlacedBy(a.GetPlacedBy()),
 		})
 	}
 	if st.CheckpointStep != nil {

@@ -2834,8 +2834,12 @@ type Attempt struct {
 	Cause         string                 `protobuf:"bytes,9,opt,name=cause,proto3" json:"cause,omitempty"`                           // why it failed, for restarts: node, exit; empty: neither
 	FaultNode     string                 `protobuf:"bytes,10,opt,name=fault_node,json=faultNode,proto3" json:"fault_node,omitempty"` // the node at fault (cause node)
 	// The attempt's exit code and signal when it ended, as the job's.
-	ExitCode      int32 `protobuf:"varint,11,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
-	ExitSignal    int32 `protobuf:"varint,12,opt,name=exit_signal,json=exitSignal,proto3" json:"exit_signal,omitempty"`
+	ExitCode   int32 `protobuf:"varint,11,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	ExitSignal int32 `protobuf:"varint,12,opt,name=exit_signal,json=exitSignal,proto3" json:"exit_signal,omitempty"`
+	// How the scheduler placed it: main (in priority order) or backfill
+	// (ahead of a job left waiting in a partition holding one of its nodes);
+	// empty: not recorded (placed by an earlier version).
+	PlacedBy      string `protobuf:"bytes,13,opt,name=placed_by,json=placedBy,proto3" json:"placed_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2952,6 +2956,13 @@ func (x *Attempt) GetExitSignal() int32 {
 		return x.ExitSignal
 	}
 	return 0
+}
+
+func (x *Attempt) GetPlacedBy() string {
+	if x != nil {
+		return x.PlacedBy
+	}
+	return ""
 }
 
 type Node struct {
@@ -6787,7 +6798,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x03min\x18\x04 \x01(\x05R\x03min\x12\x10\n" +
 	"\x03max\x18\x05 \x01(\x05R\x03max\x12\x12\n" +
 	"\x04step\x18\x06 \x01(\x05R\x04step\x12\x1a\n" +
-	"\bthrottle\x18\a \x01(\x05R\bthrottle\"\xad\x03\n" +
+	"\bthrottle\x18\a \x01(\x05R\bthrottle\"\xca\x03\n" +
 	"\aAttempt\x12\x18\n" +
 	"\aattempt\x18\x01 \x01(\x05R\aattempt\x12+\n" +
 	"\x05alloc\x18\x02 \x03(\v2\x15.phalanx.v1.NodeAllocR\x05alloc\x129\n" +
@@ -6804,7 +6815,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	" \x01(\tR\tfaultNode\x12\x1b\n" +
 	"\texit_code\x18\v \x01(\x05R\bexitCode\x12\x1f\n" +
 	"\vexit_signal\x18\f \x01(\x05R\n" +
-	"exitSignal\"\xa1\x06\n" +
+	"exitSignal\x12\x1b\n" +
+	"\tplaced_by\x18\r \x01(\tR\bplacedBy\"\xa1\x06\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x12\n" +

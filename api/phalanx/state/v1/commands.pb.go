@@ -992,6 +992,7 @@ type Placement struct {
 	Alloc         *Allocation            `protobuf:"bytes,2,opt,name=alloc,proto3" json:"alloc,omitempty"`
 	MasterPort    int32                  `protobuf:"varint,3,opt,name=master_port,json=masterPort,proto3" json:"master_port,omitempty"`
 	Time          int64                  `protobuf:"varint,4,opt,name=time,proto3" json:"time,omitempty"`
+	PlacedBy      PlacedBy               `protobuf:"varint,5,opt,name=placed_by,json=placedBy,proto3,enum=phalanx.state.v1.PlacedBy" json:"placed_by,omitempty"` // unset in entries written before it
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1052,6 +1053,13 @@ func (x *Placement) GetTime() int64 {
 		return x.Time
 	}
 	return 0
+}
+
+func (x *Placement) GetPlacedBy() PlacedBy {
+	if x != nil {
+		return x.PlacedBy
+	}
+	return PlacedBy_PLACED_BY_UNSPECIFIED
 }
 
 type PlaceJobs struct {
@@ -1924,13 +1932,14 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"request_id\x18\x03 \x01(\fR\trequestId\x12\x1f\n" +
 	"\varray_tasks\x18\x04 \x03(\x05R\n" +
 	"arrayTasks\x12%\n" +
-	"\x0earray_throttle\x18\x05 \x01(\x05R\rarrayThrottle\"\x8b\x01\n" +
+	"\x0earray_throttle\x18\x05 \x01(\x05R\rarrayThrottle\"\xc4\x01\n" +
 	"\tPlacement\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x122\n" +
 	"\x05alloc\x18\x02 \x01(\v2\x1c.phalanx.state.v1.AllocationR\x05alloc\x12\x1f\n" +
 	"\vmaster_port\x18\x03 \x01(\x05R\n" +
 	"masterPort\x12\x12\n" +
-	"\x04time\x18\x04 \x01(\x03R\x04time\"H\n" +
+	"\x04time\x18\x04 \x01(\x03R\x04time\x127\n" +
+	"\tplaced_by\x18\x05 \x01(\x0e2\x1a.phalanx.state.v1.PlacedByR\bplacedBy\"H\n" +
 	"\tPlaceJobs\x12;\n" +
 	"\n" +
 	"placements\x18\x01 \x03(\v2\x1b.phalanx.state.v1.PlacementR\n" +
@@ -2039,11 +2048,12 @@ var file_phalanx_state_v1_commands_proto_goTypes = []any{
 	(*DepCond)(nil),          // 25: phalanx.state.v1.DepCond
 	(*Job)(nil),              // 26: phalanx.state.v1.Job
 	(*Allocation)(nil),       // 27: phalanx.state.v1.Allocation
-	(TaskState)(0),           // 28: phalanx.state.v1.TaskState
-	(*Node)(nil),             // 29: phalanx.state.v1.Node
-	(NodeState)(0),           // 30: phalanx.state.v1.NodeState
-	(*Partition)(nil),        // 31: phalanx.state.v1.Partition
-	(*Controller)(nil),       // 32: phalanx.state.v1.Controller
+	(PlacedBy)(0),            // 28: phalanx.state.v1.PlacedBy
+	(TaskState)(0),           // 29: phalanx.state.v1.TaskState
+	(*Node)(nil),             // 30: phalanx.state.v1.Node
+	(NodeState)(0),           // 31: phalanx.state.v1.NodeState
+	(*Partition)(nil),        // 32: phalanx.state.v1.Partition
+	(*Controller)(nil),       // 33: phalanx.state.v1.Controller
 }
 var file_phalanx_state_v1_commands_proto_depIdxs = []int32{
 	8,  // 0: phalanx.state.v1.Command.submit_job:type_name -> phalanx.state.v1.SubmitJob
@@ -2072,17 +2082,18 @@ var file_phalanx_state_v1_commands_proto_depIdxs = []int32{
 	25, // 23: phalanx.state.v1.DependencyValue.conds:type_name -> phalanx.state.v1.DepCond
 	26, // 24: phalanx.state.v1.SubmitJob.job:type_name -> phalanx.state.v1.Job
 	27, // 25: phalanx.state.v1.Placement.alloc:type_name -> phalanx.state.v1.Allocation
-	9,  // 26: phalanx.state.v1.PlaceJobs.placements:type_name -> phalanx.state.v1.Placement
-	28, // 27: phalanx.state.v1.ReportTask.state:type_name -> phalanx.state.v1.TaskState
-	29, // 28: phalanx.state.v1.RegisterNode.node:type_name -> phalanx.state.v1.Node
-	30, // 29: phalanx.state.v1.SetNodeState.state:type_name -> phalanx.state.v1.NodeState
-	31, // 30: phalanx.state.v1.SetPartitions.partitions:type_name -> phalanx.state.v1.Partition
-	32, // 31: phalanx.state.v1.SetController.controller:type_name -> phalanx.state.v1.Controller
-	32, // [32:32] is the sub-list for method output_type
-	32, // [32:32] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	28, // 26: phalanx.state.v1.Placement.placed_by:type_name -> phalanx.state.v1.PlacedBy
+	9,  // 27: phalanx.state.v1.PlaceJobs.placements:type_name -> phalanx.state.v1.Placement
+	29, // 28: phalanx.state.v1.ReportTask.state:type_name -> phalanx.state.v1.TaskState
+	30, // 29: phalanx.state.v1.RegisterNode.node:type_name -> phalanx.state.v1.Node
+	31, // 30: phalanx.state.v1.SetNodeState.state:type_name -> phalanx.state.v1.NodeState
+	32, // 31: phalanx.state.v1.SetPartitions.partitions:type_name -> phalanx.state.v1.Partition
+	33, // 32: phalanx.state.v1.SetController.controller:type_name -> phalanx.state.v1.Controller
+	33, // [33:33] is the sub-list for method output_type
+	33, // [33:33] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_state_v1_commands_proto_init() }

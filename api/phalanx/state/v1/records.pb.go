@@ -632,6 +632,56 @@ func (Hold) EnumDescriptor() ([]byte, []int) {
 	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{9}
 }
 
+// PlacedBy is how the scheduler came to place an attempt (sacct's Flags).
+type PlacedBy int32
+
+const (
+	PlacedBy_PLACED_BY_UNSPECIFIED PlacedBy = 0 // not recorded
+	PlacedBy_PLACED_BY_MAIN        PlacedBy = 1 // in priority order
+	PlacedBy_PLACED_BY_BACKFILL    PlacedBy = 2 // ahead of a job left waiting in a partition holding one of its nodes
+)
+
+// Enum value maps for PlacedBy.
+var (
+	PlacedBy_name = map[int32]string{
+		0: "PLACED_BY_UNSPECIFIED",
+		1: "PLACED_BY_MAIN",
+		2: "PLACED_BY_BACKFILL",
+	}
+	PlacedBy_value = map[string]int32{
+		"PLACED_BY_UNSPECIFIED": 0,
+		"PLACED_BY_MAIN":        1,
+		"PLACED_BY_BACKFILL":    2,
+	}
+)
+
+func (x PlacedBy) Enum() *PlacedBy {
+	p := new(PlacedBy)
+	*p = x
+	return p
+}
+
+func (x PlacedBy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PlacedBy) Descriptor() protoreflect.EnumDescriptor {
+	return file_phalanx_state_v1_records_proto_enumTypes[10].Descriptor()
+}
+
+func (PlacedBy) Type() protoreflect.EnumType {
+	return &file_phalanx_state_v1_records_proto_enumTypes[10]
+}
+
+func (x PlacedBy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PlacedBy.Descriptor instead.
+func (PlacedBy) EnumDescriptor() ([]byte, []int) {
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{10}
+}
+
 // Job is a job's record without its payload: what was asked for and what
 // happened. It is rewritten on every change, so it stays small.
 type Job struct {
@@ -1952,6 +2002,7 @@ type Attempt struct {
 	Unfenced      bool                   `protobuf:"varint,11,opt,name=unfenced,proto3" json:"unfenced,omitempty"`                   // a task was declared lost while its node was silent
 	ExitCode      int32                  `protobuf:"varint,12,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
 	ExitSignal    int32                  `protobuf:"varint,13,opt,name=exit_signal,json=exitSignal,proto3" json:"exit_signal,omitempty"`
+	PlacedBy      PlacedBy               `protobuf:"varint,14,opt,name=placed_by,json=placedBy,proto3,enum=phalanx.state.v1.PlacedBy" json:"placed_by,omitempty"` // unset in records written before it
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2075,6 +2126,13 @@ func (x *Attempt) GetExitSignal() int32 {
 		return x.ExitSignal
 	}
 	return 0
+}
+
+func (x *Attempt) GetPlacedBy() PlacedBy {
+	if x != nil {
+		return x.PlacedBy
+	}
+	return PlacedBy_PLACED_BY_UNSPECIFIED
 }
 
 type Node struct {
@@ -2906,7 +2964,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x12\x1d\n" +
 	"\n" +
 	"start_time\x18\a \x01(\x03R\tstartTime\x12\x19\n" +
-	"\bend_time\x18\b \x01(\x03R\aendTime\"\xd4\x03\n" +
+	"\bend_time\x18\b \x01(\x03R\aendTime\"\x8d\x04\n" +
 	"\aAttempt\x12\x18\n" +
 	"\aattempt\x18\x01 \x01(\x05R\aattempt\x122\n" +
 	"\x05alloc\x18\x02 \x01(\v2\x1c.phalanx.state.v1.AllocationR\x05alloc\x12\x1d\n" +
@@ -2924,7 +2982,8 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\bunfenced\x18\v \x01(\bR\bunfenced\x12\x1b\n" +
 	"\texit_code\x18\f \x01(\x05R\bexitCode\x12\x1f\n" +
 	"\vexit_signal\x18\r \x01(\x05R\n" +
-	"exitSignal\"\xde\x03\n" +
+	"exitSignal\x127\n" +
+	"\tplaced_by\x18\x0e \x01(\x0e2\x1a.phalanx.state.v1.PlacedByR\bplacedBy\"\xde\x03\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x12\n" +
@@ -3075,7 +3134,11 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x10HOLD_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tHOLD_USER\x10\x01\x12\x0e\n" +
 	"\n" +
-	"HOLD_ADMIN\x10\x02B=Z;github.com/phalanx-hpc/phalanx/api/phalanx/state/v1;statev1b\x06proto3"
+	"HOLD_ADMIN\x10\x02*Q\n" +
+	"\bPlacedBy\x12\x19\n" +
+	"\x15PLACED_BY_UNSPECIFIED\x10\x00\x12\x12\n" +
+	"\x0ePLACED_BY_MAIN\x10\x01\x12\x16\n" +
+	"\x12PLACED_BY_BACKFILL\x10\x02B=Z;github.com/phalanx-hpc/phalanx/api/phalanx/state/v1;statev1b\x06proto3"
 
 var (
 	file_phalanx_state_v1_records_proto_rawDescOnce sync.Once
@@ -3089,7 +3152,7 @@ func file_phalanx_state_v1_records_proto_rawDescGZIP() []byte {
 	return file_phalanx_state_v1_records_proto_rawDescData
 }
 
-var file_phalanx_state_v1_records_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
+var file_phalanx_state_v1_records_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
 var file_phalanx_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_phalanx_state_v1_records_proto_goTypes = []any{
 	(JobState)(0),             // 0: phalanx.state.v1.JobState
@@ -3102,59 +3165,61 @@ var file_phalanx_state_v1_records_proto_goTypes = []any{
 	(RestartCause)(0),         // 7: phalanx.state.v1.RestartCause
 	(SignalScope)(0),          // 8: phalanx.state.v1.SignalScope
 	(Hold)(0),                 // 9: phalanx.state.v1.Hold
-	(*Job)(nil),               // 10: phalanx.state.v1.Job
-	(*JobSpec)(nil),           // 11: phalanx.state.v1.JobSpec
-	(*ArrayTask)(nil),         // 12: phalanx.state.v1.ArrayTask
-	(*DepCond)(nil),           // 13: phalanx.state.v1.DepCond
-	(*RestartPolicy)(nil),     // 14: phalanx.state.v1.RestartPolicy
-	(*JobPayload)(nil),        // 15: phalanx.state.v1.JobPayload
-	(*JobStatus)(nil),         // 16: phalanx.state.v1.JobStatus
-	(*SignalRequest)(nil),     // 17: phalanx.state.v1.SignalRequest
-	(*CheckpointCommits)(nil), // 18: phalanx.state.v1.CheckpointCommits
-	(*Allocation)(nil),        // 19: phalanx.state.v1.Allocation
-	(*NodeAlloc)(nil),         // 20: phalanx.state.v1.NodeAlloc
-	(*Task)(nil),              // 21: phalanx.state.v1.Task
-	(*Attempt)(nil),           // 22: phalanx.state.v1.Attempt
-	(*Node)(nil),              // 23: phalanx.state.v1.Node
-	(*NIC)(nil),               // 24: phalanx.state.v1.NIC
-	(*Partition)(nil),         // 25: phalanx.state.v1.Partition
-	(*SubmitRequest)(nil),     // 26: phalanx.state.v1.SubmitRequest
-	(*Controller)(nil),        // 27: phalanx.state.v1.Controller
-	(*Event)(nil),             // 28: phalanx.state.v1.Event
-	nil,                       // 29: phalanx.state.v1.JobPayload.EnvEntry
+	(PlacedBy)(0),             // 10: phalanx.state.v1.PlacedBy
+	(*Job)(nil),               // 11: phalanx.state.v1.Job
+	(*JobSpec)(nil),           // 12: phalanx.state.v1.JobSpec
+	(*ArrayTask)(nil),         // 13: phalanx.state.v1.ArrayTask
+	(*DepCond)(nil),           // 14: phalanx.state.v1.DepCond
+	(*RestartPolicy)(nil),     // 15: phalanx.state.v1.RestartPolicy
+	(*JobPayload)(nil),        // 16: phalanx.state.v1.JobPayload
+	(*JobStatus)(nil),         // 17: phalanx.state.v1.JobStatus
+	(*SignalRequest)(nil),     // 18: phalanx.state.v1.SignalRequest
+	(*CheckpointCommits)(nil), // 19: phalanx.state.v1.CheckpointCommits
+	(*Allocation)(nil),        // 20: phalanx.state.v1.Allocation
+	(*NodeAlloc)(nil),         // 21: phalanx.state.v1.NodeAlloc
+	(*Task)(nil),              // 22: phalanx.state.v1.Task
+	(*Attempt)(nil),           // 23: phalanx.state.v1.Attempt
+	(*Node)(nil),              // 24: phalanx.state.v1.Node
+	(*NIC)(nil),               // 25: phalanx.state.v1.NIC
+	(*Partition)(nil),         // 26: phalanx.state.v1.Partition
+	(*SubmitRequest)(nil),     // 27: phalanx.state.v1.SubmitRequest
+	(*Controller)(nil),        // 28: phalanx.state.v1.Controller
+	(*Event)(nil),             // 29: phalanx.state.v1.Event
+	nil,                       // 30: phalanx.state.v1.JobPayload.EnvEntry
 }
 var file_phalanx_state_v1_records_proto_depIdxs = []int32{
-	11, // 0: phalanx.state.v1.Job.spec:type_name -> phalanx.state.v1.JobSpec
-	16, // 1: phalanx.state.v1.Job.status:type_name -> phalanx.state.v1.JobStatus
-	14, // 2: phalanx.state.v1.JobSpec.restart:type_name -> phalanx.state.v1.RestartPolicy
-	13, // 3: phalanx.state.v1.JobSpec.dependency:type_name -> phalanx.state.v1.DepCond
-	12, // 4: phalanx.state.v1.JobSpec.array:type_name -> phalanx.state.v1.ArrayTask
+	12, // 0: phalanx.state.v1.Job.spec:type_name -> phalanx.state.v1.JobSpec
+	17, // 1: phalanx.state.v1.Job.status:type_name -> phalanx.state.v1.JobStatus
+	15, // 2: phalanx.state.v1.JobSpec.restart:type_name -> phalanx.state.v1.RestartPolicy
+	14, // 3: phalanx.state.v1.JobSpec.dependency:type_name -> phalanx.state.v1.DepCond
+	13, // 4: phalanx.state.v1.JobSpec.array:type_name -> phalanx.state.v1.ArrayTask
 	5,  // 5: phalanx.state.v1.JobSpec.open_mode:type_name -> phalanx.state.v1.OpenMode
 	6,  // 6: phalanx.state.v1.DepCond.type:type_name -> phalanx.state.v1.DepType
 	7,  // 7: phalanx.state.v1.RestartPolicy.on:type_name -> phalanx.state.v1.RestartCause
-	29, // 8: phalanx.state.v1.JobPayload.env:type_name -> phalanx.state.v1.JobPayload.EnvEntry
+	30, // 8: phalanx.state.v1.JobPayload.env:type_name -> phalanx.state.v1.JobPayload.EnvEntry
 	0,  // 9: phalanx.state.v1.JobStatus.state:type_name -> phalanx.state.v1.JobState
-	19, // 10: phalanx.state.v1.JobStatus.alloc:type_name -> phalanx.state.v1.Allocation
-	21, // 11: phalanx.state.v1.JobStatus.tasks:type_name -> phalanx.state.v1.Task
-	22, // 12: phalanx.state.v1.JobStatus.attempts:type_name -> phalanx.state.v1.Attempt
-	18, // 13: phalanx.state.v1.JobStatus.checkpoint_pending:type_name -> phalanx.state.v1.CheckpointCommits
+	20, // 10: phalanx.state.v1.JobStatus.alloc:type_name -> phalanx.state.v1.Allocation
+	22, // 11: phalanx.state.v1.JobStatus.tasks:type_name -> phalanx.state.v1.Task
+	23, // 12: phalanx.state.v1.JobStatus.attempts:type_name -> phalanx.state.v1.Attempt
+	19, // 13: phalanx.state.v1.JobStatus.checkpoint_pending:type_name -> phalanx.state.v1.CheckpointCommits
 	9,  // 14: phalanx.state.v1.JobStatus.hold:type_name -> phalanx.state.v1.Hold
-	17, // 15: phalanx.state.v1.JobStatus.signal_requests:type_name -> phalanx.state.v1.SignalRequest
+	18, // 15: phalanx.state.v1.JobStatus.signal_requests:type_name -> phalanx.state.v1.SignalRequest
 	8,  // 16: phalanx.state.v1.SignalRequest.scope:type_name -> phalanx.state.v1.SignalScope
-	20, // 17: phalanx.state.v1.Allocation.nodes:type_name -> phalanx.state.v1.NodeAlloc
+	21, // 17: phalanx.state.v1.Allocation.nodes:type_name -> phalanx.state.v1.NodeAlloc
 	1,  // 18: phalanx.state.v1.Task.state:type_name -> phalanx.state.v1.TaskState
-	19, // 19: phalanx.state.v1.Attempt.alloc:type_name -> phalanx.state.v1.Allocation
+	20, // 19: phalanx.state.v1.Attempt.alloc:type_name -> phalanx.state.v1.Allocation
 	0,  // 20: phalanx.state.v1.Attempt.state:type_name -> phalanx.state.v1.JobState
 	7,  // 21: phalanx.state.v1.Attempt.cause:type_name -> phalanx.state.v1.RestartCause
-	2,  // 22: phalanx.state.v1.Node.state:type_name -> phalanx.state.v1.NodeState
-	24, // 23: phalanx.state.v1.Node.nics:type_name -> phalanx.state.v1.NIC
-	4,  // 24: phalanx.state.v1.Partition.state:type_name -> phalanx.state.v1.PartitionState
-	3,  // 25: phalanx.state.v1.Event.kind:type_name -> phalanx.state.v1.EventKind
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	10, // 22: phalanx.state.v1.Attempt.placed_by:type_name -> phalanx.state.v1.PlacedBy
+	2,  // 23: phalanx.state.v1.Node.state:type_name -> phalanx.state.v1.NodeState
+	25, // 24: phalanx.state.v1.Node.nics:type_name -> phalanx.state.v1.NIC
+	4,  // 25: phalanx.state.v1.Partition.state:type_name -> phalanx.state.v1.PartitionState
+	3,  // 26: phalanx.state.v1.Event.kind:type_name -> phalanx.state.v1.EventKind
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_state_v1_records_proto_init() }
@@ -3168,7 +3233,7 @@ func file_phalanx_state_v1_records_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_state_v1_records_proto_rawDesc), len(file_phalanx_state_v1_records_proto_rawDesc)),
-			NumEnums:      10,
+			NumEnums:      11,
 			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
