@@ -290,6 +290,14 @@ func parseJob(t *testing.T, a kvs) *phalanxv1.Job {
 			{Attempt: 1, Alloc: j.Alloc, StartTime: a.time(t, "start")},
 		}
 	}
+	// placed=main|backfill: how the scheduler started the job's current
+	// attempt (its record, made here when there is none).
+	if by := a["placed"]; by != "" {
+		if len(j.Attempts) == 0 {
+			j.Attempts = []*phalanxv1.Attempt{{Attempt: j.Attempt, Alloc: j.Alloc, StartTime: j.StartTime}}
+		}
+		j.Attempts[len(j.Attempts)-1].PlacedBy = by
+	}
 	return j
 }
 

@@ -20,14 +20,15 @@ import (
 
 // sacctJobs are the jobs of the formatting tests, in format_test.go's
 // notation: one of each state, a name and an ID too wide for their columns.
+// Job 123456789012345 was placed by a version that did not record how.
 // Job 11 was killed by signal 9 (the agent reports 137, as a shell would):
 // Slurm prints 0:9.
 const sacctJobs = `
-job id=7 name=pretrain-llama-70b user=alexandria account=ml part=gpu-long state=RUNNING submit=-2h start=-65m nodes=gpu[001-004] gpus=8 cpus=32 mem=65536 limit=1-00:00:00 submit-line=sbatch_-N_4_pretrain.sh_--resume comment=warm_restart
+job id=7 name=pretrain-llama-70b user=alexandria account=ml part=gpu-long state=RUNNING submit=-2h start=-65m nodes=gpu[001-004] gpus=8 cpus=32 mem=65536 limit=1-00:00:00 submit-line=sbatch_-N_4_pretrain.sh_--resume comment=warm_restart placed=main
 job id=8 name=eval user=bob part=gpu state=PENDING reason=Resources submit=-10m req-nodes=2
-job id=9 name=sweep user=bob part=gpu state=COMPLETED submit=-3h start=-3h end=-2h nodes=gpu005 cpus=8 mem=1000
-job id=10 name=big user=carol part=gpu state=FAILED reason=NonZeroExitCode exit=1:0 submit=-50h start=-50h end=-1h nodes=gpu[010-011] cpus=4
-job id=11 name=x user=d part=gpu state=NODE_FAIL exit=137:9 submit=-5m start=-4m end=-1m nodes=gpu012
+job id=9 name=sweep user=bob part=gpu state=COMPLETED submit=-3h start=-3h end=-2h nodes=gpu005 cpus=8 mem=1000 placed=backfill
+job id=10 name=big user=carol part=gpu state=FAILED reason=NonZeroExitCode exit=1:0 submit=-50h start=-50h end=-1h nodes=gpu[010-011] cpus=4 placed=main
+job id=11 name=x user=d part=gpu state=NODE_FAIL exit=137:9 submit=-5m start=-4m end=-1m nodes=gpu012 placed=backfill
 job id=12 name=c user=d part=gpu state=CANCELLED reason=Cancelled submit=-5m end=-1m
 job id=123456789012345 name=t user=d part=gpu state=TIMEOUT submit=-5h start=-5h end=-1h nodes=gpu013 limit=4:00:00
 `
@@ -112,6 +113,36 @@ JobID|Cluster|SubmitLine
 11|phalanx|
 12|phalanx|
 123456789012345|phalanx|
+`},
+		{"flags: how each was started; nothing for one that never started or whose record does not say", SacctView{Format: "jobid,state,flags"}, `
+JobID             State               Flags 
+------------ ---------- ------------------- 
+7               RUNNING           SchedMain 
+8               PENDING                     
+9             COMPLETED       SchedBackfill 
+10               FAILED           SchedMain 
+11            NODE_FAIL       SchedBackfill 
+12            CANCELLED                     
+12345678901+    TIMEOUT                     
+`},
+		{"flags, parsable2", SacctView{Parsable: true, Format: "jobid,flags,state"}, `
+JobID|Flags|State
+7|SchedMain|RUNNING
+8||PENDING
+9|SchedBackfill|COMPLETED
+10|SchedMain|FAILED
+11|SchedBackfill|NODE_FAIL
+12||CANCELLED
+123456789012345||TIMEOUT
+`},
+		{"flags cut to a width", SacctView{Format: "jobid%4,flags%6", NoHeader: true}, `
+   7 Sched+ 
+   8        
+   9 Sched+ 
+  10 Sched+ 
+  11 Sched+ 
+  12        
+123+        
 `},
 		{"unknown field", SacctView{Format: "jobid,maxrss"}, "error: invalid field requested: \"maxrss\" (sacct --helpformat lists the fields)"},
 		{"bad width", SacctView{Format: "jobid%x"}, "error: invalid width in --format field \"jobid%x\": write NAME%WIDTH or NAME%-WIDTH"},
@@ -447,6 +478,25 @@ func TestSacctPicksRowsByTheirOwnStateAndTimes(t *testing.T) {
 		if got = strings.TrimSpace(strings.ReplaceAll(got, "\n", " ")); err != nil || got != tc.want {
 			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, tc.want)
 		}
+	}
+}
+
+// Each attempt's row shows how that attempt was started; a requeued job
+// waiting for its next attempt shows nothing until it starts.
+func TestSacctFlagsPerAttempt(t *testing.T) {
+	jobs := requeuedJobs()
+	for i, by := range []string{"main", "backfill", "main"} {
+		jobs[0].Attempts[i].PlacedBy = by
+	}
+	jobs[1].Attempts[0].PlacedBy = "backfill"
+	clock := func(s string) *timestamppb.Timestamp { return at("2024-05-01T" + s) }
+	jobs = append(jobs, &phalanxv1.Job{Id: 22, Spec: jobs[0].Spec, State: "PENDING", Reason: "Requeued", Attempt: 1, SubmitTime: clock("11:00:00"),
+		Attempts: []*phalanxv1.Attempt{{Attempt: 0, StartTime: clock("11:00:00"), EndTime: clock("11:30:00"), State: "REQUEUED", PlacedBy: "backfill"}}})
+	got, err := FormatSacct(jobs, SacctView{Format: "JobID,Restarts,State,Flags", Parsable: true, NoHeader: true, Now: testNow})
+	want := "20|0|NODE_FAIL|SchedMain\n20|1|REQUEUED|SchedBackfill\n20|2|RUNNING|SchedMain\n21|0|COMPLETED|SchedBackfill\n" +
+		"22|0|REQUEUED|SchedBackfill\n22|1|PENDING|\n"
+	if err != nil || got != want {
+		t.Errorf("got:\n%s(%v)\nwant:\n%s", got, err, want)
 	}
 }
 

@@ -16,6 +16,7 @@ var sacctMore = []sacctField{
 	{"Cluster", 10, '+', func(_ *phalanxv1.Job, v *SacctView) string { return v.Cluster }},
 	{"Comment", 15, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.GetSpec().GetComment() }},
 	{"DerivedExitCode", 15, '+', func(j *phalanxv1.Job, _ *SacctView) string { return exitCode(j.ExitCode, j.ExitSignal) }},
+	{"Flags", 19, '+', func(j *phalanxv1.Job, _ *SacctView) string { return jobFlags(j) }},
 	{"Group", 9, '+', func(j *phalanxv1.Job, _ *SacctView) string { return groupName(j.GetSpec().GetGid()) }},
 	{"NTasks", 8, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(jobTaskCount(j)) }},
 	{"Planned", 10, 0, func(j *phalanxv1.Job, v *SacctView) string { return runTime(waited(j, v.Now)) }},
@@ -31,6 +32,25 @@ func init() {
 	slices.SortStableFunc(sacctFields, func(a, b sacctField) int {
 		return strings.Compare(strings.ToLower(a.name), strings.ToLower(b.name))
 	})
+}
+
+// schedFlags are Slurm's names of how a job was started, by the API's
+// placed_by. SchedSubmit (started by the attempt Slurm makes when a job is
+// submitted) never shows: Phalanx has no such attempt, its passes are
+// coalesced, and a job that starts at once starts in a pass like any other.
+var schedFlags = map[string]string{"main": "SchedMain", "backfill": "SchedBackfill"}
+
+// jobFlags is Flags: how the scheduler started the row's attempt,
+// SchedMain or SchedBackfill; empty for an attempt not started (a pending
+// job, one cancelled before it ran) or started by a version that did not
+// record it.
+func jobFlags(j *phalanxv1.Job) string {
+	for _, a := range j.Attempts {
+		if a.Attempt == j.Attempt {
+			return schedFlags[a.PlacedBy]
+		}
+	}
+	return ""
 }
 
 // waited is how long a job waited to start (Slurm's Planned): until it
