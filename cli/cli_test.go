@@ -254,9 +254,14 @@ func TestErrors(t *testing.T) {
 		{"scancel -s unknown", addr, []string{"phx", "scancel", "-s", "USR1", "999"}, "scancel: error: Kill job error on job id 999: Invalid job id specified"},
 		{"scancel nothing", addr, []string{"phx", "scancel"}, "scancel: error: No job identification provided"},
 		{"scontrol unknown", addr, []string{"phx", "scontrol", "show", "job", "999"}, "slurm_load_jobs error: Invalid job id specified"},
-		{"squeue bad state", addr, []string{"phx", "squeue", "-t", "XX"},
+		{"squeue bad state", addr, []string{"phx", "squeue", "-t", "XX"}, // Slurm 22.05's two lines, and an empty one
 			"squeue: error: Invalid job state specified: XX\nsqueue: error: Valid job states include: " +
-				"PENDING,CONFIGURING,RUNNING,COMPLETING,COMPLETED,FAILED,CANCELLED,TIMEOUT,NODE_FAIL,PREEMPTED,REQUEUED,DEADLINE"},
+				"PENDING,RUNNING,SUSPENDED,COMPLETED,CANCELLED,FAILED,TIMEOUT,NODE_FAIL,PREEMPTED,BOOT_FAIL,DEADLINE,OUT_OF_MEMORY," +
+				"COMPLETING,CONFIGURING,RESIZING,RESV_DEL_HOLD,REQUEUED,REQUEUE_FED,REQUEUE_HOLD,REVOKED,SIGNALING,SPECIAL_EXIT,STAGE_OUT,STOPPED\n"},
+		{"squeue all among states", addr, []string{"phx", "squeue", "-t", "PD,all"},
+			"squeue: error: Invalid job state specified: all\nsqueue: error: Valid job states include: " +
+				"PENDING,RUNNING,SUSPENDED,COMPLETED,CANCELLED,FAILED,TIMEOUT,NODE_FAIL,PREEMPTED,BOOT_FAIL,DEADLINE,OUT_OF_MEMORY," +
+				"COMPLETING,CONFIGURING,RESIZING,RESV_DEL_HOLD,REQUEUED,REQUEUE_FED,REQUEUE_HOLD,REVOKED,SIGNALING,SPECIAL_EXIT,STAGE_OUT,STOPPED\n"},
 		{"unknown command", addr, []string{"phx", "frob"}, `phx: error: unknown command "frob": run phx --help`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -58,6 +58,8 @@ func TestSqueueRequests(t *testing.T) {
 		{[]string{"-t", "PD,r"}, &phalanxv1.ListJobsRequest{States: []string{"PENDING", "RUNNING"}}},
 		{[]string{"--states=CD,running"}, &phalanxv1.ListJobsRequest{States: []string{"COMPLETED", "RUNNING"}, IncludeFinished: true}},
 		{[]string{"-t", "all"}, &phalanxv1.ListJobsRequest{IncludeFinished: true}},
+		// Slurm's states that no Phalanx job is in are taken, and select none.
+		{[]string{"-t", "suspended,BF,,cg"}, &phalanxv1.ListJobsRequest{States: []string{"SUSPENDED", "BOOT_FAIL", "COMPLETING"}}},
 		{[]string{"-j", "7,8"}, &phalanxv1.ListJobsRequest{JobIds: []uint64{7, 8}}},
 		{[]string{"--start", "-t", "all", "-u", "bob"}, &phalanxv1.ListJobsRequest{Users: []string{"bob"}, States: []string{"PENDING"}}},
 		{[]string{"-n", "train,eval", "--name=sweep"}, &phalanxv1.ListJobsRequest{Names: []string{"train", "eval", "sweep"}}},

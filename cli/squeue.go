@@ -110,33 +110,59 @@ func parseSqueue(args []string) (*squeueQuery, error) {
 	return q, nil
 }
 
-// invalidState is squeue's error for -t with a state it does not know:
-// Slurm's two lines.
-func invalidState(s string) error {
-	names := make([]string, len(cluster.AllJobStates))
-	for i, st := range cluster.AllJobStates {
-		names[i] = string(st)
-	}
-	return &rawError{msg: "squeue: error: Invalid job state specified: " + s +
-		"\nsqueue: error: Valid job states include: " + strings.Join(names, ",")}
+// slurmJobStates are the job states Slurm 22.05's squeue -t takes, by
+// name and code (any case), in the order its error lists them. A job of
+// Phalanx is in some of them only; the others select none.
+var slurmJobStates = []struct{ name, code string }{
+	{"PENDING", "PD"}, {"RUNNING", "R"}, {"SUSPENDED", "S"}, {"COMPLETED", "CD"},
+	{"CANCELLED", "CA"}, {"FAILED", "F"}, {"TIMEOUT", "TO"}, {"NODE_FAIL", "NF"},
+	{"PREEMPTED", "PR"}, {"BOOT_FAIL", "BF"}, {"DEADLINE", "DL"}, {"OUT_OF_MEMORY", "OOM"},
+	{"COMPLETING", "CG"}, {"CONFIGURING", "CF"}, {"RESIZING", "RS"}, {"RESV_DEL_HOLD", "RD"},
+	{"REQUEUED", "RQ"}, {"REQUEUE_FED", "RF"}, {"REQUEUE_HOLD", "RH"}, {"REVOKED", "RV"},
+	{"SIGNALING", "SI"}, {"SPECIAL_EXIT", "SE"}, {"STAGE_OUT", "SO"}, {"STOPPED", "ST"},
 }
 
-// setStates reads -t: state names or codes, or "all".
+// slurmJobState is the name of the state s names in slurmJobStates.
+func slurmJobState(s string) (string, bool) {
+	for _, st := range slurmJobStates {
+		if strings.EqualFold(s, st.name) || strings.EqualFold(s, st.code) {
+			return st.name, true
+		}
+	}
+	return "", false
+}
+
+// invalidState is squeue's error for -t with a state it does not know, as
+// Slurm's prints it: two lines and an empty one.
+func invalidState(s string) error {
+	names := make([]string, len(slurmJobStates))
+	for i, st := range slurmJobStates {
+		names[i] = st.name
+	}
+	return &rawError{msg: "squeue: error: Invalid job state specified: " + s +
+		"\nsqueue: error: Valid job states include: " + strings.Join(names, ",") + "\n"}
+}
+
+// setStates reads -t as Slurm's squeue does: "all", or state names or
+// codes separated by commas, taken as they are (" R" is no state).
 func (q *squeueQuery) setStates(list string) error {
 	q.req.States = nil
 	q.req.IncludeFinished = false
 	q.states = true
-	for _, s := range splitList(list) {
-		if strings.EqualFold(s, "all") {
-			q.req.States, q.req.IncludeFinished = nil, true
-			return nil
+	if strings.EqualFold(list, "all") {
+		q.req.IncludeFinished = true
+		return nil
+	}
+	for _, s := range strings.Split(list, ",") {
+		if s == "" {
+			continue
 		}
-		st, err := cluster.ParseJobState(s)
-		if err != nil {
+		name, ok := slurmJobState(s)
+		if !ok {
 			return invalidState(s)
 		}
-		q.req.States = append(q.req.States, string(st))
-		q.req.IncludeFinished = q.req.IncludeFinished || st.Terminal()
+		q.req.States = append(q.req.States, name)
+		q.req.IncludeFinished = q.req.IncludeFinished || cluster.JobState(name).Terminal()
 	}
 	return nil
 }
