@@ -101,15 +101,20 @@ func moreJobField(j *phalanxv1.Job, c byte, v SqueueView) (string, bool) {
 // Unknown), as Slurm's: when the job ended, or will by its limit once
 // started, or would if it started when expected.
 func endTime(j *phalanxv1.Job, loc *time.Location, none string) string {
+	return fmtTime(endAt(j), loc, none)
+}
+
+// endAt is endTime's time, nil for none.
+func endAt(j *phalanxv1.Job) *timestamppb.Timestamp {
 	start := j.StartTime
 	if j.State == string(cluster.JobPending) {
 		start = j.ExpectedStart
 	}
 	switch {
 	case j.EndTime != nil:
-		return fmtTime(j.EndTime, loc, none)
+		return j.EndTime
 	case start == nil || jobLimit(j) == 0:
-		return none
+		return nil
 	}
-	return fmtTime(timestamppb.New(start.AsTime().Add(jobLimit(j))), loc, none)
+	return timestamppb.New(start.AsTime().Add(jobLimit(j)))
 }

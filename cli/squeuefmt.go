@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/topology/hostlist"
@@ -194,13 +196,7 @@ func jobField(j *phalanxv1.Job, c byte, v SqueueView) string {
 		}
 		return "(" + reason(j) + ")"
 	case 'S': // as scontrol's StartTime (startTime), N/A for none
-		switch {
-		case j.State == string(cluster.JobPending):
-			return fmtTime(j.ExpectedStart, v.Loc, "N/A")
-		case j.StartTime == nil:
-			return fmtTime(j.EndTime, v.Loc, "N/A") // ended before it started
-		}
-		return fmtTime(j.StartTime, v.Loc, "N/A")
+		return fmtTime(shownStart(j), v.Loc, "N/A")
 	case 't':
 		return cluster.JobState(j.State).Short()
 	case 'T':
@@ -216,6 +212,18 @@ func jobField(j *phalanxv1.Job, c byte, v SqueueView) string {
 	}
 	out, _ := moreJobField(j, c, v)
 	return out
+}
+
+// shownStart is the start %S shows: a pending job's expected start, the
+// end of one that ended before it started.
+func shownStart(j *phalanxv1.Job) *timestamppb.Timestamp {
+	switch {
+	case j.State == string(cluster.JobPending):
+		return j.ExpectedStart
+	case j.StartTime == nil:
+		return j.EndTime
+	}
+	return j.StartTime
 }
 
 func reason(j *phalanxv1.Job) string {
