@@ -262,6 +262,7 @@ func TestErrors(t *testing.T) {
 			"squeue: error: Invalid job state specified: all\nsqueue: error: Valid job states include: " +
 				"PENDING,RUNNING,SUSPENDED,COMPLETED,CANCELLED,FAILED,TIMEOUT,NODE_FAIL,PREEMPTED,BOOT_FAIL,DEADLINE,OUT_OF_MEMORY," +
 				"COMPLETING,CONFIGURING,RESIZING,RESV_DEL_HOLD,REQUEUED,REQUEUE_FED,REQUEUE_HOLD,REVOKED,SIGNALING,SPECIAL_EXIT,STAGE_OUT,STOPPED\n"},
+		{"squeue bad sort", addr, []string{"phx", "squeue", "-S", "P,x"}, "squeue: error: Invalid sort specification: x"},
 		{"unknown command", addr, []string{"phx", "frob"}, `phx: error: unknown command "frob": run phx --help`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -41,7 +41,7 @@ func TestFormat(t *testing.T) {
 				}
 				return out
 			case "squeue-start":
-				out, err := FormatSqueue(StartOrder(in.jobs), SqueueView{Format: SqueueStartFormat, NoHeader: in.noHeader, Now: testNow, Loc: time.UTC})
+				out, err := FormatSqueue(pendingJobs(in.jobs), SqueueView{Format: SqueueStartFormat, Sort: squeueStartSort, NoHeader: in.noHeader, Now: testNow, Loc: time.UTC})
 				if err != nil {
 					return "error: " + err.Error() + "\n"
 				}
@@ -518,4 +518,15 @@ func TestAddControllerRequest(t *testing.T) {
 			t.Errorf("%q = %v, %v; want %v", tc.args, got, err, tc.want)
 		}
 	}
+}
+
+// pendingJobs is what squeue --start lists: the pending jobs.
+func pendingJobs(jobs []*phalanxv1.Job) []*phalanxv1.Job {
+	var out []*phalanxv1.Job
+	for _, j := range jobs {
+		if j.State == string(cluster.JobPending) {
+			out = append(out, j)
+		}
+	}
+	return out
 }

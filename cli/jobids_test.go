@@ -251,13 +251,13 @@ func TestShowAndListArrayTasks(t *testing.T) {
 	}
 	for args, want := range map[string]string{
 		"-j 20_3":           "20_3\n",
-		"-j 87_[1-2],20_5":  "20_5\n87_[1-2]\n", // pending tasks folded, as always
+		"-j 87_[1-2],20_5":  "87_[1-2]\n20_5\n", // pending tasks folded, as always; without start or priority, newest first (squeue's order)
 		"-j 87_0,30 -t all": "30\n87_0\n",
-		"-j 87_3":           "87_3\n", // a pending task named alone, as Slurm's
-		"-r -j 87":          "87_0\n87_1\n87_2\n87_3\n87_4\n87_5\n",
-		"-j 40":             "", // ended: listed only with -t, as by Slurm's squeue
+		"-j 87_3":           "87_3\n",                               // a pending task named alone, as Slurm's
+		"-r -j 87":          "87_1\n87_2\n87_3\n87_4\n87_5\n87_0\n", // PD before R
+		"-j 40":             "",                                     // ended: listed only with -t, as by Slurm's squeue
 		"-j 40_1,30":        "30\n",
-		"-j 40 -t all":      "40_0\n40_1\n",
+		"-j 40 -t all":      "40_1\n40_0\n",
 	} {
 		code, stdout, stderr := runOut(t, addr, append([]string{"squeue", "-h", "-o", "%i"}, strings.Fields(args)...)...)
 		if code != 0 || stdout != want {

@@ -26,6 +26,7 @@ var squeueOptions = []getopt.Option{
 	{Long: "name", Short: 'n', HasArg: true, Usage: "comma-separated job names"},
 	{Long: "noheader", Short: 'h', Usage: "no header line"},
 	{Long: "partition", Short: 'p', HasArg: true, Usage: "comma-separated partitions"},
+	{Long: "sort", Short: 'S', HasArg: true, Usage: "order by format letters, \"-\" for descending, e.g. \"-t,u\" (default \"P,t,-p\")"},
 	{Long: "start", Usage: "pending jobs with their expected start times, soonest first"},
 	{Long: "states", Short: 't', HasArg: true, Usage: "comma-separated states (PD,R,... or PENDING,...; all)"},
 	{Long: "user", Short: 'u', HasArg: true, Usage: "comma-separated user names"},
@@ -40,6 +41,7 @@ type squeueQuery struct {
 	req   *phalanxv1.ListJobsRequest
 	refs  []jobRef // -j: the jobs, arrays and tasks to list
 	view  SqueueView
+	notes []string // what Slurm's squeue says of -S on stderr (see parseSqueueSort)
 	me    bool
 	help  bool
 	start bool
@@ -87,6 +89,11 @@ func parseSqueue(args []string) (*squeueQuery, error) {
 			q.view.NoHeader = true
 		case "partition":
 			q.req.Partitions = splitList(v.Value)
+		case "sort":
+			if q.notes, err = checkSqueueSort(v.Value); err != nil {
+				return nil, err
+			}
+			q.view.Sort = orDefault(v.Value, ",") // -S "": no field, not the default
 		case "start":
 			q.start = true
 		case "states":
@@ -103,6 +110,7 @@ func parseSqueue(args []string) (*squeueQuery, error) {
 	if q.start { // as Slurm: pending jobs only, in their own columns
 		q.req.States, q.req.IncludeFinished, q.states = []string{string(cluster.JobPending)}, false, true
 		q.view.Format = orDefault(q.view.Format, SqueueStartFormat)
+		q.view.Sort = orDefault(q.view.Sort, squeueStartSort)
 	}
 	if q.view.Long { // -l's columns, unless -O or --start gave others; the date line either way
 		q.view.Format = orDefault(q.view.Format, SqueueLongFormat)
@@ -176,6 +184,9 @@ func (k *commands) runSqueue(c *ucli.Context, args []string) error {
 		fmt.Fprintf(k.sys.Stdout, "Usage: squeue [OPTIONS]\n\n%s", getopt.Usage(squeueOptions))
 		return nil
 	}
+	for _, n := range q.notes {
+		fmt.Fprintln(k.sys.Stderr, n)
+	}
 	if q.me {
 		u, err := k.sys.CurrentUser()
 		if err != nil {
@@ -222,9 +233,9 @@ func (k *commands) runSqueue(c *ucli.Context, args []string) error {
 	if !q.states { // as Slurm's: -j shows only jobs in the queue unless -t says
 		jobs = slices.DeleteFunc(jobs, func(j *phalanxv1.Job) bool { return !inQueue(j) })
 	}
-	sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].Id < jobs[b].Id })
+	sort.Slice(jobs, func(a, b int) bool { return jobs[a].Id < jobs[b].Id }) // the order squeue's sort starts from
 	if q.start {
-		jobs = StartOrder(jobs)
+		jobs = slices.DeleteFunc(jobs, func(j *phalanxv1.Job) bool { return j.State != string(cluster.JobPending) })
 	}
 	q.view.Now, q.view.Loc = k.sys.Now(), time.Local
 	out, err := FormatSqueue(jobs, q.view)

@@ -16,11 +16,13 @@ type squeueRow struct {
 	reason          string // "": the job's own
 }
 
-// arrayRows folds the pending tasks of each job array into the row of the
-// first, as Slurm's squeue does unless -r (v.Array) asks for a row each, and
-// names every row (see squeueRow). Slurm keeps an array's pending tasks in
-// one record, the array's, so a folded row's %A is the array's ID, and
-// so is a pending task's with -r; a started task has its own.
+// arrayRecords makes squeue's records of jobs (see squeueRec) and names
+// their rows (see squeueRow): it folds the pending tasks of each job array
+// into the row of the first, as Slurm's squeue does unless -r (v.Array)
+// asks for a row each; either way they are one record, as Slurm keeps an
+// array's pending tasks in one, the array's. So a folded row's %A is the
+// array's ID, and so is a pending task's with -r; a started task has its
+// own.
 //
 //	42            a job that is not a task
 //	40_3          a task that runs, or pending with -r
@@ -33,37 +35,60 @@ type squeueRow struct {
 // reasons joined by commas ("Resources,JobHeldAdmin") and, the record
 // rebuilt from its indices, no throttle; nor has a row of tasks that -j
 // names one by one (v.TaskNamed), and one such task is shown alone.
-func arrayRows(jobs []*phalanxv1.Job, v SqueueView) ([]*phalanxv1.Job, map[*phalanxv1.Job]squeueRow) {
+// Records come in the order of jobs, an array's pending tasks at the first.
+func arrayRecords(jobs []*phalanxv1.Job, v SqueueView) ([]*squeueRec, map[*phalanxv1.Job]squeueRow) {
 	names := make(map[*phalanxv1.Job]squeueRow, len(jobs))
 	pending := map[uint64][]*phalanxv1.Job{} // by array: its pending tasks
-	var rows []*phalanxv1.Job
+	folded := map[uint64]*squeueRec{}        // by array: its pending tasks' record
+	var recs []*squeueRec
 	for _, j := range jobs {
 		a := j.ArrayTask
 		switch {
 		case a == nil:
 			id := fmt.Sprint(j.Id)
 			names[j] = squeueRow{id: id, task: "N/A", jobID: id}
-		case j.State == string(cluster.JobPending) && !v.Array:
+			recs = append(recs, &squeueRec{rows: []*phalanxv1.Job{j}, base: j.Id, task: noTask})
+		case j.State == string(cluster.JobPending):
 			pending[a.ArrayJobId] = append(pending[a.ArrayJobId], j)
-			if len(pending[a.ArrayJobId]) > 1 {
-				continue // folded into the first's row
+			if v.Array {
+				names[j] = squeueRow{id: fmt.Sprintf("%d_%d", a.ArrayJobId, a.TaskId), task: fmt.Sprint(a.TaskId), jobID: fmt.Sprint(a.ArrayJobId)}
 			}
+			if r := folded[a.ArrayJobId]; r != nil {
+				if v.Array {
+					r.rows = append(r.rows, j)
+				}
+				continue
+			}
+			folded[a.ArrayJobId] = &squeueRec{rows: []*phalanxv1.Job{j}, base: a.ArrayJobId}
+			recs = append(recs, folded[a.ArrayJobId])
 		default:
-			jobID := j.Id
-			if j.State == string(cluster.JobPending) {
-				jobID = a.ArrayJobId
-			}
-			names[j] = squeueRow{id: fmt.Sprintf("%d_%d", a.ArrayJobId, a.TaskId), task: fmt.Sprint(a.TaskId), jobID: fmt.Sprint(jobID)}
+			names[j] = squeueRow{id: fmt.Sprintf("%d_%d", a.ArrayJobId, a.TaskId), task: fmt.Sprint(a.TaskId), jobID: fmt.Sprint(j.Id)}
+			recs = append(recs, &squeueRec{rows: []*phalanxv1.Job{j}, base: a.ArrayJobId, task: int64(a.TaskId)})
 		}
-		rows = append(rows, j)
 	}
 	for base, tasks := range pending {
-		names[tasks[0]] = foldedRow(base, tasks, v.TaskNamed[base])
+		r := folded[base]
+		r.task = noTask
+		if len(tasks) == 1 {
+			r.task = int64(tasks[0].ArrayTask.TaskId)
+		}
+		if !v.Array {
+			names[tasks[0]] = foldedRow(base, tasks, v.TaskNamed[base])
+		}
 	}
-	return rows, names
+	return recs, names
 }
 
-// foldedRow names the row of an array's pending tasks (see arrayRows).
+// rowsOf is the rows of recs, in their order.
+func rowsOf(recs []*squeueRec) []*phalanxv1.Job {
+	var rows []*phalanxv1.Job
+	for _, r := range recs {
+		rows = append(rows, r.rows...)
+	}
+	return rows
+}
+
+// foldedRow names the row of an array's pending tasks (see arrayRecords).
 func foldedRow(base uint64, tasks []*phalanxv1.Job, taskNamed bool) squeueRow {
 	var idx []int
 	var reasons []string

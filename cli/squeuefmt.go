@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -91,18 +90,19 @@ var squeueHeaders = map[byte]string{
 	't': "ST", 'T': "STATE", 'u': "USER", 'V': "SUBMIT_TIME", 'Y': "SCHEDNODES", 'Z': "WORK_DIR",
 }
 
-// SqueueView says how squeue prints: the -o format, whether to print the
-// header (and, with -l, the date line before it, as Slurm's squeue does
-// whatever the format), the time elapsed times are measured to and the
-// zone for dates.
+// SqueueView says how squeue prints: the -o format, the -S order, whether
+// to print the header (and, with -l, the date line before it, as Slurm's
+// squeue does whatever the format), the time elapsed times are measured to
+// and the zone for dates.
 type SqueueView struct {
 	Format    string // empty: SqueueDefaultFormat
+	Sort      string // -S, Slurm's fields (see squeuesort.go); empty: "P,t,-p"
 	NoHeader  bool
 	Long      bool // -l
 	Now       time.Time
 	Loc       *time.Location
 	Array     bool            // -r: a row for each pending task of an array
-	TaskNamed map[uint64]bool // arrays -j names by their tasks alone (see arrayRows)
+	TaskNamed map[uint64]bool // arrays -j names by their tasks alone (see arrayRecords)
 }
 
 // FormatSqueue prints jobs as squeue does.
@@ -112,6 +112,10 @@ func FormatSqueue(jobs []*phalanxv1.Job, v SqueueView) (string, error) {
 		format = SqueueDefaultFormat
 	}
 	fields, err := parseFormat(format, func(c byte) bool { _, ok := squeueHeaders[c]; return ok })
+	if err != nil {
+		return "", err
+	}
+	keys, _, err := parseSqueueSort(orDefault(v.Sort, squeueDefaultSort))
 	if err != nil {
 		return "", err
 	}
@@ -126,8 +130,9 @@ func FormatSqueue(jobs []*phalanxv1.Job, v SqueueView) (string, error) {
 		// As Slurm's squeue, the headers of these wide fields are not cut.
 		render(&b, fields, func(c byte) string { return squeueHeaders[c] }, func(c byte) bool { return strings.IndexByte("RNY", c) >= 0 })
 	}
-	rows, names := arrayRows(jobs, v)
-	for _, j := range rows {
+	recs, names := arrayRecords(jobs, v)
+	sortRecords(recs, keys, v.Now)
+	for _, j := range rowsOf(recs) {
 		row := names[j]
 		render(&b, fields, func(c byte) string {
 			switch {
@@ -166,7 +171,7 @@ func jobField(j *phalanxv1.Job, c byte, v SqueueView) string {
 	case 'y':
 		return fmt.Sprint(s.GetNice())
 	case 'i', 'A':
-		return fmt.Sprint(j.Id) // arrays: see arrayRows
+		return fmt.Sprint(j.Id) // arrays: see arrayRecords
 	case 'F':
 		if j.ArrayTask != nil {
 			return fmt.Sprint(j.ArrayTask.ArrayJobId)
@@ -285,28 +290,6 @@ func tresPerNode(s *phalanxv1.JobSpec) string {
 		return fmt.Sprintf("gres/gpu:%s:%d", s.GpuType, s.GpusPerNode)
 	}
 	return fmt.Sprintf("gres/gpu:%d", s.GpusPerNode)
-}
-
-// StartOrder is the order of squeue --start: pending jobs only, by
-// expected start time (jobs without one last), then by ID.
-func StartOrder(jobs []*phalanxv1.Job) []*phalanxv1.Job {
-	var out []*phalanxv1.Job
-	for _, j := range jobs {
-		if j.State == string(cluster.JobPending) {
-			out = append(out, j)
-		}
-	}
-	sort.SliceStable(out, func(a, b int) bool {
-		x, y := out[a].ExpectedStart, out[b].ExpectedStart
-		switch {
-		case x == nil || y == nil:
-			return x != nil && y == nil
-		case !x.AsTime().Equal(y.AsTime()):
-			return x.AsTime().Before(y.AsTime())
-		}
-		return out[a].Id < out[b].Id
-	})
-	return out
 }
 
 // reasonShown reports whether squeue's NODELIST(REASON) shows a job in
