@@ -171,3 +171,24 @@ func TestParseSqueueSort(t *testing.T) {
 		}
 	}
 }
+
+// squeue -S prints Slurm's note for b on stderr and lists the jobs; a
+// letter it does not sort by is its error, after the notes, and nothing is
+// listed.
+func TestSqueueSortNotesThroughPhx(t *testing.T) {
+	_, addr := startFake(t)
+	for _, tc := range []struct {
+		args           []string
+		code           int
+		header, stderr string
+	}{
+		{[]string{"-S", "b,-i"}, 0, "JOBID\n", "squeue: Invalid sort specification: b\n"},
+		{[]string{"-S", "X,b"}, 1, "", "squeue: Invalid sort specification: b\nsqueue: error: Invalid sort specification: X\n"},
+		{[]string{"--sort=u"}, 0, "JOBID\n", ""},
+	} {
+		code, stdout, stderr := runOut(t, addr, append([]string{"squeue", "-o", "%i"}, tc.args...)...)
+		if code != tc.code || !strings.HasPrefix(stdout, tc.header) || (tc.header == "") != (stdout == "") || stderr != tc.stderr {
+			t.Errorf("squeue %q: code %d, stdout %q, stderr %q; want %d, %q..., %q", tc.args, code, stdout, stderr, tc.code, tc.header, tc.stderr)
+		}
+	}
+}
