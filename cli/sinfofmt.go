@@ -10,19 +10,23 @@ import (
 	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
-// sinfo's layouts, in -O syntax (sinfo -O takes them as they are). The
-// default is Slurm's "%9P %.5a %.10l %.6D %.6t %N" plus the GPUs free and
-// total of the row's nodes, last so that Slurm's columns keep their
-// positions. -N's is Phalanx's own (node, partition, state, CPUs, memory,
-// GPUs). -l's are Slurm's, "%9P %.5a %.10l %.10s %.4r %.8h %.10g %.6D
-// %.11T %N" and, with -N, "%N %.6D %.9P %.11T %.4c %.8z %.6m %.8d %.6w
-// %.8f %20E" (memory 8 wide, so that a node's MB are not cut), GPU
-// columns last; -R's are Slurm's.
+// sinfo's layouts, in -O syntax (sinfo -O takes them as they are):
+// Slurm 22.05's, column for column, so that scripts splitting sinfo's
+// lines find what Slurm's give them ($NF the node list). The default is
+// "%9P %.5a %.10l %.6D %.6t %N"; -N's "%N %.6D %P %6t"; -l's "%9P %.5a
+// %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N" and, with -N, "%N %.6D %.9P
+// %.11T %.4c %.8z %.6m %.8d %.6w %.8f %20E" (memory 8 wide, so that a
+// node's MB are not cut); -R's are Slurm's. Phalanx's GPU columns are
+// asked for with -O (GPUsFreeTotal, GPUs, GPUsFree, GPUModel), as Slurm's
+// own extra fields are.
 const (
-	SinfoDefaultFormat     = "Partition:9 ,Available:.5 ,Time:.10 ,Nodes:.6 ,StateCompact:.6 ,NodeList: ,GPUsFreeTotal:"
-	SinfoLongFormat        = "Partition:9 ,Available:.5 ,Time:.10 ,Size:.10 ,Root:.4 ,OverSubscribe:.8 ,Groups:.10 ,Nodes:.6 ,StateLong:.11 ,NodeList: ,GPUsFreeTotal:"
-	SinfoNodeFormat        = "NodeList:10 ,Nodes:.5 ,Partition:9 ,StateCompact:6 ,CPUs:.4 ,Memory:.8 ,GPUs:.4 ,GPUsFree:.9 ,GPUModel:"
-	SinfoNodeLongFormat    = "NodeList:10 ,Nodes:.6 ,Partition:9 ,StateLong:.11 ,CPUs:.4 ,SocketCoreThread:.8 ,Memory:.8 ,Disk:.8 ,Weight:.6 ,Features:.8 ,Reason:20 ,GPUs:.4 ,GPUsFree:.9 ,GPUModel:"
+	SinfoDefaultFormat  = "Partition:9 ,Available:.5 ,Time:.10 ,Nodes:.6 ,StateCompact:.6 ,NodeList:"
+	SinfoLongFormat     = "Partition:9 ,Available:.5 ,Time:.10 ,Size:.10 ,Root:.4 ,OverSubscribe:.8 ,Groups:.10 ,Nodes:.6 ,StateLong:.11 ,NodeList:"
+	SinfoNodeFormat     = "NodeList:10 ,Nodes:.5 ,Partition:9 ,StateCompact:6"
+	SinfoNodeLongFormat = "NodeList:10 ,Nodes:.6 ,Partition:9 ,StateLong:.11 ,CPUs:.4 ,SocketCoreThread:.8 ,Memory:.8 ,Disk:.8 ,Weight:.6 ,Features:.8 ,Reason:20"
+	// SinfoGPUFormat: a row per node with its GPUs, total and free, and
+	// their model (sinfo -N -O "...").
+	SinfoGPUFormat         = "NodeList:10 ,Partition:9 ,StateCompact:6 ,GPUs:.4 ,GPUsFree:.9 ,GPUModel:"
 	SinfoReasonsFormat     = "Reason:20 ,User:9 ,TimeStamp:19 ,NodeList:"
 	SinfoReasonsLongFormat = "Reason:20 ,UserLong:12 ,TimeStamp:19 ,StateCompact:6 ,NodeList:"
 )
