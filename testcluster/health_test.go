@@ -82,7 +82,7 @@ func TestLinkDownDrainsNode(t *testing.T) {
 		if out := phx("sinfo", "-R", "-h"); out != "" {
 			return fmt.Errorf("sinfo -R after link-up: %q", out)
 		}
-		if out := phx("sinfo", "-N", "-h"); strings.Count(out, " idle ") != 2 {
+		if out := phx("sinfo", "-N", "-h", "-o", "%t"); out != "idle\nidle\n" {
 			return fmt.Errorf("sinfo -N after link-up: %q", out)
 		}
 		return nil
@@ -102,7 +102,7 @@ func TestGPUFaultDrainsNode(t *testing.T) {
 		if out := phx("sinfo", "-R", "-h"); out != "" {
 			return fmt.Errorf("sinfo -R: %q", out)
 		}
-		if out := phx("sinfo", "-N", "-h"); strings.Count(out, " idle ") != 2 {
+		if out := phx("sinfo", "-N", "-h", "-o", "%t"); out != "idle\nidle\n" {
 			return fmt.Errorf("sinfo -N: %q", out)
 		}
 		return nil
