@@ -12,11 +12,10 @@ import (
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cli/getopt"
-	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
 var sacctOptions = []getopt.Option{
-	{Long: "allocations", Short: 'X', Usage: "accepted for Slurm's scripts: phx records no job steps, so each job is one line anyway"},
+	{Long: "allocations", Short: 'X', Usage: "jobs only, not their steps: phx records no steps, so this is what it lists anyway; -j ID.STEP names the job"},
 	{Long: "allusers", Short: 'a', Usage: "every user's jobs"},
 	{Long: "brief", Short: 'b', Usage: "only JobID, State and ExitCode"},
 	{Long: "delimiter", HasArg: true, Usage: "field separator of -p and -P (default |)"},
@@ -24,14 +23,14 @@ var sacctOptions = []getopt.Option{
 	{Long: "format", Short: 'o', HasArg: true, Usage: "comma-separated fields, each with an optional %WIDTH (%-WIDTH: left-aligned)"},
 	{Long: "help", Short: 'h', Usage: "show this help"},
 	{Long: "helpformat", Short: 'e', Usage: "list the fields of --format"},
-	{Long: "jobs", Short: 'j', HasArg: true, Usage: "comma-separated job IDs: JOBID, ARRAYID_TASKID, ARRAYID_[LIST]"},
+	{Long: "jobs", Short: 'j', HasArg: true, Usage: "comma-separated job IDs: JOBID, ARRAYID_TASKID, ARRAYID_[LIST], each perhaps .STEP"},
 	{Long: "name", HasArg: true, Usage: "comma-separated job names"},
 	{Long: "noheader", Short: 'n', Usage: "no header lines"},
 	{Long: "parsable", Short: 'p', Usage: "fields separated by |, with a | at the end"},
 	{Long: "parsable2", Short: 'P', Usage: "fields separated by |, without one at the end"},
 	{Long: "partition", Short: 'r', HasArg: true, Usage: "comma-separated partitions"},
 	{Long: "starttime", Short: 'S', HasArg: true, Usage: "jobs not ended before this time (default midnight today; with -s: now; with -j: any time)"},
-	{Long: "state", Short: 's', HasArg: true, Usage: "comma-separated states the jobs were in during the window (CD,F,CA,TO,NF,PR,PD,R or long names)"},
+	{Long: "state", Short: 's', HasArg: true, Usage: "comma-separated states the jobs were in during the window (CD,F,CA,TO,NF,PR,RQ,DL,PD,R or long names)"},
 	{Long: "uid", HasArg: true, Usage: "the same as --user"},
 	{Long: "user", Short: 'u', HasArg: true, Usage: "comma-separated user names or UIDs (default: yours; root: everyone's)"},
 }
@@ -48,30 +47,23 @@ func (k *commands) sacct() *ucli.Command {
 
 // sacctQuery is a parsed sacct command line: the request, which selects
 // jobs by user, partition, name, ID and time window; the jobs, arrays and
-// tasks -j names; and the view, whose Select picks the rows (attempts) by
-// state and window as Slurm picks its records.
+// tasks -j names (steps: those named JOBID.STEP); and the view, whose
+// Select picks the rows (attempts) by state and window as Slurm picks its
+// records.
 type sacctQuery struct {
 	req                          *phalanxv1.ListJobsRequest
 	refs                         []jobRef
+	steps                        []bool // refs[i] named a step
 	view                         SacctView
 	all, brief, help, helpFormat bool
+	allocations                  bool
 	starttime, endtime           string
-}
-
-// slurmStateCodes are the job state codes of Slurm that Phalanx never
-// reaches; sacct -s accepts them (and finds no job in them).
-var slurmStateCodes = map[string]string{
-	"BF": "BOOT_FAIL", "OOM": "OUT_OF_MEMORY", "RS": "RESIZING", "RV": "REVOKED",
-	"S": "SUSPENDED", "SE": "SPECIAL_EXIT",
 }
 
 func parseSacct(args []string, envFormat string) (*sacctQuery, error) {
 	vals, operands, err := getopt.Parse(sacctOptions, args, getopt.Permute)
 	if err != nil {
-		return nil, err
-	}
-	if len(operands) > 0 {
-		return nil, fmt.Errorf("unexpected argument %q: name jobs with -j", operands[0])
+		return nil, &rawError{msg: "sacct: " + err.Error()} // glibc's words, as Slurm's sacct prints them
 	}
 	q := &sacctQuery{req: &phalanxv1.ListJobsRequest{History: true}}
 	for _, v := range vals {
@@ -83,11 +75,16 @@ func parseSacct(args []string, envFormat string) (*sacctQuery, error) {
 		q.view.Format = strings.TrimPrefix(q.view.Format+",JobID,State,ExitCode", ",")
 	}
 	q.view.Format = orDefault(q.view.Format, envFormat)
+	if len(operands) > 0 {
+		return nil, &rawError{msg: "sacct: error: Unknown arguments:\nsacct: error:  " + strings.Join(operands, "\nsacct: error:  ")}
+	}
 	return q, nil
 }
 
 func (q *sacctQuery) set(v getopt.Value) (err error) {
 	switch v.Name {
+	case "allocations":
+		q.allocations = true
 	case "allusers":
 		q.all = true
 	case "brief":
@@ -102,10 +99,8 @@ func (q *sacctQuery) set(v getopt.Value) (err error) {
 		q.help = true
 	case "helpformat":
 		q.helpFormat = true
-	case "jobs": // the server is asked for the arrays of the tasks named
-		if q.refs, err = parseJobRefs(v.Value); err == nil {
-			q.req.JobIds = refIDs(q.refs)
-		}
+	case "jobs":
+		err = q.addJobs(v.Value)
 	case "name":
 		q.req.Names = append(q.req.Names, splitList(v.Value)...)
 	case "noheader":
@@ -127,20 +122,63 @@ func (q *sacctQuery) set(v getopt.Value) (err error) {
 	return err
 }
 
-// addStates reads -s: Slurm's state names and codes, in any case. The
-// rows are picked by state here (SacctSelect), not by the server, which
-// picks whole jobs: a job's earlier attempts have states of their own.
+// addJobs reads -j: JOBID, ARRAYID_TASKID or ARRAYID_[LIST], each perhaps
+// with a step (.batch, .extern, .interactive or a number), which names the
+// job under -X and nothing else, phx recording no steps. The server is
+// asked for the jobs and arrays; the tasks are picked here.
+func (q *sacctQuery) addJobs(list string) error {
+	for _, s := range splitJobList(list) {
+		job, step, hasStep := strings.Cut(s, ".")
+		r, err := parseJobRef(job)
+		if err != nil || hasStep && !validStep(step) {
+			return &rawError{msg: "sacct: fatal: Bad job/step specified: " + s}
+		}
+		q.refs, q.steps = append(q.refs, r), append(q.steps, hasStep)
+	}
+	q.req.JobIds = refIDs(q.refs)
+	return nil
+}
+
+// validStep reports whether s names a step as Slurm's sacct -j takes it.
+func validStep(s string) bool {
+	if s == "batch" || s == "extern" || s == "interactive" {
+		return true
+	}
+	_, err := strconv.ParseUint(s, 10, 32)
+	return err == nil
+}
+
+// named keeps the jobs -j names: every job without -j; under -X the job
+// of a step named too, else nothing for it.
+func (q *sacctQuery) named(jobs []*phalanxv1.Job) []*phalanxv1.Job {
+	if len(q.refs) == 0 {
+		return jobs
+	}
+	var refs []jobRef
+	for i, r := range q.refs {
+		if !q.steps[i] || q.allocations {
+			refs = append(refs, r)
+		}
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	return namedBy(refs, jobs)
+}
+
+// addStates reads -s as Slurm's sacct does (sacctstates.go). The rows are
+// picked by state here (SacctSelect), not by the server, which picks
+// whole jobs: a job's earlier attempts have states of their own.
 func (q *sacctQuery) addStates(list string) error {
-	for _, s := range splitList(list) {
-		if name, ok := slurmStateCodes[strings.ToUpper(s)]; ok {
-			q.view.Select.States = append(q.view.Select.States, name)
+	for _, s := range strings.Split(list, ",") {
+		if s == "" {
 			continue
 		}
-		st, err := cluster.ParseJobState(s)
+		name, err := parseSacctState(s)
 		if err != nil {
 			return err
 		}
-		q.view.Select.States = append(q.view.Select.States, string(st))
+		q.view.Select.States = append(q.view.Select.States, name)
 	}
 	return nil
 }
@@ -201,7 +239,8 @@ func (q *sacctQuery) resolve(now time.Time, loc *time.Location, current func() (
 		return err
 	}
 	if end.Before(start) {
-		return fmt.Errorf("the end time %s is before the start time %s", end.In(loc).Format(timeLayout), start.In(loc).Format(timeLayout))
+		return &rawError{msg: fmt.Sprintf("sacct: error: Start time (%s) requested is after end time (%s).",
+			start.In(loc).Format(timeLayout), end.In(loc).Format(timeLayout))}
 	}
 	if !start.IsZero() {
 		q.req.WindowStart = timestamppb.New(start)
@@ -269,7 +308,7 @@ func (k *commands) runSacct(c *ucli.Context, args []string) error {
 		return err
 	}
 	q.view.Now, q.view.Loc, q.view.Cluster = now, time.Local, clusterName
-	out, err := FormatSacct(namedBy(q.refs, jobs), q.view)
+	out, err := FormatSacct(q.named(jobs), q.view)
 	if err != nil {
 		return err
 	}

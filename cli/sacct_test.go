@@ -222,8 +222,9 @@ func TestParseSacct(t *testing.T) {
 		args []string
 		want SacctSelect
 	}{
-		{[]string{"-s", "CD,f,timeout,bf,rq,NF"}, SacctSelect{States: []string{"COMPLETED", "FAILED", "TIMEOUT", "BOOT_FAIL", "REQUEUED", "NODE_FAIL"}, Start: testNow, End: testNow}},
+		{[]string{"-s", "CD,f,timeout,bf,rq,NF,oom,Deadline,s"}, SacctSelect{States: []string{"COMPLETED", "FAILED", "TIMEOUT", "BOOT_FAIL", "REQUEUED", "NODE_FAIL", "OUT_OF_MEMORY", "DEADLINE", "SUSPENDED"}, Start: testNow, End: testNow}},
 		{[]string{"-s", "R", "-S", "2024-04-30T10:00", "-E", "2024-04-30T11:00"}, SacctSelect{States: []string{"RUNNING"}, Start: at("2024-04-30T10:00:00").AsTime(), End: at("2024-04-30T11:00:00").AsTime()}},
+		{[]string{"-s", "CA,,F", "-j", "7"}, SacctSelect{States: []string{"CANCELLED", "FAILED"}, End: testNow}},
 	} {
 		q, err := parseSacct(tc.args, "")
 		if err == nil {
@@ -282,17 +283,25 @@ func TestSacctErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"sacct", "--bogus"}, "sacct: error: unrecognized option '--bogus'"},
-		{[]string{"sacct", "-s", "XX"}, `sacct: error: unknown job state "XX" (use PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL, ... or PD, R, CD, F, CA, TO, NF)`},
+		// Slurm 22.05's sacct's words and exit status, checked live.
+		{[]string{"sacct", "--bogus"}, "sacct: unrecognized option '--bogus'"},
+		{[]string{"sacct", "-jx", "-Z"}, "sacct: invalid option -- 'Z'"},
+		{[]string{"sacct", "-s", "XX"}, "sacct: fatal: unrecognized job state value 'XX'"},
+		{[]string{"sacct", "-s", "CD, F"}, "sacct: fatal: unrecognized job state value ' F'"},
+		{[]string{"sacct", "-s", "all"}, "sacct: fatal: unrecognized job state value 'all'"},
+		{[]string{"sacct", "-s", "cd,CG"}, "sacct: fatal: job state CG is not supported / accounted"},
+		{[]string{"sacct", "-s", "configuring"}, "sacct: fatal: job state configuring is not supported / accounted"},
+		{[]string{"sacct", "-s", "SE"}, "sacct: fatal: job state SE is not supported / accounted"},
 		{[]string{"sacct", "-S", "yesterday"}, `sacct: error: --starttime=yesterday: invalid time "yesterday": ` + errSlurmTime.Error()},
 		{[]string{"sacct", "-E", "2024-13-01"}, `sacct: error: --endtime=2024-13-01: invalid time "2024-13-01": no such date or time of day`},
-		{[]string{"sacct", "-S", "2024-05-02", "-E", "05/01"}, "sacct: error: the end time 2024-05-01T00:00:00 is before the start time 2024-05-02T00:00:00"},
+		{[]string{"sacct", "-S", "2024-05-02", "-E", "05/01"}, "sacct: error: Start time (2024-05-02T00:00:00) requested is after end time (2024-05-01T00:00:00)."},
 		{[]string{"sacct", "-o", "jobid,maxrss"}, `sacct: error: invalid field requested: "maxrss" (sacct --helpformat lists the fields)`},
-		{[]string{"sacct", "-j", "x"}, `sacct: error: invalid job id "x"`},
-		{[]string{"sacct", "-j", "_7"}, `sacct: error: invalid job id "_7"`},
+		{[]string{"sacct", "-j", "x"}, "sacct: fatal: Bad job/step specified: x"},
+		{[]string{"sacct", "-j", "_7"}, "sacct: fatal: Bad job/step specified: _7"},
+		{[]string{"sacct", "-j", "7.foo"}, "sacct: fatal: Bad job/step specified: 7.foo"},
 		{[]string{"sacct", "-u", "nosuchuser"}, "sacct: error: Invalid user id: nosuchuser"},
 		{[]string{"sacct", "--uid=bob,nosuchuser"}, "sacct: error: Invalid user id: nosuchuser"},
-		{[]string{"sacct", "7"}, `sacct: error: unexpected argument "7": name jobs with -j`},
+		{[]string{"sacct", "7", "-X", "8"}, "sacct: error: Unknown arguments:\nsacct: error:  7\nsacct: error:  8"},
 	} {
 		code, stdout, stderr := runOut(t, addr, tc.args...)
 		if code != 1 || stdout != "" || stderr != tc.want+"\n" {
@@ -562,5 +571,25 @@ job id=50 name=b user=u part=gpu state=PENDING submit=-1h
 	got, err := FormatSacct(jobs, SacctView{Parsable: true, NoHeader: true, Format: "JobID,State", Now: testNow})
 	if want := "40_0|RUNNING\n40_[2-3,5%2]|PENDING\n50|PENDING\n"; err != nil || got != want {
 		t.Errorf("got %q (%v); want %q", got, err, want)
+	}
+}
+
+// -j ID.STEP names a step: phx records none, so it names the job's row
+// under -X (as Slurm's sacct -X shows the job of a step named) and
+// nothing without.
+func TestSacctJobSteps(t *testing.T) {
+	addr := serveFake(t, &pagedFake{jobs: []*phalanxv1.Job{
+		{Id: 7, State: "COMPLETED", SubmitTime: at("2024-05-01T11:00:00"), Spec: &phalanxv1.JobSpec{User: "alice"}},
+		{Id: 8, State: "COMPLETED", SubmitTime: at("2024-05-01T11:00:00"), Spec: &phalanxv1.JobSpec{User: "alice"}}}})
+	for args, want := range map[string]string{
+		"-X -j 7.batch":      "7\n",
+		"-j 7.batch":         "",
+		"-j 7.0,8":           "8\n",
+		"-X -j 7.extern,8.3": "7\n8\n",
+	} {
+		code, stdout, stderr := runOut(t, addr, append([]string{"sacct", "-n", "-P", "-o", "JobID"}, strings.Fields(args)...)...)
+		if code != 0 || stdout != want {
+			t.Errorf("sacct %s: code %d, stdout %q, stderr %q; want %q", args, code, stdout, stderr, want)
+		}
 	}
 }
