@@ -144,8 +144,21 @@ JobID|Flags|State
   12        
 123+        
 `},
-		{"unknown field", SacctView{Format: "jobid,maxrss"}, "error: invalid field requested: \"maxrss\" (sacct --helpformat lists the fields)"},
-		{"bad width", SacctView{Format: "jobid%x"}, "error: invalid width in --format field \"jobid%x\": write NAME%WIDTH or NAME%-WIDTH"},
+		{"unknown field", SacctView{Format: "jobid,bogus"}, `error: sacct: error: Invalid field requested: "bogus"`},
+		{"a field of Slurm's phx does not record", SacctView{Format: "jobid,maxrss"}, "error: MaxRSS is a field of Slurm's that Phalanx does not record: it keeps no job steps, usage, energy, reservations, WCKeys or database IDs (sacct --helpformat lists the fields it has)"},
+		// Slurm's prefixes: "res" is Reservation (refused), not Reserved;
+		// a prefix of ALL is every field.
+		{"a prefix stands for Slurm's field", SacctView{Format: "jobid,res"}, "error: Reservation is a field of Slurm's that Phalanx does not record: it keeps no job steps, usage, energy, reservations, WCKeys or database IDs (sacct --helpformat lists the fields it has)"},
+		// A width is read as C's atoi reads it; an empty field ends the list.
+		{"widths as atoi, the list ends at an empty field", SacctView{Format: "jobid%x,state%3abc,,jobname", NoHeader: true}, `
+ RU+ 
+ PE+ 
+ CO+ 
+ FA+ 
+ NO+ 
+ CA+ 
+ TI+ 
+`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.view.Now = testNow
@@ -161,9 +174,11 @@ JobID|Flags|State
 }
 
 func TestSacctFieldsAll(t *testing.T) {
-	cols, err := sacctColumns("ALL%7")
-	if err != nil || len(cols) != len(sacctFields) || cols[3].width != 7 {
-		t.Fatalf("ALL%%7 = %d columns (%v), want every field, 7 wide", len(cols), err)
+	for _, all := range []string{"ALL%7", "a%7", "Al%7", "%7"} { // Slurm's: a prefix of ALL, the empty one too
+		cols, err := sacctColumns(all)
+		if err != nil || len(cols) != len(sacctFields) || cols[3].width != 7 {
+			t.Fatalf("%s = %d columns (%v), want every field, 7 wide", all, len(cols), err)
+		}
 	}
 	if _, err := FormatSacct(parseObjects(t, sacctJobs).jobs, SacctView{Format: "all", Now: testNow}); err != nil {
 		t.Fatal(err)
@@ -295,7 +310,8 @@ func TestSacctErrors(t *testing.T) {
 		{[]string{"sacct", "-S", "yesterday"}, `sacct: error: --starttime=yesterday: invalid time "yesterday": ` + errSlurmTime.Error()},
 		{[]string{"sacct", "-E", "2024-13-01"}, `sacct: error: --endtime=2024-13-01: invalid time "2024-13-01": no such date or time of day`},
 		{[]string{"sacct", "-S", "2024-05-02", "-E", "05/01"}, "sacct: error: Start time (2024-05-02T00:00:00) requested is after end time (2024-05-01T00:00:00)."},
-		{[]string{"sacct", "-o", "jobid,maxrss"}, `sacct: error: invalid field requested: "maxrss" (sacct --helpformat lists the fields)`},
+		{[]string{"sacct", "-o", "jobid,bogus%20"}, `sacct: error: Invalid field requested: "bogus"`},
+		{[]string{"sacct", "-o", "jobid,maxrss"}, "sacct: error: MaxRSS is a field of Slurm's that Phalanx does not record: it keeps no job steps, usage, energy, reservations, WCKeys or database IDs (sacct --helpformat lists the fields it has)"},
 		{[]string{"sacct", "-j", "x"}, "sacct: fatal: Bad job/step specified: x"},
 		{[]string{"sacct", "-j", "_7"}, "sacct: fatal: Bad job/step specified: _7"},
 		{[]string{"sacct", "-j", "7.foo"}, "sacct: fatal: Bad job/step specified: 7.foo"},
@@ -319,7 +335,9 @@ func TestSacctHelp(t *testing.T) {
 		t.Errorf("--help: code %d, stdout:\n%s", code, stdout)
 	}
 	code, stdout, _ = runOut(t, "127.0.0.1:1", "sacct", "-e")
-	if code != 0 || !strings.HasPrefix(stdout, "Account             AllocCPUS           AllocNodes          AllocTRES\n") {
+	// Slurm's layout, each name padded to 19, the last of a line too.
+	if code != 0 || !strings.HasPrefix(stdout, "Account             AllocCPUS           AllocNodes          AllocTRES          \n") ||
+		!strings.HasSuffix(stdout, "\nUID                 User                WorkDir            \n") {
 		t.Errorf("--helpformat: code %d, stdout:\n%s", code, stdout)
 	}
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -46,8 +45,7 @@ type sacctField struct {
 	value func(j *phalanxv1.Job, v *SacctView) string
 }
 
-// sacctFields are the fields phx has, in Slurm's order (a --format name
-// picks the first field it is a prefix of, in any case, as Slurm's does).
+// sacctFields are the fields phx has, in Slurm's (alphabetical) order.
 var sacctFields = []sacctField{
 	{"Account", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.GetSpec().GetAccount() }},
 	{"AllocCPUS", 10, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(allocCPUs(j)) }},
@@ -110,54 +108,6 @@ var sacctFields = []sacctField{
 	{"UID", 6, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(j.GetSpec().GetUid()) }},
 	{"User", 9, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.GetSpec().GetUser() }},
 	{"WorkDir", 20, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.GetSpec().GetWorkDir() }},
-}
-
-// sacctColumn is a field of the --format given, with its width.
-type sacctColumn struct {
-	f     *sacctField
-	width int
-}
-
-// sacctColumns reads --format: NAME[%WIDTH], comma-separated.
-func sacctColumns(format string) ([]sacctColumn, error) {
-	var out []sacctColumn
-	for _, tok := range strings.Split(orDefault(format, SacctDefaultFormat), ",") {
-		if tok = strings.TrimSpace(tok); tok == "" {
-			continue
-		}
-		name, w, hasWidth := strings.Cut(tok, "%")
-		width, err := strconv.Atoi(w)
-		if hasWidth && err != nil {
-			return nil, fmt.Errorf("invalid width in --format field %q: write NAME%%WIDTH or NAME%%-WIDTH", tok)
-		}
-		fields := sacctLookup(name)
-		if fields == nil {
-			return nil, fmt.Errorf("invalid field requested: %q (sacct --helpformat lists the fields)", name)
-		}
-		for _, f := range fields {
-			c := sacctColumn{f: f, width: f.width}
-			if hasWidth {
-				c.width = width
-			}
-			out = append(out, c)
-		}
-	}
-	return out, nil
-}
-
-// sacctLookup returns the fields a --format name stands for: the first
-// one whose name it begins, in any case, or every one for ALL.
-func sacctLookup(name string) []*sacctField {
-	var all []*sacctField
-	for i := range sacctFields {
-		f := &sacctFields[i]
-		if strings.EqualFold(name, "ALL") {
-			all = append(all, f)
-		} else if name != "" && strings.HasPrefix(strings.ToLower(f.name), strings.ToLower(name)) {
-			return []*sacctField{f}
-		}
-	}
-	return all
 }
 
 // FormatSacct prints jobs as sacct does: fixed-width columns, each
@@ -394,17 +344,4 @@ func sacctTRES(j *phalanxv1.Job) string {
 		parts = append(parts, "mem="+reqMem(mem))
 	}
 	return strings.Join(append(parts, fmt.Sprintf("node=%d", len(j.Alloc))), ",")
-}
-
-// sacctFieldHelp is what sacct --helpformat prints: four names a line.
-func sacctFieldHelp() string {
-	var b strings.Builder
-	for i := 0; i < len(sacctFields); i += 4 {
-		var row []string
-		for _, f := range sacctFields[i:min(i+4, len(sacctFields))] {
-			row = append(row, fmt.Sprintf("%-19s", f.name))
-		}
-		b.WriteString(strings.TrimRight(strings.Join(row, " "), " ") + "\n")
-	}
-	return b.String()
 }

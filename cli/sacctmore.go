@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -11,7 +10,7 @@ import (
 
 // sacct's record fields of what a job asked for and how long it waited,
 // beside sacctFields, merged into them in Slurm's (alphabetical) order at
-// start: a --format name picks the first field it is a prefix of.
+// start (sacctcols.go).
 var sacctMore = []sacctField{
 	{"Cluster", 10, '+', func(_ *phalanxv1.Job, v *SacctView) string { return v.Cluster }},
 	{"Comment", 15, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.GetSpec().GetComment() }},
@@ -25,13 +24,6 @@ var sacctMore = []sacctField{
 	{"Reserved", 10, 0, func(j *phalanxv1.Job, v *SacctView) string { return runTime(waited(j, v.Now)) }}, // Planned's old name
 	{"SubmitLine", 20, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.GetSpec().GetSubmitLine() }},
 	{"Suspended", 10, 0, func(*phalanxv1.Job, *SacctView) string { return "00:00:00" }}, // jobs are never suspended
-}
-
-func init() {
-	sacctFields = append(sacctFields, sacctMore...)
-	slices.SortStableFunc(sacctFields, func(a, b sacctField) int {
-		return strings.Compare(strings.ToLower(a.name), strings.ToLower(b.name))
-	})
 }
 
 // schedFlags are Slurm's names of how a job was started, by the API's

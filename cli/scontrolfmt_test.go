@@ -62,7 +62,8 @@ func TestLimitOrUnlimited(t *testing.T) {
 // scontrol show job's TimeLimit= and sacct's Timelimit print a limit the
 // same way.
 func TestTimeLimitAsSacct(t *testing.T) {
-	timelimit := sacctLookup("Timelimit")[0]
+	fields, _ := sacctLookup("Timelimit")
+	timelimit := fields[0]
 	for _, secs := range []int64{0, 600, 5400, 86400, 90061} {
 		j := &phalanxv1.Job{TimeLimitSeconds: secs, Spec: &phalanxv1.JobSpec{}}
 		sacct := timelimit.value(j, &SacctView{})
