@@ -19,7 +19,8 @@ var sacctOptions = []getopt.Option{
 	{Long: "allusers", Short: 'a', Usage: "every user's jobs"},
 	{Long: "brief", Short: 'b', Usage: "only JobID, State and ExitCode"},
 	{Long: "delimiter", HasArg: true, Usage: "field separator of -p and -P (default |)"},
-	{Long: "endtime", Short: 'E', HasArg: true, Usage: "jobs eligible up to this time (default now; with -s, the start time)"},
+	{Long: "duplicates", Short: 'D', Usage: "every attempt of a requeued or restarted job, not only its last"},
+	{Long: "endtime", Short: 'E', HasArg: true, Usage: "jobs eligible before this time (default now; with -s, the start time)"},
 	{Long: "format", Short: 'o', HasArg: true, Usage: "comma-separated fields, each with an optional %WIDTH (%-WIDTH: left-aligned)"},
 	{Long: "help", Short: 'h', Usage: "show this help"},
 	{Long: "helpformat", Short: 'e', Usage: "list the fields of --format"},
@@ -91,6 +92,8 @@ func (q *sacctQuery) set(v getopt.Value) (err error) {
 		q.brief = true
 	case "delimiter":
 		q.view.Delimiter = v.Value
+	case "duplicates":
+		q.view.Duplicates = true
 	case "endtime":
 		q.endtime = v.Value
 	case "format": // each -o adds fields
@@ -234,6 +237,7 @@ func (q *sacctQuery) resolve(now time.Time, loc *time.Location, current func() (
 	if q.all {
 		q.req.Users = nil
 	}
+	now = now.Truncate(time.Second) // Slurm's times are whole seconds
 	start, end, err := q.window(now, loc)
 	if err != nil {
 		return err
@@ -242,11 +246,21 @@ func (q *sacctQuery) resolve(now time.Time, loc *time.Location, current func() (
 		return &rawError{msg: fmt.Sprintf("sacct: error: Start time (%s) requested is after end time (%s).",
 			start.In(loc).Format(timeLayout), end.In(loc).Format(timeLayout))}
 	}
+	if q.endtime == "" && end.Equal(now) {
+		// Up to now, this second included: Slurm's query takes what was
+		// eligible before now, and a job submitted this second would be
+		// left out (in Slurm it has seldom reached the database yet).
+		end = end.Add(time.Second)
+	}
 	if !start.IsZero() {
 		q.req.WindowStart = timestamppb.New(start)
 	}
 	q.req.WindowEnd = timestamppb.New(end)
+	if end.Equal(start) { // one instant: a second long, as in Slurm (SacctSelect)
+		q.req.WindowEnd = timestamppb.New(end.Add(time.Second))
+	}
 	q.view.Select.Start, q.view.Select.End = start, end
+	q.view.Select.ByJob = len(q.req.JobIds) > 0
 	return nil
 }
 

@@ -37,6 +37,7 @@ job id=123456789012345 name=t user=d part=gpu state=TIMEOUT submit=-5h start=-5h
 // followed by a space (trailing one included), JobID is left-aligned in 12,
 // the rest right-aligned; text too wide ends in +, dates are cut, numbers
 // and times never; -p/-P separate with | (with or without a last one).
+// Rows are in Slurm's order: by submit time, then array, task and ID.
 func TestFormatSacct(t *testing.T) {
 	jobs := parseObjects(t, sacctJobs).jobs
 	for _, tc := range []struct {
@@ -47,102 +48,102 @@ func TestFormatSacct(t *testing.T) {
 		{"default", SacctView{}, `
 JobID           JobName  Partition    Account  AllocCPUS      State ExitCode 
 ------------ ---------- ---------- ---------- ---------- ---------- -------- 
+10                  big        gpu                     8     FAILED      1:0 
+12345678901+          t        gpu                     0    TIMEOUT      0:0 
+9                 sweep        gpu                     8  COMPLETED      0:0 
 7            pretrain-+   gpu-long         ml        128    RUNNING      0:0 
 8                  eval        gpu                     0    PENDING      0:0 
-9                 sweep        gpu                     8  COMPLETED      0:0 
-10                  big        gpu                     8     FAILED      1:0 
 11                    x        gpu                     0  NODE_FAIL      0:9 
 12                    c        gpu                     0  CANCELLED      0:0 
-12345678901+          t        gpu                     0    TIMEOUT      0:0 
 `},
 		{"fields, prefixes and widths", SacctView{Format: "jobid%5,jobname%-15,state%4,elapsed,start,end,nodelist,nnodes,submit,timelimit,user,reason,alloctres,exitcode"}, `
 JobID JobName         Stat    Elapsed               Start                 End        NodeList   NNodes              Submit  Timelimit      User                 Reason  AllocTRES ExitCode 
 ----- --------------- ---- ---------- ------------------- ------------------- --------------- -------- ------------------- ---------- --------- ---------------------- ---------- -------- 
+   10 big             FAI+ 2-01:00:00 2024-04-29T10:00:00 2024-05-01T11:00:00    gpu[010-011]        2 2024-04-29T10:00:00  UNLIMITED     carol        NonZeroExitCode cpu=8,nod+      1:0 
+1234+ t               TIM+   04:00:00 2024-05-01T07:00:00 2024-05-01T11:00:00          gpu013        1 2024-05-01T07:00:00   04:00:00         d                   None     node=1      0:0 
+    9 sweep           COM+   01:00:00 2024-05-01T09:00:00 2024-05-01T10:00:00          gpu005        1 2024-05-01T09:00:00  UNLIMITED       bob                   None cpu=8,mem+      0:0 
     7 pretrain-llama+ RUN+   01:05:00 2024-05-01T10:55:00             Unknown    gpu[001-004]        4 2024-05-01T10:00:00 1-00:00:00 alexandr+                   None cpu=128,g+      0:0 
     8 eval            PEN+   00:00:00             Unknown             Unknown   None assigned        2 2024-05-01T11:50:00  UNLIMITED       bob              Resources                 0:0 
-    9 sweep           COM+   01:00:00 2024-05-01T09:00:00 2024-05-01T10:00:00          gpu005        1 2024-05-01T09:00:00  UNLIMITED       bob                   None cpu=8,mem+      0:0 
-   10 big             FAI+ 2-01:00:00 2024-04-29T10:00:00 2024-05-01T11:00:00    gpu[010-011]        2 2024-04-29T10:00:00  UNLIMITED     carol        NonZeroExitCode cpu=8,nod+      1:0 
    11 x               NOD+   00:03:00 2024-05-01T11:56:00 2024-05-01T11:59:00          gpu012        1 2024-05-01T11:55:00  UNLIMITED         d                   None     node=1      0:9 
    12 c               CAN+   00:00:00             Unknown 2024-05-01T11:59:00   None assigned        1 2024-05-01T11:55:00  UNLIMITED         d              Cancelled                 0:0 
-1234+ t               TIM+   04:00:00 2024-05-01T07:00:00 2024-05-01T11:00:00          gpu013        1 2024-05-01T07:00:00   04:00:00         d                   None     node=1      0:0 
 `},
 		{"parsable", SacctView{Parsable: true, Trailing: true, Format: "JobID,State,ExitCode,NodeList"}, `
 JobID|State|ExitCode|NodeList|
+10|FAILED|1:0|gpu[010-011]|
+123456789012345|TIMEOUT|0:0|gpu013|
+9|COMPLETED|0:0|gpu005|
 7|RUNNING|0:0|gpu[001-004]|
 8|PENDING|0:0|None assigned|
-9|COMPLETED|0:0|gpu005|
-10|FAILED|1:0|gpu[010-011]|
 11|NODE_FAIL|0:9|gpu012|
 12|CANCELLED|0:0|None assigned|
-123456789012345|TIMEOUT|0:0|gpu013|
 `},
 		{"parsable2, no header", SacctView{Parsable: true, NoHeader: true, Format: "jobid,alloctres,cputime,cputimeraw"}, `
+10|cpu=8,node=2|16-08:00:00|1411200
+123456789012345|node=1|00:00:00|0
+9|cpu=8,mem=1000M,node=1|08:00:00|28800
 7|cpu=128,gres/gpu=32,mem=256G,node=4|5-18:40:00|499200
 8||00:00:00|0
-9|cpu=8,mem=1000M,node=1|08:00:00|28800
-10|cpu=8,node=2|16-08:00:00|1411200
 11|node=1|00:00:00|0
 12||00:00:00|0
-123456789012345|node=1|00:00:00|0
 `},
 		{"brief, noheader, own delimiter", SacctView{Format: "JobID,State,ExitCode", Parsable: true, Trailing: true, Delimiter: ";", NoHeader: true}, `
+10;FAILED;1:0;
+123456789012345;TIMEOUT;0:0;
+9;COMPLETED;0:0;
 7;RUNNING;0:0;
 8;PENDING;0:0;
-9;COMPLETED;0:0;
-10;FAILED;1:0;
 11;NODE_FAIL;0:9;
 12;CANCELLED;0:0;
-123456789012345;TIMEOUT;0:0;
 `},
 		{"what was asked, and the wait", SacctView{Parsable: true, Format: "jobid,reqmem,reqtres,ntasks,planned,suspended,derivedexitcode,comment"}, `
 JobID|ReqMem|ReqTRES|NTasks|Planned|Suspended|DerivedExitCode|Comment
+10|0|cpu=8,node=2|2|00:00:00|00:00:00|1:0|
+123456789012345|0|cpu=1,node=1|1|00:00:00|00:00:00|0:0|
+9|1000M|cpu=8,mem=1000M,node=1|1|00:00:00|00:00:00|0:0|
 7|64G|cpu=128,gres/gpu=32,mem=256G,node=4|4|00:55:00|00:00:00|0:0|warm restart
 8|0|cpu=2,node=2|2|00:10:00|00:00:00|0:0|
-9|1000M|cpu=8,mem=1000M,node=1|1|00:00:00|00:00:00|0:0|
-10|0|cpu=8,node=2|2|00:00:00|00:00:00|1:0|
 11|0|cpu=1,node=1|1|00:01:00|00:00:00|0:9|
 12|0|cpu=1,node=1|1|00:04:00|00:00:00|0:0|
-123456789012345|0|cpu=1,node=1|1|00:00:00|00:00:00|0:0|
 `},
 		{"cluster and submit line (none recorded by older clients)", SacctView{Parsable: true, Cluster: "phalanx", Format: "jobid,cluster,submitline"}, `
 JobID|Cluster|SubmitLine
+10|phalanx|
+123456789012345|phalanx|
+9|phalanx|
 7|phalanx|sbatch -N 4 pretrain.sh --resume
 8|phalanx|
-9|phalanx|
-10|phalanx|
 11|phalanx|
 12|phalanx|
-123456789012345|phalanx|
 `},
 		{"flags: how each was started; nothing for one that never started or whose record does not say", SacctView{Format: "jobid,state,flags"}, `
 JobID             State               Flags 
 ------------ ---------- ------------------- 
+10               FAILED           SchedMain 
+12345678901+    TIMEOUT                     
+9             COMPLETED       SchedBackfill 
 7               RUNNING           SchedMain 
 8               PENDING                     
-9             COMPLETED       SchedBackfill 
-10               FAILED           SchedMain 
 11            NODE_FAIL       SchedBackfill 
 12            CANCELLED                     
-12345678901+    TIMEOUT                     
 `},
 		{"flags, parsable2", SacctView{Parsable: true, Format: "jobid,flags,state"}, `
 JobID|Flags|State
+10|SchedMain|FAILED
+123456789012345||TIMEOUT
+9|SchedBackfill|COMPLETED
 7|SchedMain|RUNNING
 8||PENDING
-9|SchedBackfill|COMPLETED
-10|SchedMain|FAILED
 11|SchedBackfill|NODE_FAIL
 12||CANCELLED
-123456789012345||TIMEOUT
 `},
 		{"flags cut to a width", SacctView{Format: "jobid%4,flags%6", NoHeader: true}, `
+  10 Sched+ 
+123+        
+   9 Sched+ 
    7 Sched+ 
    8        
-   9 Sched+ 
-  10 Sched+ 
   11 Sched+ 
   12        
-123+        
 `},
 		{"unknown field", SacctView{Format: "jobid,bogus"}, `error: sacct: error: Invalid field requested: "bogus"`},
 		{"a field of Slurm's phx does not record", SacctView{Format: "jobid,maxrss"}, "error: MaxRSS is a field of Slurm's that Phalanx does not record: it keeps no job steps, usage, energy, reservations, WCKeys or database IDs (sacct --helpformat lists the fields it has)"},
@@ -151,13 +152,13 @@ JobID|Flags|State
 		{"a prefix stands for Slurm's field", SacctView{Format: "jobid,res"}, "error: Reservation is a field of Slurm's that Phalanx does not record: it keeps no job steps, usage, energy, reservations, WCKeys or database IDs (sacct --helpformat lists the fields it has)"},
 		// A width is read as C's atoi reads it; an empty field ends the list.
 		{"widths as atoi, the list ends at an empty field", SacctView{Format: "jobid%x,state%3abc,,jobname", NoHeader: true}, `
+ FA+ 
+ TI+ 
+ CO+ 
  RU+ 
  PE+ 
- CO+ 
- FA+ 
  NO+ 
  CA+ 
- TI+ 
 `},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -198,26 +199,29 @@ func at(s string) *timestamppb.Timestamp {
 // no start. testNow is 2024-05-01T12:00:00 UTC; the user is alice.
 func TestParseSacct(t *testing.T) {
 	now, midnight := timestamppb.New(testNow), at("2024-05-01T00:00:00")
+	// Up to now, this second included (a job just submitted is listed).
+	thisSecond := at("2024-05-01T12:00:01")
 	alice := []string{"alice"}
 	for _, tc := range []struct {
 		args []string
 		root bool
 		want *phalanxv1.ListJobsRequest
 	}{
-		{nil, false, &phalanxv1.ListJobsRequest{Users: alice, WindowStart: midnight, WindowEnd: now}},
-		{nil, true, &phalanxv1.ListJobsRequest{WindowStart: midnight, WindowEnd: now}},
-		{[]string{"-a", "-X"}, false, &phalanxv1.ListJobsRequest{WindowStart: midnight, WindowEnd: now}},
-		{[]string{"-j", "7,8"}, false, &phalanxv1.ListJobsRequest{JobIds: []uint64{7, 8}, WindowEnd: now}},
-		{[]string{"-j7", "-u", "bob"}, false, &phalanxv1.ListJobsRequest{JobIds: []uint64{7}, Users: []string{"bob"}, WindowEnd: now}},
+		{nil, false, &phalanxv1.ListJobsRequest{Users: alice, WindowStart: midnight, WindowEnd: thisSecond}},
+		{nil, true, &phalanxv1.ListJobsRequest{WindowStart: midnight, WindowEnd: thisSecond}},
+		{[]string{"-a", "-X"}, false, &phalanxv1.ListJobsRequest{WindowStart: midnight, WindowEnd: thisSecond}},
+		{[]string{"-j", "7,8"}, false, &phalanxv1.ListJobsRequest{JobIds: []uint64{7, 8}, WindowEnd: thisSecond}},
+		{[]string{"-j7", "-u", "bob"}, false, &phalanxv1.ListJobsRequest{JobIds: []uint64{7}, Users: []string{"bob"}, WindowEnd: thisSecond}},
 		// -s picks rows here, each attempt by its own state: the server,
 		// which picks whole jobs by theirs, is asked for the window alone.
-		{[]string{"-s", "CD,f,timeout,bf"}, false, &phalanxv1.ListJobsRequest{Users: alice, WindowStart: now, WindowEnd: now}},
-		{[]string{"--state=R", "-S", "2024-04-30"}, false, &phalanxv1.ListJobsRequest{Users: alice, WindowStart: at("2024-04-30T00:00:00"), WindowEnd: at("2024-04-30T00:00:00")}},
-		{[]string{"-s", "PD", "-j", "3"}, false, &phalanxv1.ListJobsRequest{JobIds: []uint64{3}, WindowEnd: now}},
+		// The window of one instant is a second long, as Slurm's query makes it.
+		{[]string{"-s", "CD,f,timeout,bf"}, false, &phalanxv1.ListJobsRequest{Users: alice, WindowStart: now, WindowEnd: thisSecond}},
+		{[]string{"--state=R", "-S", "2024-04-30"}, false, &phalanxv1.ListJobsRequest{Users: alice, WindowStart: at("2024-04-30T00:00:00"), WindowEnd: at("2024-04-30T00:00:01")}},
+		{[]string{"-s", "PD", "-j", "3"}, false, &phalanxv1.ListJobsRequest{JobIds: []uint64{3}, WindowEnd: thisSecond}},
 		// A task of an array: the array is asked for, the task picked here.
-		{[]string{"-j", "9_7,12,9_3,9"}, false, &phalanxv1.ListJobsRequest{JobIds: []uint64{9, 12}, WindowEnd: now}},
+		{[]string{"-j", "9_7,12,9_3,9"}, false, &phalanxv1.ListJobsRequest{JobIds: []uint64{9, 12}, WindowEnd: thisSecond}},
 		{[]string{"-S", "2024-04-30T10:00", "-E", "now-1hours", "--uid=bob,carol"}, false, &phalanxv1.ListJobsRequest{Users: []string{"bob", "carol"}, WindowStart: at("2024-04-30T10:00:00"), WindowEnd: at("2024-05-01T11:00:00")}},
-		{[]string{"-u", "-1", "-r", "gpu,cpu", "--name", "a,b", "--partition=x"}, false, &phalanxv1.ListJobsRequest{Partitions: []string{"gpu", "cpu", "x"}, Names: []string{"a", "b"}, WindowStart: midnight, WindowEnd: now}},
+		{[]string{"-u", "-1", "-r", "gpu,cpu", "--name", "a,b", "--partition=x"}, false, &phalanxv1.ListJobsRequest{Partitions: []string{"gpu", "cpu", "x"}, Names: []string{"a", "b"}, WindowStart: midnight, WindowEnd: thisSecond}},
 	} {
 		q, err := parseSacct(tc.args, "")
 		if err == nil {
@@ -237,9 +241,9 @@ func TestParseSacct(t *testing.T) {
 		args []string
 		want SacctSelect
 	}{
-		{[]string{"-s", "CD,f,timeout,bf,rq,NF,oom,Deadline,s"}, SacctSelect{States: []string{"COMPLETED", "FAILED", "TIMEOUT", "BOOT_FAIL", "REQUEUED", "NODE_FAIL", "OUT_OF_MEMORY", "DEADLINE", "SUSPENDED"}, Start: testNow, End: testNow}},
+		{[]string{"-s", "CD,f,timeout,bf,rq,NF,oom,Deadline,s"}, SacctSelect{States: []string{"COMPLETED", "FAILED", "TIMEOUT", "BOOT_FAIL", "REQUEUED", "NODE_FAIL", "OUT_OF_MEMORY", "DEADLINE", "SUSPENDED"}, Start: testNow, End: thisSecond.AsTime()}},
 		{[]string{"-s", "R", "-S", "2024-04-30T10:00", "-E", "2024-04-30T11:00"}, SacctSelect{States: []string{"RUNNING"}, Start: at("2024-04-30T10:00:00").AsTime(), End: at("2024-04-30T11:00:00").AsTime()}},
-		{[]string{"-s", "CA,,F", "-j", "7"}, SacctSelect{States: []string{"CANCELLED", "FAILED"}, End: testNow}},
+		{[]string{"-s", "CA,,F", "-j", "7"}, SacctSelect{States: []string{"CANCELLED", "FAILED"}, End: thisSecond.AsTime(), ByJob: true}},
 	} {
 		q, err := parseSacct(tc.args, "")
 		if err == nil {
@@ -420,6 +424,14 @@ func TestListsStopOnARepeatedPage(t *testing.T) {
 	}
 }
 
+func TestSacctDuplicatesOption(t *testing.T) {
+	for _, args := range [][]string{{"-D"}, {"--duplicates"}, {"-XD"}} {
+		if q, err := parseSacct(args, ""); err != nil || !q.view.Duplicates {
+			t.Errorf("%q: duplicates %v (%v), want every attempt", args, q != nil && q.view.Duplicates, err)
+		}
+	}
+}
+
 func TestSacctFormatOptions(t *testing.T) {
 	for _, tc := range []struct {
 		args      []string
@@ -438,25 +450,32 @@ func TestSacctFormatOptions(t *testing.T) {
 	}
 }
 
-// A restarted job has a row per attempt, the ended ones as they ended; a
-// task of an array is ARRAYID_INDEX (JobIDRaw its own ID); GPUHours is the
-// GPUs held times the time held.
+// A restarted job has a row per attempt with -D, the ended ones as they
+// ended, each submitted when the one before ended (as Slurm records a
+// requeued job anew), and only its newest without; a task of an array is
+// ARRAYID_INDEX (JobIDRaw its own ID); GPUHours is the GPUs held times the
+// time held.
 func TestSacctAttemptsArraysAndGPUHours(t *testing.T) {
-	jobs := parseObjects(t, `
+	for _, dup := range []bool{true, false} {
+		jobs := parseObjects(t, `
 job id=20 name=train user=alice part=gpu state=RUNNING submit=-3h start=-1h failed-on=gpu009 attempt=1 nodes=gpu[001-002] gpus=8
 job id=41 array-job=40 array-task=3 name=sweep user=bob part=gpu state=COMPLETED submit=-2h start=-2h end=-90m nodes=gpu005 gpus=2
 `).jobs
-	got, err := FormatSacct(jobs, SacctView{Parsable: true, Format: "JobID,JobIDRaw,Restarts,State,NodeList,GPUHours", Now: testNow})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `JobID|JobIDRaw|Restarts|State|NodeList|GPUHours
-20|20|0|NODE_FAIL|gpu009|0.00
-20|20|1|RUNNING|gpu[001-002]|16.00
-40_3|41|0|COMPLETED|gpu005|1.00
+		got, err := FormatSacct(jobs, SacctView{Parsable: true, Format: "JobID,JobIDRaw,Restarts,State,NodeList,GPUHours,Submit", Now: testNow, Duplicates: dup})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `JobID|JobIDRaw|Restarts|State|NodeList|GPUHours|Submit
+20|20|0|NODE_FAIL|gpu009|0.00|2024-05-01T09:00:00
+40_3|41|0|COMPLETED|gpu005|1.00|2024-05-01T10:00:00
+20|20|1|RUNNING|gpu[001-002]|16.00|2024-05-01T11:00:00
 `
-	if got != want {
-		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+		if !dup {
+			want = strings.Replace(want, "20|20|0|NODE_FAIL|gpu009|0.00|2024-05-01T09:00:00\n", "", 1)
+		}
+		if got != want {
+			t.Errorf("-D %v: got:\n%s\nwant:\n%s", dup, got, want)
+		}
 	}
 }
 
@@ -490,7 +509,7 @@ func TestSacctPicksRowsByTheirOwnStateAndTimes(t *testing.T) {
 		sel  SacctSelect
 		want string
 	}{
-		{"everything", SacctSelect{}, "20|0|NODE_FAIL 20|1|REQUEUED 20|2|RUNNING 21|0|COMPLETED"},
+		{"everything", SacctSelect{}, "20|0|NODE_FAIL 20|1|REQUEUED 21|0|COMPLETED 20|2|RUNNING"},
 		{"-s R, now", SacctSelect{States: []string{"RUNNING"}, Start: testNow, End: testNow}, "20|2|RUNNING"},
 		{"-s NF,RQ", SacctSelect{States: []string{"NODE_FAIL", "REQUEUED"}, Start: clock("11:00:00"), End: testNow}, "20|0|NODE_FAIL 20|1|REQUEUED"},
 		{"-s CD", SacctSelect{States: []string{"COMPLETED"}, Start: clock("11:00:00"), End: testNow}, "21|0|COMPLETED"},
@@ -500,6 +519,38 @@ func TestSacctPicksRowsByTheirOwnStateAndTimes(t *testing.T) {
 		{"-S 11:47 -E 11:47:30", SacctSelect{Start: clock("11:47:00"), End: clock("11:47:30")}, "20|1|REQUEUED"},
 		{"-S 11:47:50 -E 11:47:55", SacctSelect{Start: clock("11:47:50"), End: clock("11:47:55")}, "20|2|RUNNING"},
 		{"-S 11:46", SacctSelect{Start: clock("11:46:00"), End: testNow}, "20|1|REQUEUED 20|2|RUNNING"},
+		// The bounds as in Slurm's queries: running after the start (not
+		// ended at it), eligible before the end (not at it), an end state
+		// reached in the window, both bounds included; a window of one
+		// instant is a second long.
+		{"-s R, ended at the start", SacctSelect{States: []string{"RUNNING"}, Start: clock("11:20:00"), End: clock("11:21:00")}, ""},
+		{"-s R, started at the end", SacctSelect{States: []string{"RUNNING"}, Start: clock("11:21:00"), End: clock("11:25:00")}, ""},
+		{"-s R, one instant", SacctSelect{States: []string{"RUNNING"}, Start: clock("11:48:00"), End: clock("11:48:00")}, "20|2|RUNNING"},
+		{"-s NF, one instant", SacctSelect{States: []string{"NODE_FAIL"}, Start: clock("11:20:00"), End: clock("11:20:00")}, "20|0|NODE_FAIL"},
+		{"-s NF, ended at the end", SacctSelect{States: []string{"NODE_FAIL"}, Start: clock("11:10:00"), End: clock("11:20:00")}, "20|0|NODE_FAIL"},
+		{"-S 11:00 -E 11:00", SacctSelect{Start: clock("11:00:00"), End: clock("11:00:00")}, "20|0|NODE_FAIL"},
+		{"-S 11:45 -E 11:30: job 21, eligible at the end, is not", SacctSelect{Start: clock("11:45:00"), End: clock("11:30:00")}, "20|1|REQUEUED"},
+	} {
+		got, err := FormatSacct(requeuedJobs(), SacctView{Format: "JobID,Restarts,State", Parsable: true, NoHeader: true, Now: testNow, Select: tc.sel, Duplicates: true})
+		if got = strings.TrimSpace(strings.ReplaceAll(got, "\n", " ")); err != nil || got != tc.want {
+			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+// Without -D a job is one row, its newest among those selected, as
+// Slurm's sacct shows a job requeued: -s RQ finds the attempt requeued.
+func TestSacctNewestRowOfEachJob(t *testing.T) {
+	clock := func(s string) time.Time { return at("2024-05-01T" + s).AsTime() }
+	for _, tc := range []struct {
+		name string
+		sel  SacctSelect
+		want string
+	}{
+		{"everything", SacctSelect{}, "21|0|COMPLETED 20|2|RUNNING"},
+		{"-s RQ", SacctSelect{States: []string{"REQUEUED"}, Start: clock("11:00:00"), End: testNow}, "20|1|REQUEUED"},
+		{"-s NF,RQ", SacctSelect{States: []string{"NODE_FAIL", "REQUEUED"}, Start: clock("11:00:00"), End: testNow}, "20|1|REQUEUED"},
+		{"-S 11:10 -E 11:20", SacctSelect{Start: clock("11:10:00"), End: clock("11:20:00")}, "20|0|NODE_FAIL"},
 	} {
 		got, err := FormatSacct(requeuedJobs(), SacctView{Format: "JobID,Restarts,State", Parsable: true, NoHeader: true, Now: testNow, Select: tc.sel})
 		if got = strings.TrimSpace(strings.ReplaceAll(got, "\n", " ")); err != nil || got != tc.want {
@@ -519,9 +570,9 @@ func TestSacctFlagsPerAttempt(t *testing.T) {
 	clock := func(s string) *timestamppb.Timestamp { return at("2024-05-01T" + s) }
 	jobs = append(jobs, &phalanxv1.Job{Id: 22, Spec: jobs[0].Spec, State: "PENDING", Reason: "Requeued", Attempt: 1, SubmitTime: clock("11:00:00"),
 		Attempts: []*phalanxv1.Attempt{{Attempt: 0, StartTime: clock("11:00:00"), EndTime: clock("11:30:00"), State: "REQUEUED", PlacedBy: "backfill"}}})
-	got, err := FormatSacct(jobs, SacctView{Format: "JobID,Restarts,State,Flags", Parsable: true, NoHeader: true, Now: testNow})
-	want := "20|0|NODE_FAIL|SchedMain\n20|1|REQUEUED|SchedBackfill\n20|2|RUNNING|SchedMain\n21|0|COMPLETED|SchedBackfill\n" +
-		"22|0|REQUEUED|SchedBackfill\n22|1|PENDING|\n"
+	got, err := FormatSacct(jobs, SacctView{Format: "JobID,Restarts,State,Flags", Parsable: true, NoHeader: true, Now: testNow, Duplicates: true})
+	want := "20|0|NODE_FAIL|SchedMain\n22|0|REQUEUED|SchedBackfill\n20|1|REQUEUED|SchedBackfill\n21|0|COMPLETED|SchedBackfill\n" +
+		"22|1|PENDING|\n20|2|RUNNING|SchedMain\n"
 	if err != nil || got != want {
 		t.Errorf("got:\n%s(%v)\nwant:\n%s", got, err, want)
 	}
@@ -535,12 +586,13 @@ func TestSacctJobsByArrayTask(t *testing.T) {
 	}
 	// The fake answers every job whatever the IDs asked, as the controller
 	// answers every task of array 9 for -j 9.
-	addr := serveFake(t, &pagedFake{jobs: []*phalanxv1.Job{task(9, 1), task(10, 3), task(11, 7), {Id: 12, State: "PENDING", Spec: &phalanxv1.JobSpec{User: "alice"}}}})
+	addr := serveFake(t, &pagedFake{jobs: []*phalanxv1.Job{task(9, 1), task(10, 3), task(11, 7),
+		{Id: 12, State: "PENDING", SubmitTime: at("2024-05-01T11:00:00"), Spec: &phalanxv1.JobSpec{User: "alice"}}}})
 	for args, want := range map[string]string{
 		"9_7":     "9_7\n",
 		"9_1,9_7": "9_1\n9_7\n",
 		"9":       "9_1\n9_3\n9_7\n",
-		"9_3,12":  "9_3\n12\n",
+		"9_3,12":  "12\n9_3\n", // submitted together: an array's tasks after other jobs
 		"9_[1-3]": "9_1\n9_3\n",
 		"9_4":     "",
 	} {
@@ -587,8 +639,56 @@ job id=43 name=a user=u part=gpu state=PENDING submit=-1h array-job=40 array-tas
 job id=50 name=b user=u part=gpu state=PENDING submit=-1h
 `).jobs
 	got, err := FormatSacct(jobs, SacctView{Parsable: true, NoHeader: true, Format: "JobID,State", Now: testNow})
-	if want := "40_0|RUNNING\n40_[2-3,5%2]|PENDING\n50|PENDING\n"; err != nil || got != want {
+	if want := "50|PENDING\n40_0|RUNNING\n40_[2-3,5%2]|PENDING\n"; err != nil || got != want {
 		t.Errorf("got %q (%v); want %q", got, err, want)
+	}
+}
+
+// A job's eligible time is its record's: its --begin time when later than
+// its submission; none while it is held or waits on a dependency, nor for
+// one cancelled held. Such a job is in no window, but -j names it.
+func TestSacctEligible(t *testing.T) {
+	clock := func(s string) *timestamppb.Timestamp { return at("2024-05-01T" + s) }
+	spec := func(hold bool, begin string) *phalanxv1.JobSpec {
+		s := &phalanxv1.JobSpec{Name: "j", User: "alice", Hold: hold, CpusPerNode: 2}
+		if begin != "" {
+			s.BeginTime = clock(begin)
+		}
+		return s
+	}
+	jobs := func() []*phalanxv1.Job {
+		return []*phalanxv1.Job{
+			{Id: 1, Spec: spec(true, ""), State: "PENDING", Reason: "JobHeldUser", SubmitTime: clock("11:00:00")},
+			{Id: 2, Spec: spec(false, ""), State: "PENDING", Reason: "Dependency", SubmitTime: clock("11:00:00")},
+			{Id: 3, Spec: spec(false, "13:00:00"), State: "PENDING", Reason: "BeginTime", SubmitTime: clock("11:00:00")},
+			{Id: 4, Spec: spec(false, "11:30:00"), State: "COMPLETED", SubmitTime: clock("11:00:00"), StartTime: clock("11:31:00"), EndTime: clock("11:32:00"),
+				Alloc: []*phalanxv1.NodeAlloc{{Node: "n1", Cpus: 2}}, TimeLimitSeconds: 600},
+			{Id: 5, Spec: spec(true, ""), State: "CANCELLED", SubmitTime: clock("11:00:00"), EndTime: clock("11:10:00")},
+			{Id: 6, Spec: spec(false, ""), State: "PENDING", Reason: "Resources", SubmitTime: clock("11:00:00")},
+			{Id: 7, Spec: spec(false, ""), State: "CANCELLED", SubmitTime: clock("11:00:00"), EndTime: clock("11:10:00")},
+		}
+	}
+	got, err := FormatSacct(jobs(), SacctView{Format: "JobID,State,Submit,Eligible", Parsable: true, NoHeader: true, Now: testNow})
+	want := `1|PENDING|2024-05-01T11:00:00|Unknown
+2|PENDING|2024-05-01T11:00:00|Unknown
+3|PENDING|2024-05-01T11:00:00|2024-05-01T13:00:00
+4|COMPLETED|2024-05-01T11:00:00|2024-05-01T11:30:00
+5|CANCELLED|2024-05-01T11:00:00|Unknown
+6|PENDING|2024-05-01T11:00:00|2024-05-01T11:00:00
+7|CANCELLED|2024-05-01T11:00:00|2024-05-01T11:00:00
+`
+	if err != nil || got != want {
+		t.Errorf("got:\n%s(%v)\nwant:\n%s", got, err, want)
+	}
+	window := SacctSelect{Start: at("2024-05-01T00:00:00").AsTime(), End: testNow}
+	got, _ = FormatSacct(jobs(), SacctView{Format: "JobID", Parsable: true, NoHeader: true, Now: testNow, Select: window})
+	if want := "4\n6\n7\n"; got != want {
+		t.Errorf("today's window: %q, want %q", got, want)
+	}
+	window.ByJob, window.Start = true, time.Time{}
+	got, _ = FormatSacct(jobs(), SacctView{Format: "JobID", Parsable: true, NoHeader: true, Now: testNow, Select: window})
+	if want := "1\n2\n3\n4\n5\n6\n7\n"; got != want {
+		t.Errorf("-j: %q, want %q", got, want)
 	}
 }
 

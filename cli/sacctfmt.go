@@ -2,15 +2,10 @@ package cli
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
-	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
 // SacctDefaultFormat is sacct's default --format.
@@ -19,8 +14,9 @@ const SacctDefaultFormat = "JobID,JobName,Partition,Account,AllocCPUS,State,Exit
 // SacctView says how sacct prints: the --format fields (empty:
 // SacctDefaultFormat), the header, parsable output (fields separated by
 // Delimiter, default |, and ended by one when Trailing), the time running
-// jobs' elapsed times run to, the zone of dates, and which rows (zero:
-// every one).
+// jobs' elapsed times run to, the zone of dates, which rows (zero: every
+// one) and whether every selected attempt of a job is a row (Duplicates,
+// -D) or only its newest.
 type SacctView struct {
 	Format             string
 	NoHeader           bool
@@ -30,9 +26,7 @@ type SacctView struct {
 	Loc                *time.Location
 	Cluster            string // the cluster's name (Cluster)
 	Select             SacctSelect
-	// folded names the row that stands for an array's pending tasks
-	// (foldPending): its JobID.
-	folded map[*phalanxv1.Job]string
+	Duplicates         bool
 }
 
 // sacctField is a --format field: Slurm's name and default width
@@ -42,72 +36,64 @@ type sacctField struct {
 	name  string
 	width int
 	cut   byte
-	value func(j *phalanxv1.Job, v *SacctView) string
+	value func(r *sacctRow, v *SacctView) string
 }
 
 // sacctFields are the fields phx has, in Slurm's (alphabetical) order.
 var sacctFields = []sacctField{
-	{"Account", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.GetSpec().GetAccount() }},
-	{"AllocCPUS", 10, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(allocCPUs(j)) }},
-	{"AllocNodes", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(len(j.Alloc)) }},
-	{"AllocTRES", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string { return sacctTRES(j) }},
-	{"Constraints", 19, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.GetSpec().GetConstraint() }},
-	{"CPUTime", 10, 0, func(j *phalanxv1.Job, v *SacctView) string {
-		return runTime(elapsed(j, v.Now) * time.Duration(allocCPUs(j)))
+	{"Account", 10, '+', func(r *sacctRow, _ *SacctView) string { return r.GetSpec().GetAccount() }},
+	{"AllocCPUS", 10, 0, func(r *sacctRow, _ *SacctView) string { return fmt.Sprint(allocCPUs(r.Job)) }},
+	{"AllocNodes", 10, '+', func(r *sacctRow, _ *SacctView) string { return fmt.Sprint(len(r.Alloc)) }},
+	{"AllocTRES", 10, '+', func(r *sacctRow, _ *SacctView) string { return sacctTRES(r.Job) }},
+	{"Constraints", 19, '+', func(r *sacctRow, _ *SacctView) string { return r.GetSpec().GetConstraint() }},
+	{"CPUTime", 10, 0, func(r *sacctRow, v *SacctView) string {
+		return runTime(elapsed(r.Job, v.Now) * time.Duration(allocCPUs(r.Job)))
 	}},
-	{"CPUTimeRAW", 10, 0, func(j *phalanxv1.Job, v *SacctView) string {
-		return fmt.Sprint(int64(elapsed(j, v.Now).Seconds()) * allocCPUs(j))
+	{"CPUTimeRAW", 10, 0, func(r *sacctRow, v *SacctView) string {
+		return fmt.Sprint(int64(elapsed(r.Job, v.Now).Seconds()) * allocCPUs(r.Job))
 	}},
-	{"Elapsed", 10, 0, func(j *phalanxv1.Job, v *SacctView) string { return runTime(elapsed(j, v.Now)) }},
-	{"ElapsedRaw", 10, 0, func(j *phalanxv1.Job, v *SacctView) string { return fmt.Sprint(int64(elapsed(j, v.Now).Seconds())) }},
-	{"Eligible", 19, '.', func(j *phalanxv1.Job, v *SacctView) string { return fmtTime(j.SubmitTime, v.Loc, "Unknown") }},
-	{"End", 19, '.', func(j *phalanxv1.Job, v *SacctView) string { return fmtTime(j.EndTime, v.Loc, "Unknown") }},
-	{"ExitCode", 8, '+', func(j *phalanxv1.Job, _ *SacctView) string { return exitCode(j.ExitCode, j.ExitSignal) }},
-	{"GID", 6, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(j.GetSpec().GetGid()) }},
-	{"GPUHours", 10, 0, func(j *phalanxv1.Job, v *SacctView) string {
-		return fmt.Sprintf("%.2f", elapsed(j, v.Now).Hours()*float64(allocGPUs(j)))
+	{"Elapsed", 10, 0, func(r *sacctRow, v *SacctView) string { return runTime(elapsed(r.Job, v.Now)) }},
+	{"ElapsedRaw", 10, 0, func(r *sacctRow, v *SacctView) string { return fmt.Sprint(int64(elapsed(r.Job, v.Now).Seconds())) }},
+	{"Eligible", 19, '.', func(r *sacctRow, v *SacctView) string { return rowTime(r.eligible, v.Loc) }},
+	{"End", 19, '.', func(r *sacctRow, v *SacctView) string { return fmtTime(r.EndTime, v.Loc, "Unknown") }},
+	{"ExitCode", 8, '+', func(r *sacctRow, _ *SacctView) string { return exitCode(r.ExitCode, r.ExitSignal) }},
+	{"GID", 6, 0, func(r *sacctRow, _ *SacctView) string { return fmt.Sprint(r.GetSpec().GetGid()) }},
+	{"GPUHours", 10, 0, func(r *sacctRow, v *SacctView) string {
+		return fmt.Sprintf("%.2f", elapsed(r.Job, v.Now).Hours()*float64(allocGPUs(r.Job)))
 	}},
-	{"JobID", -12, '+', func(j *phalanxv1.Job, v *SacctView) string {
-		if id, ok := v.folded[j]; ok {
-			return id
-		}
-		if a := j.ArrayTask; a != nil {
-			return fmt.Sprintf("%d_%d", a.ArrayJobId, a.TaskId)
-		}
-		return fmt.Sprint(j.Id)
+	{"JobID", -12, '+', func(r *sacctRow, _ *SacctView) string { return orDefault(r.folded, jobName(r.Job)) }},
+	{"JobIDRaw", -12, '+', func(r *sacctRow, _ *SacctView) string { return fmt.Sprint(r.Id) }},
+	{"JobName", 10, '+', func(r *sacctRow, _ *SacctView) string { return r.GetSpec().GetName() }},
+	{"NCPUS", 10, 0, func(r *sacctRow, _ *SacctView) string { return fmt.Sprint(allocCPUs(r.Job)) }},
+	{"NNodes", 8, 0, func(r *sacctRow, _ *SacctView) string { return fmt.Sprint(jobNodeCount(r.Job)) }},
+	{"NodeList", 15, '+', func(r *sacctRow, _ *SacctView) string { return orDefault(jobNodeList(r.Job), "None assigned") }},
+	{"Partition", 10, '+', func(r *sacctRow, _ *SacctView) string { return r.GetSpec().GetPartition() }},
+	{"Priority", 10, 0, func(r *sacctRow, _ *SacctView) string { return fmt.Sprint(r.GetPriority()) }},
+	{"QOS", 10, '+', func(r *sacctRow, _ *SacctView) string { return orDefault(r.GetSpec().GetQos(), "normal") }},
+	{"Reason", 22, '+', func(r *sacctRow, _ *SacctView) string { return reason(r.Job) }},
+	{"ReqCPUS", 8, 0, func(r *sacctRow, _ *SacctView) string {
+		return fmt.Sprint(max(r.GetSpec().GetNodes(), 1) * r.GetSpec().GetCpusPerNode())
 	}},
-	{"JobIDRaw", -12, '+', func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(j.Id) }},
-	{"JobName", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.GetSpec().GetName() }},
-	{"NCPUS", 10, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(allocCPUs(j)) }},
-	{"NNodes", 8, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(jobNodeCount(j)) }},
-	{"NodeList", 15, '+', func(j *phalanxv1.Job, _ *SacctView) string { return orDefault(jobNodeList(j), "None assigned") }},
-	{"Partition", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.GetSpec().GetPartition() }},
-	{"Priority", 10, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(j.GetPriority()) }},
-	{"QOS", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string { return orDefault(j.GetSpec().GetQos(), "normal") }},
-	{"Reason", 22, '+', func(j *phalanxv1.Job, _ *SacctView) string { return reason(j) }},
-	{"ReqCPUS", 8, 0, func(j *phalanxv1.Job, _ *SacctView) string {
-		return fmt.Sprint(max(j.GetSpec().GetNodes(), 1) * j.GetSpec().GetCpusPerNode())
-	}},
-	{"ReqNodes", 8, '+', func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(max(j.GetSpec().GetNodes(), 1)) }},
-	{"Restarts", 8, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(j.Attempt) }},
-	{"Start", 19, '.', func(j *phalanxv1.Job, v *SacctView) string { return fmtTime(j.StartTime, v.Loc, "Unknown") }},
-	{"State", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.State }},
-	{"Submit", 19, '.', func(j *phalanxv1.Job, v *SacctView) string { return fmtTime(j.SubmitTime, v.Loc, "Unknown") }},
-	{"Timelimit", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string {
-		if l := jobLimit(j); l > 0 {
+	{"ReqNodes", 8, '+', func(r *sacctRow, _ *SacctView) string { return fmt.Sprint(max(r.GetSpec().GetNodes(), 1)) }},
+	{"Restarts", 8, 0, func(r *sacctRow, _ *SacctView) string { return fmt.Sprint(r.Attempt) }},
+	{"Start", 19, '.', func(r *sacctRow, v *SacctView) string { return fmtTime(r.StartTime, v.Loc, "Unknown") }},
+	{"State", 10, '+', func(r *sacctRow, _ *SacctView) string { return accountedState(r.State) }},
+	{"Submit", 19, '.', func(r *sacctRow, v *SacctView) string { return rowTime(r.submit, v.Loc) }},
+	{"Timelimit", 10, '+', func(r *sacctRow, _ *SacctView) string {
+		if l := jobLimit(r.Job); l > 0 {
 			return runTime(l)
 		}
 		return "UNLIMITED"
 	}},
-	{"TimelimitRaw", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string {
-		if l := jobLimit(j); l > 0 {
+	{"TimelimitRaw", 10, '+', func(r *sacctRow, _ *SacctView) string {
+		if l := jobLimit(r.Job); l > 0 {
 			return fmt.Sprint(int64(l.Minutes()))
 		}
 		return "UNLIMITED"
 	}},
-	{"UID", 6, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(j.GetSpec().GetUid()) }},
-	{"User", 9, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.GetSpec().GetUser() }},
-	{"WorkDir", 20, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.GetSpec().GetWorkDir() }},
+	{"UID", 6, 0, func(r *sacctRow, _ *SacctView) string { return fmt.Sprint(r.GetSpec().GetUid()) }},
+	{"User", 9, '+', func(r *sacctRow, _ *SacctView) string { return r.GetSpec().GetUser() }},
+	{"WorkDir", 20, '+', func(r *sacctRow, _ *SacctView) string { return r.GetSpec().GetWorkDir() }},
 }
 
 // FormatSacct prints jobs as sacct does: fixed-width columns, each
@@ -120,6 +106,7 @@ func FormatSacct(jobs []*phalanxv1.Job, v SacctView) (string, error) {
 	if v.Loc == nil {
 		v.Loc = time.UTC
 	}
+	v.Now = v.Now.Truncate(time.Second) // as the records' times
 	var b strings.Builder
 	if !v.NoHeader {
 		v.line(&b, cols, func(c sacctColumn) (string, byte) { return c.f.name, '.' })
@@ -130,43 +117,29 @@ func FormatSacct(jobs []*phalanxv1.Job, v SacctView) (string, error) {
 			b.WriteByte('\n')
 		}
 	}
-	var rows []sacctRow
+	var rows []*sacctRow
 	for _, r := range attemptRows(jobs) {
 		if v.Select.keeps(r) {
 			rows = append(rows, r)
 		}
 	}
-	rows, v.folded = foldPending(rows)
+	if !v.Duplicates {
+		rows = newestRows(rows)
+	}
+	rows = foldPending(rows)
+	sortRows(rows)
 	for _, r := range rows {
-		v.line(&b, cols, func(c sacctColumn) (string, byte) { return c.f.value(r.Job, &v), c.f.cut })
+		v.line(&b, cols, func(c sacctColumn) (string, byte) { return c.f.value(r, &v), c.f.cut })
 	}
 	return b.String(), nil
 }
 
-// foldPending folds the pending tasks of each array into one row, as
-// Slurm's sacct shows them: the first's, whose JobID (folded) is
-// ARRAYID_[LIST%THROTTLE], as squeue's.
-func foldPending(rows []sacctRow) ([]sacctRow, map[*phalanxv1.Job]string) {
-	first := map[uint64]*phalanxv1.Job{}
-	tasks := map[uint64][]int{}
-	out := rows[:0:0]
-	for _, r := range rows {
-		a := r.Job.ArrayTask
-		if a == nil || r.Job.State != string(cluster.JobPending) {
-			out = append(out, r)
-			continue
-		}
-		tasks[a.ArrayJobId] = append(tasks[a.ArrayJobId], int(a.TaskId))
-		if first[a.ArrayJobId] == nil {
-			first[a.ArrayJobId] = r.Job
-			out = append(out, r)
-		}
+// rowTime prints a record's time, Unknown when it has none.
+func rowTime(t time.Time, loc *time.Location) string {
+	if t.IsZero() {
+		return "Unknown"
 	}
-	folded := map[*phalanxv1.Job]string{}
-	for base, j := range first {
-		folded[j] = fmt.Sprintf("%d_%s", base, cluster.FormatTaskIDs(tasks[base], int(j.ArrayTask.Throttle)))
-	}
-	return out, folded
+	return t.In(loc).Format(timeLayout)
 }
 
 // exitCode prints an exit status as Slurm does, code:signal, where a
@@ -177,96 +150,6 @@ func exitCode(code, signal int32) string {
 		code = 0
 	}
 	return fmt.Sprintf("%d:%d", code, signal)
-}
-
-// sacctRow is one row of sacct: a job as it stands, or one of its earlier
-// attempts as it ended, with when it became eligible: the job's submit
-// time for its first attempt, the end of the attempt before for a later
-// one (Slurm's record of a requeued job starts then).
-type sacctRow struct {
-	*phalanxv1.Job
-	eligible time.Time
-}
-
-// attemptRows gives a job that was restarted or requeued one row per
-// attempt, oldest first: each earlier attempt as it ended (its state,
-// reason, times and nodes), then the job as it stands.
-func attemptRows(jobs []*phalanxv1.Job) []sacctRow {
-	var out []sacctRow
-	for _, j := range jobs {
-		eligible, _ := tsTime(j.SubmitTime)
-		for _, a := range j.Attempts {
-			if a.Attempt >= j.Attempt || a.State == "" {
-				continue // the current attempt is the job's own row
-			}
-			row := proto.Clone(j).(*phalanxv1.Job)
-			row.Attempt, row.State, row.Reason = a.Attempt, a.State, a.Reason
-			row.StartTime, row.EndTime, row.Alloc = a.StartTime, a.EndTime, a.Alloc
-			row.ExitCode, row.ExitSignal = a.ExitCode, a.ExitSignal
-			out = append(out, sacctRow{row, eligible})
-			if end, ok := tsTime(a.EndTime); ok {
-				eligible = end
-			}
-		}
-		out = append(out, sacctRow{j, eligible})
-	}
-	return out
-}
-
-// SacctSelect picks sacct's rows as Slurm picks its records, each row (an
-// attempt of a job) by its own state and times. With a window (End set;
-// Start zero: from the beginning), a row is kept when, with no States, it
-// was in the queue or ran in the window (eligible by its end, not ended
-// before its start); with States, when it was in one of them during the
-// window: PENDING, waiting at some point in it; RUNNING, holding its
-// resources at some point in it; an end state, reached in it; CONFIGURING
-// or COMPLETING, its state now.
-type SacctSelect struct {
-	States     []string
-	Start, End time.Time
-}
-
-// keeps reports whether the row is selected.
-func (s SacctSelect) keeps(r sacctRow) bool {
-	switch {
-	case s.End.IsZero(): // no window
-		return len(s.States) == 0 || slices.Contains(s.States, r.State)
-	case len(s.States) == 0:
-		end, _ := tsTime(r.EndTime)
-		return s.meets(r.eligible, end)
-	}
-	return slices.ContainsFunc(s.States, func(st string) bool { return s.was(r, st) })
-}
-
-// was reports whether row r was in state st during the window.
-func (s SacctSelect) was(r sacctRow, st string) bool {
-	start, started := tsTime(r.StartTime)
-	end, ended := tsTime(r.EndTime)
-	switch st {
-	case string(cluster.JobPending): // from eligible to its start, or its end
-		if started {
-			return s.meets(r.eligible, start)
-		}
-		return s.meets(r.eligible, end)
-	case string(cluster.JobRunning):
-		return started && s.meets(start, end)
-	case string(cluster.JobConfiguring), string(cluster.JobCompleting):
-		return r.State == st && s.meets(r.eligible, end)
-	}
-	return r.State == st && ended && !end.Before(s.Start) && !end.After(s.End)
-}
-
-// meets reports whether from..to (to zero: not ended) meets the window.
-func (s SacctSelect) meets(from, to time.Time) bool {
-	return !from.After(s.End) && (to.IsZero() || !to.Before(s.Start))
-}
-
-// tsTime is a wire time, and whether it is set.
-func tsTime(ts *timestamppb.Timestamp) (time.Time, bool) {
-	if ts == nil || ts.AsTime().IsZero() {
-		return time.Time{}, false
-	}
-	return ts.AsTime(), true
 }
 
 // allocGPUs is how many GPUs the job (or attempt) holds.

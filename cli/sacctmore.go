@@ -12,18 +12,18 @@ import (
 // beside sacctFields, merged into them in Slurm's (alphabetical) order at
 // start (sacctcols.go).
 var sacctMore = []sacctField{
-	{"Cluster", 10, '+', func(_ *phalanxv1.Job, v *SacctView) string { return v.Cluster }},
-	{"Comment", 15, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.GetSpec().GetComment() }},
-	{"DerivedExitCode", 15, '+', func(j *phalanxv1.Job, _ *SacctView) string { return exitCode(j.ExitCode, j.ExitSignal) }},
-	{"Flags", 19, '+', func(j *phalanxv1.Job, _ *SacctView) string { return jobFlags(j) }},
-	{"Group", 9, '+', func(j *phalanxv1.Job, _ *SacctView) string { return groupName(j.GetSpec().GetGid()) }},
-	{"NTasks", 8, 0, func(j *phalanxv1.Job, _ *SacctView) string { return fmt.Sprint(jobTaskCount(j)) }},
-	{"Planned", 10, 0, func(j *phalanxv1.Job, v *SacctView) string { return runTime(waited(j, v.Now)) }},
-	{"ReqMem", 10, 0, func(j *phalanxv1.Job, _ *SacctView) string { return reqMem(j.GetSpec().GetMemoryMb()) }},
-	{"ReqTRES", 10, '+', func(j *phalanxv1.Job, _ *SacctView) string { return reqTRES(j) }},
-	{"Reserved", 10, 0, func(j *phalanxv1.Job, v *SacctView) string { return runTime(waited(j, v.Now)) }}, // Planned's old name
-	{"SubmitLine", 20, '+', func(j *phalanxv1.Job, _ *SacctView) string { return j.GetSpec().GetSubmitLine() }},
-	{"Suspended", 10, 0, func(*phalanxv1.Job, *SacctView) string { return "00:00:00" }}, // jobs are never suspended
+	{"Cluster", 10, '+', func(_ *sacctRow, v *SacctView) string { return v.Cluster }},
+	{"Comment", 15, '+', func(r *sacctRow, _ *SacctView) string { return r.GetSpec().GetComment() }},
+	{"DerivedExitCode", 15, '+', func(r *sacctRow, _ *SacctView) string { return exitCode(r.ExitCode, r.ExitSignal) }},
+	{"Flags", 19, '+', func(r *sacctRow, _ *SacctView) string { return jobFlags(r.Job) }},
+	{"Group", 9, '+', func(r *sacctRow, _ *SacctView) string { return groupName(r.GetSpec().GetGid()) }},
+	{"NTasks", 8, 0, func(r *sacctRow, _ *SacctView) string { return fmt.Sprint(jobTaskCount(r.Job)) }},
+	{"Planned", 10, 0, func(r *sacctRow, v *SacctView) string { return runTime(waited(r.Job, v.Now)) }},
+	{"ReqMem", 10, 0, func(r *sacctRow, _ *SacctView) string { return reqMem(r.GetSpec().GetMemoryMb()) }},
+	{"ReqTRES", 10, '+', func(r *sacctRow, _ *SacctView) string { return reqTRES(r.Job) }},
+	{"Reserved", 10, 0, func(r *sacctRow, v *SacctView) string { return runTime(waited(r.Job, v.Now)) }}, // Planned's old name
+	{"SubmitLine", 20, '+', func(r *sacctRow, _ *SacctView) string { return r.GetSpec().GetSubmitLine() }},
+	{"Suspended", 10, 0, func(*sacctRow, *SacctView) string { return "00:00:00" }}, // jobs are never suspended
 }
 
 // schedFlags are Slurm's names of how a job was started, by the API's

@@ -1,6 +1,10 @@
 package cli
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
 
 // sacct -s takes the job states of Slurm 22.05's accounting records, by
 // name or code in any case, as its sacct does (checked live): a state it
@@ -49,4 +53,13 @@ func lookupState(states map[string]string, s string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// accountedState is a row's state as Slurm's accounting records it: a job
+// still configuring its nodes is RUNNING there.
+func accountedState(st string) string {
+	if st == string(cluster.JobConfiguring) {
+		return string(cluster.JobRunning)
+	}
+	return st
 }

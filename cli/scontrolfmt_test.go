@@ -66,7 +66,7 @@ func TestTimeLimitAsSacct(t *testing.T) {
 	timelimit := fields[0]
 	for _, secs := range []int64{0, 600, 5400, 86400, 90061} {
 		j := &phalanxv1.Job{TimeLimitSeconds: secs, Spec: &phalanxv1.JobSpec{}}
-		sacct := timelimit.value(j, &SacctView{})
+		sacct := timelimit.value(&sacctRow{Job: j}, &SacctView{})
 		show := FormatJob(j, testNow, time.UTC)
 		if !strings.Contains(show, " TimeLimit="+sacct+"\n") {
 			t.Errorf("limit %ds: sacct prints %q, scontrol show job:\n%s", secs, sacct, show)
