@@ -52,20 +52,20 @@ JobID           JobName  Partition    Account  AllocCPUS      State ExitCode
 12345678901+          t        gpu                     0    TIMEOUT      0:0 
 9                 sweep        gpu                     8  COMPLETED      0:0 
 7            pretrain-+   gpu-long         ml        128    RUNNING      0:0 
-8                  eval        gpu                     0    PENDING      0:0 
+8                  eval        gpu                     2    PENDING      0:0 
 11                    x        gpu                     0  NODE_FAIL      0:9 
-12                    c        gpu                     0  CANCELLED      0:0 
+12                    c        gpu                     1  CANCELLED      0:0 
 `},
 		{"fields, prefixes and widths", SacctView{Format: "jobid%5,jobname%-15,state%4,elapsed,start,end,nodelist,nnodes,submit,timelimit,user,reason,alloctres,exitcode"}, `
 JobID JobName         Stat    Elapsed               Start                 End        NodeList   NNodes              Submit  Timelimit      User                 Reason  AllocTRES ExitCode 
 ----- --------------- ---- ---------- ------------------- ------------------- --------------- -------- ------------------- ---------- --------- ---------------------- ---------- -------- 
-   10 big             FAI+ 2-01:00:00 2024-04-29T10:00:00 2024-05-01T11:00:00    gpu[010-011]        2 2024-04-29T10:00:00  UNLIMITED     carol        NonZeroExitCode cpu=8,nod+      1:0 
+   10 big             FAI+ 2-01:00:00 2024-04-29T10:00:00 2024-05-01T11:00:00    gpu[010-011]        2 2024-04-29T10:00:00  UNLIMITED     carol                   None billing=8+      1:0 
 1234+ t               TIM+   04:00:00 2024-05-01T07:00:00 2024-05-01T11:00:00          gpu013        1 2024-05-01T07:00:00   04:00:00         d                   None     node=1      0:0 
-    9 sweep           COM+   01:00:00 2024-05-01T09:00:00 2024-05-01T10:00:00          gpu005        1 2024-05-01T09:00:00  UNLIMITED       bob                   None cpu=8,mem+      0:0 
-    7 pretrain-llama+ RUN+   01:05:00 2024-05-01T10:55:00             Unknown    gpu[001-004]        4 2024-05-01T10:00:00 1-00:00:00 alexandr+                   None cpu=128,g+      0:0 
-    8 eval            PEN+   00:00:00             Unknown             Unknown   None assigned        2 2024-05-01T11:50:00  UNLIMITED       bob              Resources                 0:0 
+    9 sweep           COM+   01:00:00 2024-05-01T09:00:00 2024-05-01T10:00:00          gpu005        1 2024-05-01T09:00:00  UNLIMITED       bob                   None billing=8+      0:0 
+    7 pretrain-llama+ RUN+   01:05:00 2024-05-01T10:55:00             Unknown    gpu[001-004]        4 2024-05-01T10:00:00 1-00:00:00 alexandr+                   None billing=1+      0:0 
+    8 eval            PEN+   00:00:00             Unknown             Unknown   None assigned        2 2024-05-01T11:50:00 Partition+       bob              Resources                 0:0 
    11 x               NOD+   00:03:00 2024-05-01T11:56:00 2024-05-01T11:59:00          gpu012        1 2024-05-01T11:55:00  UNLIMITED         d                   None     node=1      0:9 
-   12 c               CAN+   00:00:00             Unknown 2024-05-01T11:59:00   None assigned        1 2024-05-01T11:55:00  UNLIMITED         d              Cancelled                 0:0 
+   12 c               CAN+   00:00:00                None 2024-05-01T11:59:00   None assigned        1 2024-05-01T11:55:00 Partition+         d                   None                 0:0 
 `},
 		{"parsable", SacctView{Parsable: true, Trailing: true, Format: "JobID,State,ExitCode,NodeList"}, `
 JobID|State|ExitCode|NodeList|
@@ -78,10 +78,10 @@ JobID|State|ExitCode|NodeList|
 12|CANCELLED|0:0|None assigned|
 `},
 		{"parsable2, no header", SacctView{Parsable: true, NoHeader: true, Format: "jobid,alloctres,cputime,cputimeraw"}, `
-10|cpu=8,node=2|16-08:00:00|1411200
+10|billing=8,cpu=8,node=2|16-08:00:00|1411200
 123456789012345|node=1|00:00:00|0
-9|cpu=8,mem=1000M,node=1|08:00:00|28800
-7|cpu=128,gres/gpu=32,mem=256G,node=4|5-18:40:00|499200
+9|billing=8,cpu=8,mem=1000M,node=1|08:00:00|28800
+7|billing=128,cpu=128,gres/gpu=32,mem=256G,node=4|5-18:40:00|499200
 8||00:00:00|0
 11|node=1|00:00:00|0
 12||00:00:00|0
@@ -97,13 +97,13 @@ JobID|State|ExitCode|NodeList|
 `},
 		{"what was asked, and the wait", SacctView{Parsable: true, Format: "jobid,reqmem,reqtres,ntasks,planned,suspended,derivedexitcode,comment"}, `
 JobID|ReqMem|ReqTRES|NTasks|Planned|Suspended|DerivedExitCode|Comment
-10|0|cpu=8,node=2|2|00:00:00|00:00:00|1:0|
-123456789012345|0|cpu=1,node=1|1|00:00:00|00:00:00|0:0|
-9|1000M|cpu=8,mem=1000M,node=1|1|00:00:00|00:00:00|0:0|
-7|64G|cpu=128,gres/gpu=32,mem=256G,node=4|4|00:55:00|00:00:00|0:0|warm restart
-8|0|cpu=2,node=2|2|00:10:00|00:00:00|0:0|
-11|0|cpu=1,node=1|1|00:01:00|00:00:00|0:9|
-12|0|cpu=1,node=1|1|00:04:00|00:00:00|0:0|
+10|0|billing=8,cpu=8,node=2||00:00:00|00:00:00|1:0|
+123456789012345|0|billing=1,cpu=1,node=1||00:00:00|00:00:00|0:0|
+9|1000M|billing=8,cpu=8,mem=1000M,node=1||00:00:00|00:00:00|0:0|
+7|256G|billing=128,cpu=128,gres/gpu=32,mem=256G,node=4||00:55:00|00:00:00|0:0|warm restart
+8|0|billing=2,cpu=2,node=2||00:10:00|00:00:00|0:0|
+11|0|billing=1,cpu=1,node=1||00:01:00|00:00:00|0:9|
+12|0|billing=1,cpu=1,node=1||INVALID|00:00:00|0:0|
 `},
 		{"cluster and submit line (none recorded by older clients)", SacctView{Parsable: true, Cluster: "phalanx", Format: "jobid,cluster,submitline"}, `
 JobID|Cluster|SubmitLine
@@ -646,7 +646,12 @@ job id=50 name=b user=u part=gpu state=PENDING submit=-1h
 
 // A job's eligible time is its record's: its --begin time when later than
 // its submission; none while it is held or waits on a dependency, nor for
-// one cancelled held. Such a job is in no window, but -j names it.
+// one cancelled held. Such a job is in no window, but -j names it. As in
+// Slurm 22.05's records (checked live): Reserved runs from the eligible
+// time (INVALID before it comes or once ended without starting, 00:00:00
+// without one); a job never started has Start None once ended, Partition_Limit
+// for a limit unless it has its own, and the CPUs it asks for as AllocCPUS;
+// Reason is None once started or ended.
 func TestSacctEligible(t *testing.T) {
 	clock := func(s string) *timestamppb.Timestamp { return at("2024-05-01T" + s) }
 	spec := func(hold bool, begin string) *phalanxv1.JobSpec {
@@ -668,14 +673,15 @@ func TestSacctEligible(t *testing.T) {
 			{Id: 7, Spec: spec(false, ""), State: "CANCELLED", SubmitTime: clock("11:00:00"), EndTime: clock("11:10:00")},
 		}
 	}
-	got, err := FormatSacct(jobs(), SacctView{Format: "JobID,State,Submit,Eligible", Parsable: true, NoHeader: true, Now: testNow})
-	want := `1|PENDING|2024-05-01T11:00:00|Unknown
-2|PENDING|2024-05-01T11:00:00|Unknown
-3|PENDING|2024-05-01T11:00:00|2024-05-01T13:00:00
-4|COMPLETED|2024-05-01T11:00:00|2024-05-01T11:30:00
-5|CANCELLED|2024-05-01T11:00:00|Unknown
-6|PENDING|2024-05-01T11:00:00|2024-05-01T11:00:00
-7|CANCELLED|2024-05-01T11:00:00|2024-05-01T11:00:00
+	format := "JobID,State,Eligible,Reserved,Start,AllocCPUS,Timelimit,Reason"
+	got, err := FormatSacct(jobs(), SacctView{Format: format, Parsable: true, NoHeader: true, Now: testNow})
+	want := `1|PENDING|Unknown|00:00:00|Unknown|2|Partition_Limit|JobHeldUser
+2|PENDING|Unknown|00:00:00|Unknown|2|Partition_Limit|Dependency
+3|PENDING|2024-05-01T13:00:00|INVALID|Unknown|2|Partition_Limit|BeginTime
+4|COMPLETED|2024-05-01T11:30:00|00:01:00|2024-05-01T11:31:00|2|00:10:00|None
+5|CANCELLED|Unknown|00:00:00|None|2|Partition_Limit|None
+6|PENDING|2024-05-01T11:00:00|01:00:00|Unknown|2|Partition_Limit|Resources
+7|CANCELLED|2024-05-01T11:00:00|INVALID|None|2|Partition_Limit|None
 `
 	if err != nil || got != want {
 		t.Errorf("got:\n%s(%v)\nwant:\n%s", got, err, want)
@@ -689,6 +695,25 @@ func TestSacctEligible(t *testing.T) {
 	got, _ = FormatSacct(jobs(), SacctView{Format: "JobID", Parsable: true, NoHeader: true, Now: testNow, Select: window})
 	if want := "1\n2\n3\n4\n5\n6\n7\n"; got != want {
 		t.Errorf("-j: %q, want %q", got, want)
+	}
+}
+
+// A job cancelled while running exits 0:0 in Slurm's records, whatever
+// signal ended its tasks; a job record's NTasks is empty (a step's); ReqMem
+// and the TRES are the job's in all, billing its CPUs.
+func TestSacctRecordValues(t *testing.T) {
+	jobs := parseObjects(t, `
+job id=10 name=c user=d part=gpu state=CANCELLED exit=143:15 submit=-5m start=-4m end=-1m nodes=gpu[001-002] cpus=4 mem=1024 gpus=2
+`).jobs
+	got, err := FormatSacct(jobs, SacctView{Format: "JobID,State,ExitCode,DerivedExitCode,NTasks,ReqMem,AllocTRES,ReqTRES", Parsable: true, Now: testNow})
+	want := "JobID|State|ExitCode|DerivedExitCode|NTasks|ReqMem|AllocTRES|ReqTRES\n" +
+		"10|CANCELLED|0:0|0:0||2G|billing=8,cpu=8,gres/gpu=4,mem=2G,node=2|billing=8,cpu=8,gres/gpu=4,mem=2G,node=2\n"
+	if err != nil || got != want {
+		t.Errorf("got:\n%s(%v)\nwant:\n%s", got, err, want)
+	}
+	// ReqMem is text to Slurm: cut to its width, with a +.
+	if got, _ := FormatSacct(jobs, SacctView{Format: "ReqMem%1", NoHeader: true, Now: testNow}); got != "+ \n" {
+		t.Errorf("ReqMem%%1: %q, want %q", got, "+ \n")
 	}
 }
 

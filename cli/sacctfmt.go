@@ -6,6 +6,7 @@ import (
 	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
 // SacctDefaultFormat is sacct's default --format.
@@ -42,21 +43,21 @@ type sacctField struct {
 // sacctFields are the fields phx has, in Slurm's (alphabetical) order.
 var sacctFields = []sacctField{
 	{"Account", 10, '+', func(r *sacctRow, _ *SacctView) string { return r.GetSpec().GetAccount() }},
-	{"AllocCPUS", 10, 0, func(r *sacctRow, _ *SacctView) string { return fmt.Sprint(allocCPUs(r.Job)) }},
+	{"AllocCPUS", 10, 0, func(r *sacctRow, _ *SacctView) string { return fmt.Sprint(rowCPUs(r)) }},
 	{"AllocNodes", 10, '+', func(r *sacctRow, _ *SacctView) string { return fmt.Sprint(len(r.Alloc)) }},
 	{"AllocTRES", 10, '+', func(r *sacctRow, _ *SacctView) string { return sacctTRES(r.Job) }},
 	{"Constraints", 19, '+', func(r *sacctRow, _ *SacctView) string { return r.GetSpec().GetConstraint() }},
 	{"CPUTime", 10, 0, func(r *sacctRow, v *SacctView) string {
-		return runTime(elapsed(r.Job, v.Now) * time.Duration(allocCPUs(r.Job)))
+		return runTime(elapsed(r.Job, v.Now) * time.Duration(rowCPUs(r)))
 	}},
 	{"CPUTimeRAW", 10, 0, func(r *sacctRow, v *SacctView) string {
-		return fmt.Sprint(int64(elapsed(r.Job, v.Now).Seconds()) * allocCPUs(r.Job))
+		return fmt.Sprint(int64(elapsed(r.Job, v.Now).Seconds()) * rowCPUs(r))
 	}},
 	{"Elapsed", 10, 0, func(r *sacctRow, v *SacctView) string { return runTime(elapsed(r.Job, v.Now)) }},
 	{"ElapsedRaw", 10, 0, func(r *sacctRow, v *SacctView) string { return fmt.Sprint(int64(elapsed(r.Job, v.Now).Seconds())) }},
 	{"Eligible", 19, '.', func(r *sacctRow, v *SacctView) string { return rowTime(r.eligible, v.Loc) }},
 	{"End", 19, '.', func(r *sacctRow, v *SacctView) string { return fmtTime(r.EndTime, v.Loc, "Unknown") }},
-	{"ExitCode", 8, '+', func(r *sacctRow, _ *SacctView) string { return exitCode(r.ExitCode, r.ExitSignal) }},
+	{"ExitCode", 8, '+', func(r *sacctRow, _ *SacctView) string { return rowExitCode(r) }},
 	{"GID", 6, 0, func(r *sacctRow, _ *SacctView) string { return fmt.Sprint(r.GetSpec().GetGid()) }},
 	{"GPUHours", 10, 0, func(r *sacctRow, v *SacctView) string {
 		return fmt.Sprintf("%.2f", elapsed(r.Job, v.Now).Hours()*float64(allocGPUs(r.Job)))
@@ -64,32 +65,22 @@ var sacctFields = []sacctField{
 	{"JobID", -12, '+', func(r *sacctRow, _ *SacctView) string { return orDefault(r.folded, jobName(r.Job)) }},
 	{"JobIDRaw", -12, '+', func(r *sacctRow, _ *SacctView) string { return fmt.Sprint(r.Id) }},
 	{"JobName", 10, '+', func(r *sacctRow, _ *SacctView) string { return r.GetSpec().GetName() }},
-	{"NCPUS", 10, 0, func(r *sacctRow, _ *SacctView) string { return fmt.Sprint(allocCPUs(r.Job)) }},
+	{"NCPUS", 10, 0, func(r *sacctRow, _ *SacctView) string { return fmt.Sprint(rowCPUs(r)) }},
 	{"NNodes", 8, 0, func(r *sacctRow, _ *SacctView) string { return fmt.Sprint(jobNodeCount(r.Job)) }},
 	{"NodeList", 15, '+', func(r *sacctRow, _ *SacctView) string { return orDefault(jobNodeList(r.Job), "None assigned") }},
 	{"Partition", 10, '+', func(r *sacctRow, _ *SacctView) string { return r.GetSpec().GetPartition() }},
 	{"Priority", 10, 0, func(r *sacctRow, _ *SacctView) string { return fmt.Sprint(r.GetPriority()) }},
 	{"QOS", 10, '+', func(r *sacctRow, _ *SacctView) string { return orDefault(r.GetSpec().GetQos(), "normal") }},
-	{"Reason", 22, '+', func(r *sacctRow, _ *SacctView) string { return reason(r.Job) }},
-	{"ReqCPUS", 8, 0, func(r *sacctRow, _ *SacctView) string {
-		return fmt.Sprint(max(r.GetSpec().GetNodes(), 1) * r.GetSpec().GetCpusPerNode())
-	}},
+	{"Reason", 22, '+', func(r *sacctRow, _ *SacctView) string { return rowReason(r) }},
+	{"ReqCPUS", 8, 0, func(r *sacctRow, _ *SacctView) string { return fmt.Sprint(reqCPUs(r.Job)) }},
 	{"ReqNodes", 8, '+', func(r *sacctRow, _ *SacctView) string { return fmt.Sprint(max(r.GetSpec().GetNodes(), 1)) }},
 	{"Restarts", 8, 0, func(r *sacctRow, _ *SacctView) string { return fmt.Sprint(r.Attempt) }},
-	{"Start", 19, '.', func(r *sacctRow, v *SacctView) string { return fmtTime(r.StartTime, v.Loc, "Unknown") }},
+	{"Start", 19, '.', func(r *sacctRow, v *SacctView) string { return rowStart(r, v.Loc) }},
 	{"State", 10, '+', func(r *sacctRow, _ *SacctView) string { return accountedState(r.State) }},
 	{"Submit", 19, '.', func(r *sacctRow, v *SacctView) string { return rowTime(r.submit, v.Loc) }},
-	{"Timelimit", 10, '+', func(r *sacctRow, _ *SacctView) string {
-		if l := jobLimit(r.Job); l > 0 {
-			return runTime(l)
-		}
-		return "UNLIMITED"
-	}},
+	{"Timelimit", 10, '+', func(r *sacctRow, _ *SacctView) string { return rowLimit(r, runTime) }},
 	{"TimelimitRaw", 10, '+', func(r *sacctRow, _ *SacctView) string {
-		if l := jobLimit(r.Job); l > 0 {
-			return fmt.Sprint(int64(l.Minutes()))
-		}
-		return "UNLIMITED"
+		return rowLimit(r, func(l time.Duration) string { return fmt.Sprint(int64(l.Minutes())) })
 	}},
 	{"UID", 6, 0, func(r *sacctRow, _ *SacctView) string { return fmt.Sprint(r.GetSpec().GetUid()) }},
 	{"User", 9, '+', func(r *sacctRow, _ *SacctView) string { return r.GetSpec().GetUser() }},
@@ -140,6 +131,61 @@ func rowTime(t time.Time, loc *time.Location) string {
 		return "Unknown"
 	}
 	return t.In(loc).Format(timeLayout)
+}
+
+// rowStart is Start: None for a row that ended without starting.
+func rowStart(r *sacctRow, loc *time.Location) string {
+	if r.StartTime == nil && r.EndTime != nil {
+		return "None"
+	}
+	return fmtTime(r.StartTime, loc, "Unknown")
+}
+
+// rowReason is Reason as Slurm's records keep it: a pending row's reason;
+// None once started or ended, Phalanx keeping no earlier reason (Slurm's
+// is the last it waited for).
+func rowReason(r *sacctRow) string {
+	if r.State == string(cluster.JobPending) && r.EndTime == nil {
+		return reason(r.Job)
+	}
+	return cluster.ReasonNone
+}
+
+// rowExitCode is ExitCode: a cancelled job's is 0:0 in Slurm's records,
+// whatever its tasks did once signalled.
+func rowExitCode(r *sacctRow) string {
+	if r.State == string(cluster.JobCancelled) {
+		return "0:0"
+	}
+	return exitCode(r.ExitCode, r.ExitSignal)
+}
+
+// rowLimit prints a row's time limit: UNLIMITED, or Partition_Limit for
+// a row that never started without a limit of its own (Slurm records the
+// partition's when the job starts).
+func rowLimit(r *sacctRow, format func(time.Duration) string) string {
+	switch l := jobLimit(r.Job); {
+	case r.StartTime == nil && r.GetSpec().GetTimeLimitSeconds() == 0:
+		return "Partition_Limit"
+	case l > 0:
+		return format(l)
+	}
+	return "UNLIMITED"
+}
+
+// rowCPUs is AllocCPUS: what the row holds, else (pending, or ended
+// without starting) what it asks for, as Slurm's records say.
+func rowCPUs(r *sacctRow) int64 {
+	if len(r.Alloc) == 0 {
+		return reqCPUs(r.Job)
+	}
+	return allocCPUs(r.Job)
+}
+
+// reqCPUs is ReqCPUS: the CPUs the job asks for in all (one a node at
+// least), as ReqTRES's cpu=.
+func reqCPUs(j *phalanxv1.Job) int64 {
+	return int64(jobNodeCount(j)) * int64(max(j.GetSpec().GetCpusPerNode(), 1))
 }
 
 // exitCode prints an exit status as Slurm does, code:signal, where a
@@ -204,27 +250,4 @@ func allocCPUs(j *phalanxv1.Job) int64 {
 		n += int64(a.Cpus)
 	}
 	return n
-}
-
-// sacctTRES is AllocTRES: what the job holds, by resource name, memory in
-// the largest unit that divides it; empty while pending.
-func sacctTRES(j *phalanxv1.Job) string {
-	if len(j.Alloc) == 0 {
-		return ""
-	}
-	var gpus, mem int64
-	for _, a := range j.Alloc {
-		gpus, mem = gpus+int64(len(a.Gpus)), mem+a.MemoryMb
-	}
-	var parts []string
-	if cpus := allocCPUs(j); cpus > 0 {
-		parts = append(parts, fmt.Sprintf("cpu=%d", cpus))
-	}
-	if gpus > 0 {
-		parts = append(parts, fmt.Sprintf("gres/gpu=%d", gpus))
-	}
-	if mem > 0 {
-		parts = append(parts, "mem="+reqMem(mem))
-	}
-	return strings.Join(append(parts, fmt.Sprintf("node=%d", len(j.Alloc))), ",")
 }

@@ -63,10 +63,9 @@ func TestLimitOrUnlimited(t *testing.T) {
 // same way.
 func TestTimeLimitAsSacct(t *testing.T) {
 	fields, _ := sacctLookup("Timelimit")
-	timelimit := fields[0]
 	for _, secs := range []int64{0, 600, 5400, 86400, 90061} {
-		j := &phalanxv1.Job{TimeLimitSeconds: secs, Spec: &phalanxv1.JobSpec{}}
-		sacct := timelimit.value(&sacctRow{Job: j}, &SacctView{})
+		j := &phalanxv1.Job{TimeLimitSeconds: secs, Spec: &phalanxv1.JobSpec{}, StartTime: at("2024-05-01T11:00:00")}
+		sacct := fields[0].value(&sacctRow{Job: j}, &SacctView{})
 		show := FormatJob(j, testNow, time.UTC)
 		if !strings.Contains(show, " TimeLimit="+sacct+"\n") {
 			t.Errorf("limit %ds: sacct prints %q, scontrol show job:\n%s", secs, sacct, show)
