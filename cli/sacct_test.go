@@ -698,16 +698,17 @@ func TestSacctEligible(t *testing.T) {
 	}
 }
 
-// A job cancelled while running exits 0:0 in Slurm's records, whatever
-// signal ended its tasks; a job record's NTasks is empty (a step's); ReqMem
-// and the TRES are the job's in all, billing its CPUs.
+// A job cancelled while running shows the signal that ended it (Slurm
+// shows it on the .batch step, which Phalanx does not have: the issue asks
+// that a cancelled job not be 0:0); a job record's NTasks is empty (a
+// step's); ReqMem and the TRES are the job's in all, billing its CPUs.
 func TestSacctRecordValues(t *testing.T) {
 	jobs := parseObjects(t, `
 job id=10 name=c user=d part=gpu state=CANCELLED exit=143:15 submit=-5m start=-4m end=-1m nodes=gpu[001-002] cpus=4 mem=1024 gpus=2
 `).jobs
 	got, err := FormatSacct(jobs, SacctView{Format: "JobID,State,ExitCode,DerivedExitCode,NTasks,ReqMem,AllocTRES,ReqTRES", Parsable: true, Now: testNow})
 	want := "JobID|State|ExitCode|DerivedExitCode|NTasks|ReqMem|AllocTRES|ReqTRES\n" +
-		"10|CANCELLED|0:0|0:0||2G|billing=8,cpu=8,gres/gpu=4,mem=2G,node=2|billing=8,cpu=8,gres/gpu=4,mem=2G,node=2\n"
+		"10|CANCELLED|0:15|0:15||2G|billing=8,cpu=8,gres/gpu=4,mem=2G,node=2|billing=8,cpu=8,gres/gpu=4,mem=2G,node=2\n"
 	if err != nil || got != want {
 		t.Errorf("got:\n%s(%v)\nwant:\n%s", got, err, want)
 	}

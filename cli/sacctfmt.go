@@ -151,12 +151,11 @@ func rowReason(r *sacctRow) string {
 	return cluster.ReasonNone
 }
 
-// rowExitCode is ExitCode: a cancelled job's is 0:0 in Slurm's records,
-// whatever its tasks did once signalled.
+// rowExitCode is ExitCode: the attempt's CODE:SIGNAL. A job cancelled
+// while it ran shows the signal that ended it (0:15), which Slurm 22.05
+// shows on its .batch step's line, its job line saying 0:0: Phalanx has
+// no step lines, and a cancelled job is not 0:0 (issue 11).
 func rowExitCode(r *sacctRow) string {
-	if r.State == string(cluster.JobCancelled) {
-		return "0:0"
-	}
 	return exitCode(r.ExitCode, r.ExitSignal)
 }
 
