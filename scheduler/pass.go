@@ -338,15 +338,15 @@ func (p *pass) limitOf(j *cluster.Job) time.Duration {
 
 // take gives the request's resources on node i to a job ending at end and
 // returns what was taken (lowest free GPU indices first). An exclusive job
-// takes every GPU of the node, as Slurm allocates it all CPUs and GRES of
-// its nodes.
+// takes every GPU and CPU of the node, as Slurm allocates it all CPUs and
+// GRES of its nodes (memory stays what it asked).
 func (p *pass) take(i int32, r *request, end int64) cluster.NodeAlloc {
 	c := &p.nodes[i]
-	a := cluster.NodeAlloc{Node: c.node.Name, CPUs: r.cpus, MemoryMB: r.mem}
-	gpus := r.gpus
+	gpus, cpus := r.gpus, r.cpus
 	if r.excl {
-		gpus = int(c.ngpu)
+		gpus, cpus = int(c.ngpu), max(c.cpus, r.cpus)
 	}
+	a := cluster.NodeAlloc{Node: c.node.Name, CPUs: cpus, MemoryMB: r.mem}
 	if gpus > 0 {
 		a.GPUs = make([]int, 0, gpus)
 	}
@@ -359,13 +359,13 @@ func (p *pass) take(i int32, r *request, end int64) cluster.NodeAlloc {
 	h := p.leaves[c.leaf].hist
 	h[c.ngpu]--
 	c.ngpu -= int32(gpus)
-	c.cpus -= r.cpus
+	c.cpus -= cpus
 	c.mem -= r.mem
 	c.busy = true
 	c.excl = c.excl || r.excl
 	if !c.excl {
 		h[c.ngpu]++
 	}
-	p.addUse(i, use{from: math.MinInt64, to: end, gpus: gpus, cpus: r.cpus, mem: r.mem, excl: r.excl})
+	p.addUse(i, use{from: math.MinInt64, to: end, gpus: gpus, cpus: cpus, mem: r.mem, excl: r.excl})
 	return a
 }

@@ -257,11 +257,11 @@ func checkGang(t *rapid.T, s *Snapshot, j *cluster.Job, alloc cluster.Allocation
 			t.Fatalf("job %d: node %s is unknown, repeated, not UP, outside %s, the wrong model or lacks features %q", j.ID, a.Node, part.Name, j.Constraint)
 		}
 		seen[a.Node] = true
-		gpus := j.GPUsPerNode
-		if j.Exclusive { // every GPU of the node, as Slurm gives an exclusive job
-			gpus = n.GPUs
+		gpus, cpus := j.GPUsPerNode, j.CPUsPerNode
+		if j.Exclusive { // every GPU and CPU of the node, as Slurm gives an exclusive job
+			gpus, cpus = n.GPUs, n.CPUs
 		}
-		if len(a.GPUs) != gpus || a.CPUs != j.CPUsPerNode || a.MemoryMB != j.MemoryMB {
+		if len(a.GPUs) != gpus || a.CPUs != cpus || a.MemoryMB != j.MemoryMB {
 			t.Fatalf("job %d: %+v does not match the request (exclusive %v)", j.ID, a, j.Exclusive)
 		}
 	}
