@@ -14,6 +14,7 @@ import (
 )
 
 var sinfoOptions = []getopt.Option{
+	{Long: "all", Short: 'a', Usage: "every partition (Phalanx hides none: no effect)"},
 	{Long: "Format", Short: 'O', HasArg: true, Usage: "fields by name, NAME[:[.][WIDTH][SUFFIX]],..., e.g. \"NodeList:20,StateCompact:8,NICsUp:8,NICs:0\""},
 	{Long: "Node", Short: 'N', Usage: "one line per node"},
 	{Long: "exact", Short: 'e', Usage: "a row only for nodes whose CPUs, memory, weight... are equal too (default: the least, with +, e.g. 64+)"},

@@ -124,3 +124,16 @@ func TestSinfoExact(t *testing.T) {
 		}
 	}
 }
+
+// -a/--all, which in Slurm also lists hidden partitions, is taken: Phalanx
+// hides none, so it changes nothing (squeue's likewise).
+func TestAllIsAccepted(t *testing.T) {
+	for _, args := range [][]string{{"-a"}, {"--all", "-N"}} {
+		if _, err := parseSinfo(args); err != nil {
+			t.Errorf("sinfo %q: %v", args, err)
+		}
+		if _, err := parseSqueue(args[:1]); err != nil {
+			t.Errorf("squeue %q: %v", args[:1], err)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 )
 
 var squeueOptions = []getopt.Option{
+	{Long: "all", Short: 'a', Usage: "jobs of every partition (Phalanx hides none: no effect)"},
 	{Long: "array", Short: 'r', Usage: "a row for each pending task of a job array, not one row for all of them"},
 	{Long: "Format", Short: 'O', HasArg: true, Usage: "fields by name, NAME[:[.][WIDTH][SUFFIX]],..., e.g. \"JobID:.10 ,UserName:10,ReasonList\""},
 	{Long: "long", Short: 'l', Usage: "more columns: long state names and time limits"},
