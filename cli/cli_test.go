@@ -212,6 +212,7 @@ func TestSbatchSubmits(t *testing.T) {
 		Environment: []string{"HOME=/home/alice", "LR=0.1"}, WorkDir: dir,
 		Nodes: 2, GpusPerNode: 8, GpuType: "h100",
 		ScriptPath: filepath.Join(dir, "job.sh"), SubmitLine: "sbatch -N 2 -t 1-00:00:00 job.sh",
+		RequestForm: &phalanxv1.RequestForm{}, // none of -n, --ntasks-per-node, --gpus-per-node, -G, --mem-per-*
 	}
 	if len(f.submits) != 1 || !proto.Equal(f.submits[0].Spec, want) || f.submits[0].TestOnly {
 		t.Fatalf("sent %v\nwant %v", f.submits, want)

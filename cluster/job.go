@@ -145,6 +145,8 @@ type Job struct {
 	GPUsPerTask  int
 	CPUsPerTask  int
 	SubmitHost   string // the host sbatch ran on (SLURM_SUBMIT_HOST)
+	// RequestForm: which options gave the tasks, GPUs and memory.
+	RequestForm RequestForm
 
 	// Placement constraints.
 	Constraint   string        // --constraint: node features, "a&b" (all) or "a|b" (any)

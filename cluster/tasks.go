@@ -12,6 +12,20 @@ const MaxTasksPerNode = 1024
 // MaxHostName bounds SubmitHost (a host name, as HOST_NAME_MAX).
 const MaxHostName = 255
 
+// RequestForm says which of sbatch's options gave a job's tasks, GPUs and
+// memory; the job's counts hold the totals either way. Slurm sets some of
+// its variables only after the option given: SLURM_NTASKS after -n or
+// --ntasks-per-node, SLURM_NTASKS_PER_NODE after --ntasks-per-node,
+// SLURM_GPUS_PER_NODE after --gpus-per-node, SLURM_GPUS after -G, and
+// SLURM_MEM_PER_CPU or SLURM_MEM_PER_GPU (in place of SLURM_MEM_PER_NODE)
+// after --mem-per-cpu or --mem-per-gpu. Recorded is false for a job
+// submitted before the form was recorded.
+type RequestForm struct {
+	Recorded                                 bool
+	NTasks, NTasksPerNode, GPUsPerNode, GPUs bool
+	MemPerCPUMB, MemPerGPUMB                 int64
+}
+
 // NodeTasks is the number of tasks on each node: TasksPerNode, at least 1.
 func (j *Job) NodeTasks() int { return max(1, j.TasksPerNode) }
 
@@ -30,6 +44,8 @@ func (j *Job) CheckTasks() error {
 	case j.CPUsPerTask > 0 && j.CPUsPerNode > 0 && j.CPUsPerTask*t > j.CPUsPerNode:
 		return Errorf(ErrInvalid, "--cpus-per-task=%d with %d tasks per node is %d CPUs per node, but the job asks for %d",
 			j.CPUsPerTask, t, j.CPUsPerTask*t, j.CPUsPerNode)
+	case j.RequestForm.MemPerCPUMB < 0 || j.RequestForm.MemPerGPUMB < 0:
+		return Errorf(ErrInvalid, "--mem-per-cpu and --mem-per-gpu must not be negative")
 	case len(j.SubmitHost) > MaxHostName:
 		return Errorf(ErrInvalid, "submit host name of %d bytes: at most %d", len(j.SubmitHost), MaxHostName)
 	}

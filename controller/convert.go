@@ -62,6 +62,7 @@ func jobFromSpec(spec *phalanxv1.JobSpec, maxScript int) (*cluster.Job, error) {
 		GPUsPerTask:  int(spec.GpusPerTask),
 		CPUsPerTask:  int(spec.CpusPerTask),
 		SubmitHost:   spec.SubmitHost,
+		RequestForm:  requestFormFromProto(spec.RequestForm),
 		ScriptPath:   spec.ScriptPath,
 		ScriptArgs:   spec.ScriptArgs,
 		SubmitLine:   spec.SubmitLine,
@@ -179,6 +180,7 @@ func specToProto(j *cluster.Job) *phalanxv1.JobSpec {
 		GpusPerTask:      int32(j.GPUsPerTask),
 		CpusPerTask:      int32(j.CPUsPerTask),
 		SubmitHost:       j.SubmitHost,
+		RequestForm:      requestFormToProto(j.RequestForm),
 		ScriptPath:       j.ScriptPath,
 		ScriptArgs:       j.ScriptArgs,
 		SubmitLine:       j.SubmitLine,
@@ -435,4 +437,21 @@ func nicsFromProto(rs []*phalanxv1.NICInfo) ([]cluster.NIC, error) {
 
 func eventToProto(e cluster.Event) *phalanxv1.Event {
 	return &phalanxv1.Event{Seq: e.Seq, Time: timestamppb.New(e.Time), Node: e.Node, Job: uint64(e.Job), Kind: string(e.Kind), User: e.User, Message: e.Message}
+}
+
+// requestFormFromProto reads a spec's request form; nil: not recorded.
+func requestFormFromProto(f *phalanxv1.RequestForm) cluster.RequestForm {
+	if f == nil {
+		return cluster.RequestForm{}
+	}
+	return cluster.RequestForm{Recorded: true, NTasks: f.Ntasks, NTasksPerNode: f.NtasksPerNode, GPUsPerNode: f.GpusPerNode,
+		GPUs: f.Gpus, MemPerCPUMB: f.MemPerCpuMb, MemPerGPUMB: f.MemPerGpuMb}
+}
+
+func requestFormToProto(f cluster.RequestForm) *phalanxv1.RequestForm {
+	if !f.Recorded {
+		return nil
+	}
+	return &phalanxv1.RequestForm{Ntasks: f.NTasks, NtasksPerNode: f.NTasksPerNode, GpusPerNode: f.GPUsPerNode,
+		Gpus: f.GPUs, MemPerCpuMb: f.MemPerCPUMB, MemPerGpuMb: f.MemPerGPUMB}
 }

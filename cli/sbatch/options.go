@@ -106,6 +106,7 @@ type builder struct {
 	tasksPerNode, ntasks, cpusPerTask int32
 	nodesSet, memWhole                bool // memWhole: --mem=0
 	memPerCPU, memPerGPU              int64
+	gpusPerNodeSet                    bool // --gpus-per-node (the request form)
 
 	wait      bool
 	parseTime func(string) (time.Time, error)
@@ -199,6 +200,7 @@ func (b *builder) apply(v getopt.Value) error {
 		b.export = v.Value
 	case "gpus-per-node":
 		s.GpuType, s.GpusPerNode, err = parseGPUs(v.Value)
+		b.gpusPerNodeSet = err == nil
 	case "gres":
 		s.GpuType, s.GpusPerNode, err = parseGres(v.Value)
 	case "gpus-per-task":

@@ -185,6 +185,7 @@ func finish(b *builder, script, name string, env Env) (*Request, error) {
 	if err := b.resolveMemory(); err != nil {
 		return nil, err
 	}
+	s.RequestForm = b.requestForm()
 	s.WorkDir = abs(env.Cwd, s.WorkDir)
 	if s.CheckpointDir != "" {
 		s.CheckpointDir = abs(s.WorkDir, s.CheckpointDir)

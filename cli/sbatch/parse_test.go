@@ -104,6 +104,7 @@ func writeSpec(b *strings.Builder, s *phalanxv1.JobSpec) {
 	if s.SubmitHost != "" {
 		fmt.Fprintf(b, "submit-host=%s\n", s.SubmitHost)
 	}
+	writeForm(b, s.RequestForm)
 	writePlacement(b, s)
 	if s.Env != nil {
 		b.WriteString("env map: sbatch sends the environment as a list\n")
@@ -111,6 +112,29 @@ func writeSpec(b *strings.Builder, s *phalanxv1.JobSpec) {
 	fmt.Fprintf(b, "env: %s\n", strings.Join(s.Environment, " "))
 	if strings.Contains(s.Script, "sbatch --wrap") {
 		fmt.Fprintf(b, "script:\n%s", s.Script)
+	}
+}
+
+// writeForm prints which options gave the tasks, GPUs and memory, when
+// any did.
+func writeForm(b *strings.Builder, f *phalanxv1.RequestForm) {
+	var given []string
+	for _, o := range []struct {
+		set  bool
+		name string
+	}{{f.GetNtasks(), "ntasks"}, {f.GetNtasksPerNode(), "ntasks-per-node"}, {f.GetGpusPerNode(), "gpus-per-node"}, {f.GetGpus(), "gpus"}} {
+		if o.set {
+			given = append(given, o.name)
+		}
+	}
+	if f.GetMemPerCpuMb() != 0 {
+		given = append(given, fmt.Sprintf("mem-per-cpu=%d", f.GetMemPerCpuMb()))
+	}
+	if f.GetMemPerGpuMb() != 0 {
+		given = append(given, fmt.Sprintf("mem-per-gpu=%d", f.GetMemPerGpuMb()))
+	}
+	if len(given) > 0 {
+		fmt.Fprintf(b, "given: %s\n", strings.Join(given, " "))
 	}
 }
 

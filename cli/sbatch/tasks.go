@@ -3,6 +3,8 @@ package sbatch
 import (
 	"fmt"
 	"math"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 )
 
 // Tasks. A Phalanx job runs the same number of tasks on each of its nodes
@@ -84,4 +86,13 @@ func (b *builder) resolveMemory() error {
 	}
 	s.MemoryMb = per * count
 	return nil
+}
+
+// requestForm records which options gave the tasks, GPUs and memory, for
+// the variables Slurm sets only after them (SLURM_NTASKS, ...).
+func (b *builder) requestForm() *phalanxv1.RequestForm {
+	return &phalanxv1.RequestForm{
+		Ntasks: b.ntasks > 0, NtasksPerNode: b.tasksPerNode > 0, GpusPerNode: b.gpusPerNodeSet, Gpus: b.total.set,
+		MemPerCpuMb: b.memPerCPU, MemPerGpuMb: b.memPerGPU,
+	}
 }

@@ -44,6 +44,7 @@ func jobSpec(j *cluster.Job) *statev1.JobSpec {
 		GpusPerTask:    int32(j.GPUsPerTask),
 		CpusPerTask:    int32(j.CPUsPerTask),
 		SubmitHost:     j.SubmitHost,
+		RequestForm:    requestFormRecord(j.RequestForm),
 		ScriptPath:     j.ScriptPath,
 		ScriptArgs:     j.ScriptArgs,
 		SubmitLine:     j.SubmitLine,
@@ -73,6 +74,24 @@ func jobSpec(j *cluster.Job) *statev1.JobSpec {
 		KillOnInvalidDep: j.KillOnInvalidDep,
 		OpenMode:         openModeRecord(j.OpenMode),
 	}
+}
+
+func requestFormRecord(f cluster.RequestForm) *statev1.RequestForm {
+	if !f.Recorded {
+		return nil
+	}
+	return &statev1.RequestForm{Ntasks: f.NTasks, NtasksPerNode: f.NTasksPerNode, GpusPerNode: f.GPUsPerNode,
+		Gpus: f.GPUs, MemPerCpuMb: f.MemPerCPUMB, MemPerGpuMb: f.MemPerGPUMB}
+}
+
+// fromRequestForm reads a job's request form; nil: a job recorded before
+// it was.
+func fromRequestForm(f *statev1.RequestForm) cluster.RequestForm {
+	if f == nil {
+		return cluster.RequestForm{}
+	}
+	return cluster.RequestForm{Recorded: true, NTasks: f.GetNtasks(), NTasksPerNode: f.GetNtasksPerNode(), GPUsPerNode: f.GetGpusPerNode(),
+		GPUs: f.GetGpus(), MemPerCPUMB: f.GetMemPerCpuMb(), MemPerGPUMB: f.GetMemPerGpuMb()}
 }
 
 func openModeRecord(m cluster.OpenMode) statev1.OpenMode {
@@ -183,6 +202,7 @@ func FromJob(r *statev1.Job) (*cluster.Job, error) {
 		GPUsPerTask:  int(sp.GetGpusPerTask()),
 		CPUsPerTask:  int(sp.GetCpusPerTask()),
 		SubmitHost:   sp.GetSubmitHost(),
+		RequestForm:  fromRequestForm(sp.GetRequestForm()),
 		ScriptPath:   sp.GetScriptPath(),
 		ScriptArgs:   sp.GetScriptArgs(),
 		SubmitLine:   sp.GetSubmitLine(),

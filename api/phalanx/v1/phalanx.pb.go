@@ -1936,10 +1936,13 @@ type JobSpec struct {
 	// sacct's SubmitLine): the script file's absolute path (empty for --wrap
 	// or a script read from standard input), the arguments after it, passed
 	// to the script as $1..., and the whole command line.
-	ScriptPath    string   `protobuf:"bytes,50,opt,name=script_path,json=scriptPath,proto3" json:"script_path,omitempty"`
-	ScriptArgs    []string `protobuf:"bytes,51,rep,name=script_args,json=scriptArgs,proto3" json:"script_args,omitempty"`
-	SubmitLine    string   `protobuf:"bytes,52,opt,name=submit_line,json=submitLine,proto3" json:"submit_line,omitempty"`
-	Comment       string   `protobuf:"bytes,53,opt,name=comment,proto3" json:"comment,omitempty"` // sbatch --comment (sacct's Comment, squeue's %k)
+	ScriptPath string   `protobuf:"bytes,50,opt,name=script_path,json=scriptPath,proto3" json:"script_path,omitempty"`
+	ScriptArgs []string `protobuf:"bytes,51,rep,name=script_args,json=scriptArgs,proto3" json:"script_args,omitempty"`
+	SubmitLine string   `protobuf:"bytes,52,opt,name=submit_line,json=submitLine,proto3" json:"submit_line,omitempty"`
+	Comment    string   `protobuf:"bytes,53,opt,name=comment,proto3" json:"comment,omitempty"` // sbatch --comment (sacct's Comment, squeue's %k)
+	// How the tasks, GPUs and memory were asked for (unset: a job submitted
+	// before it was recorded).
+	RequestForm   *RequestForm `protobuf:"bytes,54,opt,name=request_form,json=requestForm,proto3" json:"request_form,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2345,6 +2348,104 @@ func (x *JobSpec) GetComment() string {
 	return ""
 }
 
+func (x *JobSpec) GetRequestForm() *RequestForm {
+	if x != nil {
+		return x.RequestForm
+	}
+	return nil
+}
+
+// RequestForm says which of sbatch's options gave a job's tasks, GPUs and
+// memory; the spec's counts hold the totals either way. Slurm sets some of
+// its variables only after the option given: SLURM_NTASKS after -n or
+// --ntasks-per-node, SLURM_NTASKS_PER_NODE after --ntasks-per-node,
+// SLURM_GPUS_PER_NODE after --gpus-per-node, SLURM_GPUS after -G,
+// SLURM_MEM_PER_CPU and SLURM_MEM_PER_GPU (in place of
+// SLURM_MEM_PER_NODE) after --mem-per-cpu and --mem-per-gpu.
+type RequestForm struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ntasks        bool                   `protobuf:"varint,1,opt,name=ntasks,proto3" json:"ntasks,omitempty"`                                      // -n
+	NtasksPerNode bool                   `protobuf:"varint,2,opt,name=ntasks_per_node,json=ntasksPerNode,proto3" json:"ntasks_per_node,omitempty"` // --ntasks-per-node
+	GpusPerNode   bool                   `protobuf:"varint,3,opt,name=gpus_per_node,json=gpusPerNode,proto3" json:"gpus_per_node,omitempty"`       // --gpus-per-node
+	Gpus          bool                   `protobuf:"varint,4,opt,name=gpus,proto3" json:"gpus,omitempty"`                                          // -G, --gpus
+	MemPerCpuMb   int64                  `protobuf:"varint,5,opt,name=mem_per_cpu_mb,json=memPerCpuMb,proto3" json:"mem_per_cpu_mb,omitempty"`     // --mem-per-cpu
+	MemPerGpuMb   int64                  `protobuf:"varint,6,opt,name=mem_per_gpu_mb,json=memPerGpuMb,proto3" json:"mem_per_gpu_mb,omitempty"`     // --mem-per-gpu
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestForm) Reset() {
+	*x = RequestForm{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestForm) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestForm) ProtoMessage() {}
+
+func (x *RequestForm) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestForm.ProtoReflect.Descriptor instead.
+func (*RequestForm) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *RequestForm) GetNtasks() bool {
+	if x != nil {
+		return x.Ntasks
+	}
+	return false
+}
+
+func (x *RequestForm) GetNtasksPerNode() bool {
+	if x != nil {
+		return x.NtasksPerNode
+	}
+	return false
+}
+
+func (x *RequestForm) GetGpusPerNode() bool {
+	if x != nil {
+		return x.GpusPerNode
+	}
+	return false
+}
+
+func (x *RequestForm) GetGpus() bool {
+	if x != nil {
+		return x.Gpus
+	}
+	return false
+}
+
+func (x *RequestForm) GetMemPerCpuMb() int64 {
+	if x != nil {
+		return x.MemPerCpuMb
+	}
+	return 0
+}
+
+func (x *RequestForm) GetMemPerGpuMb() int64 {
+	if x != nil {
+		return x.MemPerGpuMb
+	}
+	return 0
+}
+
 type NodeAlloc struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
@@ -2358,7 +2459,7 @@ type NodeAlloc struct {
 
 func (x *NodeAlloc) Reset() {
 	*x = NodeAlloc{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2370,7 +2471,7 @@ func (x *NodeAlloc) String() string {
 func (*NodeAlloc) ProtoMessage() {}
 
 func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[25]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2383,7 +2484,7 @@ func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAlloc.ProtoReflect.Descriptor instead.
 func (*NodeAlloc) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{25}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *NodeAlloc) GetNode() string {
@@ -2437,7 +2538,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2449,7 +2550,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[26]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2462,7 +2563,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{26}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Task) GetRank() int32 {
@@ -2558,7 +2659,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2570,7 +2671,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[27]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2583,7 +2684,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{27}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Job) GetId() uint64 {
@@ -2741,7 +2842,7 @@ type ArrayTask struct {
 
 func (x *ArrayTask) Reset() {
 	*x = ArrayTask{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2753,7 +2854,7 @@ func (x *ArrayTask) String() string {
 func (*ArrayTask) ProtoMessage() {}
 
 func (x *ArrayTask) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[28]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2766,7 +2867,7 @@ func (x *ArrayTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArrayTask.ProtoReflect.Descriptor instead.
 func (*ArrayTask) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{28}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ArrayTask) GetArrayJobId() uint64 {
@@ -2846,7 +2947,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2858,7 +2959,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[29]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2871,7 +2972,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{29}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Attempt) GetAttempt() int32 {
@@ -3002,7 +3103,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3014,7 +3115,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[30]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3027,7 +3128,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{30}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Node) GetName() string {
@@ -3220,7 +3321,7 @@ type Partition struct {
 
 func (x *Partition) Reset() {
 	*x = Partition{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3232,7 +3333,7 @@ func (x *Partition) String() string {
 func (*Partition) ProtoMessage() {}
 
 func (x *Partition) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[31]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3245,7 +3346,7 @@ func (x *Partition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Partition.ProtoReflect.Descriptor instead.
 func (*Partition) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{31}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Partition) GetName() string {
@@ -3360,7 +3461,7 @@ type SubmitJobRequest struct {
 
 func (x *SubmitJobRequest) Reset() {
 	*x = SubmitJobRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3372,7 +3473,7 @@ func (x *SubmitJobRequest) String() string {
 func (*SubmitJobRequest) ProtoMessage() {}
 
 func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[32]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3385,7 +3486,7 @@ func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobRequest.ProtoReflect.Descriptor instead.
 func (*SubmitJobRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{32}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SubmitJobRequest) GetSpec() *JobSpec {
@@ -3423,7 +3524,7 @@ type SubmitJobResponse struct {
 
 func (x *SubmitJobResponse) Reset() {
 	*x = SubmitJobResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3435,7 +3536,7 @@ func (x *SubmitJobResponse) String() string {
 func (*SubmitJobResponse) ProtoMessage() {}
 
 func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[33]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3448,7 +3549,7 @@ func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobResponse.ProtoReflect.Descriptor instead.
 func (*SubmitJobResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{33}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SubmitJobResponse) GetJobId() uint64 {
@@ -3509,7 +3610,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3521,7 +3622,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[34]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3534,7 +3635,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{34}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CancelJobRequest) GetJobIds() []uint64 {
@@ -3617,7 +3718,7 @@ type ArrayTasks struct {
 
 func (x *ArrayTasks) Reset() {
 	*x = ArrayTasks{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3629,7 +3730,7 @@ func (x *ArrayTasks) String() string {
 func (*ArrayTasks) ProtoMessage() {}
 
 func (x *ArrayTasks) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[35]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3642,7 +3743,7 @@ func (x *ArrayTasks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArrayTasks.ProtoReflect.Descriptor instead.
 func (*ArrayTasks) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{35}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ArrayTasks) GetArrayJobId() uint64 {
@@ -3670,7 +3771,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3682,7 +3783,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[36]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3695,7 +3796,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{36}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CancelJobResponse) GetCancelled() []uint64 {
@@ -3714,7 +3815,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3726,7 +3827,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[37]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3739,7 +3840,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{37}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetJobRequest) GetJobId() uint64 {
@@ -3786,7 +3887,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3798,7 +3899,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[38]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3811,7 +3912,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{38}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListJobsRequest) GetJobIds() []uint64 {
@@ -3902,7 +4003,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3914,7 +4015,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[39]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3927,7 +4028,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{39}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -3962,7 +4063,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3974,7 +4075,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[40]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3987,7 +4088,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{40}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListNodesRequest) GetNames() []string {
@@ -4021,7 +4122,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4033,7 +4134,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[41]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4046,7 +4147,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{41}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -4071,7 +4172,7 @@ type ListPartitionsRequest struct {
 
 func (x *ListPartitionsRequest) Reset() {
 	*x = ListPartitionsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4083,7 +4184,7 @@ func (x *ListPartitionsRequest) String() string {
 func (*ListPartitionsRequest) ProtoMessage() {}
 
 func (x *ListPartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[42]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4096,7 +4197,7 @@ func (x *ListPartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPartitionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{42}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{43}
 }
 
 type ListPartitionsResponse struct {
@@ -4108,7 +4209,7 @@ type ListPartitionsResponse struct {
 
 func (x *ListPartitionsResponse) Reset() {
 	*x = ListPartitionsResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4120,7 +4221,7 @@ func (x *ListPartitionsResponse) String() string {
 func (*ListPartitionsResponse) ProtoMessage() {}
 
 func (x *ListPartitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[43]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4133,7 +4234,7 @@ func (x *ListPartitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPartitionsResponse.ProtoReflect.Descriptor instead.
 func (*ListPartitionsResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{43}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListPartitionsResponse) GetPartitions() []*Partition {
@@ -4156,7 +4257,7 @@ type NotLeader struct {
 
 func (x *NotLeader) Reset() {
 	*x = NotLeader{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4168,7 +4269,7 @@ func (x *NotLeader) String() string {
 func (*NotLeader) ProtoMessage() {}
 
 func (x *NotLeader) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[44]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4181,7 +4282,7 @@ func (x *NotLeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotLeader.ProtoReflect.Descriptor instead.
 func (*NotLeader) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{44}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *NotLeader) GetLeaderId() string {
@@ -4219,7 +4320,7 @@ type ControllerStatus struct {
 
 func (x *ControllerStatus) Reset() {
 	*x = ControllerStatus{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4231,7 +4332,7 @@ func (x *ControllerStatus) String() string {
 func (*ControllerStatus) ProtoMessage() {}
 
 func (x *ControllerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4244,7 +4345,7 @@ func (x *ControllerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControllerStatus.ProtoReflect.Descriptor instead.
 func (*ControllerStatus) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{45}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ControllerStatus) GetId() string {
@@ -4332,7 +4433,7 @@ type GetControllerStatusRequest struct {
 
 func (x *GetControllerStatusRequest) Reset() {
 	*x = GetControllerStatusRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4344,7 +4445,7 @@ func (x *GetControllerStatusRequest) String() string {
 func (*GetControllerStatusRequest) ProtoMessage() {}
 
 func (x *GetControllerStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4357,7 +4458,7 @@ func (x *GetControllerStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetControllerStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetControllerStatusRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{46}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{47}
 }
 
 type ListControllersRequest struct {
@@ -4368,7 +4469,7 @@ type ListControllersRequest struct {
 
 func (x *ListControllersRequest) Reset() {
 	*x = ListControllersRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4380,7 +4481,7 @@ func (x *ListControllersRequest) String() string {
 func (*ListControllersRequest) ProtoMessage() {}
 
 func (x *ListControllersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4393,7 +4494,7 @@ func (x *ListControllersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListControllersRequest.ProtoReflect.Descriptor instead.
 func (*ListControllersRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{47}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{48}
 }
 
 type ListControllersResponse struct {
@@ -4405,7 +4506,7 @@ type ListControllersResponse struct {
 
 func (x *ListControllersResponse) Reset() {
 	*x = ListControllersResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4417,7 +4518,7 @@ func (x *ListControllersResponse) String() string {
 func (*ListControllersResponse) ProtoMessage() {}
 
 func (x *ListControllersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4430,7 +4531,7 @@ func (x *ListControllersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListControllersResponse.ProtoReflect.Descriptor instead.
 func (*ListControllersResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{48}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListControllersResponse) GetControllers() []*ControllerInfo {
@@ -4456,7 +4557,7 @@ type ControllerInfo struct {
 
 func (x *ControllerInfo) Reset() {
 	*x = ControllerInfo{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4468,7 +4569,7 @@ func (x *ControllerInfo) String() string {
 func (*ControllerInfo) ProtoMessage() {}
 
 func (x *ControllerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4481,7 +4582,7 @@ func (x *ControllerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControllerInfo.ProtoReflect.Descriptor instead.
 func (*ControllerInfo) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{49}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ControllerInfo) GetId() string {
@@ -4544,7 +4645,7 @@ type AddControllerRequest struct {
 
 func (x *AddControllerRequest) Reset() {
 	*x = AddControllerRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4556,7 +4657,7 @@ func (x *AddControllerRequest) String() string {
 func (*AddControllerRequest) ProtoMessage() {}
 
 func (x *AddControllerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4569,7 +4670,7 @@ func (x *AddControllerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddControllerRequest.ProtoReflect.Descriptor instead.
 func (*AddControllerRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{50}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *AddControllerRequest) GetId() string {
@@ -4601,7 +4702,7 @@ type AddControllerResponse struct {
 
 func (x *AddControllerResponse) Reset() {
 	*x = AddControllerResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4613,7 +4714,7 @@ func (x *AddControllerResponse) String() string {
 func (*AddControllerResponse) ProtoMessage() {}
 
 func (x *AddControllerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4626,7 +4727,7 @@ func (x *AddControllerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddControllerResponse.ProtoReflect.Descriptor instead.
 func (*AddControllerResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{51}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{52}
 }
 
 type RemoveControllerRequest struct {
@@ -4638,7 +4739,7 @@ type RemoveControllerRequest struct {
 
 func (x *RemoveControllerRequest) Reset() {
 	*x = RemoveControllerRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4650,7 +4751,7 @@ func (x *RemoveControllerRequest) String() string {
 func (*RemoveControllerRequest) ProtoMessage() {}
 
 func (x *RemoveControllerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4663,7 +4764,7 @@ func (x *RemoveControllerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveControllerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveControllerRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{52}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RemoveControllerRequest) GetId() string {
@@ -4681,7 +4782,7 @@ type RemoveControllerResponse struct {
 
 func (x *RemoveControllerResponse) Reset() {
 	*x = RemoveControllerResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4693,7 +4794,7 @@ func (x *RemoveControllerResponse) String() string {
 func (*RemoveControllerResponse) ProtoMessage() {}
 
 func (x *RemoveControllerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4706,7 +4807,7 @@ func (x *RemoveControllerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveControllerResponse.ProtoReflect.Descriptor instead.
 func (*RemoveControllerResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{53}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{54}
 }
 
 type RegisterControllerRequest struct {
@@ -4720,7 +4821,7 @@ type RegisterControllerRequest struct {
 
 func (x *RegisterControllerRequest) Reset() {
 	*x = RegisterControllerRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4732,7 +4833,7 @@ func (x *RegisterControllerRequest) String() string {
 func (*RegisterControllerRequest) ProtoMessage() {}
 
 func (x *RegisterControllerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4745,7 +4846,7 @@ func (x *RegisterControllerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterControllerRequest.ProtoReflect.Descriptor instead.
 func (*RegisterControllerRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{54}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *RegisterControllerRequest) GetId() string {
@@ -4777,7 +4878,7 @@ type RegisterControllerResponse struct {
 
 func (x *RegisterControllerResponse) Reset() {
 	*x = RegisterControllerResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4789,7 +4890,7 @@ func (x *RegisterControllerResponse) String() string {
 func (*RegisterControllerResponse) ProtoMessage() {}
 
 func (x *RegisterControllerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4802,7 +4903,7 @@ func (x *RegisterControllerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterControllerResponse.ProtoReflect.Descriptor instead.
 func (*RegisterControllerResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{55}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{56}
 }
 
 type TransferLeadershipRequest struct {
@@ -4814,7 +4915,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4826,7 +4927,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4839,7 +4940,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{56}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *TransferLeadershipRequest) GetId() string {
@@ -4858,7 +4959,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4870,7 +4971,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4883,7 +4984,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{57}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -4901,7 +5002,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4913,7 +5014,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4926,7 +5027,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{58}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{59}
 }
 
 // Chunk is a piece of a backup file, in order.
@@ -4939,7 +5040,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4951,7 +5052,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4964,7 +5065,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{59}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *Chunk) GetData() []byte {
@@ -4986,7 +5087,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4998,7 +5099,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5011,7 +5112,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{60}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *RestoreRequest) GetData() []byte {
@@ -5038,7 +5139,7 @@ type RestoreResponse struct {
 
 func (x *RestoreResponse) Reset() {
 	*x = RestoreResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5050,7 +5151,7 @@ func (x *RestoreResponse) String() string {
 func (*RestoreResponse) ProtoMessage() {}
 
 func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5063,7 +5164,7 @@ func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreResponse.ProtoReflect.Descriptor instead.
 func (*RestoreResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{61}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *RestoreResponse) GetJobs() uint64 {
@@ -5103,7 +5204,7 @@ type RegisterNodeRequest struct {
 
 func (x *RegisterNodeRequest) Reset() {
 	*x = RegisterNodeRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5115,7 +5216,7 @@ func (x *RegisterNodeRequest) String() string {
 func (*RegisterNodeRequest) ProtoMessage() {}
 
 func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5128,7 +5229,7 @@ func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeRequest.ProtoReflect.Descriptor instead.
 func (*RegisterNodeRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{62}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *RegisterNodeRequest) GetName() string {
@@ -5221,7 +5322,7 @@ type NICInfo struct {
 
 func (x *NICInfo) Reset() {
 	*x = NICInfo{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5233,7 +5334,7 @@ func (x *NICInfo) String() string {
 func (*NICInfo) ProtoMessage() {}
 
 func (x *NICInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5246,7 +5347,7 @@ func (x *NICInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NICInfo.ProtoReflect.Descriptor instead.
 func (*NICInfo) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{63}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *NICInfo) GetDevice() string {
@@ -5339,7 +5440,7 @@ type GPUInfo struct {
 
 func (x *GPUInfo) Reset() {
 	*x = GPUInfo{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5351,7 +5452,7 @@ func (x *GPUInfo) String() string {
 func (*GPUInfo) ProtoMessage() {}
 
 func (x *GPUInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5364,7 +5465,7 @@ func (x *GPUInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GPUInfo.ProtoReflect.Descriptor instead.
 func (*GPUInfo) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{64}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *GPUInfo) GetIndex() int32 {
@@ -5417,7 +5518,7 @@ type RegisterNodeResponse struct {
 
 func (x *RegisterNodeResponse) Reset() {
 	*x = RegisterNodeResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5429,7 +5530,7 @@ func (x *RegisterNodeResponse) String() string {
 func (*RegisterNodeResponse) ProtoMessage() {}
 
 func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5442,7 +5543,7 @@ func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeResponse.ProtoReflect.Descriptor instead.
 func (*RegisterNodeResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{65}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *RegisterNodeResponse) GetHeartbeatIntervalMs() int64 {
@@ -5482,7 +5583,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[66]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5494,7 +5595,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[66]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5507,7 +5608,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{66}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *HeartbeatRequest) GetName() string {
@@ -5554,7 +5655,7 @@ type HealthProblem struct {
 
 func (x *HealthProblem) Reset() {
 	*x = HealthProblem{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[67]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5566,7 +5667,7 @@ func (x *HealthProblem) String() string {
 func (*HealthProblem) ProtoMessage() {}
 
 func (x *HealthProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[67]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5579,7 +5680,7 @@ func (x *HealthProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthProblem.ProtoReflect.Descriptor instead.
 func (*HealthProblem) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{67}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *HealthProblem) GetCheck() string {
@@ -5621,7 +5722,7 @@ type TaskRef struct {
 
 func (x *TaskRef) Reset() {
 	*x = TaskRef{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[68]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5633,7 +5734,7 @@ func (x *TaskRef) String() string {
 func (*TaskRef) ProtoMessage() {}
 
 func (x *TaskRef) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[68]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5646,7 +5747,7 @@ func (x *TaskRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskRef.ProtoReflect.Descriptor instead.
 func (*TaskRef) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{68}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *TaskRef) GetJobId() uint64 {
@@ -5690,7 +5791,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[69]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5702,7 +5803,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[69]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5715,7 +5816,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{69}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *HeartbeatResponse) GetReregister() bool {
@@ -5766,7 +5867,7 @@ type HealthCheck struct {
 
 func (x *HealthCheck) Reset() {
 	*x = HealthCheck{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[70]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5778,7 +5879,7 @@ func (x *HealthCheck) String() string {
 func (*HealthCheck) ProtoMessage() {}
 
 func (x *HealthCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[70]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5791,7 +5892,7 @@ func (x *HealthCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthCheck.ProtoReflect.Descriptor instead.
 func (*HealthCheck) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{70}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *HealthCheck) GetProgram() string {
@@ -5824,7 +5925,7 @@ type WatchAssignmentsRequest struct {
 
 func (x *WatchAssignmentsRequest) Reset() {
 	*x = WatchAssignmentsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[71]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5836,7 +5937,7 @@ func (x *WatchAssignmentsRequest) String() string {
 func (*WatchAssignmentsRequest) ProtoMessage() {}
 
 func (x *WatchAssignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[71]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5849,7 +5950,7 @@ func (x *WatchAssignmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchAssignmentsRequest.ProtoReflect.Descriptor instead.
 func (*WatchAssignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{71}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *WatchAssignmentsRequest) GetName() string {
@@ -5882,7 +5983,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[72]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5894,7 +5995,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[72]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5907,7 +6008,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{72}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *Assignment) GetJobId() uint64 {
@@ -5985,7 +6086,7 @@ type SignalRequest struct {
 
 func (x *SignalRequest) Reset() {
 	*x = SignalRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[73]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5997,7 +6098,7 @@ func (x *SignalRequest) String() string {
 func (*SignalRequest) ProtoMessage() {}
 
 func (x *SignalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[73]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6010,7 +6111,7 @@ func (x *SignalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalRequest.ProtoReflect.Descriptor instead.
 func (*SignalRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{73}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *SignalRequest) GetSeq() uint32 {
@@ -6053,7 +6154,7 @@ type Prolog struct {
 
 func (x *Prolog) Reset() {
 	*x = Prolog{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[74]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6065,7 +6166,7 @@ func (x *Prolog) String() string {
 func (*Prolog) ProtoMessage() {}
 
 func (x *Prolog) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[74]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6078,7 +6179,7 @@ func (x *Prolog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prolog.ProtoReflect.Descriptor instead.
 func (*Prolog) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{74}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *Prolog) GetPrograms() []string {
@@ -6109,7 +6210,7 @@ type Assignments struct {
 
 func (x *Assignments) Reset() {
 	*x = Assignments{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[75]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6121,7 +6222,7 @@ func (x *Assignments) String() string {
 func (*Assignments) ProtoMessage() {}
 
 func (x *Assignments) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[75]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6134,7 +6235,7 @@ func (x *Assignments) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignments.ProtoReflect.Descriptor instead.
 func (*Assignments) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{75}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *Assignments) GetAssignments() []*Assignment {
@@ -6172,7 +6273,7 @@ type ReportTaskStatusRequest struct {
 
 func (x *ReportTaskStatusRequest) Reset() {
 	*x = ReportTaskStatusRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[76]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6184,7 +6285,7 @@ func (x *ReportTaskStatusRequest) String() string {
 func (*ReportTaskStatusRequest) ProtoMessage() {}
 
 func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[76]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6197,7 +6298,7 @@ func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{76}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ReportTaskStatusRequest) GetNode() string {
@@ -6278,7 +6379,7 @@ type ReportTaskStatusResponse struct {
 
 func (x *ReportTaskStatusResponse) Reset() {
 	*x = ReportTaskStatusResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[77]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6290,7 +6391,7 @@ func (x *ReportTaskStatusResponse) String() string {
 func (*ReportTaskStatusResponse) ProtoMessage() {}
 
 func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[77]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6303,7 +6404,7 @@ func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusResponse.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{77}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{78}
 }
 
 type ReportCheckpointRequest struct {
@@ -6319,7 +6420,7 @@ type ReportCheckpointRequest struct {
 
 func (x *ReportCheckpointRequest) Reset() {
 	*x = ReportCheckpointRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[78]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6331,7 +6432,7 @@ func (x *ReportCheckpointRequest) String() string {
 func (*ReportCheckpointRequest) ProtoMessage() {}
 
 func (x *ReportCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[78]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6344,7 +6445,7 @@ func (x *ReportCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*ReportCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{78}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ReportCheckpointRequest) GetNode() string {
@@ -6390,7 +6491,7 @@ type ReportCheckpointResponse struct {
 
 func (x *ReportCheckpointResponse) Reset() {
 	*x = ReportCheckpointResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[79]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6402,7 +6503,7 @@ func (x *ReportCheckpointResponse) String() string {
 func (*ReportCheckpointResponse) ProtoMessage() {}
 
 func (x *ReportCheckpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[79]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6415,7 +6516,7 @@ func (x *ReportCheckpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCheckpointResponse.ProtoReflect.Descriptor instead.
 func (*ReportCheckpointResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{79}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{80}
 }
 
 type ReportJobEventRequest struct {
@@ -6430,7 +6531,7 @@ type ReportJobEventRequest struct {
 
 func (x *ReportJobEventRequest) Reset() {
 	*x = ReportJobEventRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[80]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6442,7 +6543,7 @@ func (x *ReportJobEventRequest) String() string {
 func (*ReportJobEventRequest) ProtoMessage() {}
 
 func (x *ReportJobEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[80]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6455,7 +6556,7 @@ func (x *ReportJobEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportJobEventRequest.ProtoReflect.Descriptor instead.
 func (*ReportJobEventRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{80}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ReportJobEventRequest) GetNode() string {
@@ -6494,7 +6595,7 @@ type ReportJobEventResponse struct {
 
 func (x *ReportJobEventResponse) Reset() {
 	*x = ReportJobEventResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[81]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6506,7 +6607,7 @@ func (x *ReportJobEventResponse) String() string {
 func (*ReportJobEventResponse) ProtoMessage() {}
 
 func (x *ReportJobEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[81]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6519,7 +6620,7 @@ func (x *ReportJobEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportJobEventResponse.ProtoReflect.Descriptor instead.
 func (*ReportJobEventResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{81}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{82}
 }
 
 var File_phalanx_v1_phalanx_proto protoreflect.FileDescriptor
@@ -6674,7 +6775,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x06exited\x18\a \x01(\bR\x06exited\x12\x1b\n" +
 	"\texit_code\x18\b \x01(\x05R\bexitCode\x12\x1f\n" +
 	"\vexit_signal\x18\t \x01(\x05R\n" +
-	"exitSignal\"\xf8\r\n" +
+	"exitSignal\"\xb4\x0e\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -6740,11 +6841,19 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"scriptArgs\x12\x1f\n" +
 	"\vsubmit_line\x184 \x01(\tR\n" +
 	"submitLine\x12\x18\n" +
-	"\acomment\x185 \x01(\tR\acomment\x1a6\n" +
+	"\acomment\x185 \x01(\tR\acomment\x12:\n" +
+	"\frequest_form\x186 \x01(\v2\x17.phalanx.v1.RequestFormR\vrequestForm\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0f\n" +
-	"\r_max_restarts\"x\n" +
+	"\r_max_restarts\"\xcf\x01\n" +
+	"\vRequestForm\x12\x16\n" +
+	"\x06ntasks\x18\x01 \x01(\bR\x06ntasks\x12&\n" +
+	"\x0fntasks_per_node\x18\x02 \x01(\bR\rntasksPerNode\x12\"\n" +
+	"\rgpus_per_node\x18\x03 \x01(\bR\vgpusPerNode\x12\x12\n" +
+	"\x04gpus\x18\x04 \x01(\bR\x04gpus\x12#\n" +
+	"\x0emem_per_cpu_mb\x18\x05 \x01(\x03R\vmemPerCpuMb\x12#\n" +
+	"\x0emem_per_gpu_mb\x18\x06 \x01(\x03R\vmemPerGpuMb\"x\n" +
 	"\tNodeAlloc\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x12\n" +
 	"\x04gpus\x18\x02 \x03(\x05R\x04gpus\x12\x12\n" +
@@ -7171,7 +7280,7 @@ func file_phalanx_v1_phalanx_proto_rawDescGZIP() []byte {
 }
 
 var file_phalanx_v1_phalanx_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 83)
+var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 84)
 var file_phalanx_v1_phalanx_proto_goTypes = []any{
 	(HoldRequest)(0),                   // 0: phalanx.v1.HoldRequest
 	(OpenMode)(0),                      // 1: phalanx.v1.OpenMode
@@ -7201,189 +7310,191 @@ var file_phalanx_v1_phalanx_proto_goTypes = []any{
 	(*StepLaunch)(nil),                 // 25: phalanx.v1.StepLaunch
 	(*ServeLogsRequest)(nil),           // 26: phalanx.v1.ServeLogsRequest
 	(*JobSpec)(nil),                    // 27: phalanx.v1.JobSpec
-	(*NodeAlloc)(nil),                  // 28: phalanx.v1.NodeAlloc
-	(*Task)(nil),                       // 29: phalanx.v1.Task
-	(*Job)(nil),                        // 30: phalanx.v1.Job
-	(*ArrayTask)(nil),                  // 31: phalanx.v1.ArrayTask
-	(*Attempt)(nil),                    // 32: phalanx.v1.Attempt
-	(*Node)(nil),                       // 33: phalanx.v1.Node
-	(*Partition)(nil),                  // 34: phalanx.v1.Partition
-	(*SubmitJobRequest)(nil),           // 35: phalanx.v1.SubmitJobRequest
-	(*SubmitJobResponse)(nil),          // 36: phalanx.v1.SubmitJobResponse
-	(*CancelJobRequest)(nil),           // 37: phalanx.v1.CancelJobRequest
-	(*ArrayTasks)(nil),                 // 38: phalanx.v1.ArrayTasks
-	(*CancelJobResponse)(nil),          // 39: phalanx.v1.CancelJobResponse
-	(*GetJobRequest)(nil),              // 40: phalanx.v1.GetJobRequest
-	(*ListJobsRequest)(nil),            // 41: phalanx.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),           // 42: phalanx.v1.ListJobsResponse
-	(*ListNodesRequest)(nil),           // 43: phalanx.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),          // 44: phalanx.v1.ListNodesResponse
-	(*ListPartitionsRequest)(nil),      // 45: phalanx.v1.ListPartitionsRequest
-	(*ListPartitionsResponse)(nil),     // 46: phalanx.v1.ListPartitionsResponse
-	(*NotLeader)(nil),                  // 47: phalanx.v1.NotLeader
-	(*ControllerStatus)(nil),           // 48: phalanx.v1.ControllerStatus
-	(*GetControllerStatusRequest)(nil), // 49: phalanx.v1.GetControllerStatusRequest
-	(*ListControllersRequest)(nil),     // 50: phalanx.v1.ListControllersRequest
-	(*ListControllersResponse)(nil),    // 51: phalanx.v1.ListControllersResponse
-	(*ControllerInfo)(nil),             // 52: phalanx.v1.ControllerInfo
-	(*AddControllerRequest)(nil),       // 53: phalanx.v1.AddControllerRequest
-	(*AddControllerResponse)(nil),      // 54: phalanx.v1.AddControllerResponse
-	(*RemoveControllerRequest)(nil),    // 55: phalanx.v1.RemoveControllerRequest
-	(*RemoveControllerResponse)(nil),   // 56: phalanx.v1.RemoveControllerResponse
-	(*RegisterControllerRequest)(nil),  // 57: phalanx.v1.RegisterControllerRequest
-	(*RegisterControllerResponse)(nil), // 58: phalanx.v1.RegisterControllerResponse
-	(*TransferLeadershipRequest)(nil),  // 59: phalanx.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 60: phalanx.v1.TransferLeadershipResponse
-	(*BackupRequest)(nil),              // 61: phalanx.v1.BackupRequest
-	(*Chunk)(nil),                      // 62: phalanx.v1.Chunk
-	(*RestoreRequest)(nil),             // 63: phalanx.v1.RestoreRequest
-	(*RestoreResponse)(nil),            // 64: phalanx.v1.RestoreResponse
-	(*RegisterNodeRequest)(nil),        // 65: phalanx.v1.RegisterNodeRequest
-	(*NICInfo)(nil),                    // 66: phalanx.v1.NICInfo
-	(*GPUInfo)(nil),                    // 67: phalanx.v1.GPUInfo
-	(*RegisterNodeResponse)(nil),       // 68: phalanx.v1.RegisterNodeResponse
-	(*HeartbeatRequest)(nil),           // 69: phalanx.v1.HeartbeatRequest
-	(*HealthProblem)(nil),              // 70: phalanx.v1.HealthProblem
-	(*TaskRef)(nil),                    // 71: phalanx.v1.TaskRef
-	(*HeartbeatResponse)(nil),          // 72: phalanx.v1.HeartbeatResponse
-	(*HealthCheck)(nil),                // 73: phalanx.v1.HealthCheck
-	(*WatchAssignmentsRequest)(nil),    // 74: phalanx.v1.WatchAssignmentsRequest
-	(*Assignment)(nil),                 // 75: phalanx.v1.Assignment
-	(*SignalRequest)(nil),              // 76: phalanx.v1.SignalRequest
-	(*Prolog)(nil),                     // 77: phalanx.v1.Prolog
-	(*Assignments)(nil),                // 78: phalanx.v1.Assignments
-	(*ReportTaskStatusRequest)(nil),    // 79: phalanx.v1.ReportTaskStatusRequest
-	(*ReportTaskStatusResponse)(nil),   // 80: phalanx.v1.ReportTaskStatusResponse
-	(*ReportCheckpointRequest)(nil),    // 81: phalanx.v1.ReportCheckpointRequest
-	(*ReportCheckpointResponse)(nil),   // 82: phalanx.v1.ReportCheckpointResponse
-	(*ReportJobEventRequest)(nil),      // 83: phalanx.v1.ReportJobEventRequest
-	(*ReportJobEventResponse)(nil),     // 84: phalanx.v1.ReportJobEventResponse
-	nil,                                // 85: phalanx.v1.JobSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 86: google.protobuf.Timestamp
+	(*RequestForm)(nil),                // 28: phalanx.v1.RequestForm
+	(*NodeAlloc)(nil),                  // 29: phalanx.v1.NodeAlloc
+	(*Task)(nil),                       // 30: phalanx.v1.Task
+	(*Job)(nil),                        // 31: phalanx.v1.Job
+	(*ArrayTask)(nil),                  // 32: phalanx.v1.ArrayTask
+	(*Attempt)(nil),                    // 33: phalanx.v1.Attempt
+	(*Node)(nil),                       // 34: phalanx.v1.Node
+	(*Partition)(nil),                  // 35: phalanx.v1.Partition
+	(*SubmitJobRequest)(nil),           // 36: phalanx.v1.SubmitJobRequest
+	(*SubmitJobResponse)(nil),          // 37: phalanx.v1.SubmitJobResponse
+	(*CancelJobRequest)(nil),           // 38: phalanx.v1.CancelJobRequest
+	(*ArrayTasks)(nil),                 // 39: phalanx.v1.ArrayTasks
+	(*CancelJobResponse)(nil),          // 40: phalanx.v1.CancelJobResponse
+	(*GetJobRequest)(nil),              // 41: phalanx.v1.GetJobRequest
+	(*ListJobsRequest)(nil),            // 42: phalanx.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),           // 43: phalanx.v1.ListJobsResponse
+	(*ListNodesRequest)(nil),           // 44: phalanx.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),          // 45: phalanx.v1.ListNodesResponse
+	(*ListPartitionsRequest)(nil),      // 46: phalanx.v1.ListPartitionsRequest
+	(*ListPartitionsResponse)(nil),     // 47: phalanx.v1.ListPartitionsResponse
+	(*NotLeader)(nil),                  // 48: phalanx.v1.NotLeader
+	(*ControllerStatus)(nil),           // 49: phalanx.v1.ControllerStatus
+	(*GetControllerStatusRequest)(nil), // 50: phalanx.v1.GetControllerStatusRequest
+	(*ListControllersRequest)(nil),     // 51: phalanx.v1.ListControllersRequest
+	(*ListControllersResponse)(nil),    // 52: phalanx.v1.ListControllersResponse
+	(*ControllerInfo)(nil),             // 53: phalanx.v1.ControllerInfo
+	(*AddControllerRequest)(nil),       // 54: phalanx.v1.AddControllerRequest
+	(*AddControllerResponse)(nil),      // 55: phalanx.v1.AddControllerResponse
+	(*RemoveControllerRequest)(nil),    // 56: phalanx.v1.RemoveControllerRequest
+	(*RemoveControllerResponse)(nil),   // 57: phalanx.v1.RemoveControllerResponse
+	(*RegisterControllerRequest)(nil),  // 58: phalanx.v1.RegisterControllerRequest
+	(*RegisterControllerResponse)(nil), // 59: phalanx.v1.RegisterControllerResponse
+	(*TransferLeadershipRequest)(nil),  // 60: phalanx.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 61: phalanx.v1.TransferLeadershipResponse
+	(*BackupRequest)(nil),              // 62: phalanx.v1.BackupRequest
+	(*Chunk)(nil),                      // 63: phalanx.v1.Chunk
+	(*RestoreRequest)(nil),             // 64: phalanx.v1.RestoreRequest
+	(*RestoreResponse)(nil),            // 65: phalanx.v1.RestoreResponse
+	(*RegisterNodeRequest)(nil),        // 66: phalanx.v1.RegisterNodeRequest
+	(*NICInfo)(nil),                    // 67: phalanx.v1.NICInfo
+	(*GPUInfo)(nil),                    // 68: phalanx.v1.GPUInfo
+	(*RegisterNodeResponse)(nil),       // 69: phalanx.v1.RegisterNodeResponse
+	(*HeartbeatRequest)(nil),           // 70: phalanx.v1.HeartbeatRequest
+	(*HealthProblem)(nil),              // 71: phalanx.v1.HealthProblem
+	(*TaskRef)(nil),                    // 72: phalanx.v1.TaskRef
+	(*HeartbeatResponse)(nil),          // 73: phalanx.v1.HeartbeatResponse
+	(*HealthCheck)(nil),                // 74: phalanx.v1.HealthCheck
+	(*WatchAssignmentsRequest)(nil),    // 75: phalanx.v1.WatchAssignmentsRequest
+	(*Assignment)(nil),                 // 76: phalanx.v1.Assignment
+	(*SignalRequest)(nil),              // 77: phalanx.v1.SignalRequest
+	(*Prolog)(nil),                     // 78: phalanx.v1.Prolog
+	(*Assignments)(nil),                // 79: phalanx.v1.Assignments
+	(*ReportTaskStatusRequest)(nil),    // 80: phalanx.v1.ReportTaskStatusRequest
+	(*ReportTaskStatusResponse)(nil),   // 81: phalanx.v1.ReportTaskStatusResponse
+	(*ReportCheckpointRequest)(nil),    // 82: phalanx.v1.ReportCheckpointRequest
+	(*ReportCheckpointResponse)(nil),   // 83: phalanx.v1.ReportCheckpointResponse
+	(*ReportJobEventRequest)(nil),      // 84: phalanx.v1.ReportJobEventRequest
+	(*ReportJobEventResponse)(nil),     // 85: phalanx.v1.ReportJobEventResponse
+	nil,                                // 86: phalanx.v1.JobSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil),      // 87: google.protobuf.Timestamp
 }
 var file_phalanx_v1_phalanx_proto_depIdxs = []int32{
-	86, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
+	87, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
 	15, // 1: phalanx.v1.ListEventsResponse.events:type_name -> phalanx.v1.Event
-	86, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
+	87, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
 	0,  // 3: phalanx.v1.UpdateJobRequest.hold:type_name -> phalanx.v1.HoldRequest
-	86, // 4: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
-	30, // 5: phalanx.v1.LogRead.job:type_name -> phalanx.v1.Job
+	87, // 4: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
+	31, // 5: phalanx.v1.LogRead.job:type_name -> phalanx.v1.Job
 	25, // 6: phalanx.v1.LogRead.step:type_name -> phalanx.v1.StepLaunch
-	85, // 7: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
-	86, // 8: phalanx.v1.JobSpec.begin_time:type_name -> google.protobuf.Timestamp
-	86, // 9: phalanx.v1.JobSpec.deadline:type_name -> google.protobuf.Timestamp
+	86, // 7: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
+	87, // 8: phalanx.v1.JobSpec.begin_time:type_name -> google.protobuf.Timestamp
+	87, // 9: phalanx.v1.JobSpec.deadline:type_name -> google.protobuf.Timestamp
 	1,  // 10: phalanx.v1.JobSpec.open_mode:type_name -> phalanx.v1.OpenMode
-	86, // 11: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
-	86, // 12: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
-	27, // 13: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
-	86, // 14: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
-	86, // 15: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
-	86, // 16: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
-	28, // 17: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
-	29, // 18: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
-	86, // 19: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
-	32, // 20: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
-	31, // 21: phalanx.v1.Job.array_task:type_name -> phalanx.v1.ArrayTask
-	28, // 22: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
-	86, // 23: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
-	86, // 24: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
-	86, // 25: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
-	86, // 26: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
-	66, // 27: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
-	86, // 28: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
-	27, // 29: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
-	86, // 30: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
-	2,  // 31: phalanx.v1.CancelJobRequest.signal_scope:type_name -> phalanx.v1.SignalScope
-	38, // 32: phalanx.v1.CancelJobRequest.array_tasks:type_name -> phalanx.v1.ArrayTasks
-	86, // 33: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
-	86, // 34: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
-	30, // 35: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
-	33, // 36: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
-	34, // 37: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
-	86, // 38: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
-	52, // 39: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
-	48, // 40: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
-	67, // 41: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
-	66, // 42: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
-	71, // 43: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
-	70, // 44: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
-	86, // 45: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
-	86, // 46: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
-	73, // 47: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
-	30, // 48: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
-	77, // 49: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
-	76, // 50: phalanx.v1.Assignment.signals:type_name -> phalanx.v1.SignalRequest
-	2,  // 51: phalanx.v1.SignalRequest.scope:type_name -> phalanx.v1.SignalScope
-	75, // 52: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
-	86, // 53: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
-	86, // 54: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
-	35, // 55: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
-	37, // 56: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
-	40, // 57: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
-	41, // 58: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
-	43, // 59: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
-	45, // 60: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
-	50, // 61: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
-	49, // 62: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
-	53, // 63: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
-	55, // 64: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
-	57, // 65: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
-	59, // 66: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
-	61, // 67: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
-	63, // 68: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
-	22, // 69: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
-	16, // 70: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
-	18, // 71: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
-	19, // 72: phalanx.v1.ControllerService.RequeueJob:input_type -> phalanx.v1.RequeueJobRequest
-	13, // 73: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
-	11, // 74: phalanx.v1.ControllerService.JobLogs:input_type -> phalanx.v1.JobLogsRequest
-	9,  // 75: phalanx.v1.ControllerService.TopJobs:input_type -> phalanx.v1.TopJobsRequest
-	5,  // 76: phalanx.v1.ControllerService.UpdatePartition:input_type -> phalanx.v1.UpdatePartitionRequest
-	7,  // 77: phalanx.v1.ControllerService.Reconfigure:input_type -> phalanx.v1.ReconfigureRequest
-	3,  // 78: phalanx.v1.ControllerService.RunStep:input_type -> phalanx.v1.RunStepRequest
-	65, // 79: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
-	69, // 80: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
-	74, // 81: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
-	79, // 82: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
-	81, // 83: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
-	83, // 84: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
-	26, // 85: phalanx.v1.NodeService.ServeLogs:input_type -> phalanx.v1.ServeLogsRequest
-	36, // 86: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
-	39, // 87: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
-	30, // 88: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
-	42, // 89: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
-	44, // 90: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
-	46, // 91: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
-	51, // 92: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
-	48, // 93: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
-	54, // 94: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
-	56, // 95: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
-	58, // 96: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
-	60, // 97: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
-	62, // 98: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
-	64, // 99: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
-	23, // 100: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
-	17, // 101: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
-	21, // 102: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
-	20, // 103: phalanx.v1.ControllerService.RequeueJob:output_type -> phalanx.v1.RequeueJobResponse
-	14, // 104: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
-	12, // 105: phalanx.v1.ControllerService.JobLogs:output_type -> phalanx.v1.LogChunk
-	10, // 106: phalanx.v1.ControllerService.TopJobs:output_type -> phalanx.v1.TopJobsResponse
-	6,  // 107: phalanx.v1.ControllerService.UpdatePartition:output_type -> phalanx.v1.UpdatePartitionResponse
-	8,  // 108: phalanx.v1.ControllerService.Reconfigure:output_type -> phalanx.v1.ReconfigureResponse
-	4,  // 109: phalanx.v1.ControllerService.RunStep:output_type -> phalanx.v1.StepOutput
-	68, // 110: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
-	72, // 111: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
-	78, // 112: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
-	80, // 113: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
-	82, // 114: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
-	84, // 115: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
-	24, // 116: phalanx.v1.NodeService.ServeLogs:output_type -> phalanx.v1.LogRead
-	86, // [86:117] is the sub-list for method output_type
-	55, // [55:86] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	28, // 11: phalanx.v1.JobSpec.request_form:type_name -> phalanx.v1.RequestForm
+	87, // 12: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
+	87, // 13: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	27, // 14: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
+	87, // 15: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
+	87, // 16: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
+	87, // 17: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
+	29, // 18: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
+	30, // 19: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
+	87, // 20: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
+	33, // 21: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
+	32, // 22: phalanx.v1.Job.array_task:type_name -> phalanx.v1.ArrayTask
+	29, // 23: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
+	87, // 24: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
+	87, // 25: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
+	87, // 26: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
+	87, // 27: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	67, // 28: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
+	87, // 29: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
+	27, // 30: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
+	87, // 31: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
+	2,  // 32: phalanx.v1.CancelJobRequest.signal_scope:type_name -> phalanx.v1.SignalScope
+	39, // 33: phalanx.v1.CancelJobRequest.array_tasks:type_name -> phalanx.v1.ArrayTasks
+	87, // 34: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
+	87, // 35: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
+	31, // 36: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
+	34, // 37: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
+	35, // 38: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
+	87, // 39: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
+	53, // 40: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
+	49, // 41: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
+	68, // 42: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
+	67, // 43: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
+	72, // 44: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
+	71, // 45: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
+	87, // 46: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
+	87, // 47: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
+	74, // 48: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
+	31, // 49: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
+	78, // 50: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
+	77, // 51: phalanx.v1.Assignment.signals:type_name -> phalanx.v1.SignalRequest
+	2,  // 52: phalanx.v1.SignalRequest.scope:type_name -> phalanx.v1.SignalScope
+	76, // 53: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
+	87, // 54: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
+	87, // 55: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
+	36, // 56: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
+	38, // 57: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
+	41, // 58: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
+	42, // 59: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
+	44, // 60: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
+	46, // 61: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
+	51, // 62: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
+	50, // 63: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
+	54, // 64: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
+	56, // 65: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
+	58, // 66: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
+	60, // 67: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
+	62, // 68: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
+	64, // 69: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
+	22, // 70: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
+	16, // 71: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
+	18, // 72: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
+	19, // 73: phalanx.v1.ControllerService.RequeueJob:input_type -> phalanx.v1.RequeueJobRequest
+	13, // 74: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
+	11, // 75: phalanx.v1.ControllerService.JobLogs:input_type -> phalanx.v1.JobLogsRequest
+	9,  // 76: phalanx.v1.ControllerService.TopJobs:input_type -> phalanx.v1.TopJobsRequest
+	5,  // 77: phalanx.v1.ControllerService.UpdatePartition:input_type -> phalanx.v1.UpdatePartitionRequest
+	7,  // 78: phalanx.v1.ControllerService.Reconfigure:input_type -> phalanx.v1.ReconfigureRequest
+	3,  // 79: phalanx.v1.ControllerService.RunStep:input_type -> phalanx.v1.RunStepRequest
+	66, // 80: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
+	70, // 81: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
+	75, // 82: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
+	80, // 83: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
+	82, // 84: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
+	84, // 85: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
+	26, // 86: phalanx.v1.NodeService.ServeLogs:input_type -> phalanx.v1.ServeLogsRequest
+	37, // 87: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
+	40, // 88: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
+	31, // 89: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
+	43, // 90: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
+	45, // 91: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
+	47, // 92: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
+	52, // 93: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
+	49, // 94: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
+	55, // 95: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
+	57, // 96: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
+	59, // 97: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
+	61, // 98: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
+	63, // 99: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
+	65, // 100: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
+	23, // 101: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
+	17, // 102: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
+	21, // 103: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
+	20, // 104: phalanx.v1.ControllerService.RequeueJob:output_type -> phalanx.v1.RequeueJobResponse
+	14, // 105: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
+	12, // 106: phalanx.v1.ControllerService.JobLogs:output_type -> phalanx.v1.LogChunk
+	10, // 107: phalanx.v1.ControllerService.TopJobs:output_type -> phalanx.v1.TopJobsResponse
+	6,  // 108: phalanx.v1.ControllerService.UpdatePartition:output_type -> phalanx.v1.UpdatePartitionResponse
+	8,  // 109: phalanx.v1.ControllerService.Reconfigure:output_type -> phalanx.v1.ReconfigureResponse
+	4,  // 110: phalanx.v1.ControllerService.RunStep:output_type -> phalanx.v1.StepOutput
+	69, // 111: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
+	73, // 112: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
+	79, // 113: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
+	81, // 114: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
+	83, // 115: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
+	85, // 116: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
+	24, // 117: phalanx.v1.NodeService.ServeLogs:output_type -> phalanx.v1.LogRead
+	87, // [87:118] is the sub-list for method output_type
+	56, // [56:87] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_phalanx_proto_init() }
@@ -7394,15 +7505,15 @@ func file_phalanx_v1_phalanx_proto_init() {
 	file_phalanx_v1_phalanx_proto_msgTypes[2].OneofWrappers = []any{}
 	file_phalanx_v1_phalanx_proto_msgTypes[15].OneofWrappers = []any{}
 	file_phalanx_v1_phalanx_proto_msgTypes[24].OneofWrappers = []any{}
-	file_phalanx_v1_phalanx_proto_msgTypes[27].OneofWrappers = []any{}
-	file_phalanx_v1_phalanx_proto_msgTypes[34].OneofWrappers = []any{}
+	file_phalanx_v1_phalanx_proto_msgTypes[28].OneofWrappers = []any{}
+	file_phalanx_v1_phalanx_proto_msgTypes[35].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_phalanx_proto_rawDesc), len(file_phalanx_v1_phalanx_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   83,
+			NumMessages:   84,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -810,10 +810,13 @@ type JobSpec struct {
 	// The command as sbatch ran it: the script file's absolute path (empty
 	// for --wrap or a script read from standard input), the arguments after
 	// it (the script's $1...), and the whole sbatch command line.
-	ScriptPath    string   `protobuf:"bytes,46,opt,name=script_path,json=scriptPath,proto3" json:"script_path,omitempty"`
-	ScriptArgs    []string `protobuf:"bytes,47,rep,name=script_args,json=scriptArgs,proto3" json:"script_args,omitempty"`
-	SubmitLine    string   `protobuf:"bytes,48,opt,name=submit_line,json=submitLine,proto3" json:"submit_line,omitempty"`
-	Comment       string   `protobuf:"bytes,49,opt,name=comment,proto3" json:"comment,omitempty"` // sbatch --comment
+	ScriptPath string   `protobuf:"bytes,46,opt,name=script_path,json=scriptPath,proto3" json:"script_path,omitempty"`
+	ScriptArgs []string `protobuf:"bytes,47,rep,name=script_args,json=scriptArgs,proto3" json:"script_args,omitempty"`
+	SubmitLine string   `protobuf:"bytes,48,opt,name=submit_line,json=submitLine,proto3" json:"submit_line,omitempty"`
+	Comment    string   `protobuf:"bytes,49,opt,name=comment,proto3" json:"comment,omitempty"` // sbatch --comment
+	// Which options gave the tasks, GPUs and memory, as the API's JobSpec
+	// has it (unset: a job from before it was recorded).
+	RequestForm   *RequestForm `protobuf:"bytes,50,opt,name=request_form,json=requestForm,proto3" json:"request_form,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1191,6 +1194,98 @@ func (x *JobSpec) GetComment() string {
 	return ""
 }
 
+func (x *JobSpec) GetRequestForm() *RequestForm {
+	if x != nil {
+		return x.RequestForm
+	}
+	return nil
+}
+
+// RequestForm is the API's RequestForm.
+type RequestForm struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ntasks        bool                   `protobuf:"varint,1,opt,name=ntasks,proto3" json:"ntasks,omitempty"`
+	NtasksPerNode bool                   `protobuf:"varint,2,opt,name=ntasks_per_node,json=ntasksPerNode,proto3" json:"ntasks_per_node,omitempty"`
+	GpusPerNode   bool                   `protobuf:"varint,3,opt,name=gpus_per_node,json=gpusPerNode,proto3" json:"gpus_per_node,omitempty"`
+	Gpus          bool                   `protobuf:"varint,4,opt,name=gpus,proto3" json:"gpus,omitempty"`
+	MemPerCpuMb   int64                  `protobuf:"varint,5,opt,name=mem_per_cpu_mb,json=memPerCpuMb,proto3" json:"mem_per_cpu_mb,omitempty"`
+	MemPerGpuMb   int64                  `protobuf:"varint,6,opt,name=mem_per_gpu_mb,json=memPerGpuMb,proto3" json:"mem_per_gpu_mb,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestForm) Reset() {
+	*x = RequestForm{}
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestForm) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestForm) ProtoMessage() {}
+
+func (x *RequestForm) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestForm.ProtoReflect.Descriptor instead.
+func (*RequestForm) Descriptor() ([]byte, []int) {
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RequestForm) GetNtasks() bool {
+	if x != nil {
+		return x.Ntasks
+	}
+	return false
+}
+
+func (x *RequestForm) GetNtasksPerNode() bool {
+	if x != nil {
+		return x.NtasksPerNode
+	}
+	return false
+}
+
+func (x *RequestForm) GetGpusPerNode() bool {
+	if x != nil {
+		return x.GpusPerNode
+	}
+	return false
+}
+
+func (x *RequestForm) GetGpus() bool {
+	if x != nil {
+		return x.Gpus
+	}
+	return false
+}
+
+func (x *RequestForm) GetMemPerCpuMb() int64 {
+	if x != nil {
+		return x.MemPerCpuMb
+	}
+	return 0
+}
+
+func (x *RequestForm) GetMemPerGpuMb() int64 {
+	if x != nil {
+		return x.MemPerGpuMb
+	}
+	return 0
+}
+
 // ArrayTask is what a task of a job array knows of its array. The array's
 // tasks share the payload of its first job (job_id).
 type ArrayTask struct {
@@ -1208,7 +1303,7 @@ type ArrayTask struct {
 
 func (x *ArrayTask) Reset() {
 	*x = ArrayTask{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[2]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1220,7 +1315,7 @@ func (x *ArrayTask) String() string {
 func (*ArrayTask) ProtoMessage() {}
 
 func (x *ArrayTask) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[2]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1233,7 +1328,7 @@ func (x *ArrayTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArrayTask.ProtoReflect.Descriptor instead.
 func (*ArrayTask) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{2}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ArrayTask) GetJobId() uint64 {
@@ -1302,7 +1397,7 @@ type DepCond struct {
 
 func (x *DepCond) Reset() {
 	*x = DepCond{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[3]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1314,7 +1409,7 @@ func (x *DepCond) String() string {
 func (*DepCond) ProtoMessage() {}
 
 func (x *DepCond) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[3]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1327,7 +1422,7 @@ func (x *DepCond) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DepCond.ProtoReflect.Descriptor instead.
 func (*DepCond) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{3}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *DepCond) GetType() DepType {
@@ -1375,7 +1470,7 @@ type RestartPolicy struct {
 
 func (x *RestartPolicy) Reset() {
 	*x = RestartPolicy{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[4]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1387,7 +1482,7 @@ func (x *RestartPolicy) String() string {
 func (*RestartPolicy) ProtoMessage() {}
 
 func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[4]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1400,7 +1495,7 @@ func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartPolicy.ProtoReflect.Descriptor instead.
 func (*RestartPolicy) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{4}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RestartPolicy) GetMaxRestarts() int32 {
@@ -1430,7 +1525,7 @@ type JobPayload struct {
 
 func (x *JobPayload) Reset() {
 	*x = JobPayload{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[5]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1442,7 +1537,7 @@ func (x *JobPayload) String() string {
 func (*JobPayload) ProtoMessage() {}
 
 func (x *JobPayload) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[5]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1455,7 +1550,7 @@ func (x *JobPayload) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobPayload.ProtoReflect.Descriptor instead.
 func (*JobPayload) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *JobPayload) GetScript() string {
@@ -1512,7 +1607,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1524,7 +1619,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1537,7 +1632,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *JobStatus) GetState() JobState {
@@ -1664,7 +1759,7 @@ type SignalRequest struct {
 
 func (x *SignalRequest) Reset() {
 	*x = SignalRequest{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1676,7 +1771,7 @@ func (x *SignalRequest) String() string {
 func (*SignalRequest) ProtoMessage() {}
 
 func (x *SignalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1689,7 +1784,7 @@ func (x *SignalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalRequest.ProtoReflect.Descriptor instead.
 func (*SignalRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SignalRequest) GetSeq() uint32 {
@@ -1731,7 +1826,7 @@ type CheckpointCommits struct {
 
 func (x *CheckpointCommits) Reset() {
 	*x = CheckpointCommits{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1743,7 +1838,7 @@ func (x *CheckpointCommits) String() string {
 func (*CheckpointCommits) ProtoMessage() {}
 
 func (x *CheckpointCommits) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1756,7 +1851,7 @@ func (x *CheckpointCommits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCommits.ProtoReflect.Descriptor instead.
 func (*CheckpointCommits) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CheckpointCommits) GetStep() int64 {
@@ -1782,7 +1877,7 @@ type Allocation struct {
 
 func (x *Allocation) Reset() {
 	*x = Allocation{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1794,7 +1889,7 @@ func (x *Allocation) String() string {
 func (*Allocation) ProtoMessage() {}
 
 func (x *Allocation) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1807,7 +1902,7 @@ func (x *Allocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
 func (*Allocation) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Allocation) GetNodes() []*NodeAlloc {
@@ -1829,7 +1924,7 @@ type NodeAlloc struct {
 
 func (x *NodeAlloc) Reset() {
 	*x = NodeAlloc{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1841,7 +1936,7 @@ func (x *NodeAlloc) String() string {
 func (*NodeAlloc) ProtoMessage() {}
 
 func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1854,7 +1949,7 @@ func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAlloc.ProtoReflect.Descriptor instead.
 func (*NodeAlloc) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *NodeAlloc) GetNode() string {
@@ -1901,7 +1996,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1913,7 +2008,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1926,7 +2021,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{11}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Task) GetRank() int32 {
@@ -2009,7 +2104,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2021,7 +2116,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2034,7 +2129,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{12}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Attempt) GetAttempt() int32 {
@@ -2166,7 +2261,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2178,7 +2273,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2191,7 +2286,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{13}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Node) GetName() string {
@@ -2333,7 +2428,7 @@ type NIC struct {
 
 func (x *NIC) Reset() {
 	*x = NIC{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[14]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2345,7 +2440,7 @@ func (x *NIC) String() string {
 func (*NIC) ProtoMessage() {}
 
 func (x *NIC) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[14]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2358,7 +2453,7 @@ func (x *NIC) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NIC.ProtoReflect.Descriptor instead.
 func (*NIC) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{14}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *NIC) GetDevice() string {
@@ -2466,7 +2561,7 @@ type Partition struct {
 
 func (x *Partition) Reset() {
 	*x = Partition{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[15]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2478,7 +2573,7 @@ func (x *Partition) String() string {
 func (*Partition) ProtoMessage() {}
 
 func (x *Partition) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[15]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2491,7 +2586,7 @@ func (x *Partition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Partition.ProtoReflect.Descriptor instead.
 func (*Partition) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{15}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Partition) GetName() string {
@@ -2614,7 +2709,7 @@ type SubmitRequest struct {
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[16]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2626,7 +2721,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[16]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2639,7 +2734,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{16}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SubmitRequest) GetJobId() uint64 {
@@ -2675,7 +2770,7 @@ type Controller struct {
 
 func (x *Controller) Reset() {
 	*x = Controller{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[17]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2687,7 +2782,7 @@ func (x *Controller) String() string {
 func (*Controller) ProtoMessage() {}
 
 func (x *Controller) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[17]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2700,7 +2795,7 @@ func (x *Controller) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Controller.ProtoReflect.Descriptor instead.
 func (*Controller) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{17}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Controller) GetId() string {
@@ -2742,7 +2837,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[18]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2754,7 +2849,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_records_proto_msgTypes[18]
+	mi := &file_phalanx_state_v1_records_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2767,7 +2862,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{18}
+	return file_phalanx_state_v1_records_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -2827,7 +2922,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12-\n" +
 	"\x04spec\x18\x02 \x01(\v2\x19.phalanx.state.v1.JobSpecR\x04spec\x123\n" +
-	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\xa5\f\n" +
+	"\x06status\x18\x03 \x01(\v2\x1b.phalanx.state.v1.JobStatusR\x06status\"\xe7\f\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x10\n" +
@@ -2889,7 +2984,15 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"scriptArgs\x12\x1f\n" +
 	"\vsubmit_line\x180 \x01(\tR\n" +
 	"submitLine\x12\x18\n" +
-	"\acomment\x181 \x01(\tR\acomment\"\xa5\x01\n" +
+	"\acomment\x181 \x01(\tR\acomment\x12@\n" +
+	"\frequest_form\x182 \x01(\v2\x1d.phalanx.state.v1.RequestFormR\vrequestForm\"\xcf\x01\n" +
+	"\vRequestForm\x12\x16\n" +
+	"\x06ntasks\x18\x01 \x01(\bR\x06ntasks\x12&\n" +
+	"\x0fntasks_per_node\x18\x02 \x01(\bR\rntasksPerNode\x12\"\n" +
+	"\rgpus_per_node\x18\x03 \x01(\bR\vgpusPerNode\x12\x12\n" +
+	"\x04gpus\x18\x04 \x01(\bR\x04gpus\x12#\n" +
+	"\x0emem_per_cpu_mb\x18\x05 \x01(\x03R\vmemPerCpuMb\x12#\n" +
+	"\x0emem_per_gpu_mb\x18\x06 \x01(\x03R\vmemPerGpuMb\"\xa5\x01\n" +
 	"\tArrayTask\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\x05R\x06taskId\x12\x14\n" +
@@ -3153,7 +3256,7 @@ func file_phalanx_state_v1_records_proto_rawDescGZIP() []byte {
 }
 
 var file_phalanx_state_v1_records_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
-var file_phalanx_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_phalanx_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_phalanx_state_v1_records_proto_goTypes = []any{
 	(JobState)(0),             // 0: phalanx.state.v1.JobState
 	(TaskState)(0),            // 1: phalanx.state.v1.TaskState
@@ -3168,58 +3271,60 @@ var file_phalanx_state_v1_records_proto_goTypes = []any{
 	(PlacedBy)(0),             // 10: phalanx.state.v1.PlacedBy
 	(*Job)(nil),               // 11: phalanx.state.v1.Job
 	(*JobSpec)(nil),           // 12: phalanx.state.v1.JobSpec
-	(*ArrayTask)(nil),         // 13: phalanx.state.v1.ArrayTask
-	(*DepCond)(nil),           // 14: phalanx.state.v1.DepCond
-	(*RestartPolicy)(nil),     // 15: phalanx.state.v1.RestartPolicy
-	(*JobPayload)(nil),        // 16: phalanx.state.v1.JobPayload
-	(*JobStatus)(nil),         // 17: phalanx.state.v1.JobStatus
-	(*SignalRequest)(nil),     // 18: phalanx.state.v1.SignalRequest
-	(*CheckpointCommits)(nil), // 19: phalanx.state.v1.CheckpointCommits
-	(*Allocation)(nil),        // 20: phalanx.state.v1.Allocation
-	(*NodeAlloc)(nil),         // 21: phalanx.state.v1.NodeAlloc
-	(*Task)(nil),              // 22: phalanx.state.v1.Task
-	(*Attempt)(nil),           // 23: phalanx.state.v1.Attempt
-	(*Node)(nil),              // 24: phalanx.state.v1.Node
-	(*NIC)(nil),               // 25: phalanx.state.v1.NIC
-	(*Partition)(nil),         // 26: phalanx.state.v1.Partition
-	(*SubmitRequest)(nil),     // 27: phalanx.state.v1.SubmitRequest
-	(*Controller)(nil),        // 28: phalanx.state.v1.Controller
-	(*Event)(nil),             // 29: phalanx.state.v1.Event
-	nil,                       // 30: phalanx.state.v1.JobPayload.EnvEntry
+	(*RequestForm)(nil),       // 13: phalanx.state.v1.RequestForm
+	(*ArrayTask)(nil),         // 14: phalanx.state.v1.ArrayTask
+	(*DepCond)(nil),           // 15: phalanx.state.v1.DepCond
+	(*RestartPolicy)(nil),     // 16: phalanx.state.v1.RestartPolicy
+	(*JobPayload)(nil),        // 17: phalanx.state.v1.JobPayload
+	(*JobStatus)(nil),         // 18: phalanx.state.v1.JobStatus
+	(*SignalRequest)(nil),     // 19: phalanx.state.v1.SignalRequest
+	(*CheckpointCommits)(nil), // 20: phalanx.state.v1.CheckpointCommits
+	(*Allocation)(nil),        // 21: phalanx.state.v1.Allocation
+	(*NodeAlloc)(nil),         // 22: phalanx.state.v1.NodeAlloc
+	(*Task)(nil),              // 23: phalanx.state.v1.Task
+	(*Attempt)(nil),           // 24: phalanx.state.v1.Attempt
+	(*Node)(nil),              // 25: phalanx.state.v1.Node
+	(*NIC)(nil),               // 26: phalanx.state.v1.NIC
+	(*Partition)(nil),         // 27: phalanx.state.v1.Partition
+	(*SubmitRequest)(nil),     // 28: phalanx.state.v1.SubmitRequest
+	(*Controller)(nil),        // 29: phalanx.state.v1.Controller
+	(*Event)(nil),             // 30: phalanx.state.v1.Event
+	nil,                       // 31: phalanx.state.v1.JobPayload.EnvEntry
 }
 var file_phalanx_state_v1_records_proto_depIdxs = []int32{
 	12, // 0: phalanx.state.v1.Job.spec:type_name -> phalanx.state.v1.JobSpec
-	17, // 1: phalanx.state.v1.Job.status:type_name -> phalanx.state.v1.JobStatus
-	15, // 2: phalanx.state.v1.JobSpec.restart:type_name -> phalanx.state.v1.RestartPolicy
-	14, // 3: phalanx.state.v1.JobSpec.dependency:type_name -> phalanx.state.v1.DepCond
-	13, // 4: phalanx.state.v1.JobSpec.array:type_name -> phalanx.state.v1.ArrayTask
+	18, // 1: phalanx.state.v1.Job.status:type_name -> phalanx.state.v1.JobStatus
+	16, // 2: phalanx.state.v1.JobSpec.restart:type_name -> phalanx.state.v1.RestartPolicy
+	15, // 3: phalanx.state.v1.JobSpec.dependency:type_name -> phalanx.state.v1.DepCond
+	14, // 4: phalanx.state.v1.JobSpec.array:type_name -> phalanx.state.v1.ArrayTask
 	5,  // 5: phalanx.state.v1.JobSpec.open_mode:type_name -> phalanx.state.v1.OpenMode
-	6,  // 6: phalanx.state.v1.DepCond.type:type_name -> phalanx.state.v1.DepType
-	7,  // 7: phalanx.state.v1.RestartPolicy.on:type_name -> phalanx.state.v1.RestartCause
-	30, // 8: phalanx.state.v1.JobPayload.env:type_name -> phalanx.state.v1.JobPayload.EnvEntry
-	0,  // 9: phalanx.state.v1.JobStatus.state:type_name -> phalanx.state.v1.JobState
-	20, // 10: phalanx.state.v1.JobStatus.alloc:type_name -> phalanx.state.v1.Allocation
-	22, // 11: phalanx.state.v1.JobStatus.tasks:type_name -> phalanx.state.v1.Task
-	23, // 12: phalanx.state.v1.JobStatus.attempts:type_name -> phalanx.state.v1.Attempt
-	19, // 13: phalanx.state.v1.JobStatus.checkpoint_pending:type_name -> phalanx.state.v1.CheckpointCommits
-	9,  // 14: phalanx.state.v1.JobStatus.hold:type_name -> phalanx.state.v1.Hold
-	18, // 15: phalanx.state.v1.JobStatus.signal_requests:type_name -> phalanx.state.v1.SignalRequest
-	8,  // 16: phalanx.state.v1.SignalRequest.scope:type_name -> phalanx.state.v1.SignalScope
-	21, // 17: phalanx.state.v1.Allocation.nodes:type_name -> phalanx.state.v1.NodeAlloc
-	1,  // 18: phalanx.state.v1.Task.state:type_name -> phalanx.state.v1.TaskState
-	20, // 19: phalanx.state.v1.Attempt.alloc:type_name -> phalanx.state.v1.Allocation
-	0,  // 20: phalanx.state.v1.Attempt.state:type_name -> phalanx.state.v1.JobState
-	7,  // 21: phalanx.state.v1.Attempt.cause:type_name -> phalanx.state.v1.RestartCause
-	10, // 22: phalanx.state.v1.Attempt.placed_by:type_name -> phalanx.state.v1.PlacedBy
-	2,  // 23: phalanx.state.v1.Node.state:type_name -> phalanx.state.v1.NodeState
-	25, // 24: phalanx.state.v1.Node.nics:type_name -> phalanx.state.v1.NIC
-	4,  // 25: phalanx.state.v1.Partition.state:type_name -> phalanx.state.v1.PartitionState
-	3,  // 26: phalanx.state.v1.Event.kind:type_name -> phalanx.state.v1.EventKind
-	27, // [27:27] is the sub-list for method output_type
-	27, // [27:27] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	13, // 6: phalanx.state.v1.JobSpec.request_form:type_name -> phalanx.state.v1.RequestForm
+	6,  // 7: phalanx.state.v1.DepCond.type:type_name -> phalanx.state.v1.DepType
+	7,  // 8: phalanx.state.v1.RestartPolicy.on:type_name -> phalanx.state.v1.RestartCause
+	31, // 9: phalanx.state.v1.JobPayload.env:type_name -> phalanx.state.v1.JobPayload.EnvEntry
+	0,  // 10: phalanx.state.v1.JobStatus.state:type_name -> phalanx.state.v1.JobState
+	21, // 11: phalanx.state.v1.JobStatus.alloc:type_name -> phalanx.state.v1.Allocation
+	23, // 12: phalanx.state.v1.JobStatus.tasks:type_name -> phalanx.state.v1.Task
+	24, // 13: phalanx.state.v1.JobStatus.attempts:type_name -> phalanx.state.v1.Attempt
+	20, // 14: phalanx.state.v1.JobStatus.checkpoint_pending:type_name -> phalanx.state.v1.CheckpointCommits
+	9,  // 15: phalanx.state.v1.JobStatus.hold:type_name -> phalanx.state.v1.Hold
+	19, // 16: phalanx.state.v1.JobStatus.signal_requests:type_name -> phalanx.state.v1.SignalRequest
+	8,  // 17: phalanx.state.v1.SignalRequest.scope:type_name -> phalanx.state.v1.SignalScope
+	22, // 18: phalanx.state.v1.Allocation.nodes:type_name -> phalanx.state.v1.NodeAlloc
+	1,  // 19: phalanx.state.v1.Task.state:type_name -> phalanx.state.v1.TaskState
+	21, // 20: phalanx.state.v1.Attempt.alloc:type_name -> phalanx.state.v1.Allocation
+	0,  // 21: phalanx.state.v1.Attempt.state:type_name -> phalanx.state.v1.JobState
+	7,  // 22: phalanx.state.v1.Attempt.cause:type_name -> phalanx.state.v1.RestartCause
+	10, // 23: phalanx.state.v1.Attempt.placed_by:type_name -> phalanx.state.v1.PlacedBy
+	2,  // 24: phalanx.state.v1.Node.state:type_name -> phalanx.state.v1.NodeState
+	26, // 25: phalanx.state.v1.Node.nics:type_name -> phalanx.state.v1.NIC
+	4,  // 26: phalanx.state.v1.Partition.state:type_name -> phalanx.state.v1.PartitionState
+	3,  // 27: phalanx.state.v1.Event.kind:type_name -> phalanx.state.v1.EventKind
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_state_v1_records_proto_init() }
@@ -3227,14 +3332,14 @@ func file_phalanx_state_v1_records_proto_init() {
 	if File_phalanx_state_v1_records_proto != nil {
 		return
 	}
-	file_phalanx_state_v1_records_proto_msgTypes[6].OneofWrappers = []any{}
+	file_phalanx_state_v1_records_proto_msgTypes[7].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_state_v1_records_proto_rawDesc), len(file_phalanx_state_v1_records_proto_rawDesc)),
 			NumEnums:      11,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

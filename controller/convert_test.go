@@ -1,0 +1,33 @@
+package controller
+
+import (
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+)
+
+// The request form (which options gave the tasks, GPUs and memory) goes
+// from the submit to the job and back to the spec the agents read; a spec
+// without one (an older client) gives a job and a spec without one.
+func TestRequestFormThroughTheJob(t *testing.T) {
+	for _, f := range []*phalanxv1.RequestForm{
+		{Ntasks: true, NtasksPerNode: true, GpusPerNode: true, Gpus: true, MemPerCpuMb: 4096, MemPerGpuMb: 81920},
+		{},
+		nil,
+	} {
+		spec := &phalanxv1.JobSpec{User: "alice", Script: "#!/bin/sh\nsrun hostname\n", WorkDir: "/home/alice", Nodes: 2, RequestForm: f}
+		j, err := jobFromSpec(spec, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := specToProto(j).GetRequestForm(); !proto.Equal(got, f) {
+			t.Errorf("request form %v came back as %v", f, got)
+		}
+	}
+	spec := &phalanxv1.JobSpec{User: "alice", Script: "#!/bin/sh\n", WorkDir: "/home/alice", Nodes: 1, RequestForm: &phalanxv1.RequestForm{MemPerCpuMb: -1}}
+	if _, err := jobFromSpec(spec, 0); err == nil {
+		t.Errorf("a negative --mem-per-cpu was taken")
+	}
+}
