@@ -48,6 +48,11 @@ type jobInfo struct {
 	// of the node's GPUs (0: all) and cpusPerTask CPUs (0: not given).
 	tasksPerNode, gpusPerTask, cpusPerTask int
 	submitHost                             string // "": unknown
+	// The GPUs asked on each node (0: none), of type gpuType (""; any),
+	// and which options asked for the tasks, GPUs and memory.
+	gpusPerNode int
+	gpuType     string
+	form        cluster.RequestForm
 }
 
 // ckptInfo is the job's checkpoint store and its newest complete step.
@@ -116,6 +121,7 @@ func jobFromWire(j *phalanxv1.Job) jobInfo {
 		array:        arrayFromWire(j.GetArrayTask()),
 		tasksPerNode: max(1, int(js.GetTasksPerNode())), gpusPerTask: max(0, int(js.GetGpusPerTask())),
 		cpusPerTask: max(0, int(js.GetCpusPerTask())), submitHost: js.GetSubmitHost(),
+		gpusPerNode: max(0, int(js.GetGpusPerNode())), gpuType: js.GetGpuType(), form: requestFormFromWire(js.GetRequestForm()),
 		ckpt: ckptInfo{dir: js.GetCheckpointDir(), keep: cluster.CheckpointSpec{Dir: js.GetCheckpointDir(), Keep: int(js.GetCheckpointKeep())}.KeepSteps(),
 			step: j.GetCheckpointStep(), complete: j != nil && j.CheckpointStep != nil},
 	}
@@ -144,6 +150,16 @@ func jobFromWire(j *phalanxv1.Job) jobInfo {
 		}
 	}
 	return out
+}
+
+// requestFormFromWire reads a job's request form; nil: not recorded (a
+// job submitted before it was).
+func requestFormFromWire(f *phalanxv1.RequestForm) cluster.RequestForm {
+	if f == nil {
+		return cluster.RequestForm{}
+	}
+	return cluster.RequestForm{Recorded: true, NTasks: f.GetNtasks(), NTasksPerNode: f.GetNtasksPerNode(), GPUsPerNode: f.GetGpusPerNode(),
+		GPUs: f.GetGpus(), MemPerCPUMB: max(0, f.GetMemPerCpuMb()), MemPerGPUMB: max(0, f.GetMemPerGpuMb())}
 }
 
 // openModeFromWire reads an open mode; one this agent does not know is the

@@ -1,6 +1,7 @@
 package nodeagent
 
 import (
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,6 +25,8 @@ type envInput struct {
 	// nodeCPUs are the node's CPUs: SLURM_CPUS_ON_NODE of a job that holds
 	// it whole.
 	nodeCPUs int
+	// uid and gid the task runs as (SLURM_JOB_UID, SLURM_JOB_GID).
+	uid, gid int
 }
 
 // taskEnv builds a task's complete environment: the job's exported
@@ -55,6 +58,19 @@ func taskEnv(in envInput) []string {
 	return append(env, ours...)
 }
 
+// taskIDs are the user and group IDs a job's tasks run as: the job's, or
+// the agent's own where it has none (idOrKeep).
+func taskIDs(job jobInfo) (uid, gid int) {
+	uid, gid = os.Getuid(), os.Getgid()
+	if job.uid > 0 {
+		uid = job.uid
+	}
+	if job.gid > 0 {
+		gid = job.gid
+	}
+	return uid, gid
+}
+
 // launchVars are the variables every task gets, in order.
 func launchVars(in envInput) []string {
 	job := in.job
@@ -67,6 +83,8 @@ func launchVars(in envInput) []string {
 	master, port := masterAddr(job.ranks), strconv.Itoa(job.masterPort)
 	attempt := strconv.Itoa(job.attempt)
 
+	// The batch script is its node's first task; srun numbers the rest.
+	procID := strconv.Itoa(in.rank * perNode)
 	vars := []string{
 		"SLURM_JOB_ID=" + jobID,
 		"SLURM_JOBID=" + jobID,
@@ -76,20 +94,34 @@ func launchVars(in envInput) []string {
 		"SLURM_NNODES=" + nodes,
 		"SLURM_JOB_NUM_NODES=" + nodes,
 		"SLURM_NODEID=" + rank,
-		// The batch script is its node's first task; srun numbers the rest.
-		"SLURM_PROCID=" + strconv.Itoa(in.rank*perNode),
+		"SLURM_PROCID=" + procID,
+		"SLURM_GTIDS=" + procID,
 		"SLURM_LOCALID=0",
-		"SLURM_NTASKS=" + strconv.Itoa(len(job.ranks)*perNode),
-		"SLURM_NPROCS=" + strconv.Itoa(len(job.ranks)*perNode),
-		"SLURM_NTASKS_PER_NODE=" + strconv.Itoa(perNode),
-		"SLURM_TASKS_PER_NODE=" + tasksPerNode(perNode, len(job.ranks)),
-		"SLURM_GPUS_ON_NODE=" + strconv.Itoa(len(gpus)),
-		"SLURM_JOB_PARTITION=" + job.partition,
-		"SLURM_SUBMIT_DIR=" + job.workDir,
-		"SLURM_RESTART_COUNT=" + attempt,
-		"SLURM_JOB_USER=" + job.user,
-		"SLURMD_NODENAME=" + job.ranks[in.rank].node,
 	}
+	// As Slurm's, after -n or --ntasks-per-node only (srun reads them as
+	// its -n and --ntasks-per-node); always for a job from before the
+	// request form was recorded.
+	form := job.form
+	if !form.Recorded || form.NTasks || form.NTasksPerNode {
+		tasks := strconv.Itoa(len(job.ranks) * perNode)
+		vars = append(vars, "SLURM_NTASKS="+tasks, "SLURM_NPROCS="+tasks)
+	}
+	if !form.Recorded || form.NTasksPerNode {
+		vars = append(vars, "SLURM_NTASKS_PER_NODE="+strconv.Itoa(perNode))
+	}
+	vars = append(vars, "SLURM_TASKS_PER_NODE="+batchTasksPerNode(in))
+	if len(gpus) > 0 {
+		vars = append(vars, "SLURM_GPUS_ON_NODE="+strconv.Itoa(len(gpus)))
+	}
+	vars = append(vars,
+		"SLURM_JOB_PARTITION="+job.partition,
+		"SLURM_SUBMIT_DIR="+job.workDir,
+		"SLURM_RESTART_COUNT="+attempt,
+		"SLURM_JOB_USER="+job.user,
+		"SLURM_JOB_UID="+strconv.Itoa(in.uid),
+		"SLURM_JOB_GID="+strconv.Itoa(in.gid),
+		"SLURMD_NODENAME="+job.ranks[in.rank].node,
+	)
 	if in.cluster != "" {
 		vars = append(vars, "SLURM_CLUSTER_NAME="+in.cluster)
 	}
@@ -105,16 +137,12 @@ func launchVars(in envInput) []string {
 	if per := cpusPerNode(in); per != "" {
 		vars = append(vars, "SLURM_JOB_CPUS_PER_NODE="+per)
 	}
-	if mem := job.ranks[in.rank].memMB; mem > 0 {
-		vars = append(vars, "SLURM_MEM_PER_NODE="+strconv.FormatInt(mem, 10)) // MB, as sbatch's --mem
-	}
+	vars = append(vars, memVars(job, job.ranks[in.rank].memMB)...)
 	if len(gpus) > 0 {
 		// The node's GPUs as the host numbers them, as slurmd sets it.
 		vars = append(vars, "SLURM_JOB_GPUS="+joinInts(job.ranks[in.rank].gpus))
 	}
-	if job.gpusPerTask > 0 {
-		vars = append(vars, "SLURM_GPUS_PER_TASK="+strconv.Itoa(job.gpusPerTask))
-	}
+	vars = append(vars, gpuRequestVars(job)...)
 	if a := job.array; a != nil {
 		vars = append(vars,
 			"SLURM_ARRAY_JOB_ID="+strconv.FormatUint(uint64(a.JobID), 10),
@@ -139,6 +167,58 @@ func launchVars(in envInput) []string {
 		"PHX_JOB_ID="+jobID,
 		"PHX_ATTEMPT="+attempt,
 	)
+}
+
+// memVars are the job's memory variables, in MB as sbatch takes them:
+// SLURM_MEM_PER_CPU or SLURM_MEM_PER_GPU after --mem-per-cpu or
+// --mem-per-gpu, else SLURM_MEM_PER_NODE, the node's (mem: what the job
+// holds there; none without a memory request).
+func memVars(job jobInfo, mem int64) []string {
+	switch {
+	case job.form.MemPerCPUMB > 0:
+		return []string{"SLURM_MEM_PER_CPU=" + strconv.FormatInt(job.form.MemPerCPUMB, 10)}
+	case job.form.MemPerGPUMB > 0:
+		return []string{"SLURM_MEM_PER_GPU=" + strconv.FormatInt(job.form.MemPerGPUMB, 10)}
+	case mem > 0:
+		return []string{"SLURM_MEM_PER_NODE=" + strconv.FormatInt(mem, 10)}
+	}
+	return nil
+}
+
+// gpuRequestVars are the GPU counts the job asked, in the form asked, as
+// Slurm sets them: SLURM_GPUS_PER_NODE after --gpus-per-node,
+// SLURM_GPUS after -G (the total), SLURM_GPUS_PER_TASK after
+// --gpus-per-task; TYPE:N when a type was asked.
+func gpuRequestVars(job jobInfo) []string {
+	count := func(n int) string {
+		if job.gpuType != "" {
+			return job.gpuType + ":" + strconv.Itoa(n)
+		}
+		return strconv.Itoa(n)
+	}
+	var vars []string
+	if job.form.GPUsPerNode && job.gpusPerNode > 0 {
+		vars = append(vars, "SLURM_GPUS_PER_NODE="+count(job.gpusPerNode))
+	}
+	if job.form.GPUs && job.gpusPerNode > 0 {
+		vars = append(vars, "SLURM_GPUS="+count(job.gpusPerNode*len(job.ranks)))
+	}
+	if job.gpusPerTask > 0 {
+		vars = append(vars, "SLURM_GPUS_PER_TASK="+strconv.Itoa(job.gpusPerTask))
+	}
+	return vars
+}
+
+// batchTasksPerNode is the batch script's SLURM_TASKS_PER_NODE: the job's
+// tasks on each node; for a job of one node held whole that did not give
+// them (-n, --ntasks-per-node), as many as its CPUs hold (-c each), as
+// Slurm counts them.
+func batchTasksPerNode(in envInput) string {
+	job := in.job
+	if f := job.form; job.exclusive && len(job.ranks) == 1 && f.Recorded && !f.NTasks && !f.NTasksPerNode && in.nodeCPUs > 0 {
+		return strconv.Itoa(max(1, in.nodeCPUs/max(1, job.cpusPerTask)))
+	}
+	return tasksPerNode(max(1, job.tasksPerNode), len(job.ranks))
 }
 
 // tasksPerNode is SLURM_TASKS_PER_NODE: "8(x2)" for 8 tasks on each of 2

@@ -42,6 +42,7 @@ func TestTaskEnvTwoNodesEightGPUs(t *testing.T) {
 			"SLURM_JOB_NUM_NODES=2",
 			"SLURM_NODEID=" + r,
 			"SLURM_PROCID=" + r,
+			"SLURM_GTIDS=" + r,
 			"SLURM_LOCALID=0",
 			"SLURM_NTASKS=2",
 			"SLURM_NPROCS=2",
@@ -52,6 +53,8 @@ func TestTaskEnvTwoNodesEightGPUs(t *testing.T) {
 			"SLURM_SUBMIT_DIR=/home/alice/run",
 			"SLURM_RESTART_COUNT=2",
 			"SLURM_JOB_USER=alice",
+			"SLURM_JOB_UID=1000",
+			"SLURM_JOB_GID=100",
 			"SLURMD_NODENAME=" + []string{"gpu001", "gpu002"}[rank],
 			"SLURM_JOB_GPUS=0,1,2,3,4,5,6,7",
 			"MASTER_ADDR=10.0.0.1",
@@ -68,7 +71,7 @@ func TestTaskEnvTwoNodesEightGPUs(t *testing.T) {
 			"PHX_JOB_ID=42",
 			"PHX_ATTEMPT=2",
 		}
-		got := taskEnv(envInput{job: jobFromWire(twoByEight()), rank: rank})
+		got := taskEnv(envInput{job: jobFromWire(twoByEight()), rank: rank, uid: 1000, gid: 100})
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("rank %d env:\n%s", rank, diffLines(got, want))
 		}
@@ -118,8 +121,10 @@ func TestTaskEnvVariants(t *testing.T) {
 			map[string]string{"CUDA_VISIBLE_DEVICES": "0,1", "SLURM_GPUS_ON_NODE": "2", "LOCAL_WORLD_SIZE": "2", "PATH": ""}},
 		{"process rank 1", envInput{job: jobFromWire(partial()), rank: 1},
 			map[string]string{"CUDA_VISIBLE_DEVICES": "2,6", "RANK": "1"}},
+		// No GPUs: none visible (CUDA_VISIBLE_DEVICES set, empty), and no
+		// SLURM_GPUS_ON_NODE, as Slurm's.
 		{"no GPUs", envInput{job: jobFromWire(noGPUs), rank: 1},
-			map[string]string{"CUDA_VISIBLE_DEVICES": "", "SLURM_GPUS_ON_NODE": "0", "LOCAL_WORLD_SIZE": "1"}},
+			map[string]string{"CUDA_VISIBLE_DEVICES": "", "SLURM_GPUS_ON_NODE": "", "LOCAL_WORLD_SIZE": "1"}},
 		{"cluster name", envInput{job: jobFromWire(partial()), rank: 0, cluster: "dgx"},
 			map[string]string{"SLURM_CLUSTER_NAME": "dgx"}},
 		{"no tasks or submit host given", envInput{job: jobFromWire(partial()), rank: 0},
@@ -144,25 +149,81 @@ func TestTaskEnvVariants(t *testing.T) {
 		{"exclusive", envInput{job: jobFromWire(whole), rank: 0, nodeCPUs: 128}, map[string]string{"SLURM_CPUS_ON_NODE": "128", "SLURM_JOB_CPUS_PER_NODE": ""}},
 		{"exclusive, one node", envInput{job: jobFromWire(oneNodeWhole()), rank: 0, nodeCPUs: 128}, map[string]string{"SLURM_JOB_CPUS_PER_NODE": "128"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			env := map[string]string{}
-			for _, kv := range taskEnv(tc.in) {
-				k, v, _ := strings.Cut(kv, "=")
-				if _, dup := env[k]; dup {
-					t.Errorf("%s set twice", k)
-				}
-				env[k] = v
-			}
-			for k, want := range tc.want {
-				got, ok := env[k]
-				switch {
-				case want == "" && k != "CUDA_VISIBLE_DEVICES" && ok:
-					t.Errorf("%s=%q, want it unset", k, got)
-				case (want != "" || k == "CUDA_VISIBLE_DEVICES") && (!ok || got != want):
-					t.Errorf("%s=%q (set %v), want %q", k, got, ok, want)
-				}
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkEnv(t, tc.in, tc.want) })
+	}
+}
+
+// Slurm sets some variables only after the sbatch option that asks for
+// them (checked live against Slurm 22.05): SLURM_NTASKS and SLURM_NPROCS
+// after -n or --ntasks-per-node, SLURM_NTASKS_PER_NODE after
+// --ntasks-per-node, SLURM_GPUS_PER_NODE after --gpus-per-node, SLURM_GPUS
+// after -G, SLURM_MEM_PER_CPU or SLURM_MEM_PER_GPU in place of
+// SLURM_MEM_PER_NODE; and a job of one whole node that gave no task count
+// has as many tasks as CPUs (SLURM_TASKS_PER_NODE). A job from before the
+// request form was recorded keeps the counts.
+func TestTaskEnvAfterTheOptionsGiven(t *testing.T) {
+	form := func(f *phalanxv1.RequestForm, edit func(*phalanxv1.Job)) *phalanxv1.Job {
+		j := twoByEight()
+		j.Spec.RequestForm, j.Spec.GpusPerNode = f, 8
+		j.Alloc[0].MemoryMb, j.Alloc[1].MemoryMb = 8192, 8192
+		if edit != nil {
+			edit(j)
+		}
+		return j
+	}
+	perTask := func(j *phalanxv1.Job) { j.Spec.TasksPerNode = 4 }
+	for _, tc := range []struct {
+		name string
+		job  *phalanxv1.Job
+		want map[string]string // "" means must be absent
+	}{
+		{"-N2", form(&phalanxv1.RequestForm{}, nil), map[string]string{"SLURM_NTASKS": "", "SLURM_NPROCS": "",
+			"SLURM_NTASKS_PER_NODE": "", "SLURM_TASKS_PER_NODE": "1(x2)", "SLURM_MEM_PER_NODE": "8192", "SLURM_GPUS_PER_NODE": "", "SLURM_GPUS": ""}},
+		{"-N2 --ntasks-per-node=1", form(&phalanxv1.RequestForm{NtasksPerNode: true}, nil),
+			map[string]string{"SLURM_NTASKS": "2", "SLURM_NPROCS": "2", "SLURM_NTASKS_PER_NODE": "1"}},
+		{"-N2 -n8", form(&phalanxv1.RequestForm{Ntasks: true}, perTask),
+			map[string]string{"SLURM_NTASKS": "8", "SLURM_NPROCS": "8", "SLURM_NTASKS_PER_NODE": "", "SLURM_TASKS_PER_NODE": "4(x2)"}},
+		{"before the form", form(nil, nil), map[string]string{"SLURM_NTASKS": "2", "SLURM_NTASKS_PER_NODE": "1"}},
+		{"--gpus-per-node=8", form(&phalanxv1.RequestForm{GpusPerNode: true}, nil), map[string]string{"SLURM_GPUS_PER_NODE": "8", "SLURM_GPUS": ""}},
+		{"--gpus-per-node=h100:8", form(&phalanxv1.RequestForm{GpusPerNode: true}, func(j *phalanxv1.Job) { j.Spec.GpuType = "h100" }),
+			map[string]string{"SLURM_GPUS_PER_NODE": "h100:8"}},
+		{"-G 16", form(&phalanxv1.RequestForm{Gpus: true}, nil), map[string]string{"SLURM_GPUS": "16", "SLURM_GPUS_PER_NODE": ""}},
+		{"--mem-per-cpu=512", form(&phalanxv1.RequestForm{MemPerCpuMb: 512}, nil),
+			map[string]string{"SLURM_MEM_PER_CPU": "512", "SLURM_MEM_PER_NODE": "", "SLURM_MEM_PER_GPU": ""}},
+		{"--mem-per-gpu=1024", form(&phalanxv1.RequestForm{MemPerGpuMb: 1024}, nil),
+			map[string]string{"SLURM_MEM_PER_GPU": "1024", "SLURM_MEM_PER_NODE": "", "SLURM_MEM_PER_CPU": ""}},
+		{"--exclusive -N1", form(&phalanxv1.RequestForm{}, func(j *phalanxv1.Job) { j.Alloc, j.Spec.Exclusive = j.Alloc[:1], true }),
+			map[string]string{"SLURM_TASKS_PER_NODE": "64", "SLURM_NTASKS": ""}},
+		{"--exclusive -N1 -c4", form(&phalanxv1.RequestForm{}, func(j *phalanxv1.Job) { j.Alloc, j.Spec.Exclusive, j.Spec.CpusPerTask = j.Alloc[:1], true, 4 }),
+			map[string]string{"SLURM_TASKS_PER_NODE": "16"}},
+		{"--exclusive -N1 --ntasks-per-node=2", form(&phalanxv1.RequestForm{NtasksPerNode: true}, func(j *phalanxv1.Job) {
+			j.Alloc, j.Spec.Exclusive, j.Spec.TasksPerNode = j.Alloc[:1], true, 2
+		}), map[string]string{"SLURM_TASKS_PER_NODE": "2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkEnv(t, envInput{job: jobFromWire(tc.job), rank: 0, nodeCPUs: 64}, tc.want) })
+	}
+}
+
+// checkEnv checks the variables of want in in's task environment; "" means
+// unset (CUDA_VISIBLE_DEVICES: set and empty).
+func checkEnv(t *testing.T, in envInput, want map[string]string) {
+	t.Helper()
+	env := map[string]string{}
+	for _, kv := range taskEnv(in) {
+		k, v, _ := strings.Cut(kv, "=")
+		if _, dup := env[k]; dup {
+			t.Errorf("%s set twice", k)
+		}
+		env[k] = v
+	}
+	for k, w := range want {
+		got, ok := env[k]
+		switch {
+		case w == "" && k != "CUDA_VISIBLE_DEVICES" && ok:
+			t.Errorf("%s=%q, want it unset", k, got)
+		case (w != "" || k == "CUDA_VISIBLE_DEVICES") && (!ok || got != w):
+			t.Errorf("%s=%q (set %v), want %q", k, got, ok, w)
+		}
 	}
 }
 

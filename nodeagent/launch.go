@@ -59,10 +59,11 @@ func (a *Agent) prepare(key taskKey, as assignment) (spec runtime.Spec, cleanup 
 			}
 		}
 	}
+	uid, gid := taskIDs(job)
 	spec = runtime.Spec{
 		ID:      key.id(),
 		Argv:    append(scriptArgv(script, job.script), job.scriptArgs...),
-		Env:     prependPath(taskEnv(envInput{job: job, rank: rank, container: container, cluster: a.cluster(), nodeCPUs: a.cfg.CPUs}), bin),
+		Env:     prependPath(taskEnv(envInput{job: job, rank: rank, container: container, cluster: a.cluster(), nodeCPUs: a.cfg.CPUs, uid: uid, gid: gid}), bin),
 		WorkDir: workDir,
 		Image:   job.image,
 		GPUs:    slices.Clone(job.ranks[rank].gpus),

@@ -23,16 +23,21 @@ import (
 // refused with getopt's messages; the first word that is not an option is
 // the command):
 //
+//   - the counts, as Slurm 22.05's srun takes them: -N, -n and
+//     --ntasks-per-node, else its input variables, the job's
+//     (SLURM_NNODES, SLURM_NTASKS, SLURM_NTASKS_PER_NODE: sbatch sets the
+//     last two only after -n or --ntasks-per-node); fewer tasks than
+//     nodes take fewer nodes, and --ntasks-per-node that does not give the
+//     task count is dropped, each with srun's warning;
 //   - the step's nodes: -w/--nodelist LIST names them (each one of the
-//     job's, else the step is refused); -N/--nodes K takes the job's first
-//     K; -n/--ntasks K alone takes as many as K tasks fill; else all of
-//     the job's. The others run nothing, successfully, so that `srun -N1
-//     cmd` runs cmd once, as in Slurm;
-//   - tasks per node: --ntasks-per-node, else the job's
-//     (SLURM_NTASKS_PER_NODE); with -n and a node count they spread evenly,
-//     the first nodes taking one more (Slurm's block distribution). A step
-//     that needs more CPUs on a node than the job has there is refused,
-//     unless -O/--overcommit;
+//     job's, else the step is refused), made up to the node count by the
+//     job's first others; else the job's first nodes. The others run
+//     nothing, successfully, so that `srun -N1 cmd` runs cmd once, as in
+//     Slurm;
+//   - tasks per node: spread evenly over the step's nodes, the first
+//     taking one more (Slurm's block distribution). A step that needs more
+//     CPUs on a node than the job has there is refused, unless
+//     -O/--overcommit;
 //   - each task gets SLURM_PROCID (numbered node by node), SLURM_LOCALID,
 //     RANK, LOCAL_RANK, the step's SLURM_STEP_* variables, SLURM_NNODES,
 //     SLURM_NODEID, SLURM_NTASKS, SLURM_TASKS_PER_NODE and SLURM_NODELIST

@@ -216,11 +216,24 @@ if mkdir -p "$_srun_steps" 2>/dev/null && [ -w "$_srun_steps" ]; then
 	while ! mkdir "$_srun_steps/$_srun_s" 2>/dev/null && [ "$_srun_s" -lt 100000 ]; do _srun_s=$((_srun_s + 1)); done
 fi
 
-# The job: its nodes, this node's place and name, its tasks per node and
-# their CPUs and GPUs.
-_srun_all=${SLURM_NNODES:-1} _srun_me=${SLURM_NODEID:-0} _srun_here=${SLURMD_NODENAME:-$(uname -n)}
-_srun_jobper=${SLURM_NTASKS_PER_NODE:-1} _srun_jobcpt=${SLURM_CPUS_PER_TASK:-1}
-_srun_p=${_srun_pernode:-$_srun_jobper} _srun_gpt=${_srun_gpt:-${SLURM_GPUS_PER_TASK:-0}}
+# The job: its nodes, this node's place and name, its tasks per node (the
+# first count of SLURM_TASKS_PER_NODE) and their CPUs and GPUs.
+_srun_all=${SLURM_JOB_NUM_NODES:-${SLURM_NNODES:-1}} _srun_me=${SLURM_NODEID:-0} _srun_here=${SLURMD_NODENAME:-$(uname -n)}
+_srun_jobper=${SLURM_TASKS_PER_NODE%%[!0-9]*} _srun_jobcpt=${SLURM_CPUS_PER_TASK:-1}
+_srun_jobper=${_srun_jobper:-${SLURM_NTASKS_PER_NODE:-1}} _srun_gpt=${_srun_gpt:-${SLURM_GPUS_PER_TASK:-0}}
+# envcount VALUE: a count srun takes from its input variables (a range's
+# first), or nothing.
+envcount() {
+	case ${1%%-*} in ''|*[!0-9]*|0) ;; *) echo "${1%%-*}" ;; esac
+}
+# srun's counts as Slurm 22.05's srun takes them: its options, else its
+# input variables, the job's: SLURM_NNODES as -N, SLURM_NTASKS (or
+# SLURM_NPROCS) as -n, SLURM_NTASKS_PER_NODE as --ntasks-per-node (sbatch
+# sets the last two only when -n or --ntasks-per-node was given).
+_srun_N=${_srun_nodes:-$(envcount "${SLURM_NNODES:-$_srun_all}")}
+_srun_n=${_srun_ntasks:-$(envcount "${SLURM_NTASKS:-${SLURM_NPROCS:-}}")}
+_srun_pn=${_srun_pernode:-$(envcount "${SLURM_NTASKS_PER_NODE:-}")}
+_srun_N=${_srun_N:-1}
 
 # hostnames LIST: each host of a hostlist (gpu[001-003,007],cpu1), one a
 # line: scontrol's; without it (a container), expanded here.
@@ -261,15 +274,18 @@ jobnodes() {
 }
 
 # The step's nodes ($_srun_m of them, their names in $_srun_stepnodes where
-# known) and this node's place among them ($_srun_j, empty if none): -w
-# names them (a host list, or a file of them when it holds a /), in the
-# job's order, and each must be one of the job's; with -N, more of the
-# job's nodes (the first others) make up its count, and of more than -N,
-# the first -N are kept (srun says so); -N alone counts them; -n alone
-# takes as many as its tasks fill, $_srun_p on each (all the job's nodes at
-# most); else all the job's nodes. $_srun_spread: the tasks spread evenly
-# over the nodes (-n with -N or -w).
-_srun_spread='' _srun_stepnodes=''
+# known) and this node's place among them ($_srun_j, empty if none), and
+# its tasks ($_srun_n), as Slurm's srun finds them (_opt_verify): -w names
+# some (a host list, or a file of them when it holds a /), each one of the
+# job's, and raises the node count to as many; of more than the node
+# count, the first are kept (srun says so). Without a task count, one a
+# node (times --ntasks-per-node); fewer tasks than nodes take fewer nodes
+# (srun says so), and --ntasks-per-node that does not give the task count
+# on those nodes is dropped (said when the count is more than it). The
+# job's first other nodes then make -w's up to the node count, in the
+# job's order; without -w, the step is on the job's first nodes.
+[ "$_srun_N" -le "$_srun_all" ] || die "Only allocated $_srun_all nodes asked for $_srun_N"
+_srun_m=$_srun_N _srun_stepnodes=''
 if [ -n "$_srun_nodelist" ]; then
 	case $_srun_nodelist in */*)
 		[ -f "$_srun_nodelist" ] && [ -r "$_srun_nodelist" ] || die "-w $_srun_nodelist: cannot read the file of host names"
@@ -277,16 +293,33 @@ if [ -n "$_srun_nodelist" ]; then
 	esac
 	_srun_names=$(hostnames "$_srun_nodelist") || die "-w $_srun_nodelist: not a host list"
 	_srun_want=$(printf '%s\n' "$_srun_names" | sort -u | grep -c .)
-	if [ -n "$_srun_nodes" ] && [ "$_srun_want" -gt "$_srun_nodes" ]; then
-		echo "srun: error: Required nodelist includes more nodes than permitted by max-node count ($_srun_want > $_srun_nodes). Eliminating nodes from the nodelist." >&2
+	if [ "$_srun_want" -gt "$_srun_N" ]; then
+		echo "srun: error: Required nodelist includes more nodes than permitted by max-node count ($_srun_want > $_srun_N). Eliminating nodes from the nodelist." >&2
 	fi
-	if _srun_jn=$(jobnodes); then
-		[ -z "$_srun_nodes" ] || [ "$_srun_nodes" -le "$_srun_all" ] || die "Only allocated $_srun_all nodes asked for $_srun_nodes"
-		_srun_names=$(printf '%s\n' "$_srun_jn" | W=$_srun_names N=${_srun_nodes:-0} awk '
+	# Without the job's nodes to make them up, -w's alone.
+	_srun_jn=$(jobnodes) || _srun_jn='' _srun_m=$_srun_want
+fi
+if [ -z "$_srun_n" ]; then
+	_srun_n=$((_srun_m * ${_srun_pn:-1}))
+else
+	if [ "$_srun_n" -lt "$_srun_m" ]; then
+		[ "$_srun_me" != 0 ] || echo "srun: Warning: can't run $_srun_n processes on $_srun_m nodes, setting nnodes to $_srun_n" >&2
+		_srun_m=$_srun_n
+	fi
+	if [ -n "$_srun_pn" ] && [ "$_srun_pn" -ne $((_srun_n / _srun_m)) ]; then
+		[ "$_srun_me" != 0 ] || [ "$_srun_n" -le "$_srun_pn" ] ||
+			echo "srun: Warning: can't honor --ntasks-per-node set to $_srun_pn which doesn't match the requested tasks $_srun_n with the number of requested nodes $_srun_m. Ignoring --ntasks-per-node." >&2
+		_srun_pn=''
+	fi
+fi
+_srun_j=$_srun_me
+if [ -n "$_srun_nodelist" ]; then
+	if [ -n "$_srun_jn" ]; then
+		_srun_names=$(printf '%s\n' "$_srun_jn" | W=$_srun_names N=$_srun_m awk '
 			BEGIN {
 				n = split(ENVIRON["W"], w, "\n")
 				for (i = 1; i <= n; i++) if (w[i] != "" && !(w[i] in want)) { want[w[i]] = 1; k++ }
-				most = ENVIRON["N"] + 0; if (most == 0) most = k
+				most = ENVIRON["N"] + 0
 				extra = most - k
 			}
 			{ line[NR] = $0 }
@@ -300,29 +333,7 @@ if [ -n "$_srun_nodelist" ]; then
 	_srun_stepnodes=$_srun_names
 	_srun_m=$(printf '%s\n' "$_srun_names" | grep -c .)
 	_srun_j=$(printf '%s\n' "$_srun_names" | H=$_srun_here awk '$0 == ENVIRON["H"] { print NR - 1; exit }')
-	[ -z "$_srun_ntasks" ] || _srun_spread=1
-elif [ -n "$_srun_nodes" ]; then
-	[ "$_srun_nodes" -le "$_srun_all" ] || die "Only allocated $_srun_all nodes asked for $_srun_nodes"
-	_srun_m=$_srun_nodes _srun_j=$_srun_me
-	[ -z "$_srun_ntasks" ] || _srun_spread=1
-elif [ -n "$_srun_ntasks" ] && [ -n "$_srun_pernode" ]; then
-	_srun_m=$(( (_srun_ntasks + _srun_p - 1) / _srun_p )) _srun_j=$_srun_me
-	[ "$_srun_m" -le "$_srun_all" ] || _srun_m=$_srun_all _srun_spread=1
-elif [ -n "$_srun_ntasks" ]; then
-	# As Slurm's: the job's nodes (fewer only for fewer tasks, below), the
-	# tasks spread over them (block: 4 on 3 nodes are 2,1,1).
-	_srun_m=$_srun_all _srun_j=$_srun_me _srun_spread=1
-else
-	_srun_m=$_srun_all _srun_j=$_srun_me
 fi
-if [ -n "$_srun_ntasks" ] && [ "$_srun_ntasks" -lt "$_srun_m" ]; then
-	# As Slurm: fewer tasks than nodes uses fewer nodes (its one srun says
-	# so; here the job's first node's).
-	[ "$_srun_me" != 0 ] || echo "srun: Warning: can't run $_srun_ntasks processes on $_srun_m nodes, setting nnodes to $_srun_ntasks" >&2
-	_srun_m=$_srun_ntasks
-	_srun_stepnodes=$(printf '%s\n' "$_srun_stepnodes" | head -n "$_srun_m")
-fi
-_srun_n=${_srun_ntasks:-$((_srun_m * _srun_p))}
 
 # runs V K...: K nodes of V tasks each, ..., as Slurm writes them: 2(x3), 3,2.
 runs() {
@@ -336,21 +347,13 @@ runs() {
 	done
 	echo "$_srun_rs"
 }
-# The tasks on each node: spread, the first nodes one more; else $_srun_p
-# on each, the last what is left. $_srun_most: the most on one node; this
-# node's: $_srun_c of them, the first numbered $_srun_first.
-if [ -n "$_srun_spread" ]; then
-	_srun_base=$((_srun_n / _srun_m)) _srun_extra=$((_srun_n % _srun_m))
-	_srun_most=$((_srun_base + (_srun_extra > 0)))
-	_srun_tpn=$(runs $((_srun_base + 1)) "$_srun_extra" "$_srun_base" $((_srun_m - _srun_extra)))
-	[ -z "$_srun_j" ] || { _srun_c=$((_srun_base + (_srun_j < _srun_extra))) _srun_first=$((_srun_j * _srun_base + (_srun_j < _srun_extra ? _srun_j : _srun_extra))); }
-else
-	_srun_last=$((_srun_n - (_srun_m - 1) * _srun_p)) _srun_most=$_srun_p
-	[ "$_srun_m" -gt 1 ] || _srun_most=$_srun_last
-	_srun_tpn=$(runs "$_srun_p" $((_srun_m - 1)) "$_srun_last" 1)
-	[ "$_srun_last" -ne "$_srun_p" ] || _srun_tpn=$(runs "$_srun_p" "$_srun_m")
-	[ -z "$_srun_j" ] || { _srun_c=$_srun_p _srun_first=$((_srun_j * _srun_p)); [ "$_srun_j" -ne $((_srun_m - 1)) ] || _srun_c=$_srun_last; }
-fi
+# The tasks on each node, block: spread evenly, the first nodes one more
+# (4 on 3 nodes: 2,1,1). $_srun_most: the most on one node; this node's:
+# $_srun_c of them, the first numbered $_srun_first.
+_srun_base=$((_srun_n / _srun_m)) _srun_extra=$((_srun_n % _srun_m))
+_srun_most=$((_srun_base + (_srun_extra > 0)))
+_srun_tpn=$(runs $((_srun_base + 1)) "$_srun_extra" "$_srun_base" $((_srun_m - _srun_extra)))
+[ -z "$_srun_j" ] || { _srun_c=$((_srun_base + (_srun_j < _srun_extra))) _srun_first=$((_srun_j * _srun_base + (_srun_j < _srun_extra ? _srun_j : _srun_extra))); }
 # As Slurm's controller: a node's tasks need their CPUs among the job's
 # there, unless -O.
 # SLURM_CPUS_ON_NODE is what the job holds there (all the node's CPUs for
@@ -404,7 +407,7 @@ export SLURM_STEP_ID=$_srun_s SLURM_STEPID=$_srun_s SLURM_STEP_NUM_NODES=$_srun_
 	SLURM_STEP_TASKS_PER_NODE=$_srun_tpn SLURM_NNODES=$_srun_m SLURM_NODEID=$_srun_j SLURM_NTASKS=$_srun_n SLURM_NPROCS=$_srun_n \
 	SLURM_TASKS_PER_NODE=$_srun_tpn WORLD_SIZE=$_srun_n
 [ -z "$_srun_steplist" ] || export SLURM_STEP_NODELIST="$_srun_steplist" SLURM_NODELIST="$_srun_steplist"
-[ -z "$_srun_pernode" ] || export SLURM_NTASKS_PER_NODE="$_srun_pernode"
+[ -z "$_srun_pn" ] || export SLURM_NTASKS_PER_NODE="$_srun_pn"
 [ -z "$_srun_cpt" ] || export SLURM_CPUS_PER_TASK="$_srun_cpt"
 
 # --export (Slurm's launch plugin): ALL, the default, passes the whole

@@ -51,11 +51,11 @@ func TestSrunShimKeepsTheJobsVariables(t *testing.T) {
 		tasks []int // by rank
 	}{
 		{nil, []int{2, 2, 2}},
-		{[]string{"-l", "-n2", "--ntasks-per-node=2"}, []int{2, 0, 0}},
-		{[]string{"-K", "--ntasks-per-node=1"}, []int{1, 1, 1}},
-		{[]string{"--kill-on-bad-exit", "-N2"}, []int{2, 2, 0}},
-		{[]string{"-w", "gpu[001,003]", "--label"}, []int{0, 2, 2}},
-		{[]string{"-N2", "-n3", "-c1", "--overcommit"}, []int{2, 1, 0}},
+		{[]string{"-l", "-N1", "-n2"}, []int{2, 0, 0}},
+		{[]string{"-K", "-n3", "--ntasks-per-node=1"}, []int{1, 1, 1}},
+		{[]string{"--kill-on-bad-exit", "-N2", "-n4"}, []int{2, 2, 0}},
+		{[]string{"-w", "gpu[001,003]", "-N2", "-n4", "--label"}, []int{0, 2, 2}},
+		{[]string{"-N2", "-n3", "-c1", "--overcommit", "--ntasks-per-node=1"}, []int{2, 1, 0}},
 		{[]string{"--gpus-per-task=1", "--mpi=none"}, []int{2, 2, 2}},
 		{[]string{"--export=ALL,FOO=bar"}, []int{2, 2, 2}},
 		{[]string{"--export=" + strings.Join(shimWords, ",")}, []int{2, 2, 2}},

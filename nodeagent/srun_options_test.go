@@ -27,8 +27,9 @@ type fakeJob struct {
 	env   []string   // every node's, after the job's own
 }
 
-// newFakeJob is a job on nodes (by rank) of perNode tasks each; env are
-// more of its variables (they override the job's).
+// newFakeJob is a job on nodes (by rank) of perNode tasks each, as sbatch
+// -N gives it (one task a node) or -N with --ntasks-per-node (more); env
+// are more of its variables (they override the job's).
 func newFakeJob(t *testing.T, nodes []string, perNode int, env ...string) *fakeJob {
 	t.Helper()
 	dir := t.TempDir()
@@ -62,10 +63,13 @@ func newFakeJob(t *testing.T, nodes []string, perNode int, env ...string) *fakeJ
 		j.steps = append(j.steps, steps)
 	}
 	list, tasks := hostlist.Compress(nodes), strconv.Itoa(len(nodes)*perNode)
-	j.env = append([]string{"PATH=" + bin + ":/usr/bin:/bin", "SLURM_JOB_ID=7", "SLURM_JOB_NODELIST=" + list, "SLURM_NODELIST=" + list,
+	j.env = []string{"PATH=" + bin + ":/usr/bin:/bin", "SLURM_JOB_ID=7", "SLURM_JOB_NODELIST=" + list, "SLURM_NODELIST=" + list,
 		"SLURM_NNODES=" + strconv.Itoa(len(nodes)), "SLURM_JOB_NUM_NODES=" + strconv.Itoa(len(nodes)),
-		"SLURM_NTASKS=" + tasks, "SLURM_NPROCS=" + tasks, "SLURM_NTASKS_PER_NODE=" + strconv.Itoa(perNode),
-		"SLURM_TASKS_PER_NODE=" + tasksPerNode(perNode, len(nodes))}, env...)
+		"SLURM_TASKS_PER_NODE=" + tasksPerNode(perNode, len(nodes))}
+	if perNode > 1 { // as sbatch --ntasks-per-node sets them; -N alone does not
+		j.env = append(j.env, "SLURM_NTASKS="+tasks, "SLURM_NPROCS="+tasks, "SLURM_NTASKS_PER_NODE="+strconv.Itoa(perNode))
+	}
+	j.env = append(j.env, env...)
 	return j
 }
 
@@ -134,9 +138,9 @@ func TestSrunShimParsesOptionsAsSlurm(t *testing.T) {
 		{[]string{"-lK", "echo", "x"}, "0: x\n1: x\n", "", 0},
 		{[]string{"-Kl", "echo", "x"}, "", "srun: error: Invalid numeric value \"l\" for --kill-on-bad-exit.\n", 1},
 		{[]string{"-K0", "-n1", "echo", "x"}, "x\n", "", 0},
-		{[]string{"--tasks-per-node", "1", "echo", "x"}, "x\n", "", 0},
-		{[]string{"--tasks-per-node=1", "echo", "x"}, "x\n", "", 0},
-		{[]string{"--ntasks-per-n=1", "echo", "x"}, "x\n", "", 0},
+		{[]string{"--tasks-per-node", "1", "-n1", "echo", "x"}, "x\n", "", 0},
+		{[]string{"--tasks-per-node=1", "-n1", "echo", "x"}, "x\n", "", 0},
+		{[]string{"--ntasks-per-n=1", "-n1", "echo", "x"}, "x\n", "", 0},
 		{[]string{"--ntasks-per-gpu", "1", "--mem-bind", "local", "-n1", "echo", "x"}, "x\n", "", 0},
 		{[]string{"-s", "-n1", "echo", "x"}, "x\n", "", 0},                      // --oversubscribe: a flag
 		{[]string{"--bcast", "-n1", "echo", "x"}, "x\n", "", 0},                 // an optional value is attached only

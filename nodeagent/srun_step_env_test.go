@@ -1,6 +1,7 @@
 package nodeagent
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,19 +33,23 @@ func TestSrunShimRefusesStepsSlurmRefuses(t *testing.T) {
 	job := newFakeJob(t, stepTestNodes, 2)
 	outside := "|srun: error: Unable to create step for job 7: Requested node configuration is not available\n|1"
 	cpus := "srun: error: Unable to create step for job 7: More processors requested than permitted\n"
+	honor16 := "srun: Warning: can't honor --ntasks-per-node set to 2 which doesn't match the requested tasks 16 with the number of requested nodes 3. Ignoring --ntasks-per-node.\n"
 	for _, tc := range []struct {
 		args []string
 		want []string // by rank; a prefix of the errors
 	}{
 		{[]string{"-w", "gpu009", "echo", "x"}, []string{outside, outside, outside}},
 		{[]string{"-w", "gpu[001-002],gpu009", "echo", "x"}, []string{outside, outside, outside}},
-		{[]string{"-w", "gpu[001-002]", "echo", "x"}, []string{"x\nx||0", "x\nx||0", "||0"}},
-		{[]string{"-w", "gpu003", "-n1", "echo", "x"}, []string{"||0", "||0", "x||0"}},
-		{[]string{"-n", "16", "echo", "x"}, []string{"|" + cpus, "|" + cpus, "|" + cpus}},
-		{[]string{"--ntasks-per-node=3", "echo", "x"}, []string{"|" + cpus, "|" + cpus, "|" + cpus}},
-		{[]string{"-N1", "-n3", "echo", "x"}, []string{"|" + cpus, "||0", "||0"}[:1]},
+		{[]string{"-w", "gpu[001-002]", "-N2", "-n4", "echo", "x"}, []string{"x\nx||0", "x\nx||0", "||0"}},
+		// As Slurm's srun, which takes the job's SLURM_NNODES as -N: the
+		// job's other node makes -w's up to 3.
+		{[]string{"-w", "gpu[001-002]", "echo", "x"}, []string{"x\nx||0", "x\nx||0", "x\nx||0"}},
+		{[]string{"-w", "gpu003", "-n1", "echo", "x"}, []string{"|srun: Warning: can't run 1 processes on 3 nodes, setting nnodes to 1\n|0", "||0", "x||0"}},
+		{[]string{"-n", "16", "echo", "x"}, []string{"|" + honor16 + cpus, "|" + cpus, "|" + cpus}},
+		{[]string{"-n9", "--ntasks-per-node=3", "echo", "x"}, []string{"|" + cpus, "|" + cpus, "|" + cpus}},
+		{[]string{"-N1", "-n3", "--ntasks-per-node=3", "echo", "x"}, []string{"|" + cpus, "||0", "||0"}[:1]},
 		{[]string{"-c2", "echo", "x"}, []string{"|" + cpus, "|" + cpus, "|" + cpus}},
-		{[]string{"-n", "16", "-O", "echo", "x"}, []string{strings.Repeat("x\n", 5) + "x||0", strings.Repeat("x\n", 4) + "x||0", strings.Repeat("x\n", 4) + "x||0"}},
+		{[]string{"-n", "16", "-O", "echo", "x"}, []string{strings.Repeat("x\n", 5) + "x|" + honor16 + "|0", strings.Repeat("x\n", 4) + "x||0", strings.Repeat("x\n", 4) + "x||0"}},
 		{[]string{"-n", "6", "echo", "x"}, []string{"x\nx||0", "x\nx||0", "x\nx||0"}},
 	} {
 		got := onEveryNode(job, tc.args...)
@@ -64,7 +69,7 @@ func TestSrunShimRefusesStepsSlurmRefuses(t *testing.T) {
 		}
 	}
 	job = newFakeJob(t, stepTestNodes, 2, "SLURM_CPUS_PER_TASK=2", "SRUN_CPUS_PER_TASK=2")
-	if got := onEveryNode(job, "-n12", "echo", "x"); !strings.HasPrefix(got[0], "|"+cpus) {
+	if got := onEveryNode(job, "-n12", "--ntasks-per-node=4", "echo", "x"); !strings.HasPrefix(got[0], "|"+cpus) {
 		t.Errorf("srun -n12 with SRUN_CPUS_PER_TASK=2 in a job of 2 tasks of 2 CPUs on each node: %q, want it refused", got)
 	}
 	// An exclusive job holds every CPU of its nodes (SLURM_CPUS_ON_NODE):
@@ -88,7 +93,7 @@ func TestSrunShimSetsStepVariables(t *testing.T) {
 		args []string
 		want []string // by rank
 	}{
-		{[]string{"-w", "gpu001", "-n1"}, []string{"", "gpu001 0 nodes=1/1 id=0 tasks=1/1/1 per=1/1 list=gpu001/gpu001 job=3/gpu[001-003]", ""}},
+		{[]string{"-w", "gpu001", "-N1", "-n1"}, []string{"", "gpu001 0 nodes=1/1 id=0 tasks=1/1/1 per=1/1 list=gpu001/gpu001 job=3/gpu[001-003]", ""}},
 		{nil, []string{
 			"gpu002 0 nodes=3/3 id=0 tasks=6/6/6 per=2(x3)/2(x3) list=gpu[001-003]/gpu[001-003] job=3/gpu[001-003]\n" +
 				"gpu002 1 nodes=3/3 id=0 tasks=6/6/6 per=2(x3)/2(x3) list=gpu[001-003]/gpu[001-003] job=3/gpu[001-003]",
@@ -96,20 +101,26 @@ func TestSrunShimSetsStepVariables(t *testing.T) {
 				"gpu001 3 nodes=3/3 id=1 tasks=6/6/6 per=2(x3)/2(x3) list=gpu[001-003]/gpu[001-003] job=3/gpu[001-003]",
 			"gpu003 4 nodes=3/3 id=2 tasks=6/6/6 per=2(x3)/2(x3) list=gpu[001-003]/gpu[001-003] job=3/gpu[001-003]\n" +
 				"gpu003 5 nodes=3/3 id=2 tasks=6/6/6 per=2(x3)/2(x3) list=gpu[001-003]/gpu[001-003] job=3/gpu[001-003]"}},
-		// Without scontrol (a container), the step's nodes by rank, commas between.
+		// Without scontrol (a container), the step's nodes by rank, commas
+		// between; the job's --ntasks-per-node=2 does not give 3 tasks on
+		// 2 nodes: srun drops it and says so, once.
 		{[]string{"-N2", "-n3"}, []string{
 			"gpu002 0 nodes=2/2 id=0 tasks=3/3/3 per=2,1/2,1 list=gpu002,gpu001/gpu002,gpu001 job=3/gpu[001-003]\n" +
-				"gpu002 1 nodes=2/2 id=0 tasks=3/3/3 per=2,1/2,1 list=gpu002,gpu001/gpu002,gpu001 job=3/gpu[001-003]",
+				"gpu002 1 nodes=2/2 id=0 tasks=3/3/3 per=2,1/2,1 list=gpu002,gpu001/gpu002,gpu001 job=3/gpu[001-003]" +
+				"|srun: Warning: can't honor --ntasks-per-node set to 2 which doesn't match the requested tasks 3 with the number of requested nodes 2. Ignoring --ntasks-per-node.\n",
 			"gpu001 2 nodes=2/2 id=1 tasks=3/3/3 per=2,1/2,1 list=gpu002,gpu001/gpu002,gpu001 job=3/gpu[001-003]", ""}},
 		// -w's nodes in the job's order: gpu002 (rank 0) is the step's first.
-		{[]string{"-w", "gpu[001-002]", "--ntasks-per-node=1"}, []string{
+		{[]string{"-w", "gpu[001-002]", "-N2", "-n2", "--ntasks-per-node=1"}, []string{
 			"gpu002 0 nodes=2/2 id=0 tasks=2/2/2 per=1(x2)/1(x2) list=gpu002,gpu001/gpu002,gpu001 job=3/gpu[001-003]",
 			"gpu001 1 nodes=2/2 id=1 tasks=2/2/2 per=1(x2)/1(x2) list=gpu002,gpu001/gpu002,gpu001 job=3/gpu[001-003]", ""}},
 	} {
 		got := onEveryNode(job, append(slices.Clone(tc.args), show...)...)
 		for rank, want := range tc.want {
-			if got[rank] != want+"||0" {
-				t.Errorf("srun %q on node %d (%s):\n got %q\nwant %q", tc.args, rank, job.nodes[rank], got[rank], want+"||0")
+			if !strings.Contains(want, "|") {
+				want += "|"
+			}
+			if got[rank] != want+"|0" {
+				t.Errorf("srun %q on node %d (%s):\n got %q\nwant %q", tc.args, rank, job.nodes[rank], got[rank], want+"|0")
 			}
 		}
 	}
@@ -136,11 +147,11 @@ func TestSrunShimExport(t *testing.T) {
 		{append([]string{"--export=NONE,FOO"}, show...), "FOO= BAR="},
 		{append([]string{"--export=NONE"}, names...), "CUDA_VISIBLE_DEVICES LOCAL_RANK MASTER_ADDR PHX_JOB_ID PHX_STEP_DIR RANK " +
 			"SLURMD_NODENAME SLURM_JOB_ID SLURM_JOB_NODELIST SLURM_JOB_NUM_NODES SLURM_LOCALID SLURM_NNODES SLURM_NODEID " +
-			"SLURM_NODELIST SLURM_NPROCS SLURM_NTASKS SLURM_NTASKS_PER_NODE SLURM_PROCID SLURM_STEPID SLURM_STEP_ID " +
+			"SLURM_NODELIST SLURM_NPROCS SLURM_NTASKS SLURM_PROCID SLURM_STEPID SLURM_STEP_ID " +
 			"SLURM_STEP_NODELIST SLURM_STEP_NUM_NODES SLURM_STEP_NUM_TASKS SLURM_STEP_TASKS_PER_NODE SLURM_TASKS_PER_NODE WORLD_SIZE"},
 		{append([]string{"--export=HOME"}, names...), "CUDA_VISIBLE_DEVICES HOME LOCAL_RANK MASTER_ADDR PHX_JOB_ID PHX_STEP_DIR RANK " +
 			"SLURMD_NODENAME SLURM_JOB_ID SLURM_JOB_NODELIST SLURM_JOB_NUM_NODES SLURM_LOCALID SLURM_NNODES SLURM_NODEID " +
-			"SLURM_NODELIST SLURM_NPROCS SLURM_NTASKS SLURM_NTASKS_PER_NODE SLURM_PROCID SLURM_STEPID SLURM_STEP_ID " +
+			"SLURM_NODELIST SLURM_NPROCS SLURM_NTASKS SLURM_PROCID SLURM_STEPID SLURM_STEP_ID " +
 			"SLURM_STEP_NODELIST SLURM_STEP_NUM_NODES SLURM_STEP_NUM_TASKS SLURM_STEP_TASKS_PER_NODE SLURM_TASKS_PER_NODE WORLD_SIZE"},
 	} {
 		stdout, stderr, code := job.run(0, tc.args...)
@@ -167,7 +178,7 @@ func TestSrunShimMPI(t *testing.T) {
 	if got := onEveryNode(job, "--mpi=pmix", "echo", "x"); !slices.Equal(got, []string{"x|" + note + "|0", "x||0", "x||0"}) {
 		t.Errorf("srun --mpi=pmix on 3 nodes: %q; want the note on the first only", got)
 	}
-	if got := onEveryNode(job, "-w", "gpu003", "--mpi", "pmi2", "echo", "x"); !slices.Equal(got, []string{"||0", "||0", "x|" + strings.ReplaceAll(note, "pmix", "pmi2") + "|0"}) {
+	if got := onEveryNode(job, "-w", "gpu003", "-N1", "--mpi", "pmi2", "echo", "x"); !slices.Equal(got, []string{"||0", "||0", "x|" + strings.ReplaceAll(note, "pmix", "pmi2") + "|0"}) {
 		t.Errorf("srun -w gpu003 --mpi pmi2: %q; want the note on gpu003, the step's first node", got)
 	}
 	if got := onEveryNode(job, "--mpi=none", "echo", "x"); !slices.Equal(got, []string{"x||0", "x||0", "x||0"}) {
@@ -200,7 +211,7 @@ func TestSrunShimNodelistWithNodeCount(t *testing.T) {
 		{[]string{"-w", "gpu003", "-N2", "sh", "-c", "echo $SLURM_NODEID/$SLURM_NNODES"}, []string{"0/2||0", "||0", "1/2||0"}},
 		{[]string{"-w", "gpu001", "-N3", "sh", "-c", "echo $SLURM_NODEID"}, []string{"0||0", "1||0", "2||0"}},
 		{[]string{"-w", "gpu[001,003]", "-N1", "echo", "x"}, []string{"|" + eliminated + "|0", "x|" + eliminated + "|0", "|" + eliminated + "|0"}},
-		{[]string{"-w", hosts, "sh", "-c", "echo $SLURM_STEP_NODELIST"}, []string{"||0", "gpu001,gpu003||0", "gpu001,gpu003||0"}},
+		{[]string{"-w", hosts, "-N2", "sh", "-c", "echo $SLURM_STEP_NODELIST"}, []string{"||0", "gpu001,gpu003||0", "gpu001,gpu003||0"}},
 		{[]string{"-w", hosts + ".missing", "echo", "x"}, nil},
 		{[]string{"-w", "gpu003", "-N4", "echo", "x"}, nil},
 	} {
@@ -228,10 +239,12 @@ func TestSrunShimAsSlurm2205(t *testing.T) {
 		args []string
 		want []string // by rank
 	}{
-		{[]string{"-n", "4", "sh", "-c", "echo $SLURM_PROCID/$SLURM_TASKS_PER_NODE"}, []string{"0/2,1(x2)\n1/2,1(x2)||0", "2/2,1(x2)||0", "3/2,1(x2)||0"}},
+		{[]string{"-n", "4", "sh", "-c", "echo $SLURM_PROCID/$SLURM_TASKS_PER_NODE"}, []string{"0/2,1(x2)\n1/2,1(x2)|srun: Warning: can't honor --ntasks-per-node " +
+			"set to 2 which doesn't match the requested tasks 4 with the number of requested nodes 3. Ignoring --ntasks-per-node.\n|0", "2/2,1(x2)||0", "3/2,1(x2)||0"}},
 		{[]string{"-n", "2", "sh", "-c", "echo $SLURM_PROCID/$SLURM_NNODES"},
 			[]string{"0/2|srun: Warning: can't run 2 processes on 3 nodes, setting nnodes to 2\n|0", "1/2||0", "||0"}},
-		{[]string{"-n", "1", "/no/such/program"}, []string{"|srun: Warning: can't run 1 processes on 3 nodes, setting nnodes to 1\nslurmstepd: error: execve(): /no/such/program: No such file or directory\n|2", "||0", "||0"}},
+		{[]string{"-n", "1", "/no/such/program"}, []string{"|srun: Warning: can't run 1 processes on 3 nodes, setting nnodes to 1\n" +
+			"slurmstepd: error: execve(): /no/such/program: No such file or directory\n|2", "||0", "||0"}},
 	} {
 		if got := onEveryNode(job, tc.args...); !slices.Equal(got, tc.want) {
 			t.Errorf("srun %q: %q; want %q", tc.args, got, tc.want)
@@ -248,5 +261,81 @@ func TestSrunShimAsSlurm2205(t *testing.T) {
 	job = newFakeJob(t, []string{"gpu001"}, 1, "SLURM_MPI_TYPE=bogus")
 	if _, stderr, code := job.run(0, "--mpi=none", "true"); code != 1 || !strings.Contains(stderr, "Invalid MPI type 'bogus'") {
 		t.Errorf("srun with SLURM_MPI_TYPE=bogus: %q exit %d; want it refused as --mpi=bogus", stderr, code)
+	}
+}
+
+// srun's node and task counts as Slurm 22.05's srun takes them, checked
+// live against it (slurmctld and two slurmd): its options, else its input
+// variables, which are the job's (SLURM_NNODES as -N, SLURM_NTASKS as -n,
+// SLURM_NTASKS_PER_NODE as --ntasks-per-node; sbatch sets the last two only
+// when -n or --ntasks-per-node was given); -w raises the node count to the
+// job's; --ntasks-per-node that does not give the task count is dropped.
+func TestSrunShimCountsAsSlurm2205(t *testing.T) {
+	nodes := []string{"gpu001", "gpu002"}
+	honor := func(per, n, m int) string {
+		return fmt.Sprintf("srun: Warning: can't honor --ntasks-per-node set to %d which doesn't match the requested tasks %d with the number of requested nodes %d. Ignoring --ntasks-per-node.\n", per, n, m)
+	}
+	cpus := "srun: error: Unable to create step for job 7: More processors requested than permitted\n"
+	runOne := "srun: Warning: can't run 1 processes on 2 nodes, setting nnodes to 1\n"
+	jobs := map[string]*fakeJob{
+		"-N2 --ntasks-per-node=2": newFakeJob(t, nodes, 2, "SLURM_CPUS_ON_NODE=2"),
+		"-N2":                     newFakeJob(t, nodes, 1, "SLURM_CPUS_ON_NODE=1"),
+		"-N1 -n3":                 newFakeJob(t, nodes[:1], 3, "SLURM_CPUS_ON_NODE=3", "SLURM_NTASKS_PER_NODE="),
+	}
+	for _, tc := range []struct {
+		job  string
+		args []string
+		want string // SLURM_STEP_TASKS_PER_NODE, or the error; then node 0's first warning
+	}{
+		{"-N2 --ntasks-per-node=2", nil, "2(x2)"},
+		{"-N2 --ntasks-per-node=2", []string{"-N1"}, "refused|" + honor(2, 4, 1) + cpus},
+		{"-N2 --ntasks-per-node=2", []string{"-n1"}, "1 on gpu001|" + runOne},
+		{"-N2 --ntasks-per-node=2", []string{"-n3"}, "2,1|" + honor(2, 3, 2)},
+		{"-N2 --ntasks-per-node=2", []string{"--ntasks-per-node=1"}, "2(x2)|" + honor(1, 4, 2)},
+		{"-N2 --ntasks-per-node=2", []string{"-n2", "--ntasks-per-node=2"}, "1(x2)"},
+		{"-N2 --ntasks-per-node=2", []string{"-N1", "-n2"}, "2 on gpu001"},
+		{"-N2 --ntasks-per-node=2", []string{"-w", "gpu002"}, "2(x2)"},
+		{"-N2 --ntasks-per-node=2", []string{"-w", "gpu002", "-n1"}, "1 on gpu002|" + runOne},
+		{"-N2 --ntasks-per-node=2", []string{"-N2", "--ntasks-per-node=1"}, "2(x2)|" + honor(1, 4, 2)},
+		{"-N2", nil, "1(x2)"},
+		{"-N2", []string{"-n3"}, "refused|" + cpus},
+		{"-N2", []string{"-n2", "--ntasks-per-node=2"}, "1(x2)"},
+		{"-N2", []string{"--ntasks-per-node=1"}, "1(x2)"},
+		{"-N2", []string{"-w", "gpu002"}, "1(x2)"},
+		{"-N2", []string{"-w", "gpu002", "-N1"}, "1 on gpu002"},
+		{"-N1 -n3", nil, "3"},
+		{"-N1 -n3", []string{"--ntasks-per-node=1"}, "3|" + honor(1, 3, 1)},
+		{"-N1 -n3", []string{"-n2", "--ntasks-per-node=1"}, "2|" + honor(1, 2, 1)},
+	} {
+		job := jobs[tc.job]
+		got := onEveryNode(job, append(slices.Clone(tc.args), "sh", "-c", "echo $SLURM_STEP_TASKS_PER_NODE")...)
+		// What the step's tasks printed (their SLURM_STEP_TASKS_PER_NODE,
+		// and where a step of one node of two ran), or "refused"; then
+		// what node 0 said, but for Phalanx's hint after a refusal.
+		layout, ran := "", []string{}
+		for rank, g := range got {
+			if out, _, _ := strings.Cut(g, "|"); out != "" {
+				layout, _, _ = strings.Cut(out, "\n")
+				ran = append(ran, job.nodes[rank])
+			}
+		}
+		switch {
+		case strings.HasSuffix(got[0], "|1"):
+			layout = "refused"
+		case len(job.nodes) > 1 && len(ran) == 1:
+			layout += " on " + ran[0]
+		}
+		var said []string
+		for _, l := range strings.SplitAfter(strings.Split(got[0], "|")[1], "\n") {
+			if l != "" && !strings.HasPrefix(l, "srun: error: the step puts") {
+				said = append(said, l)
+			}
+		}
+		if len(said) > 0 {
+			layout += "|" + strings.Join(said, "")
+		}
+		if layout != tc.want {
+			t.Errorf("srun %q in a job of sbatch %s: %q (%q); want %q", tc.args, tc.job, layout, got, tc.want)
+		}
 	}
 }

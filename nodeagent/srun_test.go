@@ -43,7 +43,7 @@ func TestSrunShimRunsItsCommandHere(t *testing.T) {
 		{[]string{"-N", "2"}, "", "srun: error: no command to run", 1},
 	} {
 		cmd := exec.Command("/bin/sh", append([]string{srun}, tc.args...)...)
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + tmp, "SLURM_NNODES=1", "SLURM_NODEID=0"}
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + tmp, "SLURM_NNODES=1", "SLURM_NODEID=0", "SLURMD_NODENAME=n1"}
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		err := cmd.Run()
@@ -149,9 +149,10 @@ func TestSrunShimStartsTasks(t *testing.T) {
 	}{
 		{nil, "0 0 0,1 8 0 0 8|1 1 2,3 8 1 1 8|2 2 4,5 8 2 2 8|3 3 6,7 8 3 3 8", "4 0 0,1 8 4 0 8|5 1 2,3 8 5 1 8|6 2 4,5 8 6 2 8|7 3 6,7 8 7 3 8"},
 		{[]string{"--ntasks-per-node=1"}, "0 0 0,1 2 0 0 2", "1 0 0,1 2 1 0 2"},
-		{[]string{"-n", "3"}, "0 0 0,1 3 0 0 3|1 1 2,3 3 1 1 3", "2 0 0,1 3 2 0 3"},                         // -n alone: the job's nodes, spread
-		{[]string{"-n", "3", "--ntasks-per-node=4"}, "0 0 0,1 3 0 0 3|1 1 2,3 3 1 1 3|2 2 4,5 3 2 2 3", ""}, // as many nodes as 4 a node fill
-		{[]string{"-N", "2", "-n", "3"}, "0 0 0,1 3 0 0 3|1 1 2,3 3 1 1 3", "2 0 0,1 3 2 0 3"},              // spread, the first node one more
+		{[]string{"-n", "3"}, "0 0 0,1 3 0 0 3|1 1 2,3 3 1 1 3", "2 0 0,1 3 2 0 3"},                                        // -n alone: the job's nodes, spread
+		{[]string{"-n", "3", "--ntasks-per-node=4"}, "0 0 0,1 3 0 0 3|1 1 2,3 3 1 1 3", "2 0 0,1 3 2 0 3"},                 // not 4 a node on 2: dropped (no word: 3 < 4)
+		{[]string{"-n", "4", "--ntasks-per-node=4"}, "0 0 0,1 4 0 0 4|1 1 2,3 4 1 1 4", "2 0 0,1 4 2 0 4|3 1 2,3 4 3 1 4"}, // not 4 a node on 2: dropped
+		{[]string{"-N", "2", "-n", "3"}, "0 0 0,1 3 0 0 3|1 1 2,3 3 1 1 3", "2 0 0,1 3 2 0 3"},                             // spread, the first node one more
 		{[]string{"-N1", "--gpus-per-task=4", "-n2"}, "0 0 0,1,2,3 2 0 0 2|1 1 4,5,6,7 2 1 1 2", ""},
 	} {
 		for node, want := range []string{tc.node0, tc.node1} {
@@ -179,8 +180,8 @@ func TestSrunShimStartsTasks(t *testing.T) {
 		t.Errorf("tasks exiting 0 to 3: srun exit %d (%q), want the highest, 3", code, out)
 	}
 	// Steps are numbered on each node from 0, one per srun, whether the
-	// node takes part or not: node 1 has seen 7 so far.
-	for want := 7; want < 9; want++ {
+	// node takes part or not: node 1 has seen 8 so far.
+	for want := 8; want < 10; want++ {
 		if got, _ := run(1, "--ntasks-per-node=1", "sh", "-c", "echo $SLURM_STEP_ID"); got != strconv.Itoa(want) {
 			t.Errorf("step %q, want %d", got, want)
 		}

@@ -158,7 +158,8 @@ func (a *Agent) startStep(ctx context.Context, sl stepLaunch) (runtime.Task, str
 	// Unique on the node even when a new leader numbers steps again.
 	name := fmt.Sprintf("%s-s%d-%s", key.id(), sl.step, strconv.FormatInt(a.cfg.Clock.Now().UnixNano(), 36))
 	out := filepath.Join(jobDir, "steps", name+".out")
-	env := prependPath(taskEnv(envInput{job: job, rank: rank, container: container, cluster: a.cluster(), nodeCPUs: a.cfg.CPUs}), filepath.Join(jobDir, "bin"))
+	uid, gid := taskIDs(job)
+	env := prependPath(taskEnv(envInput{job: job, rank: rank, container: container, cluster: a.cluster(), nodeCPUs: a.cfg.CPUs, uid: uid, gid: gid}), filepath.Join(jobDir, "bin"))
 	n, r := strconv.Itoa(sl.stepNodes), strconv.Itoa(sl.stepRank)
 	env = setEnv(env, "PHX_STEP_DIR", filepath.Join(jobDir, "steps"),
 		"SLURM_STEP_ID", strconv.Itoa(int(sl.step)), "SLURM_STEPID", strconv.Itoa(int(sl.step)),
