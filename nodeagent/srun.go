@@ -40,9 +40,16 @@ import (
 //     -O/--overcommit;
 //   - each task gets SLURM_PROCID (numbered node by node), SLURM_LOCALID,
 //     RANK, LOCAL_RANK, the step's SLURM_STEP_* variables, SLURM_NNODES,
-//     SLURM_NODEID, SLURM_NTASKS, SLURM_TASKS_PER_NODE and SLURM_NODELIST
-//     of the step, and with SLURM_GPUS_PER_TASK its own GPUs out of
-//     CUDA_VISIBLE_DEVICES; --export chooses the rest of its environment;
+//     SLURM_NODEID, SLURM_NTASKS and SLURM_TASKS_PER_NODE of the step
+//     (SLURM_NODELIST stays the job's, as in Slurm), SLURM_GTIDS,
+//     SLURM_DISTRIBUTION, SLURM_UMASK, and with SLURM_GPUS_PER_TASK its own
+//     GPUs out of CUDA_VISIBLE_DEVICES (SLURM_STEP_GPUS by host index);
+//     --export chooses the rest of its environment;
+//   - the tasks run in the background: srun passes SIGTERM, SIGINT and
+//     SIGHUP on to them, outlives SIGUSR1 and SIGUSR2 (scancel --signal
+//     sends those to the tasks), and says, as Slurm's srun, how each task
+//     that failed ended ("srun: error: gpu001: tasks 0-1: Exited with
+//     exit code 3");
 //   - --container-image and the other Pyxis options are refused: the job
 //     is in its image already (sbatch --image), or is not in one;
 //   - -l/--label begins every line of a task's output (stdout and stderr,

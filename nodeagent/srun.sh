@@ -111,7 +111,7 @@ EOF
 }
 
 _srun_nodes='' _srun_ntasks='' _srun_pernode='' _srun_cpt='' _srun_nodelist='' _srun_label='' _srun_gpt='' _srun_out='' _srun_err=''
-_srun_killbad='' _srun_overcommit='' _srun_exports='' _srun_mpi=''
+_srun_killbad='' _srun_overcommit='' _srun_exports='' _srun_mpi='' _srun_dist=''
 count() { # OPTION VALUE: a positive count, MIN[-MAX] (MIN is used)
 	case "${2%%-*}" in ''|*[!0-9]*|0) die "$1=$2: give a positive count" ;; esac
 	echo "${2%%-*}"
@@ -130,6 +130,7 @@ opt() {
 	-O|--overcommit) _srun_overcommit=1 ;;
 	-o|--output) _srun_out=$2 ;;
 	-e|--error) _srun_err=$2 ;;
+	-m|--distribution) _srun_dist=$2 ;;
 	--export) _srun_exports=$2 ;;
 	-K|--kill-on-bad-exit)
 		_srun_killbad=1
@@ -151,12 +152,14 @@ opt() {
 }
 # Slurm's input variables, which srun reads before its options (these
 # win): SLURM_LABELIO (-l), SLURM_KILL_BAD_EXIT (-K), SLURM_OVERCOMMIT
-# (-O), SLURM_MPI_TYPE (--mpi), SRUN_EXPORT_ENV, else SLURM_EXPORT_ENV
-# (--export), SRUN_CPUS_PER_TASK (-c; 22.05's srun no longer reads
-# SLURM_CPUS_PER_TASK, the job's).
+# (-O), SLURM_DISTRIBUTION (-m), SLURM_MPI_TYPE (--mpi), SRUN_EXPORT_ENV,
+# else SLURM_EXPORT_ENV (--export), SRUN_CPUS_PER_TASK (-c; 22.05's srun no
+# longer reads SLURM_CPUS_PER_TASK, the job's); the counts (SLURM_NNODES,
+# SLURM_NTASKS, SLURM_NTASKS_PER_NODE) below.
 case ${SLURM_LABELIO:-0} in 0) ;; *) _srun_label=1 ;; esac
 case ${SLURM_KILL_BAD_EXIT:-0} in 0) ;; *) _srun_killbad=1 ;; esac
 [ -z "${SLURM_OVERCOMMIT:-}" ] || _srun_overcommit=1
+_srun_dist=${SLURM_DISTRIBUTION:-}
 [ -z "${SLURM_MPI_TYPE:-}" ] || opt --mpi "$SLURM_MPI_TYPE" 1
 _srun_exports=${SRUN_EXPORT_ENV:-${SLURM_EXPORT_ENV:-}}
 [ -z "${SRUN_CPUS_PER_TASK:-}" ] || opt -c "$SRUN_CPUS_PER_TASK" 1
@@ -390,10 +393,13 @@ if [ -n "$_srun_mpi" ] && [ "$_srun_j" -eq 0 ]; then
 	warn "--mpi=$_srun_mpi: Phalanx starts no PMI server, so MPI programs that use PMIx or PMI2 start as singletons: use torchrun or NCCL, or mpirun with its own launcher"
 fi
 
-# The step's variables, for all its tasks: its nodes and tasks, in
-# SLURM_STEP_* and over the job's in SLURM_NNODES, SLURM_NODEID (this
-# node's place in the step), SLURM_NTASKS, SLURM_TASKS_PER_NODE and
-# SLURM_NODELIST; SLURM_JOB_* stay the job's.
+# The step's variables, for all its tasks, as Slurm's srun and slurmstepd
+# set them: its nodes and tasks, in SLURM_STEP_* and over the job's in
+# SLURM_NNODES, SLURM_NODEID (this node's place in the step), SLURM_NTASKS
+# and SLURM_TASKS_PER_NODE; SLURM_NODELIST and SLURM_JOB_* stay the job's.
+# SLURM_GTIDS: this node's tasks; SLURM_DISTRIBUTION: -m, else cyclic for
+# no more tasks than nodes, else block; SLURM_UMASK: srun's umask;
+# SLURM_LABELIO: -l.
 if [ "$_srun_m" -eq "$_srun_all" ] && [ -z "$_srun_nodelist" ]; then
 	_srun_steplist=${SLURM_JOB_NODELIST:-}
 else
@@ -405,10 +411,18 @@ else
 fi
 export SLURM_STEP_ID=$_srun_s SLURM_STEPID=$_srun_s SLURM_STEP_NUM_NODES=$_srun_m SLURM_STEP_NUM_TASKS=$_srun_n \
 	SLURM_STEP_TASKS_PER_NODE=$_srun_tpn SLURM_NNODES=$_srun_m SLURM_NODEID=$_srun_j SLURM_NTASKS=$_srun_n SLURM_NPROCS=$_srun_n \
-	SLURM_TASKS_PER_NODE=$_srun_tpn WORLD_SIZE=$_srun_n
-[ -z "$_srun_steplist" ] || export SLURM_STEP_NODELIST="$_srun_steplist" SLURM_NODELIST="$_srun_steplist"
+	SLURM_TASKS_PER_NODE=$_srun_tpn WORLD_SIZE=$_srun_n SLURM_UMASK="$(umask)"
+_srun_g='' _srun_i=$_srun_first
+while [ "$_srun_i" -lt $((_srun_first + _srun_c)) ]; do _srun_g=$_srun_g${_srun_g:+,}$_srun_i _srun_i=$((_srun_i + 1)); done
+export SLURM_GTIDS="$_srun_g"
+[ -z "$_srun_steplist" ] || export SLURM_STEP_NODELIST="$_srun_steplist"
 [ -z "$_srun_pn" ] || export SLURM_NTASKS_PER_NODE="$_srun_pn"
 [ -z "$_srun_cpt" ] || export SLURM_CPUS_PER_TASK="$_srun_cpt"
+[ -z "$_srun_label" ] || export SLURM_LABELIO=1
+if [ -n "$_srun_dist" ]; then export SLURM_DISTRIBUTION="$_srun_dist"
+elif [ "$_srun_n" -le "$_srun_m" ]; then export SLURM_DISTRIBUTION=cyclic
+else export SLURM_DISTRIBUTION=block
+fi
 
 # --export (Slurm's launch plugin): ALL, the default, passes the whole
 # environment; a list without ALL only the SLURM* variables, Phalanx's
@@ -443,20 +457,26 @@ pattern() {
 		-e "s/%s/$_srun_s/g" -e "s/%N/$_srun_here/g" -e "s/%u/$(id -un)/g" -e 's/@PHX_PCT@/%/g'
 }
 
+# share LIST: task $_srun_tl's share of a comma-separated list of the
+# node's GPUs, $_srun_gpt of them.
+share() {
+	printf '%s\n' "$1" | tr ',' '\n' | sed -n "$((_srun_tl * _srun_gpt + 1)),$((_srun_tl * _srun_gpt + _srun_gpt))p" | paste -sd, -
+}
+
 # task L CMD...: runs CMD as this node's task L.
 task() {
 	_srun_tl=$1
 	shift
 	_srun_id=$((_srun_first + _srun_tl)) _srun_last=$((_srun_n - 1)) # -l pads to the last task's width
-	if [ -n "$_srun_exportall" ] && ! command -v "$1" >/dev/null 2>&1; then
-		echo "slurmstepd: error: execve(): $1: No such file or directory" >&2 # as Slurm's task, status 2 (ENOENT)
-		exit 2
-	fi
 	export SLURM_PROCID=$_srun_id SLURM_LOCALID=$_srun_tl RANK=$_srun_id LOCAL_RANK=$_srun_tl
+	# Its GPUs: with a count per task, its own of the node's, in
+	# CUDA_VISIBLE_DEVICES and by host index in SLURM_STEP_GPUS (all of
+	# them without one), SLURM_GPUS_ON_NODE the step's on the node.
+	[ -z "${SLURM_JOB_GPUS:-}" ] || export SLURM_STEP_GPUS="$SLURM_JOB_GPUS"
 	if [ "$_srun_gpt" -gt 0 ]; then
-		CUDA_VISIBLE_DEVICES=$(printf '%s\n' "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' |
-			sed -n "$((_srun_tl * _srun_gpt + 1)),$((_srun_tl * _srun_gpt + _srun_gpt))p" | paste -sd, -)
-		export CUDA_VISIBLE_DEVICES
+		CUDA_VISIBLE_DEVICES=$(share "$CUDA_VISIBLE_DEVICES")
+		export CUDA_VISIBLE_DEVICES SLURM_GPUS_ON_NODE=$((_srun_c * _srun_gpt))
+		[ -z "${SLURM_JOB_GPUS:-}" ] || SLURM_STEP_GPUS=$(share "$SLURM_JOB_GPUS")
 	fi
 	# --export without ALL: CMD runs as env -i VAR=value... CMD.
 	if [ -z "$_srun_exportall" ]; then
@@ -478,14 +498,26 @@ task() {
 	# user, %% a percent sign).
 	if [ -n "$_srun_out" ]; then exec >>"$(pattern "$_srun_out")" || exit 1; fi
 	if [ -n "$_srun_err" ]; then exec 2>>"$(pattern "$_srun_err")" || exit 1; elif [ -n "$_srun_out" ]; then exec 2>&1; fi
+	if [ -n "$_srun_exportall" ] && ! command -v "$1" >/dev/null 2>&1; then
+		# As Slurm's task, on its errors (with -l, its output: the two
+		# merged): status 2 (ENOENT).
+		_srun_e="slurmstepd-$_srun_here: error: execve(): $1: No such file or directory"
+		if [ -n "$_srun_label" ]; then printf "%${#_srun_last}d: %s\n" "$_srun_id" "$_srun_e"; else echo "$_srun_e" >&2; fi
+		exit 2
+	fi
 	[ -n "$_srun_label" ] || exec "$@"
 	# -l: every line of the command's output (stdout and stderr, merged)
 	# begins with the task's number, as "0: ..."; the status is the command's.
-	_srun_rc=$( { { "$@"; echo $? >&3; } 2>&1 | while IFS= read -r _srun_line || [ -n "$_srun_line" ]; do printf "%${#_srun_last}d: %s\n" "$_srun_id" "$_srun_line"; done >&4; } 3>&1 ) 4>&1
+	exec 6<&0 # its input, for a command started in the background
+	_srun_rc=$( { { "$@" <&6 6<&- & wait $! 2>/dev/null; echo $? >&3; } 2>&1 | while IFS= read -r _srun_line || [ -n "$_srun_line" ]; do printf "%${#_srun_last}d: %s\n" "$_srun_id" "$_srun_line"; done >&4; } 3>&1 ) 4>&1
 	exit "$_srun_rc"
 }
 [ "$_srun_c" -gt 0 ] || exit 0
-[ "$_srun_c" -gt 1 ] || [ -n "$_srun_killbad" ] || task 0 "$@"
+# The tasks run in the background, srun waiting for them to report how
+# each ended, as Slurm's srun does; a single task reads srun's input
+# (fd 5 until then, closed for the tasks: a command started in the
+# background would read /dev/null).
+exec 5<&0
 # -K: once a task exits non-zero, the step's other tasks get SIGTERM: this
 # node's from here, the other nodes' through scancel JOBID.STEP (the
 # agents signal the processes of this step alone, and mark it, so that a
@@ -509,18 +541,45 @@ stopstep() {
 		echo "srun: warning: scancel could not stop the step's tasks on the other nodes" >&2 ) &
 	_srun_scancel=$!
 }
+# Without -K, srun passes SIGTERM, SIGINT and SIGHUP on to its tasks, as
+# Slurm's does (kill of srun's PID, timeout), and outlives SIGUSR1 and
+# SIGUSR2: those come from scancel --signal, which sends them to the
+# tasks themselves.
+forward() {
+	_srun_trapped=1
+	for _srun_p in $_srun_pids; do kill "-$1" "$_srun_p" 2>/dev/null; done
+}
 _srun_trapped='' _srun_scancel=''
 if [ -n "$_srun_killbad" ]; then
-	trap '_srun_trapped=1' TERM
+	trap '_srun_trapped=1' TERM USR2
 	trap stopstep USR1
+else
+	trap 'forward TERM' TERM
+	trap 'forward INT' INT
+	trap 'forward HUP' HUP
+	trap '_srun_trapped=1' USR1 USR2
 fi
+# waitfor PID: waits for PID and returns its status; a trapped signal
+# interrupts wait, and PID is waited for again (the shell keeps the status
+# of a child it has not reported yet).
+waitfor() {
+	while :; do
+		_srun_trapped=''
+		wait "$1" 2>/dev/null
+		_srun_r=$?
+		[ "$_srun_r" -gt 128 ] && [ -n "$_srun_trapped" ] && continue
+		return "$_srun_r"
+	done
+}
+if [ "$_srun_c" -gt 1 ]; then exec 5</dev/null; fi # the tasks' input: srun's for one task, else none
 _srun_pids='' _srun_l=0
 while [ "$_srun_l" -lt "$_srun_c" ]; do
 	if [ -n "$_srun_killbad" ]; then
 		(
 			_srun_stopped=''
-			trap '_srun_stopped=1' TERM
-			(task "$_srun_l" "$@")
+			trap '_srun_stopped=1 _srun_trapped=1' TERM
+			(task "$_srun_l" "$@") <&5 5<&- &
+			waitfor $!
 			_srun_r=$?
 			if [ "$_srun_r" -ne 0 ] && [ -z "$_srun_stopped" ] && [ -z "$(stepsignal)" ] &&
 				{ mkdir "$_srun_steps/$_srun_s/killed" 2>/dev/null || ! [ -d "$_srun_steps/$_srun_s" ]; }; then
@@ -528,24 +587,43 @@ while [ "$_srun_l" -lt "$_srun_c" ]; do
 				kill -USR1 $$ 2>/dev/null
 			fi
 			exit "$_srun_r"
-		) &
+		) <&5 &
 	else
-		(task "$_srun_l" "$@") &
+		(task "$_srun_l" "$@") <&5 5<&- &
 	fi
 	_srun_pids="$_srun_pids $!" _srun_l=$((_srun_l + 1))
 done
-_srun_rc=0
+_srun_rc=0 _srun_ends='' _srun_l=0
 for _srun_pid in $_srun_pids; do
-	while :; do
-		_srun_trapped=''
-		wait "$_srun_pid"
-		_srun_r=$?
-		# A trapped signal interrupts wait: the task is waited for again.
-		[ "$_srun_r" -gt 128 ] && [ -n "$_srun_trapped" ] && continue
-		break
-	done
+	waitfor "$_srun_pid"
+	_srun_r=$?
 	[ "$_srun_r" -le "$_srun_rc" ] || _srun_rc=$_srun_r
+	_srun_ends="$_srun_ends$((_srun_first + _srun_l)) $_srun_r
+" _srun_l=$((_srun_l + 1))
 done
+# As Slurm's srun, a line for the tasks of this node that did not exit 0,
+# those that ended alike together: "srun: error: gpu001: tasks 0-1:
+# Exited with exit code 3", "...: task 2: Killed" (128+N: signal N).
+printf '%s' "$_srun_ends" | H=$_srun_here awk '
+	function words(rc) {
+		if (rc <= 128) return "Exited with exit code " rc
+		split("Hangup,Interrupt,Quit,Illegal instruction,Trace/breakpoint trap,Aborted,Bus error,Floating point exception,Killed,User defined signal 1,Segmentation fault,User defined signal 2,Broken pipe,Alarm clock,Terminated", sig, ",")
+		return ((rc - 128) in sig) ? sig[rc - 128] : "Signal " (rc - 128)
+	}
+	$2 != 0 {
+		if (!($2 in ids)) order[++n] = $2
+		ids[$2] = ids[$2] (ids[$2] == "" ? "" : ",") $1; count[$2]++
+	}
+	END {
+		for (i = 1; i <= n; i++) {
+			rc = order[i]; k = split(ids[rc], id, ","); list = ""
+			for (j = 1; j <= k; j = e + 1) {
+				for (e = j; e < k && id[e + 1] == id[e] + 1; e++);
+				list = list (list == "" ? "" : ",") id[j] (e > j ? "-" id[e] : "")
+			}
+			printf "srun: error: %s: task%s %s: %s\n", ENVIRON["H"], (count[rc] > 1 ? "s" : ""), list, words(rc)
+		}
+	}' >&2
 if [ -n "$_srun_scancel" ]; then # its warning, before srun's end
 	_srun_trapped=''
 	wait "$_srun_scancel" 2>/dev/null

@@ -17,7 +17,7 @@ var shimWords = []string{
 	"exports", "mpi", "shortopts", "longopts", "name", "kind", "same", "amb", "list", "given", "steps", "all",
 	"me", "here", "jobper", "jobcpt", "spread", "stepnodes", "names", "jn", "first", "most", "last", "base",
 	"extra", "tpn", "rs", "stepcpt", "jobcpus", "have", "steplist", "exportall", "keep", "envnames", "pids",
-	"pid", "trapped", "stopped", "line",
+	"pid", "trapped", "stopped", "line", "N", "pn", "dist", "want", "ends", "i", "in", "sig", "f",
 }
 
 // srun is a program, as Slurm's: its tasks see the environment the job's

@@ -82,8 +82,10 @@ func TestSrunShimRefusesStepsSlurmRefuses(t *testing.T) {
 
 // Each task sees the step, as Slurm's srun sets it: SLURM_STEP_* and, over
 // the job's, SLURM_NNODES, SLURM_NODEID (its node's place in the step),
-// SLURM_NTASKS, SLURM_TASKS_PER_NODE and SLURM_NODELIST; SLURM_JOB_* stay
-// the job's. The step's nodes are numbered in the job's order (by rank).
+// SLURM_NTASKS and SLURM_TASKS_PER_NODE; SLURM_NODELIST and SLURM_JOB_*
+// stay the job's (checked live: Slurm 22.05's tasks of srun -N1 in a job
+// of two nodes see both in SLURM_NODELIST). The step's nodes are numbered
+// in the job's order (by rank).
 func TestSrunShimSetsStepVariables(t *testing.T) {
 	job := newFakeJob(t, stepTestNodes, 2)
 	show := []string{"sh", "-c", `echo $SLURMD_NODENAME $SLURM_PROCID nodes=$SLURM_NNODES/$SLURM_STEP_NUM_NODES id=$SLURM_NODEID ` +
@@ -93,7 +95,7 @@ func TestSrunShimSetsStepVariables(t *testing.T) {
 		args []string
 		want []string // by rank
 	}{
-		{[]string{"-w", "gpu001", "-N1", "-n1"}, []string{"", "gpu001 0 nodes=1/1 id=0 tasks=1/1/1 per=1/1 list=gpu001/gpu001 job=3/gpu[001-003]", ""}},
+		{[]string{"-w", "gpu001", "-N1", "-n1"}, []string{"", "gpu001 0 nodes=1/1 id=0 tasks=1/1/1 per=1/1 list=gpu[001-003]/gpu001 job=3/gpu[001-003]", ""}},
 		{nil, []string{
 			"gpu002 0 nodes=3/3 id=0 tasks=6/6/6 per=2(x3)/2(x3) list=gpu[001-003]/gpu[001-003] job=3/gpu[001-003]\n" +
 				"gpu002 1 nodes=3/3 id=0 tasks=6/6/6 per=2(x3)/2(x3) list=gpu[001-003]/gpu[001-003] job=3/gpu[001-003]",
@@ -105,14 +107,14 @@ func TestSrunShimSetsStepVariables(t *testing.T) {
 		// between; the job's --ntasks-per-node=2 does not give 3 tasks on
 		// 2 nodes: srun drops it and says so, once.
 		{[]string{"-N2", "-n3"}, []string{
-			"gpu002 0 nodes=2/2 id=0 tasks=3/3/3 per=2,1/2,1 list=gpu002,gpu001/gpu002,gpu001 job=3/gpu[001-003]\n" +
-				"gpu002 1 nodes=2/2 id=0 tasks=3/3/3 per=2,1/2,1 list=gpu002,gpu001/gpu002,gpu001 job=3/gpu[001-003]" +
+			"gpu002 0 nodes=2/2 id=0 tasks=3/3/3 per=2,1/2,1 list=gpu[001-003]/gpu002,gpu001 job=3/gpu[001-003]\n" +
+				"gpu002 1 nodes=2/2 id=0 tasks=3/3/3 per=2,1/2,1 list=gpu[001-003]/gpu002,gpu001 job=3/gpu[001-003]" +
 				"|srun: Warning: can't honor --ntasks-per-node set to 2 which doesn't match the requested tasks 3 with the number of requested nodes 2. Ignoring --ntasks-per-node.\n",
-			"gpu001 2 nodes=2/2 id=1 tasks=3/3/3 per=2,1/2,1 list=gpu002,gpu001/gpu002,gpu001 job=3/gpu[001-003]", ""}},
+			"gpu001 2 nodes=2/2 id=1 tasks=3/3/3 per=2,1/2,1 list=gpu[001-003]/gpu002,gpu001 job=3/gpu[001-003]", ""}},
 		// -w's nodes in the job's order: gpu002 (rank 0) is the step's first.
 		{[]string{"-w", "gpu[001-002]", "-N2", "-n2", "--ntasks-per-node=1"}, []string{
-			"gpu002 0 nodes=2/2 id=0 tasks=2/2/2 per=1(x2)/1(x2) list=gpu002,gpu001/gpu002,gpu001 job=3/gpu[001-003]",
-			"gpu001 1 nodes=2/2 id=1 tasks=2/2/2 per=1(x2)/1(x2) list=gpu002,gpu001/gpu002,gpu001 job=3/gpu[001-003]", ""}},
+			"gpu002 0 nodes=2/2 id=0 tasks=2/2/2 per=1(x2)/1(x2) list=gpu[001-003]/gpu002,gpu001 job=3/gpu[001-003]",
+			"gpu001 1 nodes=2/2 id=1 tasks=2/2/2 per=1(x2)/1(x2) list=gpu[001-003]/gpu002,gpu001 job=3/gpu[001-003]", ""}},
 	} {
 		got := onEveryNode(job, append(slices.Clone(tc.args), show...)...)
 		for rank, want := range tc.want {
@@ -146,13 +148,13 @@ func TestSrunShimExport(t *testing.T) {
 		{append([]string{"--export=BAR=bar,FOO=bar"}, show...), "FOO=bar BAR=bar"},
 		{append([]string{"--export=NONE,FOO"}, show...), "FOO= BAR="},
 		{append([]string{"--export=NONE"}, names...), "CUDA_VISIBLE_DEVICES LOCAL_RANK MASTER_ADDR PHX_JOB_ID PHX_STEP_DIR RANK " +
-			"SLURMD_NODENAME SLURM_JOB_ID SLURM_JOB_NODELIST SLURM_JOB_NUM_NODES SLURM_LOCALID SLURM_NNODES SLURM_NODEID " +
+			"SLURMD_NODENAME SLURM_DISTRIBUTION SLURM_GTIDS SLURM_JOB_ID SLURM_JOB_NODELIST SLURM_JOB_NUM_NODES SLURM_LOCALID SLURM_NNODES SLURM_NODEID " +
 			"SLURM_NODELIST SLURM_NPROCS SLURM_NTASKS SLURM_PROCID SLURM_STEPID SLURM_STEP_ID " +
-			"SLURM_STEP_NODELIST SLURM_STEP_NUM_NODES SLURM_STEP_NUM_TASKS SLURM_STEP_TASKS_PER_NODE SLURM_TASKS_PER_NODE WORLD_SIZE"},
+			"SLURM_STEP_NODELIST SLURM_STEP_NUM_NODES SLURM_STEP_NUM_TASKS SLURM_STEP_TASKS_PER_NODE SLURM_TASKS_PER_NODE SLURM_UMASK WORLD_SIZE"},
 		{append([]string{"--export=HOME"}, names...), "CUDA_VISIBLE_DEVICES HOME LOCAL_RANK MASTER_ADDR PHX_JOB_ID PHX_STEP_DIR RANK " +
-			"SLURMD_NODENAME SLURM_JOB_ID SLURM_JOB_NODELIST SLURM_JOB_NUM_NODES SLURM_LOCALID SLURM_NNODES SLURM_NODEID " +
+			"SLURMD_NODENAME SLURM_DISTRIBUTION SLURM_GTIDS SLURM_JOB_ID SLURM_JOB_NODELIST SLURM_JOB_NUM_NODES SLURM_LOCALID SLURM_NNODES SLURM_NODEID " +
 			"SLURM_NODELIST SLURM_NPROCS SLURM_NTASKS SLURM_PROCID SLURM_STEPID SLURM_STEP_ID " +
-			"SLURM_STEP_NODELIST SLURM_STEP_NUM_NODES SLURM_STEP_NUM_TASKS SLURM_STEP_TASKS_PER_NODE SLURM_TASKS_PER_NODE WORLD_SIZE"},
+			"SLURM_STEP_NODELIST SLURM_STEP_NUM_NODES SLURM_STEP_NUM_TASKS SLURM_STEP_TASKS_PER_NODE SLURM_TASKS_PER_NODE SLURM_UMASK WORLD_SIZE"},
 	} {
 		stdout, stderr, code := job.run(0, tc.args...)
 		if tc.args[len(tc.args)-1] == "env" {
@@ -244,7 +246,9 @@ func TestSrunShimAsSlurm2205(t *testing.T) {
 		{[]string{"-n", "2", "sh", "-c", "echo $SLURM_PROCID/$SLURM_NNODES"},
 			[]string{"0/2|srun: Warning: can't run 2 processes on 3 nodes, setting nnodes to 2\n|0", "1/2||0", "||0"}},
 		{[]string{"-n", "1", "/no/such/program"}, []string{"|srun: Warning: can't run 1 processes on 3 nodes, setting nnodes to 1\n" +
-			"slurmstepd: error: execve(): /no/such/program: No such file or directory\n|2", "||0", "||0"}},
+			"slurmstepd-gpu002: error: execve(): /no/such/program: No such file or directory\nsrun: error: gpu002: task 0: Exited with exit code 2\n|2", "||0", "||0"}},
+		{[]string{"-l", "-N1", "-n2", "/no/such/program"}, []string{"0: slurmstepd-gpu002: error: execve(): /no/such/program: No such file or directory\n" +
+			"1: slurmstepd-gpu002: error: execve(): /no/such/program: No such file or directory|srun: error: gpu002: tasks 0-1: Exited with exit code 2\n|2", "||0", "||0"}},
 	} {
 		if got := onEveryNode(job, tc.args...); !slices.Equal(got, tc.want) {
 			t.Errorf("srun %q: %q; want %q", tc.args, got, tc.want)
@@ -336,6 +340,37 @@ func TestSrunShimCountsAsSlurm2205(t *testing.T) {
 		}
 		if layout != tc.want {
 			t.Errorf("srun %q in a job of sbatch %s: %q (%q); want %q", tc.args, tc.job, layout, got, tc.want)
+		}
+	}
+}
+
+// The step's other variables, as Slurm 22.05's srun and slurmstepd set
+// them (checked live): SLURM_GTIDS, the node's tasks; SLURM_STEP_GPUS, the
+// task's GPUs by host index (the node's without a count per task), and
+// SLURM_GPUS_ON_NODE the step's there; SLURM_LABELIO with -l;
+// SLURM_DISTRIBUTION cyclic for no more tasks than nodes, else block (-m
+// as given); SLURM_UMASK, srun's umask.
+func TestSrunShimStepVariablesAsSlurm2205(t *testing.T) {
+	job := newFakeJob(t, []string{"gpu001", "gpu002"}, 2, "SLURM_JOB_GPUS=4,5,6,7", "CUDA_VISIBLE_DEVICES=4,5,6,7", "SLURM_GPUS_ON_NODE=4")
+	show := []string{"sh", "-c", `echo "gtids=$SLURM_GTIDS gpus=$SLURM_STEP_GPUS/$CUDA_VISIBLE_DEVICES/$SLURM_GPUS_ON_NODE ` +
+		`label=$SLURM_LABELIO dist=$SLURM_DISTRIBUTION umask=$([ "$SLURM_UMASK" = "$(umask)" ] && echo same)"`}
+	for _, tc := range []struct {
+		args []string
+		want []string // by rank
+	}{
+		{nil, []string{
+			"gtids=0,1 gpus=4,5,6,7/4,5,6,7/4 label= dist=block umask=same\ngtids=0,1 gpus=4,5,6,7/4,5,6,7/4 label= dist=block umask=same||0",
+			"gtids=2,3 gpus=4,5,6,7/4,5,6,7/4 label= dist=block umask=same\ngtids=2,3 gpus=4,5,6,7/4,5,6,7/4 label= dist=block umask=same||0"}},
+		{[]string{"--gpus-per-task=2", "-l"}, []string{
+			"0: gtids=0,1 gpus=4,5/4,5/4 label=1 dist=block umask=same\n1: gtids=0,1 gpus=6,7/6,7/4 label=1 dist=block umask=same||0",
+			"2: gtids=2,3 gpus=4,5/4,5/4 label=1 dist=block umask=same\n3: gtids=2,3 gpus=6,7/6,7/4 label=1 dist=block umask=same||0"}},
+		{[]string{"-n2", "--gpus-per-task=1"}, []string{
+			"gtids=0 gpus=4/4/1 label= dist=cyclic umask=same||0", "gtids=1 gpus=4/4/1 label= dist=cyclic umask=same||0"}},
+		{[]string{"-m", "block:cyclic", "-n2"}, []string{
+			"gtids=0 gpus=4,5,6,7/4,5,6,7/4 label= dist=block:cyclic umask=same||0", "gtids=1 gpus=4,5,6,7/4,5,6,7/4 label= dist=block:cyclic umask=same||0"}},
+	} {
+		if got := onEveryNode(job, append(slices.Clone(tc.args), show...)...); !slices.Equal(got, tc.want) {
+			t.Errorf("srun %q:\n got %q\nwant %q", tc.args, got, tc.want)
 		}
 	}
 }

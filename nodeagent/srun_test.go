@@ -8,7 +8,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestSrunShimRunsItsCommandHere(t *testing.T) {
@@ -35,11 +37,12 @@ func TestSrunShimRunsItsCommandHere(t *testing.T) {
 		{[]string{"--gpus-per-task=1", "echo", "g"}, "", "srun: error: 1 task(s) of 1 GPU(s) on this node, which has 0 for the job", 1},
 		{[]string{"-K", "echo", "k"}, "k\n", "", 0}, // -K takes no word: echo is the command
 		{[]string{"-K1", "--kill-on-bad-exit=1", "echo", "k1"}, "k1\n", "", 0},
-		{[]string{"-l", "sh", "-c", "echo a; echo b >&2; printf c; exit 4"}, "0: a\n0: b\n0: c\n", "", 4},
+		{[]string{"-l", "sh", "-c", "echo a; echo b >&2; printf c; exit 4"}, "0: a\n0: b\n0: c\n", "srun: error: n1: task 0: Exited with exit code 4\n", 4},
 		{[]string{"--container-image=nvcr.io/nvidia/pytorch:24.05", "python", "x.py"}, "", "srun: error: --container-image is not supported inside a Phalanx job", 1},
 		{[]string{"-N"}, "", "srun: option requires an argument -- 'N'", 1},
 		{[]string{"-N", "0", "echo"}, "", "srun: error: -N=0: give a positive count", 1},
-		{[]string{"sh", "-c", "exit 3"}, "", "", 3},
+		{[]string{"sh", "-c", "exit 3"}, "", "srun: error: n1: task 0: Exited with exit code 3\n", 3},
+		{[]string{"sh", "-c", "kill -9 $$"}, "", "srun: error: n1: task 0: Killed\n", 137},
 		{[]string{"-N", "2"}, "", "srun: error: no command to run", 1},
 	} {
 		cmd := exec.Command("/bin/sh", append([]string{srun}, tc.args...)...)
@@ -185,5 +188,72 @@ func TestSrunShimStartsTasks(t *testing.T) {
 		if got, _ := run(1, "--ntasks-per-node=1", "sh", "-c", "echo $SLURM_STEP_ID"); got != strconv.Itoa(want) {
 			t.Errorf("step %q, want %d", got, want)
 		}
+	}
+}
+
+// srun waits for its tasks to report how they ended, as Slurm's srun: it
+// passes SIGTERM on to them (a script's kill of srun, timeout), outlives
+// SIGUSR1 (scancel --signal sends it to the tasks themselves), and says
+// how a task that failed ended.
+func TestSrunShimPassesSignalsOn(t *testing.T) {
+	bin, err := writeJobBin(t.TempDir(), "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args   []string
+		tasks  int
+		signal syscall.Signal
+		stdout string
+		stderr string
+		code   int
+	}{
+		{nil, 1, syscall.SIGTERM, "TERM\n", "srun: error: n1: task 0: Exited with exit code 7\n", 7},
+		{[]string{"--ntasks-per-node=2", "-O"}, 2, syscall.SIGTERM, "TERM\nTERM\n", "srun: error: n1: tasks 0-1: Exited with exit code 7\n", 7},
+		{nil, 1, syscall.SIGUSR1, "", "", 0}, // srun outlives it; the task, not signalled, ends alone
+	} {
+		ready := filepath.Join(t.TempDir(), "ready")
+		task := `trap 'echo TERM; exit 7' TERM; touch "$READY.$SLURM_LOCALID"; i=0; while [ $i -lt 20 ]; do sleep 0.1; i=$((i+1)); done`
+		cmd := exec.Command("/bin/sh", append(append([]string{filepath.Join(bin, "srun")}, tc.args...), "sh", "-c", task)...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + dir, "SLURM_NNODES=1", "SLURM_NODEID=0", "SLURMD_NODENAME=n1", "READY=" + ready}
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Every task has set its trap.
+		for l, i := 0, 0; l < tc.tasks && i < 500; i++ {
+			if _, err := os.Stat(ready + "." + strconv.Itoa(l)); err == nil {
+				l++
+				continue
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		cmd.Process.Signal(tc.signal)
+		err := cmd.Wait()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		if out.String() != tc.stdout || errb.String() != tc.stderr || code != tc.code {
+			t.Errorf("srun %q, then %v to srun: stdout %q stderr %q exit %d; want %q, %q, %d", tc.args, tc.signal, out.String(), errb.String(), code, tc.stdout, tc.stderr, tc.code)
+		}
+	}
+}
+
+// -K: the task that failed is reported with its own status, the others
+// stopped with SIGTERM; srun exits with the highest.
+func TestSrunShimKillOnBadExitReports(t *testing.T) {
+	job := newFakeJob(t, []string{"gpu001"}, 3, "SLURM_CPUS_ON_NODE=3")
+	// The other nodes' tasks are stopped by scancel JOBID.STEP: none here.
+	if err := os.WriteFile(filepath.Join(filepath.Dir(job.srun), "scancel"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := job.run(0, "-K", "sh", "-c", `[ "$SLURM_PROCID" = 0 ] && exit 4; sleep 5`)
+	want := "srun: error: task 0 exited with status 4: stopping the step's tasks (--kill-on-bad-exit)\n" +
+		"srun: error: gpu001: task 0: Exited with exit code 4\nsrun: error: gpu001: tasks 1-2: Terminated\n"
+	if stdout != "" || stderr != want || code != 143 {
+		t.Errorf("srun -K, task 0 exiting 4: stdout %q stderr %q exit %d; want %q, 143", stdout, stderr, code, want)
 	}
 }
