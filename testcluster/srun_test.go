@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/testcluster"
 	"github.com/phalanx-hpc/phalanx/topology/hostlist"
 )
@@ -47,15 +48,16 @@ srun -n1 --unknown-opt echo never; echo "unknown exit $?"
 srun -n1 --export=ALL,BAR=bar sh -c 'echo "export-all FOO=$FOO BAR=$BAR"'
 srun -n1 --export=NONE sh -c 'echo "export-none FOO=$FOO job=$SLURM_JOB_ID"'
 srun -w gpu999 echo never; echo "outside exit $?"
-srun -n 16 echo never 2>&1 | head -n1; srun -n 16 -O true; echo "overcommit exit $?"
+srun -n 18 --ntasks-per-node=6 echo never 2>&1 | head -n1; srun -n 18 --ntasks-per-node=6 -O true; echo "overcommit exit $?"
 second=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed -n 2p)
 srun -w "$second" -n1 sh -c 'echo "step $SLURMD_NODENAME nodes=$SLURM_NNODES/$SLURM_STEP_NUM_NODES id=$SLURM_NODEID tasks=$SLURM_NTASKS/$SLURM_STEP_NUM_TASKS per=$SLURM_TASKS_PER_NODE list=$SLURM_NODELIST/$SLURM_STEP_NODELIST job=$SLURM_JOB_NUM_NODES/$SLURM_JOB_NODELIST"'
 srun -n5 sh -c 'echo "uneven $SLURM_PROCID $SLURM_TASKS_PER_NODE $SLURM_STEP_NODELIST"'
-srun --mpi=pmix -N2 true
+srun --mpi=pmix -N2 -n2 true
 srun --mpi=list
 `
 	s := spec(dir, "srunslurm", 3, 8, script)
 	s.TasksPerNode, s.Env = 2, map[string]string{"FOO": "job"}
+	s.RequestForm = &phalanxv1.RequestForm{NtasksPerNode: true} // sbatch --ntasks-per-node=2
 	id := submit(t, c, s)
 	job := c.WaitJob(id, 60*time.Second, "COMPLETED", "FAILED")
 	if job.State != "COMPLETED" {
@@ -77,13 +79,16 @@ srun --mpi=list
 			"MPI plugin types are...", "\tnone",
 		}
 		if rank == 0 {
-			// -n1 alone in a job of 3 nodes: srun says it takes one (twice).
+			// -n1 in a job of 3 nodes: srun says it takes one (three
+			// times); -n5 with the job's --ntasks-per-node=2, that it drops
+			// the latter.
 			warn := "srun: Warning: can't run 1 processes on 3 nodes, setting nnodes to 1"
-			w = append(w, "0: grouped", "export-all FOO=job BAR=bar", "export-none FOO= job="+jobID, warn, warn,
+			w = append(w, "0: grouped", "export-all FOO=job BAR=bar", "export-none FOO= job="+jobID, warn, warn, warn,
+				"srun: Warning: can't honor --ntasks-per-node set to 2 which doesn't match the requested tasks 5 with the number of requested nodes 3. Ignoring --ntasks-per-node.",
 				"srun: warning: --mpi=pmix: Phalanx starts no PMI server, so MPI programs that use PMIx or PMI2 start as singletons: use torchrun or NCCL, or mpirun with its own launcher")
 		}
 		if node == second {
-			w = append(w, "step "+second+" nodes=1/1 id=0 tasks=1/1 per=1 list="+second+"/"+second+" job=3/"+list)
+			w = append(w, "step "+second+" nodes=1/1 id=0 tasks=1/1 per=1 list="+list+"/"+second+" job=3/"+list)
 		}
 		for task := rank * 2; task < min(rank*2+2, 5); task++ {
 			w = append(w, "uneven "+strconv.Itoa(task)+" 2(x2),1 "+list)
