@@ -116,12 +116,14 @@ func launchVars(in envInput) []string {
 	vars = append(vars,
 		"SLURM_JOB_PARTITION="+job.partition,
 		"SLURM_SUBMIT_DIR="+job.workDir,
-		"SLURM_RESTART_COUNT="+attempt,
 		"SLURM_JOB_USER="+job.user,
 		"SLURM_JOB_UID="+strconv.Itoa(in.uid),
 		"SLURM_JOB_GID="+strconv.Itoa(in.gid),
 		"SLURMD_NODENAME="+job.ranks[in.rank].node,
 	)
+	if job.attempt > 0 { // as Slurm's: only once the job has restarted
+		vars = append(vars, "SLURM_RESTART_COUNT="+attempt)
+	}
 	if in.cluster != "" {
 		vars = append(vars, "SLURM_CLUSTER_NAME="+in.cluster)
 	}

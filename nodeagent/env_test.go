@@ -51,11 +51,11 @@ func TestTaskEnvTwoNodesEightGPUs(t *testing.T) {
 			"SLURM_GPUS_ON_NODE=8",
 			"SLURM_JOB_PARTITION=gpu",
 			"SLURM_SUBMIT_DIR=/home/alice/run",
-			"SLURM_RESTART_COUNT=2",
 			"SLURM_JOB_USER=alice",
 			"SLURM_JOB_UID=1000",
 			"SLURM_JOB_GID=100",
 			"SLURMD_NODENAME=" + []string{"gpu001", "gpu002"}[rank],
+			"SLURM_RESTART_COUNT=2",
 			"SLURM_JOB_GPUS=0,1,2,3,4,5,6,7",
 			"MASTER_ADDR=10.0.0.1",
 			"MASTER_PORT=29500",
@@ -109,6 +109,8 @@ func TestTaskEnvVariants(t *testing.T) {
 	uneven.Alloc[0].Cpus, uneven.Alloc[1].Cpus, uneven.Alloc[0].MemoryMb = 24, 12, 64000
 	whole := tasks()
 	whole.Spec.Exclusive = true
+	firstAttempt := twoByEight()
+	firstAttempt.Attempt = 0
 	for _, tc := range []struct {
 		name string
 		in   envInput
@@ -127,6 +129,8 @@ func TestTaskEnvVariants(t *testing.T) {
 			map[string]string{"CUDA_VISIBLE_DEVICES": "", "SLURM_GPUS_ON_NODE": "", "LOCAL_WORLD_SIZE": "1"}},
 		{"cluster name", envInput{job: jobFromWire(partial()), rank: 0, cluster: "dgx"},
 			map[string]string{"SLURM_CLUSTER_NAME": "dgx"}},
+		// As Slurm's, only once the job has restarted.
+		{"first attempt", envInput{job: jobFromWire(firstAttempt)}, map[string]string{"SLURM_RESTART_COUNT": "", "PHX_ATTEMPT": "0"}},
 		{"no tasks or submit host given", envInput{job: jobFromWire(partial()), rank: 0},
 			map[string]string{"SLURM_SUBMIT_HOST": "", "SLURM_CPUS_PER_TASK": "", "SLURM_GPUS_PER_TASK": "", "SLURM_JOB_GPUS": "4,5,6,7"}},
 		{"container: SLURM_JOB_GPUS keeps the host's indices", envInput{job: jobFromWire(partial()), rank: 1, container: true},

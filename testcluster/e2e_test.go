@@ -89,7 +89,7 @@ func TestGangJobsCompleteWithTheirEnvironment(t *testing.T) {
 			"SLURM_GPUS_ON_NODE":   "8",
 			"SLURM_JOB_PARTITION":  "gpu",
 			"SLURM_SUBMIT_DIR":     dir,
-			"SLURM_RESTART_COUNT":  "0",
+			"SLURM_RESTART_COUNT":  "UNSET", // as Slurm's: set once the job has restarted
 			"MASTER_ADDR":          "127.0.0.1",
 			"WORLD_SIZE":           "2",
 			"RANK":                 strconv.Itoa(rank),
