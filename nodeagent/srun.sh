@@ -603,8 +603,9 @@ for _srun_pid in $_srun_pids; do
 done
 # As Slurm's srun, a line for the tasks of this node that did not exit 0,
 # those that ended alike together: "srun: error: gpu001: tasks 0-1:
-# Exited with exit code 3", "...: task 2: Killed" (128+N: signal N).
-printf '%s' "$_srun_ends" | H=$_srun_here awk '
+# Exited with exit code 3", "...: task 2: Killed" (128+N: signal N). Not
+# one of the step's processes (no SLURM_STEP_ID), which its scancel stops.
+printf '%s' "$_srun_ends" | (unset SLURM_STEP_ID SLURM_STEPID; H=$_srun_here exec awk '
 	function words(rc) {
 		if (rc <= 128) return "Exited with exit code " rc
 		split("Hangup,Interrupt,Quit,Illegal instruction,Trace/breakpoint trap,Aborted,Bus error,Floating point exception,Killed,User defined signal 1,Segmentation fault,User defined signal 2,Broken pipe,Alarm clock,Terminated", sig, ",")
@@ -623,7 +624,7 @@ printf '%s' "$_srun_ends" | H=$_srun_here awk '
 			}
 			printf "srun: error: %s: task%s %s: %s\n", ENVIRON["H"], (count[rc] > 1 ? "s" : ""), list, words(rc)
 		}
-	}' >&2
+	}') >&2
 if [ -n "$_srun_scancel" ]; then # its warning, before srun's end
 	_srun_trapped=''
 	wait "$_srun_scancel" 2>/dev/null

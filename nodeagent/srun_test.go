@@ -247,7 +247,20 @@ func TestSrunShimPassesSignalsOn(t *testing.T) {
 func TestSrunShimKillOnBadExitReports(t *testing.T) {
 	job := newFakeJob(t, []string{"gpu001"}, 3, "SLURM_CPUS_ON_NODE=3")
 	// The other nodes' tasks are stopped by scancel JOBID.STEP: none here.
-	if err := os.WriteFile(filepath.Join(filepath.Dir(job.srun), "scancel"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+	bin := filepath.Dir(job.srun)
+	if err := os.WriteFile(filepath.Join(bin, "scancel"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The agent stops the step's processes by their SLURM_STEP_ID, so srun
+	// must not run its own helpers (the report's awk) with it: an awk
+	// that notes when it is.
+	realAwk, err := exec.LookPath("awk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inStep := filepath.Join(t.TempDir(), "awk-in-step")
+	awk := "#!/bin/sh\n[ -z \"${SLURM_STEP_ID+x}\" ] || echo \"$1\" >>" + inStep + "\nexec " + realAwk + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "awk"), []byte(awk), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	stdout, stderr, code := job.run(0, "-K", "sh", "-c", `[ "$SLURM_PROCID" = 0 ] && exit 4; sleep 5`)
@@ -255,5 +268,8 @@ func TestSrunShimKillOnBadExitReports(t *testing.T) {
 		"srun: error: gpu001: task 0: Exited with exit code 4\nsrun: error: gpu001: tasks 1-2: Terminated\n"
 	if stdout != "" || stderr != want || code != 143 {
 		t.Errorf("srun -K, task 0 exiting 4: stdout %q stderr %q exit %d; want %q, 143", stdout, stderr, code, want)
+	}
+	if b, err := os.ReadFile(inStep); err == nil {
+		t.Errorf("srun ran awk as one of the step's processes (SLURM_STEP_ID set), which the step's scancel stops: %q", b)
 	}
 }
