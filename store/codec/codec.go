@@ -37,6 +37,26 @@ func FromTime(ns int64) time.Time {
 	return time.Unix(0, ns).UTC()
 }
 
+// table is a two-way table between a domain enum whose zero value means
+// none and a proto enum: what it lacks encodes as unspecified (zero), and
+// what this version does not know, written by a newer one, decodes as
+// none.
+type table[D, P comparable] struct {
+	to   map[D]P
+	from map[P]D
+}
+
+func newTable[D, P comparable](pairs map[D]P) table[D, P] {
+	t := table[D, P]{to: pairs, from: make(map[P]D, len(pairs))}
+	for d, p := range pairs {
+		t.from[p] = d
+	}
+	return t
+}
+
+func (t table[D, P]) encode(d D) P { return t.to[d] }
+func (t table[D, P]) decode(p P) D { return t.from[p] }
+
 // enum is a two-way table between a domain string enum and a proto enum.
 type enum[D ~string, P ~int32] struct {
 	name string

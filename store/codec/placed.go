@@ -8,20 +8,13 @@ import (
 // placedBys maps how an attempt was placed to its persisted form; unknown
 // is persisted as unspecified, which records and commands written before
 // the field read as.
-var placedBys = map[cluster.PlacedBy]statev1.PlacedBy{
+var placedBys = newTable(map[cluster.PlacedBy]statev1.PlacedBy{
 	cluster.PlacedMain:     statev1.PlacedBy_PLACED_BY_MAIN,
 	cluster.PlacedBackfill: statev1.PlacedBy_PLACED_BY_BACKFILL,
-}
+})
 
 // PlacedBy encodes how an attempt was placed.
-func PlacedBy(b cluster.PlacedBy) statev1.PlacedBy { return placedBys[b] }
+func PlacedBy(b cluster.PlacedBy) statev1.PlacedBy { return placedBys.encode(b) }
 
 // FromPlacedBy decodes it; a value this version does not know is unknown.
-func FromPlacedBy(p statev1.PlacedBy) cluster.PlacedBy {
-	for b, pb := range placedBys {
-		if pb == p {
-			return b
-		}
-	}
-	return cluster.PlacedUnknown
-}
+func FromPlacedBy(p statev1.PlacedBy) cluster.PlacedBy { return placedBys.decode(p) }

@@ -7,23 +7,16 @@ import (
 
 // restartCauses maps restart causes to their persisted form; a cause not
 // in it is persisted as none (and none decodes as RestartNone).
-var restartCauses = map[cluster.RestartCause]statev1.RestartCause{
+var restartCauses = newTable(map[cluster.RestartCause]statev1.RestartCause{
 	cluster.RestartNode:       statev1.RestartCause_RESTART_CAUSE_NODE,
 	cluster.RestartExit:       statev1.RestartCause_RESTART_CAUSE_EXIT,
 	cluster.RestartHang:       statev1.RestartCause_RESTART_CAUSE_HANG,
 	cluster.RestartCheckpoint: statev1.RestartCause_RESTART_CAUSE_CHECKPOINT,
-}
+})
 
-func restartCause(c cluster.RestartCause) statev1.RestartCause { return restartCauses[c] }
+func restartCause(c cluster.RestartCause) statev1.RestartCause { return restartCauses.encode(c) }
 
-func fromRestartCause(p statev1.RestartCause) cluster.RestartCause {
-	for c, pc := range restartCauses {
-		if pc == p {
-			return c
-		}
-	}
-	return cluster.RestartNone
-}
+func fromRestartCause(p statev1.RestartCause) cluster.RestartCause { return restartCauses.decode(p) }
 
 // restartPolicy encodes a job's restart policy; nil for the zero policy.
 func restartPolicy(p cluster.RestartPolicy) *statev1.RestartPolicy {
