@@ -114,18 +114,7 @@ func TestFSMSnapshotRestore(t *testing.T) {
 	src := New(openStore(t))
 	src.Apply(entry(t, 1, SubmitJob{Job: testJob(7)}))
 	src.Apply(entry(t, 2, RegisterNode{Node: &cluster.Node{Name: "n1", GPUs: 8, CPUs: 4}}))
-	snap, err := src.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &memSink{}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
-	dst := New(openStore(t))
-	if err := dst.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
-		t.Fatal(err)
-	}
+	dst := snapshotCopy(t, src)
 	if j, err := dst.store.Job(7); err != nil || j.Name != "j" {
 		t.Errorf("restored job: %+v %v", j, err)
 	}
@@ -154,18 +143,7 @@ func TestFSMPlacedBySurvivesSnapshot(t *testing.T) {
 	if res.Err != nil || len(res.IDs) != 2 {
 		t.Fatalf("place: %+v", res)
 	}
-	snap, err := src.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &memSink{}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
-	dst := New(openStore(t))
-	if err := dst.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
-		t.Fatal(err)
-	}
+	dst := snapshotCopy(t, src)
 	for _, f := range []*FSM{src, dst} {
 		for id, want := range map[cluster.JobID]cluster.PlacedBy{7: cluster.PlacedMain, 8: cluster.PlacedBackfill} {
 			j, err := f.store.Job(id)
@@ -213,4 +191,22 @@ func TestFSMStopsOnACommandItDoesNotKnow(t *testing.T) {
 	if st.AppliedIndex() != 0 {
 		t.Errorf("applied index %d after an entry it could not read; want 0", st.AppliedIndex())
 	}
+}
+
+// snapshotCopy persists a snapshot of src and restores it into a new FSM.
+func snapshotCopy(t *testing.T, src *FSM) *FSM {
+	t.Helper()
+	snap, err := src.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	dst := New(openStore(t))
+	if err := dst.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }
