@@ -257,20 +257,7 @@ func taskSetName(id uint64, tasks []int32) string {
 	if len(tasks) == 1 {
 		return fmt.Sprintf("%d_%d", id, tasks[0])
 	}
-	var parts []string
-	for i := 0; i < len(tasks); {
-		j := i
-		for j+1 < len(tasks) && tasks[j+1] == tasks[j]+1 {
-			j++
-		}
-		if j == i {
-			parts = append(parts, strconv.Itoa(int(tasks[i])))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d-%d", tasks[i], tasks[j]))
-		}
-		i = j + 1
-	}
-	return fmt.Sprintf("%d_[%s]", id, strings.Join(parts, ","))
+	return fmt.Sprintf("%d_[%s]", id, indexRanges(tasks))
 }
 
 // namedBy keeps the jobs refs name (all of them when refs is empty):

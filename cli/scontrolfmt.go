@@ -354,10 +354,7 @@ func allocDetailLines(j *phalanxv1.Job) [][]string {
 	for _, a := range j.Alloc {
 		gres := ""
 		if len(a.Gpus) > 0 {
-			idx := make([]int, len(a.Gpus))
-			for i, g := range a.Gpus {
-				idx[i] = int(g)
-			}
+			idx := slices.Clone(a.Gpus)
 			slices.Sort(idx)
 			gres = fmt.Sprintf("gpu:%d(IDX:%s)", len(a.Gpus), indexRanges(idx))
 		}

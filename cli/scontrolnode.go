@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -82,11 +81,7 @@ func nicList(nics []*phalanxv1.NICInfo) string {
 			attrs = append(attrs, "netdev:"+n.Netdev)
 		}
 		if len(n.Gpus) > 0 {
-			ids := make([]int, len(n.Gpus))
-			for k, g := range n.Gpus {
-				ids[k] = int(g)
-			}
-			attrs = append(attrs, "gpu:"+indexRanges(ids)+"@"+n.Affinity)
+			attrs = append(attrs, "gpu:"+indexRanges(n.Gpus)+"@"+n.Affinity)
 		}
 		out[i] = fmt.Sprintf("%s/%d(%s)", n.Device, n.Port, strings.Join(attrs, ","))
 	}
@@ -103,7 +98,7 @@ func shortRate(rate string) string {
 }
 
 // indexRanges prints sorted indexes as ranges: 0-3,6.
-func indexRanges(ids []int) string {
+func indexRanges[T ~int | ~int32](ids []T) string {
 	var parts []string
 	for i := 0; i < len(ids); {
 		k := i
@@ -111,7 +106,7 @@ func indexRanges(ids []int) string {
 			k++
 		}
 		if k == i {
-			parts = append(parts, strconv.Itoa(ids[i]))
+			parts = append(parts, fmt.Sprint(ids[i]))
 		} else {
 			parts = append(parts, fmt.Sprintf("%d-%d", ids[i], ids[k]))
 		}
