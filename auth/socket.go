@@ -93,7 +93,7 @@ func (s *Server) answer(c *net.UnixConn) {
 
 // issueFor signs a credential for the process at the other end of c.
 func (s *Server) issueFor(c *net.UnixConn) (string, error) {
-	cred, err := peerCred(c)
+	id, err := Peer(c)
 	if err != nil {
 		return "", err
 	}
@@ -104,8 +104,16 @@ func (s *Server) issueFor(c *net.UnixConn) (string, error) {
 	if lifespan == 0 {
 		lifespan = LocalLifespan
 	}
-	id := Identity{User: userName(cred.Uid), UID: cred.Uid, GID: cred.Gid, Kind: KindLocal}
 	return Issue(s.Keys.Signing(), id, now(), lifespan)
+}
+
+// Peer is the local user at the other end of c, as the kernel reports it.
+func Peer(c *net.UnixConn) (Identity, error) {
+	cred, err := peerCred(c)
+	if err != nil {
+		return Identity{}, err
+	}
+	return Identity{User: userName(cred.Uid), UID: cred.Uid, GID: cred.Gid, Kind: KindLocal}, nil
 }
 
 // peerCred asks the kernel who is at the other end of c.
