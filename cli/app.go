@@ -43,6 +43,10 @@ type System struct {
 	// CacheDir is where phx keeps what it learned for its next run (the
 	// controller that leads); nil: nothing is kept.
 	CacheDir func() (string, error)
+	// Shared, when set, is the connection a CLI server runs this command
+	// on, with the caller's credential; the command then reads neither
+	// the controllers' addresses nor a credential itself.
+	Shared *Shared
 }
 
 // OSSystem is the System of the running process.
@@ -50,10 +54,36 @@ func OSSystem() *System {
 	return &System{
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		Getenv: os.Getenv, Environ: os.Environ, Now: time.Now, Getwd: os.Getwd,
-		CurrentUser: user.Current, LookupUser: user.Lookup, ReadFile: os.ReadFile, Executable: os.Executable,
+		CurrentUser: user.Current, LookupUser: user.Lookup, ReadFile: os.ReadFile, Executable: frontExecutable,
 		Hostname:   os.Hostname,
 		ConfigPath: DefaultConfigPath, CacheDir: os.UserCacheDir,
 	}
+}
+
+// frontExecutable is the phx users run: when this process is phx-full,
+// the phx front end installed with it (links and completions must name
+// the front end, or they would bypass the CLI server).
+func frontExecutable() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	return frontOf(exe), nil
+}
+
+// frontOf is phx beside phx-full at exe (bin/), or in ../../bin/ (a
+// package's /usr/libexec/phalanx/phx-full and /usr/bin/phx); else exe.
+func frontOf(exe string) string {
+	if filepath.Base(exe) != "phx-full" {
+		return exe
+	}
+	dir := filepath.Dir(exe)
+	for _, p := range []string{filepath.Join(dir, "phx"), filepath.Join(dir, "..", "..", "bin", "phx")} {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p
+		}
+	}
+	return exe
 }
 
 // Main runs phx with the process's System and returns the exit status.

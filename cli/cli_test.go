@@ -120,7 +120,7 @@ func (f *fakeController) setControllers(ctls ...*phalanxv1.ControllerInfo) {
 }
 
 // startFake serves a fakeController on 127.0.0.1:0 and returns its address.
-func startFake(t *testing.T) (*fakeController, string) {
+func startFake(t testing.TB) (*fakeController, string) {
 	t.Helper()
 	f := &fakeController{jobs: []*phalanxv1.Job{{
 		Id: 7, State: "RUNNING", StartTime: timestamppb.New(testNow.Add(-time.Minute)),
@@ -131,7 +131,7 @@ func startFake(t *testing.T) (*fakeController, string) {
 }
 
 // serveFake serves a ControllerService on 127.0.0.1:0 and returns its address.
-func serveFake(t *testing.T, srvImpl phalanxv1.ControllerServiceServer) string {
+func serveFake(t testing.TB, srvImpl phalanxv1.ControllerServiceServer) string {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

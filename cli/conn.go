@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
+	insecureCreds "google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
@@ -92,6 +92,7 @@ type conn struct {
 	addrs   []string
 	timeout time.Duration
 	stale   bool
+	shared  bool // cc is a CLI server's (System.Shared): not this command's to close
 	cc      *apiclient.Conn
 	api     phalanxv1.ControllerServiceClient
 }
@@ -99,12 +100,16 @@ type conn struct {
 // dial connects to the controllers chosen by the global flags, environment
 // and config. Connecting is lazy: errors show up at the first call.
 func (k *commands) dial(c *ucli.Context) (*conn, error) {
-	conf, _ := k.sys.ReadFile(k.sys.ConfigPath) // a missing config is normal
-	addrs := ResolveAddrs(c.String("server"), k.sys.Getenv("PHX_SERVER"), conf)
 	timeout := c.Duration("timeout")
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
+	if sh := k.sys.Shared; sh != nil {
+		return &conn{k: k, addrs: sh.Conn.Addrs(), timeout: timeout, stale: c.Bool("stale"), cc: sh.Conn, shared: true,
+			api: phalanxv1.NewControllerServiceClient(credentialed{sh.Conn, sh.Token})}, nil
+	}
+	conf, _ := k.sys.ReadFile(k.sys.ConfigPath) // a missing config is normal
+	addrs := ResolveAddrs(c.String("server"), k.sys.Getenv("PHX_SERVER"), conf)
 	hint := k.leaderHint(addrs)
 	transport, err := k.transport()
 	if err != nil {
@@ -120,6 +125,9 @@ func (k *commands) dial(c *ucli.Context) (*conn, error) {
 // Close keeps the leader learned for the next run, and closes the
 // connections.
 func (cn *conn) Close() error {
+	if cn.shared {
+		return nil
+	}
 	cn.k.keepLeader(cn.addrs, cn.hint, cn.cc.Leader())
 	return cn.cc.Close()
 }
@@ -131,19 +139,25 @@ func (cn *conn) Close() error {
 // from one to the other, so a credential never crosses the network in
 // clear unless asked.
 func (k *commands) transport() (grpc.DialOption, error) {
-	if v := k.sys.Getenv("PHX_INSECURE"); v != "" && v != "0" {
-		return grpc.WithTransportCredentials(insecure.NewCredentials()), nil
+	v := k.sys.Getenv("PHX_INSECURE")
+	return transportFor(k.sys.Getenv("PHX_CA_CERT"), v != "" && v != "0")
+}
+
+// transportFor is TLS trusting caCert (defaultCACert when ""), or
+// plaintext when insecure.
+func transportFor(caCert string, insecure bool) (grpc.DialOption, error) {
+	if insecure {
+		return grpc.WithTransportCredentials(insecureCreds.NewCredentials()), nil
 	}
-	path := k.sys.Getenv("PHX_CA_CERT")
-	if path == "" {
-		path = filepath.Join(pki.DefaultDir, pki.CACertFile)
-	}
-	m, err := pki.Load(pki.TrustFiles(path))
+	m, err := pki.Load(pki.TrustFiles(orDefault(caCert, defaultCACert())))
 	if err != nil {
 		return nil, fmt.Errorf("%w; set PHX_CA_CERT to the cluster's ca.crt (phx dev prints it), or PHX_INSECURE=1 for a controller run with --insecure", err)
 	}
 	return grpc.WithTransportCredentials(credentials.NewTLS(m.ClientConfig())), nil
 }
+
+// defaultCACert is the CA phx trusts when $PHX_CA_CERT is unset.
+func defaultCACert() string { return filepath.Join(pki.DefaultDir, pki.CACertFile) }
 
 // credentials is where this invocation's credential comes from: $PHX_TOKEN
 // when set (as Slurm's clients use $SLURM_JWT), else the auth socket of a

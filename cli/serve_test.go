@@ -1,0 +1,402 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/auth"
+	"github.com/phalanx-hpc/phalanx/internal/cliwire"
+)
+
+// The CLI server's tests play phx's side with cliwire.Call, as cmd/phx
+// does, against a Server on a temporary socket whose controller is a
+// fakeController that checks each call's credential with the cluster key
+// and records who it names.
+
+type servedCluster struct {
+	fake   *fakeController
+	addr   string
+	socket string
+	stop   func()
+	keys   *auth.Keyring
+
+	mu      sync.Mutex
+	callers []auth.Identity // whom each call's credential named
+}
+
+func startServed(t *testing.T) *servedCluster { return startServedTB(t) }
+
+func startServedTB(t testing.TB) *servedCluster {
+	t.Helper()
+	key, err := auth.WriteNewKey(filepath.Join(t.TempDir(), "auth.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := auth.Ring(key)
+	sc := &servedCluster{keys: keys}
+	sc.fake, _ = startFake(t)
+	sc.fake.jobs = append(sc.fake.jobs, &phalanxv1.Job{Id: 42, State: "RUNNING",
+		Spec: &phalanxv1.JobSpec{Name: "x", User: "alice", Partition: "gpu", Nodes: 1}})
+	check := func(ctx context.Context) error {
+		id, err := keys.Verify(auth.Incoming(ctx), time.Now())
+		if err != nil {
+			return status.Error(codes.Unauthenticated, err.Error())
+		}
+		sc.mu.Lock()
+		sc.callers = append(sc.callers, id)
+		sc.mu.Unlock()
+		return nil
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer(
+		grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if err := check(ctx); err != nil {
+				return nil, err
+			}
+			return h(ctx, req)
+		}))
+	phalanxv1.RegisterControllerServiceServer(srv, sc.fake)
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	sc.addr = lis.Addr().String()
+
+	s, err := NewServer([]string{sc.addr}, "", true, keys, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ConfigPath = filepath.Join(t.TempDir(), "no-such.conf")
+	sc.socket = filepath.Join(t.TempDir(), cliwire.SocketName)
+	if sc.stop, err = ServeCLI(sc.socket, s); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sc.stop)
+	return sc
+}
+
+// env is what phx passes for this cluster, plus extra.
+func (sc *servedCluster) env(extra ...string) []string {
+	return append([]string{"PHX_SERVER=" + sc.addr, "PHX_INSECURE=1", "HOME=/home/x"}, extra...)
+}
+
+type servedRun struct {
+	code           int
+	err            error
+	stdout, stderr string
+	asked          []string // the files the server had phx read
+}
+
+// run has the server run args in dir, as cmd/phx would; readFile stands
+// for the caller's os.ReadFile (nil: os.ReadFile).
+func (sc *servedCluster) run(t *testing.T, dir string, env []string, stdin string, readFile func(string) ([]byte, error), args ...string) servedRun {
+	t.Helper()
+	c, err := net.Dial("unix", sc.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if readFile == nil {
+		readFile = os.ReadFile
+	}
+	var r servedRun
+	var stdout, stderr bytes.Buffer
+	req := &cliwire.Request{Version: cliwire.Version, Args: args, Env: env, Dir: dir}
+	r.code, r.err = cliwire.Call(c, req, cliwire.Local{
+		Stdin: strings.NewReader(stdin), Stdout: &stdout, Stderr: &stderr,
+		ReadFile: func(p string) ([]byte, error) {
+			r.asked = append(r.asked, p)
+			return readFile(p)
+		},
+	})
+	r.stdout, r.stderr = stdout.String(), stderr.String()
+	return r
+}
+
+func TestDefaultAuthSocketIsAuths(t *testing.T) {
+	if cliwire.DefaultAuthSocket != auth.DefaultSocket {
+		t.Errorf("cliwire.DefaultAuthSocket %q, auth.DefaultSocket %q: phx would look for the CLI socket elsewhere than beside the auth socket", cliwire.DefaultAuthSocket, auth.DefaultSocket)
+	}
+}
+
+func TestServedSbatch(t *testing.T) {
+	sc := startServed(t)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "job.sh")
+	os.WriteFile(script, []byte("#!/bin/sh\n#SBATCH -J on-disk\nhostname\n"), 0o644)
+	// What the server submits is what the caller read: a script the
+	// server opened itself would be the one on disk.
+	caller := func(p string) ([]byte, error) {
+		if p == script {
+			return []byte("#!/bin/sh\n#SBATCH -J as-read-by-phx\nhostname\n"), nil
+		}
+		return os.ReadFile(p)
+	}
+	r := sc.run(t, dir, sc.env("USER=mallory", "LR=0.1"), "", caller, "phx", "sbatch", "--parsable", "job.sh")
+	if r.err != nil || r.code != 0 || r.stdout != "42\n" || r.stderr != "" {
+		t.Fatalf("phx sbatch --parsable job.sh: code %d err %v stdout %q stderr %q", r.code, r.err, r.stdout, r.stderr)
+	}
+	if !contains(r.asked, script) {
+		t.Errorf("the server did not have phx read %s (asked: %q)", script, r.asked)
+	}
+	sc.fake.mu.Lock()
+	spec := sc.fake.submits[len(sc.fake.submits)-1].Spec
+	sc.fake.mu.Unlock()
+	me := strconv.Itoa(os.Getuid())
+	if spec.Name != "as-read-by-phx" || spec.WorkDir != dir || strconv.Itoa(int(spec.Uid)) != me {
+		t.Errorf("submitted name %q workdir %q uid %d, want as-read-by-phx, %s, %s", spec.Name, spec.WorkDir, spec.Uid, dir, me)
+	}
+	if !contains(spec.Environment, "LR=0.1") {
+		t.Errorf("the caller's environment is not the job's: %q", spec.Environment)
+	}
+	// The credential names the uid the kernel reported, not $USER.
+	sc.mu.Lock()
+	got := sc.callers[len(sc.callers)-1]
+	sc.mu.Unlock()
+	if strconv.Itoa(int(got.UID)) != me || got.User == "mallory" {
+		t.Errorf("the call's credential names %+v, want uid %s", got, me)
+	}
+
+	// Through a sbatch link, the script on stdin.
+	r = sc.run(t, dir, sc.env(), "#!/bin/sh\n#SBATCH -J from-stdin\ntrue\n", nil, "/usr/local/bin/sbatch")
+	if r.code != 0 || r.stdout != "Submitted batch job 42\n" {
+		t.Fatalf("sbatch < script: code %d err %v stdout %q stderr %q", r.code, r.err, r.stdout, r.stderr)
+	}
+	sc.fake.mu.Lock()
+	spec = sc.fake.submits[len(sc.fake.submits)-1].Spec
+	sc.fake.mu.Unlock()
+	if spec.Name != "from-stdin" {
+		t.Errorf("stdin script submitted as %q", spec.Name)
+	}
+}
+
+// TestServedMatchesDirect: the served command prints what phx-full prints
+// for the same request, errors and exit status included.
+func TestServedMatchesDirect(t *testing.T) {
+	sc := startServed(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "job.sh"), []byte("#!/bin/sh\nhostname\n"), 0o644)
+	for _, args := range [][]string{
+		{"phx", "sbatch", "job.sh"},
+		{"phx", "sbatch", "missing.sh"},
+		{"phx", "sbatch", "-p", "nope", "job.sh"},
+		{"phx", "sbatch", "--bogus", "job.sh"},
+		{"phx", "sbatch", "--test-only", "job.sh"},
+		{"phx", "squeue", "-h", "-o", "%i %P %j %u %T"},
+		{"phx", "squeue", "-t", "bogus"},
+		{"phx", "sinfo", "--help"},
+		{"phx", "scancel", "7"},
+		{"phx", "scancel", "999"},
+	} {
+		served := sc.run(t, dir, sc.env(), "", nil, args...)
+		if served.err != nil {
+			t.Errorf("%q: %v", args, served.err)
+			continue
+		}
+		// phx-full in this process, with the same request.
+		var stdout, stderr bytes.Buffer
+		sys := OSSystem()
+		sys.Stdout, sys.Stderr, sys.Stdin = &stdout, &stderr, strings.NewReader("")
+		env := envOf(sc.env("PHX_TOKEN=" + tokenFor(t, sc)))
+		sys.Getenv = env
+		sys.Environ = func() []string { return sc.env() }
+		sys.Getwd = func() (string, error) { return dir, nil }
+		sys.CacheDir = nil
+		sys.ConfigPath = filepath.Join(dir, "no-such.conf")
+		code := Run(context.Background(), sys, args)
+		if served.code != code || served.stdout != stdout.String() || served.stderr != stderr.String() {
+			t.Errorf("%q\nserved: %d %q %q\ndirect: %d %q %q", args, served.code, served.stdout, served.stderr, code, stdout.String(), stderr.String())
+		}
+	}
+}
+
+// tokenFor is a credential for this process's user, as the auth socket
+// would give it.
+func tokenFor(t *testing.T, sc *servedCluster) string {
+	t.Helper()
+	id := auth.Identity{User: userOf(auth.Identity{UID: uint32(os.Getuid())}).Username, UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Kind: auth.KindLocal}
+	tok, err := auth.Issue(sc.keys.Signing(), id, time.Now(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func TestServerDeclines(t *testing.T) {
+	sc := startServed(t)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		why  string
+		dir  string
+		env  []string
+		args []string
+	}{
+		{"PHX_TOKEN", dir, sc.env("PHX_TOKEN=t"), []string{"phx", "squeue"}},
+		{"another cluster", dir, []string{"PHX_SERVER=127.0.0.1:1", "PHX_INSECURE=1"}, []string{"phx", "squeue"}},
+		{"TLS where the server is plaintext", dir, []string{"PHX_SERVER=" + sc.addr}, []string{"phx", "squeue"}},
+		{"not served: srun", dir, sc.env(), []string{"phx", "srun", "true"}},
+		{"not served: an srun link", dir, sc.env(), []string{"/usr/bin/srun", "sbatch"}},
+		{"global options", dir, sc.env(), []string{"phx", "--server", sc.addr, "squeue"}},
+		{"relative directory", "rel", sc.env(), []string{"phx", "squeue"}},
+	} {
+		r := sc.run(t, c.dir, c.env, "", nil, c.args...)
+		if !errors.Is(r.err, cliwire.ErrFallback) || r.stdout != "" || r.stderr != "" {
+			t.Errorf("%s: %v, stdout %q stderr %q; want ErrFallback and nothing printed", c.why, r.err, r.stdout, r.stderr)
+		}
+	}
+	// Another protocol version.
+	c, err := net.Dial("unix", sc.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = cliwire.Call(c, &cliwire.Request{Version: cliwire.Version + 1, Args: []string{"phx", "squeue"}, Env: sc.env(), Dir: dir},
+		cliwire.Local{Stdout: io.Discard, Stderr: io.Discard})
+	if !errors.Is(err, cliwire.ErrFallback) {
+		t.Errorf("version %d: %v, want ErrFallback", cliwire.Version+1, err)
+	}
+}
+
+// TestServedCallerGone: when phx goes away (Ctrl-C), its command stops;
+// the server's stop does not wait on it.
+func TestServedCallerGone(t *testing.T) {
+	sc := startServed(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "job.sh"), []byte("#!/bin/sh\ntrue\n"), 0o644)
+	c, err := net.Dial("unix", sc.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &cliwire.Request{Version: cliwire.Version, Args: []string{"phx", "sbatch", "--wait", "job.sh"}, Env: sc.env(), Dir: dir}
+	cliwire.WriteFrame(c, cliwire.KindRequest, req.Marshal())
+	// Serve the file asks until the job is submitted; job 42 runs, so
+	// --wait polls on.
+	for {
+		kind, payload, err := cliwire.ReadFrame(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kind == cliwire.KindReadFile {
+			data, rerr := os.ReadFile(string(payload))
+			answer := append([]byte{cliwire.FileOK}, data...)
+			if rerr != nil {
+				answer = cliwire.FileAnswer(rerr)
+			}
+			cliwire.WriteFrame(c, cliwire.KindFile, answer)
+			continue
+		}
+		if kind == cliwire.KindStdout && strings.Contains(string(payload), "42") {
+			break
+		}
+		if kind == cliwire.KindExit {
+			t.Fatalf("sbatch --wait ended before the job did")
+		}
+	}
+	c.Close()
+	stopped := make(chan struct{})
+	go func() { sc.stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server still runs sbatch --wait 10 s after its phx went away")
+	}
+}
+
+func TestServedConcurrently(t *testing.T) {
+	sc := startServed(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "job.sh"), []byte("#!/bin/sh\ntrue\n"), 0o644)
+	before := len(sc.fake.submits)
+	var wg sync.WaitGroup
+	errs := make(chan string, 20)
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := sc.run(t, dir, sc.env(), "", nil, "phx", "sbatch", "--parsable", "job.sh")
+			if r.err != nil || r.code != 0 || r.stdout != "42\n" {
+				errs <- fmt.Sprintf("code %d err %v stdout %q stderr %q", r.code, r.err, r.stdout, r.stderr)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	sc.fake.mu.Lock()
+	defer sc.fake.mu.Unlock()
+	if n := len(sc.fake.submits) - before; n != 20 {
+		t.Errorf("%d submits reached the controller, want 20", n)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// BenchmarkServedSbatch: one served `phx sbatch --parsable job.sh`, the
+// caller's side included, against the in-process fake controller.
+func BenchmarkServedSbatch(b *testing.B) {
+	sc := startServedTB(b)
+	dir := b.TempDir()
+	os.WriteFile(filepath.Join(dir, "job.sh"), []byte("#!/bin/sh\n#SBATCH -N 1\ntrue\n"), 0o644)
+	env := sc.env()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c, err := net.Dial("unix", sc.socket)
+		if err != nil {
+			b.Fatal(err)
+		}
+		req := &cliwire.Request{Version: cliwire.Version, Args: []string{"phx", "sbatch", "--parsable", "job.sh"}, Env: env, Dir: dir}
+		code, err := cliwire.Call(c, req, cliwire.Local{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard, ReadFile: os.ReadFile})
+		c.Close()
+		if err != nil || code != 0 {
+			b.Fatal(code, err)
+		}
+	}
+}
+
+func TestFrontOf(t *testing.T) {
+	root := t.TempDir()
+	bin, libexec := filepath.Join(root, "usr", "bin"), filepath.Join(root, "usr", "libexec", "phalanx")
+	os.MkdirAll(bin, 0o755)
+	os.MkdirAll(libexec, 0o755)
+	full := filepath.Join(libexec, "phx-full")
+	if got := frontOf(full); got != full {
+		t.Errorf("no phx installed: %s, want phx-full itself", got)
+	}
+	os.WriteFile(filepath.Join(bin, "phx"), nil, 0o755)
+	if got, want := frontOf(full), filepath.Join(bin, "phx"); got != want {
+		t.Errorf("libexec layout: %s, want %s", got, want)
+	}
+	os.WriteFile(filepath.Join(libexec, "phx"), nil, 0o755)
+	if got, want := frontOf(full), filepath.Join(libexec, "phx"); got != want {
+		t.Errorf("side by side: %s, want %s", got, want)
+	}
+	if got := frontOf("/opt/x/phx"); got != "/opt/x/phx" {
+		t.Errorf("phx itself: %s", got)
+	}
+}

@@ -1,0 +1,109 @@
+package cliwire
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"syscall"
+)
+
+// ErrFallback is Call's answer when the daemon does not serve the request:
+// nothing was printed, and the front end runs phx-full instead.
+var ErrFallback = errors.New("not served by the CLI server")
+
+// Local is what the front end gives the daemon from its own process.
+type Local struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// ReadFile reads a file the command needs, as the user (os.ReadFile).
+	ReadFile func(path string) ([]byte, error)
+}
+
+// Call sends req on conn and serves the daemon's asks until the command
+// ends; it returns the command's exit status. An error other than
+// ErrFallback means the command's end is unknown (the daemon went away
+// in the middle): the caller must not run it again, it may have been done.
+func Call(conn io.ReadWriter, req *Request, l Local) (int, error) {
+	if err := WriteFrame(conn, KindRequest, req.Marshal()); err != nil {
+		return 0, err
+	}
+	for frames := 0; ; frames++ {
+		kind, payload, err := ReadFrame(conn)
+		if err != nil {
+			if frames == 0 && err == io.EOF {
+				return 0, fmt.Errorf("the CLI server closed the connection without an answer")
+			}
+			return 0, fmt.Errorf("the CLI server went away before the command ended: %w", err)
+		}
+		switch kind {
+		case KindStdout:
+			l.Stdout.Write(payload)
+		case KindStderr:
+			l.Stderr.Write(payload)
+		case KindReadFile:
+			data, rerr := l.ReadFile(string(payload))
+			reply := append([]byte{FileOK}, data...)
+			if rerr != nil {
+				reply = FileAnswer(rerr)
+			}
+			if err := WriteFrame(conn, KindFile, reply); err != nil {
+				return 0, err
+			}
+		case KindReadStdin:
+			n, perr := ParseUint32(payload)
+			if perr != nil || n == 0 || n > MaxFrame {
+				return 0, fmt.Errorf("the CLI server asked for stdin wrongly: %v", perr)
+			}
+			buf := make([]byte, n)
+			got, _ := io.ReadAtLeast(l.Stdin, buf, 1)
+			if err := WriteFrame(conn, KindStdin, buf[:got]); err != nil {
+				return 0, err
+			}
+		case KindExit:
+			code, perr := ParseUint32(payload)
+			if perr != nil {
+				return 0, fmt.Errorf("the CLI server's exit status: %v", perr)
+			}
+			return int(code), nil
+		case KindFallback:
+			if frames > 0 {
+				return 0, fmt.Errorf("the CLI server declined the command after it began")
+			}
+			return 0, ErrFallback
+		default:
+			return 0, fmt.Errorf("the CLI server sent a frame of unknown kind %q", kind)
+		}
+	}
+}
+
+// FileAnswer is the KindFile answer for a failed read.
+func FileAnswer(err error) []byte {
+	var pe *fs.PathError
+	var errno syscall.Errno
+	if errors.As(err, &pe) && errors.As(pe.Err, &errno) {
+		return append(append([]byte{FileErrno}, Uint32(uint32(errno))...), pe.Op...)
+	}
+	return append([]byte{FileError}, err.Error()...)
+}
+
+// FileErr is the error a KindFile answer for path carries, nil for
+// FileOK: for FileErrno the *fs.PathError os.ReadFile returned, so that
+// it reads and compares (errors.Is(err, fs.ErrNotExist)) the same.
+func FileErr(path string, answer []byte) error {
+	if len(answer) == 0 {
+		return fmt.Errorf("no answer for %s", path)
+	}
+	switch answer[0] {
+	case FileOK:
+		return nil
+	case FileErrno:
+		if len(answer) >= 5 {
+			errno, _ := ParseUint32(answer[1:5])
+			return &fs.PathError{Op: string(answer[5:]), Path: path, Err: syscall.Errno(errno)}
+		}
+	case FileError:
+		return errors.New(string(answer[1:]))
+	}
+	return fmt.Errorf("an answer of unknown kind %d for %s", answer[0], path)
+}
