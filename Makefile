@@ -12,7 +12,7 @@ export GOFLAGS
 
 all: build
 
-build: $(BIN)/phx $(BIN)/phalanx-controller $(BIN)/phalanx-agent
+build: $(BIN)/phx $(BIN)/phx-full $(BIN)/phalanx-controller $(BIN)/phalanx-agent
 
 # The controller and the CLI are pure Go; the agent needs cgo for NVML.
 # Build tags, for every binary and the tests alike:
@@ -27,8 +27,12 @@ TAGS := no_dynamic_plugins,grpcnotrace,urfave_cli_no_docs
 # phx --version names the commit (also where the toolchain records none,
 # as with -buildvcs=false).
 COMMIT := $(shell git describe --always --dirty 2>/dev/null)
+# phx is the small front end users run; it hands the common commands to a
+# daemon's CLI server, or becomes phx-full (the whole CLI) beside it.
 $(BIN)/phx: FORCE
-	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -ldflags "-X github.com/phalanx-hpc/phalanx/cli.commit=$(COMMIT)" -o $@ ./cmd/phx
+	CGO_ENABLED=0 $(GO) build -o $@ ./cmd/phx
+$(BIN)/phx-full: FORCE
+	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -ldflags "-X github.com/phalanx-hpc/phalanx/cli.commit=$(COMMIT)" -o $@ ./cmd/phx-full
 $(BIN)/phalanx-controller: FORCE
 	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -o $@ ./cmd/phalanx-controller
 $(BIN)/phalanx-agent: FORCE

@@ -56,7 +56,7 @@ var layerRules = []layerRule{
 	},
 	{
 		// Built with CGO_ENABLED=0: NVML (cgo) stays inside the agent.
-		pkgs:      []string{"cmd/phx", "cmd/phalanx-controller", "devcluster", "sim"},
+		pkgs:      []string{"cmd/phx-full", "cmd/phalanx-controller", "devcluster", "sim"},
 		forbidden: []string{nvml, containerd, local("nodeagent")},
 	},
 	{
@@ -104,11 +104,11 @@ func TestLayering(t *testing.T) {
 
 // TestTestHelpersOnlyInTests: test helper packages (testcluster, and any
 // package whose name ends in "test", like httptest) are for _test files and
-// for cmd/phx (which runs `phx dev`). Helpers may use one another.
+// for cmd/phx-full (which runs `phx dev`). Helpers may use one another.
 func TestTestHelpersOnlyInTests(t *testing.T) {
 	for _, p := range list(t, "./...") {
 		rel := strings.TrimPrefix(strings.TrimPrefix(p, module), "/")
-		if rel == "cmd/phx" || isTestHelper(p) {
+		if rel == "cmd/phx-full" || isTestHelper(p) {
 			continue
 		}
 		for _, dep := range deps(t, p) {
@@ -116,6 +116,23 @@ func TestTestHelpersOnlyInTests(t *testing.T) {
 				t.Errorf("%s must not import test helper %s outside _test files", p, dep)
 			}
 		}
+	}
+}
+
+// TestPhxFrontIsSmall: phx, the front end every command starts, links
+// the standard library and internal/cliwire only. Anything more (gRPC,
+// protobuf, TLS, urfave/cli) is what phx-full is for: it would be
+// initialised at every start of every command.
+func TestPhxFrontIsSmall(t *testing.T) {
+	allowed := map[string]bool{local("cmd/phx"): true, local("internal/cliwire"): true}
+	heavy := map[string]bool{"net": true, "crypto/tls": true, "net/http": true, "text/template": true}
+	for _, dep := range deps(t, "./cmd/phx") {
+		first, _, _ := strings.Cut(dep, "/")
+		std := !strings.Contains(first, ".") // the standard library's paths have no dot
+		if allowed[dep] || std && !heavy[dep] {
+			continue
+		}
+		t.Errorf("cmd/phx must not import %s: phx starts with every command; leave it to phx-full", dep)
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 
 	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/auth"
+	"github.com/phalanx-hpc/phalanx/cli"
+	"github.com/phalanx-hpc/phalanx/internal/cliwire"
 	"github.com/phalanx-hpc/phalanx/pki"
 )
 
@@ -36,11 +38,33 @@ func (c *Cluster) serveAuth() error {
 	if err != nil {
 		return fmt.Errorf("dev cluster key: %w", err)
 	}
-	stop, err := auth.ServeSocket(c.AuthSocket(), auth.Ring(k), nil)
+	c.keys = auth.Ring(k)
+	stop, err := auth.ServeSocket(c.AuthSocket(), c.keys, nil)
 	if err != nil {
 		return err
 	}
 	c.stopAuth = stop
+	return nil
+}
+
+// CLISocket is where the dev process runs phx's served commands
+// (sbatch, squeue, sinfo, scancel) for local users: cli.sock beside the
+// auth socket, where phx looks for it.
+func (c *Cluster) CLISocket() string { return filepath.Join(c.Dir, cliwire.SocketName) }
+
+// serveCLI runs the CLI server on CLISocket, on one connection to the
+// controllers over TLS, as a node agent does.
+func (c *Cluster) serveCLI() error {
+	srv, err := cli.NewServer(c.APIAddrs(), c.CACert(), false, c.keys, nil)
+	if err != nil {
+		return err
+	}
+	stop, err := cli.ServeCLI(c.CLISocket(), srv)
+	if err != nil {
+		srv.Conn.Close()
+		return err
+	}
+	c.stopCLI = stop
 	return nil
 }
 

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/auth"
 )
 
 // Options shape the dev cluster. The zero value of each field that shapes
@@ -82,6 +83,8 @@ type Cluster struct {
 	lock      *os.File
 	procs     []*proc
 	stopAuth  func() // stops serving the auth socket
+	stopCLI   func() // stops the CLI server
+	keys      *auth.Keyring
 }
 
 // Replica is one controller of the dev cluster.
@@ -143,6 +146,9 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		}
 	}
 	if err := c.waitLeader(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.serveCLI(); err != nil {
 		return nil, err
 	}
 	for _, n := range c.Layout.Nodes {
@@ -365,6 +371,9 @@ func (c *Cluster) Close() error {
 		} else {
 			agents = append(agents, p)
 		}
+	}
+	if c.stopCLI != nil {
+		c.stopCLI()
 	}
 	stop(agents, 15*time.Second)
 	stop(ctls, 10*time.Second)

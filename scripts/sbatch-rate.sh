@@ -11,6 +11,10 @@
 #            created) and single `phx sbatch` submits on an empty queue;
 #   seq      N `phx sbatch --parsable job.sh` from one sequential shell loop;
 #   par      N submits split over SHELLS concurrent shell loops.
+# phx hands each command to the CLI server of phx dev (as it would to a
+# node agent's on a cluster host); with PHX_CLI_SOCKET=none in the
+# environment it runs phx-full instead, the path of a host without a
+# Phalanx daemon.
 # job.sh is a GPU-training-like batch script (#SBATCH -N 1
 # --gpus-per-node=8 -t 4:00:00) that sleeps an hour: the first 64 jobs run
 # (one per node), the rest queue, as on a full cluster. Between phases every
@@ -25,8 +29,9 @@
 #              single submits take RUNS/4 and RUNS/10)
 #   -m PHASES  comma-separated subset of startup,seq,par (default all)
 #   -n NODES   nodes (default 64)
-#   -b         run `make build` even if bin/phx, bin/phalanx-controller and
-#              bin/phalanx-agent exist (otherwise only when one is missing)
+#   -b         run `make build` even if bin/phx, bin/phx-full,
+#              bin/phalanx-controller and bin/phalanx-agent exist (otherwise
+#              only when one is missing)
 #   -k         keep the temporary directory (phx dev's state and logs)
 #   -K         do not cancel the jobs between phases
 # At exit, Ctrl-C and errors included: cancels every job, stops phx dev
@@ -57,7 +62,7 @@ n=${1:-2000}
 has() { [[ ,$phases, == *,$1,* ]]; }
 
 phx=$root/bin/phx
-if ((build)) || ! [ -x "$phx" ] || ! [ -x "$root/bin/phalanx-controller" ] || ! [ -x "$root/bin/phalanx-agent" ]; then
+if ((build)) || ! [ -x "$phx" ] || ! [ -x "$root/bin/phx-full" ] || ! [ -x "$root/bin/phalanx-controller" ] || ! [ -x "$root/bin/phalanx-agent" ]; then
 	rate_log "make build"
 	make -C "$root" build >&2
 fi
@@ -113,7 +118,8 @@ rate_log "phx dev up: PHX_SERVER=$PHX_SERVER, $idle nodes idle, state and logs i
 ctl_pids=$(ps -o pid=,comm= --ppid "$dev_pid" | awk '$2 ~ /^phalanx-contr/ {print $1}' | tr '\n' ' ')
 agent_pids=$(ps -o pid=,comm= --ppid "$dev_pid" | awk '$2 ~ /^phalanx-agent/ {print $1}' | tr '\n' ' ')
 # shellcheck disable=SC2034 # read by measure
-SERVER_PIDS=("controllers:$ctl_pids" "agents:$agent_pids")
+# phx dev itself runs the CLI server that phx hands sbatch to.
+SERVER_PIDS=("controllers:$ctl_pids" "agents:$agent_pids" "phx-dev:$dev_pid")
 
 cat >"$w/job.sh" <<EOF
 #!/bin/bash
@@ -138,7 +144,9 @@ cancel_all() {
 	rate_log "warning: jobs still active 120 s after scancel: $(active)"
 }
 
-echo "== Phalanx $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$root" diff --quiet HEAD -- 2>/dev/null || echo '+changes'): phx dev, $controllers controller(s), $nodes nodes, $(nproc) CPUs, N=$n"
+via="phx dev's CLI server"
+[ "${PHX_CLI_SOCKET:-}" != none ] || via="phx-full (PHX_CLI_SOCKET=none)"
+echo "== Phalanx $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$root" diff --quiet HEAD -- 2>/dev/null || echo '+changes'): phx dev, $controllers controller(s), $nodes nodes, $(nproc) CPUs, N=$n, commands run by $via"
 if has startup; then
 	measure "true (fork+exec)" 1 "$runs" /bin/true
 	measure "phx sbatch --help" 1 "$runs" "$phx" sbatch --help

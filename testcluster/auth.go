@@ -13,6 +13,8 @@ import (
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/auth"
+	"github.com/phalanx-hpc/phalanx/cli"
+	"github.com/phalanx-hpc/phalanx/internal/cliwire"
 	"github.com/phalanx-hpc/phalanx/pki"
 )
 
@@ -163,4 +165,20 @@ func (c *Cluster) serveAuth() {
 	}
 	c.t.Cleanup(func() { l.Close() })
 	go (&auth.Server{Keys: auth.Ring(c.Key), Log: c.logger("auth")}).Serve(l)
+}
+
+// serveCLI runs the CLI server beside the auth socket, as a node's daemon
+// does: phx run with PHX_AUTH_SOCKET=AuthSocket has it run sbatch, squeue,
+// sinfo and scancel (PHX_CLI_SOCKET=none makes phx run them itself).
+func (c *Cluster) serveCLI() {
+	c.t.Helper()
+	srv, err := cli.NewServer(c.APIAddrs(), c.CACert, false, auth.Ring(c.Key), c.logger("cli"))
+	if err != nil {
+		c.t.Fatalf("CLI server: %v", err)
+	}
+	stop, err := cli.ServeCLI(filepath.Join(filepath.Dir(c.AuthSocket), cliwire.SocketName), srv)
+	if err != nil {
+		c.t.Fatalf("CLI server: %v", err)
+	}
+	c.t.Cleanup(stop)
 }

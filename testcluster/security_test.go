@@ -54,10 +54,15 @@ func buildPhx(t *testing.T) string {
 			return
 		}
 		phxBin.path = filepath.Join(dir, "phx")
-		cmd := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", phxBin.path, "github.com/phalanx-hpc/phalanx/cmd/phx")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			phxBin.err = errors.New("build phx: " + err.Error() + "\n" + string(out))
+		// phx, and phx-full beside it, which phx becomes for what no CLI
+		// server runs.
+		for _, name := range []string{"phx", "phx-full"} {
+			cmd := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", filepath.Join(dir, name), "github.com/phalanx-hpc/phalanx/cmd/"+name)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				phxBin.err = errors.New("build " + name + ": " + err.Error() + "\n" + string(out))
+				return
+			}
 		}
 	})
 	if phxBin.err != nil {
@@ -125,7 +130,33 @@ func userDir(t *testing.T, id auth.Identity) string {
 // and stderr. env is added to its environment.
 func phxAs(t *testing.T, c *testcluster.Cluster, id auth.Identity, dir string, env []string, args ...string) (int, string, string) {
 	t.Helper()
-	cmd := exec.Command(buildPhx(t), args...)
+	return runPhxAs(t, buildPhx(t), c, id, dir, env, args...)
+}
+
+// frontOnly is a copy of phx with no phx-full beside it: it can run only
+// what the cluster's CLI server runs.
+func frontOnly(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "front")
+	os.MkdirAll(dir, 0o755)
+	for d := dir; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+	data, err := os.ReadFile(buildPhx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "phx")
+	if err := os.WriteFile(p, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// runPhxAs is phxAs with the phx at bin.
+func runPhxAs(t *testing.T, bin string, c *testcluster.Cluster, id auth.Identity, dir string, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + dir, "USER=" + id.User,
 		"PHX_SERVER=" + strings.Join(c.APIAddrs(), ","), "PHX_AUTH_SOCKET=" + c.AuthSocket, "PHX_CA_CERT=" + c.CACert}, env...)
@@ -140,6 +171,58 @@ func phxAs(t *testing.T, c *testcluster.Cluster, id auth.Identity, dir string, e
 		t.Fatalf("phx %v as %s: %v", args, id.User, err)
 	}
 	return code, stdout.String(), stderr.String()
+}
+
+// The CLI server (cli.sock beside the auth socket) runs a user's command
+// as that user: the job is theirs, and the files are read by their phx,
+// never by the server (which runs as root). A phx with no phx-full beside
+// it shows which commands the server ran.
+func TestCLIServerActsAsCaller(t *testing.T) {
+	alice, bob := localUser(t, "phxalice"), localUser(t, "phxbob")
+	c := testcluster.New(t, testcluster.Options{Nodes: 1, Runtime: "process"})
+	aliceDir, bobDir := userDir(t, alice), userDir(t, bob)
+	front := frontOnly(t)
+
+	code, out, errOut := runPhxAs(t, front, c, alice, aliceDir, nil, "sbatch", "--parsable", "-o", "id-%j.out", "--wrap", "id -un")
+	if code != 0 {
+		t.Fatalf("alice's served sbatch: exit %d: %s", code, errOut)
+	}
+	id, _ := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+	c.WaitJob(id, 20*time.Second, "COMPLETED")
+	outPath := filepath.Join(aliceDir, "id-"+strconv.FormatUint(id, 10)+".out")
+	if data, err := os.ReadFile(outPath); err != nil || strings.TrimSpace(string(data)) != "phxalice" {
+		t.Errorf("alice's served job printed %q (%v), want phxalice", data, err)
+	}
+	if fi, err := os.Stat(outPath); err != nil || fi.Sys().(*syscall.Stat_t).Uid != alice.UID {
+		t.Errorf("the served job's output is not alice's: %v", err)
+	}
+
+	private := filepath.Join(aliceDir, "private.sh")
+	if err := os.WriteFile(private, []byte("#!/bin/sh\necho secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(private, int(alice.UID), int(alice.GID))
+	code, _, errOut = runPhxAs(t, front, c, bob, bobDir, nil, "sbatch", private)
+	if code == 0 || !strings.Contains(errOut, "permission denied") {
+		t.Errorf("bob's served sbatch of alice's 0600 script: exit %d, stderr %q; want permission denied", code, errOut)
+	}
+	if code, out, errOut := runPhxAs(t, front, c, bob, bobDir, nil, "squeue", "-h", "-t", "all", "-o", "%i %u"); code != 0 || !strings.Contains(out, "phxalice") {
+		t.Errorf("bob's served squeue: exit %d, %q %q", code, out, errOut)
+	}
+	// Without the server, this phx has nothing to run them with.
+	code, _, errOut = runPhxAs(t, front, c, alice, aliceDir, []string{"PHX_CLI_SOCKET=none"}, "squeue")
+	if code == 0 || !strings.Contains(errOut, "phx-full is not installed") {
+		t.Errorf("PHX_CLI_SOCKET=none without phx-full: exit %d, stderr %q", code, errOut)
+	}
+	// phx-full, with the server turned off, submits as alice too.
+	code, out, errOut = phxAs(t, c, alice, aliceDir, []string{"PHX_CLI_SOCKET=none"}, "sbatch", "--parsable", "-o", "/dev/null", "--wrap", "true")
+	if code != 0 {
+		t.Fatalf("alice's sbatch in phx-full: exit %d: %s", code, errOut)
+	}
+	id, _ = strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+	if j, err := c.Client.GetJob(context.Background(), &phalanxv1.GetJobRequest{JobId: id}); err != nil || j.GetSpec().GetUser() != "phxalice" {
+		t.Errorf("phx-full's job: user %q, %v", j.GetSpec().GetUser(), err)
+	}
 }
 
 // Jobs run as the user the kernel named to the auth socket; another user

@@ -127,6 +127,7 @@ func New(t testing.TB, o Options) *Cluster {
 		c.Fake = fake.New()
 	}
 	c.startReplicas(o.Controllers)
+	c.serveCLI()
 	for _, n := range c.Nodes {
 		c.StartAgent(n)
 	}

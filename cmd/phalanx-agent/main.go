@@ -219,6 +219,9 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 	}
 	if stop := serveAuth(f, keys, log); stop != nil {
 		defer stop()
+		if stop := serveCLI(f.authSocket, cfg.Controllers, pki.DirFiles(f.tlsDir, pki.KindNode).CA, f.insecure, keys, log); stop != nil {
+			defer stop()
+		}
 	}
 	return a.Run(ctx)
 }
@@ -411,12 +414,17 @@ func openRuntime(ctx context.Context, f *flags, cdiDirs []string, log *slog.Logg
 }
 
 // authd serves only the auth socket, for hosts that run no agent and no
-// controller (login nodes), as munged does for Slurm:
-// phalanx-agent authd [--auth-key FILE] [--auth-socket PATH].
+// controller (login nodes), as munged does for Slurm, and with --controller
+// the CLI server beside it:
+// phalanx-agent authd [--auth-key FILE] [--auth-socket PATH]
+// [--controller ADDRS [--tls-dir DIR | --insecure]].
 func authd(args []string) int {
 	fs := flag.NewFlagSet("phalanx-agent authd", flag.ContinueOnError)
 	key := fs.String("auth-key", auth.DefaultKeyFile, "the cluster key")
 	path := fs.String("auth-socket", auth.DefaultSocket, "the Unix socket to serve credentials on")
+	controller := fs.String("controller", "", "controllers' API addresses, host:port[,host:port...]: also run phx's sbatch, squeue, sinfo and scancel for local users, on cli.sock beside the auth socket")
+	tlsDir := fs.String("tls-dir", pki.DefaultDir, "with --controller: the cluster CA (ca.crt) the controllers are checked with")
+	insecure := fs.Bool("insecure", false, "with --controller, INSECURE, for debugging only: talk to the controllers in plaintext")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -434,6 +442,11 @@ func authd(args []string) int {
 	}
 	defer stop()
 	log.Info("serving credentials", "socket", *path)
+	if addrs := apiclient.SplitAddrs(*controller); len(addrs) > 0 {
+		if stop := serveCLI(*path, addrs, pki.DirFiles(*tlsDir, pki.KindNode).CA, *insecure, keys, log); stop != nil {
+			defer stop()
+		}
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
 	<-ctx.Done()

@@ -1,14 +1,99 @@
-// Command phx is Phalanx's command line: sbatch, squeue, sinfo, scancel and
-// scontrol with Slurm's options and output; see package cli. Extra commands
-// (such as "phx dev") are passed to cli.Main.
+// Command phx is Phalanx's command line as users run it: a small front end
+// of the standard library only, which starts in about a millisecond.
+//
+// The commands a daemon on this host can run for the caller (sbatch,
+// squeue, sinfo, scancel; see internal/cliwire) go to its CLI socket,
+// cli.sock beside the auth socket: the daemon runs them on the connection
+// to the controllers it keeps open, and this process passes its output on,
+// reads the files the command needs, and exits with its status. Every other
+// command, and every command when no daemon serves one here (or declines:
+// --server and the like, $PHX_TOKEN, another cluster's $PHX_SERVER), runs
+// in phx-full, the whole CLI (package cli), which phx becomes with execve:
+// phx-full beside phx, or in ../libexec/phalanx/. PHX_CLI_SOCKET=none
+// always runs phx-full.
 package main
 
 import (
+	"errors"
 	"os"
+	"path/filepath"
+	"syscall"
 
-	"github.com/phalanx-hpc/phalanx/cli"
+	"github.com/phalanx-hpc/phalanx/internal/cliwire"
 )
 
 func main() {
-	os.Exit(cli.Main(os.Args, devCommand(), simCommand()))
+	if cliwire.Command(os.Args) != "" {
+		if path := cliwire.SocketPath(os.Getenv); path != "" {
+			code, err := viaServer(path)
+			switch {
+			case err == nil:
+				os.Exit(code)
+			case errors.Is(err, errNoServer), errors.Is(err, cliwire.ErrFallback):
+			default:
+				// The command may have been done: never run it again.
+				os.Stderr.WriteString("phx: " + err.Error() + "\n")
+				os.Exit(1)
+			}
+		}
+	}
+	os.Exit(execFull())
+}
+
+var errNoServer = errors.New("no CLI server")
+
+// viaServer has the CLI server at path run the command.
+func viaServer(path string) (int, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return 0, errNoServer // phx-full says why
+	}
+	f, err := dial(path)
+	if err != nil {
+		return 0, errNoServer
+	}
+	defer f.Close()
+	req := &cliwire.Request{Version: cliwire.Version, Args: os.Args, Env: os.Environ(), Dir: dir}
+	return cliwire.Call(f, req, cliwire.Local{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, ReadFile: os.ReadFile})
+}
+
+// dial connects to the Unix socket at path, with the system calls alone
+// (package net would add to every start what it initialises).
+func dial(path string) (*os.File, error) {
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err = syscall.Connect(fd, &syscall.SockaddrUnix{Name: path})
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		syscall.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// execFull becomes phx-full with the same arguments and environment; it
+// returns only when there is none to run.
+func execFull() int {
+	exe, err := os.Executable()
+	if err != nil {
+		os.Stderr.WriteString("phx: cannot find its own executable: " + err.Error() + "\n")
+		return 1
+	}
+	dir := filepath.Dir(exe)
+	candidates := []string{filepath.Join(dir, "phx-full"), filepath.Join(dir, "..", "libexec", "phalanx", "phx-full")}
+	for _, p := range candidates {
+		err = syscall.Exec(p, os.Args, os.Environ())
+		if !errors.Is(err, syscall.ENOENT) {
+			os.Stderr.WriteString("phx: cannot run " + p + ": " + err.Error() + "\n")
+			return 1
+		}
+	}
+	os.Stderr.WriteString("phx: phx-full is not installed: looked for " + candidates[0] + " and " + candidates[1] + " (make build puts both phx and phx-full in bin/)\n")
+	return 1
 }
