@@ -62,7 +62,9 @@ type Config struct {
 	MemoryMB           int64
 	Features           []string
 	// ClientBinary is the phx client; a job finds it on its PATH under
-	// Slurm's command names (scontrol, squeue, ...). "": srun alone.
+	// Slurm's command names (scontrol, squeue, ...), and a container job
+	// the whole CLI installed with it, phx-full (wholeClient). "": srun
+	// alone.
 	// AuthSocket and CACert are the node's credential socket and cluster
 	// CA bundle, which the client in a container job is given
 	// (incontainer.go); "": none.

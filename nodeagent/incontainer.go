@@ -12,7 +12,7 @@ import (
 // Slurm's commands in a container job. A plain-process job finds scontrol,
 // squeue, sbatch, scancel, sinfo and sacct on its PATH as links to the phx
 // client, a host path. An image has no such path, so the agent mounts the
-// client (a static binary, which runs in any image) over an empty
+// whole client, phx-full (a static binary, which runs in any image), over an empty
 // <job>/bin/phx, the links' target there, and with it what the client
 // needs to reach the controllers as the job's user: the node's credential
 // socket (Config.AuthSocket), cluster CA (Config.CACert) and DefaultConfig,
@@ -33,7 +33,7 @@ const (
 // task the phx client under bin (writeJobBin's links) and its access to
 // the controllers; env is the task's environment.
 func (a *Agent) containerClient(bin string, env []string) ([]runtime.Mount, []string) {
-	mounts := []runtime.Mount{{Source: a.cfg.ClientBinary, Target: filepath.Join(bin, "phx"), ReadOnly: true}}
+	mounts := []runtime.Mount{{Source: wholeClient(a.cfg.ClientBinary), Target: filepath.Join(bin, "phx"), ReadOnly: true}}
 	for _, f := range []struct{ source, target string }{
 		{a.cfg.AuthSocket, orDefault(envValue(env, "PHX_AUTH_SOCKET"), auth.DefaultSocket)},
 		{a.cfg.CACert, orDefault(envValue(env, "PHX_CA_CERT"), DefaultCACert)},
@@ -52,6 +52,24 @@ func (a *Agent) containerClient(bin string, env []string) ([]runtime.Mount, []st
 		extra = append(extra, "PHX_SERVER="+strings.Join(a.cfg.Controllers, ","))
 	}
 	return mounts, extra
+}
+
+// wholeClient is the client a container job gets: phx-full, the whole
+// CLI, installed with the phx front end at client (beside it, or in
+// ../libexec/phalanx/), since an image has neither phx-full for phx to
+// become nor the node's CLI server for it to hand commands to; client
+// itself when there is none (it is the whole CLI then).
+func wholeClient(client string) string {
+	if filepath.Base(client) != "phx" {
+		return client
+	}
+	dir := filepath.Dir(client)
+	for _, p := range []string{filepath.Join(dir, "phx-full"), filepath.Join(dir, "..", "libexec", "phalanx", "phx-full")} {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p
+		}
+	}
+	return client
 }
 
 // envValue is the value of variable name in env ("" when unset).

@@ -47,3 +47,29 @@ func TestContainerClient(t *testing.T) {
 		t.Errorf("mounts %+v, env %q; want %+v (the job's paths as targets only) and its own PHX_SERVER kept", mounts, extra, want)
 	}
 }
+
+// A container job gets phx-full, installed beside phx or in libexec: an
+// image has neither phx-full for the phx front end to become, nor the
+// node's CLI server.
+func TestContainerGetsWholeClient(t *testing.T) {
+	root := t.TempDir()
+	bin, libexec := filepath.Join(root, "bin"), filepath.Join(root, "libexec", "phalanx")
+	os.MkdirAll(bin, 0o755)
+	os.MkdirAll(libexec, 0o755)
+	front := filepath.Join(bin, "phx")
+	os.WriteFile(front, nil, 0o755)
+	if got := wholeClient(front); got != front {
+		t.Errorf("phx alone: %s, want phx itself", got)
+	}
+	os.WriteFile(filepath.Join(libexec, "phx-full"), nil, 0o755)
+	if got, want := wholeClient(front), filepath.Join(libexec, "phx-full"); got != want {
+		t.Errorf("libexec: %s, want %s", got, want)
+	}
+	os.WriteFile(filepath.Join(bin, "phx-full"), nil, 0o755)
+	if got, want := wholeClient(front), filepath.Join(bin, "phx-full"); got != want {
+		t.Errorf("beside: %s, want %s", got, want)
+	}
+	if got := wholeClient("/opt/other/client"); got != "/opt/other/client" {
+		t.Errorf("a client not named phx: %s", got)
+	}
+}
