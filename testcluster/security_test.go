@@ -616,3 +616,80 @@ func TestKeyChangesWithoutRestart(t *testing.T) {
 		t.Fatalf("the new key after the switch: %v", err)
 	}
 }
+
+var agentBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// buildAgent builds phalanx-agent once for the test binary (with cgo, for
+// NVML, as `make build` does).
+func buildAgent(t *testing.T) string {
+	t.Helper()
+	agentBin.once.Do(func() {
+		dir, err := os.MkdirTemp("", "phx-agent-bin-")
+		if err != nil {
+			agentBin.err = err
+			return
+		}
+		agentBin.path = filepath.Join(dir, "phalanx-agent")
+		cmd := exec.Command("go", "build", "-tags", "no_dynamic_plugins", "-o", agentBin.path, "github.com/phalanx-hpc/phalanx/cmd/phalanx-agent")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			agentBin.err = errors.New("build phalanx-agent: " + err.Error() + "\n" + string(out))
+		}
+	})
+	if agentBin.err != nil {
+		t.Fatal(agentBin.err)
+	}
+	return agentBin.path
+}
+
+// A login node's `phalanx-agent authd --controller`: the auth socket, and
+// the CLI server beside it, which runs a user's phx sbatch as that user.
+func TestAuthdServesPhx(t *testing.T) {
+	alice := localUser(t, "phxalice")
+	c := testcluster.New(t, testcluster.Options{Nodes: 1, Runtime: "process"})
+	aliceDir := userDir(t, alice)
+	agent := buildAgent(t)
+	front := frontOnly(t)
+	run := filepath.Join(t.TempDir(), "run")
+	os.MkdirAll(run, 0o755)
+	for d := run; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+	logPath := filepath.Join(t.TempDir(), "authd.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	log := func() string { b, _ := os.ReadFile(logPath); return string(b) }
+	authd := exec.Command(agent, "authd", "--auth-key", c.KeyFile, "--auth-socket", filepath.Join(run, "auth.sock"),
+		"--controller", strings.Join(c.APIAddrs(), ","), "--tls-dir", filepath.Dir(c.CACert))
+	authd.Stdout, authd.Stderr = logFile, logFile
+	if err := authd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { authd.Process.Kill(); authd.Wait() })
+	cliSock := filepath.Join(run, "cli.sock")
+	for i := 0; ; i++ {
+		if _, err := os.Stat(cliSock); err == nil {
+			break
+		}
+		if i == 100 {
+			t.Fatalf("authd --controller serves no %s after 10 s:\n%s", cliSock, log())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	code, out, errOut := runPhxAs(t, front, c, alice, aliceDir, []string{"PHX_AUTH_SOCKET=" + filepath.Join(run, "auth.sock")},
+		"sbatch", "--parsable", "-o", "/dev/null", "--wrap", "true")
+	if code != 0 {
+		t.Fatalf("alice's sbatch through authd: exit %d: %s\nauthd:\n%s", code, errOut, log())
+	}
+	id, _ := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+	if j, err := c.Client.GetJob(context.Background(), &phalanxv1.GetJobRequest{JobId: id}); err != nil || j.GetSpec().GetUser() != "phxalice" {
+		t.Errorf("the job submitted through authd: user %q, %v", j.GetSpec().GetUser(), err)
+	}
+}
