@@ -28,6 +28,9 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${PHX_BIN:-$root/bin}
+# Absolute: the real-NVML tests run from nodeagent/gpu (a relative PHX_BIN
+# made them fail to start).
+[ -d "$bin" ] && bin=$(cd "$bin" && pwd)
 report_dir=${1:-}
 fake=${PHX_CHECK_FAKE_GPUS:-0}
 user=phxgpucheck
