@@ -43,6 +43,9 @@ type System struct {
 	// CacheDir is where phx keeps what it learned for its next run (the
 	// controller that leads); nil: nothing is kept.
 	CacheDir func() (string, error)
+	// Location is the time zone times are read and shown in; nil: the
+	// process's (time.Local).
+	Location *time.Location
 	// Shared, when set, is the connection a CLI server runs this command
 	// on, with the caller's credential; the command then reads neither
 	// the controllers' addresses nor a credential itself.
@@ -168,6 +171,14 @@ func NewApp(sys *System, extra ...*ucli.Command) *ucli.App {
 // commands builds the built-in commands around one System.
 type commands struct {
 	sys *System
+}
+
+// loc is the time zone of the user's times (System.Location).
+func (k *commands) loc() *time.Location {
+	if k.sys.Location != nil {
+		return k.sys.Location
+	}
+	return time.Local
 }
 
 // cmdError is an error of one command, printed as "CMD: error: MESSAGE".

@@ -80,7 +80,7 @@ func parseEvents(args []string, now time.Time, loc *time.Location) (*eventsQuery
 }
 
 func (k *commands) runEvents(c *ucli.Context, args []string) error {
-	q, err := parseEvents(args, k.sys.Now(), time.Local)
+	q, err := parseEvents(args, k.sys.Now(), k.loc())
 	switch {
 	case err != nil:
 		return err
@@ -97,6 +97,6 @@ func (k *commands) runEvents(c *ucli.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprint(k.sys.Stdout, FormatEvents(events, q.noHeader, time.Local))
+	_, err = fmt.Fprint(k.sys.Stdout, FormatEvents(events, q.noHeader, k.loc()))
 	return err
 }

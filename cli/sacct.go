@@ -309,7 +309,7 @@ func (k *commands) runSacct(c *ucli.Context, args []string) error {
 		return err
 	}
 	now := k.sys.Now()
-	if err := q.resolve(now, time.Local, k.sys.CurrentUser); err != nil {
+	if err := q.resolve(now, k.loc(), k.sys.CurrentUser); err != nil {
 		return err
 	}
 	cn, err := k.dial(c)
@@ -321,7 +321,7 @@ func (k *commands) runSacct(c *ucli.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	q.view.Now, q.view.Loc, q.view.Cluster = now, time.Local, clusterName
+	q.view.Now, q.view.Loc, q.view.Cluster = now, k.loc(), clusterName
 	out, err := FormatSacct(q.named(jobs), q.view)
 	if err != nil {
 		return err

@@ -54,7 +54,7 @@ func (k *commands) runSbatch(c *ucli.Context, args []string) error {
 	}
 	switch {
 	case req.TestOnly:
-		fmt.Fprintln(k.sys.Stderr, testOnlyLine(req.Spec, resp))
+		fmt.Fprintln(k.sys.Stderr, testOnlyLine(req.Spec, resp, k.loc()))
 	case req.Parsable:
 		fmt.Fprintf(k.sys.Stdout, "%d\n", resp.JobId)
 	default:
@@ -183,14 +183,14 @@ func waitCode(j *phalanxv1.Job) int {
 }
 
 // testOnlyLine is the analogue of Slurm's "Job N to start at T using ...".
-func testOnlyLine(spec *phalanxv1.JobSpec, resp *phalanxv1.SubmitJobResponse) string {
+func testOnlyLine(spec *phalanxv1.JobSpec, resp *phalanxv1.SubmitJobResponse, loc *time.Location) string {
 	part := resp.GetPartition() // the default one resolved (an older controller sends none)
 	if part == "" {
 		part = orDefault(spec.Partition, "(default)")
 	}
 	start := "unknown"
 	if resp.ExpectedStart != nil {
-		start = resp.ExpectedStart.AsTime().Local().Format(timeLayout)
+		start = resp.ExpectedStart.AsTime().In(loc).Format(timeLayout)
 	}
 	return fmt.Sprintf("sbatch: Job would be accepted, expected start %s using %d node(s) in partition %s",
 		start, spec.Nodes, part)
@@ -228,7 +228,7 @@ func (k *commands) submitEnv() (sbatch.Env, error) {
 		ReadFile:      k.sys.ReadFile,
 		MaxScriptSize: limit,
 		ParseTime: func(s string) (time.Time, error) {
-			return parseBeginTime(s, k.sys.Now(), time.Local)
+			return parseBeginTime(s, k.sys.Now(), k.loc())
 		},
 		ReadStdin: func() ([]byte, error) {
 			if k.sys.Stdin == nil {

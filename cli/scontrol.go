@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"strings"
-	"time"
 
 	ucli "github.com/urfave/cli/v2"
 	"google.golang.org/grpc/codes"
@@ -145,7 +144,7 @@ func (k *commands) showJobs(c *ucli.Context, id string, flags scontrolFlags) err
 		return err
 	}
 	now := k.sys.Now()
-	printRecords(k.sys.Stdout, flags, len(jobs), func(i int) string { return formatJob(jobs[i], now, time.Local, flags.details) })
+	printRecords(k.sys.Stdout, flags, len(jobs), func(i int) string { return formatJob(jobs[i], now, k.loc(), flags.details) })
 	return nil
 }
 
@@ -197,7 +196,7 @@ func (k *commands) showNodes(c *ucli.Context, name string, flags scontrolFlags) 
 	if err != nil {
 		return err
 	}
-	printRecords(k.sys.Stdout, flags, len(nodes), func(i int) string { return FormatNode(nodes[i], time.Local) })
+	printRecords(k.sys.Stdout, flags, len(nodes), func(i int) string { return FormatNode(nodes[i], k.loc()) })
 	return nil
 }
 
@@ -238,7 +237,7 @@ func (k *commands) showControllers(c *ucli.Context, id string, flags scontrolFla
 	if len(shown) == 0 && id != "" {
 		return &rawError{msg: fmt.Sprintf("Controller %s not found", id)}
 	}
-	printRecords(k.sys.Stdout, flags, len(shown), func(i int) string { return FormatController(shown[i], time.Local) })
+	printRecords(k.sys.Stdout, flags, len(shown), func(i int) string { return FormatController(shown[i], k.loc()) })
 	return nil
 }
 

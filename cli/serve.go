@@ -199,8 +199,45 @@ func (s *Server) system(sess *session, req *cliwire.Request, id auth.Identity, t
 		},
 		Hostname:   os.Hostname,
 		ConfigPath: s.configPath(),
+		Location:   locationOf(req.Env),
 		Shared:     &Shared{Conn: s.Conn, Token: tok},
 	}
+}
+
+// locationOf is the time zone a process with env has, by Go's rule (the
+// caller's $TZ, not the daemon's): /etc/localtime when TZ is unset, UTC
+// when it is empty or names no zone, else the zone it names.
+func locationOf(env []string) *time.Location {
+	tz, set := "", false
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "TZ="); ok {
+			tz, set = v, true
+		}
+	}
+	if !set {
+		if data, err := os.ReadFile("/etc/localtime"); err == nil {
+			if loc, err := time.LoadLocationFromTZData("Local", data); err == nil {
+				return loc
+			}
+		}
+		return time.UTC
+	}
+	tz = strings.TrimPrefix(tz, ":")
+	if tz == "" {
+		return time.UTC
+	}
+	if strings.HasPrefix(tz, "/") {
+		if data, err := os.ReadFile(tz); err == nil {
+			if loc, err := time.LoadLocationFromTZData(tz, data); err == nil {
+				return loc
+			}
+		}
+		return time.UTC
+	}
+	if loc, err := time.LoadLocation(tz); err == nil {
+		return loc
+	}
+	return time.UTC
 }
 
 // Shared is a connection a CLI server lends the commands it runs, with the

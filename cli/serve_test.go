@@ -400,3 +400,25 @@ func TestFrontOf(t *testing.T) {
 		t.Errorf("phx itself: %s", got)
 	}
 }
+
+// Times are read and shown in the caller's time zone ($TZ), not the
+// daemon's: sbatch --test-only's expected start (the fake answers testNow).
+func TestServedTimeZone(t *testing.T) {
+	sc := startServed(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "job.sh"), []byte("#!/bin/sh\ntrue\n"), 0o644)
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Skip("no zoneinfo for Asia/Tokyo here")
+	}
+	for _, c := range []struct {
+		tz  string
+		loc *time.Location
+	}{{"TZ=Asia/Tokyo", tokyo}, {"TZ=:Asia/Tokyo", tokyo}, {"TZ=", time.UTC}, {"TZ=Nowhere/Atlantis", time.UTC}} {
+		r := sc.run(t, dir, sc.env(c.tz), "", nil, "phx", "sbatch", "--test-only", "job.sh")
+		want := testNow.In(c.loc).Format(timeLayout)
+		if r.code != 0 || !strings.Contains(r.stderr, "expected start "+want) {
+			t.Errorf("%s: code %d, stderr %q; want the start shown as %s", c.tz, r.code, r.stderr, want)
+		}
+	}
+}

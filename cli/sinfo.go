@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -112,7 +111,7 @@ func (k *commands) runSinfo(c *ucli.Context, args []string) error {
 		}
 		parts, nodes = onlyPartitions(parts, nodes, q.only)
 	}
-	q.view.Now, q.view.Loc = k.sys.Now(), time.Local
+	q.view.Now, q.view.Loc = k.sys.Now(), k.loc()
 	out, err := FormatSinfo(parts, nodes, q.view)
 	if err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -238,7 +237,7 @@ func (k *commands) runSqueue(c *ucli.Context, args []string) error {
 	if q.start {
 		jobs = slices.DeleteFunc(jobs, func(j *phalanxv1.Job) bool { return j.State != string(cluster.JobPending) })
 	}
-	q.view.Now, q.view.Loc = k.sys.Now(), time.Local
+	q.view.Now, q.view.Loc = k.sys.Now(), k.loc()
 	out, err := FormatSqueue(jobs, q.view)
 	if err != nil {
 		return err
