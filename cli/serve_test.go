@@ -204,6 +204,8 @@ func TestServedMatchesDirect(t *testing.T) {
 		{"phx", "sinfo", "--help"},
 		{"phx", "scancel", "7"},
 		{"phx", "scancel", "999"},
+		{"phx", "sacct", "-X", "-j", "7", "-o", "JobID,JobName,User,State"},
+		{"phx", "sacct", "--bogus"},
 	} {
 		served := sc.run(t, dir, sc.env(), "", nil, args...)
 		if served.err != nil {

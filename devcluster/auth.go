@@ -48,7 +48,7 @@ func (c *Cluster) serveAuth() error {
 }
 
 // CLISocket is where the dev process runs phx's served commands
-// (sbatch, squeue, sinfo, scancel) for local users: cli.sock beside the
+// (sbatch, squeue, sinfo, scancel, sacct) for local users: cli.sock beside the
 // auth socket, where phx looks for it.
 func (c *Cluster) CLISocket() string { return filepath.Join(c.Dir, cliwire.SocketName) }
 

@@ -169,7 +169,7 @@ func (c *Cluster) serveAuth() {
 
 // serveCLI runs the CLI server beside the auth socket, as a node's daemon
 // does: phx run with PHX_AUTH_SOCKET=AuthSocket has it run sbatch, squeue,
-// sinfo and scancel (PHX_CLI_SOCKET=none makes phx run them itself).
+// sinfo, scancel and sacct (PHX_CLI_SOCKET=none makes phx run them itself).
 func (c *Cluster) serveCLI() {
 	c.t.Helper()
 	srv, err := cli.NewServer(c.APIAddrs(), c.CACert, false, auth.Ring(c.Key), c.logger("cli"))

@@ -10,7 +10,7 @@ import (
 )
 
 // serveCLI runs the CLI server on cli.sock beside the auth socket: phx on
-// this host hands it sbatch, squeue, sinfo and scancel, which it runs for
+// this host hands it sbatch, squeue, sinfo, scancel and sacct, which it runs for
 // the caller on one connection to the controllers (TLS trusting caCert, or
 // plaintext when insecure). When it cannot, phx runs them itself: the
 // agent says so and runs on.

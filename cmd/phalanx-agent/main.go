@@ -422,7 +422,7 @@ func authd(args []string) int {
 	fs := flag.NewFlagSet("phalanx-agent authd", flag.ContinueOnError)
 	key := fs.String("auth-key", auth.DefaultKeyFile, "the cluster key")
 	path := fs.String("auth-socket", auth.DefaultSocket, "the Unix socket to serve credentials on")
-	controller := fs.String("controller", "", "controllers' API addresses, host:port[,host:port...]: also run phx's sbatch, squeue, sinfo and scancel for local users, on cli.sock beside the auth socket")
+	controller := fs.String("controller", "", "controllers' API addresses, host:port[,host:port...]: also run phx's sbatch, squeue, sinfo, scancel and sacct for local users, on cli.sock beside the auth socket")
 	tlsDir := fs.String("tls-dir", pki.DefaultDir, "with --controller: the cluster CA (ca.crt) the controllers are checked with")
 	insecure := fs.Bool("insecure", false, "with --controller, INSECURE, for debugging only: talk to the controllers in plaintext")
 	if err := fs.Parse(args); err != nil {

@@ -2,7 +2,7 @@
 // of the standard library only, which starts in about a millisecond.
 //
 // The commands a daemon on this host can run for the caller (sbatch,
-// squeue, sinfo, scancel; see internal/cliwire) go to its CLI socket,
+// squeue, sinfo, scancel, sacct; see internal/cliwire) go to its CLI socket,
 // cli.sock beside the auth socket: the daemon runs them on the connection
 // to the controllers it keeps open, and this process passes its output on,
 // reads the files the command needs, and exits with its status. Every other

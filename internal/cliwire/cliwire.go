@@ -93,7 +93,7 @@ func SocketPath(getenv func(string) string) string {
 // Served are the commands the CLI server runs: those that only talk to the
 // controllers. The rest (srun runs tasks here and forwards signals; phx dev
 // and phx sim start processes; backups write files) run in phx-full.
-var Served = []string{"sbatch", "squeue", "sinfo", "scancel"}
+var Served = []string{"sbatch", "squeue", "sinfo", "scancel", "sacct"}
 
 // Command is the served command args ask for, or "" when there is none:
 // the program's own name when it is one (a sbatch link to phx), else the

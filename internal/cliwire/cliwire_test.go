@@ -84,6 +84,8 @@ func TestCommand(t *testing.T) {
 		"/usr/bin/sbatch job.sh":   "sbatch",
 		"sinfo":                    "sinfo",
 		"phx scancel 3":            "scancel",
+		"phx sacct -j 3":           "sacct",
+		"phx scontrol show job 3":  "", // writes files (backup) and more: phx-full
 		"phx --server h:1 sbatch":  "", // global options: phx-full
 		"phx srun hostname":        "", // runs tasks here
 		"phx dev":                  "",
