@@ -65,6 +65,10 @@ func NewServer(addrs []string, caCert string, insecure bool, keys *auth.Keyring,
 // requestTimeout bounds reading a request.
 const requestTimeout = 5 * time.Second
 
+// maxCommands bounds the commands run at once (each may hold a file it
+// read, up to cliwire.MaxFrame); more callers wait their turn.
+const maxCommands = 256
+
 // ServeCLI serves s on the Unix socket at path (made connectable by every
 // local user, as the auth socket is) until the returned stop is called;
 // stop cancels the commands still running and closes s.Conn.
@@ -75,6 +79,7 @@ func ServeCLI(path string, s *Server) (stop func(), err error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var running sync.WaitGroup
+	slots := make(chan struct{}, maxCommands)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -86,6 +91,13 @@ func ServeCLI(path string, s *Server) (stop func(), err error) {
 			running.Add(1)
 			go func() {
 				defer running.Done()
+				select {
+				case slots <- struct{}{}:
+				case <-ctx.Done():
+					c.Close()
+					return
+				}
+				defer func() { <-slots }()
 				s.handle(ctx, c)
 			}()
 		}
@@ -103,7 +115,7 @@ func ServeCLI(path string, s *Server) (stop func(), err error) {
 func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(requestTimeout))
-	kind, payload, err := cliwire.ReadFrame(c)
+	kind, payload, err := cliwire.ReadFrameMax(c, cliwire.MaxRequest)
 	if err != nil || kind != cliwire.KindRequest {
 		s.logger().Warn("CLI socket: no request", "kind", string(kind), "err", err)
 		return

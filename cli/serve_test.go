@@ -263,6 +263,23 @@ func TestServerDeclines(t *testing.T) {
 			t.Errorf("%s: %v, stdout %q stderr %q; want ErrFallback and nothing printed", c.why, r.err, r.stdout, r.stderr)
 		}
 	}
+	// Arguments and environment over cliwire.MaxRequest: not sent.
+	big := sc.run(t, dir, sc.env("HUGE="+strings.Repeat("x", cliwire.MaxRequest)), "", nil, "phx", "squeue")
+	if !errors.Is(big.err, cliwire.ErrFallback) || big.stdout != "" {
+		t.Errorf("a request over MaxRequest: %v, stdout %q; want ErrFallback", big.err, big.stdout)
+	}
+	// The server itself refuses one, from a client that does not check:
+	// it closes the connection at the header, without reading on.
+	raw, err := net.Dial("unix", sc.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.Write([]byte{cliwire.KindRequest, 0x00, 0x40, 0x00, 0x01}) // 4 MiB + 1
+	raw.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := raw.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("a header over MaxRequest: read %d bytes, %v; want the connection closed", n, err)
+	}
+	raw.Close()
 	// Another protocol version.
 	c, err := net.Dial("unix", sc.socket)
 	if err != nil {

@@ -25,8 +25,13 @@ type Local struct {
 // ErrFallback means the command's end is unknown (the daemon went away
 // in the middle): the caller must not run it again, it may have been done.
 func Call(conn io.ReadWriter, req *Request, l Local) (int, error) {
-	if err := WriteFrame(conn, KindRequest, req.Marshal()); err != nil {
-		return 0, err
+	// A request the daemon did not get whole was not run: phx-full may.
+	b := req.Marshal()
+	if len(b) > MaxRequest {
+		return 0, fmt.Errorf("%w: a request of %d bytes (arguments and environment) is over the limit of %d", ErrFallback, len(b), MaxRequest)
+	}
+	if err := WriteFrame(conn, KindRequest, b); err != nil {
+		return 0, fmt.Errorf("%w: sending the request: %v", ErrFallback, err)
 	}
 	for frames := 0; ; frames++ {
 		kind, payload, err := ReadFrame(conn)

@@ -28,6 +28,7 @@
 package cliwire
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -136,25 +137,37 @@ func WriteFrame(w io.Writer, kind byte, payload []byte) error {
 	return err
 }
 
-// ReadFrame reads one frame. io.EOF means the other end closed between
-// frames; a frame cut short is io.ErrUnexpectedEOF.
+// MaxRequest bounds a KindRequest frame: arguments and environment, which
+// the kernel bounds far lower (ARG_MAX) for any process that has them.
+const MaxRequest = 4 << 20
+
+// ReadFrame reads one frame of at most MaxFrame bytes. io.EOF means the
+// other end closed between frames; a frame cut short is
+// io.ErrUnexpectedEOF.
 func ReadFrame(r io.Reader) (kind byte, payload []byte, err error) {
+	return ReadFrameMax(r, MaxFrame)
+}
+
+// ReadFrameMax reads one frame of at most max bytes. Its buffer grows with
+// the bytes that arrive, not with the length the frame claims.
+func ReadFrameMax(r io.Reader, max int) (kind byte, payload []byte, err error) {
 	var head [5]byte
 	if _, err := io.ReadFull(r, head[:]); err != nil {
 		return 0, nil, err
 	}
-	n := binary.BigEndian.Uint32(head[1:])
-	if n > MaxFrame {
-		return 0, nil, fmt.Errorf("frame of %d bytes is over the limit of %d", n, MaxFrame)
+	n := int64(binary.BigEndian.Uint32(head[1:]))
+	if n > int64(max) {
+		return 0, nil, fmt.Errorf("frame of %d bytes is over the limit of %d", n, max)
 	}
-	payload = make([]byte, n)
-	if _, err := io.ReadFull(r, payload); err != nil {
+	var buf bytes.Buffer
+	buf.Grow(int(min(n, 64<<10)))
+	if _, err := io.CopyN(&buf, r, n); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
 		return 0, nil, err
 	}
-	return head[0], payload, nil
+	return head[0], buf.Bytes(), nil
 }
 
 // Uint32 is a 4-byte payload.

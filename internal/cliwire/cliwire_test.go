@@ -220,3 +220,14 @@ func TestFileAnswers(t *testing.T) {
 		}
 	}
 }
+
+func TestReadFrameMax(t *testing.T) {
+	var b bytes.Buffer
+	WriteFrame(&b, KindRequest, make([]byte, 100))
+	if _, _, err := ReadFrameMax(bytes.NewReader(b.Bytes()), 99); err == nil {
+		t.Error("a 100-byte frame read under a limit of 99")
+	}
+	if _, p, err := ReadFrameMax(bytes.NewReader(b.Bytes()), 100); err != nil || len(p) != 100 {
+		t.Errorf("a 100-byte frame under a limit of 100: %d bytes, %v", len(p), err)
+	}
+}
