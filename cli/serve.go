@@ -211,15 +211,17 @@ func (s *Server) system(sess *session, req *cliwire.Request, id auth.Identity, t
 		},
 		Hostname:   os.Hostname,
 		ConfigPath: s.configPath(),
-		Location:   locationOf(req.Env),
+		Location:   locationOf(req.Env, sess.readFile),
 		Shared:     &Shared{Conn: s.Conn, Token: tok},
 	}
 }
 
 // locationOf is the time zone a process with env has, by Go's rule (the
 // caller's $TZ, not the daemon's): /etc/localtime when TZ is unset, UTC
-// when it is empty or names no zone, else the zone it names.
-func locationOf(env []string) *time.Location {
+// when it is empty or names no zone, else the zone it names. A TZ that is
+// a file's path is read with readFile (by the caller, as every file the
+// caller names).
+func locationOf(env []string, readFile func(string) ([]byte, error)) *time.Location {
 	tz, set := "", false
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "TZ="); ok {
@@ -239,7 +241,7 @@ func locationOf(env []string) *time.Location {
 		return time.UTC
 	}
 	if strings.HasPrefix(tz, "/") {
-		if data, err := os.ReadFile(tz); err == nil {
+		if data, err := readFile(tz); err == nil {
 			if loc, err := time.LoadLocationFromTZData(tz, data); err == nil {
 				return loc
 			}

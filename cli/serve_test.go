@@ -433,8 +433,20 @@ func TestServedTimeZone(t *testing.T) {
 	for _, c := range []struct {
 		tz  string
 		loc *time.Location
-	}{{"TZ=Asia/Tokyo", tokyo}, {"TZ=:Asia/Tokyo", tokyo}, {"TZ=", time.UTC}, {"TZ=Nowhere/Atlantis", time.UTC}} {
-		r := sc.run(t, dir, sc.env(c.tz), "", nil, "phx", "sbatch", "--test-only", "job.sh")
+	}{{"TZ=Asia/Tokyo", tokyo}, {"TZ=:Asia/Tokyo", tokyo}, {"TZ=", time.UTC}, {"TZ=Nowhere/Atlantis", time.UTC},
+		{"TZ=/tz/of/the/caller", tokyo}} {
+		// A TZ naming a file is read by the caller (the path exists
+		// only for it): Tokyo's zone.
+		caller := func(p string) ([]byte, error) {
+			if p == "/tz/of/the/caller" {
+				p = "/usr/share/zoneinfo/Asia/Tokyo"
+			}
+			return os.ReadFile(p)
+		}
+		if _, err := os.Stat("/usr/share/zoneinfo/Asia/Tokyo"); err != nil && c.tz == "TZ=/tz/of/the/caller" {
+			continue
+		}
+		r := sc.run(t, dir, sc.env(c.tz), "", caller, "phx", "sbatch", "--test-only", "job.sh")
 		want := testNow.In(c.loc).Format(timeLayout)
 		if r.code != 0 || !strings.Contains(r.stderr, "expected start "+want) {
 			t.Errorf("%s: code %d, stderr %q; want the start shown as %s", c.tz, r.code, r.stderr, want)
