@@ -12,6 +12,8 @@ import (
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
+
+	"github.com/phalanx-hpc/phalanx/internal/cliwire"
 )
 
 // DefaultTimeout bounds every call to the controller unless --timeout says
@@ -80,8 +82,7 @@ func frontOf(exe string) string {
 	if filepath.Base(exe) != "phx-full" {
 		return exe
 	}
-	dir := filepath.Dir(exe)
-	for _, p := range []string{filepath.Join(dir, "phx"), filepath.Join(dir, "..", "..", "bin", "phx")} {
+	for _, p := range cliwire.FrontCandidates(exe) {
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
 			return p
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/phalanx-hpc/phalanx/auth"
+	"github.com/phalanx-hpc/phalanx/internal/cliwire"
 	"github.com/phalanx-hpc/phalanx/runtime"
 )
 
@@ -63,8 +64,7 @@ func wholeClient(client string) string {
 	if filepath.Base(client) != "phx" {
 		return client
 	}
-	dir := filepath.Dir(client)
-	for _, p := range []string{filepath.Join(dir, "phx-full"), filepath.Join(dir, "..", "libexec", "phalanx", "phx-full")} {
+	for _, p := range cliwire.FullCandidates(client) {
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
 			return p
 		}

@@ -16,7 +16,6 @@ package main
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"syscall"
 
 	"github.com/phalanx-hpc/phalanx/internal/cliwire"
@@ -85,8 +84,7 @@ func execFull() int {
 		os.Stderr.WriteString("phx: cannot find its own executable: " + err.Error() + "\n")
 		return 1
 	}
-	dir := filepath.Dir(exe)
-	candidates := []string{filepath.Join(dir, "phx-full"), filepath.Join(dir, "..", "libexec", "phalanx", "phx-full")}
+	candidates := cliwire.FullCandidates(exe)
 	for _, p := range candidates {
 		err = syscall.Exec(p, os.Args, os.Environ())
 		if !errors.Is(err, syscall.ENOENT) {

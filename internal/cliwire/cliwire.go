@@ -91,6 +91,23 @@ func SocketPath(getenv func(string) string) string {
 	return filepath.Join(filepath.Dir(auth), SocketName)
 }
 
+// The install layout of the two programs: phx-full beside phx (make
+// build's bin/), or a package's /usr/bin/phx and
+// /usr/libexec/phalanx/phx-full.
+
+// FullCandidates are where phx-full may be for the phx at front, in the
+// order they are tried.
+func FullCandidates(front string) []string {
+	dir := filepath.Dir(front)
+	return []string{filepath.Join(dir, "phx-full"), filepath.Join(dir, "..", "libexec", "phalanx", "phx-full")}
+}
+
+// FrontCandidates are where phx may be for the phx-full at full.
+func FrontCandidates(full string) []string {
+	dir := filepath.Dir(full)
+	return []string{filepath.Join(dir, "phx"), filepath.Join(dir, "..", "..", "bin", "phx")}
+}
+
 // Served are the commands the CLI server runs: those that only talk to the
 // controllers. The rest (srun runs tasks here and forwards signals; phx dev
 // and phx sim start processes; backups write files) run in phx-full.
