@@ -229,6 +229,9 @@ func locationOf(env []string, readFile func(string) ([]byte, error)) *time.Locat
 		}
 	}
 	if !set {
+		if _, daemonSet := os.LookupEnv("TZ"); !daemonSet {
+			return time.Local // /etc/localtime, as Go loaded it once for this process
+		}
 		if data, err := os.ReadFile("/etc/localtime"); err == nil {
 			if loc, err := time.LoadLocationFromTZData("Local", data); err == nil {
 				return loc
