@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -114,21 +116,75 @@ func WriteLease(dir string, deadline BootTime) error {
 
 // LeaseEnded reports whether the lease in the file at path has ended at
 // now, or cannot be read (why says which): a task the lease cannot be
-// proved for does not run.
+// proved for does not run. A watcher that asks again and again uses a
+// LeaseWatch.
 func LeaseEnded(path string, now BootTime) (ended bool, why string) {
-	b, err := os.ReadFile(path)
-	if err != nil {
+	return NewLeaseWatch(path).Ended(now)
+}
+
+// LeaseWatch reads one lease file every time it is asked, as a task's
+// watcher does every LeasePoll: the file is read each time (the agent may
+// have replaced it), and decoded only when its bytes changed since the
+// last read, which between two heartbeats they do not.
+type LeaseWatch struct {
+	path    string
+	scratch []byte // what each read reads into
+	last    []byte // the bytes rec and why were decoded from
+	decoded bool   // whether last, rec and why are set
+	rec     leaseRecord
+	why     string // why last is no lease; "" when it is one
+}
+
+// leaseFileMax bounds a lease file; the agent's are under 100 bytes.
+const leaseFileMax = 4 << 10
+
+// NewLeaseWatch watches the lease file at path.
+func NewLeaseWatch(path string) *LeaseWatch {
+	return &LeaseWatch{path: path}
+}
+
+// Ended is LeaseEnded for the watched file.
+func (w *LeaseWatch) Ended(now BootTime) (ended bool, why string) {
+	if err := w.read(); err != nil {
 		return true, fmt.Sprintf("no lease (%v)", err)
 	}
-	var l leaseRecord
-	if err := json.Unmarshal(b, &l); err != nil || l.V != leaseVersion {
-		return true, fmt.Sprintf("unreadable lease %s (%v)", path, err)
+	if w.why != "" {
+		return true, w.why
 	}
-	if l.Boot != BootID() {
-		return true, "the lease is of an earlier boot"
-	}
-	if int64(now) >= l.Until {
-		return true, fmt.Sprintf("the lease ended %s ago", time.Duration(int64(now)-l.Until).Round(time.Millisecond))
+	if int64(now) >= w.rec.Until {
+		return true, fmt.Sprintf("the lease ended %s ago", time.Duration(int64(now)-w.rec.Until).Round(time.Millisecond))
 	}
 	return false, ""
+}
+
+// read reads the file and decodes it if its bytes changed.
+func (w *LeaseWatch) read() error {
+	f, err := os.Open(w.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if w.scratch == nil {
+		w.scratch = make([]byte, leaseFileMax+1)
+	}
+	n, err := io.ReadFull(f, w.scratch)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return err
+	}
+	if n > leaseFileMax {
+		return fmt.Errorf("%s is over %d bytes: not a lease", w.path, leaseFileMax)
+	}
+	if w.decoded && bytes.Equal(w.scratch[:n], w.last) {
+		return nil
+	}
+	w.last = append(w.last[:0], w.scratch[:n]...)
+	w.decoded = true
+	w.rec, w.why = leaseRecord{}, ""
+	switch err := json.Unmarshal(w.last, &w.rec); {
+	case err != nil || w.rec.V != leaseVersion:
+		w.why = fmt.Sprintf("unreadable lease %s (%v)", w.path, err)
+	case w.rec.Boot != BootID():
+		w.why = "the lease is of an earlier boot"
+	}
+	return nil
 }

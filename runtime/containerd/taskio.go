@@ -187,6 +187,7 @@ func fenceContainer(t fenceTarget, lease string, log *slog.Logger, done <-chan s
 	tick := time.NewTicker(runtime.LeasePoll)
 	defer tick.Stop()
 	fenced, stopped := false, false
+	watch := runtime.NewLeaseWatch(lease)
 	var client *containerd.Client
 	defer func() {
 		if client != nil {
@@ -195,7 +196,7 @@ func fenceContainer(t fenceTarget, lease string, log *slog.Logger, done <-chan s
 	}()
 	for {
 		if !fenced {
-			if ended, why := runtime.LeaseEnded(lease, runtime.BootClock()); ended {
+			if ended, why := watch.Ended(runtime.BootClock()); ended {
 				fenced = true
 				log.Warn("killing the container: the node's lease has ended", "why", why)
 				if t.fenced != "" {

@@ -42,10 +42,11 @@ func leasePath(dir string) string { return filepath.Join(dir, runtime.LeaseFile)
 func fence(path string, pgid int, fenced *atomic.Bool, done <-chan struct{}) {
 	tick := time.NewTicker(runtime.LeasePoll)
 	defer tick.Stop()
+	lease := runtime.NewLeaseWatch(path)
 	for {
 		if fenced.Load() {
 			syscall.Kill(-pgid, syscall.SIGKILL)
-		} else if ended, why := runtime.LeaseEnded(path, runtime.BootClock()); ended {
+		} else if ended, why := lease.Ended(runtime.BootClock()); ended {
 			fenced.Store(true)
 			fmt.Fprintf(os.Stderr, "%s: killing the task's process group %d: %s\n", ShimName, pgid, why)
 			syscall.Kill(-pgid, syscall.SIGKILL)
