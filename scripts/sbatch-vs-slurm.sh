@@ -4,24 +4,24 @@
 # concurrent shells, alternated ROUNDS times so that both see the machine in
 # the same state, then each round's rates, their ratio, and the medians.
 #
-# Usage: scripts/sbatch-vs-slurm.sh [-r ROUNDS] [-s SHELLS] [-k DIR] [N]
+# Usage: scripts/sbatch-vs-slurm.sh [-r ROUNDS] [-s SHELLS] [-k DIR] [-B BUNDLE] [N]
 #   N          submits per run (default 2000)
 #   -r ROUNDS  Slurm/phx pairs (default 3)
 #   -s SHELLS  concurrent shells (default 8)
 #   -k DIR     keep each run's full output in DIR
+#   -B BUNDLE  Debian's Slurm as made by scripts/slurm-bundle.sh, unpacked
+#              at / if Slurm is missing (a host that cannot install it)
 # Slurm must be installed (slurm-sbatch-rate.sh installs it with apt-get as
-# root); phx's binaries are built when missing. A host without network can
-# be given Debian's Slurm as a tarball of the packages' files (slurmctld,
-# slurm-client, slurm-wlm-basic-plugins, munge, libmunge2), unpacked at /,
-# with /usr/sbin/slurmctld linked to slurmctld-wlm.
+# root, or unpacks -B's bundle); phx's binaries are built when missing.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-rounds=3 shells=8 keepdir=''
-while getopts 'r:s:k:h' o; do
+rounds=3 shells=8 keepdir='' bundle=()
+while getopts 'r:s:k:B:h' o; do
 	case $o in
 	r) rounds=$OPTARG ;;
 	s) shells=$OPTARG ;;
 	k) keepdir=$OPTARG ;;
+	B) bundle=(-B "$OPTARG") ;;
 	*) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2 ;;
 	esac
 done
@@ -38,7 +38,7 @@ rate() {
 
 slurm=() phx=()
 for ((i = 1; i <= rounds; i++)); do
-	"$here/slurm-sbatch-rate.sh" -m par -s "$shells" "$n" >"$out/slurm-$i.txt" 2>&1 || { tail -20 "$out/slurm-$i.txt" >&2; exit 1; }
+	"$here/slurm-sbatch-rate.sh" "${bundle[@]}" -m par -s "$shells" "$n" >"$out/slurm-$i.txt" 2>&1 || { tail -20 "$out/slurm-$i.txt" >&2; exit 1; }
 	"$here/sbatch-rate.sh" -m par -s "$shells" "$n" >"$out/phx-$i.txt" 2>&1 || { tail -20 "$out/phx-$i.txt" >&2; exit 1; }
 	slurm+=("$(rate "$out/slurm-$i.txt")") phx+=("$(rate "$out/phx-$i.txt")")
 	printf 'round %d: Slurm %s jobs/s, phx %s jobs/s\n' "$i" "${slurm[-1]}" "${phx[-1]}" >&2

@@ -18,7 +18,7 @@
 # (#SBATCH -N 1 --gpus-per-node=8 -t 4:00:00).
 #
 # Usage: scripts/slurm-sbatch-rate.sh [-s SHELLS] [-r RUNS] [-S STATE]
-#                                    [-m PHASES] [-k] [-K] [N]
+#                                    [-m PHASES] [-B BUNDLE] [-k] [-K] [N]
 #   N          submits per phase (default 2000)
 #   -s SHELLS  concurrent shells of the par phase (default 8)
 #   -r RUNS    runs of `sbatch --help` (default 200; --test-only and single
@@ -31,6 +31,9 @@
 #   -k         keep the temporary directory (config, logs) and print its path
 #   -K         do not cancel the jobs between phases
 #   -n NODES   nodes (default 64)
+#   -B BUNDLE  where sbatch, slurmctld or munged is missing, unpack them
+#              from BUNDLE (made by scripts/slurm-bundle.sh) at / instead
+#              of installing them with apt-get (root)
 # Installs slurmctld, slurm-client and munge with apt-get if sbatch or
 # slurmctld is missing (root); the packages stay, nothing else does: their
 # services are kept from starting during the install. Stops slurmctld and
@@ -40,8 +43,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/sbatch-rate.sh
 . "$here/lib/sbatch-rate.sh"
 
-shells=8 runs=200 state=UNKNOWN phases=startup,seq,par keep=0 keepjobs=0 nodes=64
-while getopts 's:r:S:m:kKn:h' o; do
+shells=8 runs=200 state=UNKNOWN phases=startup,seq,par keep=0 keepjobs=0 nodes=64 bundle=''
+while getopts 's:r:S:m:kKn:B:h' o; do
 	case $o in
 	s) shells=$OPTARG ;;
 	r) runs=$OPTARG ;;
@@ -50,6 +53,7 @@ while getopts 's:r:S:m:kKn:h' o; do
 	k) keep=1 ;;
 	K) keepjobs=1 ;;
 	n) nodes=$OPTARG ;;
+	B) bundle=$OPTARG ;;
 	*) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2 ;;
 	esac
 done
@@ -58,7 +62,17 @@ n=${1:-2000}
 has() { [[ ,$phases, == *,$1,* ]]; }
 
 # --- packages -------------------------------------------------------------
-if ! command -v sbatch >/dev/null || ! [ -x /usr/sbin/slurmctld ] || ! [ -x /usr/sbin/munged ]; then
+missing() { ! command -v sbatch >/dev/null || ! [ -x /usr/sbin/slurmctld ] || ! [ -x /usr/sbin/munged ]; }
+if [ -n "$bundle" ] && missing; then
+	[ "$(id -u)" = 0 ] || rate_die "Slurm is not installed: run as root to unpack $bundle at /"
+	[ -r "$bundle" ] || rate_die "-B $bundle: no such file (scripts/slurm-bundle.sh makes it)"
+	rate_log "unpacking Slurm and munge from $bundle at /"
+	tar -C / -xJf "$bundle" || rate_die "unpacking $bundle failed"
+	# Debian reaches slurmctld-wlm through its alternatives link.
+	[ -e /usr/sbin/slurmctld ] || ln -s slurmctld-wlm /usr/sbin/slurmctld
+	missing && rate_die "$bundle has no sbatch, slurmctld-wlm or munged: make it again with scripts/slurm-bundle.sh"
+fi
+if missing; then
 	[ "$(id -u)" = 0 ] || rate_die "Slurm is not installed: run as root to apt-get install slurmctld slurm-client munge"
 	rate_log "installing slurmctld slurm-client munge (Debian's Slurm 22.05)"
 	# Keep the packages' services (munge, slurmctld) from starting: on a
