@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -46,6 +47,9 @@ type Server struct {
 	// when "").
 	ConfigPath string
 	Log        *slog.Logger
+	// AliveInterval is how often a running command tells its caller it
+	// runs (cliwire.KindAlive); cliwire.AliveInterval when 0.
+	AliveInterval time.Duration
 }
 
 // NewServer dials addrs as phx does (TLS trusting caCert, or plaintext
@@ -145,7 +149,9 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	defer cancel()
 	sess := newSession(c, cancel)
 	go sess.read()
+	stop := sess.keepAlive(cmp.Or(s.AliveInterval, cliwire.AliveInterval))
 	code := Run(ctx, s.system(sess, req, id, tok), req.Args)
+	stop()
 	sess.send(cliwire.KindExit, cliwire.Uint32(uint32(code)))
 }
 

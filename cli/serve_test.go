@@ -40,9 +40,11 @@ type servedCluster struct {
 	callers []auth.Identity // whom each call's credential named
 }
 
-func startServed(t *testing.T) *servedCluster { return startServedTB(t) }
+func startServed(t *testing.T, opts ...func(*Server)) *servedCluster {
+	return startServedTB(t, opts...)
+}
 
-func startServedTB(t testing.TB) *servedCluster {
+func startServedTB(t testing.TB, opts ...func(*Server)) *servedCluster {
 	t.Helper()
 	key, err := auth.WriteNewKey(filepath.Join(t.TempDir(), "auth.key"))
 	if err != nil {
@@ -84,6 +86,9 @@ func startServedTB(t testing.TB) *servedCluster {
 		t.Fatal(err)
 	}
 	s.ConfigPath = filepath.Join(t.TempDir(), "no-such.conf")
+	for _, o := range opts {
+		o(s)
+	}
 	sc.socket = filepath.Join(t.TempDir(), cliwire.SocketName)
 	if sc.stop, err = ServeCLI(sc.socket, s); err != nil {
 		t.Fatal(err)
@@ -335,6 +340,51 @@ func TestServedCallerGone(t *testing.T) {
 	case <-stopped:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the server still runs sbatch --wait 10 s after its phx went away")
+	}
+}
+
+// TestServedSaysItRuns: a command that runs long and prints nothing
+// (sbatch --wait on a job that runs on) still has the server tell its phx,
+// every AliveInterval, that it runs; the first word, before anything of
+// the command, says it began.
+func TestServedSaysItRuns(t *testing.T) {
+	sc := startServed(t, func(s *Server) { s.AliveInterval = 20 * time.Millisecond })
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "job.sh"), []byte("#!/bin/sh\ntrue\n"), 0o644)
+	c, err := net.Dial("unix", sc.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := &cliwire.Request{Version: cliwire.Version, Args: []string{"phx", "sbatch", "--wait", "job.sh"}, Env: sc.env(), Dir: dir}
+	cliwire.WriteFrame(c, cliwire.KindRequest, req.Marshal())
+	submitted, alive := false, 0
+	for frames := 0; alive < 5; frames++ {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		kind, payload, err := cliwire.ReadFrame(c)
+		if err != nil {
+			t.Fatalf("after %d frames (%d alive since the submit): %v", frames, alive, err)
+		}
+		if frames == 0 && kind != cliwire.KindAlive {
+			t.Fatalf("first frame %q, want %q", kind, cliwire.KindAlive)
+		}
+		switch kind {
+		case cliwire.KindReadFile:
+			data, rerr := os.ReadFile(string(payload))
+			answer := append([]byte{cliwire.FileOK}, data...)
+			if rerr != nil {
+				answer = cliwire.FileAnswer(rerr)
+			}
+			cliwire.WriteFrame(c, cliwire.KindFile, answer)
+		case cliwire.KindStdout:
+			submitted = submitted || strings.Contains(string(payload), "42")
+		case cliwire.KindAlive:
+			if submitted {
+				alive++
+			}
+		case cliwire.KindExit:
+			t.Fatalf("sbatch --wait ended before the job did")
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/phalanx-hpc/phalanx/internal/cliwire"
 )
@@ -53,6 +54,32 @@ func (s *session) read() {
 		default:
 			return // an answer nobody asked for
 		}
+	}
+}
+
+// keepAlive tells the caller the command runs: KindAlive now and every
+// interval until the returned stop is called.
+func (s *session) keepAlive(interval time.Duration) (stop func()) {
+	s.send(cliwire.KindAlive, nil)
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-s.gone:
+				return
+			case <-t.C:
+				s.send(cliwire.KindAlive, nil)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-ended
 	}
 }
 

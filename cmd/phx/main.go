@@ -11,6 +11,11 @@
 // in phx-full, the whole CLI (package cli), which phx becomes with execve:
 // phx-full beside phx, or in ../libexec/phalanx/. PHX_CLI_SOCKET=none
 // always runs phx-full.
+//
+// A server that says nothing for cliwire.AliveTimeout (it tells a running
+// command's phx that it runs every cliwire.AliveInterval) is given up on:
+// before the command began, phx-full runs it; after, phx says so and exits
+// 1, since whether the command was done is unknown.
 package main
 
 import (
@@ -29,6 +34,10 @@ func main() {
 			case err == nil:
 				os.Exit(code)
 			case errors.Is(err, errNoServer), errors.Is(err, cliwire.ErrFallback):
+			case errors.Is(err, cliwire.ErrSilent):
+				os.Stderr.WriteString("phx: the CLI server at " + path + " sent nothing for " + silence.String() +
+					" while it ran the command: whether it was done is unknown; PHX_CLI_SOCKET=none runs phx without the server\n")
+				os.Exit(1)
 			default:
 				// The command may have been done: never run it again.
 				os.Stderr.WriteString("phx: " + err.Error() + "\n")
@@ -40,6 +49,10 @@ func main() {
 }
 
 var errNoServer = errors.New("no CLI server")
+
+// silence is how long phx waits for a word from the CLI server: it sends
+// one at least every cliwire.AliveInterval while it runs a command.
+var silence = cliwire.AliveTimeout
 
 // viaServer has the CLI server at path run the command.
 func viaServer(path string) (int, error) {
@@ -57,11 +70,19 @@ func viaServer(path string) (int, error) {
 }
 
 // dial connects to the Unix socket at path, with the system calls alone
-// (package net would add to every start what it initialises).
+// (package net would add to every start what it initialises). A read or
+// write on it that waits longer than silence fails (EAGAIN).
 func dial(path string) (*os.File, error) {
 	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
+	}
+	tv := syscall.NsecToTimeval(silence.Nanoseconds())
+	for _, opt := range []int{syscall.SO_RCVTIMEO, syscall.SO_SNDTIMEO} {
+		if err := syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, opt, &tv); err != nil {
+			syscall.Close(fd)
+			return nil, err
+		}
 	}
 	for {
 		err = syscall.Connect(fd, &syscall.SockaddrUnix{Name: path})

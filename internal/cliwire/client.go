@@ -5,12 +5,19 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"syscall"
 )
 
 // ErrFallback is Call's answer when the daemon does not serve the request:
 // nothing was printed, and the front end runs phx-full instead.
 var ErrFallback = errors.New("not served by the CLI server")
+
+// ErrSilent is Call's answer, wrapped, when the daemon sent nothing for
+// longer than the connection's timeout (the front end sets AliveTimeout)
+// after it began the command: whether the command was done is unknown.
+// Silence before it began is ErrFallback.
+var ErrSilent = errors.New("the CLI server stopped answering")
 
 // Local is what the front end gives the daemon from its own process.
 type Local struct {
@@ -36,12 +43,18 @@ func Call(conn io.ReadWriter, req *Request, l Local) (int, error) {
 	for frames := 0; ; frames++ {
 		kind, payload, err := ReadFrame(conn)
 		if err != nil {
-			if frames == 0 && err == io.EOF {
+			switch {
+			case timedOut(err) && frames == 0:
+				return 0, fmt.Errorf("%w: no answer to the request (%v)", ErrFallback, err)
+			case timedOut(err):
+				return 0, lost(err)
+			case frames == 0 && err == io.EOF:
 				return 0, fmt.Errorf("the CLI server closed the connection without an answer")
 			}
 			return 0, fmt.Errorf("the CLI server went away before the command ended: %w", err)
 		}
 		switch kind {
+		case KindAlive: // the command runs; the read's timeout starts again
 		case KindStdout:
 			l.Stdout.Write(payload)
 		case KindStderr:
@@ -53,7 +66,7 @@ func Call(conn io.ReadWriter, req *Request, l Local) (int, error) {
 				reply = FileAnswer(rerr)
 			}
 			if err := WriteFrame(conn, KindFile, reply); err != nil {
-				return 0, err
+				return 0, lost(err)
 			}
 		case KindReadStdin:
 			n, perr := ParseUint32(payload)
@@ -63,7 +76,7 @@ func Call(conn io.ReadWriter, req *Request, l Local) (int, error) {
 			buf := make([]byte, n)
 			got, _ := io.ReadAtLeast(l.Stdin, buf, 1)
 			if err := WriteFrame(conn, KindStdin, buf[:got]); err != nil {
-				return 0, err
+				return 0, lost(err)
 			}
 		case KindExit:
 			code, perr := ParseUint32(payload)
@@ -80,6 +93,21 @@ func Call(conn io.ReadWriter, req *Request, l Local) (int, error) {
 			return 0, fmt.Errorf("the CLI server sent a frame of unknown kind %q", kind)
 		}
 	}
+}
+
+// lost is the error of a read or write in the middle of a command.
+func lost(err error) error {
+	if timedOut(err) {
+		return fmt.Errorf("%w (%v)", ErrSilent, err)
+	}
+	return err
+}
+
+// timedOut reports whether err is a read or write that timed out: a
+// deadline (net.Conn), or SO_RCVTIMEO or SO_SNDTIMEO on a blocking socket
+// (EAGAIN).
+func timedOut(err error) bool {
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, syscall.EAGAIN)
 }
 
 // FileAnswer is the KindFile answer for a failed read.

@@ -19,8 +19,9 @@
 //
 // The wire is frames: a kind byte, a 4-byte big-endian length, the payload.
 // The front end sends KindRequest, then answers the daemon's KindReadFile
-// and KindReadStdin; the daemon sends output as KindStdout and KindStderr
-// and ends with KindExit, or answers the request with KindFallback when it
+// and KindReadStdin; the daemon sends KindAlive when it starts the command
+// and now and then while it runs, output as KindStdout and KindStderr, and
+// ends with KindExit, or answers the request with KindFallback when it
 // does not serve it (a command it does not run, another cluster named,
 // $PHX_TOKEN set): the front end then runs the whole CLI itself, phx-full,
 // having printed nothing. Only the package's own two ends speak it, both
@@ -34,11 +35,12 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"time"
 )
 
 // Version is the protocol's version; a daemon answers a request of another
-// with KindFallback.
-const Version = 1
+// with KindFallback. Version 2 added KindAlive.
+const Version = 2
 
 // Frame kinds.
 const (
@@ -51,6 +53,20 @@ const (
 	KindReadStdin byte = 'I' // daemon: up to N bytes of stdin (4-byte N)
 	KindExit      byte = 'X' // daemon: the command ended with this status (4 bytes)
 	KindFallback  byte = 'N' // daemon: not served here; the front end runs phx-full
+	KindAlive     byte = 'A' // daemon: still running the command (see AliveInterval)
+)
+
+// A command may run long and print nothing meanwhile (sbatch --wait). The
+// daemon sends KindAlive when it starts running the command and every
+// AliveInterval after, and the front end gives up on a daemon it has heard
+// nothing from for AliveTimeout (stopped, wedged), as Slurm's commands give
+// up on slurmctld after MessageTimeout. Before the first KindAlive nothing
+// of the command has run, so the front end runs it in phx-full instead;
+// after it, whether the command was done is unknown, and it is not run
+// again.
+const (
+	AliveInterval = 5 * time.Second
+	AliveTimeout  = 15 * time.Second
 )
 
 // The first byte of a KindFile answer: FileOK and the content; FileErrno,

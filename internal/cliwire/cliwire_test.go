@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestRequestRoundTrip(t *testing.T) {
@@ -149,7 +150,9 @@ func TestCall(t *testing.T) {
 	if r, err := ParseRequest(p); err != nil || r.Dir != dir {
 		t.Fatalf("request %+v %v", r, err)
 	}
+	WriteFrame(daemon, KindAlive, nil)
 	WriteFrame(daemon, KindStdout, []byte("out "))
+	WriteFrame(daemon, KindAlive, nil)
 	WriteFrame(daemon, KindReadFile, []byte("job.sh"))
 	expect(KindFile, "\x00#!/bin/sh\n")
 	WriteFrame(daemon, KindReadFile, []byte("missing.sh"))
@@ -189,6 +192,32 @@ func TestCallFallbackAndLoss(t *testing.T) {
 	}
 	if _, err := run(func(c net.Conn) { WriteFrame(c, KindStdout, []byte("x")) }); err == nil || errors.Is(err, ErrFallback) {
 		t.Errorf("connection lost before the exit status: %v, want an error that is not ErrFallback", err)
+	}
+}
+
+// TestCallSilence: a daemon that says nothing for the connection's
+// timeout before the command began leaves it to phx-full; after it began,
+// whether it was done is unknown.
+func TestCallSilence(t *testing.T) {
+	run := func(daemonSide func(net.Conn)) error {
+		front, daemon := net.Pipe()
+		defer daemon.Close()
+		go func() {
+			ReadFrame(daemon)
+			daemonSide(daemon)
+		}()
+		front.SetDeadline(time.Now().Add(100 * time.Millisecond))
+		_, err := Call(front, &Request{Version: Version, Args: []string{"sbatch"}, Dir: "/"}, Local{Stdin: strings.NewReader("abcd"), Stdout: io.Discard, Stderr: io.Discard})
+		return err
+	}
+	if err := run(func(net.Conn) {}); !errors.Is(err, ErrFallback) {
+		t.Errorf("no answer at all: %v, want ErrFallback", err)
+	}
+	if err := run(func(c net.Conn) { WriteFrame(c, KindAlive, nil) }); !errors.Is(err, ErrSilent) || errors.Is(err, ErrFallback) {
+		t.Errorf("silent after it began: %v, want ErrSilent", err)
+	}
+	if err := run(func(c net.Conn) { WriteFrame(c, KindAlive, nil); WriteFrame(c, KindReadStdin, Uint32(4)) }); !errors.Is(err, ErrSilent) {
+		t.Errorf("stdin's answer not taken: %v, want ErrSilent", err)
 	}
 }
 
