@@ -318,12 +318,7 @@ func TestServedCallerGone(t *testing.T) {
 			t.Fatal(err)
 		}
 		if kind == cliwire.KindReadFile {
-			data, rerr := os.ReadFile(string(payload))
-			answer := append([]byte{cliwire.FileOK}, data...)
-			if rerr != nil {
-				answer = cliwire.FileAnswer(rerr)
-			}
-			cliwire.WriteFrame(c, cliwire.KindFile, answer)
+			answerFile(c, string(payload))
 			continue
 		}
 		if kind == cliwire.KindStdout && strings.Contains(string(payload), "42") {
@@ -341,6 +336,16 @@ func TestServedCallerGone(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the server still runs sbatch --wait 10 s after its phx went away")
 	}
+}
+
+// answerFile answers the server's ask for path as phx does.
+func answerFile(c net.Conn, path string) {
+	data, err := os.ReadFile(path)
+	answer := append([]byte{cliwire.FileOK}, data...)
+	if err != nil {
+		answer = cliwire.FileAnswer(err)
+	}
+	cliwire.WriteFrame(c, cliwire.KindFile, answer)
 }
 
 // TestServedSaysItRuns: a command that runs long and prints nothing
@@ -370,12 +375,7 @@ func TestServedSaysItRuns(t *testing.T) {
 		}
 		switch kind {
 		case cliwire.KindReadFile:
-			data, rerr := os.ReadFile(string(payload))
-			answer := append([]byte{cliwire.FileOK}, data...)
-			if rerr != nil {
-				answer = cliwire.FileAnswer(rerr)
-			}
-			cliwire.WriteFrame(c, cliwire.KindFile, answer)
+			answerFile(c, string(payload))
 		case cliwire.KindStdout:
 			submitted = submitted || strings.Contains(string(payload), "42")
 		case cliwire.KindAlive:
