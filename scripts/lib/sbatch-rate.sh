@@ -120,16 +120,43 @@ stop_loops() {
 	RATE_LOOP_PIDS=()
 }
 
+# time_wait: TCP sockets in TIME-WAIT on this host (IPv4 and IPv6).
+time_wait() {
+	cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$4 == "06" {n++} END {print n + 0}'
+}
+
+# settle_time_wait: waits (up to 70 s: Linux keeps a closed connection in
+# TIME-WAIT for 60 s) until at most TIME_WAIT_LIMIT (default 200) sockets are
+# in TIME-WAIT. Slurm opens a TCP connection per RPC and each leaves one;
+# with thousands left by the previous phase or run, slurmctld spends 1.6 ms
+# per submit instead of 1.1 (3,800 left) and 2.1 (6,600 left) on the 2-CPU
+# dev VM, so back-to-back runs would measure a Slurm slower than a user's
+# first burst sees. Every phase of both scripts starts settled.
+settle_time_wait() {
+	local limit=${TIME_WAIT_LIMIT:-200} n i
+	n=$(time_wait)
+	((n > limit)) || return 0
+	rate_log "waiting for $n TCP sockets in TIME-WAIT to clear (at most $limit, up to 70 s)"
+	for ((i = 0; i < 140; i++)); do
+		sleep 0.5
+		n=$(time_wait)
+		((n > limit)) || { rate_log "TIME-WAIT down to $n after $(((i + 1) / 2)) s"; return 0; }
+	done
+	rate_log "warning: still $n sockets in TIME-WAIT after 70 s; measuring anyway"
+}
+
 # measure LABEL SHELLS N CMD...: N calls of CMD split over SHELLS concurrent
 # shells (each a sequential loop). With MEASURE_ANY_RC=1 a non-zero exit
 # status is not counted as a failure. Prints one result row and keeps it in
-# RESULTS; job IDs printed by CMD are left in $RATE_WORK/LABEL/*.out.
+# RESULTS; job IDs printed by CMD are left in $RATE_WORK/LABEL/*.out. The
+# phase starts once TIME-WAIT sockets have cleared (settle_time_wait).
 measure() {
 	local label=$1 shells=$2 n=$3 s cnt t0 t1 d before=() after i wall srv="" spec name
 	shift 3
 	d=$RATE_WORK/${label// /_}
 	rm -rf "$d"
 	mkdir -p "$d"
+	settle_time_wait
 	for spec in "${SERVER_PIDS[@]}"; do
 		# shellcheck disable=SC2086
 		before+=("$(cpu_ticks ${spec#*:})")
