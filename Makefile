@@ -12,7 +12,7 @@ export GOFLAGS
 
 all: build
 
-build: $(BIN)/phx $(BIN)/phx-full $(BIN)/phalanx-controller $(BIN)/phalanx-agent
+build: $(BIN)/phx $(BIN)/phx-full $(BIN)/phalanx-controller $(BIN)/phalanx-agent $(BIN)/phalanx-shim
 
 # The controller and the CLI are pure Go; the agent needs cgo for NVML.
 # Build tags, for every binary and the tests alike:
@@ -37,6 +37,9 @@ $(BIN)/phalanx-controller: FORCE
 	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -o $@ ./cmd/phalanx-controller
 $(BIN)/phalanx-agent: FORCE
 	CGO_ENABLED=1 $(GO) build -tags $(TAGS) -o $@ ./cmd/phalanx-agent
+# The supervisor of each plain-process task, which the agent finds beside it.
+$(BIN)/phalanx-shim: FORCE
+	CGO_ENABLED=0 $(GO) build -o $@ ./cmd/phalanx-shim
 FORCE:
 
 # buf and the protoc plugins run as Go tools from tools/go.mod: no remote

@@ -136,6 +136,26 @@ func TestPhxFrontIsSmall(t *testing.T) {
 	}
 }
 
+// TestShimIsSmall: phalanx-shim, which supervises each plain-process
+// task for as long as it runs, links the standard library (no network),
+// x/sys and the packages of runtime/process only: gRPC, protobuf or
+// containerd's client would cost every task their start and their memory.
+func TestShimIsSmall(t *testing.T) {
+	allowed := map[string]bool{}
+	for _, p := range []string{"cmd/phalanx-shim", "runtime/process", "runtime", "cluster", "internal/durable"} {
+		allowed[local(p)] = true
+	}
+	heavy := map[string]bool{"net": true, "crypto/tls": true, "net/http": true, "text/template": true}
+	for _, dep := range deps(t, "./cmd/phalanx-shim") {
+		first, _, _ := strings.Cut(dep, "/")
+		std := !strings.Contains(first, ".")
+		if allowed[dep] || std && !heavy[dep] || strings.HasPrefix(dep, "golang.org/x/sys/") {
+			continue
+		}
+		t.Errorf("cmd/phalanx-shim must not import %s: it runs beside every task for the task's life", dep)
+	}
+}
+
 func isTestHelper(importPath string) bool {
 	base := path.Base(importPath)
 	return base == "testcluster" || strings.HasSuffix(base, "test")

@@ -31,7 +31,7 @@ while getopts 'ks:h' o; do
 	esac
 done
 phx=$root/bin/phx
-[ -x "$phx" ] && [ -x "$root/bin/phalanx-agent" ] && [ -x "$root/bin/phalanx-controller" ] || make -C "$root" build >&2
+[ -x "$phx" ] && [ -x "$root/bin/phalanx-agent" ] && [ -x "$root/bin/phalanx-shim" ] && [ -x "$root/bin/phalanx-controller" ] || make -C "$root" build >&2
 work=$(mktemp -d /tmp/phx-chaos.XXXXXX)
 dev_pid=''
 cleanup() {

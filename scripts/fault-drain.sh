@@ -27,7 +27,7 @@ while getopts 'n:r:i:kh' o; do
 	esac
 done
 phx=$root/bin/phx
-[ -x "$phx" ] && [ -x "$root/bin/phx-full" ] && [ -x "$root/bin/phalanx-agent" ] && [ -x "$root/bin/phalanx-controller" ] || make -C "$root" build >&2
+[ -x "$phx" ] && [ -x "$root/bin/phx-full" ] && [ -x "$root/bin/phalanx-agent" ] && [ -x "$root/bin/phalanx-shim" ] && [ -x "$root/bin/phalanx-controller" ] || make -C "$root" build >&2
 work=$(mktemp -d /tmp/phx-fault-drain.XXXXXX)
 dev_pid=''
 cleanup() {

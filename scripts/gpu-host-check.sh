@@ -18,8 +18,8 @@
 #      agent with a step credential: as the job's user, on the job's GPU.
 #
 # Usage: scripts/gpu-host-check.sh [REPORT_DIR]
-#   PHX_BIN   directory with phx, phx-full, phalanx-controller, phalanx-agent and,
-#             optionally, gpu.test (default: bin/ of this checkout; `make
+#   PHX_BIN   directory with phx, phx-full, phalanx-controller, phalanx-agent,
+#             phalanx-shim and, optionally, gpu.test (default: bin/ of this checkout; `make
 #             build`, and `go test -c -o bin/gpu.test ./nodeagent/gpu`)
 #   PHX_CHECK_FAKE_GPUS=N  run on go-nvml's mock instead (to try the
 #             script on a host without GPUs: the driver's own checks skip)
@@ -36,7 +36,7 @@ fake=${PHX_CHECK_FAKE_GPUS:-0}
 user=phxgpucheck
 
 [ "$(id -u)" = 0 ] || { echo "gpu-host-check: run as root (it creates a user and runs an agent)"; exit 2; }
-for b in phx phx-full phalanx-controller phalanx-agent; do
+for b in phx phx-full phalanx-controller phalanx-agent phalanx-shim; do
 	[ -x "$bin/$b" ] || { echo "gpu-host-check: no $bin/$b: run make build, or set PHX_BIN"; exit 2; }
 done
 if [ "$fake" = 0 ] && ! command -v nvidia-smi >/dev/null; then
@@ -47,7 +47,7 @@ fi
 w=$(mktemp -d /tmp/phx-gpucheck.XXXXXX)
 chmod 755 "$w"
 mkdir -p "$w/bin" "$w/etc/tls" "$w/jobs"
-cp "$bin"/phx "$bin"/phx-full "$bin"/phalanx-controller "$bin"/phalanx-agent "$w/bin/"
+cp "$bin"/phx "$bin"/phx-full "$bin"/phalanx-controller "$bin"/phalanx-agent "$bin"/phalanx-shim "$w/bin/"
 report=$w/report.txt
 fails=0
 pids=()

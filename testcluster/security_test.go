@@ -624,7 +624,8 @@ var agentBin struct {
 }
 
 // buildAgent builds phalanx-agent once for the test binary (with cgo, for
-// NVML, as `make build` does).
+// NVML, as `make build` does), and phalanx-shim beside it, which the agent
+// runs as its tasks' supervisor.
 func buildAgent(t *testing.T) string {
 	t.Helper()
 	agentBin.once.Do(func() {
@@ -638,6 +639,12 @@ func buildAgent(t *testing.T) string {
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			agentBin.err = errors.New("build phalanx-agent: " + err.Error() + "\n" + string(out))
+			return
+		}
+		cmd = exec.Command("go", "build", "-o", filepath.Join(dir, "phalanx-shim"), "github.com/phalanx-hpc/phalanx/cmd/phalanx-shim")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			agentBin.err = errors.New("build phalanx-shim: " + err.Error() + "\n" + string(out))
 		}
 	})
 	if agentBin.err != nil {

@@ -49,7 +49,7 @@ func main() {
 // flags are the command line, parsed.
 type flags struct {
 	name, addr, controller, stateDir          string
-	runtime, ctrdAddress, ctrdNS              string
+	runtime, ctrdAddress, ctrdNS, shim        string
 	fakeGPUs, fakeNICs                        int
 	fakeGPUModel, features, clusterID, client string
 	sysfsRoot, fakeLinkLayer, rdmaDevs        string
@@ -76,6 +76,7 @@ func parseFlags(args []string) (*flags, error) {
 	fs.StringVar(&f.controller, "controller", "localhost:7817", "controllers' API addresses, host:port[,host:port...]: the agent follows whichever leads")
 	fs.StringVar(&f.stateDir, "state-dir", "/var/lib/phalanx/agent", "directory for job scripts and agent state")
 	fs.StringVar(&f.runtime, "runtime", "process", "how tasks run: process or containerd")
+	fs.StringVar(&f.shim, "shim", "", "the supervisor of each plain-process task (default: phalanx-shim beside phalanx-agent, else phalanx-agent itself)")
 	fs.StringVar(&f.ctrdAddress, "containerd-address", "/run/containerd/containerd.sock", "containerd socket (--runtime containerd)")
 	fs.StringVar(&f.ctrdNS, "containerd-namespace", "phalanx", "containerd namespace for task containers")
 	fs.IntVar(&f.fakeGPUs, "fake-gpus", 0, "report N fake GPUs (go-nvml's mock) instead of the host's")
@@ -397,7 +398,11 @@ func rdmaCDI(f *flags, nics []rdma.Port, log *slog.Logger) ([]string, []string) 
 func openRuntime(ctx context.Context, f *flags, cdiDirs []string, log *slog.Logger) (runtime.Runtime, func(), error) {
 	switch f.runtime {
 	case "process":
-		return process.New(filepath.Join(f.stateDir, "process")), func() {}, nil
+		shim, err := shimPath(f.shim, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		return process.New(filepath.Join(f.stateDir, "process"), process.WithShim(shim)), func() {}, nil
 	case "containerd":
 		opts := []containerd.Option{containerd.WithLogger(log), containerd.WithNode(f.name),
 			containerd.WithStateDir(filepath.Join(f.stateDir, "containerd"))}

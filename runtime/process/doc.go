@@ -10,8 +10,9 @@
 // polling.
 //
 // Tasks outlive the agent that started them. Each runs under a supervisor
-// (shim.go): the agent's own executable started again as "phalanx-shim
-// <task ID>", in a session of its own. The supervisor starts the task,
+// (shim.go) started as "phalanx-shim <task ID>", in a session of its own:
+// cmd/phalanx-shim, a small executable of this package (WithShim), or by
+// default the agent's own executable started again. The supervisor starts the task,
 // records it in the runtime's directory (record.go), waits for its group
 // to be empty and records how it ended; Wait returns what it recorded.
 // After an agent restart, a new Runtime on the same directory finds every

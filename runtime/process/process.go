@@ -56,8 +56,9 @@ func WithMaxPoll(d time.Duration) Option {
 }
 
 // WithShim names the executable to run as a task's supervisor: one whose
-// main calls RunShimIfAsked first. The default is this process's own
-// executable.
+// main calls RunShimIfAsked first, such as phalanx-shim (cmd/phalanx-shim,
+// which links this package and little else). The default is this
+// process's own executable.
 func WithShim(path string) Option {
 	return func(r *Runtime) {
 		if path != "" {
@@ -116,7 +117,7 @@ func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (runtime.Task, e
 		return nil, err
 	}
 	defer closeAll(stdout, stderr)
-	ss := shimSpec{ID: spec.ID, Argv: spec.Argv, Env: environment(spec), Dir: spec.WorkDir,
+	ss := shimSpec{V: shimSpecVersion, ID: spec.ID, Argv: spec.Argv, Env: environment(spec), Dir: spec.WorkDir,
 		Cred: shimCredential(cred), RecordDir: r.dir, MaxPoll: r.maxPoll}
 	if r.leased.Load() {
 		ss.Lease = leasePath(r.dir)

@@ -29,8 +29,16 @@ const (
 	shimStatusFD = 6 // write: "ok <pgid>\n" once the task runs, else "error: <why>\n"
 )
 
+// shimSpecVersion is the version of shimSpec this package writes and
+// reads. A supervisor refuses a spec of a later version: one installed
+// apart from the agent (phalanx-shim) and older than it would leave out
+// what it does not know (a lease it must enforce).
+const shimSpecVersion = 1
+
 // shimSpec is what the supervisor needs to start a task.
 type shimSpec struct {
+	// V is shimSpecVersion; 0 (absent) from agents that wrote none.
+	V         int           `json:"v,omitempty"`
 	ID        string        `json:"id"`
 	Argv      []string      `json:"argv"`
 	Env       []string      `json:"env"`
@@ -82,6 +90,9 @@ func runShim() int {
 	}
 	if err := json.Unmarshal(b, &spec); err != nil || len(spec.Argv) == 0 || spec.ID == "" || spec.RecordDir == "" {
 		return fail("invalid task spec (%v)", err)
+	}
+	if spec.V > shimSpecVersion {
+		return fail("task spec version %d, this %s knows %d: install phalanx-shim from the same release as phalanx-agent", spec.V, ShimName, shimSpecVersion)
 	}
 	stdout, stderr := os.NewFile(shimStdoutFD, "stdout"), os.NewFile(shimStderrFD, "stderr")
 	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
@@ -156,4 +167,14 @@ func parseStatus(line string) (pgid int, err error) {
 		return 0, fmt.Errorf("%s", rest)
 	}
 	return 0, fmt.Errorf("supervisor exited without starting the task (%q)", line)
+}
+
+// ShimBeside is the phalanx-shim executable in the directory of exe (the
+// agent's own), or "" when there is none there.
+func ShimBeside(exe string) string {
+	p := filepath.Join(filepath.Dir(exe), ShimName)
+	if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+		return p
+	}
+	return ""
 }
