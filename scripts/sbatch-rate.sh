@@ -10,7 +10,11 @@
 #            validates the job and answers its expected start, no job is
 #            created) and single `phx sbatch` submits on an empty queue;
 #   seq      N `phx sbatch --parsable job.sh` from one sequential shell loop;
-#   par      N submits split over SHELLS concurrent shell loops.
+#   par      N submits split over SHELLS concurrent shell loops;
+#   ceiling  (only when asked for) N `phx sbatch --help` split over SHELLS
+#            shells: served by the CLI server with no controller call, the
+#            rate that no `phx sbatch` from that many shells can pass on
+#            this host, whatever the controllers cost.
 # phx hands each command to the CLI server of phx dev (as it would to a
 # node agent's on a cluster host); with PHX_CLI_SOCKET=none in the
 # environment it runs phx-full instead, the path of a host without a
@@ -27,11 +31,12 @@
 #   -s SHELLS  concurrent shells of the par phase (default 8)
 #   -r RUNS    runs of `phx sbatch --help` (default 200; --test-only and
 #              single submits take RUNS/4 and RUNS/10)
-#   -m PHASES  comma-separated subset of startup,seq,par (default all)
+#   -m PHASES  comma-separated subset of startup,seq,par,ceiling (default
+#              startup,seq,par)
 #   -n NODES   nodes (default 64)
 #   -b         run `make build` even if bin/phx, bin/phx-full,
-#              bin/phalanx-controller and bin/phalanx-agent exist (otherwise
-#              only when one is missing)
+#              bin/phalanx-controller, bin/phalanx-agent and bin/phalanx-shim
+#              exist (otherwise only when one is missing)
 #   -k         keep the temporary directory (phx dev's state and logs)
 #   -K         do not cancel the jobs between phases
 # At exit, Ctrl-C and errors included: cancels every job, stops phx dev
@@ -62,7 +67,7 @@ n=${1:-2000}
 has() { [[ ,$phases, == *,$1,* ]]; }
 
 phx=$root/bin/phx
-if ((build)) || ! [ -x "$phx" ] || ! [ -x "$root/bin/phx-full" ] || ! [ -x "$root/bin/phalanx-controller" ] || ! [ -x "$root/bin/phalanx-agent" ]; then
+if ((build)) || ! [ -x "$phx" ] || ! [ -x "$root/bin/phx-full" ] || ! [ -x "$root/bin/phalanx-controller" ] || ! [ -x "$root/bin/phalanx-agent" ] || ! [ -x "$root/bin/phalanx-shim" ]; then
 	rate_log "make build"
 	make -C "$root" build >&2
 fi
@@ -159,6 +164,9 @@ if has seq; then
 	check_ids "phx sbatch sequential" "$n" || true
 	rate_log "after the phase: $(active) jobs active, $(running) running"
 	cancel_all
+fi
+if has ceiling; then
+	measure "phx sbatch --help $shells shells" "$shells" "$n" "$phx" sbatch --help
 fi
 if has par; then
 	measure "phx sbatch $shells shells" "$shells" "$n" "$phx" sbatch --parsable "$w/job.sh"

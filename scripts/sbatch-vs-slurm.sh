@@ -3,6 +3,9 @@
 # and `phx sbatch` (scripts/sbatch-rate.sh) submitting N jobs from SHELLS
 # concurrent shells, alternated ROUNDS times so that both see the machine in
 # the same state, then each round's rates, their ratio, and the medians.
+# Each phx run also times `phx sbatch --help` from as many shells (its
+# ceiling phase): what no submit through phx can pass on this host, even
+# if the controllers cost nothing.
 #
 # Usage: scripts/sbatch-vs-slurm.sh [-r ROUNDS] [-s SHELLS] [-k DIR] [-B BUNDLE] [N]
 #   N          submits per run (default 2000)
@@ -31,24 +34,27 @@ out=${keepdir:-$(mktemp -d /tmp/sbatch-vs-slurm.XXXXXX)}
 mkdir -p "$out"
 [ -n "$keepdir" ] || trap 'rm -rf "$out"' EXIT
 
-# rate FILE: jobs/s of the last "N shells" row of a rate script's output.
+# rate FILE [PATTERN]: jobs/s of the last "N shells" row of a rate
+# script's output (that matches PATTERN).
 rate() {
-	awk '{for (i = 1; i <= NF; i++) if ($i == "shells" && $(i+1) ~ /^[0-9]+$/) r = $(i+5)} END {print r}' "$1"
+	awk -v p="${2:-}" '$0 ~ p {for (i = 1; i <= NF; i++) if ($i == "shells" && $(i+1) ~ /^[0-9]+$/) r = $(i+5)} END {print r}' "$1"
 }
 
-slurm=() phx=()
+slurm=() phx=() ceil=()
 for ((i = 1; i <= rounds; i++)); do
 	"$here/slurm-sbatch-rate.sh" "${bundle[@]}" -m par -s "$shells" "$n" >"$out/slurm-$i.txt" 2>&1 || { tail -20 "$out/slurm-$i.txt" >&2; exit 1; }
-	"$here/sbatch-rate.sh" -m par -s "$shells" "$n" >"$out/phx-$i.txt" 2>&1 || { tail -20 "$out/phx-$i.txt" >&2; exit 1; }
-	slurm+=("$(rate "$out/slurm-$i.txt")") phx+=("$(rate "$out/phx-$i.txt")")
-	printf 'round %d: Slurm %s jobs/s, phx %s jobs/s\n' "$i" "${slurm[-1]}" "${phx[-1]}" >&2
+	"$here/sbatch-rate.sh" -m ceiling,par -s "$shells" "$n" >"$out/phx-$i.txt" 2>&1 || { tail -20 "$out/phx-$i.txt" >&2; exit 1; }
+	slurm+=("$(rate "$out/slurm-$i.txt")") phx+=("$(rate "$out/phx-$i.txt" '^phx sbatch [0-9]')") ceil+=("$(rate "$out/phx-$i.txt" '^phx sbatch --help')")
+	printf 'round %d: Slurm %s jobs/s, phx %s jobs/s (phx sbatch --help %s/s)\n' "$i" "${slurm[-1]}" "${phx[-1]}" "${ceil[-1]}" >&2
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 echo "== $n submits from $shells shells, $rounds rounds, $(nproc) CPUs"
-printf '%-6s %12s %12s %8s\n' round "Slurm jobs/s" "phx jobs/s" ratio
+printf '%-6s %12s %12s %8s %14s\n' round "Slurm jobs/s" "phx jobs/s" ratio "phx ceiling/s"
 for ((i = 0; i < rounds; i++)); do
-	awk -v r=$((i + 1)) -v s="${slurm[i]}" -v p="${phx[i]}" 'BEGIN{printf "%-6s %12.1f %12.1f %7.2fx\n", r, s, p, p / s}'
+	awk -v r=$((i + 1)) -v s="${slurm[i]}" -v p="${phx[i]}" -v c="${ceil[i]}" 'BEGIN{printf "%-6s %12.1f %12.1f %7.2fx %14.1f\n", r, s, p, p / s, c}'
 done
-ms=$(median "${slurm[@]}") mp=$(median "${phx[@]}")
+ms=$(median "${slurm[@]}") mp=$(median "${phx[@]}") mc=$(median "${ceil[@]}")
 best=$(printf '%s\n' "${slurm[@]}" | sort -g | tail -1)
-awk -v s="$ms" -v p="$mp" -v b="$best" 'BEGIN{printf "median %12.1f %12.1f %7.2fx (against Slurm'"'"'s best run: %.2fx)\n", s, p, p / s, p / b}'
+awk -v s="$ms" -v p="$mp" -v c="$mc" -v b="$best" 'BEGIN{
+	printf "median %12.1f %12.1f %7.2fx %14.1f (against Slurm'"'"'s best run: %.2fx)\n", s, p, p / s, c, p / b
+	printf "phx ceiling: `phx sbatch --help` from the same shells, served with no controller call: %.2fx Slurm'"'"'s median\n", c / s}'
