@@ -5,10 +5,11 @@
 // its process group to end, records how it ended, and kills the group if
 // the agent's lease ends; it outlives the agent.
 //
-// It links runtime/process and little else (layering_test.go keeps it so),
-// so that a task's supervisor starts in about a millisecond and holds a
-// few MiB for the task's lifetime, where phalanx-agent itself (gRPC,
-// containerd's client, NVML) would hold about 20. The agent runs its own
+// It links runtime/process and little else (layering_test.go keeps it so):
+// a task starts and is waited for in less than half the time, and its
+// supervisor holds about 3 MiB for the task's lifetime, where phalanx-agent
+// itself (gRPC, containerd's client, NVML) would hold about 25
+// (BenchmarkStartWait in runtime/process). The agent runs its own
 // executable as the supervisor when no phalanx-shim is installed beside it.
 package main
 
