@@ -19,7 +19,6 @@ import (
 	"github.com/phalanx-hpc/phalanx/nodeagent/rdma"
 	"github.com/phalanx-hpc/phalanx/pki"
 	"github.com/phalanx-hpc/phalanx/runtime"
-	"github.com/phalanx-hpc/phalanx/runtime/process"
 )
 
 // Node agents of a test cluster: started in this process, each behind a
@@ -198,7 +197,7 @@ func (c *Cluster) runtimeFor(node string) (runtime.Runtime, error) {
 	case c.Fake != nil:
 		return c.Fake, nil
 	case c.opts.Runtime == "process":
-		return process.New(filepath.Join(c.Dir, "agents", node, "process")), nil
+		return processRuntime(filepath.Join(c.Dir, "agents", node, "process")), nil
 	}
 	return nil, fmt.Errorf("unknown runtime %q", c.opts.Runtime)
 }

@@ -36,12 +36,24 @@ var controllerBin struct {
 	path string
 }
 
-// TestMain serves as the supervisor of plain-process tasks when started as
-// one, and removes the binaries the tests built (the benchmarks'
-// controller, the security tests' phx), once they have all run.
+// TestMain builds phalanx-shim, which the clusters' agents start as their
+// plain-process tasks' supervisor, and removes the binaries the tests built
+// (it, the benchmarks' controller, the security tests' phx) once they have
+// all run. It serves as the supervisor itself when started as one (by a
+// process runtime a test makes itself).
 func TestMain(m *testing.M) {
-	process.RunShimIfAsked() // the supervisor of the agents' plain-process tasks
+	process.RunShimIfAsked()
+	dir, err := os.MkdirTemp("", "phx-shim-")
+	if err == nil {
+		testcluster.Shim, err = testcluster.BuildShim(dir)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testcluster:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
 	code := m.Run()
+	os.RemoveAll(dir)
 	if controllerBin.path != "" {
 		os.RemoveAll(filepath.Dir(controllerBin.path))
 	}

@@ -16,7 +16,6 @@ import (
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/internal/freeport"
 	"github.com/phalanx-hpc/phalanx/pki"
-	"github.com/phalanx-hpc/phalanx/runtime/process"
 )
 
 // Procs is a controller cluster of separate phalanx-controller processes,
@@ -453,7 +452,7 @@ func (c *Procs) StartAgents(n, gpus int) []string {
 		name := fmt.Sprintf("gpu%03d", i)
 		dir := filepath.Join(c.Dir, "agents", name)
 		c.agents[name] = startAgent(c.t, agentSpec{tls: c.Material(c.t, pki.KindNode, name), secrets: &c.Secrets,
-			name: name, controllers: c.APIAddrs(), stateDir: dir, runtime: process.New(filepath.Join(dir, "process")),
+			name: name, controllers: c.APIAddrs(), stateDir: dir, runtime: processRuntime(filepath.Join(dir, "process")),
 			gpus: gpus, model: "NVIDIA A100-SXM4-80GB", killGrace: time.Second, log: (&Cluster{t: c.t}).logger("agent-" + name),
 		})
 		names = append(names, name)
