@@ -3,7 +3,6 @@ package testcluster_test
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,12 +22,7 @@ func TestScriptArgumentsReachTheScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	// -N 3 after the script is the script's, not sbatch's.
-	code, out, errOut := phxAs(t, c, alice, dir, nil, "sbatch", "--parsable", "--comment", "nightly eval", "args.sh", "one", "two words", "-N", "3")
-	if code != 0 {
-		t.Fatalf("sbatch: exit %d: %s", code, errOut)
-	}
-	id := strings.TrimSpace(out)
-	jobID, _ := strconv.ParseUint(id, 10, 64)
+	id, jobID := sbatchAs(t, c, alice, dir, "--comment", "nightly eval", "args.sh", "one", "two words", "-N", "3")
 	if job := c.WaitJob(jobID, 20*time.Second, "COMPLETED", "FAILED"); job.State != "COMPLETED" {
 		t.Fatalf("job ended %s", job.State)
 	}

@@ -36,16 +36,11 @@ echo "oops $SLURM_NODEID" >&2
 	if err := os.WriteFile(filepath.Join(dir, "logs.sh"), []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := phxAs(t, c, alice, dir, nil, "sbatch", "--parsable", "logs.sh")
-	if code != 0 {
-		t.Fatalf("sbatch: exit %d: %s", code, errOut)
-	}
-	id := strings.TrimSpace(out)
-	jobID, _ := strconv.ParseUint(id, 10, 64)
+	id, jobID := sbatchAs(t, c, alice, dir, "logs.sh")
 	c.WaitJob(jobID, 20*time.Second, "RUNNING")
 
 	// -f while it runs: every line, then phx exits as the task ends.
-	code, out, errOut = phxAs(t, c, alice, dir, nil, "logs", "-f", id, "--task", "1")
+	code, out, errOut := phxAs(t, c, alice, dir, nil, "logs", "-f", id, "--task", "1")
 	var want strings.Builder
 	for i := 1; i <= 6; i++ {
 		fmt.Fprintf(&want, "rank 1 line %d\n", i)
@@ -82,12 +77,7 @@ echo "oops $SLURM_NODEID" >&2
 	}
 
 	// A task of an array, by ARRAYID_INDEX.
-	code, out, errOut = phxAs(t, c, alice, dir, nil, "sbatch", "--parsable", "--array=0-1", "-N", "1", "--gpus-per-node=8", "-o", "arr-%A_%a.out", "--wrap", "echo task $SLURM_ARRAY_TASK_ID")
-	if code != 0 {
-		t.Fatalf("sbatch --array: exit %d: %s", code, errOut)
-	}
-	array := strings.TrimSpace(out)
-	arrayID, _ := strconv.ParseUint(array, 10, 64)
+	array, arrayID := sbatchAs(t, c, alice, dir, "--array=0-1", "-N", "1", "--gpus-per-node=8", "-o", "arr-%A_%a.out", "--wrap", "echo task $SLURM_ARRAY_TASK_ID")
 	c.WaitJob(arrayID+1, 20*time.Second, "COMPLETED")
 	if code, out, errOut = phxAs(t, c, alice, dir, nil, "logs", array+"_1"); code != 0 || out != "task 1\n" {
 		t.Errorf("phx logs %s_1: exit %d, stdout %q, stderr %q; want task 1", array, code, out, errOut)
@@ -95,12 +85,7 @@ echo "oops $SLURM_NODEID" >&2
 
 	// The agent opens the file as the job's owner: a job that names a
 	// file its owner may not read gets no byte of it.
-	code, out, errOut = phxAs(t, c, alice, dir, nil, "sbatch", "--parsable", "-N", "1", "--gpus-per-node=8", "-o", "/etc/shadow", "--wrap", "true")
-	if code != 0 {
-		t.Fatalf("sbatch -o /etc/shadow: exit %d: %s", code, errOut)
-	}
-	shadow := strings.TrimSpace(out)
-	shadowID, _ := strconv.ParseUint(shadow, 10, 64)
+	shadow, shadowID := sbatchAs(t, c, alice, dir, "-N", "1", "--gpus-per-node=8", "-o", "/etc/shadow", "--wrap", "true")
 	c.WaitJob(shadowID, 20*time.Second, "FAILED", "COMPLETED", "NODE_FAIL", "CANCELLED")
 	code, out, errOut = phxAs(t, c, alice, dir, nil, "logs", shadow)
 	if code == 0 || out != "" || !strings.Contains(errOut, "permission denied") {

@@ -126,6 +126,22 @@ func userDir(t *testing.T, id auth.Identity) string {
 	return dir
 }
 
+// sbatchAs submits with `phx sbatch --parsable args...` as id from dir and
+// returns the job's ID, as printed and as a number; any failure ends t.
+func sbatchAs(t *testing.T, c *testcluster.Cluster, id auth.Identity, dir string, args ...string) (string, uint64) {
+	t.Helper()
+	code, out, errOut := phxAs(t, c, id, dir, nil, append([]string{"sbatch", "--parsable"}, args...)...)
+	if code != 0 {
+		t.Fatalf("sbatch %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+	}
+	jobID := strings.TrimSpace(out)
+	n, err := strconv.ParseUint(jobID, 10, 64)
+	if err != nil {
+		t.Fatalf("sbatch %s printed %q, not a job ID", strings.Join(args, " "), out)
+	}
+	return jobID, n
+}
+
 // phxAs runs phx as id in dir against c and returns its exit code, stdout
 // and stderr. env is added to its environment.
 func phxAs(t *testing.T, c *testcluster.Cluster, id auth.Identity, dir string, env []string, args ...string) (int, string, string) {

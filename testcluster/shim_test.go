@@ -1,14 +1,13 @@
 package testcluster_test
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/phalanx-hpc/phalanx/runtime/runtimetest"
 	"github.com/phalanx-hpc/phalanx/testcluster"
 )
 
@@ -23,18 +22,13 @@ func TestTasksRunUnderPhalanxShim(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "job.sh"), []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := phxAs(t, c, user, dir, nil, "sbatch", "--parsable", "job.sh")
-	if code != 0 {
-		t.Fatalf("sbatch: exit %d: %s", code, errOut)
-	}
-	id := strings.TrimSpace(out)
-	jobID, _ := strconv.ParseUint(id, 10, 64)
+	id, jobID := sbatchAs(t, c, user, dir, "job.sh")
 	if job := c.WaitJob(jobID, 30*time.Second, "RUNNING"); job.State != "RUNNING" {
 		t.Fatalf("job %s: %s", id, job.State)
 	}
 	var exe string
 	for deadline := time.Now().Add(10 * time.Second); exe == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		exe = supervisorExe("phalanx-shim\x00phx-" + id + "-")
+		_, exe = runtimetest.ProcessExe("phalanx-shim\x00phx-" + id + "-")
 	}
 	if exe != testcluster.Shim || exe == "" {
 		t.Errorf("job %s's supervisor runs %q, want phalanx-shim at %s", id, exe, testcluster.Shim)
@@ -53,17 +47,4 @@ func TestTasksRunUnderPhalanxShim(t *testing.T) {
 	if job := c.WaitJob(jobID, 30*time.Second, "CANCELLED"); job.State != "CANCELLED" {
 		t.Errorf("job %s after scancel: %s", id, job.State)
 	}
-}
-
-// supervisorExe is the executable of the process whose command line
-// begins with prefix, or "".
-func supervisorExe(prefix string) string {
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		if b, err := os.ReadFile(p); err == nil && bytes.HasPrefix(b, []byte(prefix)) {
-			exe, _ := os.Readlink(filepath.Join(filepath.Dir(p), "exe"))
-			return exe
-		}
-	}
-	return ""
 }

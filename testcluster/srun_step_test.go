@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,16 +21,11 @@ func TestSrunStepInRunningJob(t *testing.T) {
 	alice, bob := localUser(t, "phxstepa"), localUser(t, "phxstepb")
 	c := testcluster.New(t, testcluster.Options{Nodes: 2, LeafSize: 2, Runtime: "process"})
 	dir := userDir(t, alice)
-	code, out, errOut := phxAs(t, c, alice, dir, nil, "sbatch", "--parsable", "-N2", "--gpus-per-node=8", "--wrap", "sleep 300")
-	if code != 0 {
-		t.Fatalf("sbatch: exit %d: %s", code, errOut)
-	}
-	id := strings.TrimSpace(out)
-	jobID, _ := strconv.ParseUint(id, 10, 64)
+	id, jobID := sbatchAs(t, c, alice, dir, "-N2", "--gpus-per-node=8", "--wrap", "sleep 300")
 	job := c.WaitJob(jobID, 20*time.Second, "RUNNING")
 
 	show := `echo "$SLURM_JOB_ID $SLURM_STEP_ID $SLURM_PROCID/$SLURM_NTASKS $SLURMD_NODENAME $(id -un) gpus=$CUDA_VISIBLE_DEVICES"`
-	code, out, errOut = phxAs(t, c, alice, dir, nil, "srun", "--jobid", id, "--overlap", "-l", "sh", "-c", show)
+	code, out, errOut := phxAs(t, c, alice, dir, nil, "srun", "--jobid", id, "--overlap", "-l", "sh", "-c", show)
 	if code != 0 {
 		t.Fatalf("srun --jobid: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
@@ -129,12 +123,7 @@ wait $beside
 echo "step 0 exited $?"
 srun -n 2 --ntasks-per-node=1 sh -c 'echo "step $SLURM_STEP_ID ran"'
 `
-	code, out, errOut := phxAs(t, c, user, dir, nil, "sbatch", "--parsable", "--wrap", script)
-	if code != 0 {
-		t.Fatalf("sbatch: exit %d: %s", code, errOut)
-	}
-	id := strings.TrimSpace(out)
-	jobID, _ := strconv.ParseUint(id, 10, 64)
+	id, jobID := sbatchAs(t, c, user, dir, "--wrap", script)
 	// Well before the tasks' 60 s: the bad exit stopped them.
 	if job := c.WaitJob(jobID, 30*time.Second, "COMPLETED", "FAILED", "CANCELLED"); job.State != "COMPLETED" {
 		t.Fatalf("job ended %s (%s): the script goes on after srun", job.State, job.Reason)

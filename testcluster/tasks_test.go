@@ -29,11 +29,7 @@ srun -N1 -n1 sh -c 'echo once $SLURM_PROCID $SLURM_STEP_ID'
 	if err := os.WriteFile(filepath.Join(dir, "ddp.sh"), []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := phxAs(t, c, user, dir, nil, "sbatch", "--parsable", "ddp.sh")
-	if code != 0 {
-		t.Fatalf("sbatch: exit %d: %s", code, errOut)
-	}
-	id, _ := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+	_, id := sbatchAs(t, c, user, dir, "ddp.sh")
 	if job := c.WaitJob(id, 30*time.Second, "COMPLETED", "FAILED"); job.State != "COMPLETED" {
 		t.Fatalf("job ended %s (%s)", job.State, job.Reason)
 	}

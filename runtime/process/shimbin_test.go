@@ -1,7 +1,6 @@
 package process_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/phalanx-hpc/phalanx/runtime"
 	"github.com/phalanx-hpc/phalanx/runtime/process"
+	"github.com/phalanx-hpc/phalanx/runtime/runtimetest"
 )
 
 var shimBin struct {
@@ -47,20 +47,6 @@ func buildShim(tb testing.TB) string {
 	return shimBin.path
 }
 
-// supervisorOf is the PID of the process whose command line is
-// "phalanx-shim id", or 0.
-func supervisorOf(id string) int {
-	want := []byte(process.ShimName + "\x00" + id + "\x00")
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		if b, err := os.ReadFile(p); err == nil && bytes.Equal(b, want) {
-			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-			return pid
-		}
-	}
-	return 0
-}
-
 // The installed phalanx-shim supervises a task as the agent's own
 // executable does: the task runs, its output and exit status come back,
 // and `ps` shows the supervisor as phalanx-shim running that binary.
@@ -75,12 +61,12 @@ func TestShimBinaryRunsTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { task.Signal(context.Background(), syscall.SIGKILL) })
-	pid := supervisorOf(spec.ID)
+	pid, exe := runtimetest.ProcessExe(process.ShimName + "\x00" + spec.ID + "\x00")
 	if pid == 0 {
 		t.Fatalf("no process runs as %q while the task runs", process.ShimName+" "+spec.ID)
 	}
-	if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil || exe != shim {
-		t.Errorf("the supervisor runs %q (%v), want %s", exe, err, shim)
+	if exe != shim {
+		t.Errorf("the supervisor runs %q, want %s", exe, shim)
 	}
 	if err := task.Signal(context.Background(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -165,7 +151,8 @@ func BenchmarkStartWait(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.ReportMetric(float64(rssKiB(b, supervisorOf(spec.ID))), "shim-RSS-KiB")
+			pid, _ := runtimetest.ProcessExe(process.ShimName + "\x00" + spec.ID + "\x00")
+			b.ReportMetric(float64(rssKiB(b, pid)), "shim-RSS-KiB")
 			task.Signal(ctx, syscall.SIGKILL)
 			task.Wait(ctx) // its records written before the directory goes
 		})
