@@ -28,6 +28,6 @@ func shimPath(flag string, log *slog.Logger) (string, error) {
 			return p, nil
 		}
 	}
-	log.Info("no phalanx-shim beside phalanx-agent: plain-process tasks are supervised by phalanx-agent itself (about 25 MiB each instead of 3)", "looked_in", exe)
+	log.Info("no phalanx-shim beside phalanx-agent: plain-process tasks are supervised by phalanx-agent itself (about 18 MiB each instead of 3)", "looked_in", exe)
 	return "", nil
 }

@@ -8,7 +8,7 @@
 // It links runtime/process and little else (layering_test.go keeps it so):
 // a task starts and is waited for in less than half the time, and its
 // supervisor holds about 3 MiB for the task's lifetime, where phalanx-agent
-// itself (gRPC, containerd's client, NVML) would hold about 25
+// itself (gRPC, containerd's client, NVML) would hold about 18
 // (BenchmarkStartWait in runtime/process). The agent runs its own
 // executable as the supervisor when no phalanx-shim is installed beside it.
 package main
