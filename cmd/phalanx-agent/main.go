@@ -76,7 +76,7 @@ func parseFlags(args []string) (*flags, error) {
 	fs.StringVar(&f.controller, "controller", "localhost:7817", "controllers' API addresses, host:port[,host:port...]: the agent follows whichever leads")
 	fs.StringVar(&f.stateDir, "state-dir", "/var/lib/phalanx/agent", "directory for job scripts and agent state")
 	fs.StringVar(&f.runtime, "runtime", "process", "how tasks run: process or containerd")
-	fs.StringVar(&f.shim, "shim", "", "the supervisor of each plain-process task (default: phalanx-shim beside phalanx-agent, else phalanx-agent itself)")
+	fs.StringVar(&f.shim, "shim", "", "the supervisor of each plain-process task, with --runtime process (default: phalanx-shim beside phalanx-agent, else phalanx-agent itself)")
 	fs.StringVar(&f.ctrdAddress, "containerd-address", "/run/containerd/containerd.sock", "containerd socket (--runtime containerd)")
 	fs.StringVar(&f.ctrdNS, "containerd-namespace", "phalanx", "containerd namespace for task containers")
 	fs.IntVar(&f.fakeGPUs, "fake-gpus", 0, "report N fake GPUs (go-nvml's mock) instead of the host's")
@@ -114,6 +114,8 @@ func parseFlags(args []string) (*flags, error) {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	case f.fakeGPUFaults != "" && f.fakeGPUs == 0:
 		return nil, fmt.Errorf("--fake-gpu-faults plays faults into fake GPUs: give --fake-gpus N too")
+	case f.shim != "" && f.runtime != "process":
+		return nil, fmt.Errorf("--shim supervises plain-process tasks: it goes with --runtime process, not %s", f.runtime)
 	case f.gpuPoll < 100*time.Millisecond:
 		return nil, fmt.Errorf("--gpu-poll-interval %v: give at least 100ms", f.gpuPoll)
 	case f.minFreeMB < 0 || f.minShmMB < 0:

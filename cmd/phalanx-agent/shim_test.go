@@ -9,6 +9,17 @@ import (
 	"testing"
 )
 
+// --shim is for plain-process tasks: with containerd it would be ignored.
+func TestShimNeedsProcessRuntime(t *testing.T) {
+	_, err := parseFlags([]string{"--runtime", "containerd", "--shim", "/usr/libexec/phalanx/phalanx-shim"})
+	if err == nil || !strings.Contains(err.Error(), "--runtime process") {
+		t.Errorf("--shim with --runtime containerd: %v, want a refusal", err)
+	}
+	if _, err := parseFlags([]string{"--shim", "/usr/libexec/phalanx/phalanx-shim"}); err != nil {
+		t.Errorf("--shim with the default runtime: %v", err)
+	}
+}
+
 func TestShimPath(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	dir := t.TempDir()
