@@ -134,7 +134,8 @@ func (p RestartPolicy) Validate() error {
 }
 
 // blame records, on the job's current attempt, why it failed and which
-// node was at fault ("" for the user's failures).
+// node was at fault ("" for the user's failures and for an agent that
+// shut down).
 func blame(j *Job, cause RestartCause, node string) {
 	if len(j.Attempts) == 0 {
 		return

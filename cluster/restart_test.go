@@ -47,6 +47,41 @@ func TestRestartAfterANodeFault(t *testing.T) {
 	}
 }
 
+// An agent that shuts down stops its tasks (--stop-tasks-on-exit) and
+// reports them LOST: the attempt fails for a node cause and restarts, but
+// no node is at fault, so the next attempt may run on the same nodes
+// (phx dev stopped and started again must not leave its jobs pending with
+// idle nodes, as avoiding every node the agents ran on would).
+func TestRestartAfterAnAgentShutdownBlamesNoNode(t *testing.T) {
+	j := placedJob(t)
+	j.Restart = RestartPolicy{MaxRestarts: 3, On: DefaultRestartOn}
+	ApplyTaskReport(j, attemptReport(j, 0, TaskRunning, 0, 1))
+	ApplyTaskReport(j, attemptReport(j, 1, TaskRunning, 0, 1))
+	for rank := range 2 {
+		r := withMessage(attemptReport(j, rank, TaskLost, 0, 2), "node agent shut down")
+		r.AgentShutdown = true
+		ApplyTaskReport(j, r)
+	}
+	if j.State != JobPending || j.Attempt != 1 {
+		t.Fatalf("after the agents shut down: %s attempt %d (%s); want PENDING attempt 1", j.State, j.Attempt, j.Reason)
+	}
+	if a := j.Attempts[0]; a.Cause != RestartNode || a.FaultNode != "" || a.State != JobNodeFail {
+		t.Errorf("attempt 0 recorded as %+v; want cause node, no fault node", a)
+	}
+	if got := j.Avoid(); len(got) != 0 {
+		t.Errorf("the next attempt avoids %v, want no node", got)
+	}
+	// AgentShutdown means nothing on another state: a failed launch is
+	// still the job's.
+	j2 := placedJob(t)
+	j2.Restart = RestartPolicy{MaxRestarts: 3, On: DefaultRestartOn}
+	r := attemptReport(j2, 0, TaskLost, 0, 2)
+	ApplyTaskReport(j2, r)
+	if a := j2.Attempts[0]; a.FaultNode != r.Node {
+		t.Errorf("a LOST report without AgentShutdown: fault node %q, want %q", a.FaultNode, r.Node)
+	}
+}
+
 // A node declared lost after a silence past its lease, whose agent
 // fences its tasks, is at fault as if its agent had said so: nothing of
 // the attempt runs there any more, and the job restarts elsewhere.

@@ -34,6 +34,11 @@ type TaskReport struct {
 	// rank's copy of the checkpoint step to resume from is corrupt
 	// (RestartCheckpoint).
 	CheckpointCorrupt bool
+	// AgentShutdown, with TaskLost: the agent stopped the task because it
+	// was shutting down (--stop-tasks-on-exit). The attempt fails for a
+	// node cause, as for any lost task, but its node is not at fault: the
+	// job's next attempt may run there again.
+	AgentShutdown bool
 }
 
 // ApplyTaskReport applies an agent's report to the job and derives the job's
@@ -71,7 +76,7 @@ func ApplyTaskReport(j *Job, r TaskReport) (changed bool) {
 	case r.State.Ended():
 		endTask(t, r)
 		if !j.State.Terminal() {
-			jobAfterTaskEnd(j, t)
+			jobAfterTaskEnd(j, t, r)
 			if r.State == TaskFailed && r.CheckpointCorrupt {
 				blame(j, RestartCheckpoint, "")
 			}
@@ -91,8 +96,9 @@ func endTask(t *Task, r TaskReport) {
 	t.EndTime = r.Time
 }
 
-// jobAfterTaskEnd derives a non-terminal job's state after task t ended.
-func jobAfterTaskEnd(j *Job, t *Task) {
+// jobAfterTaskEnd derives a non-terminal job's state after task t ended,
+// as r reported.
+func jobAfterTaskEnd(j *Job, t *Task, r TaskReport) {
 	switch t.State {
 	case TaskExited:
 		if t.ExitCode != 0 || t.ExitSignal != 0 {
@@ -135,7 +141,11 @@ func jobAfterTaskEnd(j *Job, t *Task) {
 			reason = ReasonNodeFail
 		}
 		finish(j, JobNodeFail, reason, t.EndTime)
-		blame(j, RestartNode, t.Node)
+		fault := t.Node
+		if r.AgentShutdown {
+			fault = ""
+		}
+		blame(j, RestartNode, fault)
 	}
 }
 

@@ -292,20 +292,27 @@ func (a *Agent) stopAll() {
 	if _, ok := a.cfg.Runtime.(runtime.Recoverer); ok && !a.cfg.StopTasksOnExit {
 		a.mu.Lock()
 		for _, t := range a.tasks {
-			t.stop(stopRequest{state: cluster.TaskLost, detach: true, msg: msg})
+			t.stop(stopRequest{state: cluster.TaskLost, detach: true, msg: msg, shutdown: true})
 		}
 		a.mu.Unlock()
 	} else {
-		a.stopRunning(msg)
+		r := a.lostStop(msg)
+		r.shutdown = true
+		a.stopRunning(r)
 	}
 	a.taskWG.Wait()
 }
 
-// stopRunning stops every task that runs now (SIGTERM, the grace period,
-// SIGKILL), reporting it LOST with msg, and waits for them to end. A task
-// already being stopped keeps its first stop request.
-func (a *Agent) stopRunning(msg string) {
-	r := stopRequest{state: cluster.TaskLost, grace: a.cfg.KillGrace, msg: msg}
+// lostStop asks a task to stop (SIGTERM, the grace period, SIGKILL) and
+// be reported LOST with msg.
+func (a *Agent) lostStop(msg string) stopRequest {
+	return stopRequest{state: cluster.TaskLost, grace: a.cfg.KillGrace, msg: msg}
+}
+
+// stopRunning stops every task that runs now as r asks (SIGTERM, the
+// grace period, SIGKILL), and waits for them to end. A task already being
+// stopped keeps its first stop request.
+func (a *Agent) stopRunning(r stopRequest) {
 	a.mu.Lock()
 	tasks := make([]*task, 0, len(a.tasks))
 	for _, t := range a.tasks {

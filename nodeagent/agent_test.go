@@ -280,7 +280,11 @@ func TestShutdownStopsTasks(t *testing.T) {
 	}
 	r := h.srv.reportsFor(11)
 	if len(r) != 2 || r[1].State != string(cluster.TaskLost) || r[1].Message != "node agent shut down" {
-		t.Errorf("reports %v", r)
+		t.Fatalf("reports %v", r)
+	}
+	// The node is not at fault: the job's next attempt may run here.
+	if !r[1].AgentShutdown {
+		t.Error("the LOST report of a shutdown does not say so (agent_shutdown)")
 	}
 }
 

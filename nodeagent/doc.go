@@ -73,8 +73,9 @@
 // leaving them running and reporting nothing; with
 // Config.StopTasksOnExit, and for other runtimes, it stops every task with
 // the same SIGTERM, grace, SIGKILL sequence and reports them LOST ("node
-// agent shut down": the job is not at fault). Either way it tries for a
-// few seconds to deliver its reports, and returns.
+// agent shut down", with agent_shutdown set): neither the job nor the
+// node is at fault, so the job restarts and may run here again. Either way
+// it tries for a few seconds to deliver its reports, and returns.
 //
 // # Restart
 //

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
-	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/nodeagent/gpu"
 	"github.com/phalanx-hpc/phalanx/nodeagent/rdma"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -100,7 +99,7 @@ func (a *Agent) stopTasksOnPort(p rdma.Port) {
 			continue
 		}
 		a.log.Warn("stopping a task whose RDMA port went down", "task", key, "port", p.Name())
-		t.stop(stopRequest{state: cluster.TaskLost, grace: a.cfg.KillGrace, msg: why})
+		t.stop(a.lostStop(why))
 	}
 }
 
@@ -159,7 +158,7 @@ func (a *Agent) stopTasksOnGPU(gpu int, why string) {
 			continue
 		}
 		a.log.Warn("stopping a task on a failed GPU", "task", key, "gpu", gpu)
-		t.stop(stopRequest{state: cluster.TaskLost, grace: a.cfg.KillGrace, msg: why})
+		t.stop(a.lostStop(why))
 	}
 }
 

@@ -49,8 +49,8 @@ func TestReregisterStopsTasksFirst(t *testing.T) {
 		t.Fatal("the node never registered again")
 	}
 	r := h.srv.waitReport(t, 21, string(cluster.TaskLost))
-	if r.Message != "node was declared down" {
-		t.Errorf("LOST report message %q", r.Message)
+	if r.Message != "node was declared down" || r.AgentShutdown {
+		t.Errorf("LOST report message %q, agent_shutdown %v; want the node at fault", r.Message, r.AgentShutdown)
 	}
 	if got := states(h.srv.reportsFor(21)); !reflect.DeepEqual(got, []string{"RUNNING", "LOST"}) {
 		t.Errorf("reports %v, want RUNNING then LOST", got)

@@ -36,7 +36,7 @@ func (a *Agent) session(ctx context.Context) {
 		// The controller declared the node down and has its tasks LOST
 		// already; it may give their GPUs to new jobs as soon as the node
 		// registers again, so they must be gone by then.
-		a.stopRunning("node was declared down")
+		a.stopRunning(a.lostStop("node was declared down"))
 	}
 }
 

@@ -62,6 +62,9 @@ type stopRequest struct {
 	// going away and its next run takes the task over (adopt.go). A task
 	// not yet started is reported in state, as by any other request.
 	detach bool
+	// shutdown: the agent stops the task because it is shutting down, not
+	// for a fault of its node (cluster.TaskReport.AgentShutdown).
+	shutdown bool
 }
 
 func newTask(key taskKey) *task {
@@ -87,6 +90,7 @@ type outcome struct {
 	// ckptCorrupt: with TaskFailed, the launch failed on a corrupt copy of
 	// the checkpoint step to resume from (errCheckpointCorrupt).
 	ckptCorrupt bool
+	shutdown    bool // stopped by a stopRequest with shutdown set
 }
 
 // runTask prepares, starts and supervises one task, then reports its end.
@@ -118,7 +122,7 @@ func (a *Agent) runTask(t *task, as assignment) {
 	}
 	select {
 	case r := <-t.stopCh:
-		a.end(t, outcome{state: r.state, msg: "stopped before it started: " + r.msg})
+		a.end(t, outcome{state: r.state, msg: "stopped before it started: " + r.msg, shutdown: r.shutdown})
 		return
 	default:
 	}
@@ -256,7 +260,7 @@ func (a *Agent) signalJob(rt runtime.Task, s cluster.JobSignal, why string) {
 func (a *Agent) terminate(rt runtime.Task, exited <-chan outcome, r stopRequest) outcome {
 	stopped := func(out outcome) outcome {
 		if out.state == cluster.TaskExited {
-			out.state, out.msg = r.state, r.msg
+			out.state, out.msg, out.shutdown = r.state, r.msg, r.shutdown
 		}
 		return out
 	}
@@ -281,7 +285,7 @@ func (a *Agent) terminate(rt runtime.Task, exited <-chan outcome, r stopRequest)
 	case out := <-exited:
 		return stopped(out)
 	case <-a.cfg.Clock.After(killWait):
-		return outcome{state: r.state, msg: fmt.Sprintf("%s; still not gone %s after SIGKILL", r.msg, killWait)}
+		return outcome{state: r.state, msg: fmt.Sprintf("%s; still not gone %s after SIGKILL", r.msg, killWait), shutdown: r.shutdown}
 	}
 }
 
@@ -327,6 +331,7 @@ func (a *Agent) end(t *task, out outcome) {
 	req := a.taskReport(t.key, out.state, oneLine(out.msg))
 	req.ExitCode, req.ExitSignal = int32(out.status.Code), int32(out.status.Signal)
 	req.CheckpointCorrupt = out.ckptCorrupt
+	req.AgentShutdown = out.shutdown && out.state == cluster.TaskLost
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.tasks, t.key)

@@ -69,6 +69,8 @@ var commandFixtures = map[string]Command{
 		ExitCode: 1, ExitSignal: 9, Message: "exit status 1", Time: t0.Add(time.Hour)}},
 	"03b-report-task-checkpoint-corrupt": ReportTask{Report: cluster.TaskReport{JobID: 7, Attempt: 3, Rank: 2, Node: "gpu003",
 		State: cluster.TaskFailed, Message: "checkpoint step 1200 rank 2: file w.bin: corrupt", Time: t0.Add(time.Hour), CheckpointCorrupt: true}},
+	"03c-report-task-agent-shutdown": ReportTask{Report: cluster.TaskReport{JobID: 7, Attempt: 1, Rank: 0, Node: "gpu001",
+		State: cluster.TaskLost, Message: "node agent shut down", Time: t0.Add(time.Hour), AgentShutdown: true}},
 	"04-cancel-jobs": CancelJobs{IDs: []cluster.JobID{7, 8}, Time: t0.Add(2 * time.Hour), Reason: "Cancelled by user"},
 	"04b-cancel-jobs-request": CancelJobs{IDs: []cluster.JobID{9}, Time: t0.Add(2 * time.Hour), Reason: "Cancelled by user",
 		RequestID: []byte("5e1f00ff")},

@@ -6267,8 +6267,12 @@ type ReportTaskStatusRequest struct {
 	// copy of the checkpoint step to resume from is corrupt; the agent has
 	// marked it in the store, and the job restarts from an earlier step.
 	CheckpointCorrupt bool `protobuf:"varint,10,opt,name=checkpoint_corrupt,json=checkpointCorrupt,proto3" json:"checkpoint_corrupt,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// agent_shutdown: with LOST, the agent stopped the task because it was
+	// shutting down (--stop-tasks-on-exit): the job restarts, and its node
+	// is not at fault (the next attempt may run there again).
+	AgentShutdown bool `protobuf:"varint,11,opt,name=agent_shutdown,json=agentShutdown,proto3" json:"agent_shutdown,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReportTaskStatusRequest) Reset() {
@@ -6367,6 +6371,13 @@ func (x *ReportTaskStatusRequest) GetTime() *timestamppb.Timestamp {
 func (x *ReportTaskStatusRequest) GetCheckpointCorrupt() bool {
 	if x != nil {
 		return x.CheckpointCorrupt
+	}
+	return false
+}
+
+func (x *ReportTaskStatusRequest) GetAgentShutdown() bool {
+	if x != nil {
+		return x.AgentShutdown
 	}
 	return false
 }
@@ -7188,7 +7199,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x0ftimeout_seconds\x18\x02 \x01(\x03R\x0etimeoutSeconds\"}\n" +
 	"\vAssignments\x128\n" +
 	"\vassignments\x18\x01 \x03(\v2\x16.phalanx.v1.AssignmentR\vassignments\x124\n" +
-	"\aresumed\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aresumed\"\xbf\x02\n" +
+	"\aresumed\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aresumed\"\xe6\x02\n" +
 	"\x17ReportTaskStatusRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12\x18\n" +
@@ -7201,7 +7212,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\amessage\x18\b \x01(\tR\amessage\x12.\n" +
 	"\x04time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12-\n" +
 	"\x12checkpoint_corrupt\x18\n" +
-	" \x01(\bR\x11checkpointCorrupt\"\x1a\n" +
+	" \x01(\bR\x11checkpointCorrupt\x12%\n" +
+	"\x0eagent_shutdown\x18\v \x01(\bR\ragentShutdown\"\x1a\n" +
 	"\x18ReportTaskStatusResponse\"\x86\x01\n" +
 	"\x17ReportCheckpointRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x15\n" +

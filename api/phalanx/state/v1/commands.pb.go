@@ -1120,8 +1120,11 @@ type ReportTask struct {
 	// checkpoint_corrupt: a FAILED task failed its launch because its copy of
 	// the checkpoint step to resume from was corrupt (and is now marked so).
 	CheckpointCorrupt bool `protobuf:"varint,10,opt,name=checkpoint_corrupt,json=checkpointCorrupt,proto3" json:"checkpoint_corrupt,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// agent_shutdown: a LOST task was stopped by its agent shutting down;
+	// its node is not at fault.
+	AgentShutdown bool `protobuf:"varint,11,opt,name=agent_shutdown,json=agentShutdown,proto3" json:"agent_shutdown,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReportTask) Reset() {
@@ -1220,6 +1223,13 @@ func (x *ReportTask) GetTime() int64 {
 func (x *ReportTask) GetCheckpointCorrupt() bool {
 	if x != nil {
 		return x.CheckpointCorrupt
+	}
+	return false
+}
+
+func (x *ReportTask) GetAgentShutdown() bool {
+	if x != nil {
+		return x.AgentShutdown
 	}
 	return false
 }
@@ -1943,7 +1953,7 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\tPlaceJobs\x12;\n" +
 	"\n" +
 	"placements\x18\x01 \x03(\v2\x1b.phalanx.state.v1.PlacementR\n" +
-	"placements\"\xb3\x02\n" +
+	"placements\"\xda\x02\n" +
 	"\n" +
 	"ReportTask\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x18\n" +
@@ -1957,7 +1967,8 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\amessage\x18\b \x01(\tR\amessage\x12\x12\n" +
 	"\x04time\x18\t \x01(\x03R\x04time\x12-\n" +
 	"\x12checkpoint_corrupt\x18\n" +
-	" \x01(\bR\x11checkpointCorrupt\"p\n" +
+	" \x01(\bR\x11checkpointCorrupt\x12%\n" +
+	"\x0eagent_shutdown\x18\v \x01(\bR\ragentShutdown\"p\n" +
 	"\n" +
 	"CancelJobs\x12\x17\n" +
 	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\x12\x12\n" +
