@@ -192,20 +192,9 @@ func sameFailures(j *Job) int {
 	return n
 }
 
-// Avoid is every node the job must not be placed on: those it excludes,
-// and those found at fault in its earlier attempts.
-func (j *Job) Avoid() []string {
-	out := slices.Clone(j.Exclude)
-	for _, n := range j.FaultNodes() {
-		if !slices.Contains(out, n) {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // FaultNodes are the nodes found at fault in the job's earlier attempts:
-// its next attempts avoid them.
+// its next attempts avoid them while it can run without them (the
+// scheduler's candidate sets).
 func (j *Job) FaultNodes() []string {
 	var out []string
 	for _, a := range j.Attempts {

@@ -42,7 +42,7 @@ func TestRestartAfterANodeFault(t *testing.T) {
 	if a.Cause != RestartNode || a.FaultNode != "n2" || a.State != JobNodeFail {
 		t.Errorf("attempt 0 recorded as %+v", a)
 	}
-	if got := j.Avoid(); !reflect.DeepEqual(got, []string{"n2"}) {
+	if got := j.FaultNodes(); !reflect.DeepEqual(got, []string{"n2"}) {
 		t.Errorf("the next attempt avoids %v, want [n2]", got)
 	}
 }
@@ -68,7 +68,7 @@ func TestRestartAfterAnAgentShutdownBlamesNoNode(t *testing.T) {
 	if a := j.Attempts[0]; a.Cause != RestartNode || a.FaultNode != "" || a.State != JobNodeFail {
 		t.Errorf("attempt 0 recorded as %+v; want cause node, no fault node", a)
 	}
-	if got := j.Avoid(); len(got) != 0 {
+	if got := j.FaultNodes(); len(got) != 0 {
 		t.Errorf("the next attempt avoids %v, want no node", got)
 	}
 	// AgentShutdown means nothing on another state: a failed launch is
@@ -100,7 +100,7 @@ func TestRestartAfterAFencedNodeLoss(t *testing.T) {
 	if a := j.Attempts[0]; a.Cause != RestartNode || a.FaultNode != "n2" || a.Unfenced {
 		t.Errorf("attempt 0 recorded as %+v", a)
 	}
-	if got := j.Avoid(); !reflect.DeepEqual(got, []string{"n2"}) {
+	if got := j.FaultNodes(); !reflect.DeepEqual(got, []string{"n2"}) {
 		t.Errorf("the next attempt avoids %v, want [n2]", got)
 	}
 }
@@ -264,7 +264,7 @@ func TestCorruptCheckpointRestarts(t *testing.T) {
 	if a := j.Attempts[0]; a.Cause != RestartCheckpoint || a.FaultNode != "" {
 		t.Errorf("attempt 0 recorded as cause %s, fault node %q; want checkpoint, none", a.Cause, a.FaultNode)
 	}
-	if got := j.Avoid(); len(got) != 0 {
+	if got := j.FaultNodes(); len(got) != 0 {
 		t.Errorf("the next attempt avoids %v: no node was at fault", got)
 	}
 

@@ -36,11 +36,15 @@ func requestOf(j *cluster.Job) request {
 // candidates whatever their load. Jobs with equal keys share one candSet.
 type setKey struct {
 	part, gpuType, constraint, nodelist, exclude string
+	// faults are the nodes the job's earlier attempts found at fault, left
+	// out as --exclude's are ("" in the set of a job that cannot do
+	// without them: see pass.set).
+	faults string
 }
 
 func keyOf(j *cluster.Job) setKey {
 	return setKey{part: j.Partition, gpuType: strings.ToLower(j.GPUType), constraint: j.Constraint,
-		nodelist: strings.Join(j.NodeList, ","), exclude: strings.Join(j.Avoid(), ",")}
+		nodelist: strings.Join(j.NodeList, ","), exclude: strings.Join(j.Exclude, ","), faults: strings.Join(j.FaultNodes(), ",")}
 }
 
 // candSet is the candidates for one setKey, built once per pass: the
@@ -70,9 +74,22 @@ type candLeaf struct {
 	nodes []int32
 }
 
-// set returns the job's candidate set, building it on first use.
+// set returns the job's candidate set, building it on first use. It
+// leaves out the nodes the job's earlier attempts found at fault while the
+// job could run without them; a job that could never run without them (it
+// needs every node of its partition, say) keeps them as candidates, and
+// waits for them to be back in service rather than never running again.
 func (p *pass) set(j *cluster.Job) *candSet {
 	k := keyOf(j)
+	cs := p.setOf(j, k)
+	if k.faults != "" && (cs.bad != nil || p.neverFits(cs, requestOf(j)) != nil) {
+		k.faults = ""
+		cs = p.setOf(j, k)
+	}
+	return cs
+}
+
+func (p *pass) setOf(j *cluster.Job, k setKey) *candSet {
 	if cs := p.sets[k]; cs != nil {
 		return cs
 	}
@@ -92,10 +109,13 @@ func (p *pass) buildSet(j *cluster.Job, k setKey) *candSet {
 		cs.bad = err
 		return cs
 	}
-	avoid := j.Avoid() // --exclude, and the nodes earlier attempts found at fault
-	excluded := make(map[string]bool, len(avoid))
-	for _, n := range avoid {
-		excluded[n] = true
+	excluded := map[string]bool{} // --exclude, and the nodes at fault the set avoids
+	for _, list := range []string{k.exclude, k.faults} {
+		for n := range strings.SplitSeq(list, ",") {
+			if n != "" {
+				excluded[n] = true
+			}
+		}
 	}
 	isCand := func(n *cluster.Node) bool {
 		return modelOK(k.gpuType, n) && feat.Match(n.Features) && !excluded[n.Name]

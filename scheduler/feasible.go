@@ -33,8 +33,8 @@ func Feasible(s *Snapshot, j *cluster.Job) error {
 // topology, so a caller may remember answers by key.
 func FeasibleKey(j *cluster.Job) string {
 	k, r := keyOf(j), requestOf(j)
-	return fmt.Sprintf("%q %q %q %q %q %d %d %d %d %t %d",
-		k.part, k.gpuType, k.constraint, k.nodelist, k.exclude, r.nodes, r.gpus, r.cpus, r.mem, r.excl, r.segment)
+	return fmt.Sprintf("%q %q %q %q %q %q %d %d %d %d %t %d",
+		k.part, k.gpuType, k.constraint, k.nodelist, k.exclude, k.faults, r.nodes, r.gpus, r.cpus, r.mem, r.excl, r.segment)
 }
 
 // stage is one requirement in the order Feasible reports them.
@@ -155,7 +155,7 @@ func stages(r request, cs *candSet, inSet map[*cluster.Node]bool) []stage {
 			want: fmt.Sprintf("GPU model %q", k.gpuType),
 		})
 	}
-	if k := cs.key(); k.constraint != "" || k.exclude != "" {
+	if k := cs.key(); k.constraint != "" || k.exclude != "" || k.faults != "" {
 		filters := fmt.Sprintf("features %q", k.constraint)
 		if k.constraint == "" {
 			filters = "nodes not excluded"

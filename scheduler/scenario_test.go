@@ -28,7 +28,8 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 //	jobs                 input: ID [part=P nodes=N gpus=N cpus=N mem=MB type=T prio=N
 //	                            submit=SECONDS limit=SECONDS qos=Q nice=N requeued
 //	                            constraint=EXPR nodelist=HOSTLIST exclude=HOSTLIST
-//	                            exclusive switches=N[@SECONDS] segment=K]
+//	                            exclusive switches=N[@SECONDS] segment=K
+//	                            faults=HOSTLIST (earlier attempts found them at fault)]
 //	node-state           input: NAME STATE
 //	schedule [at=SECONDS] [commit] [depth=N]
 //	                     prints the plan at epoch+at; commit starts the placed
@@ -195,12 +196,17 @@ func (w *world) addJob(id string, kv map[string]string) error {
 			j.SwitchesWait = seconds(map[string]string{"w": wait}, "w")
 		}
 	}
-	for key, dst := range map[string]*[]string{"nodelist": &j.NodeList, "exclude": &j.Exclude} {
+	var faults []string
+	for key, dst := range map[string]*[]string{"nodelist": &j.NodeList, "exclude": &j.Exclude, "faults": &faults} {
 		if kv[key] != "" {
 			if *dst, err = hostlist.Expand(kv[key]); err != nil {
 				return err
 			}
 		}
+	}
+	for i, n := range faults { // one earlier attempt per node, which failed there
+		j.Attempts = append(j.Attempts, cluster.Attempt{Attempt: i, State: cluster.JobNodeFail, Cause: cluster.RestartNode, FaultNode: n})
+		j.Attempt, j.Requeued = i+1, true
 	}
 	w.snap.Jobs = append(w.snap.Jobs, j)
 	return err
