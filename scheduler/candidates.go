@@ -60,6 +60,7 @@ type candSet struct {
 	mixed    bool                   // node weights differ: weight sums decide between leaves
 	never    map[request]error
 	idle     map[request]bool
+	notAvail map[request]string // nodeNotAvail's answers
 	failed   map[failKey][]failure
 	fits     map[fitShape]*fitCache
 	// noPreempt remembers shapes and classes that found no victims.
@@ -99,7 +100,7 @@ func (p *pass) setOf(j *cluster.Job, k setKey) *candSet {
 }
 
 func (p *pass) buildSet(j *cluster.Job, k setKey) *candSet {
-	cs := &candSet{k: k, part: p.parts[k.part], never: map[request]error{}, idle: map[request]bool{}, failed: map[failKey][]failure{}, fits: map[fitShape]*fitCache{}, noPreempt: map[preemptKey]bool{}}
+	cs := &candSet{k: k, part: p.parts[k.part], never: map[request]error{}, idle: map[request]bool{}, notAvail: map[request]string{}, failed: map[failKey][]failure{}, fits: map[fitShape]*fitCache{}, noPreempt: map[preemptKey]bool{}}
 	if cs.part == nil {
 		cs.bad = fmt.Errorf("partition %q: %w", k.part, cluster.ErrNotFound)
 		return cs

@@ -53,7 +53,8 @@
 //     MinNodes (PartitionNodeLimit);
 //  2. static checks, once per request shape (feasible.go): can the gang
 //     ever fit the candidates (else BadConstraints), and would it fit the UP
-//     ones if idle (else ReqNodeNotAvail: it needs DOWN or DRAIN nodes);
+//     ones if idle (else ReqNodeNotAvail, naming the DOWN or DRAIN nodes it
+//     needs);
 //  3. fit now (collectNow): the candidates whose free capacity covers the
 //     per-node request, grouped by leaf; a node where a reservation starts
 //     later only if the job, by its time limit, does not overlap it beyond
