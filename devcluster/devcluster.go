@@ -22,11 +22,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
@@ -63,6 +61,9 @@ type Options struct {
 	APIAddr string
 	// Log receives the components' log lines (they also go to Dir/logs).
 	Log io.Writer
+	// Notices receives a line for each component that exits while the
+	// cluster runs, and for each started again.
+	Notices io.Writer
 	// Config makes the cluster from a real phalanx.conf or slurm.conf: one
 	// fake node per NodeName line (at most MaxConfigNodes), the file's
 	// partitions and keys; Topology is its topology.conf (default: the
@@ -85,6 +86,12 @@ type Cluster struct {
 	stopAuth  func() // stops serving the auth socket
 	stopCLI   func() // stops the CLI server
 	keys      *auth.Keyring
+	stopCtl   func() // stops serving the control socket
+	notices   io.Writer
+
+	mu      sync.Mutex
+	up      bool // Start has returned the cluster
+	closing bool // Close has begun: nothing starts again
 }
 
 // Replica is one controller of the dev cluster.
@@ -92,13 +99,6 @@ type Replica struct {
 	ID   string
 	API  string
 	Raft string
-}
-
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  *os.File
 }
 
 // Start brings up the controllers, waits for a leader, starts the agents
@@ -110,7 +110,10 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	c := &Cluster{Dir: o.Dir}
+	if o.Notices == nil {
+		o.Notices = io.Discard
+	}
+	c := &Cluster{Dir: o.Dir, notices: o.Notices}
 	if c.Dir == "" {
 		d, err := os.MkdirTemp("", "phx-dev-")
 		if err != nil {
@@ -159,6 +162,12 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err := c.waitNodes(ctx); err != nil {
 		return nil, err
 	}
+	if err := c.serveControl(); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.up = true
+	c.mu.Unlock()
 	ok = true
 	return c, nil
 }
@@ -266,29 +275,6 @@ func (c *Cluster) startAgent(bin, name string, o Options) error {
 	return c.start(name, filepath.Join(bin, "phalanx-agent"), args, o.Log)
 }
 
-// start runs one component, its output to Dir/logs/NAME.log and to w.
-func (c *Cluster) start(name, path string, args []string, w io.Writer) error {
-	logf, err := os.OpenFile(filepath.Join(c.Dir, "logs", name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(path, args...)
-	cmd.Stdout = io.MultiWriter(logf, w)
-	cmd.Stderr = cmd.Stdout
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{}), log: logf}
-	go func() {
-		cmd.Wait()
-		close(p.done)
-	}()
-	c.procs = append(c.procs, p)
-	return nil
-}
-
 func (c *Cluster) client() (phalanxv1.ControllerServiceClient, func(), error) {
 	conn, err := c.dial()
 	if err != nil {
@@ -347,10 +333,8 @@ func (c *Cluster) poll(ctx context.Context, d time.Duration, f func(context.Cont
 			return nil
 		}
 		for _, p := range c.procs {
-			select {
-			case <-p.done:
-				return fmt.Errorf("%s exited: %v (see %s)", p.name, p.cmd.ProcessState, filepath.Join(c.Dir, "logs", p.name+".log"))
-			default:
+			if cmd, _ := p.current(); !p.running() {
+				return fmt.Errorf("%s exited: %v (see %s)", p.name, cmd.ProcessState, filepath.Join(c.Dir, "logs", p.name+".log"))
 			}
 		}
 		select {
@@ -364,6 +348,12 @@ func (c *Cluster) poll(ctx context.Context, d time.Duration, f func(context.Cont
 // Close stops the agents (their tasks are stopped with them), then the
 // controllers, and removes the temporary directory.
 func (c *Cluster) Close() error {
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
+	if c.stopCtl != nil {
+		c.stopCtl()
+	}
 	var agents, ctls []*proc
 	for _, p := range c.procs {
 		if strings.HasPrefix(p.name, "ctl") {
@@ -390,25 +380,4 @@ func (c *Cluster) Close() error {
 		os.RemoveAll(c.Dir)
 	}
 	return nil
-}
-
-// stop sends SIGTERM to every process, waits, and SIGKILLs what remains.
-func stop(ps []*proc, grace time.Duration) {
-	for _, p := range ps {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-	}
-	var wg sync.WaitGroup
-	for _, p := range ps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case <-p.done:
-			case <-time.After(grace):
-				p.cmd.Process.Kill()
-				<-p.done
-			}
-		}()
-	}
-	wg.Wait()
 }

@@ -37,7 +37,7 @@ func devCommand() *cli.Command {
 			&cli.StringFlag{Name: "config", Usage: "make the cluster from a real phalanx.conf or slurm.conf: one fake node per NodeName line (CPUs, RealMemory, Gres=gpu:TYPE:N, Feature), its partitions and keys as written"},
 			&cli.StringFlag{Name: "topology", Usage: "with --config: its topology.conf (default: the config's TopologyFile, or topology.conf beside it)"},
 		},
-		Subcommands: []*cli.Command{faultCommand()},
+		Subcommands: []*cli.Command{faultCommand(), startCommand()},
 		Action: func(c *cli.Context) error {
 			if rt := c.String("runtime"); rt != "process" && rt != "containerd" {
 				return fmt.Errorf("--runtime %q: use process or containerd", rt)
@@ -57,6 +57,7 @@ func devCommand() *cli.Command {
 				return fmt.Errorf("--topology goes with --config (phx dev writes its own topology otherwise)")
 			}
 			o := devOptions(c)
+			o.Notices = c.App.Writer
 			if c.Bool("verbose") {
 				o.Log = os.Stderr
 			}
@@ -113,6 +114,38 @@ func devOptions(c *cli.Context) devcluster.Options {
 		o.APIAddr = c.String("listen")
 	}
 	return o
+}
+
+// startCommand is `phx dev start`: bring back a component that was
+// killed, on its state, without stopping the others.
+func startCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "start",
+		Usage:     "start again a controller replica or a node's agent of a running phx dev that has exited (kill -9)",
+		ArgsUsage: "NAME... (ctl1, ctl2, ... or a node: gpu001, ...)",
+		Description: "The running phx dev starts the component with the command line it had, on its state: a replica rejoins " +
+			"and catches up from the leader (watch its AppliedIndex in phx scontrol show controllers), an agent registers " +
+			"again and takes over the tasks that ran on without it. A component still running is refused.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "dir", EnvVars: []string{"PHX_DEV_DIR"}, Usage: "the dev cluster's --dir (phx dev prints export PHX_DEV_DIR=...)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return fmt.Errorf("give the components to start: ctl1, ctl2, ... or node names (phx dev printed which exited)")
+			}
+			if c.String("dir") == "" {
+				return fmt.Errorf("which dev cluster? give --dir, or set PHX_DEV_DIR as phx dev prints it")
+			}
+			for _, name := range c.Args().Slice() {
+				pid, err := devcluster.StartComponent(c.String("dir"), name)
+				if err != nil {
+					return fmt.Errorf("phx dev start %s: %w", name, err)
+				}
+				fmt.Fprintf(c.App.Writer, "phx dev start: %s started (pid %d)\n", name, pid)
+			}
+			return nil
+		},
+	}
 }
 
 // faultCommand is `phx dev fault`: break (or mend) a dev node's fake

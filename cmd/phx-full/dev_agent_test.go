@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,7 +16,8 @@ import (
 )
 
 // TestDevAgentKilledAndRestarted kills a node's phalanx-agent process with
-// SIGKILL while its job runs, then starts it again as it was: the task
+// SIGKILL while its job runs, then starts it again as it was (phx dev
+// start, once phx dev has said it exited): the task
 // runs on under its supervisor, the new agent takes it over, and the job
 // ends with the task's own exit code, in one attempt, with no NODE_FAIL.
 func TestDevAgentKilledAndRestarted(t *testing.T) {
@@ -43,22 +44,31 @@ func TestDevAgentKilledAndRestarted(t *testing.T) {
 	out := filepath.Join(work, "slurm-"+strconv.FormatUint(sub.JobId, 10)+".out")
 	waitUntil(t, ctx, "the job's first line", func() bool { b, _ := os.ReadFile(out); return string(b) == "started\n" })
 
-	pid, argv := agentProcess(t, dir)
+	pid := devProcess(t, dir, "phalanx-agent", "--name gpu001 ")
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, ctx, "the agent to die", func() bool { return !processAlive(pid) })
-	logf, err := os.Create(filepath.Join(t.TempDir(), "agent.log"))
+	notice := "phx dev: gpu001 exited (signal: killed); `phx dev start gpu001` starts it again\n"
+	waitUntil(t, ctx, "phx dev to say the agent exited", func() bool { return strings.Contains(dev.out.String(), notice) })
+	logPath := filepath.Join(dir, "logs", "gpu001.log")
+	before, err := os.ReadFile(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer logf.Close()
-	again := exec.Command(argv[0], argv[1:]...)
-	again.Stdout, again.Stderr = logf, logf
-	if err := again.Start(); err != nil {
-		t.Fatal(err)
+	out2, err := runDevCommand(t, "start", "--dir", dir, "gpu001")
+	if err != nil || !regexp.MustCompile(`^phx dev start: gpu001 started \(pid \d+\)\n$`).MatchString(out2) {
+		t.Fatalf("phx dev start gpu001: %v\n%s", err, out2)
 	}
-	t.Cleanup(func() { again.Process.Signal(syscall.SIGTERM); again.Wait() })
+	agentLog := func() []byte { b, _ := os.ReadFile(logPath); return b[len(before):] }
+	again := regexp.MustCompile(`^phx dev start gpu001: gpu001 is running \(pid \d+\): it can be started again once it has exited$`)
+	if _, err := runDevCommand(t, "start", "--dir", dir, "gpu001"); err == nil || !again.MatchString(err.Error()) {
+		t.Errorf("phx dev start of a running agent: %v", err)
+	}
+	unknown := `phx dev start gpu009: no component "gpu009" in this dev cluster: give one of ctl1, gpu001`
+	if _, err := runDevCommand(t, "start", "--dir", dir, "gpu009"); err == nil || err.Error() != unknown {
+		t.Errorf("phx dev start gpu009: %v, want %q", err, unknown)
+	}
 
 	// The task never stopped: the gate is opened only now.
 	if b, _ := os.ReadFile(out); string(b) != "started\n" {
@@ -73,21 +83,19 @@ func TestDevAgentKilledAndRestarted(t *testing.T) {
 		return err == nil && job.State != "PENDING" && job.State != "CONFIGURING" && job.State != "RUNNING" && job.State != "COMPLETING"
 	})
 	if job.State != "FAILED" || job.ExitCode != 7 || len(job.Attempts) != 1 {
-		log, _ := os.ReadFile(logf.Name())
-		t.Fatalf("job ended %s, exit code %d, %d attempts; want FAILED, 7, 1\nagent log:\n%s", job.State, job.ExitCode, len(job.Attempts), log)
+		t.Fatalf("job ended %s, exit code %d, %d attempts; want FAILED, 7, 1\nagent log:\n%s", job.State, job.ExitCode, len(job.Attempts), agentLog())
 	}
 	if b, _ := os.ReadFile(out); string(b) != "started\nending\n" {
 		t.Errorf("output %q: the task did not run once, to its end", b)
 	}
-	log, _ := os.ReadFile(logf.Name())
-	if !bytes.Contains(log, []byte("re-adopted a task")) {
+	if log := agentLog(); !bytes.Contains(log, []byte("re-adopted a task")) {
 		t.Errorf("the restarted agent did not say it re-adopted the task:\n%s", log)
 	}
 }
 
-// agentProcess finds the phalanx-agent serving the dev cluster in dir,
-// and its command line.
-func agentProcess(t *testing.T, dir string) (int, []string) {
+// devProcess finds the process of the dev cluster in dir whose
+// executable is exe and whose command line has arg in it.
+func devProcess(t *testing.T, dir, exe, arg string) int {
 	t.Helper()
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -99,13 +107,22 @@ func agentProcess(t *testing.T, dir string) (int, []string) {
 		if err != nil {
 			continue
 		}
-		argv := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
-		if filepath.Base(argv[0]) == "phalanx-agent" && strings.Contains(string(b), filepath.Join(dir, "agents")) {
-			return pid, argv
+		argv := strings.Fields(strings.ReplaceAll(string(b), "\x00", " "))
+		line := strings.Join(argv, " ") + " "
+		if len(argv) > 0 && filepath.Base(argv[0]) == exe && strings.Contains(line, dir+"/") && strings.Contains(line, arg) && processAlive(pid) {
+			return pid
 		}
 	}
-	t.Fatalf("no phalanx-agent process of %s", dir)
-	return 0, nil
+	t.Fatalf("no %s process with %q of %s", exe, arg, dir)
+	return 0
+}
+
+// runDevCommand runs a phx dev subcommand (start, fault) to its end.
+func runDevCommand(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	out := &syncBuffer{}
+	err := devApp(out).Run(append([]string{"phx", "dev"}, args...))
+	return out.String(), err
 }
 
 func processAlive(pid int) bool {

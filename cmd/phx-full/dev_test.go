@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -86,6 +87,8 @@ func TestDevThreeControllers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	killAndStartLeader(t, first, dir, api)
+
 	want := "another phx dev is running on " + dir + ": stop it first, or use another --dir"
 	if _, err := runDev(t, "--dir", dir); err == nil || err.Error() != want {
 		t.Errorf("second phx dev on the same dir: %v, want %q", err, want)
@@ -105,6 +108,54 @@ func TestDevThreeControllers(t *testing.T) {
 	want = dir + " holds a cluster with --nodes 2, not 4: leave --nodes out to resume it, or give another --dir (or remove " + dir + ") to start a new one"
 	if _, err := runDev(t, "--dir", dir, "--nodes", "4"); err == nil || err.Error() != want {
 		t.Errorf("phx dev --nodes 4 on a 2-node dir: %v, want %q", err, want)
+	}
+}
+
+// killAndStartLeader kills the leading replica with SIGKILL, submits
+// through the others, and starts it again with phx dev start: it rejoins
+// and catches up with what it missed.
+func killAndStartLeader(t *testing.T, r *devRun, dir string, api phalanxv1.ControllerServiceClient) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	st, err := api.GetControllerStatus(ctx, &phalanxv1.GetControllerStatusRequest{})
+	if err != nil || st.LeaderId == "" {
+		t.Fatalf("no leader: %v %v", st, err)
+	}
+	leader := st.LeaderId
+	pid := devProcess(t, dir, "phalanx-controller", "--node-id "+leader+" ")
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	notice := "phx dev: " + leader + " exited (signal: killed); `phx dev start " + leader + "` starts it again\n"
+	waitUntil(t, ctx, "phx dev to say the leader exited", func() bool { return strings.Contains(r.out.String(), notice) })
+	if _, err := api.SubmitJob(ctx, &phalanxv1.SubmitJobRequest{Spec: &phalanxv1.JobSpec{
+		Name: "after", User: "alice", Uid: -1, Gid: -1, WorkDir: t.TempDir(), Script: "#!/bin/sh\ntrue\n", Nodes: 1, GpusPerNode: 1,
+	}}); err != nil {
+		t.Fatalf("submit with %s killed: %v", leader, err)
+	}
+	st, err = api.GetControllerStatus(ctx, &phalanxv1.GetControllerStatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runDevCommand(t, "start", "--dir", dir, leader); err != nil {
+		t.Fatalf("phx dev start %s: %v\n%s", leader, err, out)
+	}
+	var addr string
+	for i, id := range []string{"ctl1", "ctl2", "ctl3"} {
+		if id == leader {
+			addr = r.servers[i]
+		}
+	}
+	var back *phalanxv1.ControllerStatus
+	waitUntil(t, ctx, leader+" to catch up", func() bool {
+		c, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		back, err = devClient(t, r, []string{addr}).GetControllerStatus(c, &phalanxv1.GetControllerStatusRequest{})
+		return err == nil && back.AppliedIndex >= st.AppliedIndex && back.LeaderId != "" && back.LeaderId != leader
+	})
+	if back.Role != "Follower" {
+		t.Errorf("%s started again is %s, want Follower", leader, back.Role)
 	}
 }
 
