@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -71,8 +72,8 @@ func (c *Cluster) control(conn net.Conn) {
 func StartComponent(dir, name string) (int, error) {
 	conn, err := net.DialTimeout("unix", ControlSocket(dir), 5*time.Second)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return 0, fmt.Errorf("no phx dev is running on %s (no %s)", dir, ControlSocket(dir))
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) { // none, or a killed one's
+			return 0, fmt.Errorf("no phx dev is running on %s (nothing answers on %s)", dir, ControlSocket(dir))
 		}
 		return 0, fmt.Errorf("phx dev on %s: %w", dir, err)
 	}
