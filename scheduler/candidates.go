@@ -77,17 +77,21 @@ type candLeaf struct {
 
 // set returns the job's candidate set, building it on first use. It
 // leaves out the nodes the job's earlier attempts found at fault while the
-// job could run without them; a job that could never run without them (it
-// needs every node of its partition, say) keeps them as candidates, and
-// waits for them to be back in service rather than never running again.
+// job could run without them. A job that could not gives its oldest fault
+// node another chance first, then the next, down to none: one that needs
+// every node of its partition keeps them all as candidates and waits for
+// them to be back in service rather than never running again.
 func (p *pass) set(j *cluster.Job) *candSet {
 	k := keyOf(j)
-	cs := p.setOf(j, k)
-	if k.faults != "" && (cs.bad != nil || p.neverFits(cs, requestOf(j)) != nil) {
-		k.faults = ""
-		cs = p.setOf(j, k)
+	faults := j.FaultNodes() // oldest first
+	for {
+		cs := p.setOf(j, k)
+		if k.faults == "" || cs.bad == nil && p.neverFits(cs, requestOf(j)) == nil {
+			return cs
+		}
+		faults = faults[1:]
+		k.faults = strings.Join(faults, ",")
 	}
-	return cs
 }
 
 func (p *pass) setOf(j *cluster.Job, k setKey) *candSet {

@@ -17,9 +17,9 @@
 //     mask), CPUs, memory. A node held by an exclusive job has none.
 //   - Candidates: the nodes a job may use at all: in its partition, with its
 //     GPU model and --constraint features, not --exclude'd, and not found at
-//     fault by its earlier attempts, unless it could never run without
-//     those. Built once per pass for each distinct set of those filters
-//     (candidates.go).
+//     fault by its earlier attempts while it could run without them (the
+//     oldest fault node is given another chance first). Built once per
+//     pass for each distinct set of those filters (candidates.go).
 //   - Gang: the Nodes nodes a job gets, all at once or not at all,
 //     including its --nodelist nodes and, for node counts in its
 //     constraint (gpu*2), that many nodes with each counted feature
