@@ -116,6 +116,19 @@ func devOptions(c *cli.Context) devcluster.Options {
 	return o
 }
 
+// devDirFlag is the --dir of the subcommands that act on a running phx dev.
+func devDirFlag() cli.Flag {
+	return &cli.StringFlag{Name: "dir", EnvVars: []string{"PHX_DEV_DIR"}, Usage: "the dev cluster's --dir (phx dev prints export PHX_DEV_DIR=...)"}
+}
+
+// devDir is the running phx dev's directory a subcommand acts on.
+func devDir(c *cli.Context) (string, error) {
+	if c.String("dir") == "" {
+		return "", fmt.Errorf("which dev cluster? give --dir, or set PHX_DEV_DIR as phx dev prints it")
+	}
+	return c.String("dir"), nil
+}
+
 // startCommand is `phx dev start`: bring back a component that was
 // killed, on its state, without stopping the others.
 func startCommand() *cli.Command {
@@ -127,17 +140,18 @@ func startCommand() *cli.Command {
 			"and catches up from the leader (watch its AppliedIndex in phx scontrol show controllers), an agent registers " +
 			"again and takes over the tasks that ran on without it. A component still running is refused.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "dir", EnvVars: []string{"PHX_DEV_DIR"}, Usage: "the dev cluster's --dir (phx dev prints export PHX_DEV_DIR=...)"},
+			devDirFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
 				return fmt.Errorf("give the components to start: ctl1, ctl2, ... or node names (phx dev printed which exited)")
 			}
-			if c.String("dir") == "" {
-				return fmt.Errorf("which dev cluster? give --dir, or set PHX_DEV_DIR as phx dev prints it")
+			dir, err := devDir(c)
+			if err != nil {
+				return err
 			}
 			for _, name := range c.Args().Slice() {
-				pid, err := devcluster.StartComponent(c.String("dir"), name)
+				pid, err := devcluster.StartComponent(dir, name)
 				if err != nil {
 					return fmt.Errorf("phx dev start %s: %w", name, err)
 				}
@@ -164,7 +178,7 @@ func faultCommand() *cli.Command {
 			"(at 90 °C it slows down): each drains the node until gpu-reset (nvidia-smi -r) clears it. " +
 			"health-fail makes the node's health program (HealthCheckProgram, run every 2 s) fail, health-pass mends it.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "dir", EnvVars: []string{"PHX_DEV_DIR"}, Usage: "the dev cluster's --dir (phx dev prints export PHX_DEV_DIR=...)"},
+			devDirFlag(),
 			&cli.StringFlag{Name: "node", Required: true, Usage: "the node, e.g. gpu001"},
 			&cli.StringFlag{Name: "nic", Usage: "the RDMA port of a link fault: DEVICE[/PORT] (default mlx5_0/1)"},
 			&cli.IntFlag{Name: "gpu", Usage: "the GPU of a GPU fault (its index)"},
@@ -173,10 +187,11 @@ func faultCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return fmt.Errorf("give one fault KIND: link-down, link-up, xid=N, ecc, gpu-lost, temperature=C, gpu-reset, health-fail or health-pass")
 			}
-			if c.String("dir") == "" {
-				return fmt.Errorf("which dev cluster? give --dir, or set PHX_DEV_DIR as phx dev prints it")
+			dir, err := devDir(c)
+			if err != nil {
+				return err
 			}
-			if err := devcluster.InjectFault(c.String("dir"), c.String("node"), c.Args().First(),
+			if err := devcluster.InjectFault(dir, c.String("node"), c.Args().First(),
 				devcluster.Where{NIC: c.String("nic"), GPU: c.Int("gpu")}); err != nil {
 				return err
 			}
