@@ -81,12 +81,12 @@ type candLeaf struct {
 // node another chance first, then the next, down to none: one that needs
 // every node of its partition keeps them all as candidates and waits for
 // them to be back in service rather than never running again.
-func (p *pass) set(j *cluster.Job) *candSet {
+func (ca *catalog) set(j *cluster.Job) *candSet {
 	k := keyOf(j)
 	faults := j.FaultNodes() // oldest first
 	for {
-		cs := p.setOf(j, k)
-		if k.faults == "" || cs.bad == nil && p.neverFits(cs, requestOf(j)) == nil {
+		cs := ca.setOf(j, k)
+		if k.faults == "" || cs.bad == nil && ca.neverFits(cs, requestOf(j)) == nil {
 			return cs
 		}
 		faults = faults[1:]
@@ -94,17 +94,17 @@ func (p *pass) set(j *cluster.Job) *candSet {
 	}
 }
 
-func (p *pass) setOf(j *cluster.Job, k setKey) *candSet {
-	if cs := p.sets[k]; cs != nil {
+func (ca *catalog) setOf(j *cluster.Job, k setKey) *candSet {
+	if cs := ca.sets[k]; cs != nil {
 		return cs
 	}
-	cs := p.buildSet(j, k)
-	p.sets[k] = cs
+	cs := ca.buildSet(j, k)
+	ca.sets[k] = cs
 	return cs
 }
 
-func (p *pass) buildSet(j *cluster.Job, k setKey) *candSet {
-	cs := &candSet{k: k, part: p.parts[k.part], never: map[request]error{}, idle: map[request]bool{}, notAvail: map[request]string{}, failed: map[failKey][]failure{}, fits: map[fitShape]*fitCache{}, noPreempt: map[preemptKey]bool{}}
+func (ca *catalog) buildSet(j *cluster.Job, k setKey) *candSet {
+	cs := &candSet{k: k, part: ca.parts[k.part], never: map[request]error{}, idle: map[request]bool{}, notAvail: map[request]string{}, failed: map[failKey][]failure{}, fits: map[fitShape]*fitCache{}, noPreempt: map[preemptKey]bool{}}
 	if cs.part == nil {
 		cs.bad = fmt.Errorf("partition %q: %w", k.part, cluster.ErrNotFound)
 		return cs
@@ -127,26 +127,26 @@ func (p *pass) buildSet(j *cluster.Job, k setKey) *candSet {
 	}
 	cs.static = make([]int32, 0, len(cs.part.members))
 	for _, i := range cs.part.members {
-		if isCand(p.nodes[i].node) {
+		if isCand(ca.nodes[i].node) {
 			cs.static = append(cs.static, i)
 		}
 	}
-	if cs.bad = p.staticError(cs, j, feat, excluded); cs.bad != nil {
+	if cs.bad = ca.staticError(cs, j, feat, excluded); cs.bad != nil {
 		return cs
 	}
-	cs.required = p.requiredOf(j.NodeList)
+	cs.required = ca.requiredOf(j.NodeList)
 	cs.counts = feat.Counts
-	p.groupCandidates(cs)
+	ca.groupCandidates(cs)
 	return cs
 }
 
 // staticError explains filters that leave no way to run: an unknown
 // feature, everything excluded, a --nodelist node outside the candidates.
-func (p *pass) staticError(cs *candSet, j *cluster.Job, feat cluster.Constraint, excluded map[string]bool) error {
+func (ca *catalog) staticError(cs *candSet, j *cluster.Job, feat cluster.Constraint, excluded map[string]bool) error {
 	if len(feat.Terms) > 0 || len(feat.Counts) > 0 {
 		members := make([]*cluster.Node, len(cs.part.members))
 		for k, i := range cs.part.members {
-			members[k] = p.nodes[i].node
+			members[k] = ca.nodes[i].node
 		}
 		if f := unknownFeature(feat, members); f != "" {
 			return fmt.Errorf("%w: no node of partition %s has feature %q", cluster.ErrUnsatisfiable, cs.part.Name, f)
@@ -156,7 +156,7 @@ func (p *pass) staticError(cs *candSet, j *cluster.Job, feat cluster.Constraint,
 		return fmt.Errorf("%w: --exclude leaves no node of partition %s", cluster.ErrUnsatisfiable, cs.part.Name)
 	}
 	for _, name := range j.NodeList {
-		i, ok := p.index[name]
+		i, ok := ca.index[name]
 		if _, in := slices.BinarySearch(cs.static, i); !ok || !in { // static is ascending
 			return fmt.Errorf("%w: --nodelist node %s is not a node of partition %s that matches the job's constraints",
 				cluster.ErrUnsatisfiable, name, cs.part.Name)
@@ -169,11 +169,11 @@ func (p *pass) staticError(cs *candSet, j *cluster.Job, feat cluster.Constraint,
 	return nil
 }
 
-func (p *pass) requiredOf(names []string) []int32 {
+func (ca *catalog) requiredOf(names []string) []int32 {
 	var out []int32
 	seen := map[int32]bool{}
 	for _, n := range names {
-		if i, ok := p.index[n]; ok && !seen[i] {
+		if i, ok := ca.index[n]; ok && !seen[i] {
 			seen[i] = true
 			out = append(out, i)
 		}
@@ -183,11 +183,11 @@ func (p *pass) requiredOf(names []string) []int32 {
 }
 
 // groupCandidates fills cs.leaves with the UP, not required candidates.
-func (p *pass) groupCandidates(cs *candSet) {
-	pos := make([]int32, len(p.leaves)) // index in cs.leaves plus one; 0: none yet
+func (ca *catalog) groupCandidates(cs *candSet) {
+	pos := make([]int32, len(ca.leaves)) // index in cs.leaves plus one; 0: none yet
 	weight := 0
 	for n, i := range cs.static {
-		c := &p.nodes[i]
+		c := &ca.nodes[i]
 		if n == 0 {
 			weight = c.node.Weight
 		}
@@ -207,7 +207,7 @@ func (p *pass) groupCandidates(cs *candSet) {
 	if cs.mixed {
 		for _, cl := range cs.leaves {
 			sort.SliceStable(cl.nodes, func(a, b int) bool {
-				return p.nodes[cl.nodes[a]].node.Weight < p.nodes[cl.nodes[b]].node.Weight
+				return ca.nodes[cl.nodes[a]].node.Weight < ca.nodes[cl.nodes[b]].node.Weight
 			})
 		}
 	}

@@ -321,7 +321,7 @@ func (f *fabric) hasFeature(i int32, feature string) bool {
 
 // countsNever explains why the counts can never hold among the nodes that
 // could hold the per-node request (fit), or nil.
-func (p *pass) countsNever(cs *candSet, r request, fit []int32) error {
+func (ca *catalog) countsNever(cs *candSet, r request, fit []int32) error {
 	if len(cs.counts) == 0 {
 		return nil
 	}
@@ -330,13 +330,13 @@ func (p *pass) countsNever(cs *candSet, r request, fit []int32) error {
 		return fmt.Errorf("%w: --constraint=%s counts %s; the job asks for %s: ask for at least %d (-N)",
 			cluster.ErrUnsatisfiable, cs.k.constraint, plural(want, "node"), plural(r.nodes, "node"), want)
 	}
-	if p.countedNodes(cs.required, fit, r.nodes-len(cs.required), cs.counts) != nil {
+	if ca.countedNodes(cs.required, fit, r.nodes-len(cs.required), cs.counts) != nil {
 		return nil
 	}
 	for _, fc := range cs.counts {
 		n := 0
 		for _, i := range fit {
-			if p.hasFeature(i, fc.Feature) {
+			if ca.hasFeature(i, fc.Feature) {
 				n++
 			}
 		}

@@ -51,7 +51,8 @@
 //     INACTIVE (PartitionInactive), time limit over MaxTime
 //     (PartitionTimeLimit), more nodes than MaxNodes or fewer than
 //     MinNodes (PartitionNodeLimit);
-//  2. static checks, once per request shape (feasible.go): can the gang
+//  2. static checks, once per request shape, by the pass's catalog of
+//     candidate sets (candidates.go, feasible.go): can the gang
 //     ever fit the candidates (else BadConstraints), and would it fit the UP
 //     ones if idle (else ReqNodeNotAvail, naming the DOWN or DRAIN nodes it
 //     needs);

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/topology/hostlist"
 )
 
 // Feasible reports whether the job could ever run: whether its partition's
@@ -46,11 +47,11 @@ type stage struct {
 
 // neverFits reports, once per request shape, why the request can never fit
 // the candidate set, or nil.
-func (p *pass) neverFits(cs *candSet, r request) error {
+func (ca *catalog) neverFits(cs *candSet, r request) error {
 	r.maxLeaves = 0
 	err, ok := cs.never[r]
 	if !ok {
-		err = p.whyNever(cs, r)
+		err = ca.whyNever(cs, r)
 		cs.never[r] = err
 	}
 	return err
@@ -59,15 +60,15 @@ func (p *pass) neverFits(cs *candSet, r request) error {
 // whyNever applies the requirements one by one to the partition's nodes and
 // reports the first that leaves fewer than the requested node count, then
 // checks the --nodelist nodes and the segments.
-func (p *pass) whyNever(cs *candSet, r request) error {
+func (ca *catalog) whyNever(cs *candSet, r request) error {
 	fit := make([]int32, 0, len(cs.static))
 	for _, i := range cs.static {
-		if p.nodes[i].wholeFits(&r) {
+		if ca.nodes[i].wholeFits(&r) {
 			fit = append(fit, i)
 		}
 	}
 	if r.segment == 0 && len(cs.required) == 0 && len(fit) >= r.nodes {
-		return p.countsNever(cs, r, fit) // the usual case, without building messages
+		return ca.countsNever(cs, r, fit) // the usual case, without building messages
 	}
 	if r.segment > 0 {
 		if r.nodes%r.segment != 0 {
@@ -82,7 +83,7 @@ func (p *pass) whyNever(cs *candSet, r request) error {
 	}
 	nodes := make([]*cluster.Node, len(cs.part.members))
 	for i, m := range cs.part.members {
-		nodes[i] = p.nodes[m].node
+		nodes[i] = ca.nodes[m].node
 	}
 	if len(nodes) < r.nodes {
 		return fmt.Errorf("%w: partition %s has %s; the job asks for %s",
@@ -90,7 +91,7 @@ func (p *pass) whyNever(cs *candSet, r request) error {
 	}
 	inSet := make(map[*cluster.Node]bool, len(cs.static))
 	for _, i := range cs.static {
-		inSet[p.nodes[i].node] = true
+		inSet[ca.nodes[i].node] = true
 	}
 	for _, st := range stages(r, cs, inSet) {
 		kept := keep(nodes, st.ok)
@@ -101,27 +102,27 @@ func (p *pass) whyNever(cs *candSet, r request) error {
 		nodes = kept
 	}
 	for _, i := range cs.required {
-		if !p.nodes[i].wholeFits(&r) {
-			return fmt.Errorf("%w: --nodelist node %s is too small for the per-node request", cluster.ErrUnsatisfiable, p.nodes[i].node.Name)
+		if !ca.nodes[i].wholeFits(&r) {
+			return fmt.Errorf("%w: --nodelist node %s is too small for the per-node request", cluster.ErrUnsatisfiable, ca.nodes[i].node.Name)
 		}
 	}
-	if err := p.segmentsNever(nodes, r); err != nil {
+	if err := ca.segmentsNever(nodes, r); err != nil {
 		return err
 	}
-	return p.countsNever(cs, r, fit)
+	return ca.countsNever(cs, r, fit)
 }
 
 // segmentsNever checks that enough groups of r.segment nodes fit inside
 // blocks (leaves without blocks) among the nodes that pass every stage.
-func (p *pass) segmentsNever(nodes []*cluster.Node, r request) error {
+func (ca *catalog) segmentsNever(nodes []*cluster.Node, r request) error {
 	if r.segment <= 0 {
 		return nil
 	}
 	count := map[int32]int{}
 	for _, n := range nodes {
-		c := &p.nodes[p.index[n.Name]]
+		c := &ca.nodes[ca.index[n.Name]]
 		d := c.leaf
-		if len(p.blocks) > 0 {
+		if len(ca.blocks) > 0 {
 			d = c.block
 		}
 		if d >= 0 {
@@ -134,7 +135,7 @@ func (p *pass) segmentsNever(nodes []*cluster.Node, r request) error {
 	}
 	if groups < r.nodes/r.segment {
 		where := "leaf switch"
-		if len(p.blocks) > 0 {
+		if len(ca.blocks) > 0 {
 			where = "block"
 		}
 		return fmt.Errorf("%w: only %d groups of %d nodes fit inside one %s each; the job asks for %d",
@@ -216,4 +217,67 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// nodeNotAvail is the reason of a job that would fit its candidates only
+// with some that are out of service (DOWN, DRAIN, silent), naming them as
+// Slurm does, "ReqNodeNotAvail, UnavailableNodes:gpu[002,005]": its
+// --nodelist nodes out of service if any, else every candidate out of
+// service that could hold its share. Once per request shape.
+func (ca *catalog) nodeNotAvail(cs *candSet, r request) string {
+	r.maxLeaves = 0
+	if reason, ok := cs.notAvail[r]; ok {
+		return reason
+	}
+	reason := ca.whichNotAvail(cs, r)
+	cs.notAvail[r] = reason
+	return reason
+}
+
+func (ca *catalog) whichNotAvail(cs *candSet, r request) string {
+	var names []string
+	for _, list := range [][]int32{cs.required, cs.static} {
+		for _, i := range list {
+			if n := &ca.nodes[i]; !n.up && n.wholeFits(&r) {
+				names = append(names, n.node.Name)
+			}
+		}
+		if len(names) > 0 {
+			break
+		}
+	}
+	if len(names) == 0 {
+		return cluster.ReasonNodeAvail
+	}
+	return cluster.ReasonNodeAvail + ", UnavailableNodes:" + hostlist.Compress(names)
+}
+
+// idleFits reports, once per request shape, whether the gang would fit the
+// UP candidates if nothing ran on them.
+func (ca *catalog) idleFits(cs *candSet, r request) bool {
+	r.maxLeaves = 0
+	if ok, done := cs.idle[r]; done {
+		return ok
+	}
+	var groups []group
+	for _, cl := range cs.leaves {
+		g := group{leaf: cl.leaf}
+		for _, i := range cl.nodes {
+			if ca.nodes[i].wholeFits(&r) {
+				g.nodes = append(g.nodes, i)
+			}
+		}
+		if len(g.nodes) > 0 {
+			groups = append(groups, g)
+		}
+	}
+	ok := true
+	for _, i := range cs.required {
+		ok = ok && ca.nodes[i].up && ca.nodes[i].wholeFits(&r)
+	}
+	if ok {
+		_, ok = ca.pickGang(groups, cs, &r)
+	}
+	cs.idle[r] = ok
+	return ok
 }

@@ -73,20 +73,28 @@ func (l *leafInfo) anyFree(g int) bool {
 	return false
 }
 
-// pass is the working state of one Schedule call: the queue's order,
-// candidate sets, the timeline of uses and preemption; the fabric picks
-// gangs' nodes.
+// pass is the working state of one Schedule call: the queue's order, the
+// timeline of uses and preemption; the fabric picks gangs' nodes, and the
+// catalog keeps the candidate sets.
 type pass struct {
 	s     *Snapshot
 	now   time.Time
 	nowNs int64
 	opt   Options
 	fabric
-	index map[string]int32
+	catalog
+	uses []use // the timeline, linked per node from nodeCap.head
+	scratch
+}
+
+// catalog is a pass's partitions and the candidate sets it builds from
+// them, one per distinct set of a job's static filters (setKey), with what
+// each learns once per request shape: whether it can ever fit, which of
+// its nodes are out of service (candidates.go, feasible.go).
+type catalog struct {
+	*fabric
 	parts map[string]*partition
 	sets  map[setKey]*candSet
-	uses  []use // the timeline, linked per node from nodeCap.head
-	scratch
 }
 
 // fabric is the cluster's shape as a pass sees it: the nodes in name order
@@ -95,7 +103,8 @@ type pass struct {
 // counts (gang.go, blocks.go, counts.go); the order of jobs, time and
 // preemption are the pass's.
 type fabric struct {
-	nodes      []nodeCap // in hostlist name order
+	nodes      []nodeCap        // in hostlist name order
+	index      map[string]int32 // nodes by name
 	leaves     []leafInfo
 	spines     int
 	blocks     []string
@@ -109,8 +118,9 @@ type partition struct {
 }
 
 func newPass(s *Snapshot, now time.Time) *pass {
-	p := &pass{s: s, now: now, nowNs: now.UnixNano(), opt: s.Options.withDefaults(),
-		index: make(map[string]int32, len(s.Nodes)), parts: map[string]*partition{}, sets: map[setKey]*candSet{}}
+	p := &pass{s: s, now: now, nowNs: now.UnixNano(), opt: s.Options.withDefaults()}
+	p.index = make(map[string]int32, len(s.Nodes))
+	p.catalog = catalog{fabric: &p.fabric, parts: map[string]*partition{}, sets: map[setKey]*candSet{}}
 	p.blocked = map[string]bool{}
 	p.addNodes(s.Nodes)
 	p.addLive(s.Jobs)

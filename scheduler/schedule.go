@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
-	"github.com/phalanx-hpc/phalanx/topology/hostlist"
 )
 
 // Schedule computes one pass: which pending jobs start now and on what,
@@ -260,67 +259,4 @@ func dominated(fs []failure, q failure) (hit, resv bool) {
 		}
 	}
 	return hit, resv
-}
-
-// nodeNotAvail is the reason of a job that would fit its candidates only
-// with some that are out of service (DOWN, DRAIN, silent), naming them as
-// Slurm does, "ReqNodeNotAvail, UnavailableNodes:gpu[002,005]": its
-// --nodelist nodes out of service if any, else every candidate out of
-// service that could hold its share. Once per request shape.
-func (p *pass) nodeNotAvail(cs *candSet, r request) string {
-	r.maxLeaves = 0
-	if reason, ok := cs.notAvail[r]; ok {
-		return reason
-	}
-	reason := p.whichNotAvail(cs, r)
-	cs.notAvail[r] = reason
-	return reason
-}
-
-func (p *pass) whichNotAvail(cs *candSet, r request) string {
-	var names []string
-	for _, list := range [][]int32{cs.required, cs.static} {
-		for _, i := range list {
-			if n := &p.nodes[i]; !n.up && n.wholeFits(&r) {
-				names = append(names, n.node.Name)
-			}
-		}
-		if len(names) > 0 {
-			break
-		}
-	}
-	if len(names) == 0 {
-		return cluster.ReasonNodeAvail
-	}
-	return cluster.ReasonNodeAvail + ", UnavailableNodes:" + hostlist.Compress(names)
-}
-
-// idleFits reports, once per request shape, whether the gang would fit the
-// UP candidates if nothing ran on them.
-func (p *pass) idleFits(cs *candSet, r request) bool {
-	r.maxLeaves = 0
-	if ok, done := cs.idle[r]; done {
-		return ok
-	}
-	var groups []group
-	for _, cl := range cs.leaves {
-		g := group{leaf: cl.leaf}
-		for _, i := range cl.nodes {
-			if p.nodes[i].wholeFits(&r) {
-				g.nodes = append(g.nodes, i)
-			}
-		}
-		if len(g.nodes) > 0 {
-			groups = append(groups, g)
-		}
-	}
-	ok := true
-	for _, i := range cs.required {
-		ok = ok && p.nodes[i].up && p.nodes[i].wholeFits(&r)
-	}
-	if ok {
-		_, ok = p.pickGang(groups, cs, &r)
-	}
-	cs.idle[r] = ok
-	return ok
 }
