@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -107,6 +108,9 @@ func (c *controllerService) AddController(ctx context.Context, req *phalanxv1.Ad
 	if req.Id == "" || req.RaftAddr == "" {
 		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "give the new controller's ID and Raft address: raft add ID HOST:PORT"))
 	}
+	if err := s.checkNewMember(ctx, req.Id, req.RaftAddr); err != nil {
+		return nil, toStatus(err)
+	}
 	ctx, cancel := withDefaultTimeout(ctx, membershipTimeout)
 	defer cancel()
 	f := s.raft.raft.AddVoter(raft.ServerID(req.Id), raft.ServerAddress(req.RaftAddr), 0, timeLeft(ctx))
@@ -123,14 +127,45 @@ func (c *controllerService) AddController(ctx context.Context, req *phalanxv1.Ad
 	return &phalanxv1.AddControllerResponse{}, nil
 }
 
-func (c *controllerService) RemoveController(ctx context.Context, req *phalanxv1.RemoveControllerRequest) (*phalanxv1.RemoveControllerResponse, error) {
-	s := c.s
+// checkNewMember refuses an add that would change a member rather than add
+// one: Raft's AddVoter moves a member given its ID to the address given,
+// and a second ID at a member's address makes a phantom voter that counts
+// against the majority.
+func (s *Server) checkNewMember(ctx context.Context, id, addr string) error {
+	servers, err := s.members(ctx)
+	if err != nil {
+		return err
+	}
+	for _, srv := range servers {
+		switch {
+		case string(srv.ID) == id && string(srv.Address) == addr:
+			return cluster.Errorf(cluster.ErrConflict, "controller %q is already a member, at %s", id, addr)
+		case string(srv.ID) == id:
+			return cluster.Errorf(cluster.ErrConflict, "controller %q is already a member, at %s: to move it to %s, remove it first (phx scontrol raft remove %s)", id, srv.Address, addr, id)
+		case string(srv.Address) == addr:
+			return cluster.Errorf(cluster.ErrConflict, "%s is the Raft address of member %s: give controller %q its own", addr, srv.ID, id)
+		}
+	}
+	return nil
+}
+
+// members is the Raft configuration's servers, as this replica has it.
+func (s *Server) members(ctx context.Context) ([]raft.Server, error) {
 	cf := s.raft.raft.GetConfiguration()
 	if err := waitFuture(ctx, cf); err != nil {
+		return nil, err
+	}
+	return cf.Configuration().Servers, nil
+}
+
+func (c *controllerService) RemoveController(ctx context.Context, req *phalanxv1.RemoveControllerRequest) (*phalanxv1.RemoveControllerResponse, error) {
+	s := c.s
+	servers, err := s.members(ctx)
+	if err != nil {
 		return nil, toStatus(err)
 	}
 	member, voters := false, 0
-	for _, srv := range cf.Configuration().Servers {
+	for _, srv := range servers {
 		member = member || string(srv.ID) == req.Id
 		if srv.Suffrage == raft.Voter {
 			voters++
@@ -161,12 +196,12 @@ func (c *controllerService) RemoveController(ctx context.Context, req *phalanxv1
 // forward to it and list it; a replica that is not a member is refused.
 func (c *controllerService) RegisterController(ctx context.Context, req *phalanxv1.RegisterControllerRequest) (*phalanxv1.RegisterControllerResponse, error) {
 	s := c.s
-	cf := s.raft.raft.GetConfiguration()
-	if err := waitFuture(ctx, cf); err != nil {
+	servers, err := s.members(ctx)
+	if err != nil {
 		return nil, toStatus(err)
 	}
 	member := false
-	for _, srv := range cf.Configuration().Servers {
+	for _, srv := range servers {
 		member = member || string(srv.ID) == req.Id
 	}
 	if !member {
@@ -223,12 +258,15 @@ func (c *controllerService) TransferLeadership(ctx context.Context, req *phalanx
 	if req.Id == "" {
 		f = s.raft.raft.LeadershipTransfer()
 	} else {
-		cf := s.raft.raft.GetConfiguration()
-		if err := waitFuture(ctx, cf); err != nil {
+		if req.Id == s.ID() {
+			return nil, toStatus(cluster.Errorf(cluster.ErrConflict, "controller %q already leads", req.Id))
+		}
+		servers, err := s.members(ctx)
+		if err != nil {
 			return nil, toStatus(err)
 		}
 		var addr raft.ServerAddress
-		for _, srv := range cf.Configuration().Servers {
+		for _, srv := range servers {
 			if string(srv.ID) == req.Id && srv.Suffrage == raft.Voter {
 				addr = srv.Address
 			}
@@ -239,6 +277,11 @@ func (c *controllerService) TransferLeadership(ctx context.Context, req *phalanx
 		f = s.raft.raft.LeadershipTransferToServer(raft.ServerID(req.Id), addr)
 	}
 	if err := s.membershipErr(waitFuture(ctx, f)); err != nil {
+		if req.Id != "" && !errors.Is(err, cluster.ErrNotLeader) {
+			// Raft says only "leadership transfer timeout" when the
+			// target never answered or never caught up.
+			return nil, toStatus(cluster.Errorf(cluster.ErrConflict, "leadership transfer to %s: %v: is %s running and caught up? (phx scontrol show controllers)", req.Id, err, req.Id))
+		}
 		return nil, toStatus(fmt.Errorf("leadership transfer: %w", err))
 	}
 	// The transfer is done when the target has won its election; this

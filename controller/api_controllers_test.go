@@ -1,0 +1,51 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+)
+
+// TestMembershipChangesThatWouldMoveAMember: raft add refuses an ID that
+// is a member (Raft would move it to the new address) and another ID at a
+// member's address (a phantom voter); raft transfer to the leader itself
+// says it leads. Each is refused before Raft is asked, and the
+// configuration stays as it was.
+func TestMembershipChangesThatWouldMoveAMember(t *testing.T) {
+	s := newTestServer(t, Config{})
+	api := &controllerService{s: s}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	id, addr := s.ID(), s.RaftAddr()
+	for _, tc := range []struct {
+		req  *phalanxv1.AddControllerRequest
+		want string
+	}{
+		{&phalanxv1.AddControllerRequest{Id: id, RaftAddr: "127.0.0.1:1"},
+			`controller "` + id + `" is already a member, at ` + addr + `: to move it to 127.0.0.1:1, remove it first (phx scontrol raft remove ` + id + `)`},
+		{&phalanxv1.AddControllerRequest{Id: id, RaftAddr: addr}, `controller "` + id + `" is already a member, at ` + addr},
+		{&phalanxv1.AddControllerRequest{Id: "ctl9", RaftAddr: addr, ApiAddr: "127.0.0.1:2"},
+			addr + ` is the Raft address of member ` + id + `: give controller "ctl9" its own`},
+	} {
+		_, err := api.AddController(ctx, tc.req)
+		if status.Code(err) != codes.Aborted || status.Convert(err).Message() != tc.want {
+			t.Errorf("raft add %s %s: %v, want Aborted %q", tc.req.Id, tc.req.RaftAddr, err, tc.want)
+		}
+	}
+	servers, err := s.members(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(servers) != 1 || string(servers[0].ID) != id || string(servers[0].Address) != addr {
+		t.Errorf("members after the refused adds: %v, want only %s at %s", servers, id, addr)
+	}
+	_, err = api.TransferLeadership(ctx, &phalanxv1.TransferLeadershipRequest{Id: id})
+	if want := `controller "` + id + `" already leads`; status.Code(err) != codes.Aborted || status.Convert(err).Message() != want {
+		t.Errorf("raft transfer %s: %v, want Aborted %q", id, err, want)
+	}
+}
