@@ -137,7 +137,15 @@ func (s *Server) reread() (fixed, warnings []string, err error) {
 	if len(fixed) == 0 {
 		s.live.Store(&liveConfig{Partitions: next.Partitions, Nodes: next.Nodes})
 	}
-	return fixed, next.ConfigWarnings, nil
+	warnings = slices.Clip(next.ConfigWarnings)
+	if !slices.Equal(s.cfg.Peers, next.Peers) {
+		// As docs/operations.md has it: the new line goes into every
+		// replica's file, and phx scontrol raft add makes the change.
+		warnings = append(warnings, "the ControllerHost lines differ from those this controller started with: "+
+			"they are read when a replica first starts; the replicas are those phx scontrol show controllers lists, "+
+			"changed with phx scontrol raft add|remove")
+	}
+	return fixed, warnings, nil
 }
 
 // reconfigure is scontrol reconfigure on the leader: read the file again,
@@ -240,8 +248,8 @@ func fixedChanges(cur, next Config) []string {
 			continue
 		}
 		switch name {
-		case "Peers":
-			out = append(out, "the ControllerHost lines changed: change the replicas with phx scontrol raft add|remove")
+		case "Peers": // read at a replica's first start only: see reread
+			continue
 		case "Topology":
 			out = append(out, "the topology changed: restart the controllers to apply it")
 		default:
