@@ -181,6 +181,9 @@ func inspectBackup(path string) (backupInfo, error) {
 	}
 	st, err := store.Open(cp, store.NoSync())
 	if err != nil {
+		if cause := errors.Unwrap(err); cause != nil { // without the name of this replica's copy
+			err = cause
+		}
 		return backupInfo{}, cluster.Errorf(cluster.ErrInvalid, "the file is not a Phalanx backup: %v", err)
 	}
 	defer st.Close()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
 )
@@ -102,8 +103,11 @@ func openDB(path string, o options) (*bolt.DB, error) {
 		FreelistType:   bolt.FreelistMapType,
 		NoFreelistSync: true,
 	})
-	if err != nil {
+	if errors.Is(err, bolterrors.ErrTimeout) { // its file lock is held
 		return nil, fmt.Errorf("open state database %s: %w (is another controller using it?)", path, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
 	if err := migrate(db); err != nil {
 		db.Close()
