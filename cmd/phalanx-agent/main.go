@@ -81,7 +81,7 @@ func parseFlags(args []string) (*flags, error) {
 	fs.StringVar(&f.ctrdNS, "containerd-namespace", "phalanx", "containerd namespace for task containers")
 	fs.IntVar(&f.fakeGPUs, "fake-gpus", 0, "report N fake GPUs (go-nvml's mock) instead of the host's")
 	fs.StringVar(&f.fakeGPUModel, "fake-gpu-model", "NVIDIA A100-SXM4-80GB", "model name of the fake GPUs")
-	fs.StringVar(&f.fakeGPUFaults, "fake-gpu-faults", "", "with --fake-gpus: play the faults appended to this file (what `phx dev fault` writes) into the fake GPUs")
+	fs.StringVar(&f.fakeGPUFaults, "fake-gpu-faults", "", "with --fake-gpus: play the faults appended to this file (what phx dev fault writes) into the fake GPUs")
 	fs.DurationVar(&f.gpuPoll, "gpu-poll-interval", gpu.DefaultPollInterval, "how often the GPUs' ECC counters, row remaps, presence and temperature are read (XIDs are seen as they come)")
 	fs.Int64Var(&f.minFreeMB, "min-free-mb", 1024, "the node fails check disk when --state-dir has less free space (MiB; 0: not checked)")
 	fs.Int64Var(&f.minShmMB, "min-shm-mb", 1024, "the node fails check shm when /dev/shm is smaller (MiB; 0: not checked)")
@@ -102,7 +102,7 @@ func parseFlags(args []string) (*flags, error) {
 	fs.BoolVar(&f.stopTasksOnExit, "stop-tasks-on-exit", false, "stop the tasks when the agent exits; by default plain-process tasks keep running under their supervisors and the agent's next start takes them over")
 	fs.StringVar(&f.authKey, "auth-key", auth.DefaultKeyFile, "the cluster key, as the controllers have it: it signs this node's calls and local users' credentials")
 	fs.StringVar(&f.authSocket, "auth-socket", auth.DefaultSocket, "serve local users (phx on this node, in jobs too) their credentials on this Unix socket (\"\": none)")
-	fs.StringVar(&f.tlsDir, "tls-dir", pki.DefaultDir, "the cluster CA (ca.crt, ca.crl) and this node's certificate (node.crt, node.key, from `phalanx-controller ca issue node NAME`)")
+	fs.StringVar(&f.tlsDir, "tls-dir", pki.DefaultDir, "the cluster CA (ca.crt, ca.crl) and this node's certificate (node.crt, node.key, from phalanx-controller ca issue node NAME)")
 	fs.BoolVar(&f.insecure, "insecure", false, "INSECURE, for debugging only: talk to the controllers in plaintext (for controllers run with --insecure)")
 	fs.BoolVar(&f.debug, "debug", false, "log at debug level")
 	if err := fs.Parse(args); err != nil {

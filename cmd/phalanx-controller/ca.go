@@ -53,6 +53,7 @@ func caCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "phalanx-controller ca: %v\n%s", err, caUsage)
 		return 2
 	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, caUsage)
 		return 0
 	case err != nil:
 		fmt.Fprintf(stderr, "phalanx-controller ca: %v\n", err)
@@ -74,7 +75,9 @@ func caFlags(name string, args []string, define func(fs *flag.FlagSet)) (dir str
 		define(fs)
 	}
 	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
+		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+			return "", nil, err
+		} else if err != nil {
 			return "", nil, usageError{err}
 		}
 		args = fs.Args()

@@ -98,7 +98,7 @@ func parseFlags(args []string) (*flags, error) {
 	fs.Uint64Var(&f.trailingLogs, "trailing-logs", 0, "Raft entries kept after a snapshot, so that a replica a little behind catches up from the log rather than a snapshot (default 10240)")
 	fs.StringVar(&f.authKey, "auth-key", auth.DefaultKeyFile, "the cluster key (phalanx-controller keygen FILE makes one; the same file on every host, mode 0400)")
 	fs.StringVar(&f.authSocket, "auth-socket", auth.DefaultSocket, "serve local users their credentials on this Unix socket (\"\": none; skipped when another daemon serves it)")
-	fs.StringVar(&f.tlsDir, "tls-dir", pki.DefaultDir, "the cluster CA (ca.crt, ca.crl) and this replica's certificate (controller.crt, controller.key): `phalanx-controller ca` makes them")
+	fs.StringVar(&f.tlsDir, "tls-dir", pki.DefaultDir, "the cluster CA (ca.crt, ca.crl) and this replica's certificate (controller.crt, controller.key): phalanx-controller ca makes them")
 	fs.BoolVar(&f.insecure, "insecure", false, "INSECURE, for debugging only: no TLS and no authentication, anyone who reaches the API acts as whoever they claim")
 	fs.StringVar(&f.admins, "admin-users", "", "users who may change anything (root and this process's user always may), comma-separated (default: AdminUsers of the config)")
 	fs.StringVar(&f.operators, "operator-users", "", "users who may change any job, comma-separated (default: OperatorUsers of the config)")

@@ -282,6 +282,11 @@ func TestCACommand(t *testing.T) {
 	} else if _, err := os.Stat(filepath.Join(dir, "issued", "gpu008", "node.key")); err != nil {
 		t.Errorf("default --out: %v", err)
 	}
+	for _, help := range [][]string{{"--help"}, {"issue", "--help"}, {"revoke", "-h"}} {
+		if code, stdout, stderr := run(help...); code != 0 || !strings.Contains(stdout, "phalanx-controller ca issue") || stderr != "" {
+			t.Errorf("ca %v: exit %d, %q, %q; want the usage on stdout, exit 0", help, code, stdout, stderr)
+		}
+	}
 	for _, bad := range [][]string{
 		{"issue", "admin", "x"}, {"issue", "node"}, {"issue", "node", "a/b"}, {"issue", "node", "x", "--days", "0"},
 		{"revoke"}, {"revoke", "--serial", "zz"}, {"frobnicate"},
