@@ -257,7 +257,7 @@ var reads = map[string]bool{
 // leader, unreachable), which says more than the deadline; a write whose
 // last attempt was cut short reports that, since it may have taken effect.
 func (c *Conn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
-	var last, said error // the last error, and the last that was an answer
+	var last, said error // the last error, and the last that a replica answered
 	out := func() error {
 		if said != nil && reads[method] {
 			return said
@@ -276,7 +276,7 @@ func (c *Conn) Invoke(ctx context.Context, method string, args, reply any, opts 
 				return nil
 			}
 			last = err
-			if !errors.Is(err, errSlow) && status.Code(err) != codes.DeadlineExceeded {
+			if !errors.Is(err, errSlow) && status.Code(err) != codes.DeadlineExceeded && !unreachable(err) {
 				said = err
 			}
 			if ctx.Err() != nil {

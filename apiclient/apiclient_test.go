@@ -330,6 +330,20 @@ func TestElectionRetriesUntilDeadline(t *testing.T) {
 	}
 }
 
+// TestNoLeaderIsSaidOverUnreachable: with one replica answering that no
+// one leads and the others down, a read that runs out of time reports the
+// answer (an election, no majority), not a replica it could not reach.
+func TestNoLeaderIsSaidOverUnreachable(t *testing.T) {
+	t.Parallel()
+	election := notLeader(t, "")
+	f := &fakeController{answer: func(context.Context) error { return election }}
+	c := dial(t, startController(t, f), deadAddr(t), deadAddr(t))
+	_, err := getStatus(timeout(t, 1500*time.Millisecond), c)
+	if NotLeader(err) == nil {
+		t.Errorf("error %v; want the replica's NotLeader answer", err)
+	}
+}
+
 func TestElectionEndsDuringCall(t *testing.T) {
 	t.Parallel()
 	election := notLeader(t, "")
