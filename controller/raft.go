@@ -122,7 +122,7 @@ func openRaft(cfg Config, st *store.Store, logw io.Writer) (*raftNode, error) {
 	}
 	fsmOpts := []fsm.Option{fsm.OnRestore(func(index uint64) {
 		cfg.Logger.Info("state replaced by a snapshot", "applied_index", index)
-	})}
+	}), fsm.SnapshotIndex(func() (uint64, error) { return newestSnapshot(snaps) })}
 	if cfg.Fatal != nil {
 		fsmOpts = append(fsmOpts, fsm.OnFatal(cfg.Fatal))
 	}
@@ -295,11 +295,23 @@ func catchUpFromSnapshot(st *store.Store, snaps raft.SnapshotStore) error {
 		return fmt.Errorf("open snapshot %s: %w", list[0].ID, err)
 	}
 	defer r.Close()
-	if err := st.Restore(r); err != nil {
+	if err := st.Restore(r, meta.Index); err != nil {
 		return fmt.Errorf("state is at index %d, behind snapshot %s at %d, and restoring it failed: %w",
 			st.AppliedIndex(), meta.ID, meta.Index, err)
 	}
 	return nil
+}
+
+// newestSnapshot returns the index of the newest snapshot in snaps.
+func newestSnapshot(snaps raft.SnapshotStore) (uint64, error) {
+	list, err := snaps.List()
+	if err != nil {
+		return 0, fmt.Errorf("list snapshots: %w", err)
+	}
+	if len(list) == 0 {
+		return 0, errors.New("no snapshot stored")
+	}
+	return list[0].Index, nil
 }
 
 // newTransport binds the Raft transport. Connections to other replicas

@@ -220,7 +220,7 @@ func TestSnapshotCarriesEvents(t *testing.T) {
 	}
 	dst := openTest(t, "")
 	mustRegister(t, dst, 1, "stale", "other", "more", "events") // replaced by the restore
-	if err := dst.Restore(bytes.NewReader(buf.Bytes())); err != nil {
+	if err := dst.Restore(bytes.NewReader(buf.Bytes()), 0); err != nil {
 		t.Fatal(err)
 	}
 	want := eventLines(t, src, EventQuery{})

@@ -147,7 +147,7 @@ func TestSnapshotFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := openTest(t, "")
-	if err := s.Restore(bytes.NewReader(data)); err != nil {
+	if err := s.Restore(bytes.NewReader(data), 0); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "testdata/v3/snapshot.json", dumpJSON(t, s))
@@ -176,7 +176,7 @@ func TestMigrateVersion2(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := openTest(t, "")
-	if err := r.Restore(bytes.NewReader(data)); err != nil {
+	if err := r.Restore(bytes.NewReader(data), 0); err != nil {
 		t.Fatal(err)
 	}
 	if restored := dumpJSON(t, r); !bytes.Equal(restored, got) {

@@ -57,7 +57,7 @@ func TestPlaceJobsRecordsHowEachWasPlaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	restored := openTest(t, "")
-	if err := restored.Restore(&snap); err != nil {
+	if err := restored.Restore(&snap, 0); err != nil {
 		t.Fatal(err)
 	}
 	for what, st := range map[string]*Store{"reopened": openTest(t, path), "restored": restored} {

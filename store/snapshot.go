@@ -23,14 +23,21 @@ func (s *Store) Snapshot(w io.Writer) error {
 	})
 }
 
-// Restore replaces the state with the snapshot read from r. The snapshot
-// is written to a temporary file beside the database, synced, migrated if
-// it is from an older version, and loaded; then it is renamed over the
-// database, reopened, and memory is replaced. On an error before the swap
-// the old state stays. If the new database cannot be reopened, the store is
-// closed. Restore must not run concurrently with commands (the FSM calls it
-// between them).
-func (s *Store) Restore(r io.Reader) error {
+// Restore replaces the state with the snapshot read from r, which Raft
+// holds at index (0: the snapshot's own applied index). The snapshot is
+// written to a temporary file beside the database, synced, migrated if it
+// is from an older version, given index as its applied index when that is
+// higher, and loaded; then it is renamed over the database, reopened, and
+// memory is replaced. On an error before the swap the old state stays. If
+// the new database cannot be reopened, the store is closed. Restore must
+// not run concurrently with commands (the FSM calls it between them).
+//
+// A snapshot Raft took of this state holds the index it was taken at. A
+// backup restored by an administrator holds the index of the cluster it
+// came from, and Raft places it after the whole log: taking Raft's index
+// keeps the applied index from going back, so that it still orders states
+// (the controller tells agents the index their assignments were read at).
+func (s *Store) Restore(r io.Reader, index uint64) error {
 	if err := s.Flush(); err != nil {
 		return err
 	}
@@ -43,7 +50,11 @@ func (s *Store) Restore(r io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("restore: snapshot is not a state database: %w", err)
 	}
-	st, err := load(db)
+	err = raiseApplied(db, index)
+	var st *state
+	if err == nil {
+		st, err = load(db)
+	}
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
@@ -111,4 +122,15 @@ func writeTemp(path string, r io.Reader) (string, error) {
 		return "", fmt.Errorf("restore: write snapshot: %w", err)
 	}
 	return f.Name(), nil
+}
+
+// raiseApplied records index as db's applied index if it is higher.
+func raiseApplied(db *bolt.DB, index uint64) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if index <= getUint64(meta, keyApplied) {
+			return nil
+		}
+		return putUint64(meta, keyApplied, index)
+	})
 }

@@ -98,6 +98,51 @@ func TestRestart(t *testing.T) {
 	}
 }
 
+// A backup restored as a Raft snapshot takes Raft's index, above the
+// cluster's whole log, when its own is lower: the applied index never goes
+// back, on disk either. A snapshot holding a higher index keeps its own.
+func TestRestoreTakesRaftsIndex(t *testing.T) {
+	src := openTest(t, "")
+	populate(t, src)
+	held := src.AppliedIndex()
+	var buf bytes.Buffer
+	if err := src.Snapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "state.db")
+	dst := openTest(t, path)
+	if err := dst.Restore(bytes.NewReader(buf.Bytes()), held+100); err != nil {
+		t.Fatal(err)
+	}
+	if got := dst.AppliedIndex(); got != held+100 {
+		t.Errorf("applied index %d after a restore at %d; want %d", got, held+100, held+100)
+	}
+	mustSubmit(t, dst, held+50, 40) // an index the restore stands for: skipped
+	if _, err := dst.Job(40); err == nil {
+		t.Error("a command at an index below the restore's was applied")
+	}
+	mustSubmit(t, dst, held+101, 41)
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Open(path, NoSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if got := again.AppliedIndex(); got != held+101 {
+		t.Errorf("applied index %d after reopening; want %d", got, held+101)
+	}
+
+	lower := openTest(t, "")
+	if err := lower.Restore(bytes.NewReader(buf.Bytes()), held-1); err != nil {
+		t.Fatal(err)
+	}
+	if got := lower.AppliedIndex(); got != held {
+		t.Errorf("applied index %d after a restore at %d of a snapshot holding %d; want %d", got, held-1, held, held)
+	}
+}
+
 func TestSnapshotRestore(t *testing.T) {
 	src := openTest(t, "")
 	populate(t, src)
@@ -109,7 +154,7 @@ func TestSnapshotRestore(t *testing.T) {
 	mustRegister(t, dst, 1, "stale") // replaced by the restore
 	mustSubmit(t, dst, 50, 9)
 	before := dst.Config().ConfigVersion
-	if err := dst.Restore(bytes.NewReader(buf.Bytes())); err != nil {
+	if err := dst.Restore(bytes.NewReader(buf.Bytes()), 0); err != nil {
 		t.Fatal(err)
 	}
 	// Answers cached against the old nodes and partitions (admission's
@@ -132,7 +177,7 @@ func TestRestoreGarbageKeepsTheOldState(t *testing.T) {
 	s := openTest(t, "")
 	populate(t, s)
 	before := dumpStore(t, s)
-	if err := s.Restore(strings.NewReader(strings.Repeat("not a bolt file ", 1000))); err == nil {
+	if err := s.Restore(strings.NewReader(strings.Repeat("not a bolt file ", 1000)), 0); err == nil {
 		t.Fatal("restoring garbage succeeded")
 	}
 	if after := dumpStore(t, s); !reflect.DeepEqual(after, before) {
@@ -169,7 +214,7 @@ func TestRestoreWithConcurrentReaders(t *testing.T) {
 		}()
 	}
 	for i := 0; i < 10; i++ {
-		if err := s.Restore(bytes.NewReader(snap.Bytes())); err != nil {
+		if err := s.Restore(bytes.NewReader(snap.Bytes()), 0); err != nil {
 			t.Error(err)
 		}
 	}

@@ -11,9 +11,10 @@ import (
 
 // FSM applies committed log entries to the store.
 type FSM struct {
-	store    *store.Store
-	fatal    func(error)
-	restored func(index uint64)
+	store     *store.Store
+	fatal     func(error)
+	restored  func(index uint64)
+	snapIndex func() (uint64, error)
 }
 
 var (
@@ -43,6 +44,15 @@ func OnFatal(fatal func(error)) Option { return func(f *FSM) { f.fatal = fatal }
 // administrator's restore), with the index the state is now at.
 func OnRestore(restored func(index uint64)) Option {
 	return func(f *FSM) { f.restored = restored }
+}
+
+// SnapshotIndex sets how Restore learns the Raft index of the snapshot it
+// restores, which raft.FSM's Restore is not given: Raft stores a snapshot
+// before it restores it, so it is the newest in its snapshot store. Without
+// it, a restored state keeps the applied index it holds, which for an
+// administrator's backup is the index of the cluster it was taken on.
+func SnapshotIndex(index func() (uint64, error)) Option {
+	return func(f *FSM) { f.snapIndex = index }
 }
 
 // Apply implements raft.FSM.
@@ -91,7 +101,14 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 // Restore implements raft.FSM: the store swaps in the snapshot's database.
 func (f *FSM) Restore(r io.ReadCloser) error {
 	defer r.Close()
-	if err := f.store.Restore(r); err != nil {
+	var index uint64
+	if f.snapIndex != nil {
+		var err error
+		if index, err = f.snapIndex(); err != nil {
+			return fmt.Errorf("restore snapshot: %w", err)
+		}
+	}
+	if err := f.store.Restore(r, index); err != nil {
 		return fmt.Errorf("restore snapshot: %w", err)
 	}
 	if f.restored != nil {

@@ -193,8 +193,38 @@ func TestFSMStopsOnACommandItDoesNotKnow(t *testing.T) {
 	}
 }
 
+// A snapshot Raft holds at a higher index than the state in it (an
+// administrator's backup, placed after the log) takes Raft's index; a
+// SnapshotIndex that fails fails the restore and leaves the state.
+func TestFSMRestoreTakesTheSnapshotsIndex(t *testing.T) {
+	src := New(openStore(t))
+	src.Apply(entry(t, 1, SubmitJob{Job: testJob(7)}))
+	dst := snapshotCopy(t, src, SnapshotIndex(func() (uint64, error) { return 500, nil }))
+	if got := dst.store.AppliedIndex(); got != 500 {
+		t.Errorf("applied index %d after restoring a snapshot Raft holds at 500; want 500", got)
+	}
+	failing := New(openStore(t), SnapshotIndex(func() (uint64, error) { return 0, errors.New("no snapshot stored") }))
+	failing.Apply(entry(t, 1, RegisterNode{Node: &cluster.Node{Name: "kept", GPUs: 8, CPUs: 4}}))
+	if err := failing.Restore(io.NopCloser(bytes.NewReader(persisted(t, src)))); err == nil {
+		t.Error("restore went on without the snapshot's index")
+	}
+	if _, err := failing.store.Node("kept"); err != nil {
+		t.Errorf("state after a failed restore: %v", err)
+	}
+}
+
 // snapshotCopy persists a snapshot of src and restores it into a new FSM.
-func snapshotCopy(t *testing.T, src *FSM) *FSM {
+func snapshotCopy(t *testing.T, src *FSM, opts ...Option) *FSM {
+	t.Helper()
+	dst := New(openStore(t), opts...)
+	if err := dst.Restore(io.NopCloser(bytes.NewReader(persisted(t, src)))); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// persisted is a snapshot of src as Raft would store it.
+func persisted(t *testing.T, src *FSM) []byte {
 	t.Helper()
 	snap, err := src.Snapshot()
 	if err != nil {
@@ -204,9 +234,5 @@ func snapshotCopy(t *testing.T, src *FSM) *FSM {
 	if err := snap.Persist(sink); err != nil {
 		t.Fatal(err)
 	}
-	dst := New(openStore(t))
-	if err := dst.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
-		t.Fatal(err)
-	}
-	return dst
+	return sink.Bytes()
 }
