@@ -127,10 +127,13 @@ func (n *nodeService) WatchAssignments(req *phalanxv1.WatchAssignmentsRequest, s
 	}
 	var last *phalanxv1.Assignments
 	for {
+		// Read before the jobs: the set reflects at least this index.
+		index := s.store.AppliedIndex()
 		jobs, changed := s.store.NodeJobs(req.Name)
 		cur := s.assignments(req.Name, jobs)
-		if last == nil || !proto.Equal(last, cur) {
-			if err := stream.Send(cur); err != nil {
+		if last == nil || !proto.Equal(last, cur) { // a new index alone is no news
+			sent := &phalanxv1.Assignments{Assignments: cur.Assignments, Resumed: cur.Resumed, Index: index}
+			if err := stream.Send(sent); err != nil {
 				return err
 			}
 			last = cur
@@ -234,11 +237,12 @@ func (n *nodeService) ReportTaskStatus(ctx context.Context, req *phalanxv1.Repor
 	if _, err := s.propose(ctx, fsm.ReportTask{Report: r}); err != nil {
 		return nil, toStatus(err)
 	}
+	recorded := s.store.AppliedIndex() // the report's command, or later
 	s.seen(req.Node, s.cfg.Clock.Now())
 	if r.State.Ended() {
 		s.kickScheduler()
 	}
-	return &phalanxv1.ReportTaskStatusResponse{}, nil
+	return &phalanxv1.ReportTaskStatusResponse{RecordedIndex: recorded}, nil
 }
 
 func validTaskReportState(st cluster.TaskState) bool {

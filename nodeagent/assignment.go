@@ -43,7 +43,11 @@ type jobInfo struct {
 	restartOn              cluster.RestartCauses // what restarts the job
 	ranks                  []rankSlot            // by rank
 	startedRanks           []int                 // ranks the controller has STARTING or RUNNING
-	array                  *cluster.ArrayTask    // a task of a job array; nil: not one
+	// placed: the Raft index of the command that placed this attempt (0:
+	// not said). It tells this placement from another of the same job and
+	// attempt number, as a restored state makes.
+	placed uint64
+	array  *cluster.ArrayTask // a task of a job array; nil: not one
 	// Tasks srun starts on each node (at least 1), each with gpusPerTask
 	// of the node's GPUs (0: all) and cpusPerTask CPUs (0: not given).
 	tasksPerNode, gpusPerTask, cpusPerTask int
@@ -143,6 +147,11 @@ func jobFromWire(j *phalanxv1.Job) jobInfo {
 			gpus[i] = int(g)
 		}
 		out.ranks = append(out.ranks, rankSlot{node: a.GetNode(), addr: a.GetAddr(), gpus: gpus, cpus: int(a.GetCpus()), memMB: a.GetMemoryMb()})
+	}
+	for _, a := range j.GetAttempts() {
+		if a.GetAttempt() == j.GetAttempt() {
+			out.placed = a.GetPlacedIndex()
+		}
 	}
 	for _, t := range j.GetTasks() {
 		if st := cluster.TaskState(t.GetState()); st == cluster.TaskRunning || st == cluster.TaskStarting {

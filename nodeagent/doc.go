@@ -64,7 +64,9 @@
 // process of the task, the grace period (the assignment's, else
 // Config.KillGrace), then SIGKILL. A task that cannot be prepared or
 // started is reported FAILED with a one-line reason. A task that ended
-// here is never started again under the same job, attempt and rank.
+// here is never started again under the same job, attempt and rank and
+// placement; a controller whose state was restored from a backup and no
+// longer has its end gets the end reported again (reconcile.go).
 //
 // # Shutdown
 //

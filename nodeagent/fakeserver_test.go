@@ -42,6 +42,9 @@ type fakeNodeService struct {
 	healthCheck    *phalanxv1.HealthCheck // and with it
 	assignments    *phalanxv1.Assignments
 	changed        chan struct{} // closed and replaced on every set
+	// index counts the reports accepted: the recorded_index they are
+	// acknowledged with (sets carry the index setAt gives them).
+	index uint64
 	// onRegister, when set, is called (under mu) with each registration's
 	// number, counting from 1, before it is answered.
 	onRegister func(n int)
@@ -114,7 +117,8 @@ func (f *fakeNodeService) ReportTaskStatus(_ context.Context, req *phalanxv1.Rep
 		hb = f.heartbeats[len(f.heartbeats)-1]
 	}
 	f.lastHeartbeat = append(f.lastHeartbeat, hb)
-	return &phalanxv1.ReportTaskStatusResponse{}, nil
+	f.index++
+	return &phalanxv1.ReportTaskStatusResponse{RecordedIndex: f.index}, nil
 }
 
 func (f *fakeNodeService) WatchAssignments(_ *phalanxv1.WatchAssignmentsRequest, stream phalanxv1.NodeService_WatchAssignmentsServer) error {
@@ -143,9 +147,14 @@ func (f *fakeNodeService) WatchAssignments(_ *phalanxv1.WatchAssignmentsRequest,
 
 // set replaces the node's assignments and streams them.
 func (f *fakeNodeService) set(as ...*phalanxv1.Assignment) {
+	f.setAt(0, as...)
+}
+
+// setAt is set, with the set read at index.
+func (f *fakeNodeService) setAt(index uint64, as ...*phalanxv1.Assignment) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.assignments = &phalanxv1.Assignments{Assignments: as}
+	f.assignments = &phalanxv1.Assignments{Assignments: as, Index: index}
 	close(f.changed)
 	f.changed = make(chan struct{})
 }
@@ -161,6 +170,13 @@ func (f *fakeNodeService) reportsFor(job uint64) []*phalanxv1.ReportTaskStatusRe
 		}
 	}
 	return out
+}
+
+// recorded returns the index the last report was acknowledged with.
+func (f *fakeNodeService) recorded() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.index
 }
 
 func (f *fakeNodeService) counts() (registers, heartbeats, watches, reportCalls int) {

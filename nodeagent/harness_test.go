@@ -24,6 +24,7 @@ type harness struct {
 	cfg    Config
 	cancel context.CancelFunc
 	done   chan error
+	agent  *Agent // the one running
 }
 
 // newHarness starts a fake controller and an agent on rt; edit adjusts
@@ -62,7 +63,7 @@ func (h *harness) start(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h.cancel = cancel
+	h.cancel, h.agent = cancel, a
 	go func() { h.done <- a.Run(ctx) }()
 	t.Cleanup(func() { h.stop(t) })
 }

@@ -3,6 +3,8 @@ package nodeagent
 import (
 	"slices"
 
+	"google.golang.org/protobuf/proto"
+
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
 )
@@ -26,7 +28,12 @@ import (
 //
 // Tasks that ended here are remembered (and never started again under the
 // same job, attempt and rank) until they leave the set, which happens once
-// the controller has recorded their end.
+// the controller has recorded their end. One still in a set read at a
+// higher index than the controller acknowledged its end at has been
+// forgotten: the controller's state was replaced by an older one (an
+// administrator's restore). Of the same placement (the controller saw it
+// start, or placed it at the same index), the end is reported again; of
+// another, the task is what the controller now asks for, and runs.
 func (a *Agent) reconcile(msg *phalanxv1.Assignments) {
 	if r := msg.GetResumed(); r != nil {
 		a.forgetEvents(r.AsTime()) // before the gate of any task it brings
@@ -40,7 +47,7 @@ func (a *Agent) reconcile(msg *phalanxv1.Assignments) {
 	for _, w := range msg.GetAssignments() {
 		as := assignmentFromWire(w)
 		seen[as.key] = true
-		a.reconcileOne(as)
+		a.reconcileOne(as, msg.GetIndex())
 	}
 	for key, t := range a.tasks {
 		if !seen[key] {
@@ -54,22 +61,33 @@ func (a *Agent) reconcile(msg *phalanxv1.Assignments) {
 	}
 }
 
-// reconcileOne applies one assignment; a.mu is held.
-func (a *Agent) reconcileOne(as assignment) {
+// reconcileOne applies one assignment of a set read at index; a.mu is
+// held.
+func (a *Agent) reconcileOne(as assignment, index uint64) {
 	key := as.key
 	t, running := a.tasks[key]
 	if running && !as.stop {
 		a.queueSignals(t, as.signals)
 		a.followLimit(t, as)
 	}
+	if e := a.finished[key]; e != nil && !running && e.forgotten(index) {
+		if e.samePlacement(as) {
+			a.log.Warn("the controller no longer has the end of a task that ended here (its state was restored?); reporting it again",
+				"task", key, "state", e.report.State)
+			a.remember(key, e.placed, proto.Clone(e.report).(*phalanxv1.ReportTaskStatusRequest), false)
+			return
+		}
+		a.log.Warn("the controller placed again, in a restored state, a task that ended here; taking it as the new one",
+			"task", key, "placed", as.job.placed, "ended_placed", e.placed)
+		delete(a.finished, key)
+	}
 	switch {
 	case as.stop && running:
 		t.stop(a.stopRequest(as))
-	case as.stop && !a.finished[key]:
-		a.finished[key] = true
+	case as.stop && a.finished[key] == nil:
 		a.log.Info("task stopped before it started", "task", key, "reason", as.stopReason)
-		a.rep.report(a.taskReport(key, cluster.TaskKilled, "stopped before it started: "+as.stopReason))
-	case as.stop || running || a.finished[key]:
+		a.remember(key, as.job.placed, a.taskReport(key, cluster.TaskKilled, "stopped before it started: "+as.stopReason), true)
+	case as.stop || running || a.finished[key] != nil:
 	case startedElsewhere(as) || a.leftover[attemptKey{job: key.job, attempt: key.attempt}]:
 		// The controller saw this task start, or an earlier run of this
 		// agent left its folder (it may have died between starting the task
@@ -77,12 +95,11 @@ func (a *Agent) reconcileOne(as assignment) {
 		// again could run two copies; until tasks are re-adopted, report it
 		// lost.
 		delete(a.leftover, attemptKey{job: key.job, attempt: key.attempt})
-		a.finished[key] = true
 		a.log.Warn("task started by an earlier agent run; reporting it lost", "task", key)
-		a.rep.report(a.taskReport(key, cluster.TaskLost, "node agent restarted while the task ran"))
+		a.remember(key, as.job.placed, a.taskReport(key, cluster.TaskLost, "node agent restarted while the task ran"), true)
 	default:
 		t := newTask(key)
-		t.limit = as.job.timeLimit
+		t.limit, t.placed = as.job.timeLimit, as.job.placed
 		a.tasks[key] = t
 		a.queueSignals(t, as.signals) // requests made before it started: delivered once it runs
 		a.taskWG.Add(1)
@@ -111,4 +128,49 @@ func (a *Agent) stopRequest(as assignment) stopRequest {
 // as starting or running already.
 func startedElsewhere(as assignment) bool {
 	return slices.Contains(as.job.startedRanks, int(as.key.rank))
+}
+
+// ended is what the agent remembers of a task that ended here, until the
+// controller has recorded its end.
+type ended struct {
+	report *phalanxv1.ReportTaskStatusRequest // the final one
+	placed uint64                             // the placement it ended under (0: not said)
+	// recorded: the controller's index once it acknowledged the report
+	// (0: not yet, or a controller that does not say).
+	recorded uint64
+}
+
+// forgotten reports whether a set read at index that still holds the task
+// shows the controller has lost its end: it had recorded it at a lower
+// index. A set read before that (an older stream's) proves nothing.
+func (e *ended) forgotten(index uint64) bool {
+	return e.recorded != 0 && index > e.recorded
+}
+
+// samePlacement reports whether as is the placement the task ended under:
+// the same placing index, or, where either is not said, one the controller
+// saw start.
+func (e *ended) samePlacement(as assignment) bool {
+	if e.placed != 0 && as.job.placed != 0 {
+		return e.placed == as.job.placed
+	}
+	return startedElsewhere(as)
+}
+
+// remember records that the task key, of the placement placed, ended with
+// its final report req, and queues req (stamped now when stamp is set, as
+// it was made otherwise); a.mu is held.
+func (a *Agent) remember(key taskKey, placed uint64, req *phalanxv1.ReportTaskStatusRequest, stamp bool) {
+	e := &ended{report: req, placed: placed}
+	a.finished[key] = e
+	recorded := func(index uint64) {
+		a.mu.Lock()
+		e.recorded = index
+		a.mu.Unlock()
+	}
+	if stamp {
+		a.rep.reportRecorded(req, recorded)
+	} else {
+		a.rep.resend(req, recorded)
+	}
 }

@@ -28,9 +28,16 @@ type reporter struct {
 	log    *slog.Logger
 
 	mu      sync.Mutex
-	queue   []*phalanxv1.ReportTaskStatusRequest
+	queue   []queuedReport
 	closing bool
 	wake    chan struct{} // buffered 1: the queue or closing changed
+}
+
+type queuedReport struct {
+	req *phalanxv1.ReportTaskStatusRequest
+	// recorded, when set, is called with the controller's recorded_index
+	// once it acknowledged the report.
+	recorded func(index uint64)
 }
 
 func newReporter(client phalanxv1.NodeServiceClient, clock Clock, log *slog.Logger) *reporter {
@@ -39,9 +46,20 @@ func newReporter(client phalanxv1.NodeServiceClient, clock Clock, log *slog.Logg
 
 // report queues req, stamping it with the current time.
 func (r *reporter) report(req *phalanxv1.ReportTaskStatusRequest) {
+	r.reportRecorded(req, nil)
+}
+
+// reportRecorded queues req, stamping it with the current time, and calls
+// recorded (unless nil) once the controller acknowledged it.
+func (r *reporter) reportRecorded(req *phalanxv1.ReportTaskStatusRequest, recorded func(index uint64)) {
 	req.Time = timestamppb.New(r.clock.Now())
+	r.resend(req, recorded)
+}
+
+// resend queues req as it is, its time included.
+func (r *reporter) resend(req *phalanxv1.ReportTaskStatusRequest, recorded func(index uint64)) {
 	r.mu.Lock()
-	r.queue = append(r.queue, req)
+	r.queue = append(r.queue, queuedReport{req: req, recorded: recorded})
 	r.mu.Unlock()
 	r.poke()
 }
@@ -73,20 +91,24 @@ func (r *reporter) pending() int {
 func (r *reporter) run(ctx context.Context) {
 	for {
 		r.mu.Lock()
-		var head *phalanxv1.ReportTaskStatusRequest
+		var head queuedReport
 		if len(r.queue) > 0 {
 			head = r.queue[0]
 		}
 		closing := r.closing
 		r.mu.Unlock()
 		switch {
-		case head != nil:
-			if !r.deliver(ctx, head) {
+		case head.req != nil:
+			index, acked, ok := r.deliver(ctx, head.req)
+			if !ok {
 				return
 			}
 			r.mu.Lock()
 			r.queue = r.queue[1:]
 			r.mu.Unlock()
+			if acked && head.recorded != nil {
+				head.recorded(index)
+			}
 			continue
 		case closing:
 			return
@@ -99,27 +121,27 @@ func (r *reporter) run(ctx context.Context) {
 	}
 }
 
-// deliver sends req until the controller acknowledges or rejects it; it
-// returns false when ctx ended first.
-func (r *reporter) deliver(ctx context.Context, req *phalanxv1.ReportTaskStatusRequest) bool {
+// deliver sends req until the controller acknowledges it (acked, with the
+// index it recorded it at) or rejects it; ok is false when ctx ended first.
+func (r *reporter) deliver(ctx context.Context, req *phalanxv1.ReportTaskStatusRequest) (index uint64, acked, ok bool) {
 	b := newBackoff()
 	for {
 		callCtx, cancel := context.WithTimeout(ctx, rpcTimeout)
-		_, err := r.client.ReportTaskStatus(callCtx, req)
+		resp, err := r.client.ReportTaskStatus(callCtx, req)
 		cancel()
 		if err == nil {
 			r.log.Debug("task reported", "job", req.JobId, "attempt", req.Attempt, "rank", req.Rank, "state", req.State)
-			return true
+			return resp.GetRecordedIndex(), true, true
 		}
 		if permanent(err) {
 			r.log.Error("controller rejected task report; dropping it", "job", req.JobId,
 				"attempt", req.Attempt, "rank", req.Rank, "state", req.State, "err", err)
-			return true
+			return 0, false, true
 		}
 		r.log.Warn("task report not delivered; retrying", "job", req.JobId, "rank", req.Rank,
 			"state", req.State, "err", err)
 		if sleep(ctx, r.clock, b.next()) != nil {
-			return false
+			return 0, false, false
 		}
 	}
 }

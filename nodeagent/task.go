@@ -33,6 +33,7 @@ type task struct {
 	key    taskKey
 	gpus   []int            // host GPU indices; nil: not known (taken over from an earlier run); a.mu guards it
 	nodes  int              // the job's node count; 0: not known
+	placed uint64           // the index that placed its attempt; 0: not known
 	stopCh chan stopRequest // buffered 1; the first stop request wins
 	once   sync.Once
 	done   chan struct{} // closed once the task ended and was reported
@@ -335,8 +336,7 @@ func (a *Agent) end(t *task, out outcome) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.tasks, t.key)
-	a.finished[t.key] = true
-	a.rep.report(req)
+	a.remember(t.key, t.placed, req, true)
 }
 
 // exitMessage describes an exit that was not a success.

@@ -2,7 +2,11 @@ package testcluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -365,37 +369,25 @@ func TestBackupRestoresIntoANewCluster(t *testing.T) {
 	}
 	old.WaitJob(ids[0], 10*time.Second, "RUNNING")
 	waitRegistered(t, old)
-	stream, err := old.Client.Backup(ctx5(t), &phalanxv1.BackupRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var backup []byte
-	for {
-		chunk, err := stream.Recv()
-		if err != nil {
-			break
-		}
-		backup = append(backup, chunk.Data...)
-	}
-	if len(backup) == 0 {
-		t.Fatal("empty backup")
-	}
+	backup := backupOf(t, old)
 
 	fresh := testcluster.New(t, testcluster.Options{Controllers: 3, Nodes: 1, Runtime: "fake"})
 	waitRegistered(t, fresh)
-	restore := func(force bool) (*phalanxv1.RestoreResponse, error) {
-		st, err := fresh.Client.Restore(ctx5(t))
-		if err != nil {
-			return nil, err
-		}
-		for off := 0; off < len(backup); off += 64 << 10 {
-			st.Send(&phalanxv1.RestoreRequest{Data: backup[off:min(off+64<<10, len(backup))], Force: force && off == 0})
-		}
-		return st.CloseAndRecv()
-	}
+	restore := func(force bool) (*phalanxv1.RestoreResponse, error) { return restoreInto(t, fresh, backup, force) }
+	before := fresh.Leader().Store().AppliedIndex()
 	resp, err := restore(false)
 	if err != nil {
 		t.Fatalf("restore into an empty cluster: %v", err)
+	}
+	// The state moves on from the cluster's index, not back to the backup's
+	// (agents order what the controller tells them by it).
+	for i := range fresh.APIAddrs() {
+		fresh.Eventually(10*time.Second, func() error {
+			if got := fresh.Controller(i).Store().AppliedIndex(); got <= before {
+				return fmt.Errorf("replica %d: applied index %d after the restore; want above %d, the cluster's before it", i, got, before)
+			}
+			return nil
+		})
 	}
 	if resp.Jobs != 5 {
 		t.Errorf("restored %d jobs; want 5", resp.Jobs)
@@ -425,6 +417,71 @@ func TestBackupRestoresIntoANewCluster(t *testing.T) {
 	if _, err := restore(true); err != nil {
 		t.Errorf("forced restore: %v", err)
 	}
+}
+
+// A backup restored by force over a cluster that went on working: the job
+// that was running when it was taken, and the one that waited then and ran
+// since, both run to an end again; neither is left waiting for a task the
+// agent ended before the restore.
+func TestForcedRestoreOverALiveCluster(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: 1, Runtime: "process"})
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "go")
+	waits := fmt.Sprintf("#!/bin/sh\nwhile [ ! -e %s ]; do sleep 0.05; done\n", gate)
+	running := submit(t, c, spec(dir, "running", 1, 1, waits))
+	c.WaitJob(running, 10*time.Second, "RUNNING")
+	waiting := submit(t, c, spec(dir, "waiting", 1, 8, "#!/bin/sh\ntrue\n")) // all the GPUs: after the first
+	backup := backupOf(t, c)
+
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []uint64{running, waiting} {
+		c.WaitJob(id, 20*time.Second, "COMPLETED")
+	}
+	if _, err := restoreInto(t, c, backup, true); err != nil {
+		t.Fatalf("forced restore: %v", err)
+	}
+	for _, id := range []uint64{running, waiting} {
+		j := c.WaitJob(id, 30*time.Second, "COMPLETED")
+		t.Logf("job %d after the restore: %s, attempt %d", id, j.State, j.Attempt)
+	}
+}
+
+// backupOf takes a backup of c's state.
+func backupOf(t *testing.T, c *testcluster.Cluster) []byte {
+	t.Helper()
+	stream, err := c.Client.Backup(ctx5(t), &phalanxv1.BackupRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var backup []byte
+	for {
+		chunk, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("backup: %v", err)
+		}
+		backup = append(backup, chunk.Data...)
+	}
+	if len(backup) == 0 {
+		t.Fatal("empty backup")
+	}
+	return backup
+}
+
+// restoreInto restores backup into c, forced or not.
+func restoreInto(t *testing.T, c *testcluster.Cluster, backup []byte, force bool) (*phalanxv1.RestoreResponse, error) {
+	st, err := c.Client.Restore(ctx5(t))
+	if err != nil {
+		return nil, err
+	}
+	for off := 0; off < len(backup); off += 64 << 10 {
+		st.Send(&phalanxv1.RestoreRequest{Data: backup[off:min(off+64<<10, len(backup))], Force: force && off == 0})
+	}
+	return st.CloseAndRecv()
 }
 
 // registered checks that the leader's state records every replica of c at

@@ -6203,7 +6203,15 @@ type Assignments struct {
 	// returned to service reaches its agent before the next heartbeat's
 	// answer; the agent forgets the events the resume dealt with first, so
 	// that its pre-start gate does not fail the job on them.
-	Resumed       *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=resumed,proto3" json:"resumed,omitempty"`
+	Resumed *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=resumed,proto3" json:"resumed,omitempty"`
+	// index: the controller's state index this set was read at (its applied
+	// Raft index; 0 from controllers that do not say). A task whose end the
+	// agent reported, acknowledged at a lower recorded_index, and that is
+	// still in a set of a higher index has been forgotten by the controller:
+	// its state was replaced (scontrol restore) after the report. The agent
+	// then reports the end again if the task is of the placement that ended
+	// (the same Attempt.placed_index), and starts it if it is a new one.
+	Index         uint64 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6250,6 +6258,13 @@ func (x *Assignments) GetResumed() *timestamppb.Timestamp {
 		return x.Resumed
 	}
 	return nil
+}
+
+func (x *Assignments) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
 }
 
 type ReportTaskStatusRequest struct {
@@ -6383,7 +6398,11 @@ func (x *ReportTaskStatusRequest) GetAgentShutdown() bool {
 }
 
 type ReportTaskStatusResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// recorded_index: the controller's state index once the report was
+	// recorded (the Raft index of the command that did; 0 from controllers
+	// that do not say). See Assignments.index.
+	RecordedIndex uint64 `protobuf:"varint,1,opt,name=recorded_index,json=recordedIndex,proto3" json:"recorded_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6416,6 +6435,13 @@ func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
 // Deprecated: Use ReportTaskStatusResponse.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusResponse) Descriptor() ([]byte, []int) {
 	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *ReportTaskStatusResponse) GetRecordedIndex() uint64 {
+	if x != nil {
+		return x.RecordedIndex
+	}
+	return 0
 }
 
 type ReportCheckpointRequest struct {
@@ -7196,10 +7222,11 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x04step\x18\x04 \x01(\rR\x04step\"M\n" +
 	"\x06Prolog\x12\x1a\n" +
 	"\bprograms\x18\x01 \x03(\tR\bprograms\x12'\n" +
-	"\x0ftimeout_seconds\x18\x02 \x01(\x03R\x0etimeoutSeconds\"}\n" +
+	"\x0ftimeout_seconds\x18\x02 \x01(\x03R\x0etimeoutSeconds\"\x93\x01\n" +
 	"\vAssignments\x128\n" +
 	"\vassignments\x18\x01 \x03(\v2\x16.phalanx.v1.AssignmentR\vassignments\x124\n" +
-	"\aresumed\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aresumed\"\xe6\x02\n" +
+	"\aresumed\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aresumed\x12\x14\n" +
+	"\x05index\x18\x03 \x01(\x04R\x05index\"\xe6\x02\n" +
 	"\x17ReportTaskStatusRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12\x18\n" +
@@ -7213,8 +7240,9 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x04time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12-\n" +
 	"\x12checkpoint_corrupt\x18\n" +
 	" \x01(\bR\x11checkpointCorrupt\x12%\n" +
-	"\x0eagent_shutdown\x18\v \x01(\bR\ragentShutdown\"\x1a\n" +
-	"\x18ReportTaskStatusResponse\"\x86\x01\n" +
+	"\x0eagent_shutdown\x18\v \x01(\bR\ragentShutdown\"A\n" +
+	"\x18ReportTaskStatusResponse\x12%\n" +
+	"\x0erecorded_index\x18\x01 \x01(\x04R\rrecordedIndex\"\x86\x01\n" +
 	"\x17ReportCheckpointRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12\x18\n" +
