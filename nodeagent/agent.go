@@ -115,13 +115,15 @@ type Agent struct {
 	clusterName atomic.Pointer[string]
 
 	mu        sync.Mutex
-	tasks     map[taskKey]*task  // started or starting, not yet ended
-	finished  map[taskKey]*ended // ended here; never started again
-	stopping  bool               // Run is returning: launch nothing more
-	nics      []rdma.Port        // as last read
-	nicsStale bool               // changed since the last registration
-	gpuLevels []gpu.Verdict      // the GPUs' failing states, as last polled
-	events    []heldEvent        // XIDs and failed gates: drained for until an admin resumes
+	tasks     map[taskKey]*task      // started or starting, not yet ended
+	finished  map[taskKey]*ended     // ended here; never started again
+	last      *phalanxv1.Assignments // the set reconciled last
+	waiting   map[taskKey]bool       // tasks of last that wait for another to end
+	stopping  bool                   // Run is returning: launch nothing more
+	nics      []rdma.Port            // as last read
+	nicsStale bool                   // changed since the last registration
+	gpuLevels []gpu.Verdict          // the GPUs' failing states, as last polled
+	events    []heldEvent            // XIDs and failed gates: drained for until an admin resumes
 	// healthGen counts the changes to events; healthAcked is the last
 	// generation a heartbeat reply acknowledged; healthAck is closed (and
 	// replaced) at each acknowledgement.

@@ -189,6 +189,15 @@ func prologFromWire(p *phalanxv1.Prolog) cluster.Prolog {
 }
 
 // nodeNames are the job's nodes, by rank.
+// gpusOf returns the host GPUs of rank's slot (nil: none, or no such
+// rank).
+func (j jobInfo) gpusOf(rank int32) []int {
+	if rank < 0 || int(rank) >= len(j.ranks) {
+		return nil
+	}
+	return j.ranks[rank].gpus
+}
+
 func (j jobInfo) nodeNames() []string {
 	names := make([]string, len(j.ranks))
 	for i, r := range j.ranks {

@@ -34,20 +34,37 @@ import (
 // administrator's restore). Of the same placement (the controller saw it
 // start, or placed it at the same index), the end is reported again; of
 // another, the task is what the controller now asks for, and runs.
+//
+// A task never starts on a GPU that another task here still holds: it
+// waits until that one has ended (the controller places nothing on GPUs
+// it has not seen released, so only a replaced state makes one wait). A
+// task that runs here under another placement than the set's, of the same
+// job, attempt and rank, is of a replaced state: it is stopped without a
+// report (its end would be taken for the new one's), and the new one waits
+// for its end.
 func (a *Agent) reconcile(msg *phalanxv1.Assignments) {
 	if r := msg.GetResumed(); r != nil {
 		a.forgetEvents(r.AsTime()) // before the gate of any task it brings
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.last = msg
+	a.reconcileLocked(msg)
+}
+
+// reconcileLocked is reconcile with a.mu held: also run again, on the last
+// set, when a task that others wait for ends.
+func (a *Agent) reconcileLocked(msg *phalanxv1.Assignments) {
 	if a.stopping {
 		return
 	}
+	waited := a.waiting
+	a.waiting = nil
 	seen := make(map[taskKey]bool, len(msg.GetAssignments()))
 	for _, w := range msg.GetAssignments() {
 		as := assignmentFromWire(w)
 		seen[as.key] = true
-		a.reconcileOne(as, msg.GetIndex())
+		a.reconcileOne(as, msg.GetIndex(), waited)
 	}
 	for key, t := range a.tasks {
 		if !seen[key] {
@@ -61,11 +78,21 @@ func (a *Agent) reconcile(msg *phalanxv1.Assignments) {
 	}
 }
 
-// reconcileOne applies one assignment of a set read at index; a.mu is
-// held.
-func (a *Agent) reconcileOne(as assignment, index uint64) {
+// reconcileOne applies one assignment of a set read at index; waited
+// holds the tasks that waited for others at the last pass. a.mu is held.
+func (a *Agent) reconcileOne(as assignment, index uint64, waited map[taskKey]bool) {
 	key := as.key
 	t, running := a.tasks[key]
+	if running && t.placed != 0 && as.job.placed != 0 && t.placed != as.job.placed {
+		if !t.replaced {
+			t.replaced = true
+			a.log.Warn("task runs here under a placement the controller no longer has; stopping it, unreported, for the new one",
+				"task", key, "placed", t.placed, "new_placed", as.job.placed)
+			t.stop(stopRequest{state: cluster.TaskKilled, grace: a.cfg.KillGrace, msg: "replaced by another placement"})
+		}
+		a.wait(key)
+		return
+	}
 	if running && !as.stop {
 		a.queueSignals(t, as.signals)
 		a.followLimit(t, as)
@@ -98,8 +125,16 @@ func (a *Agent) reconcileOne(as assignment, index uint64) {
 		a.log.Warn("task started by an earlier agent run; reporting it lost", "task", key)
 		a.remember(key, as.job.placed, a.taskReport(key, cluster.TaskLost, "node agent restarted while the task ran"), true)
 	default:
+		gpus := as.job.gpusOf(key.rank)
+		if holder := a.holding(gpus); holder != nil {
+			if !waited[key] {
+				a.log.Warn("task waits for its GPUs, which a task of a replaced state still holds", "task", key, "gpus", gpus, "held_by", holder.key)
+			}
+			a.wait(key)
+			return
+		}
 		t := newTask(key)
-		t.limit, t.placed = as.job.timeLimit, as.job.placed
+		t.limit, t.placed, t.gpus = as.job.timeLimit, as.job.placed, gpus
 		a.tasks[key] = t
 		a.queueSignals(t, as.signals) // requests made before it started: delivered once it runs
 		a.taskWG.Add(1)
@@ -173,4 +208,26 @@ func (a *Agent) remember(key taskKey, placed uint64, req *phalanxv1.ReportTaskSt
 	} else {
 		a.rep.resend(req, recorded)
 	}
+}
+
+// wait records that the task key waits for another to end; a.mu is held.
+func (a *Agent) wait(key taskKey) {
+	if a.waiting == nil {
+		a.waiting = make(map[taskKey]bool)
+	}
+	a.waiting[key] = true
+}
+
+// holding returns a task here that holds one of gpus, or nil; a.mu is
+// held. A task taken over from an earlier run, whose GPUs are not known,
+// holds none that can be told.
+func (a *Agent) holding(gpus []int) *task {
+	for _, t := range a.tasks {
+		for _, g := range t.gpus {
+			if slices.Contains(gpus, g) {
+				return t
+			}
+		}
+	}
+	return nil
 }

@@ -139,3 +139,55 @@ func TestTaskPlacedAnewInARestoredStateRuns(t *testing.T) {
 		t.Errorf("job 3's stopped placement reported %v", r)
 	}
 }
+
+// A task that runs here under a placement a restored state no longer has,
+// with the job, attempt and rank of one the state places anew: it is
+// stopped, its end not reported (the controller would take it for the new
+// one's), and the new one starts once it has ended.
+func TestReplacedPlacementStopsUnreported(t *testing.T) {
+	rt := fake.New()
+	h := newHarness(t, rt, nil)
+	work := t.TempDir()
+	h.srv.setAt(1, placedAt(wireAssignment(5, work, script), 1))
+	old := waitStarted(t, rt, "phx-5-0-0")
+	h.srv.waitReport(t, 5, "RUNNING")
+
+	h.srv.setAt(100, placedAt(wireAssignment(5, work, script), 50))
+	eventually(t, 10*time.Second, func() error {
+		if n := h.srv.countReports(5, "RUNNING"); n != 2 {
+			return fmt.Errorf("%d RUNNING reports; want 2 (the new placement started)", n)
+		}
+		return nil
+	})
+	if !old.Closed() {
+		t.Error("the replaced placement's task was not stopped")
+	}
+	if got := states(h.srv.reportsFor(5)); !reflect.DeepEqual(got, []string{"RUNNING", "RUNNING"}) {
+		t.Errorf("reports %v; want RUNNING twice, the replaced task's end unreported", got)
+	}
+}
+
+// A task never starts on GPUs another task here still holds: one the
+// controller placed on the GPUs of a task it no longer has (a replaced
+// state) waits until that task, stopping through its grace period, has
+// ended.
+func TestTaskWaitsForGPUsStillHeld(t *testing.T) {
+	rt := fake.New(fake.WithIgnoreSIGTERM())
+	h := newHarness(t, rt, func(c *Config) { c.KillGrace = 500 * time.Millisecond })
+	work := t.TempDir()
+	h.srv.set(wireAssignment(6, work, script)) // GPUs 2 and 3
+	waitStarted(t, rt, "phx-6-0-0")
+	h.srv.waitReport(t, 6, "RUNNING")
+
+	h.srv.set(wireAssignment(7, work, script)) // the same GPUs; job 6 gone
+	h.srv.waitReport(t, 7, "RUNNING")
+	h.srv.mu.Lock()
+	all := make([]string, 0, len(h.srv.reports))
+	for _, r := range h.srv.reports {
+		all = append(all, fmt.Sprintf("%d %s", r.JobId, r.State))
+	}
+	h.srv.mu.Unlock()
+	if want := []string{"6 RUNNING", "6 KILLED", "7 RUNNING"}; !reflect.DeepEqual(all, want) {
+		t.Errorf("reports in order %v; want %v: job 7 started on GPUs job 6 still held", all, want)
+	}
+}

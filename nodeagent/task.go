@@ -31,12 +31,15 @@ const (
 // task is one task the agent started or is starting.
 type task struct {
 	key    taskKey
-	gpus   []int            // host GPU indices; nil: not known (taken over from an earlier run); a.mu guards it
-	nodes  int              // the job's node count; 0: not known
-	placed uint64           // the index that placed its attempt; 0: not known
-	stopCh chan stopRequest // buffered 1; the first stop request wins
-	once   sync.Once
-	done   chan struct{} // closed once the task ended and was reported
+	gpus   []int  // host GPU indices; nil: not known (taken over from an earlier run); a.mu guards it
+	nodes  int    // the job's node count; 0: not known
+	placed uint64 // the index that placed its attempt; 0: not known
+	// replaced: stopped for a new placement of its job, attempt and rank;
+	// its end is not reported (a.mu guards it).
+	replaced bool
+	stopCh   chan stopRequest // buffered 1; the first stop request wins
+	once     sync.Once
+	done     chan struct{} // closed once the task ended and was reported
 	// sigCh carries scancel --signal requests to the task's supervisor;
 	// signalled is the newest one queued (a.mu guards it).
 	sigCh     chan cluster.SignalRequest
@@ -336,7 +339,14 @@ func (a *Agent) end(t *task, out outcome) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.tasks, t.key)
-	a.remember(t.key, t.placed, req, true)
+	if t.replaced {
+		a.log.Info("task of a replaced placement ended; not reported", "task", t.key, "state", out.state)
+	} else {
+		a.remember(t.key, t.placed, req, true)
+	}
+	if len(a.waiting) > 0 && a.last != nil { // they may start now
+		a.reconcileLocked(a.last)
+	}
 }
 
 // exitMessage describes an exit that was not a success.
