@@ -77,7 +77,7 @@ func formatJob(j *phalanxv1.Job, now time.Time, loc *time.Location, details bool
 		append(first, kv("JobName", s.GetName())),
 		{kv("UserId", fmt.Sprintf("%s(%d)", s.GetUser(), s.GetUid())), kv("GroupId", fmt.Sprintf("%s(%d)", groupName(s.GetGid()), s.GetGid()))},
 		{kv("Priority", j.GetPriority()), kv("Nice", s.GetNice()), kv("Account", orDefault(s.GetAccount(), "(null)")), kv("QOS", orDefault(s.GetQos(), "normal"))},
-		{kv("JobState", j.State), kv("Reason", reason(j)), kv("Dependency", dependency(j))},
+		{kv("JobState", shownState(j)), kv("Reason", reason(j)), kv("Dependency", dependency(j))},
 		{kv("Requeue", requeueFlag(s)), kv("Restarts", j.Attempt), kv("BatchFlag", 1), kv("ExitCode", exitCode(j.ExitCode, j.ExitSignal))},
 		{kv("RunTime", runTime(elapsed(j, now))), kv("TimeLimit", limitOrUnlimited(jobLimit(j)))},
 		{kv("SubmitTime", fmtTime(j.SubmitTime, loc, "Unknown")), kv("EligibleTime", fmtTime(eligible(j), loc, "Unknown"))},

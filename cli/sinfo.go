@@ -101,8 +101,7 @@ func (k *commands) runSinfo(c *ucli.Context, args []string) error {
 	}
 	if len(q.states) > 0 {
 		nodes = slices.DeleteFunc(nodes, func(n *phalanxv1.Node) bool {
-			long := strings.ToLower(n.State)
-			return !slices.Contains(q.states, long) && !slices.Contains(q.states, ShortNodeState(n.State))
+			return !slices.ContainsFunc(nodeStateNames(n.State), func(s string) bool { return slices.Contains(q.states, s) })
 		})
 	}
 	if len(q.only) > 0 {
@@ -124,7 +123,17 @@ func (k *commands) runSinfo(c *ucli.Context, args []string) error {
 const SinfoSummarizeFormat = "%9P %.5a %.10l %.16F %N"
 
 // sinfoStates are the node states sinfo -t takes, short and long.
-var sinfoStates = []string{"idle", "mix", "mixed", "alloc", "allocated", "drng", "draining", "drain", "drained", "down", "inval"}
+var sinfoStates = []string{"idle", "mix", "mixed", "alloc", "allocated", "comp", "completing", "drng", "draining", "drain", "drained", "down", "inval"}
+
+// nodeStateNames are the names sinfo -t selects a node in state by: its
+// long and short names, and for ALLOCATED+ (allocated, a job completing)
+// both allocated and completing ones.
+func nodeStateNames(state string) []string {
+	if base, ok := strings.CutSuffix(state, "+"); ok {
+		return append(nodeStateNames(base), "comp", "completing")
+	}
+	return []string{strings.ToLower(state), ShortNodeState(state)}
+}
 
 // knownPartitions refuses a partition name the cluster does not have, as
 // Slurm's squeue and sinfo do, instead of printing an empty table.

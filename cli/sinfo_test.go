@@ -137,3 +137,30 @@ func TestAllIsAccepted(t *testing.T) {
 		}
 	}
 }
+
+// sinfo -t comp selects the nodes a job is completing on, whether
+// COMPLETING or ALLOCATED+; -t alloc selects the ALLOCATED+ one too.
+func TestSinfoCompletingNodes(t *testing.T) {
+	addr := serveFake(t, &sinfoFake{
+		parts: []*phalanxv1.Partition{{Name: "gpu", Default: true, Nodes: []string{"gpu001", "gpu002", "gpu003"}}},
+		nodes: []*phalanxv1.Node{
+			{Name: "gpu001", State: "COMPLETING", Partitions: []string{"gpu"}},
+			{Name: "gpu002", State: "ALLOCATED+", Partitions: []string{"gpu"}},
+			{Name: "gpu003", State: "IDLE", Partitions: []string{"gpu"}},
+		},
+	})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sinfo", "-h", "-t", "comp", "-o", "%t %N"}, "alloc+ gpu002\ncomp gpu001\n"},
+		{[]string{"sinfo", "-h", "-t", "COMPLETING", "-o", "%t %N"}, "alloc+ gpu002\ncomp gpu001\n"},
+		{[]string{"sinfo", "-h", "-t", "alloc", "-o", "%t %N"}, "alloc+ gpu002\n"},
+		{[]string{"sinfo", "-h", "-t", "idle", "-o", "%t %N"}, "idle gpu003\n"},
+	} {
+		code, stdout, stderr := runOut(t, addr, tc.args...)
+		if code != 0 || stdout != tc.want || stderr != "" {
+			t.Errorf("%q: code %d, stderr %q, stdout:\n%s\nwant:\n%s", tc.args, code, stderr, stdout, tc.want)
+		}
+	}
+}

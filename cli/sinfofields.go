@@ -408,7 +408,7 @@ func nicUp(n *phalanxv1.NICInfo) bool {
 func nodesByState(nodes []*phalanxv1.Node) (alloc, idle, other int) {
 	for _, n := range nodes {
 		switch n.State {
-		case "ALLOCATED", "MIXED":
+		case "ALLOCATED", "ALLOCATED+", "MIXED", "COMPLETING":
 			alloc++
 		case "IDLE":
 			idle++

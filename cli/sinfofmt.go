@@ -235,7 +235,7 @@ func rowState(r *sinfoRow) string {
 }
 
 // stateOrder is the order of sinfo's rows within a partition.
-var stateOrder = []string{"idle", "mix", "alloc", "drng", "drain", "down", "inval"}
+var stateOrder = []string{"idle", "mix", "alloc", "alloc+", "comp", "drng", "drain", "down", "inval"}
 
 // compareStates orders short states as stateOrder, others after them by
 // name.
@@ -272,6 +272,10 @@ func ShortNodeState(s string) string {
 		return "mix"
 	case "ALLOCATED":
 		return "alloc"
+	case "ALLOCATED+":
+		return "alloc+"
+	case "COMPLETING":
+		return "comp"
 	case "DRAINING":
 		return "drng"
 	case "DRAINED":

@@ -246,11 +246,21 @@ func (k *commands) runSqueue(c *ucli.Context, args []string) error {
 	return err
 }
 
-// inQueue reports whether squeue lists j without -t: it waits, runs or is
-// coming back to the queue.
+// inQueue reports whether squeue lists j without -t: it waits, runs, is
+// coming back to the queue, or is completing.
 func inQueue(j *phalanxv1.Job) bool {
 	st := cluster.JobState(j.State)
-	return !st.Terminal() || st.ComingBack()
+	return !st.Terminal() || st.ComingBack() || j.GetCompleting()
+}
+
+// shownState is the state squeue and scontrol show: COMPLETING while an
+// ended job's tasks still stop (Slurm's flag over the base state), else
+// the job's.
+func shownState(j *phalanxv1.Job) string {
+	if j.GetCompleting() {
+		return string(cluster.JobCompleting)
+	}
+	return j.State
 }
 
 func orDefault(s, def string) string {

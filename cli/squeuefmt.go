@@ -195,7 +195,7 @@ func jobField(j *phalanxv1.Job, c byte, v SqueueView) string {
 		return reason(j)
 	case 'R':
 		switch nl := jobNodeList(j); {
-		case reasonShown(j.State):
+		case reasonShown(shownState(j)):
 		case nl != "" || j.State != string(cluster.JobPending) && j.State != "":
 			return nl // an ended job that never ran: none, as Slurm's
 		}
@@ -203,9 +203,9 @@ func jobField(j *phalanxv1.Job, c byte, v SqueueView) string {
 	case 'S': // as scontrol's StartTime (startTime), N/A for none
 		return fmtTime(shownStart(j), v.Loc, "N/A")
 	case 't':
-		return cluster.JobState(j.State).Short()
+		return cluster.JobState(shownState(j)).Short()
 	case 'T':
-		return j.State
+		return shownState(j)
 	case 'u':
 		return s.GetUser()
 	case 'V':

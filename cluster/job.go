@@ -244,6 +244,12 @@ type Attempt struct {
 // Released reports whether the attempt has given its resources back.
 func (a *Attempt) Released() bool { return a.State != "" }
 
+// Completing reports whether the job has ended (or is going back to the
+// queue) while some of its tasks still stop, holding its resources: Slurm
+// shows such a job as COMPLETING (CG) over its base state until its nodes
+// have let go of it. Nothing records it: it follows from the tasks.
+func (j *Job) Completing() bool { return j.State.Terminal() && j.Live() }
+
 // Live reports whether the job holds resources: placed and not every task ended.
 func (j *Job) Live() bool {
 	if j.Alloc == nil {

@@ -89,20 +89,23 @@ func (n *Node) Clone() *Node {
 func DisplayState(n *Node, usedGPUs, usedCPUs int) string {
 	busy := usedGPUs > 0 || usedCPUs > 0
 	full := (n.GPUs > 0 && usedGPUs >= n.GPUs) || (n.GPUs == 0 && n.CPUs > 0 && usedCPUs >= n.CPUs)
-	return displayState(n, busy, full)
+	return displayState(n, busy, full, false)
 }
 
 // DisplayState is the node's displayed state (the function of that name)
 // by what its live jobs hold: a node with a live job is at least MIXED,
 // even one that asked for no GPU and no CPU (Slurm gives every task a
 // CPU); one held by an exclusive job (--exclusive, --mem=0) is ALLOCATED.
+// A job completing on it (ended, its tasks still stopping) makes an
+// ALLOCATED node ALLOCATED+ and any other COMPLETING, as Slurm's
+// completing flag does.
 func (u NodeUsage) DisplayState(n *Node) string {
 	busy := u.Jobs > 0 || len(u.GPUs) > 0 || u.CPUs > 0
 	full := u.Exclusive || (n.GPUs > 0 && len(u.GPUs) >= n.GPUs) || (n.GPUs == 0 && n.CPUs > 0 && u.CPUs >= n.CPUs)
-	return displayState(n, busy, full)
+	return displayState(n, busy, full, u.Completing)
 }
 
-func displayState(n *Node, busy, full bool) string {
+func displayState(n *Node, busy, full, completing bool) string {
 	switch n.State {
 	case NodeDown:
 		return "DOWN"
@@ -115,8 +118,12 @@ func displayState(n *Node, busy, full bool) string {
 		return "DRAINED"
 	}
 	switch {
+	case full && completing:
+		return "ALLOCATED+"
 	case full:
 		return "ALLOCATED"
+	case completing:
+		return "COMPLETING"
 	case busy:
 		return "MIXED"
 	}

@@ -350,9 +350,11 @@ type NodeUsage struct {
 	CPUs     int
 	MemoryMB int64
 	// Jobs counts the live jobs on the node; Exclusive: one of them holds
-	// it whole.
-	Jobs      int
-	Exclusive bool
+	// it whole; Completing: one of them has ended while its tasks still
+	// stop (Job.Completing).
+	Jobs       int
+	Exclusive  bool
+	Completing bool
 }
 
 // Usage sums the resources held by live jobs (see Job.Live), per node. A
@@ -370,6 +372,7 @@ func Usage(jobs []*Job) map[string]NodeUsage {
 			u.MemoryMB += a.MemoryMB
 			u.Jobs++
 			u.Exclusive = u.Exclusive || j.Exclusive
+			u.Completing = u.Completing || j.Completing()
 			out[a.Node] = u
 		}
 	}

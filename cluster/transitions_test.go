@@ -345,19 +345,21 @@ func TestUsage(t *testing.T) {
 	got := Usage([]*Job{a, b, done, failed, whole, {State: JobPending}})
 	want := map[string]NodeUsage{
 		"n1": {GPUs: []int{0, 1, 4, 5}, CPUs: 10, MemoryMB: 1010, Jobs: 2},
-		"n2": {GPUs: []int{2, 2, 3, 3}, CPUs: 16, MemoryMB: 2000, Jobs: 2},
-		"n3": {GPUs: []int{0, 1}, CPUs: 8, MemoryMB: 1000, Jobs: 1},
+		"n2": {GPUs: []int{2, 2, 3, 3}, CPUs: 16, MemoryMB: 2000, Jobs: 2, Completing: true}, // the failed job's
+		"n3": {GPUs: []int{0, 1}, CPUs: 8, MemoryMB: 1000, Jobs: 1, Completing: true},
 		"n4": {Jobs: 1, Exclusive: true},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Usage = %+v\nwant    %+v", got, want)
 	}
 	// As sinfo shows them: an exclusive job's node is ALLOCATED, one with a
-	// job that holds no GPU or CPU is MIXED, not IDLE.
+	// job that holds no GPU or CPU is MIXED, not IDLE; one with a job
+	// completing is ALLOCATED+ if full, else COMPLETING (Slurm's flag).
 	node := &Node{State: NodeUp, GPUs: 8, CPUs: 64}
 	for use, state := range map[*NodeUsage]string{
 		{Jobs: 1, Exclusive: true}: "ALLOCATED", {Jobs: 1}: "MIXED", {}: "IDLE",
 		{Jobs: 1, GPUs: []int{0, 1, 2, 3, 4, 5, 6, 7}}: "ALLOCATED",
+		{Jobs: 1, Completing: true}: "COMPLETING", {Jobs: 1, Exclusive: true, Completing: true}: "ALLOCATED+",
 	} {
 		if got := use.DisplayState(node); got != state {
 			t.Errorf("%+v: %s; want %s", *use, got, state)

@@ -251,6 +251,7 @@ func jobToProto(j *cluster.Job, addrs map[string]string) *phalanxv1.Job {
 		Id:               uint64(j.ID),
 		Spec:             specToProto(j),
 		State:            string(j.State),
+		Completing:       j.Completing(),
 		Reason:           j.Reason,
 		ExitCode:         int32(j.ExitCode),
 		ExitSignal:       int32(j.ExitSignal),

@@ -37,12 +37,13 @@ func listQuery(req *phalanxv1.ListJobsRequest, now time.Time, minJobAge time.Dur
 	finished := q.Finished
 	q.Match = func(j *cluster.Job) bool {
 		switch {
-		case !finished && !j.InQueue(), !matchJob(j, req):
+		case !finished && !j.InQueue() && !j.Completing(), !matchJob(j, req):
 			return false
 		case windowed:
 			return win.match(j, req.States)
 		}
-		return len(req.States) == 0 || slices.Contains(req.States, string(j.State))
+		return len(req.States) == 0 || slices.Contains(req.States, string(j.State)) ||
+			j.Completing() && slices.Contains(req.States, string(cluster.JobCompleting))
 	}
 	return q, nil
 }

@@ -2652,7 +2652,11 @@ type Job struct {
 	// priority: the job's score as the scheduler ranks it (squeue's %Q,
 	// scontrol's and sacct's Priority): a pending job's now, a started
 	// job's when it started. spec.priority is only the admin's part of it.
-	Priority      int64 `protobuf:"varint,20,opt,name=priority,proto3" json:"priority,omitempty"`
+	Priority int64 `protobuf:"varint,20,opt,name=priority,proto3" json:"priority,omitempty"`
+	// completing: state says the job ended (or goes back to the queue), but
+	// some of its tasks still stop, holding its resources. squeue and
+	// scontrol show it as COMPLETING (CG), as Slurm does; sacct shows state.
+	Completing    bool `protobuf:"varint,21,opt,name=completing,proto3" json:"completing,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2825,6 +2829,13 @@ func (x *Job) GetPriority() int64 {
 		return x.Priority
 	}
 	return 0
+}
+
+func (x *Job) GetCompleting() bool {
+	if x != nil {
+		return x.Completing
+	}
+	return false
 }
 
 type ArrayTask struct {
@@ -6907,7 +6918,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x129\n" +
 	"\n" +
 	"start_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
-	"\bend_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"\xbb\x06\n" +
+	"\bend_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"\xdb\x06\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12'\n" +
 	"\x04spec\x18\x02 \x01(\v2\x13.phalanx.v1.JobSpecR\x04spec\x12\x14\n" +
@@ -6934,7 +6945,10 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x0fcheckpoint_step\x18\x12 \x01(\x03H\x00R\x0echeckpointStep\x88\x01\x01\x124\n" +
 	"\n" +
 	"array_task\x18\x13 \x01(\v2\x15.phalanx.v1.ArrayTaskR\tarrayTask\x12\x1a\n" +
-	"\bpriority\x18\x14 \x01(\x03R\bpriorityB\x12\n" +
+	"\bpriority\x18\x14 \x01(\x03R\bpriority\x12\x1e\n" +
+	"\n" +
+	"completing\x18\x15 \x01(\bR\n" +
+	"completingB\x12\n" +
 	"\x10_checkpoint_step\"\xb0\x01\n" +
 	"\tArrayTask\x12 \n" +
 	"\farray_job_id\x18\x01 \x01(\x04R\n" +
