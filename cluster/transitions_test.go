@@ -359,7 +359,7 @@ func TestUsage(t *testing.T) {
 	for use, state := range map[*NodeUsage]string{
 		{Jobs: 1, Exclusive: true}: "ALLOCATED", {Jobs: 1}: "MIXED", {}: "IDLE",
 		{Jobs: 1, GPUs: []int{0, 1, 2, 3, 4, 5, 6, 7}}: "ALLOCATED",
-		{Jobs: 1, Completing: true}: "COMPLETING", {Jobs: 1, Exclusive: true, Completing: true}: "ALLOCATED+",
+		{Jobs: 1, Completing: true}:                    "COMPLETING", {Jobs: 1, Exclusive: true, Completing: true}: "ALLOCATED+",
 	} {
 		if got := use.DisplayState(node); got != state {
 			t.Errorf("%+v: %s; want %s", *use, got, state)
