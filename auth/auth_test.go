@@ -353,3 +353,50 @@ func TestKeyringRemembersVerified(t *testing.T) {
 		t.Fatalf("a remembered credential of a retired key: %v, want ErrInvalid", err)
 	}
 }
+
+// Two daemons on one host: the first serves the auth socket, the second
+// waits, and takes it over within a few seconds of the first stopping;
+// local users get credentials throughout, but for that gap.
+func TestSocketTakenOverWhenItsServerStops(t *testing.T) {
+	k := testKey(t)
+	path := filepath.Join(t.TempDir(), "run", "auth.sock")
+	stopFirst, err := ServeSocket(path, Ring(k), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopSecond, err := ServeSocket(path, Ring(k), nil)
+	if err != nil {
+		t.Fatalf("a second daemon on the host: %v; want it to wait for the socket", err)
+	}
+	defer stopSecond()
+	if _, err := Fetch(context.Background(), path); err != nil {
+		t.Fatalf("credential from the first daemon: %v", err)
+	}
+	stopFirst()
+	deadline := time.Now().Add(5 * holdPoll)
+	for {
+		tok, err := Fetch(context.Background(), path)
+		if err == nil {
+			if _, err := Verify(k, tok, time.Now()); err != nil {
+				t.Fatalf("credential from the second daemon: %v", err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no daemon serves the socket %s after the first stopped: %v", 5*holdPoll, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stopSecond()
+	if _, err := Fetch(context.Background(), path); err == nil {
+		t.Error("the socket is still served after both daemons stopped")
+	}
+	// A file that is not a socket is not waited for: it stays an error.
+	other := filepath.Join(t.TempDir(), "auth.sock")
+	if err := os.WriteFile(other, []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ServeSocket(other, Ring(k), nil); err == nil || !strings.Contains(err.Error(), "not a socket") {
+		t.Errorf("ServeSocket over a regular file: %v", err)
+	}
+}

@@ -184,19 +184,10 @@ func unwrapOp(err error) error {
 }
 
 // ServeSocket serves credentials signed with keys on the Unix socket at
-// path until the returned stop is called.
+// path until the returned stop is called: at once, or, while another
+// daemon on the host serves it, once that one stops (Hold).
 func ServeSocket(path string, keys *Keyring, log *slog.Logger) (stop func(), err error) {
-	l, err := Listen(path)
-	if err != nil {
-		return nil, err
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	return Hold(path, "auth socket", log, func(l *net.UnixListener) {
 		(&Server{Keys: keys, Log: log}).Serve(l)
-	}()
-	return func() {
-		l.Close()
-		<-done
-	}, nil
+	})
 }

@@ -74,19 +74,14 @@ const requestTimeout = 5 * time.Second
 const maxCommands = 256
 
 // ServeCLI serves s on the Unix socket at path (made connectable by every
-// local user, as the auth socket is) until the returned stop is called;
-// stop cancels the commands still running and closes s.Conn.
+// local user, as the auth socket is) until the returned stop is called: at
+// once, or, while another daemon on the host serves it, once that one stops
+// (auth.Hold). stop cancels the commands still running and closes s.Conn.
 func ServeCLI(path string, s *Server) (stop func(), err error) {
-	l, err := auth.Listen(path)
-	if err != nil {
-		return nil, fmt.Errorf("CLI socket: %w", err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var running sync.WaitGroup
 	slots := make(chan struct{}, maxCommands)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	release, err := auth.Hold(path, "CLI socket", s.Log, func(l *net.UnixListener) {
 		for {
 			c, err := l.AcceptUnix()
 			if err != nil {
@@ -105,10 +100,13 @@ func ServeCLI(path string, s *Server) (stop func(), err error) {
 				s.handle(ctx, c)
 			}()
 		}
-	}()
+	})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
 	return func() {
-		l.Close()
-		<-done
+		release()
 		cancel()
 		running.Wait()
 		s.Conn.Close()
