@@ -105,6 +105,34 @@ func TestRestartAfterAFencedNodeLoss(t *testing.T) {
 	}
 }
 
+// A one-node job whose node is lost, fenced: the loss ends its last task,
+// and the job restarts then, with no other rank's report to wait for.
+func TestRestartAfterTheOnlyNodeIsLost(t *testing.T) {
+	j := &Job{ID: 7, Nodes: 1, GPUsPerNode: 2, State: JobPending, Restart: RestartPolicy{MaxRestarts: 3, On: DefaultRestartOn}}
+	if err := Place(j, Allocation{Nodes: []NodeAlloc{{Node: "n1", GPUs: []int{0, 1}}}}, 29500, at(0), PlacedMain); err != nil {
+		t.Fatal(err)
+	}
+	ApplyTaskReport(j, attemptReport(j, 0, TaskRunning, 0, 1))
+	if !NodeLost(j, "n1", at(2), "Not responding", true) {
+		t.Fatal("losing the job's node changed nothing")
+	}
+	if j.State != JobPending || j.Attempt != 1 {
+		t.Fatalf("after its only node was lost: %s attempt %d (%s); want PENDING attempt 1", j.State, j.Attempt, j.Reason)
+	}
+	if a := j.Attempts[0]; a.State != JobNodeFail || a.Cause != RestartNode || a.FaultNode != "n1" {
+		t.Errorf("attempt 0 recorded as %+v", a)
+	}
+	// Unfenced (the node may still run it): not restarted.
+	k := &Job{ID: 8, Nodes: 1, GPUsPerNode: 2, State: JobPending, Restart: RestartPolicy{MaxRestarts: 3, On: DefaultRestartOn}}
+	if err := Place(k, Allocation{Nodes: []NodeAlloc{{Node: "n1", GPUs: []int{0, 1}}}}, 29500, at(0), PlacedMain); err != nil {
+		t.Fatal(err)
+	}
+	NodeLost(k, "n1", at(2), "Not responding", false)
+	if k.State != JobNodeFail || k.Attempt != 0 {
+		t.Errorf("unfenced loss of its node: %s attempt %d; want NODE_FAIL, not restarted", k.State, k.Attempt)
+	}
+}
+
 func TestNoRestart(t *testing.T) {
 	for _, tc := range []struct {
 		name   string

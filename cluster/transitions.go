@@ -280,6 +280,7 @@ func NodeLost(j *Job, node string, t time.Time, reason string, fenced bool) (cha
 	if changed {
 		releaseIfEnded(j)
 		requeueIfStopped(j)
+		restartIfFailed(j) // the lost node's tasks may have been the last to end
 	}
 	return changed
 }
