@@ -283,12 +283,14 @@ func parseJob(t *testing.T, a kvs) *phalanxv1.Job {
 		j.Alloc = append(j.Alloc, alloc)
 	}
 	// failed-on=NODE: attempt 0 failed there by its agent's word, and the
-	// job runs its attempt 1 on its nodes.
+	// job runs its attempt 1 on its nodes (or, pending, waits for it).
 	if bad := a["failed-on"]; bad != "" {
 		j.Attempts = []*phalanxv1.Attempt{
 			{Attempt: 0, Alloc: []*phalanxv1.NodeAlloc{{Node: bad}}, StartTime: a.time(t, "submit"), EndTime: a.time(t, "start"),
 				State: "NODE_FAIL", Cause: "node", FaultNode: bad, Reason: "prolog on " + bad + ": /etc/prolog exit status 1 (job 7); node drained"},
-			{Attempt: 1, Alloc: j.Alloc, StartTime: a.time(t, "start")},
+		}
+		if j.State != "PENDING" {
+			j.Attempts = append(j.Attempts, &phalanxv1.Attempt{Attempt: 1, Alloc: j.Alloc, StartTime: a.time(t, "start")})
 		}
 	}
 	// placed=main|backfill: how the scheduler started the job's current

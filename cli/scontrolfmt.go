@@ -137,10 +137,12 @@ func requeueFlag(s *phalanxv1.JobSpec) int {
 	return 1
 }
 
-// attemptLines lists the attempts of a job that was restarted: number,
-// nodes, start, end, how it ended and why (a Phalanx addition).
+// attemptLines lists the attempts of a job that was restarted (the ended
+// ones while the next waits too): number, nodes, start, end, how it ended
+// and why (a Phalanx addition). The attempt that holds its nodes is in the
+// job's state.
 func attemptLines(j *phalanxv1.Job, loc *time.Location) [][]string {
-	if len(j.Attempts) < 2 {
+	if len(j.Attempts) < 2 && j.Attempt == 0 {
 		return nil
 	}
 	var out [][]string
@@ -151,7 +153,7 @@ func attemptLines(j *phalanxv1.Job, loc *time.Location) [][]string {
 		}
 		line := []string{kv("Attempt", a.Attempt), kv("NodeList", hostlist.Compress(nodes)),
 			kv("StartTime", fmtTime(a.StartTime, loc, "Unknown")), kv("EndTime", fmtTime(a.EndTime, loc, "Unknown")),
-			kv("State", orDefault(a.State, "RUNNING"))}
+			kv("State", orDefault(a.State, shownState(j)))}
 		if a.Cause != "" {
 			line = append(line, kv("Cause", a.Cause))
 		}

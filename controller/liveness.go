@@ -41,6 +41,16 @@ func (s *Server) seen(node string, t time.Time) (live bool) {
 	return live
 }
 
+// shuttingDown records that node's agent stops (it reported its tasks lost
+// as it shut down): nothing is placed on the node until it is heard from
+// again, as after an election, and its silence counts from t.
+func (s *Server) shuttingDown(node string, t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastSeen[node] = t
+	s.heard[node] = false
+}
+
 // admitRegistration lets node register, and so have a lease again, unless
 // this leader found it silent and its DOWN is on its way: a lease granted
 // before the DOWN applies would let its tasks outlive their declared end.

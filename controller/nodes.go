@@ -234,11 +234,16 @@ func (n *nodeService) ReportTaskStatus(ctx context.Context, req *phalanxv1.Repor
 	if !validTaskReportState(r.State) {
 		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "task state %q", req.State))
 	}
+	if r.AgentShutdown { // before the job's restart can be placed there again
+		s.shuttingDown(req.Node, s.cfg.Clock.Now())
+	}
 	if _, err := s.propose(ctx, fsm.ReportTask{Report: r}); err != nil {
 		return nil, toStatus(err)
 	}
 	recorded := s.store.AppliedIndex() // the report's command, or later
-	s.seen(req.Node, s.cfg.Clock.Now())
+	if !r.AgentShutdown {
+		s.seen(req.Node, s.cfg.Clock.Now())
+	}
 	if r.State.Ended() {
 		s.kickScheduler()
 	}

@@ -1,0 +1,62 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+// An agent that shuts down reports its tasks lost; the job restarts, but
+// not on that node, whose agent is gone, until the node is heard from
+// again: then it takes jobs as before.
+func TestNothingPlacedOnANodeWhoseAgentShutDown(t *testing.T) {
+	s := newTestServer(t, Config{})
+	register(t, s, nil, "n1", "n2")
+	ns := &nodeService{s: s}
+	ctx := context.Background()
+	for _, n := range []string{"n1", "n2"} {
+		if _, err := ns.Heartbeat(ctx, &phalanxv1.HeartbeatRequest{Name: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := s.submit(ctx, testSpec(1, 8), false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := cluster.JobID(resp.JobId)
+	j := waitState(t, s, id, cluster.JobConfiguring)
+	gone := j.Tasks[0].Node
+	other := map[string]string{"n1": "n2", "n2": "n1"}[gone]
+	// The other node is taken: only the agent's own node is free.
+	busy, err := s.submit(ctx, testSpec(1, 8), false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, s, cluster.JobID(busy.JobId), cluster.JobConfiguring)
+
+	if _, err := ns.ReportTaskStatus(ctx, &phalanxv1.ReportTaskStatusRequest{
+		Node: gone, JobId: resp.JobId, Attempt: int32(j.Attempt), State: string(cluster.TaskLost),
+		Message: "node agent shut down", AgentShutdown: true,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, s, id, cluster.JobPending)
+	s.schedulePass(ctx, &queueHead{}, true) // a full pass, which would place it there
+	if j, _ := s.store.Job(id); j.State != cluster.JobPending {
+		t.Fatalf("restarted job %s on %v while %s's agent is down; want it pending (%s is full)", j.State, j.Alloc, gone, other)
+	}
+	if _, err := ns.Heartbeat(ctx, &phalanxv1.HeartbeatRequest{Name: gone}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		j, _ := s.store.Job(id)
+		if j.State != cluster.JobConfiguring || j.Tasks[0].Node != gone {
+			return fmt.Errorf("job %s on %v; want it placed on %s once heard from", j.State, j.Alloc, gone)
+		}
+		return nil
+	})
+}
