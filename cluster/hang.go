@@ -30,13 +30,17 @@ func ValidateHangTimeout(d, min time.Duration) error {
 		return nil
 	}
 	if d < min || d > MaxHangTimeout {
-		return Errorf(ErrInvalid, "--hang-timeout=%s: give %s to %s, or 0 for none", fmtMinutes(d), fmtMinutes(min), fmtMinutes(MaxHangTimeout))
+		return Errorf(ErrInvalid, "--hang-timeout=%s: give %s to %s, or 0 for none", FmtMinutes(d), FmtMinutes(min), FmtMinutes(MaxHangTimeout))
 	}
 	return nil
 }
 
-func fmtMinutes(d time.Duration) string {
-	if d%time.Minute == 0 {
+// FmtMinutes writes a hang timeout as it is given: 12h, 10m, 90s.
+func FmtMinutes(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0 && d > 0:
+		return fmt.Sprintf("%dh", int64(d/time.Hour))
+	case d%time.Minute == 0:
 		return fmt.Sprintf("%dm", int64(d/time.Minute))
 	}
 	return d.String()

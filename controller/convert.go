@@ -88,7 +88,7 @@ func jobFromSpec(spec *phalanxv1.JobSpec, maxScript int) (*cluster.Job, error) {
 	}
 	switch h := spec.HangTimeoutSeconds; {
 	case h < -1 || h > int64(cluster.MaxHangTimeout/time.Second):
-		return nil, cluster.Errorf(cluster.ErrInvalid, "--hang-timeout: %d seconds: give %s to %s, or 0 for none", h, cluster.MinHangTimeout, cluster.MaxHangTimeout)
+		return nil, cluster.Errorf(cluster.ErrInvalid, "--hang-timeout: %d seconds: give at most %s, or 0 for none", h, cluster.FmtMinutes(cluster.MaxHangTimeout))
 	case h == -1:
 		j.HangTimeout = hangOff // admit turns it into 0
 	default:

@@ -182,7 +182,7 @@ func TestReportCheckpoint(t *testing.T) {
 func TestHangTimeoutAdmission(t *testing.T) {
 	s := newTestServer(t, Config{DefaultHangTimeout: 30 * time.Minute})
 	register(t, s, nil, "n1")
-	for secs, want := range map[int64]string{300: "--hang-timeout=5m: give 10m to 720m", 13 * 3600: "--hang-timeout", 600: "", 0: "", -1: ""} {
+	for secs, want := range map[int64]string{300: "--hang-timeout=5m: give 10m to 12h", 13 * 3600: "--hang-timeout", 600: "", 0: "", -1: ""} {
 		spec := testSpec(1, 1)
 		spec.HangTimeoutSeconds = secs
 		resp, err := s.submit(context.Background(), spec, false, nil)

@@ -174,8 +174,9 @@ func faultCommand() *cli.Command {
 			"(the node is resumed, unless an administrator drained it). " +
 			"xid=N raises XID N on a GPU: one the application causes (13, 31, 43, ...) is only logged; any other drains the node " +
 			"until an administrator resumes it (phx scontrol update NodeName=NODE State=RESUME). " +
-			"ecc gives a GPU an uncorrectable memory error, gpu-lost makes it fall off the bus, temperature=C heats it " +
-			"(at 90 °C it slows down): each drains the node until gpu-reset (nvidia-smi -r) clears it. " +
+			"ecc gives a GPU an uncorrectable memory error, temperature=C heats it (at 90 °C it slows down): " +
+			"each drains the node until gpu-reset (nvidia-smi -r) clears it. gpu-lost makes it fall off the bus (XID 79): " +
+			"the node stays drained until gpu-reset brings the GPU back and an administrator resumes the node. " +
 			"health-fail makes the node's health program (HealthCheckProgram, run every 2 s) fail, health-pass mends it.",
 		Flags: []cli.Flag{
 			devDirFlag(),

@@ -1,6 +1,8 @@
 package gpu
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -36,9 +38,15 @@ const mockSupportedEvents = nvml.EventTypeXidCriticalError | nvml.EventTypeDoubl
 // fakeGPUs is go-nvml's dgxa100 mock (always eight A100-40GB) adapted to
 // report n devices named model, whose health the faults of a fakegpu file
 // change while it runs. Each device is a fresh dgxa100 device, so UUIDs
-// are unique and PCI bus IDs follow the index. The memory size is read
-// from the model name when it has one ("...-80GB"), else the mock's own is
-// kept.
+// are unique (with a fault file, derived from its path and the index, so
+// that a restarted agent finds the GPUs it had) and PCI bus IDs follow the
+// index. The memory size is read from the model name when it has one
+// ("...-80GB"), else the mock's own is kept.
+//
+// Faults already in the file when the mock starts happened before: their
+// state holds (a GPU lost and not reset is still lost), but their events
+// are not raised again, as a real GPU's XIDs are delivered once, to the
+// agent that ran then.
 type fakeGPUs struct {
 	*dgxa100.Server
 	devs   []*dgxa100.Device
@@ -79,6 +87,9 @@ func newMock(n int, model, faultFile string, log *slog.Logger) *fakeGPUs {
 		if m := memoryInName.FindStringSubmatch(d.Name); m != nil {
 			gb, _ := strconv.ParseUint(m[1], 10, 64) // digits only: cannot fail short of overflow
 			d.MemoryInfo = nvml.Memory{Total: gb << 30, Free: gb << 30}
+		}
+		if faultFile != "" {
+			d.UUID = stableUUID(faultFile, i)
 		}
 		d.PciBusID = fmt.Sprintf("00000000:%02x:00.0", i)
 		d.GetPciInfoFunc = pciInfo(d.PciBusID)
@@ -122,7 +133,19 @@ func newMock(n int, model, faultFile string, log *slog.Logger) *fakeGPUs {
 	m.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) {
 		return &mock.EventSet{WaitFunc: m.wait, FreeFunc: func() nvml.Return { return nvml.SUCCESS }}, nvml.SUCCESS
 	}
+	m.sync() // the faults of before: their state, not their events
+	m.mu.Lock()
+	m.queue = nil
+	m.mu.Unlock()
 	return m
+}
+
+// stableUUID is a GPU UUID, in NVML's form, that depends only on the fault
+// file and the index.
+func stableUUID(faultFile string, i int) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d", faultFile, i)))
+	x := hex.EncodeToString(h[:16])
+	return fmt.Sprintf("GPU-%s-%s-%s-%s-%s", x[:8], x[8:12], x[12:16], x[16:20], x[20:32])
 }
 
 // wireHealth makes device i's health calls answer from m.health[i].
