@@ -10,6 +10,7 @@ import (
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cli/getopt"
+	"github.com/phalanx-hpc/phalanx/topology/hostlist"
 )
 
 var sinfoOptions = []getopt.Option{
@@ -22,9 +23,10 @@ var sinfoOptions = []getopt.Option{
 	{Long: "list-reasons", Short: 'R', Usage: "why nodes are down or drained: reason, who set it, when"},
 	{Long: "long", Short: 'l', Usage: "the date, then Slurm's long layout: long node states, job size, root, oversubscribe, groups (-N: S:C:T, disk, weight, features, reason)"},
 	{Long: "noheader", Short: 'h', Usage: "no header line"},
+	{Long: "nodes", Short: 'n', HasArg: true, Usage: "only these nodes: names or ranges, comma-separated, e.g. gpu[001-004],gpu010"},
 	{Long: "partition", Short: 'p', HasArg: true, Usage: "comma-separated partitions"},
 	{Long: "summarize", Short: 's', Usage: "one line per partition: nodes allocated/idle/other/total"},
-	{Long: "states", Short: 't', HasArg: true, Usage: "only nodes in these states: idle, mix, alloc, drain, drng, down, inval (or long names), comma-separated"},
+	{Long: "states", Short: 't', HasArg: true, Usage: "only nodes in these states: idle, mix, alloc, comp, drain, drng, down, inval (or long names), comma-separated"},
 }
 
 func (k *commands) sinfo() *ucli.Command {
@@ -35,6 +37,7 @@ func (k *commands) sinfo() *ucli.Command {
 type sinfoQuery struct {
 	view   SinfoView
 	only   []string // -p
+	nodes  []string // -n, expanded
 	states []string // -t, lower case
 	help   bool
 }
@@ -66,6 +69,12 @@ func parseSinfo(args []string) (*sinfoQuery, error) {
 			q.view.Long = true
 		case "noheader":
 			q.view.NoHeader = true
+		case "nodes":
+			names, err := hostlist.Expand(v.Value)
+			if err != nil {
+				return nil, fmt.Errorf("--nodes=%s: %v", v.Value, err)
+			}
+			q.nodes = append(q.nodes, names...)
 		case "partition":
 			q.only = splitList(v.Value)
 		case "summarize":
@@ -99,6 +108,9 @@ func (k *commands) runSinfo(c *ucli.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if len(q.nodes) > 0 { // as Slurm's: names it does not know select nothing
+		nodes = slices.DeleteFunc(nodes, func(n *phalanxv1.Node) bool { return !slices.Contains(q.nodes, n.Name) })
+	}
 	if len(q.states) > 0 {
 		nodes = slices.DeleteFunc(nodes, func(n *phalanxv1.Node) bool {
 			return !slices.ContainsFunc(nodeStateNames(n.State), func(s string) bool { return slices.Contains(q.states, s) })
@@ -109,6 +121,11 @@ func (k *commands) runSinfo(c *ucli.Context, args []string) error {
 			return err
 		}
 		parts, nodes = onlyPartitions(parts, nodes, q.only)
+	}
+	if len(q.nodes) > 0 || len(q.states) > 0 { // a partition none of whose nodes is left has no row
+		parts = slices.DeleteFunc(parts, func(p *phalanxv1.Partition) bool {
+			return !slices.ContainsFunc(nodes, func(n *phalanxv1.Node) bool { return slices.Contains(n.Partitions, p.Name) })
+		})
 	}
 	q.view.Now, q.view.Loc = k.sys.Now(), k.loc()
 	out, err := FormatSinfo(parts, nodes, q.view)

@@ -164,3 +164,35 @@ func TestSinfoCompletingNodes(t *testing.T) {
 		}
 	}
 }
+
+// sinfo -n lists only the nodes named, by name or range; a partition with
+// none of them has no row, and a bad range is refused.
+func TestSinfoNodes(t *testing.T) {
+	addr := serveFake(t, &sinfoFake{
+		parts: []*phalanxv1.Partition{
+			{Name: "gpu", Default: true, Nodes: []string{"gpu001", "gpu002", "gpu003"}},
+			{Name: "debug", Nodes: []string{"gpu003"}},
+		},
+		nodes: []*phalanxv1.Node{
+			{Name: "gpu001", State: "IDLE", Partitions: []string{"gpu"}},
+			{Name: "gpu002", State: "MIXED", Partitions: []string{"gpu"}},
+			{Name: "gpu003", State: "IDLE", Partitions: []string{"gpu", "debug"}},
+		},
+	})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sinfo", "-h", "-n", "gpu[001-002]", "-o", "%P %t %N"}, "gpu* idle gpu001\ngpu* mix gpu002\n"},
+		{[]string{"sinfo", "-h", "--nodes=gpu003", "-o", "%P %t %N"}, "gpu* idle gpu003\ndebug idle gpu003\n"},
+		{[]string{"sinfo", "-h", "-N", "-n", "gpu001,gpu009", "-o", "%N %t"}, "gpu001 idle\n"},
+	} {
+		code, stdout, stderr := runOut(t, addr, tc.args...)
+		if code != 0 || stdout != tc.want || stderr != "" {
+			t.Errorf("%q: code %d, stderr %q, stdout:\n%s\nwant:\n%s", tc.args, code, stderr, stdout, tc.want)
+		}
+	}
+	if code, _, stderr := runOut(t, addr, "sinfo", "-n", "gpu[003-001]"); code == 0 || !strings.Contains(stderr, "--nodes=gpu[003-001]") {
+		t.Errorf("sinfo -n with a bad range: code %d, stderr %q", code, stderr)
+	}
+}
