@@ -248,6 +248,7 @@ var reads = map[string]bool{
 	phalanxv1.ControllerService_ListJobs_FullMethodName:            true,
 	phalanxv1.ControllerService_ListNodes_FullMethodName:           true,
 	phalanxv1.ControllerService_ListPartitions_FullMethodName:      true,
+	phalanxv1.ControllerService_GetFairShare_FullMethodName:        true,
 	phalanxv1.ControllerService_ListControllers_FullMethodName:     true,
 	phalanxv1.ControllerService_GetControllerStatus_FullMethodName: true,
 }

@@ -151,7 +151,7 @@ func NewApp(sys *System, extra ...*ucli.Command) *ucli.App {
 			&ucli.BoolFlag{Name: "stale", Usage: "let the first controller reached answer reads from its own state, which may lag the leader's"},
 		},
 		Commands: []*ucli.Command{
-			k.sbatch(), k.srun(), k.squeue(), k.sinfo(), k.scancel(), k.scontrol(), k.sacct(), k.events(), k.logs(), k.ckpt(), k.installLinks(), k.completion(),
+			k.sbatch(), k.srun(), k.squeue(), k.sinfo(), k.scancel(), k.scontrol(), k.sacct(), k.sshare(), k.events(), k.logs(), k.ckpt(), k.installLinks(), k.completion(),
 		},
 		Version:        Version(),
 		ExitErrHandler: func(*ucli.Context, error) {}, // Run prints errors and picks the status

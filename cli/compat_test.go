@@ -33,7 +33,7 @@ func TestCompatPageListsEveryOption(t *testing.T) {
 		opts    []getopt.Option
 	}{
 		{"sbatch", sbatch.Options}, {"squeue", squeueOptions}, {"sinfo", sinfoOptions},
-		{"scancel", scancelOptions}, {"sacct", sacctOptions}, {"srun outside a job", srunOptions()}, {"scontrol", scontrolOptions},
+		{"scancel", scancelOptions}, {"sacct", sacctOptions}, {"sshare", sshareOptions}, {"srun outside a job", srunOptions()}, {"scontrol", scontrolOptions},
 	} {
 		text := section(c.heading)
 		for _, o := range c.opts {

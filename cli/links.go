@@ -11,7 +11,7 @@ import (
 )
 
 // slurmNames are the command names phx answers to through a symbolic link.
-var slurmNames = []string{"sbatch", "squeue", "sinfo", "scancel", "scontrol", "srun", "sacct"}
+var slurmNames = []string{"sbatch", "squeue", "sinfo", "scancel", "scontrol", "srun", "sacct", "sshare"}
 
 func (k *commands) installLinks() *ucli.Command {
 	return &ucli.Command{

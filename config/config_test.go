@@ -59,6 +59,9 @@ func render(c *Config, all bool) string {
 	if all || c.MinJobAge != DefaultMinJobAge || c.PurgeJobAfter != DefaultPurgeJobAfter || c.MaxJobHistory != 0 {
 		line("finished jobs min-age=%s purge-after=%s max-history=%d", c.MinJobAge, c.PurgeJobAfter, c.MaxJobHistory)
 	}
+	if all || c.PriorityWeightFairshare != DefaultPriorityWeightFairshare || c.PriorityDecayHalfLife != cluster.DefaultDecayHalfLife {
+		line("fair share weight=%d half-life=%s", c.PriorityWeightFairshare, c.PriorityDecayHalfLife)
+	}
 	if all || c.PurgeEventAfter != DefaultPurgeEventAfter {
 		line("node events purge-after=%s", c.PurgeEventAfter)
 	}

@@ -28,6 +28,14 @@
 //	PurgeEventAfter=N[hours|days|months]
 //	                                a node event (phx events) is kept this
 //	                                long, default 30days; as PurgeJobAfter
+//	PriorityWeightFairshare=N       the priority a job of an account that used
+//	                                nothing gets from fair share (Slurm's
+//	                                classic factor 2^(-usage/share), equal
+//	                                shares); default 10000, at most 999999;
+//	                                0: no fair share (docs/scheduler.md)
+//	PriorityDecayHalfLife=TIME      usage this long ago counts half; a Slurm
+//	                                time (7-0: 7 days, the default); 0: usage
+//	                                never fades
 //	MaxJobHistory=N                 the most finished jobs kept for accounting
 //	                                (the oldest go first); default 0, no cap
 //	PreemptMode=OFF|REQUEUE         the mode of partitions that set none;

@@ -229,7 +229,7 @@ func (s *Server) recent(j *cluster.Job) bool {
 // leader's pending reason.
 func (s *Server) jobView(j *cluster.Job, addrs map[string]string) *phalanxv1.Job {
 	out := jobToProto(j, addrs)
-	out.Priority = shownPriority(j, s.cfg.Clock.Now())
+	out.Priority = shownPriority(j, s.cfg.Clock.Now(), s.priorityOptions())
 	s.addPending([]*phalanxv1.Job{out})
 	return out
 }
@@ -293,7 +293,7 @@ func (c *controllerService) ListJobs(ctx context.Context, req *phalanxv1.ListJob
 	}
 	s.hidePrivate(ctx, &q)
 	q.IDs = s.withArrayTasks(q.IDs)
-	page := &listPage{addrs: s.nodeAddrs(), now: s.cfg.Clock.Now()}
+	page := &listPage{addrs: s.nodeAddrs(), now: s.cfg.Clock.Now(), opts: s.priorityOptions()}
 	q.Take = page.take
 	_, next, err := s.store.Jobs(q)
 	if err != nil {
@@ -321,7 +321,8 @@ const (
 // lists come without script and environment) as the store offers them.
 type listPage struct {
 	addrs map[string]string
-	now   time.Time // the priority scores' time
+	now   time.Time         // the priority scores' time
+	opts  scheduler.Options // and their options
 	jobs  []*phalanxv1.Job
 	bytes int
 }
@@ -330,7 +331,7 @@ type listPage struct {
 // maxPageBytes.
 func (p *listPage) take(j *cluster.Job) bool {
 	v := jobToProto(j, p.addrs)
-	v.Priority = shownPriority(j, p.now)
+	v.Priority = shownPriority(j, p.now, p.opts)
 	v.Spec.Script, v.Spec.Environment, v.Spec.Env = "", nil, nil
 	n := proto.Size(v) + listSlack
 	if len(p.jobs) > 0 && p.bytes+n > maxPageBytes {

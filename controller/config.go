@@ -99,6 +99,13 @@ type Config struct {
 	// squeue this long (Slurm's MinJobAge; default 300s; NoMinJobAge: not
 	// at all). Accounting sees it until PurgeJobAfter.
 	MinJobAge time.Duration
+	// FairShareWeight: the priority an account's jobs get at fair-share
+	// factor 1 (Slurm's PriorityWeightFairshare; 0: the default,
+	// DefaultFairShareWeight; negative: no fair share). DecayHalfLife:
+	// usage this long ago counts half (PriorityDecayHalfLife; 0: the
+	// default, 7 days; negative: no decay).
+	FairShareWeight int64
+	DecayHalfLife   time.Duration
 	// PurgeJobAfter: finished jobs are forgotten this long after they ended
 	// (default 30 days); MaxJobHistory caps how many are kept (0: no cap).
 	PurgeJobAfter time.Duration
@@ -190,6 +197,10 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// DefaultFairShareWeight is PriorityWeightFairshare's default: as much as
+// a week of waiting (the age term's cap, 10,080) at most.
+const DefaultFairShareWeight = 10000
+
 // NoMinJobAge is the MinJobAge that hides finished jobs from the
 // controller's view at once (zero means the default).
 const NoMinJobAge time.Duration = -1
@@ -271,6 +282,12 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if out.MinJobAge == 0 {
 		out.MinJobAge = 300 * time.Second
+	}
+	if out.FairShareWeight == 0 {
+		out.FairShareWeight = DefaultFairShareWeight
+	}
+	if out.DecayHalfLife == 0 {
+		out.DecayHalfLife = cluster.DefaultDecayHalfLife
 	}
 	if out.PurgeJobAfter == 0 {
 		out.PurgeJobAfter = 30 * 24 * time.Hour

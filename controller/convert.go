@@ -300,7 +300,7 @@ func jobToProto(j *cluster.Job, addrs map[string]string) *phalanxv1.Job {
 // as squeue's %Q and scontrol show it: a pending job's now, a started
 // job's when it started (its last attempt), one that never started when
 // it ended; a held job's is zero.
-func shownPriority(j *cluster.Job, now time.Time) int64 {
+func shownPriority(j *cluster.Job, now time.Time, o scheduler.Options) int64 {
 	if j.State == cluster.JobPending && j.Hold != cluster.HoldNone {
 		return 0 // as Slurm's: a held job's priority is zero
 	}
@@ -312,7 +312,7 @@ func shownPriority(j *cluster.Job, now time.Time) int64 {
 	case !j.EndTime.IsZero():
 		at = j.EndTime
 	}
-	return scheduler.Priority(j, at, scheduler.Options{})
+	return scheduler.Priority(j, at, o)
 }
 
 // setPending sets a pending job's reason and expected start.

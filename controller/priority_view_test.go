@@ -55,7 +55,7 @@ func TestShownPriorityIsTheScore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := shownPriority(j, j.StartTime); p[running] != want || want <= 0 {
+	if want := shownPriority(j, j.StartTime, s.priorityOptions()); p[running] != want || want <= 0 {
 		t.Errorf("running job: priority %d; want %d, its score when it started", p[running], want)
 	}
 	if err := s.updateJob(ctx, &phalanxv1.UpdateJobRequest{JobId: normal, Priority: proto.Int64(5000)}); err != nil {

@@ -47,6 +47,7 @@ var routes = map[string]route{
 	phalanxv1.ControllerService_ListJobs_FullMethodName:            routeRead,
 	phalanxv1.ControllerService_ListNodes_FullMethodName:           routeRead,
 	phalanxv1.ControllerService_ListPartitions_FullMethodName:      routeRead,
+	phalanxv1.ControllerService_GetFairShare_FullMethodName:        routeRead,
 	phalanxv1.ControllerService_ListEvents_FullMethodName:          routeRead,
 	phalanxv1.ControllerService_ListControllers_FullMethodName:     routeLocal,
 	phalanxv1.ControllerService_GetControllerStatus_FullMethodName: routeLocal,

@@ -59,8 +59,12 @@ func (s *Server) schedulePass(ctx context.Context, head *queueHead, full bool) {
 		return
 	}
 	now := s.cfg.Clock.Now()
+	if full {
+		s.updateFairShare(st.Active, now)
+	}
 	jobs, gate := s.gatePending(st.Active, now)
 	snap := s.snapshot(st, jobs)
+	snap.Options.FairShare = s.fairShareTerm()
 	if !full {
 		snap.Options.QueueDepth = s.cfg.SchedQueueDepth
 	}

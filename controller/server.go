@@ -55,6 +55,7 @@ type Server struct {
 	// their DOWN is being committed (liveness.go): they get no lease.
 	declaring map[string]bool
 	pending   pendingReasons // leader only: the scheduler's reasons
+	fairShare fairShareTable // leader only: as the last full pass found it
 	// touched: leader only: pending jobs changed since the last pass
 	// (scontrol update, hold, release), which the next quick pass decides
 	// too, wherever they were in the queue.

@@ -61,7 +61,8 @@ func (s *Server) top(ctx context.Context, ids []uint64) ([]cluster.JobID, error)
 		listed = append(listed, j)
 	}
 	now := s.cfg.Clock.Now()
-	score := func(j *cluster.Job) int64 { return scheduler.Priority(j, now, scheduler.Options{}) }
+	opts := s.priorityOptions()
+	score := func(j *cluster.Job) int64 { return scheduler.Priority(j, now, opts) }
 	nice := map[cluster.JobID]int64{} // the new nice values
 	lower := func(j *cluster.Job, below int64) int64 {
 		sc := score(j)

@@ -49,6 +49,11 @@ func loadJobs(tx *bolt.Tx, st *state) error {
 			return fmt.Errorf("job under key %d has ID %d", id, j.ID)
 		}
 		st.jobs[id] = j
+		for i := range j.Attempts {
+			if a := &j.Attempts[i]; a.Released() {
+				st.recordHeld(j, a)
+			}
+		}
 		if j.Array != nil {
 			st.addArrayTask(id, j.Array.JobID)
 		}
@@ -66,11 +71,22 @@ func loadHistory(tx *bolt.Tx, st *state) error {
 			return fmt.Errorf("finished job %d: %w", id, err)
 		}
 		st.finished[id] = r.GetStatus().GetEndTime()
+		loadHeld(st, id, &r)
 		if base, ok := codec.ArrayBase(&r); ok {
 			st.addArrayTask(id, base)
 		}
 		return nil
 	})
+}
+
+// loadHeld records what the attempts of finished job r held, without
+// decoding the rest of it.
+func loadHeld(st *state, id cluster.JobID, r *statev1.Job) {
+	j := &cluster.Job{ID: id, User: r.GetSpec().GetUser(), Account: r.GetSpec().GetAccount()}
+	for _, ra := range r.GetStatus().GetAttempts() {
+		a := cluster.Attempt{Alloc: codec.FromAllocation(ra.GetAlloc()), StartTime: codec.FromTime(ra.GetStartTime()), EndTime: codec.FromTime(ra.GetEndTime())}
+		st.recordHeld(j, &a)
+	}
 }
 
 func loadNodes(tx *bolt.Tx, st *state) error {

@@ -77,6 +77,18 @@ type state struct {
 	// arrayOf is each stored task's array.
 	arrays  map[cluster.JobID]int
 	arrayOf map[cluster.JobID]cluster.JobID
+	// held records, by job, what each released attempt of a stored job
+	// held and for how long: fair share's past (Usage). A job's slice is
+	// replaced, never changed in place.
+	held map[cluster.JobID][]heldRecord
+}
+
+// heldRecord is what one released attempt held: units (cluster's
+// Allocation.Units) from start to end (Unix ns), against group.
+type heldRecord struct {
+	group      string
+	units      int
+	start, end int64
 }
 
 func newState() *state {
@@ -92,7 +104,17 @@ func newState() *state {
 		unqueued:   map[cluster.JobID]*cluster.Job{},
 		arrays:     map[cluster.JobID]int{},
 		arrayOf:    map[cluster.JobID]cluster.JobID{},
+		held:       map[cluster.JobID][]heldRecord{},
 	}
+}
+
+// recordHeld adds what attempt a of job j held to the fair-share past.
+func (st *state) recordHeld(j *cluster.Job, a *cluster.Attempt) {
+	if a.StartTime.IsZero() || a.EndTime.IsZero() {
+		return
+	}
+	r := heldRecord{group: j.FairShareGroup(), units: a.Alloc.Units(), start: codec.Time(a.StartTime), end: codec.Time(a.EndTime)}
+	st.held[j.ID] = append(slices.Clip(st.held[j.ID]), r)
 }
 
 // addArrayTask counts task id of array base as stored.
@@ -196,6 +218,7 @@ func (c *change) stampAttempts(old, j *cluster.Job) {
 		}
 		if a.Released() && (i >= len(before) || !before[i].Released()) {
 			a.ReleasedIndex = c.idx
+			c.st.recordHeld(j, a)
 		}
 	}
 }

@@ -482,6 +482,13 @@ func loadConfig(cfg *controller.Config, confPath, topoPath string, log *slog.Log
 	cfg.MaxScriptSize, cfg.ClusterName = c.MaxScriptSize, c.ClusterName
 	cfg.DisableRootJobs, cfg.AdminUsers, cfg.OperatorUsers = c.DisableRootJobs, c.AdminUsers, c.OperatorUsers
 	cfg.PrivateJobs = c.PrivateJobs
+	cfg.FairShareWeight, cfg.DecayHalfLife = c.PriorityWeightFairshare, c.PriorityDecayHalfLife
+	if cfg.FairShareWeight == 0 {
+		cfg.FairShareWeight = -1 // the file's 0: none (the controller's 0 is its default)
+	}
+	if cfg.DecayHalfLife == 0 {
+		cfg.DecayHalfLife = -1 // no decay
+	}
 	cfg.HealthCheck, cfg.Prolog = c.HealthCheck, c.Prolog
 	rl := c.RateLimit
 	cfg.RateLimit = controller.RateLimit{Bucket: rl.Bucket, Refill: rl.Refill, Period: rl.Period, Table: rl.Table}

@@ -4255,6 +4255,198 @@ func (x *ListPartitionsResponse) GetPartitions() []*Partition {
 	return nil
 }
 
+type GetFairShareRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetFairShareRequest) Reset() {
+	*x = GetFairShareRequest{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetFairShareRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetFairShareRequest) ProtoMessage() {}
+
+func (x *GetFairShareRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetFairShareRequest.ProtoReflect.Descriptor instead.
+func (*GetFairShareRequest) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{45}
+}
+
+type GetFairShareResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// weight: PriorityWeightFairshare (0: fair share is off, and accounts is
+	// empty); half_life_seconds: PriorityDecayHalfLife (0: no decay).
+	Weight          int64 `protobuf:"varint,1,opt,name=weight,proto3" json:"weight,omitempty"`
+	HalfLifeSeconds int64 `protobuf:"varint,2,opt,name=half_life_seconds,json=halfLifeSeconds,proto3" json:"half_life_seconds,omitempty"`
+	// accounts: those with usage or pending jobs, by name.
+	Accounts      []*AccountShare `protobuf:"bytes,3,rep,name=accounts,proto3" json:"accounts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetFairShareResponse) Reset() {
+	*x = GetFairShareResponse{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetFairShareResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetFairShareResponse) ProtoMessage() {}
+
+func (x *GetFairShareResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetFairShareResponse.ProtoReflect.Descriptor instead.
+func (*GetFairShareResponse) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *GetFairShareResponse) GetWeight() int64 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
+}
+
+func (x *GetFairShareResponse) GetHalfLifeSeconds() int64 {
+	if x != nil {
+		return x.HalfLifeSeconds
+	}
+	return 0
+}
+
+func (x *GetFairShareResponse) GetAccounts() []*AccountShare {
+	if x != nil {
+		return x.Accounts
+	}
+	return nil
+}
+
+// AccountShare is one account's fair share, as Slurm's sshare shows it.
+type AccountShare struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Account        string                 `protobuf:"bytes,1,opt,name=account,proto3" json:"account,omitempty"`
+	RawShares      int64                  `protobuf:"varint,2,opt,name=raw_shares,json=rawShares,proto3" json:"raw_shares,omitempty"`                 // always 1: every account has one share
+	NormShares     float64                `protobuf:"fixed64,3,opt,name=norm_shares,json=normShares,proto3" json:"norm_shares,omitempty"`             // its part of the shares: 1/n
+	RawUsage       int64                  `protobuf:"varint,4,opt,name=raw_usage,json=rawUsage,proto3" json:"raw_usage,omitempty"`                    // GPU-seconds (no GPUs: node-seconds), decayed
+	EffectiveUsage float64                `protobuf:"fixed64,5,opt,name=effective_usage,json=effectiveUsage,proto3" json:"effective_usage,omitempty"` // its part of all the usage
+	FairShare      float64                `protobuf:"fixed64,6,opt,name=fair_share,json=fairShare,proto3" json:"fair_share,omitempty"`                // F = 2^(-effective_usage/norm_shares)
+	Priority       int64                  `protobuf:"varint,7,opt,name=priority,proto3" json:"priority,omitempty"`                                    // what its jobs get: weight × F
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *AccountShare) Reset() {
+	*x = AccountShare{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AccountShare) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AccountShare) ProtoMessage() {}
+
+func (x *AccountShare) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AccountShare.ProtoReflect.Descriptor instead.
+func (*AccountShare) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *AccountShare) GetAccount() string {
+	if x != nil {
+		return x.Account
+	}
+	return ""
+}
+
+func (x *AccountShare) GetRawShares() int64 {
+	if x != nil {
+		return x.RawShares
+	}
+	return 0
+}
+
+func (x *AccountShare) GetNormShares() float64 {
+	if x != nil {
+		return x.NormShares
+	}
+	return 0
+}
+
+func (x *AccountShare) GetRawUsage() int64 {
+	if x != nil {
+		return x.RawUsage
+	}
+	return 0
+}
+
+func (x *AccountShare) GetEffectiveUsage() float64 {
+	if x != nil {
+		return x.EffectiveUsage
+	}
+	return 0
+}
+
+func (x *AccountShare) GetFairShare() float64 {
+	if x != nil {
+		return x.FairShare
+	}
+	return 0
+}
+
+func (x *AccountShare) GetPriority() int64 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
 // NotLeader is the detail of an UNAVAILABLE status from a replica that
 // cannot take a call needing the leader. leader_addr is the leader's API
 // address when the replica knows it (try there), empty during an election.
@@ -4268,7 +4460,7 @@ type NotLeader struct {
 
 func (x *NotLeader) Reset() {
 	*x = NotLeader{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4280,7 +4472,7 @@ func (x *NotLeader) String() string {
 func (*NotLeader) ProtoMessage() {}
 
 func (x *NotLeader) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[45]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4293,7 +4485,7 @@ func (x *NotLeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotLeader.ProtoReflect.Descriptor instead.
 func (*NotLeader) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{45}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *NotLeader) GetLeaderId() string {
@@ -4331,7 +4523,7 @@ type ControllerStatus struct {
 
 func (x *ControllerStatus) Reset() {
 	*x = ControllerStatus{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4343,7 +4535,7 @@ func (x *ControllerStatus) String() string {
 func (*ControllerStatus) ProtoMessage() {}
 
 func (x *ControllerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[46]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4356,7 +4548,7 @@ func (x *ControllerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControllerStatus.ProtoReflect.Descriptor instead.
 func (*ControllerStatus) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{46}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ControllerStatus) GetId() string {
@@ -4444,7 +4636,7 @@ type GetControllerStatusRequest struct {
 
 func (x *GetControllerStatusRequest) Reset() {
 	*x = GetControllerStatusRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4456,7 +4648,7 @@ func (x *GetControllerStatusRequest) String() string {
 func (*GetControllerStatusRequest) ProtoMessage() {}
 
 func (x *GetControllerStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[47]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4469,7 +4661,7 @@ func (x *GetControllerStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetControllerStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetControllerStatusRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{47}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{50}
 }
 
 type ListControllersRequest struct {
@@ -4480,7 +4672,7 @@ type ListControllersRequest struct {
 
 func (x *ListControllersRequest) Reset() {
 	*x = ListControllersRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4492,7 +4684,7 @@ func (x *ListControllersRequest) String() string {
 func (*ListControllersRequest) ProtoMessage() {}
 
 func (x *ListControllersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[48]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4505,7 +4697,7 @@ func (x *ListControllersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListControllersRequest.ProtoReflect.Descriptor instead.
 func (*ListControllersRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{48}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{51}
 }
 
 type ListControllersResponse struct {
@@ -4517,7 +4709,7 @@ type ListControllersResponse struct {
 
 func (x *ListControllersResponse) Reset() {
 	*x = ListControllersResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4529,7 +4721,7 @@ func (x *ListControllersResponse) String() string {
 func (*ListControllersResponse) ProtoMessage() {}
 
 func (x *ListControllersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[49]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4542,7 +4734,7 @@ func (x *ListControllersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListControllersResponse.ProtoReflect.Descriptor instead.
 func (*ListControllersResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{49}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListControllersResponse) GetControllers() []*ControllerInfo {
@@ -4568,7 +4760,7 @@ type ControllerInfo struct {
 
 func (x *ControllerInfo) Reset() {
 	*x = ControllerInfo{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4580,7 +4772,7 @@ func (x *ControllerInfo) String() string {
 func (*ControllerInfo) ProtoMessage() {}
 
 func (x *ControllerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[50]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4593,7 +4785,7 @@ func (x *ControllerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControllerInfo.ProtoReflect.Descriptor instead.
 func (*ControllerInfo) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{50}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ControllerInfo) GetId() string {
@@ -4656,7 +4848,7 @@ type AddControllerRequest struct {
 
 func (x *AddControllerRequest) Reset() {
 	*x = AddControllerRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4668,7 +4860,7 @@ func (x *AddControllerRequest) String() string {
 func (*AddControllerRequest) ProtoMessage() {}
 
 func (x *AddControllerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[51]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4681,7 +4873,7 @@ func (x *AddControllerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddControllerRequest.ProtoReflect.Descriptor instead.
 func (*AddControllerRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{51}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *AddControllerRequest) GetId() string {
@@ -4713,7 +4905,7 @@ type AddControllerResponse struct {
 
 func (x *AddControllerResponse) Reset() {
 	*x = AddControllerResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4725,7 +4917,7 @@ func (x *AddControllerResponse) String() string {
 func (*AddControllerResponse) ProtoMessage() {}
 
 func (x *AddControllerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[52]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4738,7 +4930,7 @@ func (x *AddControllerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddControllerResponse.ProtoReflect.Descriptor instead.
 func (*AddControllerResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{52}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{55}
 }
 
 type RemoveControllerRequest struct {
@@ -4750,7 +4942,7 @@ type RemoveControllerRequest struct {
 
 func (x *RemoveControllerRequest) Reset() {
 	*x = RemoveControllerRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4762,7 +4954,7 @@ func (x *RemoveControllerRequest) String() string {
 func (*RemoveControllerRequest) ProtoMessage() {}
 
 func (x *RemoveControllerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[53]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4775,7 +4967,7 @@ func (x *RemoveControllerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveControllerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveControllerRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{53}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *RemoveControllerRequest) GetId() string {
@@ -4793,7 +4985,7 @@ type RemoveControllerResponse struct {
 
 func (x *RemoveControllerResponse) Reset() {
 	*x = RemoveControllerResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4805,7 +4997,7 @@ func (x *RemoveControllerResponse) String() string {
 func (*RemoveControllerResponse) ProtoMessage() {}
 
 func (x *RemoveControllerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[54]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4818,7 +5010,7 @@ func (x *RemoveControllerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveControllerResponse.ProtoReflect.Descriptor instead.
 func (*RemoveControllerResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{54}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{57}
 }
 
 type RegisterControllerRequest struct {
@@ -4832,7 +5024,7 @@ type RegisterControllerRequest struct {
 
 func (x *RegisterControllerRequest) Reset() {
 	*x = RegisterControllerRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4844,7 +5036,7 @@ func (x *RegisterControllerRequest) String() string {
 func (*RegisterControllerRequest) ProtoMessage() {}
 
 func (x *RegisterControllerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[55]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4857,7 +5049,7 @@ func (x *RegisterControllerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterControllerRequest.ProtoReflect.Descriptor instead.
 func (*RegisterControllerRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{55}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *RegisterControllerRequest) GetId() string {
@@ -4889,7 +5081,7 @@ type RegisterControllerResponse struct {
 
 func (x *RegisterControllerResponse) Reset() {
 	*x = RegisterControllerResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4901,7 +5093,7 @@ func (x *RegisterControllerResponse) String() string {
 func (*RegisterControllerResponse) ProtoMessage() {}
 
 func (x *RegisterControllerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[56]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4914,7 +5106,7 @@ func (x *RegisterControllerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterControllerResponse.ProtoReflect.Descriptor instead.
 func (*RegisterControllerResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{56}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{59}
 }
 
 type TransferLeadershipRequest struct {
@@ -4926,7 +5118,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4938,7 +5130,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[57]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4951,7 +5143,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{57}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *TransferLeadershipRequest) GetId() string {
@@ -4970,7 +5162,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4982,7 +5174,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[58]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4995,7 +5187,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{58}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -5013,7 +5205,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5025,7 +5217,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[59]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5038,7 +5230,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{59}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{62}
 }
 
 // Chunk is a piece of a backup file, in order.
@@ -5051,7 +5243,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5063,7 +5255,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[60]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5076,7 +5268,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{60}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *Chunk) GetData() []byte {
@@ -5098,7 +5290,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5110,7 +5302,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[61]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5123,7 +5315,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{61}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *RestoreRequest) GetData() []byte {
@@ -5150,7 +5342,7 @@ type RestoreResponse struct {
 
 func (x *RestoreResponse) Reset() {
 	*x = RestoreResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5162,7 +5354,7 @@ func (x *RestoreResponse) String() string {
 func (*RestoreResponse) ProtoMessage() {}
 
 func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[62]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5175,7 +5367,7 @@ func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreResponse.ProtoReflect.Descriptor instead.
 func (*RestoreResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{62}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *RestoreResponse) GetJobs() uint64 {
@@ -5215,7 +5407,7 @@ type RegisterNodeRequest struct {
 
 func (x *RegisterNodeRequest) Reset() {
 	*x = RegisterNodeRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5227,7 +5419,7 @@ func (x *RegisterNodeRequest) String() string {
 func (*RegisterNodeRequest) ProtoMessage() {}
 
 func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[63]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5240,7 +5432,7 @@ func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeRequest.ProtoReflect.Descriptor instead.
 func (*RegisterNodeRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{63}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *RegisterNodeRequest) GetName() string {
@@ -5333,7 +5525,7 @@ type NICInfo struct {
 
 func (x *NICInfo) Reset() {
 	*x = NICInfo{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5345,7 +5537,7 @@ func (x *NICInfo) String() string {
 func (*NICInfo) ProtoMessage() {}
 
 func (x *NICInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[64]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5358,7 +5550,7 @@ func (x *NICInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NICInfo.ProtoReflect.Descriptor instead.
 func (*NICInfo) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{64}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *NICInfo) GetDevice() string {
@@ -5451,7 +5643,7 @@ type GPUInfo struct {
 
 func (x *GPUInfo) Reset() {
 	*x = GPUInfo{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5463,7 +5655,7 @@ func (x *GPUInfo) String() string {
 func (*GPUInfo) ProtoMessage() {}
 
 func (x *GPUInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[65]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5476,7 +5668,7 @@ func (x *GPUInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GPUInfo.ProtoReflect.Descriptor instead.
 func (*GPUInfo) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{65}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *GPUInfo) GetIndex() int32 {
@@ -5529,7 +5721,7 @@ type RegisterNodeResponse struct {
 
 func (x *RegisterNodeResponse) Reset() {
 	*x = RegisterNodeResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[66]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5541,7 +5733,7 @@ func (x *RegisterNodeResponse) String() string {
 func (*RegisterNodeResponse) ProtoMessage() {}
 
 func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[66]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5554,7 +5746,7 @@ func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeResponse.ProtoReflect.Descriptor instead.
 func (*RegisterNodeResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{66}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *RegisterNodeResponse) GetHeartbeatIntervalMs() int64 {
@@ -5594,7 +5786,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[67]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5606,7 +5798,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[67]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5619,7 +5811,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{67}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *HeartbeatRequest) GetName() string {
@@ -5666,7 +5858,7 @@ type HealthProblem struct {
 
 func (x *HealthProblem) Reset() {
 	*x = HealthProblem{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[68]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5678,7 +5870,7 @@ func (x *HealthProblem) String() string {
 func (*HealthProblem) ProtoMessage() {}
 
 func (x *HealthProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[68]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5691,7 +5883,7 @@ func (x *HealthProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthProblem.ProtoReflect.Descriptor instead.
 func (*HealthProblem) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{68}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *HealthProblem) GetCheck() string {
@@ -5733,7 +5925,7 @@ type TaskRef struct {
 
 func (x *TaskRef) Reset() {
 	*x = TaskRef{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[69]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5745,7 +5937,7 @@ func (x *TaskRef) String() string {
 func (*TaskRef) ProtoMessage() {}
 
 func (x *TaskRef) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[69]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5758,7 +5950,7 @@ func (x *TaskRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskRef.ProtoReflect.Descriptor instead.
 func (*TaskRef) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{69}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *TaskRef) GetJobId() uint64 {
@@ -5802,7 +5994,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[70]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5814,7 +6006,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[70]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5827,7 +6019,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{70}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *HeartbeatResponse) GetReregister() bool {
@@ -5878,7 +6070,7 @@ type HealthCheck struct {
 
 func (x *HealthCheck) Reset() {
 	*x = HealthCheck{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[71]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5890,7 +6082,7 @@ func (x *HealthCheck) String() string {
 func (*HealthCheck) ProtoMessage() {}
 
 func (x *HealthCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[71]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5903,7 +6095,7 @@ func (x *HealthCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthCheck.ProtoReflect.Descriptor instead.
 func (*HealthCheck) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{71}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *HealthCheck) GetProgram() string {
@@ -5936,7 +6128,7 @@ type WatchAssignmentsRequest struct {
 
 func (x *WatchAssignmentsRequest) Reset() {
 	*x = WatchAssignmentsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[72]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5948,7 +6140,7 @@ func (x *WatchAssignmentsRequest) String() string {
 func (*WatchAssignmentsRequest) ProtoMessage() {}
 
 func (x *WatchAssignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[72]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5961,7 +6153,7 @@ func (x *WatchAssignmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchAssignmentsRequest.ProtoReflect.Descriptor instead.
 func (*WatchAssignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{72}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *WatchAssignmentsRequest) GetName() string {
@@ -5994,7 +6186,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[73]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6006,7 +6198,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[73]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6019,7 +6211,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{73}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *Assignment) GetJobId() uint64 {
@@ -6097,7 +6289,7 @@ type SignalRequest struct {
 
 func (x *SignalRequest) Reset() {
 	*x = SignalRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[74]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6109,7 +6301,7 @@ func (x *SignalRequest) String() string {
 func (*SignalRequest) ProtoMessage() {}
 
 func (x *SignalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[74]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6122,7 +6314,7 @@ func (x *SignalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalRequest.ProtoReflect.Descriptor instead.
 func (*SignalRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{74}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *SignalRequest) GetSeq() uint32 {
@@ -6165,7 +6357,7 @@ type Prolog struct {
 
 func (x *Prolog) Reset() {
 	*x = Prolog{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[75]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6177,7 +6369,7 @@ func (x *Prolog) String() string {
 func (*Prolog) ProtoMessage() {}
 
 func (x *Prolog) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[75]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6190,7 +6382,7 @@ func (x *Prolog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prolog.ProtoReflect.Descriptor instead.
 func (*Prolog) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{75}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *Prolog) GetPrograms() []string {
@@ -6229,7 +6421,7 @@ type Assignments struct {
 
 func (x *Assignments) Reset() {
 	*x = Assignments{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[76]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6241,7 +6433,7 @@ func (x *Assignments) String() string {
 func (*Assignments) ProtoMessage() {}
 
 func (x *Assignments) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[76]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6254,7 +6446,7 @@ func (x *Assignments) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignments.ProtoReflect.Descriptor instead.
 func (*Assignments) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{76}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *Assignments) GetAssignments() []*Assignment {
@@ -6303,7 +6495,7 @@ type ReportTaskStatusRequest struct {
 
 func (x *ReportTaskStatusRequest) Reset() {
 	*x = ReportTaskStatusRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[77]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6315,7 +6507,7 @@ func (x *ReportTaskStatusRequest) String() string {
 func (*ReportTaskStatusRequest) ProtoMessage() {}
 
 func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[77]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6328,7 +6520,7 @@ func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{77}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ReportTaskStatusRequest) GetNode() string {
@@ -6420,7 +6612,7 @@ type ReportTaskStatusResponse struct {
 
 func (x *ReportTaskStatusResponse) Reset() {
 	*x = ReportTaskStatusResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[78]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6432,7 +6624,7 @@ func (x *ReportTaskStatusResponse) String() string {
 func (*ReportTaskStatusResponse) ProtoMessage() {}
 
 func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[78]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6445,7 +6637,7 @@ func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusResponse.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{78}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ReportTaskStatusResponse) GetRecordedIndex() uint64 {
@@ -6468,7 +6660,7 @@ type ReportCheckpointRequest struct {
 
 func (x *ReportCheckpointRequest) Reset() {
 	*x = ReportCheckpointRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[79]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6480,7 +6672,7 @@ func (x *ReportCheckpointRequest) String() string {
 func (*ReportCheckpointRequest) ProtoMessage() {}
 
 func (x *ReportCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[79]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6493,7 +6685,7 @@ func (x *ReportCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*ReportCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{79}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ReportCheckpointRequest) GetNode() string {
@@ -6539,7 +6731,7 @@ type ReportCheckpointResponse struct {
 
 func (x *ReportCheckpointResponse) Reset() {
 	*x = ReportCheckpointResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[80]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6551,7 +6743,7 @@ func (x *ReportCheckpointResponse) String() string {
 func (*ReportCheckpointResponse) ProtoMessage() {}
 
 func (x *ReportCheckpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[80]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6564,7 +6756,7 @@ func (x *ReportCheckpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCheckpointResponse.ProtoReflect.Descriptor instead.
 func (*ReportCheckpointResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{80}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{83}
 }
 
 type ReportJobEventRequest struct {
@@ -6579,7 +6771,7 @@ type ReportJobEventRequest struct {
 
 func (x *ReportJobEventRequest) Reset() {
 	*x = ReportJobEventRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[81]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6591,7 +6783,7 @@ func (x *ReportJobEventRequest) String() string {
 func (*ReportJobEventRequest) ProtoMessage() {}
 
 func (x *ReportJobEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[81]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6604,7 +6796,7 @@ func (x *ReportJobEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportJobEventRequest.ProtoReflect.Descriptor instead.
 func (*ReportJobEventRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{81}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ReportJobEventRequest) GetNode() string {
@@ -6643,7 +6835,7 @@ type ReportJobEventResponse struct {
 
 func (x *ReportJobEventResponse) Reset() {
 	*x = ReportJobEventResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[82]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6655,7 +6847,7 @@ func (x *ReportJobEventResponse) String() string {
 func (*ReportJobEventResponse) ProtoMessage() {}
 
 func (x *ReportJobEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[82]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6668,7 +6860,7 @@ func (x *ReportJobEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportJobEventResponse.ProtoReflect.Descriptor instead.
 func (*ReportJobEventResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{82}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{85}
 }
 
 var File_phalanx_v1_phalanx_proto protoreflect.FileDescriptor
@@ -7094,7 +7286,23 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x16ListPartitionsResponse\x125\n" +
 	"\n" +
 	"partitions\x18\x01 \x03(\v2\x15.phalanx.v1.PartitionR\n" +
-	"partitions\"I\n" +
+	"partitions\"\x15\n" +
+	"\x13GetFairShareRequest\"\x90\x01\n" +
+	"\x14GetFairShareResponse\x12\x16\n" +
+	"\x06weight\x18\x01 \x01(\x03R\x06weight\x12*\n" +
+	"\x11half_life_seconds\x18\x02 \x01(\x03R\x0fhalfLifeSeconds\x124\n" +
+	"\baccounts\x18\x03 \x03(\v2\x18.phalanx.v1.AccountShareR\baccounts\"\xe9\x01\n" +
+	"\fAccountShare\x12\x18\n" +
+	"\aaccount\x18\x01 \x01(\tR\aaccount\x12\x1d\n" +
+	"\n" +
+	"raw_shares\x18\x02 \x01(\x03R\trawShares\x12\x1f\n" +
+	"\vnorm_shares\x18\x03 \x01(\x01R\n" +
+	"normShares\x12\x1b\n" +
+	"\traw_usage\x18\x04 \x01(\x03R\brawUsage\x12'\n" +
+	"\x0feffective_usage\x18\x05 \x01(\x01R\x0eeffectiveUsage\x12\x1d\n" +
+	"\n" +
+	"fair_share\x18\x06 \x01(\x01R\tfairShare\x12\x1a\n" +
+	"\bpriority\x18\a \x01(\x03R\bpriority\"I\n" +
 	"\tNotLeader\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x1f\n" +
 	"\vleader_addr\x18\x02 \x01(\tR\n" +
@@ -7283,14 +7491,15 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x18SIGNAL_SCOPE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12SIGNAL_SCOPE_BATCH\x10\x01\x12\x15\n" +
 	"\x11SIGNAL_SCOPE_FULL\x10\x02\x12\x15\n" +
-	"\x11SIGNAL_SCOPE_STEP\x10\x032\xf0\x0e\n" +
+	"\x11SIGNAL_SCOPE_STEP\x10\x032\xc3\x0f\n" +
 	"\x11ControllerService\x12H\n" +
 	"\tSubmitJob\x12\x1c.phalanx.v1.SubmitJobRequest\x1a\x1d.phalanx.v1.SubmitJobResponse\x12H\n" +
 	"\tCancelJob\x12\x1c.phalanx.v1.CancelJobRequest\x1a\x1d.phalanx.v1.CancelJobResponse\x124\n" +
 	"\x06GetJob\x12\x19.phalanx.v1.GetJobRequest\x1a\x0f.phalanx.v1.Job\x12E\n" +
 	"\bListJobs\x12\x1b.phalanx.v1.ListJobsRequest\x1a\x1c.phalanx.v1.ListJobsResponse\x12H\n" +
 	"\tListNodes\x12\x1c.phalanx.v1.ListNodesRequest\x1a\x1d.phalanx.v1.ListNodesResponse\x12W\n" +
-	"\x0eListPartitions\x12!.phalanx.v1.ListPartitionsRequest\x1a\".phalanx.v1.ListPartitionsResponse\x12Z\n" +
+	"\x0eListPartitions\x12!.phalanx.v1.ListPartitionsRequest\x1a\".phalanx.v1.ListPartitionsResponse\x12Q\n" +
+	"\fGetFairShare\x12\x1f.phalanx.v1.GetFairShareRequest\x1a .phalanx.v1.GetFairShareResponse\x12Z\n" +
 	"\x0fListControllers\x12\".phalanx.v1.ListControllersRequest\x1a#.phalanx.v1.ListControllersResponse\x12[\n" +
 	"\x13GetControllerStatus\x12&.phalanx.v1.GetControllerStatusRequest\x1a\x1c.phalanx.v1.ControllerStatus\x12T\n" +
 	"\rAddController\x12 .phalanx.v1.AddControllerRequest\x1a!.phalanx.v1.AddControllerResponse\x12]\n" +
@@ -7334,7 +7543,7 @@ func file_phalanx_v1_phalanx_proto_rawDescGZIP() []byte {
 }
 
 var file_phalanx_v1_phalanx_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 84)
+var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 87)
 var file_phalanx_v1_phalanx_proto_goTypes = []any{
 	(HoldRequest)(0),                   // 0: phalanx.v1.HoldRequest
 	(OpenMode)(0),                      // 1: phalanx.v1.OpenMode
@@ -7384,171 +7593,177 @@ var file_phalanx_v1_phalanx_proto_goTypes = []any{
 	(*ListNodesResponse)(nil),          // 45: phalanx.v1.ListNodesResponse
 	(*ListPartitionsRequest)(nil),      // 46: phalanx.v1.ListPartitionsRequest
 	(*ListPartitionsResponse)(nil),     // 47: phalanx.v1.ListPartitionsResponse
-	(*NotLeader)(nil),                  // 48: phalanx.v1.NotLeader
-	(*ControllerStatus)(nil),           // 49: phalanx.v1.ControllerStatus
-	(*GetControllerStatusRequest)(nil), // 50: phalanx.v1.GetControllerStatusRequest
-	(*ListControllersRequest)(nil),     // 51: phalanx.v1.ListControllersRequest
-	(*ListControllersResponse)(nil),    // 52: phalanx.v1.ListControllersResponse
-	(*ControllerInfo)(nil),             // 53: phalanx.v1.ControllerInfo
-	(*AddControllerRequest)(nil),       // 54: phalanx.v1.AddControllerRequest
-	(*AddControllerResponse)(nil),      // 55: phalanx.v1.AddControllerResponse
-	(*RemoveControllerRequest)(nil),    // 56: phalanx.v1.RemoveControllerRequest
-	(*RemoveControllerResponse)(nil),   // 57: phalanx.v1.RemoveControllerResponse
-	(*RegisterControllerRequest)(nil),  // 58: phalanx.v1.RegisterControllerRequest
-	(*RegisterControllerResponse)(nil), // 59: phalanx.v1.RegisterControllerResponse
-	(*TransferLeadershipRequest)(nil),  // 60: phalanx.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 61: phalanx.v1.TransferLeadershipResponse
-	(*BackupRequest)(nil),              // 62: phalanx.v1.BackupRequest
-	(*Chunk)(nil),                      // 63: phalanx.v1.Chunk
-	(*RestoreRequest)(nil),             // 64: phalanx.v1.RestoreRequest
-	(*RestoreResponse)(nil),            // 65: phalanx.v1.RestoreResponse
-	(*RegisterNodeRequest)(nil),        // 66: phalanx.v1.RegisterNodeRequest
-	(*NICInfo)(nil),                    // 67: phalanx.v1.NICInfo
-	(*GPUInfo)(nil),                    // 68: phalanx.v1.GPUInfo
-	(*RegisterNodeResponse)(nil),       // 69: phalanx.v1.RegisterNodeResponse
-	(*HeartbeatRequest)(nil),           // 70: phalanx.v1.HeartbeatRequest
-	(*HealthProblem)(nil),              // 71: phalanx.v1.HealthProblem
-	(*TaskRef)(nil),                    // 72: phalanx.v1.TaskRef
-	(*HeartbeatResponse)(nil),          // 73: phalanx.v1.HeartbeatResponse
-	(*HealthCheck)(nil),                // 74: phalanx.v1.HealthCheck
-	(*WatchAssignmentsRequest)(nil),    // 75: phalanx.v1.WatchAssignmentsRequest
-	(*Assignment)(nil),                 // 76: phalanx.v1.Assignment
-	(*SignalRequest)(nil),              // 77: phalanx.v1.SignalRequest
-	(*Prolog)(nil),                     // 78: phalanx.v1.Prolog
-	(*Assignments)(nil),                // 79: phalanx.v1.Assignments
-	(*ReportTaskStatusRequest)(nil),    // 80: phalanx.v1.ReportTaskStatusRequest
-	(*ReportTaskStatusResponse)(nil),   // 81: phalanx.v1.ReportTaskStatusResponse
-	(*ReportCheckpointRequest)(nil),    // 82: phalanx.v1.ReportCheckpointRequest
-	(*ReportCheckpointResponse)(nil),   // 83: phalanx.v1.ReportCheckpointResponse
-	(*ReportJobEventRequest)(nil),      // 84: phalanx.v1.ReportJobEventRequest
-	(*ReportJobEventResponse)(nil),     // 85: phalanx.v1.ReportJobEventResponse
-	nil,                                // 86: phalanx.v1.JobSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 87: google.protobuf.Timestamp
+	(*GetFairShareRequest)(nil),        // 48: phalanx.v1.GetFairShareRequest
+	(*GetFairShareResponse)(nil),       // 49: phalanx.v1.GetFairShareResponse
+	(*AccountShare)(nil),               // 50: phalanx.v1.AccountShare
+	(*NotLeader)(nil),                  // 51: phalanx.v1.NotLeader
+	(*ControllerStatus)(nil),           // 52: phalanx.v1.ControllerStatus
+	(*GetControllerStatusRequest)(nil), // 53: phalanx.v1.GetControllerStatusRequest
+	(*ListControllersRequest)(nil),     // 54: phalanx.v1.ListControllersRequest
+	(*ListControllersResponse)(nil),    // 55: phalanx.v1.ListControllersResponse
+	(*ControllerInfo)(nil),             // 56: phalanx.v1.ControllerInfo
+	(*AddControllerRequest)(nil),       // 57: phalanx.v1.AddControllerRequest
+	(*AddControllerResponse)(nil),      // 58: phalanx.v1.AddControllerResponse
+	(*RemoveControllerRequest)(nil),    // 59: phalanx.v1.RemoveControllerRequest
+	(*RemoveControllerResponse)(nil),   // 60: phalanx.v1.RemoveControllerResponse
+	(*RegisterControllerRequest)(nil),  // 61: phalanx.v1.RegisterControllerRequest
+	(*RegisterControllerResponse)(nil), // 62: phalanx.v1.RegisterControllerResponse
+	(*TransferLeadershipRequest)(nil),  // 63: phalanx.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 64: phalanx.v1.TransferLeadershipResponse
+	(*BackupRequest)(nil),              // 65: phalanx.v1.BackupRequest
+	(*Chunk)(nil),                      // 66: phalanx.v1.Chunk
+	(*RestoreRequest)(nil),             // 67: phalanx.v1.RestoreRequest
+	(*RestoreResponse)(nil),            // 68: phalanx.v1.RestoreResponse
+	(*RegisterNodeRequest)(nil),        // 69: phalanx.v1.RegisterNodeRequest
+	(*NICInfo)(nil),                    // 70: phalanx.v1.NICInfo
+	(*GPUInfo)(nil),                    // 71: phalanx.v1.GPUInfo
+	(*RegisterNodeResponse)(nil),       // 72: phalanx.v1.RegisterNodeResponse
+	(*HeartbeatRequest)(nil),           // 73: phalanx.v1.HeartbeatRequest
+	(*HealthProblem)(nil),              // 74: phalanx.v1.HealthProblem
+	(*TaskRef)(nil),                    // 75: phalanx.v1.TaskRef
+	(*HeartbeatResponse)(nil),          // 76: phalanx.v1.HeartbeatResponse
+	(*HealthCheck)(nil),                // 77: phalanx.v1.HealthCheck
+	(*WatchAssignmentsRequest)(nil),    // 78: phalanx.v1.WatchAssignmentsRequest
+	(*Assignment)(nil),                 // 79: phalanx.v1.Assignment
+	(*SignalRequest)(nil),              // 80: phalanx.v1.SignalRequest
+	(*Prolog)(nil),                     // 81: phalanx.v1.Prolog
+	(*Assignments)(nil),                // 82: phalanx.v1.Assignments
+	(*ReportTaskStatusRequest)(nil),    // 83: phalanx.v1.ReportTaskStatusRequest
+	(*ReportTaskStatusResponse)(nil),   // 84: phalanx.v1.ReportTaskStatusResponse
+	(*ReportCheckpointRequest)(nil),    // 85: phalanx.v1.ReportCheckpointRequest
+	(*ReportCheckpointResponse)(nil),   // 86: phalanx.v1.ReportCheckpointResponse
+	(*ReportJobEventRequest)(nil),      // 87: phalanx.v1.ReportJobEventRequest
+	(*ReportJobEventResponse)(nil),     // 88: phalanx.v1.ReportJobEventResponse
+	nil,                                // 89: phalanx.v1.JobSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil),      // 90: google.protobuf.Timestamp
 }
 var file_phalanx_v1_phalanx_proto_depIdxs = []int32{
-	87, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
+	90, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
 	15, // 1: phalanx.v1.ListEventsResponse.events:type_name -> phalanx.v1.Event
-	87, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
+	90, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
 	0,  // 3: phalanx.v1.UpdateJobRequest.hold:type_name -> phalanx.v1.HoldRequest
-	87, // 4: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
+	90, // 4: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
 	31, // 5: phalanx.v1.LogRead.job:type_name -> phalanx.v1.Job
 	25, // 6: phalanx.v1.LogRead.step:type_name -> phalanx.v1.StepLaunch
-	86, // 7: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
-	87, // 8: phalanx.v1.JobSpec.begin_time:type_name -> google.protobuf.Timestamp
-	87, // 9: phalanx.v1.JobSpec.deadline:type_name -> google.protobuf.Timestamp
+	89, // 7: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
+	90, // 8: phalanx.v1.JobSpec.begin_time:type_name -> google.protobuf.Timestamp
+	90, // 9: phalanx.v1.JobSpec.deadline:type_name -> google.protobuf.Timestamp
 	1,  // 10: phalanx.v1.JobSpec.open_mode:type_name -> phalanx.v1.OpenMode
 	28, // 11: phalanx.v1.JobSpec.request_form:type_name -> phalanx.v1.RequestForm
-	87, // 12: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
-	87, // 13: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	90, // 12: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
+	90, // 13: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
 	27, // 14: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
-	87, // 15: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
-	87, // 16: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
-	87, // 17: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
+	90, // 15: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
+	90, // 16: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
+	90, // 17: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
 	29, // 18: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
 	30, // 19: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
-	87, // 20: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
+	90, // 20: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
 	33, // 21: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
 	32, // 22: phalanx.v1.Job.array_task:type_name -> phalanx.v1.ArrayTask
 	29, // 23: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
-	87, // 24: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
-	87, // 25: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
-	87, // 26: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
-	87, // 27: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
-	67, // 28: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
-	87, // 29: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
+	90, // 24: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
+	90, // 25: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
+	90, // 26: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
+	90, // 27: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	70, // 28: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
+	90, // 29: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
 	27, // 30: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
-	87, // 31: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
+	90, // 31: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
 	2,  // 32: phalanx.v1.CancelJobRequest.signal_scope:type_name -> phalanx.v1.SignalScope
 	39, // 33: phalanx.v1.CancelJobRequest.array_tasks:type_name -> phalanx.v1.ArrayTasks
-	87, // 34: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
-	87, // 35: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
+	90, // 34: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
+	90, // 35: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
 	31, // 36: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
 	34, // 37: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
 	35, // 38: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
-	87, // 39: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
-	53, // 40: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
-	49, // 41: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
-	68, // 42: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
-	67, // 43: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
-	72, // 44: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
-	71, // 45: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
-	87, // 46: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
-	87, // 47: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
-	74, // 48: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
-	31, // 49: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
-	78, // 50: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
-	77, // 51: phalanx.v1.Assignment.signals:type_name -> phalanx.v1.SignalRequest
-	2,  // 52: phalanx.v1.SignalRequest.scope:type_name -> phalanx.v1.SignalScope
-	76, // 53: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
-	87, // 54: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
-	87, // 55: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
-	36, // 56: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
-	38, // 57: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
-	41, // 58: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
-	42, // 59: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
-	44, // 60: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
-	46, // 61: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
-	51, // 62: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
-	50, // 63: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
-	54, // 64: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
-	56, // 65: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
-	58, // 66: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
-	60, // 67: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
-	62, // 68: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
-	64, // 69: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
-	22, // 70: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
-	16, // 71: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
-	18, // 72: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
-	19, // 73: phalanx.v1.ControllerService.RequeueJob:input_type -> phalanx.v1.RequeueJobRequest
-	13, // 74: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
-	11, // 75: phalanx.v1.ControllerService.JobLogs:input_type -> phalanx.v1.JobLogsRequest
-	9,  // 76: phalanx.v1.ControllerService.TopJobs:input_type -> phalanx.v1.TopJobsRequest
-	5,  // 77: phalanx.v1.ControllerService.UpdatePartition:input_type -> phalanx.v1.UpdatePartitionRequest
-	7,  // 78: phalanx.v1.ControllerService.Reconfigure:input_type -> phalanx.v1.ReconfigureRequest
-	3,  // 79: phalanx.v1.ControllerService.RunStep:input_type -> phalanx.v1.RunStepRequest
-	66, // 80: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
-	70, // 81: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
-	75, // 82: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
-	80, // 83: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
-	82, // 84: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
-	84, // 85: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
-	26, // 86: phalanx.v1.NodeService.ServeLogs:input_type -> phalanx.v1.ServeLogsRequest
-	37, // 87: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
-	40, // 88: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
-	31, // 89: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
-	43, // 90: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
-	45, // 91: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
-	47, // 92: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
-	52, // 93: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
-	49, // 94: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
-	55, // 95: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
-	57, // 96: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
-	59, // 97: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
-	61, // 98: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
-	63, // 99: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
-	65, // 100: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
-	23, // 101: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
-	17, // 102: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
-	21, // 103: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
-	20, // 104: phalanx.v1.ControllerService.RequeueJob:output_type -> phalanx.v1.RequeueJobResponse
-	14, // 105: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
-	12, // 106: phalanx.v1.ControllerService.JobLogs:output_type -> phalanx.v1.LogChunk
-	10, // 107: phalanx.v1.ControllerService.TopJobs:output_type -> phalanx.v1.TopJobsResponse
-	6,  // 108: phalanx.v1.ControllerService.UpdatePartition:output_type -> phalanx.v1.UpdatePartitionResponse
-	8,  // 109: phalanx.v1.ControllerService.Reconfigure:output_type -> phalanx.v1.ReconfigureResponse
-	4,  // 110: phalanx.v1.ControllerService.RunStep:output_type -> phalanx.v1.StepOutput
-	69, // 111: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
-	73, // 112: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
-	79, // 113: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
-	81, // 114: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
-	83, // 115: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
-	85, // 116: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
-	24, // 117: phalanx.v1.NodeService.ServeLogs:output_type -> phalanx.v1.LogRead
-	87, // [87:118] is the sub-list for method output_type
-	56, // [56:87] is the sub-list for method input_type
-	56, // [56:56] is the sub-list for extension type_name
-	56, // [56:56] is the sub-list for extension extendee
-	0,  // [0:56] is the sub-list for field type_name
+	50, // 39: phalanx.v1.GetFairShareResponse.accounts:type_name -> phalanx.v1.AccountShare
+	90, // 40: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
+	56, // 41: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
+	52, // 42: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
+	71, // 43: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
+	70, // 44: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
+	75, // 45: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
+	74, // 46: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
+	90, // 47: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
+	90, // 48: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
+	77, // 49: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
+	31, // 50: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
+	81, // 51: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
+	80, // 52: phalanx.v1.Assignment.signals:type_name -> phalanx.v1.SignalRequest
+	2,  // 53: phalanx.v1.SignalRequest.scope:type_name -> phalanx.v1.SignalScope
+	79, // 54: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
+	90, // 55: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
+	90, // 56: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
+	36, // 57: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
+	38, // 58: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
+	41, // 59: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
+	42, // 60: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
+	44, // 61: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
+	46, // 62: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
+	48, // 63: phalanx.v1.ControllerService.GetFairShare:input_type -> phalanx.v1.GetFairShareRequest
+	54, // 64: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
+	53, // 65: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
+	57, // 66: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
+	59, // 67: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
+	61, // 68: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
+	63, // 69: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
+	65, // 70: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
+	67, // 71: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
+	22, // 72: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
+	16, // 73: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
+	18, // 74: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
+	19, // 75: phalanx.v1.ControllerService.RequeueJob:input_type -> phalanx.v1.RequeueJobRequest
+	13, // 76: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
+	11, // 77: phalanx.v1.ControllerService.JobLogs:input_type -> phalanx.v1.JobLogsRequest
+	9,  // 78: phalanx.v1.ControllerService.TopJobs:input_type -> phalanx.v1.TopJobsRequest
+	5,  // 79: phalanx.v1.ControllerService.UpdatePartition:input_type -> phalanx.v1.UpdatePartitionRequest
+	7,  // 80: phalanx.v1.ControllerService.Reconfigure:input_type -> phalanx.v1.ReconfigureRequest
+	3,  // 81: phalanx.v1.ControllerService.RunStep:input_type -> phalanx.v1.RunStepRequest
+	69, // 82: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
+	73, // 83: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
+	78, // 84: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
+	83, // 85: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
+	85, // 86: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
+	87, // 87: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
+	26, // 88: phalanx.v1.NodeService.ServeLogs:input_type -> phalanx.v1.ServeLogsRequest
+	37, // 89: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
+	40, // 90: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
+	31, // 91: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
+	43, // 92: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
+	45, // 93: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
+	47, // 94: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
+	49, // 95: phalanx.v1.ControllerService.GetFairShare:output_type -> phalanx.v1.GetFairShareResponse
+	55, // 96: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
+	52, // 97: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
+	58, // 98: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
+	60, // 99: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
+	62, // 100: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
+	64, // 101: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
+	66, // 102: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
+	68, // 103: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
+	23, // 104: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
+	17, // 105: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
+	21, // 106: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
+	20, // 107: phalanx.v1.ControllerService.RequeueJob:output_type -> phalanx.v1.RequeueJobResponse
+	14, // 108: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
+	12, // 109: phalanx.v1.ControllerService.JobLogs:output_type -> phalanx.v1.LogChunk
+	10, // 110: phalanx.v1.ControllerService.TopJobs:output_type -> phalanx.v1.TopJobsResponse
+	6,  // 111: phalanx.v1.ControllerService.UpdatePartition:output_type -> phalanx.v1.UpdatePartitionResponse
+	8,  // 112: phalanx.v1.ControllerService.Reconfigure:output_type -> phalanx.v1.ReconfigureResponse
+	4,  // 113: phalanx.v1.ControllerService.RunStep:output_type -> phalanx.v1.StepOutput
+	72, // 114: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
+	76, // 115: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
+	82, // 116: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
+	84, // 117: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
+	86, // 118: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
+	88, // 119: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
+	24, // 120: phalanx.v1.NodeService.ServeLogs:output_type -> phalanx.v1.LogRead
+	89, // [89:121] is the sub-list for method output_type
+	57, // [57:89] is the sub-list for method input_type
+	57, // [57:57] is the sub-list for extension type_name
+	57, // [57:57] is the sub-list for extension extendee
+	0,  // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_phalanx_proto_init() }
@@ -7567,7 +7782,7 @@ func file_phalanx_v1_phalanx_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_phalanx_proto_rawDesc), len(file_phalanx_v1_phalanx_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   84,
+			NumMessages:   87,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -40,6 +40,7 @@ const (
 	ControllerService_ListJobs_FullMethodName            = "/phalanx.v1.ControllerService/ListJobs"
 	ControllerService_ListNodes_FullMethodName           = "/phalanx.v1.ControllerService/ListNodes"
 	ControllerService_ListPartitions_FullMethodName      = "/phalanx.v1.ControllerService/ListPartitions"
+	ControllerService_GetFairShare_FullMethodName        = "/phalanx.v1.ControllerService/GetFairShare"
 	ControllerService_ListControllers_FullMethodName     = "/phalanx.v1.ControllerService/ListControllers"
 	ControllerService_GetControllerStatus_FullMethodName = "/phalanx.v1.ControllerService/GetControllerStatus"
 	ControllerService_AddController_FullMethodName       = "/phalanx.v1.ControllerService/AddController"
@@ -72,6 +73,8 @@ type ControllerServiceClient interface {
 	ListJobs(ctx context.Context, in *ListJobsRequest, opts ...grpc.CallOption) (*ListJobsResponse, error)
 	ListNodes(ctx context.Context, in *ListNodesRequest, opts ...grpc.CallOption) (*ListNodesResponse, error)
 	ListPartitions(ctx context.Context, in *ListPartitionsRequest, opts ...grpc.CallOption) (*ListPartitionsResponse, error)
+	// GetFairShare is each account's usage and fair-share factor (sshare).
+	GetFairShare(ctx context.Context, in *GetFairShareRequest, opts ...grpc.CallOption) (*GetFairShareResponse, error)
 	// ListControllers lists every replica of the Raft configuration with its
 	// role and progress, as seen by the replica called (it works without a
 	// leader: that is when it is needed most).
@@ -200,6 +203,16 @@ func (c *controllerServiceClient) ListPartitions(ctx context.Context, in *ListPa
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListPartitionsResponse)
 	err := c.cc.Invoke(ctx, ControllerService_ListPartitions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controllerServiceClient) GetFairShare(ctx context.Context, in *GetFairShareRequest, opts ...grpc.CallOption) (*GetFairShareResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetFairShareResponse)
+	err := c.cc.Invoke(ctx, ControllerService_GetFairShare_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -428,6 +441,8 @@ type ControllerServiceServer interface {
 	ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error)
 	ListNodes(context.Context, *ListNodesRequest) (*ListNodesResponse, error)
 	ListPartitions(context.Context, *ListPartitionsRequest) (*ListPartitionsResponse, error)
+	// GetFairShare is each account's usage and fair-share factor (sshare).
+	GetFairShare(context.Context, *GetFairShareRequest) (*GetFairShareResponse, error)
 	// ListControllers lists every replica of the Raft configuration with its
 	// role and progress, as seen by the replica called (it works without a
 	// leader: that is when it is needed most).
@@ -519,6 +534,9 @@ func (UnimplementedControllerServiceServer) ListNodes(context.Context, *ListNode
 }
 func (UnimplementedControllerServiceServer) ListPartitions(context.Context, *ListPartitionsRequest) (*ListPartitionsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListPartitions not implemented")
+}
+func (UnimplementedControllerServiceServer) GetFairShare(context.Context, *GetFairShareRequest) (*GetFairShareResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetFairShare not implemented")
 }
 func (UnimplementedControllerServiceServer) ListControllers(context.Context, *ListControllersRequest) (*ListControllersResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListControllers not implemented")
@@ -699,6 +717,24 @@ func _ControllerService_ListPartitions_Handler(srv interface{}, ctx context.Cont
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ControllerServiceServer).ListPartitions(ctx, req.(*ListPartitionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ControllerService_GetFairShare_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetFairShareRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControllerServiceServer).GetFairShare(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControllerService_GetFairShare_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControllerServiceServer).GetFairShare(ctx, req.(*GetFairShareRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1025,6 +1061,10 @@ var ControllerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListPartitions",
 			Handler:    _ControllerService_ListPartitions_Handler,
+		},
+		{
+			MethodName: "GetFairShare",
+			Handler:    _ControllerService_GetFairShare_Handler,
 		},
 		{
 			MethodName: "ListControllers",

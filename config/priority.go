@@ -1,0 +1,41 @@
+package config
+
+import (
+	"strconv"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+// Fair share's keys (Slurm's priority/multifactor): how much it weighs in
+// a job's priority, and how fast past usage fades.
+const (
+	DefaultPriorityWeightFairshare = 10000
+	// MaxPriorityWeightFairshare keeps fair share below one QoS step of
+	// the priority score (1,000,000): QoS stays a class.
+	MaxPriorityWeightFairshare = 999999
+)
+
+// priority handles PriorityWeightFairshare=N and
+// PriorityDecayHalfLife=TIME.
+func (p *parser) priority(file string, num int, kv pair) {
+	if !p.once(file, num, kv, kv.lower) {
+		return
+	}
+	switch kv.lower {
+	case "priorityweightfairshare":
+		n, err := strconv.ParseInt(kv.Value, 10, 64)
+		if err != nil || n < 0 || n > MaxPriorityWeightFairshare {
+			p.errorf(file, num, "%s=%s: want a whole number from 0 (no fair share) to %d, e.g. %s=%d",
+				kv.Key, kv.Value, MaxPriorityWeightFairshare, kv.Key, DefaultPriorityWeightFairshare)
+			return
+		}
+		p.cfg.PriorityWeightFairshare = n
+	case "prioritydecayhalflife":
+		d, err := cluster.ParseDuration(kv.Value)
+		if err != nil || kv.Value == "UNLIMITED" || kv.Value == "INFINITE" {
+			p.errorf(file, num, "%s=%s: want a time as Slurm writes one, days-hours or minutes, e.g. %s=7-0 (0: usage never fades)", kv.Key, kv.Value, kv.Key)
+			return
+		}
+		p.cfg.PriorityDecayHalfLife = d
+	}
+}

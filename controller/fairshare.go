@@ -1,0 +1,113 @@
+package controller
+
+import (
+	"context"
+	"math"
+	"slices"
+	"time"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/scheduler"
+)
+
+// Fair share (cluster's fair share: Slurm's classic multifactor formula):
+// each full scheduling pass reads every account's decayed usage from the
+// store and turns it into the term PriorityWeightFairshare × F that the
+// account's jobs get; the quick passes between two full ones, squeue's and
+// scontrol's priorities and scontrol top use the same table. An account
+// the last full pass did not see (no usage, no pending job then) has F = 1.
+
+// fairShareTable is the fair-share term by account (FairShareGroup).
+type fairShareTable map[string]int64
+
+// fairShareNow is every account's usage and factor at now: the accounts
+// with usage, and those of the pending jobs among active, by name.
+func (s *Server) fairShareNow(active []*cluster.Job, now time.Time) (groups []string, usage, factors map[string]float64) {
+	usage = s.store.Usage(now, max(s.cfg.DecayHalfLife, 0))
+	seen := map[string]bool{}
+	add := func(g string) {
+		if !seen[g] {
+			seen[g] = true
+			groups = append(groups, g)
+		}
+	}
+	for g := range usage {
+		add(g)
+	}
+	for _, j := range active {
+		if j.State == cluster.JobPending {
+			add(j.FairShareGroup())
+		}
+	}
+	slices.Sort(groups)
+	return groups, usage, cluster.FairShareFactors(usage, groups)
+}
+
+// fairShareTermOf is what a job of an account with factor f gets.
+func (s *Server) fairShareTermOf(f float64) int64 {
+	return int64(math.Round(float64(s.cfg.FairShareWeight) * f))
+}
+
+// updateFairShare computes the table from the usage by account at now and
+// the accounts of the pending jobs among active.
+func (s *Server) updateFairShare(active []*cluster.Job, now time.Time) {
+	if s.cfg.FairShareWeight <= 0 {
+		return
+	}
+	_, _, factors := s.fairShareNow(active, now)
+	table := make(fairShareTable, len(factors))
+	for g, f := range factors {
+		table[g] = s.fairShareTermOf(f)
+	}
+	s.mu.Lock()
+	s.fairShare = table
+	s.mu.Unlock()
+}
+
+// GetFairShare is sshare: each account's usage and factor now.
+func (c *controllerService) GetFairShare(ctx context.Context, _ *phalanxv1.GetFairShareRequest) (*phalanxv1.GetFairShareResponse, error) {
+	s := c.s
+	out := &phalanxv1.GetFairShareResponse{HalfLifeSeconds: int64(max(s.cfg.DecayHalfLife, 0) / time.Second)}
+	if s.cfg.FairShareWeight <= 0 {
+		return out, nil
+	}
+	out.Weight = s.cfg.FairShareWeight
+	groups, usage, factors := s.fairShareNow(s.store.ActiveJobs(), s.cfg.Clock.Now())
+	total := 0.0
+	for _, g := range groups {
+		total += usage[g]
+	}
+	for _, g := range groups {
+		a := &phalanxv1.AccountShare{Account: g, RawShares: 1, NormShares: 1 / float64(len(groups)),
+			RawUsage: int64(math.Round(usage[g])), FairShare: factors[g], Priority: s.fairShareTermOf(factors[g])}
+		if total > 0 {
+			a.EffectiveUsage = usage[g] / total
+		}
+		out.Accounts = append(out.Accounts, a)
+	}
+	return out, nil
+}
+
+// fairShareTerm is the scheduler's FairShare hook over the last table: a
+// pure function of the job. Nil when fair share is off.
+func (s *Server) fairShareTerm() func(*cluster.Job) int64 {
+	weight := s.cfg.FairShareWeight
+	if weight <= 0 {
+		return nil
+	}
+	s.mu.Lock()
+	table := s.fairShare
+	s.mu.Unlock()
+	return func(j *cluster.Job) int64 {
+		if v, ok := table[j.FairShareGroup()]; ok {
+			return v
+		}
+		return weight
+	}
+}
+
+// priorityOptions are the scheduler options the priority score depends on.
+func (s *Server) priorityOptions() scheduler.Options {
+	return scheduler.Options{FairShare: s.fairShareTerm()}
+}
