@@ -24,7 +24,7 @@ type fairShareTable map[string]int64
 // fairShareNow is every account's usage and factor at now: the accounts
 // with usage, and those of the pending jobs among active, by name.
 func (s *Server) fairShareNow(active []*cluster.Job, now time.Time) (groups []string, usage, factors map[string]float64) {
-	usage = s.store.Usage(now, max(s.cfg.DecayHalfLife, 0))
+	usage = s.store.Usage(now)
 	seen := map[string]bool{}
 	add := func(g string) {
 		if !seen[g] {

@@ -82,7 +82,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	removeTransfers(c.DataDir, c.Logger)
-	var opts []store.Option
+	opts := []store.Option{store.DecayHalfLife(c.DecayHalfLife)} // negative: none
 	if c.NoSync {
 		opts = append(opts, store.NoSync())
 	}

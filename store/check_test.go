@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -69,7 +70,7 @@ func checkConsistency(s *Store) error {
 			return err
 		}
 		var err error
-		disk, err = load(db)
+		disk, err = load(db, s.opts.halfLife)
 		return err
 	})
 	if err != nil {
@@ -109,7 +110,7 @@ func checkMemory(st *state) error {
 			return fmt.Errorf("finished job %d is not below the next ID %d", id, st.nextJob)
 		}
 	}
-	want := newState()
+	want := newState(st.halfLife)
 	for _, j := range st.active {
 		want.indexLive(j)
 	}
@@ -172,6 +173,15 @@ func sameState(mem, disk *state) error {
 		return fmt.Errorf("next event: memory %d, disk %d", mem.nextEvent, disk.nextEvent)
 	case fmt.Sprint(mem.events) != fmt.Sprint(disk.events):
 		return fmt.Errorf("events: memory %v, disk %v", mem.events, disk.events)
+	case fmt.Sprint(mem.held) != fmt.Sprint(disk.held):
+		return fmt.Errorf("fair share's records: memory %v, disk %v", mem.held, disk.held)
+	}
+	for g, u := range mem.usage { // summed in another order: equal but for rounding
+		d := disk.usage[g]
+		t := max(u.at, d.at)
+		if a, b := mem.decayed(u, t).v, disk.decayed(d, t).v; math.Abs(a-b) > 1e-9*max(a, b)+1e-6 {
+			return fmt.Errorf("fair share's usage of %s: memory %g, disk %g", g, a, b)
+		}
 	}
 	for id, j := range mem.jobs {
 		if err := sameRecord(fmt.Sprintf("job %d", id), j, disk.jobs[id], jobRecord); err != nil {

@@ -107,7 +107,7 @@ func (c *change) expireHistory(r Retention) {
 	}
 	for _, e := range expired(len(c.st.finished), each, r.HistoryBefore, r.MaxHistory) {
 		delete(c.st.finished, e.id)
-		delete(c.st.held, e.id)
+		c.st.forgetHeld(e.id)
 		c.ops = append(c.ops, forgetJobOp{id: e.id, payload: c.st.forgetArrayTask(e.id)})
 	}
 }

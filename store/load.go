@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -14,8 +15,8 @@ import (
 // load reads a database at the current schema version into a new state:
 // everything but the records of finished jobs, of which it keeps the end
 // times.
-func load(db *bolt.DB) (*state, error) {
-	st := newState()
+func load(db *bolt.DB, halfLife time.Duration) (*state, error) {
+	st := newState(halfLife)
 	err := db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		st.applied = getUint64(meta, keyApplied)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -266,33 +265,4 @@ func (s *Store) NodeJobs(node string) ([]*cluster.Job, <-chan struct{}) {
 		}
 	}
 	return jobs, ch
-}
-
-// Usage is fair share's usage by group (cluster.Job.FairShareGroup): what
-// every stored job's attempts held, released ones and those holding now,
-// in unit-seconds decayed to now with halfLife (cluster.DecayedUsage).
-// Groups that held nothing are absent. Finished jobs count until they are
-// forgotten (PurgeJobAfter, MaxJobHistory).
-func (s *Store) Usage(now time.Time, halfLife time.Duration) map[string]float64 {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := map[string]float64{}
-	for _, rs := range s.st.held {
-		for _, r := range rs {
-			if u := cluster.DecayedUsage(r.units, codec.FromTime(r.start), codec.FromTime(r.end), now, halfLife); u > 0 {
-				out[r.group] += u
-			}
-		}
-	}
-	for _, j := range s.st.active {
-		if len(j.Attempts) == 0 {
-			continue
-		}
-		if a := j.Attempts[len(j.Attempts)-1]; !a.Released() && a.Attempt == j.Attempt {
-			if u := cluster.DecayedUsage(a.Alloc.Units(), a.StartTime, now, now, halfLife); u > 0 {
-				out[j.FairShareGroup()] += u
-			}
-		}
-	}
-	return out
 }

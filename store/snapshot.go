@@ -53,7 +53,7 @@ func (s *Store) Restore(r io.Reader, index uint64) error {
 	err = raiseApplied(db, index)
 	var st *state
 	if err == nil {
-		st, err = load(db)
+		st, err = load(db, s.opts.halfLife)
 	}
 	if cerr := db.Close(); err == nil {
 		err = cerr

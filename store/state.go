@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/store/codec"
@@ -77,22 +78,17 @@ type state struct {
 	// arrayOf is each stored task's array.
 	arrays  map[cluster.JobID]int
 	arrayOf map[cluster.JobID]cluster.JobID
-	// held records, by job, what each released attempt of a stored job
-	// held and for how long: fair share's past (Usage). A job's slice is
-	// replaced, never changed in place.
-	held map[cluster.JobID][]heldRecord
+	// held and usage are fair share's past (usage.go): what each released
+	// attempt of a stored job held, by job, and its sum by group.
+	held     map[cluster.JobID][]heldRecord
+	usage    map[string]groupUsage
+	halfLife time.Duration // of usage; 0: no decay
 }
 
-// heldRecord is what one released attempt held: units (cluster's
-// Allocation.Units) from start to end (Unix ns), against group.
-type heldRecord struct {
-	group      string
-	units      int
-	start, end int64
-}
-
-func newState() *state {
+func newState(halfLife time.Duration) *state {
 	return &state{
+		halfLife:   max(halfLife, 0),
+		usage:      map[string]groupUsage{},
 		nextJob:    1,
 		nextEvent:  1,
 		jobs:       map[cluster.JobID]*cluster.Job{},
@@ -106,15 +102,6 @@ func newState() *state {
 		arrayOf:    map[cluster.JobID]cluster.JobID{},
 		held:       map[cluster.JobID][]heldRecord{},
 	}
-}
-
-// recordHeld adds what attempt a of job j held to the fair-share past.
-func (st *state) recordHeld(j *cluster.Job, a *cluster.Attempt) {
-	if a.StartTime.IsZero() || a.EndTime.IsZero() {
-		return
-	}
-	r := heldRecord{group: j.FairShareGroup(), units: a.Alloc.Units(), start: codec.Time(a.StartTime), end: codec.Time(a.EndTime)}
-	st.held[j.ID] = append(slices.Clip(st.held[j.ID]), r)
 }
 
 // addArrayTask counts task id of array base as stored.

@@ -54,6 +54,7 @@ type Store struct {
 type options struct {
 	noSync      bool
 	commitDelay time.Duration
+	halfLife    time.Duration // of fair share's usage
 }
 
 // DefaultCommitDelay is how long applied commands may wait to be committed
@@ -67,6 +68,12 @@ type Option func(*options)
 // Raft log's own durability is not affected.
 func NoSync() Option { return func(o *options) { o.noSync = true } }
 
+// DecayHalfLife sets the half-life of fair share's usage (Usage; default
+// cluster.DefaultDecayHalfLife; 0 or less: no decay).
+func DecayHalfLife(d time.Duration) Option {
+	return func(o *options) { o.halfLife = max(d, 0) }
+}
+
 // CommitDelay sets how long applied commands may wait to be committed to
 // disk together (default DefaultCommitDelay; 0: at once).
 func CommitDelay(d time.Duration) Option { return func(o *options) { o.commitDelay = d } }
@@ -74,7 +81,7 @@ func CommitDelay(d time.Duration) Option { return func(o *options) { o.commitDel
 // Open opens (creating if needed) the state database at path, brings it to
 // the current schema version and loads it into memory.
 func Open(path string, opts ...Option) (*Store, error) {
-	o := options{commitDelay: DefaultCommitDelay}
+	o := options{commitDelay: DefaultCommitDelay, halfLife: cluster.DefaultDecayHalfLife}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -82,7 +89,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := load(db)
+	st, err := load(db, o.halfLife)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("load state database %s: %w", path, err)
