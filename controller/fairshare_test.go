@@ -13,22 +13,9 @@ import (
 // vision's wait; when the node frees, vision's goes first although ml's
 // was submitted before it, and squeue shows why: a higher priority.
 func TestFairShareRanksTheAccountThatUsedLessFirst(t *testing.T) {
-	s := newTestServer(t, Config{})
-	register(t, s, nil, "n1")
+	s, first, mlNext, vision := accountJobs(t, Config{})
 	api := &controllerService{s: s}
 	ctx := context.Background()
-	submit := func(account string) uint64 {
-		spec := testSpec(1, 8)
-		spec.Account = account
-		resp, err := s.submit(ctx, spec, false, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.JobId
-	}
-	first := submit("ml")
-	j := waitState(t, s, cluster.JobID(first), cluster.JobConfiguring)
-	mlNext, vision := submit("ml"), submit("vision")
 	s.schedulePass(ctx, &queueHead{}, true) // a full pass: the fair-share table
 
 	prio := map[uint64]int64{}
@@ -56,12 +43,7 @@ func TestFairShareRanksTheAccountThatUsedLessFirst(t *testing.T) {
 		t.Errorf("sshare: %v; want ml with all the usage (F 0.25), vision none (F 1), half the shares each", share.Accounts)
 	}
 
-	ns := &nodeService{s: s}
-	if _, err := ns.ReportTaskStatus(ctx, &phalanxv1.ReportTaskStatusRequest{
-		Node: "n1", JobId: first, Attempt: int32(j.Attempt), State: string(cluster.TaskExited),
-	}); err != nil {
-		t.Fatal(err)
-	}
+	endJob(t, s, first)
 	waitState(t, s, cluster.JobID(vision), cluster.JobConfiguring)
 	if j, _ := s.store.Job(cluster.JobID(mlNext)); j.State != cluster.JobPending {
 		t.Errorf("ml's second job is %s; want it pending behind vision's", j.State)
@@ -71,32 +53,44 @@ func TestFairShareRanksTheAccountThatUsedLessFirst(t *testing.T) {
 // With PriorityWeightFairshare=0 (FairShareWeight negative here) the
 // older job goes first, as without fair share.
 func TestNoFairShare(t *testing.T) {
-	s := newTestServer(t, Config{FairShareWeight: -1})
-	register(t, s, nil, "n1")
-	ctx := context.Background()
-	if share, err := (&controllerService{s: s}).GetFairShare(ctx, &phalanxv1.GetFairShareRequest{}); err != nil || share.Weight != 0 || len(share.Accounts) != 0 {
+	s, first, mlNext, vision := accountJobs(t, Config{FairShareWeight: -1})
+	if share, err := (&controllerService{s: s}).GetFairShare(context.Background(), &phalanxv1.GetFairShareRequest{}); err != nil || share.Weight != 0 || len(share.Accounts) != 0 {
 		t.Errorf("sshare with fair share off: %v, %v; want weight 0, no accounts", share, err)
 	}
+	endJob(t, s, first)
+	waitState(t, s, cluster.JobID(mlNext), cluster.JobConfiguring)
+	if j, _ := s.store.Job(cluster.JobID(vision)); j.State != cluster.JobPending {
+		t.Errorf("vision's job is %s; want it pending behind the older one", j.State)
+	}
+}
+
+// accountJobs is a one-node cluster on which ml's first job runs, and the
+// jobs of ml and then vision queued behind it, one node each.
+func accountJobs(t *testing.T, cfg Config) (s *Server, first *cluster.Job, mlNext, vision uint64) {
+	t.Helper()
+	s = newTestServer(t, cfg)
+	register(t, s, nil, "n1")
 	submit := func(account string) uint64 {
 		spec := testSpec(1, 8)
 		spec.Account = account
-		resp, err := s.submit(ctx, spec, false, nil)
+		resp, err := s.submit(context.Background(), spec, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return resp.JobId
 	}
-	first := submit("ml")
-	j := waitState(t, s, cluster.JobID(first), cluster.JobConfiguring)
-	mlNext, vision := submit("ml"), submit("vision")
+	id := submit("ml")
+	first = waitState(t, s, cluster.JobID(id), cluster.JobConfiguring)
+	return s, first, submit("ml"), submit("vision")
+}
+
+// endJob reports job j's only task ended.
+func endJob(t *testing.T, s *Server, j *cluster.Job) {
+	t.Helper()
 	ns := &nodeService{s: s}
-	if _, err := ns.ReportTaskStatus(ctx, &phalanxv1.ReportTaskStatusRequest{
-		Node: "n1", JobId: first, Attempt: int32(j.Attempt), State: string(cluster.TaskExited),
+	if _, err := ns.ReportTaskStatus(context.Background(), &phalanxv1.ReportTaskStatusRequest{
+		Node: j.Tasks[0].Node, JobId: uint64(j.ID), Attempt: int32(j.Attempt), State: string(cluster.TaskExited),
 	}); err != nil {
 		t.Fatal(err)
-	}
-	waitState(t, s, cluster.JobID(mlNext), cluster.JobConfiguring)
-	if j, _ := s.store.Job(cluster.JobID(vision)); j.State != cluster.JobPending {
-		t.Errorf("vision's job is %s; want it pending behind the older one", j.State)
 	}
 }
