@@ -37,9 +37,10 @@ func (c *controllerService) ListNodes(ctx context.Context, req *phalanxv1.ListNo
 			break
 		}
 		s.mu.Lock()
-		seen := s.lastSeen[n.Name]
+		seen, stopped := s.lastSeen[n.Name], s.stopped[n.Name]
 		s.mu.Unlock()
 		pn := nodeToProto(n, usage[n.Name], st.Partitions, seen)
+		pn.NotResponding = pn.NotResponding || stopped // its agent said it stops
 		// Its line's layout: Slurm shows it; Phalanx, which places by CPUs,
 		// keeps it in the config only.
 		c := lines[n.Name]

@@ -18,6 +18,7 @@ func (s *Server) startLivenessTerm() {
 	now := s.cfg.Clock.Now()
 	s.lastSeen = map[string]time.Time{}
 	s.heard = map[string]bool{}
+	s.stopped = map[string]bool{}
 	s.declaring = map[string]bool{}
 	for _, n := range s.store.Nodes() {
 		s.lastSeen[n.Name] = now
@@ -33,6 +34,7 @@ func (s *Server) seen(node string, t time.Time) (live bool) {
 	s.lastSeen[node] = t
 	first := !s.heard[node]
 	s.heard[node] = true
+	delete(s.stopped, node)
 	live = !s.declaring[node]
 	s.mu.Unlock()
 	if first {
@@ -41,14 +43,16 @@ func (s *Server) seen(node string, t time.Time) (live bool) {
 	return live
 }
 
-// shuttingDown records that node's agent stops (it reported its tasks lost
-// as it shut down): nothing is placed on the node until it is heard from
-// again, as after an election, and its silence counts from t.
+// shuttingDown records that node's agent stops (its last heartbeat said
+// so, or it reported its tasks lost as it shut down): nothing is placed on
+// the node until it is heard from again, as after an election, it shows as
+// not responding, and its silence counts from t.
 func (s *Server) shuttingDown(node string, t time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastSeen[node] = t
 	s.heard[node] = false
+	s.stopped[node] = true
 }
 
 // admitRegistration lets node register, and so have a lease again, unless

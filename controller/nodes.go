@@ -82,6 +82,10 @@ func (n *nodeService) Heartbeat(ctx context.Context, req *phalanxv1.HeartbeatReq
 	if !s.ready() {
 		return nil, toStatus(s.notLeader())
 	}
+	if req.ShuttingDown {
+		s.shuttingDown(req.Name, s.cfg.Clock.Now())
+		return &phalanxv1.HeartbeatResponse{}, nil
+	}
 	node, err := s.store.Node(req.Name)
 	switch {
 	case errors.Is(err, cluster.ErrNotFound) || (err == nil && node.State == cluster.NodeDown):

@@ -51,6 +51,7 @@ type Server struct {
 	inflight map[cluster.JobID]struct{} // IDs handed out whose submit is being committed
 	lastSeen map[string]time.Time       // leader only: last heartbeat per node
 	heard    map[string]bool            // leader only: nodes heard from since it took over
+	stopped  map[string]bool            // leader only: nodes whose agent said it stops, not heard from since
 	// declaring: leader only: nodes it found silent past the TTL, while
 	// their DOWN is being committed (liveness.go): they get no lease.
 	declaring map[string]bool
@@ -104,6 +105,7 @@ func New(cfg Config) (*Server, error) {
 		inflight:  map[cluster.JobID]struct{}{},
 		logs:      newLogHub(),
 		heard:     map[string]bool{},
+		stopped:   map[string]bool{},
 		stop:      make(chan struct{}),
 	}
 	s.live.Store(&liveConfig{Partitions: c.Partitions, Nodes: c.Nodes})

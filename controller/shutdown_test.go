@@ -60,3 +60,40 @@ func TestNothingPlacedOnANodeWhoseAgentShutDown(t *testing.T) {
 		return nil
 	})
 }
+
+// An idle node's agent that stops has no task to report: its last
+// heartbeat says it stops. Nothing is placed there, and it shows as not
+// responding, until it is heard from again.
+func TestNothingPlacedOnAnIdleNodeWhoseAgentStops(t *testing.T) {
+	s := newTestServer(t, Config{})
+	register(t, s, nil, "n1")
+	ns := &nodeService{s: s}
+	api := &controllerService{s: s}
+	ctx := context.Background()
+	if _, err := ns.Heartbeat(ctx, &phalanxv1.HeartbeatRequest{Name: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ns.Heartbeat(ctx, &phalanxv1.HeartbeatRequest{Name: "n1", ShuttingDown: true}); err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := api.ListNodes(ctx, &phalanxv1.ListNodesRequest{})
+	if err != nil || len(nodes.Nodes) != 1 || !nodes.Nodes[0].NotResponding {
+		t.Fatalf("nodes after its agent said it stops: %v, %v; want n1 not responding", nodes, err)
+	}
+	resp, err := s.submit(ctx, testSpec(1, 8), false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := cluster.JobID(resp.JobId)
+	s.schedulePass(ctx, &queueHead{}, true)
+	if j, _ := s.store.Job(id); j.State != cluster.JobPending {
+		t.Fatalf("job %s on %v while n1's agent is stopped; want it pending", j.State, j.Alloc)
+	}
+	if _, err := ns.Heartbeat(ctx, &phalanxv1.HeartbeatRequest{Name: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, s, id, cluster.JobConfiguring)
+	if nodes, err := api.ListNodes(ctx, &phalanxv1.ListNodesRequest{}); err != nil || nodes.Nodes[0].NotResponding {
+		t.Errorf("nodes once heard from again: %v, %v; want n1 responding", nodes, err)
+	}
+}

@@ -261,6 +261,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() { defer close(checksDone); a.runNodeChecks(healthCtx) }()
 	a.session(ctx)
 	close(a.sessionOver)
+	a.sayShuttingDown()
 	stopHealth()
 	<-healthDone
 	<-gpuDone

@@ -145,6 +145,30 @@ func TestStopHonouredTerm(t *testing.T) {
 	}
 }
 
+// An agent that stops says so in a last heartbeat, so that the
+// controller places nothing more on its node, idle or not.
+func TestStoppingAgentSaysSo(t *testing.T) {
+	h := newHarness(t, fake.New(), nil)
+	eventually(t, 10*time.Second, func() error {
+		if _, hb, _, _ := h.srv.counts(); hb == 0 {
+			return errors.New("no heartbeat yet")
+		}
+		return nil
+	})
+	h.stop(t)
+	h.srv.mu.Lock()
+	defer h.srv.mu.Unlock()
+	last := h.srv.heartbeats[len(h.srv.heartbeats)-1]
+	if !last.ShuttingDown || last.Name != node {
+		t.Errorf("last heartbeat %v; want one saying %s stops", last, node)
+	}
+	for _, hb := range h.srv.heartbeats[:len(h.srv.heartbeats)-1] {
+		if hb.ShuttingDown {
+			t.Errorf("a heartbeat before the last says the agent stops: %v", hb)
+		}
+	}
+}
+
 func TestTaskLeavingTheSetIsStopped(t *testing.T) {
 	rt := fake.New()
 	h := newHarness(t, rt, nil)

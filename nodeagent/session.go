@@ -155,6 +155,21 @@ func (a *Agent) heartbeat(ctx context.Context, interval time.Duration) (reregist
 	}
 }
 
+// shutdownNoticeTimeout bounds the last heartbeat, which says the agent
+// stops: an unreachable controller finds out at the node's TTL.
+const shutdownNoticeTimeout = 2 * time.Second
+
+// sayShuttingDown tells the controller the agent stops, so that it places
+// nothing more on the node (an idle one too, which has no task whose end
+// would say so) until it hears from it again.
+func (a *Agent) sayShuttingDown() {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownNoticeTimeout)
+	defer cancel()
+	if _, err := a.client.Heartbeat(ctx, &phalanxv1.HeartbeatRequest{Name: a.cfg.Name, ShuttingDown: true}); err != nil {
+		a.log.Info("could not tell the controller this agent stops; it will find the node silent", "err", err)
+	}
+}
+
 // running lists the tasks started here that have not ended.
 func (a *Agent) running() []*phalanxv1.TaskRef {
 	a.mu.Lock()

@@ -5778,8 +5778,12 @@ type HeartbeatRequest struct {
 	// health is set by an agent that checks its node's health: problems is
 	// then every check failing now (none: healthy). A node its agent's
 	// checks drained is resumed when they pass again.
-	Health        bool             `protobuf:"varint,3,opt,name=health,proto3" json:"health,omitempty"`
-	Problems      []*HealthProblem `protobuf:"bytes,4,rep,name=problems,proto3" json:"problems,omitempty"`
+	Health   bool             `protobuf:"varint,3,opt,name=health,proto3" json:"health,omitempty"`
+	Problems []*HealthProblem `protobuf:"bytes,4,rep,name=problems,proto3" json:"problems,omitempty"`
+	// shutting_down: the agent stops (its last heartbeat): the controller
+	// places nothing on the node until it hears from it again, and shows it
+	// not responding. The ends of its tasks, if it stops them, follow.
+	ShuttingDown  bool `protobuf:"varint,5,opt,name=shutting_down,json=shuttingDown,proto3" json:"shutting_down,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5840,6 +5844,13 @@ func (x *HeartbeatRequest) GetProblems() []*HealthProblem {
 		return x.Problems
 	}
 	return nil
+}
+
+func (x *HeartbeatRequest) GetShuttingDown() bool {
+	if x != nil {
+		return x.ShuttingDown
+	}
+	return false
 }
 
 // HealthProblem is a failing health check.
@@ -7395,12 +7406,13 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x14RegisterNodeResponse\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\x12\x19\n" +
 	"\blease_ms\x18\x02 \x01(\x03R\aleaseMs\x12!\n" +
-	"\fcluster_name\x18\x03 \x01(\tR\vclusterName\"\xa4\x01\n" +
+	"\fcluster_name\x18\x03 \x01(\tR\vclusterName\"\xc9\x01\n" +
 	"\x10HeartbeatRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12-\n" +
 	"\arunning\x18\x02 \x03(\v2\x13.phalanx.v1.TaskRefR\arunning\x12\x16\n" +
 	"\x06health\x18\x03 \x01(\bR\x06health\x125\n" +
-	"\bproblems\x18\x04 \x03(\v2\x19.phalanx.v1.HealthProblemR\bproblems\"\x87\x01\n" +
+	"\bproblems\x18\x04 \x03(\v2\x19.phalanx.v1.HealthProblemR\bproblems\x12#\n" +
+	"\rshutting_down\x18\x05 \x01(\bR\fshuttingDown\"\x87\x01\n" +
 	"\rHealthProblem\x12\x14\n" +
 	"\x05check\x18\x01 \x01(\tR\x05check\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +
