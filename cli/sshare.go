@@ -81,8 +81,9 @@ func (k *commands) runSshare(c *ucli.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if resp.Weight == 0 {
+	if resp.Weight == 0 { // nothing was computed: no table of zeros
 		fmt.Fprintln(k.sys.Stderr, "sshare: fair share is off (PriorityWeightFairshare=0): no account's usage weighs in the priority")
+		return nil
 	}
 	_, err = fmt.Fprint(k.sys.Stdout, FormatSshare(resp, v))
 	return err
@@ -95,7 +96,8 @@ var sshareColumns = []struct {
 }{{"Account", 20}, {"User", 10}, {"RawShares", 10}, {"NormShares", 11}, {"RawUsage", 11}, {"EffectvUsage", 13}, {"FairShare", 10}}
 
 // FormatSshare prints the fair share as Slurm's sshare does: a root line
-// with all the usage, then each account, one space in, under it.
+// with all the usage, then each account, one space in, under it; the jobs
+// of a user without --account have a line with the user and no account.
 func FormatSshare(resp *phalanxv1.GetFairShareResponse, v *sshareView) string {
 	var total int64
 	for _, a := range resp.Accounts {
@@ -110,7 +112,7 @@ func FormatSshare(resp *phalanxv1.GetFairShareResponse, v *sshareView) string {
 		if len(v.accounts) > 0 && !slices.Contains(v.accounts, a.Account) {
 			continue
 		}
-		rows = append(rows, []string{" " + a.Account, "", fmt.Sprint(a.RawShares), fmt.Sprintf("%.6f", a.NormShares),
+		rows = append(rows, []string{" " + a.Account, a.User, fmt.Sprint(a.RawShares), fmt.Sprintf("%.6f", a.NormShares),
 			fmt.Sprint(a.RawUsage), fmt.Sprintf("%.6f", a.EffectiveUsage), fmt.Sprintf("%.6f", a.FairShare)})
 	}
 	var b strings.Builder

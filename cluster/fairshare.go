@@ -24,13 +24,30 @@ import (
 // DefaultDecayHalfLife is Slurm's PriorityDecayHalfLife default: 7 days.
 const DefaultDecayHalfLife = 7 * 24 * time.Hour
 
-// FairShareGroup is the account a job's usage counts against: its
-// --account, else its user's name (a user's own account).
-func (j *Job) FairShareGroup() string {
+// ShareGroup is what a job's usage counts against: its account, or, for a
+// job without --account, its user (User set, Account empty), as if the user
+// had an account of their own. Either has one share.
+type ShareGroup struct {
+	Account, User string
+}
+
+// FairShareGroup is the group a job's usage counts against.
+func (j *Job) FairShareGroup() ShareGroup {
 	if j.Account != "" {
-		return j.Account
+		return ShareGroup{Account: j.Account}
 	}
-	return j.User
+	return ShareGroup{User: j.User}
+}
+
+// Less orders groups: accounts by name, then users without one by name.
+func (g ShareGroup) Less(o ShareGroup) bool {
+	if (g.Account == "") != (o.Account == "") {
+		return g.Account != ""
+	}
+	if g.Account != o.Account {
+		return g.Account < o.Account
+	}
+	return g.User < o.User
 }
 
 // Units is what an allocation holds for fair share: its GPUs, or, holding
@@ -68,12 +85,12 @@ func DecayedUsage(units int, start, end, now time.Time, halfLife time.Duration) 
 // FairShareFactors gives each of the groups its factor F = 2^(-U/S) from
 // the usage by group: U its part of the usage of all of them, S = 1/n for
 // the n groups. With no usage at all, every factor is 1.
-func FairShareFactors(usage map[string]float64, groups []string) map[string]float64 {
+func FairShareFactors(usage map[ShareGroup]float64, groups []ShareGroup) map[ShareGroup]float64 {
 	total := 0.0
 	for _, g := range groups {
 		total += usage[g]
 	}
-	out := make(map[string]float64, len(groups))
+	out := make(map[ShareGroup]float64, len(groups))
 	for _, g := range groups {
 		f := 1.0
 		if total > 0 {

@@ -33,25 +33,30 @@ func TestDecayedUsage(t *testing.T) {
 func TestFairShareFactors(t *testing.T) {
 	// Two accounts: one used everything (twice its share): 2^-2; the other
 	// nothing: 1. A third with equal use to a fourth: each its share, 0.5.
-	f := FairShareFactors(map[string]float64{"ml": 100}, []string{"ml", "vision"})
-	if f["ml"] != 0.25 || f["vision"] != 1 {
+	ml, vision := ShareGroup{Account: "ml"}, ShareGroup{Account: "vision"}
+	f := FairShareFactors(map[ShareGroup]float64{ml: 100}, []ShareGroup{ml, vision})
+	if f[ml] != 0.25 || f[vision] != 1 {
 		t.Errorf("one account used all: %v; want ml 0.25, vision 1", f)
 	}
-	f = FairShareFactors(map[string]float64{"a": 50, "b": 50}, []string{"a", "b"})
-	if f["a"] != 0.5 || f["b"] != 0.5 {
+	a, b := ShareGroup{Account: "a"}, ShareGroup{User: "a"} // an account and a user of one name
+	f = FairShareFactors(map[ShareGroup]float64{a: 50, b: 50}, []ShareGroup{a, b})
+	if f[a] != 0.5 || f[b] != 0.5 {
 		t.Errorf("equal use: %v; want 0.5 each", f)
 	}
-	f = FairShareFactors(nil, []string{"a"})
-	if f["a"] != 1 {
+	f = FairShareFactors(nil, []ShareGroup{a})
+	if f[a] != 1 {
 		t.Errorf("no use at all: %v; want 1", f)
 	}
 	j := &Job{User: "alice"}
-	if g := j.FairShareGroup(); g != "alice" {
-		t.Errorf("group of a job without account: %q", g)
+	if g := j.FairShareGroup(); g != (ShareGroup{User: "alice"}) {
+		t.Errorf("group of a job without account: %+v", g)
 	}
 	j.Account = "ml"
-	if g := j.FairShareGroup(); g != "ml" {
-		t.Errorf("group of a job of account ml: %q", g)
+	if g := j.FairShareGroup(); g != ml {
+		t.Errorf("group of a job of account ml: %+v", g)
+	}
+	if !ml.Less(vision) || !vision.Less(ShareGroup{User: "alice"}) || (ShareGroup{User: "b"}).Less(ShareGroup{User: "a"}) {
+		t.Error("groups are not ordered accounts first, by name")
 	}
 	if u := (Allocation{Nodes: []NodeAlloc{{Node: "n1", GPUs: []int{0, 1}}, {Node: "n2", GPUs: []int{0, 1}}}}).Units(); u != 4 {
 		t.Errorf("units of two nodes of 2 GPUs: %d", u)

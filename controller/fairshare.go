@@ -19,14 +19,15 @@ import (
 // the last full pass did not see (no usage, no pending job then) has F = 1.
 
 // fairShareTable is the fair-share term by account (FairShareGroup).
-type fairShareTable map[string]int64
+type fairShareTable map[cluster.ShareGroup]int64
 
 // fairShareNow is every account's usage and factor at now: the accounts
-// with usage, and those of the pending jobs among active, by name.
-func (s *Server) fairShareNow(active []*cluster.Job, now time.Time) (groups []string, usage, factors map[string]float64) {
+// (and users without one) with usage, and those of the pending jobs among
+// active, accounts first, by name.
+func (s *Server) fairShareNow(active []*cluster.Job, now time.Time) (groups []cluster.ShareGroup, usage, factors map[cluster.ShareGroup]float64) {
 	usage = s.store.Usage(now)
-	seen := map[string]bool{}
-	add := func(g string) {
+	seen := map[cluster.ShareGroup]bool{}
+	add := func(g cluster.ShareGroup) {
 		if !seen[g] {
 			seen[g] = true
 			groups = append(groups, g)
@@ -40,7 +41,15 @@ func (s *Server) fairShareNow(active []*cluster.Job, now time.Time) (groups []st
 			add(j.FairShareGroup())
 		}
 	}
-	slices.Sort(groups)
+	slices.SortFunc(groups, func(a, b cluster.ShareGroup) int {
+		switch {
+		case a.Less(b):
+			return -1
+		case b.Less(a):
+			return 1
+		}
+		return 0
+	})
 	return groups, usage, cluster.FairShareFactors(usage, groups)
 }
 
@@ -79,7 +88,7 @@ func (c *controllerService) GetFairShare(ctx context.Context, _ *phalanxv1.GetFa
 		total += usage[g]
 	}
 	for _, g := range groups {
-		a := &phalanxv1.AccountShare{Account: g, RawShares: 1, NormShares: 1 / float64(len(groups)),
+		a := &phalanxv1.AccountShare{Account: g.Account, User: g.User, RawShares: 1, NormShares: 1 / float64(len(groups)),
 			RawUsage: int64(math.Round(usage[g])), FairShare: factors[g], Priority: s.fairShareTermOf(factors[g])}
 		if total > 0 {
 			a.EffectiveUsage = usage[g] / total

@@ -94,3 +94,26 @@ func endJob(t *testing.T, s *Server, j *cluster.Job) {
 		t.Fatal(err)
 	}
 }
+
+// A job without --account counts against its user, listed apart from the
+// accounts (an account named like the user is another group).
+func TestFairShareOfJobsWithoutAccount(t *testing.T) {
+	s := newTestServer(t, Config{})
+	register(t, s, nil, "n1")
+	ctx := context.Background()
+	for _, account := range []string{"", "alice"} {
+		spec := testSpec(1, 8)
+		spec.Account = account
+		if _, err := s.submit(ctx, spec, false, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	share, err := (&controllerService{s: s}).GetFairShare(ctx, &phalanxv1.GetFairShareRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(share.Accounts) != 2 || share.Accounts[0].Account != "alice" || share.Accounts[0].User != "" ||
+		share.Accounts[1].Account != "" || share.Accounts[1].User != "alice" || share.Accounts[1].NormShares != 0.5 {
+		t.Errorf("sshare: %v; want account alice, then user alice without account, a share each", share.Accounts)
+	}
+}

@@ -81,14 +81,14 @@ type state struct {
 	// held and usage are fair share's past (usage.go): what each released
 	// attempt of a stored job held, by job, and its sum by group.
 	held     map[cluster.JobID][]heldRecord
-	usage    map[string]groupUsage
+	usage    map[cluster.ShareGroup]groupUsage
 	halfLife time.Duration // of usage; 0: no decay
 }
 
 func newState(halfLife time.Duration) *state {
 	return &state{
 		halfLife:   max(halfLife, 0),
-		usage:      map[string]groupUsage{},
+		usage:      map[cluster.ShareGroup]groupUsage{},
 		nextJob:    1,
 		nextEvent:  1,
 		jobs:       map[cluster.JobID]*cluster.Job{},

@@ -18,7 +18,7 @@ import (
 // heldRecord is what one released attempt held: units (cluster's
 // Allocation.Units) from start to end (Unix ns), against group.
 type heldRecord struct {
-	group      string
+	group      cluster.ShareGroup
 	units      int
 	start, end int64
 }
@@ -76,11 +76,11 @@ func (st *state) forgetHeld(id cluster.JobID) {
 // now with the store's half-life (DecayHalfLife; cluster.DecayedUsage).
 // Groups that hold nothing are absent. Finished jobs count until they are
 // forgotten (PurgeJobAfter, MaxJobHistory).
-func (s *Store) Usage(now time.Time) map[string]float64 {
+func (s *Store) Usage(now time.Time) map[cluster.ShareGroup]float64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	st, t := s.st, codec.Time(now)
-	out := map[string]float64{}
+	out := map[cluster.ShareGroup]float64{}
 	for g, u := range st.usage {
 		if u = st.decayed(u, t); u.v > 0 {
 			out[g] = u.v

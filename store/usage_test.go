@@ -30,12 +30,13 @@ func TestUsage(t *testing.T) {
 	if err := s.ReportTask(6, cluster.TaskReport{JobID: 1, Node: "n1", State: cluster.TaskExited, Time: at(3600)}); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]float64{"ml": 2 * 3600, "alice": 2 * 1800}
+	mlG, aliceG := cluster.ShareGroup{Account: "ml"}, cluster.ShareGroup{User: "alice"}
+	want := map[cluster.ShareGroup]float64{mlG: 2 * 3600, aliceG: 2 * 1800}
 	check := func(s *Store, when string) {
 		t.Helper()
 		got := s.Usage(at(1800))
-		got["ml"] = s.Usage(at(7200))["ml"] // ended at 3600: no more after
-		if got["ml"] != want["ml"] || got["alice"] != want["alice"] || len(got) != 2 {
+		got[mlG] = s.Usage(at(7200))[mlG] // ended at 3600: no more after
+		if got[mlG] != want[mlG] || got[aliceG] != want[aliceG] || len(got) != 2 {
 			t.Errorf("%s: usage %v; want %v", when, got, want)
 		}
 	}
@@ -44,7 +45,7 @@ func TestUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	decaying := openTest(t, path) // the default half-life, 7 days
-	if h := decaying.Usage(at(3600 + int(cluster.DefaultDecayHalfLife/time.Second)))["ml"]; h > 3600+1 || h < 3600-10 {
+	if h := decaying.Usage(at(3600 + int(cluster.DefaultDecayHalfLife/time.Second)))[mlG]; h > 3600+1 || h < 3600-10 {
 		t.Errorf("ml's usage a half-life after: %.0f; want about half of %d", h, 2*3600)
 	}
 	if err := decaying.Close(); err != nil {
@@ -55,7 +56,7 @@ func TestUsage(t *testing.T) {
 	if err := s.Expire(7, Retention{HistoryBefore: at(7200)}); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Usage(at(7200)); got["ml"] != 0 {
+	if got := s.Usage(at(7200)); got[mlG] != 0 {
 		t.Errorf("usage of a forgotten job: %v", got)
 	}
 }

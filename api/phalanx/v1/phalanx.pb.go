@@ -4354,10 +4354,12 @@ func (x *GetFairShareResponse) GetAccounts() []*AccountShare {
 	return nil
 }
 
-// AccountShare is one account's fair share, as Slurm's sshare shows it.
+// AccountShare is one account's fair share, as Slurm's sshare shows it;
+// or, with account empty, that of a user's jobs without --account.
 type AccountShare struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Account        string                 `protobuf:"bytes,1,opt,name=account,proto3" json:"account,omitempty"`
+	User           string                 `protobuf:"bytes,8,opt,name=user,proto3" json:"user,omitempty"`
 	RawShares      int64                  `protobuf:"varint,2,opt,name=raw_shares,json=rawShares,proto3" json:"raw_shares,omitempty"`                 // always 1: every account has one share
 	NormShares     float64                `protobuf:"fixed64,3,opt,name=norm_shares,json=normShares,proto3" json:"norm_shares,omitempty"`             // its part of the shares: 1/n
 	RawUsage       int64                  `protobuf:"varint,4,opt,name=raw_usage,json=rawUsage,proto3" json:"raw_usage,omitempty"`                    // GPU-seconds (no GPUs: node-seconds), decayed
@@ -4401,6 +4403,13 @@ func (*AccountShare) Descriptor() ([]byte, []int) {
 func (x *AccountShare) GetAccount() string {
 	if x != nil {
 		return x.Account
+	}
+	return ""
+}
+
+func (x *AccountShare) GetUser() string {
+	if x != nil {
+		return x.User
 	}
 	return ""
 }
@@ -7302,9 +7311,10 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x14GetFairShareResponse\x12\x16\n" +
 	"\x06weight\x18\x01 \x01(\x03R\x06weight\x12*\n" +
 	"\x11half_life_seconds\x18\x02 \x01(\x03R\x0fhalfLifeSeconds\x124\n" +
-	"\baccounts\x18\x03 \x03(\v2\x18.phalanx.v1.AccountShareR\baccounts\"\xe9\x01\n" +
+	"\baccounts\x18\x03 \x03(\v2\x18.phalanx.v1.AccountShareR\baccounts\"\xfd\x01\n" +
 	"\fAccountShare\x12\x18\n" +
-	"\aaccount\x18\x01 \x01(\tR\aaccount\x12\x1d\n" +
+	"\aaccount\x18\x01 \x01(\tR\aaccount\x12\x12\n" +
+	"\x04user\x18\b \x01(\tR\x04user\x12\x1d\n" +
 	"\n" +
 	"raw_shares\x18\x02 \x01(\x03R\trawShares\x12\x1f\n" +
 	"\vnorm_shares\x18\x03 \x01(\x01R\n" +
