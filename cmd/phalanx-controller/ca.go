@@ -175,7 +175,7 @@ func caRevoke(args []string, stdout io.Writer) error {
 	if err := ca.Revoke(serial, time.Now()); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "revoked serial %s in %s: copy it beside ca.crt on every host, then `pkill -HUP -f phalanx-`\n",
+	fmt.Fprintf(stdout, "revoked serial %s in %s: copy it beside ca.crt on every host, then `pkill -HUP -f 'phalanx-(controller|agent)'`\n",
 		serial.Text(16), filepath.Join(dir, pki.CRLFile))
 	return nil
 }

@@ -200,3 +200,24 @@ func TestRecoverRefusesBadRecord(t *testing.T) {
 		t.Errorf("Recover = %v, want a refusal of process group 1", err)
 	}
 }
+
+// A SIGHUP meant for the daemons (pkill -HUP -f phalanx-) reaches the
+// supervisors too: it must not end one, or its task would be lost.
+func TestSupervisorOutlivesSIGHUP(t *testing.T) {
+	dir, gate := t.TempDir(), filepath.Join(t.TempDir(), "gate")
+	out := startIn(t, dir, "phx-10-0-0", `echo started; while [ ! -e `+gate+` ]; do sleep 0.01; done; exit 3`)
+	waitFor(t, "the task's first line", func() bool { b, _ := os.ReadFile(out); return string(b) == "started\n" })
+	_, shim := record(t, dir, "phx-10-0-0")
+	if err := syscall.Kill(shim, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if err := syscall.Kill(shim, 0); err != nil {
+			t.Fatalf("the supervisor died of a SIGHUP: %v", err)
+		}
+	}
+	os.WriteFile(gate, nil, 0o644)
+	if st := wait(t, recoverOne(t, dir)); st != (runtime.ExitStatus{Code: 3}) {
+		t.Errorf("exit %+v, want code 3: the task's own", st)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -74,6 +75,10 @@ func RunShimIfAsked() {
 // how it ended, and exits. It runs in a session of its own, so it outlives
 // the agent and what kills the agent's process group.
 func runShim() int {
+	// A SIGHUP meant for the daemons (pkill -HUP -f phalanx-, after a
+	// certificate change) must not end the task's supervisor, and so the
+	// task. Caught, not ignored: the task starts with the default.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
 	status := os.NewFile(shimStatusFD, "status")
 	fail := func(format string, args ...any) int {
 		msg := fmt.Sprintf(format, args...)
