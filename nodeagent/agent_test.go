@@ -33,8 +33,8 @@ func TestRegisterLaunchExit(t *testing.T) {
 	if !reflect.DeepEqual(spec.Argv, []string{"/bin/sh", scriptPath}) { // the script's #! interpreter
 		t.Errorf("Argv = %v, want [/bin/sh %s]", spec.Argv, scriptPath)
 	}
-	if fi, err := os.Stat(scriptPath); err != nil || fi.Mode().Perm() != 0o755 {
-		t.Errorf("script %s: %v, mode %v; want mode 0755", scriptPath, err, fi.Mode())
+	if fi, err := os.Stat(scriptPath); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("script %s: %v, mode %v; want mode 0700: no other user reads it", scriptPath, err, fi.Mode())
 	}
 	if b, _ := os.ReadFile(scriptPath); string(b) != script {
 		t.Errorf("script body %q", b)

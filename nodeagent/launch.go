@@ -33,7 +33,7 @@ func (a *Agent) prepare(key taskKey, as assignment) (spec runtime.Spec, cleanup 
 		return runtime.Spec{}, nil, fmt.Errorf("working directory %q is not an absolute path: %w", workDir, cluster.ErrInvalid)
 	}
 	jobDir := a.jobDir(key)
-	script, err := writeScript(jobDir, job.script)
+	script, err := writeScript(jobDir, job.script, job.uid, job.gid)
 	if err != nil {
 		return runtime.Spec{}, nil, err
 	}
@@ -115,13 +115,28 @@ func (a *Agent) checkAssignment(as assignment) error {
 	return nil
 }
 
-// writeScript writes the job script as <dir>/script, mode 0755.
-func writeScript(dir, body string) (string, error) {
+// writeScript writes the job script as <dir>/script, mode 0700, owned by
+// the job's user (uid and gid above 0; else the agent's, as the task runs):
+// no other local user may read what a job runs.
+func writeScript(dir, body string, uid, gid int) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("job directory: %w", err)
 	}
 	path := filepath.Join(dir, "script")
-	if err := writeExecutable(path, body); err != nil {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o700)
+	if err == nil && uid > 0 {
+		err = f.Chown(uid, max(gid, 0))
+	}
+	if err == nil {
+		err = f.Chmod(0o700) // OpenFile's mode is masked by umask
+	}
+	if err == nil {
+		_, err = f.WriteString(body)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return "", fmt.Errorf("job script: %w", err)
 	}
 	return path, nil

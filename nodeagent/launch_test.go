@@ -143,3 +143,29 @@ func TestSlurmCommandsOnTheJobsPath(t *testing.T) {
 		t.Errorf("output %q, want %q", out, want)
 	}
 }
+
+// A job's script on its node is its user's alone: mode 0700, owned by the
+// job's user (checked as root, who can give it away).
+func TestScriptIsTheUsers(t *testing.T) {
+	path, err := writeScript(filepath.Join(t.TempDir(), "7.0"), "#!/bin/sh\necho secret\n", 4242, 4343)
+	if os.Getuid() != 0 {
+		if err == nil {
+			t.Fatal("a non-root agent gave a script to uid 4242")
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if fi.Mode().Perm() != 0o700 || st.Uid != 4242 || st.Gid != 4343 {
+		t.Errorf("script mode %v owner %d:%d; want 0700 owned by 4242:4343", fi.Mode().Perm(), st.Uid, st.Gid)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "#!/bin/sh\necho secret\n" {
+		t.Errorf("script %q", b)
+	}
+}
