@@ -185,7 +185,7 @@ func (s *Server) require(ctx context.Context, lvl level, what string) error {
 		return nil
 	}
 	s.audit(ctx, what, "permission denied", "user", id.User, "uid", id.UID, "needs", levelNames[lvl])
-	return cluster.Errorf(cluster.ErrPermission, "permission denied: %s is for %ss; %s is a %s", what, levelNames[lvl], id, levelNames[have])
+	return cluster.Errorf(cluster.ErrPermission, "permission denied: %s is for %ss; %s is %s", what, levelNames[lvl], id, withArticle(levelNames[have]))
 }
 
 // audit logs a refused call.
@@ -234,4 +234,12 @@ func asController(ctx context.Context, src *auth.Source) context.Context {
 		return ctx // the peer refuses the call, and says why
 	}
 	return auth.Outgoing(ctx, tok)
+}
+
+// withArticle puts "a" or "an" before a word: "an operator", "a user".
+func withArticle(w string) string {
+	if w != "" && strings.ContainsRune("aeiou", rune(w[0])) {
+		return "an " + w
+	}
+	return "a " + w
 }

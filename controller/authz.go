@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/cluster"
@@ -43,7 +44,16 @@ func (s *Server) mayChange(ctx context.Context, j *cluster.Job, what string) err
 		return nil
 	}
 	s.audit(ctx, what, "permission denied", "user", id.User, "uid", id.UID, "job", j.ID, "owner", j.User)
-	return cluster.Errorf(cluster.ErrPermission, "permission denied: job %d belongs to %s (uid %d); %s may %s only their own jobs", j.ID, j.User, j.UID, id, what)
+	return cluster.Errorf(cluster.ErrPermission, "permission denied: job %d %s; %s may %s only their own jobs", j.ID, s.owner(j), id, what)
+}
+
+// owner says whose job j is in a refusal: its user, unless PrivateData=jobs
+// hides other users' jobs (the refusal must not tell what a listing hides).
+func (s *Server) owner(j *cluster.Job) string {
+	if s.cfg.PrivateJobs {
+		return "is another user's"
+	}
+	return fmt.Sprintf("belongs to %s (uid %d)", j.User, j.UID)
 }
 
 // ownJobsOnly returns the uid a caller's filter must be narrowed to (a

@@ -124,7 +124,7 @@ func (s *Server) mayRunIn(ctx context.Context, j *cluster.Job) error {
 		return nil
 	}
 	s.audit(ctx, "run a step in", "permission denied", "user", id.User, "uid", id.UID, "job", j.ID, "owner", j.User)
-	return cluster.Errorf(cluster.ErrPermission, "permission denied: job %d belongs to %s (uid %d); %s may run steps only in their own jobs", j.ID, j.User, j.UID, id)
+	return cluster.Errorf(cluster.ErrPermission, "permission denied: job %d %s; %s may run steps only in their own jobs", j.ID, s.owner(j), id)
 }
 
 // stepRanks turns the nodes a step asks for into the job's node ranks, in

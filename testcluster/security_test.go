@@ -545,6 +545,11 @@ func TestPrivateDataJobs(t *testing.T) {
 			t.Errorf("%s reads alice's job: %v; want %v", tc.who, err, want)
 		}
 	}
+	// A refused change does not name the owner a listing hides.
+	_, err = c.ClientAs(bob).CancelJob(ctx, &phalanxv1.CancelJobRequest{JobIds: []uint64{resp.JobId}})
+	if status.Code(err) != codes.PermissionDenied || strings.Contains(err.Error(), "alice") || strings.Contains(err.Error(), "1000") {
+		t.Errorf("bob cancels alice's hidden job: %v; want PermissionDenied without her name or uid", err)
+	}
 }
 
 // A user's calls are rate limited (Slurm's rl_*): a burst past the bucket
