@@ -115,6 +115,17 @@ func TestLoadKey(t *testing.T) {
 	if _, err := LoadKey(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "keygen") {
 		t.Fatalf("missing key: %v", err)
 	}
+	if os.Geteuid() == 0 { // root can give the key away: its new owner could sign root's credentials
+		if err := os.Chmod(path, 0o400); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(path, 4242, 4242); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadKey(path); !errors.Is(err, ErrInsecureKey) || !strings.Contains(err.Error(), "owned by uid 4242") {
+			t.Fatalf("a key another user owns: %v", err)
+		}
+	}
 }
 
 // The socket issues a credential for the uid the kernel reports.
@@ -398,5 +409,24 @@ func TestSocketTakenOverWhenItsServerStops(t *testing.T) {
 	}
 	if _, err := ServeSocket(other, Ring(k), nil); err == nil || !strings.Contains(err.Error(), "not a socket") {
 		t.Errorf("ServeSocket over a regular file: %v", err)
+	}
+}
+
+// A lock file another user made (in a directory others may write) is
+// refused: its maker could hold it and serve the socket in the daemon's
+// place. Checked as root, who can give the file away.
+func TestHoldRefusesAnotherUsersLock(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a file another user's")
+	}
+	path := filepath.Join(t.TempDir(), "auth.sock")
+	if err := os.WriteFile(path+".lock", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(path+".lock", 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ServeSocket(path, Ring(testKey(t)), nil); err == nil || !strings.Contains(err.Error(), "belongs to uid 4242") {
+		t.Fatalf("ServeSocket with another user's lock file: %v; want a refusal naming its owner", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -45,6 +46,10 @@ func Hold(path, what string, log *slog.Logger, serve func(*net.UnixListener)) (s
 	}
 	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if err := ownLock(lock); err != nil {
+		lock.Close()
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	h := &holder{path: path, what: what, log: log, lock: lock, serve: serve, quit: make(chan struct{})}
@@ -155,4 +160,23 @@ func isClosed(c chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// ownLock refuses a lock file that neither root nor this process's user
+// owns: whoever made it could hold it, and serve the socket in a daemon's
+// place. The socket's directory must be writable by root (or the daemon's
+// user) only, as /run/phalanx is.
+func ownLock(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	if st.Uid != 0 && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s belongs to uid %d, neither root nor this daemon's user: the socket's directory must be writable by root only (remove the file, and chmod the directory)", f.Name(), st.Uid)
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 )
 
 // DefaultKeyFile is where daemons read the cluster key by default.
@@ -37,6 +38,10 @@ func LoadKey(path string) (Key, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("cluster key %s: %w", path, err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != os.Geteuid() {
+		// Its owner could read it and sign anyone's credentials, root's too.
+		return nil, fmt.Errorf("%w %s: owned by uid %d, neither root nor this daemon's user: chown %d %s", ErrInsecureKey, path, st.Uid, os.Geteuid(), path)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
 		return nil, fmt.Errorf("%w %s: mode %04o lets other users read or change it: chmod 0400 %s", ErrInsecureKey, path, perm, path)

@@ -21,13 +21,15 @@ package main
 import (
 	"errors"
 	"os"
+	"strconv"
 	"syscall"
 
 	"github.com/phalanx-hpc/phalanx/internal/cliwire"
 )
 
 func main() {
-	if cliwire.Command(os.Args) != "" {
+	// With $PHX_TOKEN the server would decline: never send it the token.
+	if cliwire.Command(os.Args) != "" && os.Getenv("PHX_TOKEN") == "" {
 		if path := cliwire.SocketPath(os.Getenv); path != "" {
 			code, err := viaServer(path)
 			switch {
@@ -90,6 +92,9 @@ func dial(path string) (*os.File, error) {
 			break
 		}
 	}
+	if err == nil {
+		err = trusted(fd, path)
+	}
 	if err != nil {
 		syscall.Close(fd)
 		return nil, err
@@ -97,8 +102,28 @@ func dial(path string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), path), nil
 }
 
+// trusted refuses a server that neither root nor the caller runs (the
+// kernel says who, SO_PEERCRED): anyone who could put a socket there would
+// be handed the caller's environment and the files the command reads.
+func trusted(fd int, path string) error {
+	cred, err := syscall.GetsockoptUcred(fd, syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	if err != nil {
+		return err
+	}
+	if !trustedServer(int(cred.Uid), os.Getuid()) {
+		os.Stderr.WriteString("phx: not using the CLI server at " + path + ": uid " + strconv.Itoa(int(cred.Uid)) +
+			" runs it, neither root nor you (is its directory writable by others?)\n")
+		return errNoServer
+	}
+	return nil
+}
+
 // execFull becomes phx-full with the same arguments and environment; it
 // returns only when there is none to run.
+// trustedServer reports whether a CLI server run by uid may serve a caller
+// of uid self: root's (a daemon's) or the caller's own (phx dev's).
+func trustedServer(uid, self int) bool { return uid == 0 || uid == self }
+
 func execFull() int {
 	exe, err := os.Executable()
 	if err != nil {

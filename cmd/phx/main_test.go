@@ -66,3 +66,27 @@ func TestViaServerSilence(t *testing.T) {
 		})
 	}
 }
+
+// phx hands its environment and files only to a CLI server that root or
+// the caller runs; and it connects to one it runs itself.
+func TestTrustedServer(t *testing.T) {
+	for _, tc := range []struct {
+		uid, self int
+		want      bool
+	}{{0, 1000, true}, {1000, 1000, true}, {1001, 1000, false}, {0, 0, true}, {1001, 0, false}} {
+		if got := trustedServer(tc.uid, tc.self); got != tc.want {
+			t.Errorf("server of uid %d for caller %d: trusted %v; want %v", tc.uid, tc.self, got, tc.want)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "cli.sock")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	f, err := dial(path)
+	if err != nil {
+		t.Fatalf("dial a server this process runs: %v", err)
+	}
+	f.Close()
+}
