@@ -56,6 +56,7 @@ func Hold(path, what string, log *slog.Logger, serve func(*net.UnixListener)) (s
 	switch l, err := h.try(); {
 	case l != nil:
 		h.start(l)
+		log.Info("serving the socket", "socket", path, "what", what)
 	case err != nil && !strings.Contains(err.Error(), servedElsewhere):
 		lock.Close()
 		return nil, fmt.Errorf("%s: %w", what, err)

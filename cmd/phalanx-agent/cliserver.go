@@ -27,6 +27,5 @@ func serveCLI(authSocket string, controllers []string, caCert string, insecure b
 		log.Warn("not serving phx's commands", "err", err)
 		return nil
 	}
-	log.Info("serving phx's commands", "socket", path)
 	return stop
 }

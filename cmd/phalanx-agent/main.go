@@ -448,7 +448,6 @@ func authd(args []string) int {
 		return 1
 	}
 	defer stop()
-	log.Info("serving credentials", "socket", *path)
 	if addrs := apiclient.SplitAddrs(*controller); len(addrs) > 0 {
 		if stop := serveCLI(*path, addrs, pki.DirFiles(*tlsDir, pki.KindNode).CA, *insecure, keys, log); stop != nil {
 			defer stop()
