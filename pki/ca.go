@@ -235,10 +235,14 @@ func (ca *CA) IssueInto(dir string, kind Kind, name string, hosts []string, life
 	return is, durable.WriteFile(filepath.Join(dir, CACertFile), bundle, 0o644)
 }
 
+// ErrAlreadyRevoked is Revoke's answer for a serial already revoked.
+var ErrAlreadyRevoked = errors.New("already revoked")
+
 // Revoke adds the certificate with serial to the CA's revocation list,
 // ca.crl in the CA's directory, and signs the list again. Daemons refuse
 // the certificate once they have the new list (copy it beside ca.crt on
-// every host, then SIGHUP).
+// every host, then SIGHUP). A serial already on the list is left as it
+// is, and ErrAlreadyRevoked says so.
 func (ca *CA) Revoke(serial *big.Int, now time.Time) error {
 	path := filepath.Join(ca.dir, CRLFile)
 	var entries []x509.RevocationListEntry
@@ -257,7 +261,7 @@ func (ca *CA) Revoke(serial *big.Int, now time.Time) error {
 	}
 	for _, e := range entries {
 		if e.SerialNumber.Cmp(serial) == 0 {
-			return nil
+			return ErrAlreadyRevoked
 		}
 	}
 	entries = append(entries, x509.RevocationListEntry{SerialNumber: serial, RevocationTime: now})

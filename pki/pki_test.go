@@ -157,9 +157,10 @@ func TestCheckRefusals(t *testing.T) {
 	if _, err := server.Check(chainOf(node), KindNode); !errors.Is(err, ErrRevoked) {
 		t.Errorf("a revoked certificate: %v", err)
 	}
-	// Revoking twice, and another certificate after, keeps both.
-	if err := ca.Revoke(node.cur.Load().cert.Leaf.SerialNumber, time.Now()); err != nil {
-		t.Fatal(err)
+	// Revoking twice says so and changes nothing; another certificate
+	// after, keeps both.
+	if err := ca.Revoke(node.cur.Load().cert.Leaf.SerialNumber, time.Now()); !errors.Is(err, ErrAlreadyRevoked) {
+		t.Fatalf("revoking a serial twice: %v; want ErrAlreadyRevoked", err)
 	}
 	node2, _ := issueTo(t, ca, caDir, KindNode, "gpu002", DefaultLifespan)
 	if err := ca.Revoke(node2.cur.Load().cert.Leaf.SerialNumber, time.Now()); err != nil {

@@ -153,6 +153,7 @@ func caRevoke(args []string, stdout io.Writer) error {
 		return err
 	}
 	var serial *big.Int
+	var cert *x509.Certificate
 	switch {
 	case serialHex != "" && len(pos) == 0:
 		var ok bool
@@ -160,8 +161,7 @@ func caRevoke(args []string, stdout io.Writer) error {
 			return usageError{fmt.Errorf("--serial %q: want the hexadecimal serial number `ca issue` printed", serialHex)}
 		}
 	case serialHex == "" && len(pos) == 1:
-		cert, err := readCertFile(pos[0])
-		if err != nil {
+		if cert, err = readCertFile(pos[0]); err != nil {
 			return err
 		}
 		serial = cert.SerialNumber
@@ -172,7 +172,13 @@ func caRevoke(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := ca.Revoke(serial, time.Now()); err != nil {
+	if cert != nil && cert.CheckSignatureFrom(ca.Cert) != nil {
+		return fmt.Errorf("%s was not issued by the CA in %s: its serial on this CA's list would not stop it; revoke it with the CA that issued it", pos[0], dir)
+	}
+	if err := ca.Revoke(serial, time.Now()); errors.Is(err, pki.ErrAlreadyRevoked) {
+		fmt.Fprintf(stdout, "serial %s is already revoked in %s: nothing changed\n", serial.Text(16), filepath.Join(dir, pki.CRLFile))
+		return nil
+	} else if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "revoked serial %s in %s: copy it beside ca.crt on every host, then `pkill -HUP -f 'phalanx-(controller|agent)'`\n",

@@ -308,6 +308,20 @@ func TestCACommand(t *testing.T) {
 	if _, err := pki.Load(pki.DirFiles(out, pki.KindNode)); !errors.Is(err, pki.ErrRevoked) {
 		t.Errorf("a daemon with its revoked certificate: %v", err)
 	}
+	if code, stdout, stderr := run("revoke", filepath.Join(out, "node.crt")); code != 0 || !strings.Contains(stdout, "already revoked") {
+		t.Errorf("revoking it again: %d %q %q; want it said that it is already revoked", code, stdout, stderr)
+	}
+	// A certificate of another CA: its serial on this list would not stop it.
+	other, otherOut := t.TempDir(), t.TempDir()
+	for _, args := range [][]string{{"init", "--dir", other}, {"issue", "node", "gpu009", "--dir", other, "--out", otherOut}} {
+		var o, e bytes.Buffer
+		if code := caCommand(args, &o, &e); code != 0 {
+			t.Fatalf("ca %v: %d %q", args, code, e.String())
+		}
+	}
+	if code, _, stderr := run("revoke", filepath.Join(otherOut, "node.crt")); code == 0 || !strings.Contains(stderr, "was not issued by the CA") {
+		t.Errorf("revoking another CA's certificate: %d %q; want a refusal", code, stderr)
+	}
 }
 
 // With TopologyPlugin=topology/tree and no TopologyFile, topology.conf
