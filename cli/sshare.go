@@ -116,55 +116,37 @@ func FormatSshare(resp *phalanxv1.GetFairShareResponse, v *sshareView) string {
 			fmt.Sprint(a.RawUsage), fmt.Sprintf("%.6f", a.EffectiveUsage), fmt.Sprintf("%.6f", a.FairShare)})
 	}
 	var b strings.Builder
-	line := func(fields []string, pad func(i int, f string) string) {
+	// line prints fields |-separated (-p, -P) or in sshare's columns: the
+	// account and user left-aligned, the numbers right, cut to width.
+	line := func(fields []string) {
 		var l strings.Builder
 		for i, f := range fields {
-			if v.parsable {
+			switch {
+			case v.parsable:
 				l.WriteString(f)
 				if !v.notEnd || i < len(fields)-1 {
 					l.WriteByte('|')
 				}
 				continue
-			}
-			l.WriteString(pad(i, f))
-			if i < len(fields)-1 {
+			case i > 0:
 				l.WriteByte(' ')
 			}
+			l.WriteString(pad(f, sshareColumns[i].width, i >= 2))
 		}
 		b.WriteString(strings.TrimRight(l.String(), " ") + "\n")
 	}
-	cut := func(s string, w int) string {
-		if len(s) > w {
-			return s[:w]
-		}
-		return s
-	}
 	if !v.noHeader {
-		names := make([]string, len(sshareColumns))
+		names, dashes := make([]string, len(sshareColumns)), make([]string, len(sshareColumns))
 		for i, c := range sshareColumns {
-			names[i] = c.name
+			names[i], dashes[i] = c.name, strings.Repeat("-", c.width)
 		}
-		line(names, func(i int, f string) string {
-			if i < 2 {
-				return fmt.Sprintf("%-*s", sshareColumns[i].width, cut(f, sshareColumns[i].width))
-			}
-			return fmt.Sprintf("%*s", sshareColumns[i].width, cut(f, sshareColumns[i].width))
-		})
+		line(names)
 		if !v.parsable {
-			dashes := make([]string, len(sshareColumns))
-			for i, c := range sshareColumns {
-				dashes[i] = strings.Repeat("-", c.width)
-			}
-			line(dashes, func(_ int, f string) string { return f })
+			line(dashes)
 		}
 	}
 	for _, r := range rows {
-		line(r, func(i int, f string) string {
-			if i < 2 {
-				return fmt.Sprintf("%-*s", sshareColumns[i].width, cut(f, sshareColumns[i].width))
-			}
-			return fmt.Sprintf("%*s", sshareColumns[i].width, cut(f, sshareColumns[i].width))
-		})
+		line(r)
 	}
 	return b.String()
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"math"
 	"time"
 )
@@ -39,15 +40,16 @@ func (j *Job) FairShareGroup() ShareGroup {
 	return ShareGroup{User: j.User}
 }
 
-// Less orders groups: accounts by name, then users without one by name.
-func (g ShareGroup) Less(o ShareGroup) bool {
+// Compare orders groups for slices.SortFunc: accounts by name, then users
+// without one by name.
+func (g ShareGroup) Compare(o ShareGroup) int {
 	if (g.Account == "") != (o.Account == "") {
-		return g.Account != ""
+		if g.Account != "" {
+			return -1
+		}
+		return 1
 	}
-	if g.Account != o.Account {
-		return g.Account < o.Account
-	}
-	return g.User < o.User
+	return cmp.Or(cmp.Compare(g.Account, o.Account), cmp.Compare(g.User, o.User))
 }
 
 // Units is what an allocation holds for fair share: its GPUs, or, holding

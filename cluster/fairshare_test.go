@@ -55,7 +55,7 @@ func TestFairShareFactors(t *testing.T) {
 	if g := j.FairShareGroup(); g != ml {
 		t.Errorf("group of a job of account ml: %+v", g)
 	}
-	if !ml.Less(vision) || !vision.Less(ShareGroup{User: "alice"}) || (ShareGroup{User: "b"}).Less(ShareGroup{User: "a"}) {
+	if ml.Compare(vision) >= 0 || vision.Compare(ShareGroup{User: "alice"}) >= 0 || (ShareGroup{User: "b"}).Compare(ShareGroup{User: "a"}) <= 0 || ml.Compare(ml) != 0 {
 		t.Error("groups are not ordered accounts first, by name")
 	}
 	if u := (Allocation{Nodes: []NodeAlloc{{Node: "n1", GPUs: []int{0, 1}}, {Node: "n2", GPUs: []int{0, 1}}}}).Units(); u != 4 {

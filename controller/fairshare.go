@@ -41,15 +41,7 @@ func (s *Server) fairShareNow(active []*cluster.Job, now time.Time) (groups []cl
 			add(j.FairShareGroup())
 		}
 	}
-	slices.SortFunc(groups, func(a, b cluster.ShareGroup) int {
-		switch {
-		case a.Less(b):
-			return -1
-		case b.Less(a):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(groups, cluster.ShareGroup.Compare)
 	return groups, usage, cluster.FairShareFactors(usage, groups)
 }
 
