@@ -100,6 +100,10 @@ type outcome struct {
 // runTask prepares, starts and supervises one task, then reports its end.
 func (a *Agent) runTask(t *task, as assignment) {
 	defer a.taskWG.Done()
+	// Last, once its folder is gone: a task of the same key waiting for
+	// this one (a replaced placement) must not find it, or lose it to
+	// this one's cleanup.
+	defer a.startWaiting()
 	defer close(t.done)
 	log := a.log.With("task", t.key)
 	spec, cleanup, err := a.prepare(t.key, as)
@@ -344,7 +348,14 @@ func (a *Agent) end(t *task, out outcome) {
 	} else {
 		a.remember(t.key, t.placed, req, true)
 	}
-	if len(a.waiting) > 0 && a.last != nil { // they may start now
+}
+
+// startWaiting reconciles the last set again when tasks wait for others
+// to end (reconcile.go): one has.
+func (a *Agent) startWaiting() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.waiting) > 0 && a.last != nil {
 		a.reconcileLocked(a.last)
 	}
 }
