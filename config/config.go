@@ -85,6 +85,9 @@ type Config struct {
 	// Prolog is what agents run before a job's task starts on their node
 	// (Prolog, PrologEpilogTimeout).
 	Prolog cluster.Prolog
+	// Unkillable is what agents do with a task that outlives SIGKILL
+	// (UnkillableStepTimeout, UnkillableStepProgram).
+	Unkillable cluster.Unkillable
 	// Warnings are about settings Phalanx accepted but does not use.
 	Warnings []string
 }
@@ -322,6 +325,8 @@ func (p *parser) global(file string, num int, kv pair) {
 		p.healthCheck(file, num, kv)
 	case "prolog", "prologepilogtimeout":
 		p.prolog(file, num, kv)
+	case "unkillablesteptimeout", "unkillablestepprogram":
+		p.unkillable(file, num, kv)
 	case "grestypes":
 		p.gresTypes(file, num, kv)
 	case "priorityweightfairshare", "prioritydecayhalflife":

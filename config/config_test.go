@@ -83,6 +83,9 @@ func render(c *Config, all bool) string {
 	if pr := c.Prolog; all || len(pr.Programs) > 0 || pr.Timeout != 0 {
 		line("prolog programs=%s timeout=%s", strings.Join(pr.Programs, ","), pr.TimeoutOrDefault())
 	}
+	if u := c.Unkillable; all || u != (cluster.Unkillable{}) {
+		line("unkillable timeout=%s program=%s", u.WaitAfterKill(), u.Program)
+	}
 	for _, n := range c.Nodes {
 		line("node %s%s", n.Name, kvs(
 			"addr", n.Addr, "cpus", n.CPUs, "mem", n.MemoryMB, "gpus", n.GPUs, "type", n.GPUType,

@@ -82,6 +82,11 @@
 //	                                fails the attempt (docs/health.md)
 //	PrologEpilogTimeout=SECONDS     how long each may run; default 300 (Slurm
 //	                                waits for ever)
+//	UnkillableStepTimeout=SECONDS   Slurm's: how long a task may outlive its
+//	                                SIGKILL before its node is drained with
+//	                                "Kill task failed"; 1 to 3600, default 60
+//	UnkillableStepProgram=PATH      Slurm's: what the agent then runs as root
+//	                                (docs/health.md)
 //	NodeName=HOSTLIST [NodeAddr=HOSTLIST] CPUs=N RealMemory=MB
 //	         Gres=gpu[:TYPE][:N] Features=a,b Weight=N
 //	         (Sockets, CoresPerSocket, ThreadsPerCore give CPUs when CPUs is absent)

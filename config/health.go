@@ -49,3 +49,28 @@ func (p *parser) finishHealthCheck() {
 			": HealthCheckProgram is set but HealthCheckInterval is not (or 0): the program never runs; set HealthCheckInterval=SECONDS")
 	}
 }
+
+// unkillable parses Slurm's UnkillableStepTimeout and UnkillableStepProgram
+// into cfg.Unkillable.
+func (p *parser) unkillable(file string, num int, kv pair) {
+	if !p.once(file, num, kv, kv.lower) {
+		return
+	}
+	u := &p.cfg.Unkillable
+	switch kv.lower {
+	case "unkillablesteptimeout":
+		max := int64(cluster.MaxUnkillableTimeout / time.Second)
+		n, err := strconv.ParseInt(kv.Value, 10, 64)
+		if err != nil || n < 1 || n > max {
+			p.errorf(file, num, "%s=%s: want whole seconds from 1 to %d, e.g. %s=120 (default %d)",
+				kv.Key, kv.Value, max, kv.Key, int(cluster.DefaultUnkillableTimeout/time.Second))
+			return
+		}
+		u.Timeout = time.Duration(n) * time.Second
+	case "unkillablestepprogram":
+		u.Program = kv.Value
+		if err := u.Validate(); err != nil {
+			p.errorf(file, num, "%v", err)
+		}
+	}
+}

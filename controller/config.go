@@ -94,6 +94,10 @@ type Config struct {
 	// Prolog: what agents run before a job's task starts on their node
 	// (Slurm's Prolog and PrologEpilogTimeout); the zero value runs none.
 	Prolog cluster.Prolog
+	// Unkillable: what agents do with a task that outlives its SIGKILL
+	// (Slurm's UnkillableStepTimeout and UnkillableStepProgram); the zero
+	// value is Slurm's default, 60 s and no program.
+	Unkillable cluster.Unkillable
 
 	// MinJobAge: a finished job stays visible to scontrol show job and
 	// squeue this long (Slurm's MinJobAge; default 300s; NoMinJobAge: not
@@ -236,6 +240,9 @@ func (c *Config) withDefaults() (Config, error) {
 		return out, fmt.Errorf("controller: %w", err)
 	}
 	if err := out.Prolog.Validate(); err != nil {
+		return out, fmt.Errorf("controller: %w", err)
+	}
+	if err := out.Unkillable.Validate(); err != nil {
 		return out, fmt.Errorf("controller: %w", err)
 	}
 	if out.RaftAddr == "" {

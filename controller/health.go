@@ -119,6 +119,15 @@ func healthCheckProto(h cluster.HealthCheck) *phalanxv1.HealthCheck {
 	return &phalanxv1.HealthCheck{Program: h.Program, IntervalSeconds: int64(h.Interval / time.Second), NodeState: h.States.String()}
 }
 
+// unkillableProto is the wire form of what agents do with a task that
+// outlives its SIGKILL; nil for the defaults.
+func unkillableProto(u cluster.Unkillable) *phalanxv1.Unkillable {
+	if u == (cluster.Unkillable{}) {
+		return nil
+	}
+	return &phalanxv1.Unkillable{TimeoutSeconds: int64(u.Timeout / time.Second), Program: u.Program}
+}
+
 // prologProto is the wire form of the prolog; nil when there is none.
 func prologProto(p cluster.Prolog) *phalanxv1.Prolog {
 	if len(p.Programs) == 0 {

@@ -11,6 +11,7 @@ import (
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/controller/fsm"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -145,6 +146,35 @@ func TestHeartbeatCarriesHealthCheck(t *testing.T) {
 	bad := Config{Insecure: true, DataDir: t.TempDir(), HealthCheck: cluster.HealthCheck{Program: "nhc", Interval: time.Second}}
 	if _, err := bad.withDefaults(); !errors.Is(err, cluster.ErrInvalid) {
 		t.Errorf("a relative HealthCheckProgram: %v, want ErrInvalid", err)
+	}
+}
+
+// Heartbeat replies carry UnkillableStepTimeout and UnkillableStepProgram
+// when the config sets them, nothing (the agents' defaults) otherwise.
+func TestHeartbeatCarriesUnkillableSettings(t *testing.T) {
+	for _, tc := range []struct {
+		u    cluster.Unkillable
+		want *phalanxv1.Unkillable
+	}{
+		{cluster.Unkillable{}, nil},
+		{cluster.Unkillable{Timeout: 120 * time.Second, Program: "/usr/local/sbin/unkillable"},
+			&phalanxv1.Unkillable{TimeoutSeconds: 120, Program: "/usr/local/sbin/unkillable"}},
+	} {
+		s := newTestServer(t, Config{Insecure: true, Unkillable: tc.u})
+		register(t, s, nil, "n1")
+		resp, err := (&nodeService{s: s}).Heartbeat(context.Background(), &phalanxv1.HeartbeatRequest{Name: "n1", Health: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !proto.Equal(resp.Unkillable, tc.want) {
+			t.Errorf("config %+v: reply carries %v, want %v", tc.u, resp.Unkillable, tc.want)
+		}
+	}
+	for _, u := range []cluster.Unkillable{{Timeout: -time.Second}, {Timeout: 2 * time.Hour}, {Timeout: 1500 * time.Millisecond}, {Program: "unkillable.sh"}} {
+		bad := Config{Insecure: true, DataDir: t.TempDir(), Unkillable: u}
+		if _, err := bad.withDefaults(); !errors.Is(err, cluster.ErrInvalid) {
+			t.Errorf("Unkillable %+v: %v, want ErrInvalid", u, err)
+		}
 	}
 }
 

@@ -106,7 +106,7 @@ func (n *nodeService) Heartbeat(ctx context.Context, req *phalanxv1.HeartbeatReq
 		// tasks and registers again.
 		return &phalanxv1.HeartbeatResponse{Reregister: true}, nil
 	}
-	resp := &phalanxv1.HeartbeatResponse{LeaseMs: s.leaseMs(node.Fences)}
+	resp := &phalanxv1.HeartbeatResponse{LeaseMs: s.leaseMs(node.Fences), Unkillable: unkillableProto(s.cfg.Unkillable)}
 	if req.Health {
 		if err := s.applyHealth(ctx, node, req.Problems); err != nil {
 			return nil, toStatus(err)

@@ -162,7 +162,7 @@ func (a *Agent) superviseAdopted(t *task, rt runtime.Task, job jobInfo) {
 
 // discard kills a task no one can account for and releases it.
 func (a *Agent) discard(rt runtime.Task) {
-	ctx, cancel := context.WithTimeout(context.Background(), killWait)
+	ctx, cancel := context.WithTimeout(context.Background(), a.unkillableSettings().WaitAfterKill())
 	defer cancel()
 	rt.Signal(ctx, syscall.SIGKILL)
 	rt.Wait(ctx)

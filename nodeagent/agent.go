@@ -136,8 +136,9 @@ type Agent struct {
 	// sent them; drained whether the node was drained then.
 	healthCheck    cluster.HealthCheck
 	drained        bool
-	programProblem string    // what the program's last run found wrong; "": it passed
-	nodeProblems   []problem // the built-in checks' failures
+	unkillable     cluster.Unkillable // as the controller last sent it (unkillable.go)
+	programProblem string             // what the program's last run found wrong; "": it passed
+	nodeProblems   []problem          // the built-in checks' failures
 	// healthCheckChanged wakes the health program's runner.
 	healthCheckChanged chan struct{}
 	// leftover holds the attempts whose folders an earlier run of the

@@ -40,6 +40,7 @@ type fakeNodeService struct {
 	failHeartbeats bool                   // fail every heartbeat while set
 	resumed        *timestamppb.Timestamp // answer heartbeats with it
 	healthCheck    *phalanxv1.HealthCheck // and with it
+	unkillable     *phalanxv1.Unkillable  // and with it
 	assignments    *phalanxv1.Assignments
 	changed        chan struct{} // closed and replaced on every set
 	// index counts the reports accepted: the recorded_index they are
@@ -96,7 +97,7 @@ func (f *fakeNodeService) Heartbeat(_ context.Context, req *phalanxv1.HeartbeatR
 	}
 	rereg := f.reregisterNext
 	f.reregisterNext = false
-	return &phalanxv1.HeartbeatResponse{Reregister: rereg, Resumed: f.resumed, HealthCheck: f.healthCheck}, nil
+	return &phalanxv1.HeartbeatResponse{Reregister: rereg, Resumed: f.resumed, HealthCheck: f.healthCheck, Unkillable: f.unkillable}, nil
 }
 
 func (f *fakeNodeService) ReportTaskStatus(_ context.Context, req *phalanxv1.ReportTaskStatusRequest) (*phalanxv1.ReportTaskStatusResponse, error) {

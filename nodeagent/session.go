@@ -151,6 +151,12 @@ func (a *Agent) heartbeat(ctx context.Context, interval time.Duration) (reregist
 				a.log.Error("the controller's health program settings are invalid: not running it", "err", err)
 			}
 			a.setHealthCheck(hc, resp.GetDrained())
+			u, err := unkillableFromWire(resp.GetUnkillable())
+			if err != nil {
+				a.log.Error("the controller's UnkillableStep settings are invalid: keeping the last", "err", err)
+			} else {
+				a.setUnkillable(u)
+			}
 		}
 	}
 }

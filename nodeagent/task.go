@@ -21,9 +21,6 @@ import (
 const (
 	// startTimeout bounds Runtime.Start, which may pull an image.
 	startTimeout = 10 * time.Minute
-	// killWait is how long a task may take to vanish after SIGKILL before
-	// the agent gives up on it and reports it killed anyway.
-	killWait = 30 * time.Second
 	// signalTimeout bounds one signal delivery.
 	signalTimeout = 10 * time.Second
 )
@@ -95,6 +92,9 @@ type outcome struct {
 	// the checkpoint step to resume from (errCheckpointCorrupt).
 	ckptCorrupt bool
 	shutdown    bool // stopped by a stopRequest with shutdown set
+	// unkillable: still there after SIGKILL for the whole timeout
+	// (unkillable.go), with the settings that timed it.
+	unkillable *cluster.Unkillable
 }
 
 // runTask prepares, starts and supervises one task, then reports its end.
@@ -180,6 +180,9 @@ func (a *Agent) finish(t *task, rt runtime.Task, job jobInfo, stopCkpt func(fina
 	if out.detached {
 		log.Info("leaving the task running for the next run of the agent", "id", rt.ID())
 		return false
+	}
+	if out.unkillable != nil {
+		a.killFailed(t, *out.unkillable)
 	}
 	closeCtx, cancel := context.WithTimeout(context.Background(), signalTimeout)
 	if err := rt.Close(closeCtx); err != nil {
@@ -289,11 +292,13 @@ func (a *Agent) terminate(rt runtime.Task, exited <-chan outcome, r stopRequest)
 	case <-a.cfg.Clock.After(grace):
 	}
 	a.signal(rt, syscall.SIGKILL)
+	u := a.unkillableSettings()
 	select {
 	case out := <-exited:
 		return stopped(out)
-	case <-a.cfg.Clock.After(killWait):
-		return outcome{state: r.state, msg: fmt.Sprintf("%s; still not gone %s after SIGKILL", r.msg, killWait), shutdown: r.shutdown}
+	case <-a.cfg.Clock.After(u.WaitAfterKill()):
+		return outcome{state: r.state, msg: fmt.Sprintf("%s; still running %ds after SIGKILL: Kill task failed, node drained", r.msg, int(u.WaitAfterKill()/time.Second)),
+			shutdown: r.shutdown, unkillable: &u}
 	}
 }
 

@@ -66,6 +66,9 @@ type Options struct {
 	RateLimit   controller.RateLimit
 	// Prolog: what the agents run before a job's task (Slurm's Prolog).
 	Prolog cluster.Prolog
+	// Unkillable: what the agents do with a task that outlives its
+	// SIGKILL (Slurm's UnkillableStepTimeout).
+	Unkillable cluster.Unkillable
 	// MinHangTimeout lets jobs give hang timeouts shorter than the
 	// product's 10 minutes (controller.Config).
 	MinHangTimeout time.Duration
@@ -265,6 +268,7 @@ func (c *Cluster) StartController(i int) {
 		TLS:               r.tls,
 		DisableRootJobs:   c.opts.DisableRootJobs,
 		Prolog:            c.opts.Prolog,
+		Unkillable:        c.opts.Unkillable,
 		Nodes:             c.opts.NodeConf,
 		OperatorUsers:     c.opts.OperatorUsers,
 		PrivateJobs:       c.opts.PrivateJobs,

@@ -489,7 +489,7 @@ func loadConfig(cfg *controller.Config, confPath, topoPath string, log *slog.Log
 	if cfg.DecayHalfLife == 0 {
 		cfg.DecayHalfLife = -1 // no decay
 	}
-	cfg.HealthCheck, cfg.Prolog = c.HealthCheck, c.Prolog
+	cfg.HealthCheck, cfg.Prolog, cfg.Unkillable = c.HealthCheck, c.Prolog, c.Unkillable
 	rl := c.RateLimit
 	cfg.RateLimit = controller.RateLimit{Bucket: rl.Bucket, Refill: rl.Refill, Period: rl.Period, Table: rl.Table}
 	if tree != nil {

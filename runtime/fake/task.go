@@ -17,6 +17,7 @@ type Task struct {
 
 	mu         sync.Mutex
 	ignoreTerm bool
+	unkillable bool
 	signals    []syscall.Signal
 	jobSignals []JobSignal
 	status     runtime.ExitStatus
@@ -94,7 +95,7 @@ func (t *Task) Signal(ctx context.Context, sig syscall.Signal) error {
 	}
 	t.mu.Lock()
 	t.signals = append(t.signals, sig)
-	kill := sig == syscall.SIGKILL || (sig == syscall.SIGTERM && !t.ignoreTerm)
+	kill := !t.unkillable && (sig == syscall.SIGKILL || (sig == syscall.SIGTERM && !t.ignoreTerm))
 	t.mu.Unlock()
 	if kill {
 		t.exit(runtime.ExitStatus{Code: 128 + int(sig), Signal: sig})
@@ -119,6 +120,15 @@ func (t *Task) IgnoreSIGTERM(ignore bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.ignoreTerm = ignore
+}
+
+// SetUnkillable sets whether this task outlives every signal, SIGKILL
+// included, as a process the kernel keeps in uninterruptible sleep does:
+// only (*Runtime).Exit ends it.
+func (t *Task) SetUnkillable(on bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.unkillable = on
 }
 
 // Signals returns the signals received so far, in order.

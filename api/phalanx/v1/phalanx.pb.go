@@ -6007,7 +6007,10 @@ type HeartbeatResponse struct {
 	// The node is drained or draining (for HealthCheckNodeState=NONDRAINED_IDLE).
 	Drained bool `protobuf:"varint,4,opt,name=drained,proto3" json:"drained,omitempty"`
 	// lease_ms: as in RegisterNodeResponse.
-	LeaseMs       int64 `protobuf:"varint,5,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
+	LeaseMs int64 `protobuf:"varint,5,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
+	// What to do with a task that outlives its SIGKILL (unset: the
+	// defaults: cluster.Unkillable).
+	Unkillable    *Unkillable `protobuf:"bytes,6,opt,name=unkillable,proto3" json:"unkillable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6077,6 +6080,67 @@ func (x *HeartbeatResponse) GetLeaseMs() int64 {
 	return 0
 }
 
+func (x *HeartbeatResponse) GetUnkillable() *Unkillable {
+	if x != nil {
+		return x.Unkillable
+	}
+	return nil
+}
+
+// Unkillable is Slurm's UnkillableStepTimeout and UnkillableStepProgram,
+// as the controllers' config sets them.
+type Unkillable struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	TimeoutSeconds int64                  `protobuf:"varint,1,opt,name=timeout_seconds,json=timeoutSeconds,proto3" json:"timeout_seconds,omitempty"` // 0: the default, 60
+	Program        string                 `protobuf:"bytes,2,opt,name=program,proto3" json:"program,omitempty"`                                      // empty: none
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Unkillable) Reset() {
+	*x = Unkillable{}
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Unkillable) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Unkillable) ProtoMessage() {}
+
+func (x *Unkillable) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Unkillable.ProtoReflect.Descriptor instead.
+func (*Unkillable) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *Unkillable) GetTimeoutSeconds() int64 {
+	if x != nil {
+		return x.TimeoutSeconds
+	}
+	return 0
+}
+
+func (x *Unkillable) GetProgram() string {
+	if x != nil {
+		return x.Program
+	}
+	return ""
+}
+
 // HealthCheck is Slurm's HealthCheckProgram, HealthCheckInterval and
 // HealthCheckNodeState, as the controllers' config sets them.
 type HealthCheck struct {
@@ -6090,7 +6154,7 @@ type HealthCheck struct {
 
 func (x *HealthCheck) Reset() {
 	*x = HealthCheck{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[74]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6102,7 +6166,7 @@ func (x *HealthCheck) String() string {
 func (*HealthCheck) ProtoMessage() {}
 
 func (x *HealthCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[74]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6115,7 +6179,7 @@ func (x *HealthCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthCheck.ProtoReflect.Descriptor instead.
 func (*HealthCheck) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{74}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *HealthCheck) GetProgram() string {
@@ -6148,7 +6212,7 @@ type WatchAssignmentsRequest struct {
 
 func (x *WatchAssignmentsRequest) Reset() {
 	*x = WatchAssignmentsRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[75]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6160,7 +6224,7 @@ func (x *WatchAssignmentsRequest) String() string {
 func (*WatchAssignmentsRequest) ProtoMessage() {}
 
 func (x *WatchAssignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[75]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6173,7 +6237,7 @@ func (x *WatchAssignmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchAssignmentsRequest.ProtoReflect.Descriptor instead.
 func (*WatchAssignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{75}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *WatchAssignmentsRequest) GetName() string {
@@ -6206,7 +6270,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[76]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6218,7 +6282,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[76]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6231,7 +6295,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{76}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *Assignment) GetJobId() uint64 {
@@ -6309,7 +6373,7 @@ type SignalRequest struct {
 
 func (x *SignalRequest) Reset() {
 	*x = SignalRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[77]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6321,7 +6385,7 @@ func (x *SignalRequest) String() string {
 func (*SignalRequest) ProtoMessage() {}
 
 func (x *SignalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[77]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6334,7 +6398,7 @@ func (x *SignalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalRequest.ProtoReflect.Descriptor instead.
 func (*SignalRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{77}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *SignalRequest) GetSeq() uint32 {
@@ -6377,7 +6441,7 @@ type Prolog struct {
 
 func (x *Prolog) Reset() {
 	*x = Prolog{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[78]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6389,7 +6453,7 @@ func (x *Prolog) String() string {
 func (*Prolog) ProtoMessage() {}
 
 func (x *Prolog) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[78]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6402,7 +6466,7 @@ func (x *Prolog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prolog.ProtoReflect.Descriptor instead.
 func (*Prolog) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{78}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *Prolog) GetPrograms() []string {
@@ -6441,7 +6505,7 @@ type Assignments struct {
 
 func (x *Assignments) Reset() {
 	*x = Assignments{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[79]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6453,7 +6517,7 @@ func (x *Assignments) String() string {
 func (*Assignments) ProtoMessage() {}
 
 func (x *Assignments) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[79]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6466,7 +6530,7 @@ func (x *Assignments) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignments.ProtoReflect.Descriptor instead.
 func (*Assignments) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{79}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *Assignments) GetAssignments() []*Assignment {
@@ -6515,7 +6579,7 @@ type ReportTaskStatusRequest struct {
 
 func (x *ReportTaskStatusRequest) Reset() {
 	*x = ReportTaskStatusRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[80]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6527,7 +6591,7 @@ func (x *ReportTaskStatusRequest) String() string {
 func (*ReportTaskStatusRequest) ProtoMessage() {}
 
 func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[80]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6540,7 +6604,7 @@ func (x *ReportTaskStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{80}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ReportTaskStatusRequest) GetNode() string {
@@ -6632,7 +6696,7 @@ type ReportTaskStatusResponse struct {
 
 func (x *ReportTaskStatusResponse) Reset() {
 	*x = ReportTaskStatusResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[81]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6644,7 +6708,7 @@ func (x *ReportTaskStatusResponse) String() string {
 func (*ReportTaskStatusResponse) ProtoMessage() {}
 
 func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[81]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6657,7 +6721,7 @@ func (x *ReportTaskStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskStatusResponse.ProtoReflect.Descriptor instead.
 func (*ReportTaskStatusResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{81}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ReportTaskStatusResponse) GetRecordedIndex() uint64 {
@@ -6680,7 +6744,7 @@ type ReportCheckpointRequest struct {
 
 func (x *ReportCheckpointRequest) Reset() {
 	*x = ReportCheckpointRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[82]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6692,7 +6756,7 @@ func (x *ReportCheckpointRequest) String() string {
 func (*ReportCheckpointRequest) ProtoMessage() {}
 
 func (x *ReportCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[82]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6705,7 +6769,7 @@ func (x *ReportCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*ReportCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{82}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ReportCheckpointRequest) GetNode() string {
@@ -6751,7 +6815,7 @@ type ReportCheckpointResponse struct {
 
 func (x *ReportCheckpointResponse) Reset() {
 	*x = ReportCheckpointResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[83]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6763,7 +6827,7 @@ func (x *ReportCheckpointResponse) String() string {
 func (*ReportCheckpointResponse) ProtoMessage() {}
 
 func (x *ReportCheckpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[83]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6776,7 +6840,7 @@ func (x *ReportCheckpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCheckpointResponse.ProtoReflect.Descriptor instead.
 func (*ReportCheckpointResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{83}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{84}
 }
 
 type ReportJobEventRequest struct {
@@ -6791,7 +6855,7 @@ type ReportJobEventRequest struct {
 
 func (x *ReportJobEventRequest) Reset() {
 	*x = ReportJobEventRequest{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[84]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6803,7 +6867,7 @@ func (x *ReportJobEventRequest) String() string {
 func (*ReportJobEventRequest) ProtoMessage() {}
 
 func (x *ReportJobEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[84]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6816,7 +6880,7 @@ func (x *ReportJobEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportJobEventRequest.ProtoReflect.Descriptor instead.
 func (*ReportJobEventRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{84}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ReportJobEventRequest) GetNode() string {
@@ -6855,7 +6919,7 @@ type ReportJobEventResponse struct {
 
 func (x *ReportJobEventResponse) Reset() {
 	*x = ReportJobEventResponse{}
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[85]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6867,7 +6931,7 @@ func (x *ReportJobEventResponse) String() string {
 func (*ReportJobEventResponse) ProtoMessage() {}
 
 func (x *ReportJobEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_phalanx_proto_msgTypes[85]
+	mi := &file_phalanx_v1_phalanx_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6880,7 +6944,7 @@ func (x *ReportJobEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportJobEventResponse.ProtoReflect.Descriptor instead.
 func (*ReportJobEventResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{85}
+	return file_phalanx_v1_phalanx_proto_rawDescGZIP(), []int{86}
 }
 
 var File_phalanx_v1_phalanx_proto protoreflect.FileDescriptor
@@ -7431,7 +7495,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\aTaskRef\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x12\n" +
-	"\x04rank\x18\x03 \x01(\x05R\x04rank\"\xda\x01\n" +
+	"\x04rank\x18\x03 \x01(\x05R\x04rank\"\x92\x02\n" +
 	"\x11HeartbeatResponse\x12\x1e\n" +
 	"\n" +
 	"reregister\x18\x01 \x01(\bR\n" +
@@ -7439,7 +7503,14 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\aresumed\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aresumed\x12:\n" +
 	"\fhealth_check\x18\x03 \x01(\v2\x17.phalanx.v1.HealthCheckR\vhealthCheck\x12\x18\n" +
 	"\adrained\x18\x04 \x01(\bR\adrained\x12\x19\n" +
-	"\blease_ms\x18\x05 \x01(\x03R\aleaseMs\"q\n" +
+	"\blease_ms\x18\x05 \x01(\x03R\aleaseMs\x126\n" +
+	"\n" +
+	"unkillable\x18\x06 \x01(\v2\x16.phalanx.v1.UnkillableR\n" +
+	"unkillable\"O\n" +
+	"\n" +
+	"Unkillable\x12'\n" +
+	"\x0ftimeout_seconds\x18\x01 \x01(\x03R\x0etimeoutSeconds\x12\x18\n" +
+	"\aprogram\x18\x02 \x01(\tR\aprogram\"q\n" +
 	"\vHealthCheck\x12\x18\n" +
 	"\aprogram\x18\x01 \x01(\tR\aprogram\x12)\n" +
 	"\x10interval_seconds\x18\x02 \x01(\x03R\x0fintervalSeconds\x12\x1d\n" +
@@ -7565,7 +7636,7 @@ func file_phalanx_v1_phalanx_proto_rawDescGZIP() []byte {
 }
 
 var file_phalanx_v1_phalanx_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 87)
+var file_phalanx_v1_phalanx_proto_msgTypes = make([]protoimpl.MessageInfo, 88)
 var file_phalanx_v1_phalanx_proto_goTypes = []any{
 	(HoldRequest)(0),                   // 0: phalanx.v1.HoldRequest
 	(OpenMode)(0),                      // 1: phalanx.v1.OpenMode
@@ -7644,148 +7715,150 @@ var file_phalanx_v1_phalanx_proto_goTypes = []any{
 	(*HealthProblem)(nil),              // 74: phalanx.v1.HealthProblem
 	(*TaskRef)(nil),                    // 75: phalanx.v1.TaskRef
 	(*HeartbeatResponse)(nil),          // 76: phalanx.v1.HeartbeatResponse
-	(*HealthCheck)(nil),                // 77: phalanx.v1.HealthCheck
-	(*WatchAssignmentsRequest)(nil),    // 78: phalanx.v1.WatchAssignmentsRequest
-	(*Assignment)(nil),                 // 79: phalanx.v1.Assignment
-	(*SignalRequest)(nil),              // 80: phalanx.v1.SignalRequest
-	(*Prolog)(nil),                     // 81: phalanx.v1.Prolog
-	(*Assignments)(nil),                // 82: phalanx.v1.Assignments
-	(*ReportTaskStatusRequest)(nil),    // 83: phalanx.v1.ReportTaskStatusRequest
-	(*ReportTaskStatusResponse)(nil),   // 84: phalanx.v1.ReportTaskStatusResponse
-	(*ReportCheckpointRequest)(nil),    // 85: phalanx.v1.ReportCheckpointRequest
-	(*ReportCheckpointResponse)(nil),   // 86: phalanx.v1.ReportCheckpointResponse
-	(*ReportJobEventRequest)(nil),      // 87: phalanx.v1.ReportJobEventRequest
-	(*ReportJobEventResponse)(nil),     // 88: phalanx.v1.ReportJobEventResponse
-	nil,                                // 89: phalanx.v1.JobSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 90: google.protobuf.Timestamp
+	(*Unkillable)(nil),                 // 77: phalanx.v1.Unkillable
+	(*HealthCheck)(nil),                // 78: phalanx.v1.HealthCheck
+	(*WatchAssignmentsRequest)(nil),    // 79: phalanx.v1.WatchAssignmentsRequest
+	(*Assignment)(nil),                 // 80: phalanx.v1.Assignment
+	(*SignalRequest)(nil),              // 81: phalanx.v1.SignalRequest
+	(*Prolog)(nil),                     // 82: phalanx.v1.Prolog
+	(*Assignments)(nil),                // 83: phalanx.v1.Assignments
+	(*ReportTaskStatusRequest)(nil),    // 84: phalanx.v1.ReportTaskStatusRequest
+	(*ReportTaskStatusResponse)(nil),   // 85: phalanx.v1.ReportTaskStatusResponse
+	(*ReportCheckpointRequest)(nil),    // 86: phalanx.v1.ReportCheckpointRequest
+	(*ReportCheckpointResponse)(nil),   // 87: phalanx.v1.ReportCheckpointResponse
+	(*ReportJobEventRequest)(nil),      // 88: phalanx.v1.ReportJobEventRequest
+	(*ReportJobEventResponse)(nil),     // 89: phalanx.v1.ReportJobEventResponse
+	nil,                                // 90: phalanx.v1.JobSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil),      // 91: google.protobuf.Timestamp
 }
 var file_phalanx_v1_phalanx_proto_depIdxs = []int32{
-	90, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
+	91, // 0: phalanx.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
 	15, // 1: phalanx.v1.ListEventsResponse.events:type_name -> phalanx.v1.Event
-	90, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
+	91, // 2: phalanx.v1.Event.time:type_name -> google.protobuf.Timestamp
 	0,  // 3: phalanx.v1.UpdateJobRequest.hold:type_name -> phalanx.v1.HoldRequest
-	90, // 4: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
+	91, // 4: phalanx.v1.CreateTokenResponse.expires:type_name -> google.protobuf.Timestamp
 	31, // 5: phalanx.v1.LogRead.job:type_name -> phalanx.v1.Job
 	25, // 6: phalanx.v1.LogRead.step:type_name -> phalanx.v1.StepLaunch
-	89, // 7: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
-	90, // 8: phalanx.v1.JobSpec.begin_time:type_name -> google.protobuf.Timestamp
-	90, // 9: phalanx.v1.JobSpec.deadline:type_name -> google.protobuf.Timestamp
+	90, // 7: phalanx.v1.JobSpec.env:type_name -> phalanx.v1.JobSpec.EnvEntry
+	91, // 8: phalanx.v1.JobSpec.begin_time:type_name -> google.protobuf.Timestamp
+	91, // 9: phalanx.v1.JobSpec.deadline:type_name -> google.protobuf.Timestamp
 	1,  // 10: phalanx.v1.JobSpec.open_mode:type_name -> phalanx.v1.OpenMode
 	28, // 11: phalanx.v1.JobSpec.request_form:type_name -> phalanx.v1.RequestForm
-	90, // 12: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
-	90, // 13: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	91, // 12: phalanx.v1.Task.start_time:type_name -> google.protobuf.Timestamp
+	91, // 13: phalanx.v1.Task.end_time:type_name -> google.protobuf.Timestamp
 	27, // 14: phalanx.v1.Job.spec:type_name -> phalanx.v1.JobSpec
-	90, // 15: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
-	90, // 16: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
-	90, // 17: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
+	91, // 15: phalanx.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
+	91, // 16: phalanx.v1.Job.start_time:type_name -> google.protobuf.Timestamp
+	91, // 17: phalanx.v1.Job.end_time:type_name -> google.protobuf.Timestamp
 	29, // 18: phalanx.v1.Job.alloc:type_name -> phalanx.v1.NodeAlloc
 	30, // 19: phalanx.v1.Job.tasks:type_name -> phalanx.v1.Task
-	90, // 20: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
+	91, // 20: phalanx.v1.Job.expected_start:type_name -> google.protobuf.Timestamp
 	33, // 21: phalanx.v1.Job.attempts:type_name -> phalanx.v1.Attempt
 	32, // 22: phalanx.v1.Job.array_task:type_name -> phalanx.v1.ArrayTask
 	29, // 23: phalanx.v1.Attempt.alloc:type_name -> phalanx.v1.NodeAlloc
-	90, // 24: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
-	90, // 25: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
-	90, // 26: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
-	90, // 27: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	91, // 24: phalanx.v1.Attempt.start_time:type_name -> google.protobuf.Timestamp
+	91, // 25: phalanx.v1.Attempt.end_time:type_name -> google.protobuf.Timestamp
+	91, // 26: phalanx.v1.Node.registered:type_name -> google.protobuf.Timestamp
+	91, // 27: phalanx.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
 	70, // 28: phalanx.v1.Node.nics:type_name -> phalanx.v1.NICInfo
-	90, // 29: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
+	91, // 29: phalanx.v1.Node.reason_time:type_name -> google.protobuf.Timestamp
 	27, // 30: phalanx.v1.SubmitJobRequest.spec:type_name -> phalanx.v1.JobSpec
-	90, // 31: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
+	91, // 31: phalanx.v1.SubmitJobResponse.expected_start:type_name -> google.protobuf.Timestamp
 	2,  // 32: phalanx.v1.CancelJobRequest.signal_scope:type_name -> phalanx.v1.SignalScope
 	39, // 33: phalanx.v1.CancelJobRequest.array_tasks:type_name -> phalanx.v1.ArrayTasks
-	90, // 34: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
-	90, // 35: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
+	91, // 34: phalanx.v1.ListJobsRequest.window_start:type_name -> google.protobuf.Timestamp
+	91, // 35: phalanx.v1.ListJobsRequest.window_end:type_name -> google.protobuf.Timestamp
 	31, // 36: phalanx.v1.ListJobsResponse.jobs:type_name -> phalanx.v1.Job
 	34, // 37: phalanx.v1.ListNodesResponse.nodes:type_name -> phalanx.v1.Node
 	35, // 38: phalanx.v1.ListPartitionsResponse.partitions:type_name -> phalanx.v1.Partition
 	50, // 39: phalanx.v1.GetFairShareResponse.accounts:type_name -> phalanx.v1.AccountShare
-	90, // 40: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
+	91, // 40: phalanx.v1.ControllerStatus.last_contact:type_name -> google.protobuf.Timestamp
 	56, // 41: phalanx.v1.ListControllersResponse.controllers:type_name -> phalanx.v1.ControllerInfo
 	52, // 42: phalanx.v1.ControllerInfo.status:type_name -> phalanx.v1.ControllerStatus
 	71, // 43: phalanx.v1.RegisterNodeRequest.gpu_info:type_name -> phalanx.v1.GPUInfo
 	70, // 44: phalanx.v1.RegisterNodeRequest.nics:type_name -> phalanx.v1.NICInfo
 	75, // 45: phalanx.v1.HeartbeatRequest.running:type_name -> phalanx.v1.TaskRef
 	74, // 46: phalanx.v1.HeartbeatRequest.problems:type_name -> phalanx.v1.HealthProblem
-	90, // 47: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
-	90, // 48: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
-	77, // 49: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
-	31, // 50: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
-	81, // 51: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
-	80, // 52: phalanx.v1.Assignment.signals:type_name -> phalanx.v1.SignalRequest
-	2,  // 53: phalanx.v1.SignalRequest.scope:type_name -> phalanx.v1.SignalScope
-	79, // 54: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
-	90, // 55: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
-	90, // 56: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
-	36, // 57: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
-	38, // 58: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
-	41, // 59: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
-	42, // 60: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
-	44, // 61: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
-	46, // 62: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
-	48, // 63: phalanx.v1.ControllerService.GetFairShare:input_type -> phalanx.v1.GetFairShareRequest
-	54, // 64: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
-	53, // 65: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
-	57, // 66: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
-	59, // 67: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
-	61, // 68: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
-	63, // 69: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
-	65, // 70: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
-	67, // 71: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
-	22, // 72: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
-	16, // 73: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
-	18, // 74: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
-	19, // 75: phalanx.v1.ControllerService.RequeueJob:input_type -> phalanx.v1.RequeueJobRequest
-	13, // 76: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
-	11, // 77: phalanx.v1.ControllerService.JobLogs:input_type -> phalanx.v1.JobLogsRequest
-	9,  // 78: phalanx.v1.ControllerService.TopJobs:input_type -> phalanx.v1.TopJobsRequest
-	5,  // 79: phalanx.v1.ControllerService.UpdatePartition:input_type -> phalanx.v1.UpdatePartitionRequest
-	7,  // 80: phalanx.v1.ControllerService.Reconfigure:input_type -> phalanx.v1.ReconfigureRequest
-	3,  // 81: phalanx.v1.ControllerService.RunStep:input_type -> phalanx.v1.RunStepRequest
-	69, // 82: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
-	73, // 83: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
-	78, // 84: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
-	83, // 85: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
-	85, // 86: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
-	87, // 87: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
-	26, // 88: phalanx.v1.NodeService.ServeLogs:input_type -> phalanx.v1.ServeLogsRequest
-	37, // 89: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
-	40, // 90: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
-	31, // 91: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
-	43, // 92: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
-	45, // 93: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
-	47, // 94: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
-	49, // 95: phalanx.v1.ControllerService.GetFairShare:output_type -> phalanx.v1.GetFairShareResponse
-	55, // 96: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
-	52, // 97: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
-	58, // 98: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
-	60, // 99: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
-	62, // 100: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
-	64, // 101: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
-	66, // 102: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
-	68, // 103: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
-	23, // 104: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
-	17, // 105: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
-	21, // 106: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
-	20, // 107: phalanx.v1.ControllerService.RequeueJob:output_type -> phalanx.v1.RequeueJobResponse
-	14, // 108: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
-	12, // 109: phalanx.v1.ControllerService.JobLogs:output_type -> phalanx.v1.LogChunk
-	10, // 110: phalanx.v1.ControllerService.TopJobs:output_type -> phalanx.v1.TopJobsResponse
-	6,  // 111: phalanx.v1.ControllerService.UpdatePartition:output_type -> phalanx.v1.UpdatePartitionResponse
-	8,  // 112: phalanx.v1.ControllerService.Reconfigure:output_type -> phalanx.v1.ReconfigureResponse
-	4,  // 113: phalanx.v1.ControllerService.RunStep:output_type -> phalanx.v1.StepOutput
-	72, // 114: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
-	76, // 115: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
-	82, // 116: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
-	84, // 117: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
-	86, // 118: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
-	88, // 119: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
-	24, // 120: phalanx.v1.NodeService.ServeLogs:output_type -> phalanx.v1.LogRead
-	89, // [89:121] is the sub-list for method output_type
-	57, // [57:89] is the sub-list for method input_type
-	57, // [57:57] is the sub-list for extension type_name
-	57, // [57:57] is the sub-list for extension extendee
-	0,  // [0:57] is the sub-list for field type_name
+	91, // 47: phalanx.v1.HealthProblem.since:type_name -> google.protobuf.Timestamp
+	91, // 48: phalanx.v1.HeartbeatResponse.resumed:type_name -> google.protobuf.Timestamp
+	78, // 49: phalanx.v1.HeartbeatResponse.health_check:type_name -> phalanx.v1.HealthCheck
+	77, // 50: phalanx.v1.HeartbeatResponse.unkillable:type_name -> phalanx.v1.Unkillable
+	31, // 51: phalanx.v1.Assignment.job:type_name -> phalanx.v1.Job
+	82, // 52: phalanx.v1.Assignment.prolog:type_name -> phalanx.v1.Prolog
+	81, // 53: phalanx.v1.Assignment.signals:type_name -> phalanx.v1.SignalRequest
+	2,  // 54: phalanx.v1.SignalRequest.scope:type_name -> phalanx.v1.SignalScope
+	80, // 55: phalanx.v1.Assignments.assignments:type_name -> phalanx.v1.Assignment
+	91, // 56: phalanx.v1.Assignments.resumed:type_name -> google.protobuf.Timestamp
+	91, // 57: phalanx.v1.ReportTaskStatusRequest.time:type_name -> google.protobuf.Timestamp
+	36, // 58: phalanx.v1.ControllerService.SubmitJob:input_type -> phalanx.v1.SubmitJobRequest
+	38, // 59: phalanx.v1.ControllerService.CancelJob:input_type -> phalanx.v1.CancelJobRequest
+	41, // 60: phalanx.v1.ControllerService.GetJob:input_type -> phalanx.v1.GetJobRequest
+	42, // 61: phalanx.v1.ControllerService.ListJobs:input_type -> phalanx.v1.ListJobsRequest
+	44, // 62: phalanx.v1.ControllerService.ListNodes:input_type -> phalanx.v1.ListNodesRequest
+	46, // 63: phalanx.v1.ControllerService.ListPartitions:input_type -> phalanx.v1.ListPartitionsRequest
+	48, // 64: phalanx.v1.ControllerService.GetFairShare:input_type -> phalanx.v1.GetFairShareRequest
+	54, // 65: phalanx.v1.ControllerService.ListControllers:input_type -> phalanx.v1.ListControllersRequest
+	53, // 66: phalanx.v1.ControllerService.GetControllerStatus:input_type -> phalanx.v1.GetControllerStatusRequest
+	57, // 67: phalanx.v1.ControllerService.AddController:input_type -> phalanx.v1.AddControllerRequest
+	59, // 68: phalanx.v1.ControllerService.RemoveController:input_type -> phalanx.v1.RemoveControllerRequest
+	61, // 69: phalanx.v1.ControllerService.RegisterController:input_type -> phalanx.v1.RegisterControllerRequest
+	63, // 70: phalanx.v1.ControllerService.TransferLeadership:input_type -> phalanx.v1.TransferLeadershipRequest
+	65, // 71: phalanx.v1.ControllerService.Backup:input_type -> phalanx.v1.BackupRequest
+	67, // 72: phalanx.v1.ControllerService.Restore:input_type -> phalanx.v1.RestoreRequest
+	22, // 73: phalanx.v1.ControllerService.CreateToken:input_type -> phalanx.v1.CreateTokenRequest
+	16, // 74: phalanx.v1.ControllerService.UpdateNode:input_type -> phalanx.v1.UpdateNodeRequest
+	18, // 75: phalanx.v1.ControllerService.UpdateJob:input_type -> phalanx.v1.UpdateJobRequest
+	19, // 76: phalanx.v1.ControllerService.RequeueJob:input_type -> phalanx.v1.RequeueJobRequest
+	13, // 77: phalanx.v1.ControllerService.ListEvents:input_type -> phalanx.v1.ListEventsRequest
+	11, // 78: phalanx.v1.ControllerService.JobLogs:input_type -> phalanx.v1.JobLogsRequest
+	9,  // 79: phalanx.v1.ControllerService.TopJobs:input_type -> phalanx.v1.TopJobsRequest
+	5,  // 80: phalanx.v1.ControllerService.UpdatePartition:input_type -> phalanx.v1.UpdatePartitionRequest
+	7,  // 81: phalanx.v1.ControllerService.Reconfigure:input_type -> phalanx.v1.ReconfigureRequest
+	3,  // 82: phalanx.v1.ControllerService.RunStep:input_type -> phalanx.v1.RunStepRequest
+	69, // 83: phalanx.v1.NodeService.RegisterNode:input_type -> phalanx.v1.RegisterNodeRequest
+	73, // 84: phalanx.v1.NodeService.Heartbeat:input_type -> phalanx.v1.HeartbeatRequest
+	79, // 85: phalanx.v1.NodeService.WatchAssignments:input_type -> phalanx.v1.WatchAssignmentsRequest
+	84, // 86: phalanx.v1.NodeService.ReportTaskStatus:input_type -> phalanx.v1.ReportTaskStatusRequest
+	86, // 87: phalanx.v1.NodeService.ReportCheckpoint:input_type -> phalanx.v1.ReportCheckpointRequest
+	88, // 88: phalanx.v1.NodeService.ReportJobEvent:input_type -> phalanx.v1.ReportJobEventRequest
+	26, // 89: phalanx.v1.NodeService.ServeLogs:input_type -> phalanx.v1.ServeLogsRequest
+	37, // 90: phalanx.v1.ControllerService.SubmitJob:output_type -> phalanx.v1.SubmitJobResponse
+	40, // 91: phalanx.v1.ControllerService.CancelJob:output_type -> phalanx.v1.CancelJobResponse
+	31, // 92: phalanx.v1.ControllerService.GetJob:output_type -> phalanx.v1.Job
+	43, // 93: phalanx.v1.ControllerService.ListJobs:output_type -> phalanx.v1.ListJobsResponse
+	45, // 94: phalanx.v1.ControllerService.ListNodes:output_type -> phalanx.v1.ListNodesResponse
+	47, // 95: phalanx.v1.ControllerService.ListPartitions:output_type -> phalanx.v1.ListPartitionsResponse
+	49, // 96: phalanx.v1.ControllerService.GetFairShare:output_type -> phalanx.v1.GetFairShareResponse
+	55, // 97: phalanx.v1.ControllerService.ListControllers:output_type -> phalanx.v1.ListControllersResponse
+	52, // 98: phalanx.v1.ControllerService.GetControllerStatus:output_type -> phalanx.v1.ControllerStatus
+	58, // 99: phalanx.v1.ControllerService.AddController:output_type -> phalanx.v1.AddControllerResponse
+	60, // 100: phalanx.v1.ControllerService.RemoveController:output_type -> phalanx.v1.RemoveControllerResponse
+	62, // 101: phalanx.v1.ControllerService.RegisterController:output_type -> phalanx.v1.RegisterControllerResponse
+	64, // 102: phalanx.v1.ControllerService.TransferLeadership:output_type -> phalanx.v1.TransferLeadershipResponse
+	66, // 103: phalanx.v1.ControllerService.Backup:output_type -> phalanx.v1.Chunk
+	68, // 104: phalanx.v1.ControllerService.Restore:output_type -> phalanx.v1.RestoreResponse
+	23, // 105: phalanx.v1.ControllerService.CreateToken:output_type -> phalanx.v1.CreateTokenResponse
+	17, // 106: phalanx.v1.ControllerService.UpdateNode:output_type -> phalanx.v1.UpdateNodeResponse
+	21, // 107: phalanx.v1.ControllerService.UpdateJob:output_type -> phalanx.v1.UpdateJobResponse
+	20, // 108: phalanx.v1.ControllerService.RequeueJob:output_type -> phalanx.v1.RequeueJobResponse
+	14, // 109: phalanx.v1.ControllerService.ListEvents:output_type -> phalanx.v1.ListEventsResponse
+	12, // 110: phalanx.v1.ControllerService.JobLogs:output_type -> phalanx.v1.LogChunk
+	10, // 111: phalanx.v1.ControllerService.TopJobs:output_type -> phalanx.v1.TopJobsResponse
+	6,  // 112: phalanx.v1.ControllerService.UpdatePartition:output_type -> phalanx.v1.UpdatePartitionResponse
+	8,  // 113: phalanx.v1.ControllerService.Reconfigure:output_type -> phalanx.v1.ReconfigureResponse
+	4,  // 114: phalanx.v1.ControllerService.RunStep:output_type -> phalanx.v1.StepOutput
+	72, // 115: phalanx.v1.NodeService.RegisterNode:output_type -> phalanx.v1.RegisterNodeResponse
+	76, // 116: phalanx.v1.NodeService.Heartbeat:output_type -> phalanx.v1.HeartbeatResponse
+	83, // 117: phalanx.v1.NodeService.WatchAssignments:output_type -> phalanx.v1.Assignments
+	85, // 118: phalanx.v1.NodeService.ReportTaskStatus:output_type -> phalanx.v1.ReportTaskStatusResponse
+	87, // 119: phalanx.v1.NodeService.ReportCheckpoint:output_type -> phalanx.v1.ReportCheckpointResponse
+	89, // 120: phalanx.v1.NodeService.ReportJobEvent:output_type -> phalanx.v1.ReportJobEventResponse
+	24, // 121: phalanx.v1.NodeService.ServeLogs:output_type -> phalanx.v1.LogRead
+	90, // [90:122] is the sub-list for method output_type
+	58, // [58:90] is the sub-list for method input_type
+	58, // [58:58] is the sub-list for extension type_name
+	58, // [58:58] is the sub-list for extension extendee
+	0,  // [0:58] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_phalanx_proto_init() }
@@ -7804,7 +7877,7 @@ func file_phalanx_v1_phalanx_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_phalanx_proto_rawDesc), len(file_phalanx_v1_phalanx_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   87,
+			NumMessages:   88,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
