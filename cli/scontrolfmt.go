@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"os/user"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -93,15 +92,16 @@ func formatJob(j *phalanxv1.Job, now time.Time, loc *time.Location, details bool
 	if details {
 		lines = append(lines, allocDetailLines(j)...)
 	}
+	stdout, stderr := stdPaths(j)
 	lines = append(lines, [][]string{
 		{kv("TresPerNode", tresPerNode(s)), kv("MinMemoryNode", memOrZero(s.GetMemoryMb()))},
 		{kv("Features", orDefault(s.GetConstraint(), "(null)")), kv("OverSubscribe", overSubscribe(s))},
 		{kv("Command", cluster.CommandLine(s.GetScriptPath(), s.GetScriptArgs()))},
 		{kv("WorkDir", s.GetWorkDir())},
 		commentLine(s.GetComment()),
-		{kv("StdErr", stdPath(j, s.GetError()))},
+		{kv("StdErr", stderr)},
 		{kv("StdIn", "/dev/null")},
-		{kv("StdOut", stdPath(j, ""))},
+		{kv("StdOut", stdout)},
 		// Phalanx's own, after Slurm's.
 		{kv("MaxRestarts", s.GetMaxRestarts()), kv("RestartOn", orDefault(s.GetRestartOn(), "none"))},
 		{kv("Image", orDefault(s.GetImage(), "(null)")), kv("MasterPort", orNA(int64(j.MasterPort)))},
@@ -312,22 +312,19 @@ func commentLine(c string) []string {
 	return []string{kv("Comment", c)}
 }
 
-// stdPath expands an -o/-e pattern's %j, %x, %u and %% against the job and
-// the working directory; an empty pattern is slurm-%j.out.
-func stdPath(j *phalanxv1.Job, pattern string) string {
+// stdPaths are the job's output and error files as its batch script's
+// node opens them (cluster.OutputPaths: the agents' expansion of -o and
+// -e); %N stays as written until the job has a node.
+func stdPaths(j *phalanxv1.Job) (stdout, stderr string) {
 	s := j.GetSpec()
-	if pattern == "" {
-		pattern = s.GetOutput()
+	v := cluster.OutputVars{JobID: j.GetId(), Name: s.GetName(), User: s.GetUser()}
+	if a := j.GetArrayTask(); a != nil {
+		v.Array = &cluster.ArrayTask{JobID: cluster.JobID(a.GetArrayJobId()), TaskID: int(a.GetTaskId())}
 	}
-	if pattern == "" {
-		pattern = "slurm-%j.out"
+	if len(j.GetAlloc()) > 0 {
+		v.Node = j.GetAlloc()[0].GetNode()
 	}
-	r := strings.NewReplacer("%%", "%", "%j", fmt.Sprint(j.Id), "%x", s.GetName(), "%u", s.GetUser())
-	p := r.Replace(pattern)
-	if !path.IsAbs(p) {
-		p = path.Join(s.GetWorkDir(), p)
-	}
-	return p
+	return cluster.OutputPaths(s.GetOutput(), s.GetError(), s.GetWorkDir(), v)
 }
 
 // allocDetailLines are the lines scontrol -d adds to a job that holds

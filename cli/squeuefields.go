@@ -84,9 +84,11 @@ func moreJobField(j *phalanxv1.Job, c byte, v SqueueView) (string, bool) {
 	case 'k':
 		return orDefault(s.GetComment(), "(null)"), true
 	case oStdout:
-		return stdPath(j, ""), true
+		stdout, _ := stdPaths(j)
+		return stdout, true
 	case oStderr:
-		return stdPath(j, s.GetError()), true
+		_, stderr := stdPaths(j)
+		return stderr, true
 	case oStdin:
 		return "/dev/null", true
 	case oPendingTime:

@@ -74,9 +74,9 @@ func (a *Agent) prepare(key taskKey, as assignment) (spec runtime.Spec, cleanup 
 	for _, k := range slices.Sorted(maps.Keys(ckptEnv)) {
 		spec.Env = append(spec.Env, k+"="+ckptEnv[k])
 	}
-	spec.Stdout, spec.Stderr = outputPaths(job.output, job.errPattern, workDir, patternVars{
-		array: job.array,
-		jobID: key.job, name: job.name, user: job.user, node: a.cfg.Name, rank: rank,
+	spec.Stdout, spec.Stderr = cluster.OutputPaths(job.output, job.errPattern, workDir, cluster.OutputVars{
+		Array: job.array,
+		JobID: key.job, Name: job.name, User: job.user, Node: a.cfg.Name, Rank: rank,
 	})
 	if container {
 		spec.Devices = a.cfg.RDMADevices

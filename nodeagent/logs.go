@@ -11,6 +11,7 @@ import (
 	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/runtime"
 )
 
@@ -160,8 +161,8 @@ func (a *Agent) openLog(req *phalanxv1.LogRead) (*os.File, string, error) {
 	if rank < 0 || rank >= len(job.ranks) || job.ranks[rank].node != a.cfg.Name {
 		return nil, "", fmt.Errorf("job %d has no rank %d on node %s", job.id, rank, a.cfg.Name)
 	}
-	stdout, stderr := outputPaths(job.output, job.errPattern, job.workDir, patternVars{
-		array: job.array, jobID: job.id, name: job.name, user: job.user, node: a.cfg.Name, rank: rank,
+	stdout, stderr := cluster.OutputPaths(job.output, job.errPattern, job.workDir, cluster.OutputVars{
+		Array: job.array, JobID: job.id, Name: job.name, User: job.user, Node: a.cfg.Name, Rank: rank,
 	})
 	path := stdout
 	if req.GetStderr() {

@@ -1,13 +1,9 @@
-package nodeagent
+package cluster
 
-import (
-	"testing"
+import "testing"
 
-	"github.com/phalanx-hpc/phalanx/cluster"
-)
-
-func TestExpandPattern(t *testing.T) {
-	v := patternVars{jobID: 42, name: "train", user: "alice", node: "gpu007.cluster.local", rank: 3}
+func TestExpandOutput(t *testing.T) {
+	v := OutputVars{JobID: 42, Name: "train", User: "alice", Node: "gpu007.cluster.local", Rank: 3}
 	for _, tc := range []struct{ in, want string }{
 		{"slurm-%j.out", "slurm-42.out"},
 		{"%x-%j.log", "train-42.log"},
@@ -21,6 +17,9 @@ func TestExpandPattern(t *testing.T) {
 		{"%%j", "%j"},
 		{"%A", "42"},
 		{"%A_%a", "42_4294967294"}, // outside an array %a is Slurm's NO_VAL
+		{"%b", "4"},                // and %b that modulo 10
+		{"%J-%s", "42.batch-batch"},
+		{"%6J", "000042.batch"},
 		{"%q %Z", "%q %Z"},
 		{"%3q", "%3q"},
 		{"trailing %", "trailing %"},
@@ -28,26 +27,30 @@ func TestExpandPattern(t *testing.T) {
 		{"", ""},
 		{"plain", "plain"},
 	} {
-		if got := expandPattern(tc.in, v); got != tc.want {
-			t.Errorf("expandPattern(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := ExpandOutput(tc.in, v); got != tc.want {
+			t.Errorf("ExpandOutput(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+	// A job not placed has no host: %N stays as written.
+	if got := ExpandOutput("%N-%j", OutputVars{JobID: 7}); got != "%N-7" {
+		t.Errorf("%%N without a node: %q", got)
 	}
 }
 
 // A task of a job array names its files by the array's ID and its index;
 // without -o, Slurm's slurm-%A_%a.out.
 func TestArrayOutputPatterns(t *testing.T) {
-	v := patternVars{jobID: 45, name: "sweep", array: &cluster.ArrayTask{JobID: 42, TaskID: 3}}
-	if got := expandPattern("%A_%a-%j.%3a", v); got != "42_3-45.003" {
-		t.Errorf("expandPattern = %q", got)
+	v := OutputVars{JobID: 45, Name: "sweep", Array: &ArrayTask{JobID: 42, TaskID: 13}}
+	if got := ExpandOutput("%A_%a-%j.%3a-%b", v); got != "42_13-45.013-3" {
+		t.Errorf("ExpandOutput = %q", got)
 	}
-	if out, _ := outputPaths("", "", "/w", v); out != "/w/slurm-42_3.out" {
+	if out, _ := OutputPaths("", "", "/w", v); out != "/w/slurm-42_13.out" {
 		t.Errorf("default output of an array task = %q", out)
 	}
 }
 
 func TestOutputPaths(t *testing.T) {
-	v := patternVars{jobID: 7, name: "job", user: "bob", node: "n1", rank: 1}
+	v := OutputVars{JobID: 7, Name: "job", User: "bob", Node: "n1", Rank: 1}
 	for _, tc := range []struct {
 		name, out, err, wantOut, wantErr string
 	}{
@@ -58,9 +61,9 @@ func TestOutputPaths(t *testing.T) {
 		{"cleaned", "/a//b/../%j.out", "./%N.err", "/a/7.out", "/w/n1.err"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := outputPaths(tc.out, tc.err, "/w", v)
+			out, err := OutputPaths(tc.out, tc.err, "/w", v)
 			if out != tc.wantOut || err != tc.wantErr {
-				t.Errorf("outputPaths(%q, %q) = %q, %q; want %q, %q", tc.out, tc.err, out, err, tc.wantOut, tc.wantErr)
+				t.Errorf("OutputPaths(%q, %q) = %q, %q; want %q, %q", tc.out, tc.err, out, err, tc.wantOut, tc.wantErr)
 			}
 		})
 	}
