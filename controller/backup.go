@@ -171,9 +171,13 @@ type backupInfo struct {
 	jobs, nodes int
 }
 
-// inspectBackup opens a copy of a backup (migrating it if it is from an
-// older version) to check it is a state database and read what it holds.
+// inspectBackup checks a backup whole (store.VerifyBackup), then opens a
+// copy of it (migrating it if it is from an older version) to read what it
+// holds.
 func inspectBackup(path string) (backupInfo, error) {
+	if err := store.VerifyBackup(path); err != nil {
+		return backupInfo{}, cluster.Errorf(cluster.ErrInvalid, "not restored: %v", err)
+	}
 	cp := path + ".check"
 	defer os.Remove(cp)
 	if err := copyFile(path, cp); err != nil {
@@ -184,7 +188,7 @@ func inspectBackup(path string) (backupInfo, error) {
 		if cause := errors.Unwrap(err); cause != nil { // without the name of this replica's copy
 			err = cause
 		}
-		return backupInfo{}, cluster.Errorf(cluster.ErrInvalid, "the file is not a Phalanx backup: %v", err)
+		return backupInfo{}, cluster.Errorf(cluster.ErrInvalid, "not restored: %v", err)
 	}
 	defer st.Close()
 	active, finished, _ := st.Counts()

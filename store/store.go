@@ -101,6 +101,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 }
 
 func openDB(path string, o options) (*bolt.DB, error) {
+	if err := checkLength(path); err != nil {
+		return nil, fmt.Errorf("open state database %s: %w", path, err)
+	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout: time.Second,
 		NoSync:  o.noSync,
