@@ -312,8 +312,11 @@ func (k *commands) runRaft(c *ucli.Context, args []string) error {
 			return err
 		}
 		rpc = func(ctx context.Context, api phalanxv1.ControllerServiceClient) error {
-			_, err := api.AddController(ctx, req)
-			return err
+			if _, err := api.AddController(ctx, req); err != nil {
+				return err
+			}
+			k.warnIfSilent(ctx, api, req.Id)
+			return nil
 		}
 	case "remove":
 		if len(args) != 2 || args[1] == "" {
@@ -348,6 +351,31 @@ func (k *commands) runRaft(c *ucli.Context, args []string) error {
 	}
 	defer cn.Close()
 	return cn.call(c.Context, func(ctx context.Context) error { return rpc(ctx, cn.api) })
+}
+
+// warnIfSilent warns, on stderr, when the controller just added does not
+// answer: it counts as a voter from now on, so until it runs the cluster
+// needs a majority of the larger membership.
+func (k *commands) warnIfSilent(ctx context.Context, api phalanxv1.ControllerServiceClient, id string) {
+	resp, err := api.ListControllers(ctx, &phalanxv1.ListControllersRequest{})
+	if err != nil {
+		return
+	}
+	voters := 0
+	var added *phalanxv1.ControllerInfo
+	for _, ci := range resp.GetControllers() {
+		if ci.GetVoter() {
+			voters++
+		}
+		if ci.GetId() == id {
+			added = ci
+		}
+	}
+	if added == nil || added.GetReachable() {
+		return
+	}
+	fmt.Fprintf(k.sys.Stderr, "scontrol: warning: controller %s does not answer at %s yet: until it runs, the cluster needs %d of its %d voters to work (start it, or phx scontrol raft remove %s)\n",
+		id, orDefault(added.GetApiAddr(), added.GetRaftAddr()), voters/2+1, voters, id)
 }
 
 // addControllerRequest reads "raft add ID RAFT_HOST:PORT [API_HOST[:PORT]]";

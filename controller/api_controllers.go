@@ -56,8 +56,12 @@ func roleName(st raft.RaftState) string {
 	case raft.Candidate:
 		return "Candidate"
 	}
-	return "Shutdown"
+	return roleShutdown
 }
+
+// roleShutdown is the role of a replica whose Raft has stopped: it runs
+// no election and takes no part in any.
+const roleShutdown = "Shutdown"
 
 // ListControllers lists the members of this replica's Raft configuration,
 // each with its status read just now (in parallel, a second at most).
@@ -76,7 +80,8 @@ func (c *controllerService) ListControllers(ctx context.Context, req *phalanxv1.
 		info := &phalanxv1.ControllerInfo{Id: string(srv.ID), RaftAddr: string(srv.Address), Voter: srv.Suffrage == raft.Voter}
 		out.Controllers[i] = info
 		if srv.ID == s.raft.id {
-			info.ApiAddr, info.Reachable, info.Status = s.apiAddr, true, s.status()
+			info.ApiAddr, info.Status = s.apiAddr, s.status()
+			info.Reachable = info.Status.Role != roleShutdown
 			continue
 		}
 		rec, _ := s.store.Controller(string(srv.ID))
@@ -92,11 +97,14 @@ func (c *controllerService) ListControllers(ctx context.Context, req *phalanxv1.
 			if err == nil {
 				info.Status, err = phalanxv1.NewControllerServiceClient(conn).GetControllerStatus(asController(ctx, s.peerCred), &phalanxv1.GetControllerStatusRequest{})
 			}
-			if err != nil {
+			switch {
+			case err != nil:
 				info.Error = err.Error()
-				return
+			case info.Status.GetRole() == roleShutdown:
+				info.Error = "it answers, but its Raft has shut down: restart it"
+			default:
+				info.Reachable = true
 			}
-			info.Reachable = true
 		}()
 	}
 	wg.Wait()
@@ -108,7 +116,7 @@ func (c *controllerService) AddController(ctx context.Context, req *phalanxv1.Ad
 	if req.Id == "" || req.RaftAddr == "" {
 		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "give the new controller's ID and Raft address: raft add ID HOST:PORT"))
 	}
-	if err := s.checkNewMember(ctx, req.Id, req.RaftAddr); err != nil {
+	if err := s.checkNewMember(ctx, req.Id, req.RaftAddr, req.ApiAddr); err != nil {
 		return nil, toStatus(err)
 	}
 	ctx, cancel := withDefaultTimeout(ctx, membershipTimeout)
@@ -131,7 +139,7 @@ func (c *controllerService) AddController(ctx context.Context, req *phalanxv1.Ad
 // one: Raft's AddVoter moves a member given its ID to the address given,
 // and a second ID at a member's address makes a phantom voter that counts
 // against the majority.
-func (s *Server) checkNewMember(ctx context.Context, id, addr string) error {
+func (s *Server) checkNewMember(ctx context.Context, id, addr, apiAddr string) error {
 	servers, err := s.members(ctx)
 	if err != nil {
 		return err
@@ -144,6 +152,9 @@ func (s *Server) checkNewMember(ctx context.Context, id, addr string) error {
 			return cluster.Errorf(cluster.ErrConflict, "controller %q is already a member, at %s: to move it to %s, remove it first (phx scontrol raft remove %s)", id, srv.Address, addr, id)
 		case string(srv.Address) == addr:
 			return cluster.Errorf(cluster.ErrConflict, "%s is the Raft address of member %s: give controller %q its own", addr, srv.ID, id)
+		}
+		if c, ok := s.store.Controller(string(srv.ID)); ok && apiAddr != "" && c.APIAddr == apiAddr {
+			return cluster.Errorf(cluster.ErrConflict, "%s is the API address of member %s: give controller %q its own", apiAddr, srv.ID, id)
 		}
 	}
 	return nil

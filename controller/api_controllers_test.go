@@ -9,6 +9,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/controller/fsm"
+	"github.com/phalanx-hpc/phalanx/store"
 )
 
 // TestMembershipChangesThatWouldMoveAMember: raft add refuses an ID that
@@ -22,6 +24,10 @@ func TestMembershipChangesThatWouldMoveAMember(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	id, addr := s.ID(), s.RaftAddr()
+	api0 := "127.0.0.1:7817"
+	if _, err := s.propose(ctx, fsm.SetController{Controller: store.Controller{ID: id, APIAddr: api0, RaftAddr: addr}}); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		req  *phalanxv1.AddControllerRequest
 		want string
@@ -31,6 +37,10 @@ func TestMembershipChangesThatWouldMoveAMember(t *testing.T) {
 		{&phalanxv1.AddControllerRequest{Id: id, RaftAddr: addr}, `controller "` + id + `" is already a member, at ` + addr},
 		{&phalanxv1.AddControllerRequest{Id: "ctl9", RaftAddr: addr, ApiAddr: "127.0.0.1:2"},
 			addr + ` is the Raft address of member ` + id + `: give controller "ctl9" its own`},
+		// Another ID at a member's API address: scontrol ping would show
+		// the member twice, once as a voter that does not exist.
+		{&phalanxv1.AddControllerRequest{Id: "ctl9", RaftAddr: "127.0.0.1:3", ApiAddr: api0},
+			api0 + ` is the API address of member ` + id + `: give controller "ctl9" its own`},
 	} {
 		_, err := api.AddController(ctx, tc.req)
 		if status.Code(err) != codes.Aborted || status.Convert(err).Message() != tc.want {

@@ -65,6 +65,11 @@ func raftConfig(cfg Config, logw io.Writer) *raft.Config {
 	// behind the newest snapshot) instead of restoring a snapshot and
 	// replaying everything after it.
 	rc.NoSnapshotRestoreOnStart = true
+	// A leader that removes itself steps down and stays a replica outside
+	// the configuration, as a removed follower does, so that adding it
+	// back works without a restart (Raft's default shuts it down for good,
+	// with the process still running and answering).
+	rc.ShutdownOnRemove = false
 	if cfg.SnapshotThreshold > 0 {
 		rc.SnapshotThreshold = cfg.SnapshotThreshold
 	}

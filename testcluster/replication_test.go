@@ -250,6 +250,62 @@ func TestRemoveAndAddAController(t *testing.T) {
 	})
 }
 
+// A leader that removes itself steps down and stays a replica: added back
+// without a restart, it is a working voter again (Raft's default shut it
+// down for good while the process ran on, and scontrol ping called it UP:
+// a "3-replica" cluster then stopped at the next loss of one).
+func TestRemoveAndAddBackTheLeader(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Controllers: 3, Nodes: 1, Runtime: "fake"})
+	old := c.LeaderIndex()
+	id := fmt.Sprintf("ctl%d", old)
+	if _, err := c.Client.RemoveController(ctx5(t), &phalanxv1.RemoveControllerRequest{Id: id}); err != nil {
+		t.Fatal(err)
+	}
+	c.Eventually(10*time.Second, func() error {
+		if l := c.LeaderIndex(); l < 0 || l == old {
+			return fmt.Errorf("leader %d: want a new one", l)
+		}
+		return nil
+	})
+	srv := c.Controller(old)
+	if _, err := c.Client.AddController(ctx5(t), &phalanxv1.AddControllerRequest{Id: id, RaftAddr: srv.RaftAddr(), ApiAddr: c.APIAddrs()[old]}); err != nil {
+		t.Fatal(err)
+	}
+	c.Eventually(10*time.Second, func() error {
+		ctls, err := c.Client.ListControllers(ctx5(t), &phalanxv1.ListControllersRequest{})
+		if err != nil {
+			return err
+		}
+		for _, ci := range ctls.Controllers {
+			if ci.Id == id && ci.Reachable && ci.Status.GetRole() == "Follower" && ci.Voter {
+				return nil
+			}
+		}
+		return fmt.Errorf("controllers %v: want %s a reachable voting follower", ctls.Controllers, id)
+	})
+	// The re-added replica counts: with another one stopped, the two left
+	// are a majority.
+	c.StopController(follower(t, c, old))
+	submit(t, c, spec(t.TempDir(), "after", 1, 1, "#!/bin/sh\ntrue\n"))
+}
+
+// phx scontrol raft add of a replica that does not run yet succeeds (it
+// may be started next) but warns that the cluster now needs a majority of
+// the larger membership; raft remove takes it out again.
+func TestRaftAddWarnsOfASilentReplica(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Controllers: 3, Nodes: 1, Runtime: "fake"})
+	dir := t.TempDir()
+	root := auth.Identity{User: "root"}
+	code, out, errOut := phxAs(t, c, root, dir, nil, "scontrol", "raft", "add", "ctl9", "127.0.0.1:1", "127.0.0.1:2")
+	want := "scontrol: warning: controller ctl9 does not answer at 127.0.0.1:2 yet: until it runs, the cluster needs 3 of its 4 voters to work (start it, or phx scontrol raft remove ctl9)\n"
+	if code != 0 || out != "" || errOut != want {
+		t.Errorf("raft add of a replica not running: exit %d, %q, %q; want 0 and %q", code, out, errOut, want)
+	}
+	if code, _, errOut := phxAs(t, c, root, dir, nil, "scontrol", "raft", "remove", "ctl9"); code != 0 || errOut != "" {
+		t.Errorf("raft remove ctl9: exit %d, %q", code, errOut)
+	}
+}
+
 // A replica that was down while thousands of entries were committed and
 // the log was compacted catches up from a snapshot (InstallSnapshot), and
 // restarts across snapshots and a truncated log lose nothing.
