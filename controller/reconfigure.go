@@ -138,6 +138,10 @@ func (s *Server) reread() (fixed, warnings []string, err error) {
 		s.live.Store(&liveConfig{Partitions: next.Partitions, Nodes: next.Nodes})
 	}
 	warnings = slices.Clip(next.ConfigWarnings)
+	if next.Partitions == nil && cur.Partitions != nil {
+		warnings = append(warnings, "the config has no PartitionName lines any more: the partitions stay as they are "+
+			"(a config without any keeps the cluster's; to remove partitions, keep the lines of those that stay)")
+	}
 	if !slices.Equal(s.cfg.Peers, next.Peers) {
 		// As docs/operations.md has it: the new line goes into every
 		// replica's file, and phx scontrol raft add makes the change.

@@ -110,6 +110,20 @@ func TestPartitionUpdateAndReconfigure(t *testing.T) {
 	if part("debug") == nil {
 		t.Error("a refused reconfigure applied the partitions")
 	}
+
+	// Every PartitionName line removed: the partitions stay, and the admin
+	// is told so (it said nothing).
+	none := file
+	none.Partitions, none.ConfigWarnings, none.Peers = nil, nil, s.cfg.Peers
+	s.cfg.Reload = func() (Config, error) { return none, nil }
+	resp, err = api.Reconfigure(ctx, &phalanxv1.ReconfigureRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Warnings) != 1 || !strings.HasPrefix(resp.Warnings[0], "the config has no PartitionName lines any more: the partitions stay as they are") ||
+		part("gpu") == nil || part("debug") == nil {
+		t.Errorf("reconfigure without PartitionName lines: warnings %q, gpu %v, debug %v", resp.Warnings, part("gpu"), part("debug"))
+	}
 }
 
 // Every field of Config that holds a function (or runtime state) is
