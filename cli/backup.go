@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -19,6 +20,9 @@ import (
 func (k *commands) backup(c *ucli.Context, args []string) error {
 	if len(args) != 1 || args[0] == "" {
 		return errors.New("write scontrol backup FILE")
+	}
+	if fi, err := os.Stat(args[0]); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory: give the backup's file name, e.g. %s", args[0], filepath.Join(args[0], "phalanx-"+k.sys.Now().In(k.loc()).Format("2006-01-02")+".db"))
 	}
 	cn, err := k.dial(c)
 	if err != nil {

@@ -103,6 +103,10 @@ func TestScontrolBackup(t *testing.T) {
 	if code != 1 || stderr != "scontrol: error: write scontrol backup FILE\n" {
 		t.Fatalf("no file: code %d, stderr %q", code, stderr)
 	}
+	code, _, stderr = runOut(t, addr, "scontrol", "backup", dir+"/")
+	if want := "scontrol: error: " + dir + "/ is a directory: give the backup's file name, e.g. " + dir + "/phalanx-"; code != 1 || !strings.HasPrefix(stderr, want) {
+		t.Errorf("a directory: code %d, stderr %q; want %q...", code, stderr, want)
+	}
 }
 
 func TestScontrolRestore(t *testing.T) {
