@@ -66,9 +66,10 @@
 // started is reported FAILED with a one-line reason. A task that ended
 // here is never started again under the same job, attempt and rank and
 // placement; a controller whose state was restored from a backup and no
-// longer has its end gets the end reported again (reconcile.go). Nor does
-// a task start on a GPU another task here still holds: it waits for its
-// end.
+// longer has its end gets the end reported again, and one that has again
+// a task whose end it rejected, having no such job, gets it reported LOST
+// (reconcile.go). Nor does a task start on a GPU another task here
+// still holds: it waits for its end.
 //
 // # Shutdown
 //

@@ -35,6 +35,7 @@ type fakeNodeService struct {
 	watchCalls     int
 	failReports    int                    // fail this many ReportTaskStatus calls
 	rejectReports  int                    // reject this many as malformed (after failReports)
+	noJob          map[uint64]bool        // reject reports for these jobs NotFound, as a state without them
 	failWatches    int                    // fail this many WatchAssignments calls
 	reregisterNext bool                   // answer the next heartbeat with reregister
 	failHeartbeats bool                   // fail every heartbeat while set
@@ -112,6 +113,9 @@ func (f *fakeNodeService) ReportTaskStatus(_ context.Context, req *phalanxv1.Rep
 		f.rejectReports--
 		return nil, status.Error(codes.InvalidArgument, "task state \"BOGUS\"")
 	}
+	if f.noJob[req.JobId] {
+		return nil, status.Errorf(codes.NotFound, "task report for job %d: not found", req.JobId)
+	}
 	f.reports = append(f.reports, req)
 	var hb *phalanxv1.HeartbeatRequest
 	if len(f.heartbeats) > 0 {
@@ -158,6 +162,17 @@ func (f *fakeNodeService) setAt(index uint64, as ...*phalanxv1.Assignment) {
 	f.assignments = &phalanxv1.Assignments{Assignments: as, Index: index}
 	close(f.changed)
 	f.changed = make(chan struct{})
+}
+
+// withoutJobs makes the fake reject the reports for jobs NotFound, as a
+// controller whose state has no such jobs; none: it takes them again.
+func (f *fakeNodeService) withoutJobs(jobs ...uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.noJob = map[uint64]bool{}
+	for _, j := range jobs {
+		f.noJob[j] = true
+	}
 }
 
 // reportsFor returns the delivered reports' states for a job, in order.

@@ -3,6 +3,8 @@ package nodeagent
 import (
 	"slices"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
@@ -34,6 +36,14 @@ import (
 // administrator's restore). Of the same placement (the controller saw it
 // start, or placed it at the same index), the end is reported again; of
 // another, the task is what the controller now asks for, and runs.
+//
+// An end the controller rejected because it had no such job (its state
+// was replaced by one without it, and the task stopped as no longer
+// assigned) can never be recorded. When a set read after that holds the
+// task again (a state restored from before its end), it is reported LOST
+// if of the same placement, so that the attempt ends NODE_FAIL and the job
+// restarts rather than run for ever with no process; of another placement
+// it runs.
 //
 // A task never starts on a GPU that another task here still holds: it
 // waits until that one has ended (the controller places nothing on GPUs
@@ -98,15 +108,26 @@ func (a *Agent) reconcileOne(as assignment, index uint64, waited map[taskKey]boo
 		a.followLimit(t, as)
 	}
 	if e := a.finished[key]; e != nil && !running && e.forgotten(index) {
-		if e.samePlacement(as) {
+		switch {
+		case !e.samePlacement(as):
+			a.log.Warn("the controller placed again, in a restored state, a task that ended here; taking it as the new one",
+				"task", key, "placed", as.job.placed, "ended_placed", e.placed)
+			delete(a.finished, key)
+		case e.rejected:
+			a.log.Warn("a restored state has again a task whose end the controller rejected, not having its job; reporting it lost",
+				"task", key, "state", e.report.State)
+			msg := "ended while the controller's state did not have its job (" + e.report.State
+			if e.report.Message != "" {
+				msg += ": " + e.report.Message
+			}
+			a.remember(key, e.placed, a.taskReport(key, cluster.TaskLost, msg+")"), true)
+			return
+		default:
 			a.log.Warn("the controller no longer has the end of a task that ended here (its state was restored?); reporting it again",
 				"task", key, "state", e.report.State)
 			a.remember(key, e.placed, proto.Clone(e.report).(*phalanxv1.ReportTaskStatusRequest), false)
 			return
 		}
-		a.log.Warn("the controller placed again, in a restored state, a task that ended here; taking it as the new one",
-			"task", key, "placed", as.job.placed, "ended_placed", e.placed)
-		delete(a.finished, key)
 	}
 	switch {
 	case as.stop && running:
@@ -171,15 +192,19 @@ type ended struct {
 	report *phalanxv1.ReportTaskStatusRequest // the final one
 	placed uint64                             // the placement it ended under (0: not said)
 	// recorded: the controller's index once it acknowledged the report
-	// (0: not yet, or a controller that does not say).
+	// (0: not yet, or a controller that does not say); with rejected, the
+	// index of the newest set the agent had when the controller rejected it.
 	recorded uint64
+	// rejected: the controller rejected the report, having no such job.
+	rejected bool
 }
 
 // forgotten reports whether a set read at index that still holds the task
 // shows the controller has lost its end: it had recorded it at a lower
+// index, or had no such job when the agent's newest set was at a lower
 // index. A set read before that (an older stream's) proves nothing.
 func (e *ended) forgotten(index uint64) bool {
-	return e.recorded != 0 && index > e.recorded
+	return (e.rejected || e.recorded != 0) && index > e.recorded
 }
 
 // samePlacement reports whether as is the placement the task ended under:
@@ -198,15 +223,20 @@ func (e *ended) samePlacement(as assignment) bool {
 func (a *Agent) remember(key taskKey, placed uint64, req *phalanxv1.ReportTaskStatusRequest, stamp bool) {
 	e := &ended{report: req, placed: placed}
 	a.finished[key] = e
-	recorded := func(index uint64) {
+	answered := func(index uint64, err error) {
 		a.mu.Lock()
-		e.recorded = index
-		a.mu.Unlock()
+		defer a.mu.Unlock()
+		switch {
+		case err == nil:
+			e.recorded = index
+		case status.Code(err) == codes.NotFound: // no such job: the end can never be recorded
+			e.rejected, e.recorded = true, a.last.GetIndex()
+		}
 	}
 	if stamp {
-		a.rep.reportRecorded(req, recorded)
+		a.rep.reportAnswered(req, answered)
 	} else {
-		a.rep.resend(req, recorded)
+		a.rep.resend(req, answered)
 	}
 }
 

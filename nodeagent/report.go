@@ -35,9 +35,10 @@ type reporter struct {
 
 type queuedReport struct {
 	req *phalanxv1.ReportTaskStatusRequest
-	// recorded, when set, is called with the controller's recorded_index
-	// once it acknowledged the report.
-	recorded func(index uint64)
+	// answered, when set, is called once the controller answered the
+	// report: acknowledged it (err nil) with its recorded_index, or
+	// rejected it (err the rejection).
+	answered func(index uint64, err error)
 }
 
 func newReporter(client phalanxv1.NodeServiceClient, clock Clock, log *slog.Logger) *reporter {
@@ -46,20 +47,20 @@ func newReporter(client phalanxv1.NodeServiceClient, clock Clock, log *slog.Logg
 
 // report queues req, stamping it with the current time.
 func (r *reporter) report(req *phalanxv1.ReportTaskStatusRequest) {
-	r.reportRecorded(req, nil)
+	r.reportAnswered(req, nil)
 }
 
-// reportRecorded queues req, stamping it with the current time, and calls
-// recorded (unless nil) once the controller acknowledged it.
-func (r *reporter) reportRecorded(req *phalanxv1.ReportTaskStatusRequest, recorded func(index uint64)) {
+// reportAnswered queues req, stamping it with the current time, and calls
+// answered (unless nil) once the controller acknowledged or rejected it.
+func (r *reporter) reportAnswered(req *phalanxv1.ReportTaskStatusRequest, answered func(index uint64, err error)) {
 	req.Time = timestamppb.New(r.clock.Now())
-	r.resend(req, recorded)
+	r.resend(req, answered)
 }
 
 // resend queues req as it is, its time included.
-func (r *reporter) resend(req *phalanxv1.ReportTaskStatusRequest, recorded func(index uint64)) {
+func (r *reporter) resend(req *phalanxv1.ReportTaskStatusRequest, answered func(index uint64, err error)) {
 	r.mu.Lock()
-	r.queue = append(r.queue, queuedReport{req: req, recorded: recorded})
+	r.queue = append(r.queue, queuedReport{req: req, answered: answered})
 	r.mu.Unlock()
 	r.poke()
 }
@@ -99,15 +100,15 @@ func (r *reporter) run(ctx context.Context) {
 		r.mu.Unlock()
 		switch {
 		case head.req != nil:
-			index, acked, ok := r.deliver(ctx, head.req)
+			index, ok, err := r.deliver(ctx, head.req)
 			if !ok {
 				return
 			}
 			r.mu.Lock()
 			r.queue = r.queue[1:]
 			r.mu.Unlock()
-			if acked && head.recorded != nil {
-				head.recorded(index)
+			if head.answered != nil {
+				head.answered(index, err)
 			}
 			continue
 		case closing:
@@ -121,9 +122,10 @@ func (r *reporter) run(ctx context.Context) {
 	}
 }
 
-// deliver sends req until the controller acknowledges it (acked, with the
-// index it recorded it at) or rejects it; ok is false when ctx ended first.
-func (r *reporter) deliver(ctx context.Context, req *phalanxv1.ReportTaskStatusRequest) (index uint64, acked, ok bool) {
+// deliver sends req until the controller acknowledges it (with the index
+// it recorded it at) or rejects it (rejected); ok is false when ctx ended
+// first.
+func (r *reporter) deliver(ctx context.Context, req *phalanxv1.ReportTaskStatusRequest) (index uint64, ok bool, rejected error) {
 	b := newBackoff()
 	for {
 		callCtx, cancel := context.WithTimeout(ctx, rpcTimeout)
@@ -131,17 +133,17 @@ func (r *reporter) deliver(ctx context.Context, req *phalanxv1.ReportTaskStatusR
 		cancel()
 		if err == nil {
 			r.log.Debug("task reported", "job", req.JobId, "attempt", req.Attempt, "rank", req.Rank, "state", req.State)
-			return resp.GetRecordedIndex(), true, true
+			return resp.GetRecordedIndex(), true, nil
 		}
 		if permanent(err) {
 			r.log.Error("controller rejected task report; dropping it", "job", req.JobId,
 				"attempt", req.Attempt, "rank", req.Rank, "state", req.State, "err", err)
-			return 0, false, true
+			return 0, true, err
 		}
 		r.log.Warn("task report not delivered; retrying", "job", req.JobId, "rank", req.Rank,
 			"state", req.State, "err", err)
 		if sleep(ctx, r.clock, b.next()) != nil {
-			return 0, false, false
+			return 0, false, nil
 		}
 	}
 }

@@ -191,3 +191,66 @@ func TestTaskWaitsForGPUsStillHeld(t *testing.T) {
 		t.Errorf("reports in order %v; want %v: job 7 started on GPUs job 6 still held", all, want)
 	}
 }
+
+// endRejected waits until the controller rejected the end of job's rank 0
+// for want of its job.
+func (h *harness) endRejected(t *testing.T, job uint64) {
+	t.Helper()
+	eventually(t, 10*time.Second, func() error {
+		a := h.agent
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if e := a.finished[taskKey{job: job}]; e == nil || !e.rejected {
+			return fmt.Errorf("end of job %d not rejected yet", job)
+		}
+		return nil
+	})
+}
+
+// A state restored over a cluster without a job (scontrol restore force)
+// stops its task, whose end the controller rejects: it has no such job.
+// A second restore, of a state from before that end, has the task again,
+// running (or stopping: scancel'led): the agent reports it LOST, so that
+// the attempt ends NODE_FAIL and restarts, rather than leave the job
+// RUNNING, or COMPLETING, for ever with no process. A set read before the
+// rejection does not make it do so, and the task does not start again.
+func TestTaskStoppedByARestoreIsReportedLostWhenRestoredAgain(t *testing.T) {
+	rt := fake.New()
+	h := newHarness(t, rt, nil)
+	work := t.TempDir()
+	running := placedAt(wireAssignment(1, work, script), 1)
+	cancelled := placedAt(wireAssignment(2, work, script), 2)
+	cancelled.Job.Alloc[0].Gpus = []int32{4, 5}
+	h.srv.setAt(2, running, cancelled)
+	for _, job := range []uint64{1, 2} {
+		waitStarted(t, rt, fmt.Sprintf("phx-%d-0-0", job))
+		h.srv.waitReport(t, job, "RUNNING")
+	}
+
+	h.srv.withoutJobs(1, 2)
+	h.srv.setAt(10) // the first restore: a state without the jobs
+	h.endRejected(t, 1)
+	h.endRejected(t, 2)
+	h.srv.withoutJobs()
+
+	running, cancelled = placedAt(running, 1, 0), withStop(placedAt(cancelled, 2, 0), 0, "CANCELLED")
+	h.srv.setAt(10, running, cancelled) // as old as the rejection: proves nothing
+	h.srv.setAt(10, running, cancelled, wireAssignment(13, work, script))
+	waitStarted(t, rt, "phx-13-0-0")
+	for _, job := range []uint64{1, 2} {
+		if got := states(h.srv.reportsFor(job)); len(got) != 1 {
+			t.Fatalf("job %d: reports %v after a set as old as the rejection; want RUNNING alone", job, got)
+		}
+	}
+
+	h.srv.setAt(20, running, cancelled, wireAssignment(13, work, script)) // the second restore
+	for _, job := range []uint64{1, 2} {
+		r := h.srv.waitReport(t, job, "LOST")
+		if want := "ended while the controller's state did not have its job (KILLED: no longer assigned to this node)"; r.Message != want {
+			t.Errorf("job %d reported LOST with %q; want %q", job, r.Message, want)
+		}
+	}
+	if n := len(rt.Specs()); n != 3 {
+		t.Errorf("%d tasks started, want 3 (jobs 1, 2 and 13): a stopped task started again", n)
+	}
+}
