@@ -166,6 +166,22 @@ func TestInstallLinks(t *testing.T) {
 	}
 }
 
+// TestSlurmNamesDocumented: docs/cli.md's "Slurm names" names every link
+// install-links creates.
+func TestSlurmNamesDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "## Slurm names\n")
+	section, _, _ = strings.Cut(section, "\n```")
+	for _, name := range slurmNames {
+		if !strings.Contains(section, "`"+name+"`") {
+			t.Errorf("docs/cli.md, Slurm names: %s is not listed:\n%s", name, section)
+		}
+	}
+}
+
 func TestResolveAddrs(t *testing.T) {
 	conf := []byte("# phalanx.conf\nClusterName=c\nSlurmctldHost=ctl1(10.0.0.1)\nSlurmctldHost=ctl2(10.0.0.2)\n")
 	for _, tc := range []struct {
