@@ -293,6 +293,11 @@ func TestErrors(t *testing.T) {
 				"COMPLETING,CONFIGURING,RESIZING,RESV_DEL_HOLD,REQUEUED,REQUEUE_FED,REQUEUE_HOLD,REVOKED,SIGNALING,SPECIAL_EXIT,STAGE_OUT,STOPPED\n"},
 		{"squeue bad sort", addr, []string{"phx", "squeue", "-S", "P,x"}, "squeue: error: Invalid sort specification: x"},
 		{"unknown command", addr, []string{"phx", "frob"}, `phx: error: unknown command "frob": run phx --help`},
+		{"unknown phx flag", addr, []string{"phx", "--bogus", "squeue"}, "phx: error: unknown option --bogus: run phx --help"},
+		{"bad phx flag value", addr, []string{"phx", "--timeout", "5", "squeue"}, "phx: error: --timeout 5: want a duration such as 30s, 5m or 1h30m"},
+		{"unknown install-links flag", addr, []string{"phx", "install-links", "--bogus", "/tmp"},
+			"install-links: error: unknown option --bogus: run phx install-links --help"},
+		{"unknown completion flag", addr, []string{"phx", "completion", "-x", "bash"}, "completion: error: unknown option -x: run phx completion --help"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sys, stdout, stderr := testSystem(t, tc.server)
