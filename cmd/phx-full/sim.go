@@ -74,7 +74,7 @@ func simFlags() []cli.Flag {
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the generated workload and of node failures"},
 		&cli.Float64Flag{Name: "load", Value: sim.DefaultLoad, Usage: "generated workload: offered load (work / capacity)"},
 		&cli.Float64Flag{Name: "preemptible", Usage: "generated workload: fraction of small jobs in the preemptible partition " + sim.PreemptPartition},
-		&cli.StringSliceFlag{Name: "partition", Usage: "add or replace a partition: `NAME[:tier=N][:preempt=requeue][:maxtime=T][:state=S]` (repeatable)"},
+		&cli.StringSliceFlag{Name: "partition", Usage: "add or replace a partition; `SPEC` is NAME[:tier=N][:preempt=requeue|off][:maxtime=MIN][:state=S] (repeatable)"},
 		&cli.DurationFlag{Name: "pass-interval", Value: sim.DefaultPassInterval, Usage: "virtual time between periodic passes while jobs wait"},
 		&cli.IntFlag{Name: "reserve-depth", Usage: "scheduler: blocked jobs that get a reservation (0: the scheduler's default; -1: none)"},
 		&cli.BoolFlag{Name: "idle-passes", Usage: "also pass every --pass-interval while jobs wait when nothing changed"},

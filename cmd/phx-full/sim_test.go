@@ -112,3 +112,20 @@ func TestSimETTR(t *testing.T) {
 		}
 	}
 }
+
+// phx sim --help shows --partition's grammar once, not in the flag's
+// column too.
+func TestSimHelpPartition(t *testing.T) {
+	out, err := runSim(t, "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "--partition") && strings.Count(line, "NAME[:tier=N]") != 1 {
+			t.Errorf("--partition's help names the grammar %d times: %q", strings.Count(line, "NAME[:tier=N]"), line)
+		}
+	}
+	if !strings.Contains(out, "--partition SPEC") {
+		t.Errorf("phx sim --help lacks --partition SPEC:\n%s", out)
+	}
+}
