@@ -76,6 +76,10 @@ func TestParsePartition(t *testing.T) {
 	if err == nil {
 		t.Fatalf("maxtime with colons parsed as %+v; want an error (':' separates keys)", p)
 	}
+	if want := `partition "debug:tier=3:preempt=requeue:maxtime=1:00:00": maxtime must not contain ':' (it separates the keys): ` +
+		"give minutes or D-H, e.g. maxtime=90 or maxtime=1-12"; err.Error() != want {
+		t.Errorf("maxtime with colons: %q, want %q", err, want)
+	}
 	p, err = ParsePartition("debug:tier=3:preempt=requeue:maxtime=90:state=drain")
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +88,7 @@ func TestParsePartition(t *testing.T) {
 		p.State != cluster.PartitionDrain || !p.AllNodes {
 		t.Errorf("got %+v", p)
 	}
-	for _, bad := range []string{"", "tier=1", "x:tier=a", "x:preempt=suspend", "x:state=open", "x:color=red"} {
+	for _, bad := range []string{"", "tier=1", "x:tier=a", "x:preempt=suspend", "x:state=open", "x:color=red", "x:tier", "x:maxtime=1-12:00"} {
 		if _, err := ParsePartition(bad); !errors.Is(err, cluster.ErrInvalid) {
 			t.Errorf("ParsePartition(%q) = %v, want ErrInvalid", bad, err)
 		}

@@ -63,6 +63,7 @@ func TestSimCommandErrors(t *testing.T) {
 		{[]string{"--nodes", "0"}, "sizes must be positive"},
 		{[]string{"--partition", "x:tier=high"}, `--partition: partition "x:tier=high": tier "high" is not a number`},
 		{[]string{"--topology", "/nonexistent/topology.conf"}, "no such file"},
+		{[]string{"--partition", "debug:maxtime=1:00:00"}, `maxtime must not contain ':' (it separates the keys): give minutes or D-H`},
 	} {
 		if _, err := runSim(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("phx sim %v: %v, want an error containing %q", tc.args, err, tc.want)
