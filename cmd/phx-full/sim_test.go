@@ -63,6 +63,9 @@ func TestSimCommandErrors(t *testing.T) {
 		{[]string{"--nodes", "0"}, "sizes must be positive"},
 		{[]string{"--partition", "x:tier=high"}, `--partition: partition "x:tier=high": tier "high" is not a number`},
 		{[]string{"--topology", "/nonexistent/topology.conf"}, "no such file"},
+		{[]string{"--topology", "/nonexistent/topology.conf"}, "--topology /nonexistent/topology.conf: no such file"},
+		{[]string{"--workload", "/nonexistent/w.json"}, "--workload /nonexistent/w.json: no such file"},
+		{[]string{"--workload", bad}, "--workload " + bad + ": "},
 		{[]string{"--partition", "debug:maxtime=1:00:00"}, `maxtime must not contain ':' (it separates the keys): give minutes or D-H`},
 	} {
 		if _, err := runSim(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
