@@ -59,7 +59,7 @@ func TestSimCommandErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--workload", bad}, `workload job 0 (id "x"): nodes is 0`},
+		{[]string{"--workload", bad}, `workload job 1 (id "x"): nodes is 0`},
 		{[]string{"--nodes", "0"}, "sizes must be positive"},
 		{[]string{"--partition", "x:tier=high"}, `--partition: partition "x:tier=high": tier "high" is not a number`},
 		{[]string{"--topology", "/nonexistent/topology.conf"}, "no such file"},
