@@ -155,8 +155,8 @@ func NewApp(sys *System, extra ...*ucli.Command) *ucli.App {
 		},
 		Version:        Version(),
 		ExitErrHandler: func(*ucli.Context, error) {}, // Run prints errors and picks the status
-		OnUsageError: func(_ *ucli.Context, err error, _ bool) error {
-			return &cmdError{cmd: "phx", err: err}
+		OnUsageError: func(c *ucli.Context, err error, _ bool) error {
+			return &cmdError{cmd: "phx", err: flagError("phx", c.App.Flags, err)}
 		},
 		Action: func(c *ucli.Context) error {
 			if c.Args().Present() {
@@ -166,6 +166,7 @@ func NewApp(sys *System, extra ...*ucli.Command) *ucli.App {
 		},
 	}
 	app.Commands = append(app.Commands, extra...)
+	onUsageErrors(app.Name, app.Commands)
 	return app
 }
 

@@ -233,6 +233,34 @@ func TestSbatchParsableAndTestOnly(t *testing.T) {
 	}
 }
 
+// TestSbatchEmptyScript: an empty script, on standard input or in a file,
+// and one of white space only are refused with Slurm's words.
+func TestSbatchEmptyScript(t *testing.T) {
+	f, addr := startFake(t)
+	for _, tc := range []struct {
+		name, script, stdin string
+		args                []string
+		want                string
+	}{
+		{"empty stdin", "", "", []string{"phx", "sbatch"}, "sbatch: error: Batch script is empty!\n"},
+		{"empty file", "", "", []string{"phx", "sbatch", "job.sh"}, "sbatch: error: Batch script is empty!\n"},
+		{"blank stdin", "", "\n  \n", []string{"/usr/bin/sbatch"}, "sbatch: error: Batch script contains only whitespace!\n"},
+		{"blank file", " \n\t\r\n", "", []string{"phx", "sbatch", "job.sh"}, "sbatch: error: Batch script contains only whitespace!\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sys, stdout, stderr := testSystem(t, addr)
+			writeScript(t, sys, tc.script)
+			sys.Stdin = strings.NewReader(tc.stdin)
+			if code := Run(context.Background(), sys, tc.args); code != 1 || stdout.Len() != 0 || stderr.String() != tc.want {
+				t.Fatalf("code %d, stdout %q\nstderr %q\nwant   %q", code, stdout, stderr, tc.want)
+			}
+		})
+	}
+	if len(f.submits) != 0 {
+		t.Errorf("an empty script was submitted: %v", f.submits)
+	}
+}
+
 // TestErrors checks that every failure is one line on stderr, prefixed
 // with the command, with exit status 1 and nothing sent that should not be.
 func TestErrors(t *testing.T) {
@@ -265,6 +293,11 @@ func TestErrors(t *testing.T) {
 				"COMPLETING,CONFIGURING,RESIZING,RESV_DEL_HOLD,REQUEUED,REQUEUE_FED,REQUEUE_HOLD,REVOKED,SIGNALING,SPECIAL_EXIT,STAGE_OUT,STOPPED\n"},
 		{"squeue bad sort", addr, []string{"phx", "squeue", "-S", "P,x"}, "squeue: error: Invalid sort specification: x"},
 		{"unknown command", addr, []string{"phx", "frob"}, `phx: error: unknown command "frob": run phx --help`},
+		{"unknown phx flag", addr, []string{"phx", "--bogus", "squeue"}, "phx: error: unknown option --bogus: run phx --help"},
+		{"bad phx flag value", addr, []string{"phx", "--timeout", "5", "squeue"}, "phx: error: --timeout 5: want a duration such as 30s, 5m or 1h30m"},
+		{"unknown install-links flag", addr, []string{"phx", "install-links", "--bogus", "/tmp"},
+			"install-links: error: unknown option --bogus: run phx install-links --help"},
+		{"unknown completion flag", addr, []string{"phx", "completion", "-x", "bash"}, "completion: error: unknown option -x: run phx completion --help"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sys, stdout, stderr := testSystem(t, tc.server)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -163,6 +164,48 @@ func TestInstallLinks(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(other, "sbatch")); err == nil {
 		t.Error("sbatch was linked although install-links failed")
+	}
+
+	// A directory that is not there: one line, without the temporary link.
+	missing := filepath.Join(t.TempDir(), "bin")
+	sys, _, stderr = testSystem(t, "127.0.0.1:1")
+	want := "install-links: error: directory " + missing + " does not exist: create it first (mkdir -p " + missing + ")\n"
+	if code := Run(context.Background(), sys, []string{"phx", "install-links", missing}); code != 1 || stderr.String() != want {
+		t.Fatalf("code %d, stderr %q, want %q", code, stderr, want)
+	}
+}
+
+// TestLinkError: a link that cannot be made is named, not the temporary
+// link install-links goes through.
+func TestLinkError(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&os.LinkError{Op: "symlink", Old: "/bin/phx", New: "/d/sbatch.phx-new", Err: syscall.EACCES},
+			"cannot create /d/sbatch: permission denied (run it as a user who may write /d)"},
+		{&os.LinkError{Op: "rename", Old: "/d/sbatch.phx-new", New: "/d/sbatch", Err: syscall.EROFS},
+			"cannot create /d/sbatch: read-only file system"},
+	} {
+		if got := linkError("/d/sbatch", tc.err).Error(); got != tc.want {
+			t.Errorf("linkError(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestSlurmNamesDocumented: docs/cli.md's "Slurm names" names every link
+// install-links creates.
+func TestSlurmNamesDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "## Slurm names\n")
+	section, _, _ = strings.Cut(section, "\n```")
+	for _, name := range slurmNames {
+		if !strings.Contains(section, "`"+name+"`") {
+			t.Errorf("docs/cli.md, Slurm names: %s is not listed:\n%s", name, section)
+		}
 	}
 }
 

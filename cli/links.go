@@ -47,6 +47,14 @@ func (k *commands) installLinks() *ucli.Command {
 // existing link is replaced; any other file is left alone and reported, and
 // then nothing is changed.
 func InstallLinks(dir, target string, names []string) error {
+	switch fi, err := os.Stat(dir); {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("directory %s does not exist: create it first (mkdir -p %s)", dir, dir)
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory: name the directory the links go in, e.g. /usr/local/bin", dir)
+	}
 	for _, n := range names {
 		p := filepath.Join(dir, n)
 		fi, err := os.Lstat(p)
@@ -66,12 +74,25 @@ func InstallLinks(dir, target string, names []string) error {
 		tmp := p + ".phx-new"
 		_ = os.Remove(tmp)
 		if err := os.Symlink(target, tmp); err != nil {
-			return err
+			return linkError(p, err)
 		}
 		if err := os.Rename(tmp, p); err != nil {
 			_ = os.Remove(tmp)
-			return err
+			return linkError(p, err)
 		}
 	}
 	return nil
+}
+
+// linkError says which link could not be made, and why, without the name
+// of the temporary link it goes through.
+func linkError(p string, err error) error {
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		err = le.Err
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("cannot create %s: permission denied (run it as a user who may write %s)", p, filepath.Dir(p))
+	}
+	return fmt.Errorf("cannot create %s: %w", p, err)
 }

@@ -198,9 +198,14 @@ func TestServedMatchesDirect(t *testing.T) {
 	sc := startServed(t)
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "job.sh"), []byte("#!/bin/sh\nhostname\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "empty.sh"), nil, 0o644)
+	os.WriteFile(filepath.Join(dir, "blank.sh"), []byte("\n \n"), 0o644)
 	for _, args := range [][]string{
 		{"phx", "sbatch", "job.sh"},
 		{"phx", "sbatch", "missing.sh"},
+		{"phx", "sbatch"}, // an empty script on standard input
+		{"phx", "sbatch", "empty.sh"},
+		{"phx", "sbatch", "blank.sh"},
 		{"phx", "sbatch", "-p", "nope", "job.sh"},
 		{"phx", "sbatch", "--bogus", "job.sh"},
 		{"phx", "sbatch", "--test-only", "job.sh"},

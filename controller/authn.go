@@ -159,6 +159,9 @@ const (
 
 var levelNames = [...]string{levelUser: "user", levelOperator: "operator", levelAdmin: "administrator"}
 
+// levelsWithArticle are the levels after "is": by sound, "a user".
+var levelsWithArticle = [...]string{levelUser: "a user", levelOperator: "an operator", levelAdmin: "an administrator"}
+
 // caller returns the call's identity and level. Without authentication
 // (Insecure) everyone is an administrator.
 func (s *Server) caller(ctx context.Context) (auth.Identity, level, bool) {
@@ -185,7 +188,7 @@ func (s *Server) require(ctx context.Context, lvl level, what string) error {
 		return nil
 	}
 	s.audit(ctx, what, "permission denied", "user", id.User, "uid", id.UID, "needs", levelNames[lvl])
-	return cluster.Errorf(cluster.ErrPermission, "permission denied: %s is for %ss; %s is %s", what, levelNames[lvl], id, withArticle(levelNames[have]))
+	return cluster.Errorf(cluster.ErrPermission, "permission denied: %s is for %ss; %s is %s", what, levelNames[lvl], id, levelsWithArticle[have])
 }
 
 // audit logs a refused call.
@@ -234,12 +237,4 @@ func asController(ctx context.Context, src *auth.Source) context.Context {
 		return ctx // the peer refuses the call, and says why
 	}
 	return auth.Outgoing(ctx, tok)
-}
-
-// withArticle puts "a" or "an" before a word: "an operator", "a user".
-func withArticle(w string) string {
-	if w != "" && strings.ContainsRune("aeiou", rune(w[0])) {
-		return "an " + w
-	}
-	return "a " + w
 }

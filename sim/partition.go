@@ -19,11 +19,22 @@ func ParsePartition(spec string) (*cluster.Partition, error) {
 	if p.Name == "" || strings.Contains(p.Name, "=") {
 		return nil, cluster.Errorf(cluster.ErrInvalid, "partition %q: want NAME[:tier=N][:preempt=requeue][:maxtime=T][:state=S]", spec)
 	}
+	prev := ""
 	for _, f := range fields[1:] {
-		key, val, _ := strings.Cut(f, "=")
-		if err := setPartitionKey(p, strings.ToLower(key), val); err != nil {
+		key, val, ok := strings.Cut(f, "=")
+		var err error
+		switch key = strings.ToLower(key); {
+		case !ok && prev == "maxtime": // maxtime=1:00:00: the time went on past a ':'
+			err = fmt.Errorf("maxtime must not contain ':' (it separates the keys): give minutes or D-H, e.g. maxtime=90 or maxtime=1-12")
+		case !ok:
+			err = fmt.Errorf("%q is not KEY=VALUE (keys: tier, preempt, maxtime, state)", f)
+		default:
+			err = setPartitionKey(p, key, val)
+		}
+		if err != nil {
 			return nil, cluster.Errorf(cluster.ErrInvalid, "partition %q: %s", spec, err)
 		}
+		prev = key
 	}
 	return p, nil
 }

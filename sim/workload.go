@@ -43,8 +43,9 @@ type rawSpec struct {
 }
 
 // ParseWorkload reads a JSON list of job objects. Unknown fields, bad
-// values and duplicate ids are errors that name the job's index and id and
-// wrap cluster.ErrInvalid. A job without an id gets its 1-based index.
+// values and duplicate ids are errors that name the job's position (from
+// 1) and id and wrap cluster.ErrInvalid. A job without an id gets its
+// position.
 func ParseWorkload(r io.Reader) ([]JobSpec, error) {
 	var raw []json.RawMessage
 	if err := json.NewDecoder(r).Decode(&raw); err != nil {
@@ -53,47 +54,50 @@ func ParseWorkload(r io.Reader) ([]JobSpec, error) {
 	specs := make([]JobSpec, 0, len(raw))
 	seen := make(map[string]int, len(raw))
 	for i, msg := range raw {
-		s, err := decodeSpec(i, msg)
+		n := i + 1 // the job's position, as people count
+		s, err := decodeSpec(n, msg)
 		if err != nil {
 			return nil, err
 		}
 		if err := s.Validate(); err != nil {
-			return nil, fmt.Errorf("workload job %d (id %q): %w", i, s.ID, err)
+			return nil, fmt.Errorf("workload job %d (id %q): %w", n, s.ID, err)
 		}
 		if prev, dup := seen[s.ID]; dup {
-			return nil, cluster.Errorf(cluster.ErrInvalid, "workload job %d (id %q): same id as job %d", i, s.ID, prev)
+			return nil, cluster.Errorf(cluster.ErrInvalid, "workload job %d (id %q): same id as job %d", n, s.ID, prev)
 		}
-		seen[s.ID] = i
+		seen[s.ID] = n
 		specs = append(specs, s)
 	}
 	return specs, nil
 }
 
-func decodeSpec(i int, msg json.RawMessage) (JobSpec, error) {
+// decodeSpec decodes the job at position n (from 1).
+func decodeSpec(n int, msg json.RawMessage) (JobSpec, error) {
 	var r rawSpec
 	dec := json.NewDecoder(bytes.NewReader(msg))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
-		return JobSpec{}, cluster.Errorf(cluster.ErrInvalid, "workload job %d: %v", i, err)
+		return JobSpec{}, cluster.Errorf(cluster.ErrInvalid, "workload job %d: %v", n, err)
 	}
 	s := r.JobSpec
-	id, err := decodeID(r.ID, i)
+	id, err := decodeID(r.ID, n)
 	if err != nil {
-		return JobSpec{}, cluster.Errorf(cluster.ErrInvalid, "workload job %d: id: %v", i, err)
+		return JobSpec{}, cluster.Errorf(cluster.ErrInvalid, "workload job %d: id: %v", n, err)
 	}
 	s.ID = id
 	if len(r.Switches) > 0 {
 		if s.Switches, s.SwitchesWaitS, err = decodeSwitches(r.Switches, s.SwitchesWaitS); err != nil {
-			return JobSpec{}, cluster.Errorf(cluster.ErrInvalid, "workload job %d (id %q): switches: %v", i, id, err)
+			return JobSpec{}, cluster.Errorf(cluster.ErrInvalid, "workload job %d (id %q): switches: %v", n, id, err)
 		}
 	}
 	return s, nil
 }
 
-// decodeID takes a JSON string or number; missing means the 1-based index.
-func decodeID(raw json.RawMessage, i int) (string, error) {
+// decodeID takes a JSON string or number; missing means the job's
+// position pos.
+func decodeID(raw json.RawMessage, pos int) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return strconv.Itoa(i + 1), nil
+		return strconv.Itoa(pos), nil
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {

@@ -39,23 +39,23 @@ func TestParseWorkloadErrors(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{`{}`, "workload: want a JSON list of jobs"},
 		{`[{` + ok + `}, {"id": "b", "nodes": 0, "gpus_per_node": 8, "duration_s": 10, "submit_offset_s": 0}]`,
-			`workload job 1 (id "b"): nodes is 0, want at least 1`},
+			`workload job 2 (id "b"): nodes is 0, want at least 1`},
 		{`[{"id": "a", "nodes": 1, "gpus_per_node": -1, "duration_s": 10, "submit_offset_s": 0}]`,
-			`workload job 0 (id "a"): gpus_per_node is -1`},
+			`workload job 1 (id "a"): gpus_per_node is -1`},
 		{`[{"id": "a", "nodes": 1, "gpus_per_node": 8, "submit_offset_s": 0}]`,
-			`workload job 0 (id "a"): duration_s is 0, want more than 0`},
+			`workload job 1 (id "a"): duration_s is 0, want more than 0`},
 		{`[{"id": "a", "nodes": 1, "gpus_per_node": 8, "duration_s": 5, "submit_offset_s": -1}]`,
 			`submit_offset_s is -1`},
 		{`[{"id": "a", ` + ok + `, "time_limit_s": -5}]`, `time_limit_s is -5`},
 		{`[{"id": "a", "nodes": 3, "gpus_per_node": 8, "duration_s": 5, "submit_offset_s": 0, "segment": 2}]`,
 			`nodes 3 is not a multiple of segment 2`},
 		{`[{"id": "a", ` + ok + `, "qos": "urgent"}]`, `qos "urgent": use high, normal or low`},
-		{`[{"id": "a", ` + ok + `, "switches": "x@1"}]`, `workload job 0 (id "a"): switches: "x@1": count "x" is not a number`},
+		{`[{"id": "a", ` + ok + `, "switches": "x@1"}]`, `workload job 1 (id "a"): switches: "x@1": count "x" is not a number`},
 		{`[{"id": "a", ` + ok + `, "switches": -1}]`, `switches is -1`},
-		{`[{"id": "a", ` + ok + `, "gpus": 8}]`, `workload job 0: json: unknown field "gpus"`},
-		{`[{"id": "a", "nodes": "two"}]`, `workload job 0: json: cannot unmarshal string`},
-		{`[{"id": "", ` + ok + `}]`, `workload job 0: id: empty`},
-		{`[{"id": "a", ` + ok + `}, {"id": "a", ` + ok + `}]`, `workload job 1 (id "a"): same id as job 0`},
+		{`[{"id": "a", ` + ok + `, "gpus": 8}]`, `workload job 1: json: unknown field "gpus"`},
+		{`[{"id": "a", "nodes": "two"}]`, `workload job 1: json: cannot unmarshal string`},
+		{`[{"id": "", ` + ok + `}]`, `workload job 1: id: empty`},
+		{`[{"id": "a", ` + ok + `}, {"id": "a", ` + ok + `}]`, `workload job 2 (id "a"): same id as job 1`},
 	} {
 		_, err := ParseWorkload(strings.NewReader(tc.in))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -76,6 +76,10 @@ func TestParsePartition(t *testing.T) {
 	if err == nil {
 		t.Fatalf("maxtime with colons parsed as %+v; want an error (':' separates keys)", p)
 	}
+	if want := `partition "debug:tier=3:preempt=requeue:maxtime=1:00:00": maxtime must not contain ':' (it separates the keys): ` +
+		"give minutes or D-H, e.g. maxtime=90 or maxtime=1-12"; err.Error() != want {
+		t.Errorf("maxtime with colons: %q, want %q", err, want)
+	}
 	p, err = ParsePartition("debug:tier=3:preempt=requeue:maxtime=90:state=drain")
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +88,7 @@ func TestParsePartition(t *testing.T) {
 		p.State != cluster.PartitionDrain || !p.AllNodes {
 		t.Errorf("got %+v", p)
 	}
-	for _, bad := range []string{"", "tier=1", "x:tier=a", "x:preempt=suspend", "x:state=open", "x:color=red"} {
+	for _, bad := range []string{"", "tier=1", "x:tier=a", "x:preempt=suspend", "x:state=open", "x:color=red", "x:tier", "x:maxtime=1-12:00"} {
 		if _, err := ParsePartition(bad); !errors.Is(err, cluster.ErrInvalid) {
 			t.Errorf("ParsePartition(%q) = %v, want ErrInvalid", bad, err)
 		}

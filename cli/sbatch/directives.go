@@ -6,9 +6,14 @@ import (
 	"strings"
 )
 
-// ErrNotBatchScript is Slurm's complaint about a script without "#!".
-var ErrNotBatchScript = errors.New("This does not look like a batch script. " +
-	"The first line must start with #! followed by the path to an interpreter.")
+// Slurm's sbatch refuses, in this order, a script of no bytes, one of
+// white space only and one without "#!", with these words.
+var (
+	ErrEmptyScript      = errors.New("Batch script is empty!")
+	ErrWhitespaceScript = errors.New("Batch script contains only whitespace!")
+	ErrNotBatchScript   = errors.New("This does not look like a batch script. " +
+		"The first line must start with #! followed by the path to an interpreter.")
+)
 
 // Directive is the options of one #SBATCH line.
 type Directive struct {
@@ -17,10 +22,15 @@ type Directive struct {
 }
 
 // Directives returns the #SBATCH lines of a script. It fails when the script
-// has no #! line or a directive cannot be split.
+// is empty, has no #! line or a directive cannot be split.
 func Directives(script string) ([]Directive, error) {
 	lines := strings.Split(script, "\n")
-	if !strings.HasPrefix(lines[0], "#!") {
+	switch {
+	case script == "":
+		return nil, ErrEmptyScript
+	case strings.TrimLeft(script, " \t\n\v\f\r") == "": // C's isspace, as Slurm's
+		return nil, ErrWhitespaceScript
+	case !strings.HasPrefix(lines[0], "#!"):
 		return nil, ErrNotBatchScript
 	}
 	var out []Directive

@@ -120,7 +120,7 @@ func loadScript(b *builder, operands []string, env Env) (script, name string, er
 func applyDirectives(b *builder, script, name string) error {
 	dirs, err := Directives(script)
 	if err != nil {
-		if err == ErrNotBatchScript {
+		if err == ErrEmptyScript || err == ErrWhitespaceScript || err == ErrNotBatchScript {
 			return err
 		}
 		return fmt.Errorf("%s %w", name, err)

@@ -180,13 +180,16 @@ func faultCommand() *cli.Command {
 			"health-fail makes the node's health program (HealthCheckProgram, run every 2 s) fail, health-pass mends it.",
 		Flags: []cli.Flag{
 			devDirFlag(),
-			&cli.StringFlag{Name: "node", Required: true, Usage: "the node, e.g. gpu001"},
+			&cli.StringFlag{Name: "node", Usage: "the node, e.g. gpu001 (required)"},
 			&cli.StringFlag{Name: "nic", Usage: "the RDMA port of a link fault: DEVICE[/PORT] (default mlx5_0/1)"},
 			&cli.IntFlag{Name: "gpu", Usage: "the GPU of a GPU fault (its index)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return fmt.Errorf("give one fault KIND: link-down, link-up, xid=N, ecc, gpu-lost, temperature=C, gpu-reset, health-fail or health-pass")
+			}
+			if c.String("node") == "" { // checked here: urfave's Required prints the whole help first
+				return fmt.Errorf("give the node with --node, e.g. --node gpu001")
 			}
 			dir, err := devDir(c)
 			if err != nil {

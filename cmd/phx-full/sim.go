@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"runtime/debug"
 	"time"
@@ -74,7 +76,7 @@ func simFlags() []cli.Flag {
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the generated workload and of node failures"},
 		&cli.Float64Flag{Name: "load", Value: sim.DefaultLoad, Usage: "generated workload: offered load (work / capacity)"},
 		&cli.Float64Flag{Name: "preemptible", Usage: "generated workload: fraction of small jobs in the preemptible partition " + sim.PreemptPartition},
-		&cli.StringSliceFlag{Name: "partition", Usage: "add or replace a partition: `NAME[:tier=N][:preempt=requeue][:maxtime=T][:state=S]` (repeatable)"},
+		&cli.StringSliceFlag{Name: "partition", Usage: "add or replace a partition; `SPEC` is NAME[:tier=N][:preempt=requeue|off][:maxtime=MIN][:state=S] (repeatable)"},
 		&cli.DurationFlag{Name: "pass-interval", Value: sim.DefaultPassInterval, Usage: "virtual time between periodic passes while jobs wait"},
 		&cli.IntFlag{Name: "reserve-depth", Usage: "scheduler: blocked jobs that get a reservation (0: the scheduler's default; -1: none)"},
 		&cli.BoolFlag{Name: "idle-passes", Usage: "also pass every --pass-interval while jobs wait when nothing changed"},
@@ -125,7 +127,11 @@ func simSetup(c *cli.Context) (sim.Config, []sim.JobSpec, error) {
 
 func simTopology(c *cli.Context) (*topology.Tree, error) {
 	if path := c.String("topology"); path != "" {
-		return topology.Load(path)
+		tree, err := topology.Load(path)
+		if err != nil {
+			return nil, fileFlagError("topology", path, err)
+		}
+		return tree, nil
 	}
 	return sim.GenerateTopology(sim.FabricOptions{Nodes: c.Int("nodes"), LeafSize: c.Int("leaf-size"),
 		SpineSize: c.Int("spine-size"), BlockSize: c.Int("block-size")})
@@ -135,12 +141,12 @@ func simWorkload(c *cli.Context, nodes, gpus int) ([]sim.JobSpec, error) {
 	if path := c.String("workload"); path != "" {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, err
+			return nil, fileFlagError("workload", path, err)
 		}
 		defer f.Close()
 		specs, err := sim.ParseWorkload(f)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, fmt.Errorf("--workload %s: %w", path, err)
 		}
 		return specs, nil
 	}
@@ -158,11 +164,21 @@ func writeJobsCSV(path string, jobs []sim.JobRecord) error {
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return err
+		return fileFlagError("jobs-csv", path, err)
 	}
 	if err := sim.WriteCSV(io.Writer(f), jobs); err != nil {
 		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("--jobs-csv %s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// fileFlagError names the flag whose file could not be opened or read:
+// "--topology t.conf: no such file or directory".
+func fileFlagError(flag, path string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == path {
+		return fmt.Errorf("--%s %s: %w", flag, path, pe.Err)
+	}
+	return fmt.Errorf("--%s: %w", flag, err)
 }

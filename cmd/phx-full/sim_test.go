@@ -59,10 +59,14 @@ func TestSimCommandErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--workload", bad}, `workload job 0 (id "x"): nodes is 0`},
+		{[]string{"--workload", bad}, `workload job 1 (id "x"): nodes is 0`},
 		{[]string{"--nodes", "0"}, "sizes must be positive"},
 		{[]string{"--partition", "x:tier=high"}, `--partition: partition "x:tier=high": tier "high" is not a number`},
 		{[]string{"--topology", "/nonexistent/topology.conf"}, "no such file"},
+		{[]string{"--topology", "/nonexistent/topology.conf"}, "--topology /nonexistent/topology.conf: no such file"},
+		{[]string{"--workload", "/nonexistent/w.json"}, "--workload /nonexistent/w.json: no such file"},
+		{[]string{"--workload", bad}, "--workload " + bad + ": "},
+		{[]string{"--partition", "debug:maxtime=1:00:00"}, `maxtime must not contain ':' (it separates the keys): give minutes or D-H`},
 	} {
 		if _, err := runSim(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("phx sim %v: %v, want an error containing %q", tc.args, err, tc.want)
@@ -110,5 +114,22 @@ func TestSimETTR(t *testing.T) {
 		if _, err := runSim(t, append([]string{"ettr"}, strings.Fields(args)...)...); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v; want %q", args, err, want)
 		}
+	}
+}
+
+// phx sim --help shows --partition's grammar once, not in the flag's
+// column too.
+func TestSimHelpPartition(t *testing.T) {
+	out, err := runSim(t, "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "--partition") && strings.Count(line, "NAME[:tier=N]") != 1 {
+			t.Errorf("--partition's help names the grammar %d times: %q", strings.Count(line, "NAME[:tier=N]"), line)
+		}
+	}
+	if !strings.Contains(out, "--partition SPEC") {
+		t.Errorf("phx sim --help lacks --partition SPEC:\n%s", out)
 	}
 }

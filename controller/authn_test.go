@@ -1,0 +1,33 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/phalanx-hpc/phalanx/auth"
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+// A refused call says what the caller is, with the article the word is
+// said with: "a user", "an operator".
+func TestRequireNamesTheCallersLevel(t *testing.T) {
+	s := newTestServer(t, Config{OperatorUsers: []string{"carol"}})
+	for _, tc := range []struct {
+		id   auth.Identity
+		lvl  level
+		want string
+	}{
+		{auth.Identity{User: "tourops1", UID: 1012, GID: 100, Kind: auth.KindLocal}, levelAdmin,
+			"permission denied: backing up the state is for administrators; tourops1 (uid 1012) is a user"},
+		{auth.Identity{User: "carol", UID: 1002, GID: 100, Kind: auth.KindLocal}, levelAdmin,
+			"permission denied: backing up the state is for administrators; carol (uid 1002) is an operator"},
+		{auth.Identity{User: "tourops1", UID: 1012, GID: 100, Kind: auth.KindLocal}, levelOperator,
+			"permission denied: backing up the state is for operators; tourops1 (uid 1012) is a user"},
+	} {
+		err := s.require(auth.NewContext(context.Background(), tc.id), tc.lvl, "backing up the state")
+		if !errors.Is(err, cluster.ErrPermission) || err.Error() != tc.want {
+			t.Errorf("%s needing %s: %v\nwant %s", tc.id.User, levelNames[tc.lvl], err, tc.want)
+		}
+	}
+}
