@@ -59,11 +59,11 @@ func (p *parser) unkillable(file string, num int, kv pair) {
 	u := &p.cfg.Unkillable
 	switch kv.lower {
 	case "unkillablesteptimeout":
-		max := int64(cluster.MaxUnkillableTimeout / time.Second)
+		most := int64(cluster.MaxUnkillableTimeout / time.Second)
 		n, err := strconv.ParseInt(kv.Value, 10, 64)
-		if err != nil || n < 1 || n > max {
+		if err != nil || n < 1 || n > most {
 			p.errorf(file, num, "%s=%s: want whole seconds from 1 to %d, e.g. %s=120 (default %d)",
-				kv.Key, kv.Value, max, kv.Key, int(cluster.DefaultUnkillableTimeout/time.Second))
+				kv.Key, kv.Value, most, kv.Key, int(cluster.DefaultUnkillableTimeout/time.Second))
 			return
 		}
 		u.Timeout = time.Duration(n) * time.Second
