@@ -32,10 +32,11 @@ type fakeController struct {
 	cancels []*phalanxv1.CancelJobRequest
 	jobs    []*phalanxv1.Job
 
-	controllers []*phalanxv1.ControllerInfo // what ListControllers answers
-	adds        []*phalanxv1.AddControllerRequest
-	removes     []*phalanxv1.RemoveControllerRequest
-	tokens      []*phalanxv1.CreateTokenRequest
+	controllers    []*phalanxv1.ControllerInfo // what ListControllers answers
+	controllersErr error                       // what ListControllers fails with, when set
+	adds           []*phalanxv1.AddControllerRequest
+	removes        []*phalanxv1.RemoveControllerRequest
+	tokens         []*phalanxv1.CreateTokenRequest
 }
 
 func (f *fakeController) SubmitJob(_ context.Context, req *phalanxv1.SubmitJobRequest) (*phalanxv1.SubmitJobResponse, error) {
@@ -91,6 +92,9 @@ func (f *fakeController) CancelJob(_ context.Context, req *phalanxv1.CancelJobRe
 func (f *fakeController) ListControllers(context.Context, *phalanxv1.ListControllersRequest) (*phalanxv1.ListControllersResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.controllersErr != nil {
+		return nil, f.controllersErr
+	}
 	return &phalanxv1.ListControllersResponse{Controllers: f.controllers}, nil
 }
 
@@ -388,6 +392,31 @@ func TestScontrolPing(t *testing.T) {
 		"Controller ctl3 at 10.0.0.3:7817 is UP\n"
 	if code != 1 || stdout != want || !strings.HasPrefix(stderr, "scontrol: error: no controller is the leader: ") || strings.Count(stderr, "\n") != 1 {
 		t.Fatalf("no leader: code %d, stderr %q, stdout:\n%s\nwant:\n%s", code, stderr, stdout, want)
+	}
+}
+
+// A replica outside the cluster (waiting to be added, or removed) answers
+// the list with NotLeader: ping asks the next address, and one that is the
+// only address is not called DOWN.
+func TestScontrolPingPastAReplicaOutsideTheCluster(t *testing.T) {
+	outside, outsideAddr := startFake(t)
+	msg := "controller ctl4 is not a member of the cluster (it waits to be added with scontrol raft add, or was removed): ask another replica"
+	st, err := status.New(codes.Unavailable, msg).WithDetails(&phalanxv1.NotLeader{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside.controllersErr = st.Err()
+	member, memberAddr := startFake(t)
+	member.setControllers(controllerInfo("ctl1", "Leader", 9), controllerInfo("ctl2", "Follower", 9))
+	code, stdout, stderr := runOut(t, outsideAddr+","+memberAddr, "scontrol", "ping")
+	want := "Controller ctl1 (leader) at 10.0.0.1:7817 is UP\n" +
+		"Controller ctl2 at 10.0.0.2:7817 is UP\n"
+	if code != 0 || stdout != want || stderr != "" {
+		t.Fatalf("outside replica first: code %d, stderr %q, stdout:\n%s\nwant:\n%s", code, stderr, stdout, want)
+	}
+	code, stdout, stderr = runOut(t, outsideAddr, "--timeout", "1s", "scontrol", "ping")
+	if code != 1 || stdout != "" || !strings.HasPrefix(stderr, "scontrol: error: "+msg) {
+		t.Fatalf("outside replica alone: code %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
 

@@ -287,7 +287,9 @@ func (cn *conn) listControllers(ctx context.Context) (ctls []*phalanxv1.Controll
 	err = cn.call(ctx, func(ctx context.Context) error {
 		resp, err := cn.api.ListControllers(ctx, &phalanxv1.ListControllersRequest{})
 		ctls = resp.GetControllers()
-		if c := status.Code(err); c == codes.Unavailable || c == codes.DeadlineExceeded {
+		// A NotLeader answer came from a replica that runs (outside the
+		// cluster, or with no leader): it is not DOWN.
+		if c := status.Code(err); (c == codes.Unavailable && apiclient.NotLeader(err) == nil) || c == codes.DeadlineExceeded {
 			reached = false
 		}
 		return err

@@ -64,7 +64,11 @@ func roleName(st raft.RaftState) string {
 const roleShutdown = "Shutdown"
 
 // ListControllers lists the members of this replica's Raft configuration,
-// each with its status read just now (in parallel, a second at most).
+// each with its status read just now (in parallel, a second at most). A
+// replica outside its own configuration (one waiting to be added, or one
+// removed and still running) does not know the members: it answers
+// NotLeader, with the leader's address when it knows it, and the client
+// asks another replica.
 func (c *controllerService) ListControllers(ctx context.Context, req *phalanxv1.ListControllersRequest) (*phalanxv1.ListControllersResponse, error) {
 	s := c.s
 	f := s.raft.raft.GetConfiguration()
@@ -72,6 +76,9 @@ func (c *controllerService) ListControllers(ctx context.Context, req *phalanxv1.
 		return nil, toStatus(err)
 	}
 	servers := f.Configuration().Servers
+	if !hasMember(servers, s.raft.id) {
+		return nil, toStatus(s.notMember())
+	}
 	out := &phalanxv1.ListControllersResponse{Controllers: make([]*phalanxv1.ControllerInfo, len(servers))}
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
@@ -109,6 +116,16 @@ func (c *controllerService) ListControllers(ctx context.Context, req *phalanxv1.
 	}
 	wg.Wait()
 	return out, nil
+}
+
+// hasMember reports whether id is one of servers.
+func hasMember(servers []raft.Server, id raft.ServerID) bool {
+	for _, srv := range servers {
+		if srv.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *controllerService) AddController(ctx context.Context, req *phalanxv1.AddControllerRequest) (*phalanxv1.AddControllerResponse, error) {

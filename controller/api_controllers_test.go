@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/controller/fsm"
 	"github.com/phalanx-hpc/phalanx/store"
 )
@@ -58,4 +60,41 @@ func TestMembershipChangesThatWouldMoveAMember(t *testing.T) {
 	if want := `controller "` + id + `" already leads`; status.Code(err) != codes.Aborted || status.Convert(err).Message() != want {
 		t.Errorf("raft transfer %s: %v, want Aborted %q", id, err, want)
 	}
+}
+
+// TestReplicaOutsideTheClusterSendsClientsOn: a replica started empty and
+// not yet added knows no members. Asked for the list (scontrol ping, show
+// controllers), it answers NotLeader saying it is not a member, so a
+// client asks the next address, instead of an empty list that reads as
+// "no controller is UP"; once added, it lists the members.
+func TestReplicaOutsideTheClusterSendsClientsOn(t *testing.T) {
+	leader := newTestServer(t, Config{})
+	cfg := Config{NodeID: "ctl2", DataDir: t.TempDir(), RaftAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0",
+		FastRaft: true, Logger: leader.log, AuthKeys: leader.cfg.AuthKeys}
+	waiting, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { waiting.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = (&controllerService{s: waiting}).ListControllers(ctx, &phalanxv1.ListControllersRequest{})
+	want := "controller ctl2 is not a member of the cluster (it waits to be added with scontrol raft add, or was removed): ask another replica"
+	if nl := apiclient.NotLeader(err); nl == nil || status.Code(err) != codes.Unavailable || status.Convert(err).Message() != want {
+		t.Fatalf("list controllers from a replica not yet added: %v, want Unavailable with a NotLeader detail and %q", err, want)
+	}
+	_, err = (&controllerService{s: leader}).AddController(ctx, &phalanxv1.AddControllerRequest{Id: "ctl2", RaftAddr: waiting.RaftAddr(), ApiAddr: waiting.APIAddr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		out, err := (&controllerService{s: waiting}).ListControllers(ctx, &phalanxv1.ListControllersRequest{})
+		if err != nil {
+			return err
+		}
+		if len(out.Controllers) != 2 {
+			return fmt.Errorf("added replica lists %v, want both members", out.Controllers)
+		}
+		return nil
+	})
 }

@@ -16,10 +16,15 @@ import (
 // of, if any; the gRPC edge turns it into a NotLeader detail.
 type notLeaderError struct {
 	leaderID, leaderAddr string
+	// notMember is this replica's ID when it is not in its own Raft
+	// configuration: it cannot answer for the cluster at all.
+	notMember string
 }
 
 func (e *notLeaderError) Error() string {
 	switch {
+	case e.notMember != "":
+		return fmt.Sprintf("controller %s is not a member of the cluster (it waits to be added with scontrol raft add, or was removed): ask another replica", e.notMember)
 	case e.leaderAddr != "":
 		return fmt.Sprintf("this controller is not the leader; the leader is %s at %s", e.leaderID, e.leaderAddr)
 	case e.leaderID != "":

@@ -302,6 +302,12 @@ func (s *Server) notLeader() error {
 	return &notLeaderError{leaderID: id, leaderAddr: addr}
 }
 
+// notMember is the error of a replica outside its own Raft configuration.
+func (s *Server) notMember() error {
+	id, addr := s.leader()
+	return &notLeaderError{leaderID: id, leaderAddr: addr, notMember: s.ID()}
+}
+
 // leader returns the current leader's Raft ID and API address ("" when
 // unknown). The address comes from the leader's record in the replicated
 // state.
