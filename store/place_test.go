@@ -122,15 +122,21 @@ func TestPlaceJobsRecheck(t *testing.T) {
 	}, {
 		name: "CPUs do not fit",
 		place: []Placement{{Job: 1, Alloc: cluster.Allocation{Nodes: []cluster.NodeAlloc{
-			{Node: "n1", GPUs: []int{0}, CPUs: 65},
+			{Node: "n1", GPUs: []int{0, 1}, CPUs: 65},
 		}}}},
+	}, {
+		name:  "fewer GPUs than the job asks per node",
+		place: []Placement{{Job: 1, Alloc: alloc([]int{0}, "n1")}},
+	}, {
+		name:  "more GPUs than the job asks per node",
+		place: []Placement{{Job: 1, Alloc: alloc([]int{0, 1, 2}, "n1")}},
 	}, {
 		name: "memory does not fit next to a live job",
 		before: []Placement{{Job: 1, Alloc: cluster.Allocation{Nodes: []cluster.NodeAlloc{
-			{Node: "n1", GPUs: []int{0}, MemoryMB: 500000},
+			{Node: "n1", GPUs: []int{0, 1}, MemoryMB: 500000},
 		}}}},
 		place: []Placement{{Job: 2, Alloc: cluster.Allocation{Nodes: []cluster.NodeAlloc{
-			{Node: "n1", GPUs: []int{1}, MemoryMB: 12001},
+			{Node: "n1", GPUs: []int{2, 3}, MemoryMB: 12001},
 		}}}},
 	}, {
 		name:   "free GPUs on a shared node fit",

@@ -195,7 +195,7 @@ func TestNodeJobsWakesWatchersOfChangedNodesOnly(t *testing.T) {
 	if len(jobs) != 0 {
 		t.Fatalf("jobs on n1 before placement: %v", jobs)
 	}
-	if _, err := s.PlaceJobs(4, []Placement{{Job: 1, Alloc: alloc([]int{0}, "n1"), Time: at(1)}}); err != nil {
+	if _, err := s.PlaceJobs(4, []Placement{{Job: 1, Alloc: alloc([]int{0, 1}, "n1"), Time: at(1)}}); err != nil {
 		t.Fatal(err)
 	}
 	select {
