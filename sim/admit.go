@@ -37,6 +37,7 @@ func (s *sim) newJob(i int, sp *JobSpec) *cluster.Job {
 		Nodes: sp.Nodes, GPUsPerNode: sp.GPUsPerNode,
 		Switches: sp.Switches, SwitchesWait: seconds(sp.SwitchesWaitS), Segment: sp.Segment,
 		State: cluster.JobPending, Reason: cluster.ReasonNone,
+		Restart: cluster.RestartPolicy{MaxRestarts: s.cfg.MaxRestarts, On: cluster.DefaultRestartOn},
 	}
 	n := s.nodes[0]
 	j.CPUsPerNode, j.MemoryMB = 1, 0

@@ -11,43 +11,43 @@ import (
 	"github.com/phalanx-hpc/phalanx/scheduler"
 )
 
-// Reasons a simulated attempt is cut short.
-const (
-	reasonPreempted = "Preempted"
-	reasonNodeFail  = "NodeFail"
-)
-
-// preempt signals a victim: it keeps running through its grace period,
-// then is requeued. A victim already signalled is left alone, so a plan
-// that names it again on every pass of the grace period counts once.
+// preempt stops a victim as the controller does (cluster.Preempt:
+// PREEMPTED, its tasks told to stop with the grace period): its tasks keep
+// running through the grace period, then end, and the job is requeued. A
+// victim already on its way out is left alone, so a plan that names it
+// again on every pass of the grace period counts once.
 func (s *sim) preempt(p scheduler.Preemption, now time.Time) error {
 	v, err := s.jobByID(p.Victim)
 	if err != nil {
 		return err
 	}
-	if v.job.State != cluster.JobRunning {
-		return fmt.Errorf("job %s preempted while %s: %w", v.spec.ID, v.job.State, cluster.ErrConflict)
-	}
-	if v.signalled {
+	if v.job.State.ComingBack() {
 		return nil
 	}
-	v.signalled = true
+	if !cluster.Preempt(v.job, now) {
+		return fmt.Errorf("job %s preempted while %s: %w", v.spec.ID, v.job.State, cluster.ErrConflict)
+	}
 	s.preempting[v.job.ID] = true
+	s.preemptions++
 	s.events.push(event{at: now.Add(s.cfg.PreemptGrace), kind: evRequeue, job: v, attempt: v.job.Attempt})
 	return nil
 }
 
-// requeueIfCurrent requeues a victim at the end of its grace period unless
-// it ended meanwhile.
+// requeueIfCurrent ends a victim's tasks at the end of its grace period
+// (killed, as SIGKILL leaves them), which requeues it, unless they ended
+// meanwhile.
 func (s *sim) requeueIfCurrent(e event, now time.Time) bool {
 	j := e.job
-	if j.job.State != cluster.JobRunning || j.job.Attempt != e.attempt {
+	if j.held == nil || j.job.Attempt != e.attempt || j.job.State != cluster.JobPreempted {
 		return false
 	}
-	s.requeue(j, now, reasonPreempted)
-	s.preemptions++
+	s.endTasks(j, now, cluster.TaskReport{State: cluster.TaskKilled, ExitSignal: sigKill})
 	return true
 }
+
+// sigKill is SIGKILL's number: what ends a task still there after its
+// grace period.
+const sigKill = 9
 
 // armFailures starts the node failure process if it is enabled and idle.
 func (s *sim) armFailures(now time.Time) {
@@ -60,9 +60,13 @@ func (s *sim) armFailures(now time.Time) {
 	s.failArmed = true
 }
 
-// fail takes a random node DOWN for the repair time and requeues the jobs
-// on it. A draw that lands on a node already down is a no-op (thinning).
-// The process goes on while jobs run or will arrive; place restarts it.
+// fail takes a random node DOWN for the repair time. Its agent is gone:
+// the jobs on it lose their tasks there as the controller declares them
+// lost (cluster.NodeLost, fenced: the node's fault), their other tasks are
+// stopped, and each job is restarted or ends NODE_FAIL as its restart
+// policy says. A draw that lands on a node already down is a no-op
+// (thinning). The process goes on while jobs run or will arrive; place
+// restarts it.
 func (s *sim) fail(now time.Time) bool {
 	s.failArmed = false
 	n := s.failRNG.IntN(len(s.nodes))
@@ -73,20 +77,19 @@ func (s *sim) fail(now time.Time) bool {
 	if node.State != cluster.NodeUp {
 		return false
 	}
-	node.State, node.Reason, node.StateTime = cluster.NodeDown, "simulated failure", now
+	node.State, node.Reason, node.StateTime = cluster.NodeDown, reasonFailure, now
 	s.down++
 	s.nodeFailures++
 	for _, j := range append([]*simJob(nil), s.onNode[n]...) {
-		if j.restarts >= s.cfg.MaxRestarts {
-			s.end(j, now, cluster.JobNodeFail, cluster.TaskLost)
-			continue
-		}
-		j.restarts++
-		s.requeue(j, now, reasonNodeFail)
+		cluster.NodeLost(j.job, node.Name, now, reasonFailure, true)
+		s.endTasks(j, now, cluster.TaskReport{State: cluster.TaskKilled, ExitSignal: sigKill, Message: "its job lost node " + node.Name})
 	}
 	s.events.push(event{at: now.Add(s.cfg.Repair), kind: evRepair, node: n})
 	return true
 }
+
+// reasonFailure is a failed node's reason, and its jobs'.
+const reasonFailure = "simulated failure"
 
 func (s *sim) repair(n int, now time.Time) {
 	node := s.nodes[n]

@@ -21,18 +21,25 @@
 //     at the same virtual time are applied together, then a scheduling pass
 //     runs if they changed something and a job is pending (with nothing
 //     pending there is nothing to place or to preempt for).
-//   - Preemption: a victim named in Plan.Preemptions keeps running for
-//     Config.PreemptGrace (its checkpoint window), then is requeued: back to
-//     PENDING with Requeued set and Attempt incremented. The simulator does
-//     not model checkpoints, so a requeued job runs its full duration again.
+//   - Jobs change state only through the product's transitions (package
+//     cluster: Place, ApplyTaskReport, Preempt, NodeLost, and the requeues
+//     and restarts they make), fed the task reports agents would send; the
+//     simulator decides only when things happen (lifecycle.go).
+//   - Preemption: a victim named in Plan.Preemptions is PREEMPTED; its
+//     tasks keep running for Config.PreemptGrace (its checkpoint window),
+//     then are killed, and the job is requeued: back to PENDING with
+//     Requeued set and Attempt incremented. The simulator does not model
+//     checkpoints, so a requeued job runs its full duration again.
 //   - Node failures: with Config.FailRate > 0, node failures are a Poisson
 //     process (rate per node-hour, drawn from Config.Seed); a failed node is
-//     DOWN for Config.Repair and the jobs on it are requeued like preemption
-//     victims (full duration again).
+//     DOWN for Config.Repair, and the jobs on it are restarted by their
+//     restart policy (Config.MaxRestarts) or end NODE_FAIL.
 //
-// The simulator checks every placement before applying it: a job placed
-// twice, a gang of the wrong size, or a GPU given twice stops the run with
-// an error, so a simulation is also a consistency test of the scheduler.
+// The simulator checks every placement before applying it with the check
+// the store applies to the controller's plans (cluster.Holdings): a job
+// placed twice, a gang of the wrong size, or a GPU given twice stops the
+// run with an error, so a simulation is also a consistency test of the
+// scheduler.
 //
 // # Metrics
 //

@@ -8,41 +8,43 @@ import (
 	"github.com/phalanx-hpc/phalanx/scheduler"
 )
 
-// place checks a placement against the simulator's own books and starts
-// the job: RUNNING, its allocation held, one RUNNING task per node, its end
-// queued at its duration or its time limit, whichever comes first.
+// The simulator drives jobs through the product's own lifecycle: the
+// transitions of package cluster (Place, ApplyTaskReport, Preempt,
+// NodeLost, and the requeues and restarts they make), fed the task reports
+// agents would send, and the placement check of cluster.Holdings that the
+// store applies to every plan. What the simulator adds is only when things
+// happen: a task ends at its duration or time limit, a victim's tasks at
+// the end of its grace period, a failed node's at once.
+
+// place checks a placement as the store does and starts the job: the
+// attempt placed (CONFIGURING), then every task RUNNING at once, so the job
+// RUNNING; its end queued at its duration or its time limit, whichever
+// comes first.
 func (s *sim) place(p scheduler.Placement, now time.Time) (*simJob, error) {
 	j, err := s.jobByID(p.Job)
 	if err != nil {
 		return nil, err
 	}
-	if j.job.State != cluster.JobPending || j.pendSlot < 0 {
+	if j.pendSlot < 0 {
 		return nil, fmt.Errorf("job %s placed while %s: %w", j.spec.ID, j.job.State, cluster.ErrConflict)
 	}
-	if err := s.checkAlloc(j, p.Alloc); err != nil {
-		return nil, err
+	if err := s.held.Check(j.job, p.Alloc); err != nil {
+		return nil, fmt.Errorf("job %s: %w", j.spec.ID, err)
 	}
-	alloc := p.Alloc.Clone()
-	j.job.Alloc = &alloc
-	j.job.State, j.job.Reason, j.job.StartTime = cluster.JobRunning, cluster.ReasonNone, now
-	j.job.Tasks = make([]cluster.Task, len(alloc.Nodes))
-	leaves := make(map[string]bool, 4)
-	for rank, a := range alloc.Nodes {
-		n := s.nodeIdx[a.Node]
-		for _, g := range a.GPUs {
-			s.used[n][g] = true
-		}
-		s.onNode[n] = append(s.onNode[n], j)
-		leaves[s.nodes[n].Leaf] = true
-		j.job.Tasks[rank] = cluster.Task{Rank: rank, Node: a.Node, State: cluster.TaskRunning, StartTime: now}
+	if err := cluster.Place(j.job, p.Alloc, 0, now, p.By); err != nil {
+		return nil, fmt.Errorf("job %s: %w", j.spec.ID, err)
 	}
-	j.leaves = len(leaves)
+	s.hold(j, now)
+	for rank := range j.job.Tasks {
+		s.report(j, rank, cluster.TaskReport{State: cluster.TaskRunning, Time: now})
+	}
+	if j.job.State != cluster.JobRunning {
+		return nil, fmt.Errorf("job %s is %s once every task runs, want RUNNING: %w", j.spec.ID, j.job.State, cluster.ErrConflict)
+	}
 	if !j.started {
 		j.started, j.firstStart = true, now
 	}
 	j.lastStart = now
-	s.pending.remove(j)
-	s.running.add(j)
 	s.placedN++
 	run := j.duration
 	if lim := j.job.TimeLimit; lim > 0 && lim < run {
@@ -60,61 +62,74 @@ func (s *sim) jobByID(id cluster.JobID) (*simJob, error) {
 	return s.jobs[id-1], nil
 }
 
-// checkAlloc refuses a gang of the wrong size, a node used twice, a node
-// that is not UP, a GPU that does not exist or is already in use, and a
-// wrong GPU count.
-func (s *sim) checkAlloc(j *simJob, a cluster.Allocation) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("job %s: "+format+": %w", append(append([]any{j.spec.ID}, args...), cluster.ErrConflict)...)
-	}
-	if len(a.Nodes) != j.job.Nodes {
-		return bad("placed on %d nodes, asked for %d", len(a.Nodes), j.job.Nodes)
-	}
-	seen := make(map[string]bool, len(a.Nodes))
+// hold takes the job's new allocation: in the holdings, on its nodes, in
+// the running set.
+func (s *sim) hold(j *simJob, now time.Time) {
+	a := j.job.Alloc.Clone()
+	j.held = &a
+	s.held.Take(a, j.job.Exclusive)
+	leaves := make(map[string]bool, 4)
 	for _, na := range a.Nodes {
-		n, ok := s.nodeIdx[na.Node]
-		switch {
-		case !ok:
-			return bad("placed on unknown node %q", na.Node)
-		case seen[na.Node]:
-			return bad("node %s given twice", na.Node)
-		case s.nodes[n].State != cluster.NodeUp:
-			return bad("placed on %s node %s", s.nodes[n].State, na.Node)
-		case len(na.GPUs) != j.job.GPUsPerNode:
-			return bad("%d GPUs on %s, asked for %d", len(na.GPUs), na.Node, j.job.GPUsPerNode)
-		}
-		seen[na.Node] = true
-		for k, g := range na.GPUs {
-			if g < 0 || g >= len(s.used[n]) || s.used[n][g] || contains(na.GPUs[:k], g) {
-				return bad("GPU %d of %s is not free", g, na.Node)
-			}
-		}
+		n := s.nodeIdx[na.Node]
+		s.onNode[n] = append(s.onNode[n], j)
+		leaves[s.nodes[n].Leaf] = true
 	}
-	return nil
+	j.leaves = len(leaves)
+	s.pending.remove(j)
+	s.running.add(j)
 }
 
-// release frees what the job's attempt holds and counts its GPU time.
+// report applies what the agent of rank's node would report about its
+// task, as the controller applies it.
+func (s *sim) report(j *simJob, rank int, r cluster.TaskReport) {
+	t := j.job.Tasks[rank]
+	r.JobID, r.Attempt, r.Rank, r.Node = j.job.ID, j.job.Attempt, rank, t.Node
+	cluster.ApplyTaskReport(j.job, r)
+}
+
+// endTasks reports every task of the attempt that has not ended as ended
+// in state, then settles the job.
+func (s *sim) endTasks(j *simJob, now time.Time, r cluster.TaskReport) {
+	r.Time = now
+	attempt := j.job.Attempt
+	for rank := 0; j.job.Attempt == attempt && rank < len(j.job.Tasks); rank++ {
+		if !j.job.Tasks[rank].State.Ended() {
+			s.report(j, rank, r) // the last one may requeue the job
+		}
+	}
+	s.settle(j, now)
+}
+
+// settle follows the job where its transitions took it: an attempt that
+// no longer holds anything gives its allocation back; a job back in the
+// queue (requeued, restarted) waits again; an ended one counts as ended.
+func (s *sim) settle(j *simJob, now time.Time) {
+	if j.held != nil && !j.job.Live() {
+		s.release(j, now)
+	}
+	switch {
+	case j.job.State == cluster.JobPending && j.pendSlot < 0:
+		j.requeues++
+		s.enqueue(j, now)
+	case j.job.State.Terminal() && !j.job.State.ComingBack() && j.held == nil && !j.ended:
+		j.ended = true
+		s.finished++
+		s.lastEnd = now
+	}
+}
+
+// release gives back what the job's attempt held and counts its GPU time.
 func (s *sim) release(j *simJob, now time.Time) {
-	for _, a := range j.job.Alloc.Nodes {
-		n := s.nodeIdx[a.Node]
-		for _, g := range a.GPUs {
-			s.used[n][g] = false
-		}
+	a := *j.held
+	s.held.Release(a, j.job.Exclusive)
+	for _, na := range a.Nodes {
+		n := s.nodeIdx[na.Node]
 		s.onNode[n] = without(s.onNode[n], j)
-		j.gpuSeconds += float64(len(a.GPUs)) * now.Sub(j.job.StartTime).Seconds()
+		j.gpuSeconds += float64(len(na.GPUs)) * now.Sub(j.lastStart).Seconds()
 	}
+	j.held = nil
 	s.running.remove(j)
-	j.signalled = false
 	delete(s.preempting, j.job.ID)
-}
-
-func contains(list []int, x int) bool {
-	for _, y := range list {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 func without(list []*simJob, j *simJob) []*simJob {
@@ -126,41 +141,19 @@ func without(list []*simJob, j *simJob) []*simJob {
 	return list
 }
 
-// endIfCurrent ends the attempt the event was queued for: COMPLETED at its
-// duration, TIMEOUT at its time limit.
+// endIfCurrent ends the attempt the event was queued for, if it still
+// runs: its tasks exit 0 at its duration (COMPLETED), or the agents stop
+// them at its time limit (TIMEOUT). A victim in its grace period ends the
+// same way, and is requeued, as the product does.
 func (s *sim) endIfCurrent(e event, now time.Time) bool {
 	j := e.job
-	if j.job.State != cluster.JobRunning || j.job.Attempt != e.attempt {
+	if j.held == nil || j.job.Attempt != e.attempt {
 		return false
 	}
-	state, task := cluster.JobCompleted, cluster.TaskExited
-	if now.Sub(j.job.StartTime) < j.duration {
-		state, task = cluster.JobTimeout, cluster.TaskTimeout
+	r := cluster.TaskReport{State: cluster.TaskExited}
+	if now.Sub(j.lastStart) < j.duration {
+		r.State = cluster.TaskTimeout
 	}
-	s.end(j, now, state, task)
+	s.endTasks(j, now, r)
 	return true
-}
-
-// end releases the job's attempt and ends the job in state, its tasks in
-// task.
-func (s *sim) end(j *simJob, now time.Time, state cluster.JobState, task cluster.TaskState) {
-	s.release(j, now)
-	j.job.State, j.job.EndTime = state, now
-	for i := range j.job.Tasks {
-		j.job.Tasks[i].State, j.job.Tasks[i].EndTime = task, now
-	}
-	s.finished++
-	s.lastEnd = now
-}
-
-// requeue ends the current attempt early and puts the job back in the
-// queue, first in its class (Requeued). Without checkpoints it will run its
-// whole duration again.
-func (s *sim) requeue(j *simJob, now time.Time, reason string) {
-	s.release(j, now)
-	j.job.State, j.job.Reason, j.job.Requeued = cluster.JobPending, reason, true
-	j.job.Attempt++
-	j.job.Alloc, j.job.Tasks, j.job.StartTime = nil, nil, time.Time{}
-	j.requeues++
-	s.enqueue(j, now)
 }

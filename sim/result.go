@@ -26,7 +26,7 @@ type Summary struct {
 	MeanExtraLeaves float64 `json:"mean_extra_leaves"` // leaves beyond that minimum, on average
 
 	BackfilledJobs int `json:"backfilled_jobs"`
-	Preemptions    int `json:"preemptions"` // victims requeued after their grace
+	Preemptions    int `json:"preemptions"` // victims stopped for another job, each then requeued
 	NodeFailures   int `json:"node_failures"`
 	Requeues       int `json:"requeues"` // preemptions plus jobs hit by node failures
 

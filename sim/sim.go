@@ -38,9 +38,11 @@ type Config struct {
 	FailRate     float64       // node failures per node-hour; 0: none
 	Repair       time.Duration // how long a failed node stays DOWN; zero: DefaultRepair
 	Seed         uint64        // for node failures
-	// MaxRestarts is how many times a job is requeued after node failures
-	// before it ends NODE_FAIL (the restart policy's default, 3, when
-	// zero; negative: never requeued). Preemptions do not count.
+	// MaxRestarts is every job's restart policy (cluster.RestartPolicy,
+	// restarting on node failures): how many attempts may follow the first
+	// before a node failure ends the job NODE_FAIL (the product's default,
+	// 3, when zero; negative: never restarted). As in the product, every
+	// requeue counts, preemptions included.
 	MaxRestarts int
 	// IdlePasses runs a pass every PassInterval while jobs are pending even
 	// when nothing changed since the last one. Schedule is a pure function
@@ -79,12 +81,12 @@ type simJob struct {
 	started           bool
 	firstStart        time.Time
 	lastStart         time.Time
-	signalled         bool // preemption in its grace period
 	gpuSeconds        float64
 	leaves, minLeaves int
 	backfilled        bool
 	requeues          int
-	restarts          int // requeues after node failures
+	held              *cluster.Allocation // what the attempt holds, until its tasks have ended
+	ended             bool                // counted as ended (COMPLETED, TIMEOUT, NODE_FAIL)
 }
 
 // sim is the state of one run.
@@ -92,8 +94,8 @@ type sim struct {
 	cfg     Config
 	nodes   []*cluster.Node
 	nodeIdx map[string]int
-	used    [][]bool    // per node, GPU index in use
-	onNode  [][]*simJob // per node, jobs holding it
+	held    *cluster.Holdings // what live jobs hold: the store's placement check
+	onNode  [][]*simJob       // per node, jobs holding it
 	leafCap leafCapacity
 
 	jobs              []*simJob // by ID-1
@@ -133,7 +135,7 @@ func newSim(cfg Config, specs []JobSpec) (*sim, error) {
 	}
 	cfg = withDefaults(cfg)
 	s := &sim{cfg: cfg, nodes: make([]*cluster.Node, len(cfg.Nodes)), nodeIdx: make(map[string]int, len(cfg.Nodes)),
-		used: make([][]bool, len(cfg.Nodes)), onNode: make([][]*simJob, len(cfg.Nodes)),
+		onNode:  make([][]*simJob, len(cfg.Nodes)),
 		failRNG: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), preempting: map[cluster.JobID]bool{}}
 	for i, n := range cfg.Nodes {
 		n = n.Clone()
@@ -142,11 +144,16 @@ func newSim(cfg Config, specs []JobSpec) (*sim, error) {
 			return nil, cluster.Errorf(cluster.ErrInvalid, "node %q listed twice", n.Name)
 		}
 		s.nodeIdx[n.Name] = i
-		s.used[i] = make([]bool, n.GPUs)
 		if n.Leaf == "" {
 			n.Leaf = cfg.Tree.LeafOf(n.Name)
 		}
 	}
+	s.held = cluster.NewHoldings(func(name string) *cluster.Node {
+		if i, ok := s.nodeIdx[name]; ok {
+			return s.nodes[i]
+		}
+		return nil
+	}, nil)
 	s.leafCap = newLeafCapacity(s.nodes)
 	s.pending.slot = func(j *simJob) *int { return &j.pendSlot }
 	s.running.slot = func(j *simJob) *int { return &j.runSlot }
