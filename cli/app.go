@@ -167,6 +167,7 @@ func NewApp(sys *System, extra ...*ucli.Command) *ucli.App {
 	}
 	app.Commands = append(app.Commands, extra...)
 	onUsageErrors(app.Name, app.Commands)
+	nameErrors(app.Name, extra)
 	return app
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -29,6 +30,30 @@ func onUsageErrors(parent string, cmds []*ucli.Command) {
 			c.OnUsageError = usageErrorFunc(path, c.Flags)
 		}
 		onUsageErrors(path, c.Subcommands)
+	}
+}
+
+// nameErrors makes the errors of the commands' actions (and their
+// subcommands') name their command, as a bad flag's do: "sim: error: ...",
+// "dev start: error: ...", not "phx: error: ...". An error that already
+// says how it is printed is left as it is.
+func nameErrors(parent string, cmds []*ucli.Command) {
+	for _, c := range cmds {
+		path := parent + " " + c.Name
+		if act := c.Action; act != nil {
+			name := strings.TrimPrefix(path, "phx ")
+			c.Action = func(ctx *ucli.Context) error {
+				err := act(ctx)
+				var ce *cmdError
+				var re *rawError
+				var st *exitStatus
+				if err == nil || errors.As(err, &ce) || errors.As(err, &re) || errors.As(err, &st) {
+					return err
+				}
+				return &cmdError{cmd: name, err: err}
+			}
+		}
+		nameErrors(path, c.Subcommands)
 	}
 }
 

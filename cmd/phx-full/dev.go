@@ -47,6 +47,9 @@ func devCommand() *cli.Command {
 			default:
 				return fmt.Errorf("--controllers %d: use 1, 3 or 5 (a Raft group needs an odd number to keep a majority)", n)
 			}
+			if err := checkDevSizes(c); err != nil {
+				return err
+			}
 			if c.IsSet("config") {
 				for _, f := range []string{"nodes", "gpus-per-node", "leaf-size"} {
 					if c.IsSet(f) {
@@ -84,6 +87,26 @@ func devCommand() *cli.Command {
 			return cl.Close()
 		},
 	}
+}
+
+// checkDevSizes refuses a size flag given out of range (devcluster would
+// take it for "not given" and use its default).
+func checkDevSizes(c *cli.Context) error {
+	for _, f := range []struct {
+		name, want string
+		min        int64
+	}{
+		{"nodes", "1 or more", 1},
+		{"gpus-per-node", "0 (a CPU-only cluster) or more", 0},
+		{"leaf-size", "1 or more", 1},
+		{"cpus-per-node", "1 or more", 1},
+		{"memory-per-node", "1 or more (MB)", 1},
+	} {
+		if v := c.Int64(f.name); c.IsSet(f.name) && v < f.min {
+			return fmt.Errorf("--%s %d: give %s", f.name, v, f.want)
+		}
+	}
+	return nil
 }
 
 // devOptions maps the flags to devcluster's options. A flag that shapes the

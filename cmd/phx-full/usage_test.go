@@ -26,7 +26,14 @@ func TestBadFlagIsOneLine(t *testing.T) {
 		{"dev --bogus", "dev: error: unknown option --bogus: run phx dev --help"},
 		{"dev --nodes four", "dev: error: --nodes four: want a whole number"},
 		{"dev fault --gpu x", "dev fault: error: --gpu x: want a whole number"},
-		{"dev fault xid=13", "phx: error: give the node with --node, e.g. --node gpu001"},
+		{"dev fault xid=13", "dev fault: error: give the node with --node, e.g. --node gpu001"},
+		{"dev --nodes -1", "dev: error: --nodes -1: give 1 or more"},
+		{"dev --nodes 0", "dev: error: --nodes 0: give 1 or more"},
+		{"dev --gpus-per-node -8", "dev: error: --gpus-per-node -8: give 0 (a CPU-only cluster) or more"},
+		{"dev --leaf-size -2", "dev: error: --leaf-size -2: give 1 or more"},
+		{"dev --cpus-per-node 0", "dev: error: --cpus-per-node 0: give 1 or more"},
+		{"dev --memory-per-node -1", "dev: error: --memory-per-node -1: give 1 or more (MB)"},
+		{"sim --workload /nonexistent", "sim: error: --workload /nonexistent: no such file or directory"},
 		{"dev start -x", "dev start: error: unknown option -x: run phx dev start --help"},
 	} {
 		var stdout, stderr bytes.Buffer
