@@ -65,6 +65,7 @@ func (s *Server) schedulePass(ctx context.Context, head *queueHead, full bool) {
 	jobs, gate := s.gatePending(st.Active, now)
 	snap := s.snapshot(st, jobs)
 	snap.Options.FairShare = s.fairShareTerm()
+	snap.Options.MasterPortMin, snap.Options.MasterPortMax = s.cfg.MasterPortMin, s.cfg.MasterPortMax
 	if !full {
 		snap.Options.QueueDepth = s.cfg.SchedQueueDepth
 	}
@@ -85,15 +86,9 @@ func (s *Server) schedulePass(ctx context.Context, head *queueHead, full bool) {
 		return
 	}
 
-	ports := newPortPicker(s.cfg.MasterPortMin, s.cfg.MasterPortMax, jobs)
 	placements := make([]store.Placement, 0, len(plan.Placements))
 	for _, p := range plan.Placements {
-		port, ok := ports.pick(p.Alloc.Nodes[0].Node)
-		if !ok {
-			s.log.Warn("no free master port", "job", p.Job, "node", p.Alloc.Nodes[0].Node)
-			continue
-		}
-		placements = append(placements, store.Placement{Job: p.Job, Alloc: p.Alloc, MasterPort: port, Time: now, By: p.By})
+		placements = append(placements, store.Placement{Job: p.Job, Alloc: p.Alloc, MasterPort: p.MasterPort, Time: now, By: p.By})
 	}
 	res, err := s.propose(ctx, fsm.PlaceJobs{Placements: placements})
 	if err != nil {
@@ -172,38 +167,4 @@ func (r *pendingReasons) get(id cluster.JobID) (scheduler.PendingInfo, bool) {
 	}
 	p, ok := r.full[id]
 	return p, ok
-}
-
-// portPicker hands out MASTER_PORT values: the lowest port in the range not
-// used by another live job whose rank 0 is on the same node.
-type portPicker struct {
-	min, max int
-	used     map[string]map[int]bool
-}
-
-func newPortPicker(min, max int, jobs []*cluster.Job) *portPicker {
-	p := &portPicker{min: min, max: max, used: map[string]map[int]bool{}}
-	for _, j := range jobs {
-		if j.Live() && len(j.Alloc.Nodes) > 0 {
-			p.take(j.Alloc.Nodes[0].Node, j.MasterPort)
-		}
-	}
-	return p
-}
-
-func (p *portPicker) take(node string, port int) {
-	if p.used[node] == nil {
-		p.used[node] = map[int]bool{}
-	}
-	p.used[node][port] = true
-}
-
-func (p *portPicker) pick(node string) (int, bool) {
-	for port := p.min; port <= p.max; port++ {
-		if !p.used[node][port] {
-			p.take(node, port)
-			return port, true
-		}
-	}
-	return 0, false
 }

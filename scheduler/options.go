@@ -28,6 +28,9 @@ type Options struct {
 	// jobs below get no decision (no entry in Plan.Pending); a full pass
 	// (QueueDepth 0) decides every job.
 	QueueDepth int
+	// MasterPortMin and MasterPortMax are the range MASTER_PORT is chosen
+	// from for each placement (ports.go); 0 chooses none.
+	MasterPortMin, MasterPortMax int
 }
 
 const (

@@ -83,7 +83,8 @@ type pass struct {
 	opt   Options
 	fabric
 	catalog
-	uses []use // the timeline, linked per node from nodeCap.head
+	uses  []use       // the timeline, linked per node from nodeCap.head
+	ports masterPorts // MASTER_PORTs in use (ports.go)
 	scratch
 }
 

@@ -76,6 +76,11 @@ func (p *pass) decide(plan *Plan, j *cluster.Job) {
 	end := endOf(p.nowNs, dur)
 	nodes, byResv := p.gangNow(cs, &r, end)
 	if nodes != nil {
+		port, ok := p.masterPort(p.nodes[nodes[0]].node.Name)
+		if !ok {
+			wait(ReasonMasterPorts)
+			return
+		}
 		alloc := cluster.Allocation{Nodes: make([]cluster.NodeAlloc, len(nodes))}
 		by := cluster.PlacedMain
 		for k, i := range nodes {
@@ -84,7 +89,7 @@ func (p *pass) decide(plan *Plan, j *cluster.Job) {
 			}
 			alloc.Nodes[k] = p.take(i, &r, end)
 		}
-		plan.Placements = append(plan.Placements, Placement{Job: j.ID, Alloc: alloc, By: by})
+		plan.Placements = append(plan.Placements, Placement{Job: j.ID, Alloc: alloc, By: by, MasterPort: port})
 		return
 	}
 	p.block(plan, j, cs, &r, dur, byResv)

@@ -72,6 +72,8 @@ type Placement struct {
 	Job   cluster.JobID
 	Alloc cluster.Allocation
 	By    cluster.PlacedBy
+	// MasterPort is rank 0's MASTER_PORT (0 without Options' range).
+	MasterPort int
 }
 
 // PendingInfo says why a job waits and, when known, when it is expected to
