@@ -158,8 +158,8 @@ type Job struct {
 	Segment      int           // --segment=K: groups of K nodes, each inside one block
 
 	// Ordering.
-	QoS  string // high, normal (default) or low
-	Nice int    // --nice: lowers priority by this much (negative raises; admins only)
+	QoS  QoS // high, normal (default) or low
+	Nice int // --nice: lowers priority by this much (negative raises; admins only)
 	// Requeued is set when the job went back to the queue after a failure or
 	// a preemption; it goes first in its priority class.
 	Requeued bool

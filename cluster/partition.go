@@ -29,9 +29,9 @@ type Partition struct {
 	MaxNodes     int           // zero: unlimited
 	MinNodes     int           // zero: no minimum
 	PriorityTier int
-	// PreemptMode is "OFF" (default) or "REQUEUE": whether this partition's
-	// jobs may be preempted (requeued) for jobs of a higher tier or QoS.
-	PreemptMode string
+	// PreemptMode: whether this partition's jobs may be preempted
+	// (requeued) for jobs of a higher tier or QoS.
+	PreemptMode PreemptMode
 	// AllowAccounts, when set, are the only accounts whose jobs the
 	// partition takes; else DenyAccounts are accounts whose jobs it
 	// refuses (Slurm's keys; Slurm, too, ignores DenyAccounts then).

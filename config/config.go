@@ -182,14 +182,15 @@ type parser struct {
 	partDefaults []pair // from PartitionName=DEFAULT
 	// The global PreemptMode (OFF, REQUEUE; empty: unset, OFF) and
 	// PreemptType (preemptOn: one that preempts), and where they are set.
-	preemptMode, preemptTypeName string
-	preemptOn                    bool
-	preemptModeAt                lineAt
-	preemptTypeAt                lineAt
-	nodeLine                     map[string]string
-	partLine                     map[string]string
-	globalLine                   map[string]string // non-repeatable key → where it was set
-	defaultPart                  string            // "name (file:line)" of the Default=YES partition
+	preemptMode     cluster.PreemptMode
+	preemptTypeName string
+	preemptOn       bool
+	preemptModeAt   lineAt
+	preemptTypeAt   lineAt
+	nodeLine        map[string]string
+	partLine        map[string]string
+	globalLine      map[string]string // non-repeatable key → where it was set
+	defaultPart     string            // "name (file:line)" of the Default=YES partition
 
 	// What the whole file's checks (finish) need. nodeLines: the config
 	// has NodeName lines (other than DEFAULT); declared: the nodes they

@@ -98,7 +98,7 @@ func render(c *Config, all bool) string {
 		}
 		line("partition %s state=%s%s", p.Name, p.State, kvs(
 			"nodes", nodes, "default", p.Default, "maxtime", limit(p.MaxTime), "defaulttime", limit(p.DefaultTime),
-			"maxnodes", p.MaxNodes, "minnodes", p.MinNodes, "tier", p.PriorityTier, "preempt", p.PreemptMode,
+			"maxnodes", p.MaxNodes, "minnodes", p.MinNodes, "tier", p.PriorityTier, "preempt", string(p.PreemptMode),
 			"allow", strings.Join(p.AllowAccounts, ","), "deny", strings.Join(p.DenyAccounts, ","), "exclusive", p.Exclusive, "groups", strings.Join(p.AllowGroups, ",")))
 	}
 	for _, w := range c.Warnings {

@@ -171,12 +171,12 @@ func (s *partSpec) overSubscribe(kv pair) {
 // preemptMode reads PreemptMode: OFF, or REQUEUE (the partition's jobs may
 // be requeued to make room for jobs of a higher tier or QoS).
 func (s *partSpec) preemptMode(kv pair) {
-	switch v := strings.ToUpper(kv.Value); v {
-	case "OFF", "REQUEUE":
-		s.part.PreemptMode = v
-	default:
+	m, err := cluster.ParsePreemptMode(kv.Value)
+	if err != nil || kv.Value == "" {
 		s.errorf("PreemptMode=%s is not supported: write OFF or REQUEUE", kv.Value)
+		return
 	}
+	s.part.PreemptMode = m
 }
 
 func (s *partSpec) yesNo(kv pair) bool {
@@ -257,12 +257,12 @@ func (p *parser) globalPreemptMode(file string, num int, kv pair) {
 	if !p.once(file, num, kv, kv.lower) {
 		return
 	}
-	switch v := strings.ToUpper(kv.Value); v {
-	case "OFF", "REQUEUE":
-		p.preemptMode, p.preemptModeAt = v, lineAt{file, num}
-	default:
+	m, err := cluster.ParsePreemptMode(kv.Value)
+	if err != nil || kv.Value == "" {
 		p.errorf(file, num, "PreemptMode=%s is not supported: write OFF or REQUEUE (Phalanx requeues; it does not suspend, cancel or gang)", kv.Value)
+		return
 	}
+	p.preemptMode, p.preemptModeAt = m, lineAt{file, num}
 }
 
 func (p *parser) preemptType(file string, num int, kv pair) {
@@ -283,10 +283,10 @@ func (p *parser) preemptType(file string, num int, kv pair) {
 // warning, where Slurm says nothing).
 func (p *parser) finishPreemption() {
 	switch {
-	case !p.preemptOn && p.preemptMode == "REQUEUE":
+	case !p.preemptOn && p.preemptMode == cluster.PreemptRequeue:
 		p.errorf(p.preemptModeAt.file, p.preemptModeAt.num, "PreemptMode=REQUEUE needs PreemptType=preempt/partition_prio or preempt/qos: "+
 			"without one PreemptType is preempt/none, which preempts nothing (Slurm: PreemptType and PreemptMode values incompatible)")
-	case p.preemptOn && p.preemptMode != "REQUEUE":
+	case p.preemptOn && p.preemptMode != cluster.PreemptRequeue:
 		p.errorf(p.preemptTypeAt.file, p.preemptTypeAt.num, "PreemptType=%s needs PreemptMode=REQUEUE: the global PreemptMode is OFF unless set "+
 			"(a partition that must not be preempted sets its own PreemptMode=OFF; Slurm: PreemptType and PreemptMode values incompatible)", p.preemptTypeName)
 	}
@@ -294,13 +294,13 @@ func (p *parser) finishPreemption() {
 		if part.PreemptMode == "" {
 			part.PreemptMode = p.preemptMode
 		}
-		if !p.preemptOn && part.PreemptMode == "REQUEUE" {
+		if !p.preemptOn && part.PreemptMode == cluster.PreemptRequeue {
 			why := "no PreemptType (preempt/none, the default) turns preemption off: set PreemptType=preempt/partition_prio and PreemptMode=REQUEUE"
 			if at := p.preemptTypeAt; at.num > 0 {
 				why = fmt.Sprintf("PreemptType=preempt/none (%s:%d) turns preemption off", at.file, at.num)
 			}
 			p.cfg.Warnings = append(p.cfg.Warnings, fmt.Sprintf("%s: partition %s: PreemptMode=REQUEUE, but %s", p.partLine[part.Name], part.Name, why))
-			part.PreemptMode = "OFF"
+			part.PreemptMode = cluster.PreemptOff
 		}
 	}
 }

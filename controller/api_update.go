@@ -234,7 +234,7 @@ func (s *Server) updateRequest(ctx context.Context, j *cluster.Job, req *phalanx
 		}
 	}
 	if req.Qos != nil {
-		c.QoS = *req.Qos
+		c.QoS = cluster.QoS(*req.Qos)
 	}
 	if req.Priority != nil {
 		if !operator {

@@ -75,7 +75,7 @@ func jobFromSpec(spec *phalanxv1.JobSpec, maxScript int) (*cluster.Job, error) {
 		Switches:     int(spec.Switches),
 		SwitchesWait: time.Duration(spec.SwitchesWaitSeconds) * time.Second,
 		Segment:      int(spec.Segment),
-		QoS:          spec.Qos,
+		QoS:          cluster.QoS(spec.Qos),
 		Nice:         int(spec.Nice),
 	}
 	var err error
@@ -193,7 +193,7 @@ func specToProto(j *cluster.Job) *phalanxv1.JobSpec {
 		Switches:            int32(j.Switches),
 		SwitchesWaitSeconds: int64(j.SwitchesWait / time.Second),
 		Segment:             int32(j.Segment),
-		Qos:                 j.QoS,
+		Qos:                 string(j.QoS),
 		Nice:                int32(j.Nice),
 		NoRequeue:           j.Restart.MaxRestarts == 0,
 		MaxRestarts:         proto.Int32(int32(j.Restart.MaxRestarts)),
@@ -375,14 +375,14 @@ func partitionToProto(p *cluster.Partition, nodes []*cluster.Node) *phalanxv1.Pa
 		MaxNodes:           int32(p.MaxNodes),
 		MinNodes:           int32(p.MinNodes),
 		PriorityTier:       int32(p.PriorityTier),
-		PreemptMode:        preemptOff,
+		PreemptMode:        string(cluster.PreemptOff),
 		AllowAccounts:      p.AllowAccounts,
 		DenyAccounts:       p.DenyAccounts,
 		Exclusive:          p.Exclusive,
 		AllowGroups:        p.AllowGroups,
 	}
 	if p.PreemptMode != "" {
-		out.PreemptMode = p.PreemptMode
+		out.PreemptMode = string(p.PreemptMode)
 	}
 	for _, n := range nodes {
 		if p.Contains(n.Name) {

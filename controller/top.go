@@ -98,13 +98,5 @@ func (s *Server) top(ctx context.Context, ids []uint64) ([]cluster.JobID, error)
 
 // sameTopGroup: b is pending work of a's user, partition, account and QoS.
 func sameTopGroup(a, b *cluster.Job) bool {
-	return a.UID == b.UID && a.User == b.User && a.Partition == b.Partition && a.Account == b.Account && qosOrNormal(a.QoS) == qosOrNormal(b.QoS)
-}
-
-// qosOrNormal is a job's QoS, normal when it gave none.
-func qosOrNormal(q string) string {
-	if q == "" {
-		return qosNormal
-	}
-	return q
+	return a.UID == b.UID && a.User == b.User && a.Partition == b.Partition && a.Account == b.Account && a.QoS.Level() == b.QoS.Level()
 }

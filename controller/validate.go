@@ -1,22 +1,7 @@
 package controller
 
 import (
-	"strings"
-
 	"github.com/phalanx-hpc/phalanx/cluster"
-)
-
-// QoS names a job may ask for with --qos; empty means normal.
-const (
-	qosHigh   = "high"
-	qosNormal = "normal"
-	qosLow    = "low"
-)
-
-// Partition preemption modes (PreemptMode= in phalanx.conf).
-const (
-	preemptOff     = "OFF"
-	preemptRequeue = "REQUEUE"
 )
 
 // maxNice bounds --nice as Slurm does.
@@ -42,11 +27,12 @@ func checkConstraints(j *cluster.Job) error {
 	case len(j.NodeList) > j.Nodes:
 		return cluster.Errorf(cluster.ErrInvalid, "--nodelist names %d nodes but the job asks for %d (-N): ask for at least as many nodes as you list", len(j.NodeList), j.Nodes)
 	}
-	j.QoS = strings.ToLower(j.QoS)
-	switch j.QoS {
-	case "", qosHigh, qosNormal, qosLow:
-	default:
-		return cluster.Errorf(cluster.ErrInvalid, "invalid qos specification %q: use high, normal or low", j.QoS)
+	if j.QoS != "" {
+		q, err := cluster.ParseQoS(string(j.QoS))
+		if err != nil {
+			return cluster.Errorf(cluster.ErrInvalid, "invalid qos specification %q: use high, normal or low", j.QoS)
+		}
+		j.QoS = q
 	}
 	if err := checkNodeNames(j); err != nil {
 		return err

@@ -70,7 +70,7 @@ func benchCluster(nodes, pending int, busy float64) (*Snapshot, time.Time) {
 		s.Jobs = append(s.Jobs, &cluster.Job{ID: id, Name: fmt.Sprint("job", k), Partition: "gpu", State: cluster.JobPending,
 			Nodes: n, GPUsPerNode: g, CPUsPerNode: 4 * g, MemoryMB: int64(g) << 16,
 			TimeLimit: time.Duration(1+rng.IntN(24)) * time.Hour, Priority: int64(rng.IntN(100)),
-			QoS:        []string{"normal", "normal", "normal", "high", "low"}[rng.IntN(5)],
+			QoS:        []cluster.QoS{"normal", "normal", "normal", "high", "low"}[rng.IntN(5)],
 			SubmitTime: now.Add(-time.Duration(rng.IntN(48*60)) * time.Minute)})
 		id++
 	}

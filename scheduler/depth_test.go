@@ -23,7 +23,7 @@ func TestQueueDepthDecidesTheHeadOfTheQueue(t *testing.T) {
 				ID: cluster.JobID(i), Name: fmt.Sprint(i), Partition: "gpu", Nodes: 1,
 				State:       rapid.SampledFrom([]cluster.JobState{cluster.JobPending, cluster.JobPending, cluster.JobRunning}).Draw(rt, "state"),
 				GPUsPerNode: rapid.IntRange(1, 8).Draw(rt, "gpus"),
-				QoS:         rapid.SampledFrom([]string{"", "high", "low"}).Draw(rt, "qos"),
+				QoS:         rapid.SampledFrom([]cluster.QoS{"", "high", "low"}).Draw(rt, "qos"),
 				Priority:    int64(rapid.IntRange(0, 3).Draw(rt, "prio")),
 				SubmitTime:  now.Add(-time.Duration(rapid.IntRange(0, 100).Draw(rt, "age")) * time.Minute),
 			})

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"sort"
-	"strings"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
 )
@@ -57,7 +56,7 @@ func (p *pass) indexLive() {
 			continue
 		}
 		part := p.parts[j.Partition]
-		lj := liveJob{job: j, class: class{qos: qosRank(j.QoS)},
+		lj := liveJob{job: j, class: class{qos: j.QoS.Level()},
 			leaving: (j.State != cluster.JobRunning && j.State != cluster.JobConfiguring) || p.s.Preempting[j.ID]}
 		gpus := 0
 		for _, a := range j.Alloc.Nodes {
@@ -65,7 +64,7 @@ func (p *pass) indexLive() {
 		}
 		if part != nil {
 			lj.class.tier = part.PriorityTier
-			lj.preemptible = strings.EqualFold(part.PreemptMode, "REQUEUE")
+			lj.preemptible = part.PreemptMode.Requeues()
 		}
 		lj.cost = int64(max(gpus, 1)) * max(int64(p.now.Sub(j.StartTime).Seconds()), 1)
 		prev := int32(-1)
@@ -88,7 +87,7 @@ func (p *pass) indexLive() {
 // the victims and the free capacity of the nodes for j).
 func (p *pass) preempt(plan *Plan, j *cluster.Job, cs *candSet, r *request) bool {
 	p.indexLive()
-	me := class{tier: cs.part.PriorityTier, qos: qosRank(j.QoS)}
+	me := class{tier: cs.part.PriorityTier, qos: j.QoS.Level()}
 	if !p.hasVictimBelow(me) {
 		return false
 	}

@@ -3,7 +3,6 @@ package scheduler
 import (
 	"container/heap"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
@@ -15,17 +14,6 @@ const (
 	ageCapMin   = 7 * 24 * 60
 	sizeCapGPUs = 10_000
 )
-
-// QoS levels, lowest first; an unknown or empty QoS is normal.
-func qosRank(q string) int {
-	switch strings.ToLower(q) {
-	case "high":
-		return 2
-	case "low":
-		return 0
-	}
-	return 1
-}
 
 // Priority is a pending job's score within its partition tier:
 //
@@ -41,7 +29,7 @@ func qosRank(q string) int {
 // old jobs from starving and size favours the gangs that are hardest to
 // place.
 func Priority(j *cluster.Job, now time.Time, o Options) int64 {
-	score := int64(qosRank(j.QoS))*qosStep + j.Priority - int64(j.Nice)
+	score := int64(j.QoS.Level())*qosStep + j.Priority - int64(j.Nice)
 	if age := now.Sub(j.SubmitTime); age > 0 {
 		score += min(int64(age/time.Minute), ageCapMin)
 	}
@@ -71,7 +59,7 @@ type ranked struct {
 // submit time; ID. With o.QueueDepth, only the first QueueDepth.
 func queue(jobs []*cluster.Job, tierOf func(string) int, now time.Time, o Options) []ranked {
 	rank := func(j *cluster.Job) ranked {
-		return ranked{job: j, tier: tierOf(j.Partition), qos: qosRank(j.QoS), score: Priority(j, now, o), requeue: j.Requeued}
+		return ranked{job: j, tier: tierOf(j.Partition), qos: j.QoS.Level(), score: Priority(j, now, o), requeue: j.Requeued}
 	}
 	if o.QueueDepth > 0 {
 		return top(jobs, o.QueueDepth, rank)

@@ -32,7 +32,7 @@ func genSnapshot(t *rapid.T, maxNodes int) *Snapshot {
 		})
 	}
 	sub := &cluster.Partition{Name: "q", State: cluster.PartitionUp, PriorityTier: rapid.IntRange(0, 2).Draw(t, "tier"),
-		PreemptMode: rapid.SampledFrom([]string{"OFF", "REQUEUE"}).Draw(t, "preempt")}
+		PreemptMode: rapid.SampledFrom([]cluster.PreemptMode{cluster.PreemptOff, cluster.PreemptRequeue}).Draw(t, "preempt")}
 	for _, node := range s.Nodes {
 		if rapid.Bool().Draw(t, "inq") {
 			sub.Nodes = append(sub.Nodes, node.Name)
@@ -75,7 +75,7 @@ func genJobs(t *rapid.T, firstID, maxNodes int, label string) []*cluster.Job {
 			TimeLimit:   time.Duration(rapid.IntRange(0, 3).Draw(t, "limit")) * time.Hour,
 			Exclusive:   rapid.IntRange(0, 4).Draw(t, "exclusive") == 0,
 			Constraint:  rapid.SampledFrom([]string{"", "", "ib", "ib&nvme", "nvme|ib", "ib*1", "nvme*2", "[ib*1&nvme*1]"}).Draw(t, "constraint"),
-			QoS:         rapid.SampledFrom([]string{"", "low", "high"}).Draw(t, "qos"),
+			QoS:         rapid.SampledFrom([]cluster.QoS{"", "low", "high"}).Draw(t, "qos"),
 			Requeued:    rapid.IntRange(0, 4).Draw(t, "requeued") == 0,
 		})
 	}
@@ -211,7 +211,7 @@ func checkPlan(t *rapid.T, s *Snapshot, plan *Plan) {
 // unplaced job it is preempted for.
 func checkPreemptions(t *rapid.T, s *Snapshot, plan *Plan, placed map[cluster.JobID]bool) {
 	classOf := func(j *cluster.Job) class {
-		c := class{qos: qosRank(j.QoS)}
+		c := class{qos: j.QoS.Level()}
 		for _, p := range s.Partitions {
 			if p.Name == j.Partition {
 				c.tier = p.PriorityTier

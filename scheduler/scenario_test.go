@@ -162,7 +162,7 @@ func (w *world) addNodes(expr string, kv map[string]string) error {
 func (w *world) addPartition(name string, kv map[string]string) error {
 	p := &cluster.Partition{Name: name, State: cluster.PartitionState(str(kv, "state", "UP")),
 		PriorityTier: int(num(kv, "tier", 0)), MaxTime: seconds(kv, "maxtime"), DefaultTime: seconds(kv, "default"),
-		MaxNodes: int(num(kv, "maxnodes", 0)), MinNodes: int(num(kv, "minnodes", 0)), PreemptMode: str(kv, "preempt", "OFF")}
+		MaxNodes: int(num(kv, "maxnodes", 0)), MinNodes: int(num(kv, "minnodes", 0)), PreemptMode: cluster.PreemptMode(str(kv, "preempt", "OFF"))}
 	if kv["nodes"] == "all" {
 		p.AllNodes = true
 	} else {
@@ -186,7 +186,7 @@ func (w *world) addJob(id string, kv map[string]string) error {
 		Nodes: int(num(kv, "nodes", 1)), GPUsPerNode: int(num(kv, "gpus", 0)),
 		CPUsPerNode: int(num(kv, "cpus", 0)), MemoryMB: num(kv, "mem", 0), GPUType: kv["type"],
 		TimeLimit: seconds(kv, "limit"), Priority: num(kv, "prio", 0), SubmitTime: epoch.Add(seconds(kv, "submit")),
-		QoS: kv["qos"], Nice: int(num(kv, "nice", 0)), Constraint: kv["constraint"],
+		QoS: cluster.QoS(kv["qos"]), Nice: int(num(kv, "nice", 0)), Constraint: kv["constraint"],
 		Exclusive: kv["exclusive"] != "" || hasKey(kv, "exclusive"), Requeued: hasKey(kv, "requeued"),
 		Segment: int(num(kv, "segment", 0)),
 	}

@@ -32,7 +32,7 @@ func (s *sim) admit(specs []JobSpec) {
 func (s *sim) newJob(i int, sp *JobSpec) *cluster.Job {
 	j := &cluster.Job{
 		ID: cluster.JobID(i + 1), Name: sp.ID, User: "sim", Partition: partitionOf(*sp),
-		Priority: sp.Priority, QoS: sp.QoS,
+		Priority: sp.Priority, QoS: cluster.QoS(sp.QoS),
 		SubmitTime: Epoch.Add(seconds(sp.SubmitOffset)), TimeLimit: seconds(sp.TimeLimitS),
 		Nodes: sp.Nodes, GPUsPerNode: sp.GPUsPerNode,
 		Switches: sp.Switches, SwitchesWait: seconds(sp.SwitchesWaitS), Segment: sp.Segment,

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
@@ -149,14 +148,7 @@ type rank struct {
 var lowestRank = rank{qos: -1, score: math.MinInt64}
 
 func (s *sim) rankOf(j *cluster.Job, now time.Time) rank {
-	q := 1
-	switch strings.ToLower(j.QoS) {
-	case "high":
-		q = 2
-	case "low":
-		q = 0
-	}
-	return rank{qos: q, requeued: j.Requeued, score: scheduler.Priority(j, now, s.cfg.Options)}
+	return rank{qos: j.QoS.Level(), requeued: j.Requeued, score: scheduler.Priority(j, now, s.cfg.Options)}
 }
 
 func (r rank) less(o rank) bool {

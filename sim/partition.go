@@ -15,7 +15,7 @@ import (
 // The partition covers every node. Errors wrap cluster.ErrInvalid.
 func ParsePartition(spec string) (*cluster.Partition, error) {
 	fields := strings.Split(spec, ":")
-	p := &cluster.Partition{Name: fields[0], AllNodes: true, State: cluster.PartitionUp, PreemptMode: "OFF"}
+	p := &cluster.Partition{Name: fields[0], AllNodes: true, State: cluster.PartitionUp, PreemptMode: cluster.PreemptOff}
 	if p.Name == "" || strings.Contains(p.Name, "=") {
 		return nil, cluster.Errorf(cluster.ErrInvalid, "partition %q: want NAME[:tier=N][:preempt=requeue][:maxtime=T][:state=S]", spec)
 	}
@@ -48,12 +48,11 @@ func setPartitionKey(p *cluster.Partition, key, val string) error {
 		}
 		p.PriorityTier = n
 	case "preempt":
-		switch m := strings.ToUpper(val); m {
-		case "OFF", "REQUEUE":
-			p.PreemptMode = m
-		default:
+		m, err := cluster.ParsePreemptMode(val)
+		if err != nil || val == "" {
 			return fmt.Errorf("preempt %q: use requeue or off", val)
 		}
+		p.PreemptMode = m
 	case "maxtime":
 		d, err := cluster.ParseDuration(val)
 		if err != nil {

@@ -65,8 +65,8 @@ type Config struct {
 // every node, tier 0, whose jobs may be preempted (requeued).
 func DefaultPartitions() []*cluster.Partition {
 	return []*cluster.Partition{
-		{Name: DefaultPartition, AllNodes: true, Default: true, State: cluster.PartitionUp, PriorityTier: 1, PreemptMode: "OFF"},
-		{Name: PreemptPartition, AllNodes: true, State: cluster.PartitionUp, PriorityTier: 0, PreemptMode: "REQUEUE"},
+		{Name: DefaultPartition, AllNodes: true, Default: true, State: cluster.PartitionUp, PriorityTier: 1, PreemptMode: cluster.PreemptOff},
+		{Name: PreemptPartition, AllNodes: true, State: cluster.PartitionUp, PriorityTier: 0, PreemptMode: cluster.PreemptRequeue},
 	}
 }
 
@@ -198,7 +198,7 @@ func (s *sim) addPartitions(specs []JobSpec) {
 		if !have[name] {
 			have[name] = true
 			s.cfg.Partitions = append(s.cfg.Partitions, &cluster.Partition{Name: name, AllNodes: true,
-				State: cluster.PartitionUp, PreemptMode: "OFF"})
+				State: cluster.PartitionUp, PreemptMode: cluster.PreemptOff})
 		}
 	}
 }

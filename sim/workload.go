@@ -163,9 +163,7 @@ func (s JobSpec) Validate() error {
 	case s.Segment > 0 && s.Nodes%s.Segment != 0:
 		return bad("nodes %d is not a multiple of segment %d", s.Nodes, s.Segment)
 	}
-	switch strings.ToLower(s.QoS) {
-	case "", "high", "normal", "low":
-	default:
+	if _, err := cluster.ParseQoS(s.QoS); err != nil {
 		return bad("qos %q: use high, normal or low", s.QoS)
 	}
 	return nil

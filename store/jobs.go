@@ -280,7 +280,7 @@ type JobUpdate struct {
 	Nodes      *int
 	Dependency *cluster.Dependency
 	Nice       *int
-	QoS        *string
+	QoS        *cluster.QoS
 	Priority   *int64
 	// ArrayThrottle: a task's array's throttle (scontrol update
 	// ArrayTaskThrottle=), pending or started; ignored for another job.

@@ -51,11 +51,11 @@ func parseNice(v string) (int32, error) {
 
 // parseQoS accepts high, normal and low, in any case.
 func parseQoS(v string) (string, error) {
-	switch q := strings.ToLower(v); q {
-	case "high", "normal", "low":
-		return q, nil
+	q, err := cluster.ParseQoS(v)
+	if err != nil || v == "" {
+		return "", fmt.Errorf("invalid qos specification: use high, normal or low")
 	}
-	return "", fmt.Errorf("invalid qos specification: use high, normal or low")
+	return string(q), nil
 }
 
 // parseSwitches reads N or N@TIME, TIME in Slurm's time format.

@@ -247,8 +247,12 @@ func (c RegisterNode) encode() (*statev1.Command, error) {
 
 func (c UpdateJob) encode() (*statev1.Command, error) {
 	u := c.JobUpdate
-	r := &statev1.UpdateJob{JobId: uint64(c.ID), Name: u.Name, Partition: u.Partition, Qos: u.QoS, Priority: u.Priority,
+	r := &statev1.UpdateJob{JobId: uint64(c.ID), Name: u.Name, Partition: u.Partition, Priority: u.Priority,
 		RequestId: c.RequestID, Time: codec.Time(c.Time)}
+	if u.QoS != nil {
+		q := string(*u.QoS)
+		r.Qos = &q
+	}
 	if u.TimeLimit != nil {
 		d := int64(*u.TimeLimit)
 		r.TimeLimit = &d
@@ -276,7 +280,11 @@ func (c UpdateJob) encode() (*statev1.Command, error) {
 }
 
 func decodeUpdateJob(r *statev1.UpdateJob) UpdateJob {
-	u := store.JobUpdate{Name: r.Name, Partition: r.Partition, QoS: r.Qos, Priority: r.Priority}
+	u := store.JobUpdate{Name: r.Name, Partition: r.Partition, Priority: r.Priority}
+	if r.Qos != nil {
+		q := cluster.QoS(r.GetQos())
+		u.QoS = &q
+	}
 	if r.TimeLimit != nil {
 		d := time.Duration(r.GetTimeLimit())
 		u.TimeLimit = &d

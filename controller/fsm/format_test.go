@@ -91,7 +91,7 @@ var commandFixtures = map[string]Command{
 	"13-update-job":        UpdateJob{ID: 7, JobUpdate: store.JobUpdate{Name: ptr("renamed"), TimeLimit: ptr(90 * time.Minute)}},
 	"13b-update-job-hold":  UpdateJob{ID: 7, JobUpdate: store.JobUpdate{Hold: ptr(cluster.HoldAdmin)}},
 	"13c-update-job-request": UpdateJob{ID: 7, JobUpdate: store.JobUpdate{Partition: ptr("debug"), Nodes: ptr(2), Nice: ptr(50),
-		QoS: ptr("low"), Priority: ptr(int64(900)), Dependency: &cluster.Dependency{Conds: []cluster.DepCond{{Type: cluster.DepAfterAny, Job: 5}}}}},
+		QoS: ptr(cluster.QoSLow), Priority: ptr(int64(900)), Dependency: &cluster.Dependency{Conds: []cluster.DepCond{{Type: cluster.DepAfterAny, Job: 5}}}}},
 	"13d-update-job-once": UpdateJob{ID: 7, JobUpdate: store.JobUpdate{TimeLimit: ptr(30 * time.Minute)}, RequestID: []byte("0123456789abcdef"),
 		Time: t0.Add(6 * time.Hour)},
 	"13e-update-job-throttle": UpdateJob{ID: 7, JobUpdate: store.JobUpdate{ArrayThrottle: ptr(3)}},

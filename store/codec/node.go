@@ -72,7 +72,7 @@ func Partition(p *cluster.Partition) (*statev1.Partition, error) {
 	return &statev1.Partition{
 		Name: p.Name, Nodes: p.Nodes, AllNodes: p.AllNodes, Default: p.Default, State: st,
 		MaxTime: int64(p.MaxTime), DefaultTime: int64(p.DefaultTime), MaxNodes: int32(p.MaxNodes),
-		MinNodes: int32(p.MinNodes), PriorityTier: int32(p.PriorityTier), PreemptMode: p.PreemptMode,
+		MinNodes: int32(p.MinNodes), PriorityTier: int32(p.PriorityTier), PreemptMode: string(p.PreemptMode),
 		AllowAccounts: p.AllowAccounts, DenyAccounts: p.DenyAccounts, Exclusive: p.Exclusive,
 		AllowGroups: p.AllowGroups,
 	}, nil
@@ -87,7 +87,7 @@ func FromPartition(r *statev1.Partition) (*cluster.Partition, error) {
 	return &cluster.Partition{
 		Name: r.GetName(), Nodes: r.GetNodes(), AllNodes: r.GetAllNodes(), Default: r.GetDefault(), State: st,
 		MaxTime: time.Duration(r.GetMaxTime()), DefaultTime: time.Duration(r.GetDefaultTime()),
-		MaxNodes: int(r.GetMaxNodes()), PriorityTier: int(r.GetPriorityTier()), PreemptMode: r.GetPreemptMode(),
+		MaxNodes: int(r.GetMaxNodes()), PriorityTier: int(r.GetPriorityTier()), PreemptMode: cluster.PreemptMode(r.GetPreemptMode()),
 		AllowAccounts: r.GetAllowAccounts(), DenyAccounts: r.GetDenyAccounts(), Exclusive: r.GetExclusive(),
 		AllowGroups: r.GetAllowGroups(), MinNodes: int(r.GetMinNodes()),
 	}, nil

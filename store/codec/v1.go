@@ -141,7 +141,7 @@ func (o *v1Job) domain() *cluster.Job {
 		Script: o.Script, Image: o.Image, Env: o.Env, WorkDir: o.WorkDir, Output: o.Output, Error: o.Error,
 		Nodes: o.Nodes, GPUsPerNode: o.GPUsPerNode, GPUType: o.GPUType, CPUsPerNode: o.CPUsPerNode, MemoryMB: o.MemoryMB,
 		Constraint: o.Constraint, NodeList: o.NodeList, Exclude: o.Exclude, Exclusive: o.Exclusive,
-		Switches: o.Switches, SwitchesWait: o.SwitchesWait, Segment: o.Segment, QoS: o.QoS, Nice: o.Nice,
+		Switches: o.Switches, SwitchesWait: o.SwitchesWait, Segment: o.Segment, QoS: cluster.QoS(o.QoS), Nice: o.Nice,
 		Requeued: o.Requeued, State: cluster.JobState(o.State), Reason: o.Reason, ExitCode: o.ExitCode,
 		ExitSignal: o.ExitSignal, StartTime: utc(o.StartTime), EndTime: utc(o.EndTime), Attempt: o.Attempt,
 		MasterPort: o.MasterPort,
@@ -179,7 +179,7 @@ func (o *v1Partition) domain() *cluster.Partition {
 	return &cluster.Partition{
 		Name: o.Name, Nodes: o.Nodes, AllNodes: o.AllNodes, Default: o.Default, State: cluster.PartitionState(o.State),
 		MaxTime: o.MaxTime, DefaultTime: o.DefaultTime, MaxNodes: o.MaxNodes, PriorityTier: o.PriorityTier,
-		PreemptMode: o.PreemptMode,
+		PreemptMode: cluster.PreemptMode(o.PreemptMode),
 	}
 }
 
