@@ -249,6 +249,7 @@ func parseJob(t *testing.T, a kvs) *phalanxv1.Job {
 	}
 	_, j.Spec.Exclusive = a["exclusive"]
 	_, j.Completing = a["completing"]
+	j.SchedNodes = a.hosts(t, "sched") // the nodes reserved for a pending job
 	if a["max-restarts"] != "" {
 		j.Spec.MaxRestarts = proto.Int32(int32(a.int(t, "max-restarts")))
 	}

@@ -83,7 +83,7 @@ func formatJob(j *phalanxv1.Job, now time.Time, loc *time.Location, details bool
 		{kv("StartTime", startTime(j, loc)), kv("EndTime", endTime(j, loc, "Unknown")), kv("Deadline", fmtTime(s.GetDeadline(), loc, "N/A"))},
 		{kv("Partition", s.GetPartition())},
 		{kv("ReqNodeList", orDefault(hostlist.Compress(s.GetNodelist()), "(null)")), kv("ExcNodeList", orDefault(hostlist.Compress(s.GetExclude()), "(null)"))},
-		{kv("NodeList", jobNodeList(j))}, // empty before any, as Slurm 22.05's
+		nodeListLine(j),
 		batchHostLine(j),
 		{kv("NumNodes", jobNodeCount(j)), kv("NumCPUs", jobCPUs(j)), kv("NumTasks", jobTaskCount(j)), kv("CPUs/Task", cpusPerTask(s))},
 		{kv("TRES", jobTRES(j))},
@@ -190,6 +190,16 @@ func topologyRequest(s *phalanxv1.JobSpec) []string {
 		out = append(out, kv("Segment", s.GetSegment()))
 	}
 	return out
+}
+
+// nodeListLine is NodeList= (empty before any, as Slurm 22.05's), with
+// SchedNodeList= for a pending job the scheduler reserved nodes for.
+func nodeListLine(j *phalanxv1.Job) []string {
+	line := []string{kv("NodeList", jobNodeList(j))}
+	if sn := schedNodes(j); sn != "(null)" {
+		line = append(line, kv("SchedNodeList", sn))
+	}
+	return line
 }
 
 // batchHostLine is BatchHost=, the node the batch script runs on (rank

@@ -211,12 +211,21 @@ func jobField(j *phalanxv1.Job, c byte, v SqueueView) string {
 	case 'V':
 		return fmtTime(j.SubmitTime, v.Loc, "N/A")
 	case 'Y':
-		return "(null)" // nodes are chosen at placement, not reserved by name
+		return schedNodes(j)
 	case 'Z':
 		return s.GetWorkDir()
 	}
 	out, _ := moreJobField(j, c, v)
 	return out
+}
+
+// schedNodes is SCHEDNODES: the nodes reserved for a pending job, as a
+// hostlist, or (null).
+func schedNodes(j *phalanxv1.Job) string {
+	if j.State != string(cluster.JobPending) || len(j.SchedNodes) == 0 {
+		return "(null)"
+	}
+	return hostlist.Compress(j.SchedNodes)
 }
 
 // shownStart is the start %S shows: a pending job's expected start, the

@@ -315,10 +315,12 @@ func shownPriority(j *cluster.Job, now time.Time, o scheduler.Options) int64 {
 	return scheduler.Priority(j, at, o)
 }
 
-// setPending sets a pending job's reason and expected start.
+// setPending sets a pending job's reason, expected start and the nodes
+// reserved for it.
 func setPending(out *phalanxv1.Job, p scheduler.PendingInfo) {
 	out.Reason = p.Reason
 	out.ExpectedStart = ts(p.ExpectedStart)
+	out.SchedNodes = p.SchedNodes
 }
 
 func allocToProto(a cluster.Allocation, addrs map[string]string) []*phalanxv1.NodeAlloc {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -40,6 +41,9 @@ func TestBackfillNeverDelaysReservations(t *testing.T) {
 			}
 			if len(r.Nodes) != j.Nodes {
 				t.Fatalf("job %d reserved %d nodes, asks %d", r.Job, len(r.Nodes), j.Nodes)
+			}
+			if sn := plan.Pending[r.Job].SchedNodes; !slices.Equal(sn, r.Nodes) {
+				t.Fatalf("job %d reserved %v but its pending info names %v (squeue's SCHEDNODES)", r.Job, r.Nodes, sn)
 			}
 			for _, n := range r.Nodes {
 				spans = append(spans, spanOf(j, n, j.GPUsPerNode, r.Start, "reserved"))

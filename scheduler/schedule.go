@@ -122,7 +122,8 @@ func (p *pass) block(plan *Plan, j *cluster.Job, cs *candSet, r *request, dur ti
 			if info.ExpectedStart.Before(p.now) || at == p.nowNs {
 				info.ExpectedStart = p.now
 			}
-			plan.Reservations = append(plan.Reservations, Reservation{Job: j.ID, Start: info.ExpectedStart, Nodes: p.names(nodes)})
+			info.SchedNodes = p.names(nodes)
+			plan.Reservations = append(plan.Reservations, Reservation{Job: j.ID, Start: info.ExpectedStart, Nodes: info.SchedNodes})
 		}
 	}
 	plan.Pending[j.ID] = info

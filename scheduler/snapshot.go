@@ -81,6 +81,9 @@ type Placement struct {
 type PendingInfo struct {
 	Reason        string
 	ExpectedStart time.Time
+	// SchedNodes are the nodes of the job's reservation (see
+	// Plan.Reservations), nil without one.
+	SchedNodes []string
 }
 
 // Pending reasons in addition to those in package cluster.

@@ -2656,7 +2656,11 @@ type Job struct {
 	// completing: state says the job ended (or goes back to the queue), but
 	// some of its tasks still stop, holding its resources. squeue and
 	// scontrol show it as COMPLETING (CG), as Slurm does; sacct shows state.
-	Completing    bool `protobuf:"varint,21,opt,name=completing,proto3" json:"completing,omitempty"`
+	Completing bool `protobuf:"varint,21,opt,name=completing,proto3" json:"completing,omitempty"`
+	// sched_nodes: a pending job's reservation, the nodes the scheduler
+	// expects it to start on at expected_start (squeue's SCHEDNODES,
+	// scontrol's SchedNodeList); empty: it holds none.
+	SchedNodes    []string `protobuf:"bytes,22,rep,name=sched_nodes,json=schedNodes,proto3" json:"sched_nodes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2836,6 +2840,13 @@ func (x *Job) GetCompleting() bool {
 		return x.Completing
 	}
 	return false
+}
+
+func (x *Job) GetSchedNodes() []string {
+	if x != nil {
+		return x.SchedNodes
+	}
+	return nil
 }
 
 type ArrayTask struct {
@@ -7194,7 +7205,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x129\n" +
 	"\n" +
 	"start_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
-	"\bend_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"\xdb\x06\n" +
+	"\bend_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"\xfc\x06\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12'\n" +
 	"\x04spec\x18\x02 \x01(\v2\x13.phalanx.v1.JobSpecR\x04spec\x12\x14\n" +
@@ -7224,7 +7235,9 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\bpriority\x18\x14 \x01(\x03R\bpriority\x12\x1e\n" +
 	"\n" +
 	"completing\x18\x15 \x01(\bR\n" +
-	"completingB\x12\n" +
+	"completing\x12\x1f\n" +
+	"\vsched_nodes\x18\x16 \x03(\tR\n" +
+	"schedNodesB\x12\n" +
 	"\x10_checkpoint_step\"\xb0\x01\n" +
 	"\tArrayTask\x12 \n" +
 	"\farray_job_id\x18\x01 \x01(\x04R\n" +
