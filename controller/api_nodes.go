@@ -36,9 +36,7 @@ func (c *controllerService) ListNodes(ctx context.Context, req *phalanxv1.ListNo
 			out.NextPageToken = out.Nodes[limit-1].Name
 			break
 		}
-		s.mu.Lock()
-		seen, stopped := s.lastSeen[n.Name], s.stopped[n.Name]
-		s.mu.Unlock()
+		seen, stopped := s.nodes.of(n.Name)
 		pn := nodeToProto(n, usage[n.Name], st.Partitions, seen)
 		pn.NotResponding = pn.NotResponding || stopped // its agent said it stops
 		// Its line's layout: Slurm shows it; Phalanx, which places by CPUs,

@@ -81,10 +81,10 @@ func TestLeaseGrants(t *testing.T) {
 	// f1 falls silent: the leader's verdict is on its way (it has decided,
 	// the DOWN is not applied yet).
 	clock.Add(2 * time.Hour)
-	s.mu.Lock()
-	s.lastSeen["p1"] = clock.Now()
-	s.declaring["f1"] = true
-	s.mu.Unlock()
+	s.nodes.mu.Lock()
+	s.nodes.lastSeen["p1"] = clock.Now()
+	s.nodes.declaring["f1"] = true
+	s.nodes.mu.Unlock()
 	if r, err := ns.Heartbeat(ctx, &phalanxv1.HeartbeatRequest{Name: "f1"}); err != nil || r.LeaseMs != 0 || !r.Reregister {
 		t.Errorf("heartbeat of a node found silent: %v, %v; want no lease, register again", r, err)
 	}
@@ -97,15 +97,15 @@ func TestLeaseGrants(t *testing.T) {
 		t.Fatalf("f1 is %s; want UP until the verdict on its way applies", n.State)
 	}
 	clock.Add(2 * time.Hour) // its refused heartbeat was news of it: silent again
-	s.mu.Lock()
-	delete(s.declaring, "f1")
-	s.lastSeen["p1"] = clock.Now()
-	s.mu.Unlock()
+	s.nodes.mu.Lock()
+	delete(s.nodes.declaring, "f1")
+	s.nodes.lastSeen["p1"] = clock.Now()
+	s.nodes.mu.Unlock()
 	s.checkLiveness(ctx)
 	if n, _ := s.store.Node("f1"); n.State != cluster.NodeDown {
 		t.Fatalf("f1 silent for 2h is %s; want DOWN", n.State)
 	}
-	if s.declaring["f1"] {
+	if s.nodes.declaring["f1"] {
 		t.Error("f1 is still being declared once its DOWN applied")
 	}
 	if r, err := reg("f1", true); err != nil || r.LeaseMs != lease {

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
@@ -9,20 +10,133 @@ import (
 	"github.com/phalanx-hpc/phalanx/store"
 )
 
+// liveness is the leader's memory of its nodes: when each was last heard
+// from, which it has heard from since it took over, whose agent said it
+// stops, and which it found silent past the TTL while their DOWN is being
+// committed. It decides nothing but what it is asked; the Server acts on
+// its answers (kicks the scheduler, proposes DOWN). Its lock is its own.
+type liveness struct {
+	mu        sync.Mutex
+	lastSeen  map[string]time.Time
+	heard     map[string]bool // since this leader took over
+	stopped   map[string]bool // the agent said it stops; not heard from since
+	declaring map[string]bool // found silent; the DOWN is on its way: no lease
+}
+
+// reset starts a term: every node gets a full TTL of grace from now, as if
+// just heard from, and none counts as heard.
+func (l *liveness) reset(nodes []*cluster.Node, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lastSeen = make(map[string]time.Time, len(nodes))
+	l.heard, l.stopped, l.declaring = map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, n := range nodes {
+		l.lastSeen[n.Name] = now
+	}
+}
+
+// seen records that node was heard from at t. live is false while its DOWN
+// is on its way; first is true the first time this term.
+func (l *liveness) seen(node string, t time.Time) (live, first bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lastSeen[node] = t
+	first = !l.heard[node]
+	l.heard[node] = true
+	delete(l.stopped, node)
+	return !l.declaring[node], first
+}
+
+// stopping records that node's agent stops: unheard again, not
+// responding, silent from t.
+func (l *liveness) stopping(node string, t time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lastSeen[node] = t
+	l.heard[node] = false
+	l.stopped[node] = true
+}
+
+// registering refreshes node's silence for a registration, and reports
+// false, changing nothing, while its DOWN is on its way.
+func (l *liveness) registering(node string, t time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.declaring[node] {
+		return false
+	}
+	l.lastSeen[node] = t
+	return true
+}
+
+// unheard returns which of the nodes have not been heard from this term.
+func (l *liveness) unheard(nodes []*cluster.Node) map[string]bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string]bool{}
+	for _, n := range nodes {
+		if !l.heard[n.Name] {
+			out[n.Name] = true
+		}
+	}
+	return out
+}
+
+// of is what ListNodes shows of a node: when it was last heard from, and
+// whether its agent said it stops.
+func (l *liveness) of(node string) (seen time.Time, stopped bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastSeen[node], l.stopped[node]
+}
+
+// silentNode is a node found silent, and for how long.
+type silentNode struct {
+	name      string
+	silentFor time.Duration
+}
+
+// silent returns the nodes not DOWN that have been silent longer than ttl
+// at now and are not already being declared, and marks them as being
+// declared. A node registered since the term began starts its silence now.
+func (l *liveness) silent(nodes []*cluster.Node, now time.Time, ttl time.Duration) []silentNode {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []silentNode
+	for _, n := range nodes {
+		if n.State == cluster.NodeDown {
+			continue
+		}
+		seen, ok := l.lastSeen[n.Name]
+		if !ok {
+			l.lastSeen[n.Name], seen = now, now
+		}
+		if now.Sub(seen) > ttl && !l.declaring[n.Name] {
+			out = append(out, silentNode{n.Name, now.Sub(seen)})
+			l.declaring[n.Name] = true
+		}
+	}
+	return out
+}
+
+// declared ends the declaration of nodes: their DOWN applied (which keeps
+// them from a lease until they register again) or failed (they are judged
+// again at the next check).
+func (l *liveness) declared(nodes []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, n := range nodes {
+		delete(l.declaring, n)
+	}
+}
+
 // startLivenessTerm gives every node a full TTL of grace, as if it had just
 // been heard from, and forgets who was heard: nothing is placed on a node
 // until this leader hears from it (its heartbeat, registration or a task
 // report). An election must not cause a storm of NODE_FAIL, nor place jobs
-// on nodes that are gone. s.mu is held.
+// on nodes that are gone.
 func (s *Server) startLivenessTerm() {
-	now := s.cfg.Clock.Now()
-	s.lastSeen = map[string]time.Time{}
-	s.heard = map[string]bool{}
-	s.stopped = map[string]bool{}
-	s.declaring = map[string]bool{}
-	for _, n := range s.store.Nodes() {
-		s.lastSeen[n.Name] = now
-	}
+	s.nodes.reset(s.store.Nodes(), s.cfg.Clock.Now())
 }
 
 // seen records that node was heard from at t. It reports false when this
@@ -30,13 +144,7 @@ func (s *Server) startLivenessTerm() {
 // way: the node's tasks are about to be declared lost, and it must get no
 // lease before it registers again.
 func (s *Server) seen(node string, t time.Time) (live bool) {
-	s.mu.Lock()
-	s.lastSeen[node] = t
-	first := !s.heard[node]
-	s.heard[node] = true
-	delete(s.stopped, node)
-	live = !s.declaring[node]
-	s.mu.Unlock()
+	live, first := s.nodes.seen(node, t)
 	if first {
 		s.kickScheduler() // it can take jobs now
 	}
@@ -47,13 +155,7 @@ func (s *Server) seen(node string, t time.Time) (live bool) {
 // so, or it reported its tasks lost as it shut down): nothing is placed on
 // the node until it is heard from again, as after an election, it shows as
 // not responding, and its silence counts from t.
-func (s *Server) shuttingDown(node string, t time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.lastSeen[node] = t
-	s.heard[node] = false
-	s.stopped[node] = true
-}
+func (s *Server) shuttingDown(node string, t time.Time) { s.nodes.stopping(node, t) }
 
 // admitRegistration lets node register, and so have a lease again, unless
 // this leader found it silent and its DOWN is on its way: a lease granted
@@ -61,50 +163,24 @@ func (s *Server) shuttingDown(node string, t time.Time) {
 // It also refreshes the node's silence, so that no verdict is reached
 // while it registers.
 func (s *Server) admitRegistration(node string, t time.Time) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.declaring[node] {
+	if !s.nodes.registering(node, t) {
 		return cluster.Errorf(cluster.ErrConflict, "node %s is being declared down for its silence; register again in a moment", node)
 	}
-	s.lastSeen[node] = t
 	return nil
 }
 
 // unheard returns which of the nodes this leader has not heard from yet.
-func (s *Server) unheard(nodes []*cluster.Node) map[string]bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := map[string]bool{}
-	for _, n := range nodes {
-		if !s.heard[n.Name] {
-			out[n.Name] = true
-		}
-	}
-	return out
-}
+func (s *Server) unheard(nodes []*cluster.Node) map[string]bool { return s.nodes.unheard(nodes) }
 
 // checkLiveness proposes DOWN, in one command, for every UP or DRAIN node
 // silent past the TTL: a rack that goes dark together costs one commit.
 func (s *Server) checkLiveness(ctx context.Context) {
 	now := s.cfg.Clock.Now()
 	var silent []string
-	s.mu.Lock()
-	for _, n := range s.store.Nodes() {
-		if n.State == cluster.NodeDown {
-			continue
-		}
-		seen, ok := s.lastSeen[n.Name]
-		if !ok { // registered since the term began
-			s.lastSeen[n.Name] = now
-			seen = now
-		}
-		if now.Sub(seen) > s.cfg.NodeTTL && !s.declaring[n.Name] {
-			silent = append(silent, n.Name)
-			s.declaring[n.Name] = true
-			s.log.Warn("node not responding", "node", n.Name, "silent", now.Sub(seen).Round(time.Second))
-		}
+	for _, n := range s.nodes.silent(s.store.Nodes(), now, s.cfg.NodeTTL) {
+		silent = append(silent, n.name)
+		s.log.Warn("node not responding", "node", n.name, "silent", n.silentFor.Round(time.Second))
 	}
-	s.mu.Unlock()
 	if len(silent) == 0 {
 		return
 	}
@@ -112,12 +188,6 @@ func (s *Server) checkLiveness(ctx context.Context) {
 	if err != nil {
 		s.log.Error("mark nodes down", "nodes", silent, "err", err)
 	}
-	// Applied, the DOWN itself keeps the nodes from a lease until they
-	// register again; failed, they are judged again at the next check.
-	s.mu.Lock()
-	for _, n := range silent {
-		delete(s.declaring, n)
-	}
-	s.mu.Unlock()
+	s.nodes.declared(silent)
 	s.kickScheduler()
 }

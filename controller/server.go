@@ -46,17 +46,12 @@ type Server struct {
 	steps    stepNumbers // steps started from outside their jobs (RunStep)
 	live     atomic.Pointer[liveConfig]
 
-	mu       sync.Mutex
-	nextID   cluster.JobID              // 0 unless this replica leads and has taken over
-	inflight map[cluster.JobID]struct{} // IDs handed out whose submit is being committed
-	lastSeen map[string]time.Time       // leader only: last heartbeat per node
-	heard    map[string]bool            // leader only: nodes heard from since it took over
-	stopped  map[string]bool            // leader only: nodes whose agent said it stops, not heard from since
-	// declaring: leader only: nodes it found silent past the TTL, while
-	// their DOWN is being committed (liveness.go): they get no lease.
-	declaring map[string]bool
-	pending   pendingReasons // leader only: the scheduler's reasons
-	fairShare fairShareTable // leader only: as the last full pass found it
+	mu        sync.Mutex
+	nextID    cluster.JobID              // 0 unless this replica leads and has taken over
+	inflight  map[cluster.JobID]struct{} // IDs handed out whose submit is being committed
+	nodes     liveness                   // leader only: when each node was heard from (liveness.go)
+	pending   pendingReasons             // leader only: the scheduler's reasons
+	fairShare fairShareTable             // leader only: as the last full pass found it
 	// touched: leader only: pending jobs changed since the last pass
 	// (scontrol update, hold, release), which the next quick pass decides
 	// too, wherever they were in the queue.
@@ -101,13 +96,11 @@ func New(cfg Config) (*Server, error) {
 		peerCred:  peerSource(c),
 		limiter:   newRateLimiter(c.RateLimit),
 		kick:      make(chan struct{}, 1),
-		lastSeen:  map[string]time.Time{},
 		inflight:  map[cluster.JobID]struct{}{},
 		logs:      newLogHub(),
-		heard:     map[string]bool{},
-		stopped:   map[string]bool{},
 		stop:      make(chan struct{}),
 	}
+	s.nodes.reset(nil, time.Time{}) // a leader resets it when it takes over
 	s.live.Store(&liveConfig{Partitions: c.Partitions, Nodes: c.Nodes})
 	s.lis, err = net.Listen("tcp", c.APIAddr)
 	if err != nil {

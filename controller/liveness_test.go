@@ -1,0 +1,55 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
+)
+
+// liveness over one term: a new term gives every node a full TTL and
+// counts none as heard; a node silent past the TTL is found once while
+// its DOWN is on its way, during which it may not register and its
+// heartbeat is not live; a stopping agent's node is unheard again.
+func TestLivenessOverATerm(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	nodes := []*cluster.Node{{Name: "a", State: cluster.NodeUp}, {Name: "b", State: cluster.NodeUp}, {Name: "c", State: cluster.NodeDown}}
+	var l liveness
+	l.reset(nodes, t0)
+	if u := l.unheard(nodes); len(u) != 3 {
+		t.Fatalf("unheard at the start of a term: %v; want every node", u)
+	}
+	if live, first := l.seen("a", t0.Add(10*time.Second)); !live || !first {
+		t.Errorf("first heartbeat of a: live %v, first %v; want both", live, first)
+	}
+	if _, first := l.seen("a", t0.Add(11*time.Second)); first {
+		t.Error("second heartbeat of a counted as the first")
+	}
+	if s := l.silent(nodes, t0.Add(30*time.Second), 30*time.Second); len(s) != 0 {
+		t.Errorf("silent at exactly the TTL: %v; want none", s)
+	}
+	s := l.silent(nodes, t0.Add(31*time.Second), 30*time.Second)
+	if len(s) != 1 || s[0].name != "b" || s[0].silentFor != 31*time.Second {
+		t.Fatalf("silent past the TTL: %+v; want b, 31s (c is DOWN already)", s)
+	}
+	if again := l.silent(nodes, t0.Add(40*time.Second), 30*time.Second); len(again) != 0 {
+		t.Errorf("b found silent twice while its DOWN is on its way: %v", again)
+	}
+	if l.registering("b", t0.Add(41*time.Second)) {
+		t.Error("b registered while its DOWN is on its way")
+	}
+	if live, _ := l.seen("b", t0.Add(41*time.Second)); live {
+		t.Error("b's heartbeat is live while its DOWN is on its way")
+	}
+	l.declared([]string{"b"})
+	if !l.registering("b", t0.Add(42*time.Second)) {
+		t.Error("b may not register once its DOWN applied")
+	}
+	l.stopping("a", t0.Add(50*time.Second))
+	if seen, stopped := l.of("a"); !stopped || !seen.Equal(t0.Add(50*time.Second)) {
+		t.Errorf("a after its agent stops: seen %v, stopped %v", seen, stopped)
+	}
+	if u := l.unheard(nodes); !u["a"] || u["b"] {
+		t.Errorf("unheard %v; want a (stopping) and not b (heard)", u)
+	}
+}
