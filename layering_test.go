@@ -152,9 +152,9 @@ var allowedImports = map[string][]string{
 	// The programs.
 	"cmd/phx":                {"internal/cliwire"},
 	"cmd/phx-full":           {"cli", "cluster", "devcluster", "scheduler", "sim", "topology"},
-	"cmd/phalanx-controller": {"apiclient", "auth", "cluster", "config", "controller", "pki", "topology"},
+	"cmd/phalanx-controller": {"apiclient", "auth", "cli", "cluster", "config", "controller", "pki", "topology"},
 	"cmd/phalanx-shim":       {"runtime/process"},
-	"cmd/phalanx-agent": {"apiclient", "auth", "cli", "internal/cliwire", "internal/fakesysfs", "nodeagent", "nodeagent/gpu",
+	"cmd/phalanx-agent": {"apiclient", "auth", "cli", "internal/fakesysfs", "nodeagent", "nodeagent/gpu",
 		"nodeagent/rdma", "pki", "runtime", "runtime/containerd", "runtime/process"},
 }
 

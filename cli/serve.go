@@ -66,6 +66,27 @@ func NewServer(addrs []string, caCert string, insecure bool, keys *auth.Keyring,
 	return &Server{Conn: cc, Keys: keys, CACert: caCert, Insecure: insecure, Log: log}, nil
 }
 
+// ServeBeside runs the CLI server on cli.sock beside authSocket, for a
+// daemon that serves the auth socket (node agent, authd, controller): phx
+// on the host hands it sbatch, squeue, sinfo, scancel and sacct, which it
+// runs for the caller on one connection to the controllers (TLS trusting
+// caCert, or plaintext when insecure). When it cannot, it says so and
+// returns nil: phx then runs those commands itself.
+func ServeBeside(authSocket string, controllers []string, caCert string, insecure bool, keys *auth.Keyring, log *slog.Logger) (stop func()) {
+	srv, err := NewServer(controllers, caCert, insecure, keys, log)
+	if err != nil {
+		log.Warn("not serving phx's commands", "err", err)
+		return nil
+	}
+	stop, err = ServeCLI(filepath.Join(filepath.Dir(authSocket), cliwire.SocketName), srv)
+	if err != nil {
+		srv.Conn.Close()
+		log.Warn("not serving phx's commands", "err", err)
+		return nil
+	}
+	return stop
+}
+
 // requestTimeout bounds reading a request.
 const requestTimeout = 5 * time.Second
 

@@ -68,7 +68,7 @@ type Proc struct {
 	raftBind string // 127.0.0.(11+i):port
 	raftAdv  string // its proxy, which the others dial (FromConfig: raftBind)
 	dataDir  string
-	tlsDir   string // its certificate and the CA
+	tlsDir   string // its certificate and the CA (TLSDir)
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -246,6 +246,10 @@ func (c *Procs) Start(i int) {
 	p.cmd, p.done, p.paused = cmd, done, false
 	p.mu.Unlock()
 }
+
+// TLSDir is replica i's --tls-dir: its certificate, and the CA's beside
+// it as its host's users find it (ca.crt).
+func (c *Procs) TLSDir(i int) string { return c.Replicas[i].tlsDir }
 
 // placeArgs are the flags that place replica i: its identity, data dir
 // and addresses, and the peers of a new cluster (or the config that says

@@ -24,6 +24,7 @@ import (
 
 	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/auth"
+	"github.com/phalanx-hpc/phalanx/cli"
 	"github.com/phalanx-hpc/phalanx/internal/fakesysfs"
 	"github.com/phalanx-hpc/phalanx/nodeagent"
 	"github.com/phalanx-hpc/phalanx/nodeagent/gpu"
@@ -222,7 +223,7 @@ func runAgent(ctx context.Context, f *flags, log *slog.Logger) error {
 	}
 	if stop := serveAuth(f, keys, log); stop != nil {
 		defer stop()
-		if stop := serveCLI(f.authSocket, cfg.Controllers, pki.DirFiles(f.tlsDir, pki.KindNode).CA, f.insecure, keys, log); stop != nil {
+		if stop := cli.ServeBeside(f.authSocket, cfg.Controllers, pki.DirFiles(f.tlsDir, pki.KindNode).CA, f.insecure, keys, log); stop != nil {
 			defer stop()
 		}
 	}
@@ -449,7 +450,7 @@ func authd(args []string) int {
 	}
 	defer stop()
 	if addrs := apiclient.SplitAddrs(*controller); len(addrs) > 0 {
-		if stop := serveCLI(*path, addrs, pki.DirFiles(*tlsDir, pki.KindNode).CA, *insecure, keys, log); stop != nil {
+		if stop := cli.ServeBeside(*path, addrs, pki.DirFiles(*tlsDir, pki.KindNode).CA, *insecure, keys, log); stop != nil {
 			defer stop()
 		}
 	}

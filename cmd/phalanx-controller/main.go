@@ -165,13 +165,8 @@ func run(args []string) int {
 	}
 	if cfg.Insecure {
 		log.Warn("INSECURE: --insecure is set: no TLS, and the API authenticates no one: anyone who reaches it can run jobs as any user, root included; use it for debugging only")
-	} else if f.authSocket != "" {
-		stop, err := auth.ServeSocket(f.authSocket, cfg.AuthKeys, log)
-		if err != nil {
-			log.Warn("not serving local credentials", "err", err)
-		} else {
-			defer stop()
-		}
+	} else if stop := serveLocal(f.authSocket, f.tlsDir, srv, cfg, log); stop != nil {
+		defer stop()
 	}
 	if f.debugAddr != "" {
 		serveDebug(f.debugAddr, log)
