@@ -31,10 +31,10 @@ func (s *sim) place(p scheduler.Placement, now time.Time) (*simJob, error) {
 	if err := s.held.Check(j.job, p.Alloc); err != nil {
 		return nil, fmt.Errorf("job %s: %w", j.spec.ID, err)
 	}
-	if err := cluster.Place(j.job, p.Alloc, 0, now, p.By); err != nil {
+	if err := cluster.Place(j.job, p.Alloc, p.MasterPort, now, p.By); err != nil {
 		return nil, fmt.Errorf("job %s: %w", j.spec.ID, err)
 	}
-	s.hold(j, now)
+	s.hold(j)
 	for rank := range j.job.Tasks {
 		s.report(j, rank, cluster.TaskReport{State: cluster.TaskRunning, Time: now})
 	}
@@ -64,7 +64,7 @@ func (s *sim) jobByID(id cluster.JobID) (*simJob, error) {
 
 // hold takes the job's new allocation: in the holdings, on its nodes, in
 // the running set.
-func (s *sim) hold(j *simJob, now time.Time) {
+func (s *sim) hold(j *simJob) {
 	a := j.job.Alloc.Clone()
 	j.held = &a
 	s.held.Take(a, j.job.Exclusive)
