@@ -8,7 +8,9 @@ package getopt
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Option describes one option. Long is its canonical name; Short is its
@@ -111,13 +113,13 @@ func lookupLong(opts []Option, name string) (Option, error) {
 	case 1:
 		return match[0], nil
 	case 0:
-		return Option{}, fmt.Errorf("unrecognized option '--%s'", name)
+		return Option{}, fmt.Errorf("unrecognized option '--%s'", printable(name))
 	}
 	names := make([]string, len(match))
 	for i, o := range match {
 		names[i] = "--" + o.Long
 	}
-	return Option{}, fmt.Errorf("option '--%s' is ambiguous; possibilities: %s", name, strings.Join(names, " "))
+	return Option{}, fmt.Errorf("option '--%s' is ambiguous; possibilities: %s", printable(name), strings.Join(names, " "))
 }
 
 // parseShort parses a group of short options ("hN", "N2", "t").
@@ -125,7 +127,7 @@ func parseShort(opts []Option, s string, rest []string) (vals []Value, used int,
 	for j := 0; j < len(s); j++ {
 		o, ok := lookupShort(opts, s[j])
 		if !ok {
-			return nil, 0, fmt.Errorf("invalid option -- '%c'", s[j])
+			return nil, 0, fmt.Errorf("invalid option -- '%s'", printable(string(rune(s[j]))))
 		}
 		if !o.HasArg {
 			vals = append(vals, Value{Name: o.Long})
@@ -167,6 +169,25 @@ func Usage(opts []Option) string {
 			flag += "[=VALUE]"
 		}
 		fmt.Fprintf(&b, "  %-28s %s\n", flag, o.Usage)
+	}
+	return b.String()
+}
+
+// printable is s for an error message of one line: a character that does
+// not print (a newline, a control byte) is written as Go escapes it (\n,
+// \x01), the rest as it is, as getopt prints it.
+func printable(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsPrint(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRune(r)
+		b.WriteString(q[1 : len(q)-1])
 	}
 	return b.String()
 }

@@ -67,6 +67,16 @@ func TestParseErrors(t *testing.T) {
 			t.Errorf("%q: got error %v, want %q", tc.args, err, tc.want)
 		}
 	}
+	// An option that does not print is escaped: an error is one line.
+	for arg, want := range map[string]string{
+		"-\n":           `invalid option -- '\n'`,
+		"--bo\x01gus\n": `unrecognized option '--bo\x01gus\n'`,
+		"--p\ta":        `unrecognized option '--p\ta'`,
+	} {
+		if _, _, err := Parse(testOpts, []string{arg}, Permute); err == nil || err.Error() != want {
+			t.Errorf("%q: got error %v, want %q", arg, err, want)
+		}
+	}
 }
 
 func TestUsage(t *testing.T) {
