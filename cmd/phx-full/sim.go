@@ -101,7 +101,7 @@ func simSetup(c *cli.Context) (sim.Config, []sim.JobSpec, error) {
 	shape := sim.NodeShape{GPUs: gpus, CPUs: 16 * max(gpus, 1), MemoryMB: 128 * 1024 * int64(max(gpus, 1))}
 	cfg := sim.Config{
 		Tree: tree, Nodes: sim.MakeNodes(tree, shape),
-		PassInterval: c.Duration("pass-interval"), PreemptGrace: c.Duration("preempt-grace"),
+		PassInterval: c.Duration("pass-interval"), PreemptGrace: simGrace(c.Duration("preempt-grace")),
 		FailRate: c.Float64("fail-rate"), Repair: c.Duration("repair"), Seed: c.Uint64("seed"),
 		IdlePasses: c.Bool("idle-passes"), Clock: time.Now,
 		Options: scheduler.Options{ReserveDepth: c.Int("reserve-depth")},
@@ -123,6 +123,16 @@ func simSetup(c *cli.Context) (sim.Config, []sim.JobSpec, error) {
 	cfg.Partitions = sim.MergePartitions(sim.DefaultPartitions(), extra)
 	specs, err := simWorkload(c, len(cfg.Nodes), gpus)
 	return cfg, specs, err
+}
+
+// simGrace is --preempt-grace as sim.Config takes it: there zero is the
+// default grace and a negative one none, so --preempt-grace 0s, no grace,
+// becomes negative.
+func simGrace(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 func simTopology(c *cli.Context) (*topology.Tree, error) {

@@ -50,6 +50,32 @@ func TestSimCommand(t *testing.T) {
 	}
 }
 
+// --preempt-grace 0s is no grace: the victim is requeued at once and the
+// preemptor starts when it arrives (not after the default 60 s).
+func TestSimPreemptGraceZero(t *testing.T) {
+	dir := t.TempDir()
+	workload := filepath.Join(dir, "w.json")
+	if err := os.WriteFile(workload, []byte(`[
+		{"id": "lo", "nodes": 1, "gpus_per_node": 8, "duration_s": 1000, "submit_offset_s": 0, "partition": "scavenger"},
+		{"id": "hi", "nodes": 1, "gpus_per_node": 8, "duration_s": 100, "submit_offset_s": 10}
+	]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for grace, want := range map[string]float64{"0s": 1110, "1s": 1111, "60s": 1170} {
+		out, err := runSim(t, "--nodes", "1", "--leaf-size", "1", "--workload", workload, "--preempt-grace", grace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum map[string]any
+		if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &sum); err != nil {
+			t.Fatal(err)
+		}
+		if sum["preemptions"] != 1.0 || sum["makespan_s"] != want {
+			t.Errorf("--preempt-grace %s: summary %v, want 1 preemption and makespan_s %v", grace, sum, want)
+		}
+	}
+}
+
 func TestSimCommandErrors(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	if err := os.WriteFile(bad, []byte(`[{"id": "x", "nodes": 0}]`), 0o644); err != nil {
