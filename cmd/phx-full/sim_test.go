@@ -93,6 +93,15 @@ func TestSimCommandErrors(t *testing.T) {
 		{[]string{"--workload", "/nonexistent/w.json"}, "--workload /nonexistent/w.json: no such file"},
 		{[]string{"--workload", bad}, "--workload " + bad + ": "},
 		{[]string{"--partition", "debug:maxtime=1:00:00"}, `maxtime must not contain ':' (it separates the keys): give minutes or D-H`},
+		{[]string{"--load", "0"}, "--load 0: want more than 0"},
+		{[]string{"--load", "NaN"}, "--load NaN: want more than 0"},
+		{[]string{"--preemptible", "1.5"}, "--preemptible 1.5: want a fraction from 0 to 1"},
+		{[]string{"--preemptible", "-0.1"}, "--preemptible -0.1: want a fraction from 0 to 1"},
+		{[]string{"--fail-rate", "-1"}, "--fail-rate -1: want 0 or more failures per node-hour"},
+		{[]string{"--reserve-depth", "-2"}, "--reserve-depth -2: want 0 or more, or -1 (none)"},
+		{[]string{"--pass-interval", "0s"}, "--pass-interval 0s: want a duration of more than 0"},
+		{[]string{"--preempt-grace", "-1s"}, "--preempt-grace -1s: want a duration of 0 or more"},
+		{[]string{"--repair", "0s"}, "--repair 0s: want a duration of more than 0"},
 	} {
 		if _, err := runSim(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("phx sim %v: %v, want an error containing %q", tc.args, err, tc.want)
