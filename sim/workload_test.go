@@ -56,6 +56,10 @@ func TestParseWorkloadErrors(t *testing.T) {
 		{`[{"id": "a", "nodes": "two"}]`, `workload job 1: json: cannot unmarshal string`},
 		{`[{"id": "", ` + ok + `}]`, `workload job 1: id: empty`},
 		{`[{"id": "a", ` + ok + `}, {"id": "a", ` + ok + `}]`, `workload job 2 (id "a"): same id as job 1`},
+		{`[{"id": "a", "nodes": 1, "duration_s": 10, "submit_offset_s": 0}]`,
+			`workload job 1 (id "a"): gpus_per_node is missing: give 0 for a job without GPUs`},
+		{`[{"nodes": 1, "gpus_per_node": 8, "duration_s": 10}]`,
+			`workload job 1 (id "1"): submit_offset_s is missing: give 0 to submit it at the start`},
 	} {
 		_, err := ParseWorkload(strings.NewReader(tc.in))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
