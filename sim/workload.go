@@ -51,8 +51,12 @@ type rawSpec struct {
 // position.
 func ParseWorkload(r io.Reader) ([]JobSpec, error) {
 	var raw []json.RawMessage
-	if err := json.NewDecoder(r).Decode(&raw); err != nil {
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&raw); err != nil {
 		return nil, cluster.Errorf(cluster.ErrInvalid, "workload: want a JSON list of jobs: %v", err)
+	}
+	if err := dec.Decode(&json.RawMessage{}); err != io.EOF { // a second value, or garbage
+		return nil, cluster.Errorf(cluster.ErrInvalid, "workload: want one JSON list of jobs: something follows the list")
 	}
 	specs := make([]JobSpec, 0, len(raw))
 	seen := make(map[string]int, len(raw))
