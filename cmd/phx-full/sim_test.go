@@ -145,6 +145,8 @@ func TestSimETTR(t *testing.T) {
 	for args, want := range map[string]string{
 		"--gpus 100":         "give a multiple of --gpus-per-node=8",
 		"--intervals 10m,xx": `--intervals: "xx" is not a positive duration`,
+		"--restart -1s":      "--restart -1s: want a duration of 0 or more",
+		"--job-startup -1s":  "--job-startup -1s: want a duration of 0 or more",
 	} {
 		if _, err := runSim(t, append([]string{"ettr"}, strings.Fields(args)...)...); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v; want %q", args, err, want)
