@@ -286,8 +286,11 @@ func parseTime(v string) (int64, error) {
 
 func parsePriority(v string) (int64, error) {
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
+	switch {
+	case err != nil:
 		return 0, fmt.Errorf("want an integer")
+	case n < 0: // Slurm: "Priority must be >= 0"; scontrol update refuses it too
+		return 0, fmt.Errorf("want a whole number, 0 or more")
 	}
 	return n, nil
 }
