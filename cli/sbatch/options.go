@@ -322,7 +322,7 @@ func parseNodes(v string) (int32, error) {
 func count(v string) (int32, error) {
 	n, err := strconv.ParseInt(v, 10, 32)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("GPU count %q is not a number", v)
+		return 0, fmt.Errorf("GPU count %q: want a whole number, 0 or more", v)
 	}
 	return int32(n), nil
 }
