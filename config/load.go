@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/phalanx-hpc/phalanx/topology"
 )
@@ -38,6 +39,9 @@ func LoadWithTopology(path, topoPath string) (*Config, *topology.Tree, error) {
 	own := topoPath == ""
 	if own {
 		topoPath = p.cfg.TopologyPath(path)
+	}
+	if own && topoPath == "" && p.cfg.TopologyPlugin == "" {
+		p.unreadTopology(path)
 	}
 	var tree *topology.Tree
 	if topoPath != "" {
@@ -88,4 +92,16 @@ func flatten(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
+}
+
+// unreadTopology warns about a topology.conf beside the config that
+// nothing reads: without a TopologyPlugin (Slurm's default, topology/flat,
+// has no switches) placement would see one leaf, as Slurm's would, and
+// the file looks as if it counted.
+func (p *parser) unreadTopology(path string) {
+	beside := filepath.Join(filepath.Dir(path), "topology.conf")
+	if _, err := os.Stat(beside); err == nil {
+		p.cfg.Warnings = append(p.cfg.Warnings, beside+": not read: the config sets no TopologyPlugin (Slurm's default, "+
+			"topology/flat, has no switches): set TopologyPlugin=topology/tree or topology/block to use it, or topology/flat to say so")
+	}
 }

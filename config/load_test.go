@@ -97,6 +97,27 @@ func TestLoadWithTopology(t *testing.T) {
 	}
 }
 
+// A topology.conf beside a config without TopologyPlugin is not read, as
+// in Slurm, and is warned about; TopologyPlugin=topology/flat says so.
+func TestLoadWithTopologyUnread(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"slurm.conf":    "PartitionName=p Nodes=ALL\n",
+		"flat.conf":     "TopologyPlugin=topology/flat\nPartitionName=p Nodes=ALL\n",
+		"topology.conf": "SwitchName=s1 Nodes=n[1-2]\n",
+	})
+	want := filepath.Join(dir, "topology.conf") + ": not read: the config sets no TopologyPlugin"
+	for conf, warned := range map[string]bool{"slurm.conf": true, "flat.conf": false} {
+		c, tree, err := LoadWithTopology(filepath.Join(dir, conf), "")
+		if err != nil || tree != nil {
+			t.Fatalf("%s: %v, tree %v; want no error and no tree", conf, err, tree)
+		}
+		got := slices.ContainsFunc(c.Warnings, func(w string) bool { return strings.HasPrefix(w, want) })
+		if got != warned {
+			t.Errorf("%s: warnings %q; want one starting %q: %v", conf, c.Warnings, want, warned)
+		}
+	}
+}
+
 // A topology.conf the config names and that is not there is an error
 // naming the config's line, and still fs.ErrNotExist.
 func TestLoadWithTopologyMissing(t *testing.T) {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
 )
@@ -32,10 +33,21 @@ func (p *parser) priority(file string, num int, kv pair) {
 		p.cfg.PriorityWeightFairshare = n
 	case "prioritydecayhalflife":
 		d, err := cluster.ParseDuration(kv.Value)
-		if err != nil || kv.Value == "UNLIMITED" || kv.Value == "INFINITE" {
+		if err != nil || unlimited(kv.Value) {
 			p.errorf(file, num, "%s=%s: want a time as Slurm writes one, days-hours or minutes, e.g. %s=7-0 (0: usage never fades)", kv.Key, kv.Value, kv.Key)
 			return
 		}
 		p.cfg.PriorityDecayHalfLife = d
 	}
+}
+
+// unlimited reports whether v is one of Slurm's spellings of no limit,
+// which ParseDuration reads as 0 (in any case, as it reads them): not a
+// half-life.
+func unlimited(v string) bool {
+	switch strings.ToUpper(strings.TrimSpace(v)) {
+	case "UNLIMITED", "INFINITE", "-1":
+		return true
+	}
+	return false
 }

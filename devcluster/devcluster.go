@@ -67,7 +67,8 @@ type Options struct {
 	// Config makes the cluster from a real phalanx.conf or slurm.conf: one
 	// fake node per NodeName line (at most MaxConfigNodes), the file's
 	// partitions and keys; Topology is its topology.conf (default: the
-	// config's TopologyFile, or topology.conf beside it). Nodes,
+	// config's TopologyFile, or topology.conf beside it with
+	// TopologyPlugin=topology/tree or topology/block). Nodes,
 	// GPUsPerNode and LeafSize must not be given with it; GPUModel, CPUs
 	// and MemoryMB are for the lines that do not say.
 	Config, Topology string

@@ -11,7 +11,8 @@ import (
 // node per NodeName line, with the CPUs, memory and GPUs it declares; the
 // controllers read the file itself (through an Include), so its
 // partitions, features and other keys apply as written, and its topology
-// (--topology, else TopologyFile or topology.conf beside it).
+// (--topology, else TopologyFile, or topology.conf beside it with
+// TopologyPlugin=topology/tree or topology/block).
 
 // MaxConfigNodes bounds the nodes of a dev cluster from a config: each is
 // an agent process on this machine (phx sim takes thousands).

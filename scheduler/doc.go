@@ -74,9 +74,11 @@
 //     would have left those nodes alone), else in priority order (main);
 //     or, when it cannot start,
 //  6. preemption (preempt.go): if running jobs of a lower class in REQUEUE
-//     partitions (or jobs already leaving) could free a gang, choose the one
-//     with the fewest leaves losing the least GPU-time, emit Preemptions,
-//     hold the nodes' free capacity for the job, expected start now; else
+//     partitions (or jobs already leaving) could free a gang on nodes no
+//     earlier reservation needs before the job's time limit ends, choose
+//     the one with the fewest leaves losing the least GPU-time, emit
+//     Preemptions, hold the nodes' free capacity for the job, expected
+//     start now; else
 //  7. reservation (timeline.go), for the first Options.ReserveDepth (100)
 //     blocked jobs: each candidate's earliest time it can hold the request
 //     for the job's time limit, the first instant enough of them are free

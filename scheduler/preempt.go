@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"math"
 	"sort"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
@@ -84,28 +85,31 @@ func (p *pass) indexLive() {
 // preempt tries to free a placement for j by preempting lower-class jobs
 // or by waiting for jobs already leaving; it reports whether it found one
 // (and then emitted the preemptions it needs, possibly none, and claimed
-// the victims and the free capacity of the nodes for j).
-func (p *pass) preempt(plan *Plan, j *cluster.Job, cs *candSet, r *request) bool {
+// the victims and the free capacity of the nodes for j). j runs until end
+// (its time limit from now): a node that a reservation of this pass needs
+// before then is no use to it, freed or not (resvFits).
+func (p *pass) preempt(plan *Plan, j *cluster.Job, cs *candSet, r *request, end int64) bool {
 	p.indexLive()
 	me := class{tier: cs.part.PriorityTier, qos: j.QoS.Level()}
 	if !p.hasVictimBelow(me) {
 		return false
 	}
-	key := preemptKey{r: *r, me: me}
+	key := preemptKey{r: *r, me: me, end: end}
 	if cs.noPreempt[key] {
 		return false
 	}
-	if !p.tryPreempt(plan, j, cs, r, me) {
+	if !p.tryPreempt(plan, j, cs, r, me, end) {
 		cs.noPreempt[key] = true // victims only get scarcer in a pass
 		return false
 	}
 	return true
 }
 
-// preemptKey is a request shape and class that found no victims.
+// preemptKey is a request shape, class and end that found no victims.
 type preemptKey struct {
-	r  request
-	me class
+	r   request
+	me  class
+	end int64
 }
 
 // hasVictimBelow reports whether some preemptible job (claimed or not) is
@@ -114,13 +118,13 @@ func (p *pass) hasVictimBelow(me class) bool {
 	return p.lowest != nil && p.lowest.below(me)
 }
 
-func (p *pass) tryPreempt(plan *Plan, j *cluster.Job, cs *candSet, r *request, me class) bool {
+func (p *pass) tryPreempt(plan *Plan, j *cluster.Job, cs *candSet, r *request, me class, end int64) bool {
 	costs := map[int32]int64{}
 	var groups []group
 	for _, cl := range cs.leaves {
 		g := group{leaf: cl.leaf}
 		for _, i := range cl.nodes {
-			if cost, _, ok := p.freeing(i, r, me, nil); ok {
+			if cost, _, ok := p.freeing(i, r, me, nil, end); ok {
 				costs[i] = cost
 				g.nodes = append(g.nodes, i)
 			}
@@ -131,7 +135,7 @@ func (p *pass) tryPreempt(plan *Plan, j *cluster.Job, cs *candSet, r *request, m
 		}
 	}
 	for _, i := range cs.required { // --nodelist nodes: in the gang, not in the groups
-		if cost, _, ok := p.freeing(i, r, me, nil); ok && p.nodes[i].up {
+		if cost, _, ok := p.freeing(i, r, me, nil, end); ok && p.nodes[i].up {
 			costs[i] = cost
 		}
 	}
@@ -142,7 +146,7 @@ func (p *pass) tryPreempt(plan *Plan, j *cluster.Job, cs *candSet, r *request, m
 	chosen := map[int]bool{}
 	var victims []int
 	for _, i := range nodes {
-		_, need, _ := p.freeing(i, r, me, chosen)
+		_, need, _ := p.freeing(i, r, me, chosen, end)
 		for _, v := range need {
 			if !chosen[v] {
 				chosen[v] = true
@@ -213,13 +217,13 @@ func (p *pass) cheapestGang(groups []group, costs map[int32]int64, cs *candSet, 
 	return out, true
 }
 
-// freeing reports what it costs to make node i fit r by removing jobs that
-// a job of class me may preempt (those in chosen, and leaving ones, first
-// and free), which ones, and whether it is possible at all.
-func (p *pass) freeing(i int32, r *request, me class, chosen map[int]bool) (int64, []int, bool) {
+// freeing reports what it costs to make node i fit r until end by removing
+// jobs that a job of class me may preempt (those in chosen, and leaving
+// ones, first and free), which ones, and whether it is possible at all.
+func (p *pass) freeing(i int32, r *request, me class, chosen map[int]bool, end int64) (int64, []int, bool) {
 	c := &p.nodes[i]
 	if c.fits(r) {
-		return 0, nil, true
+		return 0, nil, p.resvFits(i, r, int(c.ngpu), c.cpus, c.mem, end)
 	}
 	if !c.up || !c.wholeFits(r) {
 		return 0, nil, false
@@ -262,5 +266,39 @@ func (p *pass) freeing(i int32, r *request, me class, chosen map[int]bool) (int6
 		cost += free(h)
 		need = append(need, h.live)
 	}
-	return cost, need, gpus >= r.gpus && cpus >= r.cpus && mem >= r.mem
+	return cost, need, gpus >= r.gpus && cpus >= r.cpus && mem >= r.mem && p.resvFits(i, r, gpus, cpus, mem, end)
+}
+
+// resvFits reports whether r fits on node i until end beside the
+// reservations of this pass, given what is free there now (or would be,
+// once victims leave): a job ahead of the preemptor has them, so a
+// preemptor that needs such a node could not start on it after its
+// victims left, and would preempt again at every pass while they are
+// backfilled back. The live jobs that stay count as staying: no
+// preemption rather than a wasted one.
+func (p *pass) resvFits(i int32, r *request, gpus, cpus int, mem int64, end int64) bool {
+	c := &p.nodes[i]
+	if !c.resv {
+		return true
+	}
+	for k := c.head; k >= 0; k = p.uses[k].next {
+		u := &p.uses[k]
+		if u.from == math.MinInt64 || u.to <= p.nowNs || u.from >= end {
+			continue // a live job's or this pass's placement, or outside
+		}
+		if r.excl || u.excl {
+			return false
+		}
+		g, cp, m := gpus, cpus, mem // free at u's start, reservations taken
+		t := max(u.from, p.nowNs)
+		for k2 := c.head; k2 >= 0; k2 = p.uses[k2].next {
+			if v := &p.uses[k2]; v.from != math.MinInt64 && v.from <= t && t < v.to {
+				g, cp, m = g-v.gpus, cp-v.cpus, m-v.mem
+			}
+		}
+		if g < r.gpus || cp < r.cpus || m < r.mem {
+			return false
+		}
+	}
+	return true
 }

@@ -110,7 +110,7 @@ func (p *pass) block(plan *Plan, j *cluster.Job, cs *candSet, r *request, dur ti
 			p.nodes[i].behind = true
 		}
 	}
-	if !byResv && p.preempt(plan, j, cs, r) {
+	if !byResv && p.preempt(plan, j, cs, r, endOf(p.nowNs, dur)) {
 		info.ExpectedStart = p.now // once the victims are requeued
 		plan.Pending[j.ID] = info
 		return

@@ -167,6 +167,9 @@ func (p *pass) reserve(cs *candSet, r *request, j *cluster.Job, dur time.Duratio
 			return start, nodes, true
 		}
 		next := forever
+		if relax := p.switchesEnd(j); relax > t { // --switches relaxes then
+			next = relax
+		}
 		for _, c := range cands {
 			if c.t > t && c.t < next {
 				next = c.t
@@ -255,6 +258,17 @@ func (p *pass) gangAt(cs *candSet, r *request, j *cluster.Job, cands []timed, up
 // maxLeavesAt is the job's leaf limit at instant t: Switches until
 // submit + SwitchesWait (or Options.DefaultSwitchWait), then none.
 func (p *pass) maxLeavesAt(j *cluster.Job, t int64) int {
+	if t < p.switchesEnd(j) {
+		return j.Switches
+	}
+	return 0
+}
+
+// switchesEnd is the instant the job's --switches wait ends and its leaf
+// limit goes: submit + SwitchesWait (or Options.DefaultSwitchWait); 0
+// without a limit. A reservation tries it as a start time, so a job that
+// waits for few leaves expects to start when it relaxes if it can then.
+func (p *pass) switchesEnd(j *cluster.Job) int64 {
 	if j.Switches <= 0 {
 		return 0
 	}
@@ -262,10 +276,7 @@ func (p *pass) maxLeavesAt(j *cluster.Job, t int64) int {
 	if wait <= 0 {
 		wait = p.opt.DefaultSwitchWait
 	}
-	if t < j.SubmitTime.Add(wait).UnixNano() {
-		return j.Switches
-	}
-	return 0
+	return j.SubmitTime.Add(wait).UnixNano()
 }
 
 // markReserved notes that a reservation starts on node i later.

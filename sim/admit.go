@@ -7,9 +7,9 @@ import (
 
 // admit turns the specs into jobs and queues their arrivals. A job that
 // could never run (scheduler.Admit, the controller's own admission: its
-// partition, the partition's limits, a placement that fits) is rejected,
-// as the controller would reject it at submit; it is reported, not
-// queued.
+// partition, the partition's limits, a placement that fits), or whose
+// partition is DRAIN or INACTIVE, is rejected, as the controller would
+// reject it at submit; it is reported, not queued.
 func (s *sim) admit(specs []JobSpec) {
 	feasible := newFeasibility(s)
 	s.jobs = make([]*simJob, len(specs))
@@ -66,10 +66,11 @@ func newFeasibility(s *sim) *feasibility {
 		memo: map[shapeKey]error{}}
 }
 
-// check admits j as the controller would, remembering Feasible's answer
-// by request shape.
+// check admits j as the controller's submit does, remembering Feasible's
+// answer by request shape: scheduler.Admit, then the partition's state (a
+// DRAIN or INACTIVE partition takes no new job, Partition.TakesJobs).
 func (f *feasibility) check(j *cluster.Job) error {
-	return scheduler.Admit(f.snap, j, func(snap *scheduler.Snapshot, j *cluster.Job) error {
+	err := scheduler.Admit(f.snap, j, func(snap *scheduler.Snapshot, j *cluster.Job) error {
 		k := shapeKey{j.Partition, j.Nodes, j.GPUsPerNode, j.CPUsPerNode, j.Segment, j.MemoryMB}
 		err, ok := f.memo[k]
 		if !ok {
@@ -78,4 +79,13 @@ func (f *feasibility) check(j *cluster.Job) error {
 		}
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	for _, p := range f.snap.Partitions {
+		if p.Name == j.Partition {
+			return p.TakesJobs()
+		}
+	}
+	return nil
 }

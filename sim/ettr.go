@@ -207,9 +207,11 @@ func BestInterval(c ETTRConfig, intervals []time.Duration) ([]ETTRResult, int, e
 // per node-day: GPU faults (faulty GPUs, HBM3, SRAM, the GPU system
 // processor, thermal, silent data corruption: 268) end in an XID, seen at
 // once (0.2 s in `make chaos`); network switches, cables and NICs (42) in
-// a link down (0.5 s); host maintenance and hardware (49) in a lost node,
-// seen after the node TTL; software bugs (54) exit and are seen at once;
-// NCCL watchdog timeouts (7) are hangs, seen after the hang timeout.
+// a link down (0.5 s); host maintenance and hardware (48: maintenance 32,
+// SSDs and power supplies 3 each, chassis, IO boards, dependencies, CPUs
+// and memory 2 each) in a lost node, seen after the node TTL; software
+// bugs (54) exit and are seen at once; NCCL watchdog timeouts (7) are
+// hangs, seen after the hang timeout. The kinds add up to the 419.
 // restart is what follows detection: the scheduler's restart plus the
 // job's own start-up.
 func Llama3Failures(nodeTTL, hangTimeout, restart time.Duration) []FailureKind {
@@ -217,7 +219,7 @@ func Llama3Failures(nodeTTL, hangTimeout, restart time.Duration) []FailureKind {
 	return []FailureKind{
 		{Name: "gpu", PerNodeDay: 268.0 / nodeDays, Detect: 200 * time.Millisecond, Recover: restart},
 		{Name: "network", PerNodeDay: 42.0 / nodeDays, Detect: 500 * time.Millisecond, Recover: restart},
-		{Name: "host", PerNodeDay: 49.0 / nodeDays, Detect: nodeTTL, Recover: restart},
+		{Name: "host", PerNodeDay: 48.0 / nodeDays, Detect: nodeTTL, Recover: restart},
 		{Name: "software", PerNodeDay: 54.0 / nodeDays, Detect: 0, Recover: restart},
 		{Name: "hang", PerNodeDay: 7.0 / nodeDays, Detect: hangTimeout, Recover: restart},
 	}

@@ -79,3 +79,15 @@ func TestETTRValidate(t *testing.T) {
 		t.Error("a zero interval accepted")
 	}
 }
+
+// The kinds of Llama3Failures add up to Meta's 419 unexpected
+// interruptions in 54 days on 2,048 nodes.
+func TestLlama3FailuresTotal(t *testing.T) {
+	var perNodeDay float64
+	for _, k := range Llama3Failures(30*time.Second, 10*time.Minute, time.Minute) {
+		perNodeDay += k.PerNodeDay
+	}
+	if got := perNodeDay * 54 * 2048; math.Abs(got-419) > 1e-6 {
+		t.Errorf("the kinds add up to %.3f interruptions in 54 days on 2,048 nodes, want 419", got)
+	}
+}

@@ -104,7 +104,9 @@ func (s *sim) result() *Result {
 			}
 		}
 	}
-	sum.MakespanS = round(s.lastEnd.Sub(Epoch).Seconds(), 3)
+	if !s.lastEnd.IsZero() { // else no job ran: 0
+		sum.MakespanS = round(s.lastEnd.Sub(Epoch).Seconds(), 3)
+	}
 	if sum.MakespanS > 0 && sum.GPUs > 0 {
 		sum.GPUUtilization = round(gpuSeconds/(float64(sum.GPUs)*sum.MakespanS), 4)
 	}

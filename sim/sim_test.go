@@ -149,6 +149,23 @@ func TestDeterminism(t *testing.T) {
 	}
 }
 
+// TestNoJobRan: a run where no job starts (none, or every one rejected)
+// has a makespan of 0, not the time from the epoch back to Go's zero time.
+func TestNoJobRan(t *testing.T) {
+	for name, specs := range map[string][]JobSpec{
+		"no jobs":  nil,
+		"rejected": {{ID: "big", Nodes: 99, GPUsPerNode: 8, DurationS: 10}},
+	} {
+		res, err := Run(t.Context(), fabric(t, FabricOptions{Nodes: 4, LeafSize: 4, SpineSize: 1}), specs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := res.Summary; s.MakespanS != 0 || s.GPUUtilization != 0 || s.Rejected != len(specs) {
+			t.Errorf("%s: summary %+v, want makespan_s 0", name, s)
+		}
+	}
+}
+
 // TestNodeFailures: with a high failure rate, nodes fail, the jobs on them
 // are requeued and run again, and every job still ends.
 func TestNodeFailures(t *testing.T) {

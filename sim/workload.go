@@ -35,11 +35,14 @@ type JobSpec struct {
 }
 
 // rawSpec accepts what people write by hand: a numeric or string id, and
-// switches as a number or as sbatch's "N@T" string.
+// switches as a number or as sbatch's "N@T" string. The required fields
+// whose zero is a valid value are pointers, to tell a missing one.
 type rawSpec struct {
 	JobSpec
-	ID       json.RawMessage `json:"id"`
-	Switches json.RawMessage `json:"switches,omitempty"`
+	ID           json.RawMessage `json:"id"`
+	Switches     json.RawMessage `json:"switches,omitempty"`
+	GPUsPerNode  *int            `json:"gpus_per_node"`
+	SubmitOffset *float64        `json:"submit_offset_s"`
 }
 
 // ParseWorkload reads a JSON list of job objects. Unknown fields, bad
@@ -48,19 +51,26 @@ type rawSpec struct {
 // position.
 func ParseWorkload(r io.Reader) ([]JobSpec, error) {
 	var raw []json.RawMessage
-	if err := json.NewDecoder(r).Decode(&raw); err != nil {
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&raw); err != nil {
 		return nil, cluster.Errorf(cluster.ErrInvalid, "workload: want a JSON list of jobs: %v", err)
+	}
+	if err := dec.Decode(&json.RawMessage{}); err != io.EOF { // a second value, or garbage
+		return nil, cluster.Errorf(cluster.ErrInvalid, "workload: want one JSON list of jobs: something follows the list")
 	}
 	specs := make([]JobSpec, 0, len(raw))
 	seen := make(map[string]int, len(raw))
 	for i, msg := range raw {
 		n := i + 1 // the job's position, as people count
-		s, err := decodeSpec(n, msg)
+		s, missing, err := decodeSpec(n, msg)
 		if err != nil {
 			return nil, err
 		}
 		if err := s.Validate(); err != nil {
 			return nil, fmt.Errorf("workload job %d (id %q): %w", n, s.ID, err)
+		}
+		if missing != "" {
+			return nil, cluster.Errorf(cluster.ErrInvalid, "workload job %d (id %q): %s", n, s.ID, missing)
 		}
 		if prev, dup := seen[s.ID]; dup {
 			return nil, cluster.Errorf(cluster.ErrInvalid, "workload job %d (id %q): same id as job %d", n, s.ID, prev)
@@ -71,26 +81,40 @@ func ParseWorkload(r io.Reader) ([]JobSpec, error) {
 	return specs, nil
 }
 
-// decodeSpec decodes the job at position n (from 1).
-func decodeSpec(n int, msg json.RawMessage) (JobSpec, error) {
+// decodeSpec decodes the job at position n (from 1). missing says which
+// required field, whose zero would be valid, the job lacks ("" when none),
+// to report once the values themselves are checked.
+func decodeSpec(n int, msg json.RawMessage) (s JobSpec, missing string, err error) {
 	var r rawSpec
 	dec := json.NewDecoder(bytes.NewReader(msg))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
-		return JobSpec{}, cluster.Errorf(cluster.ErrInvalid, "workload job %d: %v", n, err)
+		return JobSpec{}, "", cluster.Errorf(cluster.ErrInvalid, "workload job %d: %v", n, err)
 	}
-	s := r.JobSpec
+	s = r.JobSpec
 	id, err := decodeID(r.ID, n)
 	if err != nil {
-		return JobSpec{}, cluster.Errorf(cluster.ErrInvalid, "workload job %d: id: %v", n, err)
+		return JobSpec{}, "", cluster.Errorf(cluster.ErrInvalid, "workload job %d: id: %v", n, err)
 	}
 	s.ID = id
+	switch {
+	case r.GPUsPerNode == nil:
+		missing = "gpus_per_node is missing: give 0 for a job without GPUs"
+	case r.SubmitOffset == nil:
+		missing = "submit_offset_s is missing: give 0 to submit it at the start"
+	}
+	if r.GPUsPerNode != nil {
+		s.GPUsPerNode = *r.GPUsPerNode
+	}
+	if r.SubmitOffset != nil {
+		s.SubmitOffset = *r.SubmitOffset
+	}
 	if len(r.Switches) > 0 {
 		if s.Switches, s.SwitchesWaitS, err = decodeSwitches(r.Switches, s.SwitchesWaitS); err != nil {
-			return JobSpec{}, cluster.Errorf(cluster.ErrInvalid, "workload job %d (id %q): switches: %v", n, id, err)
+			return JobSpec{}, "", cluster.Errorf(cluster.ErrInvalid, "workload job %d (id %q): switches: %v", n, id, err)
 		}
 	}
-	return s, nil
+	return s, missing, nil
 }
 
 // decodeID takes a JSON string or number; missing means the job's

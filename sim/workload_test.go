@@ -38,6 +38,9 @@ func TestParseWorkloadErrors(t *testing.T) {
 	const ok = `"nodes": 1, "gpus_per_node": 8, "duration_s": 10, "submit_offset_s": 0`
 	for _, tc := range []struct{ in, want string }{
 		{`{}`, "workload: want a JSON list of jobs"},
+		{`[{` + ok + `}] [{` + ok + `}]`, "workload: want one JSON list of jobs: something follows the list"},
+		{`[] x`, "workload: want one JSON list of jobs: something follows the list"},
+		{`[] ]`, "workload: want one JSON list of jobs: something follows the list"},
 		{`[{` + ok + `}, {"id": "b", "nodes": 0, "gpus_per_node": 8, "duration_s": 10, "submit_offset_s": 0}]`,
 			`workload job 2 (id "b"): nodes is 0, want at least 1`},
 		{`[{"id": "a", "nodes": 1, "gpus_per_node": -1, "duration_s": 10, "submit_offset_s": 0}]`,
@@ -56,6 +59,10 @@ func TestParseWorkloadErrors(t *testing.T) {
 		{`[{"id": "a", "nodes": "two"}]`, `workload job 1: json: cannot unmarshal string`},
 		{`[{"id": "", ` + ok + `}]`, `workload job 1: id: empty`},
 		{`[{"id": "a", ` + ok + `}, {"id": "a", ` + ok + `}]`, `workload job 2 (id "a"): same id as job 1`},
+		{`[{"id": "a", "nodes": 1, "duration_s": 10, "submit_offset_s": 0}]`,
+			`workload job 1 (id "a"): gpus_per_node is missing: give 0 for a job without GPUs`},
+		{`[{"nodes": 1, "gpus_per_node": 8, "duration_s": 10}]`,
+			`workload job 1 (id "1"): submit_offset_s is missing: give 0 to submit it at the start`},
 	} {
 		_, err := ParseWorkload(strings.NewReader(tc.in))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -286,8 +286,11 @@ func parseTime(v string) (int64, error) {
 
 func parsePriority(v string) (int64, error) {
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
+	switch {
+	case err != nil:
 		return 0, fmt.Errorf("want an integer")
+	case n < 0: // Slurm: "Priority must be >= 0"; scontrol update refuses it too
+		return 0, fmt.Errorf("want a whole number, 0 or more")
 	}
 	return n, nil
 }
@@ -319,7 +322,7 @@ func parseNodes(v string) (int32, error) {
 func count(v string) (int32, error) {
 	n, err := strconv.ParseInt(v, 10, 32)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("GPU count %q is not a number", v)
+		return 0, fmt.Errorf("GPU count %q: want a whole number, 0 or more", v)
 	}
 	return int32(n), nil
 }

@@ -35,7 +35,7 @@ func devCommand() *cli.Command {
 			&cli.StringFlag{Name: "dir", Usage: "state directory, created if needed; an existing cluster there is resumed (default: a new temporary directory, removed at exit)"},
 			&cli.BoolFlag{Name: "verbose", Usage: "show the components' logs"},
 			&cli.StringFlag{Name: "config", Usage: "make the cluster from a real phalanx.conf or slurm.conf: one fake node per NodeName line (CPUs, RealMemory, Gres=gpu:TYPE:N, Feature), its partitions and keys as written"},
-			&cli.StringFlag{Name: "topology", Usage: "with --config: its topology.conf (default: the config's TopologyFile, or topology.conf beside it)"},
+			&cli.StringFlag{Name: "topology", Usage: "with --config: its topology.conf (default: the config's TopologyFile, or, with TopologyPlugin=topology/tree or topology/block, topology.conf beside it)"},
 		},
 		Subcommands: []*cli.Command{faultCommand(), startCommand()},
 		Action: func(c *cli.Context) error {

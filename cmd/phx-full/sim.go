@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"runtime/debug"
 	"time"
@@ -90,6 +91,9 @@ func simFlags() []cli.Flag {
 
 // simSetup turns the flags into the simulated cluster and the workload.
 func simSetup(c *cli.Context) (sim.Config, []sim.JobSpec, error) {
+	if err := simCheckFlags(c); err != nil {
+		return sim.Config{}, nil, err
+	}
 	tree, err := simTopology(c)
 	if err != nil {
 		return sim.Config{}, nil, err
@@ -101,7 +105,7 @@ func simSetup(c *cli.Context) (sim.Config, []sim.JobSpec, error) {
 	shape := sim.NodeShape{GPUs: gpus, CPUs: 16 * max(gpus, 1), MemoryMB: 128 * 1024 * int64(max(gpus, 1))}
 	cfg := sim.Config{
 		Tree: tree, Nodes: sim.MakeNodes(tree, shape),
-		PassInterval: c.Duration("pass-interval"), PreemptGrace: c.Duration("preempt-grace"),
+		PassInterval: c.Duration("pass-interval"), PreemptGrace: simGrace(c.Duration("preempt-grace")),
 		FailRate: c.Float64("fail-rate"), Repair: c.Duration("repair"), Seed: c.Uint64("seed"),
 		IdlePasses: c.Bool("idle-passes"), Clock: time.Now,
 		Options: scheduler.Options{ReserveDepth: c.Int("reserve-depth")},
@@ -123,6 +127,40 @@ func simSetup(c *cli.Context) (sim.Config, []sim.JobSpec, error) {
 	cfg.Partitions = sim.MergePartitions(sim.DefaultPartitions(), extra)
 	specs, err := simWorkload(c, len(cfg.Nodes), gpus)
 	return cfg, specs, err
+}
+
+// simCheckFlags refuses the numeric flags' values outside their range,
+// which sim.Config and GenOptions would otherwise replace by a default or
+// clamp: "--load 0: want more than 0".
+func simCheckFlags(c *cli.Context) error {
+	for _, f := range []struct {
+		name   string
+		bad    bool
+		wanted string
+	}{
+		{"load", !(c.Float64("load") > 0 && c.Float64("load") <= math.MaxFloat64), "more than 0"},
+		{"preemptible", !(c.Float64("preemptible") >= 0 && c.Float64("preemptible") <= 1), "a fraction from 0 to 1"},
+		{"fail-rate", !(c.Float64("fail-rate") >= 0 && c.Float64("fail-rate") <= math.MaxFloat64), "0 or more failures per node-hour"},
+		{"reserve-depth", c.Int("reserve-depth") < -1, "0 or more, or -1 (none)"},
+		{"pass-interval", c.Duration("pass-interval") <= 0, "a duration of more than 0"},
+		{"preempt-grace", c.Duration("preempt-grace") < 0, "a duration of 0 or more"},
+		{"repair", c.Duration("repair") <= 0, "a duration of more than 0"},
+	} {
+		if f.bad {
+			return fmt.Errorf("--%s %v: want %s: %w", f.name, c.Value(f.name), f.wanted, cluster.ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// simGrace is --preempt-grace as sim.Config takes it: there zero is the
+// default grace and a negative one none, so --preempt-grace 0s, no grace,
+// becomes negative.
+func simGrace(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 func simTopology(c *cli.Context) (*topology.Tree, error) {

@@ -30,6 +30,9 @@ func simETTRCommand() *cli.Command {
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed"},
 		},
 		Action: func(c *cli.Context) error {
+			if err := ettrCheckDurations(c); err != nil {
+				return err
+			}
 			cfg := sim.ETTRConfig{
 				Nodes: c.Int("gpus") / max(c.Int("gpus-per-node"), 1), GPUsPerNode: c.Int("gpus-per-node"),
 				Duration:       time.Duration(c.Int("days")) * 24 * time.Hour,
@@ -55,6 +58,18 @@ func simETTRCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// ettrCheckDurations refuses a negative time flag by its name; --restart
+// and --job-startup are added into one recovery time, so a negative one
+// would otherwise pass unseen.
+func ettrCheckDurations(c *cli.Context) error {
+	for _, name := range []string{"ckpt-cost", "job-startup", "restart", "node-ttl", "hang-timeout"} {
+		if d := c.Duration(name); d < 0 {
+			return fmt.Errorf("--%s %s: want a duration of 0 or more", name, d)
+		}
+	}
+	return nil
 }
 
 func printETTR(c *cli.Context, cfg sim.ETTRConfig, rs []sim.ETTRResult, best int) {

@@ -50,6 +50,32 @@ func TestSimCommand(t *testing.T) {
 	}
 }
 
+// --preempt-grace 0s is no grace: the victim is requeued at once and the
+// preemptor starts when it arrives (not after the default 60 s).
+func TestSimPreemptGraceZero(t *testing.T) {
+	dir := t.TempDir()
+	workload := filepath.Join(dir, "w.json")
+	if err := os.WriteFile(workload, []byte(`[
+		{"id": "lo", "nodes": 1, "gpus_per_node": 8, "duration_s": 1000, "submit_offset_s": 0, "partition": "scavenger"},
+		{"id": "hi", "nodes": 1, "gpus_per_node": 8, "duration_s": 100, "submit_offset_s": 10}
+	]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for grace, want := range map[string]float64{"0s": 1110, "1s": 1111, "60s": 1170} {
+		out, err := runSim(t, "--nodes", "1", "--leaf-size", "1", "--workload", workload, "--preempt-grace", grace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum map[string]any
+		if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &sum); err != nil {
+			t.Fatal(err)
+		}
+		if sum["preemptions"] != 1.0 || sum["makespan_s"] != want {
+			t.Errorf("--preempt-grace %s: summary %v, want 1 preemption and makespan_s %v", grace, sum, want)
+		}
+	}
+}
+
 func TestSimCommandErrors(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	if err := os.WriteFile(bad, []byte(`[{"id": "x", "nodes": 0}]`), 0o644); err != nil {
@@ -67,6 +93,15 @@ func TestSimCommandErrors(t *testing.T) {
 		{[]string{"--workload", "/nonexistent/w.json"}, "--workload /nonexistent/w.json: no such file"},
 		{[]string{"--workload", bad}, "--workload " + bad + ": "},
 		{[]string{"--partition", "debug:maxtime=1:00:00"}, `maxtime must not contain ':' (it separates the keys): give minutes or D-H`},
+		{[]string{"--load", "0"}, "--load 0: want more than 0"},
+		{[]string{"--load", "NaN"}, "--load NaN: want more than 0"},
+		{[]string{"--preemptible", "1.5"}, "--preemptible 1.5: want a fraction from 0 to 1"},
+		{[]string{"--preemptible", "-0.1"}, "--preemptible -0.1: want a fraction from 0 to 1"},
+		{[]string{"--fail-rate", "-1"}, "--fail-rate -1: want 0 or more failures per node-hour"},
+		{[]string{"--reserve-depth", "-2"}, "--reserve-depth -2: want 0 or more, or -1 (none)"},
+		{[]string{"--pass-interval", "0s"}, "--pass-interval 0s: want a duration of more than 0"},
+		{[]string{"--preempt-grace", "-1s"}, "--preempt-grace -1s: want a duration of 0 or more"},
+		{[]string{"--repair", "0s"}, "--repair 0s: want a duration of more than 0"},
 	} {
 		if _, err := runSim(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("phx sim %v: %v, want an error containing %q", tc.args, err, tc.want)
@@ -110,6 +145,8 @@ func TestSimETTR(t *testing.T) {
 	for args, want := range map[string]string{
 		"--gpus 100":         "give a multiple of --gpus-per-node=8",
 		"--intervals 10m,xx": `--intervals: "xx" is not a positive duration`,
+		"--restart -1s":      "--restart -1s: want a duration of 0 or more",
+		"--job-startup -1s":  "--job-startup -1s: want a duration of 0 or more",
 	} {
 		if _, err := runSim(t, append([]string{"ettr"}, strings.Fields(args)...)...); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v; want %q", args, err, want)
