@@ -172,6 +172,10 @@ func caRevoke(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if serial.Cmp(ca.Cert.SerialNumber) == 0 || (cert != nil && cert.IsCA) {
+		// Daemons look up a peer's own serial on the list, never its CA's.
+		return fmt.Errorf("serial %s is a CA's own certificate, not one it issued: a revocation list cannot revoke a CA; rotate the CA instead (docs/security.md, Rotating the CA)", serial.Text(16))
+	}
 	if cert != nil && cert.CheckSignatureFrom(ca.Cert) != nil {
 		return fmt.Errorf("%s was not issued by the CA in %s: its serial on this CA's list would not stop it; revoke it with the CA that issued it", pos[0], dir)
 	}

@@ -311,6 +311,20 @@ func TestCACommand(t *testing.T) {
 	if code, stdout, stderr := run("revoke", filepath.Join(out, "node.crt")); code != 0 || !strings.Contains(stdout, "already revoked") {
 		t.Errorf("revoking it again: %d %q %q; want it said that it is already revoked", code, stdout, stderr)
 	}
+	// The CA itself: no list it signs can revoke it, and daemons look up
+	// only a peer's own serial; a success here would change nothing.
+	ca, err := pki.LoadCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"revoke", filepath.Join(dir, pki.CACertFile)}, {"revoke", "--serial", ca.Cert.SerialNumber.Text(16)}} {
+		if code, stdout, stderr := run(args...); code == 0 || !strings.Contains(stderr, "rotate the CA") {
+			t.Errorf("ca %v: %d %q %q; want a refusal that says to rotate the CA", args, code, stdout, stderr)
+		}
+	}
+	if after, err := os.ReadFile(filepath.Join(dir, pki.CRLFile)); err != nil || !bytes.Equal(after, data) {
+		t.Errorf("ca.crl changed by a refused revoke (%v)", err)
+	}
 	// A certificate of another CA: its serial on this list would not stop it.
 	other, otherOut := t.TempDir(), t.TempDir()
 	for _, args := range [][]string{{"init", "--dir", other}, {"issue", "node", "gpu009", "--dir", other, "--out", otherOut}} {
