@@ -201,3 +201,24 @@ func readCertFile(path string) (*x509.Certificate, error) {
 	}
 	return x509.ParseCertificate(block.Bytes)
 }
+
+// loadTLS loads the TLS files of a daemon of kind, and says how to make
+// them when they are missing. Files that are there but fail the checks
+// (a key others may read, an expired certificate) get only what the
+// check says: making a CA would not fix them.
+func loadTLS(dir string, kind pki.Kind, name string) (*pki.Material, error) {
+	m, err := pki.Load(pki.DirFiles(dir, kind))
+	if errors.Is(err, os.ErrNotExist) {
+		if name == "" {
+			name = "NAME"
+		}
+		return nil, fmt.Errorf("TLS: %w (make the cluster CA once with `phalanx-controller ca init`, then this %s's certificate with `phalanx-controller ca issue %s %s --out %s`; or --insecure, for debugging only)",
+			err, kind, kind, name, dir)
+	} else if err != nil {
+		return nil, fmt.Errorf("TLS: %w", err)
+	}
+	if self := m.Self(); self.Kind != kind {
+		return nil, fmt.Errorf("TLS: %s holds a %s's certificate (%s): a %s needs its own, from `phalanx-controller ca issue %s`", dir, self.Kind, self.Name, kind, kind)
+	}
+	return m, nil
+}

@@ -205,8 +205,8 @@ func tlsDir(t *testing.T, kind pki.Kind, name string) string {
 }
 
 // The controller needs its TLS files, says how to make them when they are
-// missing, refuses another kind's certificate, and runs without only when
-// told --insecure.
+// missing and how to fix them when they are wrong, refuses another kind's
+// certificate, and runs without only when told --insecure.
 func TestTLSRequired(t *testing.T) {
 	dir := t.TempDir()
 	key := filepath.Join(dir, "auth.key")
@@ -235,7 +235,20 @@ func TestTLSRequired(t *testing.T) {
 			t.Errorf("--tls-dir %s: %v; want an error saying %q", tc.tlsDir, err, tc.want)
 		}
 	}
-	f, err := parseFlags([]string{"--config", os.DevNull, "--data-dir", dir, "--auth-key", key, "--tls-dir", tlsDir(t, pki.KindController, "ctl1")})
+	// Files that are there but wrong get what fixes them, not how to make
+	// a CA: ca init would refuse the CA's directory anyway.
+	readable := tlsDir(t, pki.KindController, "ctl1")
+	if err := os.Chmod(filepath.Join(readable, "controller.key"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := parseFlags([]string{"--config", os.DevNull, "--data-dir", dir, "--auth-key", key, "--tls-dir", readable})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := configure(f, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil || !strings.Contains(err.Error(), "chmod 0400") || strings.Contains(err.Error(), "ca init") {
+		t.Errorf("a key others may read: %v; want the chmod that fixes it, and no ca init", err)
+	}
+	f, err = parseFlags([]string{"--config", os.DevNull, "--data-dir", dir, "--auth-key", key, "--tls-dir", tlsDir(t, pki.KindController, "ctl1")})
 	if err != nil {
 		t.Fatal(err)
 	}
