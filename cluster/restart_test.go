@@ -334,6 +334,25 @@ func TestRequestRequeue(t *testing.T) {
 	}
 }
 
+// Every requeue uses one of MaxRestarts (docs/recovery.md): a job
+// requeued by hand as often as its policy allows restarts is not
+// restarted after a node fault.
+func TestRequeueUsesARestart(t *testing.T) {
+	j := placedJob(t)
+	j.Restart = RestartPolicy{MaxRestarts: 1, On: DefaultRestartOn}
+	if !RequestRequeue(j, at(1)) {
+		t.Fatal("not requeued")
+	}
+	ApplyTaskReport(j, attemptReport(j, 0, TaskKilled, 0, 2))
+	ApplyTaskReport(j, attemptReport(j, 1, TaskKilled, 0, 2))
+	replace(t, j, 3)
+	ApplyTaskReport(j, withMessage(attemptReport(j, 1, TaskLost, 0, 4), "prolog on n2: exit 1; node drained"))
+	ApplyTaskReport(j, attemptReport(j, 0, TaskKilled, 0, 5))
+	if j.State != JobNodeFail || j.Attempt != 1 {
+		t.Errorf("a node fault after a requeue, with --max-restarts=1: %s attempt %d; want NODE_FAIL in attempt 1", j.State, j.Attempt)
+	}
+}
+
 // scancel --signal requests are numbered in the attempt, at most
 // MaxSignalRequests kept, only for a placed job, and forgotten at a
 // requeue.
