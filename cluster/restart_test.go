@@ -235,7 +235,7 @@ func TestNoRestartWhileATaskMayRun(t *testing.T) {
 }
 
 func TestParseRestartCauses(t *testing.T) {
-	for in, want := range map[string]string{"node": "node", "exit,node": "node,exit", " Exit ": "exit", "none": "none"} {
+	for in, want := range map[string]string{"node": "node", "exit,node": "node,exit", " Exit ": "exit", "none": "none", "NONE": "none", " None ": "none"} {
 		got, err := ParseRestartCauses(in)
 		if err != nil || got.String() != want {
 			t.Errorf("%q: %v, %v; want %s", in, got, err, want)
@@ -243,6 +243,13 @@ func TestParseRestartCauses(t *testing.T) {
 	}
 	if _, err := ParseRestartCauses("node,oom"); err == nil || !strings.Contains(err.Error(), `"oom" is not a restart cause`) {
 		t.Errorf("oom: %v", err)
+	}
+	// none is the empty set: alone, never in a list (which it would not
+	// change), and the refusal says so rather than that it is no cause.
+	for _, in := range []string{"node,none", "none,exit"} {
+		if _, err := ParseRestartCauses(in); err == nil || !strings.Contains(err.Error(), "none alone") {
+			t.Errorf("%q: %v; want an error saying to give none alone", in, err)
+		}
 	}
 }
 
