@@ -1,10 +1,14 @@
 package nodeagent
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/phalanx-hpc/phalanx/cluster"
+	"github.com/phalanx-hpc/phalanx/runtime/fake"
 )
 
 // A store the job's user cannot write fails the launch, as an output file
@@ -44,5 +48,22 @@ func TestCheckpointStoreWritableByTheUser(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(theirs); len(left) != 0 {
 		t.Errorf("the probe left %v in the store", left)
+	}
+}
+
+// Negative amounts in the agent's settings are refused by name: a
+// negative --checkpoint-rate meant no bound at all, and negative --cpus
+// or --memory-mb were registered as they were.
+func TestNegativeAmountsRefused(t *testing.T) {
+	for name, edit := range map[string]func(*Config){
+		"checkpoint rate": func(c *Config) { c.CheckpointRate = -5 },
+		"CPUs":            func(c *Config) { c.CPUs = -1 },
+		"memory":          func(c *Config) { c.MemoryMB = -5 },
+	} {
+		c := Config{Name: node, Controllers: []string{"127.0.0.1:1"}, StateDir: t.TempDir(), Runtime: fake.New(), Logger: testLogger(t)}
+		edit(&c)
+		if _, err := New(c); !errors.Is(err, cluster.ErrInvalid) || !strings.Contains(err.Error(), name) {
+			t.Errorf("negative %s: %v; want it refused by name", name, err)
+		}
 	}
 }
