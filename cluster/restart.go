@@ -87,15 +87,18 @@ func (s RestartCauses) String() string {
 }
 
 // ParseRestartCauses reads --restart-on's list: node, exit, hang,
-// separated by commas; "none" for the empty set.
+// separated by commas, in any case; "none", alone, for the empty set.
 func ParseRestartCauses(s string) (RestartCauses, error) {
 	var out RestartCauses
-	if strings.TrimSpace(s) == "none" {
+	if strings.EqualFold(strings.TrimSpace(s), "none") {
 		return 0, nil
 	}
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(strings.ToLower(f))
 		i := slices.IndexFunc(AllRestartCauses, func(c RestartCause) bool { return c.String() == f })
+		if f == "none" {
+			return 0, Errorf(ErrInvalid, "none means no cause: give none alone, or node, exit, hang separated by commas")
+		}
 		if i < 0 {
 			return 0, Errorf(ErrInvalid, "%q is not a restart cause: use node, exit, hang, or none, separated by commas", f)
 		}

@@ -235,7 +235,7 @@ func TestNoRestartWhileATaskMayRun(t *testing.T) {
 }
 
 func TestParseRestartCauses(t *testing.T) {
-	for in, want := range map[string]string{"node": "node", "exit,node": "node,exit", " Exit ": "exit", "none": "none"} {
+	for in, want := range map[string]string{"node": "node", "exit,node": "node,exit", " Exit ": "exit", "none": "none", "NONE": "none", " None ": "none"} {
 		got, err := ParseRestartCauses(in)
 		if err != nil || got.String() != want {
 			t.Errorf("%q: %v, %v; want %s", in, got, err, want)
@@ -243,6 +243,13 @@ func TestParseRestartCauses(t *testing.T) {
 	}
 	if _, err := ParseRestartCauses("node,oom"); err == nil || !strings.Contains(err.Error(), `"oom" is not a restart cause`) {
 		t.Errorf("oom: %v", err)
+	}
+	// none is the empty set: alone, never in a list (which it would not
+	// change), and the refusal says so rather than that it is no cause.
+	for _, in := range []string{"node,none", "none,exit"} {
+		if _, err := ParseRestartCauses(in); err == nil || !strings.Contains(err.Error(), "none alone") {
+			t.Errorf("%q: %v; want an error saying to give none alone", in, err)
+		}
 	}
 }
 
@@ -331,6 +338,25 @@ func TestRequestRequeue(t *testing.T) {
 	}
 	if !Cancel(j, at(5), "x") || RequestRequeue(j, at(6)) {
 		t.Error("a cancelled job was requeued")
+	}
+}
+
+// Every requeue uses one of MaxRestarts (docs/recovery.md): a job
+// requeued by hand as often as its policy allows restarts is not
+// restarted after a node fault.
+func TestRequeueUsesARestart(t *testing.T) {
+	j := placedJob(t)
+	j.Restart = RestartPolicy{MaxRestarts: 1, On: DefaultRestartOn}
+	if !RequestRequeue(j, at(1)) {
+		t.Fatal("not requeued")
+	}
+	ApplyTaskReport(j, attemptReport(j, 0, TaskKilled, 0, 2))
+	ApplyTaskReport(j, attemptReport(j, 1, TaskKilled, 0, 2))
+	replace(t, j, 3)
+	ApplyTaskReport(j, withMessage(attemptReport(j, 1, TaskLost, 0, 4), "prolog on n2: exit 1; node drained"))
+	ApplyTaskReport(j, attemptReport(j, 0, TaskKilled, 0, 5))
+	if j.State != JobNodeFail || j.Attempt != 1 {
+		t.Errorf("a node fault after a requeue, with --max-restarts=1: %s attempt %d; want NODE_FAIL in attempt 1", j.State, j.Attempt)
 	}
 }
 

@@ -19,17 +19,31 @@ const (
 
 // ListEvents lists node events, oldest first, a page at a time; the page
 // token is the number of the last event of the page before. Any
-// authenticated user may read them, as they may read the nodes.
+// authenticated user may read them, as they may read the nodes; with
+// PrivateData=jobs, a user reads only their own jobs' events.
 func (c *controllerService) ListEvents(ctx context.Context, req *phalanxv1.ListEventsRequest) (*phalanxv1.ListEventsResponse, error) {
 	q, err := c.s.eventQuery(req)
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	limit := q.Limit
-	q.Limit++ // one more says whether there is another page
-	events, err := c.s.store.Events(q)
-	if err != nil {
-		return nil, toStatus(err)
+	hidden := c.s.hiddenJobs(ctx)
+	var events []cluster.Event
+	for { // one more than a page says whether there is another
+		q.Limit = limit + 1 - len(events)
+		read, err := c.s.store.Events(q)
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		for _, e := range read {
+			if e.Job == 0 || hidden == nil || !hidden(e.Job) {
+				events = append(events, e)
+			}
+		}
+		if len(read) < q.Limit || len(events) > limit {
+			break
+		}
+		q.After = read[len(read)-1].Seq
 	}
 	out := &phalanxv1.ListEventsResponse{}
 	if len(events) > limit {

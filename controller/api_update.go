@@ -419,8 +419,9 @@ func (c *controllerService) RequeueJob(ctx context.Context, req *phalanxv1.Reque
 
 // requeue stops running jobs to put them back in the queue (scontrol
 // requeue): their owner or an operator may. A job that is not running is
-// refused with why: a pending one is in the queue already, and a finished
-// one is history (resubmit it).
+// refused with why: a pending one is in the queue already, one being
+// requeued or preempted will be, and a finished one is history (resubmit
+// it).
 func (s *Server) requeue(ctx context.Context, ids []uint64) ([]cluster.JobID, error) {
 	if len(ids) == 0 {
 		return nil, cluster.Errorf(cluster.ErrInvalid, "requeue: name the jobs to requeue")
@@ -437,6 +438,8 @@ func (s *Server) requeue(ctx context.Context, ids []uint64) ([]cluster.JobID, er
 		switch {
 		case j.State == cluster.JobPending:
 			return nil, cluster.Errorf(cluster.ErrInvalid, "job %d is pending: it is in the queue already", j.ID)
+		case j.State.ComingBack():
+			return nil, cluster.Errorf(cluster.ErrInvalid, "job %d is %s: it is requeued already, and runs again once its tasks have stopped", j.ID, j.State)
 		case j.State.Terminal():
 			return nil, cluster.Errorf(cluster.ErrInvalid, "job %d has ended (%s): Phalanx requeues running jobs only; submit it again", j.ID, j.State)
 		case j.Restart.MaxRestarts == 0:

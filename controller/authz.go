@@ -114,3 +114,23 @@ func (s *Server) mayRead(ctx context.Context, j *cluster.Job) error {
 	}
 	return cluster.Errorf(cluster.ErrPermission, "permission denied: job %d is another user's, and PrivateData=jobs hides other users' jobs", j.ID)
 }
+
+// hiddenJobs says which jobs' events a caller may not read: with
+// PrivateJobs, a user reads only their own jobs' (a job forgotten since
+// is nobody's). nil: the caller reads every job's.
+func (s *Server) hiddenJobs(ctx context.Context) func(cluster.JobID) bool {
+	uid, narrow := s.ownJobsOnly(ctx)
+	if !s.cfg.PrivateJobs || !narrow {
+		return nil
+	}
+	mine := map[cluster.JobID]bool{}
+	return func(id cluster.JobID) bool {
+		own, seen := mine[id]
+		if !seen {
+			j, err := s.store.JobRecord(id)
+			own = err == nil && j.UID == uid
+			mine[id] = own
+		}
+		return !own
+	}
+}

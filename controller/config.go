@@ -245,6 +245,14 @@ func (c *Config) withDefaults() (Config, error) {
 	if err := out.Unkillable.Validate(); err != nil {
 		return out, fmt.Errorf("controller: %w", err)
 	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"HeartbeatInterval", out.HeartbeatInterval}, {"KillGrace", out.KillGrace}, {"PreemptGrace", out.PreemptGrace}, {"MinHangTimeout", out.MinHangTimeout}} {
+		if d.v < 0 {
+			return out, fmt.Errorf("controller: %s %s is negative: give a positive duration, or 0 for the default", d.name, d.v)
+		}
+	}
 	if out.RaftAddr == "" {
 		out.RaftAddr = "127.0.0.1:7819"
 	}

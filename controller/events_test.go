@@ -155,3 +155,68 @@ func TestEventRetention(t *testing.T) {
 		})
 	}
 }
+
+// With PrivateData=jobs, a user lists only their own jobs' events (with
+// every node's), however many of other users' come first, and a page
+// still holds what it may; operators and administrators list all.
+func TestPrivateJobEvents(t *testing.T) {
+	s := newTestServer(t, Config{PrivateJobs: true, OperatorUsers: []string{"carol"}})
+	register(t, s, nil, "n1")
+	ctx := context.Background()
+	var jobs []cluster.JobID
+	for _, u := range []struct {
+		user string
+		uid  uint32
+	}{{"bob", 1001}, {"bob", 1001}, {"bob", 1001}, {"alice", 1000}} {
+		spec := testSpec(1, 0)
+		spec.User, spec.Uid = u.user, int32(u.uid)
+		resp, err := s.submit(ctx, spec, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, cluster.JobID(resp.JobId))
+	}
+	for _, id := range jobs {
+		e := cluster.Event{Time: s.cfg.Clock.Now(), Node: "n1", Job: id, Kind: cluster.EventHang, User: cluster.SystemUser, Message: fmt.Sprintf("job %d hangs", id)}
+		if _, err := s.propose(ctx, fsm.RecordEvent{Event: e}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	as := func(user string, uid uint32) context.Context {
+		return auth.NewContext(ctx, auth.Identity{User: user, UID: uid, GID: 100, Kind: auth.KindLocal})
+	}
+	api := &controllerService{s: s}
+	list := func(ctx context.Context, req *phalanxv1.ListEventsRequest) string {
+		t.Helper()
+		var b strings.Builder
+		for {
+			resp, err := api.ListEvents(ctx, req)
+			if err != nil {
+				t.Fatalf("ListEvents(%v): %v", req, err)
+			}
+			for _, e := range resp.Events {
+				fmt.Fprintf(&b, "%s %d;", e.Kind, e.Job)
+			}
+			if resp.NextPageToken == "" {
+				return b.String()
+			}
+			req.PageToken = resp.NextPageToken
+		}
+	}
+	alices := fmt.Sprintf("registered 0;hang %d;", jobs[3])
+	for _, tc := range []struct {
+		who  context.Context
+		req  *phalanxv1.ListEventsRequest
+		want string
+	}{
+		{as("alice", 1000), &phalanxv1.ListEventsRequest{}, alices},
+		{as("alice", 1000), &phalanxv1.ListEventsRequest{PageSize: 1}, alices},
+		{as("alice", 1000), &phalanxv1.ListEventsRequest{Jobs: []uint64{uint64(jobs[0])}}, ""},
+		{as("carol", 1002), &phalanxv1.ListEventsRequest{Jobs: []uint64{uint64(jobs[0])}}, fmt.Sprintf("hang %d;", jobs[0])},
+		{ctx, &phalanxv1.ListEventsRequest{}, fmt.Sprintf("registered 0;hang %d;hang %d;hang %d;hang %d;", jobs[0], jobs[1], jobs[2], jobs[3])},
+	} {
+		if got := list(tc.who, tc.req); got != tc.want {
+			t.Errorf("ListEvents(%v): %s; want %s", tc.req, got, tc.want)
+		}
+	}
+}

@@ -229,6 +229,23 @@ func (p *peerConns) get(addr string) (*grpc.ClientConn, error) {
 	return c, nil
 }
 
+// peerDrain is how long a connection reset leaves open for the calls
+// already forwarded on it.
+const peerDrain = time.Minute
+
+// reset drops the connections, after peerDrain, so that the next calls
+// connect again: a connection keeps the certificate it was made with,
+// and the leader checks a forwarding replica's on every node call, so
+// after a renewal, a revocation or a new CA the old one may be refused.
+func (p *peerConns) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for addr, c := range p.conns {
+		time.AfterFunc(peerDrain, func() { c.Close() })
+		delete(p.conns, addr)
+	}
+}
+
 func (p *peerConns) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -121,6 +121,9 @@ func New(cfg Config) (*Server, error) {
 		// Users come without a certificate (their credential says who
 		// they are); agents and other replicas present theirs.
 		srvOpts = append(srvOpts, grpc.Creds(credentials.NewTLS(c.TLS.ServerConfig(0, c.Logger))))
+		// Forwarded node calls are checked against this replica's
+		// certificate: connect again with the one just reloaded.
+		c.TLS.OnReload(s.peerConns.reset)
 	}
 	s.grpc = grpc.NewServer(append(srvOpts,
 		grpc.ChainUnaryInterceptor(s.recoverUnary, s.routeUnary), grpc.ChainStreamInterceptor(s.recoverStream, s.routeStream))...)

@@ -173,6 +173,10 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("agent %s: no runtime: %w", cfg.Name, cluster.ErrInvalid)
 	case cfg.HeartbeatInterval < 0 || cfg.KillGrace < 0:
 		return nil, fmt.Errorf("agent %s: negative heartbeat interval or kill grace: %w", cfg.Name, cluster.ErrInvalid)
+	case cfg.CPUs < 0 || cfg.MemoryMB < 0:
+		return nil, fmt.Errorf("agent %s: negative CPUs (%d) or memory (%d MB) to register: give 0 to detect them: %w", cfg.Name, cfg.CPUs, cfg.MemoryMB, cluster.ErrInvalid)
+	case cfg.CheckpointRate < 0:
+		return nil, fmt.Errorf("agent %s: negative checkpoint rate %d: give bytes per second, or 0 for no bound: %w", cfg.Name, cfg.CheckpointRate, cluster.ErrInvalid)
 	}
 	if cfg.CheckpointRoot == "" {
 		cfg.CheckpointRoot = filepath.Join(cfg.StateDir, "ckpt")

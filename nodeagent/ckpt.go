@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -83,6 +84,9 @@ func (a *Agent) prepareCheckpoint(key taskKey, job jobInfo) (env map[string]stri
 		if fi, err := os.Stat(job.ckpt.dir); err != nil || !fi.IsDir() {
 			return fmt.Errorf("checkpoint store %s is not a directory this node can reach: create it on shared storage, or mount it here", job.ckpt.dir)
 		}
+		if err := probeWritable(job.ckpt.dir); err != nil {
+			return fmt.Errorf("checkpoint store %s: the job's user cannot write it (%v): its steps are copied there as that user", job.ckpt.dir, err)
+		}
 		if err := os.MkdirAll(d.local, 0o700); err != nil {
 			return fmt.Errorf("checkpoint directory: %w", err)
 		}
@@ -118,6 +122,22 @@ func (a *Agent) prepareCheckpoint(key taskKey, job jobInfo) (env map[string]stri
 		return nil, err
 	}
 	return env, nil
+}
+
+// probeWritable makes a directory in dir and removes it, with the
+// caller's file-system identity: a store the job's user cannot write
+// fails the launch, rather than every copy while the job runs. The name
+// starts .phx-, as names no step holds.
+func probeWritable(dir string) error {
+	p, err := os.MkdirTemp(dir, ".phx-probe-")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return pe.Err
+		}
+		return err
+	}
+	return os.Remove(p)
 }
 
 // errCheckpointCorrupt is what a launch failure wraps when the rank's copy

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -146,4 +147,68 @@ func TestPhxSaysWhyTLSFailed(t *testing.T) {
 			t.Errorf("phx squeue with %v: exit %d, %q; want an error saying %q", tc.env, code, errOut, tc.want)
 		}
 	}
+}
+
+// A follower forwards a node's calls to the leader on a connection of its
+// own, made with its controller certificate. Once its certificate is
+// renewed and the old one revoked (or the CA rotated), SIGHUP must make
+// it connect again with the new one: the leader checks the forwarding
+// replica's certificate on every node call, and refused each one on the
+// connection made before, so an agent that reached that follower could
+// not register (its node went DOWN).
+func TestFollowerForwardsWithRenewedCertificate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs phalanx-controller processes; not in -short")
+	}
+	procs := testcluster.StartProcs(t, testcluster.BuildController(t, t.TempDir()), testcluster.ProcOptions{Replicas: 3})
+	leader, err := procs.WaitLeader(20 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := (leader + 1) % len(procs.Replicas)
+	follower := procs.Replicas[f]
+	dial := func(addr, node string) (phalanxv1.NodeServiceClient, *pki.Material) {
+		m := procs.Material(t, pki.KindNode, node)
+		conn, err := grpc.NewClient(addr, procs.Transport(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return phalanxv1.NewNodeServiceClient(conn), m
+	}
+	viaFollower, _ := dial(follower.API, "gpu043")
+	probe, probeCert := dial(procs.Replicas[leader].API, "gpu044") // says when the leader has reloaded
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for node, api := range map[string]phalanxv1.NodeServiceClient{"gpu043": viaFollower, "gpu044": probe} {
+		testcluster.Eventually(t, 10*time.Second, func() error { // until the follower knows the leader's address
+			_, err := api.RegisterNode(ctx, &phalanxv1.RegisterNodeRequest{Name: node, Addr: "127.0.0.1", Gpus: 8, Cpus: 64, MemoryMb: 1024})
+			return err
+		})
+	}
+	old, err := pki.Load(pki.DirFiles(procs.CertDir(pki.KindController, follower.ID), pki.KindController))
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs.Issue(t, pki.KindController, follower.ID)
+	procs.Revoke(t, old.Serial())
+	procs.Revoke(t, probeCert.Serial())
+	for i := range procs.Replicas {
+		procs.Hangup(i)
+	}
+	testcluster.Eventually(t, 10*time.Second, func() error {
+		if s := servedSerial(t, follower.API); s.Cmp(old.Serial()) == 0 {
+			return fmt.Errorf("%s still serves its old certificate", follower.ID)
+		}
+		if _, err := probe.Heartbeat(ctx, &phalanxv1.HeartbeatRequest{Name: "gpu044"}); status.Code(err) != codes.Unauthenticated {
+			return fmt.Errorf("the leader still takes a revoked node certificate: %v", err)
+		}
+		return nil
+	})
+	testcluster.Eventually(t, 10*time.Second, func() error {
+		if _, err := viaFollower.Heartbeat(ctx, &phalanxv1.HeartbeatRequest{Name: "gpu043"}); err != nil {
+			return fmt.Errorf("a heartbeat through %s, whose old certificate is revoked: %v", follower.ID, err)
+		}
+		return nil
+	})
 }

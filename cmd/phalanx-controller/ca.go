@@ -172,6 +172,10 @@ func caRevoke(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if serial.Cmp(ca.Cert.SerialNumber) == 0 || (cert != nil && cert.IsCA) {
+		// Daemons look up a peer's own serial on the list, never its CA's.
+		return fmt.Errorf("serial %s is a CA's own certificate, not one it issued: a revocation list cannot revoke a CA; rotate the CA instead (docs/security.md, Rotating the CA)", serial.Text(16))
+	}
 	if cert != nil && cert.CheckSignatureFrom(ca.Cert) != nil {
 		return fmt.Errorf("%s was not issued by the CA in %s: its serial on this CA's list would not stop it; revoke it with the CA that issued it", pos[0], dir)
 	}
@@ -196,4 +200,25 @@ func readCertFile(path string) (*x509.Certificate, error) {
 		return nil, fmt.Errorf("%s holds no PEM certificate", path)
 	}
 	return x509.ParseCertificate(block.Bytes)
+}
+
+// loadTLS loads the TLS files of a daemon of kind, and says how to make
+// them when they are missing. Files that are there but fail the checks
+// (a key others may read, an expired certificate) get only what the
+// check says: making a CA would not fix them.
+func loadTLS(dir string, kind pki.Kind, name string) (*pki.Material, error) {
+	m, err := pki.Load(pki.DirFiles(dir, kind))
+	if errors.Is(err, os.ErrNotExist) {
+		if name == "" {
+			name = "NAME"
+		}
+		return nil, fmt.Errorf("TLS: %w (make the cluster CA once with `phalanx-controller ca init`, then this %s's certificate with `phalanx-controller ca issue %s %s --out %s`; or --insecure, for debugging only)",
+			err, kind, kind, name, dir)
+	} else if err != nil {
+		return nil, fmt.Errorf("TLS: %w", err)
+	}
+	if self := m.Self(); self.Kind != kind {
+		return nil, fmt.Errorf("TLS: %s holds a %s's certificate (%s): a %s needs its own, from `phalanx-controller ca issue %s`", dir, self.Kind, self.Name, kind, kind)
+	}
+	return m, nil
 }

@@ -252,23 +252,6 @@ func configureAuth(cfg *controller.Config, f *flags) error {
 	return err
 }
 
-// loadTLS loads the TLS files of a daemon of kind, and says how to make
-// them when they are missing.
-func loadTLS(dir string, kind pki.Kind, name string) (*pki.Material, error) {
-	m, err := pki.Load(pki.DirFiles(dir, kind))
-	if err != nil {
-		if name == "" {
-			name = "NAME"
-		}
-		return nil, fmt.Errorf("TLS: %w (make the cluster CA once with `phalanx-controller ca init`, then this %s's certificate with `phalanx-controller ca issue %s %s --out %s`; or --insecure, for debugging only)",
-			err, kind, kind, name, dir)
-	}
-	if self := m.Self(); self.Kind != kind {
-		return nil, fmt.Errorf("TLS: %s holds a %s's certificate (%s): a %s needs its own, from `phalanx-controller ca issue %s`", dir, self.Kind, self.Name, kind, kind)
-	}
-	return m, nil
-}
-
 // keygen writes a new cluster key: phalanx-controller keygen [FILE].
 func keygen(args []string) int {
 	path := auth.DefaultKeyFile

@@ -205,8 +205,8 @@ func tlsDir(t *testing.T, kind pki.Kind, name string) string {
 }
 
 // The controller needs its TLS files, says how to make them when they are
-// missing, refuses another kind's certificate, and runs without only when
-// told --insecure.
+// missing and how to fix them when they are wrong, refuses another kind's
+// certificate, and runs without only when told --insecure.
 func TestTLSRequired(t *testing.T) {
 	dir := t.TempDir()
 	key := filepath.Join(dir, "auth.key")
@@ -235,7 +235,20 @@ func TestTLSRequired(t *testing.T) {
 			t.Errorf("--tls-dir %s: %v; want an error saying %q", tc.tlsDir, err, tc.want)
 		}
 	}
-	f, err := parseFlags([]string{"--config", os.DevNull, "--data-dir", dir, "--auth-key", key, "--tls-dir", tlsDir(t, pki.KindController, "ctl1")})
+	// Files that are there but wrong get what fixes them, not how to make
+	// a CA: ca init would refuse the CA's directory anyway.
+	readable := tlsDir(t, pki.KindController, "ctl1")
+	if err := os.Chmod(filepath.Join(readable, "controller.key"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := parseFlags([]string{"--config", os.DevNull, "--data-dir", dir, "--auth-key", key, "--tls-dir", readable})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := configure(f, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil || !strings.Contains(err.Error(), "chmod 0400") || strings.Contains(err.Error(), "ca init") {
+		t.Errorf("a key others may read: %v; want the chmod that fixes it, and no ca init", err)
+	}
+	f, err = parseFlags([]string{"--config", os.DevNull, "--data-dir", dir, "--auth-key", key, "--tls-dir", tlsDir(t, pki.KindController, "ctl1")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,6 +323,20 @@ func TestCACommand(t *testing.T) {
 	}
 	if code, stdout, stderr := run("revoke", filepath.Join(out, "node.crt")); code != 0 || !strings.Contains(stdout, "already revoked") {
 		t.Errorf("revoking it again: %d %q %q; want it said that it is already revoked", code, stdout, stderr)
+	}
+	// The CA itself: no list it signs can revoke it, and daemons look up
+	// only a peer's own serial; a success here would change nothing.
+	ca, err := pki.LoadCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"revoke", filepath.Join(dir, pki.CACertFile)}, {"revoke", "--serial", ca.Cert.SerialNumber.Text(16)}} {
+		if code, stdout, stderr := run(args...); code == 0 || !strings.Contains(stderr, "rotate the CA") {
+			t.Errorf("ca %v: %d %q %q; want a refusal that says to rotate the CA", args, code, stdout, stderr)
+		}
+	}
+	if after, err := os.ReadFile(filepath.Join(dir, pki.CRLFile)); err != nil || !bytes.Equal(after, data) {
+		t.Errorf("ca.crl changed by a refused revoke (%v)", err)
 	}
 	// A certificate of another CA: its serial on this list would not stop it.
 	other, otherOut := t.TempDir(), t.TempDir()

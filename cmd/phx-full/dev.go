@@ -18,7 +18,7 @@ func devCommand() *cli.Command {
 		Name:  "dev",
 		Usage: "run a local cluster (controllers + agents with fake GPUs) until interrupted",
 		Description: "Starts 1, 3 or 5 phalanx-controller processes (a Raft group) and one phalanx-agent process per node, " +
-			"with go-nvml's mock GPUs, state in --dir (a temporary directory by default). Prints the export lines for PHX_SERVER, PHX_AUTH_SOCKET and PHX_CA_CERT. " +
+			"with go-nvml's mock GPUs, state in --dir (a temporary directory by default). Prints the export lines for PHX_SERVER, PHX_AUTH_SOCKET, PHX_CA_CERT and PHX_DEV_DIR. " +
 			"Started again on the same --dir, the cluster resumes with its jobs and its shape: flags that ask for another " +
 			"(--controllers, --nodes, --gpus-per-node, --gpu-model, --leaf-size, --cpus-per-node, --memory-per-node, --listen) are refused.",
 		Flags: []cli.Flag{
