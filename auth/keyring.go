@@ -152,9 +152,17 @@ func keyID(k Key) string {
 }
 
 // errUnknownKey says which key a credential names, for messages.
-func errUnknownKey(id string) error {
-	return fmt.Errorf("%w: not signed with this cluster's keys (key ID %q is not among them)", ErrInvalid, id)
+func errUnknownKey(id string) error { return unknownKeyError(id) }
+
+// unknownKeyError is a credential signed with a key ID this cluster does
+// not hold: ErrInvalid and ErrWrongKey.
+type unknownKeyError string
+
+func (e unknownKeyError) Error() string {
+	return fmt.Sprintf("%v: not signed with this cluster's keys (key ID %q is not among them)", ErrInvalid, string(e))
 }
+
+func (e unknownKeyError) Is(target error) bool { return target == ErrInvalid || target == ErrWrongKey }
 
 // ReloadOn reloads the ring each time ch delivers (a daemon passes its
 // SIGHUP channel), logging the keys it now holds or why it kept the old

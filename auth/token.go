@@ -99,6 +99,9 @@ var (
 	ErrNoCredential = errors.New("no credential")
 	ErrExpired      = errors.New("credential expired")
 	ErrInvalid      = errors.New("invalid credential")
+	// ErrWrongKey, with ErrInvalid: the credential is well formed but not
+	// signed with any key of this cluster.
+	ErrWrongKey = errors.New("not signed with this cluster's key")
 )
 
 // Verify checks a credential's signature (with k) and lifetime at now,
@@ -138,7 +141,7 @@ func verify(r *Keyring, token string, now time.Time) (Identity, time.Time, error
 	case errors.Is(err, jwt.ErrTokenExpired):
 		return Identity{}, time.Time{}, fmt.Errorf("%w at %s", ErrExpired, c.ExpiresAt.Time.UTC().Format(time.RFC3339))
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
-		return Identity{}, time.Time{}, fmt.Errorf("%w: not signed with this cluster's key", ErrInvalid)
+		return Identity{}, time.Time{}, fmt.Errorf("%w: %w", ErrInvalid, ErrWrongKey)
 	case err != nil:
 		return Identity{}, time.Time{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}

@@ -136,8 +136,12 @@ func authAdvice(err error) string {
 		return "no credential: every call needs one (phx gets it from the auth socket, or from $PHX_TOKEN)"
 	case errors.Is(err, auth.ErrExpired):
 		return err.Error() + ": get a new one (`phx scontrol token` for $PHX_TOKEN)"
+	case errors.Is(err, auth.ErrWrongKey):
+		return err.Error() + " (is the cluster key the same on every host?)"
 	}
-	return err.Error() + " (is the cluster key the same on every host?)"
+	// Not a credential Phalanx issued, or one changed since: the key is
+	// not in question.
+	return err.Error() + " (not a credential Phalanx issued: check $PHX_TOKEN, or get one with `phx scontrol token`)"
 }
 
 // authStream is a server stream whose context carries the identity.

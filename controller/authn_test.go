@@ -3,7 +3,9 @@ package controller
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/cluster"
@@ -28,6 +30,26 @@ func TestRequireNamesTheCallersLevel(t *testing.T) {
 		err := s.require(auth.NewContext(context.Background(), tc.id), tc.lvl, "backing up the state")
 		if !errors.Is(err, cluster.ErrPermission) || err.Error() != tc.want {
 			t.Errorf("%s needing %s: %v\nwant %s", tc.id.User, levelNames[tc.lvl], err, tc.want)
+		}
+	}
+}
+
+// A refused credential's advice fits what is wrong with it: another key
+// asks about the cluster key; a token that is no credential at all does
+// not.
+func TestAuthAdvice(t *testing.T) {
+	now := time.Now()
+	other, err := auth.Issue(auth.Key(strings.Repeat("o", auth.MinKeySize)), auth.Identity{User: "alice", UID: 1000, Kind: auth.KindToken}, now, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tok, want := range map[string]string{
+		other:     "is not among them) (is the cluster key the same on every host?)",
+		"garbage": "(not a credential Phalanx issued: check $PHX_TOKEN, or get one with `phx scontrol token`)",
+	} {
+		_, err := auth.Verify(testKey, tok, now)
+		if got := authAdvice(err); !strings.HasSuffix(got, want) || (tok == "garbage" && strings.Contains(got, "cluster key")) {
+			t.Errorf("advice for %.10q: %q; want it to end %q", tok, got, want)
 		}
 	}
 }
