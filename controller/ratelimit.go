@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
@@ -109,5 +110,12 @@ func (s *Server) limit(ctx context.Context, method string, req any) error {
 		return nil
 	}
 	s.audit(ctx, method, "rate limited", "user", id.User, "uid", id.UID)
-	return toStatus(cluster.Errorf(cluster.ErrLimit, "%s made more than %d calls at once: slow down, the next one is allowed in %s (the rl_* settings of SlurmctldParameters)", id, s.limiter.cfg.Bucket, wait.Round(time.Millisecond)))
+	return toStatus(rateLimited(id, s.limiter.cfg, wait))
+}
+
+// rateLimited is the refusal of a call over id's rate: what the limit is
+// and when the next call is allowed.
+func rateLimited(id auth.Identity, c RateLimit, wait time.Duration) error {
+	return cluster.Errorf(cluster.ErrLimit, "%s made calls faster than the rate limit allows (a burst of %d, then %d every %s): slow down, the next one is allowed in %s (the rl_* settings of SlurmctldParameters)",
+		id, c.Bucket, c.Refill, c.Period, wait.Round(time.Millisecond))
 }

@@ -3,6 +3,8 @@ package controller
 import (
 	"testing"
 	"time"
+
+	"github.com/phalanx-hpc/phalanx/auth"
 )
 
 func TestRateLimiter(t *testing.T) {
@@ -33,5 +35,14 @@ func TestRateLimiter(t *testing.T) {
 	}
 	if newRateLimiter(RateLimit{}) != nil {
 		t.Fatal("a zero RateLimit is not off")
+	}
+}
+
+// The refusal says what the limit is, not that the calls came at once.
+func TestRateLimitedSaysTheLimit(t *testing.T) {
+	err := rateLimited(auth.Identity{User: "phxtest1", UID: 1012}, RateLimit{Bucket: 5, Refill: 1, Period: time.Second}, 800*time.Millisecond)
+	want := "phxtest1 (uid 1012) made calls faster than the rate limit allows (a burst of 5, then 1 every 1s): slow down, the next one is allowed in 800ms (the rl_* settings of SlurmctldParameters)"
+	if err.Error() != want {
+		t.Errorf("got %q\nwant %q", err, want)
 	}
 }
