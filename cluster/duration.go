@@ -24,6 +24,20 @@ const maxLimitSeconds = int64(MaxTimeLimit / time.Second)
 // no limit. Seconds round up to a whole minute, as Slurm does. A limit
 // longer than MaxTimeLimit is an error.
 func ParseDuration(s string) (time.Duration, error) {
+	secs, err := parseSlurmTime(s)
+	return roundUpMinute(secs), err
+}
+
+// ParseDurationSeconds is ParseDuration without the rounding, for the
+// times Phalanx counts in seconds (--hang-timeout: a dev cluster's minimum
+// is 10 s).
+func ParseDurationSeconds(s string) (time.Duration, error) {
+	secs, err := parseSlurmTime(s)
+	return time.Duration(secs) * time.Second, err
+}
+
+// parseSlurmTime is ParseDuration's grammar, in whole seconds.
+func parseSlurmTime(s string) (int64, error) {
 	orig := s
 	s = strings.TrimSpace(s)
 	switch strings.ToUpper(s) {
@@ -49,7 +63,7 @@ func ParseDuration(s string) (time.Duration, error) {
 	if err != nil {
 		return 0, limitErr(orig, err)
 	}
-	return roundUpMinute(secs), nil
+	return secs, nil
 }
 
 // errTooLong marks a limit over MaxTimeLimit.

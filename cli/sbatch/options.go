@@ -398,13 +398,14 @@ func parseMem(v string) (int64, error) {
 }
 
 // parseHangTimeout reads --hang-timeout: a Slurm time (minutes by
-// default), 0 to turn hang detection off (-1 on the wire). Its range is
+// default, kept to the second), 0 to turn hang detection off (-1 on the
+// wire). Its range is
 // the controllers' to check (cluster.ValidateHangTimeout), with the rest
 // of the job.
 func parseHangTimeout(v string) (int64, error) {
-	secs, err := parseTime(v)
-	if err != nil || secs != 0 {
-		return secs, err
+	d, err := cluster.ParseDurationSeconds(v) // to the second: not a time limit
+	if err != nil || d != 0 {
+		return int64(d.Seconds()), err
 	}
 	return -1, nil
 }
