@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/phalanx-hpc/phalanx/internal/durable"
@@ -168,6 +169,11 @@ func (ca *CA) Issue(kind Kind, name string, hosts []string, lifespan time.Durati
 	if lifespan <= 0 {
 		return nil, fmt.Errorf("certificate lifespan %v: give a positive duration", lifespan)
 	}
+	for _, h := range hosts {
+		if err := checkHost(h); err != nil {
+			return nil, err
+		}
+	}
 	notAfter := now.Add(lifespan)
 	if notAfter.After(ca.Cert.NotAfter) {
 		return nil, fmt.Errorf("a certificate valid until %s would outlive the CA (valid until %s): give a shorter lifespan, or rotate the CA",
@@ -189,7 +195,7 @@ func (ca *CA) Issue(kind Kind, name string, hosts []string, lifespan time.Durati
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
 			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else if h != "" {
+		} else {
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
@@ -380,4 +386,29 @@ func parseCRL(data []byte) (*x509.RevocationList, error) {
 		data = block.Bytes
 	}
 	return x509.ParseRevocationList(data)
+}
+
+// checkHost refuses a certificate host that is neither an IP address nor a
+// DNS name (labels of letters, digits and inner hyphens; "*." first for a
+// wildcard), so that no certificate carries a name no tool can match.
+func checkHost(h string) error {
+	if net.ParseIP(h) != nil {
+		return nil
+	}
+	bad := fmt.Errorf("host %q is neither an IP address nor a DNS name: give names like gpu007.example or addresses like 10.0.0.7", h)
+	name := strings.TrimPrefix(h, "*.")
+	if name == "" || len(name) > 253 {
+		return bad
+	}
+	for _, label := range strings.Split(name, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return bad
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return bad
+			}
+		}
+	}
+	return nil
 }

@@ -99,6 +99,15 @@ func TestIssueNamesHolder(t *testing.T) {
 			t.Errorf("issued a certificate for name %q", bad)
 		}
 	}
+	for _, bad := range []string{"a b", "", "gpu-.example", "gpu_1", "*.", "x..y"} {
+		if _, err := ca.Issue(KindNode, "gpu001", []string{bad}, time.Hour, time.Now()); err == nil || !strings.Contains(err.Error(), "neither an IP address nor a DNS name") {
+			t.Errorf("host %q: %v; want it refused", bad, err)
+		}
+	}
+	is, err := ca.Issue(KindNode, "gpu001", []string{"gpu001.example", "*.gpu.example", "10.0.0.7", "fe80::1"}, time.Hour, time.Now())
+	if err != nil || len(is.Leaf.DNSNames) != 2 || len(is.Leaf.IPAddresses) != 2 {
+		t.Errorf("good hosts: %v, %v", is, err)
+	}
 	if _, err := ca.Issue(KindNode, "gpu001", nil, 20*CALifespan, time.Now()); err == nil || !strings.Contains(err.Error(), "outlive the CA") {
 		t.Errorf("a certificate outliving its CA: %v", err)
 	}

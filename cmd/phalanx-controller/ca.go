@@ -50,7 +50,7 @@ func caCommand(args []string, stdout, stderr io.Writer) int {
 	var usage usageError
 	switch {
 	case errors.As(err, &usage):
-		fmt.Fprintf(stderr, "phalanx-controller ca: %v\n%s", err, caUsage)
+		fmt.Fprintf(stderr, "phalanx-controller ca: %v (phalanx-controller ca --help shows the usage)\n", err)
 		return 2
 	case errors.Is(err, flag.ErrHelp):
 		fmt.Fprint(stdout, caUsage)

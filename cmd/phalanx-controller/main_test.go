@@ -302,10 +302,11 @@ func TestCACommand(t *testing.T) {
 	}
 	for _, bad := range [][]string{
 		{"issue", "admin", "x"}, {"issue", "node"}, {"issue", "node", "a/b"}, {"issue", "node", "x", "--days", "0"},
-		{"revoke"}, {"revoke", "--serial", "zz"}, {"frobnicate"},
+		{"revoke"}, {"revoke", "--serial", "zz"}, {"frobnicate"}, {"issue", "node", "x", "--days", "abc"},
+		{"issue", "node", "x", "--hosts", "a b"},
 	} {
-		if code, _, stderr := run(bad...); code == 0 || stderr == "" {
-			t.Errorf("ca %v: exit %d, %q; want an error", bad, code, stderr)
+		if code, _, stderr := run(bad...); code == 0 || stderr == "" || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("ca %v: exit %d, %q; want an error of one line", bad, code, stderr)
 		}
 	}
 	if code, stdout, stderr := run("revoke", filepath.Join(out, "node.crt")); code != 0 || !strings.Contains(stdout, "revoked serial "+m.Self().Serial) {
