@@ -153,6 +153,9 @@ func decodeSwitches(raw json.RawMessage, wait float64) (int, float64, error) {
 		return 0, 0, fmt.Errorf("%q: count %q is not a number", s, count)
 	}
 	if found {
+		if wait != 0 {
+			return 0, 0, fmt.Errorf("%q and switches_wait_s %v both give the wait: give one", s, wait)
+		}
 		d, err := cluster.ParseDuration(at)
 		if err != nil {
 			return 0, 0, fmt.Errorf("%q: %v", s, err)

@@ -55,6 +55,7 @@ func TestParseWorkloadErrors(t *testing.T) {
 		{`[{"id": "a", ` + ok + `, "qos": "urgent"}]`, `qos "urgent": use high, normal or low`},
 		{`[{"id": "a", ` + ok + `, "switches": "x@1"}]`, `workload job 1 (id "a"): switches: "x@1": count "x" is not a number`},
 		{`[{"id": "a", ` + ok + `, "switches": -1}]`, `switches is -1`},
+		{`[{"id": "a", ` + ok + `, "switches": "2@5", "switches_wait_s": 60}]`, `switches: "2@5" and switches_wait_s 60 both give the wait: give one`},
 		{`[{"id": "a", ` + ok + `, "gpus": 8}]`, `workload job 1: json: unknown field "gpus"`},
 		{`[{"id": "a", "nodes": "two"}]`, `workload job 1: json: cannot unmarshal string`},
 		{`[{"id": "", ` + ok + `}]`, `workload job 1: id: empty`},
