@@ -131,6 +131,9 @@ func parseSrun(args []string, env sbatch.Env) (*srunRequest, error) {
 	if err != nil {
 		return nil, err
 	}
+	// What the user typed, as Slurm's sacct shows it: not the sbatch line
+	// above, with its files of Phalanx's.
+	req.Spec.SubmitLine = cluster.SubmitLineOf(append([]string{"srun"}, args...))
 	out.req = req
 	return out, nil
 }

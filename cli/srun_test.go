@@ -23,6 +23,10 @@ func TestParseSrun(t *testing.T) {
 	if want := "exec srun -l '--mpi=pmix' -- 'python' 'train.py' '--lr' '0.1'"; !strings.Contains(s.Script, want) {
 		t.Errorf("script %q, want it to run %q", s.Script, want)
 	}
+	// sacct's SubmitLine is the srun command line given, as Slurm's.
+	if want := "srun -N 2 --gpus-per-node=8 --ntasks-per-node 8 -l --mpi=pmix python train.py --lr 0.1"; s.SubmitLine != want {
+		t.Errorf("submit line %q, want %q", s.SubmitLine, want)
+	}
 	// -o and -e name each task's files, as srun in a job takes them.
 	r, err = parseSrun([]string{"-o", "out %t.txt", "-J", "x", "sh", "-c", "echo 'it''s'"}, env)
 	if err != nil {
