@@ -80,11 +80,14 @@ func (k *commands) runShow(c *ucli.Context, args []string, flags scontrolFlags) 
 	if len(args) < 1 || len(args) > 2 {
 		return fmt.Errorf("write scontrol show job|node|partition|controllers|hostnames|hostlist [ID, NAME or LIST]")
 	}
-	var name string
-	if len(args) == 2 {
+	entity, name, withValue := strings.Cut(args[0], "=") // Slurm's show job=12, show JobId=12 too
+	switch {
+	case withValue && len(args) == 2:
+		return fmt.Errorf("show %s: give the %s once, as %s=VALUE or %s VALUE", args[0], entity, entity, entity)
+	case len(args) == 2:
 		name = args[1]
 	}
-	switch showEntity(args[0]) {
+	switch showEntity(entity) {
 	case "hostnames":
 		return k.showHostnames(name)
 	case "hostlist":
@@ -100,7 +103,7 @@ func (k *commands) runShow(c *ucli.Context, args []string, flags scontrolFlags) 
 	case "controllers":
 		return k.showControllers(c, name, flags)
 	}
-	return fmt.Errorf("invalid entity %q for show: use job, node, partition, controllers, hostnames, hostlist or hostlistsorted", args[0])
+	return fmt.Errorf("invalid entity %q for show: use job, node, partition, controllers, hostnames, hostlist or hostlistsorted", entity)
 }
 
 // showEntities are scontrol show's entities in the order Slurm's scontrol
@@ -109,15 +112,18 @@ func (k *commands) runShow(c *ucli.Context, args []string, flags scontrolFlags) 
 var showEntities = []struct {
 	name string
 	min  int
-}{{"hostnames", 5}, {"hostlistsorted", 9}, {"hostlist", 5}, {"jobs", 1}, {"jobid", 4}, {"nodes", 1}, {"partitions", 1}, {"controllers", 4}}
+}{{"hostnames", 5}, {"hostlistsorted", 9}, {"hostlist", 5}, {"jobs", 1}, {"jobid", 4}, {"nodes", 1}, {"partitions", 1}, {"partitionname", 2}, {"controllers", 4}}
 
 // showEntity is the entity a word names, or "" for none.
 func showEntity(word string) string {
 	w := strings.ToLower(word)
 	for _, e := range showEntities {
 		if len(w) >= e.min && strings.HasPrefix(e.name, w) {
-			if e.name == "jobid" {
+			switch e.name {
+			case "jobid":
 				return "jobs"
+			case "partitionname":
+				return "partitions"
 			}
 			return e.name
 		}

@@ -73,3 +73,38 @@ func TestScontrolShowNodeList(t *testing.T) {
 		}
 	}
 }
+
+func (f *nodesFake) ListPartitions(context.Context, *phalanxv1.ListPartitionsRequest) (*phalanxv1.ListPartitionsResponse, error) {
+	return &phalanxv1.ListPartitionsResponse{Partitions: []*phalanxv1.Partition{{Name: "gpu", Default: true}}}, nil
+}
+
+// TestScontrolShowEntityEqualsValue: scontrol show takes the entity and
+// its value in one word, show job=7, show JobId=7, show node=gpu002, as
+// Slurm's does, and partitionname as partition.
+func TestScontrolShowEntityEqualsValue(t *testing.T) {
+	_, jobs := startFake(t)
+	nodes := serveFake(t, &nodesFake{nodes: []*phalanxv1.Node{{Name: "gpu001", State: "IDLE"}, {Name: "gpu002", State: "IDLE"}}})
+	for _, tc := range []struct {
+		addr  string
+		args  []string
+		first string
+	}{
+		{jobs, []string{"show", "job=7"}, "JobId=7 JobName=train"},
+		{jobs, []string{"show", "JobId=7"}, "JobId=7 JobName=train"},
+		{nodes, []string{"show", "node=gpu002"}, "NodeName=gpu002 "},
+		{nodes, []string{"show", "Nodes=gpu[002-003]"}, "NodeName=gpu002 "},
+		{nodes, []string{"show", "partition=gpu"}, "PartitionName=gpu"},
+		{nodes, []string{"show", "PartitionName=gpu"}, "PartitionName=gpu"},
+		{nodes, []string{"show", "partitionname", "gpu"}, "PartitionName=gpu"},
+	} {
+		code, stdout, stderr := runOut(t, tc.addr, append([]string{"scontrol"}, tc.args...)...)
+		first, _, _ := strings.Cut(stdout, "\n")
+		if !strings.HasPrefix(first, tc.first) || (code != 0) != strings.Contains(tc.args[1], "[") {
+			t.Errorf("scontrol %q: code %d, first line %q, stderr %q; want %q", tc.args, code, first, stderr, tc.first)
+		}
+	}
+	code, _, stderr := runOut(t, jobs, "scontrol", "show", "job=7", "8")
+	if code != 1 || stderr != "scontrol: error: show job=7: give the job once, as job=VALUE or job VALUE\n" {
+		t.Errorf("scontrol show job=7 8: code %d, stderr %q", code, stderr)
+	}
+}
