@@ -174,9 +174,15 @@ func (w *jobWait) status() error {
 // sbatch(1) says: "the same as the exit code of the submitted job. If the
 // job terminated due to a signal rather than a normal exit, the exit code
 // will be set to 1" (a job cancelled while it ran: 0:15). A job that never
-// ran (cancelled while pending) has code 0, as in Slurm.
+// ran (cancelled while pending) has code 0, as in Slurm. A job that failed
+// with no exit status of its own (one whose launch failed, 0:0) has 1:
+// Slurm's launch failure leaves a status that is no exit, which its sbatch
+// reads as 1.
 func waitCode(j *phalanxv1.Job) int {
-	if j.ExitSignal != 0 {
+	switch st := cluster.JobState(j.State); {
+	case j.ExitSignal != 0:
+		return 1
+	case j.ExitCode == 0 && (st == cluster.JobFailed || st == cluster.JobNodeFail):
 		return 1
 	}
 	return int(j.ExitCode)

@@ -29,3 +29,23 @@ func TestWaitForJobsEndedForGood(t *testing.T) {
 		t.Errorf("worst so far: job %d, code %d; want job 5, 2", w.worst.GetId(), w.code)
 	}
 }
+
+// A job that failed without an exit status, its launch failed (its working
+// directory is not there), is a failure to sbatch --wait: status 1, not 0.
+func TestWaitCodeOfFailedLaunch(t *testing.T) {
+	for _, tc := range []struct {
+		job  *phalanxv1.Job
+		want int
+	}{
+		{&phalanxv1.Job{State: "FAILED", Reason: "JobLaunchFailure: prestart-workdir on gpu001: working directory \"/nope\" does not exist"}, 1},
+		{&phalanxv1.Job{State: "NODE_FAIL"}, 1},
+		{&phalanxv1.Job{State: "FAILED", ExitCode: 3}, 3},
+		{&phalanxv1.Job{State: "CANCELLED", ExitSignal: 15}, 1},
+		{&phalanxv1.Job{State: "CANCELLED"}, 0}, // cancelled while pending, as in Slurm
+		{&phalanxv1.Job{State: "COMPLETED"}, 0},
+	} {
+		if got := waitCode(tc.job); got != tc.want {
+			t.Errorf("%s %d:%d: code %d, want %d", tc.job.State, tc.job.ExitCode, tc.job.ExitSignal, got, tc.want)
+		}
+	}
+}

@@ -15,10 +15,11 @@ import (
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/cli/getopt"
+	"github.com/phalanx-hpc/phalanx/topology/hostlist"
 )
 
 // scontrolUsage is what "scontrol --help" prints.
-const scontrolUsage = `Usage: scontrol show job [JOBID] | node [NAME] | partition [NAME] | controllers [ID]
+const scontrolUsage = `Usage: scontrol show job [JOBID] | node [NAMES] | partition [NAME] | controllers [ID]
        scontrol ping
        scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT] | raft remove ID | raft transfer [ID]
        scontrol backup FILE | restore FILE [force]
@@ -79,11 +80,14 @@ func (k *commands) runShow(c *ucli.Context, args []string, flags scontrolFlags) 
 	if len(args) < 1 || len(args) > 2 {
 		return fmt.Errorf("write scontrol show job|node|partition|controllers|hostnames|hostlist [ID, NAME or LIST]")
 	}
-	var name string
-	if len(args) == 2 {
+	entity, name, withValue := strings.Cut(args[0], "=") // Slurm's show job=12, show JobId=12 too
+	switch {
+	case withValue && len(args) == 2:
+		return fmt.Errorf("show %s: give the %s once, as %s=VALUE or %s VALUE", args[0], entity, entity, entity)
+	case len(args) == 2:
 		name = args[1]
 	}
-	switch showEntity(args[0]) {
+	switch showEntity(entity) {
 	case "hostnames":
 		return k.showHostnames(name)
 	case "hostlist":
@@ -99,7 +103,7 @@ func (k *commands) runShow(c *ucli.Context, args []string, flags scontrolFlags) 
 	case "controllers":
 		return k.showControllers(c, name, flags)
 	}
-	return fmt.Errorf("invalid entity %q for show: use job, node, partition, controllers, hostnames, hostlist or hostlistsorted", args[0])
+	return fmt.Errorf("invalid entity %q for show: use job, node, partition, controllers, hostnames, hostlist or hostlistsorted", entity)
 }
 
 // showEntities are scontrol show's entities in the order Slurm's scontrol
@@ -108,15 +112,18 @@ func (k *commands) runShow(c *ucli.Context, args []string, flags scontrolFlags) 
 var showEntities = []struct {
 	name string
 	min  int
-}{{"hostnames", 5}, {"hostlistsorted", 9}, {"hostlist", 5}, {"jobs", 1}, {"jobid", 4}, {"nodes", 1}, {"partitions", 1}, {"controllers", 4}}
+}{{"hostnames", 5}, {"hostlistsorted", 9}, {"hostlist", 5}, {"jobs", 1}, {"jobid", 4}, {"nodes", 1}, {"partitions", 1}, {"partitionname", 2}, {"controllers", 4}}
 
 // showEntity is the entity a word names, or "" for none.
 func showEntity(word string) string {
 	w := strings.ToLower(word)
 	for _, e := range showEntities {
 		if len(w) >= e.min && strings.HasPrefix(e.name, w) {
-			if e.name == "jobid" {
+			switch e.name {
+			case "jobid":
 				return "jobs"
+			case "partitionname":
+				return "partitions"
 			}
 			return e.name
 		}
@@ -179,24 +186,52 @@ func (cn *conn) jobsNamed(ctx context.Context, id string) ([]*phalanxv1.Job, err
 	return jobs, err
 }
 
-func (k *commands) showNodes(c *ucli.Context, name string, flags scontrolFlags) error {
+// showNodes prints the nodes of list, a node name or a hostlist
+// (gpu[001-004], $SLURM_JOB_NODELIST), in its order, as Slurm's scontrol
+// does; every node without one. Each name no node has is one line at the
+// end, Slurm's "Node NAME not found", and the status is 1.
+func (k *commands) showNodes(c *ucli.Context, list string, flags scontrolFlags) error {
+	var names []string
+	if list != "" {
+		var err error
+		if names, err = hostlist.Expand(list); err != nil {
+			return fmt.Errorf("%w: write a node name or a hostlist such as gpu[001-004],gpu010", err)
+		}
+	}
 	cn, err := k.dial(c)
 	if err != nil {
 		return err
 	}
 	defer cn.Close()
 	req := &phalanxv1.ListNodesRequest{}
-	if name != "" {
-		req.Names = []string{name}
+	if len(names) == 1 {
+		req.Names = names // the controller picks it out; a list is picked out here
 	}
 	nodes, err := cn.listNodes(c.Context, req)
-	if isNotFound(err) || (err == nil && name != "" && len(nodes) == 0) {
-		return &rawError{msg: fmt.Sprintf("Node %s not found", name)}
-	}
-	if err != nil {
+	if err != nil && !(isNotFound(err) && len(names) > 0) {
 		return err
 	}
-	printRecords(k.sys.Stdout, flags, len(nodes), func(i int) string { return FormatNode(nodes[i], k.loc()) })
+	if len(names) == 0 {
+		printRecords(k.sys.Stdout, flags, len(nodes), func(i int) string { return FormatNode(nodes[i], k.loc()) })
+		return nil
+	}
+	byName := make(map[string]*phalanxv1.Node, len(nodes))
+	for _, n := range nodes {
+		byName[n.Name] = n
+	}
+	var shown []*phalanxv1.Node
+	var missing []string
+	for _, name := range names {
+		if n := byName[name]; n != nil {
+			shown = append(shown, n)
+		} else {
+			missing = append(missing, fmt.Sprintf("Node %s not found", name))
+		}
+	}
+	printRecords(k.sys.Stdout, flags, len(shown), func(i int) string { return FormatNode(shown[i], k.loc()) })
+	if len(missing) > 0 {
+		return &rawError{msg: strings.Join(missing, "\n")}
+	}
 	return nil
 }
 

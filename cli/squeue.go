@@ -195,7 +195,7 @@ func (k *commands) runSqueue(c *ucli.Context, args []string) error {
 		q.req.Users = append(q.req.Users, u.Username)
 	}
 	if _, err := parseFormat(orDefault(q.view.Format, SqueueDefaultFormat), func(c byte) bool { _, ok := squeueHeaders[c]; return ok }); err != nil {
-		return err
+		return fmt.Errorf("--format: %w: the fields are %s; -O names them (squeue --help)", err, squeueLetters())
 	}
 	for i, u := range q.req.Users { // names or UIDs, as squeue(1) takes them
 		name, known, _ := userNamed(u, k.sys.LookupUser)

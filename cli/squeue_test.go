@@ -40,3 +40,13 @@ func TestSqueueFormatByName(t *testing.T) {
 		}
 	}
 }
+
+// An unknown -o letter is one line that names the letters there are, as
+// sinfo's does, before phx calls the controller (there is none here).
+func TestSqueueFormatErrorNamesFields(t *testing.T) {
+	code, stdout, stderr := runOut(t, closedAddr(t), "squeue", "-o", "%i %w")
+	if code != 1 || stdout != "" || !strings.HasPrefix(stderr, "squeue: error: --format: invalid format field %w: the fields are %a %A %b %B ") ||
+		!strings.HasSuffix(stderr, "; -O names them (squeue --help)\n") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("squeue -o '%%i %%w': code %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}

@@ -90,6 +90,20 @@ var squeueHeaders = map[byte]string{
 	't': "ST", 'T': "STATE", 'u': "USER", 'V': "SUBMIT_TIME", 'Y': "SCHEDNODES", 'Z': "WORK_DIR",
 }
 
+// squeueLetters lists the -o letters, a, A, b, ... in order, as errors
+// name them.
+func squeueLetters() string {
+	var out []string
+	for c := byte('a'); c <= 'z'; c++ {
+		for _, l := range []byte{c, c - 'a' + 'A'} {
+			if _, ok := squeueHeaders[l]; ok {
+				out = append(out, "%"+string(l))
+			}
+		}
+	}
+	return strings.Join(out, " ")
+}
+
 // SqueueView says how squeue prints: the -o format, the -S order, whether
 // to print the header (and, with -l, the date line before it, as Slurm's
 // squeue does whatever the format), the time elapsed times are measured to

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -131,6 +132,9 @@ func parseSrun(args []string, env sbatch.Env) (*srunRequest, error) {
 	if err != nil {
 		return nil, err
 	}
+	// What the user typed, as Slurm's sacct shows it: not the sbatch line
+	// above, with its files of Phalanx's.
+	req.Spec.SubmitLine = cluster.SubmitLineOf(append([]string{"srun"}, args...))
 	out.req = req
 	return out, nil
 }
@@ -186,8 +190,15 @@ func (k *commands) runSrun(c *ucli.Context, args []string) error {
 	if err == nil && job != nil {
 		// A task that never started has no output to read: the job's end
 		// says why, below.
-		if oerr := k.srunOutput(ctx, cn, job); oerr != nil && ctx.Err() == nil {
-			fmt.Fprintf(k.sys.Stderr, "srun: warning: %v\n", oerr)
+		if errs := k.srunOutput(ctx, cn, job); len(errs) > 0 && ctx.Err() == nil {
+			var now *phalanxv1.Job
+			_ = cn.call(ctx, func(ctx context.Context) (err error) {
+				now, err = cn.api.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: id})
+				return err
+			})
+			for _, line := range srunReadErrors(now, errs) {
+				fmt.Fprintln(k.sys.Stderr, line)
+			}
 		}
 	}
 	if ctx.Err() != nil && c.Context.Err() == nil { // interrupted: the job goes too
@@ -246,11 +257,11 @@ const (
 )
 
 // srunOutput prints every node's output and errors as they come, line by
-// line, until the tasks end.
-func (k *commands) srunOutput(ctx context.Context, cn *conn, job *phalanxv1.Job) error {
+// line, until the tasks end, and returns the reads that failed, by rank.
+func (k *commands) srunOutput(ctx context.Context, cn *conn, job *phalanxv1.Job) map[int32][]error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex // one line at a time on the terminal
-	errs := make([]error, 0)
+	errs := map[int32][]error{}
 	follow := func(rank int32, stderr bool, w io.Writer) {
 		defer wg.Done()
 		lw := &lineWriter{w: w, mu: &mu}
@@ -262,7 +273,7 @@ func (k *commands) srunOutput(ctx context.Context, cn *conn, job *phalanxv1.Job)
 		})
 		if err != nil && ctx.Err() == nil {
 			mu.Lock()
-			errs = append(errs, err)
+			errs[rank] = append(errs[rank], err)
 			mu.Unlock()
 		}
 	}
@@ -272,7 +283,33 @@ func (k *commands) srunOutput(ctx context.Context, cn *conn, job *phalanxv1.Job)
 		go follow(rank, true, k.sys.Stderr)
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return errs
+}
+
+// srunReadErrors are the warning lines, one per failed read, for the reads
+// of the nodes whose task started: one that never did (its launch failed)
+// has no output, and the job's end says why. Without the job (nil), every
+// read's.
+func srunReadErrors(job *phalanxv1.Job, errs map[int32][]error) []string {
+	var lines []string
+	for _, rank := range slices.Sorted(maps.Keys(errs)) {
+		if t := taskOfRank(job, rank); job != nil && (t == nil || t.StartTime == nil) {
+			continue
+		}
+		for _, err := range errs[rank] {
+			lines = append(lines, fmt.Sprintf("srun: warning: %v", err))
+		}
+	}
+	return lines
+}
+
+func taskOfRank(job *phalanxv1.Job, rank int32) *phalanxv1.Task {
+	for _, t := range job.GetTasks() {
+		if t.Rank == rank {
+			return t
+		}
+	}
+	return nil
 }
 
 // lineWriter passes whole lines on, under a shared lock, so that nodes'

@@ -1,10 +1,14 @@
 package cli
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cli/sbatch"
 )
 
@@ -22,6 +26,10 @@ func TestParseSrun(t *testing.T) {
 	}
 	if want := "exec srun -l '--mpi=pmix' -- 'python' 'train.py' '--lr' '0.1'"; !strings.Contains(s.Script, want) {
 		t.Errorf("script %q, want it to run %q", s.Script, want)
+	}
+	// sacct's SubmitLine is the srun command line given, as Slurm's.
+	if want := "srun -N 2 --gpus-per-node=8 --ntasks-per-node 8 -l --mpi=pmix python train.py --lr 0.1"; s.SubmitLine != want {
+		t.Errorf("submit line %q, want %q", s.SubmitLine, want)
 	}
 	// -o and -e name each task's files, as srun in a job takes them.
 	r, err = parseSrun([]string{"-o", "out %t.txt", "-J", "x", "sh", "-c", "echo 'it''s'"}, env)
@@ -73,6 +81,34 @@ func TestParseSrunStep(t *testing.T) {
 		_, ok, err := parseSrunStep(strings.Fields(args))
 		if !ok || err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("srun %s: ok %v, %v; want an error saying %q", args, ok, err, want)
+		}
+	}
+}
+
+// srun's warnings about output it could not read: one line each, and none
+// for a node whose task never started (its launch failed: the job's end
+// says why), so that such a job's failure is one line, not a warning of
+// two lines about files that were never written.
+func TestSrunReadErrors(t *testing.T) {
+	gone := errors.New("job 85's output on gpu001: open /tmp/phx-srun-root-85-c288d65c-0.out: no such file or directory")
+	gone2 := errors.New("job 85's output on gpu001: open /tmp/phx-srun-root-85-c288d65c-0.err: no such file or directory")
+	lost := errors.New("node gpu002's agent went away while its output was read: run phx logs again")
+	errs := map[int32][]error{0: {gone, gone2}, 1: {lost}}
+	started := timestamppb.New(testNow)
+	for _, tc := range []struct {
+		name string
+		job  *phalanxv1.Job
+		want []string
+	}{
+		{"launch failed on node 0", &phalanxv1.Job{Tasks: []*phalanxv1.Task{{Rank: 0, State: "FAILED"}, {Rank: 1, State: "KILLED", StartTime: started}}},
+			[]string{"srun: warning: " + lost.Error()}},
+		{"both started", &phalanxv1.Job{Tasks: []*phalanxv1.Task{{Rank: 0, StartTime: started}, {Rank: 1, StartTime: started}}},
+			[]string{"srun: warning: " + gone.Error(), "srun: warning: " + gone2.Error(), "srun: warning: " + lost.Error()}},
+		{"job unknown", nil,
+			[]string{"srun: warning: " + gone.Error(), "srun: warning: " + gone2.Error(), "srun: warning: " + lost.Error()}},
+	} {
+		if got := srunReadErrors(tc.job, errs); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %q\nwant %q", tc.name, got, tc.want)
 		}
 	}
 }

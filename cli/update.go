@@ -86,12 +86,19 @@ func updateRequest(args []string) (*phalanxv1.UpdateNodeRequest, *jobChange, err
 
 // updateFields reads KEY=VALUE arguments; keys are case-insensitive and
 // may not repeat. A value may hold spaces when the shell kept it in one
-// argument (Reason="bad ECC").
+// argument (Reason="bad ECC"). TimeLimit+=30 and TimeLimit-=30, Slurm's
+// other spelling of a change to a limit, are TimeLimit=+30 and =-30.
 func updateFields(args []string) (map[string]string, error) {
 	fields := map[string]string{}
 	for _, a := range args {
 		key, val, ok := strings.Cut(a, "=")
 		key = strings.ToLower(key)
+		if sign := strings.TrimPrefix(key, "timelimit"); ok && (sign == "+" || sign == "-") {
+			if strings.HasPrefix(val, "+") || strings.HasPrefix(val, "-") {
+				return nil, fmt.Errorf("update: %s: give the change once, TimeLimit%s=%s", a, sign, strings.TrimLeft(val, "+-"))
+			}
+			key, val = "timelimit", sign+val
+		}
 		switch key {
 		case "nodename", "nodes", "node":
 			key = "nodename"

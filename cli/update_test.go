@@ -21,7 +21,8 @@ func TestUpdateArguments(t *testing.T) {
 	if len(job.refs) != 1 || job.refs[0].String() != "42" || job.req.GetName() != "long run" || job.req.GetTimeLimitSeconds() != 86400 {
 		t.Errorf("job update = %v %v", job.refs, job.req)
 	}
-	for arg, want := range map[string]int64{"TimeLimit=+30": 1800, "TimeLimit=-1:00:00": -3600} { // Slurm's changes to a limit
+	for arg, want := range map[string]int64{"TimeLimit=+30": 1800, "TimeLimit=-1:00:00": -3600, // Slurm's changes to a limit
+		"TimeLimit+=30": 1800, "timelimit-=1:00:00": -3600} { // and their other spelling, scontrol(1)'s "TimeLimit+=30"
 		if _, job, err := updateRequest([]string{"JobId=7", arg}); err != nil || job.req.TimeLimitSeconds != nil || job.req.GetTimeLimitChangeSeconds() != want {
 			t.Errorf("%s: %v, %v; want a change of %d seconds", arg, job, err, want)
 		}
@@ -67,6 +68,7 @@ func TestUpdateArguments(t *testing.T) {
 		{"JobId=x", "JobName=a"},                         // bad ID
 		{"JobId=1_x", "JobName=a"},                       // bad task
 		{"JobId=1", "TimeLimit=soon"},                    // bad limit
+		{"JobId=1", "TimeLimit+=-30"},                    // a change given twice, refused by Slurm too
 		{"JobId=1", "State=DRAIN"},                       // a node's field
 		{"JobId=1", "NodeName=gpu001", "State=DRAIN"},    // both
 		{"JobName="},                                      // empty value

@@ -7,12 +7,15 @@ import (
 )
 
 // Slurm's sbatch refuses, in this order, a script of no bytes, one of
-// white space only and one without "#!", with these words.
+// white space only, one without "#!" and one with DOS line breaks (whose
+// lines would reach their commands with a \r at the end), with these words.
 var (
 	ErrEmptyScript      = errors.New("Batch script is empty!")
 	ErrWhitespaceScript = errors.New("Batch script contains only whitespace!")
 	ErrNotBatchScript   = errors.New("This does not look like a batch script. " +
 		"The first line must start with #! followed by the path to an interpreter.")
+	ErrDOSLineBreaks = errors.New(`Batch script contains DOS line breaks (\r\n) ` +
+		`instead of expected UNIX line breaks (\n): convert it with dos2unix`)
 )
 
 // Directive is the options of one #SBATCH line.
@@ -32,6 +35,8 @@ func Directives(script string) ([]Directive, error) {
 		return nil, ErrWhitespaceScript
 	case !strings.HasPrefix(lines[0], "#!"):
 		return nil, ErrNotBatchScript
+	case strings.Contains(script, "\r\n"):
+		return nil, ErrDOSLineBreaks
 	}
 	var out []Directive
 	for i, line := range lines[1:] {

@@ -119,8 +119,11 @@ func loadScript(b *builder, operands []string, env Env) (script, name string, er
 
 func applyDirectives(b *builder, script, name string) error {
 	dirs, err := Directives(script)
+	if err == ErrDOSLineBreaks && b.hasWrap {
+		dirs, err = nil, nil // Slurm checks the line breaks of a script file or standard input only
+	}
 	if err != nil {
-		if err == ErrEmptyScript || err == ErrWhitespaceScript || err == ErrNotBatchScript {
+		if err == ErrEmptyScript || err == ErrWhitespaceScript || err == ErrNotBatchScript || err == ErrDOSLineBreaks {
 			return err
 		}
 		return fmt.Errorf("%s %w", name, err)

@@ -204,3 +204,33 @@ func TestParseRecordsTheCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestDOSLineBreaks: a script with DOS line breaks is refused, as Slurm's
+// sbatch refuses it, from a file or standard input, after the checks
+// Slurm makes before it; a --wrap command is not a script file, and is
+// not checked, as in Slurm.
+func TestDOSLineBreaks(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		script string
+		want   error
+	}{
+		{[]string{"job.sh"}, "#!/bin/bash\r\n#SBATCH -t 5\r\necho hi\r\n", ErrDOSLineBreaks},
+		{nil, "#!/bin/bash\r\necho hi\r\n", ErrDOSLineBreaks},
+		{[]string{"job.sh"}, "#!/bin/bash\necho hi\r\n", ErrDOSLineBreaks},
+		{[]string{"job.sh"}, "echo hi\r\n", ErrNotBatchScript},
+		{[]string{"job.sh"}, " \r\n", ErrWhitespaceScript},
+		{[]string{"job.sh"}, "#!/bin/bash\necho 'a\rb'\n", nil}, // a lone \r is not a line break
+		{[]string{"--wrap", "echo hi\r\necho there"}, "", nil},
+	} {
+		env := Env{
+			User: "alice", UID: 1000, GID: 100, Cwd: "/home/alice/run",
+			ReadFile:  func(string) ([]byte, error) { return []byte(tc.script), nil },
+			ReadStdin: func() ([]byte, error) { return []byte(tc.script), nil },
+		}
+		_, err := Parse(tc.args, env)
+		if err != tc.want {
+			t.Errorf("sbatch %q, script %q: error %v, want %v", tc.args, tc.script, err, tc.want)
+		}
+	}
+}
