@@ -36,7 +36,7 @@ func (k *commands) showHostnames(list string) error {
 	}
 	names, err := hostlist.Expand(list)
 	if err != nil {
-		return fmt.Errorf("host list %q: %w", list, err)
+		return err // it names the list
 	}
 	for _, n := range names {
 		fmt.Fprintln(k.sys.Stdout, n)
@@ -56,7 +56,7 @@ func (k *commands) showHostlist(list string, sorted bool) error {
 	}
 	names, err := hostlist.Expand(list)
 	if err != nil {
-		return fmt.Errorf("host list %q: %w", list, err)
+		return err // it names the list
 	}
 	if sorted {
 		fmt.Fprintln(k.sys.Stdout, hostlist.Compress(names))

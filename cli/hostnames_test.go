@@ -26,7 +26,7 @@ func TestScontrolHostLists(t *testing.T) {
 		{[]string{"show", "hostnames"}, "gpu[010-011]", 0, "gpu010\ngpu011\n", ""},
 		{[]string{"show", "hostnames"}, "gpu[010-011]|gpu011", 0, "gpu011\n", ""}, // in a step: its nodes, as Slurm's
 		{[]string{"show", "hostnames"}, "", 1, "", "no host list: give one"},
-		{[]string{"show", "hostnames", "gpu[3-1]"}, "", 1, "", `host list "gpu[3-1]"`},
+		{[]string{"show", "hostnames", "gpu[3-1]"}, "", 1, "", `hostlist "gpu[3-1]": reversed range "3-1"`},
 		{[]string{"show", "hostlist", "gpu003,gpu001,gpu002"}, "", 0, "gpu[003,001-002]\n", ""},
 		{[]string{"show", "hostlistsorted", "gpu003,gpu001,gpu002,gpu001"}, "", 0, "gpu[001-003]\n", ""},
 		// As Slurm's scontrol: a prefix names the entity, a path a file of names.

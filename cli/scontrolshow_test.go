@@ -57,7 +57,7 @@ func TestScontrolShowNodeList(t *testing.T) {
 		{"gpu[002,009]", 1, []string{"gpu002"}, "Node gpu009 not found\n"},
 		{"gpu999", 1, nil, "Node gpu999 not found\n"},
 		{"gpu[008-009]", 1, nil, "Node gpu008 not found\nNode gpu009 not found\n"},
-		{"gpu[001-", 1, nil, `scontrol: error: hostlist "gpu[001-": unclosed '[': invalid request: write a node name or a hostlist such as gpu[001-004],gpu010` + "\n"},
+		{"gpu[001-", 1, nil, `scontrol: error: hostlist "gpu[001-": unclosed '[': write a node name or a hostlist such as gpu[001-004],gpu010` + "\n"},
 	} {
 		args := []string{"scontrol", "show", "node"}
 		if tc.list != "" {

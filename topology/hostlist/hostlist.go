@@ -57,9 +57,9 @@ type budget struct{ names, bytes int }
 func (b budget) fits(n, size int) error {
 	switch {
 	case n > b.names:
-		return fmt.Errorf("more than %d names: %w", MaxHosts, cluster.ErrInvalid)
+		return cluster.Errorf(cluster.ErrInvalid, "more than %d names", MaxHosts)
 	case size > b.bytes:
-		return fmt.Errorf("more than %d MiB of names: %w", MaxBytes>>20, cluster.ErrInvalid)
+		return cluster.Errorf(cluster.ErrInvalid, "more than %d MiB of names", MaxBytes>>20)
 	}
 	return nil
 }
@@ -73,12 +73,12 @@ func splitItems(expr string) ([]string, error) {
 		switch c := expr[i]; {
 		case c == '[':
 			if depth > 0 {
-				return nil, fmt.Errorf("hostlist %q: nested '[' at offset %d: %w", expr, i, cluster.ErrInvalid)
+				return nil, cluster.Errorf(cluster.ErrInvalid, "hostlist %q: nested '[' at offset %d", expr, i)
 			}
 			depth++
 		case c == ']':
 			if depth == 0 {
-				return nil, fmt.Errorf("hostlist %q: ']' without '[' at offset %d: %w", expr, i, cluster.ErrInvalid)
+				return nil, cluster.Errorf(cluster.ErrInvalid, "hostlist %q: ']' without '[' at offset %d", expr, i)
 			}
 			depth--
 		case depth == 0 && (c == ',' || isSpace(c)):
@@ -89,7 +89,7 @@ func splitItems(expr string) ([]string, error) {
 		}
 	}
 	if depth > 0 {
-		return nil, fmt.Errorf("hostlist %q: unclosed '[': %w", expr, cluster.ErrInvalid)
+		return nil, cluster.Errorf(cluster.ErrInvalid, "hostlist %q: unclosed '['", expr)
 	}
 	if start < len(expr) {
 		items = append(items, expr[start:])
@@ -152,7 +152,7 @@ func product(heads, tails []string) []string {
 // left, and returns the numbers and their length in all.
 func parseGroup(g string, left budget) ([]string, int, error) {
 	if g == "" {
-		return nil, 0, fmt.Errorf("empty brackets: %w", cluster.ErrInvalid)
+		return nil, 0, cluster.Errorf(cluster.ErrInvalid, "empty brackets")
 	}
 	var out []string
 	size := 0
@@ -188,10 +188,10 @@ func parseRange(r string, left budget) ([]string, int, error) {
 		return nil, 0, err
 	}
 	if hi < lo {
-		return nil, 0, fmt.Errorf("reversed range %q: %w", r, cluster.ErrInvalid)
+		return nil, 0, cluster.Errorf(cluster.ErrInvalid, "reversed range %q", r)
 	}
 	if hi-lo >= uint64(left.names) {
-		return nil, 0, fmt.Errorf("range %q: more than %d names: %w", r, MaxHosts, cluster.ErrInvalid)
+		return nil, 0, cluster.Errorf(cluster.ErrInvalid, "range %q: more than %d names", r, MaxHosts)
 	}
 	count := int(hi-lo) + 1
 	width := max(len(loS), len(strconv.FormatUint(hi, 10)))
@@ -212,16 +212,16 @@ func parseRange(r string, left budget) ([]string, int, error) {
 
 func parseNum(s string) (uint64, error) {
 	if s == "" {
-		return 0, fmt.Errorf("empty number in range: %w", cluster.ErrInvalid)
+		return 0, cluster.Errorf(cluster.ErrInvalid, "empty number in range")
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
-			return 0, fmt.Errorf("%q is not a number: %w", s, cluster.ErrInvalid)
+			return 0, cluster.Errorf(cluster.ErrInvalid, "%q is not a number", s)
 		}
 	}
 	n, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("number %q too large: %w", s, cluster.ErrInvalid)
+		return 0, cluster.Errorf(cluster.ErrInvalid, "number %q too large", s)
 	}
 	return n, nil
 }
