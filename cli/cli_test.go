@@ -86,6 +86,9 @@ func (f *fakeController) CancelJob(_ context.Context, req *phalanxv1.CancelJobRe
 	if len(req.JobIds) == 1 && req.JobIds[0] == 999 {
 		return nil, status.Error(codes.NotFound, "job 999: invalid job id specified: not found")
 	}
+	if len(req.JobIds) == 0 && req.Name == "vv" { // a filter that matches two jobs
+		return &phalanxv1.CancelJobResponse{Cancelled: []uint64{41, 42}}, nil
+	}
 	return &phalanxv1.CancelJobResponse{Cancelled: req.JobIds}, nil
 }
 

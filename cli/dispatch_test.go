@@ -118,6 +118,21 @@ func TestScancel(t *testing.T) {
 	}
 }
 
+// scancel -v with filters only says each job it terminates, as Slurm's
+// does; without -v it says nothing.
+func TestScancelVerboseWithFilters(t *testing.T) {
+	_, addr := startFake(t)
+	sys, stdout, stderr := testSystem(t, addr)
+	if code := Run(context.Background(), sys, []string{"scancel", "-v", "-n", "vv"}); code != 0 || stdout.Len() != 0 ||
+		stderr.String() != "scancel: Terminating job 41\nscancel: Terminating job 42\n" {
+		t.Errorf("scancel -v -n vv: code %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	sys, stdout, stderr = testSystem(t, addr)
+	if code := Run(context.Background(), sys, []string{"scancel", "-n", "vv"}); code != 0 || stdout.Len()+stderr.Len() != 0 {
+		t.Errorf("scancel -n vv: code %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
 func TestScontrolShowJob(t *testing.T) {
 	_, addr := startFake(t)
 	sys, stdout, stderr := testSystem(t, addr)

@@ -119,10 +119,17 @@ func (k *commands) runScancel(c *ucli.Context, args []string) error {
 	defer cn.Close()
 	if len(refs) == 0 {
 		req := f.request()
-		return cn.call(c.Context, func(ctx context.Context) error {
-			_, err := cn.api.CancelJob(ctx, req)
+		var resp *phalanxv1.CancelJobResponse
+		err := cn.call(c.Context, func(ctx context.Context) (err error) {
+			resp, err = cn.api.CancelJob(ctx, req)
 			return err
 		})
+		if err == nil && f.verbose { // the jobs the filters found, as Slurm's -v says them
+			for _, id := range resp.GetCancelled() {
+				fmt.Fprintf(k.sys.Stderr, "scancel: Terminating job %d\n", id)
+			}
+		}
+		return err
 	}
 	return cancelEach(c.Context, cn, refs, f, k.sys.Stderr)
 }
