@@ -292,8 +292,12 @@ func waitFuture(ctx context.Context, f raft.Future) error {
 }
 
 // notLeader is the error for a call this replica cannot take: it names the
-// leader, and its API address, when known.
+// leader, and its API address, when known. A replica outside its own Raft
+// configuration says that instead: no election will make it lead.
 func (s *Server) notLeader() error {
+	if !hasMember(s.raft.raft.GetConfiguration().Configuration().Servers, s.raft.id) {
+		return s.notMember()
+	}
 	id, addr := s.leader()
 	return &notLeaderError{leaderID: id, leaderAddr: addr}
 }
