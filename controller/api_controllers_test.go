@@ -62,6 +62,20 @@ func TestMembershipChangesThatWouldMoveAMember(t *testing.T) {
 	}
 }
 
+// scontrol raft transfer without an ID, on a cluster of one replica, says
+// there is no other replica to lead; Raft's own answer was "leadership
+// transfer: cannot find peer", an Internal error.
+func TestTransferWithNoOtherVoter(t *testing.T) {
+	s := newTestServer(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := (&controllerService{s: s}).TransferLeadership(ctx, &phalanxv1.TransferLeadershipRequest{})
+	want := `controller "` + s.ID() + `" is the only voter: there is no other replica to lead (phx scontrol raft add one first)`
+	if status.Code(err) != codes.Aborted || status.Convert(err).Message() != want {
+		t.Errorf("raft transfer on one replica: %v, want Aborted %q", err, want)
+	}
+}
+
 // TestReplicaOutsideTheClusterSendsClientsOn: a replica started empty and
 // not yet added knows no members. Asked for the list (scontrol ping, show
 // controllers), it answers NotLeader saying it is not a member, so a
