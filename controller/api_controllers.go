@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -284,6 +285,14 @@ func (c *controllerService) TransferLeadership(ctx context.Context, req *phalanx
 	defer cancel()
 	var f raft.Future
 	if req.Id == "" {
+		servers, err := s.members(ctx)
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		if !slices.ContainsFunc(servers, func(srv raft.Server) bool { return srv.ID != s.raft.id && srv.Suffrage == raft.Voter }) {
+			// Raft would say only "cannot find peer".
+			return nil, toStatus(cluster.Errorf(cluster.ErrConflict, "controller %q is the only voter: there is no other replica to lead (phx scontrol raft add one first)", s.ID()))
+		}
 		f = s.raft.raft.LeadershipTransfer()
 	} else {
 		if req.Id == s.ID() {

@@ -62,6 +62,20 @@ func TestMembershipChangesThatWouldMoveAMember(t *testing.T) {
 	}
 }
 
+// scontrol raft transfer without an ID, on a cluster of one replica, says
+// there is no other replica to lead; Raft's own answer was "leadership
+// transfer: cannot find peer", an Internal error.
+func TestTransferWithNoOtherVoter(t *testing.T) {
+	s := newTestServer(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := (&controllerService{s: s}).TransferLeadership(ctx, &phalanxv1.TransferLeadershipRequest{})
+	want := `controller "` + s.ID() + `" is the only voter: there is no other replica to lead (phx scontrol raft add one first)`
+	if status.Code(err) != codes.Aborted || status.Convert(err).Message() != want {
+		t.Errorf("raft transfer on one replica: %v, want Aborted %q", err, want)
+	}
+}
+
 // TestReplicaOutsideTheClusterSendsClientsOn: a replica started empty and
 // not yet added knows no members. Asked for the list (scontrol ping, show
 // controllers), it answers NotLeader saying it is not a member, so a
@@ -97,4 +111,37 @@ func TestReplicaOutsideTheClusterSendsClientsOn(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestReplicaOutsideTheClusterSaysSoToEveryCall: a replica that is not a
+// member (removed, or not yet added) answers every call it would send to
+// the leader, a read (sinfo) or a write (sbatch), that it is not a member,
+// as it answers scontrol ping: not "no controller leads right now (an
+// election is under way ...)", which sends the admin looking for an
+// election that is not happening.
+func TestReplicaOutsideTheClusterSaysSoToEveryCall(t *testing.T) {
+	leader := newTestServer(t, Config{})
+	cfg := Config{NodeID: "ctl2", DataDir: t.TempDir(), RaftAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0",
+		FastRaft: true, Logger: leader.log, AuthKeys: leader.cfg.AuthKeys}
+	waiting, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { waiting.Close() })
+	api := apiClient(t, waiting)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	want := "controller ctl2 is not a member of the cluster (it waits to be added with scontrol raft add, or was removed): ask another replica"
+	for name, call := range map[string]func() error{
+		"list nodes": func() error { _, err := api.ListNodes(ctx, &phalanxv1.ListNodesRequest{}); return err },
+		"submit": func() error {
+			_, err := api.SubmitJob(ctx, &phalanxv1.SubmitJobRequest{Spec: testSpec(1, 1)})
+			return err
+		},
+	} {
+		err := call()
+		if nl := apiclient.NotLeader(err); nl == nil || status.Code(err) != codes.Unavailable || status.Convert(err).Message() != want {
+			t.Errorf("%s on a replica not yet added: %v, want Unavailable with a NotLeader detail and %q", name, err, want)
+		}
+	}
 }

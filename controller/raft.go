@@ -268,18 +268,28 @@ func (b *bootstrap) form(r *raft.Raft) {
 }
 
 // bootstrapConfig builds the first configuration: this replica plus peers
-// given as "id=host:port".
+// given as "id=host:port", in the peers' order (the ControllerHost lines'),
+// this replica in its place among them, or first when they leave it out.
+// Replicas given the same list thus form the same configuration, and list
+// the members (scontrol ping, show controllers) in the same order.
 func bootstrapConfig(self raft.ServerID, addr raft.ServerAddress, peers []string) (raft.Configuration, error) {
-	conf := raft.Configuration{Servers: []raft.Server{{ID: self, Address: addr, Suffrage: raft.Voter}}}
+	me := raft.Server{ID: self, Address: addr, Suffrage: raft.Voter}
+	var conf raft.Configuration
 	for _, p := range peers {
 		id, a, ok := strings.Cut(p, "=")
 		if !ok || id == "" || a == "" {
 			return conf, fmt.Errorf("peer %q: want id=host:port", p)
 		}
 		if raft.ServerID(id) == self {
+			if !hasMember(conf.Servers, self) {
+				conf.Servers = append(conf.Servers, me)
+			}
 			continue
 		}
 		conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(id), Address: raft.ServerAddress(a), Suffrage: raft.Voter})
+	}
+	if !hasMember(conf.Servers, self) {
+		conf.Servers = append([]raft.Server{me}, conf.Servers...)
 	}
 	return conf, nil
 }

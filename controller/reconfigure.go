@@ -251,22 +251,52 @@ func fixedChanges(cur, next Config) []string {
 			reflect.DeepEqual(cv.Field(i).Interface(), nv.Field(i).Interface()) {
 			continue
 		}
-		switch name {
-		case "Peers": // read at a replica's first start only: see reread
+		switch keys, split := configKeys[name]; {
+		case name == "Peers": // read at a replica's first start only: see reread
 			continue
-		case "Topology":
+		case name == "Topology":
 			out = append(out, "the topology changed: restart the controllers to apply it")
+		case split:
+			// A struct of several keys: each that changed, by its key.
+			for j, key := range keys {
+				c, n := cv.Field(i).Field(j), nv.Field(i).Field(j)
+				if !reflect.DeepEqual(c.Interface(), n.Interface()) {
+					out = append(out, fixedChange(key, c, n))
+				}
+			}
 		default:
-			out = append(out, fmt.Sprintf("%s changed (%v to %v): restart the controllers to apply it", name, shown(cv.Field(i)), shown(nv.Field(i))))
+			out = append(out, fixedChange(name, cv.Field(i), nv.Field(i)))
 		}
 	}
 	return out
 }
 
-// shown prints a config value for a message.
+// configKeys are the phalanx.conf keys of the Config fields that hold
+// several, one per field of the struct, in order.
+var configKeys = map[string][]string{
+	"HealthCheck": {"HealthCheckProgram", "HealthCheckInterval", "HealthCheckNodeState"},
+	"Prolog":      {"Prolog", "PrologEpilogTimeout"},
+	"Unkillable":  {"UnkillableStepTimeout", "UnkillableStepProgram"},
+	"RateLimit": {"SlurmctldParameters rl_bucket_size", "SlurmctldParameters rl_refill_rate",
+		"SlurmctldParameters rl_refill_period", "SlurmctldParameters rl_table_size"},
+}
+
+// fixedChange says that key changed from cur to next, which needs a restart.
+func fixedChange(key string, cur, next reflect.Value) string {
+	return fmt.Sprintf("%s changed (%v to %v): restart the controllers to apply it", key, shown(cur), shown(next))
+}
+
+// shown prints a config value for a message, a list as the file writes
+// it, and "(none)" for a path or list not set.
 func shown(v reflect.Value) any {
 	if d, ok := v.Interface().(time.Duration); ok {
 		return d.String()
+	}
+	switch x := v.Interface().(type) {
+	case string:
+		return cmp.Or(x, "(none)")
+	case []string:
+		return cmp.Or(strings.Join(x, ","), "(none)")
 	}
 	return v.Interface()
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -137,6 +138,42 @@ func TestFixedChangesIgnoresRuntimeFields(t *testing.T) {
 	next.Fatal, next.Reload = func(error) {}, func() (Config, error) { return Config{}, nil }
 	if fixed := fixedChanges(cur, next); len(fixed) > 0 {
 		t.Errorf("fixedChanges = %q, want none", fixed)
+	}
+}
+
+// A change that needs a restart is named by its phalanx.conf key, with
+// its values as the file writes them: the health program's settings, the
+// prolog's and the unkillable ones are each a struct in Config, and were
+// refused as "HealthCheck changed ({/bin/true 30s IDLE} to {...})".
+func TestFixedChangesNameTheConfigKeys(t *testing.T) {
+	cur := Config{HealthCheck: cluster.HealthCheck{Program: "/bin/true", Interval: 30 * time.Second, States: cluster.HealthCheckIdle},
+		Unkillable: cluster.Unkillable{Timeout: time.Minute}}
+	next := cur
+	next.HealthCheck.Program, next.HealthCheck.Interval = "/usr/sbin/nhc", 2*time.Second
+	next.Prolog = cluster.Prolog{Programs: []string{"/etc/phalanx/p1", "/etc/phalanx/p2"}}
+	next.Unkillable.Program = "/usr/local/sbin/unkillable-report"
+	next.RateLimit.Bucket = 50
+	want := []string{
+		"HealthCheckProgram changed (/bin/true to /usr/sbin/nhc): restart the controllers to apply it",
+		"HealthCheckInterval changed (30s to 2s): restart the controllers to apply it",
+		"Prolog changed ((none) to /etc/phalanx/p1,/etc/phalanx/p2): restart the controllers to apply it",
+		"UnkillableStepProgram changed ((none) to /usr/local/sbin/unkillable-report): restart the controllers to apply it",
+		"SlurmctldParameters rl_bucket_size changed (0 to 50): restart the controllers to apply it",
+	}
+	if got := fixedChanges(cur, next); !slices.Equal(got, want) {
+		t.Errorf("fixedChanges:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// configKeys names every field of the structs it splits, so that a new
+// field is not refused under another's key.
+func TestConfigKeysNameEveryField(t *testing.T) {
+	ct := reflect.TypeOf(Config{})
+	for name, keys := range configKeys {
+		f, ok := ct.FieldByName(name)
+		if !ok || f.Type.Kind() != reflect.Struct || f.Type.NumField() != len(keys) {
+			t.Errorf("configKeys[%q] names %d keys; Config.%s is %v", name, len(keys), name, f.Type)
+		}
 	}
 }
 

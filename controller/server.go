@@ -83,6 +83,11 @@ func New(cfg Config) (*Server, error) {
 		opts = append(opts, store.NoSync())
 	}
 	st, err := store.Open(filepath.Join(c.DataDir, "state.db"), opts...)
+	if errors.Is(err, store.ErrCutShort) {
+		// As docs/operations.md says: the others hold the state.
+		err = fmt.Errorf("%w: move %s aside and start this replica with an empty data dir: it rejoins its cluster, "+
+			"and the other replicas bring it up to date (a cluster of one replica: restore a backup into it, phx scontrol restore)", err, c.DataDir)
+	}
 	if err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("open state: %w", err)
@@ -292,8 +297,12 @@ func waitFuture(ctx context.Context, f raft.Future) error {
 }
 
 // notLeader is the error for a call this replica cannot take: it names the
-// leader, and its API address, when known.
+// leader, and its API address, when known. A replica outside its own Raft
+// configuration says that instead: no election will make it lead.
 func (s *Server) notLeader() error {
+	if !hasMember(s.raft.raft.GetConfiguration().Configuration().Servers, s.raft.id) {
+		return s.notMember()
+	}
 	id, addr := s.leader()
 	return &notLeaderError{leaderID: id, leaderAddr: addr}
 }

@@ -22,6 +22,10 @@ import (
 // database, and a restore of it would empty the cluster).
 var errEmpty = errors.New("the file is empty")
 
+// ErrCutShort: the file is shorter than the database it holds (an
+// interrupted copy, a full disk).
+var ErrCutShort = errors.New("the file is cut short")
+
 // VerifyBackup checks that the file at path is a whole Phalanx state
 // database: not empty, not cut short, every page in order (bbolt's own
 // check), with a Phalanx schema version this binary reads. It opens the
@@ -81,7 +85,7 @@ func openReadOnly(path string) (*bolt.DB, error) {
 	db.View(func(tx *bolt.Tx) error { need = tx.Size(); return nil })
 	if need > fi.Size() {
 		db.Close()
-		return nil, fmt.Errorf("the file is cut short: its database needs %d bytes and it has %d (an interrupted copy?)", need, fi.Size())
+		return nil, fmt.Errorf("%w: its database needs %d bytes and it has %d (an interrupted copy?)", ErrCutShort, need, fi.Size())
 	}
 	return db, nil
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -106,8 +107,15 @@ func parseFlags(args []string) (*flags, error) {
 	fs.StringVar(&f.tlsDir, "tls-dir", pki.DefaultDir, "the cluster CA (ca.crt, ca.crl) and this node's certificate (node.crt, node.key, from phalanx-controller ca issue node NAME)")
 	fs.BoolVar(&f.insecure, "insecure", false, "INSECURE, for debugging only: talk to the controllers in plaintext (for controllers run with --insecure)")
 	fs.BoolVar(&f.debug, "debug", false, "log at debug level")
+	// A bad flag is one line, run's; the flags are for --help, on stdout.
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(os.Stdout)
+			fs.Usage()
+			return nil, err
+		}
+		return nil, fmt.Errorf("%v (phalanx-agent --help lists the flags)", err)
 	}
 	fs.Visit(func(fl *flag.Flag) { f.nameSet = f.nameSet || fl.Name == "name" })
 	switch {

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -105,8 +106,15 @@ func parseFlags(args []string) (*flags, error) {
 	fs.BoolVar(&f.noRootJobs, "disable-root-jobs", false, "refuse jobs that would run as root (also DisableRootJobs=YES in the config)")
 	fs.BoolVar(&f.debug, "debug", false, "log at debug level")
 	fs.StringVar(&f.debugAddr, "debug-addr", "", "serve Go's profiler (/debug/pprof/) on this address (off by default; never expose it)")
+	// A bad flag is one line, run's; the flags are for --help, on stdout.
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(os.Stdout)
+			fs.Usage()
+			return nil, err
+		}
+		return nil, fmt.Errorf("%v (phalanx-controller --help lists the flags)", err)
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())

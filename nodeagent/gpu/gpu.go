@@ -12,9 +12,11 @@
 package gpu
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -96,19 +98,38 @@ func Discover(lib nvml.Interface) (devs []Device, err error) {
 		return nil, fmt.Errorf("NVML device count: %v", ret)
 	}
 	devs = make([]Device, 0, n)
+	var lost error
 	for i := 0; i < n; i++ {
 		d, err := describe(lib, i)
+		if errors.Is(err, errLost) {
+			// Fallen off the bus (a restart after an XID 79): it is
+			// registered by its index alone, and the watcher's first poll
+			// finds it lost and drains the node, rather than the agent
+			// failing to start and the node going DOWN, not responding.
+			lost = cmp.Or(lost, err)
+			devs = append(devs, Device{Index: i})
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
 		devs = append(devs, d)
 	}
+	if lost != nil && !slices.ContainsFunc(devs, func(d Device) bool { return d.UUID != "" }) {
+		return nil, lost // none answers: NVML itself is at fault
+	}
 	return devs, nil
 }
+
+// errLost: NVML answers that the GPU has fallen off the bus.
+var errLost = errors.New("ERROR_GPU_IS_LOST")
 
 // describe reads one device's identity.
 func describe(lib nvml.Interface, i int) (Device, error) {
 	h, ret := lib.DeviceGetHandleByIndex(i)
+	if ret == nvml.ERROR_GPU_IS_LOST {
+		return Device{}, fmt.Errorf("GPU %d: handle: %w", i, errLost)
+	}
 	if ret != nvml.SUCCESS {
 		return Device{}, fmt.Errorf("GPU %d: handle: %v", i, ret)
 	}

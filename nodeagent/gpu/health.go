@@ -166,7 +166,7 @@ func (w *Watcher) events() nvml.EventSet {
 		return nil
 	}
 	for _, d := range w.Devices {
-		h, ret := w.Lib.DeviceGetHandleByUUID(d.UUID)
+		h, ret := w.handle(d)
 		if ret != nvml.SUCCESS {
 			continue // the poll reports it
 		}
@@ -223,6 +223,15 @@ func (w *Watcher) eventVerdict(e nvml.EventData) Verdict {
 	return v
 }
 
+// handle is d's NVML handle: by its UUID, or by its index when it was
+// registered lost, without one (Discover).
+func (w *Watcher) handle(d Device) (nvml.Device, nvml.Return) {
+	if d.UUID == "" {
+		return w.Lib.DeviceGetHandleByIndex(d.Index)
+	}
+	return w.Lib.DeviceGetHandleByUUID(d.UUID)
+}
+
 // check polls every registered GPU. A verdict also in last keeps its
 // first sighting.
 func (w *Watcher) check(last []Verdict) []Verdict {
@@ -236,7 +245,7 @@ func (w *Watcher) check(last []Verdict) []Verdict {
 	}
 	lost := 0
 	for _, d := range w.Devices {
-		h, ret := w.Lib.DeviceGetHandleByUUID(d.UUID)
+		h, ret := w.handle(d)
 		if ret != nvml.SUCCESS {
 			add(d, CheckLost, ClassHardware, "is gone from the bus (NVML: %v)", ret)
 			lost++
@@ -295,7 +304,7 @@ func (w *Watcher) Busy(indices []int) bool {
 		if !slices.Contains(indices, d.Index) {
 			continue
 		}
-		h, ret := w.Lib.DeviceGetHandleByUUID(d.UUID)
+		h, ret := w.handle(d)
 		if ret != nvml.SUCCESS {
 			continue
 		}

@@ -200,3 +200,38 @@ func TestClassifyXID(t *testing.T) {
 		}
 	}
 }
+
+// An agent started while a GPU is lost (phx dev start after gpu-lost, a
+// restart after an XID 79) registers every GPU, the lost one by its index
+// alone, and its first poll finds that one lost: the node is drained with
+// the reason, where the agent used to fail to start ("GPU discovery: GPU
+// 3: handle: ERROR_GPU_IS_LOST") and the node went DOWN, not responding.
+// Once the GPU is back, the poll passes.
+func TestStartWithAGPULost(t *testing.T) {
+	faults := filepath.Join(t.TempDir(), "faults")
+	if err := fakegpu.Inject(faults, fakegpu.Fault{Kind: fakegpu.Lost, GPU: 3}); err != nil {
+		t.Fatal(err)
+	}
+	lib, err := gpu.Open(8, "NVIDIA A100-SXM4-80GB", gpu.FaultFile(faults))
+	if err != nil {
+		t.Fatal(err)
+	}
+	devs, err := gpu.Discover(lib)
+	if err != nil {
+		t.Fatalf("Discover with GPU 3 lost: %v", err)
+	}
+	if len(devs) != 8 || devs[3] != (gpu.Device{Index: 3}) || devs[4].UUID == "" {
+		t.Fatalf("Discover with GPU 3 lost: %+v; want 8 GPUs, GPU 3 by its index alone", devs)
+	}
+	w := &gpu.Watcher{Lib: lib, Devices: devs, Interval: time.Hour, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	got := w.Check()
+	if checks(got) != "3 gpu-lost hardware" || got[0].Message() != "GPU 3 is gone from the bus (NVML: ERROR_GPU_IS_LOST): repair the node" {
+		t.Fatalf("first poll with GPU 3 lost: %s (%+v)", checks(got), got)
+	}
+	if err := fakegpu.Inject(faults, fakegpu.Fault{Kind: fakegpu.Reset, GPU: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.Check(); len(got) != 0 {
+		t.Errorf("after GPU 3 came back: %s", checks(got))
+	}
+}

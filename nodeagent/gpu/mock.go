@@ -97,18 +97,9 @@ func newMock(n int, model, faultFile string, log *slog.Logger) *fakeGPUs {
 		m.wireHealth(i, &d.Device)
 		m.devs[i] = d
 	}
-	m.DeviceGetCountFunc = func() (int, nvml.Return) {
-		m.sync()
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		count := 0
-		for _, h := range m.health {
-			if !h.lost {
-				count++
-			}
-		}
-		return count, nvml.SUCCESS
-	}
+	// The driver counts a GPU fallen off the bus (nvidia-smi lists it as
+	// "GPU is lost"): it answers ERROR_GPU_IS_LOST, by index and by UUID.
+	m.DeviceGetCountFunc = func() (int, nvml.Return) { return n, nvml.SUCCESS }
 	m.DeviceGetHandleByIndexFunc = func(i int) (nvml.Device, nvml.Return) {
 		if i < 0 || i >= n {
 			return nil, nvml.ERROR_INVALID_ARGUMENT
