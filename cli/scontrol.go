@@ -411,8 +411,13 @@ func (k *commands) warnIfSilent(ctx context.Context, api phalanxv1.ControllerSer
 	if added == nil || added.GetReachable() {
 		return
 	}
+	if added.GetApiAddr() == "" { // nothing was asked: say why not, not that it is silent
+		fmt.Fprintf(k.sys.Stderr, "scontrol: warning: controller %s was added without its API address, so whether it runs cannot be checked (it records its address when it starts): until it runs, the cluster needs %d of its %d voters to work (start it, or phx scontrol raft remove %s)\n",
+			id, voters/2+1, voters, id)
+		return
+	}
 	fmt.Fprintf(k.sys.Stderr, "scontrol: warning: controller %s does not answer at %s yet: until it runs, the cluster needs %d of its %d voters to work (start it, or phx scontrol raft remove %s)\n",
-		id, orDefault(added.GetApiAddr(), added.GetRaftAddr()), voters/2+1, voters, id)
+		id, added.GetApiAddr(), voters/2+1, voters, id)
 }
 
 // addControllerRequest reads "raft add ID RAFT_HOST:PORT [API_HOST[:PORT]]";

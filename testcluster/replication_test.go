@@ -304,6 +304,16 @@ func TestRaftAddWarnsOfASilentReplica(t *testing.T) {
 	if code, _, errOut := phxAs(t, c, root, dir, nil, "scontrol", "raft", "remove", "ctl9"); code != 0 || errOut != "" {
 		t.Errorf("raft remove ctl9: exit %d, %q", code, errOut)
 	}
+	// Without its API address nothing was asked: the warning says so
+	// rather than that it is silent at its Raft address.
+	code, _, errOut = phxAs(t, c, root, dir, nil, "scontrol", "raft", "add", "ctl8", "127.0.0.1:3")
+	want = "scontrol: warning: controller ctl8 was added without its API address, so whether it runs cannot be checked (it records its address when it starts): until it runs, the cluster needs 3 of its 4 voters to work (start it, or phx scontrol raft remove ctl8)\n"
+	if code != 0 || errOut != want {
+		t.Errorf("raft add without an API address: exit %d, %q; want 0 and %q", code, errOut, want)
+	}
+	if code, _, errOut := phxAs(t, c, root, dir, nil, "scontrol", "raft", "remove", "ctl8"); code != 0 || errOut != "" {
+		t.Errorf("raft remove ctl8: exit %d, %q", code, errOut)
+	}
 }
 
 // A replica that was down while thousands of entries were committed and

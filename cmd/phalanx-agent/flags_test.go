@@ -25,3 +25,12 @@ func TestBadFlagIsOneLine(t *testing.T) {
 		t.Errorf("parseFlags(--bogus): %v, and printed %q; want %q and nothing printed", err, printed, want)
 	}
 }
+
+// Negative fake device counts are refused, not taken for the host's own.
+func TestNegativeFakeDevices(t *testing.T) {
+	for _, arg := range []string{"--fake-nics=-2", "--fake-gpus=-1"} {
+		if _, err := parseFlags([]string{arg}); err == nil || err.Error() != "--fake-gpus and --fake-nics take 0 (the host's own) or more" {
+			t.Errorf("parseFlags(%s): %v; want it refused", arg, err)
+		}
+	}
+}

@@ -121,6 +121,8 @@ func parseFlags(args []string) (*flags, error) {
 	switch {
 	case fs.NArg() > 0:
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	case f.fakeGPUs < 0 || f.fakeNICs < 0:
+		return nil, fmt.Errorf("--fake-gpus and --fake-nics take 0 (the host's own) or more")
 	case f.fakeGPUFaults != "" && f.fakeGPUs == 0:
 		return nil, fmt.Errorf("--fake-gpu-faults plays faults into fake GPUs: give --fake-gpus N too")
 	case f.shim != "" && f.runtime != "process":

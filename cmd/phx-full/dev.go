@@ -70,9 +70,9 @@ func devCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			shape := fmt.Sprintf("%d nodes × %d GPUs", len(cl.Layout.Nodes), cl.Layout.GPUsPerNode)
+			shape := fmt.Sprintf("%s × %d GPUs", nodeCount(len(cl.Layout.Nodes)), cl.Layout.GPUsPerNode)
 			if cl.Layout.Config != "" {
-				shape = fmt.Sprintf("%d nodes from %s", len(cl.Layout.Nodes), cl.Layout.Config)
+				shape = fmt.Sprintf("%s from %s", nodeCount(len(cl.Layout.Nodes)), cl.Layout.Config)
 			}
 			for _, w := range cl.Warnings {
 				fmt.Fprintf(c.App.ErrWriter, "phx dev: warning: %s\n", w)
@@ -87,6 +87,14 @@ func devCommand() *cli.Command {
 			return cl.Close()
 		},
 	}
+}
+
+// nodeCount is "1 node" or "N nodes".
+func nodeCount(n int) string {
+	if n == 1 {
+		return "1 node"
+	}
+	return fmt.Sprintf("%d nodes", n)
 }
 
 // checkDevSizes refuses a size flag given out of range (devcluster would
