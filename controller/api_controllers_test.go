@@ -83,16 +83,10 @@ func TestTransferWithNoOtherVoter(t *testing.T) {
 // "no controller is UP"; once added, it lists the members.
 func TestReplicaOutsideTheClusterSendsClientsOn(t *testing.T) {
 	leader := newTestServer(t, Config{})
-	cfg := Config{NodeID: "ctl2", DataDir: t.TempDir(), RaftAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0",
-		FastRaft: true, Logger: leader.log, AuthKeys: leader.cfg.AuthKeys}
-	waiting, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { waiting.Close() })
+	waiting := replicaNotAdded(t, leader, "ctl2")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err = (&controllerService{s: waiting}).ListControllers(ctx, &phalanxv1.ListControllersRequest{})
+	_, err := (&controllerService{s: waiting}).ListControllers(ctx, &phalanxv1.ListControllersRequest{})
 	want := "controller ctl2 is not a member of the cluster (it waits to be added with scontrol raft add, or was removed): ask another replica"
 	if nl := apiclient.NotLeader(err); nl == nil || status.Code(err) != codes.Unavailable || status.Convert(err).Message() != want {
 		t.Fatalf("list controllers from a replica not yet added: %v, want Unavailable with a NotLeader detail and %q", err, want)
@@ -121,13 +115,7 @@ func TestReplicaOutsideTheClusterSendsClientsOn(t *testing.T) {
 // election that is not happening.
 func TestReplicaOutsideTheClusterSaysSoToEveryCall(t *testing.T) {
 	leader := newTestServer(t, Config{})
-	cfg := Config{NodeID: "ctl2", DataDir: t.TempDir(), RaftAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0",
-		FastRaft: true, Logger: leader.log, AuthKeys: leader.cfg.AuthKeys}
-	waiting, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { waiting.Close() })
+	waiting := replicaNotAdded(t, leader, "ctl2")
 	api := apiClient(t, waiting)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -144,4 +132,17 @@ func TestReplicaOutsideTheClusterSaysSoToEveryCall(t *testing.T) {
 			t.Errorf("%s on a replica not yet added: %v, want Unavailable with a NotLeader detail and %q", name, err, want)
 		}
 	}
+}
+
+// replicaNotAdded starts a replica id of leader's cluster, with an empty
+// data dir and no bootstrap: it waits to be added.
+func replicaNotAdded(t *testing.T, leader *Server, id string) *Server {
+	t.Helper()
+	s, err := New(Config{NodeID: id, DataDir: t.TempDir(), RaftAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0",
+		FastRaft: true, Logger: leader.log, AuthKeys: leader.cfg.AuthKeys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
