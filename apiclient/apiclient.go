@@ -286,7 +286,7 @@ func (c *Conn) Invoke(ctx context.Context, method string, args, reply any, opts 
 			if !retryable(err) {
 				return err
 			}
-			allRefused = allRefused && unreachable(err)
+			allRefused = allRefused && (unreachable(err) || notMember(err))
 			if l := c.Leader(); l != "" && l != before && l != addr && redirects < maxRedirects {
 				redirected = true // a replica named the leader: go there now
 				redirects++
@@ -302,6 +302,9 @@ func (c *Conn) Invoke(ctx context.Context, method string, args, reply any, opts 
 		case refusedSince.IsZero():
 			refusedSince = time.Now()
 		case time.Since(refusedSince) >= refusedGrace:
+			if notMember(said) {
+				return said // an answer says more than a refused connection
+			}
 			return last
 		}
 		select {
@@ -374,6 +377,14 @@ func attemptContext(ctx context.Context) (context.Context, context.CancelFunc, t
 // did not answer in time.
 func unreachable(err error) bool {
 	return status.Code(err) == codes.Unavailable && NotLeader(err) == nil && !errors.Is(err, errSlow)
+}
+
+// notMember reports whether err is the answer of a replica outside the
+// cluster that knows no leader: it counts as a refusal, not as an
+// election to wait out.
+func notMember(err error) bool {
+	nl := NotLeader(err)
+	return nl != nil && nl.NotMember && nl.LeaderAddr == ""
 }
 
 // retryable reports whether another replica might answer: this one is

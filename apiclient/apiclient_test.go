@@ -297,6 +297,29 @@ func TestAllRefusedGivesUpAfterGrace(t *testing.T) {
 	}
 }
 
+// TestNotMembersGiveUpAfterGrace: replicas outside the cluster (not yet
+// added, or removed) that know no leader are refusals, not an election:
+// with nothing else to ask, the call gives up after refusedGrace with
+// their answer, not at its deadline.
+func TestNotMembersGiveUpAfterGrace(t *testing.T) {
+	t.Parallel()
+	st, err := status.New(codes.Unavailable, "controller ctl4 is not a member of the cluster").WithDetails(&phalanxv1.NotLeader{NotMember: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeController{answer: func(context.Context) error { return st.Err() }}
+	c := dial(t, startController(t, f), deadAddr(t))
+	start := time.Now()
+	_, err = getStatus(timeout(t, 30*time.Second), c)
+	took := time.Since(start)
+	if nl := NotLeader(err); nl == nil || !nl.NotMember {
+		t.Errorf("error %v; want the replica's not-a-member answer", err)
+	}
+	if took < refusedGrace || took > 2*refusedGrace {
+		t.Errorf("gave up after %v; want about refusedGrace (%v), well before the 30s deadline", took, refusedGrace)
+	}
+}
+
 func TestElectionRetriesUntilDeadline(t *testing.T) {
 	t.Parallel()
 	// Past refusedGrace: replicas that answer are retried to the deadline.

@@ -47,7 +47,7 @@ func toStatus(err error) error {
 	var nl *notLeaderError
 	if errors.As(err, &nl) {
 		st := status.New(codes.Unavailable, nl.Error())
-		if d, derr := st.WithDetails(&phalanxv1.NotLeader{LeaderId: nl.leaderID, LeaderAddr: nl.leaderAddr}); derr == nil {
+		if d, derr := st.WithDetails(&phalanxv1.NotLeader{LeaderId: nl.leaderID, LeaderAddr: nl.leaderAddr, NotMember: nl.notMember != ""}); derr == nil {
 			st = d
 		}
 		return st.Err()

@@ -4471,9 +4471,12 @@ func (x *AccountShare) GetPriority() int64 {
 // cannot take a call needing the leader. leader_addr is the leader's API
 // address when the replica knows it (try there), empty during an election.
 type NotLeader struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	LeaderId      string                 `protobuf:"bytes,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
-	LeaderAddr    string                 `protobuf:"bytes,2,opt,name=leader_addr,json=leaderAddr,proto3" json:"leader_addr,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	LeaderId   string                 `protobuf:"bytes,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	LeaderAddr string                 `protobuf:"bytes,2,opt,name=leader_addr,json=leaderAddr,proto3" json:"leader_addr,omitempty"`
+	// not_member: the replica answering is not a member of the cluster
+	// (waiting to be added, or removed): asking it again will not help.
+	NotMember     bool `protobuf:"varint,3,opt,name=not_member,json=notMember,proto3" json:"not_member,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4520,6 +4523,13 @@ func (x *NotLeader) GetLeaderAddr() string {
 		return x.LeaderAddr
 	}
 	return ""
+}
+
+func (x *NotLeader) GetNotMember() bool {
+	if x != nil {
+		return x.NotMember
+	}
+	return false
 }
 
 // ControllerStatus is one replica's view of itself.
@@ -7400,11 +7410,13 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x0feffective_usage\x18\x05 \x01(\x01R\x0eeffectiveUsage\x12\x1d\n" +
 	"\n" +
 	"fair_share\x18\x06 \x01(\x01R\tfairShare\x12\x1a\n" +
-	"\bpriority\x18\a \x01(\x03R\bpriority\"I\n" +
+	"\bpriority\x18\a \x01(\x03R\bpriority\"h\n" +
 	"\tNotLeader\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x1f\n" +
 	"\vleader_addr\x18\x02 \x01(\tR\n" +
-	"leaderAddr\"\xf1\x02\n" +
+	"leaderAddr\x12\x1d\n" +
+	"\n" +
+	"not_member\x18\x03 \x01(\bR\tnotMember\"\xf1\x02\n" +
 	"\x10ControllerStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
 	"\bapi_addr\x18\x02 \x01(\tR\aapiAddr\x12\x1b\n" +
