@@ -317,6 +317,15 @@ func (j *Job) Update() *Job {
 	return &c
 }
 
+// Ref is the job as its user names it: ARRAY_TASK for a task of an
+// array ("90_1"), else its ID.
+func (j *Job) Ref() string {
+	if j.Array != nil {
+		return fmt.Sprintf("%d_%d", j.Array.JobID, j.Array.TaskID)
+	}
+	return j.ID.String()
+}
+
 // NodeNames lists the allocated nodes by rank.
 func (j *Job) NodeNames() []string {
 	if j.Alloc == nil {

@@ -12,3 +12,12 @@ func TestInQueue(t *testing.T) {
 		}
 	}
 }
+
+func TestRefNamesArrayTasks(t *testing.T) {
+	if got := (&Job{ID: 91, Array: &ArrayTask{JobID: 90, TaskID: 1}}).Ref(); got != "90_1" {
+		t.Errorf("array task ref %q; want 90_1", got)
+	}
+	if got := (&Job{ID: 7}).Ref(); got != "7" {
+		t.Errorf("job ref %q; want 7", got)
+	}
+}

@@ -187,9 +187,9 @@ func (c *controllerService) JobLogs(req *phalanxv1.JobLogsRequest, stream phalan
 	}
 	switch {
 	case len(nodes) == 0:
-		return toStatus(cluster.Errorf(cluster.ErrNotFound, "job %d has not run yet (it is %s): it has no output", j.ID, j.State))
+		return toStatus(cluster.Errorf(cluster.ErrNotFound, "job %s has not run yet (it is %s): it has no output", j.Ref(), j.State))
 	case req.Rank < 0 || int(req.Rank) >= len(nodes):
-		return toStatus(cluster.Errorf(cluster.ErrInvalid, "job %d has nodes 0 to %d: no node rank %d", j.ID, len(nodes)-1, req.Rank))
+		return toStatus(cluster.Errorf(cluster.ErrInvalid, "job %s has nodes 0 to %d: no node rank %d", j.Ref(), len(nodes)-1, req.Rank))
 	}
 	node := nodes[req.Rank].Node
 	view := s.jobView(j, s.nodeAddrs())
