@@ -164,19 +164,19 @@ func (k taskKey) String() string { return fmt.Sprintf("%d.%d rank %d", k.job, k.
 func New(cfg Config) (*Agent, error) {
 	switch {
 	case cfg.Name == "":
-		return nil, fmt.Errorf("agent: empty node name: %w", cluster.ErrInvalid)
+		return nil, cluster.Errorf(cluster.ErrInvalid, "agent: empty node name")
 	case len(cfg.Controllers) == 0:
-		return nil, fmt.Errorf("agent %s: no controller address: %w", cfg.Name, cluster.ErrInvalid)
+		return nil, cluster.Errorf(cluster.ErrInvalid, "agent %s: no controller address", cfg.Name)
 	case cfg.StateDir == "":
-		return nil, fmt.Errorf("agent %s: no state directory: %w", cfg.Name, cluster.ErrInvalid)
+		return nil, cluster.Errorf(cluster.ErrInvalid, "agent %s: no state directory", cfg.Name)
 	case cfg.Runtime == nil:
-		return nil, fmt.Errorf("agent %s: no runtime: %w", cfg.Name, cluster.ErrInvalid)
+		return nil, cluster.Errorf(cluster.ErrInvalid, "agent %s: no runtime", cfg.Name)
 	case cfg.HeartbeatInterval < 0 || cfg.KillGrace < 0:
-		return nil, fmt.Errorf("agent %s: negative heartbeat interval or kill grace: %w", cfg.Name, cluster.ErrInvalid)
+		return nil, cluster.Errorf(cluster.ErrInvalid, "agent %s: negative heartbeat interval or kill grace", cfg.Name)
 	case cfg.CPUs < 0 || cfg.MemoryMB < 0:
-		return nil, fmt.Errorf("agent %s: negative CPUs (%d) or memory (%d MB) to register: give 0 to detect them: %w", cfg.Name, cfg.CPUs, cfg.MemoryMB, cluster.ErrInvalid)
+		return nil, cluster.Errorf(cluster.ErrInvalid, "agent %s: negative CPUs (%d) or memory (%d MB) to register: give 0 to detect them", cfg.Name, cfg.CPUs, cfg.MemoryMB)
 	case cfg.CheckpointRate < 0:
-		return nil, fmt.Errorf("agent %s: negative checkpoint rate %d: give bytes per second, or 0 for no bound: %w", cfg.Name, cfg.CheckpointRate, cluster.ErrInvalid)
+		return nil, cluster.Errorf(cluster.ErrInvalid, "agent %s: negative checkpoint rate %d: give bytes per second, or 0 for no bound", cfg.Name, cfg.CheckpointRate)
 	}
 	if cfg.CheckpointRoot == "" {
 		cfg.CheckpointRoot = filepath.Join(cfg.StateDir, "ckpt")
