@@ -257,6 +257,9 @@ var reads = map[string]bool{
 // deadline ends it, a read reports what the replicas last answered (no
 // leader, unreachable), which says more than the deadline; a write whose
 // last attempt was cut short reports that, since it may have taken effect.
+// A replica that refuses the credential (UNAUTHENTICATED: its cluster key
+// or CA may be the one that differs) is not asked again during the call;
+// its refusal is the answer once no other replica may still take it.
 func (c *Conn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
 	var last, said error // the last error, and the last that a replica answered
 	out := func() error {
@@ -268,9 +271,14 @@ func (c *Conn) Invoke(ctx context.Context, method string, args, reply any, opts 
 	wait := firstBackoff
 	redirects := 0
 	var refusedSince time.Time
+	var denied error              // a replica's refusal of the credential
+	deniedBy := map[string]bool{} // the replicas that refused it
 	for {
 		redirected, allRefused := false, true
 		for _, addr := range c.order() {
+			if deniedBy[addr] {
+				continue
+			}
 			before := c.Leader()
 			err := c.invokeOne(ctx, addr, method, args, reply, opts)
 			if err == nil {
@@ -283,11 +291,17 @@ func (c *Conn) Invoke(ctx context.Context, method string, args, reply any, opts 
 			if ctx.Err() != nil {
 				return out()
 			}
+			if status.Code(err) == codes.Unauthenticated {
+				// Its key or CA may be the one that differs: ask the others.
+				denied, deniedBy[addr] = err, true
+				c.forget(addr)
+				continue
+			}
 			if !retryable(err) {
 				return err
 			}
-			allRefused = allRefused && (unreachable(err) || notMember(err))
-			if l := c.Leader(); l != "" && l != before && l != addr && redirects < maxRedirects {
+			allRefused = allRefused && (unreachable(err) || notMember(err) || deniedBy[leaderNamed(err)])
+			if l := c.Leader(); l != "" && l != before && l != addr && !deniedBy[l] && redirects < maxRedirects {
 				redirected = true // a replica named the leader: go there now
 				redirects++
 				break
@@ -295,6 +309,9 @@ func (c *Conn) Invoke(ctx context.Context, method string, args, reply any, opts 
 		}
 		if redirected {
 			continue
+		}
+		if denied != nil && allRefused {
+			return denied // the others are down or outside the cluster
 		}
 		switch {
 		case !allRefused:
@@ -385,6 +402,14 @@ func unreachable(err error) bool {
 func notMember(err error) bool {
 	nl := NotLeader(err)
 	return nl != nil && nl.NotMember && nl.LeaderAddr == ""
+}
+
+// leaderNamed returns the leader a NotLeader answer names ("" none).
+func leaderNamed(err error) string {
+	if nl := NotLeader(err); nl != nil {
+		return nl.LeaderAddr
+	}
+	return ""
 }
 
 // retryable reports whether another replica might answer: this one is

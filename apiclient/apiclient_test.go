@@ -419,6 +419,105 @@ func TestNonRetryableErrorReturnedAtOnce(t *testing.T) {
 	}
 }
 
+// A replica that refuses the caller's credential (its cluster key or CA
+// differs from the others', as after a rotation that missed one host)
+// does not speak for the cluster: the others are asked in the same sweep.
+func TestRefusedCredentialTriesTheOthers(t *testing.T) {
+	t.Parallel()
+	refusing := &fakeController{answer: func(context.Context) error {
+		return status.Error(codes.Unauthenticated, "invalid token")
+	}}
+	good := &fakeController{id: "good"}
+	c := dial(t, startController(t, refusing), startController(t, good))
+	st, err := getStatus(timeout(t, 5*time.Second), c)
+	if err != nil {
+		t.Fatalf("GetControllerStatus: %v; want the second replica's answer", err)
+	}
+	if st.GetId() != "good" {
+		t.Errorf("answered by %q; want good", st.GetId())
+	}
+	if n := refusing.calls.Load(); n != 1 {
+		t.Errorf("refusing replica called %d times; want 1", n)
+	}
+}
+
+// When every replica refuses the credential, that refusal is the answer,
+// at once: no backoff, no waiting out the deadline.
+func TestCredentialRefusedByAllReturnedAfterOneSweep(t *testing.T) {
+	t.Parallel()
+	var replicas []*fakeController
+	var addrs []string
+	for range 3 {
+		f := &fakeController{answer: func(context.Context) error {
+			return status.Error(codes.Unauthenticated, "invalid token")
+		}}
+		replicas = append(replicas, f)
+		addrs = append(addrs, startController(t, f))
+	}
+	c := dial(t, addrs...)
+	start := time.Now()
+	_, err := getStatus(timeout(t, 5*time.Second), c)
+	if code := status.Code(err); code != codes.Unauthenticated {
+		t.Errorf("error %v has code %v; want Unauthenticated, as the replicas said", err, code)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("gave up after %v; want one sweep, well under the 5 s deadline", took)
+	}
+	for i, f := range replicas {
+		if n := f.calls.Load(); n != 1 {
+			t.Errorf("replica %d called %d times; want 1", i, n)
+		}
+	}
+}
+
+// A refusal does not cut an election short: the others are asked again
+// until one leads.
+func TestCredentialRefusedDuringElectionWaitsForTheLeader(t *testing.T) {
+	t.Parallel()
+	refusing := &fakeController{answer: func(context.Context) error {
+		return status.Error(codes.Unauthenticated, "invalid token")
+	}}
+	electedAt := time.Now().Add(300 * time.Millisecond)
+	electing := &fakeController{id: "elected"}
+	electing.answer = func(context.Context) error {
+		if time.Now().Before(electedAt) {
+			return notLeader(t, "")
+		}
+		return nil
+	}
+	c := dial(t, startController(t, refusing), startController(t, electing))
+	st, err := getStatus(timeout(t, 5*time.Second), c)
+	if err != nil {
+		t.Fatalf("GetControllerStatus: %v; want the elected replica's answer", err)
+	}
+	if st.GetId() != "elected" {
+		t.Errorf("answered by %q; want elected", st.GetId())
+	}
+	if n := refusing.calls.Load(); n != 1 {
+		t.Errorf("refusing replica called %d times; want 1 (its refusal holds for the call)", n)
+	}
+}
+
+// A replica that names a leader which refuses the credential: the leader is
+// asked once, and its refusal is the answer (no redirect loop).
+func TestRefusingLeaderIsAskedOnce(t *testing.T) {
+	t.Parallel()
+	leader := &fakeController{answer: func(context.Context) error {
+		return status.Error(codes.Unauthenticated, "invalid token")
+	}}
+	leaderAddr := startController(t, leader)
+	follower := &fakeController{}
+	follower.answer = func(context.Context) error { return notLeader(t, leaderAddr) }
+	c := dial(t, startController(t, follower))
+	_, err := getStatus(timeout(t, 5*time.Second), c)
+	if code := status.Code(err); code != codes.Unauthenticated {
+		t.Errorf("error %v has code %v; want Unauthenticated, the leader's answer", err, code)
+	}
+	if n := leader.calls.Load(); n != 1 {
+		t.Errorf("leader called %d times; want 1", n)
+	}
+}
+
 func TestStreamLearnsLeader(t *testing.T) {
 	t.Parallel()
 	leader := &fakeNode{watch: func(s grpc.ServerStreamingServer[phalanxv1.Assignments]) error {
