@@ -33,9 +33,9 @@ func (s *Server) createToken(ctx context.Context, username string, lifespan time
 	case lifespan < 0 || lifespan > maxTokenLifespan:
 		return nil, cluster.Errorf(cluster.ErrInvalid, "lifespan=%d: give seconds, from 1 to %d", int64(lifespan/time.Second), int64(maxTokenLifespan/time.Second))
 	}
-	id, _, _ := s.caller(ctx)
+	id, _, _ := s.access.caller(ctx)
 	if username != "" && username != id.User {
-		if err := s.require(ctx, levelAdmin, "a token for another user"); err != nil {
+		if err := s.access.require(ctx, levelAdmin, "a token for another user"); err != nil {
 			return nil, err
 		}
 		var err error

@@ -49,7 +49,7 @@ func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([
 		if !match(j) { // scancel -t PENDING 42: left alone unless pending
 			continue
 		}
-		if err := s.mayChange(ctx, j, "cancel"); err != nil {
+		if err := s.access.mayChange(ctx, j, "cancel"); err != nil {
 			return nil, err
 		}
 		ids = append(ids, j.ID)
@@ -58,9 +58,9 @@ func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([
 		if req.User == "" && req.Name == "" && len(req.States) == 0 && len(req.Partitions) == 0 {
 			return nil, cluster.Errorf(cluster.ErrInvalid, "name jobs by ID, user, name, state or partition")
 		}
-		uid, narrow := s.ownJobsOnly(ctx)
-		if id, _, _ := s.caller(ctx); narrow && req.User != "" && req.User != id.User {
-			s.audit(ctx, "cancel", "permission denied", "user", id.User, "uid", id.UID, "target_user", req.User)
+		uid, narrow := s.access.ownJobsOnly(ctx)
+		if id, _, _ := s.access.caller(ctx); narrow && req.User != "" && req.User != id.User {
+			s.access.audit(ctx, "cancel", "permission denied", "user", id.User, "uid", id.UID, "target_user", req.User)
 			return nil, cluster.Errorf(cluster.ErrPermission, "permission denied: %s may cancel only their own jobs, not %s's", id, req.User)
 		}
 		for _, j := range s.store.ActiveJobs() {

@@ -27,7 +27,7 @@ func (c *controllerService) ListEvents(ctx context.Context, req *phalanxv1.ListE
 		return nil, toStatus(err)
 	}
 	limit := q.Limit
-	hidden := c.s.hiddenJobs(ctx)
+	hidden := c.s.access.hiddenJobs(ctx)
 	var events []cluster.Event
 	for { // one more than a page says whether there is another
 		q.Limit = limit + 1 - len(events)

@@ -70,7 +70,7 @@ func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly b
 	if err := cluster.CheckBeginDeadline(job.BeginTime, job.Deadline, s.cfg.Clock.Now()); err != nil {
 		return nil, err
 	}
-	if err := s.own(ctx, job); err != nil {
+	if err := s.access.own(ctx, job); err != nil {
 		return nil, err
 	}
 	if s.IsLeader() && !s.ready() { // just elected: let the takeover adopt the config first
@@ -188,11 +188,11 @@ func takesJobs(parts []*cluster.Partition, name string) error {
 }
 
 func (c *controllerService) GetJob(ctx context.Context, req *phalanxv1.GetJobRequest) (*phalanxv1.Job, error) {
-	j, err := c.s.visible(cluster.JobID(req.JobId), c.s.seesPrivateOf(ctx, cluster.JobID(req.JobId)))
+	j, err := c.s.visible(cluster.JobID(req.JobId), c.s.access.seesPrivateOf(ctx, cluster.JobID(req.JobId)))
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	if err := c.s.mayRead(ctx, j); err != nil {
+	if err := c.s.access.mayRead(ctx, j); err != nil {
 		return nil, toStatus(err)
 	}
 	return c.s.jobView(j, c.s.nodeAddrs()), nil
@@ -291,7 +291,7 @@ func (c *controllerService) ListJobs(ctx context.Context, req *phalanxv1.ListJob
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	s.hidePrivate(ctx, &q)
+	s.access.hidePrivate(ctx, &q)
 	q.IDs = s.withArrayTasks(q.IDs)
 	page := &listPage{addrs: s.nodeAddrs(), now: s.cfg.Clock.Now(), opts: s.priorityOptions()}
 	q.Take = page.take

@@ -40,7 +40,7 @@ func (c *controllerService) UpdateNode(ctx context.Context, req *phalanxv1.Updat
 // updateNodes drains, resumes or downs the named nodes: operators and
 // administrators only. Every name is checked before any node changes.
 func (s *Server) updateNodes(ctx context.Context, req *phalanxv1.UpdateNodeRequest) ([]string, error) {
-	if err := s.require(ctx, levelOperator, "changing a node's state (scontrol update NodeName=...)"); err != nil {
+	if err := s.access.require(ctx, levelOperator, "changing a node's state (scontrol update NodeName=...)"); err != nil {
 		return nil, err
 	}
 	state, ok := nodeUpdateStates[strings.ToUpper(req.State)]
@@ -78,7 +78,7 @@ func (s *Server) updateNodes(ctx context.Context, req *phalanxv1.UpdateNodeReque
 	if state == cluster.NodeUp {
 		reason = ""
 	}
-	id, _, _ := s.caller(ctx)
+	id, _, _ := s.access.caller(ctx)
 	now := s.cfg.Clock.Now()
 	for _, name := range req.Names {
 		if _, err := s.propose(ctx, fsm.SetNodeState{Name: name, State: state, Reason: reason, User: id.User, Time: now}); err != nil {
@@ -109,7 +109,7 @@ func (s *Server) updateJob(ctx context.Context, req *phalanxv1.UpdateJobRequest)
 	if err != nil {
 		return err
 	}
-	if err := s.mayChange(ctx, j, "update"); err != nil {
+	if err := s.access.mayChange(ctx, j, "update"); err != nil {
 		return err
 	}
 	// A retry of an update that was applied (its answer lost) is answered
@@ -196,7 +196,7 @@ func (s *Server) updateRequest(ctx context.Context, j *cluster.Job, req *phalanx
 	if j.State != cluster.JobPending {
 		return cluster.Errorf(cluster.ErrInvalid, "job %d is %s: what it asks for changes only while it is pending (Job is no longer pending execution)", j.ID, j.State)
 	}
-	id, lvl, ok := s.caller(ctx)
+	id, lvl, ok := s.access.caller(ctx)
 	operator := !ok || lvl >= levelOperator
 	c := j.Clone()
 	if up.TimeLimit != nil { // a new limit is checked with the new partition
@@ -229,7 +229,7 @@ func (s *Server) updateRequest(ctx context.Context, j *cluster.Job, req *phalanx
 	if req.Nice != nil {
 		c.Nice = int(*req.Nice)
 		if c.Nice < j.Nice && !operator {
-			s.audit(ctx, "update", "permission denied", "user", id.User, "uid", id.UID, "job", j.ID, "nice", c.Nice)
+			s.access.audit(ctx, "update", "permission denied", "user", id.User, "uid", id.UID, "job", j.ID, "nice", c.Nice)
 			return cluster.Errorf(cluster.ErrPermission, "permission denied: %s may raise job %d's nice value (%d), not lower it: ask an operator", id, j.ID, j.Nice)
 		}
 	}
@@ -238,7 +238,7 @@ func (s *Server) updateRequest(ctx context.Context, j *cluster.Job, req *phalanx
 	}
 	if req.Priority != nil {
 		if !operator {
-			s.audit(ctx, "update", "permission denied", "user", id.User, "uid", id.UID, "job", j.ID, "priority", *req.Priority)
+			s.access.audit(ctx, "update", "permission denied", "user", id.User, "uid", id.UID, "job", j.ID, "priority", *req.Priority)
 			return cluster.Errorf(cluster.ErrPermission, "permission denied: Priority= is for operators and administrators; lower your own job's priority with Nice=")
 		}
 		c.Priority = *req.Priority
@@ -316,10 +316,10 @@ func (s *Server) newHold(ctx context.Context, j *cluster.Job, req phalanxv1.Hold
 	if j.State != cluster.JobPending {
 		return 0, cluster.Errorf(cluster.ErrInvalid, "Job is no longer pending execution: job %d is %s, and only a pending job is held or released", j.ID, j.State)
 	}
-	id, lvl, ok := s.caller(ctx)
+	id, lvl, ok := s.access.caller(ctx)
 	operator := !ok || lvl >= levelOperator // no caller: an insecure test server's, all powerful
 	if j.Hold == cluster.HoldAdmin && !operator {
-		s.audit(ctx, "hold", "permission denied", "user", id.User, "uid", id.UID, "job", j.ID)
+		s.access.audit(ctx, "hold", "permission denied", "user", id.User, "uid", id.UID, "job", j.ID)
 		return 0, cluster.Errorf(cluster.ErrPermission, "permission denied: job %d was held by an operator (JobHeldAdmin): only an operator may release or change its hold", j.ID)
 	}
 	switch req {
@@ -372,8 +372,8 @@ func (s *Server) newTimeLimit(ctx context.Context, j *cluster.Job, secs int64, p
 	}
 	limit := time.Duration(secs) * time.Second
 	longer := limit == 0 || (j.TimeLimit != 0 && limit > j.TimeLimit)
-	if id, lvl, ok := s.caller(ctx); ok && longer && lvl < levelOperator {
-		s.audit(ctx, "update", "permission denied", "user", id.User, "uid", id.UID, "job", j.ID, "time_limit", limit)
+	if id, lvl, ok := s.access.caller(ctx); ok && longer && lvl < levelOperator {
+		s.access.audit(ctx, "update", "permission denied", "user", id.User, "uid", id.UID, "job", j.ID, "time_limit", limit)
 		return 0, cluster.Errorf(cluster.ErrPermission, "permission denied: %s may shorten job %d's time limit (%s), not lengthen it: ask an operator",
 			id, j.ID, cluster.FormatLimit(j.TimeLimit))
 	}
@@ -432,7 +432,7 @@ func (s *Server) requeue(ctx context.Context, ids []uint64) ([]cluster.JobID, er
 		if err != nil {
 			return nil, err
 		}
-		if err := s.mayChange(ctx, j, "requeue"); err != nil {
+		if err := s.access.mayChange(ctx, j, "requeue"); err != nil {
 			return nil, err
 		}
 		switch {

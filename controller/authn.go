@@ -43,38 +43,38 @@ const (
 
 // authenticate verifies the call's credential and returns ctx with the
 // caller's identity. With Insecure, calls carry none.
-func (s *Server) authenticate(ctx context.Context, method string) (context.Context, error) {
+func (a *access) authenticate(ctx context.Context, method string) (context.Context, error) {
 	userAPI := strings.HasPrefix(method, userServicePrefix)
-	if s.cfg.Insecure || !userAPI && !strings.HasPrefix(method, nodeServicePrefix) {
+	if a.insecure || !userAPI && !strings.HasPrefix(method, nodeServicePrefix) {
 		return ctx, nil
 	}
-	if !userAPI && s.cfg.TLS != nil {
+	if !userAPI && a.tls != nil {
 		// With TLS the node API takes certificates only: every host holds
 		// the cluster key, so root on any node could sign a node's
 		// credential, or an administrator's, and speak for another node.
-		id, ok, err := s.nodeFromCertificate(ctx, method)
+		id, ok, err := a.nodeFromCertificate(ctx, method)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
-			s.audit(ctx, method, "unauthenticated", "err", "no node certificate")
+			a.audit(ctx, method, "unauthenticated", "err", "no node certificate")
 			return nil, toStatus(cluster.Errorf(cluster.ErrUnauthenticated,
 				"the node API takes calls only with a node's certificate (`phalanx-controller ca issue node NAME`); a credential signed with the cluster key is not enough"))
 		}
 		return auth.NewContext(ctx, id), nil
 	}
-	id, err := s.cfg.AuthKeys.Verify(auth.Incoming(ctx), s.cfg.Clock.Now())
+	id, err := a.keys.Verify(auth.Incoming(ctx), a.clock.Now())
 	if err != nil {
-		s.audit(ctx, method, "unauthenticated", "err", err)
+		a.audit(ctx, method, "unauthenticated", "err", err)
 		return nil, toStatus(cluster.Errorf(cluster.ErrUnauthenticated, "%s", authAdvice(err)))
 	}
 	if userAPI && id.Kind == auth.KindNode {
-		s.audit(ctx, method, "permission denied", "node", id.Node)
+		a.audit(ctx, method, "permission denied", "node", id.Node)
 		return nil, toStatus(cluster.Errorf(cluster.ErrPermission, "permission denied: a node credential (%s) is for the node API only", id))
 	}
 	ctx = auth.NewContext(ctx, id)
 	if what, ok := adminCalls[method]; ok {
-		if err := s.require(ctx, levelAdmin, what); err != nil {
+		if err := a.require(ctx, levelAdmin, what); err != nil {
 			return nil, toStatus(err)
 		}
 	}
@@ -88,14 +88,14 @@ func (s *Server) authenticate(ctx context.Context, method string) (context.Conte
 // with no certificate, or a controller's without a forwarded node: its
 // credential decides. A certificate that fails the checks (revoked or
 // expired since the connection was made) is refused.
-func (s *Server) nodeFromCertificate(ctx context.Context, method string) (auth.Identity, bool, error) {
+func (a *access) nodeFromCertificate(ctx context.Context, method string) (auth.Identity, bool, error) {
 	chain := peerCertificates(ctx)
 	if len(chain) == 0 {
 		return auth.Identity{}, false, nil
 	}
-	p, err := s.cfg.TLS.Check(chain, 0)
+	p, err := a.tls.Check(chain, 0)
 	if err != nil {
-		s.audit(ctx, method, "unauthenticated", "err", err)
+		a.audit(ctx, method, "unauthenticated", "err", err)
 		return auth.Identity{}, false, toStatus(cluster.Errorf(cluster.ErrUnauthenticated, "%v", err))
 	}
 	switch p.Kind {
@@ -168,7 +168,7 @@ var levelsWithArticle = [...]string{levelUser: "a user", levelOperator: "an oper
 
 // caller returns the call's identity and level. Without authentication
 // (Insecure) everyone is an administrator.
-func (s *Server) caller(ctx context.Context) (auth.Identity, level, bool) {
+func (a *access) caller(ctx context.Context) (auth.Identity, level, bool) {
 	id, ok := auth.FromContext(ctx)
 	if !ok {
 		return auth.Identity{}, levelAdmin, false
@@ -176,9 +176,9 @@ func (s *Server) caller(ctx context.Context) (auth.Identity, level, bool) {
 	switch {
 	case id.Kind == auth.KindNode: // a node is no user: its uid means nothing
 		return id, levelUser, true
-	case id.UID == 0, id.UID == uint32(os.Getuid()), id.Kind == auth.KindController, slices.Contains(s.cfg.AdminUsers, id.User):
+	case id.UID == 0, id.UID == uint32(os.Getuid()), id.Kind == auth.KindController, slices.Contains(a.admins, id.User):
 		return id, levelAdmin, true
-	case slices.Contains(s.cfg.OperatorUsers, id.User):
+	case slices.Contains(a.operators, id.User):
 		return id, levelOperator, true
 	}
 	return id, levelUser, true
@@ -186,22 +186,22 @@ func (s *Server) caller(ctx context.Context) (auth.Identity, level, bool) {
 
 // require refuses the call unless its caller has at least lvl; what says
 // what was attempted.
-func (s *Server) require(ctx context.Context, lvl level, what string) error {
-	id, have, ok := s.caller(ctx)
+func (a *access) require(ctx context.Context, lvl level, what string) error {
+	id, have, ok := a.caller(ctx)
 	if !ok || have >= lvl {
 		return nil
 	}
-	s.audit(ctx, what, "permission denied", "user", id.User, "uid", id.UID, "needs", levelNames[lvl])
+	a.audit(ctx, what, "permission denied", "user", id.User, "uid", id.UID, "needs", levelNames[lvl])
 	return cluster.Errorf(cluster.ErrPermission, "permission denied: %s is for %ss; %s is %s", what, levelNames[lvl], id, levelsWithArticle[have])
 }
 
 // audit logs a refused call.
-func (s *Server) audit(ctx context.Context, what, outcome string, args ...any) {
+func (a *access) audit(ctx context.Context, what, outcome string, args ...any) {
 	from := ""
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		from = p.Addr.String()
 	}
-	s.log.Warn("audit: "+outcome, append([]any{"call", what, "from", from}, args...)...)
+	a.log.Warn("audit: "+outcome, append([]any{"call", what, "from", from}, args...)...)
 }
 
 // Calls only administrators may make, and what they do, for messages.

@@ -27,7 +27,7 @@ func TestRequireNamesTheCallersLevel(t *testing.T) {
 		{auth.Identity{User: "tourops1", UID: 1012, GID: 100, Kind: auth.KindLocal}, levelOperator,
 			"permission denied: backing up the state is for operators; tourops1 (uid 1012) is a user"},
 	} {
-		err := s.require(auth.NewContext(context.Background(), tc.id), tc.lvl, "backing up the state")
+		err := s.access.require(auth.NewContext(context.Background(), tc.id), tc.lvl, "backing up the state")
 		if !errors.Is(err, cluster.ErrPermission) || err.Error() != tc.want {
 			t.Errorf("%s needing %s: %v\nwant %s", tc.id.User, levelNames[tc.lvl], err, tc.want)
 		}

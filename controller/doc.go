@@ -17,6 +17,10 @@
 //     the reply names the leader so clients go there next. A replica with no
 //     leader answers UNAVAILABLE with a NotLeader detail. Reads marked stale
 //     are answered from the replica's own state.
+//   - Access (authn.go, authz.go): the access type takes the caller's
+//     identity from its credential or certificate, and decides what that
+//     caller may do (users their own jobs, operators any job,
+//     administrators the cluster), with an audit line for each refusal.
 //   - API (api_jobs.go, api_nodes.go, api_events.go, api_controllers.go,
 //     validate.go, convert.go): the user-facing service. Wire types stop at
 //     convert.go. Submits are exactly-once by the client's request ID.

@@ -126,7 +126,7 @@ func (n *nodeService) ServeLogs(stream phalanxv1.NodeService_ServeLogsServer) er
 		return err
 	}
 	node := hello.GetNode()
-	if err := s.actsFor(stream.Context(), node); err != nil {
+	if err := s.access.actsFor(stream.Context(), node); err != nil {
 		return toStatus(err)
 	}
 	term := s.leaderTerm()
@@ -178,7 +178,7 @@ func (c *controllerService) JobLogs(req *phalanxv1.JobLogsRequest, stream phalan
 	if err != nil {
 		return toStatus(err)
 	}
-	if err := s.mayChange(ctx, j, "read the output of"); err != nil {
+	if err := s.access.mayChange(ctx, j, "read the output of"); err != nil {
 		return toStatus(err)
 	}
 	var nodes []cluster.NodeAlloc

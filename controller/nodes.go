@@ -27,7 +27,7 @@ func (n *nodeService) RegisterNode(ctx context.Context, req *phalanxv1.RegisterN
 	if req.Name == "" {
 		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "a node needs a name"))
 	}
-	if err := s.actsFor(ctx, req.Name); err != nil {
+	if err := s.access.actsFor(ctx, req.Name); err != nil {
 		return nil, toStatus(err)
 	}
 	conf, _, ok := s.declared(req.Name)
@@ -76,7 +76,7 @@ func (n *nodeService) RegisterNode(ctx context.Context, req *phalanxv1.RegisterN
 
 func (n *nodeService) Heartbeat(ctx context.Context, req *phalanxv1.HeartbeatRequest) (*phalanxv1.HeartbeatResponse, error) {
 	s := n.s
-	if err := s.actsFor(ctx, req.Name); err != nil {
+	if err := s.access.actsFor(ctx, req.Name); err != nil {
 		return nil, toStatus(err)
 	}
 	if !s.ready() {
@@ -122,7 +122,7 @@ func (n *nodeService) Heartbeat(ctx context.Context, req *phalanxv1.HeartbeatReq
 
 func (n *nodeService) WatchAssignments(req *phalanxv1.WatchAssignmentsRequest, stream phalanxv1.NodeService_WatchAssignmentsServer) error {
 	s := n.s
-	if err := s.actsFor(stream.Context(), req.Name); err != nil {
+	if err := s.access.actsFor(stream.Context(), req.Name); err != nil {
 		return toStatus(err)
 	}
 	term := s.leaderTerm()
@@ -214,7 +214,7 @@ func (s *Server) assignments(node string, jobs []*cluster.Job) *phalanxv1.Assign
 
 func (n *nodeService) ReportTaskStatus(ctx context.Context, req *phalanxv1.ReportTaskStatusRequest) (*phalanxv1.ReportTaskStatusResponse, error) {
 	s := n.s
-	if err := s.actsFor(ctx, req.Node); err != nil {
+	if err := s.access.actsFor(ctx, req.Node); err != nil {
 		return nil, toStatus(err)
 	}
 	t := s.cfg.Clock.Now()
@@ -267,7 +267,7 @@ func validTaskReportState(st cluster.TaskState) bool {
 // job's store. Only the task's own node may report it.
 func (n *nodeService) ReportCheckpoint(ctx context.Context, req *phalanxv1.ReportCheckpointRequest) (*phalanxv1.ReportCheckpointResponse, error) {
 	s := n.s
-	if err := s.actsFor(ctx, req.Node); err != nil {
+	if err := s.access.actsFor(ctx, req.Node); err != nil {
 		return nil, toStatus(err)
 	}
 	if req.Step < 0 {
@@ -296,7 +296,7 @@ func (n *nodeService) ReportCheckpoint(ctx context.Context, req *phalanxv1.Repor
 // skipped.
 func (n *nodeService) ReportJobEvent(ctx context.Context, req *phalanxv1.ReportJobEventRequest) (*phalanxv1.ReportJobEventResponse, error) {
 	s := n.s
-	if err := s.actsFor(ctx, req.Node); err != nil {
+	if err := s.access.actsFor(ctx, req.Node); err != nil {
 		return nil, toStatus(err)
 	}
 	kind := cluster.EventKind(req.Kind)

@@ -101,7 +101,7 @@ func (s *Server) limit(ctx context.Context, method string, req any) error {
 	if next, ok := req.(interface{ GetPageToken() string }); ok && next.GetPageToken() != "" {
 		return nil
 	}
-	id, lvl, ok := s.caller(ctx)
+	id, lvl, ok := s.access.caller(ctx)
 	if !ok || lvl == levelAdmin {
 		return nil
 	}
@@ -109,7 +109,7 @@ func (s *Server) limit(ctx context.Context, method string, req any) error {
 	if allowed {
 		return nil
 	}
-	s.audit(ctx, method, "rate limited", "user", id.User, "uid", id.UID)
+	s.access.audit(ctx, method, "rate limited", "user", id.User, "uid", id.UID)
 	return toStatus(rateLimited(id, s.limiter.cfg, wait))
 }
 

@@ -59,7 +59,7 @@ var routes = map[string]route{
 // routeUnary sends each call where its route says: to the handler here, or
 // to the leader.
 func (s *Server) routeUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	ctx, err := s.authenticate(ctx, info.FullMethod)
+	ctx, err := s.access.authenticate(ctx, info.FullMethod)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func (s *Server) routeUnary(ctx context.Context, req any, info *grpc.UnaryServer
 // routeStream serves streams (assignments) on the leader only: agents
 // follow the NotLeader answer to it.
 func (s *Server) routeStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	ctx, err := s.authenticate(ss.Context(), info.FullMethod)
+	ctx, err := s.access.authenticate(ss.Context(), info.FullMethod)
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,7 @@ type Server struct {
 	peerConns *peerConns
 	peerCred  *auth.Source // signs this replica's own calls to its peers
 	limiter   *rateLimiter // nil: no rate limit
+	access    *access      // who may do what (authn.go, authz.go)
 
 	kick     chan struct{}
 	feasible feasibility
@@ -100,6 +101,7 @@ func New(cfg Config) (*Server, error) {
 		peerConns: newPeerConns(peerTransport(c.TLS)),
 		peerCred:  peerSource(c),
 		limiter:   newRateLimiter(c.RateLimit),
+		access:    newAccess(c, st.JobRecord),
 		kick:      make(chan struct{}, 1),
 		inflight:  map[cluster.JobID]struct{}{},
 		logs:      newLogHub(),

@@ -119,12 +119,12 @@ func (c *controllerService) RunStep(req *phalanxv1.RunStepRequest, stream phalan
 // administrator (Slurm: the owner, or root): a step runs as the job's
 // user, which operators may not act as.
 func (s *Server) mayRunIn(ctx context.Context, j *cluster.Job) error {
-	id, lvl, ok := s.caller(ctx)
+	id, lvl, ok := s.access.caller(ctx)
 	if !ok || lvl >= levelAdmin || j.UID == int(id.UID) {
 		return nil
 	}
-	s.audit(ctx, "run a step in", "permission denied", "user", id.User, "uid", id.UID, "job", j.ID, "owner", j.User)
-	return cluster.Errorf(cluster.ErrPermission, "permission denied: job %d %s; %s may run steps only in their own jobs", j.ID, s.owner(j), id)
+	s.access.audit(ctx, "run a step in", "permission denied", "user", id.User, "uid", id.UID, "job", j.ID, "owner", j.User)
+	return cluster.Errorf(cluster.ErrPermission, "permission denied: job %d %s; %s may run steps only in their own jobs", j.ID, s.access.owner(j), id)
 }
 
 // stepRanks turns the nodes a step asks for into the job's node ranks, in

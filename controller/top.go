@@ -46,7 +46,7 @@ func (s *Server) top(ctx context.Context, ids []uint64) ([]cluster.JobID, error)
 		if err != nil {
 			return nil, err
 		}
-		if err := s.mayChange(ctx, j, "reorder"); err != nil {
+		if err := s.access.mayChange(ctx, j, "reorder"); err != nil {
 			return nil, err
 		}
 		switch {
