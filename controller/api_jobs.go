@@ -85,7 +85,7 @@ func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly b
 	if err := takesJobs(st.Partitions, job.Partition); err != nil {
 		return nil, err
 	}
-	if err := s.checkDependency(job); err != nil {
+	if err := s.gate.checkDependency(job); err != nil {
 		return nil, err
 	}
 	var array cluster.ArraySpec
@@ -242,7 +242,7 @@ func heldReason(reason string) bool {
 // addPending gives the pending jobs among jobs the leader's reason and
 // expected start, and their dependency as Slurm shows it (gate.go).
 func (s *Server) addPending(jobs []*phalanxv1.Job) {
-	s.showDependencies(jobs)
+	s.gate.showDependencies(jobs)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, j := range jobs {

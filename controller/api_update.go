@@ -222,7 +222,7 @@ func (s *Server) updateRequest(ctx context.Context, j *cluster.Job, req *phalanx
 			return cluster.Errorf(cluster.ErrInvalid, "Job dependency problem: job %d cannot depend on itself", j.ID)
 		}
 		c.Dependency = d
-		if err := s.checkDependency(c); err != nil {
+		if err := s.gate.checkDependency(c); err != nil {
 			return err
 		}
 	}

@@ -54,7 +54,7 @@ func TestDependencyOnAPurgedJob(t *testing.T) {
 			continue
 		}
 		j, _ := s.store.JobRecord(cluster.JobID(resp.JobId))
-		if st := j.Dependency.Eval(j, s.depView(), time.Now()); st != cluster.DepSatisfied {
+		if st := j.Dependency.Eval(j, s.gate.depView(), time.Now()); st != cluster.DepSatisfied {
 			t.Errorf("--dependency=%s on a purged job: %v; want satisfied", dep, st)
 		}
 	}

@@ -42,6 +42,10 @@
 //     NodeTTL is proposed DOWN, which ends its jobs' attempts with
 //     NODE_FAIL. After a leader change every node gets a full TTL of grace,
 //     and nothing is placed on a node the new leader has not heard from.
+//   - Pending gate (gate.go): the gate type reads the state to decide
+//     which pending jobs may not start whatever the resources (held,
+//     before --begin, waiting on a dependency or an array's throttle) and
+//     checks a submitted dependency; the scheduler never sees those jobs.
 //   - Scheduling pass (schedule.go, preempt.go): on the leader, on events
 //     (submit, task end, node change), coalesced, and every SchedInterval:
 //     take the in-memory state, call scheduler.Schedule, propose the

@@ -22,22 +22,36 @@ import (
 // rules read other jobs, finished ones included, which only the store
 // holds.
 
+// gate is the pending gate's reading of the state: jobs by ID, active or
+// finished, the active ones, and the next job ID.
+type gate struct {
+	jobs  gateJobs
+	clock Clock
+}
+
+// gateJobs is what the gate reads of the store.
+type gateJobs interface {
+	JobRecord(cluster.JobID) (*cluster.Job, error)
+	ActiveJobs() []*cluster.Job
+	NextJobID() cluster.JobID
+}
+
 // checkDependency makes a submitted dependency the controller's, as
 // Slurm's does: a task named ARRAYID_TASKID becomes a condition on the
 // task's own job, and one on the job itself is refused ("Job dependency
 // problem"). A job purged from the history is taken (its conditions hold,
 // as Slurm lifts them), but, unlike Slurm, which takes any ID, one never
 // issued (at or above the next job ID) is refused: it is a typo.
-func (s *Server) checkDependency(j *cluster.Job) error {
+func (g *gate) checkDependency(j *cluster.Job) error {
 	conds := slices.Clone(j.Dependency.Conds)
 	for i := range conds {
-		if err := s.resolveTask(&conds[i], j.Dependency); err != nil {
+		if err := g.resolveTask(&conds[i], j.Dependency); err != nil {
 			return err
 		}
 	}
 	j.Dependency.Conds = conds
 	for _, id := range j.Dependency.Jobs() {
-		if _, err := s.store.JobRecord(id); errors.Is(err, cluster.ErrNotFound) && !s.issued(id) {
+		if _, err := g.jobs.JobRecord(id); errors.Is(err, cluster.ErrNotFound) && !g.issued(id) {
 			return cluster.Errorf(cluster.ErrInvalid, "Job dependency problem: job %d does not exist (--dependency=%s)", id, j.Dependency)
 		} else if err != nil && !errors.Is(err, cluster.ErrNotFound) {
 			return err
@@ -53,13 +67,13 @@ func (s *Server) checkDependency(j *cluster.Job) error {
 // own job. The array's first task has the array's ID, which stands for
 // the whole array in a stored dependency: a condition on that task is
 // marked as on it alone (DepCond.FirstTask).
-func (s *Server) resolveTask(c *cluster.DepCond, d cluster.Dependency) error {
+func (g *gate) resolveTask(c *cluster.DepCond, d cluster.Dependency) error {
 	if !c.OnTask {
 		return nil
 	}
-	base, err := s.store.JobRecord(c.Job)
+	base, err := g.jobs.JobRecord(c.Job)
 	switch {
-	case errors.Is(err, cluster.ErrNotFound) && s.issued(c.Job):
+	case errors.Is(err, cluster.ErrNotFound) && g.issued(c.Job):
 		c.ResolveTask(c.Job) // purged with its array: the condition holds
 		return nil
 	case errors.Is(err, cluster.ErrNotFound):
@@ -70,7 +84,7 @@ func (s *Server) resolveTask(c *cluster.DepCond, d cluster.Dependency) error {
 		return cluster.Errorf(cluster.ErrInvalid, "Job dependency problem: job %d is not a job array, so %d_%d does not exist (--dependency=%s)", c.Job, c.Job, c.Task, d)
 	}
 	for id := base.ID; id < base.ID+cluster.JobID(base.Array.Count); id++ {
-		t, err := s.store.JobRecord(id)
+		t, err := g.jobs.JobRecord(id)
 		if err != nil || t.Array == nil || t.Array.JobID != base.ID || t.Array.TaskID != c.Task {
 			continue
 		}
@@ -82,23 +96,23 @@ func (s *Server) resolveTask(c *cluster.DepCond, d cluster.Dependency) error {
 
 // issued reports whether job ID id was handed out: below the ID the next
 // submitted job gets.
-func (s *Server) issued(id cluster.JobID) bool { return id < s.store.NextJobID() }
+func (g *gate) issued(id cluster.JobID) bool { return id < g.jobs.NextJobID() }
 
 // depView is what evaluating dependencies reads of the store: any job by
 // ID, an array's tasks, and, built on first use, the active jobs by user
 // and name for singleton.
-func (s *Server) depView() cluster.DepView {
+func (g *gate) depView() cluster.DepView {
 	var singles map[string][]*cluster.Job
 	return cluster.DepView{
 		Job: func(id cluster.JobID) (*cluster.Job, bool) {
-			j, err := s.store.JobRecord(id)
+			j, err := g.jobs.JobRecord(id)
 			return j, err == nil
 		},
-		ArrayTasks: s.arrayTaskRecords,
+		ArrayTasks: g.arrayTaskRecords,
 		Singleton: func(j *cluster.Job) bool {
 			if singles == nil {
 				singles = map[string][]*cluster.Job{}
-				for _, a := range s.store.ActiveJobs() {
+				for _, a := range g.jobs.ActiveJobs() {
 					k := a.User + "\x00" + a.Name
 					singles[k] = append(singles[k], a)
 				}
@@ -115,14 +129,14 @@ func (s *Server) depView() cluster.DepView {
 
 // arrayTaskRecords returns the tasks of the job array whose ID is id,
 // active or finished; nil when id is not an array's.
-func (s *Server) arrayTaskRecords(id cluster.JobID) []*cluster.Job {
-	base, err := s.store.JobRecord(id)
+func (g *gate) arrayTaskRecords(id cluster.JobID) []*cluster.Job {
+	base, err := g.jobs.JobRecord(id)
 	if err != nil || base.Array == nil || base.Array.JobID != id {
 		return nil
 	}
 	tasks := make([]*cluster.Job, 0, base.Array.Count)
 	for t := id; t < id+cluster.JobID(base.Array.Count); t++ {
-		if j, err := s.store.JobRecord(t); err == nil && j.Array != nil && j.Array.JobID == id {
+		if j, err := g.jobs.JobRecord(t); err == nil && j.Array != nil && j.Array.JobID == id {
 			tasks = append(tasks, j)
 		}
 	}
@@ -134,13 +148,13 @@ func (s *Server) arrayTaskRecords(id cluster.JobID) []*cluster.Job {
 // condition with its state, whether the job waits on it or is held; ""
 // once it is satisfied. Slurm's dependency string is that display, and
 // scontrol and squeue print it as it is.
-func (s *Server) showDependencies(jobs []*phalanxv1.Job) {
-	v, now := s.depView(), s.cfg.Clock.Now()
+func (g *gate) showDependencies(jobs []*phalanxv1.Job) {
+	v, now := g.depView(), g.clock.Now()
 	for _, w := range jobs {
 		if w.State != string(cluster.JobPending) || w.GetSpec().GetDependency() == "" {
 			continue
 		}
-		j, err := s.store.JobRecord(cluster.JobID(w.Id))
+		j, err := g.jobs.JobRecord(cluster.JobID(w.Id))
 		if err != nil {
 			continue
 		}
@@ -156,66 +170,66 @@ type pendingGate struct {
 	missed  []cluster.JobID // could no longer end before their --deadline
 }
 
-// gatePending returns the jobs the scheduler may consider (every live
+// sift returns the jobs the scheduler may consider (every live
 // job, and the pending ones not held whose dependency holds) and the
 // pending jobs it holds back, with why: held (cluster/hold.go), before
 // their --begin time, waiting on their dependency, or on their array's
 // throttle (the lowest task IDs go first).
-func (s *Server) gatePending(jobs []*cluster.Job, now time.Time) ([]*cluster.Job, *pendingGate) {
-	g := &pendingGate{view: s.depView(), waiting: map[cluster.JobID]scheduler.PendingInfo{}}
+func (g *gate) sift(jobs []*cluster.Job, now time.Time) ([]*cluster.Job, *pendingGate) {
+	out := &pendingGate{view: g.depView(), waiting: map[cluster.JobID]scheduler.PendingInfo{}}
 	keep := jobs[:0:0]
 	var room map[cluster.JobID]int // by array: how many more of its tasks may start; built when needed
 	for _, j := range jobs {
 		if cluster.MissedDeadline(j, now) {
-			g.missed = append(g.missed, j.ID)
+			out.missed = append(out.missed, j.ID)
 			continue
 		}
 		if j.State == cluster.JobPending && j.Hold != cluster.HoldNone {
-			g.waiting[j.ID] = scheduler.PendingInfo{Reason: j.Hold.Reason()}
+			out.waiting[j.ID] = scheduler.PendingInfo{Reason: j.Hold.Reason()}
 			continue
 		}
 		if j.State == cluster.JobPending && now.Before(j.BeginTime) {
-			g.waiting[j.ID] = scheduler.PendingInfo{Reason: cluster.ReasonBeginTime, ExpectedStart: j.BeginTime}
+			out.waiting[j.ID] = scheduler.PendingInfo{Reason: cluster.ReasonBeginTime, ExpectedStart: j.BeginTime}
 			continue
 		}
 		if j.State != cluster.JobPending || (j.Dependency.IsZero() && (j.Array == nil || j.Array.Throttle == 0)) {
 			keep = append(keep, j)
 			continue
 		}
-		switch j.Dependency.Eval(j, g.view, now) {
+		switch j.Dependency.Eval(j, out.view, now) {
 		case cluster.DepSatisfied:
 			if a := j.Array; a != nil && a.Throttle > 0 {
 				if room == nil {
-					room = s.arrayRoom()
+					room = g.arrayRoom()
 				}
 				if _, ok := room[a.JobID]; !ok {
 					room[a.JobID] = a.Throttle
 				}
 				if room[a.JobID] <= 0 {
-					g.waiting[j.ID] = scheduler.PendingInfo{Reason: cluster.ReasonArrayTaskLimit}
+					out.waiting[j.ID] = scheduler.PendingInfo{Reason: cluster.ReasonArrayTaskLimit}
 					continue
 				}
 				room[a.JobID]--
 			}
 			keep = append(keep, j)
 		case cluster.DepWaiting:
-			g.waiting[j.ID] = scheduler.PendingInfo{Reason: cluster.ReasonDependency}
+			out.waiting[j.ID] = scheduler.PendingInfo{Reason: cluster.ReasonDependency}
 		case cluster.DepNever:
-			g.waiting[j.ID] = scheduler.PendingInfo{Reason: cluster.ReasonDependencyNever}
+			out.waiting[j.ID] = scheduler.PendingInfo{Reason: cluster.ReasonDependencyNever}
 			if j.KillOnInvalidDep {
-				g.kill = append(g.kill, j.ID)
+				out.kill = append(out.kill, j.ID)
 			}
 		}
 	}
-	return keep, g
+	return keep, out
 }
 
 // arrayRoom is, for each throttled array with tasks running, how many more
 // of its tasks may start: its throttle less its live tasks. Arrays without
 // a live task are not in it (all their throttle is free).
-func (s *Server) arrayRoom() map[cluster.JobID]int {
+func (g *gate) arrayRoom() map[cluster.JobID]int {
 	room := map[cluster.JobID]int{}
-	for _, j := range s.store.ActiveJobs() {
+	for _, j := range g.jobs.ActiveJobs() {
 		if a := j.Array; a != nil && a.Throttle > 0 && j.State != cluster.JobPending {
 			if _, ok := room[a.JobID]; !ok {
 				room[a.JobID] = a.Throttle

@@ -62,7 +62,7 @@ func (s *Server) schedulePass(ctx context.Context, head *queueHead, full bool) {
 	if full {
 		s.updateFairShare(st.Active, now)
 	}
-	jobs, gate := s.gatePending(st.Active, now)
+	jobs, gate := s.gate.sift(st.Active, now)
 	snap := s.snapshot(st, jobs)
 	snap.Options.FairShare = s.fairShareTerm()
 	snap.Options.MasterPortMin, snap.Options.MasterPortMax = s.cfg.MasterPortMin, s.cfg.MasterPortMax

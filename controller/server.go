@@ -40,6 +40,7 @@ type Server struct {
 	peerCred  *auth.Source // signs this replica's own calls to its peers
 	limiter   *rateLimiter // nil: no rate limit
 	access    *access      // who may do what (authn.go, authz.go)
+	gate      *gate        // which pending jobs may not start yet (gate.go)
 
 	kick     chan struct{}
 	feasible feasibility
@@ -102,6 +103,7 @@ func New(cfg Config) (*Server, error) {
 		peerCred:  peerSource(c),
 		limiter:   newRateLimiter(c.RateLimit),
 		access:    newAccess(c, st.JobRecord),
+		gate:      &gate{jobs: st, clock: c.Clock},
 		kick:      make(chan struct{}, 1),
 		inflight:  map[cluster.JobID]struct{}{},
 		logs:      newLogHub(),
