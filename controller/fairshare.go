@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
@@ -21,11 +22,21 @@ import (
 // fairShareTable is the fair-share term by account (FairShareGroup).
 type fairShareTable map[cluster.ShareGroup]int64
 
-// fairShareNow is every account's usage and factor at now: the accounts
+// fairShare keeps the leader's fair-share table, computed from the usage
+// the store records.
+type fairShare struct {
+	weight int64                                          // PriorityWeightFairshare; 0 or less: off
+	usage  func(time.Time) map[cluster.ShareGroup]float64 // decayed usage by account at a time
+
+	mu    sync.Mutex
+	table fairShareTable // as the last full pass found it
+}
+
+// now is every account's usage and factor at now: the accounts
 // (and users without one) with usage, and those of the pending jobs among
 // active, accounts first, by name.
-func (s *Server) fairShareNow(active []*cluster.Job, now time.Time) (groups []cluster.ShareGroup, usage, factors map[cluster.ShareGroup]float64) {
-	usage = s.store.Usage(now)
+func (f *fairShare) now(active []*cluster.Job, now time.Time) (groups []cluster.ShareGroup, usage, factors map[cluster.ShareGroup]float64) {
+	usage = f.usage(now)
 	seen := map[cluster.ShareGroup]bool{}
 	add := func(g cluster.ShareGroup) {
 		if !seen[g] {
@@ -45,25 +56,25 @@ func (s *Server) fairShareNow(active []*cluster.Job, now time.Time) (groups []cl
 	return groups, usage, cluster.FairShareFactors(usage, groups)
 }
 
-// fairShareTermOf is what a job of an account with factor f gets.
-func (s *Server) fairShareTermOf(f float64) int64 {
-	return int64(math.Round(float64(s.cfg.FairShareWeight) * f))
+// termOf is what a job of an account with factor f gets.
+func (f *fairShare) termOf(factor float64) int64 {
+	return int64(math.Round(float64(f.weight) * factor))
 }
 
-// updateFairShare computes the table from the usage by account at now and
+// update computes the table from the usage by account at now and
 // the accounts of the pending jobs among active.
-func (s *Server) updateFairShare(active []*cluster.Job, now time.Time) {
-	if s.cfg.FairShareWeight <= 0 {
+func (f *fairShare) update(active []*cluster.Job, now time.Time) {
+	if f.weight <= 0 {
 		return
 	}
-	_, _, factors := s.fairShareNow(active, now)
+	_, _, factors := f.now(active, now)
 	table := make(fairShareTable, len(factors))
-	for g, f := range factors {
-		table[g] = s.fairShareTermOf(f)
+	for g, factor := range factors {
+		table[g] = f.termOf(factor)
 	}
-	s.mu.Lock()
-	s.fairShare = table
-	s.mu.Unlock()
+	f.mu.Lock()
+	f.table = table
+	f.mu.Unlock()
 }
 
 // GetFairShare is sshare: each account's usage and factor now.
@@ -74,14 +85,14 @@ func (c *controllerService) GetFairShare(ctx context.Context, _ *phalanxv1.GetFa
 		return out, nil
 	}
 	out.Weight = s.cfg.FairShareWeight
-	groups, usage, factors := s.fairShareNow(s.store.ActiveJobs(), s.cfg.Clock.Now())
+	groups, usage, factors := s.fairShare.now(s.store.ActiveJobs(), s.cfg.Clock.Now())
 	total := 0.0
 	for _, g := range groups {
 		total += usage[g]
 	}
 	for _, g := range groups {
 		a := &phalanxv1.AccountShare{Account: g.Account, User: g.User, RawShares: 1, NormShares: 1 / float64(len(groups)),
-			RawUsage: int64(math.Round(usage[g])), FairShare: factors[g], Priority: s.fairShareTermOf(factors[g])}
+			RawUsage: int64(math.Round(usage[g])), FairShare: factors[g], Priority: s.fairShare.termOf(factors[g])}
 		if total > 0 {
 			a.EffectiveUsage = usage[g] / total
 		}
@@ -90,16 +101,16 @@ func (c *controllerService) GetFairShare(ctx context.Context, _ *phalanxv1.GetFa
 	return out, nil
 }
 
-// fairShareTerm is the scheduler's FairShare hook over the last table: a
+// term is the scheduler's FairShare hook over the last table: a
 // pure function of the job. Nil when fair share is off.
-func (s *Server) fairShareTerm() func(*cluster.Job) int64 {
-	weight := s.cfg.FairShareWeight
+func (f *fairShare) term() func(*cluster.Job) int64 {
+	weight := f.weight
 	if weight <= 0 {
 		return nil
 	}
-	s.mu.Lock()
-	table := s.fairShare
-	s.mu.Unlock()
+	f.mu.Lock()
+	table := f.table
+	f.mu.Unlock()
 	return func(j *cluster.Job) int64 {
 		if v, ok := table[j.FairShareGroup()]; ok {
 			return v
@@ -110,5 +121,5 @@ func (s *Server) fairShareTerm() func(*cluster.Job) int64 {
 
 // priorityOptions are the scheduler options the priority score depends on.
 func (s *Server) priorityOptions() scheduler.Options {
-	return scheduler.Options{FairShare: s.fairShareTerm()}
+	return scheduler.Options{FairShare: s.fairShare.term()}
 }

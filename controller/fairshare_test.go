@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"testing"
+	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
@@ -115,5 +116,35 @@ func TestFairShareOfJobsWithoutAccount(t *testing.T) {
 	if len(share.Accounts) != 2 || share.Accounts[0].Account != "alice" || share.Accounts[0].User != "" ||
 		share.Accounts[1].Account != "" || share.Accounts[1].User != "alice" || share.Accounts[1].NormShares != 0.5 {
 		t.Errorf("sshare: %v; want account alice, then user alice without account, a share each", share.Accounts)
+	}
+}
+
+// The fair-share table alone: the terms a full pass computes from the
+// usage (F = 2^(-U/S), S = 1/3 for three accounts here), and the full
+// weight for an account the pass did not see.
+func TestFairShareTable(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	a, b, c, d := cluster.ShareGroup{Account: "a"}, cluster.ShareGroup{Account: "b"}, cluster.ShareGroup{Account: "c"}, cluster.ShareGroup{Account: "d"}
+	f := &fairShare{weight: 10000, usage: func(at time.Time) map[cluster.ShareGroup]float64 {
+		if !at.Equal(now) {
+			t.Errorf("usage read at %v; want %v", at, now)
+		}
+		return map[cluster.ShareGroup]float64{a: 300, b: 100}
+	}}
+	job := func(g cluster.ShareGroup) *cluster.Job {
+		return &cluster.Job{Account: g.Account, State: cluster.JobPending}
+	}
+	if term := f.term(); term(job(a)) != 10000 {
+		t.Errorf("before any pass: %d; want the whole weight, 10000", term(job(a)))
+	}
+	f.update([]*cluster.Job{job(c), {Account: "d", State: cluster.JobRunning}}, now)
+	term := f.term()
+	for g, want := range map[cluster.ShareGroup]int64{a: 2102, b: 5946, c: 10000, d: 10000} {
+		if got := term(job(g)); got != want {
+			t.Errorf("account %s: %d; want %d", g.Account, got, want)
+		}
+	}
+	if off := (&fairShare{weight: 0}); off.term() != nil {
+		t.Error("with PriorityWeightFairshare=0 the hook is set; want none")
 	}
 }

@@ -60,11 +60,11 @@ func (s *Server) schedulePass(ctx context.Context, head *queueHead, full bool) {
 	}
 	now := s.cfg.Clock.Now()
 	if full {
-		s.updateFairShare(st.Active, now)
+		s.fairShare.update(st.Active, now)
 	}
 	jobs, gate := s.gate.sift(st.Active, now)
 	snap := s.snapshot(st, jobs)
-	snap.Options.FairShare = s.fairShareTerm()
+	snap.Options.FairShare = s.fairShare.term()
 	snap.Options.MasterPortMin, snap.Options.MasterPortMax = s.cfg.MasterPortMin, s.cfg.MasterPortMax
 	if !full {
 		snap.Options.QueueDepth = s.cfg.SchedQueueDepth

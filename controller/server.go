@@ -41,6 +41,7 @@ type Server struct {
 	limiter   *rateLimiter // nil: no rate limit
 	access    *access      // who may do what (authn.go, authz.go)
 	gate      *gate        // which pending jobs may not start yet (gate.go)
+	fairShare *fairShare   // leader only: the accounts' fair-share terms (fairshare.go)
 
 	kick     chan struct{}
 	feasible feasibility
@@ -48,12 +49,11 @@ type Server struct {
 	steps    stepNumbers // steps started from outside their jobs (RunStep)
 	live     atomic.Pointer[liveConfig]
 
-	mu        sync.Mutex
-	nextID    cluster.JobID              // 0 unless this replica leads and has taken over
-	inflight  map[cluster.JobID]struct{} // IDs handed out whose submit is being committed
-	nodes     liveness                   // leader only: when each node was heard from (liveness.go)
-	pending   pendingReasons             // leader only: the scheduler's reasons
-	fairShare fairShareTable             // leader only: as the last full pass found it
+	mu       sync.Mutex
+	nextID   cluster.JobID              // 0 unless this replica leads and has taken over
+	inflight map[cluster.JobID]struct{} // IDs handed out whose submit is being committed
+	nodes    liveness                   // leader only: when each node was heard from (liveness.go)
+	pending  pendingReasons             // leader only: the scheduler's reasons
 	// touched: leader only: pending jobs changed since the last pass
 	// (scontrol update, hold, release), which the next quick pass decides
 	// too, wherever they were in the queue.
@@ -104,6 +104,7 @@ func New(cfg Config) (*Server, error) {
 		limiter:   newRateLimiter(c.RateLimit),
 		access:    newAccess(c, st.JobRecord),
 		gate:      &gate{jobs: st, clock: c.Clock},
+		fairShare: &fairShare{weight: c.FairShareWeight, usage: st.Usage},
 		kick:      make(chan struct{}, 1),
 		inflight:  map[cluster.JobID]struct{}{},
 		logs:      newLogHub(),
