@@ -74,6 +74,8 @@ type loaded struct {
 	revoked map[string]bool // serials, hexadecimal
 	cert    *tls.Certificate
 	self    Peer
+	// verified: the chains whose signatures checked out against roots.
+	verified verifiedChains
 }
 
 // Load reads files. With Cert and Key, the certificate must be from a CA
@@ -204,12 +206,7 @@ func (l *loaded) verify(leaf *x509.Certificate, inter []*x509.Certificate, want 
 	case want != 0 && p.Kind != want:
 		return p, fmt.Errorf("%w: a %s's certificate (%s) where a %s's is needed", ErrWrongKind, p.Kind, p.Name, want)
 	}
-	pool := x509.NewCertPool()
-	for _, c := range inter {
-		pool.AddCert(c)
-	}
-	_, err = leaf.Verify(x509.VerifyOptions{Roots: l.roots, Intermediates: pool, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
-	if err != nil {
+	if err := l.verified.verify(leaf, inter, l.roots, now); err != nil {
 		return p, fmt.Errorf("%w: the %s's certificate (issued by %q): %v", ErrUntrusted, p, leaf.Issuer.CommonName, err)
 	}
 	return p, nil

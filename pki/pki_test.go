@@ -350,3 +350,124 @@ func TestReloadOnAndExpiryWarning(t *testing.T) {
 	}
 	close(hup)
 }
+
+// A chain is verified once per CA bundle: the calls that check it again
+// (each of an agent's heartbeats) repeat the validity, revocation and kind
+// checks, not the signatures; a reload that drops its CA refuses it at
+// once.
+func TestCheckVerifiesAChainOnce(t *testing.T) {
+	ca, caDir := newCA(t)
+	server, serverDir := issueTo(t, ca, caDir, KindController, "ctl1", DefaultLifespan)
+	node, _ := issueTo(t, ca, caDir, KindNode, "gpu001", DefaultLifespan)
+	checks := func() int {
+		l := server.cur.Load()
+		l.verified.mu.Lock()
+		defer l.verified.mu.Unlock()
+		return l.verified.checks
+	}
+	before := checks() // the daemon's own certificate, at load
+	for range 3 {
+		if _, err := server.Check(chainOf(node), KindNode); err != nil {
+			t.Fatalf("a good node certificate: %v", err)
+		}
+	}
+	if n := checks() - before; n != 1 {
+		t.Errorf("the chain's signatures were verified %d times in 3 checks; want 1", n)
+	}
+	// The cheap checks still run each time: the wrong kind, and expiry.
+	if _, err := server.Check(chainOf(node), KindController); !errors.Is(err, ErrWrongKind) {
+		t.Errorf("a node's certificate where a controller's is needed, verified before: %v", err)
+	}
+	server.now = func() time.Time { return time.Now().Add(DefaultLifespan + time.Hour) }
+	if _, err := server.Check(chainOf(node), KindNode); !errors.Is(err, ErrExpired) {
+		t.Errorf("an expired certificate verified before: %v", err)
+	}
+	server.now = time.Now
+
+	// Another CA only in the bundle: the node's chain, verified before, is
+	// refused.
+	_, otherDir := newCA(t)
+	copyFile(t, filepath.Join(otherDir, CACertFile), filepath.Join(serverDir, CACertFile))
+	if err := server.Reload(); err == nil {
+		// The server's own certificate is from the old CA: the reload
+		// fails and keeps the old material. Load the new bundle alone.
+		t.Fatal("reload with a bundle that does not hold the daemon's own CA succeeded")
+	}
+	trust, err := Load(TrustFiles(filepath.Join(otherDir, CACertFile)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := trust.Check(chainOf(node), KindNode); !errors.Is(err, ErrUntrusted) {
+		t.Errorf("a chain verified against another bundle: %v", err)
+	}
+}
+
+// A verified chain holds only while every certificate of it is valid.
+func TestVerifiedChainWindow(t *testing.T) {
+	ca, caDir := newCA(t)
+	node, _ := issueTo(t, ca, caDir, KindNode, "gpu001", DefaultLifespan)
+	leaf := chainOf(node)[0]
+	var v verifiedChains
+	k := chainKey(leaf, nil)
+	caCert := ca.Cert
+	v.add(k, []*x509.Certificate{leaf, caCert})
+	until := leaf.NotAfter
+	if caCert.NotAfter.Before(until) {
+		until = caCert.NotAfter
+	}
+	for _, tc := range []struct {
+		at   time.Time
+		want bool
+	}{
+		{time.Now(), true},
+		{until, true},
+		{until.Add(time.Second), false},
+		{leaf.NotBefore.Add(-time.Second), false},
+	} {
+		if got := v.holds(k, tc.at); got != tc.want {
+			t.Errorf("holds at %v = %v; want %v", tc.at, got, tc.want)
+		}
+	}
+	if v.holds(chainKey(caCert, nil), time.Now()) {
+		t.Error("another chain holds")
+	}
+}
+
+// BenchmarkCheck is the cost of checking a node's chain on a call: with
+// its signatures verified before (each call on a connection after the
+// first) and without (a new connection's first call).
+func BenchmarkCheck(b *testing.B) {
+	dir := b.TempDir()
+	ca, err := InitCA(dir, time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	is, err := ca.Issue(KindNode, "gpu001", nil, DefaultLifespan, time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := is.Write(dir, KindNode); err != nil {
+		b.Fatal(err)
+	}
+	m, err := Load(DirFiles(dir, KindNode))
+	if err != nil {
+		b.Fatal(err)
+	}
+	chain := []*x509.Certificate{m.cur.Load().cert.Leaf}
+	b.Run("verified", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := m.Check(chain, KindNode); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("first", func(b *testing.B) {
+		l := m.cur.Load()
+		for b.Loop() {
+			var v verifiedChains
+			if err := v.verify(chain[0], nil, l.roots, time.Now()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
