@@ -239,6 +239,17 @@ type Attempt struct {
 	ExitCode, ExitSignal int
 	// PlacedBy: how the scheduler came to start it (sacct's Flags).
 	PlacedBy PlacedBy
+	// PreemptedFor: the job it was preempted for (zero Job: none, or
+	// preempted by a version before the record kept it), with that job's
+	// attempt then pending. The nodes the attempt frees are that job's
+	// while it is still pending for that attempt (see Preempt).
+	PreemptedFor JobAttempt
+}
+
+// JobAttempt names one attempt of a job.
+type JobAttempt struct {
+	Job     JobID
+	Attempt int
 }
 
 // Released reports whether the attempt has given its resources back.

@@ -6,13 +6,13 @@ func TestPreemptStopsThenRequeuesWhenEveryTaskEnded(t *testing.T) {
 	j := placedJob(t)
 	ApplyTaskReport(j, rep(0, TaskRunning, 0, 0, 1))
 	ApplyTaskReport(j, rep(1, TaskRunning, 0, 0, 2))
-	if !Preempt(j, at(10)) {
+	if !Preempt(j, at(10), JobAttempt{}) {
 		t.Fatal("Preempt of a running job reported no change")
 	}
 	if j.State != JobPreempted || j.Reason != ReasonPreempted || !j.Live() {
 		t.Fatalf("after Preempt: %s (%s) live=%v; want PREEMPTED (Preempted), still holding resources", j.State, j.Reason, j.Live())
 	}
-	if Preempt(j, at(11)) {
+	if Preempt(j, at(11), JobAttempt{}) {
 		t.Error("a second Preempt changed the job")
 	}
 	ApplyTaskReport(j, rep(0, TaskKilled, 0, 15, 12))
@@ -42,7 +42,7 @@ func TestPreemptStopsThenRequeuesWhenEveryTaskEnded(t *testing.T) {
 func TestPreemptOnlyPlacedJobs(t *testing.T) {
 	for _, st := range []JobState{JobPending, JobCompleted, JobFailed, JobCancelled, JobPreempted} {
 		j := &Job{ID: 1, State: st}
-		if Preempt(j, at(1)) || j.State != st {
+		if Preempt(j, at(1), JobAttempt{}) || j.State != st {
 			t.Errorf("Preempt changed a %s job to %s", st, j.State)
 		}
 	}
@@ -52,14 +52,14 @@ func TestPreemptWithNoLiveTaskRequeuesAtOnce(t *testing.T) {
 	j := placedJob(t)
 	ApplyTaskReport(j, rep(0, TaskExited, 0, 0, 1)) // rank 0 done, rank 1 still assigned
 	j.Tasks[1].State = TaskExited                   // as if rank 1 ended in the same instant
-	if !Preempt(j, at(2)) || j.State != JobPending || j.Attempt != 1 {
+	if !Preempt(j, at(2), JobAttempt{}) || j.State != JobPending || j.Attempt != 1 {
 		t.Fatalf("Preempt of a job with no live task: %s attempt %d; want PENDING attempt 1", j.State, j.Attempt)
 	}
 }
 
 func TestPreemptedJobNodeLostRequeues(t *testing.T) {
 	j := placedJob(t)
-	Preempt(j, at(1))
+	Preempt(j, at(1), JobAttempt{})
 	ApplyTaskReport(j, rep(0, TaskKilled, 0, 15, 2))
 	if !NodeLost(j, "n2", at(3), "Not responding", false) {
 		t.Fatal("NodeLost reported no change")
@@ -71,7 +71,7 @@ func TestPreemptedJobNodeLostRequeues(t *testing.T) {
 
 func TestCancelWhilePreemptedStaysCancelled(t *testing.T) {
 	j := placedJob(t)
-	Preempt(j, at(1))
+	Preempt(j, at(1), JobAttempt{})
 	if !Cancel(j, at(2), "Cancelled by user") {
 		t.Fatal("Cancel of a job being preempted reported no change")
 	}
@@ -82,5 +82,34 @@ func TestCancelWhilePreemptedStaysCancelled(t *testing.T) {
 	}
 	if !j.EndTime.Equal(at(2)) {
 		t.Errorf("EndTime %v, want the cancel time %v", j.EndTime, at(2))
+	}
+}
+
+// The preempted attempt names the job it makes room for, and still does
+// once the job is back in the queue: the scheduler keeps the nodes the
+// attempt freed for that job. A second Preempt changes nothing, the record
+// included; the next attempt starts without one.
+func TestPreemptRecordsThePreemptor(t *testing.T) {
+	j := placedJob(t)
+	ApplyTaskReport(j, rep(0, TaskRunning, 0, 0, 1))
+	forJob := JobAttempt{Job: 9, Attempt: 2}
+	if !Preempt(j, at(10), forJob) {
+		t.Fatal("Preempt of a running job reported no change")
+	}
+	if got := j.Attempts[0].PreemptedFor; got != forJob {
+		t.Fatalf("while leaving: attempt 0 preempted for %+v; want %+v", got, forJob)
+	}
+	Preempt(j, at(11), JobAttempt{Job: 10})
+	ApplyTaskReport(j, rep(0, TaskKilled, 0, 15, 12))
+	ApplyTaskReport(j, rep(1, TaskKilled, 0, 15, 13))
+	if j.State != JobPending || j.Attempts[0].PreemptedFor != forJob || j.Attempts[0].State != JobPreempted {
+		t.Fatalf("requeued: %s, attempt 0 %s preempted for %+v; want PENDING, PREEMPTED for %+v",
+			j.State, j.Attempts[0].State, j.Attempts[0].PreemptedFor, forJob)
+	}
+	if err := Place(j, Allocation{Nodes: []NodeAlloc{{Node: "n3"}, {Node: "n4"}}}, 29501, at(20), PlacedMain); err != nil {
+		t.Fatal(err)
+	}
+	if got := j.Attempts[1].PreemptedFor; got != (JobAttempt{}) {
+		t.Errorf("attempt 1 preempted for %+v; want none", got)
 	}
 }

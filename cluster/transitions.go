@@ -285,12 +285,21 @@ func NodeLost(j *Job, node string, t time.Time, reason string, fenced bool) (cha
 	return changed
 }
 
-// Preempt ends a placed job's attempt to make room for another job: the job
-// becomes PREEMPTED, which tells the agents to stop its tasks (with the
-// preemption grace period), and it is requeued (see Requeue) as soon as
-// every task has ended. A job that is not CONFIGURING or RUNNING is left
-// alone. It reports whether the job changed.
-func Preempt(j *Job, t time.Time) (changed bool) {
+// Preempt ends a placed job's attempt to make room for another job, the
+// pending attempt forJob: the job becomes PREEMPTED, which tells the agents
+// to stop its tasks (with the preemption grace period), and it is requeued
+// (see Requeue) as soon as every task has ended. The attempt records
+// forJob (Attempt.PreemptedFor), so that the scheduler keeps the resources
+// it frees for that job rather than let another take them. A job that is
+// not CONFIGURING or RUNNING is left alone. It reports whether the job
+// changed.
+func Preempt(j *Job, t time.Time, forJob JobAttempt) (changed bool) {
+	if j.State != JobConfiguring && j.State != JobRunning {
+		return false
+	}
+	if n := len(j.Attempts); n > 0 && j.Attempts[n-1].Attempt == j.Attempt {
+		j.Attempts[n-1].PreemptedFor = forJob
+	}
 	return stopToRequeue(j, JobPreempted, ReasonPreempted, t)
 }
 

@@ -376,7 +376,7 @@ func TestAttemptRecords(t *testing.T) {
 	}
 	ApplyTaskReport(j, rep(0, TaskRunning, 0, 0, 1))
 	ApplyTaskReport(j, rep(1, TaskRunning, 0, 0, 1))
-	Preempt(j, at(5))
+	Preempt(j, at(5), JobAttempt{})
 	if j.Attempts[0].Released() {
 		t.Fatalf("attempt closed while its tasks still run: %+v", j.Attempts[0])
 	}

@@ -13,14 +13,20 @@ import (
 //
 //  1. The scheduler's plan names victims (Plan.Preemptions).
 //  2. preempt proposes PreemptJobs for those still CONFIGURING or RUNNING:
-//     each becomes PREEMPTED, and its assignments carry stop with the
-//     preemption grace period (SIGTERM, time to checkpoint, SIGKILL).
+//     each becomes PREEMPTED, its attempt records the job it makes room
+//     for (and that job's pending attempt), and its assignments carry stop
+//     with the preemption grace period (SIGTERM, time to checkpoint,
+//     SIGKILL).
 //  3. The victim keeps its resources until every task has ended; the task
 //     report that ends the last one requeues it (cluster.Requeue): PENDING,
 //     next attempt, Requeued, same ID. Its next attempt launches as new
 //     tasks, since agents key tasks by job, attempt and rank.
-//  4. The next pass places the job that asked for the room; the victim
-//     waits its turn like any pending job, first in its priority class.
+//  4. Meanwhile, and after, every pass keeps the victim's nodes for the
+//     job that asked for the room while it is pending (scheduler's
+//     claims.go): no job ahead of it takes them, and the pass after the
+//     last victim left places it there; the victim waits its turn like any
+//     pending job, first in its priority class. A quick pass reads that
+//     job too (store.QueueState).
 //
 // A job already PREEMPTED is never signalled again: the scheduler is told
 // which jobs are on their way out (Snapshot.Preempting) and preempt skips

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -60,5 +61,62 @@ func TestPreemptSignalsThenRequeues(t *testing.T) {
 	as = s.assignments("n1", nodeJobs(s, "n1"))
 	if len(as.Assignments) != 1 || as.Assignments[0].Attempt != 1 || as.Assignments[0].Stop {
 		t.Fatalf("assignments after requeue = %v; want attempt 1's task, not stopped", as)
+	}
+}
+
+// TestPreemptorKeepsFreedNodes: the job a victim leaves for gets its node,
+// even when a job ahead of it in the queue arrives while the victim is
+// still leaving (Slurm's preemptor gets what its victims release). Job A
+// (partition hi) preempts V (lo) on the only node; B, in a partition of a
+// higher tier, arrives during V's grace period; once V's task ends, A
+// starts on the node and B waits.
+func TestPreemptorKeepsFreedNodes(t *testing.T) {
+	s := newTestServer(t, Config{KillGrace: time.Second, PreemptGrace: time.Minute, Partitions: []*cluster.Partition{
+		{Name: "lo", AllNodes: true, Default: true, State: cluster.PartitionUp, PreemptMode: cluster.PreemptRequeue},
+		{Name: "hi", AllNodes: true, State: cluster.PartitionUp, PriorityTier: 10},
+		{Name: "top", AllNodes: true, State: cluster.PartitionUp, PriorityTier: 20},
+	}})
+	register(t, s, nil, "n1")
+	ctx := context.Background()
+	submit := func(part string) cluster.JobID {
+		t.Helper()
+		spec := testSpec(1, 8)
+		spec.Partition = part
+		resp, err := s.submit(ctx, spec, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cluster.JobID(resp.JobId)
+	}
+	v := submit("lo")
+	waitState(t, s, v, cluster.JobConfiguring)
+	a := submit("hi")
+	vj := waitState(t, s, v, cluster.JobPreempted)
+	if want := (cluster.JobAttempt{Job: a}); vj.Attempts[0].PreemptedFor != want {
+		t.Fatalf("victim's attempt preempted for %+v; want %+v", vj.Attempts[0].PreemptedFor, want)
+	}
+	b := submit("top")
+	eventually(t, 10*time.Second, func() error { // a pass has decided B: it waits
+		s.mu.Lock()
+		_, ok := s.pending.get(b)
+		s.mu.Unlock()
+		if !ok {
+			return fmt.Errorf("no pass has decided job %d yet", b)
+		}
+		return nil
+	})
+	if j, _ := s.store.Job(b); j.State != cluster.JobPending {
+		t.Fatalf("job B is %s while the victim leaves; want PENDING", j.State)
+	}
+	ns := &nodeService{s: s}
+	_, err := ns.ReportTaskStatus(ctx, &phalanxv1.ReportTaskStatusRequest{
+		Node: "n1", JobId: uint64(v), Attempt: 0, Rank: 0, State: string(cluster.TaskKilled), ExitSignal: 15,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, s, a, cluster.JobConfiguring)
+	if j, _ := s.store.Job(b); j.State != cluster.JobPending {
+		t.Errorf("job B is %s; want PENDING (the node went to the preemptor)", j.State)
 	}
 }

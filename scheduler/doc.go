@@ -36,6 +36,9 @@
 //     held for its time limit; later jobs may not delay it.
 //   - Class: (partition PriorityTier, QoS level); preemption only goes from
 //     a higher class to a strictly lower one.
+//   - Claim: the nodes of attempts preempted for a job that is still
+//     pending (cluster.Attempt.PreemptedFor), whose victims are leaving or
+//     have left: they are that job's (claims.go).
 //
 // # Pipeline
 //
@@ -44,8 +47,11 @@
 // histogram of free GPUs. queue (priority.go) orders the pending jobs:
 // partition PriorityTier, QoS level, requeued jobs first, the Priority
 // score (QoS, admin Priority, age, size, Nice, a FairShare hook; see
-// Priority), submit time, ID. Each job then goes through decide
-// (schedule.go):
+// Priority), submit time, ID. Jobs with a claim are decided first, in that
+// order (keepClaims, claims.go): each starts on its claimed nodes if they
+// hold its gang now, or holds them while its victims leave, expected start
+// now; one whose claim cannot do either is decided in its place. Each
+// other job then goes through decide (schedule.go):
 //
 //  1. partition checks: unknown (BadConstraints), DOWN (PartitionDown) or
 //     INACTIVE (PartitionInactive), time limit over MaxTime
@@ -74,11 +80,11 @@
 //     would have left those nodes alone), else in priority order (main);
 //     or, when it cannot start,
 //  6. preemption (preempt.go): if running jobs of a lower class in REQUEUE
-//     partitions (or jobs already leaving) could free a gang on nodes no
-//     earlier reservation needs before the job's time limit ends, choose
-//     the one with the fewest leaves losing the least GPU-time, emit
-//     Preemptions, hold the nodes' free capacity for the job, expected
-//     start now; else
+//     partitions (or jobs already leaving, but for those leaving for
+//     another job's claim) could free a gang on nodes no earlier
+//     reservation needs before the job's time limit ends, choose the one
+//     with the fewest leaves losing the least GPU-time, emit Preemptions,
+//     hold the nodes' free capacity for the job, expected start now; else
 //  7. reservation (timeline.go), for the first Options.ReserveDepth (100)
 //     blocked jobs: each candidate's earliest time it can hold the request
 //     for the job's time limit, the first instant enough of them are free

@@ -13,7 +13,9 @@ import (
 // preempts one of its own class or above and preemption cannot cycle.
 // Victims must be RUNNING or CONFIGURING in a partition with PreemptMode
 // REQUEUE and not already in Snapshot.Preempting. Jobs already leaving (in
-// Preempting, or live in another state) free their resources at no cost.
+// Preempting, or live in another state) free their resources at no cost,
+// except those leaving for another pending job (claims.go), which only that
+// job counts.
 //
 // The preemptor gets the placement with the fewest leaves, then the least
 // work lost (GPUs held × time run so far, summed over the victims); it is
@@ -35,8 +37,22 @@ type liveJob struct {
 	cost        int64 // GPU-seconds run so far
 	leaving     bool  // already on its way out
 	preemptible bool
-	claimed     bool // chosen as a victim in this pass
+	// claimedBy: the job this one's resources go to, chosen as a victim
+	// in this pass or leaving for a pending job (claims.go); 0: none.
+	claimedBy cluster.JobID
 }
+
+// asker is the job that wants nodes freed, and its class: it may remove
+// the live jobs of a lower class that may be preempted, those leaving, and
+// those claimed for it.
+type asker struct {
+	id cluster.JobID
+	me class
+}
+
+// nobody is a class below every other: an asker of this class removes
+// only jobs already leaving.
+var nobody = class{tier: math.MinInt, qos: math.MinInt}
 
 // holder is one live job's share of one node.
 type holder struct {
@@ -119,12 +135,32 @@ func (p *pass) hasVictimBelow(me class) bool {
 }
 
 func (p *pass) tryPreempt(plan *Plan, j *cluster.Job, cs *candSet, r *request, me class, end int64) bool {
+	nodes, victims, ok := p.victimGang(cs, r, asker{id: j.ID, me: me}, end, nil)
+	if !ok {
+		return false
+	}
+	for _, v := range victims {
+		if !p.live[v].leaving {
+			plan.Preemptions = append(plan.Preemptions, Preemption{Victim: p.live[v].job.ID, For: j.ID})
+		}
+	}
+	p.hold(j, nodes, victims)
+	return true
+}
+
+// victimGang finds the gang of cs's candidates (only those in only, when
+// not nil) that removing live jobs can free for a, the cheapest as
+// cheapestGang counts, and the live jobs to remove, by job ID.
+func (p *pass) victimGang(cs *candSet, r *request, a asker, end int64, only []bool) ([]int32, []int, bool) {
 	costs := map[int32]int64{}
 	var groups []group
 	for _, cl := range cs.leaves {
 		g := group{leaf: cl.leaf}
 		for _, i := range cl.nodes {
-			if cost, _, ok := p.freeing(i, r, me, nil, end); ok {
+			if only != nil && !only[i] {
+				continue
+			}
+			if cost, _, ok := p.freeing(i, r, a, nil, end); ok {
 				costs[i] = cost
 				g.nodes = append(g.nodes, i)
 			}
@@ -135,18 +171,21 @@ func (p *pass) tryPreempt(plan *Plan, j *cluster.Job, cs *candSet, r *request, m
 		}
 	}
 	for _, i := range cs.required { // --nodelist nodes: in the gang, not in the groups
-		if cost, _, ok := p.freeing(i, r, me, nil, end); ok && p.nodes[i].up {
+		if only != nil && !only[i] {
+			continue
+		}
+		if cost, _, ok := p.freeing(i, r, a, nil, end); ok && p.nodes[i].up {
 			costs[i] = cost
 		}
 	}
 	nodes, ok := p.cheapestGang(groups, costs, cs, r)
 	if !ok {
-		return false
+		return nil, nil, false
 	}
 	chosen := map[int]bool{}
 	var victims []int
 	for _, i := range nodes {
-		_, need, _ := p.freeing(i, r, me, chosen, end)
+		_, need, _ := p.freeing(i, r, a, chosen, end)
 		for _, v := range need {
 			if !chosen[v] {
 				chosen[v] = true
@@ -155,17 +194,19 @@ func (p *pass) tryPreempt(plan *Plan, j *cluster.Job, cs *candSet, r *request, m
 		}
 	}
 	sort.Slice(victims, func(a, b int) bool { return p.live[victims[a]].job.ID < p.live[victims[b]].job.ID })
+	return nodes, victims, true
+}
+
+// hold gives j the victims and, for the rest of the pass, what is free on
+// the nodes: it starts there once the victims have left.
+func (p *pass) hold(j *cluster.Job, nodes []int32, victims []int) {
 	for _, v := range victims {
-		p.live[v].claimed = true
-		if !p.live[v].leaving {
-			plan.Preemptions = append(plan.Preemptions, Preemption{Victim: p.live[v].job.ID, For: j.ID})
-		}
+		p.live[v].claimedBy = j.ID
 	}
-	for _, i := range nodes { // hold what is free there for j
+	for _, i := range nodes {
 		c := &p.nodes[i]
 		p.take(i, &request{gpus: int(c.ngpu), cpus: max(c.cpus, 0), mem: max(c.mem, 0)}, forever)
 	}
-	return true
 }
 
 // cheapestGang picks the gang among nodes that preemption can free: by the
@@ -218,9 +259,9 @@ func (p *pass) cheapestGang(groups []group, costs map[int32]int64, cs *candSet, 
 }
 
 // freeing reports what it costs to make node i fit r until end by removing
-// jobs that a job of class me may preempt (those in chosen, and leaving
-// ones, first and free), which ones, and whether it is possible at all.
-func (p *pass) freeing(i int32, r *request, me class, chosen map[int]bool, end int64) (int64, []int, bool) {
+// jobs that a may remove (those in chosen, and leaving ones, first and
+// free), which ones, and whether it is possible at all.
+func (p *pass) freeing(i int32, r *request, a asker, chosen map[int]bool, end int64) (int64, []int, bool) {
 	c := &p.nodes[i]
 	if c.fits(r) {
 		return 0, nil, p.resvFits(i, r, int(c.ngpu), c.cpus, c.mem, end)
@@ -233,7 +274,7 @@ func (p *pass) freeing(i int32, r *request, me class, chosen map[int]bool, end i
 	for _, h := range p.onNode[i] {
 		lj := &p.live[h.live]
 		switch {
-		case chosen[h.live] || (!lj.claimed && (lj.leaving || (lj.preemptible && lj.class.below(me)))):
+		case chosen[h.live] || ((lj.claimedBy == 0 || lj.claimedBy == a.id) && (lj.leaving || (lj.preemptible && lj.class.below(a.me)))):
 			movable = append(movable, h)
 		case lj.job.Exclusive || r.excl:
 			return 0, nil, false

@@ -58,9 +58,7 @@ type ranked struct {
 // before the others of their tier and QoS; Priority score (higher first);
 // submit time; ID. With o.QueueDepth, only the first QueueDepth.
 func queue(jobs []*cluster.Job, tierOf func(string) int, now time.Time, o Options) []ranked {
-	rank := func(j *cluster.Job) ranked {
-		return ranked{job: j, tier: tierOf(j.Partition), qos: j.QoS.Level(), score: Priority(j, now, o), requeue: j.Requeued}
-	}
+	rank := ranker(tierOf, now, o)
 	if o.QueueDepth > 0 {
 		return top(jobs, o.QueueDepth, rank)
 	}
@@ -78,6 +76,13 @@ func queue(jobs []*cluster.Job, tierOf func(string) int, now time.Time, o Option
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].before(&out[b]) })
 	return out
+}
+
+// ranker returns the function that computes a job's sort keys.
+func ranker(tierOf func(string) int, now time.Time, o Options) func(*cluster.Job) ranked {
+	return func(j *cluster.Job) ranked {
+		return ranked{job: j, tier: tierOf(j.Partition), qos: j.QoS.Level(), score: Priority(j, now, o), requeue: j.Requeued}
+	}
 }
 
 // top returns the first k pending jobs in queue order, in order, without

@@ -33,8 +33,13 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 //	node-state           input: NAME STATE
 //	schedule [at=SECONDS] [commit] [depth=N]
 //	                     prints the plan at epoch+at; commit starts the placed
-//	                     jobs then; depth sets Options.ReserveDepth
+//	                     jobs then and preempts the victims (cluster.Preempt,
+//	                     naming their preemptors); depth sets
+//	                     Options.ReserveDepth
 //	finish               input: job IDs whose tasks all exit
+//	leave                input: job IDs whose tasks are all killed (a
+//	                     preempted job is requeued)
+//	cancel               input: job IDs cancelled (cluster.Cancel)
 //	preempting           input: job IDs already signalled (Snapshot.Preempting)
 //	feasible id=N        prints Feasible's verdict
 //
@@ -76,6 +81,10 @@ func (w *world) run(t *testing.T, d *datadriven.TestData) error {
 		return eachLine(d.Input, w.setNodeState)
 	case "finish":
 		return eachLine(d.Input, w.finish)
+	case "leave":
+		return eachLine(d.Input, w.leave)
+	case "cancel":
+		return eachLine(d.Input, w.cancel)
 	case "preempting":
 		w.snap.Preempting = map[cluster.JobID]bool{}
 		return eachLine(d.Input, func(id string, _ map[string]string) error {
@@ -259,7 +268,24 @@ func (w *world) finish(id string, _ map[string]string) error {
 	return err
 }
 
-// commit starts placed jobs as the controller would.
+// leave ends every task of a job, killed: a preempted job is requeued.
+func (w *world) leave(id string, _ map[string]string) error {
+	n, err := strconv.ParseUint(id, 10, 64)
+	j := w.job(cluster.JobID(n))
+	for i, t := range j.Tasks {
+		cluster.ApplyTaskReport(j, cluster.TaskReport{JobID: j.ID, Attempt: j.Attempt, Rank: i, Node: t.Node,
+			State: cluster.TaskKilled, ExitSignal: 9, Time: epoch})
+	}
+	return err
+}
+
+func (w *world) cancel(id string, _ map[string]string) error {
+	n, err := strconv.ParseUint(id, 10, 64)
+	cluster.Cancel(w.job(cluster.JobID(n)), epoch, "Cancelled")
+	return err
+}
+
+// commit starts placed jobs and preempts victims as the controller would.
 func (w *world) commit(plan *Plan, now time.Time) error {
 	for _, pl := range plan.Placements {
 		j := w.job(pl.Job)
@@ -270,6 +296,9 @@ func (w *world) commit(plan *Plan, now time.Time) error {
 		for i := range j.Tasks {
 			j.Tasks[i].State = cluster.TaskRunning
 		}
+	}
+	for _, pr := range plan.Preemptions {
+		cluster.Preempt(w.job(pr.Victim), now, cluster.JobAttempt{Job: pr.For, Attempt: w.job(pr.For).Attempt})
 	}
 	return nil
 }

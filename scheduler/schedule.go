@@ -19,10 +19,13 @@ func Schedule(s *Snapshot, now time.Time) *Plan {
 		return 0
 	}
 	q := queue(s.Jobs, tier, now, p.opt)
+	kept := p.keepClaims(plan, ranker(tier, now, p.opt))
 	plan.Queue = make([]cluster.JobID, len(q))
 	for i, rj := range q {
 		plan.Queue[i] = rj.job.ID
-		p.decideAny(plan, rj.job)
+		if !kept[rj.job.ID] {
+			p.decideAny(plan, rj.job)
+		}
 	}
 	return plan
 }
@@ -40,25 +43,30 @@ type scratch struct {
 	lowest   *class          // lowest class of a preemptible live job
 }
 
-// decide places one job or records why it waits.
-func (p *pass) decide(plan *Plan, j *cluster.Job) {
-	wait := func(reason string) { plan.Pending[j.ID] = PendingInfo{Reason: reason} }
+// barred is why j's partition keeps it from running now ("" when it
+// does not).
+func (p *pass) barred(j *cluster.Job) string {
 	part := p.parts[j.Partition]
 	switch {
 	case part == nil:
-		wait(ReasonBadConstraints)
-		return
+		return ReasonBadConstraints
 	case part.State == cluster.PartitionInactive:
-		wait(cluster.ReasonPartInactive)
-		return
+		return cluster.ReasonPartInactive
 	case !schedulable(part.Partition):
-		wait(cluster.ReasonPartDown)
-		return
+		return cluster.ReasonPartDown
 	case part.MaxTime > 0 && j.TimeLimit > part.MaxTime:
-		wait(ReasonPartitionTimeLimit)
-		return
+		return ReasonPartitionTimeLimit
 	case part.MaxNodes > 0 && j.Nodes > part.MaxNodes, j.Nodes < part.MinNodes:
-		wait(ReasonPartitionNodeLimit)
+		return ReasonPartitionNodeLimit
+	}
+	return ""
+}
+
+// decide places one job or records why it waits.
+func (p *pass) decide(plan *Plan, j *cluster.Job) {
+	wait := func(reason string) { plan.Pending[j.ID] = PendingInfo{Reason: reason} }
+	if reason := p.barred(j); reason != "" {
+		wait(reason)
 		return
 	}
 	cs := p.set(j)
@@ -76,23 +84,31 @@ func (p *pass) decide(plan *Plan, j *cluster.Job) {
 	end := endOf(p.nowNs, dur)
 	nodes, byResv := p.gangNow(cs, &r, end)
 	if nodes != nil {
-		port, ok := p.masterPort(p.nodes[nodes[0]].node.Name)
-		if !ok {
+		if !p.place(plan, j, nodes, &r, end) {
 			wait(ReasonMasterPorts)
-			return
 		}
-		alloc := cluster.Allocation{Nodes: make([]cluster.NodeAlloc, len(nodes))}
-		by := cluster.PlacedMain
-		for k, i := range nodes {
-			if p.nodes[i].behind {
-				by = cluster.PlacedBackfill
-			}
-			alloc.Nodes[k] = p.take(i, &r, end)
-		}
-		plan.Placements = append(plan.Placements, Placement{Job: j.ID, Alloc: alloc, By: by, MasterPort: port})
 		return
 	}
 	p.block(plan, j, cs, &r, dur, byResv)
+}
+
+// place starts j on nodes until end, unless rank 0's node has no
+// MASTER_PORT left; it reports whether it did.
+func (p *pass) place(plan *Plan, j *cluster.Job, nodes []int32, r *request, end int64) bool {
+	port, ok := p.masterPort(p.nodes[nodes[0]].node.Name)
+	if !ok {
+		return false
+	}
+	alloc := cluster.Allocation{Nodes: make([]cluster.NodeAlloc, len(nodes))}
+	by := cluster.PlacedMain
+	for k, i := range nodes {
+		if p.nodes[i].behind {
+			by = cluster.PlacedBackfill
+		}
+		alloc.Nodes[k] = p.take(i, r, end)
+	}
+	plan.Placements = append(plan.Placements, Placement{Job: j.ID, Alloc: alloc, By: by, MasterPort: port})
+	return true
 }
 
 // block records a job that cannot start now, with a reservation while the
@@ -100,16 +116,7 @@ func (p *pass) decide(plan *Plan, j *cluster.Job) {
 // Resources, the others for Priority; so does a job that fits now but would
 // delay a reservation.
 func (p *pass) block(plan *Plan, j *cluster.Job, cs *candSet, r *request, dur time.Duration, byResv bool) {
-	info := PendingInfo{Reason: cluster.ReasonResources}
-	if byResv || p.blocked[j.Partition] {
-		info.Reason = cluster.ReasonPriority
-	}
-	if !p.blocked[j.Partition] {
-		p.blocked[j.Partition] = true
-		for _, i := range p.parts[j.Partition].members {
-			p.nodes[i].behind = true
-		}
-	}
+	info := p.blockedAs(j, byResv)
 	if !byResv && p.preempt(plan, j, cs, r, endOf(p.nowNs, dur)) {
 		info.ExpectedStart = p.now // once the victims are requeued
 		plan.Pending[j.ID] = info
@@ -135,6 +142,23 @@ func (p *pass) names(nodes []int32) []string {
 		out[k] = p.nodes[i].node.Name
 	}
 	return out
+}
+
+// blockedAs is j's pending reason as a blocked job (byResv: it fits now
+// but would delay a reservation); the first blocked job of a partition
+// marks the partition's nodes: jobs placed on them later are backfill.
+func (p *pass) blockedAs(j *cluster.Job, byResv bool) PendingInfo {
+	info := PendingInfo{Reason: cluster.ReasonResources}
+	if byResv || p.blocked[j.Partition] {
+		info.Reason = cluster.ReasonPriority
+	}
+	if !p.blocked[j.Partition] {
+		p.blocked[j.Partition] = true
+		for _, i := range p.parts[j.Partition].members {
+			p.nodes[i].behind = true
+		}
+	}
+	return info
 }
 
 // gangNow assembles a gang from the nodes that fit r now and, where a

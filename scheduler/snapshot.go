@@ -14,7 +14,9 @@ type Snapshot struct {
 	Partitions []*cluster.Partition
 	// Jobs holds pending jobs (State PENDING) and live ones; what live jobs
 	// hold is taken from their allocations (cluster.Usage). Other jobs are
-	// ignored.
+	// ignored. A job whose last attempt was preempted for a job still
+	// pending (cluster.Attempt.PreemptedFor) gives that job a claim on the
+	// attempt's nodes, whether it is still leaving or requeued (claims.go).
 	Jobs []*cluster.Job
 	// Topology maps nodes to leaf switches; may be nil, in which case each
 	// node's Leaf field is used.
@@ -38,11 +40,13 @@ type Plan struct {
 	Pending map[cluster.JobID]PendingInfo
 	// Preemptions lists the running jobs to stop and requeue so that a
 	// higher-priority pending job can start; the controller signals each
-	// victim, waits its grace period, requeues it, and the next pass places
-	// the preemptor.
+	// victim (recording For on its attempt), waits its grace period,
+	// requeues it, and the next pass places the preemptor on the nodes its
+	// victims freed, which the passes between keep for it.
 	Preemptions []Preemption
-	// Queue lists the pending jobs the pass decided, in the order it
-	// decided them (priority order): every one in a full pass, the first
+	// Queue lists the pending jobs the pass decided, in priority order
+	// (the order it decided them, but for preemptors keeping their claims,
+	// decided first): every one in a full pass, the first
 	// Options.QueueDepth in a quick one. A caller can start its next quick
 	// pass from the head of it.
 	Queue []cluster.JobID

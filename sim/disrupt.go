@@ -11,10 +11,11 @@ import (
 )
 
 // preempt stops a victim as the controller does (cluster.Preempt:
-// PREEMPTED, its tasks told to stop with the grace period): its tasks keep
-// running through the grace period, then end, and the job is requeued. A
-// victim already on its way out is left alone, so a plan that names it
-// again on every pass of the grace period counts once.
+// PREEMPTED, its tasks told to stop with the grace period, the attempt
+// naming the preemptor's pending attempt): its tasks keep running through
+// the grace period, then end, and the job is requeued. A victim already on
+// its way out is left alone, so a plan that names it again on every pass
+// of the grace period counts once.
 func (s *sim) preempt(p scheduler.Preemption, now time.Time) error {
 	v, err := s.jobByID(p.Victim)
 	if err != nil {
@@ -23,7 +24,11 @@ func (s *sim) preempt(p scheduler.Preemption, now time.Time) error {
 	if v.job.State.ComingBack() {
 		return nil
 	}
-	if !cluster.Preempt(v.job, now) {
+	f, err := s.jobByID(p.For)
+	if err != nil {
+		return err
+	}
+	if !cluster.Preempt(v.job, now, cluster.JobAttempt{Job: p.For, Attempt: f.job.Attempt}) {
 		return fmt.Errorf("job %s preempted while %s: %w", v.spec.ID, v.job.State, cluster.ErrConflict)
 	}
 	s.preempting[v.job.ID] = true

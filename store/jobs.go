@@ -185,10 +185,38 @@ func (s *Store) CancelJobs(idx uint64, ids []cluster.JobID, t time.Time, reason 
 
 // PreemptJobs preempts the named jobs (cluster.Preempt): each placed job
 // becomes PREEMPTED, its tasks are to be stopped, and it is requeued when
-// they have ended. It returns the jobs that changed, in the order given;
-// unknown IDs and jobs that are not placed are skipped.
-func (s *Store) PreemptJobs(idx uint64, ids []cluster.JobID, t time.Time) ([]cluster.JobID, error) {
-	return s.changeJobs(idx, ids, func(j *cluster.Job) bool { return cluster.Preempt(j, t) })
+// they have ended. forIDs names, by position, the job each makes room for
+// (missing or 0: none): the attempt records it with that job's current
+// attempt, the one pending now. It returns the jobs that changed, in the
+// order given; unknown IDs and jobs that are not placed are skipped.
+func (s *Store) PreemptJobs(idx uint64, ids, forIDs []cluster.JobID, t time.Time) ([]cluster.JobID, error) {
+	var changed []cluster.JobID
+	err := s.apply(idx, func(c *change) error {
+		for k, id := range ids {
+			j := c.job(id)
+			if j == nil {
+				continue
+			}
+			var forJob cluster.JobAttempt
+			if k < len(forIDs) && forIDs[k] != 0 {
+				forJob.Job = forIDs[k]
+				if p := c.job(forIDs[k]); p != nil {
+					forJob.Attempt = p.Attempt
+				}
+			}
+			u := j.Update()
+			if !cluster.Preempt(u, t, forJob) {
+				continue
+			}
+			c.putJob(u)
+			changed = append(changed, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return changed, nil
 }
 
 // RequeueJobs stops the named running jobs to put them back in the queue

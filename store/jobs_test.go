@@ -263,7 +263,7 @@ func TestUpdateJob(t *testing.T) {
 	if err := s.UpdateJob(10, 2, JobUpdate{Nice: new(int)}, nil, time.Time{}); !errors.Is(err, cluster.ErrInvalid) {
 		t.Errorf("the nice value of a running job: %v; want ErrInvalid", err)
 	}
-	if _, err := s.PreemptJobs(11, []cluster.JobID{2}, at(3)); err != nil {
+	if _, err := s.PreemptJobs(11, []cluster.JobID{2}, nil, at(3)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.UpdateJob(12, 2, JobUpdate{TimeLimit: &limit}, nil, time.Time{}); !errors.Is(err, cluster.ErrInvalid) {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -17,7 +18,7 @@ func TestPreemptJobs(t *testing.T) {
 	if ids, err := s.PlaceJobs(4, []Placement{{Job: 1, Alloc: alloc([]int{0, 1}, "n1"), Time: at(1)}}); err != nil || len(ids) != 1 {
 		t.Fatalf("PlaceJobs = %v, %v", ids, err)
 	}
-	ids, err := s.PreemptJobs(5, []cluster.JobID{1, 2, 99}, at(5))
+	ids, err := s.PreemptJobs(5, []cluster.JobID{1, 2, 99}, nil, at(5))
 	if err != nil || !reflect.DeepEqual(ids, []cluster.JobID{1}) {
 		t.Fatalf("PreemptJobs = %v, %v; want [1] (2 is pending, 99 unknown)", ids, err)
 	}
@@ -45,5 +46,41 @@ func TestPreemptJobs(t *testing.T) {
 	}
 	if active := s.ActiveJobs(); len(active) != 2 {
 		t.Fatalf("ActiveJobs = %d jobs; want both (1 pending again, 2 placed)", len(active))
+	}
+}
+
+// TestPreemptJobsRecordsThePreemptor: the preempted attempt names the job
+// it made room for and that job's pending attempt, on disk too, and still
+// does once the victim is back in the queue. A victim with no preemptor
+// named (an entry without one) records none.
+func TestPreemptJobsRecordsThePreemptor(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := openTest(t, path)
+	mustRegister(t, s, 1, "n1")
+	mustSubmit(t, s, 2, 1)
+	mustSubmit(t, s, 3, 2)
+	mustSubmit(t, s, 4, 3)
+	if ids, err := s.PlaceJobs(5, []Placement{
+		{Job: 1, Alloc: alloc([]int{0, 1}, "n1"), Time: at(1)},
+		{Job: 3, Alloc: alloc([]int{2, 3}, "n1"), Time: at(1)},
+	}); err != nil || len(ids) != 2 {
+		t.Fatalf("PlaceJobs = %v, %v", ids, err)
+	}
+	if _, err := s.PreemptJobs(6, []cluster.JobID{1, 3}, []cluster.JobID{2}, at(5)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReportTask(7, cluster.TaskReport{JobID: 1, Rank: 0, Node: "n1", State: cluster.TaskKilled, ExitSignal: 15, Time: at(7)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, path)
+	j := mustJob(t, s, 1)
+	if want := (cluster.JobAttempt{Job: 2, Attempt: 0}); j.State != cluster.JobPending || j.Attempts[0].PreemptedFor != want {
+		t.Errorf("job 1 after a reopen: %s, attempt 0 preempted for %+v; want PENDING, for %+v", j.State, j.Attempts[0].PreemptedFor, want)
+	}
+	if got := mustJob(t, s, 3).Attempts[0].PreemptedFor; got != (cluster.JobAttempt{}) {
+		t.Errorf("job 3 preempted for %+v; want none named", got)
 	}
 }

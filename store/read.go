@@ -45,8 +45,10 @@ func (s *Store) State() (*State, error) {
 // QueueState is State for a quick scheduling pass, at a cost that grows
 // with the jobs holding resources and the jobs new to the queue, not with
 // the queue: of the pending jobs, Active holds only those in head, those
-// above after (submitted since), and those requeued; every other active
-// job is in it too. It is in ID order, like State's.
+// above after (submitted since), those requeued, and those that jobs are
+// being (or were last) preempted for, so that the scheduler keeps what
+// their victims free for them; every other active job is in it too. It is
+// in ID order, like State's.
 func (s *Store) QueueState(head []cluster.JobID, after cluster.JobID) (*State, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -56,15 +58,25 @@ func (s *Store) QueueState(head []cluster.JobID, after cluster.JobID) (*State, e
 	i, _ := slices.BinarySearchFunc(s.st.active, after+1, func(j *cluster.Job, id cluster.JobID) int { return cmp.Compare(j.ID, id) })
 	newer := s.st.active[i:]
 	jobs := make([]*cluster.Job, 0, len(s.st.unqueued)+len(head)+len(newer))
+	in := map[cluster.JobID]bool{}
+	add := func(id cluster.JobID) { // a pending job not in unqueued or newer
+		if j := s.st.jobs[id]; j != nil && id <= after && j.State == cluster.JobPending && !j.Requeued && !in[id] {
+			in[id] = true
+			jobs = append(jobs, j)
+		}
+	}
 	for _, j := range s.st.unqueued {
 		if j.ID <= after {
 			jobs = append(jobs, j)
 		}
 	}
-	for _, id := range head {
-		if j := s.st.jobs[id]; j != nil && id <= after && j.State == cluster.JobPending && !j.Requeued {
-			jobs = append(jobs, j)
+	for _, j := range s.st.unqueued { // victims (leaving, or requeued) name their preemptors
+		if n := len(j.Attempts); n > 0 && j.Attempts[n-1].PreemptedFor.Job != 0 {
+			add(j.Attempts[n-1].PreemptedFor.Job)
 		}
+	}
+	for _, id := range head {
+		add(id)
 	}
 	slices.SortFunc(jobs, func(a, b *cluster.Job) int { return cmp.Compare(a.ID, b.ID) })
 	return &State{

@@ -164,7 +164,7 @@ func TestAttemptRecordsCarryTheirRaftIndexes(t *testing.T) {
 	if ids, _ := s.PlaceJobs(3, []Placement{{Job: 1, Alloc: alloc([]int{0, 1}, "n1"), Time: at(1)}}); len(ids) != 1 {
 		t.Fatal("not placed")
 	}
-	if _, err := s.PreemptJobs(4, []cluster.JobID{1}, at(2)); err != nil {
+	if _, err := s.PreemptJobs(4, []cluster.JobID{1}, nil, at(2)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.ReportTask(5, cluster.TaskReport{JobID: 1, Node: "n1", State: cluster.TaskKilled, Time: at(3)}); err != nil {

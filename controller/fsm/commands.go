@@ -129,7 +129,7 @@ func (c SetPartitions) apply(st *store.Store, idx uint64) Result {
 }
 
 // PreemptJobs preempts each of IDs; For names, by position, the job it
-// makes room for (kept in the log for the record).
+// makes room for, which the preempted attempt records (store.PreemptJobs).
 type PreemptJobs struct {
 	IDs  []cluster.JobID
 	For  []cluster.JobID
@@ -137,7 +137,7 @@ type PreemptJobs struct {
 }
 
 func (c PreemptJobs) apply(st *store.Store, idx uint64) Result {
-	ids, err := st.PreemptJobs(idx, c.IDs, c.Time)
+	ids, err := st.PreemptJobs(idx, c.IDs, c.For, c.Time)
 	return Result{IDs: ids, Err: err}
 }
 

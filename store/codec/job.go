@@ -155,6 +155,7 @@ func jobStatus(j *cluster.Job) (*statev1.JobStatus, error) {
 			State: as, Reason: a.Reason, PlacedIndex: a.PlacedIndex, ReleasedIndex: a.ReleasedIndex,
 			Cause: restartCause(a.Cause), FaultNode: a.FaultNode, Unfenced: a.Unfenced,
 			ExitCode: int32(a.ExitCode), ExitSignal: int32(a.ExitSignal), PlacedBy: PlacedBy(a.PlacedBy),
+			PreemptedFor: uint64(a.PreemptedFor.Job), PreemptedForAttempt: int32(a.PreemptedFor.Attempt),
 		})
 	}
 	if j.Checkpointed {
@@ -271,6 +272,7 @@ func fromJobStatus(j *cluster.Job, st *statev1.JobStatus) error {
 			PlacedIndex: a.GetPlacedIndex(), ReleasedIndex: a.GetReleasedIndex(),
 			Cause: fromRestartCause(a.GetCause()), FaultNode: a.GetFaultNode(), Unfenced: a.GetUnfenced(),
 			ExitCode: int(a.GetExitCode()), ExitSignal: int(a.GetExitSignal()), PlacedBy: FromPlacedBy(a.GetPlacedBy()),
+			PreemptedFor: cluster.JobAttempt{Job: cluster.JobID(a.GetPreemptedFor()), Attempt: int(a.GetPreemptedForAttempt())},
 		})
 	}
 	if st.CheckpointStep != nil {

@@ -2098,8 +2098,12 @@ type Attempt struct {
 	ExitCode      int32                  `protobuf:"varint,12,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
 	ExitSignal    int32                  `protobuf:"varint,13,opt,name=exit_signal,json=exitSignal,proto3" json:"exit_signal,omitempty"`
 	PlacedBy      PlacedBy               `protobuf:"varint,14,opt,name=placed_by,json=placedBy,proto3,enum=phalanx.state.v1.PlacedBy" json:"placed_by,omitempty"` // unset in records written before it
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The job this attempt was preempted for and that job's attempt then
+	// pending (unset: none, or written before it was kept).
+	PreemptedFor        uint64 `protobuf:"varint,15,opt,name=preempted_for,json=preemptedFor,proto3" json:"preempted_for,omitempty"`
+	PreemptedForAttempt int32  `protobuf:"varint,16,opt,name=preempted_for_attempt,json=preemptedForAttempt,proto3" json:"preempted_for_attempt,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *Attempt) Reset() {
@@ -2228,6 +2232,20 @@ func (x *Attempt) GetPlacedBy() PlacedBy {
 		return x.PlacedBy
 	}
 	return PlacedBy_PLACED_BY_UNSPECIFIED
+}
+
+func (x *Attempt) GetPreemptedFor() uint64 {
+	if x != nil {
+		return x.PreemptedFor
+	}
+	return 0
+}
+
+func (x *Attempt) GetPreemptedForAttempt() int32 {
+	if x != nil {
+		return x.PreemptedForAttempt
+	}
+	return 0
 }
 
 type Node struct {
@@ -3067,7 +3085,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x12\x1d\n" +
 	"\n" +
 	"start_time\x18\a \x01(\x03R\tstartTime\x12\x19\n" +
-	"\bend_time\x18\b \x01(\x03R\aendTime\"\x8d\x04\n" +
+	"\bend_time\x18\b \x01(\x03R\aendTime\"\xe6\x04\n" +
 	"\aAttempt\x12\x18\n" +
 	"\aattempt\x18\x01 \x01(\x05R\aattempt\x122\n" +
 	"\x05alloc\x18\x02 \x01(\v2\x1c.phalanx.state.v1.AllocationR\x05alloc\x12\x1d\n" +
@@ -3086,7 +3104,9 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\texit_code\x18\f \x01(\x05R\bexitCode\x12\x1f\n" +
 	"\vexit_signal\x18\r \x01(\x05R\n" +
 	"exitSignal\x127\n" +
-	"\tplaced_by\x18\x0e \x01(\x0e2\x1a.phalanx.state.v1.PlacedByR\bplacedBy\"\xde\x03\n" +
+	"\tplaced_by\x18\x0e \x01(\x0e2\x1a.phalanx.state.v1.PlacedByR\bplacedBy\x12#\n" +
+	"\rpreempted_for\x18\x0f \x01(\x04R\fpreemptedFor\x122\n" +
+	"\x15preempted_for_attempt\x18\x10 \x01(\x05R\x13preemptedForAttempt\"\xde\x03\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x12\n" +
