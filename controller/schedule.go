@@ -66,6 +66,7 @@ func (s *Server) schedulePass(ctx context.Context, head *queueHead, full bool) {
 	snap := s.snapshot(st, jobs)
 	snap.Options.FairShare = s.fairShare.term()
 	snap.Options.MasterPortMin, snap.Options.MasterPortMax = s.cfg.MasterPortMin, s.cfg.MasterPortMax
+	snap.Options.PreemptGrace, snap.Options.KillGrace = s.cfg.PreemptGrace, s.cfg.KillGrace
 	if !full {
 		snap.Options.QueueDepth = s.cfg.SchedQueueDepth
 	}

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"sort"
+	"time"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
 )
@@ -156,9 +157,9 @@ func (p *pass) keep(plan *Plan, j *cluster.Job, claimed []bool) bool {
 	if !ok {
 		return false
 	}
-	p.hold(j, nodes, victims)
+	start := p.hold(j, nodes, victims)
 	info := p.blockedAs(j, false)
-	info.ExpectedStart = p.now // once the victims have left
+	info.ExpectedStart, info.SchedNodes = time.Unix(0, start).UTC(), p.names(nodes) // once the victims have left
 	plan.Pending[j.ID] = info
 	return true
 }

@@ -31,6 +31,11 @@ type Options struct {
 	// MasterPortMin and MasterPortMax are the range MASTER_PORT is chosen
 	// from for each placement (ports.go); 0 chooses none.
 	MasterPortMin, MasterPortMax int
+	// PreemptGrace and KillGrace are how long the tasks of a job whose
+	// attempt has ended (preempted; cancelled, requeued, timed out) have
+	// before they are killed: its capacity is taken as free at its end plus
+	// that, or at its time limit if sooner. Zero: at its time limit.
+	PreemptGrace, KillGrace time.Duration
 }
 
 const (

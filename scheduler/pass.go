@@ -286,10 +286,7 @@ func (p *pass) addLive(jobs []*cluster.Job) {
 		if !j.Live() {
 			continue
 		}
-		end := forever
-		if lim := p.limitOf(j); lim > 0 {
-			end = max(j.StartTime.Add(lim).UnixNano(), p.nowNs)
-		}
+		end := p.liveEnd(j)
 		prev := int32(-1)
 		for _, a := range j.Alloc.Nodes {
 			i, ok := p.nodeAfter(prev, a.Node)
@@ -332,6 +329,25 @@ func (p *pass) fillHistograms() {
 
 // limitOf is the job's time limit: its own, else its partition's default,
 // else the partition's maximum; 0 means unlimited.
+// liveEnd is when live job j's capacity frees, as far as the pass can
+// tell: at the end of its time limit, or, once its attempt has ended and
+// its tasks were told to stop, at the end of the grace they have before
+// they are killed, if sooner. Never before now; forever without either.
+func (p *pass) liveEnd(j *cluster.Job) int64 {
+	end := forever
+	if lim := p.limitOf(j); lim > 0 {
+		end = j.StartTime.Add(lim).UnixNano()
+	}
+	grace := p.opt.KillGrace
+	if j.State == cluster.JobPreempted {
+		grace = p.opt.PreemptGrace
+	}
+	if j.State != cluster.JobRunning && j.State != cluster.JobConfiguring && grace > 0 && !j.EndTime.IsZero() {
+		end = min(end, j.EndTime.Add(grace).UnixNano())
+	}
+	return max(end, p.nowNs)
+}
+
 func (p *pass) limitOf(j *cluster.Job) time.Duration {
 	if j.TimeLimit > 0 {
 		return j.TimeLimit

@@ -104,21 +104,21 @@ func (p *pass) indexLive() {
 // the victims and the free capacity of the nodes for j). j runs until end
 // (its time limit from now): a node that a reservation of this pass needs
 // before then is no use to it, freed or not (resvFits).
-func (p *pass) preempt(plan *Plan, j *cluster.Job, cs *candSet, r *request, end int64) bool {
+func (p *pass) preempt(plan *Plan, j *cluster.Job, cs *candSet, r *request, end int64) (start int64, nodes []int32, ok bool) {
 	p.indexLive()
 	me := class{tier: cs.part.PriorityTier, qos: j.QoS.Level()}
 	if !p.hasVictimBelow(me) {
-		return false
+		return 0, nil, false
 	}
 	key := preemptKey{r: *r, me: me, end: end}
 	if cs.noPreempt[key] {
-		return false
+		return 0, nil, false
 	}
-	if !p.tryPreempt(plan, j, cs, r, me, end) {
+	start, nodes, ok = p.tryPreempt(plan, j, cs, r, me, end)
+	if !ok {
 		cs.noPreempt[key] = true // victims only get scarcer in a pass
-		return false
 	}
-	return true
+	return start, nodes, ok
 }
 
 // preemptKey is a request shape, class and end that found no victims.
@@ -134,18 +134,17 @@ func (p *pass) hasVictimBelow(me class) bool {
 	return p.lowest != nil && p.lowest.below(me)
 }
 
-func (p *pass) tryPreempt(plan *Plan, j *cluster.Job, cs *candSet, r *request, me class, end int64) bool {
+func (p *pass) tryPreempt(plan *Plan, j *cluster.Job, cs *candSet, r *request, me class, end int64) (int64, []int32, bool) {
 	nodes, victims, ok := p.victimGang(cs, r, asker{id: j.ID, me: me}, end, nil)
 	if !ok {
-		return false
+		return 0, nil, false
 	}
 	for _, v := range victims {
 		if !p.live[v].leaving {
 			plan.Preemptions = append(plan.Preemptions, Preemption{Victim: p.live[v].job.ID, For: j.ID})
 		}
 	}
-	p.hold(j, nodes, victims)
-	return true
+	return p.hold(j, nodes, victims), nodes, true
 }
 
 // victimGang finds the gang of cs's candidates (only those in only, when
@@ -197,16 +196,43 @@ func (p *pass) victimGang(cs *candSet, r *request, a asker, end int64, only []bo
 	return nodes, victims, true
 }
 
-// hold gives j the victims and, for the rest of the pass, what is free on
-// the nodes: it starts there once the victims have left.
-func (p *pass) hold(j *cluster.Job, nodes []int32, victims []int) {
+// hold gives j the victims and the nodes: it starts there once the last
+// victim has left, the instant hold returns, and holds them whole until
+// its time limit from then: what is free on them now, and what each victim
+// frees when it has left.
+func (p *pass) hold(j *cluster.Job, nodes []int32, victims []int) int64 {
+	start := p.nowNs
 	for _, v := range victims {
 		p.live[v].claimedBy = j.ID
+		start = max(start, p.leaveAt(v))
 	}
+	end := endOf(start, p.limitOf(j))
 	for _, i := range nodes {
 		c := &p.nodes[i]
-		p.take(i, &request{gpus: int(c.ngpu), cpus: max(c.cpus, 0), mem: max(c.mem, 0)}, forever)
+		p.take(i, &request{gpus: int(c.ngpu), cpus: max(c.cpus, 0), mem: max(c.mem, 0)}, end)
+		for _, v := range victims {
+			for _, a := range p.live[v].job.Alloc.Nodes {
+				if a.Node == c.node.Name {
+					p.addUse(i, use{from: p.leaveAt(v), to: end, gpus: len(a.GPUs), cpus: a.CPUs, mem: a.MemoryMB})
+				}
+			}
+		}
 	}
+	return start
+}
+
+// leaveAt is when victim v's capacity frees: a victim this pass signals
+// has the preemption grace from now; one already leaving, until its end
+// (liveEnd). Without a grace in the options, now.
+func (p *pass) leaveAt(v int) int64 {
+	lj := &p.live[v]
+	switch {
+	case p.opt.PreemptGrace <= 0:
+		return p.nowNs
+	case !lj.leaving:
+		return min(p.nowNs+int64(p.opt.PreemptGrace), p.liveEnd(lj.job))
+	}
+	return p.liveEnd(lj.job)
 }
 
 // cheapestGang picks the gang among nodes that preemption can free: by the

@@ -31,11 +31,12 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 //	                            exclusive switches=N[@SECONDS] segment=K
 //	                            faults=HOSTLIST (earlier attempts found them at fault)]
 //	node-state           input: NAME STATE
-//	schedule [at=SECONDS] [commit] [depth=N]
+//	schedule [at=SECONDS] [commit] [depth=N] [preempt-grace=S] [kill-grace=S]
 //	                     prints the plan at epoch+at; commit starts the placed
 //	                     jobs then and preempts the victims (cluster.Preempt,
 //	                     naming their preemptors); depth sets
-//	                     Options.ReserveDepth
+//	                     Options.ReserveDepth, the graces Options.PreemptGrace
+//	                     and KillGrace (all three hold for later passes)
 //	finish               input: job IDs whose tasks all exit
 //	leave                input: job IDs whose tasks are all killed (a
 //	                     preempted job is requeued)
@@ -101,6 +102,13 @@ func (w *world) run(t *testing.T, d *datadriven.TestData) error {
 		}
 		if d.HasArg("depth") {
 			d.ScanArgs(t, "depth", &w.snap.Options.ReserveDepth)
+		}
+		for arg, grace := range map[string]*time.Duration{"preempt-grace": &w.snap.Options.PreemptGrace, "kill-grace": &w.snap.Options.KillGrace} {
+			if d.HasArg(arg) {
+				var secs int
+				d.ScanArgs(t, arg, &secs)
+				*grace = time.Duration(secs) * time.Second
+			}
 		}
 		plan := Schedule(w.snap, now)
 		w.out = formatPlan(w.snap, plan)

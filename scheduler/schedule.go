@@ -117,10 +117,12 @@ func (p *pass) place(plan *Plan, j *cluster.Job, nodes []int32, r *request, end 
 // delay a reservation.
 func (p *pass) block(plan *Plan, j *cluster.Job, cs *candSet, r *request, dur time.Duration, byResv bool) {
 	info := p.blockedAs(j, byResv)
-	if !byResv && p.preempt(plan, j, cs, r, endOf(p.nowNs, dur)) {
-		info.ExpectedStart = p.now // once the victims are requeued
-		plan.Pending[j.ID] = info
-		return
+	if !byResv {
+		if start, nodes, ok := p.preempt(plan, j, cs, r, endOf(p.nowNs, dur)); ok {
+			info.ExpectedStart, info.SchedNodes = time.Unix(0, start).UTC(), p.names(nodes) // once the victims have left
+			plan.Pending[j.ID] = info
+			return
+		}
 	}
 	if p.reserved < p.opt.ReserveDepth {
 		p.reserved++

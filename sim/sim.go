@@ -173,6 +173,7 @@ func withDefaults(cfg Config) Config {
 		cfg.PreemptGrace = DefaultPreemptGrace
 	}
 	cfg.PreemptGrace = max(cfg.PreemptGrace, 0)
+	cfg.Options.PreemptGrace = cfg.PreemptGrace // victims are requeued when it ends
 	if cfg.Repair <= 0 {
 		cfg.Repair = DefaultRepair
 	}
