@@ -26,6 +26,7 @@ var scancelOptions = []getopt.Option{
 	{Long: "batch", Short: 'b', Usage: "with --signal: to the batch script alone"},
 	{Long: "full", Short: 'f', Usage: "with --signal: to every process, the batch script included"},
 	{Long: "verbose", Short: 'v', Usage: "say which jobs are cancelled, and which are unknown or ended"},
+	versionOption,
 }
 
 // cancelFilter is what scancel's options say of the jobs to cancel.
@@ -54,6 +55,9 @@ func (k *commands) scancel() *ucli.Command {
 }
 
 func (k *commands) runScancel(c *ucli.Context, args []string) error {
+	if versionAsked(scancelOptions, args, getopt.Permute) {
+		return k.printVersion()
+	}
 	vals, operands, err := getopt.Parse(scancelOptions, args, getopt.Permute)
 	if err != nil {
 		return err
