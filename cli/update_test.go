@@ -116,3 +116,33 @@ func TestPartitionUpdateRequest(t *testing.T) {
 		}
 	}
 }
+
+// An error of scontrol update names the key as Slurm spells it, whatever
+// case it was written in: "maxtime=abc: invalid time limit" named MaxTime=
+// in lower case, as updateFields stores it.
+func TestUpdateErrorsNameKeysAsSlurm(t *testing.T) {
+	for args, want := range map[string]string{
+		"PartitionName=gpu MaxTime=abc":          `MaxTime=abc: invalid time limit "abc"`,
+		"PartitionName=gpu maxtime=abc":          `MaxTime=abc: invalid time limit "abc"`,
+		"PartitionName=gpu DEFAULTTIME=x":        `DefaultTime=x: invalid time limit "x"`,
+		"PartitionName=gpu maxnodes=x":           "MaxNodes=x: give a count, 0 or more",
+		"PartitionName=gpu MinNodes=-1":          "MinNodes=-1: give a count, 0 or more",
+		"PartitionName=gpu prioritytier=-1":      "PriorityTier=-1: give a count, 0 or more",
+		"PartitionName=gpu nodename=gpu001":      "update PartitionName=gpu: NodeName= is not a partition's: ",
+		"JobId=1 maxtime=5":                      "update: MaxTime= is a partition's (PartitionName=P MaxTime=...): ",
+		"JobId=1 jobname=":                       "update: jobname needs a value (JobName=...)",
+		"JobId=1 name=":                          "update: name needs a value (JobName=...)",
+		"NodeName=gpu001 state=DRAIN STATE=DOWN": "update: State is given twice",
+		"JobId=1 nodecnt=2 NumNodes=3":           "update: NumNodes is given twice",
+	} {
+		f, err := updateFields(strings.Fields(args))
+		if err == nil && f["partitionname"] != "" {
+			_, err = partitionUpdate(f)
+		} else if err == nil {
+			_, _, err = updateRequest(strings.Fields(args))
+		}
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("update %s: %v; want %q...", args, err, want)
+		}
+	}
+}
