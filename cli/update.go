@@ -190,7 +190,9 @@ func jobUpdate(f map[string]string) (*jobChange, error) {
 }
 
 // timeLimitField reads TimeLimit=: a limit, or +LIMIT / -LIMIT to add to
-// or take from the job's own, as Slurm's scontrol reads it.
+// or take from the job's own, as Slurm's scontrol reads it. As there, 0 is
+// a limit of zero (a running job times out), not none as sbatch --time=0
+// is: none is UNLIMITED.
 func timeLimitField(tl string, req *phalanxv1.UpdateJobRequest) error {
 	sign := int64(0)
 	switch {
@@ -207,6 +209,10 @@ func timeLimitField(tl string, req *phalanxv1.UpdateJobRequest) error {
 		return fmt.Errorf("TimeLimit=%s: %w", tl, err)
 	}
 	secs := int64(d / time.Second)
+	if sign == 0 && secs == 0 && !unlimited(tl) { // 0, 0:00, ...: a limit of zero, as Slurm's scontrol reads it
+		req.TimeLimitZero = true
+		return nil
+	}
 	if sign == 0 {
 		req.TimeLimitSeconds = &secs
 		return nil
@@ -266,4 +272,11 @@ func jobRequestFields(f map[string]string, req *phalanxv1.UpdateJobRequest) erro
 		req.ArrayTaskThrottle = &n32
 	}
 	return nil
+}
+
+// unlimited reports whether a time limit is Slurm's word for none
+// (UNLIMITED, INFINITE) rather than a length.
+func unlimited(v string) bool {
+	v = strings.TrimSpace(v)
+	return strings.EqualFold(v, "UNLIMITED") || strings.EqualFold(v, "INFINITE")
 }

@@ -33,6 +33,18 @@ func TestUpdateArguments(t *testing.T) {
 	if _, job, err := updateRequest([]string{"JobId=7", "TimeLimit=UNLIMITED"}); err != nil || job.req.TimeLimitSeconds == nil || *job.req.TimeLimitSeconds != 0 {
 		t.Errorf("TimeLimit=UNLIMITED: %v, %v; want 0 (no limit)", job, err)
 	}
+	// 0 is a limit of zero, as Slurm's scontrol reads it (sbatch's --time=0
+	// is none); it was sent as no limit. UNLIMITED and INFINITE are none.
+	for _, v := range []string{"0", "0:00", "00:00:00", "0-0"} {
+		if _, job, err := updateRequest([]string{"JobId=7", "TimeLimit=" + v}); err != nil || !job.req.TimeLimitZero || job.req.TimeLimitSeconds != nil {
+			t.Errorf("TimeLimit=%s: %v, %v; want a limit of zero", v, job, err)
+		}
+	}
+	for _, v := range []string{"INFINITE", "unlimited"} {
+		if _, job, err := updateRequest([]string{"JobId=7", "TimeLimit=" + v}); err != nil || job.req.TimeLimitZero || job.req.TimeLimitSeconds == nil || *job.req.TimeLimitSeconds != 0 {
+			t.Errorf("TimeLimit=%s: %v, %v; want no limit", v, job, err)
+		}
+	}
 	_, job, err = updateRequest([]string{"JobId=7", "Partition=debug", "NumNodes=2-4", "Dependency=afterok:5:6", "Nice=10", "QOS=low", "Priority=900"})
 	if err != nil || job.req.GetPartition() != "debug" || job.req.GetNodes() != 2 || job.req.GetDependency() != "afterok:5:6" ||
 		job.req.GetNice() != 10 || job.req.GetQos() != "low" || job.req.GetPriority() != 900 {

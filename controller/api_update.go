@@ -272,6 +272,9 @@ func (s *Server) newHold(ctx context.Context, j *cluster.Job, req phalanxv1.Hold
 // requestedLimit is the limit an update asks for, in seconds: as given, or
 // the job's own moved by a change (TimeLimit=+30); nil: none asked.
 func requestedLimit(j *cluster.Job, req *phalanxv1.UpdateJobRequest) (*int64, error) {
+	if req.TimeLimitZero {
+		return zeroLimit(j, req)
+	}
 	if req.TimeLimitChangeSeconds == nil {
 		return req.TimeLimitSeconds, nil
 	}
@@ -288,6 +291,21 @@ func requestedLimit(j *cluster.Job, req *phalanxv1.UpdateJobRequest) (*int64, er
 			j.ID, cluster.FormatLimit(j.TimeLimit), cluster.FormatLimit(time.Duration(-change)*time.Second))
 	}
 	return &secs, nil
+}
+
+// zeroLimit is scontrol update TimeLimit=0 as Slurm's scontrol reads it: a
+// limit of zero, which a running job has passed (it ends TIMEOUT at once);
+// one second, the least Phalanx records (0 is none). A pending job would
+// end the moment it started: that is refused.
+func zeroLimit(j *cluster.Job, req *phalanxv1.UpdateJobRequest) (*int64, error) {
+	switch {
+	case req.TimeLimitSeconds != nil || req.TimeLimitChangeSeconds != nil:
+		return nil, cluster.Errorf(cluster.ErrInvalid, "give one time limit: a limit of zero, another limit, or a change")
+	case j.State == cluster.JobPending:
+		return nil, cluster.Errorf(cluster.ErrInvalid, "TimeLimit=0: job %d is pending, and a limit of zero (Slurm's scontrol TimeLimit=0; sbatch --time=0 is none) would end it TIMEOUT the moment it started: give a limit, TimeLimit=UNLIMITED for none, or scancel it", j.ID)
+	}
+	one := int64(1)
+	return &one, nil
 }
 
 // newTimeLimit checks a new time limit for job j (seconds; 0 lifts it),
