@@ -153,6 +153,12 @@ func (k *commands) runSrun(c *ucli.Context, args []string) error {
 	if versionAsked(srunOptions(), args, getopt.StopAtOperand) {
 		return k.printVersion()
 	}
+	if list, err := mpiAsked(args); err != nil || list {
+		if list {
+			fmt.Fprint(k.sys.Stdout, "MPI plugin types are...\n\tnone\n")
+		}
+		return err
+	}
 	if st, ok, err := parseSrunStep(args); err != nil || ok {
 		if err != nil {
 			return err
