@@ -204,7 +204,7 @@ func (k *commands) showNodes(c *ucli.Context, list string, flags scontrolFlags) 
 	if list != "" {
 		var err error
 		if names, err = hostlist.Expand(list); err != nil {
-			return fmt.Errorf("%w: write a node name or a hostlist such as gpu[001-004],gpu010", err)
+			return hostlistError(err)
 		}
 	}
 	cn, err := k.dial(c)

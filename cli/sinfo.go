@@ -73,7 +73,7 @@ func parseSinfo(args []string) (*sinfoQuery, error) {
 		case "nodes":
 			names, err := hostlist.Expand(v.Value)
 			if err != nil {
-				return nil, fmt.Errorf("--nodes=%s: %v", v.Value, err)
+				return nil, fmt.Errorf("--nodes=%s: %w", v.Value, hostlistError(err))
 			}
 			q.nodes = append(q.nodes, names...)
 		case "partition":

@@ -62,7 +62,7 @@ func parseSrunStep(args []string) (st *srunStep, ok bool, err error) {
 			}
 		case "nodelist":
 			if st.nodes, err = hostlist.Expand(v.Value); err != nil {
-				return nil, true, fmt.Errorf("--nodelist=%s: %v", v.Value, err)
+				return nil, true, fmt.Errorf("--nodelist=%s: %w", v.Value, hostlistError(err))
 			}
 		case "nodes":
 			if st.count, err = strconv.Atoi(v.Value); err != nil || st.count < 1 {

@@ -152,7 +152,7 @@ func nodeUpdate(f map[string]string) (*phalanxv1.UpdateNodeRequest, error) {
 	}
 	names, err := hostlist.Expand(f["nodename"])
 	if err != nil {
-		return nil, fmt.Errorf("NodeName=%s: %w", f["nodename"], err)
+		return nil, fmt.Errorf("NodeName=%s: %w", f["nodename"], hostlistError(err))
 	}
 	return &phalanxv1.UpdateNodeRequest{Names: names, State: strings.ToUpper(f["state"]), Reason: f["reason"]}, nil
 }
