@@ -343,3 +343,30 @@ func TestScontrolJobListErrors(t *testing.T) {
 		}
 	}
 }
+
+// scancel -v words a signal and a step as Slurm 22.05's scancel does
+// ("Signal %u to job %s", "Terminating step %s"): it said "Terminating
+// job 42" of a --signal, which terminates nothing.
+func TestScancelVerboseSaysSignalAndStep(t *testing.T) {
+	addr := serveFake(t, cancelsAll{})
+	for _, tc := range []struct{ args, want string }{
+		{"scancel -v -s USR1 30", "scancel: Signal 10 to job 30\n"},
+		{"scancel -v --signal=9 30", "scancel: Signal 9 to job 30\n"},
+		{"scancel -v 30.0", "scancel: Terminating step 30.0\n"},
+		{"scancel -v -s TERM 30.1", "scancel: Signal 15 to step 30.1\n"},
+		{"scancel -v 30", "scancel: Terminating job 30\n"},
+	} {
+		if code, _, stderr := runOut(t, addr, strings.Fields(tc.args)...); code != 0 || stderr != tc.want {
+			t.Errorf("%s: code %d, stderr %q; want 0, %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// cancelsAll cancels, or signals, every job it is asked to.
+type cancelsAll struct {
+	phalanxv1.UnimplementedControllerServiceServer
+}
+
+func (cancelsAll) CancelJob(_ context.Context, req *phalanxv1.CancelJobRequest) (*phalanxv1.CancelJobResponse, error) {
+	return &phalanxv1.CancelJobResponse{Cancelled: req.JobIds}, nil
+}
