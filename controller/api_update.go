@@ -329,7 +329,7 @@ func (s *Server) newTimeLimit(ctx context.Context, j *cluster.Job, secs int64, p
 			id, j.ID, cluster.FormatLimit(j.TimeLimit))
 	}
 	if part := s.partition(partition); part != nil && part.MaxTime > 0 && (limit == 0 || limit > part.MaxTime) {
-		return 0, cluster.Errorf(cluster.ErrInvalid, "time limit %s exceeds partition %s's MaxTime %s",
+		return 0, cluster.Errorf(cluster.ErrInvalid, "time limit %s exceeds partition %s's MaxTime %s: give at most %[3]s, or another partition with it (Partition=)",
 			cluster.FormatLimit(limit), part.Name, cluster.FormatLimit(part.MaxTime))
 	}
 	return limit, nil
