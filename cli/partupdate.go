@@ -27,6 +27,9 @@ func partitionUpdate(f map[string]string) (*phalanxv1.UpdatePartitionRequest, er
 	}
 	if v, ok := f["state"]; ok {
 		st := strings.ToUpper(v)
+		if !slices.Contains([]string{"UP", "DOWN", "DRAIN", "INACTIVE"}, st) { // named as written
+			return nil, fmt.Errorf("State=%s: a partition's state is UP, DOWN, DRAIN or INACTIVE", v)
+		}
 		req.State = &st
 	}
 	for _, d := range []struct {

@@ -147,14 +147,19 @@ func nodeUpdate(f map[string]string) (*phalanxv1.UpdateNodeRequest, error) {
 			return nil, fmt.Errorf("%s= updates a job, not nodes: %s", k, updateUsage)
 		}
 	}
-	if f["state"] == "" {
+	state := strings.ToUpper(f["state"])
+	switch state {
+	case "DRAIN", "RESUME", "UNDRAIN", "DOWN":
+	case "":
 		return nil, fmt.Errorf("update NodeName=%s needs a State=DRAIN|RESUME|UNDRAIN|DOWN", f["nodename"])
+	default: // named as written (the controller, which checks it too, sees it in upper case)
+		return nil, fmt.Errorf("State=%s: a node's state is DRAIN, RESUME, UNDRAIN or DOWN", f["state"])
 	}
 	names, err := hostlist.Expand(f["nodename"])
 	if err != nil {
 		return nil, fmt.Errorf("NodeName=%s: %w", f["nodename"], hostlistError(err))
 	}
-	return &phalanxv1.UpdateNodeRequest{Names: names, State: strings.ToUpper(f["state"]), Reason: f["reason"]}, nil
+	return &phalanxv1.UpdateNodeRequest{Names: names, State: state, Reason: f["reason"]}, nil
 }
 
 func jobUpdate(f map[string]string) (*jobChange, error) {

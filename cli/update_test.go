@@ -158,3 +158,25 @@ func TestUpdateErrorsNameKeysAsSlurm(t *testing.T) {
 		}
 	}
 }
+
+// A state scontrol update does not know is named as the user wrote it:
+// "State=bogus" was echoed "State=BOGUS" (partition) and `node state
+// "BOGUS"`, the value as phx sent it.
+func TestUpdateStatesNamedAsWritten(t *testing.T) {
+	for args, want := range map[string]string{
+		"NodeName=gpu001 State=bogus":        "State=bogus: a node's state is DRAIN, RESUME, UNDRAIN or DOWN",
+		"NodeName=gpu001 state=Idle":         "State=Idle: a node's state is DRAIN, RESUME, UNDRAIN or DOWN",
+		"PartitionName=gpu State=bogus":      "State=bogus: a partition's state is UP, DOWN, DRAIN or INACTIVE",
+		"PartitionName=gpu STATE=Maintained": "State=Maintained: a partition's state is UP, DOWN, DRAIN or INACTIVE",
+	} {
+		f, err := updateFields(strings.Fields(args))
+		if err == nil && f["partitionname"] != "" {
+			_, err = partitionUpdate(f)
+		} else if err == nil {
+			_, _, err = updateRequest(strings.Fields(args))
+		}
+		if err == nil || err.Error() != want {
+			t.Errorf("update %s: %v; want %q", args, err, want)
+		}
+	}
+}
