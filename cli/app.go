@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
-	"runtime/debug"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -231,41 +230,4 @@ func slurmCommand(name, usage string, run func(c *ucli.Context, args []string) e
 			return &cmdError{cmd: name, err: err}
 		},
 	}
-}
-
-// commit is the commit phx was built from, when the build says (make
-// build sets it with -ldflags -X).
-var commit string
-
-// Version is what phx --version prints after "phx version": the module's
-// version ("(devel)" for a build from a checkout) and the commit it was
-// built from (the build's word, else what the Go toolchain recorded, with
-// "+dirty" for uncommitted changes).
-func Version() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := info.Main.Version
-	var rev, dirty string
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "+dirty"
-			}
-		}
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	if commit != "" {
-		rev, dirty = commit, ""
-	}
-	if rev != "" {
-		v += " " + rev + dirty
-	}
-	return v
 }

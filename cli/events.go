@@ -55,7 +55,7 @@ func parseEvents(args []string, now time.Time, loc *time.Location) (*eventsQuery
 		case "node":
 			names, err := hostlist.Expand(v.Value)
 			if err != nil {
-				return nil, fmt.Errorf("--node=%s: %w", v.Value, err)
+				return nil, fmt.Errorf("--node=%s: %w", v.Value, hostlistError(err))
 			}
 			q.req.Nodes = append(q.req.Nodes, names...)
 		case "job":

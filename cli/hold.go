@@ -115,11 +115,11 @@ func (k *commands) onJobs(c *ucli.Context, verb string, args []string, act func(
 // jobListArgs reads the JOBID[,JOBID...] arguments of scontrol VERB.
 func jobListArgs(verb string, args []string) ([]jobRef, error) {
 	refs, err := parseJobRefs(args...)
-	if err == nil && len(refs) == 0 {
-		err = errors.New("no job ID given")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w: write scontrol %s JOBID[,JOBID...]", verb, err, verb)
+	switch {
+	case err != nil: // it says how to write one
+		return nil, fmt.Errorf("%s: %w", verb, err)
+	case len(refs) == 0:
+		return nil, fmt.Errorf("%s: no job ID given: write scontrol %s JOBID[,JOBID...]", verb, verb)
 	}
 	return refs, nil
 }

@@ -36,7 +36,7 @@ func (k *commands) showHostnames(list string) error {
 	}
 	names, err := hostlist.Expand(list)
 	if err != nil {
-		return err // it names the list
+		return hostlistError(err) // it names the list
 	}
 	for _, n := range names {
 		fmt.Fprintln(k.sys.Stdout, n)
@@ -56,7 +56,7 @@ func (k *commands) showHostlist(list string, sorted bool) error {
 	}
 	names, err := hostlist.Expand(list)
 	if err != nil {
-		return err // it names the list
+		return hostlistError(err) // it names the list
 	}
 	if sorted {
 		fmt.Fprintln(k.sys.Stdout, hostlist.Compress(names))
@@ -81,4 +81,9 @@ func (k *commands) hostFile(list string) (string, error) {
 		return "", fmt.Errorf("host list file %s names no host", list)
 	}
 	return strings.Join(names, ","), nil
+}
+
+// hostlistError says how to write the node names a hostlist error is about.
+func hostlistError(err error) error {
+	return fmt.Errorf("%w: write a node name or a hostlist such as gpu[001-004],gpu010", err)
 }

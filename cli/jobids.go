@@ -119,7 +119,7 @@ func parseJobRef(s string) (jobRef, error) {
 	base, idx, isTask := strings.Cut(s, "_")
 	id, err := strconv.ParseUint(base, 10, 64)
 	if err != nil || id == 0 {
-		return jobRef{}, fmt.Errorf("invalid job id %q", s)
+		return jobRef{}, fmt.Errorf("invalid job id %q: write JOBID (a number), ARRAYID_TASKID or ARRAYID_[LIST]", s)
 	}
 	if !isTask {
 		return jobRef{id: id}, nil

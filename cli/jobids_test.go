@@ -306,3 +306,67 @@ func TestScancelReportsEachInvalidID(t *testing.T) {
 		t.Errorf("sent %s", got)
 	}
 }
+
+// A job ID or a hostlist that does not parse is one line that says how to
+// write one, whichever command reads it: squeue -j abc said only `invalid
+// job id "abc"`, sinfo -n and scontrol update NodeName= only the hostlist's
+// fault.
+func TestBadIDsAndHostlistsSayHowToWriteThem(t *testing.T) {
+	addr := closedAddr(t) // refused before any call
+	for _, tc := range []struct{ args, want string }{
+		{"squeue -j abc", `squeue: error: invalid job id "abc": write JOBID (a number), ARRAYID_TASKID or ARRAYID_[LIST]`},
+		{"scancel abc", `scancel: error: invalid job id "abc": write JOBID (a number), ARRAYID_TASKID or ARRAYID_[LIST]`},
+		{"logs x", `logs: error: invalid job id "x": write JOBID or ARRAYID_INDEX`},
+		{"sinfo -n gpu[2-1]", `sinfo: error: --nodes=gpu[2-1]: hostlist "gpu[2-1]": reversed range "2-1": write a node name or a hostlist such as gpu[001-004],gpu010`},
+		{"scontrol update NodeName=gpu[2-1] State=DRAIN Reason=x", `scontrol: error: NodeName=gpu[2-1]: hostlist "gpu[2-1]": reversed range "2-1": write a node name or a hostlist such as gpu[001-004],gpu010`},
+		{"scontrol show hostnames gpu[1", `scontrol: error: hostlist "gpu[1": unclosed '[': write a node name or a hostlist such as gpu[001-004],gpu010`},
+		{"events --node gpu[x]", `events: error: --node=gpu[x]: hostlist "gpu[x]": "x" is not a number: write a node name or a hostlist such as gpu[001-004],gpu010`},
+		{"srun --jobid=4 -w gpu[2-1] true", `srun: error: --nodelist=gpu[2-1]: hostlist "gpu[2-1]": reversed range "2-1": write a node name or a hostlist such as gpu[001-004],gpu010`},
+	} {
+		code, stdout, stderr := runOut(t, addr, strings.Fields(tc.args)...)
+		if code != 1 || stdout != "" || stderr != tc.want+"\n" {
+			t.Errorf("phx %s: code %d, stdout %q, stderr %q\nwant 1, %q", tc.args, code, stdout, stderr, tc.want)
+		}
+	}
+}
+
+// scontrol hold, top, requeue...: the ID's own hint, once.
+func TestScontrolJobListErrors(t *testing.T) {
+	addr := closedAddr(t)
+	for args, want := range map[string]string{
+		"scontrol hold abc":    `scontrol: error: hold: invalid job id "abc": write JOBID (a number), ARRAYID_TASKID or ARRAYID_[LIST]`,
+		"scontrol requeue 4_x": `scontrol: error: requeue: invalid job id "4_x": write ARRAYID_INDEX or ARRAYID_[LIST]`,
+		"scontrol top":         `scontrol: error: top: no job ID given: write scontrol top JOBID[,JOBID...]`,
+	} {
+		if code, _, stderr := runOut(t, addr, strings.Fields(args)...); code != 1 || stderr != want+"\n" {
+			t.Errorf("phx %s: code %d, stderr %q\nwant %q", args, code, stderr, want)
+		}
+	}
+}
+
+// scancel -v words a signal and a step as Slurm 22.05's scancel does
+// ("Signal %u to job %s", "Terminating step %s"): it said "Terminating
+// job 42" of a --signal, which terminates nothing.
+func TestScancelVerboseSaysSignalAndStep(t *testing.T) {
+	addr := serveFake(t, cancelsAll{})
+	for _, tc := range []struct{ args, want string }{
+		{"scancel -v -s USR1 30", "scancel: Signal 10 to job 30\n"},
+		{"scancel -v --signal=9 30", "scancel: Signal 9 to job 30\n"},
+		{"scancel -v 30.0", "scancel: Terminating step 30.0\n"},
+		{"scancel -v -s TERM 30.1", "scancel: Signal 15 to step 30.1\n"},
+		{"scancel -v 30", "scancel: Terminating job 30\n"},
+	} {
+		if code, _, stderr := runOut(t, addr, strings.Fields(tc.args)...); code != 0 || stderr != tc.want {
+			t.Errorf("%s: code %d, stderr %q; want 0, %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// cancelsAll cancels, or signals, every job it is asked to.
+type cancelsAll struct {
+	phalanxv1.UnimplementedControllerServiceServer
+}
+
+func (cancelsAll) CancelJob(_ context.Context, req *phalanxv1.CancelJobRequest) (*phalanxv1.CancelJobResponse, error) {
+	return &phalanxv1.CancelJobResponse{Cancelled: req.JobIds}, nil
+}

@@ -73,7 +73,7 @@ func parseLogs(args []string) (*logsQuery, error) {
 	base, index, isTask := strings.Cut(operands[0], "_") // a task of an array: 40_3
 	id, err := strconv.ParseUint(base, 10, 64)
 	if err != nil || id == 0 {
-		return nil, fmt.Errorf("invalid job id %q", operands[0])
+		return nil, fmt.Errorf("invalid job id %q: write JOBID or ARRAYID_INDEX", operands[0])
 	}
 	if isTask {
 		i, err := strconv.ParseInt(index, 10, 32)

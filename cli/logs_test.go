@@ -16,7 +16,7 @@ func TestParseLogs(t *testing.T) {
 		{[]string{"--tail", "1", "42"}, "job=42 task=0 follow=false err=false offset=-1"},
 		{[]string{}, "give one job ID: phx logs [-f] JOBID [--task N] [--err]"},
 		{[]string{"1", "2"}, "give one job ID: phx logs [-f] JOBID [--task N] [--err]"},
-		{[]string{"x"}, `invalid job id "x"`},
+		{[]string{"x"}, `invalid job id "x": write JOBID or ARRAYID_INDEX`},
 		{[]string{"40_x"}, `invalid job id "40_x": write JOBID or ARRAYID_INDEX`},
 		{[]string{"42", "--task=-1"}, "--task=-1: give a task number, 0 or more"},
 		{[]string{"42", "--tail=0"}, "--tail=0: want a positive size such as 4096, 64K or 1M"},

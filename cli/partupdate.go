@@ -22,11 +22,14 @@ func partitionUpdate(f map[string]string) (*phalanxv1.UpdatePartitionRequest, er
 	req := &phalanxv1.UpdatePartitionRequest{Name: f["partitionname"]}
 	for k := range f {
 		if !slices.Contains(partitionKeys, k) {
-			return nil, fmt.Errorf("update PartitionName=%s: %s= is not a partition's: %s", req.Name, k, updateUsage)
+			return nil, fmt.Errorf("update PartitionName=%s: %s= is not a partition's: %s", req.Name, keyName(k), updateUsage)
 		}
 	}
 	if v, ok := f["state"]; ok {
 		st := strings.ToUpper(v)
+		if !slices.Contains([]string{"UP", "DOWN", "DRAIN", "INACTIVE"}, st) { // named as written
+			return nil, fmt.Errorf("State=%s: a partition's state is UP, DOWN, DRAIN or INACTIVE", v)
+		}
 		req.State = &st
 	}
 	for _, d := range []struct {
@@ -39,7 +42,7 @@ func partitionUpdate(f map[string]string) (*phalanxv1.UpdatePartitionRequest, er
 		}
 		t, err := cluster.ParseDuration(v)
 		if err != nil {
-			return nil, fmt.Errorf("%s=%s: %w", d.key, v, err)
+			return nil, fmt.Errorf("%s=%s: %w", keyName(d.key), v, err)
 		}
 		secs := int64(t / time.Second)
 		*d.set = &secs
@@ -57,7 +60,7 @@ func partitionUpdate(f map[string]string) (*phalanxv1.UpdatePartitionRequest, er
 		}
 		x, err := strconv.ParseInt(v, 10, 32)
 		if err != nil || x < 0 {
-			return nil, fmt.Errorf("%s=%s: give a count, 0 or more", n.key, v)
+			return nil, fmt.Errorf("%s=%s: give a count, 0 or more", keyName(n.key), v)
 		}
 		x32 := int32(x)
 		*n.set = &x32

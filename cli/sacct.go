@@ -34,6 +34,7 @@ var sacctOptions = []getopt.Option{
 	{Long: "state", Short: 's', HasArg: true, Usage: "comma-separated states the jobs were in during the window (CD,F,CA,TO,NF,PR,RQ,DL,PD,R or long names)"},
 	{Long: "uid", HasArg: true, Usage: "the same as --user"},
 	{Long: "user", Short: 'u', HasArg: true, Usage: "comma-separated user names or UIDs (default: yours; root: everyone's)"},
+	versionOption,
 }
 
 // sacctTimes is the help's note on -S and -E.
@@ -291,6 +292,9 @@ func (q *sacctQuery) window(now time.Time, loc *time.Location) (start, end time.
 }
 
 func (k *commands) runSacct(c *ucli.Context, args []string) error {
+	if versionAsked(sacctOptions, args, getopt.Permute) {
+		return k.printVersion()
+	}
 	q, err := parseSacct(args, k.sys.Getenv("SACCT_FORMAT"))
 	switch {
 	case err != nil:

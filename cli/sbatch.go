@@ -33,6 +33,9 @@ func (k *commands) runSbatch(c *ucli.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if req.Version {
+		return k.printVersion()
+	}
 	if req.Help {
 		fmt.Fprintf(k.sys.Stdout, "Usage: sbatch [OPTIONS] script [args...]\n       sbatch [OPTIONS] --wrap=\"command\"\n\n%s", getopt.Usage(sbatch.Options))
 		return nil

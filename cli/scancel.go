@@ -26,6 +26,7 @@ var scancelOptions = []getopt.Option{
 	{Long: "batch", Short: 'b', Usage: "with --signal: to the batch script alone"},
 	{Long: "full", Short: 'f', Usage: "with --signal: to every process, the batch script included"},
 	{Long: "verbose", Short: 'v', Usage: "say which jobs are cancelled, and which are unknown or ended"},
+	versionOption,
 }
 
 // cancelFilter is what scancel's options say of the jobs to cancel.
@@ -44,6 +45,20 @@ func (f cancelFilter) quiet(r jobRef) bool {
 	return f.signal == 0 && r.step == nil
 }
 
+// verboseLine is what Slurm's scancel -v says as it acts on r: "Terminating
+// job 42" for a cancel, "Signal 10 to job 42" for --signal, "step" for a
+// step's.
+func (f cancelFilter) verboseLine(r jobRef) string {
+	what := "job"
+	if r.step != nil {
+		what = "step"
+	}
+	if f.signal != 0 {
+		return fmt.Sprintf("scancel: Signal %d to %s %s", f.signal, what, r)
+	}
+	return fmt.Sprintf("scancel: Terminating %s %s", what, r)
+}
+
 func (f cancelFilter) request(ids ...uint64) *phalanxv1.CancelJobRequest {
 	return &phalanxv1.CancelJobRequest{JobIds: ids, User: f.user, Name: f.name, States: f.states,
 		Partitions: f.partitions, RequestId: newRequestID(), Signal: f.signal, SignalScope: f.scope}
@@ -54,6 +69,9 @@ func (k *commands) scancel() *ucli.Command {
 }
 
 func (k *commands) runScancel(c *ucli.Context, args []string) error {
+	if versionAsked(scancelOptions, args, getopt.Permute) {
+		return k.printVersion()
+	}
 	vals, operands, err := getopt.Parse(scancelOptions, args, getopt.Permute)
 	if err != nil {
 		return err
@@ -126,7 +144,7 @@ func (k *commands) runScancel(c *ucli.Context, args []string) error {
 		})
 		if err == nil && f.verbose { // the jobs the filters found, as Slurm's -v says them
 			for _, id := range resp.GetCancelled() {
-				fmt.Fprintf(k.sys.Stderr, "scancel: Terminating job %d\n", id)
+				fmt.Fprintln(k.sys.Stderr, f.verboseLine(jobRef{id: id}))
 			}
 		}
 		return err
@@ -160,7 +178,7 @@ func cancelEach(ctx context.Context, cn *conn, refs []jobRef, f cancelFilter, st
 	for _, r := range refs {
 		req, name := f.request(r.id), r.String()
 		if f.verbose {
-			fmt.Fprintf(stderr, "scancel: Terminating job %s\n", name)
+			fmt.Fprintln(stderr, f.verboseLine(r))
 		}
 		if r.tasks != nil {
 			named, missing := r.pick(listed)

@@ -31,6 +31,7 @@ const scontrolUsage = `Usage: scontrol show job [JOBID] | node [NAMES] | partiti
        scontrol hold|uhold|release JOBID[,JOBID...]
        scontrol requeue JOBID[,JOBID...]
        scontrol top JOBID[,JOBID...]
+       scontrol version
 A JOBID is a job's ID, a job array's (all its tasks), ARRAYID_TASKID or ARRAYID_[LIST].`
 
 func (k *commands) scontrol() *ucli.Command {
@@ -38,6 +39,9 @@ func (k *commands) scontrol() *ucli.Command {
 }
 
 func (k *commands) runScontrol(c *ucli.Context, args []string) error {
+	if versionAsked(scontrolOptions, args, getopt.Permute) {
+		return k.printVersion()
+	}
 	flags, args, err := parseScontrol(args)
 	if err != nil {
 		return err
@@ -72,8 +76,13 @@ func (k *commands) runScontrol(c *ucli.Context, args []string) error {
 		return k.top(c, args[1:])
 	case "reconfigure":
 		return k.reconfigure(c, args[1:], flags.quiet)
+	case "version":
+		if len(args) > 1 {
+			return errors.New("scontrol version takes no arguments")
+		}
+		return k.printVersion()
 	}
-	return fmt.Errorf("invalid command %q: phx supports scontrol show, ping, raft, backup, restore, token, update, hold, uhold, release, requeue, top and reconfigure (scontrol --help)", args[0])
+	return fmt.Errorf("invalid command %q: phx supports scontrol show, ping, raft, backup, restore, token, update, hold, uhold, release, requeue, top, reconfigure and version (scontrol --help)", args[0])
 }
 
 func (k *commands) runShow(c *ucli.Context, args []string, flags scontrolFlags) error {
@@ -195,7 +204,7 @@ func (k *commands) showNodes(c *ucli.Context, list string, flags scontrolFlags) 
 	if list != "" {
 		var err error
 		if names, err = hostlist.Expand(list); err != nil {
-			return fmt.Errorf("%w: write a node name or a hostlist such as gpu[001-004],gpu010", err)
+			return hostlistError(err)
 		}
 	}
 	cn, err := k.dial(c)

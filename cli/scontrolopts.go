@@ -21,6 +21,7 @@ var scontrolOptions = []getopt.Option{
 	{Long: "uid", Short: 'u', HasArg: true, Usage: "refused: the caller's identity is the one authenticated"},
 	{Long: "json", Usage: "refused: not supported"},
 	{Long: "yaml", Usage: "refused: not supported"},
+	versionOption,
 }
 
 // scontrolFlags are the options of one scontrol command line.

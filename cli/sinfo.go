@@ -27,6 +27,7 @@ var sinfoOptions = []getopt.Option{
 	{Long: "partition", Short: 'p', HasArg: true, Usage: "comma-separated partitions"},
 	{Long: "summarize", Short: 's', Usage: "one line per partition: nodes allocated/idle/other/total"},
 	{Long: "states", Short: 't', HasArg: true, Usage: "only nodes in these states: idle, mix, alloc, comp, drain, drng, down, inval (or long names), comma-separated"},
+	versionOption,
 }
 
 func (k *commands) sinfo() *ucli.Command {
@@ -72,7 +73,7 @@ func parseSinfo(args []string) (*sinfoQuery, error) {
 		case "nodes":
 			names, err := hostlist.Expand(v.Value)
 			if err != nil {
-				return nil, fmt.Errorf("--nodes=%s: %v", v.Value, err)
+				return nil, fmt.Errorf("--nodes=%s: %w", v.Value, hostlistError(err))
 			}
 			q.nodes = append(q.nodes, names...)
 		case "partition":
@@ -96,6 +97,9 @@ func parseSinfo(args []string) (*sinfoQuery, error) {
 }
 
 func (k *commands) runSinfo(c *ucli.Context, args []string) error {
+	if versionAsked(sinfoOptions, args, getopt.Permute) {
+		return k.printVersion()
+	}
 	q, err := parseSinfo(args)
 	if err != nil {
 		return err

@@ -30,6 +30,7 @@ var squeueOptions = []getopt.Option{
 	{Long: "start", Usage: "pending jobs with their expected start times, soonest first"},
 	{Long: "states", Short: 't', HasArg: true, Usage: "comma-separated states (PD,R,... or PENDING,...; all)"},
 	{Long: "user", Short: 'u', HasArg: true, Usage: "comma-separated user names"},
+	versionOption,
 }
 
 func (k *commands) squeue() *ucli.Command {
@@ -176,6 +177,9 @@ func (q *squeueQuery) setStates(list string) error {
 }
 
 func (k *commands) runSqueue(c *ucli.Context, args []string) error {
+	if versionAsked(squeueOptions, args, getopt.Permute) {
+		return k.printVersion()
+	}
 	q, err := parseSqueue(args)
 	if err != nil {
 		return err

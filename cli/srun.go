@@ -35,7 +35,7 @@ import (
 var srunPassed = []string{"account", "begin", "chdir", "comment", "constraint", "cpu-bind", "cpus-per-task", "dependency",
 	"distribution", "error", "exclude", "exclusive", "export", "gpu-bind", "gpus", "gpus-per-node", "gpus-per-task", "gres",
 	"hint", "image", "job-name", "mem", "mem-per-cpu", "mem-per-gpu", "nice", "nodelist", "nodes", "ntasks",
-	"ntasks-per-node", "output", "partition", "qos", "time", "help"}
+	"ntasks-per-node", "output", "partition", "qos", "time", "help", "version"}
 
 // srunOwn are srun's own options: passed to the srun inside the job, or
 // refused.
@@ -150,6 +150,15 @@ func findOption(long string) getopt.Option {
 }
 
 func (k *commands) runSrun(c *ucli.Context, args []string) error {
+	if versionAsked(srunOptions(), args, getopt.StopAtOperand) {
+		return k.printVersion()
+	}
+	if list, err := mpiAsked(args); err != nil || list {
+		if list {
+			fmt.Fprint(k.sys.Stdout, "MPI plugin types are...\n\tnone\n")
+		}
+		return err
+	}
 	if st, ok, err := parseSrunStep(args); err != nil || ok {
 		if err != nil {
 			return err

@@ -112,3 +112,31 @@ func TestSrunReadErrors(t *testing.T) {
 		}
 	}
 }
+
+// srun outside a job checks --mpi before it submits anything, as Slurm's
+// does: a bad type was found by the srun inside the job, which had been
+// submitted and then FAILED; --mpi=list is answered here.
+func TestSrunChecksMPIBeforeSubmitting(t *testing.T) {
+	f, addr := startFake(t)
+	for _, tc := range []struct {
+		args []string
+		typ  string
+	}{
+		{[]string{"--mpi=bogus", "true"}, "bogus"},
+		{[]string{"--jobid=42", "--mpi", "pmi3", "true"}, "pmi3"}, // a step of a running job too
+	} {
+		code, stdout, stderr := runOut(t, addr, append([]string{"srun"}, tc.args...)...)
+		if want := "srun: error: Invalid MPI type '" + tc.typ + "', --mpi=list for acceptable types\n"; code != 1 || stdout != "" || stderr != want {
+			t.Errorf("srun %q: code %d, stdout %q, stderr %q; want 1, %q", tc.args, code, stdout, stderr, want)
+		}
+	}
+	code, stdout, stderr := runOut(t, addr, "srun", "--mpi=list", "true")
+	if code != 0 || stdout != "MPI plugin types are...\n\tnone\n" || stderr != "" {
+		t.Errorf("srun --mpi=list: code %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.submits) != 0 {
+		t.Errorf("%d jobs submitted; want none", len(f.submits))
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -61,7 +62,7 @@ func parseSrunStep(args []string) (st *srunStep, ok bool, err error) {
 			}
 		case "nodelist":
 			if st.nodes, err = hostlist.Expand(v.Value); err != nil {
-				return nil, true, fmt.Errorf("--nodelist=%s: %v", v.Value, err)
+				return nil, true, fmt.Errorf("--nodelist=%s: %w", v.Value, hostlistError(err))
 			}
 		case "nodes":
 			if st.count, err = strconv.Atoi(v.Value); err != nil || st.count < 1 {
@@ -165,4 +166,24 @@ func firstNodes(j *phalanxv1.Job, named []string, count int) ([]string, error) {
 		return nil, fmt.Errorf("--nodes=%d: job %d has %d such nodes", count, j.Id, len(out))
 	}
 	return out[:count], nil
+}
+
+// mpiAsked checks srun's --mpi values before anything runs, as Slurm's
+// srun does (the srun inside the job takes the same: nodeagent/srun.sh):
+// pmix, pmix_v*, pmi2 or none; list is answered here (list true).
+func mpiAsked(args []string) (list bool, err error) {
+	vals, _, err := getopt.Parse(srunOptions(), args, getopt.StopAtOperand)
+	if err != nil {
+		return false, nil // parseSrun and parseSrunStep say why
+	}
+	for _, v := range vals {
+		switch {
+		case v.Name != "mpi", v.Value == "none", v.Value == "pmi2", v.Value == "pmix", strings.HasPrefix(v.Value, "pmix_v"):
+		case v.Value == "list":
+			return true, nil
+		default:
+			return false, fmt.Errorf("Invalid MPI type '%s', --mpi=list for acceptable types", v.Value)
+		}
+	}
+	return false, nil
 }

@@ -19,6 +19,7 @@ var sshareOptions = []getopt.Option{
 	{Long: "noheader", Short: 'n', Usage: "no header lines"},
 	{Long: "parsable", Short: 'p', Usage: "fields separated by |, with one after the last"},
 	{Long: "parsable2", Short: 'P', Usage: "fields separated by |, none after the last"},
+	versionOption,
 }
 
 func (k *commands) sshare() *ucli.Command {
@@ -60,6 +61,9 @@ func parseSshare(args []string) (*sshareView, error) {
 }
 
 func (k *commands) runSshare(c *ucli.Context, args []string) error {
+	if versionAsked(sshareOptions, args, getopt.Permute) {
+		return k.printVersion()
+	}
 	v, err := parseSshare(args)
 	if err != nil {
 		return err

@@ -19,6 +19,24 @@ import (
 
 const updateUsage = "write scontrol update NodeName=NODES State=DRAIN|RESUME|UNDRAIN|DOWN [Reason=WHY], or scontrol update JobId=JOBID[,JOBID...] [JobName=NAME] [TimeLimit=LIMIT] [Partition=P] [NumNodes=N] [Dependency=DEP] [Nice=N] [QOS=Q] [Priority=N] [ArrayTaskThrottle=N], or scontrol update PartitionName=P [State=UP|DOWN|DRAIN|INACTIVE] [MaxTime=T] [DefaultTime=T] [MaxNodes=N] [MinNodes=N] [PriorityTier=N] [Default=YES]"
 
+// updateKeys are the keys scontrol update takes, each as updateFields
+// stores it (in lower case) and as Slurm spells it: messages name a key so.
+var updateKeys = map[string]string{
+	"nodename": "NodeName", "jobid": "JobId", "partitionname": "PartitionName",
+	"state": "State", "reason": "Reason",
+	"jobname": "JobName", "timelimit": "TimeLimit", "partition": "Partition", "numnodes": "NumNodes", "dependency": "Dependency",
+	"nice": "Nice", "qos": "QOS", "priority": "Priority", "arraytaskthrottle": "ArrayTaskThrottle",
+	"maxtime": "MaxTime", "defaulttime": "DefaultTime", "maxnodes": "MaxNodes", "minnodes": "MinNodes", "prioritytier": "PriorityTier", "default": "Default",
+}
+
+// keyName is a key of updateFields' as Slurm spells it.
+func keyName(key string) string {
+	if name, ok := updateKeys[key]; ok {
+		return name
+	}
+	return key
+}
+
 // update runs `scontrol update`: KEY=VALUE pairs, in any order, naming
 // either nodes (NodeName=) or a job (JobId=), as Slurm's.
 func (k *commands) update(c *ucli.Context, args []string) error {
@@ -68,7 +86,7 @@ func updateRequest(args []string) (*phalanxv1.UpdateNodeRequest, *jobChange, err
 	}
 	for _, k := range partitionKeys[2:] { // a partition's own: MaxTime=, ...
 		if _, ok := fields[k]; ok {
-			return nil, nil, fmt.Errorf("update: %s= is a partition's (PartitionName=P %s=...): %s", k, k, updateUsage)
+			return nil, nil, fmt.Errorf("update: %s= is a partition's (PartitionName=P %s=...): %s", keyName(k), keyName(k), updateUsage)
 		}
 	}
 	switch {
@@ -99,26 +117,24 @@ func updateFields(args []string) (map[string]string, error) {
 			}
 			key, val = "timelimit", sign+val
 		}
-		switch key {
-		case "nodename", "nodes", "node":
+		switch key { // Slurm's other names
+		case "nodes", "node":
 			key = "nodename"
-		case "jobid", "job":
+		case "job":
 			key = "jobid"
-		case "numnodes", "nodecnt":
+		case "nodecnt":
 			key = "numnodes"
-		case "state", "reason", "jobname", "name", "timelimit", "partition", "dependency", "nice", "qos", "priority", "arraytaskthrottle",
-			"partitionname", "maxtime", "defaulttime", "maxnodes", "minnodes", "prioritytier", "default":
-		default:
-			return nil, fmt.Errorf("update: unknown or unsupported field %q: %s", a, updateUsage)
-		}
-		if key == "name" {
+		case "name":
 			key = "jobname"
 		}
+		if _, known := updateKeys[key]; !known {
+			return nil, fmt.Errorf("update: unknown or unsupported field %q: %s", a, updateUsage)
+		}
 		if !ok || (val == "" && key != "dependency") { // Dependency= removes it
-			return nil, fmt.Errorf("update: %s needs a value (%s=...)", strings.TrimSuffix(a, "="), key)
+			return nil, fmt.Errorf("update: %s needs a value (%s=...)", strings.TrimSuffix(a, "="), keyName(key))
 		}
 		if _, dup := fields[key]; dup {
-			return nil, fmt.Errorf("update: %s is given twice", key)
+			return nil, fmt.Errorf("update: %s is given twice", keyName(key))
 		}
 		fields[key] = val
 	}
@@ -131,14 +147,19 @@ func nodeUpdate(f map[string]string) (*phalanxv1.UpdateNodeRequest, error) {
 			return nil, fmt.Errorf("%s= updates a job, not nodes: %s", k, updateUsage)
 		}
 	}
-	if f["state"] == "" {
+	state := strings.ToUpper(f["state"])
+	switch state {
+	case "DRAIN", "RESUME", "UNDRAIN", "DOWN":
+	case "":
 		return nil, fmt.Errorf("update NodeName=%s needs a State=DRAIN|RESUME|UNDRAIN|DOWN", f["nodename"])
+	default: // named as written (the controller, which checks it too, sees it in upper case)
+		return nil, fmt.Errorf("State=%s: a node's state is DRAIN, RESUME, UNDRAIN or DOWN", f["state"])
 	}
 	names, err := hostlist.Expand(f["nodename"])
 	if err != nil {
-		return nil, fmt.Errorf("NodeName=%s: %w", f["nodename"], err)
+		return nil, fmt.Errorf("NodeName=%s: %w", f["nodename"], hostlistError(err))
 	}
-	return &phalanxv1.UpdateNodeRequest{Names: names, State: strings.ToUpper(f["state"]), Reason: f["reason"]}, nil
+	return &phalanxv1.UpdateNodeRequest{Names: names, State: state, Reason: f["reason"]}, nil
 }
 
 func jobUpdate(f map[string]string) (*jobChange, error) {
@@ -174,7 +195,9 @@ func jobUpdate(f map[string]string) (*jobChange, error) {
 }
 
 // timeLimitField reads TimeLimit=: a limit, or +LIMIT / -LIMIT to add to
-// or take from the job's own, as Slurm's scontrol reads it.
+// or take from the job's own, as Slurm's scontrol reads it. As there, 0 is
+// a limit of zero (a running job times out), not none as sbatch --time=0
+// is: none is UNLIMITED.
 func timeLimitField(tl string, req *phalanxv1.UpdateJobRequest) error {
 	sign := int64(0)
 	switch {
@@ -191,6 +214,10 @@ func timeLimitField(tl string, req *phalanxv1.UpdateJobRequest) error {
 		return fmt.Errorf("TimeLimit=%s: %w", tl, err)
 	}
 	secs := int64(d / time.Second)
+	if sign == 0 && secs == 0 && !unlimited(tl) { // 0, 0:00, ...: a limit of zero, as Slurm's scontrol reads it
+		req.TimeLimitZero = true
+		return nil
+	}
 	if sign == 0 {
 		req.TimeLimitSeconds = &secs
 		return nil
@@ -250,4 +277,11 @@ func jobRequestFields(f map[string]string, req *phalanxv1.UpdateJobRequest) erro
 		req.ArrayTaskThrottle = &n32
 	}
 	return nil
+}
+
+// unlimited reports whether a time limit is Slurm's word for none
+// (UNLIMITED, INFINITE) rather than a length.
+func unlimited(v string) bool {
+	v = strings.TrimSpace(v)
+	return strings.EqualFold(v, "UNLIMITED") || strings.EqualFold(v, "INFINITE")
 }

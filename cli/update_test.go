@@ -33,6 +33,18 @@ func TestUpdateArguments(t *testing.T) {
 	if _, job, err := updateRequest([]string{"JobId=7", "TimeLimit=UNLIMITED"}); err != nil || job.req.TimeLimitSeconds == nil || *job.req.TimeLimitSeconds != 0 {
 		t.Errorf("TimeLimit=UNLIMITED: %v, %v; want 0 (no limit)", job, err)
 	}
+	// 0 is a limit of zero, as Slurm's scontrol reads it (sbatch's --time=0
+	// is none); it was sent as no limit. UNLIMITED and INFINITE are none.
+	for _, v := range []string{"0", "0:00", "00:00:00", "0-0"} {
+		if _, job, err := updateRequest([]string{"JobId=7", "TimeLimit=" + v}); err != nil || !job.req.TimeLimitZero || job.req.TimeLimitSeconds != nil {
+			t.Errorf("TimeLimit=%s: %v, %v; want a limit of zero", v, job, err)
+		}
+	}
+	for _, v := range []string{"INFINITE", "unlimited"} {
+		if _, job, err := updateRequest([]string{"JobId=7", "TimeLimit=" + v}); err != nil || job.req.TimeLimitZero || job.req.TimeLimitSeconds == nil || *job.req.TimeLimitSeconds != 0 {
+			t.Errorf("TimeLimit=%s: %v, %v; want no limit", v, job, err)
+		}
+	}
 	_, job, err = updateRequest([]string{"JobId=7", "Partition=debug", "NumNodes=2-4", "Dependency=afterok:5:6", "Nice=10", "QOS=low", "Priority=900"})
 	if err != nil || job.req.GetPartition() != "debug" || job.req.GetNodes() != 2 || job.req.GetDependency() != "afterok:5:6" ||
 		job.req.GetNice() != 10 || job.req.GetQos() != "low" || job.req.GetPriority() != 900 {
@@ -113,6 +125,58 @@ func TestPartitionUpdateRequest(t *testing.T) {
 		}
 		if err == nil {
 			t.Errorf("update %v: no error", bad)
+		}
+	}
+}
+
+// An error of scontrol update names the key as Slurm spells it, whatever
+// case it was written in: "maxtime=abc: invalid time limit" named MaxTime=
+// in lower case, as updateFields stores it.
+func TestUpdateErrorsNameKeysAsSlurm(t *testing.T) {
+	for args, want := range map[string]string{
+		"PartitionName=gpu MaxTime=abc":          `MaxTime=abc: invalid time limit "abc"`,
+		"PartitionName=gpu maxtime=abc":          `MaxTime=abc: invalid time limit "abc"`,
+		"PartitionName=gpu DEFAULTTIME=x":        `DefaultTime=x: invalid time limit "x"`,
+		"PartitionName=gpu maxnodes=x":           "MaxNodes=x: give a count, 0 or more",
+		"PartitionName=gpu MinNodes=-1":          "MinNodes=-1: give a count, 0 or more",
+		"PartitionName=gpu prioritytier=-1":      "PriorityTier=-1: give a count, 0 or more",
+		"PartitionName=gpu nodename=gpu001":      "update PartitionName=gpu: NodeName= is not a partition's: ",
+		"JobId=1 maxtime=5":                      "update: MaxTime= is a partition's (PartitionName=P MaxTime=...): ",
+		"JobId=1 jobname=":                       "update: jobname needs a value (JobName=...)",
+		"JobId=1 name=":                          "update: name needs a value (JobName=...)",
+		"NodeName=gpu001 state=DRAIN STATE=DOWN": "update: State is given twice",
+		"JobId=1 nodecnt=2 NumNodes=3":           "update: NumNodes is given twice",
+	} {
+		f, err := updateFields(strings.Fields(args))
+		if err == nil && f["partitionname"] != "" {
+			_, err = partitionUpdate(f)
+		} else if err == nil {
+			_, _, err = updateRequest(strings.Fields(args))
+		}
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("update %s: %v; want %q...", args, err, want)
+		}
+	}
+}
+
+// A state scontrol update does not know is named as the user wrote it:
+// "State=bogus" was echoed "State=BOGUS" (partition) and `node state
+// "BOGUS"`, the value as phx sent it.
+func TestUpdateStatesNamedAsWritten(t *testing.T) {
+	for args, want := range map[string]string{
+		"NodeName=gpu001 State=bogus":        "State=bogus: a node's state is DRAIN, RESUME, UNDRAIN or DOWN",
+		"NodeName=gpu001 state=Idle":         "State=Idle: a node's state is DRAIN, RESUME, UNDRAIN or DOWN",
+		"PartitionName=gpu State=bogus":      "State=bogus: a partition's state is UP, DOWN, DRAIN or INACTIVE",
+		"PartitionName=gpu STATE=Maintained": "State=Maintained: a partition's state is UP, DOWN, DRAIN or INACTIVE",
+	} {
+		f, err := updateFields(strings.Fields(args))
+		if err == nil && f["partitionname"] != "" {
+			_, err = partitionUpdate(f)
+		} else if err == nil {
+			_, _, err = updateRequest(strings.Fields(args))
+		}
+		if err == nil || err.Error() != want {
+			t.Errorf("update %s: %v; want %q", args, err, want)
 		}
 	}
 }

@@ -344,11 +344,19 @@ func (p *listPage) take(j *cluster.Job) bool {
 // expectedStart answers sbatch --test-only: a scheduling pass over the
 // current state with the job added says when it would start (now, a
 // reservation's start, or zero when no estimate exists). Nothing is committed.
+// As in a real pass, the pending gate sets aside the jobs that may not
+// start yet (held, before their --begin, waiting on a dependency): the
+// job itself then starts at its --begin at the earliest, and no estimate
+// exists while it is held or waits on a dependency.
 func (s *Server) expectedStart(job *cluster.Job, st *store.State, now time.Time) time.Time {
 	probe := job.Clone()
 	probe.ID = cluster.JobID(math.MaxUint64) // after every real job
 	probe.SubmitTime, probe.State = now, cluster.JobPending
 	jobs := append(append(make([]*cluster.Job, 0, len(st.Active)+1), st.Active...), probe)
+	jobs, gate := s.gate.sift(jobs, now)
+	if info, ok := gate.waiting[probe.ID]; ok {
+		return info.ExpectedStart
+	}
 	plan := scheduler.Schedule(s.snapshot(st, jobs), now)
 	for _, p := range plan.Placements {
 		if p.Job == probe.ID {

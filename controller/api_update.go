@@ -23,73 +23,6 @@ const (
 	maxJobNameLen = 256
 )
 
-// nodeUpdateStates maps what `scontrol update State=` takes to the stored
-// state. RESUME and UNDRAIN put a node back in service.
-var nodeUpdateStates = map[string]cluster.NodeState{
-	"DRAIN": cluster.NodeDrain, "DOWN": cluster.NodeDown, "RESUME": cluster.NodeUp, "UNDRAIN": cluster.NodeUp,
-}
-
-func (c *controllerService) UpdateNode(ctx context.Context, req *phalanxv1.UpdateNodeRequest) (*phalanxv1.UpdateNodeResponse, error) {
-	names, err := c.s.updateNodes(ctx, req)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return &phalanxv1.UpdateNodeResponse{Names: names}, nil
-}
-
-// updateNodes drains, resumes or downs the named nodes: operators and
-// administrators only. Every name is checked before any node changes.
-func (s *Server) updateNodes(ctx context.Context, req *phalanxv1.UpdateNodeRequest) ([]string, error) {
-	if err := s.access.require(ctx, levelOperator, "changing a node's state (scontrol update NodeName=...)"); err != nil {
-		return nil, err
-	}
-	state, ok := nodeUpdateStates[strings.ToUpper(req.State)]
-	reason := strings.TrimSpace(req.Reason)
-	switch {
-	case !ok:
-		return nil, cluster.Errorf(cluster.ErrInvalid, "node state %q: use DRAIN, RESUME, UNDRAIN or DOWN", req.State)
-	case len(req.Names) == 0:
-		return nil, cluster.Errorf(cluster.ErrInvalid, "name the nodes to update (NodeName=...)")
-	case state != cluster.NodeUp && reason == "":
-		return nil, cluster.Errorf(cluster.ErrInvalid, "State=%s needs a Reason=... (say why, for the other admins)", strings.ToUpper(req.State))
-	case len(reason) > maxReasonLen || strings.ContainsAny(reason, "\n\r"):
-		return nil, cluster.Errorf(cluster.ErrInvalid, "the reason must be one line of at most %d bytes", maxReasonLen)
-	}
-	st, err := s.store.State()
-	if err != nil {
-		return nil, err
-	}
-	known := map[string]*cluster.Node{}
-	for _, n := range st.Nodes {
-		known[n.Name] = n
-	}
-	for _, name := range req.Names {
-		n := known[name]
-		switch {
-		case n == nil:
-			if _, found, _ := s.declared(name); found {
-				return nil, cluster.Errorf(cluster.ErrConflict, "node %s has never registered: start its agent first", name)
-			}
-			return nil, cluster.Errorf(cluster.ErrNotFound, "Invalid node name specified: %s", name)
-		case n.State == cluster.NodeInval && state == cluster.NodeUp:
-			return nil, cluster.Errorf(cluster.ErrConflict, "node %s is INVAL (%s): it returns to service by itself when it registers with what its NodeName line declares; fix the node or the line", name, n.Reason)
-		}
-	}
-	if state == cluster.NodeUp {
-		reason = ""
-	}
-	id, _, _ := s.access.caller(ctx)
-	now := s.cfg.Clock.Now()
-	for _, name := range req.Names {
-		if _, err := s.propose(ctx, fsm.SetNodeState{Name: name, State: state, Reason: reason, User: id.User, Time: now}); err != nil {
-			return nil, err
-		}
-		s.log.Info("node state changed", "node", name, "state", state, "reason", reason, "by", id.String())
-	}
-	s.kickScheduler()
-	return req.Names, nil
-}
-
 func (c *controllerService) UpdateJob(ctx context.Context, req *phalanxv1.UpdateJobRequest) (*phalanxv1.UpdateJobResponse, error) {
 	if err := c.s.updateJob(ctx, req); err != nil {
 		return nil, toStatus(err)
@@ -339,6 +272,9 @@ func (s *Server) newHold(ctx context.Context, j *cluster.Job, req phalanxv1.Hold
 // requestedLimit is the limit an update asks for, in seconds: as given, or
 // the job's own moved by a change (TimeLimit=+30); nil: none asked.
 func requestedLimit(j *cluster.Job, req *phalanxv1.UpdateJobRequest) (*int64, error) {
+	if req.TimeLimitZero {
+		return zeroLimit(j, req)
+	}
 	if req.TimeLimitChangeSeconds == nil {
 		return req.TimeLimitSeconds, nil
 	}
@@ -355,6 +291,21 @@ func requestedLimit(j *cluster.Job, req *phalanxv1.UpdateJobRequest) (*int64, er
 			j.ID, cluster.FormatLimit(j.TimeLimit), cluster.FormatLimit(time.Duration(-change)*time.Second))
 	}
 	return &secs, nil
+}
+
+// zeroLimit is scontrol update TimeLimit=0 as Slurm's scontrol reads it: a
+// limit of zero, which a running job has passed (it ends TIMEOUT at once);
+// one second, the least Phalanx records (0 is none). A pending job would
+// end the moment it started: that is refused.
+func zeroLimit(j *cluster.Job, req *phalanxv1.UpdateJobRequest) (*int64, error) {
+	switch {
+	case req.TimeLimitSeconds != nil || req.TimeLimitChangeSeconds != nil:
+		return nil, cluster.Errorf(cluster.ErrInvalid, "give one time limit: a limit of zero, another limit, or a change")
+	case j.State == cluster.JobPending:
+		return nil, cluster.Errorf(cluster.ErrInvalid, "TimeLimit=0: job %d is pending, and a limit of zero (Slurm's scontrol TimeLimit=0; sbatch --time=0 is none) would end it TIMEOUT the moment it started: give a limit, TimeLimit=UNLIMITED for none, or scancel it", j.ID)
+	}
+	one := int64(1)
+	return &one, nil
 }
 
 // newTimeLimit checks a new time limit for job j (seconds; 0 lifts it),
@@ -378,7 +329,7 @@ func (s *Server) newTimeLimit(ctx context.Context, j *cluster.Job, secs int64, p
 			id, j.ID, cluster.FormatLimit(j.TimeLimit))
 	}
 	if part := s.partition(partition); part != nil && part.MaxTime > 0 && (limit == 0 || limit > part.MaxTime) {
-		return 0, cluster.Errorf(cluster.ErrInvalid, "time limit %s exceeds partition %s's MaxTime %s",
+		return 0, cluster.Errorf(cluster.ErrInvalid, "time limit %s exceeds partition %s's MaxTime %s: give at most %[3]s, or another partition with it (Partition=)",
 			cluster.FormatLimit(limit), part.Name, cluster.FormatLimit(part.MaxTime))
 	}
 	return limit, nil

@@ -12,8 +12,9 @@ import (
 
 // snapshot is what the scheduler sees of a consistent read of the state:
 // its nodes and partitions, the given jobs (the active ones, perhaps with a
-// probe), the topology, the jobs already being preempted and the nodes
-// this leader has not heard from yet.
+// probe), the topology, the jobs already being preempted, the nodes this
+// leader has not heard from yet, and the options of every pass (a quick
+// one limits its depth too).
 func (s *Server) snapshot(st *store.State, jobs []*cluster.Job) *scheduler.Snapshot {
 	return &scheduler.Snapshot{
 		Nodes:      st.Nodes,
@@ -22,6 +23,13 @@ func (s *Server) snapshot(st *store.State, jobs []*cluster.Job) *scheduler.Snaps
 		Topology:   s.cfg.Topology,
 		Preempting: preempting(st.Active),
 		Unheard:    s.unheard(st.Nodes),
+		Options: scheduler.Options{
+			FairShare:     s.fairShare.term(),
+			MasterPortMin: s.cfg.MasterPortMin,
+			MasterPortMax: s.cfg.MasterPortMax,
+			PreemptGrace:  s.cfg.PreemptGrace,
+			KillGrace:     s.cfg.KillGrace,
+		},
 	}
 }
 
@@ -64,9 +72,6 @@ func (s *Server) schedulePass(ctx context.Context, head *queueHead, full bool) {
 	}
 	jobs, gate := s.gate.sift(st.Active, now)
 	snap := s.snapshot(st, jobs)
-	snap.Options.FairShare = s.fairShare.term()
-	snap.Options.MasterPortMin, snap.Options.MasterPortMax = s.cfg.MasterPortMin, s.cfg.MasterPortMax
-	snap.Options.PreemptGrace, snap.Options.KillGrace = s.cfg.PreemptGrace, s.cfg.KillGrace
 	if !full {
 		snap.Options.QueueDepth = s.cfg.SchedQueueDepth
 	}

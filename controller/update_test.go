@@ -32,7 +32,7 @@ func TestUpdateChecksLimitAndPartitionTogether(t *testing.T) {
 	}
 	id := resp.JobId
 	err = s.updateJob(context.Background(), &phalanxv1.UpdateJobRequest{JobId: id, TimeLimitSeconds: proto.Int64(7200), Partition: proto.String("debug")})
-	if err == nil || !strings.Contains(err.Error(), "exceeds partition debug's MaxTime") {
+	if err == nil || !strings.Contains(err.Error(), "exceeds partition debug's MaxTime 1:00:00: give at most 1:00:00, or another partition with it (Partition=)") {
 		t.Fatalf("2 h into debug (MaxTime 1 h): %v; want refused", err)
 	}
 	if err := s.updateJob(context.Background(), &phalanxv1.UpdateJobRequest{JobId: id, TimeLimitSeconds: proto.Int64(1800), Partition: proto.String("debug")}); err != nil {

@@ -146,7 +146,8 @@ opt() {
 		esac ;;
 	-h|--help) help; exit 0 ;;
 	--usage) usage; exit 0 ;;
-	-V|--version) echo "slurm 22.05 (Phalanx's srun inside a job)"; exit 0 ;;
+	# Slurm's line alone on stdout, for the scripts that parse it.
+	-V|--version) echo "slurm 22.05.8"; echo "srun: Phalanx's srun inside a job" >&2; exit 0 ;;
 	--container) die "$1 is not supported inside a Phalanx job: submit the job in its image with sbatch --image" ;;
 	esac
 }

@@ -158,6 +158,10 @@ func TestSrunShimParsesOptionsAsSlurm(t *testing.T) {
 		{[]string{"-n1", "--", "echo", "-l"}, "-l\n", "", 0},
 		{[]string{"-h"}, "Usage: srun", "", 0},
 		{[]string{"--usage", "echo", "x"}, "Usage: srun", "", 0},
+		// Slurm's line alone, which scripts parse ("slurm 22.05 (...)" was
+		// not a version that wants three numbers, or nothing after them).
+		{[]string{"--version"}, "slurm 22.05.8\n", "srun: Phalanx's srun inside a job\n", 0},
+		{[]string{"-V", "echo", "x"}, "slurm 22.05.8\n", "srun: Phalanx's srun inside a job\n", 0},
 	} {
 		stdout, stderr, code := job.run(0, tc.args...)
 		if (sortLines(stdout) != sortLines(tc.stdout) && !(strings.HasPrefix(tc.stdout, "Usage") && strings.HasPrefix(stdout, tc.stdout))) ||

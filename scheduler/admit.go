@@ -47,13 +47,14 @@ func Admit(snap *Snapshot, job *cluster.Job, feasible func(*Snapshot, *cluster.J
 		}
 	}
 	if part.MaxTime > 0 && job.TimeLimit > part.MaxTime {
-		return cluster.Errorf(cluster.ErrInvalid, "requested time limit %s exceeds partition %s's MaxTime %s", cluster.FormatDuration(job.TimeLimit), part.Name, cluster.FormatDuration(part.MaxTime))
+		return cluster.Errorf(cluster.ErrInvalid, "requested time limit %s exceeds partition %s's MaxTime %s: ask for at most %[3]s, or use another partition",
+			cluster.FormatDuration(job.TimeLimit), part.Name, cluster.FormatDuration(part.MaxTime))
 	}
 	if part.MaxNodes > 0 && job.Nodes > part.MaxNodes {
-		return cluster.Errorf(cluster.ErrInvalid, "%d nodes exceed partition %s's MaxNodes %d", job.Nodes, part.Name, part.MaxNodes)
+		return cluster.Errorf(cluster.ErrInvalid, "%d nodes exceed partition %s's MaxNodes %d: ask for at most %[3]d, or use another partition", job.Nodes, part.Name, part.MaxNodes)
 	}
 	if job.Nodes < part.MinNodes {
-		return cluster.Errorf(cluster.ErrInvalid, "node count %d is below partition %s's MinNodes %d", job.Nodes, part.Name, part.MinNodes)
+		return cluster.Errorf(cluster.ErrInvalid, "node count %d is below partition %s's MinNodes %d: ask for at least %[3]d, or use another partition", job.Nodes, part.Name, part.MinNodes)
 	}
 	if err := checkAgainstPartition(job, part, snap.Nodes); err != nil {
 		return err

@@ -44,9 +44,9 @@ func TestAdmit(t *testing.T) {
 	}{
 		{func(j *cluster.Job) { j.Partition = "nope" }, "Invalid partition name specified: nope", cluster.ErrNotFound},
 		{func(j *cluster.Job) { j.Partition, j.Account = "whole", "physics" }, "Invalid account or account/partition combination", cluster.ErrPermission},
-		{func(j *cluster.Job) { j.TimeLimit = 3 * time.Hour }, "exceeds partition gpu's MaxTime", cluster.ErrInvalid},
-		{func(j *cluster.Job) { j.Nodes = 3 }, "3 nodes exceed partition gpu's MaxNodes 2", cluster.ErrInvalid},
-		{func(j *cluster.Job) { j.Partition = "wide" }, "node count 1 is below partition wide's MinNodes 2", cluster.ErrInvalid},
+		{func(j *cluster.Job) { j.TimeLimit = 3 * time.Hour }, "exceeds partition gpu's MaxTime 2:00:00: ask for at most 2:00:00, or use another partition", cluster.ErrInvalid},
+		{func(j *cluster.Job) { j.Nodes = 3 }, "3 nodes exceed partition gpu's MaxNodes 2: ask for at most 2, or use another partition", cluster.ErrInvalid},
+		{func(j *cluster.Job) { j.Partition = "wide" }, "node count 1 is below partition wide's MinNodes 2: ask for at least 2, or use another partition", cluster.ErrInvalid},
 		{func(j *cluster.Job) { j.Constraint = "ib&nvl" }, `has feature "nvl"`, cluster.ErrInvalid},
 		{func(j *cluster.Job) { j.NodeList = []string{"n9"} }, "--nodelist: node n9 is not in partition gpu", cluster.ErrInvalid},
 		{func(j *cluster.Job) { j.GPUsPerNode = 16 }, "at most 8 GPUs", cluster.ErrUnsatisfiable},

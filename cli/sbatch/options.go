@@ -75,6 +75,7 @@ var Options = []getopt.Option{
 	{Long: "distribution", Short: 'm', HasArg: true, Usage: "accepted and ignored (warning)"},
 	{Long: "comment", HasArg: true, Usage: "a comment, shown by sacct and squeue (%k)"},
 	{Long: "array", Short: 'a', HasArg: true, Usage: "a job array, one job per index: 0-15, 1,3,7, 0-31:4, with %N to run at most N at once"},
+	{Long: "version", Short: 'V', Usage: "print \"slurm 22.05.8\", the Slurm release these commands follow, and Phalanx's version on stderr"},
 }
 
 // ignored options are accepted for compatibility with existing scripts; each
@@ -95,6 +96,7 @@ type builder struct {
 	parsable bool
 	testOnly bool
 	help     bool
+	version  bool
 	wrap     string
 	hasWrap  bool
 	warnings warnings
@@ -211,6 +213,8 @@ func (b *builder) apply(v getopt.Value) error {
 		b.total.set = err == nil
 	case "help":
 		b.help = true
+	case "version":
+		b.version = true
 	case "begin", "deadline":
 		if b.parseTime == nil {
 			err = fmt.Errorf("no clock to read the time against")

@@ -40,6 +40,7 @@ type Request struct {
 	Parsable bool
 	TestOnly bool
 	Help     bool     // --help: print Usage and submit nothing
+	Version  bool     // --version: print the version and submit nothing
 	Wait     bool     // --wait: wait for the job to end, and exit as it did
 	Warnings []string // accepted but ignored options
 }
@@ -56,14 +57,14 @@ func Parse(args []string, env Env) (*Request, error) {
 	}
 	b := &builder{spec: &phalanxv1.JobSpec{}, parseTime: env.ParseTime}
 	for _, v := range cmdline {
-		if v.Name == "help" || v.Name == "wrap" {
+		if v.Name == "help" || v.Name == "version" || v.Name == "wrap" {
 			if err := b.apply(v); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if b.help {
-		return &Request{Help: true}, nil
+	if b.help || b.version {
+		return &Request{Help: b.help, Version: b.version}, nil
 	}
 	script, name, err := loadScript(b, operands, env)
 	if err != nil {
@@ -137,7 +138,7 @@ func applyDirectives(b *builder, script, name string) error {
 			if err != nil {
 				break
 			}
-			if v.Name == "wrap" || v.Name == "help" {
+			if v.Name == "wrap" || v.Name == "help" || v.Name == "version" {
 				err = fmt.Errorf("--%s is not allowed in a #SBATCH directive", v.Name)
 				break
 			}

@@ -69,6 +69,10 @@ func runParse(t *testing.T, input, host string) string {
 		b.WriteString("help\n")
 		return b.String()
 	}
+	if req.Version {
+		b.WriteString("version\n")
+		return b.String()
+	}
 	writeSpec(&b, req.Spec)
 	if req.Parsable {
 		b.WriteString("parsable\n")

@@ -1183,8 +1183,14 @@ type UpdateJobRequest struct {
 	// once (scontrol update ArrayTaskThrottle=N; 0: no limit). phx sends it
 	// to every task of the array.
 	ArrayTaskThrottle *int32 `protobuf:"varint,13,opt,name=array_task_throttle,json=arrayTaskThrottle,proto3,oneof" json:"array_task_throttle,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// time_limit_zero: scontrol update TimeLimit=0 as Slurm's scontrol reads
+	// it, a limit of zero (sbatch --time=0 is no limit): a running job's
+	// limit has passed, and it ends TIMEOUT at once (recorded as a limit of
+	// one second, Phalanx's least: 0 is none); refused for a pending job,
+	// which it would end the moment it started. Not with the other two.
+	TimeLimitZero bool `protobuf:"varint,14,opt,name=time_limit_zero,json=timeLimitZero,proto3" json:"time_limit_zero,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpdateJobRequest) Reset() {
@@ -1306,6 +1312,13 @@ func (x *UpdateJobRequest) GetArrayTaskThrottle() int32 {
 		return *x.ArrayTaskThrottle
 	}
 	return 0
+}
+
+func (x *UpdateJobRequest) GetTimeLimitZero() bool {
+	if x != nil {
+		return x.TimeLimitZero
+	}
+	return false
 }
 
 type RequeueJobRequest struct {
@@ -7049,7 +7062,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"*\n" +
 	"\x12UpdateNodeResponse\x12\x14\n" +
-	"\x05names\x18\x01 \x03(\tR\x05names\"\x85\x05\n" +
+	"\x05names\x18\x01 \x03(\tR\x05names\"\xad\x05\n" +
 	"\x10UpdateJobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x88\x01\x01\x121\n" +
@@ -7067,7 +7080,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x19time_limit_change_seconds\x18\v \x01(\x03H\bR\x16timeLimitChangeSeconds\x88\x01\x01\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\f \x01(\tR\trequestId\x123\n" +
-	"\x13array_task_throttle\x18\r \x01(\x05H\tR\x11arrayTaskThrottle\x88\x01\x01B\a\n" +
+	"\x13array_task_throttle\x18\r \x01(\x05H\tR\x11arrayTaskThrottle\x88\x01\x01\x12&\n" +
+	"\x0ftime_limit_zero\x18\x0e \x01(\bR\rtimeLimitZeroB\a\n" +
 	"\x05_nameB\x15\n" +
 	"\x13_time_limit_secondsB\f\n" +
 	"\n" +
