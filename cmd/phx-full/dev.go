@@ -70,14 +70,14 @@ func devCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			shape := fmt.Sprintf("%s × %d GPUs", nodeCount(len(cl.Layout.Nodes)), cl.Layout.GPUsPerNode)
+			shape := fmt.Sprintf("%s × %d GPUs", counted(len(cl.Layout.Nodes), "node"), cl.Layout.GPUsPerNode)
 			if cl.Layout.Config != "" {
-				shape = fmt.Sprintf("%s from %s", nodeCount(len(cl.Layout.Nodes)), cl.Layout.Config)
+				shape = fmt.Sprintf("%s from %s", counted(len(cl.Layout.Nodes), "node"), cl.Layout.Config)
 			}
 			for _, w := range cl.Warnings {
 				fmt.Fprintf(c.App.ErrWriter, "phx dev: warning: %s\n", w)
 			}
-			fmt.Fprintf(c.App.Writer, "phx dev: %d controller(s), %s, state and logs in %s\n", len(cl.Layout.Controllers), shape, cl.Dir)
+			fmt.Fprintf(c.App.Writer, "phx dev: %s, %s, state and logs in %s\n", counted(len(cl.Layout.Controllers), "controller"), shape, cl.Dir)
 			fmt.Fprintf(c.App.Writer, "export PHX_AUTH_SOCKET=%s\n", cl.AuthSocket())
 			fmt.Fprintf(c.App.Writer, "export PHX_CA_CERT=%s\n", cl.CACert())
 			fmt.Fprintf(c.App.Writer, "export PHX_SERVER=%s\n", strings.Join(cl.APIAddrs(), ","))
@@ -89,12 +89,12 @@ func devCommand() *cli.Command {
 	}
 }
 
-// nodeCount is "1 node" or "N nodes".
-func nodeCount(n int) string {
+// counted says n of noun, in the plural unless there is one.
+func counted(n int, noun string) string {
 	if n == 1 {
-		return "1 node"
+		return "1 " + noun
 	}
-	return fmt.Sprintf("%d nodes", n)
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // checkDevSizes refuses a size flag given out of range (devcluster would

@@ -308,3 +308,12 @@ func (b *syncBuffer) String() string {
 }
 
 var _ fmt.Stringer = (*syncBuffer)(nil)
+
+// phx dev's banner counts in words: "1 controller, 1 node", "3 controllers".
+func TestCounted(t *testing.T) {
+	for n, want := range map[int]string{1: "1 controller", 3: "3 controllers", 0: "0 controllers"} {
+		if got := counted(n, "controller"); got != want {
+			t.Errorf("counted(%d) = %q; want %q", n, got, want)
+		}
+	}
+}
