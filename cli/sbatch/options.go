@@ -292,9 +292,9 @@ func parsePriority(v string) (int64, error) {
 	n, err := strconv.ParseInt(v, 10, 64)
 	switch {
 	case err != nil:
-		return 0, fmt.Errorf("want an integer")
+		return 0, fmt.Errorf("want a whole number, 0 or more, e.g. --priority=100")
 	case n < 0: // Slurm: "Priority must be >= 0"; scontrol update refuses it too
-		return 0, fmt.Errorf("want a whole number, 0 or more")
+		return 0, fmt.Errorf("want a whole number, 0 or more, e.g. --priority=100")
 	}
 	return n, nil
 }
