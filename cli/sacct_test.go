@@ -312,7 +312,7 @@ func TestSacctErrors(t *testing.T) {
 		{[]string{"sacct", "-s", "configuring"}, "sacct: fatal: job state configuring is not supported / accounted"},
 		{[]string{"sacct", "-s", "SE"}, "sacct: fatal: job state SE is not supported / accounted"},
 		{[]string{"sacct", "-S", "yesterday"}, `sacct: error: --starttime=yesterday: invalid time "yesterday": ` + errSlurmTime.Error()},
-		{[]string{"sacct", "-E", "2024-13-01"}, `sacct: error: --endtime=2024-13-01: invalid time "2024-13-01": no such date or time of day`},
+		{[]string{"sacct", "-E", "2024-13-01"}, `sacct: error: --endtime=2024-13-01: invalid time "2024-13-01": no such date or time of day (months run 1-12, days to the month's last, hours 0-23, minutes and seconds 0-59)`},
 		{[]string{"sacct", "-S", "2024-05-02", "-E", "05/01"}, "sacct: error: Start time (2024-05-02T00:00:00) requested is after end time (2024-05-01T00:00:00)."},
 		{[]string{"sacct", "-o", "jobid,bogus%20"}, `sacct: error: Invalid field requested: "bogus"`},
 		{[]string{"sacct", "-o", "jobid,maxrss"}, "sacct: error: MaxRSS is a field of Slurm's that Phalanx does not record: it keeps no job steps, usage, energy, reservations, WCKeys or database IDs (sacct --helpformat lists the fields it has)"},

@@ -139,7 +139,7 @@ func slurmDate(s string, v [6]int, ampm string, loc *time.Location) (time.Time, 
 	}
 	t := time.Date(v[0], time.Month(v[1]), v[2], v[3], v[4], v[5], 0, loc)
 	if int(t.Month()) != v[1] || t.Day() != v[2] || v[3] > 23 || v[4] > 59 || v[5] > 59 {
-		return time.Time{}, fmt.Errorf("invalid time %q: no such date or time of day", s)
+		return time.Time{}, fmt.Errorf("invalid time %q: no such date or time of day (months run 1-12, days to the month's last, hours 0-23, minutes and seconds 0-59)", s)
 	}
 	return t, nil
 }
