@@ -158,8 +158,8 @@ func (ca *catalog) staticError(cs *candSet, j *cluster.Job, feat cluster.Constra
 	for _, name := range j.NodeList {
 		i, ok := ca.index[name]
 		if _, in := slices.BinarySearch(cs.static, i); !ok || !in { // static is ascending
-			return fmt.Errorf("%w: --nodelist node %s is not a node of partition %s that matches the job's constraints",
-				cluster.ErrUnsatisfiable, name, cs.part.Name)
+			return fmt.Errorf("%w: --nodelist node %s is not a node of partition %s that matches the job's constraints (phx sinfo -N -p %s lists them)",
+				cluster.ErrUnsatisfiable, name, cs.part.Name, cs.part.Name)
 		}
 	}
 	if len(j.NodeList) > max(j.Nodes, 1) {
