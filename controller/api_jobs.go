@@ -345,22 +345,27 @@ func (p *listPage) take(j *cluster.Job) bool {
 // current state with the job added says when it would start (now, a
 // reservation's start, or zero when no estimate exists). Nothing is committed.
 // As in a real pass, the pending gate sets aside the jobs that may not
-// start yet (held, before their --begin, waiting on a dependency): the
-// job itself then starts at its --begin at the earliest, and no estimate
-// exists while it is held or waits on a dependency.
+// start yet (held, before their --begin, waiting on a dependency), and no
+// estimate exists while the job is held or waits on a dependency. A job
+// with a --begin is judged by the pass at its begin: it starts then, or
+// when the jobs holding what it needs end.
 func (s *Server) expectedStart(job *cluster.Job, st *store.State, now time.Time) time.Time {
 	probe := job.Clone()
 	probe.ID = cluster.JobID(math.MaxUint64) // after every real job
 	probe.SubmitTime, probe.State = now, cluster.JobPending
+	at := now
+	if probe.BeginTime.After(now) {
+		at = probe.BeginTime
+	}
 	jobs := append(append(make([]*cluster.Job, 0, len(st.Active)+1), st.Active...), probe)
-	jobs, gate := s.gate.sift(jobs, now)
+	jobs, gate := s.gate.sift(jobs, at)
 	if info, ok := gate.waiting[probe.ID]; ok {
 		return info.ExpectedStart
 	}
-	plan := scheduler.Schedule(s.snapshot(st, jobs), now)
+	plan := scheduler.Schedule(s.snapshot(st, jobs), at)
 	for _, p := range plan.Placements {
 		if p.Job == probe.ID {
-			return now
+			return at
 		}
 	}
 	return plan.Pending[probe.ID].ExpectedStart
