@@ -114,31 +114,20 @@ type Agent struct {
 	// registration answered.
 	clusterName atomic.Pointer[string]
 
-	mu        sync.Mutex
-	tasks     map[taskKey]*task      // started or starting, not yet ended
-	finished  map[taskKey]*ended     // ended here; never started again
-	last      *phalanxv1.Assignments // the set reconciled last
-	waiting   map[taskKey]bool       // tasks of last that wait for another to end
-	stopping  bool                   // Run is returning: launch nothing more
-	nics      []rdma.Port            // as last read
-	nicsStale bool                   // changed since the last registration
-	gpuLevels []gpu.Verdict          // the GPUs' failing states, as last polled
-	events    []heldEvent            // XIDs and failed gates: drained for until an admin resumes
-	// healthGen counts the changes to events; healthAcked is the last
-	// generation a heartbeat reply acknowledged; healthAck is closed (and
-	// replaced) at each acknowledgement.
-	healthGen, healthAcked uint64
-	healthAck              chan struct{}
+	mu       sync.Mutex
+	tasks    map[taskKey]*task      // started or starting, not yet ended
+	finished map[taskKey]*ended     // ended here; never started again
+	last     *phalanxv1.Assignments // the set reconciled last
+	waiting  map[taskKey]bool       // tasks of last that wait for another to end
+	stopping bool                   // Run is returning: launch nothing more
 	// sessionOver is closed once Run stops talking to the controllers: no
 	// heartbeat will acknowledge anything any more.
 	sessionOver chan struct{}
 	// healthCheck is the health program's settings, as the controller last
 	// sent them; drained whether the node was drained then.
-	healthCheck    cluster.HealthCheck
-	drained        bool
-	unkillable     cluster.Unkillable // as the controller last sent it (unkillable.go)
-	programProblem string             // what the program's last run found wrong; "": it passed
-	nodeProblems   []problem          // the built-in checks' failures
+	healthCheck cluster.HealthCheck
+	drained     bool
+	unkillable  cluster.Unkillable // as the controller last sent it (unkillable.go)
 	// healthCheckChanged wakes the health program's runner.
 	healthCheckChanged chan struct{}
 	// leftover holds the attempts whose folders an earlier run of the
@@ -147,8 +136,9 @@ type Agent struct {
 	taskWG   sync.WaitGroup
 	// usedSteps are the step credentials used, when (step.go).
 	usedSteps map[string]time.Time
-	// healthChanged wakes the heartbeat loop: a check's result changed.
-	healthChanged chan struct{}
+	// health is what the heartbeats carry of the node's health
+	// (healthstate.go).
+	health *healthState
 }
 
 // taskKey names one task: a rank of an attempt of a job.
@@ -197,14 +187,12 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Logger = slog.Default()
 	}
 	return &Agent{
-		cfg:           cfg,
-		log:           cfg.Logger.With("node", cfg.Name),
-		tasks:         make(map[taskKey]*task),
-		finished:      make(map[taskKey]*ended),
-		nics:          cfg.NICs,
-		healthChanged: make(chan struct{}, 1),
-		healthAck:     make(chan struct{}),
-		sessionOver:   make(chan struct{}),
+		cfg:         cfg,
+		log:         cfg.Logger.With("node", cfg.Name),
+		tasks:       make(map[taskKey]*task),
+		finished:    make(map[taskKey]*ended),
+		health:      newHealthState(cfg.NICs),
+		sessionOver: make(chan struct{}),
 
 		healthCheckChanged: make(chan struct{}, 1),
 	}, nil

@@ -28,7 +28,9 @@
 //
 //  1. Registration and heartbeats. RegisterNode, then Heartbeat every
 //     interval (the shorter of Config.HeartbeatInterval and what the
-//     controller asks for), listing the tasks running here. A heartbeat
+//     controller asks for), listing the tasks running here and the node's
+//     failing health checks (health.go; what it carries is a healthState,
+//     healthstate.go, whose changes send one at once). A heartbeat
 //     answered "reregister" (the controller lost or downed the node, and
 //     has its tasks LOST already) stops every task here, reporting them
 //     LOST, waits for them to end, and only then starts over with

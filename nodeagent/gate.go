@@ -106,7 +106,7 @@ func (a *Agent) gateGPUs(gpus []int) *gateFailure {
 	if len(gpus) == 0 {
 		return nil
 	}
-	if msg, held := a.heldOn(gpus); held {
+	if msg, held := a.health.heldOn(gpus); held {
 		return &gateFailure{check: gateGPU, node: true, msg: msg, gpu: -1}
 	}
 	if a.cfg.GPUWatcher == nil {
@@ -125,7 +125,7 @@ func (a *Agent) gateRDMA(gpus []int) *gateFailure {
 	if a.cfg.NICWatcher == nil || len(a.cfg.NICs) == 0 {
 		return nil
 	}
-	ports := a.cfg.NICWatcher.Read(a.currentNICs())
+	ports := a.cfg.NICWatcher.Read(a.health.currentNICs())
 	near := slices.DeleteFunc(slices.Clone(ports), func(p rdma.Port) bool {
 		return !slices.ContainsFunc(p.GPUs, func(g int) bool { return slices.Contains(gpus, g) })
 	})
@@ -260,7 +260,7 @@ func userName(spec runtime.Spec) string {
 // holdGateFailure holds a node's failed check as an event, which drains
 // it, and returns the health generation that carries it.
 func (a *Agent) holdGateFailure(f *gateFailure) uint64 {
-	return a.holdEvent(heldEvent{check: f.check, message: f.msg, gpu: f.gpu, at: a.cfg.Clock.Now()})
+	return a.health.hold(heldEvent{check: f.check, message: f.msg, gpu: f.gpu, at: a.cfg.Clock.Now()})
 }
 
 // gateFailed ends a task whose gate failed: FAILED when the user is at

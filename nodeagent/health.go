@@ -9,7 +9,6 @@ import (
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/nodeagent/gpu"
 	"github.com/phalanx-hpc/phalanx/nodeagent/rdma"
-	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // Health. The agent keeps the list of its node's failing checks and sends
@@ -64,11 +63,7 @@ func (a *Agent) watchNICs(ctx context.Context) {
 
 // nicsChanged records the ports' new states and sends a heartbeat now.
 func (a *Agent) nicsChanged(ports []rdma.Port) {
-	a.mu.Lock()
-	old := a.nics
-	a.nics = ports
-	a.nicsStale = true
-	a.mu.Unlock()
+	old := a.health.setNICs(ports)
 	for i, p := range ports {
 		if i < len(old) && old[i].State == p.State && old[i].PhysState == p.PhysState {
 			continue
@@ -80,7 +75,7 @@ func (a *Agent) nicsChanged(ports []rdma.Port) {
 			a.stopTasksOnPort(p)
 		}
 	}
-	a.wakeHeartbeat()
+	a.health.wake()
 }
 
 // stopTasksOnPort stops, as their node's fault, the tasks of jobs across
@@ -121,16 +116,14 @@ func (a *Agent) watchGPUs(ctx context.Context) {
 // gpuLevelsChanged records the GPUs' failing states and sends a heartbeat
 // now.
 func (a *Agent) gpuLevelsChanged(vs []gpu.Verdict) {
-	a.mu.Lock()
-	a.gpuLevels = vs
-	a.mu.Unlock()
+	a.health.setGPULevels(vs)
 	for _, v := range vs {
 		a.log.Warn("GPU unhealthy", "gpu", v.GPU, "uuid", v.UUID, "check", v.Check, "class", v.Class, "evidence", v.Evidence)
 	}
 	if len(vs) == 0 {
 		a.log.Info("GPUs healthy")
 	}
-	a.wakeHeartbeat()
+	a.health.wake()
 }
 
 // gpuEvent holds an XID or ECC event the node must be drained for; one
@@ -141,7 +134,7 @@ func (a *Agent) gpuEvent(v gpu.Verdict) {
 		return
 	}
 	a.log.Error("GPU error: draining the node", "gpu", v.GPU, "uuid", v.UUID, "class", v.Class, "evidence", v.Evidence)
-	a.holdEvent(heldEvent{check: v.Check, message: v.Message(), gpu: v.GPU, at: v.At})
+	a.health.hold(heldEvent{check: v.Check, message: v.Message(), gpu: v.GPU, at: v.At})
 	a.stopTasksOnGPU(v.GPU, v.Message()+"; node drained")
 }
 
@@ -162,74 +155,11 @@ func (a *Agent) stopTasksOnGPU(gpu int, why string) {
 	}
 }
 
-// heldEvent is a failure seen once that keeps the node drained until an
-// administrator resumes it: a GPU's XID, a failed pre-start check.
-type heldEvent struct {
-	check, message string
-	gpu            int // the GPU it concerns; -1: none, or not known which
-	at             time.Time
-}
-
-// holdEvent adds e to the held events, unless the same is held already,
-// and sends a heartbeat now. It returns the health generation whose
-// acknowledgement says the controller has it (waitHealthAck).
-func (a *Agent) holdEvent(e heldEvent) uint64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !slices.ContainsFunc(a.events, func(o heldEvent) bool { return o.check == e.check && o.message == e.message }) {
-		a.events = append(a.events, e)
-		a.healthGen++
-		a.wakeHeartbeat()
-	}
-	return a.healthGen
-}
-
-// heldOn returns the message of an event held against one of gpus, if
-// any.
-func (a *Agent) heldOn(gpus []int) (string, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, e := range a.events {
-		if e.gpu >= 0 && slices.Contains(gpus, e.gpu) {
-			return e.message, true
-		}
-	}
-	return "", false
-}
-
 // forgetEvents drops the events seen before an administrator resumed the
 // node.
 func (a *Agent) forgetEvents(resumed time.Time) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	kept := a.events[:0]
-	for _, e := range a.events {
-		if !e.at.Before(resumed) {
-			kept = append(kept, e)
-		} else {
-			a.log.Info("event forgotten: an administrator resumed the node", "check", e.check, "message", e.message)
-		}
-	}
-	a.events = kept
-}
-
-// healthSent is the health generation a heartbeat about to be sent
-// carries.
-func (a *Agent) healthSent() uint64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.healthGen
-}
-
-// ackHealth records that the controller acknowledged a heartbeat carrying
-// generation gen, and wakes those waiting for it.
-func (a *Agent) ackHealth(gen uint64) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if gen > a.healthAcked {
-		a.healthAcked = gen
-		close(a.healthAck)
-		a.healthAck = make(chan struct{})
+	for _, e := range a.health.forget(resumed) {
+		a.log.Info("event forgotten: an administrator resumed the node", "check", e.check, "message", e.message)
 	}
 }
 
@@ -237,30 +167,7 @@ func (a *Agent) ackHealth(gen uint64) {
 // acknowledged, or timeout passes, or the agent stops talking to the
 // controllers (false).
 func (a *Agent) waitHealthAck(gen uint64, timeout time.Duration) bool {
-	deadline := a.cfg.Clock.After(timeout)
-	for {
-		a.mu.Lock()
-		acked, ch := a.healthAcked >= gen, a.healthAck
-		a.mu.Unlock()
-		if acked {
-			return true
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			return false
-		case <-a.sessionOver:
-			return false
-		}
-	}
-}
-
-// wakeHeartbeat makes the heartbeat loop send one now.
-func (a *Agent) wakeHeartbeat() {
-	select {
-	case a.healthChanged <- struct{}{}:
-	default: // one is due already
-	}
+	return a.health.waitAck(gen, a.cfg.Clock.After(timeout), a.sessionOver)
 }
 
 // refreshNICs registers the node again when its ports changed since it
@@ -268,62 +175,17 @@ func (a *Agent) wakeHeartbeat() {
 // registration keeps the node's state and reason). A failure is retried
 // with the next heartbeat.
 func (a *Agent) refreshNICs(ctx context.Context) {
-	a.mu.Lock()
-	stale := a.nicsStale
-	a.nicsStale = false
-	a.mu.Unlock()
-	if !stale {
+	if !a.health.takeStale() {
 		return
 	}
 	callCtx, cancel := context.WithTimeout(ctx, rpcTimeout)
 	defer cancel()
 	if _, err := a.client.RegisterNode(callCtx, a.registration()); err != nil {
-		a.mu.Lock()
-		a.nicsStale = true
-		a.mu.Unlock()
+		a.health.markStale()
 		if ctx.Err() == nil {
 			a.log.Warn("could not send the RDMA ports' new states", "err", err)
 		}
 	}
-}
-
-// currentNICs returns the ports as last read.
-func (a *Agent) currentNICs() []rdma.Port {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.nics
-}
-
-// problem is a failing check as the agent keeps it (the GPUs' verdicts
-// aside, which carry more); problems turns them all into the heartbeat's
-// wire form.
-type problem struct{ check, message string }
-
-// problems lists the checks failing now, and the events not yet dealt
-// with, as the heartbeat carries them.
-func (a *Agent) problems() []*phalanxv1.HealthProblem {
-	var out []*phalanxv1.HealthProblem
-	for _, p := range a.currentNICs() {
-		if !p.Up() {
-			out = append(out, &phalanxv1.HealthProblem{Check: checkRDMALink,
-				Message: fmt.Sprintf("%s %s (%s)", p.Name(), p.State, p.PhysState)})
-		}
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, v := range a.gpuLevels {
-		out = append(out, &phalanxv1.HealthProblem{Check: v.Check, Message: v.Message(), Since: timestamppb.New(v.At)})
-	}
-	for _, e := range a.events {
-		out = append(out, &phalanxv1.HealthProblem{Check: e.check, Message: e.message, Event: true, Since: timestamppb.New(e.at)})
-	}
-	if a.programProblem != "" {
-		out = append(out, &phalanxv1.HealthProblem{Check: checkHealthProgram, Message: a.programProblem})
-	}
-	for _, p := range a.nodeProblems {
-		out = append(out, &phalanxv1.HealthProblem{Check: p.check, Message: p.message})
-	}
-	return out
 }
 
 // nicInfo is the wire form of ports.

@@ -112,10 +112,7 @@ func (a *Agent) checkWithProgram(ctx context.Context, hc cluster.HealthCheck) {
 // setProgramProblem records what the program found wrong ("": it passed)
 // and sends a heartbeat now when that changed.
 func (a *Agent) setProgramProblem(msg string) {
-	a.mu.Lock()
-	old := a.programProblem
-	a.programProblem = msg
-	a.mu.Unlock()
+	old := a.health.setProgramProblem(msg)
 	switch {
 	case msg == old:
 		return
@@ -124,7 +121,7 @@ func (a *Agent) setProgramProblem(msg string) {
 	default:
 		a.log.Info("health program passes again")
 	}
-	a.wakeHeartbeat()
+	a.health.wake()
 }
 
 // checkProgram runs the health program on node and says what is wrong:

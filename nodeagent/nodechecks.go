@@ -3,7 +3,6 @@ package nodeagent
 import (
 	"context"
 	"fmt"
-	"slices"
 	"syscall"
 	"time"
 
@@ -45,15 +44,11 @@ func (a *Agent) runNodeChecks(ctx context.Context) {
 	}
 	for {
 		found := c.check()
-		a.mu.Lock()
-		changed := !slices.Equal(found, a.nodeProblems)
-		a.nodeProblems = found
-		a.mu.Unlock()
-		if changed {
+		if a.health.setNodeProblems(found) {
 			for _, p := range found {
 				a.log.Warn("node check failed", "check", p.check, "message", p.message)
 			}
-			a.wakeHeartbeat()
+			a.health.wake()
 		}
 		select {
 		case <-ctx.Done():

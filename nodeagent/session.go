@@ -88,9 +88,7 @@ func (a *Agent) cluster() string {
 
 // registration describes the node as discovered.
 func (a *Agent) registration() *phalanxv1.RegisterNodeRequest {
-	a.mu.Lock()
-	a.nicsStale = false // this registration carries their states
-	a.mu.Unlock()
+	a.health.takeStale() // this registration carries their states
 	req := &phalanxv1.RegisterNodeRequest{
 		Name:     a.cfg.Name,
 		Addr:     a.cfg.Addr,
@@ -98,7 +96,7 @@ func (a *Agent) registration() *phalanxv1.RegisterNodeRequest {
 		MemoryMb: a.cfg.MemoryMB,
 		Gpus:     int32(len(a.cfg.GPUs)),
 		Features: a.cfg.Features,
-		Nics:     nicInfo(a.currentNICs()),
+		Nics:     nicInfo(a.health.currentNICs()),
 		Fences:   a.fences(),
 	}
 	for _, d := range a.cfg.GPUs {
@@ -123,14 +121,14 @@ func (a *Agent) heartbeat(ctx context.Context, interval time.Duration) (reregist
 		case <-ctx.Done():
 			return false
 		case <-a.cfg.Clock.After(interval):
-		case <-a.healthChanged:
+		case <-a.health.changed:
 		}
 		a.refreshNICs(ctx)
 		callCtx, cancel := context.WithTimeout(ctx, max(interval, rpcTimeout))
-		gen := a.healthSent()
+		gen := a.health.sent()
 		sent := runtime.BootClock()
 		resp, err := a.client.Heartbeat(callCtx, &phalanxv1.HeartbeatRequest{Name: a.cfg.Name, Running: a.running(),
-			Health: true, Problems: a.problems()})
+			Health: true, Problems: a.health.problems()})
 		cancel()
 		switch {
 		case err != nil:
@@ -142,7 +140,7 @@ func (a *Agent) heartbeat(ctx context.Context, interval time.Duration) (reregist
 			return true
 		default:
 			a.renewLease(sent, resp.GetLeaseMs())
-			a.ackHealth(gen)
+			a.health.acknowledge(gen)
 			if resp.GetResumed() != nil {
 				a.forgetEvents(resp.GetResumed().AsTime())
 			}

@@ -64,7 +64,7 @@ func (a *Agent) killFailed(t *task, u cluster.Unkillable) {
 	}
 	log := a.log.With("task", t.key)
 	log.Error("a task outlived its SIGKILL: draining the node", "timeout", u.WaitAfterKill(), "gpus", gpus)
-	if !a.waitHealthAck(a.holdEvent(heldEvent{check: checkUnkillable, message: msg, gpu: -1, at: a.cfg.Clock.Now()}), healthAckWait) {
+	if !a.waitHealthAck(a.health.hold(heldEvent{check: checkUnkillable, message: msg, gpu: -1, at: a.cfg.Clock.Now()}), healthAckWait) {
 		log.Warn("the controller has not acknowledged the drain yet; reporting the task anyway")
 	}
 	if u.Program != "" {
