@@ -97,3 +97,50 @@ func TestNothingPlacedOnAnIdleNodeWhoseAgentStops(t *testing.T) {
 		t.Errorf("nodes once heard from again: %v, %v; want n1 responding", nodes, err)
 	}
 }
+
+// A new leader places nothing on a node until it hears from it, and shows
+// it so: not responding. On phx dev, a node whose agent had stopped showed
+// idle* until the leader changed, then idle (the new leader forgot that
+// its agent stopped) while squeue said the job waited for it
+// (ReqNodeNotAvail, UnavailableNodes:gpu004).
+func TestNodesANewLeaderHasNotHeardFromShowNotResponding(t *testing.T) {
+	s := newTestServer(t, Config{})
+	register(t, s, nil, "n1", "n2")
+	ns := &nodeService{s: s}
+	api := &controllerService{s: s}
+	ctx := context.Background()
+	notResponding := func() map[string]bool {
+		t.Helper()
+		nodes, err := api.ListNodes(ctx, &phalanxv1.ListNodesRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, n := range nodes.Nodes {
+			out[n.Name] = n.NotResponding
+		}
+		return out
+	}
+	for _, n := range []string{"n1", "n2"} {
+		if _, err := ns.Heartbeat(ctx, &phalanxv1.HeartbeatRequest{Name: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ns.Heartbeat(ctx, &phalanxv1.HeartbeatRequest{Name: "n2", ShuttingDown: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := notResponding(); got["n1"] || !got["n2"] {
+		t.Fatalf("not responding %v; want n2 only (its agent stopped)", got)
+	}
+
+	s.startLivenessTerm() // as a new leader does when it takes over
+	if got := notResponding(); !got["n1"] || !got["n2"] {
+		t.Errorf("not responding at the start of a term %v; want both (nothing is placed on them yet)", got)
+	}
+	if _, err := ns.Heartbeat(ctx, &phalanxv1.HeartbeatRequest{Name: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := notResponding(); got["n1"] || !got["n2"] {
+		t.Errorf("not responding once n1 was heard from %v; want n2 only", got)
+	}
+}
