@@ -144,3 +144,47 @@ func TestNodesANewLeaderHasNotHeardFromShowNotResponding(t *testing.T) {
 		t.Errorf("not responding once n1 was heard from %v; want n2 only", got)
 	}
 }
+
+// A node an administrator set DOWN is asked to register again once (its
+// agent stops the tasks the DOWN ended), and stays DOWN when it does; its
+// later heartbeats are answered as any other's. On phx dev, scontrol
+// update NodeName=gpu003 State=DOWN had its agent register every second,
+// each time a Raft write and a "registered ... stays DOWN" event.
+func TestAdminDownNodeRegistersOnce(t *testing.T) {
+	s := newTestServer(t, Config{})
+	register(t, s, nil, "n1")
+	ns := &nodeService{s: s}
+	ctx := context.Background()
+	heartbeat := func() *phalanxv1.HeartbeatResponse {
+		t.Helper()
+		resp, err := ns.Heartbeat(ctx, &phalanxv1.HeartbeatRequest{Name: "n1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if heartbeat().Reregister {
+		t.Fatal("a registered UP node was asked to register again")
+	}
+	if _, err := s.updateNodes(ctx, &phalanxv1.UpdateNodeRequest{Names: []string{"n1"}, State: "DOWN", Reason: "maintenance"}); err != nil {
+		t.Fatal(err)
+	}
+	if !heartbeat().Reregister {
+		t.Fatal("the first heartbeat after an administrator's DOWN did not ask n1 to register again")
+	}
+	register(t, s, nil, "n1")
+	for i := range 3 {
+		if heartbeat().Reregister {
+			t.Fatalf("heartbeat %d after n1 registered and stayed DOWN asked it to register again", i+1)
+		}
+	}
+	if n, _ := s.store.Node("n1"); n.State != cluster.NodeDown || n.Reason != "maintenance" {
+		t.Errorf("n1 %s (%s); want DOWN (maintenance)", n.State, n.Reason)
+	}
+	if _, err := s.updateNodes(ctx, &phalanxv1.UpdateNodeRequest{Names: []string{"n1"}, State: "RESUME"}); err != nil {
+		t.Fatal(err)
+	}
+	if heartbeat().Reregister {
+		t.Error("n1 resumed was asked to register again")
+	}
+}
