@@ -14,6 +14,10 @@
 // and job updates carry a request ID, and the other writes are idempotent,
 // except a leadership transfer, which a repeat may carry on to another
 // replica.
+//
+// A stream stays on the replica it was opened on. One opened with
+// FollowLeader (stream.go) ends once any call's answer names another
+// leader, so that its caller opens it again there.
 package apiclient
 
 import (
@@ -74,7 +78,8 @@ type Conn struct {
 	opts  []grpc.DialOption
 
 	mu     sync.Mutex
-	leader string // the replica believed to lead; "" unknown
+	leader string        // the replica believed to lead; "" unknown
+	moved  chan struct{} // closed and replaced when leader changes, and at Close
 	conns  map[string]*grpc.ClientConn
 	closed bool
 }
@@ -107,7 +112,7 @@ func WithDialOptions(opts ...grpc.DialOption) Option {
 // host:port; the default port is added). Connecting is lazy: errors show
 // at the first call.
 func Dial(addrs []string, opts ...Option) (*Conn, error) {
-	c := &Conn{conns: map[string]*grpc.ClientConn{}}
+	c := &Conn{conns: map[string]*grpc.ClientConn{}, moved: make(chan struct{})}
 	for _, a := range addrs {
 		if a = strings.TrimSpace(a); a != "" {
 			c.addrs = append(c.addrs, WithPort(a))
@@ -160,6 +165,9 @@ func (c *Conn) Leader() string {
 func (c *Conn) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.closed {
+		close(c.moved) // streams that follow the leader end
+	}
 	c.closed = true
 	var errs []error
 	for a, cc := range c.conns {
@@ -229,8 +237,12 @@ func (c *Conn) learn(addr string) {
 		return
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if addr != c.leader && !c.closed {
+		close(c.moved)
+		c.moved = make(chan struct{})
+	}
 	c.leader = addr
-	c.mu.Unlock()
 }
 
 // forget drops a leader belief that proved wrong.
@@ -451,43 +463,4 @@ func NotLeader(err error) *phalanxv1.NotLeader {
 		}
 	}
 	return nil
-}
-
-// NewStream implements grpc.ClientConnInterface. A stream is opened on the
-// believed leader (or the first replica that accepts it); its errors teach
-// the connection who leads, so the caller's next NewStream goes there.
-func (c *Conn) NewStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	var last error
-	for _, addr := range c.order() {
-		cc, err := c.conn(addr)
-		if err != nil {
-			last = err
-			continue
-		}
-		cs, err := cc.NewStream(ctx, desc, method, opts...)
-		if err == nil {
-			return &stream{ClientStream: cs, c: c, addr: addr}, nil
-		}
-		last = err
-		c.noteFailure(addr, err)
-		if ctx.Err() != nil || !retryable(err) {
-			return nil, err
-		}
-	}
-	return nil, last
-}
-
-// stream learns from the errors of a stream.
-type stream struct {
-	grpc.ClientStream
-	c    *Conn
-	addr string
-}
-
-func (s *stream) RecvMsg(m any) error {
-	err := s.ClientStream.RecvMsg(m)
-	if err != nil {
-		s.c.noteFailure(s.addr, err)
-	}
-	return err
 }

@@ -275,10 +275,10 @@ func (j *Job) Live() bool {
 }
 
 // InQueue reports whether the job is still the queue's business: it has not
-// ended, or it is being preempted or requeued and will come back. squeue lists such jobs
-// and scancel -u/-n cancels them.
+// ended, or it is being preempted, requeued or restarted and will come
+// back. squeue lists such jobs and scancel -u/-n cancels them.
 func (j *Job) InQueue() bool {
-	return !j.State.Terminal() || j.State.ComingBack()
+	return !j.State.Terminal() || j.State.ComingBack() || j.RestartPending()
 }
 
 // Clone returns a deep copy.

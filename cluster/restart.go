@@ -164,28 +164,46 @@ func restartIfFailed(j *Job) {
 		return
 	}
 	last := j.Attempts[len(j.Attempts)-1]
-	if last.Attempt != j.Attempt || !last.Released() || last.Unfenced || (!j.Restart.On.Has(last.Cause) && last.Cause != RestartCheckpoint) {
+	if last.Attempt != j.Attempt || !last.Released() || !policyRestarts(j, last) {
 		return
 	}
-	if j.Attempt >= j.Restart.MaxRestarts {
-		return
-	}
-	if sameFailures(j) >= SameFailureLimit {
+	if sameFailures(j, last) >= SameFailureLimit {
 		j.Reason = fmt.Sprintf("%s; the same failure %d times in a row: not restarted", j.Reason, SameFailureLimit)
 		return
 	}
 	Requeue(j, fmt.Sprintf("restarted after %s (%s)", last.State, last.Reason))
 }
 
-// sameFailures counts the attempts, from the last back, that ended with
-// the user's failure the last one ended with, up to a node fault.
-func sameFailures(j *Job) int {
+// RestartPending reports whether the job ended its attempt FAILED or
+// NODE_FAIL and is to be restarted once the attempt's tasks still stopping
+// have ended (restartIfFailed): like a job being requeued, it comes back.
+func (j *Job) RestartPending() bool {
+	if !j.Live() || (j.State != JobNodeFail && j.State != JobFailed) || len(j.Attempts) == 0 {
+		return false
+	}
 	last := j.Attempts[len(j.Attempts)-1]
+	if last.Attempt != j.Attempt || last.Released() {
+		return false
+	}
+	last.ExitCode, last.ExitSignal = j.ExitCode, j.ExitSignal // recorded at its release
+	return policyRestarts(j, last) && sameFailures(j, last) < SameFailureLimit
+}
+
+// policyRestarts reports whether the job's policy restarts its attempt a,
+// which failed: fenced, for a cause the policy names (a corrupt checkpoint
+// whatever it names), with restarts left.
+func policyRestarts(j *Job, a Attempt) bool {
+	return !a.Unfenced && (j.Restart.On.Has(a.Cause) || a.Cause == RestartCheckpoint) && j.Attempt < j.Restart.MaxRestarts
+}
+
+// sameFailures counts the attempts, from last (the job's latest) back,
+// that ended with the user's failure last ended with, up to a node fault.
+func sameFailures(j *Job, last Attempt) int {
 	if last.Cause != RestartExit {
 		return 0
 	}
-	n := 0
-	for i := len(j.Attempts) - 1; i >= 0; i-- {
+	n := 1
+	for i := len(j.Attempts) - 2; i >= 0; i-- {
 		a := j.Attempts[i]
 		if a.Cause != RestartExit || a.ExitCode != last.ExitCode || a.ExitSignal != last.ExitSignal {
 			break

@@ -422,3 +422,65 @@ func TestMissDeadline(t *testing.T) {
 		t.Error("a released job past its deadline was not ended")
 	}
 }
+
+// A job to be restarted once the rest of its failed attempt has stopped
+// comes back, as one being requeued: a cancel then ends it for good. On
+// phx dev, scancel of a 2-node job whose node had just been declared lost
+// (COMPLETING while its other task stopped) answered nothing and changed
+// nothing, and the job ran again once the task had stopped.
+func TestCancelWhileARestartIsPending(t *testing.T) {
+	j := placedJob(t)
+	j.Restart = RestartPolicy{MaxRestarts: 3, On: DefaultRestartOn}
+	ApplyTaskReport(j, attemptReport(j, 0, TaskRunning, 0, 1))
+	ApplyTaskReport(j, attemptReport(j, 1, TaskRunning, 0, 1))
+	NodeLost(j, "n2", at(2), "Not responding", true)
+	if j.State != JobNodeFail || !j.RestartPending() || !j.Live() {
+		t.Fatalf("after n2 was lost: %s, restart pending %v, live %v; want NODE_FAIL, a restart pending, rank 0 stopping", j.State, j.RestartPending(), j.Live())
+	}
+	if !Cancel(j, at(3), ReasonNone) || j.State != JobCancelled {
+		t.Fatalf("cancel while the restart is pending: %s; want CANCELLED", j.State)
+	}
+	ApplyTaskReport(j, attemptReport(j, 0, TaskKilled, 0, 4))
+	if j.State != JobCancelled || j.Attempt != 0 || j.Live() {
+		t.Errorf("once rank 0 stopped: %s attempt %d live %v; want CANCELLED, not restarted", j.State, j.Attempt, j.Live())
+	}
+	if a := j.Attempts[0]; a.Cause != RestartNode || a.FaultNode != "n2" || !a.Released() {
+		t.Errorf("attempt 0 recorded as %+v; want the node cause and n2 at fault kept", a)
+	}
+
+	// A failure that is not restarted has ended: a cancel changes nothing.
+	for _, tc := range []struct {
+		name   string
+		policy RestartPolicy
+		fenced bool
+	}{
+		{"no restarts", RestartPolicy{MaxRestarts: 0, On: DefaultRestartOn}, true},
+		{"not a cause it names", RestartPolicy{MaxRestarts: 3, On: RestartCauses(0).With(RestartExit)}, true},
+		{"unfenced", RestartPolicy{MaxRestarts: 3, On: DefaultRestartOn}, false},
+	} {
+		j := placedJob(t)
+		j.Restart = tc.policy
+		ApplyTaskReport(j, attemptReport(j, 0, TaskRunning, 0, 1))
+		ApplyTaskReport(j, attemptReport(j, 1, TaskRunning, 0, 1))
+		NodeLost(j, "n2", at(2), "Not responding", tc.fenced)
+		if j.RestartPending() || Cancel(j, at(3), ReasonNone) || j.State != JobNodeFail {
+			t.Errorf("%s: restart pending %v, state after a cancel %s; want no restart pending, NODE_FAIL kept", tc.name, j.RestartPending(), j.State)
+		}
+	}
+
+	// The third same failure in a row is not restarted either.
+	j = placedJob(t)
+	j.Restart = RestartPolicy{MaxRestarts: 10, On: DefaultRestartOn.With(RestartExit)}
+	for i := range SameFailureLimit {
+		if i > 0 {
+			replace(t, j, 10*i)
+		}
+		ApplyTaskReport(j, attemptReport(j, 1, TaskExited, 3, 10*i+1))
+		if i < SameFailureLimit-1 {
+			ApplyTaskReport(j, attemptReport(j, 0, TaskKilled, 0, 10*i+2))
+		}
+	}
+	if j.State != JobFailed || !j.Live() || j.RestartPending() {
+		t.Errorf("third exit 3 in a row, rank 0 stopping: %s live %v restart pending %v; want FAILED with no restart pending", j.State, j.Live(), j.RestartPending())
+	}
+}

@@ -222,14 +222,16 @@ func releaseIfEnded(j *Job) {
 	a.ExitCode, a.ExitSignal = j.ExitCode, j.ExitSignal
 }
 
-// Cancel cancels a job that has not ended, or one being preempted (which
-// then stays cancelled instead of going back to the queue). A placed job's tasks keep their
+// Cancel cancels a job that has not ended, or one that would come back: being
+// preempted or requeued, or to be restarted once the tasks of its failed
+// attempt have stopped (RestartPending). It then stays cancelled instead
+// of going back to the queue. A placed job's tasks keep their
 // resources until their agents report them ended (the controller tells the
 // agents to stop them). A job whose tasks ran ends with Slurm's exit
 // status of a cancelled job, 0:15 (the SIGTERM its tasks are sent); one
 // that never ran keeps 0:0. It reports whether the job changed.
 func Cancel(j *Job, t time.Time, reason string) (changed bool) {
-	if j.State.Terminal() && !j.State.ComingBack() {
+	if j.State.Terminal() && !j.State.ComingBack() && !j.RestartPending() {
 		return false
 	}
 	if j.Live() {

@@ -27,6 +27,7 @@ func (c *controllerService) ListNodes(ctx context.Context, req *phalanxv1.ListNo
 	nodes := all[sort.Search(len(all), func(i int) bool { return all[i].Name > req.PageToken }):]
 	usage := cluster.Usage(st.Active)
 	lines := s.nodeLines()
+	leading := s.ready()
 	out := &phalanxv1.ListNodesResponse{}
 	for _, n := range nodes {
 		if len(req.Names) > 0 && !slices.Contains(req.Names, n.Name) {
@@ -36,9 +37,12 @@ func (c *controllerService) ListNodes(ctx context.Context, req *phalanxv1.ListNo
 			out.NextPageToken = out.Nodes[limit-1].Name
 			break
 		}
-		seen, stopped := s.nodes.of(n.Name)
+		seen, heard := s.nodes.of(n.Name)
 		pn := nodeToProto(n, usage[n.Name], st.Partitions, seen)
-		pn.NotResponding = pn.NotResponding || stopped // its agent said it stops
+		// Its agent said it stops, or this leader has not heard from it
+		// since it took over: nothing is placed on it, and it shows so.
+		// (A follower's memory of its nodes is from its last term, if any.)
+		pn.NotResponding = pn.NotResponding || (leading && !heard)
 		// Its line's layout: Slurm shows it; Phalanx, which places by CPUs,
 		// keeps it in the config only.
 		c := lines[n.Name]

@@ -11,15 +11,15 @@ import (
 )
 
 // liveness is the leader's memory of its nodes: when each was last heard
-// from, which it has heard from since it took over, whose agent said it
-// stops, and which it found silent past the TTL while their DOWN is being
-// committed. It decides nothing but what it is asked; the Server acts on
-// its answers (kicks the scheduler, proposes DOWN). Its lock is its own.
+// from, which it has heard from since it took over and since their agent
+// last said it stops, and which it found silent past the TTL while their
+// DOWN is being committed. It decides nothing but what it is asked; the
+// Server acts on its answers (kicks the scheduler, proposes DOWN). Its
+// lock is its own.
 type liveness struct {
 	mu        sync.Mutex
 	lastSeen  map[string]time.Time
-	heard     map[string]bool // since this leader took over
-	stopped   map[string]bool // the agent said it stops; not heard from since
+	heard     map[string]bool // since this leader took over, and since the agent said it stops
 	declaring map[string]bool // found silent; the DOWN is on its way: no lease
 }
 
@@ -29,7 +29,7 @@ func (l *liveness) reset(nodes []*cluster.Node, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lastSeen = make(map[string]time.Time, len(nodes))
-	l.heard, l.stopped, l.declaring = map[string]bool{}, map[string]bool{}, map[string]bool{}
+	l.heard, l.declaring = map[string]bool{}, map[string]bool{}
 	for _, n := range nodes {
 		l.lastSeen[n.Name] = now
 	}
@@ -43,7 +43,6 @@ func (l *liveness) seen(node string, t time.Time) (live, first bool) {
 	l.lastSeen[node] = t
 	first = !l.heard[node]
 	l.heard[node] = true
-	delete(l.stopped, node)
 	return !l.declaring[node], first
 }
 
@@ -54,7 +53,6 @@ func (l *liveness) stopping(node string, t time.Time) {
 	defer l.mu.Unlock()
 	l.lastSeen[node] = t
 	l.heard[node] = false
-	l.stopped[node] = true
 }
 
 // registering refreshes node's silence for a registration, and reports
@@ -83,11 +81,12 @@ func (l *liveness) unheard(nodes []*cluster.Node) map[string]bool {
 }
 
 // of is what ListNodes shows of a node: when it was last heard from, and
-// whether its agent said it stops.
-func (l *liveness) of(node string) (seen time.Time, stopped bool) {
+// whether it has been heard from this term and since its agent last said
+// it stops (else nothing is placed on it: it shows as not responding).
+func (l *liveness) of(node string) (seen time.Time, heard bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.lastSeen[node], l.stopped[node]
+	return l.lastSeen[node], l.heard[node]
 }
 
 // silentNode is a node found silent, and for how long.

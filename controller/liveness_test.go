@@ -46,8 +46,8 @@ func TestLivenessOverATerm(t *testing.T) {
 		t.Error("b may not register once its DOWN applied")
 	}
 	l.stopping("a", t0.Add(50*time.Second))
-	if seen, stopped := l.of("a"); !stopped || !seen.Equal(t0.Add(50*time.Second)) {
-		t.Errorf("a after its agent stops: seen %v, stopped %v", seen, stopped)
+	if seen, heard := l.of("a"); heard || !seen.Equal(t0.Add(50*time.Second)) {
+		t.Errorf("a after its agent stops: seen %v, heard %v; want not heard", seen, heard)
 	}
 	if u := l.unheard(nodes); !u["a"] || u["b"] {
 		t.Errorf("unheard %v; want a (stopping) and not b (heard)", u)

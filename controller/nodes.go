@@ -88,10 +88,13 @@ func (n *nodeService) Heartbeat(ctx context.Context, req *phalanxv1.HeartbeatReq
 	}
 	node, err := s.store.Node(req.Name)
 	switch {
-	case errors.Is(err, cluster.ErrNotFound) || (err == nil && node.State == cluster.NodeDown):
-		// Unknown, or declared down while silent: register again to come
-		// back (the agent stops its tasks first: the controller has them
-		// LOST already).
+	case errors.Is(err, cluster.ErrNotFound) || (err == nil && node.State == cluster.NodeDown && !node.Registered.After(node.StateTime)):
+		// Unknown, or DOWN since it last registered (declared down while
+		// silent, or set DOWN by an administrator): register again (the
+		// agent stops its tasks first: the controller has them LOST
+		// already). A node that registered since, and stays DOWN (an
+		// administrator's), is not asked again: it would register every
+		// heartbeat, an event and a Raft write each time.
 		return &phalanxv1.HeartbeatResponse{Reregister: true}, nil
 	case err != nil:
 		// Anything else is this replica's trouble, not the node's: the agent

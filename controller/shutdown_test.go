@@ -97,3 +97,94 @@ func TestNothingPlacedOnAnIdleNodeWhoseAgentStops(t *testing.T) {
 		t.Errorf("nodes once heard from again: %v, %v; want n1 responding", nodes, err)
 	}
 }
+
+// A new leader places nothing on a node until it hears from it, and shows
+// it so: not responding. On phx dev, a node whose agent had stopped showed
+// idle* until the leader changed, then idle (the new leader forgot that
+// its agent stopped) while squeue said the job waited for it
+// (ReqNodeNotAvail, UnavailableNodes:gpu004).
+func TestNodesANewLeaderHasNotHeardFromShowNotResponding(t *testing.T) {
+	s := newTestServer(t, Config{})
+	register(t, s, nil, "n1", "n2")
+	ns := &nodeService{s: s}
+	api := &controllerService{s: s}
+	ctx := context.Background()
+	notResponding := func() map[string]bool {
+		t.Helper()
+		nodes, err := api.ListNodes(ctx, &phalanxv1.ListNodesRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, n := range nodes.Nodes {
+			out[n.Name] = n.NotResponding
+		}
+		return out
+	}
+	for _, n := range []string{"n1", "n2"} {
+		if _, err := ns.Heartbeat(ctx, &phalanxv1.HeartbeatRequest{Name: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ns.Heartbeat(ctx, &phalanxv1.HeartbeatRequest{Name: "n2", ShuttingDown: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := notResponding(); got["n1"] || !got["n2"] {
+		t.Fatalf("not responding %v; want n2 only (its agent stopped)", got)
+	}
+
+	s.startLivenessTerm() // as a new leader does when it takes over
+	if got := notResponding(); !got["n1"] || !got["n2"] {
+		t.Errorf("not responding at the start of a term %v; want both (nothing is placed on them yet)", got)
+	}
+	if _, err := ns.Heartbeat(ctx, &phalanxv1.HeartbeatRequest{Name: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := notResponding(); got["n1"] || !got["n2"] {
+		t.Errorf("not responding once n1 was heard from %v; want n2 only", got)
+	}
+}
+
+// A node an administrator set DOWN is asked to register again once (its
+// agent stops the tasks the DOWN ended), and stays DOWN when it does; its
+// later heartbeats are answered as any other's. On phx dev, scontrol
+// update NodeName=gpu003 State=DOWN had its agent register every second,
+// each time a Raft write and a "registered ... stays DOWN" event.
+func TestAdminDownNodeRegistersOnce(t *testing.T) {
+	s := newTestServer(t, Config{})
+	register(t, s, nil, "n1")
+	ns := &nodeService{s: s}
+	ctx := context.Background()
+	heartbeat := func() *phalanxv1.HeartbeatResponse {
+		t.Helper()
+		resp, err := ns.Heartbeat(ctx, &phalanxv1.HeartbeatRequest{Name: "n1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if heartbeat().Reregister {
+		t.Fatal("a registered UP node was asked to register again")
+	}
+	if _, err := s.updateNodes(ctx, &phalanxv1.UpdateNodeRequest{Names: []string{"n1"}, State: "DOWN", Reason: "maintenance"}); err != nil {
+		t.Fatal(err)
+	}
+	if !heartbeat().Reregister {
+		t.Fatal("the first heartbeat after an administrator's DOWN did not ask n1 to register again")
+	}
+	register(t, s, nil, "n1")
+	for i := range 3 {
+		if heartbeat().Reregister {
+			t.Fatalf("heartbeat %d after n1 registered and stayed DOWN asked it to register again", i+1)
+		}
+	}
+	if n, _ := s.store.Node("n1"); n.State != cluster.NodeDown || n.Reason != "maintenance" {
+		t.Errorf("n1 %s (%s); want DOWN (maintenance)", n.State, n.Reason)
+	}
+	if _, err := s.updateNodes(ctx, &phalanxv1.UpdateNodeRequest{Names: []string{"n1"}, State: "RESUME"}); err != nil {
+		t.Fatal(err)
+	}
+	if heartbeat().Reregister {
+		t.Error("n1 resumed was asked to register again")
+	}
+}

@@ -41,7 +41,10 @@
 //     marked stop or is no longer in the set. Reconciling is level
 //     triggered and idempotent, so a repeated or missed message does no
 //     harm; a broken stream is reopened, and its first message is again
-//     the complete set.
+//     the complete set. So is one still open on a replica once a call's
+//     answer names another leader (apiclient.FollowLeader): a leader that
+//     stopped answering without closing its connections (a frozen host)
+//     would otherwise hold it while the new leader's assignments wait.
 //  3. Reports. One ordered queue, delivered one report at a time and each
 //     retried until the controller acknowledges it, so a controller
 //     failover loses no report and a task's reports never overtake each

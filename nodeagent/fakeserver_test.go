@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -50,6 +51,44 @@ type fakeNodeService struct {
 	// onRegister, when set, is called (under mu) with each registration's
 	// number, counting from 1, before it is answered.
 	onRegister func(n int)
+	// leads, when set, is the leader's address every unary answer names
+	// (the phalanx-leader header), as a controller's.
+	leads string
+	// stuck, once closed, makes every call wait until its caller gives
+	// up, and the streams send nothing more: a stopped controller.
+	stuck chan struct{}
+}
+
+// stick makes f a controller that stopped: nothing answered, nothing sent.
+func (f *fakeNodeService) stick() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	close(f.stuck)
+}
+
+// answer waits while f is stuck, and names the leader when f says who
+// leads.
+func (f *fakeNodeService) answer(ctx context.Context) error {
+	f.mu.Lock()
+	stuck, leads := f.stuck, f.leads
+	f.mu.Unlock()
+	select {
+	case <-stuck:
+		<-ctx.Done()
+		return status.FromContextError(ctx.Err()).Err()
+	default:
+	}
+	if leads != "" {
+		return grpc.SetHeader(ctx, metadata.Pairs("phalanx-leader", leads))
+	}
+	return nil
+}
+
+// leading makes f answer as the leader at its own address.
+func (f *fakeNodeService) leading() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.leads = f.addr
 }
 
 // startFakeNodeService serves a fakeNodeService on 127.0.0.1 and returns
@@ -68,7 +107,7 @@ func startFakeNodeServiceAt(t *testing.T, addr string, setup ...func(*fakeNodeSe
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeNodeService{addr: lis.Addr().String(), assignments: &phalanxv1.Assignments{}, changed: make(chan struct{})}
+	f := &fakeNodeService{addr: lis.Addr().String(), assignments: &phalanxv1.Assignments{}, changed: make(chan struct{}), stuck: make(chan struct{})}
 	for _, s := range setup {
 		s(f)
 	}
@@ -79,7 +118,10 @@ func startFakeNodeServiceAt(t *testing.T, addr string, setup ...func(*fakeNodeSe
 	return f
 }
 
-func (f *fakeNodeService) RegisterNode(_ context.Context, req *phalanxv1.RegisterNodeRequest) (*phalanxv1.RegisterNodeResponse, error) {
+func (f *fakeNodeService) RegisterNode(ctx context.Context, req *phalanxv1.RegisterNodeRequest) (*phalanxv1.RegisterNodeResponse, error) {
+	if err := f.answer(ctx); err != nil {
+		return nil, err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.registers = append(f.registers, req)
@@ -89,7 +131,10 @@ func (f *fakeNodeService) RegisterNode(_ context.Context, req *phalanxv1.Registe
 	return &phalanxv1.RegisterNodeResponse{}, nil
 }
 
-func (f *fakeNodeService) Heartbeat(_ context.Context, req *phalanxv1.HeartbeatRequest) (*phalanxv1.HeartbeatResponse, error) {
+func (f *fakeNodeService) Heartbeat(ctx context.Context, req *phalanxv1.HeartbeatRequest) (*phalanxv1.HeartbeatResponse, error) {
+	if err := f.answer(ctx); err != nil {
+		return nil, err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.heartbeats = append(f.heartbeats, req)
@@ -101,7 +146,10 @@ func (f *fakeNodeService) Heartbeat(_ context.Context, req *phalanxv1.HeartbeatR
 	return &phalanxv1.HeartbeatResponse{Reregister: rereg, Resumed: f.resumed, HealthCheck: f.healthCheck, Unkillable: f.unkillable}, nil
 }
 
-func (f *fakeNodeService) ReportTaskStatus(_ context.Context, req *phalanxv1.ReportTaskStatusRequest) (*phalanxv1.ReportTaskStatusResponse, error) {
+func (f *fakeNodeService) ReportTaskStatus(ctx context.Context, req *phalanxv1.ReportTaskStatusRequest) (*phalanxv1.ReportTaskStatusResponse, error) {
+	if err := f.answer(ctx); err != nil {
+		return nil, err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reportCalls++
@@ -137,13 +185,20 @@ func (f *fakeNodeService) WatchAssignments(_ *phalanxv1.WatchAssignmentsRequest,
 	f.mu.Unlock()
 	for {
 		f.mu.Lock()
-		cur, changed := f.assignments, f.changed
+		cur, changed, stuck := f.assignments, f.changed, f.stuck
 		f.mu.Unlock()
+		select {
+		case <-stuck:
+			<-stream.Context().Done()
+			return nil
+		default:
+		}
 		if err := stream.Send(cur); err != nil {
 			return err
 		}
 		select {
 		case <-changed:
+		case <-stuck:
 		case <-stream.Context().Done():
 			return nil
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/runtime"
 )
@@ -47,7 +48,7 @@ func (a *Agent) serveLogsOnce(ctx context.Context, b *backoff) error {
 	defer wg.Wait() // after cancel, below: the reads see ctx end
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := a.client.ServeLogs(ctx)
+	stream, err := a.client.ServeLogs(ctx, apiclient.FollowLeader()) // as the assignments (session.go)
 	if err != nil {
 		return err
 	}

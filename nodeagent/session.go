@@ -6,6 +6,7 @@ import (
 	"time"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/runtime"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -205,7 +206,10 @@ func (a *Agent) watch(ctx context.Context) {
 func (a *Agent) watchOnce(ctx context.Context, b *backoff) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := a.client.WatchAssignments(ctx, &phalanxv1.WatchAssignmentsRequest{Name: a.cfg.Name})
+	// FollowLeader: a leader that got stuck (stopped, cut off without its
+	// connections closing) would hold the stream while the new leader's
+	// assignments never arrive; the next heartbeat it answers ends it.
+	stream, err := a.client.WatchAssignments(ctx, &phalanxv1.WatchAssignmentsRequest{Name: a.cfg.Name}, apiclient.FollowLeader())
 	if err != nil {
 		return err
 	}

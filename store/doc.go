@@ -55,6 +55,7 @@
 //	  applied      -> uint64   index of the last applied Raft entry
 //	  nextjob      -> uint64   smallest job ID above every submitted job
 //	  nextevent    -> uint64   the number of the next node event (absent: 1)
+//	  partsconfig  -> string   digest of the config's partitions last applied
 //	jobs/                      bucket: active jobs
 //	  <id>         -> statev1.Job         spec and status, without payload
 //	history/                   bucket: finished jobs (moved from jobs/)
@@ -65,9 +66,11 @@
 //	  <name>       -> statev1.Node
 //	partitions/                in configuration order
 //	  <seq>        -> statev1.Partition
-//	requests/                  exactly-once submits and cancels
+//	requests/                  exactly-once submits, cancels, signals, updates
 //	  <request id>           -> statev1.SubmitRequest  a submit: the job it created
 //	  "cancel" 0x00 <request id> -> statev1.SubmitRequest  a cancel: the jobs it cancelled
+//	  "signal" 0x00 <request id> -> statev1.SubmitRequest  a signal: the jobs it reached
+//	  "update" 0x00 <job> 0x00 <request id> -> statev1.SubmitRequest  an update of a job (<job> in decimal)
 //	controllers/
 //	  <raft id>    -> statev1.Controller
 //	events/                    node events, since version 3
