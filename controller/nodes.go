@@ -95,7 +95,7 @@ func (n *nodeService) Heartbeat(ctx context.Context, req *phalanxv1.HeartbeatReq
 		// already). A node that registered since, and stays DOWN (an
 		// administrator's), is not asked again: it would register every
 		// heartbeat, an event and a Raft write each time.
-		return &phalanxv1.HeartbeatResponse{Reregister: true}, nil
+		return s.reregister(ctx)
 	case err != nil:
 		// Anything else is this replica's trouble, not the node's: the agent
 		// retries, and its tasks run on.
@@ -107,7 +107,7 @@ func (n *nodeService) Heartbeat(ctx context.Context, req *phalanxv1.HeartbeatReq
 	if !s.seen(req.Name, s.cfg.Clock.Now()) {
 		// Found silent, its DOWN on the way: no lease; its agent stops its
 		// tasks and registers again.
-		return &phalanxv1.HeartbeatResponse{Reregister: true}, nil
+		return s.reregister(ctx)
 	}
 	resp := &phalanxv1.HeartbeatResponse{LeaseMs: s.leaseMs(node.Fences), Unkillable: unkillableProto(s.cfg.Unkillable)}
 	if req.Health {
@@ -121,6 +121,19 @@ func (n *nodeService) Heartbeat(ctx context.Context, req *phalanxv1.HeartbeatReq
 		resp.Drained = node.State == cluster.NodeDrain
 	}
 	return resp, nil
+}
+
+// reregister answers a heartbeat "register again", on which the agent
+// stops every task of its node. Only the leader may say it, so it asks a
+// majority first: a leader that lost its majority and has not noticed yet
+// (resumed after a pause, cut off) finds every node silent, and would stop
+// their tasks; it answers NotLeader instead, and the agent goes on to the
+// real leader.
+func (s *Server) reregister(ctx context.Context) (*phalanxv1.HeartbeatResponse, error) {
+	if err := s.verifyLeader(ctx); err != nil {
+		return nil, toStatus(err)
+	}
+	return &phalanxv1.HeartbeatResponse{Reregister: true}, nil
 }
 
 func (n *nodeService) WatchAssignments(req *phalanxv1.WatchAssignmentsRequest, stream phalanxv1.NodeService_WatchAssignmentsServer) error {
