@@ -22,20 +22,21 @@ import (
 // (cluster.Attempt.PreemptedFor). While that job is still PENDING in that
 // attempt, the nodes of the victim's attempt are its claim, whether the
 // victim is still leaving or has been requeued since. Claims are decided
-// before the queue, in queue order (keep): a claimant starts at once if its
-// claimed nodes hold its gang now, or, if they will once the victims
-// leaving for it are gone, it holds them for the rest of the pass, waiting
-// with an expected start of now. Either way, only the claimed nodes count,
-// with what is free on them and the victims leaving for it (or for no
-// one); it preempts nothing more. No other job counts those victims as
-// free.
+// before the queue, in queue order (keep): a claimant starts at once if
+// nodes with room for it now hold its gang, or, if the claimed nodes will
+// once the victims leaving for it are gone (with nodes that have room now:
+// a gang's nodes that held no victim were idle), it holds them until its
+// time limit from when the last victim leaves, its expected start.
+// Either way, only the claimed nodes and those with room now count, with
+// what is free on them and the victims leaving for it (or for no one); it
+// preempts nothing more. No other job counts those victims as free.
 //
 // A claim lapses when the preemptor no longer needs it: it started (here
 // or elsewhere), was cancelled, or was requeued into a later attempt; or
-// the claimed nodes can no longer hold its gang (a node went down, or a
-// node of its gang that held no victim, and so is no part of the claim,
-// was taken meanwhile). The preemptor is then decided in its place in the
-// queue like any job, and may preempt again.
+// the claimed nodes, with those that have room now, can no longer hold its
+// gang (a node went down, or one the gang needed was taken, by a claim
+// ahead of it). The preemptor is then decided in its place in the queue
+// like any job, and may preempt again.
 
 // claim is a pending job's claim: the nodes of the attempts preempted for
 // it, as a mask over the pass's nodes.
@@ -146,14 +147,19 @@ func (p *pass) keep(plan *Plan, j *cluster.Job, claimed []bool) bool {
 	r.maxLeaves = p.maxLeavesAt(j, p.nowNs)
 	end := endOf(p.nowNs, p.limitOf(j))
 	a := asker{id: j.ID, me: nobody}
-	free := make([]bool, len(claimed)) // the claimed nodes that fit now: start there if they hold the gang
+	// The gang may take, besides the claimed nodes, nodes with room for it
+	// now: those of its gang that held no victim were idle, and stay its
+	// while its victims leave.
+	free := make([]bool, len(claimed))   // with room now: start there if they hold the gang
+	usable := make([]bool, len(claimed)) // claimed, or with room now
 	for i, c := range claimed {
-		free[i] = c && p.nodes[i].fits(&r)
+		free[i] = p.nodes[i].fits(&r)
+		usable[i] = c || free[i]
 	}
 	if nodes, _, ok := p.victimGang(cs, &r, a, end, free); ok {
 		return p.place(plan, j, nodes, &r, end)
 	}
-	nodes, victims, ok := p.victimGang(cs, &r, a, end, claimed)
+	nodes, victims, ok := p.victimGang(cs, &r, a, end, usable)
 	if !ok {
 		return false
 	}

@@ -48,9 +48,10 @@
 // partition PriorityTier, QoS level, requeued jobs first, the Priority
 // score (QoS, admin Priority, age, size, Nice, a FairShare hook; see
 // Priority), submit time, ID. Jobs with a claim are decided first, in that
-// order (keepClaims, claims.go): each starts on its claimed nodes if they
-// hold its gang now, or holds them while its victims leave, expected start
-// now; one whose claim cannot do either is decided in its place. Each
+// order (keepClaims, claims.go): each starts now if nodes with room for it
+// hold its gang, or holds its claimed nodes (and idle ones its gang needs)
+// while its victims leave, expected when the last has left; one whose
+// claim can do neither is decided in its place. Each
 // other job then goes through decide (schedule.go):
 //
 //  1. partition checks: unknown (BadConstraints), DOWN (PartitionDown) or
@@ -84,7 +85,8 @@
 //     another job's claim) could free a gang on nodes no earlier
 //     reservation needs before the job's time limit ends, choose the one
 //     with the fewest leaves losing the least GPU-time, emit Preemptions,
-//     hold the nodes' free capacity for the job, expected start now; else
+//     hold the nodes for the job until its time limit from when the last
+//     victim has left (its grace), its expected start; else
 //  7. reservation (timeline.go), for the first Options.ReserveDepth (100)
 //     blocked jobs: each candidate's earliest time it can hold the request
 //     for the job's time limit, the first instant enough of them are free
