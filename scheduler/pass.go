@@ -305,7 +305,7 @@ func (p *pass) addLive(jobs []*cluster.Job) {
 			c.mem -= a.MemoryMB
 			c.busy = true
 			c.excl = c.excl || j.Exclusive
-			p.addUse(i, use{from: math.MinInt64, to: end, gpus: len(a.GPUs), cpus: a.CPUs, mem: a.MemoryMB, excl: j.Exclusive})
+			p.addUse(i, use{from: math.MinInt64, to: end, gpus: len(a.GPUs), cpus: a.CPUs, mem: a.MemoryMB, excl: j.Exclusive, job: j.ID})
 		}
 	}
 }
@@ -327,8 +327,6 @@ func (p *pass) fillHistograms() {
 	}
 }
 
-// limitOf is the job's time limit: its own, else its partition's default,
-// else the partition's maximum; 0 means unlimited.
 // liveEnd is when live job j's capacity frees, as far as the pass can
 // tell: at the end of its time limit, or, once its attempt has ended and
 // its tasks were told to stop, at the end of the grace they have before
@@ -348,6 +346,8 @@ func (p *pass) liveEnd(j *cluster.Job) int64 {
 	return max(end, p.nowNs)
 }
 
+// limitOf is the job's time limit: its own, else its partition's default,
+// else the partition's maximum; 0 means unlimited.
 func (p *pass) limitOf(j *cluster.Job) time.Duration {
 	if j.TimeLimit > 0 {
 		return j.TimeLimit

@@ -204,7 +204,9 @@ func (p *pass) hold(j *cluster.Job, nodes []int32, victims []int) int64 {
 	start := p.nowNs
 	for _, v := range victims {
 		p.live[v].claimedBy = j.ID
-		start = max(start, p.leaveAt(v))
+		leave := p.leaveAt(v)
+		start = max(start, leave)
+		p.endUses(p.live[v].job, leave)
 	}
 	end := endOf(start, p.limitOf(j))
 	for _, i := range nodes {
@@ -219,6 +221,23 @@ func (p *pass) hold(j *cluster.Job, nodes []int32, victims []int) int64 {
 		}
 	}
 	return start
+}
+
+// endUses ends live job vj's uses at t, when it has left, wherever it is
+// (a victim chosen by this pass runs until its time limit in the uses
+// made at the start of the pass).
+func (p *pass) endUses(vj *cluster.Job, t int64) {
+	for _, a := range vj.Alloc.Nodes {
+		i, ok := p.index[a.Node]
+		if !ok {
+			continue
+		}
+		for k := p.nodes[i].head; k >= 0; k = p.uses[k].next {
+			if u := &p.uses[k]; u.job == vj.ID {
+				u.to = min(u.to, t)
+			}
+		}
+	}
 }
 
 // leaveAt is when victim v's capacity frees: a victim this pass signals

@@ -19,6 +19,7 @@ type use struct {
 	mem      int64
 	excl     bool
 	next     int32
+	job      cluster.JobID // the live job holding it; 0: a placement or reservation of this pass
 }
 
 func (p *pass) addUse(i int32, u use) {
