@@ -471,3 +471,34 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	})
 }
+
+// A reload that drops a CA from the bundle forgets the chains verified
+// against it: the daemon's own certificate is from the CA kept, the
+// node's from the one dropped, checked (and remembered) before.
+func TestReloadForgetsVerifiedChains(t *testing.T) {
+	kept, keptDir := newCA(t)
+	dropped, droppedDir := newCA(t)
+	server, serverDir := issueTo(t, kept, keptDir, KindController, "ctl1", DefaultLifespan)
+	node, _ := issueTo(t, dropped, droppedDir, KindNode, "gpu001", DefaultLifespan)
+	a, _ := os.ReadFile(filepath.Join(keptDir, CACertFile))
+	b, _ := os.ReadFile(filepath.Join(droppedDir, CACertFile))
+	bundle := filepath.Join(serverDir, CACertFile)
+	if err := os.WriteFile(bundle, append(a, b...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := server.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.Check(chainOf(node), KindNode); err != nil {
+		t.Fatalf("a node certificate of a CA in the bundle: %v", err)
+	}
+	if err := os.WriteFile(bundle, a, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := server.Reload(); err != nil {
+		t.Fatalf("reload with the daemon's own CA alone: %v", err)
+	}
+	if _, err := server.Check(chainOf(node), KindNode); !errors.Is(err, ErrUntrusted) {
+		t.Errorf("a chain verified against a CA since dropped from the bundle: %v; want it refused", err)
+	}
+}
