@@ -163,18 +163,7 @@ func (s *Store) CancelJobs(idx uint64, ids []cluster.JobID, t time.Time, reason 
 				c.ops = append(c.ops, putRequestOp{key: key, r: r})
 			}()
 		}
-		for _, id := range ids {
-			j := c.job(id)
-			if j == nil {
-				continue
-			}
-			u := j.Update()
-			if !cluster.Cancel(u, t, reason) {
-				continue
-			}
-			c.putJob(u)
-			changed = append(changed, id)
-		}
+		changed = append(changed, changeEach(c, ids, func(_ int, u *cluster.Job) bool { return cluster.Cancel(u, t, reason) })...)
 		return nil
 	})
 	if err != nil {
@@ -192,11 +181,7 @@ func (s *Store) CancelJobs(idx uint64, ids []cluster.JobID, t time.Time, reason 
 func (s *Store) PreemptJobs(idx uint64, ids, forIDs []cluster.JobID, t time.Time) ([]cluster.JobID, error) {
 	var changed []cluster.JobID
 	err := s.apply(idx, func(c *change) error {
-		for k, id := range ids {
-			j := c.job(id)
-			if j == nil {
-				continue
-			}
+		changed = changeEach(c, ids, func(k int, u *cluster.Job) bool {
 			var forJob cluster.JobAttempt
 			if k < len(forIDs) && forIDs[k] != 0 {
 				forJob.Job = forIDs[k]
@@ -204,13 +189,8 @@ func (s *Store) PreemptJobs(idx uint64, ids, forIDs []cluster.JobID, t time.Time
 					forJob.Attempt = p.Attempt
 				}
 			}
-			u := j.Update()
-			if !cluster.Preempt(u, t, forJob) {
-				continue
-			}
-			c.putJob(u)
-			changed = append(changed, id)
-		}
+			return cluster.Preempt(u, t, forJob)
+		})
 		return nil
 	})
 	if err != nil {
@@ -277,24 +257,33 @@ func (s *Store) MissDeadlines(idx uint64, ids []cluster.JobID, t time.Time) ([]c
 func (s *Store) changeJobs(idx uint64, ids []cluster.JobID, transition func(*cluster.Job) bool) ([]cluster.JobID, error) {
 	var changed []cluster.JobID
 	err := s.apply(idx, func(c *change) error {
-		for _, id := range ids {
-			j := c.job(id)
-			if j == nil {
-				continue
-			}
-			u := j.Update()
-			if !transition(u) {
-				continue
-			}
-			c.putJob(u)
-			changed = append(changed, id)
-		}
+		changed = changeEach(c, ids, func(_ int, u *cluster.Job) bool { return transition(u) })
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return changed, nil
+}
+
+// changeEach applies transition to a copy of each of the jobs ids names
+// (k: its position in ids) within c, keeps the copies it changed, and
+// returns their IDs in the order given. Unknown IDs are skipped.
+func changeEach(c *change, ids []cluster.JobID, transition func(k int, u *cluster.Job) bool) []cluster.JobID {
+	var changed []cluster.JobID
+	for k, id := range ids {
+		j := c.job(id)
+		if j == nil {
+			continue
+		}
+		u := j.Update()
+		if !transition(k, u) {
+			continue
+		}
+		c.putJob(u)
+		changed = append(changed, id)
+	}
+	return changed
 }
 
 // JobUpdate is what UpdateJob changes; nil fields stay as they are.
