@@ -23,13 +23,14 @@ import (
 // attempt, the nodes of the victim's attempt are its claim, whether the
 // victim is still leaving or has been requeued since. Claims are decided
 // before the queue, in queue order (keep): a claimant starts at once if
-// nodes with room for it now hold its gang, or, if the claimed nodes will
-// once the victims leaving for it are gone (with nodes that have room now:
-// a gang's nodes that held no victim were idle), it holds them until its
-// time limit from when the last victim leaves, its expected start.
-// Either way, only the claimed nodes and those with room now count, with
-// what is free on them and the victims leaving for it (or for no one); it
-// preempts nothing more. No other job counts those victims as free.
+// its claimed nodes hold its gang now, or, if they will once the victims
+// leaving for it are gone, it holds them until its time limit from when
+// the last victim leaves, its expected start. A gang that needs nodes that
+// held no victim (idle when it preempted) takes those with room for it
+// now as well, to hold or, once its victims have left, to start on. Only
+// those nodes count, with what is free on them and the victims leaving for
+// it (or for no one); it preempts nothing more. No other job counts those
+// victims as free.
 //
 // A claim lapses when the preemptor no longer needs it: it started (here
 // or elsewhere), was cancelled, or was requeued into a later attempt; or
@@ -147,21 +148,27 @@ func (p *pass) keep(plan *Plan, j *cluster.Job, claimed []bool) bool {
 	r.maxLeaves = p.maxLeavesAt(j, p.nowNs)
 	end := endOf(p.nowNs, p.limitOf(j))
 	a := asker{id: j.ID, me: nobody}
-	// The gang may take, besides the claimed nodes, nodes with room for it
-	// now: those of its gang that held no victim were idle, and stay its
-	// while its victims leave.
-	free := make([]bool, len(claimed))   // with room now: start there if they hold the gang
-	usable := make([]bool, len(claimed)) // claimed, or with room now
+	free := make([]bool, len(claimed)) // the claimed nodes that fit now: start there if they hold the gang
 	for i, c := range claimed {
-		free[i] = p.nodes[i].fits(&r)
-		usable[i] = c || free[i]
+		free[i] = c && p.nodes[i].fits(&r)
 	}
 	if nodes, _, ok := p.victimGang(cs, &r, a, end, free); ok {
 		return p.place(plan, j, nodes, &r, end)
 	}
-	nodes, victims, ok := p.victimGang(cs, &r, a, end, usable)
+	nodes, victims, ok := p.victimGang(cs, &r, a, end, claimed)
 	if !ok {
-		return false
+		// The gang needs nodes that held no victim (they were idle when it
+		// preempted): those with room for it now are its too.
+		usable := make([]bool, len(claimed))
+		for i, c := range claimed {
+			usable[i] = c || p.nodes[i].fits(&r)
+		}
+		if nodes, victims, ok = p.victimGang(cs, &r, a, end, usable); !ok {
+			return false
+		}
+		if len(victims) == 0 { // its victims have left
+			return p.place(plan, j, nodes, &r, end)
+		}
 	}
 	start := p.hold(j, nodes, victims)
 	info := p.blockedAs(j, false)
