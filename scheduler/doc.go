@@ -48,8 +48,8 @@
 // partition PriorityTier, QoS level, requeued jobs first, the Priority
 // score (QoS, admin Priority, age, size, Nice, a FairShare hook; see
 // Priority), submit time, ID. Jobs with a claim are decided first, in that
-// order (keepClaims, claims.go): each starts now if nodes with room for it
-// hold its gang, or holds its claimed nodes (and idle ones its gang needs)
+// order (keepClaims, claims.go): each starts now if its claimed nodes hold
+// its gang, or holds them (with the idle nodes its gang needs besides)
 // while its victims leave, expected when the last has left; one whose
 // claim can do neither is decided in its place. Each
 // other job then goes through decide (schedule.go):
