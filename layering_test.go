@@ -110,6 +110,7 @@ var allowedImports = map[string][]string{
 	"internal/cliwire":     {},
 	"internal/durable":     {},
 	"internal/freeport":    {},
+	"internal/flagtest":    {},
 	"auth":                 {},
 	"pki":                  {"internal/durable"},
 	"checkpoint":           {"internal/durable"},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/controller"
+	"github.com/phalanx-hpc/phalanx/internal/flagtest"
 	"github.com/phalanx-hpc/phalanx/pki"
 )
 
@@ -382,18 +383,6 @@ func TestTopologyBesideTheConfig(t *testing.T) {
 // listed; the usage, 60 lines of it, used to come first on stderr and
 // push the error out of sight.
 func TestBadFlagIsOneLine(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := os.Stderr
-	os.Stderr = w
-	_, err = parseFlags([]string{"--bogus"})
-	os.Stderr = stderr
-	w.Close()
-	printed, _ := io.ReadAll(r)
-	want := "flag provided but not defined: -bogus (phalanx-controller --help lists the flags)"
-	if err == nil || err.Error() != want || len(printed) > 0 {
-		t.Errorf("parseFlags(--bogus): %v, and printed %q; want %q and nothing printed", err, printed, want)
-	}
+	parse := func(args []string) error { _, err := parseFlags(args); return err }
+	flagtest.RefusesInOneLine(t, parse, []string{"--bogus"}, "flag provided but not defined: -bogus (phalanx-controller --help lists the flags)")
 }
