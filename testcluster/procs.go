@@ -232,7 +232,7 @@ func (c *Procs) Start(i int) {
 		cmd.Stderr = cmd.Stdout
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := startProcess(cmd); err != nil { // spawn.go: from a thread that lives as long as the binary
 		logf.Close()
 		c.t.Fatalf("start %s: %v", p.ID, err)
 	}
