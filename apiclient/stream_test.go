@@ -70,18 +70,7 @@ func TestFollowLeaderStreamEndsWhenAnotherLeads(t *testing.T) {
 	c := dial(t, old, next)
 	ctx := timeout(t, 10*time.Second)
 
-	s, err := phalanxv1.NewNodeServiceClient(c).WatchAssignments(ctx, &phalanxv1.WatchAssignmentsRequest{Name: "n1"}, FollowLeader())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Recv(); err != nil {
-		t.Fatalf("first message from the leader: %v", err)
-	}
-	ended := make(chan error, 1)
-	go func() {
-		_, err := s.Recv()
-		ended <- err
-	}()
+	ended := watchAfterFirst(t, ctx, c, FollowLeader())
 
 	// A heartbeat, say: the stuck replica gets its share, the next answers.
 	callCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -112,18 +101,7 @@ func TestStreamWithoutFollowLeaderStays(t *testing.T) {
 	c := dial(t, old, next)
 	ctx := timeout(t, 10*time.Second)
 
-	s, err := phalanxv1.NewNodeServiceClient(c).WatchAssignments(ctx, &phalanxv1.WatchAssignmentsRequest{Name: "n1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Recv(); err != nil {
-		t.Fatalf("first message: %v", err)
-	}
-	ended := make(chan error, 1)
-	go func() {
-		_, err := s.Recv()
-		ended <- err
-	}()
+	ended := watchAfterFirst(t, ctx, c)
 	c.learn(next)
 	select {
 	case err := <-ended:
@@ -162,4 +140,24 @@ func TestFollowLeaderStreamEndsAtClose(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("stream still open 5s after Close")
 	}
+}
+
+// watchAfterFirst opens node n1's assignment stream through c, takes its
+// first message, and returns where the stream's end (the next Recv's
+// error) arrives.
+func watchAfterFirst(t *testing.T, ctx context.Context, c *Conn, opts ...grpc.CallOption) <-chan error {
+	t.Helper()
+	s, err := phalanxv1.NewNodeServiceClient(c).WatchAssignments(ctx, &phalanxv1.WatchAssignmentsRequest{Name: "n1"}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Recv(); err != nil {
+		t.Fatalf("first message: %v", err)
+	}
+	ended := make(chan error, 1)
+	go func() {
+		_, err := s.Recv()
+		ended <- err
+	}()
+	return ended
 }
