@@ -148,7 +148,7 @@ func rowReason(r *sacctRow) string {
 	if r.State == string(cluster.JobPending) && r.EndTime == nil {
 		return reason(r.Job)
 	}
-	return cluster.ReasonNone
+	return string(cluster.ReasonNone)
 }
 
 // rowExitCode is ExitCode: the attempt's CODE:SIGNAL. A job cancelled

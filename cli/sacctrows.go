@@ -68,7 +68,7 @@ func newRow(j *phalanxv1.Job, submit time.Time, first bool) *sacctRow {
 	_, started := tsTime(j.StartTime)
 	_, ended := tsTime(j.EndTime)
 	switch {
-	case !started && j.State == string(cluster.JobPending) && notEligible[j.Reason]:
+	case !started && j.State == string(cluster.JobPending) && notEligible[cluster.PendingReason(j.Reason)]:
 		r.eligible = time.Time{}
 	case !started && ended && j.GetSpec().GetHold():
 		r.eligible = time.Time{} // ended held
@@ -82,7 +82,7 @@ func newRow(j *phalanxv1.Job, submit time.Time, first bool) *sacctRow {
 
 // notEligible are the pending reasons of a job that cannot start yet
 // whatever the resources: Slurm records no eligible time for it.
-var notEligible = map[string]bool{
+var notEligible = map[cluster.PendingReason]bool{
 	cluster.ReasonJobHeldUser: true, cluster.ReasonJobHeldAdmin: true,
 	cluster.ReasonDependency: true, cluster.ReasonDependencyNever: true,
 }

@@ -35,7 +35,7 @@ func kv(k string, v any) string { return fmt.Sprintf("%s=%v", k, v) }
 // eligible is when the job may start: its --begin time, else its submit;
 // none while it is held, as Slurm shows it (Unknown).
 func eligible(j *phalanxv1.Job) *timestamppb.Timestamp {
-	if j.State == string(cluster.JobPending) && (j.Reason == cluster.ReasonJobHeldUser || j.Reason == cluster.ReasonJobHeldAdmin) {
+	if j.State == string(cluster.JobPending) && cluster.PendingReason(j.Reason).Held() {
 		return nil
 	}
 	if b := j.GetSpec().GetBeginTime(); b != nil {

@@ -256,7 +256,7 @@ func shownStart(j *phalanxv1.Job) *timestamppb.Timestamp {
 
 func reason(j *phalanxv1.Job) string {
 	if j.Reason == "" {
-		return cluster.ReasonNone
+		return string(cluster.ReasonNone)
 	}
 	return j.Reason
 }

@@ -26,7 +26,7 @@ const DefaultMaxArraySize = 1001
 
 // ReasonArrayTaskLimit is the pending reason of an array task held back by
 // its array's throttle (Slurm's).
-const ReasonArrayTaskLimit = "JobArrayTaskLimit"
+const ReasonArrayTaskLimit PendingReason = "JobArrayTaskLimit"
 
 // ArraySpec is a parsed --array: its indices, ascending and distinct, and
 // its throttle (0: none).

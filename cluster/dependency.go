@@ -327,8 +327,8 @@ const (
 
 // Pending reasons of jobs waiting on a dependency (Slurm's).
 const (
-	ReasonDependency      = "Dependency"
-	ReasonDependencyNever = "DependencyNeverSatisfied"
+	ReasonDependency      PendingReason = "Dependency"
+	ReasonDependencyNever PendingReason = "DependencyNeverSatisfied"
 )
 
 // DepView is what evaluating a dependency reads of the other jobs.

@@ -21,13 +21,13 @@ const (
 // Pending reasons of held jobs (Slurm's), and of jobs whose --begin time
 // has not come.
 const (
-	ReasonJobHeldUser  = "JobHeldUser"
-	ReasonJobHeldAdmin = "JobHeldAdmin"
-	ReasonBeginTime    = "BeginTime"
+	ReasonJobHeldUser  PendingReason = "JobHeldUser"
+	ReasonJobHeldAdmin PendingReason = "JobHeldAdmin"
+	ReasonBeginTime    PendingReason = "BeginTime"
 )
 
 // Reason is the pending reason of a job held so; "" for none.
-func (h Hold) Reason() string {
+func (h Hold) Reason() PendingReason {
 	switch h {
 	case HoldUser:
 		return ReasonJobHeldUser

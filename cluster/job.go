@@ -93,17 +93,26 @@ var AllJobStates = []JobState{
 	JobFailed, JobCancelled, JobTimeout, JobNodeFail, JobPreempted, JobRequeued, JobDeadline,
 }
 
+// PendingReason is why a pending job is not running now, as Slurm names
+// it (squeue's %r, scontrol's Reason=). The reasons the controller and the
+// scheduler give are constants here and in package scheduler; a job's own
+// Reason (Job.Reason) is text, often one of these followed by what failed.
+type PendingReason string
+
 // Pending reasons, as squeue shows them.
 const (
-	ReasonNone      = "None"
-	ReasonResources = "Resources"
-	ReasonPriority  = "Priority"
-	ReasonPartDown  = "PartitionDown"
-	ReasonNodeAvail = "ReqNodeNotAvail"
+	ReasonNone      PendingReason = "None"
+	ReasonResources PendingReason = "Resources"
+	ReasonPriority  PendingReason = "Priority"
+	ReasonPartDown  PendingReason = "PartitionDown"
+	ReasonNodeAvail PendingReason = "ReqNodeNotAvail"
 	// ReasonPartInactive: its partition is INACTIVE (Slurm's
 	// PartitionInactive); a DOWN one is PartitionDown.
-	ReasonPartInactive = "PartitionInactive"
+	ReasonPartInactive PendingReason = "PartitionInactive"
 )
+
+// Held reports whether r is a hold's (scontrol hold, sbatch -H).
+func (r PendingReason) Held() bool { return r == ReasonJobHeldUser || r == ReasonJobHeldAdmin }
 
 // Job is what a user submitted plus what happened to it.
 type Job struct {
@@ -193,7 +202,7 @@ type Job struct {
 	Deadline time.Time
 
 	State      JobState
-	Reason     string // pending reason, or why it ended
+	Reason     string // why it waits or ended: a PendingReason, or text (see Requeue, Cancel, finish)
 	ExitCode   int    // first non-zero task exit code, else 0
 	ExitSignal int
 	StartTime  time.Time

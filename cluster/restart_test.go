@@ -437,7 +437,7 @@ func TestCancelWhileARestartIsPending(t *testing.T) {
 	if j.State != JobNodeFail || !j.RestartPending() || !j.Live() {
 		t.Fatalf("after n2 was lost: %s, restart pending %v, live %v; want NODE_FAIL, a restart pending, rank 0 stopping", j.State, j.RestartPending(), j.Live())
 	}
-	if !Cancel(j, at(3), ReasonNone) || j.State != JobCancelled {
+	if !Cancel(j, at(3), string(ReasonNone)) || j.State != JobCancelled {
 		t.Fatalf("cancel while the restart is pending: %s; want CANCELLED", j.State)
 	}
 	ApplyTaskReport(j, attemptReport(j, 0, TaskKilled, 0, 4))
@@ -463,7 +463,7 @@ func TestCancelWhileARestartIsPending(t *testing.T) {
 		ApplyTaskReport(j, attemptReport(j, 0, TaskRunning, 0, 1))
 		ApplyTaskReport(j, attemptReport(j, 1, TaskRunning, 0, 1))
 		NodeLost(j, "n2", at(2), "Not responding", tc.fenced)
-		if j.RestartPending() || Cancel(j, at(3), ReasonNone) || j.State != JobNodeFail {
+		if j.RestartPending() || Cancel(j, at(3), string(ReasonNone)) || j.State != JobNodeFail {
 			t.Errorf("%s: restart pending %v, state after a cancel %s; want no restart pending, NODE_FAIL kept", tc.name, j.RestartPending(), j.State)
 		}
 	}

@@ -107,7 +107,7 @@ func jobAfterTaskEnd(j *Job, t *Task, r TaskReport) {
 			return
 		}
 		if allTasks(j, func(t Task) bool { return t.State == TaskExited && t.ExitCode == 0 && t.ExitSignal == 0 }) {
-			finish(j, JobCompleted, ReasonNone, lastTaskEnd(j))
+			finish(j, JobCompleted, string(ReasonNone), lastTaskEnd(j))
 		}
 	case TaskFailed:
 		reason := ReasonLaunchFailure
@@ -195,7 +195,7 @@ func Place(j *Job, alloc Allocation, masterPort int, t time.Time, by PlacedBy) e
 	a := alloc.Clone()
 	j.Alloc = &a
 	j.MasterPort = masterPort
-	j.State, j.Reason = JobConfiguring, ReasonNone
+	j.State, j.Reason = JobConfiguring, string(ReasonNone)
 	j.StartTime, j.EndTime = t, time.Time{}
 	j.ExitCode, j.ExitSignal = 0, 0
 	j.Tasks = make([]Task, len(a.Nodes))

@@ -14,7 +14,7 @@ func at(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
 // placedJob is a two-node gang job, attempt 0, placed on n1 and n2.
 func placedJob(t *testing.T) *Job {
 	t.Helper()
-	j := &Job{ID: 7, Nodes: 2, GPUsPerNode: 2, State: JobPending, Reason: ReasonPriority}
+	j := &Job{ID: 7, Nodes: 2, GPUsPerNode: 2, State: JobPending, Reason: string(ReasonPriority)}
 	alloc := Allocation{Nodes: []NodeAlloc{
 		{Node: "n1", GPUs: []int{0, 1}, CPUs: 8, MemoryMB: 1000},
 		{Node: "n2", GPUs: []int{2, 3}, CPUs: 8, MemoryMB: 1000},
@@ -50,19 +50,19 @@ func TestApplyTaskReport(t *testing.T) {
 		name:    "one task running keeps the job configuring",
 		reports: []TaskReport{rep(0, TaskStarting, 0, 0, 1), rep(0, TaskRunning, 0, 0, 2)},
 		changed: []bool{true, true},
-		state:   JobConfiguring, reason: ReasonNone,
+		state:   JobConfiguring, reason: string(ReasonNone),
 		tasks: []TaskState{TaskRunning, TaskAssigned}, start: at(0), live: true,
 	}, {
 		name:    "all running makes the job running at the last report",
 		reports: []TaskReport{rep(1, TaskRunning, 0, 0, 3), rep(0, TaskRunning, 0, 0, 5)},
 		changed: []bool{true, true},
-		state:   JobRunning, reason: ReasonNone,
+		state:   JobRunning, reason: string(ReasonNone),
 		tasks: []TaskState{TaskRunning, TaskRunning}, start: at(5), live: true,
 	}, {
 		name:    "duplicate running is ignored",
 		reports: []TaskReport{rep(0, TaskRunning, 0, 0, 1), rep(0, TaskRunning, 0, 0, 2)},
 		changed: []bool{true, false},
-		state:   JobConfiguring, reason: ReasonNone,
+		state:   JobConfiguring, reason: string(ReasonNone),
 		tasks: []TaskState{TaskRunning, TaskAssigned}, start: at(0), live: true,
 	}, {
 		name: "all exit 0 completes at the latest end time",
@@ -71,13 +71,13 @@ func TestApplyTaskReport(t *testing.T) {
 			rep(1, TaskExited, 0, 0, 20), rep(0, TaskExited, 0, 0, 10), // out of order
 		},
 		changed: []bool{true, true, true, true},
-		state:   JobCompleted, reason: ReasonNone,
+		state:   JobCompleted, reason: string(ReasonNone),
 		tasks: []TaskState{TaskExited, TaskExited}, start: at(2), end: at(20),
 	}, {
 		name:    "one exit 0 while the peer runs keeps running",
 		reports: []TaskReport{rep(0, TaskRunning, 0, 0, 1), rep(1, TaskRunning, 0, 0, 2), rep(0, TaskExited, 0, 0, 9)},
 		changed: []bool{true, true, true},
-		state:   JobRunning, reason: ReasonNone,
+		state:   JobRunning, reason: string(ReasonNone),
 		tasks: []TaskState{TaskExited, TaskRunning}, start: at(2), live: true,
 	}, {
 		name:    "non-zero exit fails the job, peer still holds resources",
@@ -119,7 +119,7 @@ func TestApplyTaskReport(t *testing.T) {
 		reports: []TaskReport{rep(0, TaskRunning, 0, 0, 1), rep(0, TaskExited, 0, 0, 2),
 			rep(1, TaskRunning, 0, 0, 3)},
 		changed: []bool{true, true, true},
-		state:   JobRunning, reason: ReasonNone,
+		state:   JobRunning, reason: string(ReasonNone),
 		tasks: []TaskState{TaskExited, TaskRunning}, start: at(3), live: true,
 	}, {
 		name:    "timeout",
@@ -144,14 +144,14 @@ func TestApplyTaskReport(t *testing.T) {
 			{Rank: 0, Node: "n1", State: "BOGUS"},
 		},
 		changed: []bool{false, false, false, false, false, false},
-		state:   JobConfiguring, reason: ReasonNone,
+		state:   JobConfiguring, reason: string(ReasonNone),
 		tasks: []TaskState{TaskAssigned, TaskAssigned}, start: at(0), live: true,
 	}, {
 		name:        "starting after running is ignored",
 		mutateFirst: func(j *Job) { j.Tasks[0].State = TaskRunning },
 		reports:     []TaskReport{rep(0, TaskStarting, 0, 0, 1)},
 		changed:     []bool{false},
-		state:       JobConfiguring, reason: ReasonNone,
+		state:       JobConfiguring, reason: string(ReasonNone),
 		tasks: []TaskState{TaskRunning, TaskAssigned}, start: at(0), live: true,
 	}, {
 		name:        "cancelled job records kills without changing state",
@@ -211,7 +211,7 @@ func TestApplyTaskReportKeepsMessage(t *testing.T) {
 
 func TestPlace(t *testing.T) {
 	j := placedJob(t)
-	if j.State != JobConfiguring || j.Reason != ReasonNone || j.MasterPort != 29500 {
+	if j.State != JobConfiguring || j.Reason != string(ReasonNone) || j.MasterPort != 29500 {
 		t.Fatalf("placed job = %s %q port %d", j.State, j.Reason, j.MasterPort)
 	}
 	want := []Task{{Rank: 0, Node: "n1", State: TaskAssigned}, {Rank: 1, Node: "n2", State: TaskAssigned}}
@@ -271,7 +271,7 @@ func TestCancel(t *testing.T) {
 			ApplyTaskReport(j, rep(1, TaskRunning, 0, 0, 1))
 			return j
 		}, true, JobCancelled, true},
-		{"completed", func(*testing.T) *Job { return &Job{State: JobCompleted, Reason: ReasonNone} }, false, JobCompleted, false},
+		{"completed", func(*testing.T) *Job { return &Job{State: JobCompleted, Reason: string(ReasonNone)} }, false, JobCompleted, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := tc.job(t)

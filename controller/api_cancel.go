@@ -89,7 +89,7 @@ func (s *Server) cancel(ctx context.Context, req *phalanxv1.CancelJobRequest) ([
 		ids = ids[len(batch):]
 		// Reason None, as Slurm's scontrol shows a cancelled job: one
 		// word, so that Reason= splits as the other keys do.
-		res, err := s.propose(ctx, fsm.CancelJobs{IDs: batch, Time: now, Reason: cluster.ReasonNone, RequestID: requestID})
+		res, err := s.propose(ctx, fsm.CancelJobs{IDs: batch, Time: now, Reason: string(cluster.ReasonNone), RequestID: requestID})
 		if err != nil {
 			return cancelled, err
 		}

@@ -121,7 +121,7 @@ func (s *Server) submit(ctx context.Context, spec *phalanxv1.JobSpec, testOnly b
 	}()
 	job.SubmitTime = now
 	job.State = cluster.JobPending
-	job.Reason = cluster.ReasonNone
+	job.Reason = string(cluster.ReasonNone)
 	// The payload goes to the log as the client sent it, without building
 	// a map of the environment on the way.
 	payload, err := codec.EncodePayload(job.Script, cluster.EnvironOf(spec.Environment, spec.Env))
@@ -234,11 +234,6 @@ func (s *Server) jobView(j *cluster.Job, addrs map[string]string) *phalanxv1.Job
 	return out
 }
 
-// heldReason reports whether reason is a hold's.
-func heldReason(reason string) bool {
-	return reason == cluster.ReasonJobHeldUser || reason == cluster.ReasonJobHeldAdmin
-}
-
 // addPending gives the pending jobs among jobs the leader's reason and
 // expected start, and their dependency as Slurm shows it (gate.go).
 func (s *Server) addPending(jobs []*phalanxv1.Job) {
@@ -246,10 +241,10 @@ func (s *Server) addPending(jobs []*phalanxv1.Job) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, j := range jobs {
-		if j.State != string(cluster.JobPending) || heldReason(j.Reason) {
+		if j.State != string(cluster.JobPending) || cluster.PendingReason(j.Reason).Held() {
 			continue // a hold is shown as it is now (jobToProto)
 		}
-		if p, ok := s.pending.get(cluster.JobID(j.Id)); ok && !heldReason(p.Reason) {
+		if p, ok := s.pending.get(cluster.JobID(j.Id)); ok && !p.Reason.Held() {
 			setPending(j, p) // a hold the last pass saw is gone: no reason until the next
 		}
 	}

@@ -267,7 +267,7 @@ func jobToProto(j *cluster.Job, addrs map[string]string) *phalanxv1.Job {
 		out.CheckpointStep = proto.Int64(j.CheckpointStep)
 	}
 	if j.State == cluster.JobPending && j.Hold != cluster.HoldNone {
-		out.Reason = j.Hold.Reason() // as it is now, not as the last pass saw it
+		out.Reason = string(j.Hold.Reason()) // as it is now, not as the last pass saw it
 	}
 	if a := j.Array; a != nil {
 		out.ArrayTask = &phalanxv1.ArrayTask{ArrayJobId: uint64(a.JobID), TaskId: int32(a.TaskID), Count: int32(a.Count),
@@ -318,7 +318,7 @@ func shownPriority(j *cluster.Job, now time.Time, o scheduler.Options) int64 {
 // setPending sets a pending job's reason, expected start and the nodes
 // reserved for it.
 func setPending(out *phalanxv1.Job, p scheduler.PendingInfo) {
-	out.Reason = p.Reason
+	out.Reason = p.Text()
 	out.ExpectedStart = ts(p.ExpectedStart)
 	out.SchedNodes = p.SchedNodes
 }

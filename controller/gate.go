@@ -245,7 +245,7 @@ func (g *gate) arrayRoom() map[cluster.JobID]int {
 // could no longer end before their --deadline.
 func (s *Server) endHeldBack(ctx context.Context, g *pendingGate, now time.Time) {
 	if len(g.kill) > 0 {
-		if _, err := s.propose(ctx, fsm.CancelJobs{IDs: g.kill, Time: now, Reason: cluster.ReasonDependencyNever}); err != nil {
+		if _, err := s.propose(ctx, fsm.CancelJobs{IDs: g.kill, Time: now, Reason: string(cluster.ReasonDependencyNever)}); err != nil {
 			s.log.Error("cancel jobs whose dependency can never be satisfied", "jobs", g.kill, "err", err)
 		}
 	}

@@ -69,7 +69,7 @@ func TestGateSifts(t *testing.T) {
 	if want := []cluster.JobID{1, 3, 9, 20, 21}; !slices.Equal(kept, want) {
 		t.Errorf("scheduler sees jobs %v; want %v", kept, want)
 	}
-	want := map[cluster.JobID]string{
+	want := map[cluster.JobID]cluster.PendingReason{
 		4:  cluster.ReasonJobHeldUser,
 		5:  cluster.ReasonBeginTime,
 		6:  cluster.ReasonDependency,

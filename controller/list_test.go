@@ -66,7 +66,7 @@ func newJob(id cluster.JobID, nodes int, submit time.Time) *cluster.Job {
 	return &cluster.Job{
 		ID: id, Name: "train", User: "alice", UID: 1000, Partition: "gpu", Nodes: nodes,
 		Script: "#!/bin/sh\ntrue\n", WorkDir: "/home/alice", SubmitTime: submit,
-		State: cluster.JobPending, Reason: cluster.ReasonNone, TimeLimit: time.Hour,
+		State: cluster.JobPending, Reason: string(cluster.ReasonNone), TimeLimit: time.Hour,
 	}
 }
 

@@ -82,7 +82,7 @@ n3 IDLE nr=false ""`; got != want {
 	id := cluster.JobID(resp.JobId)
 	eventually(t, 10*time.Second, func() error { // considered, and not placed: n2 is INVAL, n3 has no GPU: ReqNodeNotAvail, for n2
 		j, err := api.GetJob(ctx, &phalanxv1.GetJobRequest{JobId: uint64(id)})
-		if err != nil || j.State != string(cluster.JobPending) || j.Reason != cluster.ReasonNodeAvail+", UnavailableNodes:n2" {
+		if err != nil || j.State != string(cluster.JobPending) || j.Reason != string(cluster.ReasonNodeAvail)+", UnavailableNodes:n2" {
 			return fmt.Errorf("job %v: %v", j, err)
 		}
 		return nil

@@ -95,7 +95,7 @@ func TestHoldShowsAtOnce(t *testing.T) {
 	for _, step := range []struct {
 		what   string
 		update *phalanxv1.UpdateJobRequest
-		reason string // "": no hold's
+		reason cluster.PendingReason // "": no hold's
 	}{
 		{"submitted held", nil, cluster.ReasonJobHeldUser},
 		{"released", &phalanxv1.UpdateJobRequest{Hold: phalanxv1.HoldRequest_HOLD_REQUEST_RELEASE}, ""},
@@ -110,7 +110,7 @@ func TestHoldShowsAtOnce(t *testing.T) {
 		}
 		reason, prio := show()
 		held := step.reason != ""
-		if (held && (reason != step.reason || prio != 0)) || (!held && (heldReason(reason) || prio == 0)) {
+		if (held && (cluster.PendingReason(reason) != step.reason || prio != 0)) || (!held && (cluster.PendingReason(reason).Held() || prio == 0)) {
 			t.Errorf("%s: reason %q, priority %d; want %q and priority 0 when held, else no hold's reason and a priority", step.what, reason, prio, step.reason)
 		}
 	}

@@ -42,7 +42,7 @@ func TestChangedJobIsDecidedAtOnce(t *testing.T) {
 	eventually(t, 10*time.Second, func() error { return wantReason(reason(), cluster.ReasonBeginTime) })
 	for _, step := range []struct {
 		hold phalanxv1.HoldRequest
-		want string
+		want cluster.PendingReason
 	}{
 		{phalanxv1.HoldRequest_HOLD_REQUEST_HOLD, "JobHeldAdmin"},
 		{phalanxv1.HoldRequest_HOLD_REQUEST_RELEASE, cluster.ReasonBeginTime},
@@ -64,8 +64,8 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-func wantReason(got, want string) error {
-	if got != want {
+func wantReason(got string, want cluster.PendingReason) error {
+	if cluster.PendingReason(got) != want {
 		return cluster.Errorf(cluster.ErrInvalid, "reason %s; want %s", got, want)
 	}
 	return nil

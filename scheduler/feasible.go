@@ -219,22 +219,22 @@ func plural(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
-// nodeNotAvail is the reason of a job that would fit its candidates only
-// with some that are out of service (DOWN, DRAIN, silent), naming them as
-// Slurm does, "ReqNodeNotAvail, UnavailableNodes:gpu[002,005]": its
-// --nodelist nodes out of service if any, else every candidate out of
-// service that could hold its share. Once per request shape.
+// nodeNotAvail names, as a hostlist, the nodes out of service (DOWN,
+// DRAIN, silent) that a job waiting with cluster.ReasonNodeAvail would
+// fit its candidates with: its --nodelist nodes out of service if any,
+// else every candidate out of service that could hold its share. Once per
+// request shape.
 func (ca *catalog) nodeNotAvail(cs *candSet, r request) string {
 	r.maxLeaves = 0
-	if reason, ok := cs.notAvail[r]; ok {
-		return reason
+	if names, ok := cs.notAvail[r]; ok {
+		return names
 	}
-	reason := ca.whichNotAvail(cs, r)
-	cs.notAvail[r] = reason
-	return reason
+	names := hostlist.Compress(ca.whichNotAvail(cs, r))
+	cs.notAvail[r] = names
+	return names
 }
 
-func (ca *catalog) whichNotAvail(cs *candSet, r request) string {
+func (ca *catalog) whichNotAvail(cs *candSet, r request) []string {
 	var names []string
 	for _, list := range [][]int32{cs.required, cs.static} {
 		for _, i := range list {
@@ -246,10 +246,7 @@ func (ca *catalog) whichNotAvail(cs *candSet, r request) string {
 			break
 		}
 	}
-	if len(names) == 0 {
-		return cluster.ReasonNodeAvail
-	}
-	return cluster.ReasonNodeAvail + ", UnavailableNodes:" + hostlist.Compress(names)
+	return names
 }
 
 // idleFits reports, once per request shape, whether the gang would fit the

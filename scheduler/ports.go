@@ -1,5 +1,7 @@
 package scheduler
 
+import "github.com/phalanx-hpc/phalanx/cluster"
+
 // MASTER_PORT is part of the plan: a placement carries the port its rank
 // 0 listens on, the lowest of Options' range that no other live job whose
 // rank 0 is on the same node uses (nor a placement earlier in the same
@@ -9,7 +11,7 @@ package scheduler
 
 // ReasonMasterPorts: every MASTER_PORT of the controller's range is used
 // by live jobs whose rank 0 is on the node chosen for this job's.
-const ReasonMasterPorts = "MasterPortsInUse"
+const ReasonMasterPorts cluster.PendingReason = "MasterPortsInUse"
 
 // masterPorts is the ports in use per node, built from the live jobs the
 // first time a port is asked for.

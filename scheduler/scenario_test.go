@@ -339,7 +339,7 @@ func formatPlan(s *Snapshot, plan *Plan) string {
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
 		info := plan.Pending[id]
-		fmt.Fprintf(&b, "pend %d: %s", id, info.Reason)
+		fmt.Fprintf(&b, "pend %d: %s", id, info.Text())
 		if !info.ExpectedStart.IsZero() {
 			fmt.Fprintf(&b, " start=+%s", info.ExpectedStart.Sub(epoch))
 		}

@@ -45,7 +45,7 @@ type scratch struct {
 
 // barred is why j's partition keeps it from running now ("" when it
 // does not).
-func (p *pass) barred(j *cluster.Job) string {
+func (p *pass) barred(j *cluster.Job) cluster.PendingReason {
 	part := p.parts[j.Partition]
 	switch {
 	case part == nil:
@@ -64,7 +64,7 @@ func (p *pass) barred(j *cluster.Job) string {
 
 // decide places one job or records why it waits.
 func (p *pass) decide(plan *Plan, j *cluster.Job) {
-	wait := func(reason string) { plan.Pending[j.ID] = PendingInfo{Reason: reason} }
+	wait := func(reason cluster.PendingReason) { plan.Pending[j.ID] = PendingInfo{Reason: reason} }
 	if reason := p.barred(j); reason != "" {
 		wait(reason)
 		return
@@ -76,7 +76,7 @@ func (p *pass) decide(plan *Plan, j *cluster.Job) {
 		return
 	}
 	if !p.idleFits(cs, r) {
-		wait(p.nodeNotAvail(cs, r))
+		plan.Pending[j.ID] = PendingInfo{Reason: cluster.ReasonNodeAvail, Unavailable: p.nodeNotAvail(cs, r)}
 		return
 	}
 	dur := p.limitOf(j)

@@ -83,24 +83,36 @@ type Placement struct {
 // PendingInfo says why a job waits and, when known, when it is expected to
 // start (zero when unknown).
 type PendingInfo struct {
-	Reason        string
+	Reason cluster.PendingReason
+	// Unavailable names, as a hostlist, the nodes out of service that a
+	// job waiting with cluster.ReasonNodeAvail needs ("" when unknown).
+	Unavailable   string
 	ExpectedStart time.Time
 	// SchedNodes are the nodes of the job's reservation (see
 	// Plan.Reservations), nil without one.
 	SchedNodes []string
 }
 
+// Text is the reason as Slurm shows it, with the unavailable nodes:
+// "ReqNodeNotAvail, UnavailableNodes:gpu[002,005]".
+func (p PendingInfo) Text() string {
+	if p.Unavailable == "" {
+		return string(p.Reason)
+	}
+	return string(p.Reason) + ", UnavailableNodes:" + p.Unavailable
+}
+
 // Pending reasons in addition to those in package cluster.
 const (
 	// ReasonBadConstraints: the job can never run on its partition as
 	// configured (see Feasible), or its partition does not exist.
-	ReasonBadConstraints = "BadConstraints"
+	ReasonBadConstraints cluster.PendingReason = "BadConstraints"
 	// ReasonPartitionTimeLimit: the job's time limit exceeds its
 	// partition's MaxTime.
-	ReasonPartitionTimeLimit = "PartitionTimeLimit"
+	ReasonPartitionTimeLimit cluster.PendingReason = "PartitionTimeLimit"
 	// ReasonPartitionNodeLimit: the job asks for more nodes than its
 	// partition's MaxNodes, or fewer than its MinNodes.
-	ReasonPartitionNodeLimit = "PartitionNodeLimit"
+	ReasonPartitionNodeLimit cluster.PendingReason = "PartitionNodeLimit"
 	// A job waiting on a dependency never reaches the scheduler: the
 	// controller holds it back with cluster.ReasonDependency.
 )

@@ -36,7 +36,7 @@ func (s *sim) newJob(i int, sp *JobSpec) *cluster.Job {
 		SubmitTime: Epoch.Add(seconds(sp.SubmitOffset)), TimeLimit: seconds(sp.TimeLimitS),
 		Nodes: sp.Nodes, GPUsPerNode: sp.GPUsPerNode,
 		Switches: sp.Switches, SwitchesWait: seconds(sp.SwitchesWaitS), Segment: sp.Segment,
-		State: cluster.JobPending, Reason: cluster.ReasonNone,
+		State: cluster.JobPending, Reason: string(cluster.ReasonNone),
 		Restart: cluster.RestartPolicy{MaxRestarts: s.cfg.MaxRestarts, On: cluster.DefaultRestartOn},
 	}
 	n := s.nodes[0]

@@ -280,7 +280,7 @@ func pendingJob(id cluster.JobID, nodes, gpus int) *cluster.Job {
 	return &cluster.Job{
 		ID: id, Name: fmt.Sprintf("job%d", id), User: "alice", Partition: "gpu",
 		Nodes: nodes, GPUsPerNode: gpus, CPUsPerNode: 8, MemoryMB: 1000,
-		SubmitTime: t0, State: cluster.JobPending, Reason: cluster.ReasonNone,
+		SubmitTime: t0, State: cluster.JobPending, Reason: string(cluster.ReasonNone),
 		Script: "#!/bin/sh\ntrue\n", Env: map[string]string{"A": "1"},
 	}
 }
