@@ -8,7 +8,8 @@
 // "phalanx-leader" reply header and from NotLeader errors), then to the
 // others. It moves on when a replica is unreachable (UNAVAILABLE without a
 // leader hint), names another leader (UNAVAILABLE with a NotLeader detail),
-// or does not answer within its share of the deadline; after a round with
+// or does not answer within its share of the deadline (sooner when it is
+// silent and another replica says it leads: probe.go); after a round with
 // no answer it backs off briefly and starts again, until the caller's
 // deadline. Phalanx's calls are safe to repeat this way: submits, cancels
 // and job updates carry a request ID, and the other writes are idempotent,
@@ -354,8 +355,14 @@ func (c *Conn) invokeOne(ctx context.Context, addr, method string, args, reply a
 	if err != nil {
 		return status.Error(codes.Unavailable, err.Error())
 	}
-	actx, cancel, share := attemptContext(ctx)
+	tctx, cancel, share := attemptContext(ctx)
 	defer cancel()
+	actx, leave := context.WithCancelCause(tctx)
+	defer leave(nil)
+	if len(c.addrs) > 1 {
+		probe := time.AfterFunc(probeAfter, func() { c.leaveIfAnotherLeads(actx, addr, leave) })
+		defer probe.Stop()
+	}
 	var header metadata.MD
 	err = cc.Invoke(actx, method, args, reply, append(opts, grpc.Header(&header))...)
 	if err == nil {
@@ -363,6 +370,10 @@ func (c *Conn) invokeOne(ctx context.Context, addr, method string, args, reply a
 			c.learn(l[0])
 		}
 		return nil
+	}
+	var moved *movedError
+	if errors.As(context.Cause(actx), &moved) && ctx.Err() == nil {
+		return moved
 	}
 	// Its share ran out: try another. The replica may say so first, having
 	// been sent the attempt's deadline, a moment before actx's own timer

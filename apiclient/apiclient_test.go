@@ -22,13 +22,17 @@ import (
 // each test chooses) and call them through a Conn.
 
 // fakeController is a controller replica that answers GetControllerStatus
-// with its id, or with the error answer returns.
+// with its id and role, or with the error answer returns.
 type fakeController struct {
 	phalanxv1.UnimplementedControllerServiceServer
-	id    string
-	calls atomic.Int32
+	id      string
+	role    string
+	calls   atomic.Int32
+	submits atomic.Int32
 	// answer, when set, runs first; a non-nil error is the reply.
 	answer func(ctx context.Context) error
+	// submit, when set, runs instead of answer for SubmitJob.
+	submit func(ctx context.Context) error
 }
 
 func (f *fakeController) GetControllerStatus(ctx context.Context, _ *phalanxv1.GetControllerStatusRequest) (*phalanxv1.ControllerStatus, error) {
@@ -38,18 +42,23 @@ func (f *fakeController) GetControllerStatus(ctx context.Context, _ *phalanxv1.G
 			return nil, err
 		}
 	}
-	return &phalanxv1.ControllerStatus{Id: f.id}, nil
+	return &phalanxv1.ControllerStatus{Id: f.id, Role: f.role}, nil
 }
 
-// SubmitJob is a write, answered like GetControllerStatus.
+// SubmitJob is a write, answered like GetControllerStatus unless submit
+// is set; the job ID is the number of submits this replica answered.
 func (f *fakeController) SubmitJob(ctx context.Context, _ *phalanxv1.SubmitJobRequest) (*phalanxv1.SubmitJobResponse, error) {
 	f.calls.Add(1)
-	if f.answer != nil {
-		if err := f.answer(ctx); err != nil {
+	answer := f.answer
+	if f.submit != nil {
+		answer = f.submit
+	}
+	if answer != nil {
+		if err := answer(ctx); err != nil {
 			return nil, err
 		}
 	}
-	return &phalanxv1.SubmitJobResponse{JobId: 1}, nil
+	return &phalanxv1.SubmitJobResponse{JobId: uint64(f.submits.Add(1))}, nil
 }
 
 // fakeNode serves WatchAssignments with watch.

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/apiclient"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/controller/fsm"
 	"github.com/phalanx-hpc/phalanx/store"
@@ -51,7 +52,7 @@ func (s *Server) status() *phalanxv1.ControllerStatus {
 func roleName(st raft.RaftState) string {
 	switch st {
 	case raft.Leader:
-		return "Leader"
+		return apiclient.RoleLeader
 	case raft.Follower:
 		return "Follower"
 	case raft.Candidate:

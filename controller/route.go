@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -159,11 +160,51 @@ func (s *Server) forward(ctx context.Context, method string, req any) (any, erro
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	if err := conn.Invoke(metadata.NewOutgoingContext(ctx, out), method, req, reply); err != nil {
+	fctx, leave := context.WithCancelCause(metadata.NewOutgoingContext(ctx, out))
+	defer leave(nil)
+	watch := time.AfterFunc(forwardWatchAfter, func() { s.leaveWhenLeaderChanges(fctx, id, leave) })
+	defer watch.Stop()
+	if err := conn.Invoke(fctx, method, req, reply); err != nil {
+		if errors.Is(context.Cause(fctx), errLeaderChanged) && ctx.Err() == nil {
+			return nil, toStatus(s.notLeader())
+		}
 		return nil, err // the leader's status, as it is
 	}
 	s.tellLeader(ctx, addr)
 	return reply, nil
+}
+
+// A leader that stops without closing its connections (SIGSTOP, a frozen
+// host) would hold a call forwarded to it for the caller's whole deadline,
+// long after this replica saw another elected. A forward that has waited
+// forwardWatchAfter is left, and answered NotLeader (naming the new leader
+// if there is one yet), as soon as this replica takes another replica or
+// none for the leader; the caller repeats it there, which Phalanx's calls
+// allow (request IDs).
+const (
+	forwardWatchAfter = 250 * time.Millisecond
+	forwardWatchEvery = 50 * time.Millisecond
+)
+
+var errLeaderChanged = errors.New("the leader changed during the forward")
+
+// leaveWhenLeaderChanges ends ctx with errLeaderChanged once the leader is
+// no longer the replica id, checking every forwardWatchEvery until ctx
+// ends.
+func (s *Server) leaveWhenLeaderChanges(ctx context.Context, id string, leave context.CancelCauseFunc) {
+	t := time.NewTicker(forwardWatchEvery)
+	defer t.Stop()
+	for {
+		if now, _ := s.leader(); now != id {
+			leave(errLeaderChanged)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 var replyTypes sync.Map // method -> protoreflect.MessageType

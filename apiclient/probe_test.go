@@ -1,0 +1,78 @@
+package apiclient
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+)
+
+// frozen answers nothing until the caller gives up: a stopped process or a
+// frozen host, whose connections stay open.
+func frozen(ctx context.Context) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func submit(ctx context.Context, c *Conn) (*phalanxv1.SubmitJobResponse, error) {
+	return phalanxv1.NewControllerServiceClient(c).SubmitJob(ctx, &phalanxv1.SubmitJobRequest{})
+}
+
+func TestFrozenLeaderIsLeftForTheNewOne(t *testing.T) {
+	t.Parallel()
+	// The call goes first to the replica believed to lead, which froze; the
+	// others elected a new leader. The call must go there well before the
+	// frozen one's share (half the deadline) runs out.
+	const deadline = 10 * time.Second
+	old := &fakeController{id: "old", role: RoleLeader, answer: frozen}
+	elected := &fakeController{id: "new", role: RoleLeader}
+	follower := &fakeController{id: "follower", role: "Follower"}
+	oldAddr, newAddr := startController(t, old), startController(t, elected)
+	c, err := Dial([]string{oldAddr, startController(t, follower), newAddr}, WithLeader(oldAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	start := time.Now()
+	resp, err := submit(timeout(t, deadline), c)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("submit after %v: %v; want the new leader's answer", took, err)
+	}
+	if old.submits.Load() != 0 || elected.submits.Load() != 1 || resp.JobId != 1 {
+		t.Errorf("submits answered: frozen %d, new leader %d; want only the new leader's", old.submits.Load(), elected.submits.Load())
+	}
+	if share := deadline / 2; took >= share-time.Second {
+		t.Errorf("answered after %v; want it well before the frozen replica's share (%v) ends", took, share)
+	}
+	if c.Leader() != newAddr {
+		t.Errorf("believed leader %q; want the new one, %s", c.Leader(), newAddr)
+	}
+}
+
+func TestSlowCallOnLiveReplicaIsNotLeft(t *testing.T) {
+	t.Parallel()
+	// The replica called takes longer than probeAfter to answer, but it
+	// answers the probes: the call waits for it, even though another says
+	// it leads (a deposed leader that has not noticed yet, or a forward).
+	slow := &fakeController{id: "slow", role: "Follower", submit: func(ctx context.Context) error {
+		select {
+		case <-time.After(probeAfter + 3*probeEvery + probeTimeout):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}}
+	other := &fakeController{id: "other", role: RoleLeader}
+	c := dial(t, startController(t, slow), startController(t, other))
+	if _, err := submit(timeout(t, 10*time.Second), c); err != nil {
+		t.Fatalf("submit: %v; want the slow replica's answer", err)
+	}
+	if slow.submits.Load() != 1 || other.submits.Load() != 0 {
+		t.Errorf("submits answered: slow %d, other %d; want the slow replica's alone", slow.submits.Load(), other.submits.Load())
+	}
+	if slow.calls.Load() < 2 {
+		t.Errorf("the slow replica was asked %d times (its submit and probes); want it probed while the call waited", slow.calls.Load())
+	}
+}
