@@ -83,6 +83,8 @@ type Conn struct {
 	moved  chan struct{} // closed and replaced when leader changes, and at Close
 	conns  map[string]*grpc.ClientConn
 	closed bool
+
+	probes probeRounds // probe.go
 }
 
 var _ grpc.ClientConnInterface = (*Conn)(nil)

@@ -3,6 +3,7 @@ package apiclient
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -17,7 +18,8 @@ import (
 // after the others elected a new leader. So a call that has waited
 // probeAfter asks every replica who it is (GetControllerStatus, which each
 // answers itself, leader or not; with the connection's credentials only),
-// again every probeEvery. When the replica
+// again after probeEvery, then less often. The calls of one connection
+// that wait at once share the rounds of probes. When the replica
 // the call waits on does not answer within probeTimeout and another says
 // it leads, the call leaves it and goes to that one. A slow call on a
 // replica that answers is left alone, whoever leads. A call left this way
@@ -31,9 +33,11 @@ const RoleLeader = "Leader"
 const (
 	// probeAfter is well above a call's usual time (milliseconds) and
 	// near an election's (about a second).
-	probeAfter   = time.Second
-	probeEvery   = 250 * time.Millisecond
-	probeTimeout = 500 * time.Millisecond
+	probeAfter    = time.Second
+	probeEvery    = 250 * time.Millisecond
+	maxProbeEvery = 2 * time.Second
+	probeTimeout  = 500 * time.Millisecond
+	probeFresh    = 100 * time.Millisecond
 )
 
 // movedError is the error of a call left because another replica leads.
@@ -51,8 +55,12 @@ func (e *movedError) GRPCStatus() *status.Status { return status.New(codes.Unava
 
 // leaveIfAnotherLeads runs while a call waits on addr, from probeAfter on
 // until ctx ends: when addr is silent and another replica leads, it learns
-// that one and ends the call with a movedError.
+// that one and ends the call with a movedError. Its rounds come further
+// apart, up to maxProbeEvery, while the call waits on a replica that
+// answers (slow, not stuck), so that many slow calls do not load an
+// overloaded cluster with probes.
 func (c *Conn) leaveIfAnotherLeads(ctx context.Context, addr string, leave context.CancelCauseFunc) {
+	every := probeEvery
 	for {
 		if l := c.leaderInstead(ctx, addr); l != "" {
 			c.learn(l)
@@ -62,40 +70,89 @@ func (c *Conn) leaveIfAnotherLeads(ctx context.Context, addr string, leave conte
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(probeEvery):
+		case <-time.After(every):
 		}
+		every = min(2*every, maxProbeEvery)
 	}
 }
 
 // probeAnswer is one replica's answer to a probe.
 type probeAnswer struct {
-	addr           string
 	silent, leader bool
 }
 
-// leaderInstead asks every replica at once who it is and returns one
-// other than addr that says it leads, provided addr said nothing within
-// probeTimeout ("" otherwise).
+// leaderInstead returns a replica other than addr that says it leads,
+// provided addr said nothing within probeTimeout ("" otherwise), from a
+// round of probes no older than probeFresh.
 func (c *Conn) leaderInstead(ctx context.Context, addr string) string {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	answers := make(chan probeAnswer, len(c.addrs))
-	for _, a := range c.addrs {
-		go func() { answers <- c.probe(ctx, a) }()
-	}
-	leader, silent := "", false
-	for range c.addrs {
-		switch ans := <-answers; {
-		case ans.addr == addr:
-			silent = ans.silent
-		case ans.leader:
-			leader = ans.addr
-		}
-	}
-	if !silent {
+	r := c.probes.round(c)
+	select {
+	case <-r.done:
+	case <-ctx.Done():
 		return ""
 	}
-	return leader
+	if !r.answers[addr].silent {
+		return ""
+	}
+	for _, a := range c.addrs {
+		if a != addr && r.answers[a].leader {
+			return a
+		}
+	}
+	return ""
+}
+
+// probeRounds shares rounds of probes among a Conn's calls: a round asks
+// every replica once, and the calls that want answers while it runs, or
+// up to probeFresh after it ended, take its answers.
+type probeRounds struct {
+	mu   sync.Mutex
+	last *probeRound
+}
+
+// probeRound is one round; answers (by address) and ended are set before
+// done is closed.
+type probeRound struct {
+	done    chan struct{}
+	ended   time.Time
+	answers map[string]probeAnswer
+}
+
+// round returns the round running, or the last one if it is fresh, or
+// starts one.
+func (p *probeRounds) round(c *Conn) *probeRound {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r := p.last; r != nil && (r.ended.IsZero() || time.Since(r.ended) <= probeFresh) {
+		return r
+	}
+	r := &probeRound{done: make(chan struct{})}
+	p.last = r
+	go p.run(c, r)
+	return r
+}
+
+// run asks every replica at once, for at most probeTimeout.
+func (p *probeRounds) run(c *Conn, r *probeRound) {
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	type answer struct {
+		addr string
+		probeAnswer
+	}
+	answers := make(chan answer, len(c.addrs))
+	for _, a := range c.addrs {
+		go func() { answers <- answer{a, c.probe(ctx, a)} }()
+	}
+	got := make(map[string]probeAnswer, len(c.addrs))
+	for range c.addrs {
+		a := <-answers
+		got[a.addr] = a.probeAnswer
+	}
+	p.mu.Lock()
+	r.answers, r.ended = got, time.Now()
+	p.mu.Unlock()
+	close(r.done)
 }
 
 // probe asks the replica at addr for its status: silent when it sent no
@@ -103,15 +160,15 @@ func (c *Conn) leaderInstead(ctx context.Context, addr string) string {
 func (c *Conn) probe(ctx context.Context, addr string) probeAnswer {
 	cc, err := c.conn(addr)
 	if err != nil {
-		return probeAnswer{addr: addr}
+		return probeAnswer{}
 	}
 	st := new(phalanxv1.ControllerStatus)
 	err = cc.Invoke(ctx, phalanxv1.ControllerService_GetControllerStatus_FullMethodName, &phalanxv1.GetControllerStatusRequest{}, st)
 	switch status.Code(err) {
 	case codes.OK:
-		return probeAnswer{addr: addr, leader: st.GetRole() == RoleLeader}
+		return probeAnswer{leader: st.GetRole() == RoleLeader}
 	case codes.DeadlineExceeded, codes.Canceled, codes.Unavailable:
-		return probeAnswer{addr: addr, silent: true}
+		return probeAnswer{silent: true}
 	}
-	return probeAnswer{addr: addr}
+	return probeAnswer{}
 }

@@ -76,3 +76,38 @@ func TestSlowCallOnLiveReplicaIsNotLeft(t *testing.T) {
 		t.Errorf("the slow replica was asked %d times (its submit and probes); want it probed while the call waited", slow.calls.Load())
 	}
 }
+
+func TestWaitingCallsShareTheProbes(t *testing.T) {
+	t.Parallel()
+	// Many slow calls at once on a replica that answers: one round of
+	// probes at a time serves them all, and rounds come further apart.
+	const calls = 20
+	hold := probeAfter + 2*time.Second
+	slow := &fakeController{id: "slow", role: RoleLeader, submit: func(ctx context.Context) error {
+		select {
+		case <-time.After(hold):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}}
+	other := &fakeController{id: "other", role: "Follower"}
+	c := dial(t, startController(t, slow), startController(t, other))
+	errs := make(chan error, calls)
+	for range calls {
+		go func() {
+			_, err := submit(timeout(t, 10*time.Second), c)
+			errs <- err
+		}()
+	}
+	for range calls {
+		if err := <-errs; err != nil {
+			t.Fatalf("submit: %v; want the slow replica's answer", err)
+		}
+	}
+	// Rounds at about 1, 1.25, 1.75 and 2.75 s while the calls wait 3 s:
+	// some calls start theirs a little later, so allow a few more.
+	if n := other.calls.Load(); n == 0 || n > 8 {
+		t.Errorf("the other replica was probed %d times while %d calls waited %v; want a few rounds shared by all", n, calls, hold)
+	}
+}
