@@ -37,6 +37,11 @@ type Node struct {
 	ReasonUser string    // who set the reason: a user, or SystemUser
 	Registered time.Time // last registration
 	StateTime  time.Time // last state change
+	// RegisteredIndex and StateIndex are the Raft entries of the last
+	// registration and the last state change (0: unknown, stored before
+	// they were kept). The store sets them: unlike the times, which the
+	// leader of the day chose with its own clock, they order the two.
+	RegisteredIndex, StateIndex uint64
 	// Health is the verdict of its agent's health checks: every failing
 	// check as one line ("check: message; ..."), empty when they all pass
 	// (or the agent checks nothing). See SetHealth.

@@ -88,7 +88,7 @@ func (n *nodeService) Heartbeat(ctx context.Context, req *phalanxv1.HeartbeatReq
 	}
 	node, err := s.store.Node(req.Name)
 	switch {
-	case errors.Is(err, cluster.ErrNotFound) || (err == nil && node.State == cluster.NodeDown && !node.Registered.After(node.StateTime)):
+	case errors.Is(err, cluster.ErrNotFound) || (err == nil && node.State == cluster.NodeDown && !registeredSinceDown(node)):
 		// Unknown, or DOWN since it last registered (declared down while
 		// silent, or set DOWN by an administrator): register again (the
 		// agent stops its tasks first: the controller has them LOST
@@ -121,6 +121,17 @@ func (n *nodeService) Heartbeat(ctx context.Context, req *phalanxv1.HeartbeatReq
 		resp.Drained = node.State == cluster.NodeDrain
 	}
 	return resp, nil
+}
+
+// registeredSinceDown reports whether DOWN node n registered after it
+// went DOWN, by the Raft entries of both (the times were chosen by the
+// clocks of whichever replicas led then). A node stored before the entries
+// were kept falls back on the times.
+func registeredSinceDown(n *cluster.Node) bool {
+	if n.RegisteredIndex == 0 && n.StateIndex == 0 {
+		return n.Registered.After(n.StateTime)
+	}
+	return n.RegisteredIndex > n.StateIndex
 }
 
 // reregister answers a heartbeat "register again", on which the agent

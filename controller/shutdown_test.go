@@ -188,3 +188,38 @@ func TestAdminDownNodeRegistersOnce(t *testing.T) {
 		t.Error("n1 resumed was asked to register again")
 	}
 }
+
+// Whether a DOWN node registered since it went DOWN is read from the Raft
+// entries, not from the times: the leader that set it DOWN and the one
+// that took its registration chose those with their own clocks. Here the
+// first ran an hour ahead: by the times, the node never registered after
+// its DOWN, and it was asked to register again at every heartbeat.
+func TestAdminDownNodeRegistersOnceWhateverTheClocks(t *testing.T) {
+	clock := &manualClock{t: time.Now()}
+	s := newTestServer(t, Config{Clock: clock})
+	register(t, s, nil, "n1")
+	ns := &nodeService{s: s}
+	ctx := context.Background()
+	heartbeat := func() bool {
+		t.Helper()
+		resp, err := ns.Heartbeat(ctx, &phalanxv1.HeartbeatRequest{Name: "n1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Reregister
+	}
+	clock.Add(time.Hour)
+	if _, err := s.updateNodes(ctx, &phalanxv1.UpdateNodeRequest{Names: []string{"n1"}, State: "DOWN", Reason: "maintenance"}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(-time.Hour)
+	if !heartbeat() {
+		t.Fatal("the first heartbeat after an administrator's DOWN did not ask n1 to register again")
+	}
+	register(t, s, nil, "n1")
+	for i := range 3 {
+		if heartbeat() {
+			t.Fatalf("heartbeat %d after n1 registered (at an earlier time than its DOWN's, by another clock) asked it to register again", i+1)
+		}
+	}
+}

@@ -226,13 +226,18 @@ func writeSnapshotFixture(t *testing.T, path string) {
 		_, err := s.SubmitJob(next(), j, nil, []byte{byte(id), 0xab, 0xcd})
 		must(err)
 	}
-	_, err := s.PlaceJobs(next(), []Placement{{Job: 1, Alloc: alloc([]int{0, 1}, "n1"), MasterPort: 29500, Time: at(10)}})
-	must(err)
+	placed := func(ids []cluster.JobID, err error) {
+		t.Helper()
+		must(err)
+		if len(ids) != 1 {
+			t.Fatalf("the fixture's placement was refused (placed %v): make the fixture's jobs fit what PlaceJobs checks now", ids)
+		}
+	}
+	placed(s.PlaceJobs(next(), []Placement{{Job: 1, Alloc: alloc([]int{0, 1}, "n1"), MasterPort: 29500, Time: at(10)}}))
 	must(s.ReportTask(next(), cluster.TaskReport{JobID: 1, Node: "n1", State: cluster.TaskRunning, Time: at(11)}))
-	_, err = s.PlaceJobs(next(), []Placement{{Job: 2, Alloc: alloc([]int{2, 3}, "n2"), MasterPort: 29501, Time: at(12)}})
-	must(err)
+	placed(s.PlaceJobs(next(), []Placement{{Job: 2, Alloc: alloc([]int{2, 3}, "n2"), MasterPort: 29501, Time: at(12)}}))
 	must(s.ReportTask(next(), cluster.TaskReport{JobID: 2, Node: "n2", State: cluster.TaskExited, ExitCode: 3, Message: "exit status 3", Time: at(13)}))
-	_, err = s.CancelJobs(next(), []cluster.JobID{3}, at(14), "Cancelled by user", nil)
+	_, err := s.CancelJobs(next(), []cluster.JobID{3}, at(14), "Cancelled by user", nil)
 	must(err)
 	must(s.SetNodeState(next(), "n3", cluster.NodeDrain, "bad ECC", "root", at(15)))
 	// Events 1-3 are the registrations, 4 the drain.

@@ -44,6 +44,7 @@ func (s *Store) RegisterNode(idx uint64, n *cluster.Node) error {
 		if old != nil {
 			u.Health = old.Health
 		}
+		u.RegisteredIndex = c.idx
 		c.putNode(u)
 		if old == nil || !u.Registered.Equal(old.Registered) {
 			c.event(cluster.RegisteredEvent(old, u))

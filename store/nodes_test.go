@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"path/filepath"
 	"reflect"
@@ -211,4 +212,49 @@ func TestRegisterInval(t *testing.T) {
 			t.Errorf("registration %d after an admin's drain: %s", i, got)
 		}
 	}
+}
+
+// A node records the Raft entries of its last registration and its last
+// state change, and keeps them through a snapshot.
+func TestNodeEntriesOfRegistrationAndState(t *testing.T) {
+	s := openTest(t, "")
+	want := func(s *Store, what string, registered, state uint64) {
+		t.Helper()
+		n, err := s.Node("n1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.RegisteredIndex != registered || n.StateIndex != state {
+			t.Errorf("%s: registered at entry %d, state changed at %d; want %d and %d", what, n.RegisteredIndex, n.StateIndex, registered, state)
+		}
+	}
+	if err := s.RegisterNode(5, gpuNode("n1")); err != nil {
+		t.Fatal(err)
+	}
+	want(s, "new node", 5, 5)
+	if err := s.SetNodeHealth(6, "n1", "", at(1)); err != nil {
+		t.Fatal(err)
+	}
+	want(s, "a health report that changes nothing", 5, 5)
+	if err := s.SetNodeState(7, "n1", cluster.NodeDown, "maintenance", "root", at(2)); err != nil {
+		t.Fatal(err)
+	}
+	want(s, "set DOWN", 5, 7)
+	// Registered again at an earlier time (another leader's clock): it
+	// stays DOWN, and entry 9 is after entry 7 all the same.
+	n := gpuNode("n1")
+	n.Registered = at(1)
+	if err := s.RegisterNode(9, n); err != nil {
+		t.Fatal(err)
+	}
+	want(s, "registered while DOWN", 9, 7)
+	var buf bytes.Buffer
+	if err := s.Snapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	r := openTest(t, "")
+	if err := r.Restore(&buf, 0); err != nil {
+		t.Fatal(err)
+	}
+	want(r, "restored from a snapshot", 9, 7)
 }

@@ -247,7 +247,16 @@ func (st *state) unindexLive(j *cluster.Job) {
 
 // putNode stores n, a new value. The node list is replaced, not changed
 // in place: readers share it without copying (nodes change rarely).
+// putNode stores n, a new value (never the stored one, changed in place).
+// A state or state time that differs from the stored node's is a state
+// change of this entry (StateIndex); otherwise the stored StateIndex
+// stays.
 func (c *change) putNode(n *cluster.Node) {
+	if old := c.st.nodes[n.Name]; old != nil && old.State == n.State && old.StateTime.Equal(n.StateTime) {
+		n.StateIndex = old.StateIndex
+	} else {
+		n.StateIndex = c.idx
+	}
 	c.st.nodes[n.Name] = n
 	c.st.configVersion++
 	c.st.nodeList = upsert(slices.Clone(c.st.nodeList), n, nodeName)

@@ -17,7 +17,7 @@ func Node(n *cluster.Node) (*statev1.Node, error) {
 		Name: n.Name, Addr: n.Addr, Cpus: int32(n.CPUs), MemoryMb: n.MemoryMB, Gpus: int32(n.GPUs),
 		GpuModel: n.GPUModel, Features: n.Features, Weight: int32(n.Weight), Leaf: n.Leaf,
 		State: st, Reason: n.Reason, ReasonUser: n.ReasonUser, Registered: Time(n.Registered), StateTime: Time(n.StateTime),
-		Nics: nics(n.NICs), Health: n.Health, Fences: n.Fences,
+		Nics: nics(n.NICs), Health: n.Health, Fences: n.Fences, RegisteredIndex: n.RegisteredIndex, StateIndex: n.StateIndex,
 	}, nil
 }
 
@@ -60,6 +60,7 @@ func FromNode(r *statev1.Node) (*cluster.Node, error) {
 		GPUModel: r.GetGpuModel(), Features: r.GetFeatures(), Weight: int(r.GetWeight()), Leaf: r.GetLeaf(),
 		State: st, Reason: r.GetReason(), ReasonUser: r.GetReasonUser(), Registered: FromTime(r.GetRegistered()),
 		StateTime: FromTime(r.GetStateTime()), NICs: fromNICs(r.GetNics()), Health: r.GetHealth(), Fences: r.GetFences(),
+		RegisteredIndex: r.GetRegisteredIndex(), StateIndex: r.GetStateIndex(),
 	}, nil
 }
 

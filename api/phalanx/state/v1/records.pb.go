@@ -2272,9 +2272,14 @@ type Node struct {
 	Health string `protobuf:"bytes,16,opt,name=health,proto3" json:"health,omitempty"`
 	// fences: its agent registered tasks that stop by themselves when its
 	// lease ends (RegisterNodeRequest.fences).
-	Fences        bool `protobuf:"varint,17,opt,name=fences,proto3" json:"fences,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Fences bool `protobuf:"varint,17,opt,name=fences,proto3" json:"fences,omitempty"`
+	// The Raft entries that last registered it and last changed its state
+	// (0: before these were kept): which came later, whatever the clocks of
+	// the leaders that proposed them said.
+	RegisteredIndex uint64 `protobuf:"varint,18,opt,name=registered_index,json=registeredIndex,proto3" json:"registered_index,omitempty"`
+	StateIndex      uint64 `protobuf:"varint,19,opt,name=state_index,json=stateIndex,proto3" json:"state_index,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Node) Reset() {
@@ -2424,6 +2429,20 @@ func (x *Node) GetFences() bool {
 		return x.Fences
 	}
 	return false
+}
+
+func (x *Node) GetRegisteredIndex() uint64 {
+	if x != nil {
+		return x.RegisteredIndex
+	}
+	return 0
+}
+
+func (x *Node) GetStateIndex() uint64 {
+	if x != nil {
+		return x.StateIndex
+	}
+	return 0
 }
 
 // NIC is one port of a node's RDMA device, as its agent registered it.
@@ -3106,7 +3125,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"exitSignal\x127\n" +
 	"\tplaced_by\x18\x0e \x01(\x0e2\x1a.phalanx.state.v1.PlacedByR\bplacedBy\x12#\n" +
 	"\rpreempted_for\x18\x0f \x01(\x04R\fpreemptedFor\x122\n" +
-	"\x15preempted_for_attempt\x18\x10 \x01(\x05R\x13preemptedForAttempt\"\xde\x03\n" +
+	"\x15preempted_for_attempt\x18\x10 \x01(\x05R\x13preemptedForAttempt\"\xaa\x04\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x12\n" +
@@ -3129,7 +3148,10 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\vreason_user\x18\x0f \x01(\tR\n" +
 	"reasonUser\x12\x16\n" +
 	"\x06health\x18\x10 \x01(\tR\x06health\x12\x16\n" +
-	"\x06fences\x18\x11 \x01(\bR\x06fences\"\x99\x02\n" +
+	"\x06fences\x18\x11 \x01(\bR\x06fences\x12)\n" +
+	"\x10registered_index\x18\x12 \x01(\x04R\x0fregisteredIndex\x12\x1f\n" +
+	"\vstate_index\x18\x13 \x01(\x04R\n" +
+	"stateIndex\"\x99\x02\n" +
 	"\x03NIC\x12\x16\n" +
 	"\x06device\x18\x01 \x01(\tR\x06device\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x14\n" +
