@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
@@ -17,7 +18,8 @@ import (
 // hold a call for its whole share of the deadline (5 s of phx's 10), long
 // after the others elected a new leader. So a call that has waited
 // probeAfter asks every replica who it is (GetControllerStatus, which each
-// answers itself, leader or not; with the connection's credentials only),
+// answers itself, leader or not; with the connection's credentials and
+// the credential in the call's metadata),
 // again after probeEvery, then less often. The calls of one connection
 // that wait at once share the rounds of probes. When the replica
 // the call waits on does not answer within probeTimeout and another says
@@ -62,7 +64,7 @@ func (e *movedError) GRPCStatus() *status.Status { return status.New(codes.Unava
 func (c *Conn) leaveIfAnotherLeads(ctx context.Context, addr string, leave context.CancelCauseFunc) {
 	every := probeEvery
 	for {
-		if l := c.leaderInstead(ctx, addr); l != "" {
+		if l := c.leaderInstead(ctx, addr); l != "" && ctx.Err() == nil {
 			c.learn(l)
 			leave(&movedError{addr: addr, leader: l})
 			return
@@ -85,7 +87,7 @@ type probeAnswer struct {
 // provided addr said nothing within probeTimeout ("" otherwise), from a
 // round of probes no older than probeFresh.
 func (c *Conn) leaderInstead(ctx context.Context, addr string) string {
-	r := c.probes.round(c)
+	r := c.probes.round(ctx, c)
 	select {
 	case <-r.done:
 	case <-ctx.Done():
@@ -119,8 +121,9 @@ type probeRound struct {
 }
 
 // round returns the round running, or the last one if it is fresh, or
-// starts one.
-func (p *probeRounds) round(c *Conn) *probeRound {
+// starts one with the credential of the call whose ctx asks (a CLI server
+// sends each user's in the call's metadata).
+func (p *probeRounds) round(ctx context.Context, c *Conn) *probeRound {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if r := p.last; r != nil && (r.ended.IsZero() || time.Since(r.ended) <= probeFresh) {
@@ -128,13 +131,14 @@ func (p *probeRounds) round(c *Conn) *probeRound {
 	}
 	r := &probeRound{done: make(chan struct{})}
 	p.last = r
-	go p.run(c, r)
+	md, _ := metadata.FromOutgoingContext(ctx)
+	go p.run(c, r, md.Copy())
 	return r
 }
 
-// run asks every replica at once, for at most probeTimeout.
-func (p *probeRounds) run(c *Conn, r *probeRound) {
-	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+// run asks every replica at once, for at most probeTimeout, with md.
+func (p *probeRounds) run(c *Conn, r *probeRound, md metadata.MD) {
+	ctx, cancel := context.WithTimeout(metadata.NewOutgoingContext(context.Background(), md), probeTimeout)
 	defer cancel()
 	type answer struct {
 		addr string

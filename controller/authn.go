@@ -48,13 +48,16 @@ func (a *access) authenticate(ctx context.Context, method string) (context.Conte
 	if a.insecure || !userAPI && !strings.HasPrefix(method, nodeServicePrefix) {
 		return ctx, nil
 	}
-	if !userAPI && a.tls != nil {
+	if a.tls != nil && (!userAPI || method == statusMethod) {
 		// With TLS the node API takes certificates only: every host holds
 		// the cluster key, so root on any node could sign a node's
 		// credential, or an administrator's, and speak for another node.
 		id, ok, err := a.nodeFromCertificate(ctx, method)
 		if err != nil {
 			return nil, err
+		}
+		if !ok && userAPI {
+			return a.authenticateUser(ctx, method) // a user asking a replica's status
 		}
 		if !ok {
 			a.audit(ctx, method, "unauthenticated", "err", "no node certificate")
@@ -63,12 +66,23 @@ func (a *access) authenticate(ctx context.Context, method string) (context.Conte
 		}
 		return auth.NewContext(ctx, id), nil
 	}
+	return a.authenticateUser(ctx, method)
+}
+
+// statusMethod is the one call of the user API a node may make too: its
+// agent asks the replicas which leads (apiclient's probes).
+const statusMethod = phalanxv1.ControllerService_GetControllerStatus_FullMethodName
+
+// authenticateUser verifies a credential signed with the cluster key: a
+// user's, or (without TLS) a node's on the node API and statusMethod.
+func (a *access) authenticateUser(ctx context.Context, method string) (context.Context, error) {
+	userAPI := strings.HasPrefix(method, userServicePrefix)
 	id, err := a.keys.Verify(auth.Incoming(ctx), a.clock.Now())
 	if err != nil {
 		a.audit(ctx, method, "unauthenticated", "err", err)
 		return nil, toStatus(cluster.Errorf(cluster.ErrUnauthenticated, "%s", authAdvice(err)))
 	}
-	if userAPI && id.Kind == auth.KindNode {
+	if userAPI && id.Kind == auth.KindNode && method != statusMethod {
 		a.audit(ctx, method, "permission denied", "node", id.Node)
 		return nil, toStatus(cluster.Errorf(cluster.ErrPermission, "permission denied: a node credential (%s) is for the node API only", id))
 	}

@@ -7,6 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/auth"
 	"github.com/phalanx-hpc/phalanx/cluster"
 )
@@ -50,6 +55,26 @@ func TestAuthAdvice(t *testing.T) {
 		_, err := auth.Verify(testKey, tok, now)
 		if got := authAdvice(err); !strings.HasSuffix(got, want) || (tok == "garbage" && strings.Contains(got, "cluster key")) {
 			t.Errorf("advice for %.10q: %q; want it to end %q", tok, got, want)
+		}
+	}
+}
+
+// A node's credential serves the node API and one call of the user API:
+// a replica's status, which its agent asks every replica for to find the
+// leader when one stops answering (apiclient's probes). Nothing else.
+func TestNodeCredentialReadsOnlyAReplicasStatus(t *testing.T) {
+	s := newTestServer(t, Config{})
+	tok, err := auth.Issue(testKey, auth.NodeIdentity("gpu001"), time.Now(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs(auth.MetadataKey, tok))
+	if _, err := s.access.authenticate(ctx, phalanxv1.ControllerService_GetControllerStatus_FullMethodName); err != nil {
+		t.Errorf("a node's status call: %v; want it authenticated", err)
+	}
+	for _, method := range []string{phalanxv1.ControllerService_ListJobs_FullMethodName, phalanxv1.ControllerService_SubmitJob_FullMethodName} {
+		if _, err := s.access.authenticate(ctx, method); status.Code(err) != codes.PermissionDenied {
+			t.Errorf("a node's %s: %v; want PermissionDenied", method, err)
 		}
 	}
 }

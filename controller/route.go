@@ -162,8 +162,10 @@ func (s *Server) forward(ctx context.Context, method string, req any) (any, erro
 	}
 	fctx, leave := context.WithCancelCause(metadata.NewOutgoingContext(ctx, out))
 	defer leave(nil)
-	watch := time.AfterFunc(forwardWatchAfter, func() { s.leaveWhenLeaderChanges(fctx, id, leave) })
-	defer watch.Stop()
+	if !unrepeatable[method] {
+		watch := time.AfterFunc(forwardWatchAfter, func() { s.leaveWhenLeaderChanges(fctx, id, leave) })
+		defer watch.Stop()
+	}
 	if err := conn.Invoke(fctx, method, req, reply); err != nil {
 		if errors.Is(context.Cause(fctx), errLeaderChanged) && ctx.Err() == nil {
 			return nil, toStatus(s.notLeader())
@@ -180,13 +182,22 @@ func (s *Server) forward(ctx context.Context, method string, req any) (any, erro
 // forwardWatchAfter is left, and answered NotLeader (naming the new leader
 // if there is one yet), as soon as this replica takes another replica or
 // none for the leader; the caller repeats it there, which Phalanx's calls
-// allow (request IDs).
+// allow (request IDs). Membership changes and leadership transfers are
+// left alone: a new leader may be their own doing, and repeated they would
+// act again.
 const (
 	forwardWatchAfter = 250 * time.Millisecond
 	forwardWatchEvery = 50 * time.Millisecond
 )
 
 var errLeaderChanged = errors.New("the leader changed during the forward")
+
+// unrepeatable are the forwards the watch does not leave.
+var unrepeatable = map[string]bool{
+	phalanxv1.ControllerService_TransferLeadership_FullMethodName: true,
+	phalanxv1.ControllerService_AddController_FullMethodName:      true,
+	phalanxv1.ControllerService_RemoveController_FullMethodName:   true,
+}
 
 // leaveWhenLeaderChanges ends ctx with errLeaderChanged once the leader is
 // no longer the replica id, checking every forwardWatchEvery until ctx

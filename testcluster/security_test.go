@@ -485,6 +485,10 @@ func TestNodeAPIOnlyForItsNode(t *testing.T) {
 	if _, err := phalanxv1.NewControllerServiceClient(conn).ListJobs(context.Background(), &phalanxv1.ListJobsRequest{}); status.Code(err) != codes.Unauthenticated {
 		t.Errorf("a node's certificate on the user API: %v; want Unauthenticated", err)
 	}
+	// Except a replica's status: its agent asks which replica leads.
+	if st, err := phalanxv1.NewControllerServiceClient(conn).GetControllerStatus(context.Background(), &phalanxv1.GetControllerStatusRequest{}); err != nil || st.Role == "" {
+		t.Errorf("a node's certificate asking a replica's status: %v, %v; want its status", st, err)
+	}
 }
 
 // expiredCertificate dials with a node certificate for name, from the
