@@ -15,6 +15,9 @@ const (
 	// ReasonPreempted: the attempt was stopped to make room for another job;
 	// the job is requeued once its tasks have ended.
 	ReasonPreempted = "Preempted"
+	// ReasonPreemptedNoRequeue: the same, for a job that may not be
+	// requeued (--no-requeue, --max-restarts=0): it ended instead.
+	ReasonPreemptedNoRequeue = "Preempted; submitted with --no-requeue: not requeued"
 )
 
 // TaskReport is what an agent says about one task of one attempt. Time is
@@ -319,10 +322,14 @@ func stopToRequeue(j *Job, state JobState, reason string, t time.Time) bool {
 }
 
 // requeueIfStopped requeues a preempted or requeued job whose tasks have
-// all ended.
+// all ended. A preempted job that may not be requeued ends CANCELLED
+// instead, as Slurm's PreemptMode=REQUEUE cancels a job it cannot requeue.
 func requeueIfStopped(j *Job) {
 	switch {
 	case j.Live():
+	case j.State == JobPreempted && j.Restart.MaxRestarts == 0:
+		j.State, j.Reason = JobCancelled, ReasonPreemptedNoRequeue
+		j.ExitCode, j.ExitSignal = 0, SigTerm
 	case j.State == JobPreempted:
 		Requeue(j, ReasonPreempted)
 	case j.State == JobRequeued:
