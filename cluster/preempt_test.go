@@ -3,7 +3,7 @@ package cluster
 import "testing"
 
 func TestPreemptStopsThenRequeuesWhenEveryTaskEnded(t *testing.T) {
-	j := placedJob(t)
+	j := requeueableJob(t)
 	ApplyTaskReport(j, rep(0, TaskRunning, 0, 0, 1))
 	ApplyTaskReport(j, rep(1, TaskRunning, 0, 0, 2))
 	if !Preempt(j, at(10), JobAttempt{}) {
@@ -49,7 +49,7 @@ func TestPreemptOnlyPlacedJobs(t *testing.T) {
 }
 
 func TestPreemptWithNoLiveTaskRequeuesAtOnce(t *testing.T) {
-	j := placedJob(t)
+	j := requeueableJob(t)
 	ApplyTaskReport(j, rep(0, TaskExited, 0, 0, 1)) // rank 0 done, rank 1 still assigned
 	j.Tasks[1].State = TaskExited                   // as if rank 1 ended in the same instant
 	if !Preempt(j, at(2), JobAttempt{}) || j.State != JobPending || j.Attempt != 1 {
@@ -58,7 +58,7 @@ func TestPreemptWithNoLiveTaskRequeuesAtOnce(t *testing.T) {
 }
 
 func TestPreemptedJobNodeLostRequeues(t *testing.T) {
-	j := placedJob(t)
+	j := requeueableJob(t)
 	Preempt(j, at(1), JobAttempt{})
 	ApplyTaskReport(j, rep(0, TaskKilled, 0, 15, 2))
 	if !NodeLost(j, "n2", at(3), "Not responding", false) {
@@ -90,7 +90,7 @@ func TestCancelWhilePreemptedStaysCancelled(t *testing.T) {
 // attempt freed for that job. A second Preempt changes nothing, the record
 // included; the next attempt starts without one.
 func TestPreemptRecordsThePreemptor(t *testing.T) {
-	j := placedJob(t)
+	j := requeueableJob(t)
 	ApplyTaskReport(j, rep(0, TaskRunning, 0, 0, 1))
 	forJob := JobAttempt{Job: 9, Attempt: 2}
 	if !Preempt(j, at(10), forJob) {
@@ -111,5 +111,40 @@ func TestPreemptRecordsThePreemptor(t *testing.T) {
 	}
 	if got := j.Attempts[1].PreemptedFor; got != (JobAttempt{}) {
 		t.Errorf("attempt 1 preempted for %+v; want none", got)
+	}
+}
+
+// requeueableJob is placedJob with the policy a job gets by default: it
+// may be requeued.
+func requeueableJob(t *testing.T) *Job {
+	t.Helper()
+	j := placedJob(t)
+	j.Restart = RestartPolicy{MaxRestarts: DefaultMaxRestarts, On: DefaultRestartOn}
+	return j
+}
+
+// A preempted job that may not be requeued (--no-requeue, or
+// --max-restarts=0) ends CANCELLED once its tasks have stopped, as Slurm's
+// PreemptMode=REQUEUE cancels a job it cannot requeue: it never runs again.
+func TestPreemptedJobThatMayNotRequeueEnds(t *testing.T) {
+	j := placedJob(t)
+	j.Restart = RestartPolicy{MaxRestarts: 0, On: DefaultRestartOn}
+	ApplyTaskReport(j, rep(0, TaskRunning, 0, 0, 1))
+	ApplyTaskReport(j, rep(1, TaskRunning, 0, 0, 1))
+	Preempt(j, at(5), JobAttempt{Job: 9})
+	if j.State != JobPreempted || !j.InQueue() {
+		t.Fatalf("while its tasks stop: %s; want PREEMPTED", j.State)
+	}
+	ApplyTaskReport(j, rep(0, TaskKilled, 0, 15, 6))
+	ApplyTaskReport(j, rep(1, TaskKilled, 0, 15, 7))
+	if j.State != JobCancelled || j.Reason != ReasonPreemptedNoRequeue || j.Attempt != 0 || j.InQueue() {
+		t.Fatalf("after its tasks stopped: %s (%s) attempt %d; want CANCELLED (%s) attempt 0, out of the queue",
+			j.State, j.Reason, j.Attempt, ReasonPreemptedNoRequeue)
+	}
+	if a := j.Attempts[0]; a.State != JobPreempted || !a.EndTime.Equal(at(7)) {
+		t.Errorf("attempt 0 = %s ending %v; want PREEMPTED ending at second 7", a.State, a.EndTime)
+	}
+	if j.ExitCode != 0 || j.ExitSignal != SigTerm {
+		t.Errorf("exit status %d:%d; want 0:%d, a cancelled job's", j.ExitCode, j.ExitSignal, SigTerm)
 	}
 }

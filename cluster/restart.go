@@ -28,10 +28,11 @@ import (
 //
 // A node the controller declares lost while it is silent (NodeLost) is at
 // fault too (RestartNode) when it fences: its tasks stopped when its lease
-// ended, before the controller's verdict (controller/lease.go). One that
-// does not fence, or that an administrator set DOWN, may still run its
-// tasks: its attempt is unfenced and never restarted, since two attempts
-// must never run at once.
+// ended, before the controller's verdict (controller/lease.go). So is one
+// an administrator set DOWN that fences (NodeDowned): its attempt restarts
+// once its tasks there were reported ended, or fenced. One that does not
+// fence may still run its tasks: its attempt is unfenced and never
+// restarted, since two attempts must never run at once.
 //
 // Three attempts in a row that ended with the same user failure (the same
 // exit code or signal), with no node fault in between, end the job FAILED

@@ -15,6 +15,9 @@ const (
 	// ReasonPreempted: the attempt was stopped to make room for another job;
 	// the job is requeued once its tasks have ended.
 	ReasonPreempted = "Preempted"
+	// ReasonPreemptedNoRequeue: the same, for a job that may not be
+	// requeued (--no-requeue, --max-restarts=0): it ended instead.
+	ReasonPreemptedNoRequeue = "Preempted; submitted with --no-requeue: not requeued"
 )
 
 // TaskReport is what an agent says about one task of one attempt. Time is
@@ -250,9 +253,8 @@ const SigTerm = 15
 // NODE_FAIL with reason. fenced says that nothing of those tasks runs any
 // more (the node was silent past its lease, and its tasks stop by
 // themselves at the lease's end): the attempt is the node's fault and may
-// restart elsewhere. Otherwise (a node whose agent does not fence, or one
-// an administrator set DOWN) the tasks may still run, and the attempt is
-// never restarted. It reports whether the job changed.
+// restart elsewhere. Otherwise (a node whose agent does not fence, lost or
+// set DOWN) the tasks may still run, and the attempt is never restarted. It reports whether the job changed.
 func NodeLost(j *Job, node string, t time.Time, reason string, fenced bool) (changed bool) {
 	if j.Alloc == nil {
 		return false
@@ -287,6 +289,28 @@ func NodeLost(j *Job, node string, t time.Time, reason string, fenced bool) (cha
 	return changed
 }
 
+// NodeDowned records that an administrator set node DOWN under a job whose
+// tasks there stop by themselves (the node fences: its agent stops them
+// when it hears of the DOWN, its lease ends if it does not): the job's
+// attempt ends in NODE_FAIL with reason, the node at fault, and its tasks
+// there end when their agent reports them, or when the node is found
+// silent (NodeLost, fenced). Once every task has ended, the job restarts
+// as its policy says, as Slurm requeues the jobs of a node set DOWN. It
+// reports whether the job changed.
+func NodeDowned(j *Job, node string, t time.Time, reason string) (changed bool) {
+	if j.Alloc == nil || j.State.Terminal() || j.State == JobPending {
+		return false
+	}
+	for _, task := range j.Tasks {
+		if task.Node == node && !task.State.Ended() {
+			blame(j, RestartNode, node)
+			finish(j, JobNodeFail, reason, t)
+			return true
+		}
+	}
+	return false
+}
+
 // Preempt ends a placed job's attempt to make room for another job, the
 // pending attempt forJob: the job becomes PREEMPTED, which tells the agents
 // to stop its tasks (with the preemption grace period), and it is requeued
@@ -319,10 +343,14 @@ func stopToRequeue(j *Job, state JobState, reason string, t time.Time) bool {
 }
 
 // requeueIfStopped requeues a preempted or requeued job whose tasks have
-// all ended.
+// all ended. A preempted job that may not be requeued ends CANCELLED
+// instead, as Slurm's PreemptMode=REQUEUE cancels a job it cannot requeue.
 func requeueIfStopped(j *Job) {
 	switch {
 	case j.Live():
+	case j.State == JobPreempted && j.Restart.MaxRestarts == 0:
+		j.State, j.Reason = JobCancelled, ReasonPreemptedNoRequeue
+		j.ExitCode, j.ExitSignal = 0, SigTerm
 	case j.State == JobPreempted:
 		Requeue(j, ReasonPreempted)
 	case j.State == JobRequeued:

@@ -370,7 +370,7 @@ func TestUsage(t *testing.T) {
 // Every placement opens an attempt record; it closes, with how the job
 // stood, when the last task ends, before a preempted job is requeued.
 func TestAttemptRecords(t *testing.T) {
-	j := placedJob(t)
+	j := requeueableJob(t)
 	if len(j.Attempts) != 1 || j.Attempts[0].Released() || !j.Attempts[0].StartTime.Equal(at(0)) {
 		t.Fatalf("after Place: %+v; want one open attempt from second 0", j.Attempts)
 	}

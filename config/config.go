@@ -88,6 +88,10 @@ type Config struct {
 	// Unkillable is what agents do with a task that outlives SIGKILL
 	// (UnkillableStepTimeout, UnkillableStepProgram).
 	Unkillable cluster.Unkillable
+	// KillWait is Slurm's time between SIGTERM and SIGKILL when a job is
+	// stopped (its time limit, a cancel); zero: not set, the controllers'
+	// default.
+	KillWait time.Duration
 	// Warnings are about settings Phalanx accepted but does not use.
 	Warnings []string
 }
@@ -328,6 +332,8 @@ func (p *parser) global(file string, num int, kv pair) {
 		p.prolog(file, num, kv)
 	case "unkillablesteptimeout", "unkillablestepprogram":
 		p.unkillable(file, num, kv)
+	case "killwait":
+		p.killWait(file, num, kv)
 	case "grestypes":
 		p.gresTypes(file, num, kv)
 	case "priorityweightfairshare", "prioritydecayhalflife":

@@ -86,6 +86,9 @@ func render(c *Config, all bool) string {
 	if u := c.Unkillable; all || u != (cluster.Unkillable{}) {
 		line("unkillable timeout=%s program=%s", u.WaitAfterKill(), u.Program)
 	}
+	if all || c.KillWait != 0 {
+		line("kill wait=%s", c.KillWait)
+	}
 	for _, n := range c.Nodes {
 		line("node %s%s", n.Name, kvs(
 			"addr", n.Addr, "cpus", n.CPUs, "mem", n.MemoryMB, "gpus", n.GPUs, "type", n.GPUType,

@@ -87,6 +87,9 @@
 //	                                "Kill task failed"; 1 to 3600, default 60
 //	UnkillableStepProgram=PATH      Slurm's: what the agent then runs as root
 //	                                (docs/health.md)
+//	KillWait=SECONDS                Slurm's: SIGTERM to SIGKILL at a job's time
+//	                                limit, cancel or requeue; 1 to 65533; the
+//	                                controllers' --kill-grace wins (default 10)
 //	NodeName=HOSTLIST [NodeAddr=HOSTLIST] CPUs=N RealMemory=MB
 //	         Gres=gpu[:TYPE][:N] Features=a,b Weight=N
 //	         (Sockets, CoresPerSocket, ThreadsPerCore give CPUs when CPUs is absent)

@@ -74,3 +74,19 @@ func (p *parser) unkillable(file string, num int, kv pair) {
 		}
 	}
 }
+
+// maxKillWait is the longest KillWait Slurm takes.
+const maxKillWait = 65533
+
+// killWait parses Slurm's KillWait=SECONDS into cfg.KillWait.
+func (p *parser) killWait(file string, num int, kv pair) {
+	if !p.once(file, num, kv, kv.lower) {
+		return
+	}
+	n, err := strconv.ParseInt(kv.Value, 10, 64)
+	if err != nil || n < 1 || n > maxKillWait {
+		p.errorf(file, num, "%s=%s: want whole seconds from 1 to %d, e.g. %s=30: the time between SIGTERM and SIGKILL", kv.Key, kv.Value, maxKillWait, kv.Key)
+		return
+	}
+	p.cfg.KillWait = time.Duration(n) * time.Second
+}

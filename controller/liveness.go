@@ -95,15 +95,17 @@ type silentNode struct {
 	silentFor time.Duration
 }
 
-// silent returns the nodes not DOWN that have been silent longer than ttl
-// at now and are not already being declared, and marks them as being
-// declared. A node registered since the term began starts its silence now.
-func (l *liveness) silent(nodes []*cluster.Node, now time.Time, ttl time.Duration) []silentNode {
+// silent returns the nodes that have been silent longer than ttl at now
+// and are not already being declared, and marks them as being declared:
+// those not DOWN, and those DOWN where tasks still run (busy: set DOWN by
+// an administrator, their ends not reported yet). A node registered since
+// the term began starts its silence now.
+func (l *liveness) silent(nodes []*cluster.Node, now time.Time, ttl time.Duration, busy func(node string) bool) []silentNode {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []silentNode
 	for _, n := range nodes {
-		if n.State == cluster.NodeDown {
+		if n.State == cluster.NodeDown && !busy(n.Name) {
 			continue
 		}
 		seen, ok := l.lastSeen[n.Name]
@@ -176,7 +178,7 @@ func (s *Server) unheard(nodes []*cluster.Node) map[string]bool { return s.nodes
 func (s *Server) checkLiveness(ctx context.Context) {
 	now := s.cfg.Clock.Now()
 	var silent []string
-	for _, n := range s.nodes.silent(s.store.Nodes(), now, s.cfg.NodeTTL) {
+	for _, n := range s.nodes.silent(s.store.Nodes(), now, s.cfg.NodeTTL, s.runsTasks) {
 		silent = append(silent, n.name)
 		s.log.Warn("node not responding", "node", n.name, "silent", n.silentFor.Round(time.Second))
 	}
@@ -189,4 +191,17 @@ func (s *Server) checkLiveness(ctx context.Context) {
 	}
 	s.nodes.declared(silent)
 	s.kickScheduler()
+}
+
+// runsTasks reports whether a task of a live job on node has not ended.
+func (s *Server) runsTasks(node string) bool {
+	jobs, _ := s.store.NodeJobs(node)
+	for _, j := range jobs {
+		for _, t := range j.Tasks {
+			if t.Node == node && !t.State.Ended() {
+				return true
+			}
+		}
+	}
+	return false
 }

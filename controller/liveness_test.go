@@ -25,14 +25,14 @@ func TestLivenessOverATerm(t *testing.T) {
 	if _, first := l.seen("a", t0.Add(11*time.Second)); first {
 		t.Error("second heartbeat of a counted as the first")
 	}
-	if s := l.silent(nodes, t0.Add(30*time.Second), 30*time.Second); len(s) != 0 {
+	if s := l.silent(nodes, t0.Add(30*time.Second), 30*time.Second, idle); len(s) != 0 {
 		t.Errorf("silent at exactly the TTL: %v; want none", s)
 	}
-	s := l.silent(nodes, t0.Add(31*time.Second), 30*time.Second)
+	s := l.silent(nodes, t0.Add(31*time.Second), 30*time.Second, idle)
 	if len(s) != 1 || s[0].name != "b" || s[0].silentFor != 31*time.Second {
 		t.Fatalf("silent past the TTL: %+v; want b, 31s (c is DOWN already)", s)
 	}
-	if again := l.silent(nodes, t0.Add(40*time.Second), 30*time.Second); len(again) != 0 {
+	if again := l.silent(nodes, t0.Add(40*time.Second), 30*time.Second, idle); len(again) != 0 {
 		t.Errorf("b found silent twice while its DOWN is on its way: %v", again)
 	}
 	if l.registering("b", t0.Add(41*time.Second)) {
@@ -51,5 +51,24 @@ func TestLivenessOverATerm(t *testing.T) {
 	}
 	if u := l.unheard(nodes); !u["a"] || u["b"] {
 		t.Errorf("unheard %v; want a (stopping) and not b (heard)", u)
+	}
+}
+
+// idle says no node runs a task: a DOWN node is never found silent.
+func idle(string) bool { return false }
+
+// A DOWN node where tasks still run (set DOWN by an administrator, their
+// ends not reported yet) is found silent past the TTL, so that its tasks,
+// fenced by then, are declared lost and their jobs restart; an idle DOWN
+// node is not.
+func TestDownNodeWithTasksFoundSilent(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	nodes := []*cluster.Node{{Name: "a", State: cluster.NodeDown}, {Name: "b", State: cluster.NodeDown}}
+	var l liveness
+	l.reset(nodes, t0)
+	busy := func(n string) bool { return n == "a" }
+	s := l.silent(nodes, t0.Add(31*time.Second), 30*time.Second, busy)
+	if len(s) != 1 || s[0].name != "a" {
+		t.Fatalf("silent past the TTL: %+v; want a (DOWN, running tasks), not b (DOWN, idle)", s)
 	}
 }

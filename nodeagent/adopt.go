@@ -48,6 +48,7 @@ type taskRecord struct {
 	Signal             int       `json:"signal,omitempty"`
 	SignalBeforeSecond int64     `json:"signal_before_s,omitempty"`
 	SignalBatch        bool      `json:"signal_batch,omitempty"`
+	KillGraceSeconds   int64     `json:"kill_grace_s,omitempty"` // 0: the agent's --kill-grace
 	// The job's checkpoint store, how many steps it keeps, its ranks and
 	// its user: a re-adopted task's committed steps are still copied.
 	CkptDir  string `json:"ckpt_dir,omitempty"`
@@ -66,7 +67,8 @@ func (a *Agent) taskRecordPath(key taskKey) string {
 func (a *Agent) writeTaskRecord(key taskKey, job jobInfo) error {
 	rec := taskRecord{V: taskRecordVersion, Started: a.cfg.Clock.Now(), TimeLimitSeconds: int64(job.timeLimit / time.Second),
 		Signal: job.signal.Signal, SignalBeforeSecond: int64(job.signal.Before / time.Second), SignalBatch: job.signal.Batch,
-		CkptDir: job.ckpt.dir, CkptKeep: job.ckpt.keep, Ranks: len(job.ranks), UID: job.uid, GID: job.gid}
+		KillGraceSeconds: int64(job.killGrace / time.Second),
+		CkptDir:          job.ckpt.dir, CkptKeep: job.ckpt.keep, Ranks: len(job.ranks), UID: job.uid, GID: job.gid}
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -91,6 +93,7 @@ func (a *Agent) recordedLimits(key taskKey) (job jobInfo, started time.Time, ok 
 	job.ranks = make([]rankSlot, rec.Ranks)
 	job.uid, job.gid = rec.UID, rec.GID
 	job.timeLimit = secondsDuration(rec.TimeLimitSeconds)
+	job.killGrace = secondsDuration(rec.KillGraceSeconds)
 	return job, rec.Started, true
 }
 

@@ -36,6 +36,7 @@ type jobInfo struct {
 	submitTime             int64            // Unix nanoseconds: with id, names the job on its files
 	env                    map[string]string
 	timeLimit              time.Duration // zero: none
+	killGrace              time.Duration // SIGTERM to SIGKILL at the limit or a hang: the controllers'; zero: Config.KillGrace
 	signal                 cluster.JobSignal
 	masterPort             int
 	ckpt                   ckptInfo
@@ -76,7 +77,7 @@ type rankSlot struct {
 }
 
 func assignmentFromWire(as *phalanxv1.Assignment) assignment {
-	return assignment{
+	out := assignment{
 		key:        taskKey{job: as.GetJobId(), attempt: as.GetAttempt(), rank: as.GetRank()},
 		stop:       as.GetStop(),
 		stopReason: as.GetStopReason(),
@@ -86,6 +87,10 @@ func assignmentFromWire(as *phalanxv1.Assignment) assignment {
 		job:        jobFromWire(as.GetJob()),
 		signals:    signalsFromWire(as.GetSignals()),
 	}
+	if !out.stop { // a stop's grace may be the preemption's
+		out.job.killGrace = out.grace
+	}
+	return out
 }
 
 func signalsFromWire(rs []*phalanxv1.SignalRequest) []cluster.SignalRequest {

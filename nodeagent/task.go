@@ -233,7 +233,7 @@ func (a *Agent) supervise(t *task, rt runtime.Task, job jobInfo, hang *hangWatch
 			case hung && job.restartsOnHang():
 				a.log.Warn("suspected hang: stopping the task", "task", t.key, "idle", idle.Round(time.Second))
 				a.reportJobEvent(t.key.job, cluster.EventHang, fmt.Sprintf("rank %d: %s; stopped, the job restarts", t.key.rank, hangMessage(idle)))
-				return a.terminate(rt, exited, stopRequest{state: cluster.TaskHung, grace: a.cfg.KillGrace, msg: hangMessage(idle)})
+				return a.terminate(rt, exited, stopRequest{state: cluster.TaskHung, grace: a.killGrace(job), msg: hangMessage(idle)})
 			case hung && !hang.suspected:
 				hang.suspected = true
 				a.log.Warn("suspected hang (the job's --restart-on does not name hang: it runs on)", "task", t.key, "idle", idle.Round(time.Second))
@@ -245,7 +245,7 @@ func (a *Agent) supervise(t *task, rt runtime.Task, job jobInfo, hang *hangWatch
 			limit.warned()
 			a.signalJob(rt, job.signal, "its time limit is near")
 		case <-limit.deadline:
-			return a.terminate(rt, exited, stopRequest{state: cluster.TaskTimeout, grace: a.cfg.KillGrace,
+			return a.terminate(rt, exited, stopRequest{state: cluster.TaskTimeout, grace: a.killGrace(job),
 				msg: fmt.Sprintf("time limit of %s reached", limit.limit)})
 		case r := <-t.stopCh:
 			if r.detach {
@@ -254,6 +254,17 @@ func (a *Agent) supervise(t *task, rt runtime.Task, job jobInfo, hang *hangWatch
 			return a.terminate(rt, exited, r)
 		}
 	}
+}
+
+// killGrace is the time between SIGTERM and SIGKILL when the agent stops
+// one of job's tasks by itself (its time limit, a hang): the controllers'
+// --kill-grace its assignment carried, which a cancel gets too and the
+// scheduler counts on; else the agent's own.
+func (a *Agent) killGrace(job jobInfo) time.Duration {
+	if job.killGrace > 0 {
+		return job.killGrace
+	}
+	return a.cfg.KillGrace
 }
 
 // signalJob sends the job's own --signal, saying why in the log.

@@ -150,3 +150,36 @@ func TestRestartedAgentKeepsChangedTimeLimit(t *testing.T) {
 		t.Errorf("TIMEOUT report = %v", r)
 	}
 }
+
+// A task that ignores SIGTERM at its time limit is killed after the grace
+// its assignment carries (the controllers' --kill-grace, which a cancel
+// gets and the scheduler counts on), not the agent's own: 2 s here, not
+// 60 s. A re-adopted task keeps that grace (its task record).
+func TestTimeLimitGraceIsTheControllers(t *testing.T) {
+	rt := fake.New(fake.WithIgnoreSIGTERM())
+	clock := scaledClock{start: time.Now(), factor: 100}
+	h := newHarness(t, rt, func(c *Config) {
+		c.Clock = clock
+		c.HeartbeatInterval = 2 * time.Second
+		c.KillGrace = 60 * time.Second
+	})
+	as := wireAssignment(5, t.TempDir(), script)
+	as.Job.TimeLimitSeconds, as.GraceSeconds = 3, 2
+	h.srv.set(as)
+	waitStarted(t, rt, "phx-5-0-0")
+	running := h.srv.waitReport(t, 5, "RUNNING")
+	r := h.srv.waitReport(t, 5, "TIMEOUT")
+	if d := r.Time.AsTime().Sub(running.Time.AsTime()); d > 30*time.Second {
+		t.Errorf("killed %s after its start: want the 3 s limit and the 2 s grace of the assignment, not the agent's 60 s", d.Round(time.Second))
+	}
+	key := taskKey{job: 6}
+	if err := os.MkdirAll(h.agent.jobDir(key), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.agent.writeTaskRecord(key, jobInfo{killGrace: 2 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if job, _, ok := h.agent.recordedLimits(key); !ok || job.killGrace != 2*time.Second {
+		t.Errorf("task record's grace %s (ok %v); want 2s", job.killGrace, ok)
+	}
+}

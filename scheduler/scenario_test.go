@@ -206,6 +206,7 @@ func (w *world) addJob(id string, kv map[string]string) error {
 		QoS: cluster.QoS(kv["qos"]), Nice: int(num(kv, "nice", 0)), Constraint: kv["constraint"],
 		Exclusive: kv["exclusive"] != "" || hasKey(kv, "exclusive"), Requeued: hasKey(kv, "requeued"),
 		Segment: int(num(kv, "segment", 0)),
+		Restart: cluster.RestartPolicy{MaxRestarts: cluster.DefaultMaxRestarts, On: cluster.DefaultRestartOn}, // sbatch's default
 	}
 	if sw, wait, ok := strings.Cut(kv["switches"], "@"); sw != "" {
 		j.Switches, err = strconv.Atoi(sw)

@@ -282,6 +282,7 @@ func pendingJob(id cluster.JobID, nodes, gpus int) *cluster.Job {
 		Nodes: nodes, GPUsPerNode: gpus, CPUsPerNode: 8, MemoryMB: 1000,
 		SubmitTime: t0, State: cluster.JobPending, Reason: string(cluster.ReasonNone),
 		Script: "#!/bin/sh\ntrue\n", Env: map[string]string{"A": "1"},
+		Restart: cluster.RestartPolicy{MaxRestarts: cluster.DefaultMaxRestarts, On: cluster.DefaultRestartOn}, // sbatch's default
 	}
 }
 

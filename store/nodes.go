@@ -54,9 +54,11 @@ func (s *Store) RegisterNode(idx uint64, n *cluster.Node) error {
 }
 
 // SetNodeState sets a node's stored state (UP, DOWN or DRAIN), its reason
-// and who gave it (user), and records the event. DOWN ends the node's part
-// of every live job in the same command (cluster.NodeLost): its tasks
-// there are LOST and the jobs NODE_FAIL. UP also clears the verdict of its
+// and who gave it (user), and records the event. DOWN ends the attempt of
+// every live job on the node in the same command, NODE_FAIL: on a node
+// that fences, its tasks there end when reported, and the job may restart
+// (cluster.NodeDowned); on one that does not, they are LOST at once and
+// the job does not restart (cluster.NodeLost, unfenced). UP also clears the verdict of its
 // health checks: a node returned to service starts afresh, and its
 // agent's next report drains it again if a check still fails.
 func (s *Store) SetNodeState(idx uint64, name string, st cluster.NodeState, reason, user string, t time.Time) error {
@@ -80,7 +82,11 @@ func (s *Store) SetNodeState(idx uint64, name string, st cluster.NodeState, reas
 		}
 		c.putNode(u)
 		c.event(cluster.StateEvent(n, u, user))
-		if st == cluster.NodeDown {
+		switch {
+		case st == cluster.NodeDown && n.Fences:
+			// Set by hand: its tasks stop and are reported, or fenced.
+			c.downNode(name, t, reason)
+		case st == cluster.NodeDown:
 			// Set by hand, with the node maybe still running its tasks.
 			c.loseNodes([]string{name}, t, reason, false)
 		}
@@ -90,14 +96,20 @@ func (s *Store) SetNodeState(idx uint64, name string, st cluster.NodeState, reas
 
 // SetNodesDown marks several nodes DOWN at once (a rack or a switch that
 // went silent together), each with its event. Unknown names and nodes
-// already DOWN are skipped. The nodes were silent past their TTL: the
-// tasks of those that fence (cluster.Node.Fences) have stopped, and their
-// jobs may restart elsewhere.
+// already DOWN are skipped, but for the tasks still there of one an
+// administrator set DOWN that fences: they are lost, fenced. The nodes were
+// silent past their TTL: the tasks of those that fence
+// (cluster.Node.Fences) have stopped, and their jobs may restart
+// elsewhere.
 func (s *Store) SetNodesDown(idx uint64, names []string, reason string, t time.Time) error {
 	return s.apply(idx, func(c *change) error {
 		var lost, fenced []string
 		for _, name := range names {
 			n := c.st.nodes[name]
+			if n != nil && n.State == cluster.NodeDown && n.Fences {
+				// Set DOWN by hand, its tasks since fenced.
+				fenced = append(fenced, name)
+			}
 			if n == nil || n.State == cluster.NodeDown {
 				continue
 			}
@@ -135,6 +147,21 @@ func (s *Store) SetNodeHealth(idx uint64, name, problems string, t time.Time) er
 		c.event(e)
 		return nil
 	})
+}
+
+// downNode ends the attempt of every live job with a task on the node an
+// administrator set DOWN (cluster.NodeDowned), in ID order.
+func (c *change) downNode(name string, t time.Time, reason string) {
+	var ids []cluster.JobID
+	for id := range c.st.liveOnNode[name] {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if u := c.st.jobs[id].Update(); cluster.NodeDowned(u, name, t, reason) {
+			c.putJob(u)
+		}
+	}
 }
 
 // loseNodes ends the lost nodes' part of every live job on them

@@ -90,7 +90,7 @@ func parseFlags(args []string) (*flags, error) {
 	fs.DurationVar(&f.hangTimeout, "default-hang-timeout", 0, "hang timeout of jobs that give no --hang-timeout (10m to 12h; 0: no hang detection)")
 	fs.DurationVar(&f.minHang, "min-hang-timeout", cluster.MinHangTimeout, "shortest --hang-timeout a job may give (shorter than 10m for test and dev clusters only)")
 	fs.DurationVar(&f.heartbeat, "heartbeat-interval", 5*time.Second, "heartbeat interval asked of the agents")
-	fs.DurationVar(&f.killGrace, "kill-grace", 10*time.Second, "time between SIGTERM and SIGKILL when a job is cancelled")
+	fs.DurationVar(&f.killGrace, "kill-grace", 0, "time between SIGTERM and SIGKILL when a job is cancelled, requeued or reaches its time limit (default: KillWait from the config, else 10s)")
 	fs.DurationVar(&f.preGrace, "preempt-grace", 0, "time between SIGTERM and SIGKILL for a preempted job, to checkpoint (default: --kill-grace)")
 	fs.DurationVar(&f.minJobAge, "min-job-age", 0, "how long scontrol show job and squeue still show a finished job (default: MinJobAge from the config, else 300s)")
 	fs.StringVar(&f.ports, "master-ports", "29500-29999", "range for MASTER_PORT")
@@ -234,6 +234,9 @@ func configure(f *flags, log *slog.Logger) (controller.Config, error) {
 	}
 	if f.set["min-job-age"] {
 		cfg.MinJobAge = minJobAge(f.minJobAge)
+	}
+	if conf != nil && conf.KillWait > 0 && !f.set["kill-grace"] {
+		cfg.KillGrace = conf.KillWait
 	}
 	return cfg, configureAuth(&cfg, f)
 }

@@ -190,6 +190,43 @@ func TestAccessFromConfig(t *testing.T) {
 	}
 }
 
+// The controllers' kill grace, which the agents apply at a cancel and at
+// a job's time limit, is Slurm's KillWait from the config unless
+// --kill-grace is given; neither: the controller's default (zero here).
+func TestKillWaitFromConfig(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "auth.key")
+	if _, err := auth.WriteNewKey(key); err != nil {
+		t.Fatal(err)
+	}
+	tls := tlsDir(t, pki.KindController, "ctl1")
+	for _, tc := range []struct {
+		conf string
+		args []string
+		want time.Duration
+	}{
+		{"KillWait=120\n", nil, 120 * time.Second},
+		{"KillWait=120\n", []string{"--kill-grace", "5s"}, 5 * time.Second},
+		{"ClusterName=c\n", nil, 0},
+	} {
+		conf := filepath.Join(t.TempDir(), "phalanx.conf")
+		if err := os.WriteFile(conf, []byte(tc.conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := parseFlags(append([]string{"--config", conf, "--data-dir", dir, "--auth-key", key, "--tls-dir", tls}, tc.args...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := configure(f, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.KillGrace != tc.want {
+			t.Errorf("%q %v: KillGrace %s; want %s", tc.conf, tc.args, cfg.KillGrace, tc.want)
+		}
+	}
+}
+
 // tlsDir makes a CA and a certificate of kind for name with the ca
 // command, in a TLS directory as a daemon's --tls-dir, and returns it.
 func tlsDir(t *testing.T, kind pki.Kind, name string) string {
