@@ -83,6 +83,13 @@ func hangMessage(idle time.Duration) string {
 // restartsOnHang reports whether the job's policy restarts it after a hang.
 func (j jobInfo) restartsOnHang() bool { return j.restartOn.Has(cluster.RestartHang) }
 
+// hangStopped is the event of a task stopped for a hang. Whether the job
+// restarts is the controllers' to say (its restarts left, the same failure
+// in a row): the agent promises nothing.
+func hangStopped(rank int32, idle time.Duration) string {
+	return fmt.Sprintf("rank %d: %s; stopped (the job restarts if it has restarts left)", rank, hangMessage(idle))
+}
+
 // jobEventTimeout bounds the retries of one job event's report.
 const jobEventTimeout = time.Minute
 

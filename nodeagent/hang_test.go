@@ -46,3 +46,12 @@ func TestHangWatch(t *testing.T) {
 		}
 	}
 }
+
+// The agent stops a hung task but cannot know whether the job restarts
+// (its restarts may be spent): its event says so.
+func TestHangStoppedPromisesNoRestart(t *testing.T) {
+	msg := hangStopped(3, 30*time.Minute)
+	if !strings.HasPrefix(msg, "rank 3: ") || !strings.Contains(msg, "stopped (the job restarts if it has restarts left)") {
+		t.Errorf("hang event %q; want rank 3, stopped, and a restart only if restarts are left", msg)
+	}
+}

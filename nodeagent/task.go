@@ -232,7 +232,7 @@ func (a *Agent) supervise(t *task, rt runtime.Task, job jobInfo, hang *hangWatch
 			switch {
 			case hung && job.restartsOnHang():
 				a.log.Warn("suspected hang: stopping the task", "task", t.key, "idle", idle.Round(time.Second))
-				a.reportJobEvent(t.key.job, cluster.EventHang, fmt.Sprintf("rank %d: %s; stopped, the job restarts", t.key.rank, hangMessage(idle)))
+				a.reportJobEvent(t.key.job, cluster.EventHang, hangStopped(t.key.rank, idle))
 				return a.terminate(rt, exited, stopRequest{state: cluster.TaskHung, grace: a.killGrace(job), msg: hangMessage(idle)})
 			case hung && !hang.suspected:
 				hang.suspected = true
