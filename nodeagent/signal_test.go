@@ -91,3 +91,28 @@ func TestStepSignal(t *testing.T) {
 		t.Errorf("the task itself got %v; want nothing but the step's signal", got)
 	}
 }
+
+// After a preempted job's --signal and the preemption grace, TERM is
+// followed by KILL after the controllers' kill grace (the running
+// assignment's), not the agent's own: the scheduler frees the nodes on
+// the controllers' timing.
+func TestPreemptionKillGraceIsTheControllers(t *testing.T) {
+	rt := fake.New(fake.WithIgnoreSIGTERM())
+	clock := scaledClock{start: time.Now(), factor: 100}
+	h := newHarness(t, rt, func(c *Config) {
+		c.Clock = clock
+		c.HeartbeatInterval = 2 * time.Second
+		c.KillGrace = 600 * time.Second
+	})
+	as := wireAssignment(53, t.TempDir(), script)
+	as.GraceSeconds = 2 // the controllers' --kill-grace
+	as.Job.Spec.Signal, as.Job.Spec.SignalSeconds = int32(syscall.SIGUSR1), 60
+	h.srv.set(as)
+	waitStarted(t, rt, "phx-53-0-0")
+	running := h.srv.waitReport(t, 53, "RUNNING")
+	h.srv.set(withStop(as, 3, "PREEMPTED"))
+	r := h.srv.waitReport(t, 53, "KILLED")
+	if d := r.Time.AsTime().Sub(running.Time.AsTime()); d > 120*time.Second {
+		t.Errorf("killed %s after its start: want the 3 s preemption grace and the controllers' 2 s kill grace, not the agent's 600 s", d.Round(time.Second))
+	}
+}

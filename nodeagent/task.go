@@ -1,6 +1,7 @@
 package nodeagent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -57,8 +58,11 @@ type stopRequest struct {
 	grace time.Duration
 	msg   string
 	// jobSignal, when set, is sent first (a preempted job's --signal): the
-	// grace period follows it, then SIGTERM, Config.KillGrace and SIGKILL.
+	// grace period follows it, then SIGTERM, killGrace and SIGKILL.
 	jobSignal cluster.JobSignal
+	// killGrace is the job's time between SIGTERM and SIGKILL after
+	// jobSignal: the controllers' (supervise sets it).
+	killGrace time.Duration
 	// detach lets go of a running task instead of stopping it: the agent is
 	// going away and its next run takes the task over (adopt.go). A task
 	// not yet started is reported in state, as by any other request.
@@ -251,6 +255,7 @@ func (a *Agent) supervise(t *task, rt runtime.Task, job jobInfo, hang *hangWatch
 			if r.detach {
 				return outcome{detached: true}
 			}
+			r.killGrace = a.killGrace(job)
 			return a.terminate(rt, exited, r)
 		}
 	}
@@ -294,7 +299,7 @@ func (a *Agent) terminate(rt runtime.Task, exited <-chan outcome, r stopRequest)
 			return stopped(out)
 		case <-a.cfg.Clock.After(r.grace):
 		}
-		grace = a.cfg.KillGrace
+		grace = cmp.Or(r.killGrace, a.cfg.KillGrace)
 	}
 	a.signal(rt, syscall.SIGTERM)
 	select {
