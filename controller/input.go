@@ -38,6 +38,9 @@ func checkSpecInput(spec *phalanxv1.JobSpec, maxScript int) error {
 	if err := cluster.CheckCommand(spec.ScriptPath, spec.ScriptArgs, spec.SubmitLine, spec.Comment); err != nil {
 		return err
 	}
+	if err := cluster.CheckJobName(spec.Name); err != nil {
+		return err
+	}
 	if err := checkUTF8(spec.ProtoReflect()); err != nil {
 		return err
 	}

@@ -40,6 +40,10 @@ func TestJobFromSpecRefusesBadInput(t *testing.T) {
 		{"too many variables", func(s *phalanxv1.JobSpec) { s.Environment = many }, "the environment has 10001 variables, over the limit of 10000"},
 		{"time limit", func(s *phalanxv1.JobSpec) { s.TimeLimitSeconds = 9223372036854775807 }, "time limit of 9223372036854775807 seconds is longer than 36500 days"},
 		{"switches wait", func(s *phalanxv1.JobSpec) { s.SwitchesWaitSeconds = 10_000_000_000 }, "--switches wait of 10000000000 seconds is longer than 36500 days"},
+		// Taken, then failed at launch: "exec: environment variable contains NUL".
+		{"NUL in the name", func(s *phalanxv1.JobSpec) { s.Name = "a\x00b" }, `job name "a\x00b" holds a NUL byte`},
+		{"line break in the name", func(s *phalanxv1.JobSpec) { s.Name = "a\nb" }, `job name "a\nb" holds a line break`},
+		{"long name", func(s *phalanxv1.JobSpec) { s.Name = strings.Repeat("x", 257) }, "job name of 257 bytes: at most 256"},
 	} {
 		spec := testSpec(1, 8)
 		tc.edit(spec)
