@@ -44,6 +44,11 @@ func TestJobFromSpecRefusesBadInput(t *testing.T) {
 		{"NUL in the name", func(s *phalanxv1.JobSpec) { s.Name = "a\x00b" }, `job name "a\x00b" holds a NUL byte`},
 		{"line break in the name", func(s *phalanxv1.JobSpec) { s.Name = "a\nb" }, `job name "a\nb" holds a line break`},
 		{"long name", func(s *phalanxv1.JobSpec) { s.Name = strings.Repeat("x", 257) }, "job name of 257 bytes: at most 256"},
+		// Paths with a NUL were taken, then failed at launch: "invalid argument".
+		{"NUL in the output", func(s *phalanxv1.JobSpec) { s.Output = "/tmp/a\x00b.out" }, "the job's output holds a NUL byte"},
+		{"NUL in the working directory", func(s *phalanxv1.JobSpec) { s.WorkDir = "/tmp/a\x00b" }, "the job's work_dir holds a NUL byte"},
+		{"NUL in the checkpoint store", func(s *phalanxv1.JobSpec) { s.CheckpointDir = "/ck\x00" }, "the job's checkpoint_dir holds a NUL byte"},
+		{"NUL in the script", func(s *phalanxv1.JobSpec) { s.Script = "#!/bin/sh\necho \x00\n" }, "batch script: line 2 holds a NUL byte"},
 	} {
 		spec := testSpec(1, 8)
 		tc.edit(spec)

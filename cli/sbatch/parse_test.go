@@ -248,7 +248,7 @@ func TestParseRefusesBadJobNames(t *testing.T) {
 	for _, tc := range []struct{ args, script, want string }{
 		{"-J a\x00b", "#!/bin/sh\n", `job name "a\x00b" holds a NUL byte, which no process environment can (SLURM_JOB_NAME): give one line of text`},
 		{"-J a\nb", "#!/bin/sh\n", `job name "a\nb" holds a line break: give one line of text`},
-		{"", "#!/bin/sh\n#SBATCH -J a\x00b\n", `job name "a\x00b" holds a NUL byte`},
+		{"", "#!/bin/sh\n#SBATCH -J a\x00b\n", "job.sh: line 2 holds a NUL byte"}, // the script's NUL, first
 		{"-J " + strings.Repeat("x", 257), "#!/bin/sh\n", "job name of 257 bytes: at most 256"},
 	} {
 		args := []string{"job.sh"}
