@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -152,6 +153,20 @@ func WithPort(a string) string {
 		return a
 	}
 	return net.JoinHostPort(strings.Trim(a, "[]"), DefaultPort)
+}
+
+// CheckHostPort says what is wrong with addr as a host and port to dial
+// (a Raft or API address a controller is given): a host and a port from
+// 1 to 65535; nil when nothing is.
+func CheckHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" || port == "" {
+		return fmt.Errorf("%q is not HOST:PORT", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("%q: the port is not a number from 1 to 65535", addr)
+	}
+	return nil
 }
 
 // Addrs returns the configured addresses.

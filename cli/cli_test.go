@@ -442,6 +442,8 @@ func TestScontrolRaft(t *testing.T) {
 		{[]string{"scontrol", "raft", "add", "ctl4"}, "scontrol: error: raft add takes the new controller's ID and Raft address: write scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT]"},
 		{[]string{"scontrol", "raft", "add"}, "scontrol: error: raft add takes the new controller's ID and Raft address: write scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT]"},
 		{[]string{"scontrol", "raft", "add", "ctl4", "10.0.0.4"}, `scontrol: error: the Raft address "10.0.0.4" is not HOST:PORT: write scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT]`},
+		{[]string{"scontrol", "raft", "add", "ctl4", "10.0.0.4:99999"}, `scontrol: error: the Raft address "10.0.0.4:99999": the port is not a number from 1 to 65535: write scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT]`},
+		{[]string{"scontrol", "raft", "add", "ctl4", "10.0.0.4:7819", "10.0.0.4:http"}, `scontrol: error: the API address "10.0.0.4:http": the port is not a number from 1 to 65535: write scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT]`},
 		{[]string{"scontrol", "raft", "remove"}, "scontrol: error: raft remove takes one controller ID (scontrol show controllers lists them): write scontrol raft remove ID"},
 		{[]string{"scontrol", "raft"}, "scontrol: error: write scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT], scontrol raft remove ID or scontrol raft transfer [ID]"},
 		{[]string{"scontrol", "raft", "join", "ctl4"}, `scontrol: error: invalid raft command "join": write scontrol raft add ID RAFT_HOST:PORT [API_HOST:PORT], scontrol raft remove ID or scontrol raft transfer [ID]`},

@@ -52,8 +52,11 @@ func parseFormat(format string, known func(byte) bool) ([]field, error) {
 		for j < len(format) && format[j] >= '0' && format[j] <= '9' {
 			j++
 		}
-		f.width, _ = strconv.Atoi(format[:j])
-		format = format[j:]
+		w, err := fieldWidth(format[:j])
+		if err != nil {
+			return nil, err
+		}
+		f.width, format = w, format[j:]
 		switch {
 		case format == "":
 			return nil, fmt.Errorf("format ends in the middle of a field: write %%[.][width]X")
@@ -68,6 +71,32 @@ func parseFormat(format string, known func(byte) bool) ([]field, error) {
 		format = format[1:]
 	}
 	return out, nil
+}
+
+// maxFieldWidth bounds a format field's width: room for any path or
+// host list a column shows, and a guard against a width that would pad
+// each line to gigabytes: in the memory of the daemon (agent, controller)
+// whose CLI server runs the command for the user.
+const maxFieldWidth = 4096
+
+// widthError is a format field's width over maxFieldWidth, as written.
+type widthError string
+
+func (e widthError) Error() string {
+	return fmt.Sprintf("field width %s is over %d: give a smaller width", string(e), maxFieldWidth)
+}
+
+// fieldWidth reads a format field's width, digits only ("" is 0: as wide
+// as the value).
+func fieldWidth(digits string) (int, error) {
+	if digits == "" {
+		return 0, nil
+	}
+	w, err := strconv.Atoi(digits)
+	if err != nil || w > maxFieldWidth {
+		return 0, widthError(digits)
+	}
+	return w, nil
 }
 
 // render writes one line: each field's value padded and cut to its width,

@@ -73,7 +73,9 @@ func sacctColumns(format string) ([]sacctColumn, error) {
 		for _, f := range fields {
 			c := sacctColumn{f: f, width: f.width}
 			if hasWidth {
-				c.width = atoi(w)
+				if c.width, err = sacctWidth(w); err != nil {
+					return nil, fmt.Errorf("--format: %q: %w", tok, err)
+				}
 			}
 			out = append(out, c)
 		}
@@ -108,9 +110,20 @@ func sacctLookup(name string) ([]*sacctField, error) {
 	return nil, &rawError{msg: fmt.Sprintf("sacct: error: Invalid field requested: %q", name)}
 }
 
+// sacctWidth reads a field's width as Slurm's sacct does, with C's atoi (a
+// negative one is right-aligned), but refuses one over maxFieldWidth
+// either way rather than pad every line to it.
+func sacctWidth(s string) (int, error) {
+	n, err := atoi(s)
+	if err != nil || n > maxFieldWidth || n < -maxFieldWidth {
+		return 0, widthError(strings.TrimSpace(s))
+	}
+	return n, nil
+}
+
 // atoi reads a number as C's atoi does: leading spaces, a sign, then the
-// digits there are (none: 0).
-func atoi(s string) int {
+// digits there are (none: 0); err is a number out of int's range.
+func atoi(s string) (int, error) {
 	s = strings.TrimLeft(s, " \t\n\v\f\r")
 	end := 0
 	if end < len(s) && (s[0] == '-' || s[0] == '+') {
@@ -119,8 +132,10 @@ func atoi(s string) int {
 	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
 		end++
 	}
-	n, _ := strconv.Atoi(s[:end])
-	return n
+	if end == 0 || (end == 1 && (s[0] == '-' || s[0] == '+')) {
+		return 0, nil
+	}
+	return strconv.Atoi(s[:end])
 }
 
 // sacctFieldHelp is what sacct --helpformat prints, laid out as Slurm's:

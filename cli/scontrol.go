@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -437,11 +436,14 @@ func addControllerRequest(args []string) (*phalanxv1.AddControllerRequest, error
 		return nil, fmt.Errorf("raft add takes the new controller's ID and Raft address: %s", usage)
 	}
 	req := &phalanxv1.AddControllerRequest{Id: args[0], RaftAddr: args[1]}
-	if host, port, err := net.SplitHostPort(req.RaftAddr); err != nil || host == "" || port == "" {
-		return nil, fmt.Errorf("the Raft address %q is not HOST:PORT: %s", req.RaftAddr, usage)
+	if err := apiclient.CheckHostPort(req.RaftAddr); err != nil {
+		return nil, fmt.Errorf("the Raft address %w: %s", err, usage)
 	}
 	if len(args) == 3 {
 		req.ApiAddr = apiclient.WithPort(args[2])
+		if err := apiclient.CheckHostPort(req.ApiAddr); err != nil {
+			return nil, fmt.Errorf("the API address %w: %s", err, usage)
+		}
 	}
 	return req, nil
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os/user"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -296,8 +295,11 @@ func parseSinfoLong(format string) ([]sinfoColumn, error) {
 			if c.right && digits == 0 {
 				return nil, fmt.Errorf("--Format: %q: a right-aligned field needs a width (NAME:.WIDTH)", tok)
 			}
-			c.width, _ = strconv.Atoi(spec[:digits])
-			spec = spec[digits:]
+			w, err := fieldWidth(spec[:digits])
+			if err != nil {
+				return nil, fmt.Errorf("--Format: %q: %w", tok, err)
+			}
+			c.width, spec = w, spec[digits:]
 		}
 		cols = append(cols, c)
 		if spec != "" {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -198,7 +199,11 @@ func (k *commands) runSqueue(c *ucli.Context, args []string) error {
 		}
 		q.req.Users = append(q.req.Users, u.Username)
 	}
-	if _, err := parseFormat(orDefault(q.view.Format, SqueueDefaultFormat), func(c byte) bool { _, ok := squeueHeaders[c]; return ok }); err != nil {
+	_, err = parseFormat(orDefault(q.view.Format, SqueueDefaultFormat), func(c byte) bool { _, ok := squeueHeaders[c]; return ok })
+	if we := widthError(""); errors.As(err, &we) {
+		return fmt.Errorf("--format: %w", err)
+	}
+	if err != nil {
 		return fmt.Errorf("--format: %w: the fields are %s; -O names them (squeue --help)", err, squeueLetters())
 	}
 	for i, u := range q.req.Users { // names or UIDs, as squeue(1) takes them

@@ -50,3 +50,31 @@ func TestSqueueFormatErrorNamesFields(t *testing.T) {
 		t.Errorf("squeue -o '%%i %%w': code %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
+
+// A field width past maxFieldWidth, or past int's range, is one line of
+// error before any call: it would pad every line to it (a width of
+// 999999999999 asked for a terabyte and killed phx dev, whose CLI server
+// ran it, as it would the agent or controller serving phx on a host), or,
+// overflowing, read as no width at all.
+func TestFormatWidthBounded(t *testing.T) {
+	dead := closedAddr(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"squeue", "-o", "%999999999999i"}, "squeue: error: --format: field width 999999999999 is over 4096: give a smaller width"},
+		{[]string{"squeue", "-o", "%.99999999999999999999i"}, "squeue: error: --format: field width 99999999999999999999 is over 4096: give a smaller width"},
+		{[]string{"squeue", "-O", "JobID:5000"}, `squeue: error: --Format: "JobID:5000": field width 5000 is over 4096: give a smaller width`},
+		{[]string{"sinfo", "-o", "%4097N"}, "sinfo: error: --format: field width 4097 is over 4096: give a smaller width"},
+		{[]string{"sinfo", "-O", "NodeList:.99999999999"}, `sinfo: error: --Format: "NodeList:.99999999999": field width 99999999999 is over 4096: give a smaller width`},
+		{[]string{"sacct", "-o", "JobID%-99999999999"}, `sacct: error: --format: "JobID%-99999999999": field width -99999999999 is over 4096: give a smaller width`},
+	} {
+		code, stdout, stderr := runOut(t, dead, tc.args...)
+		if code != 1 || stdout != "" || stderr != tc.want+"\n" {
+			t.Errorf("%q: code %d, stdout %q\nstderr %q\nwant   %q", tc.args, code, stdout, stderr, tc.want)
+		}
+	}
+	if _, err := sacctColumns("JobID%4096,State%-4096,Elapsed%x"); err != nil {
+		t.Errorf("widths up to 4096: %v", err)
+	}
+}

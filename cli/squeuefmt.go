@@ -67,6 +67,9 @@ func squeueLongFormat(spec string) (string, error) {
 			if dot {
 				right = "."
 			}
+			if _, err := fieldWidth(rest[:digits]); err != nil {
+				return "", fmt.Errorf("--Format: %q: %w", tok, err)
+			}
 			width, rest = rest[:digits], rest[digits:]
 		}
 		b.WriteString("%" + right + width + string([]byte{squeueNames[i].letter}))

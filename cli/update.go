@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
+	"github.com/phalanx-hpc/phalanx/cli/sbatch"
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/topology/hostlist"
 )
@@ -234,13 +235,11 @@ func jobRequestFields(f map[string]string, req *phalanxv1.UpdateJobRequest) erro
 		req.Partition = &v
 	}
 	if v, ok := f["numnodes"]; ok {
-		min, _, _ := strings.Cut(v, "-") // MIN[-MAX]: MIN is used, as at submit
-		n, err := strconv.ParseInt(min, 10, 32)
-		if err != nil || n < 1 {
-			return fmt.Errorf("NumNodes=%s: give a node count of at least 1", v)
+		n, err := sbatch.ParseNodes(v) // MIN[-MAX]: MIN is used, as at submit
+		if err != nil {
+			return fmt.Errorf("NumNodes=%s: %w", v, err)
 		}
-		n32 := int32(n)
-		req.Nodes = &n32
+		req.Nodes = &n
 	}
 	if v, ok := f["dependency"]; ok {
 		d, err := cluster.ParseDependency(v)

@@ -86,6 +86,8 @@ func TestUpdateArguments(t *testing.T) {
 		{"JobName="},                                      // empty value
 		{"Reason=x"},                                      // neither nodes nor job
 		{"JobId=1", "NumNodes=0"},                         // no nodes
+		{"JobId=1", "NumNodes=3-1"},                       // reversed: was taken as 3
+		{"JobId=1", "NumNodes=2-abc"},                     // no MAX: was taken as 2
 		{"JobId=1", "Dependency=afterwards:2"},            // bad dependency
 		{"JobId=1", "Nice=high"},                          // not a number
 		{"JobId=1", "Priority=-1"},                        // negative

@@ -25,7 +25,24 @@ const (
 	MaxSubmitLine = 64 << 10
 	// MaxComment bounds sbatch --comment.
 	MaxComment = 64 << 10
+	// MaxJobName bounds a job's name, at submit and in scontrol update.
+	MaxJobName = 256
 )
+
+// CheckJobName refuses a job name no task could be started with, as
+// SLURM_JOB_NAME (a NUL byte), one that would break the one-line listings
+// of squeue and sacct (a line break), and one past MaxJobName bytes.
+func CheckJobName(name string) error {
+	switch {
+	case strings.IndexByte(name, 0) >= 0:
+		return Errorf(ErrInvalid, "job name %q holds a NUL byte, which no process environment can (SLURM_JOB_NAME): give one line of text", name)
+	case strings.ContainsAny(name, "\n\r"):
+		return Errorf(ErrInvalid, "job name %q holds a line break: give one line of text", name)
+	case len(name) > MaxJobName:
+		return Errorf(ErrInvalid, "job name of %d bytes: at most %d", len(name), MaxJobName)
+	}
+	return nil
+}
 
 // CommandLine is a job's command as Slurm shows it: the script's path and
 // its arguments, "(null)" for a job whose script came from --wrap or

@@ -69,3 +69,18 @@ func TestSubmitLineOfCutsLongLines(t *testing.T) {
 		t.Errorf("invalid UTF-8 kept: %q", got)
 	}
 }
+
+func TestCheckJobName(t *testing.T) {
+	for name, want := range map[string]string{
+		"train-llm ジョブ":          "",
+		strings.Repeat("x", 256): "",
+		"a\x00b":                 "holds a NUL byte",
+		"a\rb":                   "holds a line break",
+		strings.Repeat("x", 257): "job name of 257 bytes: at most 256",
+	} {
+		err := CheckJobName(name)
+		if (want == "") != (err == nil) || (err != nil && (!strings.Contains(err.Error(), want) || !errors.Is(err, ErrInvalid))) {
+			t.Errorf("CheckJobName(%.20q): %v, want %q", name, err, want)
+		}
+	}
+}

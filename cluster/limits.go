@@ -37,8 +37,8 @@ const (
 )
 
 // CheckScript refuses a batch script longer than max bytes (0: the
-// default) or one that is not valid UTF-8 (the API carries text), naming
-// the first bad line. Messages leave it to the caller to say which script
+// default), one that is not valid UTF-8 (the API carries text) or one
+// that holds a NUL byte, naming the first bad line. Messages leave it to the caller to say which script
 // ("job.sh: line 3 is not valid UTF-8: ...").
 func CheckScript(script string, max int) error {
 	if max <= 0 {
@@ -48,13 +48,17 @@ func CheckScript(script string, max int) error {
 		return Errorf(ErrInvalid, "%s, over the limit of %s (MaxScriptSize): shorten it, "+
 			"for instance by reading data or long commands from a file", sizeText(len(script)), sizeText(max))
 	}
-	if utf8.ValidString(script) {
+	if utf8.ValidString(script) && strings.IndexByte(script, 0) < 0 {
 		return nil
 	}
 	for i, line := range strings.Split(script, "\n") {
 		if !utf8.ValidString(line) {
 			return Errorf(ErrInvalid, "line %d is not valid UTF-8: save the script as UTF-8 "+
 				"(e.g. iconv -f latin1 -t utf-8)", i+1)
+		}
+		if strings.IndexByte(line, 0) >= 0 {
+			return Errorf(ErrInvalid, "line %d holds a NUL byte, which shells refuse (bash: cannot execute binary file): "+
+				"remove it (e.g. tr -d '\\000')", i+1)
 		}
 	}
 	return nil // not reached: some line is invalid

@@ -19,6 +19,8 @@ func TestCheckScript(t *testing.T) {
 		{"over the default", strings.Repeat("x", DefaultMaxScriptSize+1), 0, "over the limit of 4194304 bytes (4.0 MiB)"},
 		{"latin-1 on line 3", "#!/bin/sh\necho a\necho caf\xe9\n", 0, "line 3 is not valid UTF-8"},
 		{"cut rune on line 1", "#!/bin/sh \xc3", 0, "line 1 is not valid UTF-8"},
+		// Taken, then the job failed: "cannot execute binary file".
+		{"NUL on line 2", "#!/bin/sh\n#SBATCH --comment=a\x00b\necho\n", 0, "line 2 holds a NUL byte, which shells refuse"},
 	} {
 		err := CheckScript(tc.script, tc.max)
 		switch {

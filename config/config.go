@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -161,7 +162,7 @@ func Parse(r io.Reader, name string) (*Config, error) {
 // holds the config, as far as it goes, and every problem found.
 func parseAll(r io.Reader, name string) *parser {
 	p := newParser()
-	p.parse(r, name, 0)
+	p.parse(r, name, nil)
 	p.finish()
 	return p
 }
@@ -228,7 +229,10 @@ func newParser() *parser {
 	}
 }
 
-func (p *parser) parse(r io.Reader, file string, depth int) {
+// parse reads one file; outer are the files that include it, outermost
+// first.
+func (p *parser) parse(r io.Reader, file string, outer []string) {
+	chain := append(slices.Clip(outer), file)
 	lines, errs := logicalLines(r, file)
 	p.errs = append(p.errs, errs...)
 	for _, l := range lines {
@@ -238,7 +242,7 @@ func (p *parser) parse(r io.Reader, file string, depth int) {
 		case "partitionname":
 			p.partitionLine(file, l)
 		case "include":
-			p.include(file, l, depth)
+			p.include(chain, l)
 		case "downnodes":
 			p.downNodes(file, l)
 		case "nodeset", "frontendname", "switchname":

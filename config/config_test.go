@@ -169,9 +169,25 @@ func TestLoadWithInclude(t *testing.T) {
 		t.Errorf("RaftPort in an included file and again: %v; want an error naming where it was first set", err)
 	}
 
-	write("loop.conf", "Include loop.conf\n")
-	if _, err := Load(filepath.Join(dir, "loop.conf")); err == nil || !strings.Contains(err.Error(), "nested includes") {
-		t.Errorf("self-include: %v; want a nested includes error", err)
+	// A file that includes itself is one error that says so: it was read
+	// again 8 deep, its every line a duplicate, and the 20 problems shown
+	// were those, the depth's own message cut off.
+	loop := write("loop.conf", "NodeName=n1 CPUs=8\nPartitionName=p Nodes=ALL Default=YES\nInclude loop.conf\n")
+	if _, err := Load(loop); err == nil || err.Error() != loop+":3: Include "+loop+": it includes itself ("+loop+" includes "+loop+"): remove this Include" {
+		t.Errorf("self-include: %v; want one error saying it includes itself", err)
+	}
+	a, b := filepath.Join(dir, "a.conf"), write("b.conf", "Include a.conf\n")
+	write("a.conf", "RaftPort=9000\nInclude b.conf\n")
+	if _, err := Load(a); err == nil || err.Error() != b+":1: Include "+a+": it includes itself ("+a+" includes "+b+" includes "+a+"): remove this Include" {
+		t.Errorf("a includes b includes a: %v; want one error naming the loop", err)
+	}
+	deep := "deep0.conf"
+	for i := 0; i < 9; i++ {
+		write(fmt.Sprintf("deep%d.conf", i), fmt.Sprintf("Include deep%d.conf\n", i+1))
+	}
+	write("deep9.conf", "RaftPort=9000\n")
+	if _, err := Load(filepath.Join(dir, deep)); err == nil || !strings.Contains(err.Error(), "more than 8 nested includes") {
+		t.Errorf("9 nested includes: %v; want a nested includes error", err)
 	}
 	write("missing.conf", "Include nope.conf\n")
 	if _, err := Load(filepath.Join(dir, "missing.conf")); err == nil || !strings.Contains(err.Error(), "missing.conf:1:") {

@@ -142,7 +142,8 @@
 // line: each line's, and the whole file's (a second Default=YES partition,
 // a partition or node defined twice, a partition naming an undeclared
 // node, Gres=gpu without GresTypes=gpu), and, from Load and
-// LoadWithTopology, those of gres.conf and topology.conf too. A line with
+// LoadWithTopology, those of gres.conf and topology.conf too (with a
+// switch or block of topology.conf listing an undeclared node). A line with
 // a problem still takes part in the whole file's checks as far as it can be
 // read, so that fixing it brings no new problem elsewhere. Only a config
 // that cannot be read stops the rest; a NodeName line whose host names

@@ -50,6 +50,7 @@ func LoadWithTopology(path, topoPath string) (*Config, *topology.Tree, error) {
 			err = p.topologyMissing(path, err)
 		}
 		errs = append(errs, flatten(err)...)
+		errs = append(errs, p.checkTopologyNodes(path, topoPath, tree)...)
 	}
 	if len(errs) > 0 {
 		return nil, nil, joinErrors(errs, path)

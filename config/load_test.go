@@ -154,3 +154,32 @@ func TestGresConfAfterBadNodeLine(t *testing.T) {
 		}
 	}
 }
+
+// A topology.conf that lists a node no NodeName line declares is refused,
+// a line for each switch or block that does, naming the file and line, as
+// Slurm refuses it: the node meant would be in no switch. Declared nodes
+// that no switch reaches are a warning, as in Slurm.
+func TestLoadWithTopologyUndeclaredNodes(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"slurm.conf": "TopologyPlugin=topology/tree\nNodeName=n[1-4] CPUs=8\nPartitionName=p Nodes=ALL\n",
+		"typo.conf":  "SwitchName=s1 Nodes=n[01-02]\nSwitchName=s2 Nodes=n3\nSwitchName=top Switches=s[1-2]\nBlockName=b1 Nodes=n[3-5]\n",
+		"short.conf": "SwitchName=s1 Nodes=n[1-2]\n",
+	})
+	conf, typo := filepath.Join(dir, "slurm.conf"), filepath.Join(dir, "typo.conf")
+	_, _, err := LoadWithTopology(conf, typo)
+	want := []string{
+		typo + ":1: switch s1 lists n[01-02], which no NodeName line of " + conf + " declares: correct the name, or declare the node there",
+		typo + ":4: block b1 lists n5, which no NodeName line of " + conf + " declares: correct the name, or declare the node there",
+	}
+	if err == nil || !slices.Equal(strings.Split(err.Error(), "\n"), want) {
+		t.Errorf("LoadWithTopology:\n%v\nwant\n%s", err, strings.Join(want, "\n"))
+	}
+	c, tree, err := LoadWithTopology(conf, filepath.Join(dir, "short.conf"))
+	if err != nil || tree == nil {
+		t.Fatalf("LoadWithTopology(short.conf) = %v", err)
+	}
+	warn := filepath.Join(dir, "short.conf") + ": switches lack access to 2 nodes: n[3-4]"
+	if len(c.Warnings) != 1 || !strings.HasPrefix(c.Warnings[0], warn) {
+		t.Errorf("warnings %q; want one starting %q", c.Warnings, warn)
+	}
+}

@@ -135,6 +135,9 @@ func (c *controllerService) AddController(ctx context.Context, req *phalanxv1.Ad
 	if req.Id == "" || req.RaftAddr == "" {
 		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "give the new controller's ID and Raft address: raft add ID HOST:PORT"))
 	}
+	if err := checkMemberAddrs(req.RaftAddr, req.ApiAddr); err != nil {
+		return nil, toStatus(err)
+	}
 	if err := s.checkNewMember(ctx, req.Id, req.RaftAddr, req.ApiAddr); err != nil {
 		return nil, toStatus(err)
 	}
@@ -175,6 +178,19 @@ func (s *Server) checkNewMember(ctx context.Context, id, addr, apiAddr string) e
 		if c, ok := s.store.Controller(string(srv.ID)); ok && apiAddr != "" && c.APIAddr == apiAddr {
 			return cluster.Errorf(cluster.ErrConflict, "%s is the API address of member %s: give controller %q its own", apiAddr, srv.ID, id)
 		}
+	}
+	return nil
+}
+
+// checkMemberAddrs refuses a new member's address that cannot be dialled:
+// the cluster would count a voter that can never answer, and one voter
+// alone would have lost its quorum to it.
+func checkMemberAddrs(raftAddr, apiAddr string) error {
+	if err := apiclient.CheckHostPort(raftAddr); err != nil {
+		return cluster.Errorf(cluster.ErrInvalid, "the Raft address %v: raft add ID HOST:PORT", err)
+	}
+	if err := apiclient.CheckHostPort(apiAddr); apiAddr != "" && err != nil {
+		return cluster.Errorf(cluster.ErrInvalid, "the API address %v: raft add ID HOST:PORT API_HOST:PORT", err)
 	}
 	return nil
 }

@@ -62,6 +62,29 @@ func TestMembershipChangesThatWouldMoveAMember(t *testing.T) {
 	}
 }
 
+// raft add refuses a Raft or API address with no port that can be dialled
+// (99999 was taken): the one-replica cluster counted a second voter that
+// could never answer, and lost its quorum for good.
+func TestAddControllerRefusesAnAddressThatCannotBeDialled(t *testing.T) {
+	s := newTestServer(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for req, want := range map[*phalanxv1.AddControllerRequest]string{
+		{Id: "ctl9", RaftAddr: "127.0.0.1:99999"}:                  `the Raft address "127.0.0.1:99999": the port is not a number from 1 to 65535: raft add ID HOST:PORT`,
+		{Id: "ctl9", RaftAddr: "127.0.0.1"}:                        `the Raft address "127.0.0.1" is not HOST:PORT: raft add ID HOST:PORT`,
+		{Id: "ctl9", RaftAddr: "127.0.0.1:7819", ApiAddr: "x:0"}:   `the API address "x:0": the port is not a number from 1 to 65535: raft add ID HOST:PORT API_HOST:PORT`,
+		{Id: "ctl9", RaftAddr: "127.0.0.1:7819", ApiAddr: ":7817"}: `the API address ":7817" is not HOST:PORT: raft add ID HOST:PORT API_HOST:PORT`,
+	} {
+		_, err := (&controllerService{s: s}).AddController(ctx, req)
+		if status.Code(err) != codes.InvalidArgument || status.Convert(err).Message() != want {
+			t.Errorf("raft add %s %s %s: %v, want InvalidArgument %q", req.Id, req.RaftAddr, req.ApiAddr, err, want)
+		}
+	}
+	if servers, err := s.members(ctx); err != nil || len(servers) != 1 {
+		t.Errorf("members after the refused adds: %v, %v; want this replica alone", servers, err)
+	}
+}
+
 // scontrol raft transfer without an ID, on a cluster of one replica, says
 // there is no other replica to lead; Raft's own answer was "leadership
 // transfer: cannot find peer", an Internal error.

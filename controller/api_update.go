@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -17,11 +16,9 @@ import (
 
 // Changes to nodes and jobs after the fact, as Slurm's `scontrol update`.
 
-// maxReasonLen and maxJobNameLen bound what an update stores.
-const (
-	maxReasonLen  = 1024
-	maxJobNameLen = 256
-)
+// maxReasonLen bounds the reason an update stores (cluster.MaxJobName
+// its job name).
+const maxReasonLen = 1024
 
 func (c *controllerService) UpdateJob(ctx context.Context, req *phalanxv1.UpdateJobRequest) (*phalanxv1.UpdateJobResponse, error) {
 	if err := c.s.updateJob(ctx, req); err != nil {
@@ -60,8 +57,11 @@ func (s *Server) updateJob(ctx context.Context, req *phalanxv1.UpdateJobRequest)
 	req = priorityHold(j, req)
 	up := fsm.UpdateJob{ID: j.ID, JobUpdate: store.JobUpdate{Name: req.Name}, RequestID: requestID, Time: s.cfg.Clock.Now()}
 	if req.Name != nil {
-		if name := *req.Name; name == "" || len(name) > maxJobNameLen || strings.ContainsAny(name, "\n\r") {
-			return cluster.Errorf(cluster.ErrInvalid, "job name %q: give one line of 1 to %d bytes", name, maxJobNameLen)
+		if *req.Name == "" {
+			return cluster.Errorf(cluster.ErrInvalid, "job name \"\": give one line of 1 to %d bytes", cluster.MaxJobName)
+		}
+		if err := cluster.CheckJobName(*req.Name); err != nil {
+			return err
 		}
 	}
 	secs, err := requestedLimit(j, req)

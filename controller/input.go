@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -26,8 +27,8 @@ func recvMsgSize(maxScript int) int {
 
 // checkSpecInput refuses a spec whose script or environment passes the
 // limits, whose text is not UTF-8 (proto3 strings must be; gRPC refuses
-// them on the wire, in-process callers must be refused here), or whose
-// times do not fit a time.Duration.
+// them on the wire, in-process callers must be refused here) or holds a
+// NUL byte, or whose times do not fit a time.Duration.
 func checkSpecInput(spec *phalanxv1.JobSpec, maxScript int) error {
 	if err := cluster.CheckScript(spec.Script, maxScript); err != nil {
 		return fmt.Errorf("batch script: %w", err)
@@ -38,7 +39,10 @@ func checkSpecInput(spec *phalanxv1.JobSpec, maxScript int) error {
 	if err := cluster.CheckCommand(spec.ScriptPath, spec.ScriptArgs, spec.SubmitLine, spec.Comment); err != nil {
 		return err
 	}
-	if err := checkUTF8(spec.ProtoReflect()); err != nil {
+	if err := cluster.CheckJobName(spec.Name); err != nil {
+		return err
+	}
+	if err := checkText(spec.ProtoReflect()); err != nil {
 		return err
 	}
 	const most = int64(cluster.MaxTimeLimit / time.Second)
@@ -51,37 +55,40 @@ func checkSpecInput(spec *phalanxv1.JobSpec, maxScript int) error {
 	return nil
 }
 
-// checkUTF8 refuses a message with a string (alone, in a list or in a map)
-// that is not UTF-8, naming its field.
-func checkUTF8(m protoreflect.Message) error {
-	var bad protoreflect.FieldDescriptor
+// checkText refuses a message with a string (alone, in a list or in a
+// map) that is not UTF-8, or that holds a NUL byte, which no path, name or
+// argument of a task can (the job was taken, then failed at launch),
+// naming its field.
+func checkText(m protoreflect.Message) error {
+	var err error
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		if !valueUTF8(fd, v) {
-			bad = fd
+		switch {
+		case !allStrings(fd, v, utf8.ValidString):
+			err = cluster.Errorf(cluster.ErrInvalid, "the job's %s is not valid UTF-8: send text in UTF-8", fd.Name())
+		case !allStrings(fd, v, func(s string) bool { return strings.IndexByte(s, 0) < 0 }):
+			err = cluster.Errorf(cluster.ErrInvalid, "the job's %s holds a NUL byte, which no path, name or process argument can: remove it", fd.Name())
 		}
-		return bad == nil
+		return err == nil
 	})
-	if bad != nil {
-		return cluster.Errorf(cluster.ErrInvalid, "the job's %s is not valid UTF-8: send text in UTF-8", bad.Name())
-	}
-	return nil
+	return err
 }
 
-// valueUTF8 reports whether the strings of one field's value are UTF-8.
-func valueUTF8(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-	ok := true
+// allStrings reports whether ok holds for every string of one field's
+// value.
+func allStrings(fd protoreflect.FieldDescriptor, v protoreflect.Value, ok func(string) bool) bool {
+	all := true
 	switch {
 	case fd.IsMap():
 		v.Map().Range(func(k protoreflect.MapKey, e protoreflect.Value) bool {
-			ok = utf8.ValidString(k.String()) && (fd.MapValue().Kind() != protoreflect.StringKind || utf8.ValidString(e.String()))
-			return ok
+			all = ok(k.String()) && (fd.MapValue().Kind() != protoreflect.StringKind || ok(e.String()))
+			return all
 		})
 	case fd.IsList() && fd.Kind() == protoreflect.StringKind:
-		for i, l := 0, v.List(); i < l.Len() && ok; i++ {
-			ok = utf8.ValidString(l.Get(i).String())
+		for i, l := 0, v.List(); i < l.Len() && all; i++ {
+			all = ok(l.Get(i).String())
 		}
 	case fd.Kind() == protoreflect.StringKind:
-		ok = utf8.ValidString(v.String())
+		all = ok(v.String())
 	}
-	return ok
+	return all
 }

@@ -40,6 +40,15 @@ func TestJobFromSpecRefusesBadInput(t *testing.T) {
 		{"too many variables", func(s *phalanxv1.JobSpec) { s.Environment = many }, "the environment has 10001 variables, over the limit of 10000"},
 		{"time limit", func(s *phalanxv1.JobSpec) { s.TimeLimitSeconds = 9223372036854775807 }, "time limit of 9223372036854775807 seconds is longer than 36500 days"},
 		{"switches wait", func(s *phalanxv1.JobSpec) { s.SwitchesWaitSeconds = 10_000_000_000 }, "--switches wait of 10000000000 seconds is longer than 36500 days"},
+		// Taken, then failed at launch: "exec: environment variable contains NUL".
+		{"NUL in the name", func(s *phalanxv1.JobSpec) { s.Name = "a\x00b" }, `job name "a\x00b" holds a NUL byte`},
+		{"line break in the name", func(s *phalanxv1.JobSpec) { s.Name = "a\nb" }, `job name "a\nb" holds a line break`},
+		{"long name", func(s *phalanxv1.JobSpec) { s.Name = strings.Repeat("x", 257) }, "job name of 257 bytes: at most 256"},
+		// Paths with a NUL were taken, then failed at launch: "invalid argument".
+		{"NUL in the output", func(s *phalanxv1.JobSpec) { s.Output = "/tmp/a\x00b.out" }, "the job's output holds a NUL byte"},
+		{"NUL in the working directory", func(s *phalanxv1.JobSpec) { s.WorkDir = "/tmp/a\x00b" }, "the job's work_dir holds a NUL byte"},
+		{"NUL in the checkpoint store", func(s *phalanxv1.JobSpec) { s.CheckpointDir = "/ck\x00" }, "the job's checkpoint_dir holds a NUL byte"},
+		{"NUL in the script", func(s *phalanxv1.JobSpec) { s.Script = "#!/bin/sh\necho \x00\n" }, "batch script: line 2 holds a NUL byte"},
 	} {
 		spec := testSpec(1, 8)
 		tc.edit(spec)

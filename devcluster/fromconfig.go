@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/phalanx-hpc/phalanx/config"
+	"github.com/phalanx-hpc/phalanx/internal/fakesysfs"
 )
 
 // A dev cluster from a real config (phx dev --config slurm.conf): one fake
@@ -14,9 +15,14 @@ import (
 // (--topology, else TopologyFile, or topology.conf beside it with
 // TopologyPlugin=topology/tree or topology/block).
 
-// MaxConfigNodes bounds the nodes of a dev cluster from a config: each is
-// an agent process on this machine (phx sim takes thousands).
+// MaxConfigNodes bounds the nodes of a dev cluster, from a config or
+// --nodes: each is an agent process on this machine (phx sim takes
+// thousands).
 const MaxConfigNodes = 64
+
+// MaxGPUsPerNode bounds a dev node's fake GPUs (and its fake NICs, one per
+// GPU).
+const MaxGPUsPerNode = fakesysfs.MaxDevices
 
 // NodeHardware is what one fake node registers.
 type NodeHardware struct {
@@ -67,6 +73,9 @@ func (c *Cluster) fromConfig(o Options) error {
 	c.Layout.Hardware = map[string]NodeHardware{}
 	c.Layout.Nodes = nil
 	for _, n := range conf.Nodes {
+		if n.GPUs > MaxGPUsPerNode {
+			return fmt.Errorf("--config %s: node %s declares %d GPUs: a phx dev node fakes at most %d", o.Config, n.Name, n.GPUs, MaxGPUsPerNode)
+		}
 		h := NodeHardware{GPUs: n.GPUs, GPUModel: n.GPUType, CPUs: n.CPUs, MemoryMB: n.MemoryMB}
 		if h.GPUModel == "" {
 			h.GPUModel = o.GPUModel

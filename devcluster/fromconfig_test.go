@@ -81,6 +81,8 @@ PartitionName=cpu Nodes=cpu01
 		{"PartitionName=p Nodes=ALL\n", "declares no nodes"},
 		{"NodeName=n[001-100] CPUs=4\n", "declares 100 nodes"},
 		{"NodeName=n1 Bogus\n", "--config: "},
+		// Its agent failed: "fake RDMA host: ... at most 32 each".
+		{"GresTypes=gpu\nNodeName=n1 CPUs=4 Gres=gpu:64\n", "node n1 declares 64 GPUs: a phx dev node fakes at most 32"},
 	} {
 		write(other, bad.text)
 		c := &Cluster{Dir: t.TempDir()}

@@ -64,6 +64,7 @@ func parse(r io.Reader, file string) (*Tree, error) {
 	if len(b.errs) > 0 {
 		return nil, errors.Join(b.report()...)
 	}
+	b.t.lines = b.lineOf
 	return b.t, nil
 }
 

@@ -41,6 +41,7 @@ type Tree struct {
 	blocks     []Block
 	blockOf    map[string]string
 	blockSizes []int
+	lines      map[string]int // "switch NAME" or "block NAME" -> line read; nil when generated
 }
 
 // LeafOf returns the leaf switch the node is attached to, or "" if the node
@@ -65,6 +66,16 @@ func copySwitch(s *Switch) Switch {
 	c.Switches = append([]string(nil), s.Switches...)
 	c.Nodes = append([]string(nil), s.Nodes...)
 	return c
+}
+
+// DefinedAt returns the line of the file read that defines the switch or
+// block name (kind "switch" or "block"); 0 when not known, as in a
+// generated tree.
+func (t *Tree) DefinedAt(kind, name string) int {
+	if t == nil {
+		return 0
+	}
+	return t.lines[kind+" "+name]
 }
 
 // Switches returns every switch name in definition order.

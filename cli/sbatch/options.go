@@ -234,7 +234,7 @@ func (b *builder) apply(v getopt.Value) error {
 		s.MemoryMb, err = parseMem(v.Value)
 		b.memWhole = err == nil && s.MemoryMb == 0
 	case "nodes":
-		s.Nodes, err = parseNodes(v.Value)
+		s.Nodes, err = ParseNodes(v.Value)
 		b.nodesSet = true
 	case "parsable":
 		b.parsable = true
@@ -307,8 +307,9 @@ func positive(v string) (int32, error) {
 	return int32(n), nil
 }
 
-// parseNodes reads N or MIN-MAX; Phalanx gangs a fixed count, so MIN is used.
-func parseNodes(v string) (int32, error) {
+// ParseNodes reads -N (and scontrol update NumNodes=): N or MIN-MAX;
+// Phalanx gangs a fixed count, so MIN is used.
+func ParseNodes(v string) (int32, error) {
 	lo, hi, isRange := strings.Cut(v, "-")
 	n, err := positive(lo)
 	if err != nil {

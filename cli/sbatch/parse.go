@@ -170,6 +170,9 @@ func finish(b *builder, script, name string, env Env) (*Request, error) {
 	if err := cluster.CheckCommand(s.ScriptPath, s.ScriptArgs, s.SubmitLine, s.Comment); err != nil {
 		return nil, err
 	}
+	if err := cluster.CheckJobName(s.Name); err != nil {
+		return nil, err
+	}
 	var begin, deadline time.Time // the controller checks the deadline against its clock
 	if s.BeginTime != nil {
 		begin = s.BeginTime.AsTime()

@@ -238,3 +238,29 @@ func TestDOSLineBreaks(t *testing.T) {
 		}
 	}
 }
+
+// A job name with a NUL byte, which no task could be started with (it
+// failed at launch: "exec: environment variable contains NUL"), with a
+// line break, or past cluster.MaxJobName, is refused before the submit,
+// from -J or from a #SBATCH line; scontrol update refused the last two
+// already.
+func TestParseRefusesBadJobNames(t *testing.T) {
+	for _, tc := range []struct{ args, script, want string }{
+		{"-J a\x00b", "#!/bin/sh\n", `job name "a\x00b" holds a NUL byte, which no process environment can (SLURM_JOB_NAME): give one line of text`},
+		{"-J a\nb", "#!/bin/sh\n", `job name "a\nb" holds a line break: give one line of text`},
+		{"", "#!/bin/sh\n#SBATCH -J a\x00b\n", "job.sh: line 2 holds a NUL byte"}, // the script's NUL, first
+		{"-J " + strings.Repeat("x", 257), "#!/bin/sh\n", "job name of 257 bytes: at most 256"},
+	} {
+		args := []string{"job.sh"}
+		if tc.args != "" {
+			args = append(strings.SplitN(tc.args, " ", 2), args...)
+		}
+		env := Env{User: "alice", Cwd: "/home/alice", ReadFile: func(string) ([]byte, error) { return []byte(tc.script), nil }}
+		if _, err := Parse(args, env); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("sbatch %q with %q: %v; want an error saying %q", args, tc.script, err, tc.want)
+		}
+	}
+	if _, err := Parse([]string{"-J", strings.Repeat("x", 256), "job.sh"}, Env{User: "alice", Cwd: "/", ReadFile: func(string) ([]byte, error) { return []byte("#!/bin/sh\n"), nil }}); err != nil {
+		t.Errorf("a name of 256 bytes: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -98,19 +99,20 @@ func counted(n int, noun string) string {
 }
 
 // checkDevSizes refuses a size flag given out of range (devcluster would
-// take it for "not given" and use its default).
+// take one below it for "not given" and use its default; one above it
+// started an agent process per node, or agents that all failed).
 func checkDevSizes(c *cli.Context) error {
 	for _, f := range []struct {
 		name, want string
-		min        int64
+		min, max   int64
 	}{
-		{"nodes", "1 or more", 1},
-		{"gpus-per-node", "0 (a CPU-only cluster) or more", 0},
-		{"leaf-size", "1 or more", 1},
-		{"cpus-per-node", "1 or more", 1},
-		{"memory-per-node", "1 or more (MB)", 1},
+		{"nodes", fmt.Sprintf("1 to %d (an agent process each; phx sim takes thousands)", devcluster.MaxConfigNodes), 1, devcluster.MaxConfigNodes},
+		{"gpus-per-node", fmt.Sprintf("0 (a CPU-only cluster) to %d", devcluster.MaxGPUsPerNode), 0, devcluster.MaxGPUsPerNode},
+		{"leaf-size", "1 or more", 1, math.MaxInt32},
+		{"cpus-per-node", "1 or more", 1, math.MaxInt32},
+		{"memory-per-node", "1 or more (MB)", 1, math.MaxInt64},
 	} {
-		if v := c.Int64(f.name); c.IsSet(f.name) && v < f.min {
+		if v := c.Int64(f.name); c.IsSet(f.name) && (v < f.min || v > f.max) {
 			return fmt.Errorf("--%s %d: give %s", f.name, v, f.want)
 		}
 	}

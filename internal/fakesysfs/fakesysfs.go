@@ -33,14 +33,17 @@ type Host struct {
 	Rate string
 }
 
+// MaxDevices bounds a fake host's GPUs and its NICs, each.
+const MaxDevices = 32
+
 // Write writes h under root as a host's /sys: a DGX-like PCIe tree
 // (each PCIe switch under its own root port holding its share of the GPUs
 // and NICs, the first half of the switches on NUMA node 0 and the rest on
 // node 1), with every port ACTIVE. It refuses a root that holds a tree
 // already, so that a restarted dev node keeps its injected faults.
 func Write(root string, h Host) error {
-	if h.NICs < 0 || h.NICs > 32 || len(h.GPUs) > 32 {
-		return fmt.Errorf("fake RDMA host: %d NICs and %d GPUs: at most 32 each: %w", h.NICs, len(h.GPUs), cluster.ErrInvalid)
+	if h.NICs < 0 || h.NICs > MaxDevices || len(h.GPUs) > MaxDevices {
+		return fmt.Errorf("fake RDMA host: %d NICs and %d GPUs: at most %d each: %w", h.NICs, len(h.GPUs), MaxDevices, cluster.ErrInvalid)
 	}
 	if h.LinkLayer == "" {
 		h.LinkLayer = "InfiniBand"
