@@ -17,9 +17,9 @@ import (
 	"github.com/phalanx-hpc/phalanx/cluster"
 )
 
-// maxTaskIndex bounds the indices a job ID may name: Slurm's highest
-// MaxArraySize is 4000001, so no array has an index above 4000000.
-const maxTaskIndex = 4000001
+// maxTaskIndex bounds the indices a job ID may name: no array has an
+// index at MaxArraySizeCeiling or above.
+const maxTaskIndex = cluster.MaxArraySizeCeiling
 
 // jobRef is one job, job array or set of array tasks named on a command
 // line.

@@ -35,43 +35,88 @@ type ArraySpec struct {
 	Throttle int
 }
 
+// MaxArraySizeCeiling is Slurm's largest MaxArraySize: no array has an
+// index above MaxArraySizeCeiling-1 on any cluster.
+const MaxArraySizeCeiling = 4000001
+
 // ParseArray reads --array's value for a cluster whose MaxArraySize is max.
 // As Slurm's sbatch, it takes an empty part of the list (1,,3) and a
-// throttle of 0 or none (%0, %: no limit).
+// throttle of 0 or none (%0, %: no limit). The parts may list max indices
+// at most, counted before repeats are dropped: the list is expanded only
+// then, so that no text of a few bytes makes billions of them.
 func ParseArray(s string, max int) (ArraySpec, error) {
-	spec, throttle, hasThrottle := strings.Cut(strings.TrimSpace(s), "%")
-	var a ArraySpec
-	if hasThrottle && throttle != "" {
-		n, err := strconv.Atoi(throttle)
-		if err != nil || n < 0 {
-			return ArraySpec{}, Errorf(ErrInvalid, "Invalid job array specification: %s: %%%s: give the most tasks to run at once (0: no limit)", s, throttle)
-		}
-		a.Throttle = n
+	ranges, throttle, err := parseArraySpec(s, max)
+	if err != nil {
+		return ArraySpec{}, err
 	}
-	seen := map[int]bool{}
+	a := ArraySpec{Throttle: throttle}
+	for _, r := range ranges {
+		for i := r.lo; i <= r.hi; i += r.step {
+			a.Tasks = append(a.Tasks, i)
+		}
+	}
+	slices.Sort(a.Tasks)
+	a.Tasks = slices.Compact(a.Tasks)
+	return a, nil
+}
+
+// CheckArray reports what is wrong with --array's value s on a cluster
+// whose MaxArraySize is max, as ParseArray does, without listing its
+// indices (sbatch's check before it calls the controllers).
+func CheckArray(s string, max int) error {
+	_, _, err := parseArraySpec(s, max)
+	return err
+}
+
+// arrayRange is one part of --array: lo to hi, every step.
+type arrayRange struct{ lo, hi, step int }
+
+// count is how many indices r lists.
+func (r arrayRange) count() int { return (r.hi-r.lo)/r.step + 1 }
+
+// overMax is the error of index hi of s at or over max.
+func overMax(s string, hi, max int) error {
+	if max == MaxArraySizeCeiling { // sbatch's check, which knows no cluster's
+		return Errorf(ErrInvalid, "Invalid job array specification: %s: index %d is over %d, the highest any cluster allows (MaxArraySize is at most %d)", s, hi, max-1, max)
+	}
+	return Errorf(ErrInvalid, "Invalid job array specification: %s: index %d is over the cluster's MaxArraySize=%d (the most is %d)", s, hi, max, max-1)
+}
+
+// parseArraySpec reads --array's parts and throttle, and checks them
+// against max.
+func parseArraySpec(s string, max int) ([]arrayRange, int, error) {
+	spec, throttleText, hasThrottle := strings.Cut(strings.TrimSpace(s), "%")
+	throttle := 0
+	if hasThrottle && throttleText != "" {
+		n, err := strconv.Atoi(throttleText)
+		if err != nil || n < 0 {
+			return nil, 0, Errorf(ErrInvalid, "Invalid job array specification: %s: %%%s: give the most tasks to run at once (0: no limit)", s, throttleText)
+		}
+		throttle = n
+	}
+	var ranges []arrayRange
+	listed := 0
 	for _, part := range strings.Split(spec, ",") {
 		if strings.TrimSpace(part) == "" {
 			continue
 		}
 		lo, hi, step, err := parseArrayRange(part)
 		if err != nil {
-			return ArraySpec{}, Errorf(ErrInvalid, "Invalid job array specification: %v: write N, N-M, N-M:STEP, joined by commas, with %%LIMIT at the end", err)
+			return nil, 0, Errorf(ErrInvalid, "Invalid job array specification: %v: write N, N-M, N-M:STEP, joined by commas, with %%LIMIT at the end", err)
 		}
 		if hi >= max {
-			return ArraySpec{}, Errorf(ErrInvalid, "Invalid job array specification: %s: index %d is over the cluster's MaxArraySize=%d (the most is %d)", s, hi, max, max-1)
+			return nil, 0, overMax(s, hi, max)
 		}
-		for i := lo; i <= hi; i += step {
-			if !seen[i] {
-				seen[i] = true
-				a.Tasks = append(a.Tasks, i)
-			}
+		r := arrayRange{lo: lo, hi: hi, step: step}
+		if listed += r.count(); listed > max {
+			return nil, 0, Errorf(ErrInvalid, "Invalid job array specification: %s: its parts list over %d indices, the cluster's MaxArraySize: list each index once", s, max)
 		}
+		ranges = append(ranges, r)
 	}
-	if len(a.Tasks) == 0 {
-		return ArraySpec{}, Errorf(ErrInvalid, "Invalid job array specification: %q has no index: write N, N-M, N-M:STEP, joined by commas, with %%LIMIT at the end", s)
+	if len(ranges) == 0 {
+		return nil, 0, Errorf(ErrInvalid, "Invalid job array specification: %q has no index: write N, N-M, N-M:STEP, joined by commas, with %%LIMIT at the end", s)
 	}
-	slices.Sort(a.Tasks)
-	return a, nil
+	return ranges, throttle, nil
 }
 
 // parseArrayRange reads N, N-M or N-M:STEP.

@@ -35,6 +35,9 @@ func TestParseArray(t *testing.T) {
 		"x":      `"x" is not an index`,
 		"1001":   "MaxArraySize=1001",
 		"-1":     "is not an index",
+		// Repeats count: a few bytes must not list billions of indices.
+		"0-1000,0-1000":                "list over 1001 indices",
+		strings.Repeat("0-999,", 2000): "list over 1001 indices",
 	} {
 		if _, err := ParseArray(in, DefaultMaxArraySize); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseArray(%q) = %v, want an error saying %q", in, err, want)
@@ -62,6 +65,28 @@ func TestArrayTasksAndFormat(t *testing.T) {
 	} {
 		if got := FormatTaskIDs(tc.ids, tc.throttle); got != tc.want {
 			t.Errorf("FormatTaskIDs(%v, %d) = %q, want %q", tc.ids, tc.throttle, got, tc.want)
+		}
+	}
+}
+
+// sbatch checks --array before it calls the controllers, where a CLI
+// server (in a node's agent) runs it for any local user: it lists no
+// indices, however many the text names.
+func TestCheckArrayListsNoIndices(t *testing.T) {
+	const spec = "0-4000000"
+	if err := CheckArray(spec, MaxArraySizeCeiling); err != nil {
+		t.Fatalf("CheckArray(%q): %v; want it taken", spec, err)
+	}
+	if allocs := testing.AllocsPerRun(5, func() { CheckArray(spec, MaxArraySizeCeiling) }); allocs > 10 {
+		t.Errorf("CheckArray(%q) made %v allocations; want a few, not one per index", spec, allocs)
+	}
+	for in, want := range map[string]string{
+		"0-2147483646":            "over 4000000, the highest any cluster allows",
+		"0-4000000,0-4000000":     "list over 4000001 indices",
+		"2147483640-2147483646%1": "over 4000000",
+	} {
+		if err := CheckArray(in, MaxArraySizeCeiling); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("CheckArray(%q) = %v, want an error saying %q", in, err, want)
 		}
 	}
 }

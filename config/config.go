@@ -406,7 +406,7 @@ func (p *parser) count(file string, num int, kv pair, what string, dst *int) {
 }
 
 // MaxArraySizeCeiling is Slurm's largest MaxArraySize.
-const MaxArraySizeCeiling = 4000001
+const MaxArraySizeCeiling = cluster.MaxArraySizeCeiling
 
 // arraySize parses MaxArraySize=N, from 1 to Slurm's ceiling.
 func (p *parser) arraySize(file string, num int, kv pair) {

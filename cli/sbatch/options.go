@@ -254,7 +254,7 @@ func (b *builder) apply(v getopt.Value) error {
 			s.Array = ""
 			break
 		}
-		if _, err := cluster.ParseArray(v.Value, math.MaxInt32); err != nil {
+		if err := cluster.CheckArray(v.Value, cluster.MaxArraySizeCeiling); err != nil {
 			return err // it names the option
 		}
 		s.Array = v.Value
