@@ -58,18 +58,7 @@ func TestSetNodesDown(t *testing.T) {
 // its tasks there end when their agent reports them, and the job is then
 // restarted elsewhere, as Slurm requeues the jobs of a node set DOWN.
 func TestSetNodeStateDownOnAFencingNodeRestartsTheJob(t *testing.T) {
-	s := openTest(t, "")
-	mustRegister(t, s, 1, "n1", "n2")
-	fencing(t, s, 3, "n2")
-	if err := submitErr(s, 4, pendingJob(1, 2, 2)); err != nil {
-		t.Fatal(err)
-	}
-	if ids, err := s.PlaceJobs(5, []Placement{{Job: 1, Alloc: alloc([]int{0, 1}, "n1", "n2")}}); err != nil || len(ids) != 1 {
-		t.Fatalf("PlaceJobs = %v, %v", ids, err)
-	}
-	if err := s.SetNodeState(6, "n2", cluster.NodeDown, "bad PSU", "root", at(7)); err != nil {
-		t.Fatal(err)
-	}
+	s := downUnderJob(t)
 	j := mustJob(t, s, 1)
 	if j.State != cluster.JobNodeFail || j.Reason != "bad PSU" || j.Tasks[1].State.Ended() || !j.RestartPending() {
 		t.Fatalf("job 1 = %s %q tasks %+v; want NODE_FAIL (bad PSU), rank 1 on n2 still running, a restart pending", j.State, j.Reason, j.Tasks)
@@ -92,18 +81,7 @@ func TestSetNodeStateDownOnAFencingNodeRestartsTheJob(t *testing.T) {
 // the task is lost once the node is found silent (fenced by then), and the
 // job restarts; the node keeps the administrator's reason.
 func TestDownNodeFoundSilentLosesItsTasks(t *testing.T) {
-	s := openTest(t, "")
-	mustRegister(t, s, 1, "n1", "n2")
-	fencing(t, s, 3, "n2")
-	if err := submitErr(s, 4, pendingJob(1, 2, 2)); err != nil {
-		t.Fatal(err)
-	}
-	if ids, err := s.PlaceJobs(5, []Placement{{Job: 1, Alloc: alloc([]int{0, 1}, "n1", "n2")}}); err != nil || len(ids) != 1 {
-		t.Fatalf("PlaceJobs = %v, %v", ids, err)
-	}
-	if err := s.SetNodeState(6, "n2", cluster.NodeDown, "bad PSU", "root", at(7)); err != nil {
-		t.Fatal(err)
-	}
+	s := downUnderJob(t)
 	if err := s.ReportTask(7, cluster.TaskReport{JobID: 1, Rank: 0, Node: "n1", State: cluster.TaskKilled, ExitSignal: 15, Time: at(8)}); err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +94,25 @@ func TestDownNodeFoundSilentLosesItsTasks(t *testing.T) {
 	if n, _ := s.Node("n2"); n.State != cluster.NodeDown || n.Reason != "bad PSU" {
 		t.Errorf("n2 = %s %q; want DOWN, bad PSU", n.State, n.Reason)
 	}
+}
+
+// downUnderJob is a store where job 1 runs on n1 and n2, n2 fences, and
+// an administrator set n2 DOWN (entry 6, "bad PSU").
+func downUnderJob(t *testing.T) *Store {
+	t.Helper()
+	s := openTest(t, "")
+	mustRegister(t, s, 1, "n1", "n2")
+	fencing(t, s, 3, "n2")
+	if err := submitErr(s, 4, pendingJob(1, 2, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := s.PlaceJobs(5, []Placement{{Job: 1, Alloc: alloc([]int{0, 1}, "n1", "n2")}}); err != nil || len(ids) != 1 {
+		t.Fatalf("PlaceJobs = %v, %v", ids, err)
+	}
+	if err := s.SetNodeState(6, "n2", cluster.NodeDown, "bad PSU", "root", at(7)); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // fencing registers node name again as one whose tasks stop by themselves.
