@@ -97,13 +97,7 @@ func TestStepSignal(t *testing.T) {
 // assignment's), not the agent's own: the scheduler frees the nodes on
 // the controllers' timing.
 func TestPreemptionKillGraceIsTheControllers(t *testing.T) {
-	rt := fake.New(fake.WithIgnoreSIGTERM())
-	clock := scaledClock{start: time.Now(), factor: 100}
-	h := newHarness(t, rt, func(c *Config) {
-		c.Clock = clock
-		c.HeartbeatInterval = 2 * time.Second
-		c.KillGrace = 600 * time.Second
-	})
+	rt, h := stubbornTasks(t, 600*time.Second)
 	as := wireAssignment(53, t.TempDir(), script)
 	as.GraceSeconds = 2 // the controllers' --kill-grace
 	as.Job.Spec.Signal, as.Job.Spec.SignalSeconds = int32(syscall.SIGUSR1), 60

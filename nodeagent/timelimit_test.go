@@ -156,13 +156,7 @@ func TestRestartedAgentKeepsChangedTimeLimit(t *testing.T) {
 // gets and the scheduler counts on), not the agent's own: 2 s here, not
 // 60 s. A re-adopted task keeps that grace (its task record).
 func TestTimeLimitGraceIsTheControllers(t *testing.T) {
-	rt := fake.New(fake.WithIgnoreSIGTERM())
-	clock := scaledClock{start: time.Now(), factor: 100}
-	h := newHarness(t, rt, func(c *Config) {
-		c.Clock = clock
-		c.HeartbeatInterval = 2 * time.Second
-		c.KillGrace = 60 * time.Second
-	})
+	rt, h := stubbornTasks(t, 60*time.Second)
 	as := wireAssignment(5, t.TempDir(), script)
 	as.Job.TimeLimitSeconds, as.GraceSeconds = 3, 2
 	h.srv.set(as)
@@ -182,4 +176,17 @@ func TestTimeLimitGraceIsTheControllers(t *testing.T) {
 	if job, _, ok := h.agent.recordedLimits(key); !ok || job.killGrace != 2*time.Second {
 		t.Errorf("task record's grace %s (ok %v); want 2s", job.killGrace, ok)
 	}
+}
+
+// stubbornTasks is an agent whose tasks ignore SIGTERM, on a clock 100
+// times faster than real time, with agentGrace as its own --kill-grace.
+func stubbornTasks(t *testing.T, agentGrace time.Duration) (*fake.Runtime, *harness) {
+	rt := fake.New(fake.WithIgnoreSIGTERM())
+	clock := scaledClock{start: time.Now(), factor: 100}
+	h := newHarness(t, rt, func(c *Config) {
+		c.Clock = clock
+		c.HeartbeatInterval = 2 * time.Second
+		c.KillGrace = agentGrace
+	})
+	return rt, h
 }
