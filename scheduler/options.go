@@ -34,7 +34,9 @@ type Options struct {
 	// PreemptGrace and KillGrace are how long the tasks of a job whose
 	// attempt has ended (preempted; cancelled, requeued, timed out) have
 	// before they are killed: its capacity is taken as free at its end plus
-	// that, or at its time limit if sooner. Zero: at its time limit.
+	// that, or at its time limit if sooner; a preempted job with --signal
+	// has both, PreemptGrace after its signal and KillGrace after SIGTERM.
+	// Zero: at its time limit.
 	PreemptGrace, KillGrace time.Duration
 }
 

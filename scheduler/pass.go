@@ -338,12 +338,22 @@ func (p *pass) liveEnd(j *cluster.Job) int64 {
 	}
 	grace := p.opt.KillGrace
 	if j.State == cluster.JobPreempted {
-		grace = p.opt.PreemptGrace
+		grace = p.preemptGrace(j)
 	}
 	if j.State != cluster.JobRunning && j.State != cluster.JobConfiguring && grace > 0 && !j.EndTime.IsZero() {
 		end = min(end, j.EndTime.Add(grace).UnixNano())
 	}
 	return max(end, p.nowNs)
+}
+
+// preemptGrace is how long the tasks of job j have once it is preempted:
+// the preemption grace; after a --signal, that grace is the signal's, and
+// SIGTERM, KillGrace and SIGKILL follow it (the agent's terminate).
+func (p *pass) preemptGrace(j *cluster.Job) time.Duration {
+	if j.Signal.Signal != 0 && p.opt.PreemptGrace > 0 {
+		return p.opt.PreemptGrace + p.opt.KillGrace
+	}
+	return p.opt.PreemptGrace
 }
 
 // limitOf is the job's time limit: its own, else its partition's default,

@@ -241,7 +241,7 @@ func (p *pass) endUses(vj *cluster.Job, t int64) {
 }
 
 // leaveAt is when victim v's capacity frees: a victim this pass signals
-// has the preemption grace from now; one already leaving, until its end
+// has its preemption grace from now (preemptGrace); one already leaving, until its end
 // (liveEnd). Without a grace in the options, now.
 func (p *pass) leaveAt(v int) int64 {
 	lj := &p.live[v]
@@ -249,7 +249,7 @@ func (p *pass) leaveAt(v int) int64 {
 	case p.opt.PreemptGrace <= 0:
 		return p.nowNs
 	case !lj.leaving:
-		return min(p.nowNs+int64(p.opt.PreemptGrace), p.liveEnd(lj.job))
+		return min(p.nowNs+int64(p.preemptGrace(lj.job)), p.liveEnd(lj.job))
 	}
 	return p.liveEnd(lj.job)
 }

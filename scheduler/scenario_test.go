@@ -29,7 +29,7 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 //	                            submit=SECONDS limit=SECONDS qos=Q nice=N requeued
 //	                            constraint=EXPR nodelist=HOSTLIST exclude=HOSTLIST
 //	                            exclusive switches=N[@SECONDS] segment=K
-//	                            faults=HOSTLIST (earlier attempts found them at fault)]
+//	                            signal=NUM (--signal) faults=HOSTLIST (earlier attempts found them at fault)]
 //	node-state           input: NAME STATE
 //	schedule [at=SECONDS] [commit] [depth=N] [preempt-grace=S] [kill-grace=S]
 //	                     prints the plan at epoch+at; commit starts the placed
@@ -205,7 +205,7 @@ func (w *world) addJob(id string, kv map[string]string) error {
 		TimeLimit: seconds(kv, "limit"), Priority: num(kv, "prio", 0), SubmitTime: epoch.Add(seconds(kv, "submit")),
 		QoS: cluster.QoS(kv["qos"]), Nice: int(num(kv, "nice", 0)), Constraint: kv["constraint"],
 		Exclusive: kv["exclusive"] != "" || hasKey(kv, "exclusive"), Requeued: hasKey(kv, "requeued"),
-		Segment: int(num(kv, "segment", 0)),
+		Segment: int(num(kv, "segment", 0)), Signal: cluster.JobSignal{Signal: int(num(kv, "signal", 0)), Before: cluster.DefaultSignalTime},
 		Restart: cluster.RestartPolicy{MaxRestarts: cluster.DefaultMaxRestarts, On: cluster.DefaultRestartOn}, // sbatch's default
 	}
 	if sw, wait, ok := strings.Cut(kv["switches"], "@"); sw != "" {
