@@ -73,19 +73,29 @@ func (l *leafInfo) anyFree(g int) bool {
 	return false
 }
 
-// pass is the working state of one Schedule call: the queue's order, the
-// timeline of uses and preemption; the fabric picks gangs' nodes, and the
-// catalog keeps the candidate sets.
+// pass is the working state of one Schedule call: the queue's order,
+// reservations and preemption; the fabric picks gangs' nodes, the catalog
+// keeps the candidate sets and the timeline says when nodes are free.
 type pass struct {
-	s     *Snapshot
-	now   time.Time
-	nowNs int64
-	opt   Options
+	s   *Snapshot
+	now time.Time
+	opt Options
 	fabric
 	catalog
-	uses  []use       // the timeline, linked per node from nodeCap.head
+	timeline
 	ports masterPorts // MASTER_PORTs in use (ports.go)
 	scratch
+}
+
+// timeline is the capacity held on each node over time (timeline.go): the
+// uses of live jobs, of the pass's placements and of its reservations,
+// linked per node from nodeCap.head. It answers whether and from when a
+// node can hold a request; which nodes make a gang is the fabric's, and
+// which job goes first the pass's.
+type timeline struct {
+	*fabric
+	nowNs int64
+	uses  []use
 }
 
 // catalog is a pass's partitions and the candidate sets it builds from
@@ -119,9 +129,10 @@ type partition struct {
 }
 
 func newPass(s *Snapshot, now time.Time) *pass {
-	p := &pass{s: s, now: now, nowNs: now.UnixNano(), opt: s.Options.withDefaults()}
+	p := &pass{s: s, now: now, opt: s.Options.withDefaults()}
 	p.index = make(map[string]int32, len(s.Nodes))
 	p.catalog = catalog{fabric: &p.fabric, parts: map[string]*partition{}, sets: map[setKey]*candSet{}}
+	p.timeline = timeline{fabric: &p.fabric, nowNs: now.UnixNano()}
 	p.blocked = map[string]bool{}
 	p.addNodes(s.Nodes)
 	p.addLive(s.Jobs)

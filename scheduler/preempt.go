@@ -223,26 +223,9 @@ func (p *pass) hold(j *cluster.Job, nodes []int32, victims []int) int64 {
 	return start
 }
 
-// endUses ends live job vj's uses at t, when it has left, wherever it is
-// (a victim chosen by this pass runs until its time limit in the uses
-// made at the start of the pass).
-func (p *pass) endUses(vj *cluster.Job, t int64) {
-	for _, a := range vj.Alloc.Nodes {
-		i, ok := p.index[a.Node]
-		if !ok {
-			continue
-		}
-		for k := p.nodes[i].head; k >= 0; k = p.uses[k].next {
-			if u := &p.uses[k]; u.job == vj.ID {
-				u.to = min(u.to, t)
-			}
-		}
-	}
-}
-
 // leaveAt is when victim v's capacity frees: a victim this pass signals
-// has its preemption grace from now (preemptGrace); one already leaving, until its end
-// (liveEnd). Without a grace in the options, now.
+// has its preemption grace from now (preemptGrace); one already leaving,
+// until its end (liveEnd). Without a grace in the options, now.
 func (p *pass) leaveAt(v int) int64 {
 	lj := &p.live[v]
 	switch {
@@ -353,38 +336,4 @@ func (p *pass) freeing(i int32, r *request, a asker, chosen map[int]bool, end in
 		need = append(need, h.live)
 	}
 	return cost, need, gpus >= r.gpus && cpus >= r.cpus && mem >= r.mem && p.resvFits(i, r, gpus, cpus, mem, end)
-}
-
-// resvFits reports whether r fits on node i until end beside the
-// reservations of this pass, given what is free there now (or would be,
-// once victims leave): a job ahead of the preemptor has them, so a
-// preemptor that needs such a node could not start on it after its
-// victims left, and would preempt again at every pass while they are
-// backfilled back. The live jobs that stay count as staying: no
-// preemption rather than a wasted one.
-func (p *pass) resvFits(i int32, r *request, gpus, cpus int, mem int64, end int64) bool {
-	c := &p.nodes[i]
-	if !c.resv {
-		return true
-	}
-	for k := c.head; k >= 0; k = p.uses[k].next {
-		u := &p.uses[k]
-		if u.from == math.MinInt64 || u.to <= p.nowNs || u.from >= end {
-			continue // a live job's or this pass's placement, or outside
-		}
-		if r.excl || u.excl {
-			return false
-		}
-		g, cp, m := gpus, cpus, mem // free at u's start, reservations taken
-		t := max(u.from, p.nowNs)
-		for k2 := c.head; k2 >= 0; k2 = p.uses[k2].next {
-			if v := &p.uses[k2]; v.from != math.MinInt64 && v.from <= t && t < v.to {
-				g, cp, m = g-v.gpus, cp-v.cpus, m-v.mem
-			}
-		}
-		if g < r.gpus || cp < r.cpus || m < r.mem {
-			return false
-		}
-	}
-	return true
 }

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"math"
 	"slices"
 	"time"
 
@@ -22,26 +23,27 @@ type use struct {
 	job      cluster.JobID // the live job holding it; 0: a placement or reservation of this pass
 }
 
-func (p *pass) addUse(i int32, u use) {
-	u.next = p.nodes[i].head
-	p.nodes[i].head = int32(len(p.uses))
-	p.uses = append(p.uses, u)
+// addUse holds u on node i.
+func (tl *timeline) addUse(i int32, u use) {
+	u.next = tl.nodes[i].head
+	tl.nodes[i].head = int32(len(tl.uses))
+	tl.uses = append(tl.uses, u)
 }
 
 // fitsOver reports whether node i can hold r during all of [from, to),
 // given every use on it. Usage only rises where a use starts, so it is
 // checked at from and at each later start inside the window.
-func (p *pass) fitsOver(i int32, r *request, from, to int64) bool {
-	c := &p.nodes[i]
+func (tl *timeline) fitsOver(i int32, r *request, from, to int64) bool {
+	c := &tl.nodes[i]
 	if !c.wholeFits(r) {
 		return false
 	}
-	for k := c.head; k >= 0; k = p.uses[k].next {
-		u := &p.uses[k]
+	for k := c.head; k >= 0; k = tl.uses[k].next {
+		u := &tl.uses[k]
 		if u.to <= from || u.from >= to {
 			continue
 		}
-		if r.excl || u.excl || !p.freeAt(i, r, max(u.from, from)) {
+		if r.excl || u.excl || !tl.freeAt(i, r, max(u.from, from)) {
 			return false
 		}
 	}
@@ -49,11 +51,11 @@ func (p *pass) fitsOver(i int32, r *request, from, to int64) bool {
 }
 
 // freeAt reports whether node i has r free at instant t.
-func (p *pass) freeAt(i int32, r *request, t int64) bool {
-	c := &p.nodes[i]
+func (tl *timeline) freeAt(i int32, r *request, t int64) bool {
+	c := &tl.nodes[i]
 	gpus, cpus, mem := int(c.allGPUs), c.allCPUs, c.allMem
-	for k := c.head; k >= 0; k = p.uses[k].next {
-		if u := &p.uses[k]; u.from <= t && t < u.to {
+	for k := c.head; k >= 0; k = tl.uses[k].next {
+		if u := &tl.uses[k]; u.from <= t && t < u.to {
 			gpus, cpus, mem = gpus-u.gpus, cpus-u.cpus, mem-u.mem
 		}
 	}
@@ -62,24 +64,24 @@ func (p *pass) freeAt(i int32, r *request, t int64) bool {
 
 // earliest is the first instant from now at which node i can hold r for
 // dur (0: forever): now, or the end of one of its uses. forever: never.
-func (p *pass) earliest(i int32, r *request, dur time.Duration) int64 {
-	c := &p.nodes[i]
+func (tl *timeline) earliest(i int32, r *request, dur time.Duration) int64 {
+	c := &tl.nodes[i]
 	if c.fits(r) && !c.resv {
-		return p.nowNs
+		return tl.nowNs
 	}
 	if !c.wholeFits(r) { // fitsOver would refuse every start
 		return forever
 	}
 	var buf [16]int64
-	times := append(buf[:0], p.nowNs)
-	for k := c.head; k >= 0; k = p.uses[k].next {
-		if t := p.uses[k].to; t > p.nowNs && t != forever {
+	times := append(buf[:0], tl.nowNs)
+	for k := c.head; k >= 0; k = tl.uses[k].next {
+		if t := tl.uses[k].to; t > tl.nowNs && t != forever {
 			times = append(times, t)
 		}
 	}
 	sortSmall(times)
 	for _, t := range times {
-		if p.fitsOver(i, r, t, endOf(t, dur)) {
+		if tl.fitsOver(i, r, t, endOf(t, dur)) {
 			return t
 		}
 	}
@@ -281,9 +283,60 @@ func (p *pass) switchesEnd(j *cluster.Job) int64 {
 }
 
 // markReserved notes that a reservation starts on node i later.
-func (p *pass) markReserved(i int32) {
-	if c := &p.nodes[i]; !c.resv {
+func (tl *timeline) markReserved(i int32) {
+	if c := &tl.nodes[i]; !c.resv {
 		c.resv = true
-		p.leaves[c.leaf].reserved++
+		tl.leaves[c.leaf].reserved++
 	}
+}
+
+// endUses ends live job vj's uses at t, when it has left, wherever it is
+// (a victim chosen by this pass runs until its time limit in the uses
+// made at the start of the pass).
+func (tl *timeline) endUses(vj *cluster.Job, t int64) {
+	for _, a := range vj.Alloc.Nodes {
+		i, ok := tl.index[a.Node]
+		if !ok {
+			continue
+		}
+		for k := tl.nodes[i].head; k >= 0; k = tl.uses[k].next {
+			if u := &tl.uses[k]; u.job == vj.ID {
+				u.to = min(u.to, t)
+			}
+		}
+	}
+}
+
+// resvFits reports whether r fits on node i until end beside the
+// reservations of this pass, given what is free there now (or would be,
+// once victims leave): a job ahead of the preemptor has them, so a
+// preemptor that needs such a node could not start on it after its
+// victims left, and would preempt again at every pass while they are
+// backfilled back. The live jobs that stay count as staying: no
+// preemption rather than a wasted one.
+func (tl *timeline) resvFits(i int32, r *request, gpus, cpus int, mem int64, end int64) bool {
+	c := &tl.nodes[i]
+	if !c.resv {
+		return true
+	}
+	for k := c.head; k >= 0; k = tl.uses[k].next {
+		u := &tl.uses[k]
+		if u.from == math.MinInt64 || u.to <= tl.nowNs || u.from >= end {
+			continue // a live job's or this pass's placement, or outside
+		}
+		if r.excl || u.excl {
+			return false
+		}
+		g, cp, m := gpus, cpus, mem // free at u's start, reservations taken
+		t := max(u.from, tl.nowNs)
+		for k2 := c.head; k2 >= 0; k2 = tl.uses[k2].next {
+			if v := &tl.uses[k2]; v.from != math.MinInt64 && v.from <= t && t < v.to {
+				g, cp, m = g-v.gpus, cp-v.cpus, m-v.mem
+			}
+		}
+		if g < r.gpus || cp < r.cpus || m < r.mem {
+			return false
+		}
+	}
+	return true
 }
