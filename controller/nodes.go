@@ -156,6 +156,13 @@ func (n *nodeService) WatchAssignments(req *phalanxv1.WatchAssignmentsRequest, s
 	if term == nil {
 		return toStatus(s.notLeader())
 	}
+	// A leader deposed without knowing it yet (paused, cut off) would send
+	// a set older than the real leader's, and the agent stops the tasks a
+	// set leaves out. After the first set there is no need to ask: such a
+	// leader commits nothing new, so it has nothing new to send.
+	if err := s.verifyLeader(stream.Context()); err != nil {
+		return toStatus(err)
+	}
 	var last *phalanxv1.Assignments
 	for {
 		// Read before the jobs: the set reflects at least this index.
