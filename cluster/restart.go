@@ -148,21 +148,25 @@ func (p RestartPolicy) Validate() error {
 // stays; a node cause that named no node takes the first node found at
 // fault after it (its agent's verdict, or its loss): after a majority of
 // the controllers was down, the healthy nodes' fenced tasks end the
-// attempt first, and the node lost meanwhile is the one to avoid.
-func blame(j *Job, cause RestartCause, node string) {
+// attempt first, and the node lost meanwhile is the one to avoid. It
+// reports whether it filled in such a node: the attempt then failed for
+// that node's reason.
+func blame(j *Job, cause RestartCause, node string) (filled bool) {
 	if len(j.Attempts) == 0 {
-		return
+		return false
 	}
 	a := &j.Attempts[len(j.Attempts)-1]
 	if a.Attempt != j.Attempt {
-		return
+		return false
 	}
 	switch {
 	case a.Cause == RestartNone:
 		a.Cause, a.FaultNode = cause, node
-	case a.Cause == RestartNode && cause == RestartNode && a.FaultNode == "" && !a.Released():
+	case a.Cause == RestartNode && cause == RestartNode && a.FaultNode == "" && node != "" && !a.Released():
 		a.FaultNode = node
+		return true
 	}
+	return false
 }
 
 // unfenced marks the job's current attempt as one a task of which was

@@ -152,8 +152,8 @@ func TestFencedTasksBlameOnlyTheLostNode(t *testing.T) {
 	if j.State != JobPending || j.Attempt != 1 {
 		t.Fatalf("after n2 was lost: %s attempt %d (%s); want PENDING attempt 1", j.State, j.Attempt, j.Reason)
 	}
-	if a := j.Attempts[0]; a.Cause != RestartNode || a.FaultNode != "n2" {
-		t.Errorf("attempt 0 recorded as %+v; want cause node, n2 at fault", a)
+	if a := j.Attempts[0]; a.Cause != RestartNode || a.FaultNode != "n2" || a.Reason != "Not responding" {
+		t.Errorf("attempt 0 recorded as %+v; want cause node, n2 at fault, for its reason (Not responding)", a)
 	}
 	if got := j.FaultNodes(); !reflect.DeepEqual(got, []string{"n2"}) {
 		t.Errorf("the next attempt avoids %v, want [n2]", got)

@@ -278,7 +278,11 @@ func NodeLost(j *Job, node string, t time.Time, reason string, fenced bool) (cha
 		}
 		endTask(task, TaskReport{State: TaskLost, Message: reason, Time: t})
 		if fenced {
-			blame(j, RestartNode, node)
+			if blame(j, RestartNode, node) {
+				// The loss of this node is why the attempt failed, not
+				// the fenced task that ended it first.
+				j.Reason = reason
+			}
 		} else {
 			unfenced(j)
 		}
