@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,6 +97,20 @@ func TestMajorityOutageBlamesOnlyLostNodes(t *testing.T) {
 	}
 	if !onHealthy {
 		t.Errorf("attempt 1 on %v avoids %s, which only lost its lease", j.Alloc, healthy)
+	}
+	// The job's events say why it was requeued.
+	evs, err := c.Client.ListEvents(context.Background(), &phalanxv1.ListEventsRequest{Jobs: []uint64{id}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var requeues []string
+	for _, e := range evs.GetEvents() {
+		if e.Kind == "requeued" {
+			requeues = append(requeues, e.Message)
+		}
+	}
+	if want := "requeued because node " + cut + " failed: Not responding"; len(requeues) != 1 || !strings.HasPrefix(requeues[0], want) {
+		t.Errorf("job %d's requeue events: %q; want one, %q...", id, requeues, want)
 	}
 	if _, err := c.Client.CancelJob(context.Background(), &phalanxv1.CancelJobRequest{JobIds: []uint64{id}}); err != nil {
 		t.Fatal(err)

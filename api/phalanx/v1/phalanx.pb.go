@@ -958,7 +958,9 @@ type Event struct {
 	User    string `protobuf:"bytes,5,opt,name=user,proto3" json:"user,omitempty"`       // who caused it: a user, or "phalanx"
 	Message string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"` // one line
 	// job: the job a job's event is about (kind checkpoint: a step every
-	// rank committed); node is then empty. 0: a node's event.
+	// rank committed; requeued: it went back to the queue for its next
+	// attempt, the message saying why); node is then empty. 0: a node's
+	// event.
 	Job           uint64 `protobuf:"varint,7,opt,name=job,proto3" json:"job,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
