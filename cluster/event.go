@@ -55,6 +55,11 @@ const (
 	// once for all its nodes, as its open mode asks, and appended to it
 	// (Job and Node set).
 	EventOutputAppended EventKind = "output-appended"
+	// EventRequeued: a job went back to the queue for its next attempt
+	// (Job set, Node empty): restarted after a failure its policy names,
+	// preempted, or requeued by scontrol requeue. The message says why
+	// (RequeuedEvent).
+	EventRequeued EventKind = "requeued"
 )
 
 // AgentJobEvents are the kinds of job events agents report.
@@ -160,4 +165,79 @@ func left(n *Node) string {
 		return " (left " + string(n.State) + ")"
 	}
 	return " (left " + string(n.State) + " by " + n.ReasonUser + ")"
+}
+
+// RequeuedEvent is the event of job j's going back to the queue, j as
+// Requeue left it: why its last attempt ended, at the time it ended, and
+// what follows. fault is the node found at fault for that attempt as the
+// state holds it now (nil: none, or unknown): one an administrator set
+// DOWN is said to be so.
+func RequeuedEvent(j *Job, fault *Node) Event {
+	e := Event{Job: j.ID, Kind: EventRequeued, User: SystemUser}
+	n := len(j.Attempts)
+	if n == 0 || j.Attempts[n-1].Attempt != j.Attempt-1 || !j.Attempts[n-1].Released() {
+		e.Message = "requeued: " + j.Reason // a job from before attempts were recorded
+		return e
+	}
+	a := j.Attempts[n-1]
+	e.Time = a.EndTime
+	var b strings.Builder
+	b.WriteString(requeuedBecause(a, fault))
+	fmt.Fprintf(&b, " (attempt %d ended %s", a.Attempt, a.State)
+	if !a.State.ComingBack() {
+		fmt.Fprintf(&b, "; restart %d of %d", j.Attempt, j.Restart.MaxRestarts)
+	}
+	if faults := j.FaultNodes(); len(faults) > 0 {
+		fmt.Fprintf(&b, "; attempt %d avoids %s while it can", j.Attempt, someNodes(faults))
+	}
+	b.WriteString(")")
+	e.Message = b.String()
+	return e
+}
+
+// maxListedNodes bounds the nodes an event's message names, so that it
+// stays a line of a few KiB.
+const maxListedNodes = 8
+
+// someNodes lists nodes, the first maxListedNodes of them and how many
+// more.
+func someNodes(nodes []string) string {
+	if len(nodes) <= maxListedNodes {
+		return strings.Join(nodes, ",")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(nodes[:maxListedNodes], ","), len(nodes)-maxListedNodes)
+}
+
+// requeuedBecause says why attempt a, which ended, was followed by
+// another.
+func requeuedBecause(a Attempt, fault *Node) string {
+	switch {
+	case a.State == JobPreempted && a.PreemptedFor.Job != 0:
+		return fmt.Sprintf("requeued because it was preempted for job %d", a.PreemptedFor.Job)
+	case a.State == JobPreempted:
+		return "requeued because it was preempted"
+	case a.State == JobRequeued:
+		return "requeued by scontrol requeue"
+	}
+	switch a.Cause {
+	case RestartNode:
+		switch {
+		case a.FaultNode == "":
+			return "requeued because a task was lost with no node at fault: " + a.Reason
+		case fault != nil && fault.Name == a.FaultNode && fault.State == NodeDown && fault.Reason == a.Reason &&
+			fault.ReasonUser != "" && fault.ReasonUser != SystemUser:
+			return fmt.Sprintf("requeued because node %s was set DOWN by %s: %s", a.FaultNode, fault.ReasonUser, a.Reason)
+		}
+		return fmt.Sprintf("requeued because node %s failed: %s", a.FaultNode, a.Reason)
+	case RestartExit:
+		if a.ExitSignal != 0 {
+			return fmt.Sprintf("requeued because a task was killed by signal %d", a.ExitSignal)
+		}
+		return fmt.Sprintf("requeued because a task exited with status %d", a.ExitCode)
+	case RestartHang:
+		return "requeued because a task hung: " + strings.TrimPrefix(a.Reason, ReasonHang+": ")
+	case RestartCheckpoint:
+		return "requeued because a rank's copy of the checkpoint step to resume from was corrupt: " + a.Reason
+	}
+	return "requeued: " + a.Reason
 }

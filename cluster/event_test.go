@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -75,5 +76,25 @@ func TestNodeEventMessages(t *testing.T) {
 	down := &Node{Name: "gpu001", State: NodeDown, Reason: "PSU"}
 	if e := StateEvent(resumed, down, "bob"); e.Kind != EventDown || e.Message != "PSU" {
 		t.Errorf("down: %+v", e)
+	}
+}
+
+// A requeue's event names the nodes the next attempt avoids, a bounded
+// number of them; a job without attempt records (from before they were
+// kept) gets its reason alone.
+func TestRequeuedEventMessage(t *testing.T) {
+	j := &Job{ID: 9, Attempt: 12, Restart: RestartPolicy{MaxRestarts: 20, On: DefaultRestartOn}, Reason: "restarted after NODE_FAIL (x)"}
+	for i := range 12 {
+		j.Attempts = append(j.Attempts, Attempt{Attempt: i, State: JobNodeFail, Reason: "Not responding", Cause: RestartNode,
+			FaultNode: fmt.Sprintf("n%d", i), EndTime: at(i)})
+	}
+	e := RequeuedEvent(j, nil)
+	want := "requeued because node n11 failed: Not responding (attempt 11 ended NODE_FAIL; restart 12 of 20; attempt 12 avoids n0,n1,n2,n3,n4,n5,n6,n7 and 4 more while it can)"
+	if e.Message != want || !e.Time.Equal(at(11)) || e.Job != 9 || e.Kind != EventRequeued {
+		t.Errorf("event %+v;\nwant %q at %v", e, want, at(11))
+	}
+	old := &Job{ID: 3, Attempt: 1, Reason: "Preempted"}
+	if e := RequeuedEvent(old, nil); e.Message != "requeued: Preempted" {
+		t.Errorf("event of a job without attempt records: %q", e.Message)
 	}
 }

@@ -32,7 +32,12 @@ import (
 // an administrator set DOWN that fences (NodeDowned): its attempt restarts
 // once its tasks there were reported ended, or fenced. One that does not
 // fence may still run its tasks: its attempt is unfenced and never
-// restarted, since two attempts must never run at once.
+// restarted, since two attempts must never run at once. A task its agent
+// reports fenced (TaskReport.Fenced: killed at its lease's end) fails the
+// attempt for RestartNode with no node at fault: the lease ends when no
+// controller answers, and after a majority of the controllers was down
+// every node's has; the node that stays silent past the leader's grace is
+// the one at fault (NodeLost), even when a fenced report came first.
 //
 // Three attempts in a row that ended with the same user failure (the same
 // exit code or signal), with no node fault in between, end the job FAILED
@@ -138,16 +143,30 @@ func (p RestartPolicy) Validate() error {
 }
 
 // blame records, on the job's current attempt, why it failed and which
-// node was at fault ("" for the user's failures and for an agent that
-// shut down).
-func blame(j *Job, cause RestartCause, node string) {
+// node was at fault ("" for the user's failures, for an agent that shut
+// down, and for tasks fenced at their lease's end). The first cause
+// stays; a node cause that named no node takes the first node found at
+// fault after it (its agent's verdict, or its loss): after a majority of
+// the controllers was down, the healthy nodes' fenced tasks end the
+// attempt first, and the node lost meanwhile is the one to avoid. It
+// reports whether it filled in such a node: the attempt then failed for
+// that node's reason.
+func blame(j *Job, cause RestartCause, node string) (filled bool) {
 	if len(j.Attempts) == 0 {
-		return
+		return false
 	}
 	a := &j.Attempts[len(j.Attempts)-1]
-	if a.Attempt == j.Attempt && a.Cause == RestartNone {
-		a.Cause, a.FaultNode = cause, node
+	if a.Attempt != j.Attempt {
+		return false
 	}
+	switch {
+	case a.Cause == RestartNone:
+		a.Cause, a.FaultNode = cause, node
+	case a.Cause == RestartNode && cause == RestartNode && a.FaultNode == "" && node != "" && !a.Released():
+		a.FaultNode = node
+		return true
+	}
+	return false
 }
 
 // unfenced marks the job's current attempt as one a task of which was

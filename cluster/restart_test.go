@@ -105,6 +105,69 @@ func TestRestartAfterAFencedNodeLoss(t *testing.T) {
 	}
 }
 
+// A task killed at its node's lease's end (Fenced) is no verdict on the
+// node: after a majority of the controllers was down, every node's lease
+// ended, and the first node to report must not be blamed. The attempt
+// fails for a node cause and restarts; a node is at fault only once the
+// leader finds it silent past its TTL (NodeLost), even after the fenced
+// report ended the attempt.
+func TestFencedTasksBlameOnlyTheLostNode(t *testing.T) {
+	fenced := func(j *Job, rank, sec int) TaskReport {
+		r := withMessage(attemptReport(j, rank, TaskLost, 0, sec), `task "x": killed when the node's lease ended`)
+		r.Fenced = true
+		return r
+	}
+	running := func() *Job {
+		j := placedJob(t)
+		j.Restart = RestartPolicy{MaxRestarts: 3, On: DefaultRestartOn}
+		ApplyTaskReport(j, attemptReport(j, 0, TaskRunning, 0, 1))
+		ApplyTaskReport(j, attemptReport(j, 1, TaskRunning, 0, 1))
+		return j
+	}
+
+	// Both nodes come back: no node at fault.
+	j := running()
+	ApplyTaskReport(j, fenced(j, 0, 5))
+	ApplyTaskReport(j, fenced(j, 1, 6))
+	if j.State != JobPending || j.Attempt != 1 {
+		t.Fatalf("after both tasks were fenced: %s attempt %d (%s); want PENDING attempt 1", j.State, j.Attempt, j.Reason)
+	}
+	if a := j.Attempts[0]; a.State != JobNodeFail || a.Cause != RestartNode || a.FaultNode != "" {
+		t.Errorf("attempt 0 recorded as %+v; want NODE_FAIL, cause node, no fault node", a)
+	}
+	if got := j.FaultNodes(); len(got) != 0 {
+		t.Errorf("the next attempt avoids %v, want no node", got)
+	}
+
+	// n1 reports first; n2 stays silent and is declared lost: n2 is at
+	// fault.
+	j = running()
+	ApplyTaskReport(j, fenced(j, 0, 5))
+	if j.State != JobNodeFail || j.Attempts[0].FaultNode != "" {
+		t.Fatalf("after n1's fenced report: %s, fault node %q; want NODE_FAIL, none yet", j.State, j.Attempts[0].FaultNode)
+	}
+	if !NodeLost(j, "n2", at(9), "Not responding", true) {
+		t.Fatal("losing n2 changed nothing")
+	}
+	if j.State != JobPending || j.Attempt != 1 {
+		t.Fatalf("after n2 was lost: %s attempt %d (%s); want PENDING attempt 1", j.State, j.Attempt, j.Reason)
+	}
+	if a := j.Attempts[0]; a.Cause != RestartNode || a.FaultNode != "n2" || a.Reason != "Not responding" {
+		t.Errorf("attempt 0 recorded as %+v; want cause node, n2 at fault, for its reason (Not responding)", a)
+	}
+	if got := j.FaultNodes(); !reflect.DeepEqual(got, []string{"n2"}) {
+		t.Errorf("the next attempt avoids %v, want [n2]", got)
+	}
+
+	// A node its agent found at fault first stays the one at fault.
+	j = running()
+	ApplyTaskReport(j, withMessage(attemptReport(j, 1, TaskLost, 0, 5), "gpu-xid: GPU 2 XID 79"))
+	NodeLost(j, "n1", at(9), "Not responding", true)
+	if a := j.Attempts[0]; a.FaultNode != "n2" {
+		t.Errorf("attempt 0's fault node %q; want n2, which its agent found at fault first", a.FaultNode)
+	}
+}
+
 // A one-node job whose node is lost, fenced: the loss ends its last task,
 // and the job restarts then, with no other rank's report to wait for.
 func TestRestartAfterTheOnlyNodeIsLost(t *testing.T) {

@@ -42,6 +42,13 @@ type TaskReport struct {
 	// node cause, as for any lost task, but its node is not at fault: the
 	// job's next attempt may run there again.
 	AgentShutdown bool
+	// Fenced, with TaskLost: the task was killed when its node's lease
+	// ended, no controller having answered its agent for the lease's
+	// length. That says no leader heard the node, not that the node failed
+	// (a majority of the controllers down ends every node's lease, healthy
+	// or not): the attempt fails for a node cause, but a node is at fault
+	// only once the leader finds it silent past its TTL (NodeLost).
+	Fenced bool
 }
 
 // ApplyTaskReport applies an agent's report to the job and derives the job's
@@ -145,7 +152,7 @@ func jobAfterTaskEnd(j *Job, t *Task, r TaskReport) {
 		}
 		finish(j, JobNodeFail, reason, t.EndTime)
 		fault := t.Node
-		if r.AgentShutdown {
+		if r.AgentShutdown || r.Fenced {
 			fault = ""
 		}
 		blame(j, RestartNode, fault)
@@ -271,7 +278,11 @@ func NodeLost(j *Job, node string, t time.Time, reason string, fenced bool) (cha
 		}
 		endTask(task, TaskReport{State: TaskLost, Message: reason, Time: t})
 		if fenced {
-			blame(j, RestartNode, node)
+			if blame(j, RestartNode, node) {
+				// The loss of this node is why the attempt failed, not
+				// the fenced task that ended it first.
+				j.Reason = reason
+			}
 		} else {
 			unfenced(j)
 		}

@@ -268,6 +268,7 @@ func (n *nodeService) ReportTaskStatus(ctx context.Context, req *phalanxv1.Repor
 
 		CheckpointCorrupt: req.CheckpointCorrupt && cluster.TaskState(req.State) == cluster.TaskFailed,
 		AgentShutdown:     req.AgentShutdown && cluster.TaskState(req.State) == cluster.TaskLost,
+		Fenced:            req.Fenced && cluster.TaskState(req.State) == cluster.TaskLost,
 	}
 	if !validTaskReportState(r.State) {
 		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "task state %q", req.State))

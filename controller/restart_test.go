@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -68,5 +69,38 @@ func TestSignalFromSpec(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
 			t.Errorf("signal %d@%d: %v, want %q", tc.sig, tc.secs, err, tc.want)
 		}
+	}
+}
+
+// A task its agent reports fenced (killed at the node's lease's end) ends
+// the attempt and restarts the job, but blames no node: its lease ended
+// because no controller answered, which after a majority outage is every
+// node's lot. The next attempt may run on the same node.
+func TestFencedTaskReportBlamesNoNode(t *testing.T) {
+	s := newTestServer(t, Config{})
+	register(t, s, nil, "n1")
+	ns := &nodeService{s: s}
+	ctx := context.Background()
+	resp, err := s.submit(ctx, testSpec(1, 8), false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := cluster.JobID(resp.JobId)
+	waitState(t, s, id, cluster.JobConfiguring)
+	if _, err := ns.ReportTaskStatus(ctx, &phalanxv1.ReportTaskStatusRequest{
+		Node: "n1", JobId: resp.JobId, State: string(cluster.TaskLost),
+		Message: `task "phx-1-0-0": killed when the node's lease ended (no controller answered its agent in time)`, Fenced: true,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		j, _ := s.store.Job(id)
+		if j.Attempt != 1 || j.State != cluster.JobConfiguring {
+			return fmt.Errorf("job %s attempt %d (%s); want CONFIGURING in attempt 1, on n1 again", j.State, j.Attempt, j.Reason)
+		}
+		return nil
+	})
+	if j, _ := s.store.Job(id); j.Attempts[0].Cause != cluster.RestartNode || j.Attempts[0].FaultNode != "" {
+		t.Errorf("attempt 0: cause %s, fault node %q; want node, none", j.Attempts[0].Cause, j.Attempts[0].FaultNode)
 	}
 }

@@ -96,6 +96,9 @@ type outcome struct {
 	// the checkpoint step to resume from (errCheckpointCorrupt).
 	ckptCorrupt bool
 	shutdown    bool // stopped by a stopRequest with shutdown set
+	// fenced: with TaskLost, killed when the node's lease ended
+	// (runtime.ErrFenced).
+	fenced bool
 	// unkillable: still there after SIGKILL for the whole timeout
 	// (unkillable.go), with the settings that timed it.
 	unkillable *cluster.Unkillable
@@ -211,7 +214,7 @@ func (a *Agent) supervise(t *task, rt runtime.Task, job jobInfo, hang *hangWatch
 		st, err := rt.Wait(waitCtx)
 		switch {
 		case errors.Is(err, runtime.ErrLost), errors.Is(err, runtime.ErrFenced):
-			exited <- outcome{state: cluster.TaskLost, msg: err.Error()}
+			exited <- outcome{state: cluster.TaskLost, msg: err.Error(), fenced: errors.Is(err, runtime.ErrFenced)}
 			return
 		case err != nil:
 			exited <- outcome{state: cluster.TaskFailed, msg: "lost track of the task: " + err.Error()}
@@ -361,6 +364,7 @@ func (a *Agent) end(t *task, out outcome) {
 	req.ExitCode, req.ExitSignal = int32(out.status.Code), int32(out.status.Signal)
 	req.CheckpointCorrupt = out.ckptCorrupt
 	req.AgentShutdown = out.shutdown && out.state == cluster.TaskLost
+	req.Fenced = out.fenced && out.state == cluster.TaskLost
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.tasks, t.key)

@@ -37,6 +37,10 @@
 // apply and so in the same transaction: every replica has the same events,
 // each once, and a replayed entry records none. Events are numbered from 1
 // in the order they were applied (meta/nextevent), and never renumbered.
+// Jobs have events too: a checkpoint step complete, what an agent saw of a
+// task, and every requeue with its cause, which putJob records whenever a
+// command raises a job's attempt number (cluster.RequeuedEvent), whatever
+// the path: a restart, a preemption, scontrol requeue.
 //
 // # Applied index
 //

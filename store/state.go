@@ -175,6 +175,7 @@ func (c *change) putJob(j *cluster.Job) {
 	st := c.st
 	old := st.jobs[j.ID]
 	c.stampAttempts(old, j)
+	c.requeued(old, j)
 	c.touchAlloc(old)
 	c.touchAlloc(j)
 	st.unindexLive(old)
@@ -208,6 +209,20 @@ func (c *change) stampAttempts(old, j *cluster.Job) {
 			c.st.recordHeld(j, a)
 		}
 	}
+}
+
+// requeued records the event of a job this change sent back to the queue
+// (old, its value before, had an earlier attempt): every requeue and
+// restart comes through here, once, whatever caused it.
+func (c *change) requeued(old, j *cluster.Job) {
+	if old == nil || j.Attempt <= old.Attempt {
+		return
+	}
+	var fault *cluster.Node
+	if n := len(j.Attempts); n > 0 {
+		fault = c.st.nodes[j.Attempts[n-1].FaultNode]
+	}
+	c.event(cluster.RequeuedEvent(j, fault))
 }
 
 // indexLive adds an active job to the indexes of live and unqueued jobs.

@@ -152,6 +152,7 @@ func decodeReportTask(r *statev1.ReportTask) (Command, error) {
 		JobID: cluster.JobID(r.GetJobId()), Attempt: int(r.GetAttempt()), Rank: int(r.GetRank()), Node: r.GetNode(),
 		State: st, ExitCode: int(r.GetExitCode()), ExitSignal: int(r.GetExitSignal()), Message: r.GetMessage(),
 		Time: codec.FromTime(r.GetTime()), CheckpointCorrupt: r.GetCheckpointCorrupt(), AgentShutdown: r.GetAgentShutdown(),
+		Fenced: r.GetFenced(),
 	}}, err
 }
 
@@ -227,7 +228,7 @@ func (c ReportTask) encode() (*statev1.Command, error) {
 	return &statev1.Command{Command: &statev1.Command_ReportTask{ReportTask: &statev1.ReportTask{
 		JobId: uint64(r.JobID), Attempt: int32(r.Attempt), Rank: int32(r.Rank), Node: r.Node, State: st,
 		ExitCode: int32(r.ExitCode), ExitSignal: int32(r.ExitSignal), Message: r.Message, Time: codec.Time(r.Time),
-		CheckpointCorrupt: r.CheckpointCorrupt, AgentShutdown: r.AgentShutdown,
+		CheckpointCorrupt: r.CheckpointCorrupt, AgentShutdown: r.AgentShutdown, Fenced: r.Fenced,
 	}}}, nil
 }
 

@@ -16,6 +16,7 @@ var eventKinds = newEnum("event kind", map[cluster.EventKind]statev1.EventKind{
 	cluster.EventHang:              statev1.EventKind_EVENT_KIND_HANG,
 	cluster.EventCheckpointSkipped: statev1.EventKind_EVENT_KIND_CHECKPOINT_SKIPPED,
 	cluster.EventOutputAppended:    statev1.EventKind_EVENT_KIND_OUTPUT_APPENDED,
+	cluster.EventRequeued:          statev1.EventKind_EVENT_KIND_REQUEUED,
 })
 
 // Event encodes a node event.

@@ -958,7 +958,9 @@ type Event struct {
 	User    string `protobuf:"bytes,5,opt,name=user,proto3" json:"user,omitempty"`       // who caused it: a user, or "phalanx"
 	Message string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"` // one line
 	// job: the job a job's event is about (kind checkpoint: a step every
-	// rank committed); node is then empty. 0: a node's event.
+	// rank committed; requeued: it went back to the queue for its next
+	// attempt, the message saying why); node is then empty. 0: a node's
+	// event.
 	Job           uint64 `protobuf:"varint,7,opt,name=job,proto3" json:"job,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -6607,6 +6609,12 @@ type ReportTaskStatusRequest struct {
 	// shutting down (--stop-tasks-on-exit): the job restarts, and its node
 	// is not at fault (the next attempt may run there again).
 	AgentShutdown bool `protobuf:"varint,11,opt,name=agent_shutdown,json=agentShutdown,proto3" json:"agent_shutdown,omitempty"`
+	// fenced: with LOST, the task was killed when the node's lease ended: no
+	// controller answered its agent for the lease's length. That is no
+	// verdict on the node (a majority of controllers down ends every node's
+	// lease): the job restarts, and its node is at fault only if the leader
+	// finds it silent past its TTL.
+	Fenced        bool `protobuf:"varint,12,opt,name=fenced,proto3" json:"fenced,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6714,6 +6722,13 @@ func (x *ReportTaskStatusRequest) GetCheckpointCorrupt() bool {
 func (x *ReportTaskStatusRequest) GetAgentShutdown() bool {
 	if x != nil {
 		return x.AgentShutdown
+	}
+	return false
+}
+
+func (x *ReportTaskStatusRequest) GetFenced() bool {
+	if x != nil {
+		return x.Fenced
 	}
 	return false
 }
@@ -7580,7 +7595,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\vAssignments\x128\n" +
 	"\vassignments\x18\x01 \x03(\v2\x16.phalanx.v1.AssignmentR\vassignments\x124\n" +
 	"\aresumed\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aresumed\x12\x14\n" +
-	"\x05index\x18\x03 \x01(\x04R\x05index\"\xe6\x02\n" +
+	"\x05index\x18\x03 \x01(\x04R\x05index\"\xfe\x02\n" +
 	"\x17ReportTaskStatusRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12\x18\n" +
@@ -7594,7 +7609,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\x04time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12-\n" +
 	"\x12checkpoint_corrupt\x18\n" +
 	" \x01(\bR\x11checkpointCorrupt\x12%\n" +
-	"\x0eagent_shutdown\x18\v \x01(\bR\ragentShutdown\"A\n" +
+	"\x0eagent_shutdown\x18\v \x01(\bR\ragentShutdown\x12\x16\n" +
+	"\x06fenced\x18\f \x01(\bR\x06fenced\"A\n" +
 	"\x18ReportTaskStatusResponse\x12%\n" +
 	"\x0erecorded_index\x18\x01 \x01(\x04R\rrecordedIndex\"\x86\x01\n" +
 	"\x17ReportCheckpointRequest\x12\x12\n" +

@@ -1123,6 +1123,9 @@ type ReportTask struct {
 	// agent_shutdown: a LOST task was stopped by its agent shutting down;
 	// its node is not at fault.
 	AgentShutdown bool `protobuf:"varint,11,opt,name=agent_shutdown,json=agentShutdown,proto3" json:"agent_shutdown,omitempty"`
+	// fenced: a LOST task was killed when its node's lease ended; its node
+	// is not at fault for it (only a node found silent past its TTL is).
+	Fenced        bool `protobuf:"varint,12,opt,name=fenced,proto3" json:"fenced,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1230,6 +1233,13 @@ func (x *ReportTask) GetCheckpointCorrupt() bool {
 func (x *ReportTask) GetAgentShutdown() bool {
 	if x != nil {
 		return x.AgentShutdown
+	}
+	return false
+}
+
+func (x *ReportTask) GetFenced() bool {
+	if x != nil {
+		return x.Fenced
 	}
 	return false
 }
@@ -1953,7 +1963,7 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\tPlaceJobs\x12;\n" +
 	"\n" +
 	"placements\x18\x01 \x03(\v2\x1b.phalanx.state.v1.PlacementR\n" +
-	"placements\"\xda\x02\n" +
+	"placements\"\xf2\x02\n" +
 	"\n" +
 	"ReportTask\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x18\n" +
@@ -1968,7 +1978,8 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\x04time\x18\t \x01(\x03R\x04time\x12-\n" +
 	"\x12checkpoint_corrupt\x18\n" +
 	" \x01(\bR\x11checkpointCorrupt\x12%\n" +
-	"\x0eagent_shutdown\x18\v \x01(\bR\ragentShutdown\"p\n" +
+	"\x0eagent_shutdown\x18\v \x01(\bR\ragentShutdown\x12\x16\n" +
+	"\x06fenced\x18\f \x01(\bR\x06fenced\"p\n" +
 	"\n" +
 	"CancelJobs\x12\x17\n" +
 	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\x12\x12\n" +

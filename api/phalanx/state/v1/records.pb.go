@@ -249,6 +249,7 @@ const (
 	EventKind_EVENT_KIND_HANG               EventKind = 8  // a job's task made no progress for its hang timeout (job and node set)
 	EventKind_EVENT_KIND_CHECKPOINT_SKIPPED EventKind = 9  // a torn checkpoint step passed over at a restart (job and node set)
 	EventKind_EVENT_KIND_OUTPUT_APPENDED    EventKind = 10 // a job's output file kept, not emptied as its open mode asks (job and node set)
+	EventKind_EVENT_KIND_REQUEUED           EventKind = 11 // a job went back to the queue for its next attempt, and why (job set, node empty)
 )
 
 // Enum value maps for EventKind.
@@ -265,6 +266,7 @@ var (
 		8:  "EVENT_KIND_HANG",
 		9:  "EVENT_KIND_CHECKPOINT_SKIPPED",
 		10: "EVENT_KIND_OUTPUT_APPENDED",
+		11: "EVENT_KIND_REQUEUED",
 	}
 	EventKind_value = map[string]int32{
 		"EVENT_KIND_UNSPECIFIED":        0,
@@ -278,6 +280,7 @@ var (
 		"EVENT_KIND_HANG":               8,
 		"EVENT_KIND_CHECKPOINT_SKIPPED": 9,
 		"EVENT_KIND_OUTPUT_APPENDED":    10,
+		"EVENT_KIND_REQUEUED":           11,
 	}
 )
 
@@ -3232,7 +3235,7 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\rNODE_STATE_UP\x10\x01\x12\x13\n" +
 	"\x0fNODE_STATE_DOWN\x10\x02\x12\x14\n" +
 	"\x10NODE_STATE_DRAIN\x10\x03\x12\x14\n" +
-	"\x10NODE_STATE_INVAL\x10\x04*\xac\x02\n" +
+	"\x10NODE_STATE_INVAL\x10\x04*\xc5\x02\n" +
 	"\tEventKind\x12\x1a\n" +
 	"\x16EVENT_KIND_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15EVENT_KIND_REGISTERED\x10\x01\x12\x16\n" +
@@ -3245,7 +3248,8 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\x0fEVENT_KIND_HANG\x10\b\x12!\n" +
 	"\x1dEVENT_KIND_CHECKPOINT_SKIPPED\x10\t\x12\x1e\n" +
 	"\x1aEVENT_KIND_OUTPUT_APPENDED\x10\n" +
-	"*\x9c\x01\n" +
+	"\x12\x17\n" +
+	"\x13EVENT_KIND_REQUEUED\x10\v*\x9c\x01\n" +
 	"\x0ePartitionState\x12\x1f\n" +
 	"\x1bPARTITION_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12PARTITION_STATE_UP\x10\x01\x12\x18\n" +
