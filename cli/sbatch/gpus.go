@@ -13,18 +13,98 @@ type gpuRequest struct {
 	n   int32
 }
 
+// checkTotal checks --gpus against the job's other GPU options as Slurm's
+// sbatch does, before resolveTasks, so that the GPUs the job holds are the
+// total it asked (SLURM_GPUS). With --gpus-per-node or --gres=gpu, --gpus
+// is a number of nodes of them: -N, or the node count when -N is not
+// given. With --gpus-per-task, a number of tasks (tasksOfTotal). Slurm
+// refuses the same requests ("Invalid generic resource (gres)
+// specification"); a count of 0 against one that is not is refused too,
+// where Slurm reads the 0 as not given.
+func (b *builder) checkTotal() error {
+	if !b.total.set {
+		return nil
+	}
+	s, total := b.spec, b.total.n
+	if b.perNode != "" {
+		per := s.GpusPerNode
+		gpus := fmt.Sprintf("--gpus=%d", total)
+		switch {
+		case per == 0 || total == 0:
+			if per != total {
+				return fmt.Errorf("%s and %s disagree (0 asks for no GPUs): give one of them", gpus, b.perNode)
+			}
+		case total%per != 0:
+			return fmt.Errorf("%s is not a multiple of %s: give a multiple of it, or one of them", gpus, b.perNode)
+		case !b.nodesSet:
+			s.Nodes, b.nodesSet = total/per, true // as Slurm's: the nodes --gpus needs
+		case total/per != s.Nodes:
+			return fmt.Errorf("%s is %d nodes of %s, but -N asks for %d: give -N %d, or --gpus=%d",
+				gpus, total/per, b.perNode, s.Nodes, total/per, int64(per)*int64(s.Nodes))
+		}
+	}
+	if b.perTask.set {
+		return b.tasksOfTotal()
+	}
+	return nil
+}
+
+// tasksOfTotal checks --gpus against --gpus-per-task: it is a number of
+// tasks, which must be the job's (-n, or its nodes times
+// --ntasks-per-node, one a node by default), or is its -n when it gives no
+// task or node count, as Slurm's sbatch reads them. Either way the job
+// then has a task count, as in Slurm (SLURM_NTASKS).
+func (b *builder) tasksOfTotal() error {
+	s, total, per := b.spec, b.total.n, b.perTask.n
+	gpus, perTask := fmt.Sprintf("--gpus=%d", total), fmt.Sprintf("--gpus-per-task=%d", per)
+	switch {
+	case per == 0 || total == 0:
+		if per != total {
+			return fmt.Errorf("%s and %s disagree (0 asks for no GPUs): give one of them", gpus, perTask)
+		}
+		return nil
+	case total%per != 0:
+		return fmt.Errorf("%s is not a multiple of %s: give a multiple of it, or one of them", gpus, perTask)
+	}
+	tasks := total / per
+	if b.ntasks == 0 && !b.nodesSet && b.tasksPerNode == 0 {
+		b.ntasks = tasks
+		return nil
+	}
+	have, from := int64(b.ntasks), "-n"
+	if b.ntasks == 0 {
+		t := max(b.tasksPerNode, 1)
+		have, from = int64(s.Nodes)*int64(t), fmt.Sprintf("%d per node on %s", t, plural(int64(s.Nodes), "node"))
+	}
+	if have != int64(tasks) {
+		return fmt.Errorf("%s with %s is %d tasks, but the job has %d (%s): give -n %d, or --gpus=%d",
+			gpus, perTask, tasks, have, from, tasks, have*int64(per))
+	}
+	b.ntasks = tasks
+	return nil
+}
+
+// plural writes n things: "1 node", "2 nodes".
+func plural(n int64, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
 // resolveGPUs turns --gpus-per-task and --gpus into GPUs per node, the one
 // shape a Phalanx gang has. --gres and --gpus-per-node say it directly and
-// win; --gpus-per-task counts --ntasks-per-node tasks (default 1) on each
-// node; --gpus must split evenly over the nodes. --gpus-per-task is also
-// kept as the tasks' share of the node's GPUs (the controller checks it
-// against --gpus-per-node when both are given). Runs after resolveTasks.
+// win (checkTotal has checked --gpus against them); --gpus-per-task counts
+// --ntasks-per-node tasks (default 1) on each node; --gpus must split
+// evenly over the nodes. --gpus-per-task is also kept as the tasks' share
+// of the node's GPUs (the controller checks it against --gpus-per-node
+// when both are given). Runs after resolveTasks.
 func (b *builder) resolveGPUs() error {
 	s := b.spec
 	if b.perTask.set {
 		s.GpusPerTask = b.perTask.n
 	}
-	if s.GpusPerNode > 0 {
+	if b.perNode != "" {
 		return nil
 	}
 	switch {

@@ -109,6 +109,9 @@ type builder struct {
 	nodesSet, memWhole                bool // memWhole: --mem=0
 	memPerCPU, memPerGPU              int64
 	gpusPerNodeSet                    bool // --gpus-per-node (the request form)
+	// perNode is the last of --gpus-per-node and --gres=gpu given, as
+	// written ("--gres=gpu:4"); "" for neither.
+	perNode string
 
 	wait      bool
 	parseTime func(string) (time.Time, error)
@@ -203,8 +206,10 @@ func (b *builder) apply(v getopt.Value) error {
 	case "gpus-per-node":
 		s.GpuType, s.GpusPerNode, err = parseGPUs(v.Value)
 		b.gpusPerNodeSet = err == nil
+		b.perNode = "--gpus-per-node=" + v.Value
 	case "gres":
 		s.GpuType, s.GpusPerNode, err = parseGres(v.Value)
+		b.perNode = "--gres=" + v.Value
 	case "gpus-per-task":
 		b.perTask.typ, b.perTask.n, err = parseGPUs(v.Value)
 		b.perTask.set = err == nil
