@@ -84,6 +84,19 @@ func (b *builder) tasksOfTotal() error {
 	return nil
 }
 
+// perTaskTasks gives a job that asks GPUs per task, and no -n, its task
+// count: its nodes times --ntasks-per-node (one a node by default), as
+// Slurm's sbatch counts them for --gpus-per-task, which sets SLURM_NTASKS
+// then. After checkTotal, before resolveTasks.
+func (b *builder) perTaskTasks() {
+	if !b.perTask.set || b.ntasks > 0 {
+		return
+	}
+	if n := int64(b.spec.Nodes) * int64(max(b.tasksPerNode, 1)); n <= math.MaxInt32 {
+		b.ntasks = int32(n)
+	}
+}
+
 // plural writes n things: "1 node", "2 nodes".
 func plural(n int64, thing string) string {
 	if n == 1 {

@@ -186,6 +186,7 @@ func finish(b *builder, script, name string, env Env) (*Request, error) {
 	if err := b.checkTotal(); err != nil {
 		return nil, err
 	}
+	b.perTaskTasks()
 	if err := b.resolveTasks(); err != nil {
 		return nil, err
 	}
