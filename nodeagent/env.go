@@ -199,10 +199,12 @@ func gpuRequestVars(job jobInfo) []string {
 		return strconv.Itoa(n)
 	}
 	var vars []string
-	if job.form.GPUsPerNode && job.gpusPerNode > 0 {
+	// 0 too, when it was asked (--gpus=0), as Slurm's. sbatch checks -G
+	// against the other counts, so the total is the nodes' GPUs.
+	if job.form.GPUsPerNode {
 		vars = append(vars, "SLURM_GPUS_PER_NODE="+count(job.gpusPerNode))
 	}
-	if job.form.GPUs && job.gpusPerNode > 0 {
+	if job.form.GPUs {
 		vars = append(vars, "SLURM_GPUS="+count(job.gpusPerNode*len(job.ranks)))
 	}
 	if job.gpusPerTask > 0 {
