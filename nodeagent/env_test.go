@@ -198,6 +198,11 @@ func TestTaskEnvAfterTheOptionsGiven(t *testing.T) {
 			map[string]string{"SLURM_GPUS_PER_NODE": "0", "SLURM_GPUS": ""}},
 		{"--gpus-per-node=4 -G 8", form(&phalanxv1.RequestForm{GpusPerNode: true, Gpus: true}, func(j *phalanxv1.Job) { j.Spec.GpusPerNode = 4 }),
 			map[string]string{"SLURM_GPUS_PER_NODE": "4", "SLURM_GPUS": "8"}},
+		{"--gpus-per-task=2", form(&phalanxv1.RequestForm{Ntasks: true}, func(j *phalanxv1.Job) { j.Spec.TasksPerNode, j.Spec.GpusPerTask = 4, 2 }),
+			map[string]string{"SLURM_GPUS_PER_TASK": "2"}},
+		{"--gpus-per-task=h100:2", form(&phalanxv1.RequestForm{Ntasks: true}, func(j *phalanxv1.Job) {
+			j.Spec.TasksPerNode, j.Spec.GpusPerTask, j.Spec.GpuType = 4, 2, "h100"
+		}), map[string]string{"SLURM_GPUS_PER_TASK": "h100:2"}},
 		{"--mem-per-cpu=512", form(&phalanxv1.RequestForm{MemPerCpuMb: 512}, nil),
 			map[string]string{"SLURM_MEM_PER_CPU": "512", "SLURM_MEM_PER_NODE": "", "SLURM_MEM_PER_GPU": ""}},
 		{"--mem-per-gpu=1024", form(&phalanxv1.RequestForm{MemPerGpuMb: 1024}, nil),

@@ -3,6 +3,8 @@ package sbatch
 import (
 	"fmt"
 	"math"
+
+	"github.com/phalanx-hpc/phalanx/cli/getopt"
 )
 
 // gpuRequest is a GPU count given per task (--gpus-per-task) or for the
@@ -11,6 +13,52 @@ type gpuRequest struct {
 	set bool
 	typ string
 	n   int32
+}
+
+// gpuType is the GPU type one GPU option gives ("": none), and the
+// option as written.
+type gpuType struct {
+	name, opt, typ string
+}
+
+// noteGPUType records the type GPU option v gives; a later value of the
+// same option replaces it, as the value does.
+func (b *builder) noteGPUType(v getopt.Value, typ string) {
+	t := gpuType{name: v.Name, opt: "--" + v.Name + "=" + v.Value, typ: typ}
+	for i := range b.gpuTypes {
+		if b.gpuTypes[i].name == v.Name {
+			b.gpuTypes[i] = t
+			return
+		}
+	}
+	b.gpuTypes = append(b.gpuTypes, t)
+}
+
+// checkGPUTypes refuses GPU options that give a type beside ones that do
+// not, as Slurm's sbatch does ("Invalid GRES specification (with and
+// without type identification)"), and ones that give different types: a
+// Phalanx job's GPUs are of one type. So the job's type is every GPU
+// option's, and its variables (SLURM_GPUS_PER_TASK=a100:1) carry it as
+// Slurm's do.
+func (b *builder) checkGPUTypes() error {
+	if len(b.gpuTypes) == 0 {
+		return nil
+	}
+	first := b.gpuTypes[0]
+	for _, t := range b.gpuTypes[1:] {
+		switch {
+		case first.typ == t.typ:
+		case first.typ == "" || t.typ == "":
+			typed, untyped := first, t
+			if typed.typ == "" {
+				typed, untyped = t, first
+			}
+			return fmt.Errorf("%s gives a GPU type and %s does not: give the type in both, or in neither", typed.opt, untyped.opt)
+		default:
+			return fmt.Errorf("%s and %s ask for different GPU types: a job's GPUs are all of one type", first.opt, t.opt)
+		}
+	}
+	return nil
 }
 
 // checkTotal checks --gpus against the job's other GPU options as Slurm's

@@ -183,6 +183,9 @@ func finish(b *builder, script, name string, env Env) (*Request, error) {
 	if err := cluster.CheckBeginDeadline(begin, deadline, time.Time{}); err != nil {
 		return nil, err
 	}
+	if err := b.checkGPUTypes(); err != nil {
+		return nil, err
+	}
 	if err := b.checkTotal(); err != nil {
 		return nil, err
 	}
