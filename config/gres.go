@@ -98,6 +98,10 @@ type gresLine struct {
 
 // line reads one gres.conf line and records the GPUs it gives its nodes.
 func (g *gresCheck) line(l line) {
+	if why := nameless(l); why != "" {
+		g.errorf(l.Num, "%s", why)
+		return
+	}
 	gl := g.read(l)
 	switch {
 	case gl.name == "":
@@ -119,6 +123,41 @@ func (g *gresCheck) line(l line) {
 	for _, n := range nodes {
 		g.add(l.Num, n, count, gl.typ)
 	}
+}
+
+// nameless says what is wrong with a line that names no GRES ("" when
+// it names one, or is an AutoDetect= line). Slurm's slurmd ignores a line
+// with NodeName= and no Name= ("Invalid GRES data, no type name"), so its
+// nodes register no GPUs and are INVAL, or fails at Count= on a line
+// without NodeName= either; Phalanx would count nothing for it. One error
+// says what it lacks, and nothing else of the line is read.
+func nameless(l line) string {
+	var rest []string
+	var named, auto bool
+	nodes := ""
+	for _, kv := range l.Pairs {
+		switch kv.lower {
+		case "name":
+			if strings.TrimSpace(kv.Value) == "" {
+				return "Name= is empty: name the GRES, e.g. Name=gpu"
+			}
+			named = true
+		case "nodename":
+			nodes = kv.Key + "=" + kv.Value
+		case "autodetect":
+			auto = true
+		default:
+			rest = append(rest, kv.Key+"="+kv.Value)
+		}
+	}
+	switch {
+	case named || (auto && len(rest) == 0):
+		return ""
+	case len(rest) > 0:
+		what := strings.Join(rest, " ")
+		return fmt.Sprintf("%s without Name=: name the GRES, e.g. Name=gpu %s", what, what)
+	}
+	return fmt.Sprintf("%s gives no GRES: add Name=gpu with Count= or File=, or remove the line", nodes)
 }
 
 // read parses one gres.conf line's keys.
