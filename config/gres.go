@@ -93,7 +93,8 @@ type gresLine struct {
 	allNodes     bool // no NodeName=: every node
 	badNodes     bool // a NodeName= that cannot be read (an error)
 	name, typ    string
-	count, files int // count -1: not given
+	count, files int  // count -1: not given
+	badCount     bool // a Count= that cannot be read (an error)
 }
 
 // line reads one gres.conf line and records the GPUs it gives its nodes.
@@ -113,8 +114,13 @@ func (g *gresCheck) line(l line) {
 		return
 	}
 	count := gl.count
-	if count < 0 {
+	switch {
+	case count < 0:
 		count = max(gl.files, 1)
+	case gl.files > 0 && count != gl.files && !gl.badCount:
+		// Slurm's slurmd stops at it: "count does not match File value".
+		g.errorf(l.Num, "Count=%d, but File= names %d devices: make them agree, or leave out Count=", count, gl.files)
+		return
 	}
 	nodes := gl.nodes
 	if gl.allNodes {
@@ -181,7 +187,7 @@ func (g *gresCheck) read(l line) gresLine {
 				g.errorf(l.Num, "Count=%s: want a whole number", kv.Value)
 				n = 0
 			}
-			gl.count = n
+			gl.count, gl.badCount = n, err != nil || n < 0
 		case "file":
 			paths, err := hostlist.Expand(kv.Value)
 			if err != nil {

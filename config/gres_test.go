@@ -34,6 +34,11 @@ func TestGresConf(t *testing.T) {
 		{"Name empty", "NodeName=gpu001 Name= Count=8\n", "gres.conf:1: Name= is empty: name the GRES, e.g. Name=gpu", nil},
 		{"NodeName alone", "NodeName=gpu001\n", "gres.conf:1: NodeName=gpu001 gives no GRES: add Name=gpu with Count= or File=, or remove the line", nil},
 		{"a bad count without Name is one error", "NodeName=gpu001 Count=x\n", "gres.conf:1: Count=x without Name=", nil},
+		// Count= beside File= counted alone, the devices unchecked: Slurm's
+		// slurmd stops at it.
+		{"Count and File disagree", "NodeName=gpu[001-002] Name=gpu Type=a100 Count=8 File=/dev/nvidia[0-3]\n",
+			"gres.conf:1: Count=8, but File= names 4 devices: make them agree, or leave out Count=", nil},
+		{"Count and File agree", "NodeName=gpu[001-002] Name=gpu Type=a100 Count=8 File=/dev/nvidia[0-7]\n", "", nil},
 		{"AutoDetect alone", "AutoDetect=nvml\nNodeName=gpu001 AutoDetect=nvml\nNodeName=gpu[001-002] Name=gpu Type=a100 Count=8\n", "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
