@@ -274,6 +274,11 @@ func TestShowAndListArrayTasks(t *testing.T) {
 	if code, _, stderr := runOut(t, addr, "squeue", "-j", "20_7"); code != 1 || stderr != "slurm_load_jobs error: Invalid job id specified\n" {
 		t.Errorf("squeue -j 20_7: code %d, %q", code, stderr)
 	}
+	// A list none of which exists is an empty table, as Slurm 22.05's
+	// squeue prints it (squeue -j 999,998): only one job is an error.
+	if code, stdout, stderr := runOut(t, addr, "squeue", "-j", "9999,20_7"); code != 0 || !strings.HasPrefix(stdout, "             JOBID PARTITION") || strings.Count(stdout, "\n") != 1 || stderr != "" {
+		t.Errorf("squeue -j 9999,20_7: code %d, stdout %q, stderr %q; want 0 and the header alone", code, stdout, stderr)
+	}
 }
 
 // scancel cancels every valid job of its list and, as Slurm 22.05's,
