@@ -15,48 +15,60 @@ type gpuRequest struct {
 	n   int32
 }
 
-// gpuType is the GPU type one GPU option gives ("": none), and the
-// option as written.
-type gpuType struct {
+// gpuOption is what one GPU option gives: its count and type ("": none),
+// and the option as written.
+type gpuOption struct {
 	name, opt, typ string
+	n              int32
 }
 
-// noteGPUType records the type GPU option v gives; a later value of the
-// same option replaces it, as the value does.
-func (b *builder) noteGPUType(v getopt.Value, typ string) {
-	t := gpuType{name: v.Name, opt: "--" + v.Name + "=" + v.Value, typ: typ}
-	for i := range b.gpuTypes {
-		if b.gpuTypes[i].name == v.Name {
-			b.gpuTypes[i] = t
+// noteGPU records what GPU option v gives; a later value of the same
+// option replaces it, as the value does.
+func (b *builder) noteGPU(v getopt.Value, typ string, n int32) {
+	o := gpuOption{name: v.Name, opt: "--" + v.Name + "=" + v.Value, typ: typ, n: n}
+	for i := range b.gpuOpts {
+		if b.gpuOpts[i].name == v.Name {
+			b.gpuOpts[i] = o
 			return
 		}
 	}
-	b.gpuTypes = append(b.gpuTypes, t)
+	b.gpuOpts = append(b.gpuOpts, o)
 }
 
-// checkGPUTypes refuses GPU options that give a type beside ones that do
-// not, as Slurm's sbatch does ("Invalid GRES specification (with and
+// checkGPUOptions refuses GPU options that give a type beside ones that
+// do not, as Slurm's sbatch does ("Invalid GRES specification (with and
 // without type identification)"), and ones that give different types: a
 // Phalanx job's GPUs are of one type. So the job's type is every GPU
 // option's, and its variables (SLURM_GPUS_PER_TASK=a100:1) carry it as
-// Slurm's do.
-func (b *builder) checkGPUTypes() error {
-	if len(b.gpuTypes) == 0 {
+// Slurm's do. --gpus-per-node and --gres=gpu, which both give the GPUs
+// per node, must give the same count (the later one was taken, and
+// SLURM_GPUS_PER_NODE said its count).
+func (b *builder) checkGPUOptions() error {
+	if len(b.gpuOpts) == 0 {
 		return nil
 	}
-	first := b.gpuTypes[0]
-	for _, t := range b.gpuTypes[1:] {
+	first := b.gpuOpts[0]
+	for _, o := range b.gpuOpts[1:] {
 		switch {
-		case first.typ == t.typ:
-		case first.typ == "" || t.typ == "":
-			typed, untyped := first, t
+		case first.typ == o.typ:
+		case first.typ == "" || o.typ == "":
+			typed, untyped := first, o
 			if typed.typ == "" {
-				typed, untyped = t, first
+				typed, untyped = o, first
 			}
 			return fmt.Errorf("%s gives a GPU type and %s does not: give the type in both, or in neither", typed.opt, untyped.opt)
 		default:
-			return fmt.Errorf("%s and %s ask for different GPU types: a job's GPUs are all of one type", first.opt, t.opt)
+			return fmt.Errorf("%s and %s ask for different GPU types: a job's GPUs are all of one type", first.opt, o.opt)
 		}
+	}
+	var perNode []gpuOption
+	for _, o := range b.gpuOpts {
+		if o.name == "gpus-per-node" || o.name == "gres" {
+			perNode = append(perNode, o)
+		}
+	}
+	if len(perNode) == 2 && perNode[0].n != perNode[1].n {
+		return fmt.Errorf("%s and %s ask for different GPUs per node: give one of them", perNode[0].opt, perNode[1].opt)
 	}
 	return nil
 }

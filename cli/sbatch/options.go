@@ -110,10 +110,10 @@ type builder struct {
 	memPerCPU, memPerGPU              int64
 	gpusPerNodeSet                    bool // --gpus-per-node (the request form)
 	// perNode is the last of --gpus-per-node and --gres=gpu given, as
-	// written ("--gres=gpu:4"); "" for neither. gpuTypes: the GPU type
-	// each GPU option gives (checkGPUTypes).
-	perNode  string
-	gpuTypes []gpuType
+	// written ("--gres=gpu:4"); "" for neither. gpuOpts: what each GPU
+	// option gives (checkGPUOptions).
+	perNode string
+	gpuOpts []gpuOption
 
 	wait      bool
 	parseTime func(string) (time.Time, error)
@@ -209,19 +209,19 @@ func (b *builder) apply(v getopt.Value) error {
 		s.GpuType, s.GpusPerNode, err = parseGPUs(v.Value)
 		b.gpusPerNodeSet = err == nil
 		b.perNode = "--gpus-per-node=" + v.Value
-		b.noteGPUType(v, s.GpuType)
+		b.noteGPU(v, s.GpuType, s.GpusPerNode)
 	case "gres":
 		s.GpuType, s.GpusPerNode, err = parseGres(v.Value)
 		b.perNode = "--gres=" + v.Value
-		b.noteGPUType(v, s.GpuType)
+		b.noteGPU(v, s.GpuType, s.GpusPerNode)
 	case "gpus-per-task":
 		b.perTask.typ, b.perTask.n, err = parseGPUs(v.Value)
 		b.perTask.set = err == nil
-		b.noteGPUType(v, b.perTask.typ)
+		b.noteGPU(v, b.perTask.typ, b.perTask.n)
 	case "gpus":
 		b.total.typ, b.total.n, err = parseGPUs(v.Value)
 		b.total.set = err == nil
-		b.noteGPUType(v, b.total.typ)
+		b.noteGPU(v, b.total.typ, b.total.n)
 	case "help":
 		b.help = true
 	case "version":
