@@ -85,10 +85,9 @@ func (b *builder) checkTotal() error {
 	if !b.total.set {
 		return nil
 	}
-	s, total := b.spec, b.total.n
+	s, total, gpus := b.spec, b.total.n, b.written("gpus")
 	if b.perNode != "" {
 		per := s.GpusPerNode
-		gpus := fmt.Sprintf("--gpus=%d", total)
 		switch {
 		case per == 0 || total == 0:
 			if per != total {
@@ -99,8 +98,8 @@ func (b *builder) checkTotal() error {
 		case !b.nodesSet:
 			s.Nodes, b.nodesSet = total/per, true // as Slurm's: the nodes --gpus needs
 		case total/per != s.Nodes:
-			return fmt.Errorf("%s is %d nodes of %s, but -N asks for %d: give -N %d, or --gpus=%d",
-				gpus, total/per, b.perNode, s.Nodes, total/per, int64(per)*int64(s.Nodes))
+			return fmt.Errorf("%s is %d nodes of %s, but -N asks for %d: give -N %d, or --gpus=%s",
+				gpus, total/per, b.perNode, s.Nodes, total/per, typed(b.total.typ, int64(per)*int64(s.Nodes)))
 		}
 	}
 	if b.perTask.set {
@@ -116,7 +115,7 @@ func (b *builder) checkTotal() error {
 // then has a task count, as in Slurm (SLURM_NTASKS).
 func (b *builder) tasksOfTotal() error {
 	s, total, per := b.spec, b.total.n, b.perTask.n
-	gpus, perTask := fmt.Sprintf("--gpus=%d", total), fmt.Sprintf("--gpus-per-task=%d", per)
+	gpus, perTask := b.written("gpus"), b.written("gpus-per-task")
 	switch {
 	case per == 0 || total == 0:
 		if per != total {
@@ -137,8 +136,8 @@ func (b *builder) tasksOfTotal() error {
 		have, from = int64(s.Nodes)*int64(t), fmt.Sprintf("%d per node on %s", t, plural(int64(s.Nodes), "node"))
 	}
 	if have != int64(tasks) {
-		return fmt.Errorf("%s with %s is %d tasks, but the job has %d (%s): give -n %d, or --gpus=%d",
-			gpus, perTask, tasks, have, from, tasks, have*int64(per))
+		return fmt.Errorf("%s with %s is %d tasks, but the job has %d (%s): give -n %d, or --gpus=%s",
+			gpus, perTask, tasks, have, from, tasks, typed(b.total.typ, have*int64(per)))
 	}
 	b.ntasks = tasks
 	return nil
@@ -155,6 +154,24 @@ func (b *builder) perTaskTasks() {
 	if n := int64(b.spec.Nodes) * int64(max(b.tasksPerNode, 1)); n <= math.MaxInt32 {
 		b.ntasks = int32(n)
 	}
+}
+
+// written is GPU option name as it was given (--gpus=a100:16).
+func (b *builder) written(name string) string {
+	for _, o := range b.gpuOpts {
+		if o.name == name {
+			return o.opt
+		}
+	}
+	return "--" + name
+}
+
+// typed writes a GPU count as the options take it: N, or TYPE:N.
+func typed(typ string, n int64) string {
+	if typ == "" {
+		return fmt.Sprint(n)
+	}
+	return fmt.Sprintf("%s:%d", typ, n)
 }
 
 // plural writes n things: "1 node", "2 nodes".
