@@ -107,7 +107,9 @@ func Run(ctx context.Context, sys *System, args []string, extra ...*ucli.Command
 		args = append([]string{args[0], name}, args[1:]...)
 	}
 	if err := app.RunContext(ctx, args); err != nil {
-		fmt.Fprintln(sys.Stderr, errorLine(err))
+		if line := errorLine(err); line != "" { // "": said on standard output already
+			fmt.Fprintln(sys.Stderr, line)
+		}
 		var st *exitStatus
 		if errors.As(err, &st) {
 			return st.code
@@ -118,7 +120,9 @@ func Run(ctx context.Context, sys *System, args []string, extra ...*ucli.Command
 }
 
 // exitStatus is an error that sets phx's exit status (sbatch --wait exits
-// as its job did); its message is printed as it is.
+// as its job did); its message is printed as it is, and none is printed
+// when it is empty (the command said why on standard output, as Slurm's
+// scontrol says "Node X not found").
 type exitStatus struct {
 	code int
 	msg  string

@@ -244,9 +244,16 @@ func TestShowAndListArrayTasks(t *testing.T) {
 	if !strings.HasPrefix(stdout, "JobId=21 ArrayJobId=20 ArrayTaskId=3 ") || strings.Count(stdout, "JobId=") != 2 {
 		t.Errorf("scontrol show job 20_3:\n%s%s", stdout, stderr)
 	}
-	for _, bad := range []string{"20_7", "9_7", "20_x"} {
+	for _, bad := range []string{"20_7", "9_7"} {
 		if code, _, stderr := runOut(t, addr, "scontrol", "show", "job", bad); code != 1 || stderr != "slurm_load_jobs error: Invalid job id specified\n" {
 			t.Errorf("scontrol show job %s: code %d, %q", bad, code, stderr)
+		}
+	}
+	// An ID that does not read as one, or a list: Slurm 22.05's words
+	// for it (scontrol show job 12_abc, 1a, 5,999).
+	for _, bad := range []string{"20_x", "abc", "1a", "20,30"} {
+		if code, stdout, stderr := runOut(t, addr, "scontrol", "show", "job", bad); code != 1 || stdout != "" || stderr != "scontrol_print_job error: Invalid job id specified\n" {
+			t.Errorf("scontrol show job %s: code %d, stdout %q, stderr %q", bad, code, stdout, stderr)
 		}
 	}
 	for args, want := range map[string]string{
@@ -266,6 +273,11 @@ func TestShowAndListArrayTasks(t *testing.T) {
 	}
 	if code, _, stderr := runOut(t, addr, "squeue", "-j", "20_7"); code != 1 || stderr != "slurm_load_jobs error: Invalid job id specified\n" {
 		t.Errorf("squeue -j 20_7: code %d, %q", code, stderr)
+	}
+	// A list none of which exists is an empty table, as Slurm 22.05's
+	// squeue prints it (squeue -j 999,998): only one job is an error.
+	if code, stdout, stderr := runOut(t, addr, "squeue", "-j", "9999,20_7"); code != 0 || !strings.HasPrefix(stdout, "             JOBID PARTITION") || strings.Count(stdout, "\n") != 1 || stderr != "" {
+		t.Errorf("squeue -j 9999,20_7: code %d, stdout %q, stderr %q; want 0 and the header alone", code, stdout, stderr)
 	}
 }
 

@@ -165,12 +165,13 @@ func (k *commands) showJobs(c *ucli.Context, id string, flags scontrolFlags) err
 
 // jobsNamed returns the jobs `scontrol show job ID` shows: the job, every
 // task of an array named by its ID, or the tasks ARRAYID_TASKID or
-// ARRAYID_[LIST] names. None is Slurm's error.
+// ARRAYID_[LIST] names. None is Slurm's error, and so is an ID that does
+// not read as one (a word, a list), in Slurm's other words.
 func (cn *conn) jobsNamed(ctx context.Context, id string) ([]*phalanxv1.Job, error) {
 	invalid := &rawError{msg: "slurm_load_jobs error: Invalid job id specified"}
 	refs, err := parseJobRefs(id)
 	if err != nil || len(refs) != 1 {
-		return nil, invalid
+		return nil, &rawError{msg: "scontrol_print_job error: Invalid job id specified"}
 	}
 	r := refs[0]
 	if r.tasks == nil {
@@ -196,8 +197,9 @@ func (cn *conn) jobsNamed(ctx context.Context, id string) ([]*phalanxv1.Job, err
 
 // showNodes prints the nodes of list, a node name or a hostlist
 // (gpu[001-004], $SLURM_JOB_NODELIST), in its order, as Slurm's scontrol
-// does; every node without one. Each name no node has is one line at the
-// end, Slurm's "Node NAME not found", and the status is 1.
+// does; every node without one. A name no node has is Slurm's line in its
+// place, "Node NAME not found" on standard output as Slurm's, and the
+// status is 1.
 func (k *commands) showNodes(c *ucli.Context, list string, flags scontrolFlags) error {
 	var names []string
 	if list != "" {
@@ -227,20 +229,16 @@ func (k *commands) showNodes(c *ucli.Context, list string, flags scontrolFlags) 
 	for _, n := range nodes {
 		byName[n.Name] = n
 	}
-	var shown []*phalanxv1.Node
-	var missing []string
+	var missing error
 	for _, name := range names {
 		if n := byName[name]; n != nil {
-			shown = append(shown, n)
+			printRecords(k.sys.Stdout, flags, 1, func(int) string { return FormatNode(n, k.loc()) })
 		} else {
-			missing = append(missing, fmt.Sprintf("Node %s not found", name))
+			fmt.Fprintf(k.sys.Stdout, "Node %s not found\n", name)
+			missing = &exitStatus{code: 1}
 		}
 	}
-	printRecords(k.sys.Stdout, flags, len(shown), func(i int) string { return FormatNode(shown[i], k.loc()) })
-	if len(missing) > 0 {
-		return &rawError{msg: strings.Join(missing, "\n")}
-	}
-	return nil
+	return missing
 }
 
 func (k *commands) showPartitions(c *ucli.Context, name string, flags scontrolFlags) error {
@@ -254,8 +252,9 @@ func (k *commands) showPartitions(c *ucli.Context, name string, flags scontrolFl
 			shown = append(shown, p)
 		}
 	}
-	if len(shown) == 0 && name != "" {
-		return &rawError{msg: fmt.Sprintf("Partition %s not found", name)}
+	if len(shown) == 0 && name != "" { // on standard output, as Slurm's
+		fmt.Fprintf(k.sys.Stdout, "Partition %s not found\n", name)
+		return &exitStatus{code: 1}
 	}
 	printRecords(k.sys.Stdout, flags, len(shown), func(i int) string { return FormatPartition(shown[i], nodes) })
 	return nil

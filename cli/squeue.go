@@ -236,7 +236,7 @@ func (k *commands) runSqueue(c *ucli.Context, args []string) error {
 		return err
 	}
 	jobs = namedBy(q.refs, jobs)
-	if len(q.refs) > 0 && len(jobs) == 0 {
+	if len(q.refs) == 1 && len(jobs) == 0 { // as Slurm's: a list of jobs none of which exists is an empty table
 		return &rawError{msg: "slurm_load_jobs error: Invalid job id specified"}
 	}
 	if !q.states { // as Slurm's: -j shows only jobs in the queue unless -t says

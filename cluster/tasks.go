@@ -14,7 +14,8 @@ const MaxHostName = 255
 
 // RequestForm says which of sbatch's options gave a job's tasks, GPUs and
 // memory; the job's counts hold the totals either way. Slurm sets some of
-// its variables only after the option given: SLURM_NTASKS after -n or
+// its variables only after the option given: SLURM_NTASKS after -n (or
+// --gpus-per-task, which sbatch reads as giving one) or
 // --ntasks-per-node, SLURM_NTASKS_PER_NODE after --ntasks-per-node,
 // SLURM_GPUS_PER_NODE after --gpus-per-node, SLURM_GPUS after -G, and
 // SLURM_MEM_PER_CPU or SLURM_MEM_PER_GPU (in place of SLURM_MEM_PER_NODE)

@@ -93,11 +93,16 @@ type gresLine struct {
 	allNodes     bool // no NodeName=: every node
 	badNodes     bool // a NodeName= that cannot be read (an error)
 	name, typ    string
-	count, files int // count -1: not given
+	count, files int  // count -1: not given
+	badCount     bool // a Count= that cannot be read (an error)
 }
 
 // line reads one gres.conf line and records the GPUs it gives its nodes.
 func (g *gresCheck) line(l line) {
+	if why := nameless(l); why != "" {
+		g.errorf(l.Num, "%s", why)
+		return
+	}
 	gl := g.read(l)
 	switch {
 	case gl.name == "":
@@ -109,8 +114,13 @@ func (g *gresCheck) line(l line) {
 		return
 	}
 	count := gl.count
-	if count < 0 {
+	switch {
+	case count < 0:
 		count = max(gl.files, 1)
+	case gl.files > 0 && count != gl.files && !gl.badCount:
+		// Slurm's slurmd stops at it: "count does not match File value".
+		g.errorf(l.Num, "Count=%d, but File= names %d devices: make them agree, or leave out Count=", count, gl.files)
+		return
 	}
 	nodes := gl.nodes
 	if gl.allNodes {
@@ -119,6 +129,41 @@ func (g *gresCheck) line(l line) {
 	for _, n := range nodes {
 		g.add(l.Num, n, count, gl.typ)
 	}
+}
+
+// nameless says what is wrong with a line that names no GRES ("" when
+// it names one, or is an AutoDetect= line). Slurm's slurmd ignores a line
+// with NodeName= and no Name= ("Invalid GRES data, no type name"), so its
+// nodes register no GPUs and are INVAL, or fails at Count= on a line
+// without NodeName= either; Phalanx would count nothing for it. One error
+// says what it lacks, and nothing else of the line is read.
+func nameless(l line) string {
+	var rest []string
+	var named, auto bool
+	nodes := ""
+	for _, kv := range l.Pairs {
+		switch kv.lower {
+		case "name":
+			if strings.TrimSpace(kv.Value) == "" {
+				return "Name= is empty: name the GRES, e.g. Name=gpu"
+			}
+			named = true
+		case "nodename":
+			nodes = kv.Key + "=" + kv.Value
+		case "autodetect":
+			auto = true
+		default:
+			rest = append(rest, kv.Key+"="+kv.Value)
+		}
+	}
+	switch {
+	case named || (auto && len(rest) == 0):
+		return ""
+	case len(rest) > 0:
+		what := strings.Join(rest, " ")
+		return fmt.Sprintf("%s without Name=: name the GRES, e.g. Name=gpu %s", what, what)
+	}
+	return fmt.Sprintf("%s gives no GRES: add Name=gpu with Count= or File=, or remove the line", nodes)
 }
 
 // read parses one gres.conf line's keys.
@@ -142,7 +187,7 @@ func (g *gresCheck) read(l line) gresLine {
 				g.errorf(l.Num, "Count=%s: want a whole number", kv.Value)
 				n = 0
 			}
-			gl.count = n
+			gl.count, gl.badCount = n, err != nil || n < 0
 		case "file":
 			paths, err := hostlist.Expand(kv.Value)
 			if err != nil {

@@ -23,6 +23,23 @@ func TestGresConf(t *testing.T) {
 		{"another type", "NodeName=gpu001 Name=gpu Type=h100 Count=8\n", "node gpu001 has Gres=gpu:h100:8 here", nil},
 		{"a node without GPUs", "NodeName=cpu01 Name=gpu Count=1\n", "node cpu01 has Gres=gpu:1 here, but its NodeName line says no GPUs", nil},
 		{"an undeclared node", "NodeName=gpu009 Name=gpu Count=8\n", "node gpu009 has no NodeName line", nil},
+		// A line that names no GRES was skipped as an AutoDetect= line:
+		// Slurm ignores it (NodeName=) or fails at its Count= (none).
+		{"Count without Name", "NodeName=gpu[001-002] Count=8\n",
+			"gres.conf:1: Count=8 without Name=: name the GRES, e.g. Name=gpu Count=8", nil},
+		{"Type and Count without Name, no NodeName", "Type=a100 Count=8\n",
+			"gres.conf:1: Type=a100 Count=8 without Name=: name the GRES, e.g. Name=gpu Type=a100 Count=8", nil},
+		{"File without Name, beside AutoDetect", "NodeName=gpu001 AutoDetect=nvml File=/dev/nvidia[0-7]\n",
+			"gres.conf:1: File=/dev/nvidia[0-7] without Name=", nil},
+		{"Name empty", "NodeName=gpu001 Name= Count=8\n", "gres.conf:1: Name= is empty: name the GRES, e.g. Name=gpu", nil},
+		{"NodeName alone", "NodeName=gpu001\n", "gres.conf:1: NodeName=gpu001 gives no GRES: add Name=gpu with Count= or File=, or remove the line", nil},
+		{"a bad count without Name is one error", "NodeName=gpu001 Count=x\n", "gres.conf:1: Count=x without Name=", nil},
+		// Count= beside File= counted alone, the devices unchecked: Slurm's
+		// slurmd stops at it.
+		{"Count and File disagree", "NodeName=gpu[001-002] Name=gpu Type=a100 Count=8 File=/dev/nvidia[0-3]\n",
+			"gres.conf:1: Count=8, but File= names 4 devices: make them agree, or leave out Count=", nil},
+		{"Count and File agree", "NodeName=gpu[001-002] Name=gpu Type=a100 Count=8 File=/dev/nvidia[0-7]\n", "", nil},
+		{"AutoDetect alone", "AutoDetect=nvml\nNodeName=gpu001 AutoDetect=nvml\nNodeName=gpu[001-002] Name=gpu Type=a100 Count=8\n", "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -39,6 +56,9 @@ func TestGresConf(t *testing.T) {
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "gres.conf:") {
 					t.Fatalf("err = %v, want %q naming gres.conf's line", err, tc.err)
+				}
+				if strings.Contains(err.Error(), "\n") {
+					t.Errorf("err = %q, want one line", err)
 				}
 				return
 			}

@@ -190,7 +190,8 @@ func memVars(job jobInfo, mem int64) []string {
 // gpuRequestVars are the GPU counts the job asked, in the form asked, as
 // Slurm sets them: SLURM_GPUS_PER_NODE after --gpus-per-node,
 // SLURM_GPUS after -G (the total), SLURM_GPUS_PER_TASK after
-// --gpus-per-task; TYPE:N when a type was asked.
+// --gpus-per-task; TYPE:N when a type was asked (sbatch takes one in all
+// of a job's GPU options or in none).
 func gpuRequestVars(job jobInfo) []string {
 	count := func(n int) string {
 		if job.gpuType != "" {
@@ -199,14 +200,16 @@ func gpuRequestVars(job jobInfo) []string {
 		return strconv.Itoa(n)
 	}
 	var vars []string
-	if job.form.GPUsPerNode && job.gpusPerNode > 0 {
+	// 0 too, when it was asked (--gpus=0), as Slurm's. sbatch checks -G
+	// against the other counts, so the total is the nodes' GPUs.
+	if job.form.GPUsPerNode {
 		vars = append(vars, "SLURM_GPUS_PER_NODE="+count(job.gpusPerNode))
 	}
-	if job.form.GPUs && job.gpusPerNode > 0 {
+	if job.form.GPUs {
 		vars = append(vars, "SLURM_GPUS="+count(job.gpusPerNode*len(job.ranks)))
 	}
 	if job.gpusPerTask > 0 {
-		vars = append(vars, "SLURM_GPUS_PER_TASK="+strconv.Itoa(job.gpusPerTask))
+		vars = append(vars, "SLURM_GPUS_PER_TASK="+count(job.gpusPerTask))
 	}
 	return vars
 }

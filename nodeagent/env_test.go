@@ -161,8 +161,8 @@ func TestTaskEnvVariants(t *testing.T) {
 // them (checked live against Slurm 22.05): SLURM_NTASKS and SLURM_NPROCS
 // after -n or --ntasks-per-node, SLURM_NTASKS_PER_NODE after
 // --ntasks-per-node, SLURM_GPUS_PER_NODE after --gpus-per-node, SLURM_GPUS
-// after -G, SLURM_MEM_PER_CPU or SLURM_MEM_PER_GPU in place of
-// SLURM_MEM_PER_NODE; and a job of one whole node that gave no task count
+// after -G (0 when 0 was asked), SLURM_MEM_PER_CPU or SLURM_MEM_PER_GPU in
+// place of SLURM_MEM_PER_NODE; and a job of one whole node that gave no task count
 // has as many tasks as CPUs (SLURM_TASKS_PER_NODE). A job from before the
 // request form was recorded keeps the counts.
 func TestTaskEnvAfterTheOptionsGiven(t *testing.T) {
@@ -192,6 +192,17 @@ func TestTaskEnvAfterTheOptionsGiven(t *testing.T) {
 		{"--gpus-per-node=h100:8", form(&phalanxv1.RequestForm{GpusPerNode: true}, func(j *phalanxv1.Job) { j.Spec.GpuType = "h100" }),
 			map[string]string{"SLURM_GPUS_PER_NODE": "h100:8"}},
 		{"-G 16", form(&phalanxv1.RequestForm{Gpus: true}, nil), map[string]string{"SLURM_GPUS": "16", "SLURM_GPUS_PER_NODE": ""}},
+		{"-G 0", form(&phalanxv1.RequestForm{Gpus: true}, func(j *phalanxv1.Job) { j.Spec.GpusPerNode = 0 }),
+			map[string]string{"SLURM_GPUS": "0", "SLURM_GPUS_PER_NODE": ""}},
+		{"--gpus-per-node=0", form(&phalanxv1.RequestForm{GpusPerNode: true}, func(j *phalanxv1.Job) { j.Spec.GpusPerNode = 0 }),
+			map[string]string{"SLURM_GPUS_PER_NODE": "0", "SLURM_GPUS": ""}},
+		{"--gpus-per-node=4 -G 8", form(&phalanxv1.RequestForm{GpusPerNode: true, Gpus: true}, func(j *phalanxv1.Job) { j.Spec.GpusPerNode = 4 }),
+			map[string]string{"SLURM_GPUS_PER_NODE": "4", "SLURM_GPUS": "8"}},
+		{"--gpus-per-task=2", form(&phalanxv1.RequestForm{Ntasks: true}, func(j *phalanxv1.Job) { j.Spec.TasksPerNode, j.Spec.GpusPerTask = 4, 2 }),
+			map[string]string{"SLURM_GPUS_PER_TASK": "2"}},
+		{"--gpus-per-task=h100:2", form(&phalanxv1.RequestForm{Ntasks: true}, func(j *phalanxv1.Job) {
+			j.Spec.TasksPerNode, j.Spec.GpusPerTask, j.Spec.GpuType = 4, 2, "h100"
+		}), map[string]string{"SLURM_GPUS_PER_TASK": "h100:2"}},
 		{"--mem-per-cpu=512", form(&phalanxv1.RequestForm{MemPerCpuMb: 512}, nil),
 			map[string]string{"SLURM_MEM_PER_CPU": "512", "SLURM_MEM_PER_NODE": "", "SLURM_MEM_PER_GPU": ""}},
 		{"--mem-per-gpu=1024", form(&phalanxv1.RequestForm{MemPerGpuMb: 1024}, nil),

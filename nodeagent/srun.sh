@@ -224,7 +224,8 @@ fi
 # first count of SLURM_TASKS_PER_NODE) and their CPUs and GPUs.
 _srun_all=${SLURM_JOB_NUM_NODES:-${SLURM_NNODES:-1}} _srun_me=${SLURM_NODEID:-0} _srun_here=${SLURMD_NODENAME:-$(uname -n)}
 _srun_jobper=${SLURM_TASKS_PER_NODE%%[!0-9]*} _srun_jobcpt=${SLURM_CPUS_PER_TASK:-1}
-_srun_jobper=${_srun_jobper:-${SLURM_NTASKS_PER_NODE:-1}} _srun_gpt=${_srun_gpt:-${SLURM_GPUS_PER_TASK:-0}}
+_srun_gpt_job=${SLURM_GPUS_PER_TASK:-0} # N, or TYPE:N as Slurm writes a typed request
+_srun_jobper=${_srun_jobper:-${SLURM_NTASKS_PER_NODE:-1}} _srun_gpt=${_srun_gpt:-${_srun_gpt_job##*:}}
 # envcount VALUE: a count srun takes from its input variables (a range's
 # first), or nothing.
 envcount() {

@@ -191,6 +191,24 @@ func TestSrunShimStartsTasks(t *testing.T) {
 	}
 }
 
+// A typed request's SLURM_GPUS_PER_TASK is TYPE:N, as Slurm writes it:
+// srun takes N, and each task still gets its own GPUs.
+func TestSrunShimTypedGPUsPerTask(t *testing.T) {
+	bin, err := writeJobBin(t.TempDir(), "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sh", filepath.Join(bin, "srun"), "sh", "-c", "echo $SLURM_LOCALID $CUDA_VISIBLE_DEVICES $SLURM_GPUS_ON_NODE")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + t.TempDir(), "SLURM_JOB_ID=7", "SLURM_NNODES=1", "SLURM_NODEID=0",
+		"SLURM_NTASKS_PER_NODE=2", "SLURM_GPUS_PER_TASK=a100:2", "CUDA_VISIBLE_DEVICES=0,1,2,3"}
+	out, err := cmd.CombinedOutput()
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	slices.Sort(lines)
+	if got, want := strings.Join(lines, "|"), "0 0,1 4|1 2,3 4"; err != nil || got != want {
+		t.Errorf("srun with SLURM_GPUS_PER_TASK=a100:2: %q (%v), want %q", got, err, want)
+	}
+}
+
 // srun waits for its tasks to report how they ended, as Slurm's srun: it
 // passes SIGTERM on to them (a script's kill of srun, timeout), outlives
 // SIGUSR1 (scancel --signal sends it to the tasks themselves), and says

@@ -109,6 +109,11 @@ type builder struct {
 	nodesSet, memWhole                bool // memWhole: --mem=0
 	memPerCPU, memPerGPU              int64
 	gpusPerNodeSet                    bool // --gpus-per-node (the request form)
+	// perNode is the last of --gpus-per-node and --gres=gpu given, as
+	// written ("--gres=gpu:4"); "" for neither. gpuOpts: what each GPU
+	// option gives (checkGPUOptions).
+	perNode string
+	gpuOpts []gpuOption
 
 	wait      bool
 	parseTime func(string) (time.Time, error)
@@ -203,14 +208,20 @@ func (b *builder) apply(v getopt.Value) error {
 	case "gpus-per-node":
 		s.GpuType, s.GpusPerNode, err = parseGPUs(v.Value)
 		b.gpusPerNodeSet = err == nil
+		b.perNode = "--gpus-per-node=" + v.Value
+		b.noteGPU(v, s.GpuType, s.GpusPerNode)
 	case "gres":
 		s.GpuType, s.GpusPerNode, err = parseGres(v.Value)
+		b.perNode = "--gres=" + v.Value
+		b.noteGPU(v, s.GpuType, s.GpusPerNode)
 	case "gpus-per-task":
 		b.perTask.typ, b.perTask.n, err = parseGPUs(v.Value)
 		b.perTask.set = err == nil
+		b.noteGPU(v, b.perTask.typ, b.perTask.n)
 	case "gpus":
 		b.total.typ, b.total.n, err = parseGPUs(v.Value)
 		b.total.set = err == nil
+		b.noteGPU(v, b.total.typ, b.total.n)
 	case "help":
 		b.help = true
 	case "version":

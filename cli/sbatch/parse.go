@@ -183,6 +183,13 @@ func finish(b *builder, script, name string, env Env) (*Request, error) {
 	if err := cluster.CheckBeginDeadline(begin, deadline, time.Time{}); err != nil {
 		return nil, err
 	}
+	if err := b.checkGPUOptions(); err != nil {
+		return nil, err
+	}
+	if err := b.checkTotal(); err != nil {
+		return nil, err
+	}
+	b.perTaskTasks()
 	if err := b.resolveTasks(); err != nil {
 		return nil, err
 	}

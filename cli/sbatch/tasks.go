@@ -89,7 +89,8 @@ func (b *builder) resolveMemory() error {
 }
 
 // requestForm records which options gave the tasks, GPUs and memory, for
-// the variables Slurm sets only after them (SLURM_NTASKS, ...).
+// the variables Slurm sets only after them (SLURM_NTASKS, ...). -n
+// includes the task count --gpus-per-task gives (perTaskTasks).
 func (b *builder) requestForm() *phalanxv1.RequestForm {
 	return &phalanxv1.RequestForm{
 		Ntasks: b.ntasks > 0, NtasksPerNode: b.tasksPerNode > 0, GpusPerNode: b.gpusPerNodeSet, Gpus: b.total.set,
