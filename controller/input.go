@@ -58,10 +58,16 @@ func checkSpecInput(spec *phalanxv1.JobSpec, maxScript int) error {
 // checkText refuses a message with a string (alone, in a list or in a
 // map) that is not UTF-8, or that holds a NUL byte, which no path, name or
 // argument of a task can (the job was taken, then failed at launch),
-// naming its field.
+// naming its field. It passes over the fields checkSpecInput has checked
+// the same way with messages that say where (checkedText): reading a list
+// through reflection copies each string, and the environment is most of a
+// submit's strings.
 func checkText(m protoreflect.Message) error {
 	var err error
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if checkedText[fd.Name()] {
+			return true
+		}
 		switch {
 		case !allStrings(fd, v, utf8.ValidString):
 			err = cluster.Errorf(cluster.ErrInvalid, "the job's %s is not valid UTF-8: send text in UTF-8", fd.Name())
@@ -72,6 +78,14 @@ func checkText(m protoreflect.Message) error {
 	})
 	return err
 }
+
+// checkedText are the JobSpec fields whose text checkSpecInput checks
+// before checkText: the script (cluster.CheckScript, by line), the
+// environment list (cluster.CheckEnv, by variable) and the script's
+// arguments (cluster.CheckCommand, by argument). The environment's map
+// form is checked by CheckEnv only when the list is empty, so checkText
+// reads it.
+var checkedText = map[protoreflect.Name]bool{"script": true, "environment": true, "script_args": true}
 
 // allStrings reports whether ok holds for every string of one field's
 // value.

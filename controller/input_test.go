@@ -3,12 +3,14 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/apiclient"
@@ -69,6 +71,46 @@ func TestJobFromSpecRefusesBadInput(t *testing.T) {
 	}
 }
 
+// TestEveryTextFieldIsChecked: a NUL byte or text that is not UTF-8 in
+// any string of a spec (alone, in a list, a map's key or value) is
+// refused, whichever check reads it (checkText passes over the fields
+// others check: checkedText).
+func TestEveryTextFieldIsChecked(t *testing.T) {
+	fields := testSpec(1, 8).ProtoReflect().Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if fd.Kind() != protoreflect.StringKind && !(fd.IsMap() && fd.MapKey().Kind() == protoreflect.StringKind) {
+			continue
+		}
+		for _, bad := range []string{"a\x00b", "caf\xe9"} {
+			for _, where := range []string{"key", "value"} {
+				if where == "value" && !(fd.IsMap() && fd.MapValue().Kind() == protoreflect.StringKind) {
+					continue
+				}
+				spec := testSpec(1, 8)
+				// With a list, the environment's map form is read by
+				// checkText alone.
+				spec.Environment = append(spec.Environment, "HOME=/")
+				m := spec.ProtoReflect()
+				str := protoreflect.ValueOfString
+				switch {
+				case fd.IsMap() && where == "key":
+					m.Mutable(fd).Map().Set(str(bad).MapKey(), str("v"))
+				case fd.IsMap():
+					m.Mutable(fd).Map().Set(str("KEY").MapKey(), str(bad))
+				case fd.IsList():
+					m.Mutable(fd).List().Append(str("KEY=" + bad))
+				default:
+					m.Set(fd, str("KEY="+bad))
+				}
+				if err := checkSpecInput(spec, 0); !errors.Is(err, cluster.ErrInvalid) {
+					t.Errorf("%s holding %q: %v; want ErrInvalid", fd.Name(), bad, err)
+				}
+			}
+		}
+	}
+}
+
 // TestSubmitAndReadAJobAtTheLimits is the regression test for jobs the
 // API could not carry: gRPC's default 4 MiB message limit refused a script
 // of Slurm's default limit, on the way in (the controller) and out (GetJob
@@ -101,5 +143,22 @@ func TestSubmitAndReadAJobAtTheLimits(t *testing.T) {
 	_, err = api.SubmitJob(ctx, &phalanxv1.SubmitJobRequest{Spec: spec})
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "over the limit of 4194304 bytes (4.0 MiB) (MaxScriptSize)") {
 		t.Fatalf("a script one byte over the limit: %v; want InvalidArgument naming the limit", err)
+	}
+}
+
+// BenchmarkCheckSpecInput: the input checks of one submit with a training
+// job's script and environment (as the controller benchmark sends).
+func BenchmarkCheckSpecInput(b *testing.B) {
+	env := []string{"PATH=/usr/local/cuda/bin:/opt/conda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	for i := range 40 {
+		env = append(env, fmt.Sprintf("VAR_%02d=%s", i, strings.Repeat("x", 40)))
+	}
+	script := "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gpus-per-node=8\n" + strings.Repeat("# a comment line, explaining a flag\n", 12) + "srun train.py\n"
+	spec := &phalanxv1.JobSpec{Name: "train", User: "bench", Uid: 1000, Gid: 1000, WorkDir: "/home/bench", Nodes: 1,
+		GpusPerNode: 8, Script: script, Environment: env, Output: "train-%j.out"}
+	for b.Loop() {
+		if err := checkSpecInput(spec, 4<<20); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
