@@ -39,6 +39,7 @@ func (s *Server) status() *phalanxv1.ControllerStatus {
 		LastLogIndex: r.LastIndex(),
 		LeaderId:     string(leader),
 		DurableIndex: s.store.DurableIndex(),
+		FeatureLevel: s.featureLevel(),
 	}
 	if term, err := parseUint(r.Stats()["term"]); err == nil {
 		out.Term = term

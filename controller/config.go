@@ -66,6 +66,13 @@ type Config struct {
 	// (cluster.MinHangTimeout; shorter only in tests).
 	DefaultHangTimeout, MinHangTimeout time.Duration
 
+	// FeatureLevel is the highest feature level of the replicated state
+	// this replica reports (store.FeatureLevel): the leader raises the
+	// state's level only as far as every member reports. nil: its
+	// release's; lower holds the cluster's level back, as a replica of an
+	// earlier release does (features.go).
+	FeatureLevel *uint64
+
 	// NodeTTL: a node silent this long is declared DOWN (default 30s).
 	NodeTTL time.Duration
 	// HeartbeatInterval told to agents (default 5s).

@@ -48,6 +48,7 @@ func (s *Server) lead(ctx context.Context) {
 	}
 	defer s.stepDown()
 	s.log.Info("leading", "id", s.ID(), "raft", s.RaftAddr(), "next_job_id", s.NextJobID())
+	go s.raiseFeatureLevel(ctx)
 
 	sched := time.NewTicker(s.cfg.SchedInterval)
 	defer sched.Stop()

@@ -40,7 +40,10 @@
 // Jobs have events too: a checkpoint step complete, what an agent saw of a
 // task, and every requeue with its cause, which putJob records whenever a
 // command raises a job's attempt number (cluster.RequeuedEvent), whatever
-// the path: a restart, a preemption, scontrol requeue.
+// the path: a restart, a preemption, scontrol requeue; from the state's
+// feature level FeatureRequeueEvents on (features.go, meta/features), so
+// that a replica of an earlier release, which records none, numbers the
+// events as the others do.
 //
 // # Applied index
 //
@@ -60,6 +63,7 @@
 //	  nextjob      -> uint64   smallest job ID above every submitted job
 //	  nextevent    -> uint64   the number of the next node event (absent: 1)
 //	  partsconfig  -> string   digest of the config's partitions last applied
+//	  features     -> uint64   the state's feature level (absent: 0; features.go)
 //	jobs/                      bucket: active jobs
 //	  <id>         -> statev1.Job         spec and status, without payload
 //	history/                   bucket: finished jobs (moved from jobs/)

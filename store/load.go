@@ -22,7 +22,7 @@ func load(db *bolt.DB, halfLife time.Duration) (*state, error) {
 		st.applied = getUint64(meta, keyApplied)
 		st.nextJob = cluster.JobID(max(getUint64(meta, keyNextJob), 1))
 		st.partsConfig = string(meta.Get(keyPartsConfig))
-		for _, step := range []func(*bolt.Tx, *state) error{loadJobs, loadHistory, loadNodes, loadPartitions, loadRequests, loadControllers, loadEvents} {
+		for _, step := range []func(*bolt.Tx, *state) error{loadFeatures, loadJobs, loadHistory, loadNodes, loadPartitions, loadRequests, loadControllers, loadEvents} {
 			if err := step(tx, st); err != nil {
 				return err
 			}

@@ -1,8 +1,11 @@
 package store
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/phalanx-hpc/phalanx/cluster"
 )
@@ -87,6 +90,7 @@ func TestEveryRequeueRecordsWhy(t *testing.T) {
 			s := openTest(t, "")
 			idx := uint64(0)
 			next := func() uint64 { idx++; return idx }
+			must(t, s.SetFeatureLevel(next(), FeatureRequeueEvents))
 			mustRegister(t, s, next(), "n1")
 			fencing(t, s, next(), "n2")
 			j := pendingJob(1, 2, 2)
@@ -136,6 +140,7 @@ func TestRequeueEventPerRestart(t *testing.T) {
 	s := openTest(t, "")
 	idx := uint64(0)
 	next := func() uint64 { idx++; return idx }
+	must(t, s.SetFeatureLevel(next(), FeatureRequeueEvents))
 	mustRegister(t, s, next(), "n1")
 	j := pendingJob(1, 1, 2)
 	j.Restart.MaxRestarts = 1
@@ -167,5 +172,70 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A requeue records its event only once the state's feature level says so:
+// until every voter's release records them (SetFeatureLevel), replicas of
+// the earlier release, applying the same entries without recording them,
+// would number every later event differently. The level stays across a
+// restart, and a state at a level this release does not know is refused.
+func TestRequeueEventsFromTheirFeatureLevel(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(path, NoSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := uint64(0)
+	next := func() uint64 { idx++; return idx }
+	mustRegister(t, s, next(), "n1")
+	must(t, submitErr(s, next(), pendingJob(1, 1, 2)))
+	lose := func(attempt int, sec int) {
+		t.Helper()
+		if ids, err := s.PlaceJobs(next(), []Placement{{Job: 1, Alloc: alloc([]int{0, 1}, "n1"), Time: at(sec)}}); err != nil || len(ids) != 1 {
+			t.Fatalf("PlaceJobs attempt %d = %v, %v", attempt, ids, err)
+		}
+		must(t, s.ReportTask(next(), cluster.TaskReport{JobID: 1, Attempt: attempt, Node: "n1", State: cluster.TaskLost, Message: "prolog on n1: exit 1", Time: at(sec + 5)}))
+	}
+	requeues := func() int {
+		t.Helper()
+		evs, err := s.Events(EventQuery{Jobs: []cluster.JobID{1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(evs)
+	}
+	lose(0, 10)
+	if n := requeues(); n != 0 || s.FeatureLevel() != 0 {
+		t.Fatalf("at feature level %d, a restart recorded %d events; want none at level 0", s.FeatureLevel(), n)
+	}
+	must(t, s.SetFeatureLevel(next(), FeatureRequeueEvents))
+	lose(1, 20)
+	if n := requeues(); n != 1 {
+		t.Fatalf("at feature level %d, a restart recorded %d events; want 1", s.FeatureLevel(), n)
+	}
+	if err := s.SetFeatureLevel(next(), FeatureLevel+1); err == nil || !strings.Contains(err.Error(), "upgrade phalanx-controller") {
+		t.Errorf("SetFeatureLevel(%d) = %v; want a refusal that says to upgrade", FeatureLevel+1, err)
+	}
+	must(t, s.Close())
+	s, err = Open(path, NoSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.FeatureLevel(); got != FeatureRequeueEvents {
+		t.Errorf("after a restart, feature level %d; want %d", got, FeatureRequeueEvents)
+	}
+	must(t, s.Close())
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, db.Update(func(tx *bolt.Tx) error { return putUint64(tx.Bucket(bucketMeta), keyFeatures, FeatureLevel+1) }))
+	must(t, db.Close())
+	if s, err := Open(path, NoSync()); err == nil || !strings.Contains(err.Error(), "upgrade phalanx-controller") {
+		if s != nil {
+			s.Close()
+		}
+		t.Errorf("opening a state at feature level %d: %v; want a refusal that says to upgrade", FeatureLevel+1, err)
 	}
 }

@@ -61,9 +61,11 @@ type state struct {
 	// partsConfig is the digest of the config file's partitions as last
 	// applied; administrators' changes since are in parts, not in it.
 	partsConfig string
-	requests    map[string]request
-	ctls        map[string]Controller
-	liveOnNode  map[string]map[cluster.JobID]struct{} // live jobs with a task on the node
+	// features is the state's feature level (features.go).
+	features   uint64
+	requests   map[string]request
+	ctls       map[string]Controller
+	liveOnNode map[string]map[cluster.JobID]struct{} // live jobs with a task on the node
 	// nextEvent is the number the next node event takes; events holds the
 	// number and time of every event kept, in order (the events
 	// themselves are on disk only).
@@ -175,7 +177,9 @@ func (c *change) putJob(j *cluster.Job) {
 	st := c.st
 	old := st.jobs[j.ID]
 	c.stampAttempts(old, j)
-	c.requeued(old, j)
+	if c.st.has(FeatureRequeueEvents) {
+		c.requeued(old, j)
+	}
 	c.touchAlloc(old)
 	c.touchAlloc(j)
 	st.unindexLive(old)

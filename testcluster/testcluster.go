@@ -59,6 +59,10 @@ type Options struct {
 	DisableRootJobs bool
 	OperatorUsers   []string
 	PrivateJobs     bool
+	// FeatureLevels, by replica index: the feature level that replica
+	// reports (controller.Config.FeatureLevel), standing for an earlier
+	// release; the others report their release's.
+	FeatureLevels map[int]uint64
 	// MaxArraySize is the controllers' (0: their default, 1001).
 	MaxArraySize int
 	// ClusterName is the controllers' (the config's ClusterName).
@@ -275,6 +279,7 @@ func (c *Cluster) StartController(i int) {
 		MaxArraySize:      c.opts.MaxArraySize,
 		RateLimit:         c.opts.RateLimit,
 		MinHangTimeout:    c.opts.MinHangTimeout,
+		FeatureLevel:      featureLevel(c.opts.FeatureLevels, i),
 		Logger:            c.logger("controller-" + r.id),
 	})
 	if err != nil {
@@ -455,4 +460,12 @@ func (w testWriter) Write(p []byte) (int, error) {
 	defer func() { recover() }()
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// featureLevel is replica i's entry of levels, or nil.
+func featureLevel(levels map[int]uint64, i int) *uint64 {
+	if l, ok := levels[i]; ok {
+		return &l
+	}
+	return nil
 }

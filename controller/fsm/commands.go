@@ -181,6 +181,17 @@ func (c MissDeadlines) apply(st *store.Store, idx uint64) Result {
 	return Result{IDs: ids, Err: err}
 }
 
+// SetFeatureLevel raises the state's feature level (store.FeatureLevel):
+// the leader proposes it once every voter's release knows the level. A
+// replica whose release does not stops, as for a command it does not know.
+type SetFeatureLevel struct {
+	Level uint64
+}
+
+func (c SetFeatureLevel) apply(st *store.Store, idx uint64) Result {
+	return Result{Err: st.SetFeatureLevel(idx, c.Level)}
+}
+
 // SetNodesDown marks silent nodes DOWN together.
 type SetNodesDown struct {
 	Names  []string

@@ -121,6 +121,8 @@ func decode(m *statev1.Command) (Command, error) {
 		}}, nil
 	case *statev1.Command_UpdateJob:
 		return decodeUpdateJob(c.UpdateJob), nil
+	case *statev1.Command_SetFeatureLevel:
+		return SetFeatureLevel{Level: c.SetFeatureLevel.GetLevel()}, nil
 	}
 	return nil, fmt.Errorf("command type %d: %w", unknownType(m), ErrUnknownCommand)
 }
@@ -372,6 +374,10 @@ func (c MissDeadlines) encode() (*statev1.Command, error) {
 	return &statev1.Command{Command: &statev1.Command_MissDeadlines{MissDeadlines: &statev1.MissDeadlines{
 		JobIds: wireIDs(c.IDs), Time: codec.Time(c.Time),
 	}}}, nil
+}
+
+func (c SetFeatureLevel) encode() (*statev1.Command, error) {
+	return &statev1.Command{Command: &statev1.Command_SetFeatureLevel{SetFeatureLevel: &statev1.SetFeatureLevel{Level: c.Level}}}, nil
 }
 
 func (c RequeueJobs) encode() (*statev1.Command, error) {

@@ -107,6 +107,7 @@ var commandFixtures = map[string]Command{
 	"18-signal-jobs":       SignalJobs{IDs: []cluster.JobID{7}, Signal: 10, Scope: cluster.SignalBatch, RequestID: []byte("5e1f/0"), Time: t0.Add(10 * time.Hour)},
 	"18b-signal-step":      SignalJobs{IDs: []cluster.JobID{7}, Signal: 15, Scope: cluster.SignalStep, Step: 2, RequestID: []byte("5e20/0"), Time: t0.Add(11 * time.Hour)},
 	"19-miss-deadlines":    MissDeadlines{IDs: []cluster.JobID{8}, Time: t0.Add(11 * time.Hour)},
+	"20-set-feature-level": SetFeatureLevel{Level: 1},
 	"16-record-event": RecordEvent{Event: cluster.Event{Time: t0.Add(8 * time.Hour), Node: "gpu001", Job: 7, Kind: cluster.EventHang,
 		User: cluster.SystemUser, Message: "rank 1: no output, no checkpoint and idle GPUs for 30m0s"}},
 }

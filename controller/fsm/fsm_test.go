@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,6 +191,26 @@ func TestFSMStopsOnACommandItDoesNotKnow(t *testing.T) {
 	}
 	if st.AppliedIndex() != 0 {
 		t.Errorf("applied index %d after an entry it could not read; want 0", st.AppliedIndex())
+	}
+}
+
+// A feature level this release does not know (raised by a newer leader)
+// stops the replica, as a command it does not know does: going on, it
+// would apply what follows without what the level turns on.
+func TestFSMStopsOnAFeatureLevelItDoesNotKnow(t *testing.T) {
+	st := openStore(t)
+	var stopped error
+	f := New(st, OnFatal(func(err error) { stopped = err }))
+	f.Apply(entry(t, 1, SetFeatureLevel{Level: store.FeatureLevel}))
+	if stopped != nil || st.FeatureLevel() != store.FeatureLevel {
+		t.Fatalf("feature level %d after raising it to this release's %d (stopped: %v)", st.FeatureLevel(), store.FeatureLevel, stopped)
+	}
+	f.Apply(entry(t, 2, SetFeatureLevel{Level: store.FeatureLevel + 1}))
+	if stopped == nil || !strings.Contains(stopped.Error(), "upgrade phalanx-controller") {
+		t.Errorf("stopped with %v; want a stop that says to upgrade", stopped)
+	}
+	if st.AppliedIndex() != 1 || st.FeatureLevel() != store.FeatureLevel {
+		t.Errorf("applied index %d, feature level %d after a level it does not know; want 1 and %d", st.AppliedIndex(), st.FeatureLevel(), store.FeatureLevel)
 	}
 }
 

@@ -4560,8 +4560,12 @@ type ControllerStatus struct {
 	Term         uint64                 `protobuf:"varint,8,opt,name=term,proto3" json:"term,omitempty"`
 	LeaderId     string                 `protobuf:"bytes,9,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"` // empty: no leader known
 	// last_contact: when a follower last heard from the leader.
-	LastContact   *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=last_contact,json=lastContact,proto3" json:"last_contact,omitempty"`
-	DurableIndex  uint64                 `protobuf:"varint,11,opt,name=durable_index,json=durableIndex,proto3" json:"durable_index,omitempty"` // applied and written to its state file
+	LastContact  *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=last_contact,json=lastContact,proto3" json:"last_contact,omitempty"`
+	DurableIndex uint64                 `protobuf:"varint,11,opt,name=durable_index,json=durableIndex,proto3" json:"durable_index,omitempty"` // applied and written to its state file
+	// feature_level: the highest feature level of the replicated state this
+	// replica's release knows (0 before releases said). The leader raises
+	// the state's level once every voter knows it.
+	FeatureLevel  uint64 `protobuf:"varint,12,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4669,6 +4673,13 @@ func (x *ControllerStatus) GetLastContact() *timestamppb.Timestamp {
 func (x *ControllerStatus) GetDurableIndex() uint64 {
 	if x != nil {
 		return x.DurableIndex
+	}
+	return 0
+}
+
+func (x *ControllerStatus) GetFeatureLevel() uint64 {
+	if x != nil {
+		return x.FeatureLevel
 	}
 	return 0
 }
@@ -7445,7 +7456,7 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\vleader_addr\x18\x02 \x01(\tR\n" +
 	"leaderAddr\x12\x1d\n" +
 	"\n" +
-	"not_member\x18\x03 \x01(\bR\tnotMember\"\xf1\x02\n" +
+	"not_member\x18\x03 \x01(\bR\tnotMember\"\x96\x03\n" +
 	"\x10ControllerStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
 	"\bapi_addr\x18\x02 \x01(\tR\aapiAddr\x12\x1b\n" +
@@ -7458,7 +7469,8 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\tleader_id\x18\t \x01(\tR\bleaderId\x12=\n" +
 	"\flast_contact\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\vlastContact\x12#\n" +
-	"\rdurable_index\x18\v \x01(\x04R\fdurableIndex\"\x1c\n" +
+	"\rdurable_index\x18\v \x01(\x04R\fdurableIndex\x12#\n" +
+	"\rfeature_level\x18\f \x01(\x04R\ffeatureLevel\"\x1c\n" +
 	"\x1aGetControllerStatusRequest\"\x18\n" +
 	"\x16ListControllersRequest\"W\n" +
 	"\x17ListControllersResponse\x12<\n" +

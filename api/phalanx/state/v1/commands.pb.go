@@ -51,6 +51,7 @@ type Command struct {
 	//	*Command_RequeueJobs
 	//	*Command_SignalJobs
 	//	*Command_MissDeadlines
+	//	*Command_SetFeatureLevel
 	Command       isCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -264,6 +265,15 @@ func (x *Command) GetMissDeadlines() *MissDeadlines {
 	return nil
 }
 
+func (x *Command) GetSetFeatureLevel() *SetFeatureLevel {
+	if x != nil {
+		if x, ok := x.Command.(*Command_SetFeatureLevel); ok {
+			return x.SetFeatureLevel
+		}
+	}
+	return nil
+}
+
 type isCommand_Command interface {
 	isCommand_Command()
 }
@@ -344,6 +354,10 @@ type Command_MissDeadlines struct {
 	MissDeadlines *MissDeadlines `protobuf:"bytes,19,opt,name=miss_deadlines,json=missDeadlines,proto3,oneof"`
 }
 
+type Command_SetFeatureLevel struct {
+	SetFeatureLevel *SetFeatureLevel `protobuf:"bytes,20,opt,name=set_feature_level,json=setFeatureLevel,proto3,oneof"`
+}
+
 func (*Command_SubmitJob) isCommand_Command() {}
 
 func (*Command_PlaceJobs) isCommand_Command() {}
@@ -382,6 +396,56 @@ func (*Command_SignalJobs) isCommand_Command() {}
 
 func (*Command_MissDeadlines) isCommand_Command() {}
 
+func (*Command_SetFeatureLevel) isCommand_Command() {}
+
+// SetFeatureLevel raises the state's feature level: what applying the
+// commands after it does that earlier releases did not (such as recording
+// a job's requeue as an event). The leader proposes it once every voter's
+// release knows the level; a replica that does not stops.
+type SetFeatureLevel struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Level         uint64                 `protobuf:"varint,1,opt,name=level,proto3" json:"level,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetFeatureLevel) Reset() {
+	*x = SetFeatureLevel{}
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetFeatureLevel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetFeatureLevel) ProtoMessage() {}
+
+func (x *SetFeatureLevel) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetFeatureLevel.ProtoReflect.Descriptor instead.
+func (*SetFeatureLevel) Descriptor() ([]byte, []int) {
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SetFeatureLevel) GetLevel() uint64 {
+	if x != nil {
+		return x.Level
+	}
+	return 0
+}
+
 // MissDeadlines ends the named pending jobs that can no longer end before
 // their --deadline at time (state DEADLINE).
 type MissDeadlines struct {
@@ -394,7 +458,7 @@ type MissDeadlines struct {
 
 func (x *MissDeadlines) Reset() {
 	*x = MissDeadlines{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[1]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -406,7 +470,7 @@ func (x *MissDeadlines) String() string {
 func (*MissDeadlines) ProtoMessage() {}
 
 func (x *MissDeadlines) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[1]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -419,7 +483,7 @@ func (x *MissDeadlines) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MissDeadlines.ProtoReflect.Descriptor instead.
 func (*MissDeadlines) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{1}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *MissDeadlines) GetJobIds() []uint64 {
@@ -452,7 +516,7 @@ type SignalJobs struct {
 
 func (x *SignalJobs) Reset() {
 	*x = SignalJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[2]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -464,7 +528,7 @@ func (x *SignalJobs) String() string {
 func (*SignalJobs) ProtoMessage() {}
 
 func (x *SignalJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[2]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -477,7 +541,7 @@ func (x *SignalJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalJobs.ProtoReflect.Descriptor instead.
 func (*SignalJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{2}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SignalJobs) GetJobIds() []uint64 {
@@ -534,7 +598,7 @@ type RequeueJobs struct {
 
 func (x *RequeueJobs) Reset() {
 	*x = RequeueJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[3]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -546,7 +610,7 @@ func (x *RequeueJobs) String() string {
 func (*RequeueJobs) ProtoMessage() {}
 
 func (x *RequeueJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[3]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -559,7 +623,7 @@ func (x *RequeueJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequeueJobs.ProtoReflect.Descriptor instead.
 func (*RequeueJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{3}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RequeueJobs) GetJobIds() []uint64 {
@@ -587,7 +651,7 @@ type RecordEvent struct {
 
 func (x *RecordEvent) Reset() {
 	*x = RecordEvent{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -599,7 +663,7 @@ func (x *RecordEvent) String() string {
 func (*RecordEvent) ProtoMessage() {}
 
 func (x *RecordEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[4]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -612,7 +676,7 @@ func (x *RecordEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordEvent.ProtoReflect.Descriptor instead.
 func (*RecordEvent) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{4}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RecordEvent) GetEvent() *Event {
@@ -637,7 +701,7 @@ type CommitCheckpoint struct {
 
 func (x *CommitCheckpoint) Reset() {
 	*x = CommitCheckpoint{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -649,7 +713,7 @@ func (x *CommitCheckpoint) String() string {
 func (*CommitCheckpoint) ProtoMessage() {}
 
 func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[5]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -662,7 +726,7 @@ func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitCheckpoint.ProtoReflect.Descriptor instead.
 func (*CommitCheckpoint) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CommitCheckpoint) GetJobId() uint64 {
@@ -728,7 +792,7 @@ type UpdateJob struct {
 
 func (x *UpdateJob) Reset() {
 	*x = UpdateJob{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -740,7 +804,7 @@ func (x *UpdateJob) String() string {
 func (*UpdateJob) ProtoMessage() {}
 
 func (x *UpdateJob) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[6]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -753,7 +817,7 @@ func (x *UpdateJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJob.ProtoReflect.Descriptor instead.
 func (*UpdateJob) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *UpdateJob) GetJobId() uint64 {
@@ -859,7 +923,7 @@ type DependencyValue struct {
 
 func (x *DependencyValue) Reset() {
 	*x = DependencyValue{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -871,7 +935,7 @@ func (x *DependencyValue) String() string {
 func (*DependencyValue) ProtoMessage() {}
 
 func (x *DependencyValue) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[7]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -884,7 +948,7 @@ func (x *DependencyValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DependencyValue.ProtoReflect.Descriptor instead.
 func (*DependencyValue) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DependencyValue) GetConds() []*DepCond {
@@ -923,7 +987,7 @@ type SubmitJob struct {
 
 func (x *SubmitJob) Reset() {
 	*x = SubmitJob{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -935,7 +999,7 @@ func (x *SubmitJob) String() string {
 func (*SubmitJob) ProtoMessage() {}
 
 func (x *SubmitJob) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[8]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -948,7 +1012,7 @@ func (x *SubmitJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJob.ProtoReflect.Descriptor instead.
 func (*SubmitJob) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SubmitJob) GetJob() *Job {
@@ -999,7 +1063,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1011,7 +1075,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[9]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1024,7 +1088,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Placement) GetJobId() uint64 {
@@ -1071,7 +1135,7 @@ type PlaceJobs struct {
 
 func (x *PlaceJobs) Reset() {
 	*x = PlaceJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1083,7 +1147,7 @@ func (x *PlaceJobs) String() string {
 func (*PlaceJobs) ProtoMessage() {}
 
 func (x *PlaceJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[10]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1096,7 +1160,7 @@ func (x *PlaceJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlaceJobs.ProtoReflect.Descriptor instead.
 func (*PlaceJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PlaceJobs) GetPlacements() []*Placement {
@@ -1132,7 +1196,7 @@ type ReportTask struct {
 
 func (x *ReportTask) Reset() {
 	*x = ReportTask{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1144,7 +1208,7 @@ func (x *ReportTask) String() string {
 func (*ReportTask) ProtoMessage() {}
 
 func (x *ReportTask) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[11]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1157,7 +1221,7 @@ func (x *ReportTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTask.ProtoReflect.Descriptor instead.
 func (*ReportTask) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{11}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ReportTask) GetJobId() uint64 {
@@ -1258,7 +1322,7 @@ type CancelJobs struct {
 
 func (x *CancelJobs) Reset() {
 	*x = CancelJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1270,7 +1334,7 @@ func (x *CancelJobs) String() string {
 func (*CancelJobs) ProtoMessage() {}
 
 func (x *CancelJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[12]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1283,7 +1347,7 @@ func (x *CancelJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobs.ProtoReflect.Descriptor instead.
 func (*CancelJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{12}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CancelJobs) GetJobIds() []uint64 {
@@ -1323,7 +1387,7 @@ type RegisterNode struct {
 
 func (x *RegisterNode) Reset() {
 	*x = RegisterNode{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1335,7 +1399,7 @@ func (x *RegisterNode) String() string {
 func (*RegisterNode) ProtoMessage() {}
 
 func (x *RegisterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[13]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1348,7 +1412,7 @@ func (x *RegisterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNode.ProtoReflect.Descriptor instead.
 func (*RegisterNode) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{13}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RegisterNode) GetNode() *Node {
@@ -1371,7 +1435,7 @@ type SetNodeState struct {
 
 func (x *SetNodeState) Reset() {
 	*x = SetNodeState{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1383,7 +1447,7 @@ func (x *SetNodeState) String() string {
 func (*SetNodeState) ProtoMessage() {}
 
 func (x *SetNodeState) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[14]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1396,7 +1460,7 @@ func (x *SetNodeState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeState.ProtoReflect.Descriptor instead.
 func (*SetNodeState) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{14}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SetNodeState) GetName() string {
@@ -1450,7 +1514,7 @@ type SetNodeHealth struct {
 
 func (x *SetNodeHealth) Reset() {
 	*x = SetNodeHealth{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1462,7 +1526,7 @@ func (x *SetNodeHealth) String() string {
 func (*SetNodeHealth) ProtoMessage() {}
 
 func (x *SetNodeHealth) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[15]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1475,7 +1539,7 @@ func (x *SetNodeHealth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeHealth.ProtoReflect.Descriptor instead.
 func (*SetNodeHealth) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{15}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SetNodeHealth) GetName() string {
@@ -1513,7 +1577,7 @@ type SetPartitions struct {
 
 func (x *SetPartitions) Reset() {
 	*x = SetPartitions{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[16]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1525,7 +1589,7 @@ func (x *SetPartitions) String() string {
 func (*SetPartitions) ProtoMessage() {}
 
 func (x *SetPartitions) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[16]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1538,7 +1602,7 @@ func (x *SetPartitions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPartitions.ProtoReflect.Descriptor instead.
 func (*SetPartitions) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{16}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SetPartitions) GetPartitions() []*Partition {
@@ -1568,7 +1632,7 @@ type PreemptJobs struct {
 
 func (x *PreemptJobs) Reset() {
 	*x = PreemptJobs{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[17]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1580,7 +1644,7 @@ func (x *PreemptJobs) String() string {
 func (*PreemptJobs) ProtoMessage() {}
 
 func (x *PreemptJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[17]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1593,7 +1657,7 @@ func (x *PreemptJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreemptJobs.ProtoReflect.Descriptor instead.
 func (*PreemptJobs) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{17}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PreemptJobs) GetJobIds() []uint64 {
@@ -1628,7 +1692,7 @@ type SetNodesDown struct {
 
 func (x *SetNodesDown) Reset() {
 	*x = SetNodesDown{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[18]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1640,7 +1704,7 @@ func (x *SetNodesDown) String() string {
 func (*SetNodesDown) ProtoMessage() {}
 
 func (x *SetNodesDown) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[18]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1653,7 +1717,7 @@ func (x *SetNodesDown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodesDown.ProtoReflect.Descriptor instead.
 func (*SetNodesDown) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{18}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SetNodesDown) GetNames() []string {
@@ -1688,7 +1752,7 @@ type SetController struct {
 
 func (x *SetController) Reset() {
 	*x = SetController{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[19]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1700,7 +1764,7 @@ func (x *SetController) String() string {
 func (*SetController) ProtoMessage() {}
 
 func (x *SetController) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[19]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1713,7 +1777,7 @@ func (x *SetController) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetController.ProtoReflect.Descriptor instead.
 func (*SetController) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{19}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SetController) GetController() *Controller {
@@ -1732,7 +1796,7 @@ type RemoveController struct {
 
 func (x *RemoveController) Reset() {
 	*x = RemoveController{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[20]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1744,7 +1808,7 @@ func (x *RemoveController) String() string {
 func (*RemoveController) ProtoMessage() {}
 
 func (x *RemoveController) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[20]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1757,7 +1821,7 @@ func (x *RemoveController) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveController.ProtoReflect.Descriptor instead.
 func (*RemoveController) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{20}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RemoveController) GetId() string {
@@ -1786,7 +1850,7 @@ type Expire struct {
 
 func (x *Expire) Reset() {
 	*x = Expire{}
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[21]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1798,7 +1862,7 @@ func (x *Expire) String() string {
 func (*Expire) ProtoMessage() {}
 
 func (x *Expire) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_state_v1_commands_proto_msgTypes[21]
+	mi := &file_phalanx_state_v1_commands_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1811,7 +1875,7 @@ func (x *Expire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expire.ProtoReflect.Descriptor instead.
 func (*Expire) Descriptor() ([]byte, []int) {
-	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{21}
+	return file_phalanx_state_v1_commands_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Expire) GetRequestsBefore() int64 {
@@ -1860,8 +1924,7 @@ var File_phalanx_state_v1_commands_proto protoreflect.FileDescriptor
 
 const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\n" +
-	"\x1fphalanx/state/v1/commands.proto\x12\x10phalanx.state.v1\x1a\x1ephalanx/state/v1/records.proto\"\xb7\n" +
-	"\n" +
+	"\x1fphalanx/state/v1/commands.proto\x12\x10phalanx.state.v1\x1a\x1ephalanx/state/v1/records.proto\"\x88\v\n" +
 	"\aCommand\x12<\n" +
 	"\n" +
 	"submit_job\x18\x01 \x01(\v2\x1b.phalanx.state.v1.SubmitJobH\x00R\tsubmitJob\x12<\n" +
@@ -1888,8 +1951,11 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\frequeue_jobs\x18\x11 \x01(\v2\x1d.phalanx.state.v1.RequeueJobsH\x00R\vrequeueJobs\x12?\n" +
 	"\vsignal_jobs\x18\x12 \x01(\v2\x1c.phalanx.state.v1.SignalJobsH\x00R\n" +
 	"signalJobs\x12H\n" +
-	"\x0emiss_deadlines\x18\x13 \x01(\v2\x1f.phalanx.state.v1.MissDeadlinesH\x00R\rmissDeadlinesB\t\n" +
-	"\acommand\"<\n" +
+	"\x0emiss_deadlines\x18\x13 \x01(\v2\x1f.phalanx.state.v1.MissDeadlinesH\x00R\rmissDeadlines\x12O\n" +
+	"\x11set_feature_level\x18\x14 \x01(\v2!.phalanx.state.v1.SetFeatureLevelH\x00R\x0fsetFeatureLevelB\t\n" +
+	"\acommand\"'\n" +
+	"\x0fSetFeatureLevel\x12\x14\n" +
+	"\x05level\x18\x01 \x01(\x04R\x05level\"<\n" +
 	"\rMissDeadlines\x12\x17\n" +
 	"\ajob_ids\x18\x01 \x03(\x04R\x06jobIds\x12\x12\n" +
 	"\x04time\x18\x02 \x01(\x03R\x04time\"\xb9\x01\n" +
@@ -2040,82 +2106,84 @@ func file_phalanx_state_v1_commands_proto_rawDescGZIP() []byte {
 	return file_phalanx_state_v1_commands_proto_rawDescData
 }
 
-var file_phalanx_state_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_phalanx_state_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_phalanx_state_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),          // 0: phalanx.state.v1.Command
-	(*MissDeadlines)(nil),    // 1: phalanx.state.v1.MissDeadlines
-	(*SignalJobs)(nil),       // 2: phalanx.state.v1.SignalJobs
-	(*RequeueJobs)(nil),      // 3: phalanx.state.v1.RequeueJobs
-	(*RecordEvent)(nil),      // 4: phalanx.state.v1.RecordEvent
-	(*CommitCheckpoint)(nil), // 5: phalanx.state.v1.CommitCheckpoint
-	(*UpdateJob)(nil),        // 6: phalanx.state.v1.UpdateJob
-	(*DependencyValue)(nil),  // 7: phalanx.state.v1.DependencyValue
-	(*SubmitJob)(nil),        // 8: phalanx.state.v1.SubmitJob
-	(*Placement)(nil),        // 9: phalanx.state.v1.Placement
-	(*PlaceJobs)(nil),        // 10: phalanx.state.v1.PlaceJobs
-	(*ReportTask)(nil),       // 11: phalanx.state.v1.ReportTask
-	(*CancelJobs)(nil),       // 12: phalanx.state.v1.CancelJobs
-	(*RegisterNode)(nil),     // 13: phalanx.state.v1.RegisterNode
-	(*SetNodeState)(nil),     // 14: phalanx.state.v1.SetNodeState
-	(*SetNodeHealth)(nil),    // 15: phalanx.state.v1.SetNodeHealth
-	(*SetPartitions)(nil),    // 16: phalanx.state.v1.SetPartitions
-	(*PreemptJobs)(nil),      // 17: phalanx.state.v1.PreemptJobs
-	(*SetNodesDown)(nil),     // 18: phalanx.state.v1.SetNodesDown
-	(*SetController)(nil),    // 19: phalanx.state.v1.SetController
-	(*RemoveController)(nil), // 20: phalanx.state.v1.RemoveController
-	(*Expire)(nil),           // 21: phalanx.state.v1.Expire
-	(SignalScope)(0),         // 22: phalanx.state.v1.SignalScope
-	(*Event)(nil),            // 23: phalanx.state.v1.Event
-	(Hold)(0),                // 24: phalanx.state.v1.Hold
-	(*DepCond)(nil),          // 25: phalanx.state.v1.DepCond
-	(*Job)(nil),              // 26: phalanx.state.v1.Job
-	(*Allocation)(nil),       // 27: phalanx.state.v1.Allocation
-	(PlacedBy)(0),            // 28: phalanx.state.v1.PlacedBy
-	(TaskState)(0),           // 29: phalanx.state.v1.TaskState
-	(*Node)(nil),             // 30: phalanx.state.v1.Node
-	(NodeState)(0),           // 31: phalanx.state.v1.NodeState
-	(*Partition)(nil),        // 32: phalanx.state.v1.Partition
-	(*Controller)(nil),       // 33: phalanx.state.v1.Controller
+	(*SetFeatureLevel)(nil),  // 1: phalanx.state.v1.SetFeatureLevel
+	(*MissDeadlines)(nil),    // 2: phalanx.state.v1.MissDeadlines
+	(*SignalJobs)(nil),       // 3: phalanx.state.v1.SignalJobs
+	(*RequeueJobs)(nil),      // 4: phalanx.state.v1.RequeueJobs
+	(*RecordEvent)(nil),      // 5: phalanx.state.v1.RecordEvent
+	(*CommitCheckpoint)(nil), // 6: phalanx.state.v1.CommitCheckpoint
+	(*UpdateJob)(nil),        // 7: phalanx.state.v1.UpdateJob
+	(*DependencyValue)(nil),  // 8: phalanx.state.v1.DependencyValue
+	(*SubmitJob)(nil),        // 9: phalanx.state.v1.SubmitJob
+	(*Placement)(nil),        // 10: phalanx.state.v1.Placement
+	(*PlaceJobs)(nil),        // 11: phalanx.state.v1.PlaceJobs
+	(*ReportTask)(nil),       // 12: phalanx.state.v1.ReportTask
+	(*CancelJobs)(nil),       // 13: phalanx.state.v1.CancelJobs
+	(*RegisterNode)(nil),     // 14: phalanx.state.v1.RegisterNode
+	(*SetNodeState)(nil),     // 15: phalanx.state.v1.SetNodeState
+	(*SetNodeHealth)(nil),    // 16: phalanx.state.v1.SetNodeHealth
+	(*SetPartitions)(nil),    // 17: phalanx.state.v1.SetPartitions
+	(*PreemptJobs)(nil),      // 18: phalanx.state.v1.PreemptJobs
+	(*SetNodesDown)(nil),     // 19: phalanx.state.v1.SetNodesDown
+	(*SetController)(nil),    // 20: phalanx.state.v1.SetController
+	(*RemoveController)(nil), // 21: phalanx.state.v1.RemoveController
+	(*Expire)(nil),           // 22: phalanx.state.v1.Expire
+	(SignalScope)(0),         // 23: phalanx.state.v1.SignalScope
+	(*Event)(nil),            // 24: phalanx.state.v1.Event
+	(Hold)(0),                // 25: phalanx.state.v1.Hold
+	(*DepCond)(nil),          // 26: phalanx.state.v1.DepCond
+	(*Job)(nil),              // 27: phalanx.state.v1.Job
+	(*Allocation)(nil),       // 28: phalanx.state.v1.Allocation
+	(PlacedBy)(0),            // 29: phalanx.state.v1.PlacedBy
+	(TaskState)(0),           // 30: phalanx.state.v1.TaskState
+	(*Node)(nil),             // 31: phalanx.state.v1.Node
+	(NodeState)(0),           // 32: phalanx.state.v1.NodeState
+	(*Partition)(nil),        // 33: phalanx.state.v1.Partition
+	(*Controller)(nil),       // 34: phalanx.state.v1.Controller
 }
 var file_phalanx_state_v1_commands_proto_depIdxs = []int32{
-	8,  // 0: phalanx.state.v1.Command.submit_job:type_name -> phalanx.state.v1.SubmitJob
-	10, // 1: phalanx.state.v1.Command.place_jobs:type_name -> phalanx.state.v1.PlaceJobs
-	11, // 2: phalanx.state.v1.Command.report_task:type_name -> phalanx.state.v1.ReportTask
-	12, // 3: phalanx.state.v1.Command.cancel_jobs:type_name -> phalanx.state.v1.CancelJobs
-	13, // 4: phalanx.state.v1.Command.register_node:type_name -> phalanx.state.v1.RegisterNode
-	14, // 5: phalanx.state.v1.Command.set_node_state:type_name -> phalanx.state.v1.SetNodeState
-	16, // 6: phalanx.state.v1.Command.set_partitions:type_name -> phalanx.state.v1.SetPartitions
-	17, // 7: phalanx.state.v1.Command.preempt_jobs:type_name -> phalanx.state.v1.PreemptJobs
-	18, // 8: phalanx.state.v1.Command.set_nodes_down:type_name -> phalanx.state.v1.SetNodesDown
-	19, // 9: phalanx.state.v1.Command.set_controller:type_name -> phalanx.state.v1.SetController
-	20, // 10: phalanx.state.v1.Command.remove_controller:type_name -> phalanx.state.v1.RemoveController
-	21, // 11: phalanx.state.v1.Command.expire:type_name -> phalanx.state.v1.Expire
-	6,  // 12: phalanx.state.v1.Command.update_job:type_name -> phalanx.state.v1.UpdateJob
-	15, // 13: phalanx.state.v1.Command.set_node_health:type_name -> phalanx.state.v1.SetNodeHealth
-	5,  // 14: phalanx.state.v1.Command.commit_checkpoint:type_name -> phalanx.state.v1.CommitCheckpoint
-	4,  // 15: phalanx.state.v1.Command.record_event:type_name -> phalanx.state.v1.RecordEvent
-	3,  // 16: phalanx.state.v1.Command.requeue_jobs:type_name -> phalanx.state.v1.RequeueJobs
-	2,  // 17: phalanx.state.v1.Command.signal_jobs:type_name -> phalanx.state.v1.SignalJobs
-	1,  // 18: phalanx.state.v1.Command.miss_deadlines:type_name -> phalanx.state.v1.MissDeadlines
-	22, // 19: phalanx.state.v1.SignalJobs.scope:type_name -> phalanx.state.v1.SignalScope
-	23, // 20: phalanx.state.v1.RecordEvent.event:type_name -> phalanx.state.v1.Event
-	24, // 21: phalanx.state.v1.UpdateJob.hold:type_name -> phalanx.state.v1.Hold
-	7,  // 22: phalanx.state.v1.UpdateJob.dependency:type_name -> phalanx.state.v1.DependencyValue
-	25, // 23: phalanx.state.v1.DependencyValue.conds:type_name -> phalanx.state.v1.DepCond
-	26, // 24: phalanx.state.v1.SubmitJob.job:type_name -> phalanx.state.v1.Job
-	27, // 25: phalanx.state.v1.Placement.alloc:type_name -> phalanx.state.v1.Allocation
-	28, // 26: phalanx.state.v1.Placement.placed_by:type_name -> phalanx.state.v1.PlacedBy
-	9,  // 27: phalanx.state.v1.PlaceJobs.placements:type_name -> phalanx.state.v1.Placement
-	29, // 28: phalanx.state.v1.ReportTask.state:type_name -> phalanx.state.v1.TaskState
-	30, // 29: phalanx.state.v1.RegisterNode.node:type_name -> phalanx.state.v1.Node
-	31, // 30: phalanx.state.v1.SetNodeState.state:type_name -> phalanx.state.v1.NodeState
-	32, // 31: phalanx.state.v1.SetPartitions.partitions:type_name -> phalanx.state.v1.Partition
-	33, // 32: phalanx.state.v1.SetController.controller:type_name -> phalanx.state.v1.Controller
-	33, // [33:33] is the sub-list for method output_type
-	33, // [33:33] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	9,  // 0: phalanx.state.v1.Command.submit_job:type_name -> phalanx.state.v1.SubmitJob
+	11, // 1: phalanx.state.v1.Command.place_jobs:type_name -> phalanx.state.v1.PlaceJobs
+	12, // 2: phalanx.state.v1.Command.report_task:type_name -> phalanx.state.v1.ReportTask
+	13, // 3: phalanx.state.v1.Command.cancel_jobs:type_name -> phalanx.state.v1.CancelJobs
+	14, // 4: phalanx.state.v1.Command.register_node:type_name -> phalanx.state.v1.RegisterNode
+	15, // 5: phalanx.state.v1.Command.set_node_state:type_name -> phalanx.state.v1.SetNodeState
+	17, // 6: phalanx.state.v1.Command.set_partitions:type_name -> phalanx.state.v1.SetPartitions
+	18, // 7: phalanx.state.v1.Command.preempt_jobs:type_name -> phalanx.state.v1.PreemptJobs
+	19, // 8: phalanx.state.v1.Command.set_nodes_down:type_name -> phalanx.state.v1.SetNodesDown
+	20, // 9: phalanx.state.v1.Command.set_controller:type_name -> phalanx.state.v1.SetController
+	21, // 10: phalanx.state.v1.Command.remove_controller:type_name -> phalanx.state.v1.RemoveController
+	22, // 11: phalanx.state.v1.Command.expire:type_name -> phalanx.state.v1.Expire
+	7,  // 12: phalanx.state.v1.Command.update_job:type_name -> phalanx.state.v1.UpdateJob
+	16, // 13: phalanx.state.v1.Command.set_node_health:type_name -> phalanx.state.v1.SetNodeHealth
+	6,  // 14: phalanx.state.v1.Command.commit_checkpoint:type_name -> phalanx.state.v1.CommitCheckpoint
+	5,  // 15: phalanx.state.v1.Command.record_event:type_name -> phalanx.state.v1.RecordEvent
+	4,  // 16: phalanx.state.v1.Command.requeue_jobs:type_name -> phalanx.state.v1.RequeueJobs
+	3,  // 17: phalanx.state.v1.Command.signal_jobs:type_name -> phalanx.state.v1.SignalJobs
+	2,  // 18: phalanx.state.v1.Command.miss_deadlines:type_name -> phalanx.state.v1.MissDeadlines
+	1,  // 19: phalanx.state.v1.Command.set_feature_level:type_name -> phalanx.state.v1.SetFeatureLevel
+	23, // 20: phalanx.state.v1.SignalJobs.scope:type_name -> phalanx.state.v1.SignalScope
+	24, // 21: phalanx.state.v1.RecordEvent.event:type_name -> phalanx.state.v1.Event
+	25, // 22: phalanx.state.v1.UpdateJob.hold:type_name -> phalanx.state.v1.Hold
+	8,  // 23: phalanx.state.v1.UpdateJob.dependency:type_name -> phalanx.state.v1.DependencyValue
+	26, // 24: phalanx.state.v1.DependencyValue.conds:type_name -> phalanx.state.v1.DepCond
+	27, // 25: phalanx.state.v1.SubmitJob.job:type_name -> phalanx.state.v1.Job
+	28, // 26: phalanx.state.v1.Placement.alloc:type_name -> phalanx.state.v1.Allocation
+	29, // 27: phalanx.state.v1.Placement.placed_by:type_name -> phalanx.state.v1.PlacedBy
+	10, // 28: phalanx.state.v1.PlaceJobs.placements:type_name -> phalanx.state.v1.Placement
+	30, // 29: phalanx.state.v1.ReportTask.state:type_name -> phalanx.state.v1.TaskState
+	31, // 30: phalanx.state.v1.RegisterNode.node:type_name -> phalanx.state.v1.Node
+	32, // 31: phalanx.state.v1.SetNodeState.state:type_name -> phalanx.state.v1.NodeState
+	33, // 32: phalanx.state.v1.SetPartitions.partitions:type_name -> phalanx.state.v1.Partition
+	34, // 33: phalanx.state.v1.SetController.controller:type_name -> phalanx.state.v1.Controller
+	34, // [34:34] is the sub-list for method output_type
+	34, // [34:34] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_state_v1_commands_proto_init() }
@@ -2144,15 +2212,16 @@ func file_phalanx_state_v1_commands_proto_init() {
 		(*Command_RequeueJobs)(nil),
 		(*Command_SignalJobs)(nil),
 		(*Command_MissDeadlines)(nil),
+		(*Command_SetFeatureLevel)(nil),
 	}
-	file_phalanx_state_v1_commands_proto_msgTypes[6].OneofWrappers = []any{}
+	file_phalanx_state_v1_commands_proto_msgTypes[7].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_state_v1_commands_proto_rawDesc), len(file_phalanx_state_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
