@@ -12,6 +12,7 @@ import (
 func TestJobRequestFormRoundTrip(t *testing.T) {
 	for _, f := range []cluster.RequestForm{
 		{Recorded: true, NTasks: true, NTasksPerNode: true, GPUsPerNode: true, GPUs: true, MemPerCPUMB: 4096, MemPerGPUMB: 81920},
+		{Recorded: true, GPUs: true, GPUsSplit: true},
 		{Recorded: true},
 		{},
 	} {
