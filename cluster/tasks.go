@@ -22,7 +22,8 @@ const MaxHostName = 255
 // its variables only after the option given: SLURM_NTASKS after -n (or
 // --gpus-per-task, which sbatch reads as giving one) or
 // --ntasks-per-node, SLURM_NTASKS_PER_NODE after --ntasks-per-node,
-// SLURM_GPUS_PER_NODE after --gpus-per-node, SLURM_GPUS after -G, and
+// SLURM_GPUS_PER_NODE after --gpus-per-node, SLURM_GPUS after -G,
+// SLURM_GPUS_PER_TASK after --gpus-per-task, and
 // SLURM_MEM_PER_CPU or SLURM_MEM_PER_GPU (in place of SLURM_MEM_PER_NODE)
 // after --mem-per-cpu or --mem-per-gpu. Recorded is false for a job
 // submitted before the form was recorded.
@@ -35,6 +36,9 @@ type RequestForm struct {
 	// new node count splits it again (SetNodes). False for a job recorded
 	// before it was.
 	GPUsSplit bool
+	// GPUsPerTask: --gpus-per-task was given, 0 too (SLURM_GPUS_PER_TASK);
+	// a job recorded before it was has it set by a count above 0 only.
+	GPUsPerTask bool
 }
 
 // NodeTasks is the number of tasks on each node: TasksPerNode, at least 1.
@@ -57,7 +61,7 @@ func (j *Job) CheckTasks() error {
 			j.CPUsPerTask, t, j.CPUsPerTask*t, j.CPUsPerNode)
 	case j.RequestForm.MemPerCPUMB < 0 || j.RequestForm.MemPerGPUMB < 0:
 		return Errorf(ErrInvalid, "--mem-per-cpu and --mem-per-gpu must not be negative")
-	case j.RequestForm.GPUsSplit && (!j.RequestForm.GPUs || j.RequestForm.GPUsPerNode || j.GPUsPerTask > 0):
+	case j.RequestForm.GPUsSplit && (!j.RequestForm.GPUs || j.RequestForm.GPUsPerNode || j.RequestForm.GPUsPerTask || j.GPUsPerTask > 0):
 		return Errorf(ErrInvalid, "the request form says -G alone gave the GPUs, beside another GPU option or without -G: leave gpus_split out")
 	case len(j.SubmitHost) > MaxHostName:
 		return Errorf(ErrInvalid, "submit host name of %d bytes: at most %d", len(j.SubmitHost), MaxHostName)

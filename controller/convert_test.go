@@ -14,7 +14,7 @@ import (
 // without one (an older client) gives a job and a spec without one.
 func TestRequestFormThroughTheJob(t *testing.T) {
 	for _, f := range []*phalanxv1.RequestForm{
-		{Ntasks: true, NtasksPerNode: true, GpusPerNode: true, Gpus: true, MemPerCpuMb: 4096, MemPerGpuMb: 81920},
+		{Ntasks: true, NtasksPerNode: true, GpusPerNode: true, Gpus: true, MemPerCpuMb: 4096, MemPerGpuMb: 81920, GpusPerTask: true},
 		{Gpus: true, GpusSplit: true, MemPerGpuMb: 1024},
 		{},
 		nil,

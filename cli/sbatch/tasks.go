@@ -96,6 +96,6 @@ func (b *builder) requestForm() *phalanxv1.RequestForm {
 	return &phalanxv1.RequestForm{
 		Ntasks: b.ntasks > 0, NtasksPerNode: b.tasksPerNode > 0, GpusPerNode: b.gpusPerNodeSet, Gpus: b.total.set,
 		MemPerCpuMb: b.memPerCPU, MemPerGpuMb: b.memPerGPU,
-		GpusSplit: b.total.set && b.perNode == "" && !b.perTask.set,
+		GpusSplit: b.total.set && b.perNode == "" && !b.perTask.set, GpusPerTask: b.perTask.set,
 	}
 }

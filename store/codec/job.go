@@ -85,6 +85,9 @@ func requestFormRecord(f cluster.RequestForm) *statev1.RequestForm {
 	if f.GPUsSplit {
 		r.GpusSplit = &f.GPUsSplit
 	}
+	if f.GPUsPerTask {
+		r.GpusPerTask = &f.GPUsPerTask
+	}
 	return r
 }
 
@@ -95,7 +98,8 @@ func fromRequestForm(f *statev1.RequestForm) cluster.RequestForm {
 		return cluster.RequestForm{}
 	}
 	return cluster.RequestForm{Recorded: true, NTasks: f.GetNtasks(), NTasksPerNode: f.GetNtasksPerNode(), GPUsPerNode: f.GetGpusPerNode(),
-		GPUs: f.GetGpus(), MemPerCPUMB: f.GetMemPerCpuMb(), MemPerGPUMB: f.GetMemPerGpuMb(), GPUsSplit: f.GetGpusSplit()}
+		GPUs: f.GetGpus(), MemPerCPUMB: f.GetMemPerCpuMb(), MemPerGPUMB: f.GetMemPerGpuMb(), GPUsSplit: f.GetGpusSplit(),
+		GPUsPerTask: f.GetGpusPerTask()}
 }
 
 func openModeRecord(m cluster.OpenMode) statev1.OpenMode {
