@@ -141,11 +141,12 @@ func (s *Server) updateRequest(ctx context.Context, j *cluster.Job, req *phalanx
 			return cluster.Errorf(cluster.ErrInvalid, "Partition= needs a partition name")
 		}
 	}
-	if req.Nodes != nil {
-		if c.Nodes = int(*req.Nodes); c.Nodes < 1 {
-			return cluster.Errorf(cluster.ErrInvalid, "NumNodes=%d: ask for at least 1 node", c.Nodes)
+	if req.Nodes != nil { // -G's total kept: split again, or refused
+		if err := c.SetNodes(int(*req.Nodes)); err != nil {
+			return err
 		}
 	}
+	gpus, mem := c.GPUsPerNode, c.MemoryMB
 	if req.Dependency != nil {
 		d, err := cluster.ParseDependency(*req.Dependency)
 		if err != nil {
@@ -203,6 +204,9 @@ func (s *Server) updateRequest(ctx context.Context, j *cluster.Job, req *phalanx
 	}
 	if req.Nodes != nil {
 		up.Nodes = &c.Nodes
+	}
+	if gpus != j.GPUsPerNode || mem != j.MemoryMB {
+		up.GPUsPerNode, up.MemoryMB = &gpus, &mem
 	}
 	if req.Dependency != nil {
 		up.Dependency = &c.Dependency

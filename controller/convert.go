@@ -448,7 +448,8 @@ func requestFormFromProto(f *phalanxv1.RequestForm) cluster.RequestForm {
 		return cluster.RequestForm{}
 	}
 	return cluster.RequestForm{Recorded: true, NTasks: f.Ntasks, NTasksPerNode: f.NtasksPerNode, GPUsPerNode: f.GpusPerNode,
-		GPUs: f.Gpus, MemPerCPUMB: f.MemPerCpuMb, MemPerGPUMB: f.MemPerGpuMb}
+		GPUs: f.Gpus, MemPerCPUMB: f.MemPerCpuMb, MemPerGPUMB: f.MemPerGpuMb, GPUsSplit: f.GpusSplit,
+		GPUsPerTask: f.GpusPerTask}
 }
 
 func requestFormToProto(f cluster.RequestForm) *phalanxv1.RequestForm {
@@ -456,5 +457,6 @@ func requestFormToProto(f cluster.RequestForm) *phalanxv1.RequestForm {
 		return nil
 	}
 	return &phalanxv1.RequestForm{Ntasks: f.NTasks, NtasksPerNode: f.NTasksPerNode, GpusPerNode: f.GPUsPerNode,
-		Gpus: f.GPUs, MemPerCpuMb: f.MemPerCPUMB, MemPerGpuMb: f.MemPerGPUMB}
+		Gpus: f.GPUs, MemPerCpuMb: f.MemPerCPUMB, MemPerGpuMb: f.MemPerGPUMB, GpusSplit: f.GPUsSplit,
+		GpusPerTask: f.GPUsPerTask}
 }

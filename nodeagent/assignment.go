@@ -173,7 +173,8 @@ func requestFormFromWire(f *phalanxv1.RequestForm) cluster.RequestForm {
 		return cluster.RequestForm{}
 	}
 	return cluster.RequestForm{Recorded: true, NTasks: f.GetNtasks(), NTasksPerNode: f.GetNtasksPerNode(), GPUsPerNode: f.GetGpusPerNode(),
-		GPUs: f.GetGpus(), MemPerCPUMB: max(0, f.GetMemPerCpuMb()), MemPerGPUMB: max(0, f.GetMemPerGpuMb())}
+		GPUs: f.GetGpus(), MemPerCPUMB: max(0, f.GetMemPerCpuMb()), MemPerGPUMB: max(0, f.GetMemPerGpuMb()),
+		GPUsPerTask: f.GetGpusPerTask()}
 }
 
 // openModeFromWire reads an open mode; one this agent does not know is the

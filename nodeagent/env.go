@@ -190,8 +190,9 @@ func memVars(job jobInfo, mem int64) []string {
 // gpuRequestVars are the GPU counts the job asked, in the form asked, as
 // Slurm sets them: SLURM_GPUS_PER_NODE after --gpus-per-node,
 // SLURM_GPUS after -G (the total), SLURM_GPUS_PER_TASK after
-// --gpus-per-task; TYPE:N when a type was asked (sbatch takes one in all
-// of a job's GPU options or in none).
+// --gpus-per-task (0 too, as for the others; a job from before the form
+// said so has it after a count above 0); TYPE:N when a type was asked
+// (sbatch takes one in all of a job's GPU options or in none).
 func gpuRequestVars(job jobInfo) []string {
 	count := func(n int) string {
 		if job.gpuType != "" {
@@ -208,7 +209,7 @@ func gpuRequestVars(job jobInfo) []string {
 	if job.form.GPUs {
 		vars = append(vars, "SLURM_GPUS="+count(job.gpusPerNode*len(job.ranks)))
 	}
-	if job.gpusPerTask > 0 {
+	if job.form.GPUsPerTask || job.gpusPerTask > 0 {
 		vars = append(vars, "SLURM_GPUS_PER_TASK="+count(job.gpusPerTask))
 	}
 	return vars

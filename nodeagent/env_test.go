@@ -161,7 +161,8 @@ func TestTaskEnvVariants(t *testing.T) {
 // them (checked live against Slurm 22.05): SLURM_NTASKS and SLURM_NPROCS
 // after -n or --ntasks-per-node, SLURM_NTASKS_PER_NODE after
 // --ntasks-per-node, SLURM_GPUS_PER_NODE after --gpus-per-node, SLURM_GPUS
-// after -G (0 when 0 was asked), SLURM_MEM_PER_CPU or SLURM_MEM_PER_GPU in
+// after -G (0 when 0 was asked, as SLURM_GPUS_PER_TASK after --gpus-per-task
+// and SLURM_GPUS_PER_NODE), SLURM_MEM_PER_CPU or SLURM_MEM_PER_GPU in
 // place of SLURM_MEM_PER_NODE; and a job of one whole node that gave no task count
 // has as many tasks as CPUs (SLURM_TASKS_PER_NODE). A job from before the
 // request form was recorded keeps the counts.
@@ -182,7 +183,8 @@ func TestTaskEnvAfterTheOptionsGiven(t *testing.T) {
 		want map[string]string // "" means must be absent
 	}{
 		{"-N2", form(&phalanxv1.RequestForm{}, nil), map[string]string{"SLURM_NTASKS": "", "SLURM_NPROCS": "",
-			"SLURM_NTASKS_PER_NODE": "", "SLURM_TASKS_PER_NODE": "1(x2)", "SLURM_MEM_PER_NODE": "8192", "SLURM_GPUS_PER_NODE": "", "SLURM_GPUS": ""}},
+			"SLURM_NTASKS_PER_NODE": "", "SLURM_TASKS_PER_NODE": "1(x2)", "SLURM_MEM_PER_NODE": "8192", "SLURM_GPUS_PER_NODE": "", "SLURM_GPUS": "",
+			"SLURM_GPUS_PER_TASK": ""}},
 		{"-N2 --ntasks-per-node=1", form(&phalanxv1.RequestForm{NtasksPerNode: true}, nil),
 			map[string]string{"SLURM_NTASKS": "2", "SLURM_NPROCS": "2", "SLURM_NTASKS_PER_NODE": "1"}},
 		{"-N2 -n8", form(&phalanxv1.RequestForm{Ntasks: true}, perTask),
@@ -203,6 +205,12 @@ func TestTaskEnvAfterTheOptionsGiven(t *testing.T) {
 		{"--gpus-per-task=h100:2", form(&phalanxv1.RequestForm{Ntasks: true}, func(j *phalanxv1.Job) {
 			j.Spec.TasksPerNode, j.Spec.GpusPerTask, j.Spec.GpuType = 4, 2, "h100"
 		}), map[string]string{"SLURM_GPUS_PER_TASK": "h100:2"}},
+		{"-N2 --gpus-per-task=0", form(&phalanxv1.RequestForm{Ntasks: true, GpusPerTask: true}, func(j *phalanxv1.Job) { j.Spec.GpusPerNode = 0 }),
+			map[string]string{"SLURM_GPUS_PER_TASK": "0", "SLURM_GPUS_PER_NODE": "", "SLURM_GPUS": ""}},
+		{"--gpus-per-node=2 --gpus-per-task=0", form(&phalanxv1.RequestForm{Ntasks: true, GpusPerNode: true, GpusPerTask: true}, func(j *phalanxv1.Job) { j.Spec.GpusPerNode = 2 }),
+			map[string]string{"SLURM_GPUS_PER_TASK": "0", "SLURM_GPUS_PER_NODE": "2"}},
+		{"-G 0 --gpus-per-task=0", form(&phalanxv1.RequestForm{Ntasks: true, Gpus: true, GpusPerTask: true}, func(j *phalanxv1.Job) { j.Spec.GpusPerNode = 0 }),
+			map[string]string{"SLURM_GPUS_PER_TASK": "0", "SLURM_GPUS": "0"}},
 		{"--mem-per-cpu=512", form(&phalanxv1.RequestForm{MemPerCpuMb: 512}, nil),
 			map[string]string{"SLURM_MEM_PER_CPU": "512", "SLURM_MEM_PER_NODE": "", "SLURM_MEM_PER_GPU": ""}},
 		{"--mem-per-gpu=1024", form(&phalanxv1.RequestForm{MemPerGpuMb: 1024}, nil),

@@ -299,6 +299,10 @@ type JobUpdate struct {
 	Nice       *int
 	QoS        *cluster.QoS
 	Priority   *int64
+	// GPUsPerNode and MemoryMB: its shape on a new node count
+	// (cluster.Job.SetNodes), given together.
+	GPUsPerNode *int
+	MemoryMB    *int64
 	// ArrayThrottle: a task's array's throttle (scontrol update
 	// ArrayTaskThrottle=), pending or started; ignored for another job.
 	ArrayThrottle *int
@@ -323,6 +327,8 @@ func (up JobUpdate) pendingOnly() (string, bool) {
 		return "its QoS", true
 	case up.Priority != nil:
 		return "its priority", true
+	case up.GPUsPerNode != nil || up.MemoryMB != nil:
+		return "its GPUs and memory per node", true
 	}
 	return "", false
 }
@@ -368,6 +374,12 @@ func (s *Store) UpdateJob(idx uint64, id cluster.JobID, up JobUpdate, requestID 
 		}
 		if up.Nodes != nil {
 			u.Nodes = *up.Nodes
+		}
+		if up.GPUsPerNode != nil {
+			u.GPUsPerNode = *up.GPUsPerNode
+		}
+		if up.MemoryMB != nil {
+			u.MemoryMB = *up.MemoryMB
 		}
 		if up.Dependency != nil {
 			u.Dependency = *up.Dependency

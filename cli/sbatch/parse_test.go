@@ -126,7 +126,7 @@ func writeForm(b *strings.Builder, f *phalanxv1.RequestForm) {
 	for _, o := range []struct {
 		set  bool
 		name string
-	}{{f.GetNtasks(), "ntasks"}, {f.GetNtasksPerNode(), "ntasks-per-node"}, {f.GetGpusPerNode(), "gpus-per-node"}, {f.GetGpus(), "gpus"}} {
+	}{{f.GetNtasks(), "ntasks"}, {f.GetNtasksPerNode(), "ntasks-per-node"}, {f.GetGpusPerNode(), "gpus-per-node"}, {f.GetGpus(), "gpus"}, {f.GetGpusSplit(), "gpus-split"}, {f.GetGpusPerTask(), "gpus-per-task"}} {
 		if o.set {
 			given = append(given, o.name)
 		}

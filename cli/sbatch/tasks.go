@@ -90,10 +90,12 @@ func (b *builder) resolveMemory() error {
 
 // requestForm records which options gave the tasks, GPUs and memory, for
 // the variables Slurm sets only after them (SLURM_NTASKS, ...). -n
-// includes the task count --gpus-per-task gives (perTaskTasks).
+// includes the task count --gpus-per-task gives (perTaskTasks). -G alone
+// is split over the nodes (resolveGPUs), again on a new node count.
 func (b *builder) requestForm() *phalanxv1.RequestForm {
 	return &phalanxv1.RequestForm{
 		Ntasks: b.ntasks > 0, NtasksPerNode: b.tasksPerNode > 0, GpusPerNode: b.gpusPerNodeSet, Gpus: b.total.set,
 		MemPerCpuMb: b.memPerCPU, MemPerGpuMb: b.memPerGPU,
+		GpusSplit: b.total.set && b.perNode == "" && !b.perTask.set, GpusPerTask: b.perTask.set,
 	}
 }

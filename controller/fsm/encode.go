@@ -279,6 +279,11 @@ func (c UpdateJob) encode() (*statev1.Command, error) {
 		n := int32(*u.ArrayThrottle)
 		r.ArrayThrottle = &n
 	}
+	if u.GPUsPerNode != nil {
+		n := int32(*u.GPUsPerNode)
+		r.GpusPerNode = &n
+	}
+	r.MemoryMb = u.MemoryMB
 	return &statev1.Command{Command: &statev1.Command_UpdateJob{UpdateJob: r}}, nil
 }
 
@@ -312,6 +317,11 @@ func decodeUpdateJob(r *statev1.UpdateJob) UpdateJob {
 		n := int(r.GetArrayThrottle())
 		u.ArrayThrottle = &n
 	}
+	if r.GpusPerNode != nil {
+		n := int(r.GetGpusPerNode())
+		u.GPUsPerNode = &n
+	}
+	u.MemoryMB = r.MemoryMb
 	return UpdateJob{ID: cluster.JobID(r.GetJobId()), JobUpdate: u, RequestID: r.GetRequestId(), Time: codec.FromTime(r.GetTime())}
 }
 

@@ -98,6 +98,7 @@ var commandFixtures = map[string]Command{
 	"13d-update-job-once": UpdateJob{ID: 7, JobUpdate: store.JobUpdate{TimeLimit: ptr(30 * time.Minute)}, RequestID: []byte("0123456789abcdef"),
 		Time: t0.Add(6 * time.Hour)},
 	"13e-update-job-throttle": UpdateJob{ID: 7, JobUpdate: store.JobUpdate{ArrayThrottle: ptr(3)}},
+	"13f-update-job-gpus":     UpdateJob{ID: 7, JobUpdate: store.JobUpdate{Nodes: ptr(4), GPUsPerNode: ptr(2), MemoryMB: ptr(int64(2048))}},
 	"12-expire":               Expire{Retention: store.Retention{RequestsBefore: t0, MaxRequests: 100000, HistoryBefore: t0.Add(-time.Hour), MaxHistory: 50000}},
 	"12b-expire-events": Expire{Retention: store.Retention{RequestsBefore: t0, MaxRequests: 100000, HistoryBefore: t0.Add(-time.Hour), MaxHistory: 50000,
 		EventsBefore: t0.Add(-2 * time.Hour), MaxEvents: 100000}},

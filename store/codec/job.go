@@ -80,8 +80,15 @@ func requestFormRecord(f cluster.RequestForm) *statev1.RequestForm {
 	if !f.Recorded {
 		return nil
 	}
-	return &statev1.RequestForm{Ntasks: f.NTasks, NtasksPerNode: f.NTasksPerNode, GpusPerNode: f.GPUsPerNode,
+	r := &statev1.RequestForm{Ntasks: f.NTasks, NtasksPerNode: f.NTasksPerNode, GpusPerNode: f.GPUsPerNode,
 		Gpus: f.GPUs, MemPerCpuMb: f.MemPerCPUMB, MemPerGpuMb: f.MemPerGPUMB}
+	if f.GPUsSplit {
+		r.GpusSplit = &f.GPUsSplit
+	}
+	if f.GPUsPerTask {
+		r.GpusPerTask = &f.GPUsPerTask
+	}
+	return r
 }
 
 // fromRequestForm reads a job's request form; nil: a job recorded before
@@ -91,7 +98,8 @@ func fromRequestForm(f *statev1.RequestForm) cluster.RequestForm {
 		return cluster.RequestForm{}
 	}
 	return cluster.RequestForm{Recorded: true, NTasks: f.GetNtasks(), NTasksPerNode: f.GetNtasksPerNode(), GPUsPerNode: f.GetGpusPerNode(),
-		GPUs: f.GetGpus(), MemPerCPUMB: f.GetMemPerCpuMb(), MemPerGPUMB: f.GetMemPerGpuMb()}
+		GPUs: f.GetGpus(), MemPerCPUMB: f.GetMemPerCpuMb(), MemPerGPUMB: f.GetMemPerGpuMb(), GPUsSplit: f.GetGpusSplit(),
+		GPUsPerTask: f.GetGpusPerTask()}
 }
 
 func openModeRecord(m cluster.OpenMode) statev1.OpenMode {

@@ -11,7 +11,8 @@ import (
 // it was recorded reads back without one.
 func TestJobRequestFormRoundTrip(t *testing.T) {
 	for _, f := range []cluster.RequestForm{
-		{Recorded: true, NTasks: true, NTasksPerNode: true, GPUsPerNode: true, GPUs: true, MemPerCPUMB: 4096, MemPerGPUMB: 81920},
+		{Recorded: true, NTasks: true, NTasksPerNode: true, GPUsPerNode: true, GPUs: true, MemPerCPUMB: 4096, MemPerGPUMB: 81920, GPUsPerTask: true},
+		{Recorded: true, GPUs: true, GPUsSplit: true},
 		{Recorded: true},
 		{},
 	} {

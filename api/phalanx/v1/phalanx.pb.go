@@ -2375,7 +2375,7 @@ func (x *JobSpec) GetRequestForm() *RequestForm {
 // its variables only after the option given: SLURM_NTASKS after -n or
 // --ntasks-per-node, SLURM_NTASKS_PER_NODE after --ntasks-per-node,
 // SLURM_GPUS_PER_NODE after --gpus-per-node, SLURM_GPUS after -G,
-// SLURM_MEM_PER_CPU and SLURM_MEM_PER_GPU (in place of
+// SLURM_GPUS_PER_TASK after --gpus-per-task, SLURM_MEM_PER_CPU and SLURM_MEM_PER_GPU (in place of
 // SLURM_MEM_PER_NODE) after --mem-per-cpu and --mem-per-gpu.
 type RequestForm struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2385,6 +2385,11 @@ type RequestForm struct {
 	Gpus          bool                   `protobuf:"varint,4,opt,name=gpus,proto3" json:"gpus,omitempty"`                                          // -G, --gpus
 	MemPerCpuMb   int64                  `protobuf:"varint,5,opt,name=mem_per_cpu_mb,json=memPerCpuMb,proto3" json:"mem_per_cpu_mb,omitempty"`     // --mem-per-cpu
 	MemPerGpuMb   int64                  `protobuf:"varint,6,opt,name=mem_per_gpu_mb,json=memPerGpuMb,proto3" json:"mem_per_gpu_mb,omitempty"`     // --mem-per-gpu
+	// gpus_split: -G alone gave the GPUs (no --gpus-per-node, --gres or
+	// --gpus-per-task), split evenly over the nodes; scontrol update
+	// NumNodes= splits the same total again.
+	GpusSplit     bool `protobuf:"varint,7,opt,name=gpus_split,json=gpusSplit,proto3" json:"gpus_split,omitempty"`
+	GpusPerTask   bool `protobuf:"varint,8,opt,name=gpus_per_task,json=gpusPerTask,proto3" json:"gpus_per_task,omitempty"` // --gpus-per-task (0 too)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2459,6 +2464,20 @@ func (x *RequestForm) GetMemPerGpuMb() int64 {
 		return x.MemPerGpuMb
 	}
 	return 0
+}
+
+func (x *RequestForm) GetGpusSplit() bool {
+	if x != nil {
+		return x.GpusSplit
+	}
+	return false
+}
+
+func (x *RequestForm) GetGpusPerTask() bool {
+	if x != nil {
+		return x.GpusPerTask
+	}
+	return false
 }
 
 type NodeAlloc struct {
@@ -7231,14 +7250,17 @@ const file_phalanx_v1_phalanx_proto_rawDesc = "" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0f\n" +
-	"\r_max_restarts\"\xcf\x01\n" +
+	"\r_max_restarts\"\x92\x02\n" +
 	"\vRequestForm\x12\x16\n" +
 	"\x06ntasks\x18\x01 \x01(\bR\x06ntasks\x12&\n" +
 	"\x0fntasks_per_node\x18\x02 \x01(\bR\rntasksPerNode\x12\"\n" +
 	"\rgpus_per_node\x18\x03 \x01(\bR\vgpusPerNode\x12\x12\n" +
 	"\x04gpus\x18\x04 \x01(\bR\x04gpus\x12#\n" +
 	"\x0emem_per_cpu_mb\x18\x05 \x01(\x03R\vmemPerCpuMb\x12#\n" +
-	"\x0emem_per_gpu_mb\x18\x06 \x01(\x03R\vmemPerGpuMb\"x\n" +
+	"\x0emem_per_gpu_mb\x18\x06 \x01(\x03R\vmemPerGpuMb\x12\x1d\n" +
+	"\n" +
+	"gpus_split\x18\a \x01(\bR\tgpusSplit\x12\"\n" +
+	"\rgpus_per_task\x18\b \x01(\bR\vgpusPerTask\"x\n" +
 	"\tNodeAlloc\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x12\n" +
 	"\x04gpus\x18\x02 \x03(\x05R\x04gpus\x12\x12\n" +

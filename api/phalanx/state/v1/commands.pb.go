@@ -786,6 +786,11 @@ type UpdateJob struct {
 	Time      int64  `protobuf:"varint,12,opt,name=time,proto3" json:"time,omitempty"`
 	// array_throttle: the task's array's throttle (0: none).
 	ArrayThrottle *int32 `protobuf:"varint,13,opt,name=array_throttle,json=arrayThrottle,proto3,oneof" json:"array_throttle,omitempty"`
+	// gpus_per_node and memory_mb: the job's new shape, when a new node
+	// count splits its GPUs again (-G's total, RequestForm.gpus_split) and
+	// with them its --mem-per-gpu memory.
+	GpusPerNode   *int32 `protobuf:"varint,14,opt,name=gpus_per_node,json=gpusPerNode,proto3,oneof" json:"gpus_per_node,omitempty"`
+	MemoryMb      *int64 `protobuf:"varint,15,opt,name=memory_mb,json=memoryMb,proto3,oneof" json:"memory_mb,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -907,6 +912,20 @@ func (x *UpdateJob) GetTime() int64 {
 func (x *UpdateJob) GetArrayThrottle() int32 {
 	if x != nil && x.ArrayThrottle != nil {
 		return *x.ArrayThrottle
+	}
+	return 0
+}
+
+func (x *UpdateJob) GetGpusPerNode() int32 {
+	if x != nil && x.GpusPerNode != nil {
+		return *x.GpusPerNode
+	}
+	return 0
+}
+
+func (x *UpdateJob) GetMemoryMb() int64 {
+	if x != nil && x.MemoryMb != nil {
+		return *x.MemoryMb
 	}
 	return 0
 }
@@ -1978,7 +1997,7 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x12\n" +
 	"\x04rank\x18\x03 \x01(\x05R\x04rank\x12\x12\n" +
 	"\x04step\x18\x04 \x01(\x03R\x04step\x12\x12\n" +
-	"\x04time\x18\x05 \x01(\x03R\x04time\"\xab\x04\n" +
+	"\x04time\x18\x05 \x01(\x03R\x04time\"\x96\x05\n" +
 	"\tUpdateJob\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x88\x01\x01\x12\"\n" +
@@ -1997,7 +2016,10 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\v \x01(\fR\trequestId\x12\x12\n" +
 	"\x04time\x18\f \x01(\x03R\x04time\x12*\n" +
-	"\x0earray_throttle\x18\r \x01(\x05H\bR\rarrayThrottle\x88\x01\x01B\a\n" +
+	"\x0earray_throttle\x18\r \x01(\x05H\bR\rarrayThrottle\x88\x01\x01\x12'\n" +
+	"\rgpus_per_node\x18\x0e \x01(\x05H\tR\vgpusPerNode\x88\x01\x01\x12 \n" +
+	"\tmemory_mb\x18\x0f \x01(\x03H\n" +
+	"R\bmemoryMb\x88\x01\x01B\a\n" +
 	"\x05_nameB\r\n" +
 	"\v_time_limitB\a\n" +
 	"\x05_holdB\f\n" +
@@ -2007,7 +2029,10 @@ const file_phalanx_state_v1_commands_proto_rawDesc = "" +
 	"\x05_niceB\x06\n" +
 	"\x04_qosB\v\n" +
 	"\t_priorityB\x11\n" +
-	"\x0f_array_throttle\"T\n" +
+	"\x0f_array_throttleB\x10\n" +
+	"\x0e_gpus_per_nodeB\f\n" +
+	"\n" +
+	"_memory_mb\"T\n" +
 	"\x0fDependencyValue\x12/\n" +
 	"\x05conds\x18\x01 \x03(\v2\x19.phalanx.state.v1.DepCondR\x05conds\x12\x10\n" +
 	"\x03any\x18\x02 \x01(\bR\x03any\"\xb5\x01\n" +

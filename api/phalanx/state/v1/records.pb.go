@@ -1213,6 +1213,12 @@ type RequestForm struct {
 	Gpus          bool                   `protobuf:"varint,4,opt,name=gpus,proto3" json:"gpus,omitempty"`
 	MemPerCpuMb   int64                  `protobuf:"varint,5,opt,name=mem_per_cpu_mb,json=memPerCpuMb,proto3" json:"mem_per_cpu_mb,omitempty"`
 	MemPerGpuMb   int64                  `protobuf:"varint,6,opt,name=mem_per_gpu_mb,json=memPerGpuMb,proto3" json:"mem_per_gpu_mb,omitempty"`
+	// gpus_split: -G alone gave the GPUs, split over the nodes (unset: not,
+	// or a job from before it was recorded).
+	GpusSplit *bool `protobuf:"varint,7,opt,name=gpus_split,json=gpusSplit,proto3,oneof" json:"gpus_split,omitempty"`
+	// gpus_per_task: --gpus-per-task was given, 0 too (unset: not, or a job
+	// from before it was recorded).
+	GpusPerTask   *bool `protobuf:"varint,8,opt,name=gpus_per_task,json=gpusPerTask,proto3,oneof" json:"gpus_per_task,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1287,6 +1293,20 @@ func (x *RequestForm) GetMemPerGpuMb() int64 {
 		return x.MemPerGpuMb
 	}
 	return 0
+}
+
+func (x *RequestForm) GetGpusSplit() bool {
+	if x != nil && x.GpusSplit != nil {
+		return *x.GpusSplit
+	}
+	return false
+}
+
+func (x *RequestForm) GetGpusPerTask() bool {
+	if x != nil && x.GpusPerTask != nil {
+		return *x.GpusPerTask
+	}
+	return false
 }
 
 // ArrayTask is what a task of a job array knows of its array. The array's
@@ -3025,14 +3045,19 @@ const file_phalanx_state_v1_records_proto_rawDesc = "" +
 	"\vsubmit_line\x180 \x01(\tR\n" +
 	"submitLine\x12\x18\n" +
 	"\acomment\x181 \x01(\tR\acomment\x12@\n" +
-	"\frequest_form\x182 \x01(\v2\x1d.phalanx.state.v1.RequestFormR\vrequestForm\"\xcf\x01\n" +
+	"\frequest_form\x182 \x01(\v2\x1d.phalanx.state.v1.RequestFormR\vrequestForm\"\xbd\x02\n" +
 	"\vRequestForm\x12\x16\n" +
 	"\x06ntasks\x18\x01 \x01(\bR\x06ntasks\x12&\n" +
 	"\x0fntasks_per_node\x18\x02 \x01(\bR\rntasksPerNode\x12\"\n" +
 	"\rgpus_per_node\x18\x03 \x01(\bR\vgpusPerNode\x12\x12\n" +
 	"\x04gpus\x18\x04 \x01(\bR\x04gpus\x12#\n" +
 	"\x0emem_per_cpu_mb\x18\x05 \x01(\x03R\vmemPerCpuMb\x12#\n" +
-	"\x0emem_per_gpu_mb\x18\x06 \x01(\x03R\vmemPerGpuMb\"\xa5\x01\n" +
+	"\x0emem_per_gpu_mb\x18\x06 \x01(\x03R\vmemPerGpuMb\x12\"\n" +
+	"\n" +
+	"gpus_split\x18\a \x01(\bH\x00R\tgpusSplit\x88\x01\x01\x12'\n" +
+	"\rgpus_per_task\x18\b \x01(\bH\x01R\vgpusPerTask\x88\x01\x01B\r\n" +
+	"\v_gpus_splitB\x10\n" +
+	"\x0e_gpus_per_task\"\xa5\x01\n" +
 	"\tArrayTask\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\x05R\x06taskId\x12\x14\n" +
@@ -3378,6 +3403,7 @@ func file_phalanx_state_v1_records_proto_init() {
 	if File_phalanx_state_v1_records_proto != nil {
 		return
 	}
+	file_phalanx_state_v1_records_proto_msgTypes[2].OneofWrappers = []any{}
 	file_phalanx_state_v1_records_proto_msgTypes[7].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
