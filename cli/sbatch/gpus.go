@@ -35,6 +35,43 @@ func (b *builder) noteGPU(v getopt.Value, typ string, n int32) {
 	b.gpuOpts = append(b.gpuOpts, o)
 }
 
+// dropZeroGPUs forgets the GPU options that ask for 0 when another asks
+// for some, as Slurm's sbatch reads an explicit 0 as not given: a site's
+// "#SBATCH --gres=gpu:0" default with --gpus-per-node=4 on the command
+// line, or a wrapper's --gpus=${N:-0}, asks for what the other option
+// says. A 0 alone (or beside other 0s) stays: the job asked for none.
+func (b *builder) dropZeroGPUs() {
+	some := false
+	for _, o := range b.gpuOpts {
+		some = some || o.n > 0
+	}
+	if !some {
+		return
+	}
+	kept := b.gpuOpts[:0]
+	for _, o := range b.gpuOpts {
+		if o.n > 0 {
+			kept = append(kept, o)
+			continue
+		}
+		switch o.name {
+		case "gpus":
+			b.total = gpuRequest{}
+		case "gpus-per-task":
+			b.perTask = gpuRequest{}
+		}
+	}
+	b.gpuOpts = kept
+	s := b.spec
+	s.GpuType, s.GpusPerNode, b.perNode, b.gpusPerNodeSet = "", 0, "", false
+	for _, o := range kept { // the per-node count left, if any (checkGPUOptions: one)
+		if o.name == "gpus-per-node" || o.name == "gres" {
+			s.GpuType, s.GpusPerNode, b.perNode = o.typ, o.n, o.opt
+			b.gpusPerNodeSet = b.gpusPerNodeSet || o.name == "gpus-per-node"
+		}
+	}
+}
+
 // checkGPUOptions refuses GPU options that give a type beside ones that
 // do not, as Slurm's sbatch does ("Invalid GRES specification (with and
 // without type identification)"), and ones that give different types: a
@@ -79,8 +116,8 @@ func (b *builder) checkGPUOptions() error {
 // is a number of nodes of them: -N, or the node count when -N is not
 // given. With --gpus-per-task, a number of tasks (tasksOfTotal). Slurm
 // refuses the same requests ("Invalid generic resource (gres)
-// specification"); a count of 0 against one that is not is refused too,
-// where Slurm reads the 0 as not given.
+// specification"). A 0 beside a count that is not was dropped before
+// (dropZeroGPUs).
 func (b *builder) checkTotal() error {
 	if !b.total.set {
 		return nil

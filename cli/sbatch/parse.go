@@ -183,6 +183,7 @@ func finish(b *builder, script, name string, env Env) (*Request, error) {
 	if err := cluster.CheckBeginDeadline(begin, deadline, time.Time{}); err != nil {
 		return nil, err
 	}
+	b.dropZeroGPUs()
 	if err := b.checkGPUOptions(); err != nil {
 		return nil, err
 	}
