@@ -134,6 +134,7 @@ func (b *builder) checkTotal() error {
 			return fmt.Errorf("%s is not a multiple of %s: give a multiple of it, or one of them", gpus, b.perNode)
 		case !b.nodesSet:
 			s.Nodes, b.nodesSet = total/per, true // as Slurm's: the nodes --gpus needs
+			b.nodesFrom = gpus + " with " + b.perNode
 		case total/per != s.Nodes:
 			return fmt.Errorf("%s is %d nodes of %s, but -N asks for %d: give -N %d, or --gpus=%s",
 				gpus, total/per, b.perNode, s.Nodes, total/per, typed(b.total.typ, int64(per)*int64(s.Nodes)))

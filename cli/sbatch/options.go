@@ -107,8 +107,11 @@ type builder struct {
 	// (tasks.go).
 	tasksPerNode, ntasks, cpusPerTask int32
 	nodesSet, memWhole                bool // memWhole: --mem=0
-	memPerCPU, memPerGPU              int64
-	gpusPerNodeSet                    bool // --gpus-per-node (the request form)
+	// nodesFrom says where a node count not given with -N came from
+	// ("--gpus=16 with --gpus-per-node=8"), for messages; "" for -N.
+	nodesFrom            string
+	memPerCPU, memPerGPU int64
+	gpusPerNodeSet       bool // --gpus-per-node (the request form)
 	// perNode is the last of --gpus-per-node and --gres=gpu given, as
 	// written ("--gres=gpu:4"); "" for neither. gpuOpts: what each GPU
 	// option gives (checkGPUOptions).

@@ -24,6 +24,10 @@ func (b *builder) resolveTasks() error {
 		s.Nodes = b.ntasks / t
 	case b.ntasks > 0 && t > 0:
 		if int64(b.ntasks) != int64(t)*int64(s.Nodes) {
+			if b.nodesFrom != "" {
+				return fmt.Errorf("-n %d is not %s (%s) times --ntasks-per-node=%d: give -n %d, or leave it out",
+					b.ntasks, plural(int64(s.Nodes), "node"), b.nodesFrom, t, int64(t)*int64(s.Nodes))
+			}
 			return fmt.Errorf("-n %d is not -N %d times --ntasks-per-node=%d: give two of the three", b.ntasks, s.Nodes, t)
 		}
 	case b.ntasks > 0:
