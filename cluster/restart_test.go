@@ -168,6 +168,30 @@ func TestFencedTasksBlameOnlyTheLostNode(t *testing.T) {
 	}
 }
 
+// A job cancelled while its attempt, ended by a fenced report, waits for
+// its other node keeps the cancel's reason when that node is then declared
+// lost: it ended because it was cancelled, not for the loss, which only
+// the reason of a NODE_FAIL attempt becomes.
+func TestCancelAfterAFencedReportKeepsTheCancelsReason(t *testing.T) {
+	j := placedJob(t)
+	j.Restart = RestartPolicy{MaxRestarts: 3, On: DefaultRestartOn}
+	ApplyTaskReport(j, attemptReport(j, 0, TaskRunning, 0, 1))
+	ApplyTaskReport(j, attemptReport(j, 1, TaskRunning, 0, 1))
+	r := withMessage(attemptReport(j, 0, TaskLost, 0, 5), `task "x": killed when the node's lease ended`)
+	r.Fenced = true
+	ApplyTaskReport(j, r)
+	if !Cancel(j, at(6), "cancelled by alice") {
+		t.Fatal("Cancel changed nothing")
+	}
+	NodeLost(j, "n2", at(9), "Not responding", true)
+	if j.State != JobCancelled || j.Reason != "cancelled by alice" {
+		t.Errorf("job %s, reason %q; want CANCELLED, reason %q", j.State, j.Reason, "cancelled by alice")
+	}
+	if a := j.Attempts[0]; a.State != JobCancelled || a.Reason != "cancelled by alice" {
+		t.Errorf("attempt 0 ended %s, reason %q; want CANCELLED, the cancel's reason", a.State, a.Reason)
+	}
+}
+
 // A one-node job whose node is lost, fenced: the loss ends its last task,
 // and the job restarts then, with no other rank's report to wait for.
 func TestRestartAfterTheOnlyNodeIsLost(t *testing.T) {

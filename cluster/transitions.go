@@ -278,11 +278,9 @@ func NodeLost(j *Job, node string, t time.Time, reason string, fenced bool) (cha
 		}
 		endTask(task, TaskReport{State: TaskLost, Message: reason, Time: t})
 		if fenced {
-			if blame(j, RestartNode, node) {
-				// The loss of this node is why the attempt failed, not
-				// the fenced task that ended it first.
-				j.Reason = reason
-			}
+			// The loss of this node is why the attempt failed, not the
+			// fenced task that ended it first.
+			fillFault(j, node, reason)
 		} else {
 			unfenced(j)
 		}
@@ -298,6 +296,17 @@ func NodeLost(j *Job, node string, t time.Time, reason string, fenced bool) (cha
 		restartIfFailed(j) // the lost node's tasks may have been the last to end
 	}
 	return changed
+}
+
+// fillFault puts node at fault for the job's current attempt when a node
+// cause that named no node ended it first (a fenced task, an agent's
+// shutdown: see blame), and makes reason, why node failed, the job's and
+// so the attempt's. A job cancelled since keeps the cancel's reason: it
+// ended because it was cancelled, and does not restart.
+func fillFault(j *Job, node, reason string) {
+	if blame(j, RestartNode, node) && j.State == JobNodeFail {
+		j.Reason = reason
+	}
 }
 
 // NodeDowned records that an administrator set node DOWN under a job whose
