@@ -37,7 +37,9 @@ import (
 // attempt for RestartNode with no node at fault: the lease ends when no
 // controller answers, and after a majority of the controllers was down
 // every node's has; the node that stays silent past the leader's grace is
-// the one at fault (NodeLost), even when a fenced report came first.
+// the one at fault (NodeLost), even when a fenced report came first, and
+// so is one whose agent then reports a task LOST for a fault it found
+// there (lateVerdict).
 //
 // Three attempts in a row that ended with the same user failure (the same
 // exit code or signal), with no node fault in between, end the job FAILED

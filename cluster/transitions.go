@@ -90,6 +90,8 @@ func ApplyTaskReport(j *Job, r TaskReport) (changed bool) {
 			if r.State == TaskFailed && r.CheckpointCorrupt {
 				blame(j, RestartCheckpoint, "")
 			}
+		} else if r.State == TaskLost {
+			lateVerdict(j, t, r)
 		}
 		releaseIfEnded(j)
 		requeueIfStopped(j)
@@ -146,17 +148,37 @@ func jobAfterTaskEnd(j *Job, t *Task, r TaskReport) {
 		finish(j, JobFailed, reason, t.EndTime)
 		blame(j, RestartHang, "")
 	case TaskLost: // by its agent's word: a failed pre-start check, a shutdown
-		reason := t.Message
-		if reason == "" {
-			reason = ReasonNodeFail
-		}
+		reason, fault := lostVerdict(t, r)
 		finish(j, JobNodeFail, reason, t.EndTime)
-		fault := t.Node
-		if r.AgentShutdown || r.Fenced {
-			fault = ""
-		}
 		blame(j, RestartNode, fault)
 	}
+}
+
+// lostVerdict is what a LOST report r of task t says: why the task was
+// lost, and the node at fault, its own, or none for an agent that shut
+// down and for a task fenced at its lease's end.
+func lostVerdict(t *Task, r TaskReport) (reason, fault string) {
+	reason = t.Message
+	if reason == "" {
+		reason = ReasonNodeFail
+	}
+	if r.AgentShutdown || r.Fenced {
+		return reason, ""
+	}
+	return reason, t.Node
+}
+
+// lateVerdict takes a LOST report r of task t, which came once the job had
+// ended, for its agent's verdict on its node when the attempt ended for a
+// node cause that named no node (a fenced task, an agent's shutdown came
+// first): that node is the one at fault (fillFault), as it would be had
+// its report come first. Any other ended attempt keeps its cause.
+func lateVerdict(j *Job, t *Task, r TaskReport) {
+	reason, fault := lostVerdict(t, r)
+	if n := len(j.Attempts); fault == "" || n == 0 || j.Attempts[n-1].Cause != RestartNode {
+		return
+	}
+	fillFault(j, fault, reason)
 }
 
 func failJob(j *Job, t *Task, reason string) {
