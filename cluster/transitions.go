@@ -47,7 +47,11 @@ type TaskReport struct {
 	// length. That says no leader heard the node, not that the node failed
 	// (a majority of the controllers down ends every node's lease, healthy
 	// or not): the attempt fails for a node cause, but a node is at fault
-	// only once the leader finds it silent past its TTL (NodeLost).
+	// only once the leader finds it silent past its TTL (NodeLost). The
+	// leader keeps the agent's flag only for a fence that may be the
+	// controllers' doing, in its grace after its election; a fence while
+	// it answered all along is proposed as a plain LOST, and blames the
+	// node (controller/lease.go, fenceExcused).
 	Fenced bool
 }
 
