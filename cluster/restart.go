@@ -34,10 +34,14 @@ import (
 // fence may still run its tasks: its attempt is unfenced and never
 // restarted, since two attempts must never run at once. A task its agent
 // reports fenced (TaskReport.Fenced: killed at its lease's end) fails the
-// attempt for RestartNode with no node at fault: the lease ends when no
+// attempt for RestartNode with no node at fault (the leader sets it only
+// for a fence in its grace after an election; one while it answered all
+// along is a plain LOST, the node's fault): the lease ends when no
 // controller answers, and after a majority of the controllers was down
 // every node's has; the node that stays silent past the leader's grace is
-// the one at fault (NodeLost), even when a fenced report came first.
+// the one at fault (NodeLost), even when a fenced report came first, and
+// so is one whose agent then reports a task LOST for a fault it found
+// there (lateVerdict).
 //
 // Three attempts in a row that ended with the same user failure (the same
 // exit code or signal), with no node fault in between, end the job FAILED

@@ -168,6 +168,67 @@ func TestFencedTasksBlameOnlyTheLostNode(t *testing.T) {
 	}
 }
 
+// A job cancelled while its attempt, ended by a fenced report, waits for
+// its other node keeps the cancel's reason when that node is then declared
+// lost: it ended because it was cancelled, not for the loss, which only
+// the reason of a NODE_FAIL attempt becomes.
+func TestCancelAfterAFencedReportKeepsTheCancelsReason(t *testing.T) {
+	j := placedJob(t)
+	j.Restart = RestartPolicy{MaxRestarts: 3, On: DefaultRestartOn}
+	ApplyTaskReport(j, attemptReport(j, 0, TaskRunning, 0, 1))
+	ApplyTaskReport(j, attemptReport(j, 1, TaskRunning, 0, 1))
+	r := withMessage(attemptReport(j, 0, TaskLost, 0, 5), `task "x": killed when the node's lease ended`)
+	r.Fenced = true
+	ApplyTaskReport(j, r)
+	if !Cancel(j, at(6), "cancelled by alice") {
+		t.Fatal("Cancel changed nothing")
+	}
+	NodeLost(j, "n2", at(9), "Not responding", true)
+	if j.State != JobCancelled || j.Reason != "cancelled by alice" {
+		t.Errorf("job %s, reason %q; want CANCELLED, reason %q", j.State, j.Reason, "cancelled by alice")
+	}
+	if a := j.Attempts[0]; a.State != JobCancelled || a.Reason != "cancelled by alice" {
+		t.Errorf("attempt 0 ended %s, reason %q; want CANCELLED, the cancel's reason", a.State, a.Reason)
+	}
+}
+
+// After a fenced report ended the attempt with no node at fault, the
+// other node's agent reports its task LOST with its own verdict on its
+// node (a GPU fault): that node is at fault, for that reason, as it would
+// be had its report come first. An attempt that ended for another cause
+// keeps it: a late verdict only names the node a node cause left unnamed.
+func TestAgentVerdictAfterAFencedReportPutsItsNodeAtFault(t *testing.T) {
+	running := func() *Job {
+		j := placedJob(t)
+		j.Restart = RestartPolicy{MaxRestarts: 3, On: DefaultRestartOn}
+		ApplyTaskReport(j, attemptReport(j, 0, TaskRunning, 0, 1))
+		ApplyTaskReport(j, attemptReport(j, 1, TaskRunning, 0, 1))
+		return j
+	}
+	j := running()
+	r := withMessage(attemptReport(j, 0, TaskLost, 0, 5), `task "x": killed when the node's lease ended`)
+	r.Fenced = true
+	ApplyTaskReport(j, r)
+	ApplyTaskReport(j, withMessage(attemptReport(j, 1, TaskLost, 0, 6), "gpu-xid: GPU 2 XID 79"))
+	if j.State != JobPending || j.Attempt != 1 {
+		t.Fatalf("after both tasks were lost: %s attempt %d (%s); want PENDING attempt 1", j.State, j.Attempt, j.Reason)
+	}
+	if a := j.Attempts[0]; a.Cause != RestartNode || a.FaultNode != "n2" || a.Reason != "gpu-xid: GPU 2 XID 79" {
+		t.Errorf("attempt 0: cause %s, fault node %q, reason %q; want node, n2, its agent's verdict", a.Cause, a.FaultNode, a.Reason)
+	}
+	if got := j.FaultNodes(); !reflect.DeepEqual(got, []string{"n2"}) {
+		t.Errorf("the next attempt avoids %v, want [n2]", got)
+	}
+
+	j = running()
+	j.Restart.On = j.Restart.On.With(RestartExit)
+	ApplyTaskReport(j, attemptReport(j, 0, TaskExited, 3, 5))
+	ApplyTaskReport(j, withMessage(attemptReport(j, 1, TaskLost, 0, 6), "gpu-xid: GPU 2 XID 79"))
+	if a := j.Attempts[0]; a.Cause != RestartExit || a.FaultNode != "" || a.Reason != ReasonNonZeroExit {
+		t.Errorf("attempt 0 after exit 3, then n2 lost: cause %s, fault node %q, reason %q; want exit, none, %s", a.Cause, a.FaultNode, a.Reason, ReasonNonZeroExit)
+	}
+}
+
 // A one-node job whose node is lost, fenced: the loss ends its last task,
 // and the job restarts then, with no other rank's report to wait for.
 func TestRestartAfterTheOnlyNodeIsLost(t *testing.T) {

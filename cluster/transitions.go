@@ -47,7 +47,11 @@ type TaskReport struct {
 	// length. That says no leader heard the node, not that the node failed
 	// (a majority of the controllers down ends every node's lease, healthy
 	// or not): the attempt fails for a node cause, but a node is at fault
-	// only once the leader finds it silent past its TTL (NodeLost).
+	// only once the leader finds it silent past its TTL (NodeLost). The
+	// leader keeps the agent's flag only for a fence that may be the
+	// controllers' doing, in its grace after its election; a fence while
+	// it answered all along is proposed as a plain LOST, and blames the
+	// node (controller/lease.go, fenceExcused).
 	Fenced bool
 }
 
@@ -90,6 +94,8 @@ func ApplyTaskReport(j *Job, r TaskReport) (changed bool) {
 			if r.State == TaskFailed && r.CheckpointCorrupt {
 				blame(j, RestartCheckpoint, "")
 			}
+		} else if r.State == TaskLost {
+			lateVerdict(j, t, r)
 		}
 		releaseIfEnded(j)
 		requeueIfStopped(j)
@@ -146,17 +152,37 @@ func jobAfterTaskEnd(j *Job, t *Task, r TaskReport) {
 		finish(j, JobFailed, reason, t.EndTime)
 		blame(j, RestartHang, "")
 	case TaskLost: // by its agent's word: a failed pre-start check, a shutdown
-		reason := t.Message
-		if reason == "" {
-			reason = ReasonNodeFail
-		}
+		reason, fault := lostVerdict(t, r)
 		finish(j, JobNodeFail, reason, t.EndTime)
-		fault := t.Node
-		if r.AgentShutdown || r.Fenced {
-			fault = ""
-		}
 		blame(j, RestartNode, fault)
 	}
+}
+
+// lostVerdict is what a LOST report r of task t says: why the task was
+// lost, and the node at fault, its own, or none for an agent that shut
+// down and for a task fenced at its lease's end.
+func lostVerdict(t *Task, r TaskReport) (reason, fault string) {
+	reason = t.Message
+	if reason == "" {
+		reason = ReasonNodeFail
+	}
+	if r.AgentShutdown || r.Fenced {
+		return reason, ""
+	}
+	return reason, t.Node
+}
+
+// lateVerdict takes a LOST report r of task t, which came once the job had
+// ended, for its agent's verdict on its node when the attempt ended for a
+// node cause that named no node (a fenced task, an agent's shutdown came
+// first): that node is the one at fault (fillFault), as it would be had
+// its report come first. Any other ended attempt keeps its cause.
+func lateVerdict(j *Job, t *Task, r TaskReport) {
+	reason, fault := lostVerdict(t, r)
+	if n := len(j.Attempts); fault == "" || n == 0 || j.Attempts[n-1].Cause != RestartNode {
+		return
+	}
+	fillFault(j, fault, reason)
 }
 
 func failJob(j *Job, t *Task, reason string) {
@@ -278,11 +304,9 @@ func NodeLost(j *Job, node string, t time.Time, reason string, fenced bool) (cha
 		}
 		endTask(task, TaskReport{State: TaskLost, Message: reason, Time: t})
 		if fenced {
-			if blame(j, RestartNode, node) {
-				// The loss of this node is why the attempt failed, not
-				// the fenced task that ended it first.
-				j.Reason = reason
-			}
+			// The loss of this node is why the attempt failed, not the
+			// fenced task that ended it first.
+			fillFault(j, node, reason)
 		} else {
 			unfenced(j)
 		}
@@ -298,6 +322,17 @@ func NodeLost(j *Job, node string, t time.Time, reason string, fenced bool) (cha
 		restartIfFailed(j) // the lost node's tasks may have been the last to end
 	}
 	return changed
+}
+
+// fillFault puts node at fault for the job's current attempt when a node
+// cause that named no node ended it first (a fenced task, an agent's
+// shutdown: see blame), and makes reason, why node failed, the job's and
+// so the attempt's. A job cancelled since keeps the cancel's reason: it
+// ended because it was cancelled, and does not restart.
+func fillFault(j *Job, node, reason string) {
+	if blame(j, RestartNode, node) && j.State == JobNodeFail {
+		j.Reason = reason
+	}
 }
 
 // NodeDowned records that an administrator set node DOWN under a job whose

@@ -60,3 +60,32 @@ func (s *Server) leaseMs(fences bool) int64 {
 	}
 	return NodeLease(s.cfg.NodeTTL).Milliseconds()
 }
+
+// fenceExcused reports whether a task its agent reports fenced at t
+// (killed when its node's lease ended) may owe that to the controllers
+// rather than to its node, so that the report is proposed fenced and
+// blames no node (cluster.TaskReport.Fenced).
+//
+// A lease that ended at t was renewed last by an answer to a call sent
+// NodeLease before t, or earlier. If this leader had led since before
+// then, with LeaseMargin more for the agent to find it, a leader answered
+// the whole time the node could have renewed its lease: the node or its
+// link was silent, and the node is at fault, as one found silent past its
+// TTL is, even though it came back before that (a flapping link fences its
+// job at every attempt, each on the same node). Otherwise the lease may
+// have run out while no leader answered (an election, a majority of the
+// controllers down) and the fence is no verdict: the node is at fault
+// only if this leader finds it silent past its grace. Both add up to
+// NodeTTL: the fence is excused when it came within the grace this
+// leader gives every node from its term's start (startLivenessTerm).
+//
+// t is the agent's time for the report, capped at now (an agent's clock
+// ahead of the leader's does not put its fence later). Before the first
+// term (the zero time) nothing is known, and the fence is excused.
+func (s *Server) fenceExcused(t, now time.Time) bool {
+	if t.After(now) {
+		t = now
+	}
+	began := s.nodes.termBegan()
+	return began.IsZero() || t.Before(began.Add(s.cfg.NodeTTL))
+}

@@ -18,6 +18,7 @@ import (
 // lock is its own.
 type liveness struct {
 	mu        sync.Mutex
+	began     time.Time // when this term began (reset)
 	lastSeen  map[string]time.Time
 	heard     map[string]bool // since this leader took over, and since the agent said it stops
 	declaring map[string]bool // found silent; the DOWN is on its way: no lease
@@ -28,11 +29,19 @@ type liveness struct {
 func (l *liveness) reset(nodes []*cluster.Node, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.began = now
 	l.lastSeen = make(map[string]time.Time, len(nodes))
 	l.heard, l.declaring = map[string]bool{}, map[string]bool{}
 	for _, n := range nodes {
 		l.lastSeen[n.Name] = now
 	}
+}
+
+// termBegan is when this term began: the zero time before the first.
+func (l *liveness) termBegan() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.began
 }
 
 // seen records that node was heard from at t. live is false while its DOWN

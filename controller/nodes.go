@@ -273,6 +273,13 @@ func (n *nodeService) ReportTaskStatus(ctx context.Context, req *phalanxv1.Repor
 	if !validTaskReportState(r.State) {
 		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "task state %q", req.State))
 	}
+	if r.Fenced && !s.fenceExcused(r.Time, s.cfg.Clock.Now()) {
+		// A leader answered all along: the node's silence ended its
+		// lease, and the node is at fault, as for any task its agent
+		// reports lost.
+		r.Fenced = false
+		s.log.Info("task fenced while this leader led: its node is at fault", "node", req.Node, "job", r.JobID, "attempt", r.Attempt)
+	}
 	if r.AgentShutdown { // before the job's restart can be placed there again
 		s.shuttingDown(req.Node, s.cfg.Clock.Now())
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	phalanxv1 "github.com/phalanx-hpc/phalanx/api/phalanx/v1"
 	"github.com/phalanx-hpc/phalanx/cluster"
@@ -72,10 +73,11 @@ func TestSignalFromSpec(t *testing.T) {
 	}
 }
 
-// A task its agent reports fenced (killed at the node's lease's end) ends
-// the attempt and restarts the job, but blames no node: its lease ended
-// because no controller answered, which after a majority outage is every
-// node's lot. The next attempt may run on the same node.
+// A task its agent reports fenced (killed at the node's lease's end) in
+// the leader's grace after its election ends the attempt and restarts the
+// job, but blames no node: its lease ended because no controller
+// answered, which after a majority outage is every node's lot. The next
+// attempt may run on the same node.
 func TestFencedTaskReportBlamesNoNode(t *testing.T) {
 	s := newTestServer(t, Config{})
 	register(t, s, nil, "n1")
@@ -103,4 +105,79 @@ func TestFencedTaskReportBlamesNoNode(t *testing.T) {
 	if j, _ := s.store.Job(id); j.Attempts[0].Cause != cluster.RestartNode || j.Attempts[0].FaultNode != "" {
 		t.Errorf("attempt 0: cause %s, fault node %q; want node, none", j.Attempts[0].Cause, j.Attempts[0].FaultNode)
 	}
+}
+
+// Whether a fenced task's report blames its node is the leader's call,
+// made before it proposes the report. A fence within a NodeTTL of the
+// leader's term's start may be the controllers' doing (an election, a
+// majority of them down): no node is at fault. One later came while a
+// leader answered for the whole lease: the node, or its link, was silent,
+// and it is at fault as a node found silent past its TTL is, so that a
+// flapping link does not fence its job at every attempt on the same node.
+// The report's time counts, not when it arrives, capped at the leader's
+// clock.
+func TestFencedTaskReportBlamesItsNodeUnderASteadyLeader(t *testing.T) {
+	// A TTL of an hour: the leader's own liveness checks (every quarter
+	// of it, on the real clock) stay out of the test's way.
+	const ttl = time.Hour
+	for _, tc := range []struct {
+		name          string
+		fenced, heard time.Duration // from the term's start: the report's time, when the leader has it
+		blamed        bool
+	}{
+		{"fenced in the leader's grace, reported late", ttl - time.Second, ttl + time.Minute, false},
+		{"fenced a TTL into the term", ttl + time.Second, ttl + time.Second, true},
+		{"stamped by a clock ahead of the leader's", 2 * ttl, ttl - time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := &manualClock{t: time.Now()}
+			s := newTestServer(t, Config{NodeTTL: ttl, HeartbeatInterval: time.Second, Clock: clock})
+			began := s.nodes.termBegan()
+			register(t, s, nil, "n1", "n2")
+			ns := &nodeService{s: s}
+			ctx := context.Background()
+			resp, err := s.submit(ctx, testSpec(1, 8), false, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := cluster.JobID(resp.JobId)
+			node := waitState(t, s, id, cluster.JobConfiguring).Tasks[0].Node
+			clock.Add(began.Add(tc.heard).Sub(clock.Now()))
+			if _, err := ns.ReportTaskStatus(ctx, &phalanxv1.ReportTaskStatusRequest{
+				Node: node, JobId: resp.JobId, State: string(cluster.TaskLost), Time: timestamppb.New(began.Add(tc.fenced)),
+				Message: `task "phx-1-0-0": killed when the node's lease ended (no controller answered its agent in time)`, Fenced: true,
+			}); err != nil {
+				t.Fatal(err)
+			}
+			j := waitAttempt(t, s, id, 1)
+			want := ""
+			if tc.blamed {
+				want = node
+			}
+			if a := j.Attempts[0]; a.State != cluster.JobNodeFail || a.Cause != cluster.RestartNode || a.FaultNode != want {
+				t.Errorf("attempt 0 (%s on %s): %s, cause %s, fault node %q; want NODE_FAIL, node, %q", a.Reason, node, a.State, a.Cause, a.FaultNode, want)
+			}
+			if again := j.Tasks[0].Node; tc.blamed && again == node {
+				t.Errorf("attempt 1 runs on %s again, the node at fault for attempt 0", again)
+			}
+		})
+	}
+}
+
+// waitAttempt waits until job id's attempt n is CONFIGURING and returns
+// the job.
+func waitAttempt(t *testing.T, s *Server, id cluster.JobID, n int) *cluster.Job {
+	t.Helper()
+	var j *cluster.Job
+	eventually(t, 10*time.Second, func() error {
+		var err error
+		if j, err = s.store.Job(id); err != nil {
+			return err
+		}
+		if j.Attempt != n || j.State != cluster.JobConfiguring {
+			return fmt.Errorf("job %d %s in attempt %d (%s); want CONFIGURING in attempt %d", id, j.State, j.Attempt, j.Reason, n)
+		}
+		return nil
+	})
+	return j
 }
