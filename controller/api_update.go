@@ -206,6 +206,9 @@ func (s *Server) updateRequest(ctx context.Context, j *cluster.Job, req *phalanx
 		up.Nodes = &c.Nodes
 	}
 	if gpus != j.GPUsPerNode || mem != j.MemoryMB {
+		if s.store.FeatureLevel() < store.FeatureUpdateGPUs {
+			return cluster.Errorf(cluster.ErrUnsatisfiable, "NumNodes=%d: job %d's -G total would be split again over the new nodes, which a controller of an earlier release would not do: finish upgrading the controllers first", c.Nodes, j.ID)
+		}
 		up.GPUsPerNode, up.MemoryMB = &gpus, &mem
 	}
 	if req.Dependency != nil {

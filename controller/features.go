@@ -29,6 +29,28 @@ func (s *Server) featureLevel() uint64 {
 	return store.FeatureLevel
 }
 
+// raiseAlone raises the state's feature level to this replica's when it
+// is the only member (a new cluster's first replica, phx dev), before it
+// serves as leader: there is nobody to ask, and its first jobs are then
+// handled at its level.
+func (s *Server) raiseAlone(ctx context.Context) {
+	if servers, err := s.members(ctx); err == nil && len(servers) == 1 && string(servers[0].ID) == s.ID() {
+		s.raiseTo(ctx, s.featureLevel())
+	}
+}
+
+// raiseTo proposes raising the state's feature level to level, if above.
+func (s *Server) raiseTo(ctx context.Context, level uint64) {
+	if level <= s.store.FeatureLevel() {
+		return
+	}
+	if _, err := s.propose(ctx, fsm.SetFeatureLevel{Level: level}); err != nil {
+		s.log.Error("raise the feature level", "level", level, "err", err)
+		return
+	}
+	s.log.Info("feature level raised", "level", level)
+}
+
 // raiseFeatureLevel raises the state's feature level as far as every
 // member knows, while this replica leads (ctx).
 func (s *Server) raiseFeatureLevel(ctx context.Context) {
@@ -42,12 +64,9 @@ func (s *Server) raiseFeatureLevel(ctx context.Context) {
 		case err == nil && level < s.featureLevel() && said != "held":
 			said = "held"
 			s.log.Info("feature level held back by a member's release", "level", s.store.FeatureLevel(), "members", level)
-		case level > s.store.FeatureLevel():
-			if _, err := s.propose(ctx, fsm.SetFeatureLevel{Level: level}); err != nil {
-				s.log.Error("raise the feature level", "level", level, "err", err)
-			} else {
-				s.log.Info("feature level raised", "level", level)
-			}
+		}
+		if err == nil {
+			s.raiseTo(ctx, level)
 		}
 		if s.store.FeatureLevel() >= s.featureLevel() {
 			return

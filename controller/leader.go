@@ -140,6 +140,7 @@ func (s *Server) takeOver(ctx context.Context) bool {
 	if err := s.adoptNodeConf(ctx); err != nil {
 		s.log.Error("adopt node config", "err", err)
 	}
+	s.raiseAlone(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ctx.Err() != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/phalanx-hpc/phalanx/cluster"
 	"github.com/phalanx-hpc/phalanx/config"
 	"github.com/phalanx-hpc/phalanx/controller/fsm"
+	"github.com/phalanx-hpc/phalanx/store"
 )
 
 // nodeService implements the API node agents call.
@@ -272,6 +273,9 @@ func (n *nodeService) ReportTaskStatus(ctx context.Context, req *phalanxv1.Repor
 	}
 	if !validTaskReportState(r.State) {
 		return nil, toStatus(cluster.Errorf(cluster.ErrInvalid, "task state %q", req.State))
+	}
+	if r.Fenced && s.store.FeatureLevel() < store.FeatureFencedTasks {
+		r.Fenced = false // a replica of an earlier release would read it so
 	}
 	if r.Fenced && !s.fenceExcused(r.Time, s.cfg.Clock.Now()) {
 		// A leader answered all along: the node's silence ended its

@@ -14,13 +14,23 @@ import (
 // (SetFeatureLevel) once every voter's release knows it. A replica that
 // meets a level above its own stops, as for a command it does not know;
 // one that opens a state at a level above its own refuses it.
+//
+// A level may also gate what a leader proposes: a command's new field,
+// which a replica of an earlier release would ignore and so apply the
+// command otherwise. The leader sets such a field only from its level.
 const (
 	// FeatureRequeueEvents: a job's requeue or restart records a
 	// requeued event (requeued).
 	FeatureRequeueEvents uint64 = 1
+	// FeatureFencedTasks: a task report may say its task was fenced
+	// (cluster.TaskReport.Fenced), which blames no node.
+	FeatureFencedTasks uint64 = 1
+	// FeatureUpdateGPUs: a job update may set its GPUs per node and
+	// memory (JobUpdate: NumNodes= of a job whose -G total is split).
+	FeatureUpdateGPUs uint64 = 1
 
 	// FeatureLevel is the highest level this release knows.
-	FeatureLevel = FeatureRequeueEvents
+	FeatureLevel uint64 = 1
 )
 
 // keyFeatures holds the state's feature level (0 when absent).
