@@ -20,10 +20,16 @@ import (
 //   - cancel(job) -> whether it changed the job. It can change only a job
 //     that exists and has not ended; then the job is CANCELLED for good.
 //     "Not changed" means the job had already ended.
-//   - read(job) -> not found, or the job's state. A job is found only once
-//     submitted; states only move forward (PENDING, CONFIGURING, RUNNING, a
-//     terminal one: no requeues in this workload); CANCELLED appears exactly
-//     when a cancel changed the job.
+//   - read(job) -> not found, or the job's state and attempt. A job is
+//     found only once submitted; attempts only go up, and within one
+//     attempt states only move forward (PENDING, CONFIGURING, RUNNING, a
+//     terminal one); CANCELLED appears exactly when a cancel changed the
+//     job. A job restarts (its next attempt, from PENDING) only after an
+//     attempt that did not end for good: the workload's jobs restart on
+//     node faults (sbatch's default), and a leader's pause or a majority
+//     down can outlast a node's lease, whose end kills its tasks. So a job
+//     read NODE_FAIL may be read again in its next attempt, or cancelled
+//     before its restart; one read COMPLETED, FAILED or CANCELLED may not.
 //
 // An operation whose outcome the client never learned (a timeout, a
 // connection lost mid-call) may have taken effect or not: it is kept with
@@ -52,14 +58,16 @@ type opOutput struct {
 	changed bool   // cancel: the job was cancelled by this call
 	found   bool   // read
 	state   string // read: the job's state
+	attempt int32  // read: the job's attempt
 }
 
 // jobModel is one request's job: the state porcupine steps through.
 type jobModel struct {
 	exists    bool
 	id        uint64 // 0: exists, but its ID was never seen
-	rank      int    // furthest state seen (see stateRank)
-	ended     bool   // known to have ended
+	attempt   int32  // latest attempt seen
+	rank      int    // furthest state seen in that attempt (see stateRank)
+	ended     bool   // known to have ended for good
 	canceled  bool   // a cancel is known to have changed it
 	mayCancel bool   // a cancel whose outcome is unknown took effect here
 }
@@ -187,6 +195,14 @@ func stepRead(s jobModel, in opInput, out opOutput) (bool, any) {
 	if !ok {
 		return false, s // found before its submit
 	}
+	switch {
+	case out.attempt < s.attempt:
+		return false, s // an earlier attempt: this read is stale
+	case out.attempt > s.attempt && s.ended:
+		return false, s // a job that ended for good has no next attempt
+	case out.attempt > s.attempt:
+		s.attempt, s.rank = out.attempt, 0
+	}
 	r := stateRank(out.state)
 	switch {
 	case r < s.rank:
@@ -198,11 +214,16 @@ func stepRead(s jobModel, in opInput, out opOutput) (bool, any) {
 	}
 	s.rank = r
 	if r == 3 {
-		s.ended = true
+		s.ended = !restartable(out.state)
 		s.canceled = out.state == "CANCELLED"
 	}
 	return true, s
 }
+
+// restartable reports whether a job read in terminal state st may still
+// have a next attempt: lost with its node (or, where preemption
+// requeues, preempted), it restarts while its policy allows.
+func restartable(st string) bool { return st == "NODE_FAIL" || st == "PREEMPTED" }
 
 // never is the return time of an operation whose outcome is unknown.
 const never = math.MaxInt64

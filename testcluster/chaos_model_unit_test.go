@@ -19,6 +19,13 @@ func TestJobTableModel(t *testing.T) {
 		out := opOutput{found: state != "", state: state}
 		return porcupine.Operation{ClientId: client, Input: opInput{kind: opRead, req: req, job: job}, Call: call, Output: out, Return: ret}
 	}
+	readAt := func(client int, call, ret int64, req string, job uint64, state string, attempt int32) porcupine.Operation {
+		op := read(client, call, ret, req, job, state)
+		out := op.Output.(opOutput)
+		out.attempt = attempt
+		op.Output = out
+		return op
+	}
 	cancel := func(client int, call, ret int64, req string, job uint64, changed bool) porcupine.Operation {
 		return porcupine.Operation{ClientId: client, Input: opInput{kind: opCancel, req: req, job: job}, Call: call, Output: opOutput{changed: changed}, Return: ret}
 	}
@@ -55,6 +62,21 @@ func TestJobTableModel(t *testing.T) {
 			sub(0, 0, 10, "a", 1), read(1, 11, 12, "a", 1, "CANCELLED")}, false},
 		{"cancelled by a cancel whose answer was lost", []porcupine.Operation{
 			sub(0, 0, 10, "a", 1), cancelLost(0, 11, "a", 1), read(1, 20, 21, "a", 1, "CANCELLED")}, true},
+		{"a restart: running, then configuring in its next attempt", []porcupine.Operation{
+			sub(0, 0, 10, "a", 1), readAt(1, 11, 12, "a", 1, "RUNNING", 0), readAt(1, 13, 14, "a", 1, "CONFIGURING", 1)}, true},
+		{"configuring again in the same attempt", []porcupine.Operation{
+			sub(0, 0, 10, "a", 1), readAt(1, 11, 12, "a", 1, "RUNNING", 1), readAt(1, 13, 14, "a", 1, "CONFIGURING", 1)}, false},
+		{"a stale read of an earlier attempt", []porcupine.Operation{
+			sub(0, 0, 10, "a", 1), readAt(1, 11, 12, "a", 1, "PENDING", 1), readAt(1, 13, 14, "a", 1, "RUNNING", 0)}, false},
+		{"lost with its node, then in its next attempt", []porcupine.Operation{
+			sub(0, 0, 10, "a", 1), readAt(1, 11, 12, "a", 1, "NODE_FAIL", 0), readAt(1, 13, 14, "a", 1, "PENDING", 1)}, true},
+		{"lost with its node, cancelled before its restart", []porcupine.Operation{
+			sub(0, 0, 10, "a", 1), readAt(1, 11, 12, "a", 1, "NODE_FAIL", 0), cancel(0, 13, 14, "a", 1, true),
+			readAt(1, 15, 16, "a", 1, "CANCELLED", 0)}, true},
+		{"completed, then in a next attempt", []porcupine.Operation{
+			sub(0, 0, 10, "a", 1), readAt(1, 11, 12, "a", 1, "COMPLETED", 0), readAt(1, 13, 14, "a", 1, "PENDING", 1)}, false},
+		{"cancelled, then in a next attempt", []porcupine.Operation{
+			sub(0, 0, 10, "a", 1), cancel(0, 11, 12, "a", 1, true), readAt(1, 13, 14, "a", 1, "PENDING", 1)}, false},
 		{"requests are independent", []porcupine.Operation{
 			sub(0, 0, 10, "a", 1), sub(1, 0, 10, "b", 2), read(0, 11, 12, "b", 2, "RUNNING"), read(1, 11, 12, "a", 1, "PENDING")}, true},
 	} {

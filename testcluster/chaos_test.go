@@ -254,7 +254,7 @@ func (c *chaosClient) read() {
 	op.Return = c.r.now()
 	switch {
 	case err == nil:
-		op.Output = opOutput{found: true, state: j.State}
+		op.Output = opOutput{found: true, state: j.State, attempt: j.Attempt}
 		if j.Spec.GetName() != req {
 			c.r.t.Errorf("job %d read back with name %q; it was submitted as %q", id, j.Spec.GetName(), req)
 		}
